@@ -1,0 +1,119 @@
+// Package log is Tributary's storage engine: one partition is one Log, a
+// directory of append-only segment files holding Kafka RecordBatch v2 bytes
+// exactly as producers sent them (only the 8-byte base offset is written by
+// the broker), so bytes on disk equal bytes on the wire.
+//
+// What a caller may rely on:
+//   - Append validates a batch completely (length, magic 2, CRC32C, record
+//     count) before writing any byte of it; a rejected batch leaves no trace.
+//   - Offsets are dense logical offsets; a batch with N records takes N offsets.
+//   - Readers see only flushed data: HighWatermark is the offset after the last
+//     batch that has been fsynced. A crash never takes back an offset below the
+//     high watermark, so a consumer may store offsets safely.
+//   - Memory does not grow with the size of the log: the Log holds the sorted
+//     base offsets of its segments and each segment's sparse index (an entry
+//     every ~4 KiB of batches), never message bytes.
+//   - After an unclean shutdown, Open scans the segments written since the last
+//     recovery checkpoint, truncates at the first torn or corrupt batch, rebuilds
+//     the index and reports what it cut (RecoveryReport).
+//
+// The package knows nothing about sockets: Read returns a Slice naming a file
+// and a byte range, and the broker decides how to move those bytes.
+package log
+
+import (
+	"errors"
+	"os"
+	"time"
+)
+
+// Config holds the per-partition storage settings. Zero values take the
+// defaults documented on each field (see Config.WithDefaults).
+type Config struct {
+	// SegmentBytes rolls the active segment once it reaches this size
+	// (segment.bytes). Default 1 GiB.
+	SegmentBytes int64
+	// SegmentAge rolls the active segment once its first batch is this old
+	// (segment.ms). Default 7 days.
+	SegmentAge time.Duration
+	// FlushMessages fsyncs once this many messages are unflushed
+	// (flush.messages). Default 10000.
+	FlushMessages int64
+	// FlushInterval fsyncs unflushed data at least this often
+	// (flush.interval.ms). Default 200ms.
+	FlushInterval time.Duration
+	// RetentionAge deletes whole segments whose newest batch is older than
+	// this (retention.ms). Default 7 days; negative keeps forever.
+	RetentionAge time.Duration
+	// RetentionBytes deletes whole segments from the front while the log is
+	// larger than this (retention.bytes). Default -1: no size limit.
+	RetentionBytes int64
+	// IndexIntervalBytes is the spacing of sparse index entries. Default 4096.
+	IndexIntervalBytes int64
+	// Clock returns the current time; tests replace it. Default time.Now.
+	Clock func() time.Time
+}
+
+// Slice is a byte range of one segment file holding whole record batches,
+// ready to be sent with sendfile. The file stays open (even if retention
+// deletes the segment meanwhile) until Release is called.
+type Slice struct {
+	File     *os.File // opened read-only; never Seek it, use Pos
+	Pos      int64    // byte position of the first batch in File
+	Size     int64    // bytes, a whole number of batches; 0 when nothing to read
+	release  func()
+	released bool
+}
+
+// Release lets the segment file be closed once no reader holds it.
+func (s *Slice) Release() {
+	if s == nil || s.released || s.release == nil {
+		return
+	}
+	s.released = true
+	s.release()
+}
+
+// AppendResult says where an appended batch landed.
+type AppendResult struct {
+	BaseOffset int64 // first offset of the batch
+	LastOffset int64 // last offset of the batch
+	// Duplicate is true when the batch repeated an idempotent producer's
+	// sequence already in the log: nothing was written and the offsets are
+	// those of the original batch.
+	Duplicate bool
+	// LogAppendTime is the broker time of the append (ms since epoch).
+	LogAppendTime int64
+}
+
+// RecoveryReport says what Open had to do to the log after an unclean
+// shutdown. Truncated bytes are lost data and are also logged.
+type RecoveryReport struct {
+	Clean            bool  // the previous shutdown was clean; nothing was scanned
+	SegmentsScanned  int   // segments scanned after the last recovery checkpoint
+	TruncatedBytes   int64 // bytes cut from the tail of the log
+	TruncatedAt      int64 // offset at which the log was cut (the new log end), or -1
+	Reason           string
+	IndexesRebuilt   int
+}
+
+// Errors returned by Append and Read. The broker maps each to a Kafka error
+// code: they are the contract between storage and protocol.
+var (
+	// ErrCorruptBatch: bad length, magic, CRC or record count (CORRUPT_MESSAGE).
+	ErrCorruptBatch = errors.New("corrupt record batch")
+	// ErrUnsupportedMagic: a batch that is not RecordBatch v2
+	// (UNSUPPORTED_FOR_MESSAGE_FORMAT).
+	ErrUnsupportedMagic = errors.New("record batch magic is not 2")
+	// ErrOutOfOrderSequence: an idempotent producer skipped a sequence number
+	// (OUT_OF_ORDER_SEQUENCE_NUMBER).
+	ErrOutOfOrderSequence = errors.New("idempotent producer sequence gap")
+	// ErrInvalidProducerEpoch: a batch from an older epoch of a producer id
+	// (INVALID_PRODUCER_EPOCH).
+	ErrInvalidProducerEpoch = errors.New("stale producer epoch")
+	// ErrOffsetOutOfRange: a read below the log start or above the log end
+	// (OFFSET_OUT_OF_RANGE).
+	ErrOffsetOutOfRange = errors.New("offset out of range")
+	// ErrClosed: the log was closed.
+	ErrClosed = errors.New("log closed")
+)

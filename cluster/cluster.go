@@ -1,0 +1,89 @@
+// Package cluster holds the broker's view of the cluster: which brokers are
+// alive and which broker owns each topic partition. A standalone broker keeps
+// that view in its data directory (Standalone); brokers in a cluster share it
+// through ZooKeeper, the paper's broker registry and topic assignments.
+//
+// Every broker of a cluster reads the same view, so every broker answers
+// Metadata the same way, and a broker serves only the partitions assigned to
+// it (no replication: a partition lives on one broker).
+package cluster
+
+import (
+	"context"
+	"errors"
+	"sort"
+)
+
+// Broker is one member of the cluster as clients see it in Metadata.
+type Broker struct {
+	ID   int32  `json:"id"`
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+}
+
+// Topic is a topic's partition assignment: Leaders[p] is the id of the broker
+// that stores partition p.
+type Topic struct {
+	Name    string            `json:"name"`
+	Leaders []int32           `json:"leaders"`
+	Configs map[string]string `json:"configs,omitempty"`
+}
+
+// Partitions is the topic's partition count.
+func (t Topic) Partitions() int32 { return int32(len(t.Leaders)) }
+
+// Metadata is what the broker needs to know about the cluster. Implementations
+// are safe for concurrent use.
+type Metadata interface {
+	// Self is the broker this process runs.
+	Self() Broker
+	// Brokers lists the live brokers, sorted by id.
+	Brokers() []Broker
+	// Topic returns one topic's assignment.
+	Topic(name string) (Topic, bool)
+	// Topics lists every topic, sorted by name.
+	Topics() []Topic
+	// CreateTopic assigns the partitions of a new topic over the live brokers.
+	// It returns ErrTopicExists when the name is taken.
+	CreateTopic(ctx context.Context, name string, partitions int32, configs map[string]string) (Topic, error)
+	// DeleteTopic removes a topic's assignment. ErrUnknownTopic when absent.
+	DeleteTopic(ctx context.Context, name string) error
+	// Changed returns a channel closed at the next change of brokers or topics.
+	Changed() <-chan struct{}
+	// Close leaves the cluster.
+	Close() error
+}
+
+var (
+	// ErrTopicExists is returned when creating a topic whose name is taken.
+	ErrTopicExists = errors.New("topic already exists")
+	// ErrUnknownTopic is returned for a topic that does not exist.
+	ErrUnknownTopic = errors.New("unknown topic")
+	// ErrNoBrokers is returned when a topic cannot be assigned because no
+	// broker is alive.
+	ErrNoBrokers = errors.New("no live brokers to assign partitions to")
+)
+
+// Spread assigns partitions round-robin over brokers sorted by id, starting at
+// an offset derived from the topic name so that many small topics do not all
+// start on the first broker.
+func Spread(name string, partitions int32, brokers []Broker) ([]int32, error) {
+	if len(brokers) == 0 {
+		return nil, ErrNoBrokers
+	}
+	ids := make([]int32, len(brokers))
+	for i, b := range brokers {
+		ids[i] = b.ID
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var h uint32 = 2166136261
+	for i := 0; i < len(name); i++ {
+		h = (h ^ uint32(name[i])) * 16777619
+	}
+	start := int(h % uint32(len(ids)))
+	leaders := make([]int32, partitions)
+	for p := range leaders {
+		leaders[p] = ids[(start+p)%len(ids)]
+	}
+	return leaders, nil
+}

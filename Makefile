@@ -1,0 +1,40 @@
+# Tributary: `make run` starts a standalone broker; `make test` runs every
+# test against real services, installing what they need.
+GO        ?= go
+BIN       := bin/tributary
+DATA_DIR  ?= ./data
+TEST_TIMEOUT ?= 20m
+
+.PHONY: build run test test-short vet fuzz bench deps clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/tributary
+
+run: build
+	./$(BIN) standalone --data-dir $(DATA_DIR)
+
+deps:
+	./scripts/install-deps.sh
+
+vet:
+	@test -z "$$(gofmt -l .)" || (echo "gofmt needed on:"; gofmt -l .; exit 1)
+	$(GO) vet ./...
+
+test: deps vet
+	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+# Unit tests only, no services (quick feedback while editing).
+test-short:
+	$(GO) test -short ./...
+
+# Each fuzz target for a short while; longer runs: FUZZTIME=10m make fuzz.
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test ./broker/log -run '^$$' -fuzz FuzzRecoveryScan -fuzztime $(FUZZTIME)
+	$(GO) test ./broker/log -run '^$$' -fuzz FuzzValidateBatch -fuzztime $(FUZZTIME)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,46 @@
+package broker
+
+// ApiVersions (key 18), v0-4.
+//
+// Lists the versions of the supported table. The response header is always
+// v0 (no tagged fields), whatever the request version, so that a client can
+// read it before it knows which versions we speak. A request for a version
+// newer than ours gets UNSUPPORTED_VERSION in a v0 body that still lists our
+// ranges, and the client retries with one of them.
+
+import (
+	"encoding/binary"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Broker) apiVersions(*kmsg.ApiVersionsRequest) *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.ApiKeys = apiKeys()
+	return resp
+}
+
+func apiKeys() []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(supported))
+	for k, v := range supported {
+		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: v.min, MaxVersion: v.max})
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].ApiKey < keys[j].ApiKey })
+	return keys
+}
+
+// apiVersionsUnsupported answers an ApiVersions request of a version we do
+// not know, in the v0 format every client can read.
+func apiVersionsUnsupported(correlationID int32) encoded {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = apiKeys()
+	resp.SetVersion(0)
+	buf := make([]byte, 8, 256)
+	binary.BigEndian.PutUint32(buf[4:], uint32(correlationID))
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return encoded(buf)
+}

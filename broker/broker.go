@@ -1,0 +1,293 @@
+// Package broker is Tributary's Kafka-protocol server: it accepts TCP
+// connections, decodes requests with franz-go's kmsg, and serves the
+// partitions that the cluster metadata assigns to this broker from the
+// storage engine in broker/log. One file per Kafka API.
+//
+// What a client may rely on:
+//   - Requests pipelined on one connection are answered in request order.
+//   - A Produce with acks=all is answered only after the fsync that covers
+//     it; acks=1 after the append; acks=0 is never answered.
+//   - Fetch serves only flushed data and sends record bytes with sendfile,
+//     straight from the segment file to the socket.
+//   - A malformed or oversized request closes its connection (and is logged);
+//     the broker stays up.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/cluster"
+)
+
+// Config configures a broker. Zero values take the documented defaults.
+type Config struct {
+	// DataDir holds the partition logs (one directory per partition).
+	DataDir string
+	// Metadata is the cluster view. Nil means standalone: metadata in DataDir.
+	Metadata cluster.Metadata
+	// NodeID is this broker's id in standalone mode (default 0). In a cluster
+	// the id comes from Metadata.Self.
+	NodeID int32
+	// ClusterID is reported in Metadata responses. Default "tributary".
+	ClusterID string
+	// Log is the default storage configuration of every partition; topic
+	// configs (retention.ms, segment.bytes, ...) override it per topic.
+	Log log.Config
+	// MaxRequestBytes caps the size of one request frame
+	// (socket.request.max.bytes). Default 100 MiB.
+	MaxRequestBytes int32
+	// MaxMessageBytes caps the size of one record batch (message.max.bytes);
+	// larger batches get MESSAGE_TOO_LARGE. Default 1 MiB + 12 bytes of batch
+	// framing, as in Kafka.
+	MaxMessageBytes int32
+	// AutoCreateTopics creates an unknown topic on first Metadata or Produce
+	// (auto.create.topics.enable).
+	AutoCreateTopics bool
+	// DefaultPartitions is the partition count of auto-created topics and of
+	// CreateTopics requests that ask for -1 (num.partitions). Default 1.
+	DefaultPartitions int32
+	// Logger receives one line per event an operator would want.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.ClusterID == "" {
+		c.ClusterID = "tributary"
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = 100 << 20
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = 1<<20 + 12
+	}
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Broker serves the Kafka protocol for the partitions assigned to it.
+type Broker struct {
+	cfg    Config
+	meta   cluster.Metadata
+	logger *slog.Logger
+	logs   *partitions
+	pids   *producerIDs
+
+	closing  chan struct{} // closed when shutdown starts; long polls end
+	mu       sync.Mutex
+	ln       net.Listener
+	conns    map[*conn]struct{}
+	connWG   sync.WaitGroup
+	closed   bool
+	stopSync chan struct{}
+}
+
+// New opens the data directory (running crash recovery on every local
+// partition) and returns a broker ready to Serve.
+func New(cfg Config) (*Broker, error) {
+	cfg = cfg.withDefaults()
+	if cfg.DataDir == "" {
+		return nil, errors.New("broker: a data directory is required")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: data directory: %w", err)
+	}
+	b := &Broker{
+		cfg:      cfg,
+		meta:     cfg.Metadata,
+		logger:   cfg.Logger,
+		closing:  make(chan struct{}),
+		conns:    map[*conn]struct{}{},
+		stopSync: make(chan struct{}),
+	}
+	if b.meta == nil {
+		// The advertised address is only known once Serve has a listener;
+		// standalone metadata reads it from there (see Self).
+		m, err := cluster.OpenStandalone(cfg.DataDir, cluster.Broker{ID: cfg.NodeID})
+		if err != nil {
+			return nil, err
+		}
+		b.meta = &standaloneMeta{Standalone: m, b: b}
+	}
+	pids, err := openProducerIDs(cfg.DataDir, b.meta.Self().ID)
+	if err != nil {
+		return nil, err
+	}
+	b.pids = pids
+	b.logs = newPartitions(cfg.DataDir, cfg.Log, b.logger)
+	if err := b.openLocalPartitions(); err != nil {
+		b.logs.closeAll()
+		return nil, err
+	}
+	go b.followMetadata()
+	return b, nil
+}
+
+// openLocalPartitions opens (and so recovers) every partition assigned to
+// this broker, so that recovery happens at start-up and is logged there,
+// not on a client's first request.
+func (b *Broker) openLocalPartitions() error {
+	self := b.meta.Self().ID
+	for _, t := range b.meta.Topics() {
+		for p, leader := range t.Leaders {
+			if leader != self {
+				continue
+			}
+			if _, err := b.logs.get(t, int32(p)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// followMetadata deletes local partitions of topics that were deleted
+// through another broker of the cluster.
+func (b *Broker) followMetadata() {
+	for {
+		ch := b.meta.Changed()
+		select {
+		case <-b.stopSync:
+			return
+		case <-ch:
+		}
+		live := map[string]bool{}
+		for _, t := range b.meta.Topics() {
+			live[t.Name] = true
+		}
+		for _, topic := range b.logs.topics() {
+			if !live[topic] {
+				b.logger.Info("topic deleted from the cluster; removing its local partitions", "topic", topic)
+				b.logs.deleteTopic(topic)
+			}
+		}
+	}
+}
+
+// Serve accepts connections on ln until Close. It returns nil after Close.
+func (b *Broker) Serve(ln net.Listener) error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return errors.New("broker: closed")
+	}
+	b.ln = ln
+	b.mu.Unlock()
+	b.logger.Info("broker listening", "addr", ln.Addr().String(), "node", b.meta.Self().ID, "data_dir", b.cfg.DataDir)
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-b.closing:
+				return nil
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		c := newConn(b, nc)
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		b.conns[c] = struct{}{}
+		b.connWG.Add(1)
+		b.mu.Unlock()
+		go func() {
+			defer b.connWG.Done()
+			c.serve()
+			b.mu.Lock()
+			delete(b.conns, c)
+			b.mu.Unlock()
+		}()
+	}
+}
+
+// Addr is the address the broker listens on, or "" before Serve.
+func (b *Broker) Addr() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ln == nil {
+		return ""
+	}
+	return b.ln.Addr().String()
+}
+
+// Close shuts down gracefully: stop accepting, stop reading new requests,
+// answer the requests already read, then flush every partition and mark it
+// cleanly shut down so the next start skips recovery.
+func (b *Broker) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	close(b.closing)
+	close(b.stopSync)
+	if b.ln != nil {
+		b.ln.Close()
+	}
+	for c := range b.conns {
+		c.stopReading()
+	}
+	b.mu.Unlock()
+	b.connWG.Wait()
+	err := b.logs.closeAll()
+	if merr := b.meta.Close(); err == nil {
+		err = merr
+	}
+	b.logger.Info("broker stopped", "clean", err == nil)
+	return err
+}
+
+// standaloneMeta reports the listener's address as the broker's own, so
+// Metadata tells clients to come back to the address they reached.
+type standaloneMeta struct {
+	*cluster.Standalone
+	b *Broker
+}
+
+func (m *standaloneMeta) Self() cluster.Broker {
+	self := m.Standalone.Self()
+	if host, port, ok := splitHostPort(m.b.Addr()); ok {
+		self.Host, self.Port = host, port
+	}
+	return self
+}
+
+func (m *standaloneMeta) Brokers() []cluster.Broker { return []cluster.Broker{m.Self()} }
+
+// ctx returns a context cancelled when the broker starts shutting down.
+func (b *Broker) ctx() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-b.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}

@@ -1,0 +1,168 @@
+package broker
+
+// CreateTopics (key 19), v0-7, and DeleteTopics (key 20), v0-6.
+//
+// Partitions are spread over the live brokers by the cluster metadata.
+// Replication factor must be 1 or -1 (no replication, the paper's
+// trade-off). Configs are checked against the settings Tributary implements
+// (topicconfig.go); an unknown or unsupported one fails the topic with
+// INVALID_CONFIG and a message naming it. Manual replica assignments are
+// refused. Deleting a topic closes and removes its partitions' files.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/cluster"
+)
+
+// maxPartitions caps one topic's partition count: each partition is a
+// directory and open files on one broker.
+const maxPartitions = 10000
+
+func (b *Broker) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = rt.Topic
+		t, err := b.createTopic(ctx, rt, req.ValidateOnly)
+		if err != nil {
+			st.ErrorCode = errorCode(err)
+			msg := err.Error()
+			st.ErrorMessage = &msg
+		} else {
+			st.NumPartitions = t.Partitions()
+			st.ReplicationFactor = 1
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// codedError carries the Kafka error code a client should see along with a
+// message for a person.
+type codedError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *codedError) Error() string { return e.msg }
+
+func coded(code *kerr.Error, format string, args ...any) error {
+	return &codedError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func errorCode(err error) int16 {
+	var ce *codedError
+	if errors.As(err, &ce) {
+		return ce.code.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool) (cluster.Topic, error) {
+	if err := validTopicName(rt.Topic); err != nil {
+		return cluster.Topic{}, coded(kerr.InvalidTopicException, "%v", err)
+	}
+	if len(rt.ReplicaAssignment) > 0 {
+		return cluster.Topic{}, coded(kerr.InvalidReplicaAssignment, "manual replica assignment is not supported: Tributary places partitions itself")
+	}
+	n := rt.NumPartitions
+	if n == -1 {
+		n = b.cfg.DefaultPartitions
+	}
+	if n <= 0 || n > maxPartitions {
+		return cluster.Topic{}, coded(kerr.InvalidPartitions, "number of partitions must be between 1 and %d, got %d", maxPartitions, rt.NumPartitions)
+	}
+	if rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1 {
+		return cluster.Topic{}, coded(kerr.InvalidReplicationFactor, "replication factor %d: Tributary stores each partition on one broker, use 1", rt.ReplicationFactor)
+	}
+	configs := map[string]string{}
+	for _, c := range rt.Configs {
+		if c.Value == nil {
+			continue
+		}
+		configs[c.Name] = *c.Value
+	}
+	if err := checkTopicConfigs(configs); err != nil {
+		return cluster.Topic{}, coded(kerr.InvalidConfig, "%v", err)
+	}
+	if len(configs) == 0 {
+		configs = nil
+	}
+	if _, ok := b.meta.Topic(rt.Topic); ok {
+		return cluster.Topic{}, coded(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
+	}
+	if validateOnly {
+		return cluster.Topic{Name: rt.Topic, Leaders: make([]int32, n)}, nil
+	}
+	t, err := b.meta.CreateTopic(ctx, rt.Topic, n, configs)
+	switch {
+	case errors.Is(err, cluster.ErrTopicExists):
+		return t, coded(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
+	case err != nil:
+		b.logger.Error("creating topic", "topic", rt.Topic, "err", err)
+		return t, coded(kerr.UnknownServerError, "creating topic %q: %v", rt.Topic, err)
+	}
+	b.logger.Info("topic created", "topic", t.Name, "partitions", n, "configs", configs)
+	return t, nil
+}
+
+func (b *Broker) deleteTopics(req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+	resp := kmsg.NewPtrDeleteTopicsResponse()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names := req.TopicNames
+	for _, t := range req.Topics {
+		if t.Topic != nil {
+			names = append(names, *t.Topic)
+		}
+	}
+	for _, name := range names {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		n := name
+		st.Topic = &n
+		switch err := b.meta.DeleteTopic(ctx, name); {
+		case errors.Is(err, cluster.ErrUnknownTopic):
+			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		case err != nil:
+			b.logger.Error("deleting topic", "topic", name, "err", err)
+			st.ErrorCode = kerr.UnknownServerError.Code
+			msg := err.Error()
+			st.ErrorMessage = &msg
+		default:
+			b.logs.deleteTopic(name)
+			b.logger.Info("topic deleted", "topic", name)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// validTopicName applies Kafka's rules, so that a name valid here is valid
+// for every Kafka tool, and a partition directory name cannot escape the
+// data directory.
+func validTopicName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("topic name is empty")
+	case name == "." || name == "..":
+		return fmt.Errorf("topic name %q is not allowed", name)
+	case len(name) > 249:
+		return fmt.Errorf("topic name is %d characters long, the limit is 249", len(name))
+	}
+	if i := strings.IndexFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}); i >= 0 {
+		return fmt.Errorf("topic name %q contains %q: only ASCII letters, digits, '.', '_' and '-' are allowed", name, name[i])
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package broker
+
+// Fetch (key 1), v4-12.
+//
+// Serves whole record batches of flushed data, from the batch containing the
+// requested offset. The response is long-polled: when fewer than MinBytes
+// are ready it waits until a requested partition's high watermark moves or
+// MaxWaitMillis passes. MaxBytes bounds the response and PartitionMaxBytes
+// each partition, except that the first batch of the first partition with
+// data is always sent whole, so a consumer never sticks on a batch larger
+// than its limits. Fetch sessions (v7+) are declined with session id 0, which
+// clients answer with full fetches; isolation levels are equivalent because
+// there are no transactions. Records go out with sendfile (fetchwrite.go).
+
+import (
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/log"
+)
+
+// defaultFetchMaxBytes applies to versions before MaxBytes existed or when
+// a client sends 0 (fetch.max.bytes default).
+const defaultFetchMaxBytes = 50 << 20
+
+type fetchTopic struct {
+	name       string
+	partitions []fetchPartition
+}
+
+type fetchPartition struct {
+	partition     int32
+	errorCode     int16
+	highWatermark int64
+	logStart      int64
+	records       log.Slice // Size 0: no records
+}
+
+func (b *Broker) fetch(req *request, r *kmsg.FetchRequest) *pending {
+	return later(func() response { return b.serveFetch(req, r) })
+}
+
+func (b *Broker) serveFetch(req *request, r *kmsg.FetchRequest) response {
+	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	for {
+		topics, size, anyError, watches := b.readFetch(r)
+		wait := time.Until(deadline)
+		if size >= int64(r.MinBytes) || anyError || wait <= 0 || len(watches) == 0 {
+			return newFetchResponse(req, topics)
+		}
+		releaseFetch(topics)
+		if !b.awaitFlush(watches, wait) {
+			topics, _, _, _ = b.readFetch(r)
+			return newFetchResponse(req, topics)
+		}
+	}
+}
+
+// awaitFlush blocks until one of the watched partitions has new flushed data
+// (true), or the wait ends or the broker shuts down (false).
+func (b *Broker) awaitFlush(watches []<-chan struct{}, wait time.Duration) bool {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	cases := make([]reflect.SelectCase, 0, len(watches)+2)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.closing)})
+	for _, w := range watches {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
+	}
+	chosen, _, _ := reflect.Select(cases)
+	return chosen >= 2
+}
+
+// readFetch reads what every requested partition has ready. The watch
+// channels are taken before reading, so a flush between the read and the
+// wait is not missed.
+func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int64, anyError bool, watches []<-chan struct{}) {
+	budget := int64(r.MaxBytes)
+	if r.Version < 3 || budget <= 0 {
+		budget = defaultFetchMaxBytes
+	}
+	for _, rt := range r.Topics {
+		ft := fetchTopic{name: rt.Topic}
+		t, tcode := b.lookupTopic(rt.Topic, false)
+		for _, rp := range rt.Partitions {
+			fp := fetchPartition{partition: rp.Partition, highWatermark: -1, logStart: -1}
+			if tcode != 0 {
+				fp.errorCode = tcode
+				anyError = true
+				ft.partitions = append(ft.partitions, fp)
+				continue
+			}
+			l, code := b.localPartition(t, rp.Partition)
+			if code != 0 {
+				fp.errorCode = code
+				anyError = true
+				ft.partitions = append(ft.partitions, fp)
+				continue
+			}
+			watches = append(watches, l.Changed())
+			fp.highWatermark, fp.logStart = l.HighWatermark(), l.StartOffset()
+			if budget > 0 || size == 0 {
+				limit := min(int64(rp.PartitionMaxBytes), budget)
+				s, err := l.Read(rp.FetchOffset, max(limit, 1))
+				switch {
+				case err != nil:
+					fp.errorCode = storageErrorCode(err)
+					anyError = true
+				case s.Size > limit && size > 0:
+					// Only the first partition with data may exceed the
+					// limits; this one waits for the next fetch.
+					s.Release()
+				default:
+					fp.records = s
+					size += s.Size
+					budget -= s.Size
+				}
+			}
+			ft.partitions = append(ft.partitions, fp)
+		}
+		topics = append(topics, ft)
+	}
+	return topics, size, anyError, watches
+}
+
+func releaseFetch(topics []fetchTopic) {
+	for i := range topics {
+		for j := range topics[i].partitions {
+			topics[i].partitions[j].records.Release()
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const apiVersionsKey = 18
+
+// versions is a range of versions of one API that the broker really
+// implements.
+type versions struct{ min, max int16 }
+
+// supported lists the APIs and versions advertised in ApiVersions. Versions
+// that address topics by id only (Produce 13+, Fetch 13+) are left out:
+// Tributary names topics, and clients fall back to the highest version both
+// sides know. Produce starts at 0 on purpose: librdkafka (kcat) enables
+// record-batch v2, compression and idempotence only when the ranges include
+// old versions; a real v0-2 produce is refused with
+// UNSUPPORTED_FOR_MESSAGE_FORMAT (see produce.go).
+var supported = map[int16]versions{
+	0:  {0, 12}, // Produce
+	1:  {4, 12}, // Fetch
+	2:  {1, 6},  // ListOffsets
+	3:  {0, 12}, // Metadata
+	18: {0, 4},  // ApiVersions
+	19: {0, 7},  // CreateTopics
+	20: {0, 6},  // DeleteTopics
+	22: {0, 4},  // InitProducerId
+}
+
+// handle starts serving one request and returns its pending response. It
+// runs on the connection's read goroutine, so whatever must happen in
+// request order (appends) happens here; waiting happens in later().
+func (b *Broker) handle(c *conn, req *request) *pending {
+	switch r := req.Request.(type) {
+	case *kmsg.ApiVersionsRequest:
+		return ready(encode(req, b.apiVersions(r)))
+	case *kmsg.MetadataRequest:
+		return ready(encode(req, b.metadata(r)))
+	case *kmsg.CreateTopicsRequest:
+		return ready(encode(req, b.createTopics(r)))
+	case *kmsg.DeleteTopicsRequest:
+		return ready(encode(req, b.deleteTopics(r)))
+	case *kmsg.InitProducerIDRequest:
+		return ready(encode(req, b.initProducerID(r)))
+	case *kmsg.ListOffsetsRequest:
+		return ready(encode(req, b.listOffsets(r)))
+	case *kmsg.ProduceRequest:
+		return b.produce(req, r)
+	case *kmsg.FetchRequest:
+		return b.fetch(req, r)
+	}
+	// decodeRequest only accepts keys of the table above.
+	c.logger.Error("request with no handler", "key", req.Key())
+	return ready(nil)
+}

@@ -1,0 +1,55 @@
+package broker
+
+// ListOffsets (key 2), v1-6.
+//
+// Earliest (-2) is the log start offset, latest (-1) the high watermark:
+// consumers see only flushed data, so the latest offset a consumer can read
+// is the flushed one. A timestamp finds the first batch whose max timestamp
+// is at or after it, from the sparse index; none gives offset -1, as Kafka.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Broker) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
+	resp := kmsg.NewPtrListOffsetsResponse()
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		t, code := b.lookupTopic(rt.Topic, false)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset = -1, -1
+			if code != 0 {
+				sp.ErrorCode = code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			l, pcode := b.localPartition(t, rp.Partition)
+			if pcode != 0 {
+				sp.ErrorCode = pcode
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			switch rp.Timestamp {
+			case -2:
+				sp.Offset = l.StartOffset()
+			case -1:
+				sp.Offset = l.HighWatermark()
+			default:
+				if rp.Timestamp < 0 {
+					sp.ErrorCode = kerr.UnsupportedVersion.Code
+					break
+				}
+				if off, ts, ok := l.OffsetForTime(rp.Timestamp); ok && off < l.HighWatermark() {
+					sp.Offset, sp.Timestamp = off, ts
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}

@@ -1,0 +1,125 @@
+package broker
+
+// Metadata (key 3), v0-12.
+//
+// Answers from the cluster view (cluster.Metadata), so every broker of a
+// cluster answers the same. Each partition has one replica, its leader: no
+// replication. Topic ids are not tracked and are sent as zero, which clients
+// treat as unknown. Unknown topics are created when auto-creation is enabled
+// and the client allows it (always below v4, as in Kafka).
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/cluster"
+)
+
+func (b *Broker) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+	resp := kmsg.NewPtrMetadataResponse()
+	for _, br := range b.meta.Brokers() {
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = br.ID, br.Host, br.Port
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	resp.ClusterID = &b.cfg.ClusterID
+	resp.ControllerID = b.meta.Self().ID
+	if len(resp.Brokers) > 0 {
+		resp.ControllerID = resp.Brokers[0].NodeID
+	}
+
+	var topics []cluster.Topic
+	var missing []string
+	if req.Topics == nil {
+		topics = b.meta.Topics()
+	} else {
+		autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
+		for _, rt := range req.Topics {
+			if rt.Topic == nil {
+				continue // by topic id only: we do not track ids
+			}
+			t, code := b.lookupTopic(*rt.Topic, autoCreate)
+			if code != 0 {
+				st := kmsg.NewMetadataResponseTopic()
+				st.Topic = rt.Topic
+				st.ErrorCode = code
+				resp.Topics = append(resp.Topics, st)
+				missing = append(missing, *rt.Topic)
+				continue
+			}
+			topics = append(topics, t)
+		}
+	}
+	for _, t := range topics {
+		resp.Topics = append(resp.Topics, topicMetadata(t))
+	}
+	return resp
+}
+
+func topicMetadata(t cluster.Topic) kmsg.MetadataResponseTopic {
+	st := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	st.Topic = &name
+	st.IsInternal = false
+	for p, leader := range t.Leaders {
+		sp := kmsg.NewMetadataResponseTopicPartition()
+		sp.Partition = int32(p)
+		sp.Leader = leader
+		sp.LeaderEpoch = 0
+		sp.Replicas = []int32{leader}
+		sp.ISR = []int32{leader}
+		st.Partitions = append(st.Partitions, sp)
+	}
+	return st
+}
+
+// lookupTopic finds a topic, creating it when allowed; the error code is
+// what the client should see otherwise.
+func (b *Broker) lookupTopic(name string, autoCreate bool) (cluster.Topic, int16) {
+	if t, ok := b.meta.Topic(name); ok {
+		return t, 0
+	}
+	if err := validTopicName(name); err != nil {
+		return cluster.Topic{}, kerr.InvalidTopicException.Code
+	}
+	if !autoCreate || !b.cfg.AutoCreateTopics {
+		return cluster.Topic{}, kerr.UnknownTopicOrPartition.Code
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	t, err := b.meta.CreateTopic(ctx, name, b.cfg.DefaultPartitions, nil)
+	if errors.Is(err, cluster.ErrTopicExists) {
+		if t, ok := b.meta.Topic(name); ok {
+			return t, 0
+		}
+		return cluster.Topic{}, kerr.LeaderNotAvailable.Code
+	}
+	if err != nil {
+		b.logger.Error("auto-creating topic", "topic", name, "err", err)
+		return cluster.Topic{}, kerr.LeaderNotAvailable.Code
+	}
+	b.logger.Info("topic auto-created", "topic", name, "partitions", t.Partitions())
+	return t, 0
+}
+
+// localPartition returns the log of a partition this broker stores, or the
+// error code for a client asking the wrong broker or a missing partition.
+func (b *Broker) localPartition(t cluster.Topic, p int32) (*log.Log, int16) {
+	if p < 0 || p >= t.Partitions() {
+		return nil, kerr.UnknownTopicOrPartition.Code
+	}
+	if t.Leaders[p] != b.meta.Self().ID {
+		return nil, kerr.NotLeaderForPartition.Code
+	}
+	l, err := b.logs.get(t, p)
+	if err != nil {
+		b.logger.Error("partition unavailable", "topic", t.Name, "partition", p, "err", err)
+		return nil, kerr.KafkaStorageError.Code
+	}
+	return l, 0
+}

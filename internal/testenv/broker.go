@@ -1,0 +1,128 @@
+// Package testenv starts real services for tests in one line each: a
+// Tributary broker in this process or as a separate `tributary` process,
+// ZooKeeper, and later HDFS. Every service listens on a free loopback port,
+// keeps its files in the test's temporary directory and stops at cleanup.
+package testenv
+
+import (
+	"log/slog"
+	"net"
+	"os"
+	"testing"
+
+	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/cluster"
+)
+
+// Broker is a broker running inside the test process.
+type Broker struct {
+	*broker.Broker
+	Addr    string
+	DataDir string
+	ln      net.Listener
+	done    chan struct{}
+}
+
+type brokerOptions struct {
+	dataDir  string
+	configFn func(*broker.Config)
+	metaFn   func(self cluster.Broker) (cluster.Metadata, error)
+	addr     string
+}
+
+// BrokerOption changes how StartBroker starts a broker.
+type BrokerOption func(*brokerOptions)
+
+// WithDataDir reuses a data directory, to restart a broker on its data.
+func WithDataDir(dir string) BrokerOption { return func(o *brokerOptions) { o.dataDir = dir } }
+
+// WithAddr listens on a given address, to restart a broker where clients
+// expect it.
+func WithAddr(addr string) BrokerOption { return func(o *brokerOptions) { o.addr = addr } }
+
+// WithConfig edits the broker configuration before the broker starts.
+func WithConfig(fn func(*broker.Config)) BrokerOption {
+	return func(o *brokerOptions) { o.configFn = fn }
+}
+
+// WithMetadata makes the broker a cluster member: fn receives the broker's
+// own address (known once its listener is open) and returns its cluster
+// view, e.g. cluster.JoinZooKeeper.
+func WithMetadata(fn func(self cluster.Broker) (cluster.Metadata, error)) BrokerOption {
+	return func(o *brokerOptions) { o.metaFn = fn }
+}
+
+// StartBroker starts a broker in this process on a free loopback port, with
+// auto topic creation on and a fast flush interval, and stops it (cleanly)
+// at the end of the test.
+func StartBroker(t testing.TB, opts ...BrokerOption) *Broker {
+	t.Helper()
+	o := brokerOptions{addr: "127.0.0.1:0"}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.dataDir == "" {
+		o.dataDir = t.TempDir()
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		t.Fatalf("broker listener: %v", err)
+	}
+	cfg := broker.Config{
+		DataDir:          o.dataDir,
+		AutoCreateTopics: true,
+		Logger:           slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	if o.metaFn != nil {
+		host, port, _ := net.SplitHostPort(ln.Addr().String())
+		p, _ := net.LookupPort("tcp", port)
+		meta, err := o.metaFn(cluster.Broker{Host: host, Port: int32(p)})
+		if err != nil {
+			ln.Close()
+			t.Fatalf("joining the cluster: %v", err)
+		}
+		cfg.Metadata = meta
+	}
+	if o.configFn != nil {
+		o.configFn(&cfg)
+	}
+	b, err := broker.New(cfg)
+	if err != nil {
+		ln.Close()
+		t.Fatalf("starting broker: %v", err)
+	}
+	tb := &Broker{Broker: b, Addr: ln.Addr().String(), DataDir: o.dataDir, ln: ln, done: make(chan struct{})}
+	go func() {
+		defer close(tb.done)
+		if err := b.Serve(ln); err != nil {
+			t.Errorf("broker serve: %v", err)
+		}
+	}()
+	t.Cleanup(func() { tb.Stop() })
+	return tb
+}
+
+// Stop shuts the broker down cleanly (as SIGTERM would). Safe to call twice.
+func (b *Broker) Stop() {
+	b.Close()
+	<-b.done
+}
+
+// testWriter sends log lines to the test log, so they show with the failing
+// test and nowhere else.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// requireFile fails the test when a needed program is missing, with the
+// command that installs it: a real service is never skipped.
+func requireFile(t testing.TB, path, install string) {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s is missing: run %s (.ci/run does)", path, install)
+	}
+}

@@ -1,0 +1,150 @@
+package testenv
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds cmd/tributary once per test binary and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tributary-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "tributary")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/tributary")
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/tributary: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Process is a `tributary` subcommand running as its own process.
+type Process struct {
+	Cmd    *exec.Cmd
+	Output *syncBuffer
+	done   chan struct{}
+}
+
+// StartProcess runs `tributary args...`; it is killed at the end of the
+// test if still running. Its combined output is kept in Output and logged
+// if the test fails.
+func StartProcess(t testing.TB, args ...string) *Process {
+	t.Helper()
+	cmd := exec.Command(Binary(t), args...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting tributary %v: %v", args, err)
+	}
+	p := &Process{Cmd: cmd, Output: out, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() {
+			t.Logf("output of tributary %v:\n%s", args, out.String())
+		}
+	})
+	return p
+}
+
+// Kill sends SIGKILL and waits for the process to end: no clean shutdown.
+func (p *Process) Kill() {
+	p.Cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Stop sends SIGTERM and waits up to timeout for a graceful exit.
+func (p *Process) Stop(timeout time.Duration) error {
+	p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		if code := p.Cmd.ProcessState.ExitCode(); code != 0 {
+			return fmt.Errorf("exit status %d", code)
+		}
+		return nil
+	case <-time.After(timeout):
+		p.Kill()
+		return fmt.Errorf("no exit within %v of SIGTERM", timeout)
+	}
+}
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// FreeAddr returns a loopback address with a port that was free a moment
+// ago, for processes that must be told their port.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// WaitListening waits until addr accepts TCP connections or p exits.
+func WaitListening(t testing.TB, p *Process, addr string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			t.Fatalf("process exited before listening on %s:\n%s", addr, p.Output.String())
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("nothing listening on %s after %v:\n%s", addr, timeout, p.Output.String())
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writing and a test reading.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the real services and clients the tests talk to, if missing:
+# kcat (a librdkafka client) and ZooKeeper 3.8, both Debian packages.
+# Safe to run repeatedly; does nothing when everything is present.
+set -euo pipefail
+
+need=()
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
+[ -x /usr/share/zookeeper/bin/zkServer.sh ] || need+=(zookeeper)
+command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi

@@ -52,6 +52,13 @@ type Config struct {
 	IndexIntervalBytes int64
 	// Clock returns the current time; tests replace it. Default time.Now.
 	Clock func() time.Time
+	// RetentionCheckInterval is how often the log applies retention by
+	// itself (log.retention.check.interval.ms). Default 5 minutes.
+	RetentionCheckInterval time.Duration
+	// ProducerIDExpiry forgets an idempotent producer's sequence state once
+	// it has not appended for this long (producer.id.expiration.ms); its
+	// next batch is then accepted with any sequence. Default 24 hours.
+	ProducerIDExpiry time.Duration
 }
 
 // Slice is a byte range of one segment file holding whole record batches,
@@ -89,12 +96,12 @@ type AppendResult struct {
 // RecoveryReport says what Open had to do to the log after an unclean
 // shutdown. Truncated bytes are lost data and are also logged.
 type RecoveryReport struct {
-	Clean            bool  // the previous shutdown was clean; nothing was scanned
-	SegmentsScanned  int   // segments scanned after the last recovery checkpoint
-	TruncatedBytes   int64 // bytes cut from the tail of the log
-	TruncatedAt      int64 // offset at which the log was cut (the new log end), or -1
-	Reason           string
-	IndexesRebuilt   int
+	Clean           bool  // the previous shutdown was clean; nothing was scanned
+	SegmentsScanned int   // segments scanned after the last recovery checkpoint
+	TruncatedBytes  int64 // bytes cut from the tail of the log
+	TruncatedAt     int64 // offset at which the log was cut (the new log end), or -1
+	Reason          string
+	IndexesRebuilt  int
 }
 
 // Errors returned by Append and Read. The broker maps each to a Kafka error

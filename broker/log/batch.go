@@ -1,0 +1,115 @@
+package log
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+)
+
+// Byte layout of a Kafka RecordBatch v2 header. Everything from attributes
+// to the end of the batch is covered by the CRC; the base offset, length,
+// partition leader epoch and magic are not.
+const (
+	offBaseOffset      = 0
+	offLength          = 8
+	offLeaderEpoch     = 12
+	offMagic           = 16
+	offCRC             = 17
+	offAttributes      = 21
+	offLastOffsetDelta = 23
+	offFirstTimestamp  = 27
+	offMaxTimestamp    = 35
+	offProducerID      = 43
+	offProducerEpoch   = 51
+	offBaseSequence    = 53
+	offRecordCount     = 57
+	batchHeaderSize    = 61
+
+	// lengthPrefix is the part of the header before the length field's
+	// coverage starts: the base offset and the length itself.
+	lengthPrefix = 12
+	// minBatchLength is the smallest legal value of the length field: the
+	// header after the prefix, with no records.
+	minBatchLength = batchHeaderSize - lengthPrefix
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// batchHeader is the part of a RecordBatch header the log works with.
+type batchHeader struct {
+	baseOffset      int64
+	length          int32 // the length field: bytes after the 12-byte prefix
+	magic           int8
+	crc             uint32
+	lastOffsetDelta int32
+	maxTimestamp    int64
+	producerID      int64
+	producerEpoch   int16
+	baseSequence    int32
+	recordCount     int32
+}
+
+// size is the number of bytes the whole batch takes in a segment.
+func (h *batchHeader) size() int64 { return lengthPrefix + int64(h.length) }
+
+// nextOffset is the offset after the batch's last record.
+func (h *batchHeader) nextOffset() int64 { return h.baseOffset + int64(h.lastOffsetDelta) + 1 }
+
+func parseHeader(b []byte) batchHeader {
+	_ = b[batchHeaderSize-1]
+	return batchHeader{
+		baseOffset:      int64(binary.BigEndian.Uint64(b[offBaseOffset:])),
+		length:          int32(binary.BigEndian.Uint32(b[offLength:])),
+		magic:           int8(b[offMagic]),
+		crc:             binary.BigEndian.Uint32(b[offCRC:]),
+		lastOffsetDelta: int32(binary.BigEndian.Uint32(b[offLastOffsetDelta:])),
+		maxTimestamp:    int64(binary.BigEndian.Uint64(b[offMaxTimestamp:])),
+		producerID:      int64(binary.BigEndian.Uint64(b[offProducerID:])),
+		producerEpoch:   int16(binary.BigEndian.Uint16(b[offProducerEpoch:])),
+		baseSequence:    int32(binary.BigEndian.Uint32(b[offBaseSequence:])),
+		recordCount:     int32(binary.BigEndian.Uint32(b[offRecordCount:])),
+	}
+}
+
+// checkHeader applies the rules that need only the header: magic and record
+// counts. The length and CRC are checked by the caller, which knows how many
+// bytes it has.
+func checkHeader(h *batchHeader) error {
+	if h.magic != 2 {
+		return fmt.Errorf("%w: magic %d", ErrUnsupportedMagic, h.magic)
+	}
+	if h.recordCount < 1 {
+		return fmt.Errorf("%w: record count %d, want at least 1", ErrCorruptBatch, h.recordCount)
+	}
+	if h.lastOffsetDelta != h.recordCount-1 {
+		return fmt.Errorf("%w: last offset delta %d does not match record count %d",
+			ErrCorruptBatch, h.lastOffsetDelta, h.recordCount)
+	}
+	return nil
+}
+
+// validateBatch checks that b is exactly one well-formed RecordBatch v2:
+// its length field matches len(b), magic is 2, the CRC32C matches and the
+// record count agrees with the last offset delta. Records themselves are
+// never decoded: a compressed batch is opaque.
+func validateBatch(b []byte) (batchHeader, error) {
+	if len(b) < batchHeaderSize {
+		return batchHeader{}, fmt.Errorf("%w: %d bytes is shorter than the %d-byte batch header",
+			ErrCorruptBatch, len(b), batchHeaderSize)
+	}
+	h := parseHeader(b)
+	if h.length < minBatchLength {
+		return h, fmt.Errorf("%w: length field %d is below the minimum %d", ErrCorruptBatch, h.length, minBatchLength)
+	}
+	if int64(len(b)) != h.size() {
+		return h, fmt.Errorf("%w: length field %d says %d bytes but the batch has %d",
+			ErrCorruptBatch, h.length, h.size(), len(b))
+	}
+	if err := checkHeader(&h); err != nil {
+		return h, err
+	}
+	if sum := crc32.Checksum(b[offAttributes:], castagnoli); sum != h.crc {
+		return h, fmt.Errorf("%w: crc mismatch: header says %08x, bytes give %08x", ErrCorruptBatch, h.crc, sum)
+	}
+	return h, nil
+}

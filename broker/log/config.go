@@ -1,0 +1,56 @@
+package log
+
+import "time"
+
+// Defaults applied by Config.WithDefaults.
+const (
+	DefaultSegmentBytes           = 1 << 30
+	DefaultSegmentAge             = 7 * 24 * time.Hour
+	DefaultFlushMessages          = 10000
+	DefaultFlushInterval          = 200 * time.Millisecond
+	DefaultRetentionAge           = 7 * 24 * time.Hour
+	DefaultIndexIntervalBytes     = 4096
+	DefaultRetentionCheckInterval = 5 * time.Minute
+	DefaultProducerIDExpiry       = 24 * time.Hour
+
+	// MaxSegmentBytes caps SegmentBytes: index entries hold file positions
+	// as uint32, and Kafka's segment.bytes is an int32.
+	MaxSegmentBytes = 1<<31 - 1
+)
+
+// WithDefaults returns c with every zero (or out of range) field replaced
+// by its default, and SegmentBytes capped at MaxSegmentBytes.
+func (c Config) WithDefaults() Config {
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = DefaultSegmentBytes
+	}
+	c.SegmentBytes = min(c.SegmentBytes, MaxSegmentBytes)
+	if c.SegmentAge <= 0 {
+		c.SegmentAge = DefaultSegmentAge
+	}
+	if c.FlushMessages <= 0 {
+		c.FlushMessages = DefaultFlushMessages
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.RetentionAge == 0 {
+		c.RetentionAge = DefaultRetentionAge
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = -1
+	}
+	if c.IndexIntervalBytes <= 0 {
+		c.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.RetentionCheckInterval <= 0 {
+		c.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
+	if c.ProducerIDExpiry <= 0 {
+		c.ProducerIDExpiry = DefaultProducerIDExpiry
+	}
+	return c
+}

@@ -1,0 +1,251 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	cleanMarkerFile = ".clean-shutdown"
+	checkpointFile  = "recovery-checkpoint"
+	// checkpointEvery bounds how often a flush also rewrites the recovery
+	// checkpoint (three fsyncs): a staler checkpoint only means a longer
+	// scan after a crash.
+	checkpointEvery = 5 * time.Second
+)
+
+// Flush fsyncs everything appended so far and advances the high watermark.
+func (l *Log) Flush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	if err := l.flushLocked(); err != nil {
+		return err
+	}
+	if time.Since(l.lastCheckpoint) >= checkpointEvery {
+		return l.writeCheckpoint()
+	}
+	return nil
+}
+
+// flushLocked is one group commit: it takes the log end offset, fsyncs
+// every segment written since the previous flush without holding mu (appends
+// go on meanwhile), then moves the high watermark to that offset, which
+// wakes every waiter it covers. Call with flushMu held.
+func (l *Log) flushLocked() error {
+	l.mu.Lock()
+	if l.failed != nil {
+		l.mu.Unlock()
+		return l.failed
+	}
+	if l.leo == l.flushTarget && len(l.dirty) == 0 {
+		l.mu.Unlock()
+		return nil
+	}
+	target, tSeg, tPos := l.leo, l.active, l.active.size
+	segs, syncDir := l.dirty, l.dirDirty
+	l.dirty, l.dirDirty = nil, false
+	for _, s := range segs {
+		s.dirty = false
+	}
+	l.flushTarget = target
+	l.mu.Unlock()
+
+	var err error
+	for _, s := range segs {
+		if err = s.sync(); err != nil {
+			break
+		}
+		l.fsyncs.Add(1)
+	}
+	if err == nil && syncDir {
+		err = syncDirectory(l.dir)
+	}
+	l.flushes.Add(1)
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		// After a failed fsync the kernel may have dropped the dirty pages:
+		// nothing says what is on disk, so stop rather than guess.
+		l.failed = fmt.Errorf("log %s failed: %w", l.dir, err)
+		l.logger.Error("partition log stopped taking appends", "dir", l.dir, "err", err)
+		l.wake()
+		return l.failed
+	}
+	if target > l.hw {
+		l.hw, l.hwSeg, l.hwPos = target, tSeg, tPos
+		l.wake()
+	}
+	for _, s := range segs {
+		if s != l.active && !s.dirty {
+			if serr := s.seal(); serr != nil {
+				l.logger.Warn("closing sealed segment writers", "file", s.path, "err", serr)
+			}
+		}
+	}
+	return nil
+}
+
+// WaitFlushed asks for a flush now and waits until the high watermark is
+// above offset (acks=all). Concurrent waiters share fsyncs: one flush covers
+// every batch appended before it started. It returns ErrClosed if the log
+// closes first, the log's failure if a flush fails, or ctx's error.
+func (l *Log) WaitFlushed(ctx context.Context, offset int64) error {
+	for {
+		l.mu.RLock()
+		hw, closed, failed, ch := l.hw, l.closed, l.failed, l.changed
+		l.mu.RUnlock()
+		switch {
+		case hw > offset:
+			return nil
+		case failed != nil:
+			return failed
+		case closed:
+			return ErrClosed
+		}
+		signal(l.flushReq)
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// run is the log's one background goroutine: it flushes FlushInterval
+// after data first goes unflushed (an idle log costs no wake-ups), flushes
+// at once on request, and applies retention every RetentionCheckInterval.
+func (l *Log) run() {
+	defer l.wg.Done()
+	flushTimer := time.NewTimer(time.Hour)
+	flushTimer.Stop()
+	armed := false
+	retention := time.NewTicker(l.cfg.RetentionCheckInterval)
+	defer retention.Stop()
+	for {
+		select {
+		case <-l.done:
+			flushTimer.Stop()
+			return
+		case <-l.dirtyCh:
+			if !armed {
+				flushTimer.Reset(l.cfg.FlushInterval)
+				armed = true
+			}
+		case <-flushTimer.C:
+			armed = false
+			l.backgroundFlush()
+		case <-l.flushReq:
+			l.backgroundFlush()
+		case <-retention.C:
+			if _, err := l.ApplyRetention(); err != nil && !errors.Is(err, ErrClosed) {
+				l.logger.Error("applying retention", "dir", l.dir, "err", err)
+			}
+		}
+	}
+}
+
+func (l *Log) backgroundFlush() {
+	// A failure is logged once by flushLocked and then sticks in l.failed.
+	if err := l.Flush(); err != nil && !errors.Is(err, ErrClosed) && l.Failed() == nil {
+		l.logger.Error("writing recovery checkpoint", "dir", l.dir, "err", err)
+	}
+	// Data appended during the flush re-arms the timer through dirtyCh.
+	l.mu.RLock()
+	pending := l.leo > l.flushTarget
+	l.mu.RUnlock()
+	if pending {
+		signal(l.dirtyCh)
+	}
+}
+
+// Failed returns the error that stopped the log taking appends, or nil.
+func (l *Log) Failed() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.failed
+}
+
+// writeCheckpoint records the high watermark as the offset below which
+// everything is known fsynced, so recovery after a crash scans only from
+// the segment holding it. Call with flushMu held.
+func (l *Log) writeCheckpoint() error {
+	l.mu.RLock()
+	hw := l.hw
+	l.mu.RUnlock()
+	if err := writeFileAtomic(l.dir, checkpointFile, []byte(strconv.FormatInt(hw, 10)+"\n")); err != nil {
+		return fmt.Errorf("write recovery checkpoint: %w", err)
+	}
+	l.lastCheckpoint = time.Now()
+	return nil
+}
+
+// readCheckpoint returns the checkpointed offset, or -1 (scan everything)
+// when there is none or it cannot be parsed.
+func readCheckpoint(dir string) (int64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, checkpointFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return -1, nil
+	}
+	if err != nil {
+		return -1, err
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || v < 0 {
+		return -1, fmt.Errorf("recovery checkpoint %q is not an offset", b)
+	}
+	return v, nil
+}
+
+func writeCleanMarker(dir string) error {
+	return writeFileAtomic(dir, cleanMarkerFile, nil)
+}
+
+// writeFileAtomic replaces dir/name by way of a temporary file, fsync and
+// rename, so a crash leaves either the old or the new content.
+func writeFileAtomic(dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, name+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDirectory(dir)
+}
+
+func syncDirectory(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,424 @@
+package log
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Log is one partition: a directory of segments. All methods are safe for
+// concurrent use. Appends serialize on one lock; reads hold it only to find
+// their segment and then read the file without it.
+type Log struct {
+	dir    string
+	cfg    Config
+	logger *slog.Logger
+
+	mu          sync.RWMutex
+	segs        []*segment // sorted by base offset; the last is active
+	active      *segment
+	start       int64
+	leo         int64
+	hw          int64
+	hwSeg       *segment // segment holding the high watermark...
+	hwPos       int64    // ...and its byte position there
+	size        int64
+	changed     chan struct{}
+	closed      bool
+	failed      error // a write or fsync failed: the log takes no more appends
+	producers   producers
+	dirty       []*segment // segments with bytes not yet fsynced
+	dirDirty    bool       // a segment file was created since the last flush
+	flushTarget int64      // log end offset covered by the last flush started
+
+	// flushMu serializes flushes so that each knows what the previous one
+	// covered; it is taken before mu, never while holding it.
+	flushMu        sync.Mutex
+	lastCheckpoint time.Time
+
+	flushReq chan struct{} // "flush now" (WaitFlushed, flush.messages)
+	dirtyCh  chan struct{} // "unflushed data appeared": arms the flush.interval timer
+	done     chan struct{}
+	wg       sync.WaitGroup
+
+	// Counters for tests and metrics.
+	fsyncs  atomic.Int64 // segment files fsynced
+	flushes atomic.Int64 // flushes that fsynced something
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Append writes one RecordBatch v2 at the end of the log; see the package
+// documentation for what is validated. It assigns the batch its base offset
+// by overwriting the first 8 bytes of batch, the only bytes it changes.
+// The batch is readable once a flush covers it (HighWatermark); WaitFlushed
+// waits for that.
+func (l *Log) Append(batch []byte) (AppendResult, error) {
+	h, err := validateBatch(batch)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return AppendResult{}, ErrClosed
+	}
+	if l.failed != nil {
+		return AppendResult{}, l.failed
+	}
+	now := l.cfg.Clock()
+	res := AppendResult{LogAppendTime: now.UnixMilli()}
+	if h.producerID != -1 {
+		dup, err := l.producers.check(&h)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if dup != nil {
+			res.BaseOffset, res.LastOffset, res.Duplicate = dup.base, dup.last, true
+			return res, nil
+		}
+	}
+	if err := l.maybeRoll(&h, now); err != nil {
+		return AppendResult{}, err
+	}
+	s := l.active
+	pos, base := s.size, l.leo
+	binary.BigEndian.PutUint64(batch[offBaseOffset:], uint64(base))
+	h.baseOffset = base
+	if _, err := s.w.WriteAt(batch, pos); err != nil {
+		return AppendResult{}, l.undoWrite(s, pos, fmt.Errorf("append to %s at byte %d: %w", s.path, pos, err))
+	}
+	maxTs := max(s.maxTs, h.maxTimestamp)
+	e, indexed := s.indexEntryFor(pos, base, maxTs, l.cfg.IndexIntervalBytes)
+	if indexed {
+		if err := s.writeIndexEntry(e); err != nil {
+			return AppendResult{}, l.undoWrite(s, pos, fmt.Errorf("append to %s: %w", s.indexPath, err))
+		}
+		s.index = append(s.index, e)
+	}
+	if s.size == 0 {
+		s.firstTime = now
+	}
+	s.size += h.size()
+	s.maxTs = maxTs
+	s.next = h.nextOffset()
+	l.size += h.size()
+	if !s.dirty {
+		s.dirty = true
+		l.dirty = append(l.dirty, s)
+	}
+	wasFlushed := l.leo == l.flushTarget
+	l.leo = s.next
+	res.BaseOffset, res.LastOffset = base, l.leo-1
+	if h.producerID != -1 {
+		l.producers.record(&h, res.BaseOffset, res.LastOffset, now)
+	}
+	if l.leo-l.flushTarget >= l.cfg.FlushMessages {
+		signal(l.flushReq)
+	} else if wasFlushed {
+		signal(l.dirtyCh)
+	}
+	return res, nil
+}
+
+// undoWrite cuts a partly written batch off the active segment. If even
+// that fails the file holds bytes the log does not account for, so the log
+// stops taking appends; recovery will cut them at the next Open.
+func (l *Log) undoWrite(s *segment, pos int64, err error) error {
+	if terr := s.w.Truncate(pos); terr != nil {
+		l.failed = fmt.Errorf("log %s failed: %w (and truncating back failed: %v)", l.dir, err, terr)
+		l.logger.Error("partition log stopped taking appends", "dir", l.dir, "err", l.failed)
+		return l.failed
+	}
+	return err
+}
+
+// maybeRoll starts a new segment when the batch would not fit in the
+// active one, the active one is older than SegmentAge, or the batch's
+// offsets would not fit in the active segment's index.
+func (l *Log) maybeRoll(h *batchHeader, now time.Time) error {
+	s := l.active
+	if s.size == 0 {
+		return nil
+	}
+	var why string
+	switch {
+	case s.size+h.size() > l.cfg.SegmentBytes:
+		why = "segment.bytes"
+	case now.Sub(s.firstTime) >= l.cfg.SegmentAge:
+		why = "segment.ms"
+	case !relOffsetFits(s.base, l.leo+int64(h.lastOffsetDelta)):
+		why = "relative offsets exhausted"
+	default:
+		return nil
+	}
+	ns, err := createSegment(l.dir, l.leo)
+	if err != nil {
+		return fmt.Errorf("roll segment at offset %d: %w", l.leo, err)
+	}
+	ns.firstTime = now
+	l.segs = append(l.segs, ns)
+	l.active = ns
+	l.dirDirty = true
+	l.logger.Debug("rolled segment", "dir", l.dir, "base_offset", ns.base, "reason", why, "previous_bytes", s.size)
+	return nil
+}
+
+// signal does a non-blocking send on a channel of capacity 1: pending
+// signals coalesce.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// segmentFor returns the segment that holds offset (the last one whose base
+// is at or below it). Call with mu held.
+func (l *Log) segmentFor(offset int64) *segment {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset })
+	if i == 0 {
+		return l.segs[0]
+	}
+	return l.segs[i-1]
+}
+
+// Read returns whole batches starting with the one that contains offset,
+// from one segment, up to the high watermark and at most maxBytes, except
+// that the first batch is always returned whole even when it alone is larger
+// than maxBytes. An offset in [HighWatermark, LogEndOffset] gives an empty
+// Slice (File nil) and no error: the data exists, or soon will, but is not
+// flushed yet. Offsets below StartOffset or above LogEndOffset give
+// ErrOffsetOutOfRange. Call Release on the Slice when done with it.
+func (l *Log) Read(offset int64, maxBytes int64) (Slice, error) {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return Slice{}, ErrClosed
+	}
+	if offset < l.start || offset > l.leo {
+		err := fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, l.start, l.leo)
+		l.mu.RUnlock()
+		return Slice{}, err
+	}
+	if offset >= l.hw {
+		l.mu.RUnlock()
+		return Slice{}, nil
+	}
+	s := l.segmentFor(offset)
+	limit := s.size
+	if s == l.hwSeg {
+		limit = l.hwPos
+	}
+	entries := s.index
+	s.ref()
+	l.mu.RUnlock()
+
+	pos, end, err := s.readRange(entries, offset, limit, maxBytes)
+	if err != nil {
+		s.unref()
+		return Slice{}, err
+	}
+	return Slice{File: s.f, Pos: pos, Size: end - pos, release: s.releaser()}, nil
+}
+
+// readRange finds the bytes [pos, end) for Read in a segment whose first
+// limit bytes are readable: one index probe and a short forward scan to the
+// batch holding offset, and the same to the last batch boundary that keeps
+// the range within maxBytes.
+func (s *segment) readRange(entries []indexEntry, offset, limit, maxBytes int64) (pos, end int64, err error) {
+	r := readerPool.Get().(*reader)
+	defer func() { r.f = nil; readerPool.Put(r) }()
+	r.f, r.size, r.bufLen = s.f, limit, 0
+
+	pos = int64(lookup(entries, uint32(offset-s.base)).pos)
+	for {
+		b, err := r.peek(pos, batchHeaderSize)
+		if err != nil {
+			return 0, 0, fmt.Errorf("segment %s: no batch holds offset %d below byte %d: %w", s.path, offset, limit, err)
+		}
+		h := parseHeader(b)
+		if h.length < minBatchLength {
+			return 0, 0, fmt.Errorf("segment %s: %w: length %d at byte %d", s.path, ErrCorruptBatch, h.length, pos)
+		}
+		if h.nextOffset() > offset {
+			end = pos + h.size()
+			break
+		}
+		pos += h.size()
+	}
+	if limit-pos <= maxBytes || end >= limit {
+		return pos, limit, nil
+	}
+	target := pos + maxBytes
+	if e, ok := lookupPos(entries, target); ok && int64(e.pos) > end {
+		end = int64(e.pos)
+	}
+	for end < limit {
+		b, err := r.peek(end, lengthPrefix)
+		if err != nil {
+			return 0, 0, fmt.Errorf("segment %s: batch header at byte %d: %w", s.path, end, err)
+		}
+		n := lengthPrefix + int64(int32(binary.BigEndian.Uint32(b[offLength:])))
+		if n < batchHeaderSize {
+			return 0, 0, fmt.Errorf("segment %s: %w: length %d at byte %d", s.path, ErrCorruptBatch, n, end)
+		}
+		if end+n > target {
+			break
+		}
+		end += n
+	}
+	return pos, end, nil
+}
+
+// HighWatermark is the offset after the last fsynced batch: the end of what
+// readers may see, and what a crash can never take back.
+func (l *Log) HighWatermark() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.hw
+}
+
+// LogEndOffset is the offset the next appended batch will get.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.leo
+}
+
+// StartOffset is the first offset still in the log.
+func (l *Log) StartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.start
+}
+
+// Size is the number of bytes of all segment files.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.size
+}
+
+// Changed returns a channel closed the next time HighWatermark advances,
+// the log closes or it fails. Take a new channel after each wake-up.
+func (l *Log) Changed() <-chan struct{} {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.changed
+}
+
+// wake closes the Changed channel and makes a new one. Call with mu held.
+func (l *Log) wake() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// OffsetForTime returns the base offset and MaxTimestamp of the first
+// flushed batch whose MaxTimestamp is at least ts, for ListOffsets by
+// timestamp. Records are never decoded, so the answer is a batch's first
+// offset: a consumer starting there may see a few earlier records of the
+// same batch. The special timestamps -1 (latest) and -2 (earliest) are the
+// caller's to map to HighWatermark and StartOffset.
+func (l *Log) OffsetForTime(ts int64) (offset int64, timestamp int64, ok bool) {
+	l.mu.RLock()
+	if l.closed || l.hw == l.start {
+		l.mu.RUnlock()
+		return 0, 0, false
+	}
+	var s *segment
+	for _, c := range l.segs {
+		if c.base >= l.hw {
+			break
+		}
+		if c.maxTs >= ts {
+			s = c
+			break
+		}
+	}
+	if s == nil {
+		l.mu.RUnlock()
+		return 0, 0, false
+	}
+	limit := s.size
+	if s == l.hwSeg {
+		limit = l.hwPos
+	}
+	entries := s.index
+	s.ref()
+	l.mu.RUnlock()
+	defer s.unref()
+
+	r := newReader(s.f, limit, readWindow)
+	for pos := int64(lookupTime(entries, ts).pos); pos < limit; {
+		b, err := r.peek(pos, batchHeaderSize)
+		if err != nil {
+			l.logger.Error("reading segment for timestamp lookup", "file", s.path, "byte", pos, "err", err)
+			return 0, 0, false
+		}
+		h := parseHeader(b)
+		if h.maxTimestamp >= ts {
+			return h.baseOffset, h.maxTimestamp, true
+		}
+		if h.length < minBatchLength {
+			return 0, 0, false
+		}
+		pos += h.size()
+	}
+	return 0, 0, false
+}
+
+// Close flushes, fsyncs the indexes, writes a recovery checkpoint and the
+// clean-shutdown marker, and stops the background goroutine. Slices already
+// handed out stay readable until released.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.done)
+	l.wg.Wait()
+
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	err := l.flushLocked()
+	if err == nil {
+		err = l.writeCheckpoint()
+	}
+	l.mu.Lock()
+	for _, s := range l.segs {
+		err = errors.Join(err, s.close())
+	}
+	l.segs, l.active, l.hwSeg = nil, nil, nil
+	l.wake()
+	l.mu.Unlock()
+	if err != nil {
+		// Without the marker the next Open scans: the safe choice when the
+		// last flush did not complete.
+		l.logger.Error("closing partition log", "dir", l.dir, "err", err)
+		return err
+	}
+	return writeCleanMarker(l.dir)
+}
+
+// Delete closes the log and removes its directory (DeleteTopics).
+func (l *Log) Delete() error {
+	err := l.Close()
+	if errors.Is(err, ErrClosed) {
+		err = nil
+	}
+	if rerr := os.RemoveAll(l.dir); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return nil
+}

@@ -1,0 +1,314 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Open opens the partition log in dir, creating the directory if needed.
+//
+// After a clean shutdown (the marker Close writes is present) Open trusts
+// the segments: it loads each index, checks it against its segment and walks
+// the batch headers after the last index entry to find the segment's end.
+// After an unclean one it scans every batch (length, magic, CRC32C, record
+// count, base-offset continuity) of the segments from the one holding the
+// recovery checkpoint to the end, truncates the log at the first torn or
+// corrupt batch, drops the segments after it, rebuilds the indexes of what
+// it scanned and reports (and logs) what it cut. Either way a missing or
+// inconsistent index is rebuilt, and the state of idempotent producers is
+// rebuilt from the batch headers of the active segment.
+//
+// All data on disk after Open is flushed: HighWatermark == LogEndOffset.
+func Open(dir string, cfg Config, logger *slog.Logger) (*Log, RecoveryReport, error) {
+	cfg = cfg.WithDefaults()
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, RecoveryReport{}, err
+	}
+	l := &Log{
+		dir:       dir,
+		cfg:       cfg,
+		logger:    logger,
+		changed:   make(chan struct{}),
+		producers: producers{},
+		flushReq:  make(chan struct{}, 1),
+		dirtyCh:   make(chan struct{}, 1),
+		done:      make(chan struct{}),
+	}
+	rep, err := l.load()
+	if err != nil {
+		for _, s := range l.segs {
+			s.close()
+		}
+		return nil, rep, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	l.lastCheckpoint = time.Now()
+	l.wg.Add(1)
+	go l.run()
+	return l, rep, nil
+}
+
+// listSegments returns the base offsets of the segment files in dir, sorted,
+// and removes leftovers that have no meaning without a segment: indexes
+// whose segment is gone and temporary files of interrupted atomic writes.
+func listSegments(dir string) ([]int64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var bases []int64
+	logs := map[int64]bool{}
+	var indexes []int64
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, ".tmp"):
+			os.Remove(filepath.Join(dir, name))
+		case strings.HasSuffix(name, ".log"), strings.HasSuffix(name, ".index"):
+			ext := filepath.Ext(name)
+			base, err := strconv.ParseInt(strings.TrimSuffix(name, ext), 10, 64)
+			if err != nil || base < 0 || len(name) != 20+len(ext) {
+				continue
+			}
+			if ext == ".log" {
+				bases = append(bases, base)
+				logs[base] = true
+			} else {
+				indexes = append(indexes, base)
+			}
+		}
+	}
+	for _, base := range indexes {
+		if !logs[base] {
+			_, p := segmentPaths(dir, base)
+			os.Remove(p)
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	return bases, nil
+}
+
+// load rebuilds the in-memory state of the log from its directory.
+func (l *Log) load() (RecoveryReport, error) {
+	rep := RecoveryReport{TruncatedAt: -1}
+	bases, err := listSegments(l.dir)
+	if err != nil {
+		return rep, err
+	}
+	marker := filepath.Join(l.dir, cleanMarkerFile)
+	_, err = os.Stat(marker)
+	rep.Clean = err == nil
+	if rep.Clean {
+		// From now on a crash is an unclean shutdown again.
+		if err := os.Remove(marker); err != nil {
+			return rep, err
+		}
+		if err := syncDirectory(l.dir); err != nil {
+			return rep, err
+		}
+	}
+	scanFrom := len(bases)
+	if !rep.Clean {
+		cp, err := readCheckpoint(l.dir)
+		if err != nil {
+			l.logger.Warn("ignoring unreadable recovery checkpoint: scanning the whole log", "dir", l.dir, "err", err)
+		}
+		scanFrom = sort.Search(len(bases), func(i int) bool { return bases[i] > cp }) - 1
+		scanFrom = max(scanFrom, 0)
+	}
+
+	var scanned []*segment
+	for i, base := range bases {
+		s, err := openSegment(l.dir, base)
+		if err != nil {
+			return rep, err
+		}
+		l.segs = append(l.segs, s)
+		if i < scanFrom {
+			rebuilt, p := l.loadTrusted(s)
+			if rebuilt {
+				rep.IndexesRebuilt++
+			}
+			if p == nil {
+				continue
+			}
+			l.logger.Warn("segment inconsistent where it should be whole: scanning from it",
+				"file", s.path, "problem", p.String())
+			scanFrom, rep.Clean = i, false
+		}
+		if i > 0 && base != l.segs[i-1].next {
+			p := &scanProblem{reason: fmt.Sprintf("segment starts at offset %d but the previous one ends at %d", base, l.segs[i-1].next)}
+			l.segs = l.segs[:i]
+			l.truncate(&rep, l.segs[i-1], s, p, bases[i:])
+			break
+		}
+		rep.SegmentsScanned++
+		rep.IndexesRebuilt++
+		scanned = append(scanned, s)
+		s.index, s.maxTs, s.indexStale = nil, -1, true
+		end, p := s.walk(newReader(s.f, s.size, scanWindow), 0, s.base, l.cfg.IndexIntervalBytes, true, nil)
+		if p != nil {
+			s.size = end // truncate measures the cut from here
+			l.truncate(&rep, s, s, p, bases[i+1:])
+			break
+		}
+	}
+
+	if len(l.segs) == 0 {
+		s, err := createSegment(l.dir, 0)
+		if err != nil {
+			return rep, err
+		}
+		l.segs = append(l.segs, s)
+	}
+	for _, s := range l.segs {
+		l.size += s.size
+		if s.indexStale && s != l.segs[len(l.segs)-1] {
+			if err := writeIndexFile(s.indexPath, s.index); err != nil {
+				return rep, err
+			}
+			s.indexStale = false
+		}
+	}
+	l.active = l.segs[len(l.segs)-1]
+	if l.active.w == nil {
+		if err := l.active.openWriters(); err != nil {
+			return rep, err
+		}
+	}
+	if err := l.loadProducers(); err != nil {
+		return rep, err
+	}
+	l.start, l.leo = l.segs[0].base, l.active.next
+	l.hw, l.hwSeg, l.hwPos, l.flushTarget = l.leo, l.active, l.active.size, l.leo
+
+	if !rep.Clean {
+		// A process crash leaves unflushed bytes in the page cache: make what
+		// recovery kept durable before anyone reads it, then checkpoint.
+		for _, s := range scanned {
+			if err := s.f.Sync(); err != nil {
+				return rep, err
+			}
+		}
+		if err := syncDirectory(l.dir); err != nil {
+			return rep, err
+		}
+		if err := l.writeCheckpoint(); err != nil {
+			return rep, err
+		}
+		l.logger.Info("recovered partition log after unclean shutdown", "dir", l.dir,
+			"segments_scanned", rep.SegmentsScanned, "indexes_rebuilt", rep.IndexesRebuilt,
+			"log_end_offset", l.leo, "truncated_bytes", rep.TruncatedBytes)
+	}
+	return rep, nil
+}
+
+// loadTrusted loads the index of a segment that needs no CRC scan and walks
+// the batch headers after its last entry to find where the segment ends. An
+// index that does not fit its segment is rebuilt from the headers; a problem
+// in the headers themselves is returned for the caller to scan and cut.
+func (l *Log) loadTrusted(s *segment) (rebuilt bool, p *scanProblem) {
+	b, err := os.ReadFile(s.indexPath)
+	if err == nil {
+		s.index, err = decodeIndex(b, s.size)
+	}
+	for attempt := 0; ; attempt++ {
+		from, next := int64(0), s.base
+		if err != nil || attempt > 0 {
+			s.index, s.maxTs, rebuilt = nil, -1, true
+		} else if n := len(s.index); n > 0 {
+			last := s.index[n-1]
+			from, next, s.maxTs = int64(last.pos), s.base+int64(last.rel), last.maxTs
+		}
+		known := len(s.index)
+		_, p = s.walk(newReader(s.f, s.size, scanWindow), from, next, l.cfg.IndexIntervalBytes, false, nil)
+		if p != nil && known > 0 && attempt == 0 {
+			continue // the index may be what is wrong: walk again from the start
+		}
+		if rebuilt || len(s.index) != known {
+			s.indexStale = true
+		}
+		if rebuilt {
+			why := "missing"
+			if err == nil {
+				why = "does not match its segment"
+			} else if !errors.Is(err, os.ErrNotExist) {
+				why = err.Error()
+			}
+			l.logger.Warn("rebuilt offset index", "file", s.indexPath, "why", why)
+		}
+		return rebuilt, p
+	}
+}
+
+// truncate cuts the log at the problem p found in segment bad: last (bad,
+// or the segment before it when bad is dropped whole) keeps last.size bytes,
+// and the segments named by dropBases are deleted.
+func (l *Log) truncate(rep *RecoveryReport, last, bad *segment, p *scanProblem, dropBases []int64) {
+	fi, err := bad.f.Stat()
+	cut := int64(0)
+	if err == nil && bad == last {
+		cut = fi.Size() - last.size
+		if terr := os.Truncate(last.path, last.size); terr != nil {
+			l.logger.Error("truncating segment", "file", last.path, "err", terr)
+		}
+	}
+	var dropped []string
+	for _, base := range dropBases {
+		logPath, indexPath := segmentPaths(l.dir, base)
+		if fi, err := os.Stat(logPath); err == nil {
+			cut += fi.Size()
+		}
+		os.Remove(logPath)
+		os.Remove(indexPath)
+		dropped = append(dropped, filepath.Base(logPath))
+	}
+	if bad != last {
+		bad.close()
+	}
+	rep.Clean = false
+	rep.TruncatedBytes = cut
+	rep.TruncatedAt = last.next
+	rep.Reason = fmt.Sprintf("%s: %s", filepath.Base(bad.path), p)
+	l.logger.Warn("recovery truncated partition log",
+		"dir", l.dir, "file", filepath.Base(bad.path), "byte", p.pos, "torn", p.torn, "reason", p.reason,
+		"truncated_bytes", cut, "new_log_end_offset", last.next, "dropped_segments", dropped)
+}
+
+// loadProducers rebuilds idempotent producers' state, and the active
+// segment's age for segment.ms, from the batch headers of the active
+// segment: only headers are read, never records.
+func (l *Log) loadProducers() error {
+	s := l.active
+	now := l.cfg.Clock()
+	r := newReader(s.f, s.size, scanWindow)
+	for pos := int64(0); pos < s.size; {
+		b, err := r.peek(pos, batchHeaderSize)
+		if err != nil {
+			return fmt.Errorf("segment %s: reading batch header at byte %d: %w", s.path, pos, err)
+		}
+		h := parseHeader(b)
+		if pos == 0 {
+			// The broker's append time is not stored; the first batch's
+			// timestamp stands in for it unless it is absent or in the future.
+			s.firstTime = now
+			if h.maxTimestamp > 0 && h.maxTimestamp <= now.UnixMilli() {
+				s.firstTime = time.UnixMilli(h.maxTimestamp)
+			}
+		}
+		if h.producerID != -1 {
+			l.producers.record(&h, h.baseOffset, h.nextOffset()-1, now)
+		}
+		pos += h.size()
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package log
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+)
+
+// A scanProblem is the first byte of a segment that does not hold a valid
+// batch. A torn tail is the expected result of a crash during a write (the
+// last batch is incomplete, or the file ends in bytes that were allocated but
+// never written); anything else is corruption.
+type scanProblem struct {
+	pos    int64
+	torn   bool
+	reason string
+}
+
+func (p *scanProblem) String() string {
+	kind := "corrupt batch"
+	if p.torn {
+		kind = "torn tail"
+	}
+	return fmt.Sprintf("%s at byte %d: %s", kind, p.pos, p.reason)
+}
+
+// walk visits the batches of s from byte pos, whose first batch must have
+// base offset next, up to r.size. Every batch is checked for a sane length
+// that fits in the file, magic 2, consistent record counts and base-offset
+// continuity; with verify it is also checked against its CRC32C, which
+// means reading all of it rather than only its header.
+//
+// walk extends s.index by the interval rule and sets s.next and s.maxTs as
+// it goes, so on return s describes the valid prefix [0, end).
+func (s *segment) walk(r *reader, pos, next int64, interval int64, verify bool,
+	visit func(pos int64, h *batchHeader)) (end int64, problem *scanProblem) {
+	s.next = next
+	for pos < r.size {
+		h, p := checkBatchAt(r, pos, next, verify)
+		if p != nil {
+			return pos, p
+		}
+		if pos > math.MaxUint32 || !relOffsetFits(s.base, h.nextOffset()-1) {
+			return pos, &scanProblem{pos: pos, reason: "segment exceeds the 4 GiB / 2^32 offsets an index can address"}
+		}
+		s.maxTs = max(s.maxTs, h.maxTimestamp)
+		if e, ok := s.indexEntryFor(pos, h.baseOffset, s.maxTs, interval); ok {
+			s.index = append(s.index, e)
+		}
+		if visit != nil {
+			visit(pos, &h)
+		}
+		pos += h.size()
+		next = h.nextOffset()
+		s.next = next
+	}
+	return pos, nil
+}
+
+// checkBatchAt checks the batch starting at pos; see walk.
+func checkBatchAt(r *reader, pos, next int64, verify bool) (batchHeader, *scanProblem) {
+	remaining := r.size - pos
+	if remaining < lengthPrefix {
+		return batchHeader{}, &scanProblem{pos: pos, torn: true,
+			reason: fmt.Sprintf("incomplete batch: %d bytes, less than a batch header", remaining)}
+	}
+	b, err := r.peek(pos, lengthPrefix)
+	if err != nil {
+		return batchHeader{}, &scanProblem{pos: pos, reason: err.Error()}
+	}
+	length := int64(int32(binary.BigEndian.Uint32(b[offLength:])))
+	if length < minBatchLength {
+		return batchHeader{}, tornOrCorrupt(r, pos, fmt.Sprintf("length field %d is below the minimum %d", length, minBatchLength))
+	}
+	if lengthPrefix+length > remaining {
+		return batchHeader{}, &scanProblem{pos: pos, torn: true,
+			reason: fmt.Sprintf("incomplete batch: %d of %d bytes", remaining, lengthPrefix+length)}
+	}
+	b, err = r.peek(pos, batchHeaderSize)
+	if err != nil {
+		return batchHeader{}, &scanProblem{pos: pos, reason: err.Error()}
+	}
+	h := parseHeader(b)
+	if err := checkHeader(&h); err != nil {
+		return h, &scanProblem{pos: pos, reason: err.Error()}
+	}
+	if h.baseOffset != next {
+		return h, &scanProblem{pos: pos, reason: fmt.Sprintf("base offset %d, want %d (the end of the previous batch)", h.baseOffset, next)}
+	}
+	if verify {
+		sum := crc32.Checksum(b[offAttributes:batchHeaderSize], castagnoli)
+		for off, end := pos+batchHeaderSize, pos+h.size(); off < end; {
+			chunk, err := r.peek(off, int(min(end-off, int64(len(r.buf)))))
+			if err != nil {
+				return h, &scanProblem{pos: pos, reason: err.Error()}
+			}
+			sum = crc32.Update(sum, castagnoli, chunk)
+			off += int64(len(chunk))
+		}
+		if sum != h.crc {
+			return h, &scanProblem{pos: pos, reason: fmt.Sprintf("crc mismatch: header says %08x, bytes give %08x", h.crc, sum)}
+		}
+	}
+	return h, nil
+}
+
+// tornOrCorrupt tells a file that ends in zeros from pos (space the file
+// system allocated but the crash left unwritten: a torn tail) from garbage.
+func tornOrCorrupt(r *reader, pos int64, reason string) *scanProblem {
+	for off := pos; off < r.size; {
+		chunk, err := r.peek(off, int(min(r.size-off, int64(len(r.buf)))))
+		if err != nil {
+			return &scanProblem{pos: pos, reason: reason}
+		}
+		for _, c := range chunk {
+			if c != 0 {
+				return &scanProblem{pos: pos, reason: reason}
+			}
+		}
+		off += int64(len(chunk))
+	}
+	return &scanProblem{pos: pos, torn: true, reason: fmt.Sprintf("%d zero bytes at the end of the file (written space never filled)", r.size-pos)}
+}

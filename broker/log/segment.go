@@ -1,0 +1,226 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A segment is one file of consecutive batches, named by the offset of its
+// first batch, with its sparse index. Sealed segments keep one read-only
+// descriptor, shared with the Slices handed to readers; the active segment
+// also has a writer for the data and one for the index, kept until the
+// segment has been rolled and its last bytes fsynced.
+type segment struct {
+	base      int64
+	path      string
+	indexPath string
+
+	f    *os.File // read-only; Slices point at it
+	refs atomic.Int32
+
+	// Guarded by Log.mu.
+	w          *os.File // data writer, nil once sealed
+	idx        *os.File // index writer, nil once sealed
+	size       int64
+	next       int64 // offset after the last batch
+	maxTs      int64 // largest batch MaxTimestamp, -1 when none
+	firstTime  time.Time
+	index      []indexEntry
+	dirty      bool // has bytes not yet fsynced
+	indexStale bool // the index file on disk differs from index
+}
+
+func segmentPaths(dir string, base int64) (logPath, indexPath string) {
+	name := fmt.Sprintf("%020d", base)
+	return filepath.Join(dir, name+".log"), filepath.Join(dir, name+".index")
+}
+
+// openSegment opens an existing segment file read-only.
+func openSegment(dir string, base int64) (*segment, error) {
+	s := &segment{base: base, next: base, maxTs: -1}
+	s.path, s.indexPath = segmentPaths(dir, base)
+	f, err := os.Open(s.path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.f, s.size = f, fi.Size()
+	s.refs.Store(1)
+	return s, nil
+}
+
+// createSegment creates an empty segment ready for appends. It refuses to
+// overwrite an existing file: offsets only grow, so one would mean a bug.
+func createSegment(dir string, base int64) (*segment, error) {
+	logPath, _ := segmentPaths(dir, base)
+	f, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	s, err := openSegment(dir, base)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.openWriters(); err != nil {
+		s.close()
+		os.Remove(logPath)
+		return nil, err
+	}
+	return s, nil
+}
+
+// openWriters makes s appendable and writes its whole in-memory index to
+// the index file, so that later entries can be written at their position.
+func (s *segment) openWriters() error {
+	w, err := os.OpenFile(s.path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	idx, err := os.OpenFile(s.indexPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		w.Close()
+		return err
+	}
+	if len(s.index) > 0 {
+		if _, err := idx.WriteAt(encodeIndex(s.index), 0); err != nil {
+			w.Close()
+			idx.Close()
+			return err
+		}
+	}
+	s.w, s.idx, s.indexStale = w, idx, false
+	return nil
+}
+
+// indexEntryFor returns the entry to add for a batch at pos, if the index
+// interval has passed since the last entry.
+func (s *segment) indexEntryFor(pos, base, maxTs, interval int64) (indexEntry, bool) {
+	if n := len(s.index); n > 0 && pos-int64(s.index[n-1].pos) < interval {
+		return indexEntry{}, false
+	}
+	return indexEntry{rel: uint32(base - s.base), pos: uint32(pos), maxTs: maxTs}, true
+}
+
+// writeIndexEntry writes e at the end of the index file; the caller adds it
+// to s.index once the batch it points at is written.
+func (s *segment) writeIndexEntry(e indexEntry) error {
+	var b [indexEntrySize]byte
+	_, err := s.idx.WriteAt(e.appendTo(b[:0]), int64(len(s.index))*indexEntrySize)
+	return err
+}
+
+// sync fsyncs the segment's data and index writers.
+func (s *segment) sync() error {
+	if s.w == nil {
+		return nil
+	}
+	if err := s.w.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", s.path, err)
+	}
+	if err := s.idx.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", s.indexPath, err)
+	}
+	return nil
+}
+
+// seal closes the writers of a segment that will never be appended to again.
+func (s *segment) seal() error {
+	if s.w == nil {
+		return nil
+	}
+	err := errors.Join(s.w.Close(), s.idx.Close())
+	s.w, s.idx = nil, nil
+	return err
+}
+
+func (s *segment) ref() { s.refs.Add(1) }
+
+// unref drops a reference; the last one closes the read descriptor.
+func (s *segment) unref() {
+	if s.refs.Add(-1) == 0 {
+		s.f.Close()
+	}
+}
+
+// close releases the Log's own hold on s: its writers now, its read
+// descriptor once no Slice holds it.
+func (s *segment) close() error {
+	err := s.seal()
+	s.unref()
+	return err
+}
+
+// remove unlinks the segment's files and releases the Log's hold; Slices
+// already handed out keep reading the unlinked file.
+func (s *segment) remove() error {
+	err := s.close()
+	for _, p := range []string{s.path, s.indexPath} {
+		if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
+}
+
+// releaser returns an idempotent function dropping one reference, for a
+// Slice: copies of a Slice may each call Release.
+func (s *segment) releaser() func() {
+	var once sync.Once
+	return func() { once.Do(s.unref) }
+}
+
+// A reader serves small reads of one segment from a window of the file, so
+// walking the headers of small batches costs one pread per window rather
+// than one per batch.
+type reader struct {
+	f      io.ReaderAt
+	size   int64 // bytes of the file the reader may see
+	buf    []byte
+	bufPos int64
+	bufLen int
+}
+
+const (
+	readWindow = 8 << 10  // for Read's short forward scans
+	scanWindow = 64 << 10 // for recovery's sequential scans
+)
+
+var readerPool = sync.Pool{New: func() any { return &reader{buf: make([]byte, readWindow)} }}
+
+func newReader(f io.ReaderAt, size int64, window int) *reader {
+	return &reader{f: f, size: size, buf: make([]byte, window)}
+}
+
+// peek returns the n bytes at pos (n at most the window size), or
+// io.ErrUnexpectedEOF when they extend past the reader's size.
+func (r *reader) peek(pos int64, n int) ([]byte, error) {
+	if pos < 0 || n > len(r.buf) || pos+int64(n) > r.size {
+		return nil, io.ErrUnexpectedEOF
+	}
+	if pos >= r.bufPos && pos+int64(n) <= r.bufPos+int64(r.bufLen) {
+		off := pos - r.bufPos
+		return r.buf[off : off+int64(n)], nil
+	}
+	want := min(int64(len(r.buf)), r.size-pos)
+	got, err := r.f.ReadAt(r.buf[:want], pos)
+	if int64(got) < want {
+		r.bufLen = 0
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	r.bufPos, r.bufLen = pos, got
+	return r.buf[:n], nil
+}

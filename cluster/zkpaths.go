@@ -1,0 +1,158 @@
+// # ZooKeeper layout
+//
+// A cluster shares one ZooKeeper chroot (the path after the last host:port of
+// the connect string, e.g. 127.0.0.1:2181/tributary). Under it live the
+// paper's four registries, plus the topic assignments:
+//
+//	/brokers/ids/<id>                              ephemeral  broker registry: {"id","host","port","topics":{"t":[0,3]}}
+//	/brokers/topics/<topic>                        persistent topic assignment: {"version":1,"leaders":[1,2,3,...],"configs":{}}
+//	/consumers/<group>/ids/<consumer>              ephemeral  consumer registry: {"version":1,"group","topics":[...],"host","pid","started"}
+//	/consumers/<group>/owners/<topic>/<partition>  ephemeral  ownership registry: the owning consumer id, as text
+//	/consumers/<group>/offsets/<topic>/<partition> persistent offset registry: next offset to consume, as decimal text
+//
+// Ephemeral nodes vanish when their creator's session ends (a clean close, or
+// the session timeout after a crash), which is how the cluster learns that a
+// broker or a consumer is gone. Only assignments and offsets outlive their
+// writers. The owner and offset formats are those of Kafka 0.8's ZooKeeper
+// consumer, so its tools can read them.
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// ZKPaths builds the paths of the registries under a chroot. Root is "" for
+// the ZooKeeper root or "/chroot" otherwise.
+type ZKPaths struct {
+	Root string
+}
+
+func (p ZKPaths) BrokerIDs() string        { return p.Root + "/brokers/ids" }
+func (p ZKPaths) Broker(id int32) string   { return p.BrokerIDs() + "/" + strconv.Itoa(int(id)) }
+func (p ZKPaths) Topics() string           { return p.Root + "/brokers/topics" }
+func (p ZKPaths) Topic(name string) string { return p.Topics() + "/" + name }
+func (p ZKPaths) Group(group string) string {
+	return p.Root + "/consumers/" + group
+}
+func (p ZKPaths) ConsumerIDs(group string) string { return p.Group(group) + "/ids" }
+func (p ZKPaths) Consumer(group, id string) string {
+	return p.ConsumerIDs(group) + "/" + id
+}
+func (p ZKPaths) Owners(group, topic string) string {
+	return p.Group(group) + "/owners/" + topic
+}
+func (p ZKPaths) Owner(group, topic string, partition int32) string {
+	return p.Owners(group, topic) + "/" + strconv.Itoa(int(partition))
+}
+func (p ZKPaths) Offsets(group, topic string) string {
+	return p.Group(group) + "/offsets/" + topic
+}
+func (p ZKPaths) Offset(group, topic string, partition int32) string {
+	return p.Offsets(group, topic) + "/" + strconv.Itoa(int(partition))
+}
+
+// ParseZKConnect splits a connect string "host:port[,host:port...][/chroot]"
+// into servers and the chroot ("" when absent or "/"), as Kafka and
+// ZooKeeper's own clients read it.
+func ParseZKConnect(connect string) (servers []string, chroot string, err error) {
+	hosts := connect
+	if i := strings.IndexByte(connect, '/'); i >= 0 {
+		hosts, chroot = connect[:i], connect[i:]
+		chroot = strings.TrimRight(chroot, "/")
+		if chroot != "" && (path.Clean(chroot) != chroot || strings.Contains(chroot, "//")) {
+			return nil, "", fmt.Errorf("zookeeper connect string %q: chroot %q is not a clean absolute path", connect, chroot)
+		}
+	}
+	for _, h := range strings.Split(hosts, ",") {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			h = net.JoinHostPort(h, "2181")
+		}
+		servers = append(servers, h)
+	}
+	if len(servers) == 0 {
+		return nil, "", fmt.Errorf("zookeeper connect string %q names no server; expected host:port[,host:port]/chroot", connect)
+	}
+	return servers, chroot, nil
+}
+
+// ValidateName checks a topic, group or consumer id for use as one ZooKeeper
+// path element. The rule is Kafka's for topic names: 1 to 249 characters of
+// ASCII letters, digits, '.', '_' and '-', and not "." or "..".
+func ValidateName(kind, name string) error {
+	if name == "" {
+		return fmt.Errorf("%s name is empty", kind)
+	}
+	if len(name) > 249 {
+		return fmt.Errorf("%s name %q is longer than 249 characters", kind, name)
+	}
+	if name == "." || name == ".." {
+		return fmt.Errorf("%s name %q is not allowed", kind, name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("%s name %q has %q; only ASCII letters, digits, '.', '_' and '-' are allowed", kind, name, r)
+		}
+	}
+	return nil
+}
+
+// BrokerNode is the content of /brokers/ids/<id>: where clients reach the
+// broker, and which partitions it stores (the paper's "set of topics and
+// partitions", kept up to date as topics come and go).
+type BrokerNode struct {
+	Broker
+	Topics map[string][]int32 `json:"topics"`
+}
+
+// TopicNode is the content of /brokers/topics/<topic>.
+type TopicNode struct {
+	Version int               `json:"version"`
+	Leaders []int32           `json:"leaders"`
+	Configs map[string]string `json:"configs,omitempty"`
+}
+
+// ConsumerNode is the content of /consumers/<group>/ids/<consumer>.
+type ConsumerNode struct {
+	Version int      `json:"version"`
+	Group   string   `json:"group"`
+	Topics  []string `json:"topics"`
+	Host    string   `json:"host,omitempty"`
+	PID     int      `json:"pid,omitempty"`
+	Started string   `json:"started,omitempty"`
+}
+
+// DecodeBrokerNode reads a broker registry node.
+func DecodeBrokerNode(data []byte) (BrokerNode, error) {
+	var n BrokerNode
+	if err := json.Unmarshal(data, &n); err != nil {
+		return n, fmt.Errorf("broker registry node is not valid JSON: %w", err)
+	}
+	return n, nil
+}
+
+// DecodeTopicNode reads a topic assignment node.
+func DecodeTopicNode(data []byte) (TopicNode, error) {
+	var n TopicNode
+	if err := json.Unmarshal(data, &n); err != nil {
+		return n, fmt.Errorf("topic assignment node is not valid JSON: %w", err)
+	}
+	return n, nil
+}
+
+// DecodeConsumerNode reads a consumer registry node.
+func DecodeConsumerNode(data []byte) (ConsumerNode, error) {
+	var n ConsumerNode
+	if err := json.Unmarshal(data, &n); err != nil {
+		return n, fmt.Errorf("consumer registry node is not valid JSON: %w", err)
+	}
+	return n, nil
+}

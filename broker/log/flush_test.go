@@ -1,0 +1,191 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestHighWatermarkWaitsForFlush(t *testing.T) {
+	l, _ := openLog(t, t.TempDir(), testConfig())
+	ch := l.Changed()
+	mustAppend(t, l, makeBatch(batchOpts{records: 3}))
+	if l.HighWatermark() != 0 || l.LogEndOffset() != 3 {
+		t.Fatalf("HW %d LEO %d before flush, want 0 and 3", l.HighWatermark(), l.LogEndOffset())
+	}
+	select {
+	case <-ch:
+		t.Fatal("Changed fired before the high watermark moved")
+	default:
+	}
+	if s, err := l.Read(0, 1000); err != nil || s.Size != 0 {
+		t.Fatalf("unflushed data readable: size %d, %v", s.Size, err)
+	}
+	mustFlush(t, l)
+	if l.HighWatermark() != 3 {
+		t.Fatalf("HW %d after flush, want 3", l.HighWatermark())
+	}
+	select {
+	case <-ch:
+	default:
+		t.Fatal("Changed did not fire when the high watermark moved")
+	}
+	if before := l.fsyncs.Load(); mustFlushCount(t, l) != before {
+		t.Fatal("a flush with nothing new fsynced")
+	}
+}
+
+func mustFlushCount(t *testing.T, l *Log) int64 {
+	mustFlush(t, l)
+	return l.fsyncs.Load()
+}
+
+func TestFlushMessagesTriggersFlush(t *testing.T) {
+	cfg := testConfig()
+	cfg.FlushMessages = 10
+	l, _ := openLog(t, t.TempDir(), cfg)
+	mustAppend(t, l, makeBatch(batchOpts{records: 9}))
+	time.Sleep(20 * time.Millisecond)
+	if l.HighWatermark() != 0 {
+		t.Fatalf("flushed after 9 of 10 messages")
+	}
+	ch := l.Changed()
+	mustAppend(t, l, makeBatch(batchOpts{records: 1}))
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no flush after FlushMessages messages")
+	}
+	if l.HighWatermark() != 10 {
+		t.Fatalf("HW = %d, want 10", l.HighWatermark())
+	}
+}
+
+func TestFlushIntervalTriggersFlush(t *testing.T) {
+	cfg := testConfig()
+	cfg.FlushInterval = 20 * time.Millisecond
+	l, _ := openLog(t, t.TempDir(), cfg)
+	for i := range 3 {
+		ch := l.Changed()
+		start := time.Now()
+		mustAppend(t, l, makeBatch(batchOpts{}))
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: no flush after FlushInterval", i)
+		}
+		if d := time.Since(start); d < 15*time.Millisecond {
+			t.Fatalf("round %d: flushed after %v, before FlushInterval", i, d)
+		}
+		if l.HighWatermark() != int64(i+1) {
+			t.Fatalf("HW = %d, want %d", l.HighWatermark(), i+1)
+		}
+	}
+}
+
+func TestWaitFlushedGroupCommit(t *testing.T) {
+	const waiters = 200
+	l, _ := openLog(t, t.TempDir(), testConfig())
+	offsets := make([]int64, waiters)
+	for i := range offsets {
+		offsets[i] = mustAppend(t, l, makeBatch(batchOpts{})).BaseOffset
+	}
+	before := l.flushes.Load()
+	var wg sync.WaitGroup
+	errs := make(chan error, waiters)
+	start := make(chan struct{})
+	for _, off := range offsets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs <- l.WaitFlushed(context.Background(), off)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := l.flushes.Load() - before; n < 1 || n > 2 {
+		t.Fatalf("%d flushes for %d concurrent waiters, want 1 or 2", n, waiters)
+	}
+	if l.HighWatermark() != waiters {
+		t.Fatalf("HW = %d, want %d", l.HighWatermark(), waiters)
+	}
+}
+
+// Appends and waits interleaved from many goroutines, the way acks=all
+// producers use the log: every wait returns and fsyncs stay far fewer than
+// appends.
+func TestWaitFlushedConcurrentProducers(t *testing.T) {
+	const producers, perProducer = 20, 50
+	l, _ := openLog(t, t.TempDir(), testConfig())
+	var wg sync.WaitGroup
+	for range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range perProducer {
+				res, err := l.Append(makeBatch(batchOpts{}))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := l.WaitFlushed(context.Background(), res.LastOffset); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	n := l.flushes.Load()
+	t.Logf("%d appends, %d flushes", producers*perProducer, n)
+	if n >= producers*perProducer {
+		t.Fatalf("%d flushes for %d appends: no group commit", n, producers*perProducer)
+	}
+}
+
+func TestWaitFlushedCloseAndCancel(t *testing.T) {
+	l, _ := openLog(t, t.TempDir(), testConfig())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.WaitFlushed(ctx, 5); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitFlushed with a cancelled context: %v", err)
+	}
+	done := make(chan error)
+	go func() { done <- l.WaitFlushed(context.Background(), 100) }()
+	time.Sleep(10 * time.Millisecond)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("WaitFlushed on Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitFlushed did not return on Close")
+	}
+}
+
+func TestCloseFlushes(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openLog(t, dir, testConfig())
+	mustAppend(t, l, makeBatch(batchOpts{records: 4}))
+	ch := l.Changed()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-ch
+	l2, rep := openLog(t, dir, testConfig())
+	if !rep.Clean || l2.HighWatermark() != 4 || l2.LogEndOffset() != 4 {
+		t.Fatalf("after Close and Open: %+v, HW %d, LEO %d", rep, l2.HighWatermark(), l2.LogEndOffset())
+	}
+}

@@ -1,0 +1,23 @@
+// Package schema turns application events into Kafka record values and back,
+// in the format every Confluent-compatible tool understands: the envelope
+// (magic byte 0, 4-byte big-endian schema id, Avro binary body) with the
+// schema itself kept in a schema registry (see package schema/registry for
+// ours; any Confluent-compatible registry works).
+//
+// There are only a few types:
+//
+//   - Serializer encodes a map[string]any (goavro's native form) or a Go
+//     struct (hamba/avro `avro` tags) under one writer schema, registering
+//     that schema once per subject and caching the id, and fills the
+//     standard event Header when the application leaves it empty.
+//   - Deserializer decodes an envelope, fetching each writer schema once by
+//     id, and optionally resolves it to a reader schema (schema evolution).
+//   - Registry is the part of a registry client they need;
+//     *github.com/twmb/franz-go/pkg/sr.Client implements it.
+//
+// What a caller may rely on: a value from Serialize decodes with any
+// Confluent Avro deserializer; a value that Deserialize accepts decoded
+// completely, with no byte left over; and every failure to decode says
+// which part was wrong (ErrWrongMagic, ErrTruncated, ErrUnknownID,
+// ErrBadBody).
+package schema

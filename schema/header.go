@@ -1,0 +1,257 @@
+package schema
+
+import (
+	"crypto/rand"
+	"reflect"
+	"time"
+
+	"github.com/hamba/avro/v2"
+)
+
+// HeaderSchemaName is the full name of the standard event header record
+// (testdata/schemas/header.avsc). An event schema carries it as its
+// top-level field "header"; the audit counts events by its time and server.
+const HeaderSchemaName = "tributary.events.Header"
+
+// Header is the standard event header for events encoded from Go structs:
+// embed it as a field tagged `avro:"header"`. Events encoded from maps use a
+// map[string]any with the same keys.
+type Header struct {
+	// Time is when the event happened, in epoch milliseconds.
+	Time int64 `avro:"time"`
+	// Server is the host that produced the event.
+	Server string `avro:"server"`
+	// Service is the service that produced the event.
+	Service string `avro:"service"`
+	// GUID identifies this event, so duplicates can be told apart from
+	// repeats.
+	GUID [16]byte `avro:"guid"`
+}
+
+// HeaderTime returns header.time, in epoch milliseconds, from an event
+// decoded by a Deserializer (or a *struct / struct with a Header field
+// tagged `avro:"header"`). It returns false when the value has no header or
+// the header has no time.
+func HeaderTime(native any) (int64, bool) {
+	switch v := native.(type) {
+	case map[string]any:
+		h, ok := v["header"].(map[string]any)
+		if !ok {
+			return 0, false
+		}
+		return millis(h["time"])
+	case Header:
+		return v.Time, v.Time != 0
+	case *Header:
+		if v == nil {
+			return 0, false
+		}
+		return v.Time, v.Time != 0
+	}
+	rv := reflect.ValueOf(native)
+	for rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv = rv.Elem()
+	}
+	if rv.Kind() != reflect.Struct {
+		return 0, false
+	}
+	i, ok := headerFieldIndex(rv.Type())
+	if !ok {
+		return 0, false
+	}
+	return HeaderTime(rv.Field(i).Interface())
+}
+
+// millis converts the forms goavro and hamba use for timestamp-millis
+// (time.Time) and plain longs to epoch milliseconds.
+func millis(v any) (int64, bool) {
+	switch t := v.(type) {
+	case time.Time:
+		if t.IsZero() {
+			return 0, false
+		}
+		return t.UnixMilli(), true
+	case int64:
+		return t, t != 0
+	case int:
+		return int64(t), t != 0
+	case int32:
+		return int64(t), t != 0
+	}
+	return 0, false
+}
+
+// headerFiller fills the header fields an application left empty.
+type headerFiller struct {
+	server  string
+	service string
+	now     func() time.Time
+}
+
+// fillMap returns m with its header completed. m itself is not modified:
+// applications often reuse one map for many events, and a guid written into
+// it would be sent again with the next event.
+func (f *headerFiller) fillMap(m map[string]any) map[string]any {
+	var h map[string]any
+	switch v := m["header"].(type) {
+	case nil:
+		h = map[string]any{}
+	case map[string]any:
+		if f.complete(v) {
+			return m
+		}
+		h = make(map[string]any, 4)
+		for k, x := range v {
+			h[k] = x
+		}
+	case Header:
+		h = map[string]any{"time": v.Time, "server": v.Server, "service": v.Service, "guid": v.GUID[:]}
+	case *Header:
+		h = map[string]any{"time": v.Time, "server": v.Server, "service": v.Service, "guid": v.GUID[:]}
+	default:
+		return m // not ours to fix; the encoder reports the type error
+	}
+	if _, ok := millis(h["time"]); !ok {
+		h["time"] = f.now().UnixMilli()
+	}
+	if s, _ := h["server"].(string); s == "" {
+		h["server"] = f.server
+	}
+	if s, _ := h["service"].(string); s == "" {
+		h["service"] = f.service
+	}
+	if !guidSet(h["guid"]) {
+		g := make([]byte, 16)
+		rand.Read(g) // never fails: crypto/rand panics rather than return an error
+		h["guid"] = g
+	}
+	out := make(map[string]any, len(m))
+	for k, x := range m {
+		out[k] = x
+	}
+	out["header"] = h
+	return out
+}
+
+// complete reports whether a header map needs nothing filled in.
+func (f *headerFiller) complete(h map[string]any) bool {
+	_, ok := millis(h["time"])
+	server, _ := h["server"].(string)
+	service, _ := h["service"].(string)
+	return ok && server != "" && service != "" && guidSet(h["guid"])
+}
+
+func guidSet(v any) bool {
+	var b []byte
+	switch g := v.(type) {
+	case []byte:
+		b = g
+	case [16]byte:
+		b = g[:]
+	case string:
+		b = []byte(g)
+	default:
+		return false
+	}
+	for _, c := range b {
+		if c != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// fillHeader completes h in place.
+func (f *headerFiller) fillHeader(h *Header) {
+	if h.Time == 0 {
+		h.Time = f.now().UnixMilli()
+	}
+	if h.Server == "" {
+		h.Server = f.server
+	}
+	if h.Service == "" {
+		h.Service = f.service
+	}
+	if h.GUID == ([16]byte{}) {
+		rand.Read(h.GUID[:])
+	}
+}
+
+// fillStruct returns a copy of the struct behind v with its Header field
+// completed, or v unchanged when it has no such field.
+func (f *headerFiller) fillStruct(v any) any {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return v
+		}
+		rv = rv.Elem()
+	}
+	if rv.Kind() != reflect.Struct {
+		return v
+	}
+	i, ok := headerFieldIndex(rv.Type())
+	if !ok {
+		return v
+	}
+	cp := reflect.New(rv.Type()).Elem()
+	cp.Set(rv)
+	switch hf := cp.Field(i); hf.Kind() {
+	case reflect.Struct:
+		h := hf.Addr().Interface().(*Header)
+		f.fillHeader(h)
+	case reflect.Pointer:
+		h := &Header{}
+		if !hf.IsNil() {
+			*h = *hf.Interface().(*Header)
+		}
+		f.fillHeader(h)
+		hf.Set(reflect.ValueOf(h))
+	}
+	return cp.Addr().Interface()
+}
+
+var headerType = reflect.TypeFor[Header]()
+
+// headerFieldIndex finds the exported field of type Header or *Header that
+// encodes as "header".
+func headerFieldIndex(t reflect.Type) (int, bool) {
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		if sf.Type != headerType && sf.Type != reflect.PointerTo(headerType) {
+			continue
+		}
+		name := sf.Tag.Get("avro")
+		if name == "" {
+			name = sf.Name
+		}
+		if name == "header" {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// hasHeader reports whether s is a record whose field "header" is the
+// standard header, which is when the serializer fills it.
+func hasHeader(s avro.Schema) bool {
+	rec, ok := s.(*avro.RecordSchema)
+	if !ok {
+		return false
+	}
+	for _, f := range rec.Fields() {
+		if f.Name() != "header" {
+			continue
+		}
+		t := f.Type()
+		if ref, ok := t.(*avro.RefSchema); ok {
+			t = ref.Schema()
+		}
+		h, ok := t.(*avro.RecordSchema)
+		return ok && h.FullName() == HeaderSchemaName
+	}
+	return false
+}

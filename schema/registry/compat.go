@@ -1,0 +1,76 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tributary-io/tributary/schema/internal/avsc"
+)
+
+// Compatibility levels, as Confluent names them. They say which earlier
+// versions of a subject a new schema is checked against (the latest, or
+// every live one for *_TRANSITIVE) and in which direction:
+//
+//	BACKWARD  consumers using the new schema can read data written with the old
+//	FORWARD   consumers using the old schema can read data written with the new
+//	FULL      both
+//	NONE      no check
+const (
+	Backward           = "BACKWARD"
+	BackwardTransitive = "BACKWARD_TRANSITIVE"
+	Forward            = "FORWARD"
+	ForwardTransitive  = "FORWARD_TRANSITIVE"
+	Full               = "FULL"
+	FullTransitive     = "FULL_TRANSITIVE"
+	None               = "NONE"
+)
+
+// parseLevel returns the canonical name of a compatibility level, accepting
+// any letter case as Confluent does, or false if s is not one.
+func parseLevel(s string) (string, bool) {
+	switch l := strings.ToUpper(strings.TrimSpace(s)); l {
+	case Backward, BackwardTransitive, Forward, ForwardTransitive, Full, FullTransitive, None:
+		return l, true
+	}
+	return "", false
+}
+
+// previous is an earlier, live version of a subject.
+type previous struct {
+	version int
+	schema  *avsc.Schema
+}
+
+// checkCompatibility returns why s may not follow prev (oldest first) under
+// level, or nil when it may. Transitive levels check every version, the
+// others only the latest; the newest failure is reported first.
+func checkCompatibility(level string, s *avsc.Schema, prev []previous) []string {
+	if level == None || len(prev) == 0 {
+		return nil
+	}
+	if !strings.HasSuffix(level, "_TRANSITIVE") {
+		prev = prev[len(prev)-1:]
+	}
+	base := strings.TrimSuffix(level, "_TRANSITIVE")
+	for i := len(prev) - 1; i >= 0; i-- {
+		p := prev[i]
+		var msgs []string
+		if base == Backward || base == Full {
+			if err := avsc.Compatible(s.Avro, p.schema.Avro); err != nil {
+				msgs = append(msgs, fmt.Sprintf("the new schema cannot read data written with version %d: %v", p.version, err))
+			}
+		}
+		if base == Forward || base == Full {
+			if err := avsc.Compatible(p.schema.Avro, s.Avro); err != nil {
+				msgs = append(msgs, fmt.Sprintf("version %d cannot read data written with the new schema: %v", p.version, err))
+			}
+		}
+		if len(msgs) > 0 {
+			return append(msgs,
+				fmt.Sprintf("{oldSchemaVersion: %d}", p.version),
+				fmt.Sprintf("{oldSchema: '%s'}", p.schema.Text),
+				fmt.Sprintf("{compatibility: '%s'}", level))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,217 @@
+package registry
+
+import (
+	"net/http"
+	"strings"
+)
+
+// Handlers for /config (compatibility levels), /compatibility (dry-run
+// checks) and /mode (always READWRITE).
+
+type levelResponse struct {
+	Level string `json:"compatibilityLevel"`
+}
+
+type levelRequest struct {
+	Level *string `json:"compatibility"`
+}
+
+// GET /config and GET /config/{subject}?defaultToGlobal=
+func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
+	subject := r.PathValue("subject")
+	var level string
+	s.mu.RLock()
+	if subject == "" || boolParam(r, "defaultToGlobal") {
+		level = s.st.level(subject, s.cfg.DefaultCompatibility)
+	} else {
+		level = s.st.configs[subject]
+	}
+	s.mu.RUnlock()
+	if level == "" {
+		writeError(w, errSubjectCompatNotSet(subject))
+		return
+	}
+	writeJSON(w, levelResponse{level})
+}
+
+// PUT /config and PUT /config/{subject} with {"compatibility": level}
+// echo the request, as Confluent does.
+func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
+	subject := r.PathValue("subject")
+	if subject != "" {
+		if _, aerr := subjectParam(r); aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+	}
+	var req levelRequest
+	if aerr := readJSON(w, r, &req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if req.Level == nil {
+		writeError(w, errInvalidCompatibility(""))
+		return
+	}
+	level, ok := parseLevel(*req.Level)
+	if !ok {
+		writeError(w, errInvalidCompatibility(*req.Level))
+		return
+	}
+	if _, aerr := s.setLevel(r.Context(), subject, level); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, struct {
+		Level string `json:"compatibility"`
+	}{level})
+}
+
+// DELETE /config resets the global level to the default; DELETE
+// /config/{subject} drops the subject's own level (40401 if it has none).
+// Both answer with the level that was in force.
+func (s *Server) deleteConfig(w http.ResponseWriter, r *http.Request) {
+	subject := r.PathValue("subject")
+	if subject != "" {
+		s.mu.RLock()
+		_, ok := s.st.configs[subject]
+		s.mu.RUnlock()
+		if !ok {
+			writeError(w, errSubjectNotFound(subject))
+			return
+		}
+	}
+	prev, aerr := s.setLevel(r.Context(), subject, "")
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if prev == "" {
+		prev = s.cfg.DefaultCompatibility
+	}
+	writeJSON(w, levelResponse{prev})
+}
+
+type compatResponse struct {
+	Compatible bool     `json:"is_compatible"`
+	Messages   []string `json:"messages,omitempty"`
+}
+
+// POST /compatibility/subjects/{subject}/versions/{version}?verbose= checks
+// a schema against one version under the subject's level; without a
+// version, against every version that registration would check.
+func (s *Server) checkCompatibilityHandler(w http.ResponseWriter, r *http.Request) {
+	subject, aerr := subjectParam(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	var ref *versionRef
+	if raw := r.PathValue("version"); raw != "" {
+		v, aerr := parseVersion(raw)
+		if aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+		ref = &v
+	}
+	verbose := boolParam(r, "verbose")
+	var req schemaRequest
+	if aerr := readJSON(w, r, &req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	sch, aerr := req.parse()
+	if aerr != nil {
+		if verbose && aerr.Code == codeInvalidSchema {
+			writeJSON(w, compatResponse{Compatible: false, Messages: []string{aerr.Message}})
+			return
+		}
+		writeError(w, aerr)
+		return
+	}
+	var msgs []string
+	err := s.view(r.Context(), func(st *state) error {
+		prev := st.previous(subject)
+		if ref != nil {
+			sub := st.subjects[subject]
+			switch {
+			case ref.latest && (sub == nil || !sub.live()):
+				prev = nil // nothing to be incompatible with
+			case ref.latest:
+				prev = prev[len(prev)-1:]
+			default:
+				var v *version
+				if sub != nil {
+					v = sub.find(ref.num)
+				}
+				if v == nil || v.deleted {
+					return errVersionNotFound(ref.num)
+				}
+				prev = []previous{{version: v.num, schema: st.schemas[v.id].schema}}
+			}
+		}
+		msgs = checkCompatibility(st.level(subject, s.cfg.DefaultCompatibility), sch, prev)
+		return nil
+	})
+	if err != nil {
+		writeError(w, err.(*apiError))
+		return
+	}
+	resp := compatResponse{Compatible: len(msgs) == 0}
+	if verbose {
+		resp.Messages = append([]string{}, msgs...)
+		if resp.Messages == nil {
+			resp.Messages = []string{}
+		}
+	}
+	writeJSONCompat(w, resp, verbose)
+}
+
+// writeJSONCompat keeps "messages": [] in verbose answers, which
+// omitempty would drop.
+func writeJSONCompat(w http.ResponseWriter, resp compatResponse, verbose bool) {
+	if !verbose {
+		writeJSON(w, resp)
+		return
+	}
+	writeJSON(w, struct {
+		Compatible bool     `json:"is_compatible"`
+		Messages   []string `json:"messages"`
+	}{resp.Compatible, resp.Messages})
+}
+
+const readWrite = "READWRITE"
+
+// GET /mode and GET /mode/{subject}?defaultToGlobal=: this registry is
+// always READWRITE, and subjects have no mode of their own.
+func (s *Server) getMode(w http.ResponseWriter, r *http.Request) {
+	if subject := r.PathValue("subject"); subject != "" && !boolParam(r, "defaultToGlobal") {
+		writeError(w, errSubjectModeNotSet(subject))
+		return
+	}
+	writeJSON(w, struct {
+		Mode string `json:"mode"`
+	}{readWrite})
+}
+
+// PUT /mode accepts only READWRITE, which changes nothing.
+func (s *Server) putMode(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Mode string `json:"mode"`
+	}
+	if aerr := readJSON(w, r, &req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	switch m := strings.ToUpper(req.Mode); m {
+	case readWrite:
+		writeJSON(w, struct {
+			Mode string `json:"mode"`
+		}{m})
+	case "READONLY", "READONLY_OVERRIDE", "IMPORT":
+		writeError(w, errNotPermitted("mode "+m+" is not supported: this registry runs only in READWRITE mode"))
+	default:
+		writeError(w, errInvalidMode(req.Mode))
+	}
+}

@@ -1,0 +1,167 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// KafkaLogConfig configures OpenKafkaLog.
+type KafkaLogConfig struct {
+	// Bootstrap lists broker addresses (host:port). Required.
+	Bootstrap []string
+	// Topic holds the records. Default: DefaultTopic.
+	Topic string
+	// Logger receives the client's warnings. Default: slog.Default().
+	Logger *slog.Logger
+	// Opts are extra client options (TLS, SASL, client id, ...).
+	Opts []kgo.Opt
+}
+
+// kafkaLog is a Log on a one-partition topic: every write is produced with
+// acks=all, so an acknowledged write survives a broker crash and a node
+// crash alike, and every node reads the partition from offset 0.
+type kafkaLog struct {
+	cl    *kgo.Client
+	adm   *kadm.Client
+	topic string
+}
+
+// OpenKafkaLog connects to the brokers and makes sure the topic exists with
+// exactly one partition (one partition is one order that every node sees)
+// and retention.ms=-1 (the topic is the registry's only copy of its state).
+func OpenKafkaLog(ctx context.Context, cfg KafkaLogConfig) (Log, error) {
+	if len(cfg.Bootstrap) == 0 {
+		return nil, errors.New("registry: no broker addresses to store schemas on (set Bootstrap)")
+	}
+	if cfg.Topic == "" {
+		cfg.Topic = DefaultTopic
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(cfg.Bootstrap...),
+		kgo.ClientID("tributary-schema-registry"),
+		kgo.DefaultProduceTopic(cfg.Topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), // records carry partition 0
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.WithLogger(kslog{cfg.Logger}),
+	}, cfg.Opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("registry: kafka client for %v: %w", cfg.Bootstrap, err)
+	}
+	l := &kafkaLog{cl: cl, adm: kadm.NewClient(cl), topic: cfg.Topic}
+	if err := l.ensureTopic(ctx, cfg.Logger); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *kafkaLog) ensureTopic(ctx context.Context, logger *slog.Logger) error {
+	retention := "-1"
+	_, err := l.adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": &retention}, l.topic)
+	switch {
+	case err == nil:
+		logger.Info("schema registry created its topic", "topic", l.topic)
+	case errors.Is(err, kerr.TopicAlreadyExists):
+	default:
+		return fmt.Errorf("registry: create topic %s: %w", l.topic, err)
+	}
+	details, err := l.adm.ListTopics(ctx, l.topic)
+	if err != nil {
+		return fmt.Errorf("registry: describe topic %s: %w", l.topic, err)
+	}
+	d, ok := details[l.topic]
+	if !ok || d.Err != nil {
+		return fmt.Errorf("registry: describe topic %s: %v", l.topic, d.Err)
+	}
+	if n := len(d.Partitions); n != 1 {
+		return fmt.Errorf("registry: topic %s has %d partitions; it needs exactly 1 so that every node reads writes in one order (recreate it with one partition)", l.topic, n)
+	}
+	return nil
+}
+
+func (l *kafkaLog) Append(ctx context.Context, recs ...Record) (int64, error) {
+	krs := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		krs[i] = &kgo.Record{Topic: l.topic, Partition: 0, Key: r.Key, Value: r.Value}
+	}
+	results := l.cl.ProduceSync(ctx, krs...)
+	if err := results.FirstErr(); err != nil {
+		return 0, fmt.Errorf("produce to %s: %w", l.topic, err)
+	}
+	last := int64(-1)
+	for _, res := range results {
+		last = max(last, res.Record.Offset)
+	}
+	return last, nil
+}
+
+func (l *kafkaLog) End(ctx context.Context) (int64, error) {
+	offs, err := l.adm.ListEndOffsets(ctx, l.topic)
+	if err != nil {
+		return 0, fmt.Errorf("list end offset of %s: %w", l.topic, err)
+	}
+	o, ok := offs.Lookup(l.topic, 0)
+	if !ok {
+		return 0, fmt.Errorf("list end offset of %s: partition 0 missing from the answer", l.topic)
+	}
+	if o.Err != nil {
+		return 0, fmt.Errorf("list end offset of %s: %w", l.topic, o.Err)
+	}
+	return o.Offset, nil
+}
+
+func (l *kafkaLog) Next(ctx context.Context) ([]Record, error) {
+	for {
+		fs := l.cl.PollFetches(ctx)
+		if fs.IsClientClosed() {
+			return nil, errLogClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var errs []error
+		fs.EachError(func(t string, p int32, err error) {
+			errs = append(errs, fmt.Errorf("fetch %s[%d]: %w", t, p, err))
+		})
+		var out []Record
+		fs.EachRecord(func(r *kgo.Record) {
+			out = append(out, Record{Offset: r.Offset, Key: r.Key, Value: r.Value})
+		})
+		if len(out) > 0 {
+			return out, nil
+		}
+		if len(errs) > 0 {
+			return nil, errors.Join(errs...)
+		}
+	}
+}
+
+func (l *kafkaLog) Close() error {
+	l.cl.Close()
+	return nil
+}
+
+// kslog routes the client's own logging to slog, warnings and errors only:
+// its info lines are per-connection chatter.
+type kslog struct{ l *slog.Logger }
+
+func (k kslog) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+
+func (k kslog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	lv := slog.LevelWarn
+	if level == kgo.LogLevelError {
+		lv = slog.LevelError
+	}
+	k.l.Log(context.Background(), lv, "kafka client: "+msg, keyvals...)
+}

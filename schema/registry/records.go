@@ -1,0 +1,93 @@
+package registry
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// The records on the _schemas topic use the key and value layouts of
+// Confluent Schema Registry's own _schemas topic (JSON, keyed by type), so
+// the topic can be inspected with the same tools and read by either
+// implementation:
+//
+//	SCHEMA          key {subject, version}  value {subject, version, id, schema, deleted}
+//	                                         null value: the version was hard-deleted
+//	CONFIG          key {subject|null}      value {compatibilityLevel}; null value: reset
+//	DELETE_SUBJECT  key {subject}           value {subject, version}: soft-delete all
+//	                                         versions up to version, in one record
+//
+// Other key types (NOOP, MODE, ...) are skipped on replay.
+const (
+	keySchema        = "SCHEMA"
+	keyConfig        = "CONFIG"
+	keyDeleteSubject = "DELETE_SUBJECT"
+)
+
+// recordKey is the union of the key layouts; which fields are set depends
+// on Type.
+type recordKey struct {
+	Type    string  `json:"keytype"`
+	Subject *string `json:"subject"`
+	Version int     `json:"version,omitempty"`
+	Magic   int     `json:"magic"`
+}
+
+type schemaValue struct {
+	Subject    string          `json:"subject"`
+	Version    int             `json:"version"`
+	ID         int             `json:"id"`
+	Schema     string          `json:"schema"`
+	SchemaType string          `json:"schemaType,omitempty"`
+	References json.RawMessage `json:"references,omitempty"`
+	Deleted    bool            `json:"deleted"`
+}
+
+type configValue struct {
+	Level string `json:"compatibilityLevel"`
+}
+
+type deleteSubjectValue struct {
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("registry: encode record: %v", err)) // only our own plain structs get here
+	}
+	return b
+}
+
+func schemaRecord(v schemaValue) Record {
+	s := v.Subject
+	return Record{
+		Key:   mustJSON(recordKey{Type: keySchema, Subject: &s, Version: v.Version, Magic: 1}),
+		Value: mustJSON(v),
+	}
+}
+
+func tombstoneRecord(subject string, version int) Record {
+	return Record{Key: mustJSON(recordKey{Type: keySchema, Subject: &subject, Version: version, Magic: 1})}
+}
+
+// configRecord sets (level != "") or resets the compatibility level of
+// subject, or the global level when subject is "".
+func configRecord(subject, level string) Record {
+	k := recordKey{Type: keyConfig}
+	if subject != "" {
+		k.Subject = &subject
+	}
+	r := Record{Key: mustJSON(k)}
+	if level != "" {
+		r.Value = mustJSON(configValue{Level: level})
+	}
+	return r
+}
+
+func deleteSubjectRecord(subject string, upTo int) Record {
+	return Record{
+		Key:   mustJSON(recordKey{Type: keyDeleteSubject, Subject: &subject}),
+		Value: mustJSON(deleteSubjectValue{Subject: subject, Version: upTo}),
+	}
+}

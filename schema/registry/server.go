@@ -1,0 +1,254 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Config configures a registry node.
+type Config struct {
+	// Bootstrap lists broker addresses (host:port). Required by New.
+	Bootstrap []string
+	// Topic holds the registry's state. Default: "_schemas".
+	Topic string
+	// DefaultCompatibility applies to subjects while no global level has
+	// been set through PUT /config. Default: BACKWARD, as in Confluent.
+	DefaultCompatibility string
+	// Logger receives one line per operator-relevant event. Default:
+	// slog.Default().
+	Logger *slog.Logger
+	// SyncTimeout bounds how long a request waits to read the topic up to
+	// its end or to have its write acknowledged. Default: 10s.
+	SyncTimeout time.Duration
+}
+
+// DefaultTopic is where registry nodes keep their state unless configured
+// otherwise; it is the topic Confluent Schema Registry uses.
+const DefaultTopic = "_schemas"
+
+func (c *Config) setDefaults() error {
+	if c.Topic == "" {
+		c.Topic = DefaultTopic
+	}
+	if c.DefaultCompatibility == "" {
+		c.DefaultCompatibility = Backward
+	}
+	level, ok := parseLevel(c.DefaultCompatibility)
+	if !ok {
+		return fmt.Errorf("registry: default compatibility %q is not one of %s", c.DefaultCompatibility, validCompatibilityLevelsText)
+	}
+	c.DefaultCompatibility = level
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.SyncTimeout <= 0 {
+		c.SyncTimeout = 10 * time.Second
+	}
+	return nil
+}
+
+// Server is one registry node: an http.Handler over a state rebuilt from
+// its Log. Any number of nodes may share a log; they agree on every id and
+// version because they apply the same records in the same order.
+type Server struct {
+	cfg Config
+	log Log
+
+	mu      sync.RWMutex
+	st      *state
+	advance chan struct{} // closed and replaced whenever st.next moves
+
+	// writeMu keeps one write in flight per node: two writes from the same
+	// node would only race each other for the same version slot.
+	writeMu sync.Mutex
+
+	handler http.Handler
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+// New connects to the brokers in cfg.Bootstrap, creates the topic if it is
+// missing (one partition, kept forever), and returns once the node has
+// replayed the topic to its end — so it serves every schema any node
+// acknowledged before New was called.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	l, err := OpenKafkaLog(ctx, KafkaLogConfig{Bootstrap: cfg.Bootstrap, Topic: cfg.Topic, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	s, err := NewWithLog(ctx, l, cfg)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewWithLog is New over any Log, e.g. a MemoryLog in tests. The Server
+// owns l from then on and closes it in Close.
+func NewWithLog(ctx context.Context, l Log, cfg Config) (*Server, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	tailCtx, stop := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:     cfg,
+		log:     l,
+		st:      newState(),
+		advance: make(chan struct{}),
+		stop:    stop,
+		done:    make(chan struct{}),
+	}
+	s.handler = s.routes()
+	go s.tail(tailCtx)
+	start := time.Now()
+	if err := s.catchUp(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("registry: replay %s: %w", cfg.Topic, err)
+	}
+	s.mu.RLock()
+	cfg.Logger.Info("schema registry replayed its log", "topic", cfg.Topic, "records", s.st.next,
+		"subjects", len(s.st.subjects), "schemas", len(s.st.schemas), "took", time.Since(start).Round(time.Millisecond))
+	s.mu.RUnlock()
+	return s, nil
+}
+
+// Handler returns the Confluent Schema Registry REST API of this node.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close stops reading the log and closes it. In-flight requests fail.
+func (s *Server) Close() error {
+	s.stop()
+	err := s.log.Close()
+	<-s.done
+	return err
+}
+
+// tail applies the log to the state for as long as the node runs.
+func (s *Server) tail(ctx context.Context) {
+	defer close(s.done)
+	for {
+		recs, err := s.log.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, errLogClosed) {
+				return
+			}
+			s.cfg.Logger.Warn("schema registry: reading its log failed; retrying", "topic", s.cfg.Topic, "err", err)
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		s.mu.Lock()
+		for _, r := range recs {
+			if why := s.st.apply(r); why != "" {
+				s.cfg.Logger.Info("schema registry: skipped a log record", "topic", s.cfg.Topic, "offset", r.Offset, "reason", why)
+			}
+		}
+		close(s.advance)
+		s.advance = make(chan struct{})
+		s.mu.Unlock()
+	}
+}
+
+// waitFor blocks until the state has applied every record before offset.
+func (s *Server) waitFor(ctx context.Context, offset int64) error {
+	for {
+		s.mu.RLock()
+		applied, ch := s.st.next, s.advance
+		s.mu.RUnlock()
+		if applied >= offset {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			return errLogClosed
+		}
+	}
+}
+
+// catchUp blocks until the state reflects every write acknowledged before
+// the call, by any node.
+func (s *Server) catchUp(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.SyncTimeout)
+	defer cancel()
+	end, err := s.log.End(ctx)
+	if err != nil {
+		return err
+	}
+	return s.waitFor(ctx, end)
+}
+
+// view runs fn on the state. A "not found" answer may only mean this node
+// has not yet read another node's write, so it catches up and asks again
+// before giving that answer.
+func (s *Server) view(ctx context.Context, fn func(st *state) error) error {
+	s.mu.RLock()
+	err := fn(s.st)
+	s.mu.RUnlock()
+	var ae *apiError
+	if !errors.As(err, &ae) || ae.status() != http.StatusNotFound {
+		return err
+	}
+	if s.catchUp(ctx) != nil {
+		return err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return fn(s.st)
+}
+
+// storeErr turns a failure to use the log into Confluent's 50001 or 50002.
+func storeErr(op string, err error) *apiError {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errTimeout(op)
+	}
+	return errStore(op, err)
+}
+
+// Serve answers HTTP requests on ln until ctx is done, then shuts down
+// gracefully (in-flight requests get 5 seconds). It does not close s.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	s.cfg.Logger.Info("schema registry listening", "addr", ln.Addr().String(), "topic", s.cfg.Topic)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("registry: serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return hs.Shutdown(shut)
+	}
+}
+
+// ListenAndServe runs a registry node on addr (e.g. "127.0.0.1:8081")
+// until ctx is done: New, then Serve, then Close.
+func ListenAndServe(ctx context.Context, addr string, cfg Config) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("registry: %w", err)
+	}
+	s, err := New(ctx, cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer s.Close()
+	return s.Serve(ctx, ln)
+}

@@ -1,0 +1,229 @@
+package registry
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tributary-io/tributary/schema/internal/avsc"
+)
+
+// state is what a node knows after applying a prefix of the log. It does no
+// I/O: the node feeds it records and asks it questions under its lock.
+//
+// Applying is deterministic and first-writer-wins, which is how nodes that
+// write concurrently still agree: a record that claims a version slot
+// already taken, an id already bound to another schema, or a new id for a
+// schema that has one, loses and is skipped on every node alike; its
+// writer sees that when it reads its own record back, and tries again.
+type state struct {
+	subjects map[string]*subject
+	schemas  map[int]*stored
+	byKey    map[string]int    // avsc.Key → id
+	configs  map[string]string // subject → level; "" is the global level
+	maxID    int               // ids are never reused, even after hard deletes
+	next     int64             // offset of the next record to apply
+}
+
+type subject struct {
+	versions []*version // ascending by number
+}
+
+type version struct {
+	num     int
+	id      int
+	deleted bool // soft-deleted: hidden unless asked for, still decodable
+}
+
+// stored is a schema with the number of versions, soft-deleted or not,
+// that use it; it is forgotten when the last one is hard-deleted.
+type stored struct {
+	id     int
+	schema *avsc.Schema
+	uses   int
+}
+
+func newState() *state {
+	return &state{
+		subjects: make(map[string]*subject),
+		schemas:  make(map[int]*stored),
+		byKey:    make(map[string]int),
+		configs:  make(map[string]string),
+	}
+}
+
+// apply applies one record and returns why it was skipped, or "".
+func (st *state) apply(r Record) string {
+	st.next = r.Offset + 1
+	var k recordKey
+	if err := json.Unmarshal(r.Key, &k); err != nil {
+		return fmt.Sprintf("key is not JSON: %v", err)
+	}
+	switch k.Type {
+	case keySchema:
+		if k.Subject == nil {
+			return "schema record without subject"
+		}
+		if r.Value == nil {
+			st.hardDelete(*k.Subject, k.Version)
+			return ""
+		}
+		var v schemaValue
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			return fmt.Sprintf("schema value is not JSON: %v", err)
+		}
+		return st.applySchema(*k.Subject, k.Version, v)
+	case keyConfig:
+		name := ""
+		if k.Subject != nil {
+			name = *k.Subject
+		}
+		if r.Value == nil {
+			delete(st.configs, name)
+			return ""
+		}
+		var v configValue
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			return fmt.Sprintf("config value is not JSON: %v", err)
+		}
+		level, ok := parseLevel(v.Level)
+		if !ok {
+			return fmt.Sprintf("unknown compatibility level %q", v.Level)
+		}
+		st.configs[name] = level
+	case keyDeleteSubject:
+		if r.Value == nil {
+			return ""
+		}
+		var v deleteSubjectValue
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			return fmt.Sprintf("delete-subject value is not JSON: %v", err)
+		}
+		if s := st.subjects[v.Subject]; s != nil {
+			for _, ver := range s.versions {
+				if ver.num <= v.Version {
+					ver.deleted = true
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func (st *state) applySchema(name string, num int, v schemaValue) string {
+	if v.SchemaType != "" && !strings.EqualFold(v.SchemaType, "AVRO") {
+		return fmt.Sprintf("subject %q version %d is a %s schema; only AVRO is served", name, num, v.SchemaType)
+	}
+	s := st.subjects[name]
+	if s != nil {
+		if ver := s.find(num); ver != nil {
+			if ver.id != v.ID {
+				return fmt.Sprintf("subject %q version %d already has schema id %d; a concurrent write of id %d lost", name, num, ver.id, v.ID)
+			}
+			ver.deleted = v.Deleted // soft delete, or re-registration after one
+			return ""
+		}
+		if num <= s.latest(true) {
+			return fmt.Sprintf("subject %q version %d is below its latest version %d; a concurrent write lost", name, num, s.latest(true))
+		}
+	}
+	if v.Deleted {
+		return "" // soft delete of a version hard-deleted meanwhile
+	}
+	parsed, err := avsc.Parse(v.Schema)
+	if err != nil {
+		return fmt.Sprintf("subject %q version %d: schema does not parse: %v", name, num, err)
+	}
+	if have, ok := st.schemas[v.ID]; ok && have.schema.Key != parsed.Key {
+		return fmt.Sprintf("schema id %d is taken by another schema; a concurrent registration under subject %q lost", v.ID, name)
+	}
+	if id, ok := st.byKey[parsed.Key]; ok && id != v.ID {
+		return fmt.Sprintf("the schema already has id %d; a concurrent registration of it as id %d under subject %q lost", id, v.ID, name)
+	}
+	if s == nil {
+		s = &subject{}
+		st.subjects[name] = s
+	}
+	s.versions = append(s.versions, &version{num: num, id: v.ID})
+	sch := st.schemas[v.ID]
+	if sch == nil {
+		sch = &stored{id: v.ID, schema: parsed}
+		st.schemas[v.ID] = sch
+		st.byKey[parsed.Key] = v.ID
+	}
+	sch.uses++
+	st.maxID = max(st.maxID, v.ID)
+	return ""
+}
+
+func (st *state) hardDelete(name string, num int) {
+	s := st.subjects[name]
+	if s == nil {
+		return
+	}
+	i := slices.IndexFunc(s.versions, func(v *version) bool { return v.num == num })
+	if i < 0 {
+		return
+	}
+	id := s.versions[i].id
+	s.versions = slices.Delete(s.versions, i, i+1)
+	if len(s.versions) == 0 {
+		delete(st.subjects, name)
+	}
+	if sch := st.schemas[id]; sch != nil {
+		if sch.uses--; sch.uses == 0 {
+			delete(st.schemas, id)
+			delete(st.byKey, sch.schema.Key)
+		}
+	}
+}
+
+func (s *subject) find(num int) *version {
+	for _, v := range s.versions {
+		if v.num == num {
+			return v
+		}
+	}
+	return nil
+}
+
+// latest returns the highest version number, counting soft-deleted
+// versions if withDeleted, or 0.
+func (s *subject) latest(withDeleted bool) int {
+	for i := len(s.versions) - 1; i >= 0; i-- {
+		if withDeleted || !s.versions[i].deleted {
+			return s.versions[i].num
+		}
+	}
+	return 0
+}
+
+// live reports whether any version is not soft-deleted.
+func (s *subject) live() bool { return s.latest(false) > 0 }
+
+// level returns the compatibility level that applies to a subject.
+func (st *state) level(name, dflt string) string {
+	if l, ok := st.configs[name]; ok && name != "" {
+		return l
+	}
+	if l, ok := st.configs[""]; ok {
+		return l
+	}
+	return dflt
+}
+
+// previous returns the live versions of a subject, oldest first.
+func (st *state) previous(name string) []previous {
+	s := st.subjects[name]
+	if s == nil {
+		return nil
+	}
+	var out []previous
+	for _, v := range s.versions {
+		if !v.deleted {
+			out = append(out, previous{version: v.num, schema: st.schemas[v.id].schema})
+		}
+	}
+	return out
+}

@@ -1,0 +1,302 @@
+package registry
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/tributary-io/tributary/schema/internal/avsc"
+)
+
+// Handlers for /subjects: registration, lookup, versions and deletes.
+
+// schemaRequest is the body of register, lookup and compatibility checks.
+type schemaRequest struct {
+	Schema     *string           `json:"schema"`
+	SchemaType string            `json:"schemaType"`
+	References []json.RawMessage `json:"references"`
+	ID         int               `json:"id"`
+	Version    int               `json:"version"`
+	Metadata   json.RawMessage   `json:"metadata"`
+	RuleSet    json.RawMessage   `json:"ruleSet"`
+}
+
+// parse validates the request's schema. Everything the registry would
+// otherwise have to drop silently is refused instead.
+func (req *schemaRequest) parse() (*avsc.Schema, *apiError) {
+	if req.SchemaType != "" && !strings.EqualFold(req.SchemaType, "AVRO") {
+		return nil, errInvalidSchema("schema type %s is not supported; this registry stores only AVRO schemas", req.SchemaType)
+	}
+	if len(req.References) > 0 {
+		return nil, errInvalidSchema("schema references are not supported; inline the referenced named types into the schema")
+	}
+	if !isJSONNull(req.Metadata) || !isJSONNull(req.RuleSet) {
+		return nil, errInvalidSchema("data contract metadata and rule sets are not supported")
+	}
+	if req.Schema == nil || strings.TrimSpace(*req.Schema) == "" {
+		return nil, errInvalidSchema("empty schema: the request needs a \"schema\" field holding the Avro schema as a JSON string")
+	}
+	sch, err := avsc.Parse(*req.Schema)
+	if err != nil {
+		return nil, errInvalidSchema("%v", err)
+	}
+	return sch, nil
+}
+
+func isJSONNull(m json.RawMessage) bool {
+	t := strings.TrimSpace(string(m))
+	return t == "" || t == "null" || t == "{}"
+}
+
+// subjectSchema is a version as the API shows it.
+type subjectSchema struct {
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+	ID      int    `json:"id"`
+	Schema  string `json:"schema"`
+}
+
+func (st *state) show(subject string, v *version) subjectSchema {
+	return subjectSchema{Subject: subject, Version: v.num, ID: v.id, Schema: st.schemas[v.id].schema.Text}
+}
+
+// GET /subjects?deleted=&deletedOnly=&subjectPrefix=
+func (s *Server) listSubjects(w http.ResponseWriter, r *http.Request) {
+	deleted, deletedOnly := boolParam(r, "deleted"), boolParam(r, "deletedOnly")
+	prefix := r.URL.Query().Get("subjectPrefix")
+	names := []string{}
+	s.view(r.Context(), func(st *state) error {
+		for name, sub := range st.subjects {
+			if !strings.HasPrefix(name, prefix) {
+				continue
+			}
+			live := sub.live()
+			if (deletedOnly && !live) || (!deletedOnly && (live || deleted)) {
+				names = append(names, name)
+			}
+		}
+		return nil
+	})
+	slices.Sort(names)
+	writeJSON(w, names)
+}
+
+// GET /subjects/{subject}/versions?deleted=&deletedOnly=
+func (s *Server) listVersions(w http.ResponseWriter, r *http.Request) {
+	subject, aerr := subjectParam(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	deleted, deletedOnly := boolParam(r, "deleted"), boolParam(r, "deletedOnly")
+	var nums []int
+	err := s.view(r.Context(), func(st *state) error {
+		nums = []int{}
+		sub := st.subjects[subject]
+		if sub == nil || !(sub.live() || deleted || deletedOnly) {
+			return errSubjectNotFound(subject)
+		}
+		for _, v := range sub.versions {
+			if (deletedOnly && v.deleted) || (!deletedOnly && (!v.deleted || deleted)) {
+				nums = append(nums, v.num)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		writeError(w, err.(*apiError))
+		return
+	}
+	writeJSON(w, nums)
+}
+
+// findVersion resolves a version reference within a subject, with
+// Confluent's errors: 40401 when the subject has no (visible) versions,
+// 40402 when it has, but not this one.
+func (st *state) findVersion(subject string, ref versionRef, deleted bool) (*version, *apiError) {
+	sub := st.subjects[subject]
+	if sub == nil || !(sub.live() || deleted) {
+		return nil, errSubjectNotFound(subject)
+	}
+	num := ref.num
+	if ref.latest {
+		num = sub.latest(deleted)
+	}
+	v := sub.find(num)
+	if v == nil || (v.deleted && !deleted) {
+		return nil, errVersionNotFound(num)
+	}
+	return v, nil
+}
+
+// versionRequest resolves the subject and version of a request.
+func (s *Server) versionRequest(r *http.Request) (subjectSchema, *apiError) {
+	subject, aerr := subjectParam(r)
+	if aerr != nil {
+		return subjectSchema{}, aerr
+	}
+	ref, aerr := parseVersion(r.PathValue("version"))
+	if aerr != nil {
+		return subjectSchema{}, aerr
+	}
+	deleted := boolParam(r, "deleted")
+	var out subjectSchema
+	err := s.view(r.Context(), func(st *state) error {
+		v, aerr := st.findVersion(subject, ref, deleted)
+		if aerr != nil {
+			return aerr
+		}
+		out = st.show(subject, v)
+		return nil
+	})
+	if err != nil {
+		return subjectSchema{}, err.(*apiError)
+	}
+	return out, nil
+}
+
+// GET /subjects/{subject}/versions/{version}?deleted=
+func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) {
+	ss, aerr := s.versionRequest(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, ss)
+}
+
+// GET /subjects/{subject}/versions/{version}/schema returns the schema
+// itself, not wrapped in an object.
+func (s *Server) getVersionSchema(w http.ResponseWriter, r *http.Request) {
+	ss, aerr := s.versionRequest(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeRawSchema(w, ss.Schema)
+}
+
+// GET /subjects/{subject}/versions/{version}/referencedby is always empty:
+// schemas here cannot reference others.
+func (s *Server) referencedBy(w http.ResponseWriter, r *http.Request) {
+	if _, aerr := s.versionRequest(r); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, []int{})
+}
+
+func writeRawSchema(w http.ResponseWriter, text string) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(http.StatusOK)
+	w.Write([]byte(text))
+}
+
+// POST /subjects/{subject}/versions registers a schema and answers {"id": n}.
+func (s *Server) registerHandler(w http.ResponseWriter, r *http.Request) {
+	subject, aerr := subjectParam(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	var req schemaRequest
+	if aerr := readJSON(w, r, &req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	sch, aerr := req.parse()
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if req.ID > 0 || req.Version > 0 {
+		writeError(w, errNotPermitted("choosing the id or version of a schema needs IMPORT mode, which this registry does not offer; leave both out"))
+		return
+	}
+	id, aerr := s.register(r.Context(), subject, sch)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, struct {
+		ID int `json:"id"`
+	}{id})
+}
+
+// POST /subjects/{subject}?deleted= finds the version of a subject that
+// has the given schema.
+func (s *Server) lookupSchema(w http.ResponseWriter, r *http.Request) {
+	subject, aerr := subjectParam(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	var req schemaRequest
+	if aerr := readJSON(w, r, &req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	sch, aerr := req.parse()
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	deleted := boolParam(r, "deleted")
+	var out subjectSchema
+	err := s.view(r.Context(), func(st *state) error {
+		sub := st.subjects[subject]
+		if sub == nil || !(sub.live() || deleted) {
+			return errSubjectNotFound(subject)
+		}
+		for i := len(sub.versions) - 1; i >= 0; i-- {
+			v := sub.versions[i]
+			if (!v.deleted || deleted) && st.schemas[v.id].schema.Key == sch.Key {
+				out = st.show(subject, v)
+				return nil
+			}
+		}
+		return errSchemaNotFound()
+	})
+	if err != nil {
+		writeError(w, err.(*apiError))
+		return
+	}
+	writeJSON(w, out)
+}
+
+// DELETE /subjects/{subject}/versions/{version}?permanent= answers with
+// the deleted version number.
+func (s *Server) deleteVersionHandler(w http.ResponseWriter, r *http.Request) {
+	subject, aerr := subjectParam(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	ref, aerr := parseVersion(r.PathValue("version"))
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	num, aerr := s.deleteVersion(r.Context(), subject, ref, boolParam(r, "permanent"))
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, num)
+}
+
+// DELETE /subjects/{subject}?permanent= answers with the deleted versions.
+func (s *Server) deleteSubjectHandler(w http.ResponseWriter, r *http.Request) {
+	subject, aerr := subjectParam(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	nums, aerr := s.deleteSubject(r.Context(), subject, boolParam(r, "permanent"))
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, nums)
+}

@@ -1,0 +1,224 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tributary-io/tributary/schema/internal/avsc"
+)
+
+// Every write follows the same steps: read the log to its end, decide
+// against that state, append, and wait until the node has applied its own
+// record. Only registration can lose a race that matters (two nodes
+// claiming one version slot or one new id); it checks the outcome and
+// decides again.
+
+// maxRegisterAttempts bounds how often a registration retries after losing
+// a race to another node. Each loss means another registration succeeded,
+// so running out needs a sustained storm of writes to one subject.
+const maxRegisterAttempts = 10
+
+// append writes recs and waits until this node has applied them.
+func (s *Server) append(ctx context.Context, op string, recs ...Record) *apiError {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.SyncTimeout)
+	defer cancel()
+	last, err := s.log.Append(ctx, recs...)
+	if err != nil {
+		return storeErr(op, err)
+	}
+	if err := s.waitFor(ctx, last+1); err != nil {
+		return storeErr(op, err)
+	}
+	return nil
+}
+
+// sync is catchUp with the error a request returns.
+func (s *Server) sync(ctx context.Context, op string) *apiError {
+	if err := s.catchUp(ctx); err != nil {
+		return storeErr(op, err)
+	}
+	return nil
+}
+
+// register registers sch under subject and returns its id: the id the
+// subject already has for it, else the id the schema has under any
+// subject, else a new one.
+func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema) (int, *apiError) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	for attempt := 1; ; attempt++ {
+		if err := s.sync(ctx, "Register"); err != nil {
+			return 0, err
+		}
+		s.mu.RLock()
+		id, num, aerr := s.st.planRegister(subject, sch, s.cfg.DefaultCompatibility)
+		s.mu.RUnlock()
+		if aerr != nil || num == 0 {
+			return id, aerr
+		}
+		rec := schemaRecord(schemaValue{Subject: subject, Version: num, ID: id, Schema: sch.Text})
+		if err := s.append(ctx, "Register", rec); err != nil {
+			return 0, err
+		}
+		s.mu.RLock()
+		won := false
+		if sub := s.st.subjects[subject]; sub != nil {
+			v := sub.find(num)
+			won = v != nil && v.id == id && !v.deleted
+		}
+		s.mu.RUnlock()
+		if won {
+			s.cfg.Logger.Info("schema registered", "subject", subject, "version", num, "id", id)
+			return id, nil
+		}
+		if attempt == maxRegisterAttempts {
+			return 0, storeErr("Register", fmt.Errorf("lost %d races in a row to other registry nodes writing subject %q", attempt, subject))
+		}
+	}
+}
+
+// planRegister decides a registration against the current state: the id
+// and the version to write, or version 0 when the subject already has the
+// schema under id.
+func (st *state) planRegister(subject string, sch *avsc.Schema, dflt string) (id, num int, err *apiError) {
+	sub := st.subjects[subject]
+	if sub != nil {
+		for i := len(sub.versions) - 1; i >= 0; i-- {
+			v := sub.versions[i]
+			if !v.deleted && st.schemas[v.id].schema.Key == sch.Key {
+				return v.id, 0, nil
+			}
+		}
+	}
+	if msgs := checkCompatibility(st.level(subject, dflt), sch, st.previous(subject)); len(msgs) > 0 {
+		return 0, 0, errIncompatible(subject, msgs)
+	}
+	id, ok := st.byKey[sch.Key]
+	if !ok {
+		id = st.maxID + 1
+	}
+	num = 1
+	if sub != nil {
+		num = sub.latest(true) + 1
+	}
+	return id, num, nil
+}
+
+// deleteVersion soft-deletes a version, or hard-deletes a soft-deleted one.
+func (s *Server) deleteVersion(ctx context.Context, subject string, ref versionRef, permanent bool) (int, *apiError) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.sync(ctx, "Delete schema version"); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	rec, num, aerr := s.st.planDeleteVersion(subject, ref, permanent)
+	s.mu.RUnlock()
+	if aerr != nil {
+		return 0, aerr
+	}
+	if err := s.append(ctx, "Delete schema version", rec); err != nil {
+		return 0, err
+	}
+	s.cfg.Logger.Info("schema version deleted", "subject", subject, "version", num, "permanent", permanent)
+	return num, nil
+}
+
+func (st *state) planDeleteVersion(subject string, ref versionRef, permanent bool) (Record, int, *apiError) {
+	sub := st.subjects[subject]
+	if sub == nil {
+		return Record{}, 0, errSubjectNotFound(subject)
+	}
+	num := ref.num
+	if ref.latest {
+		// A permanent delete follows a soft one, so "latest" there means
+		// the latest version including soft-deleted ones.
+		if num = sub.latest(permanent); num == 0 {
+			return Record{}, 0, errSubjectNotFound(subject)
+		}
+	}
+	v := sub.find(num)
+	switch {
+	case v == nil:
+		return Record{}, 0, errVersionNotFound(num)
+	case permanent && !v.deleted:
+		return Record{}, 0, errVersionNotSoftDeleted(subject, num)
+	case permanent:
+		return tombstoneRecord(subject, num), num, nil
+	case v.deleted:
+		return Record{}, 0, errVersionSoftDeleted(subject, num)
+	}
+	sch := st.schemas[v.id].schema
+	return schemaRecord(schemaValue{Subject: subject, Version: num, ID: v.id, Schema: sch.Text, Deleted: true}), num, nil
+}
+
+// deleteSubject soft-deletes every version of a subject, or hard-deletes a
+// soft-deleted subject, and returns the versions it deleted.
+func (s *Server) deleteSubject(ctx context.Context, subject string, permanent bool) ([]int, *apiError) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.sync(ctx, "Delete subject"); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	recs, nums, aerr := s.st.planDeleteSubject(subject, permanent)
+	s.mu.RUnlock()
+	if aerr != nil {
+		return nil, aerr
+	}
+	if err := s.append(ctx, "Delete subject", recs...); err != nil {
+		return nil, err
+	}
+	s.cfg.Logger.Info("subject deleted", "subject", subject, "versions", nums, "permanent", permanent)
+	return nums, nil
+}
+
+func (st *state) planDeleteSubject(subject string, permanent bool) ([]Record, []int, *apiError) {
+	sub := st.subjects[subject]
+	if sub == nil {
+		return nil, nil, errSubjectNotFound(subject)
+	}
+	var nums []int
+	if permanent {
+		if sub.live() {
+			return nil, nil, errSubjectNotSoftDeleted(subject)
+		}
+		// One tombstone per version, appended together; a crash between
+		// them (they share a batch, so unlikely) leaves the rest
+		// soft-deleted and the delete can simply be repeated.
+		var recs []Record
+		for _, v := range sub.versions {
+			nums = append(nums, v.num)
+			recs = append(recs, tombstoneRecord(subject, v.num))
+		}
+		return recs, nums, nil
+	}
+	if !sub.live() {
+		return nil, nil, errSubjectSoftDeleted(subject)
+	}
+	for _, v := range sub.versions {
+		if !v.deleted {
+			nums = append(nums, v.num)
+		}
+	}
+	return []Record{deleteSubjectRecord(subject, sub.latest(true))}, nums, nil
+}
+
+// setLevel sets (level != "") or resets the compatibility level of a
+// subject, or the global level when subject is "". It returns the level
+// that was set before, or "".
+func (s *Server) setLevel(ctx context.Context, subject, level string) (string, *apiError) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.sync(ctx, "Update compatibility level"); err != nil {
+		return "", err
+	}
+	s.mu.RLock()
+	prev := s.st.configs[subject]
+	s.mu.RUnlock()
+	if err := s.append(ctx, "Update compatibility level", configRecord(subject, level)); err != nil {
+		return "", err
+	}
+	s.cfg.Logger.Info("compatibility level changed", "subject", subject, "from", prev, "to", level)
+	return prev, nil
+}

@@ -14,12 +14,20 @@ import (
 
 func listLatest(t *testing.T, w *wire, topic string, partition int32) int64 {
 	t.Helper()
+	return listOffset(t, w, topic, partition, -1)
+}
+
+var errOffsetOutOfRange = kerr.OffsetOutOfRange
+
+// listOffset asks ListOffsets for a timestamp: -1 latest, -2 earliest.
+func listOffset(t *testing.T, w *wire, topic string, partition int32, timestamp int64) int64 {
+	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.SetVersion(4)
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition, rp.Timestamp = partition, -1
+	rp.Partition, rp.Timestamp = partition, timestamp
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	p := w.roundTrip(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]

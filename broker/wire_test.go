@@ -5,7 +5,10 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,3 +136,24 @@ func produceRequest(version int16, acks int16, topic string, partition int32, re
 func produceResult(resp kmsg.Response) kmsg.ProduceResponseTopicPartition {
 	return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 }
+
+// logBuffer collects what an operator would see in the log, safely for
+// the broker's goroutines writing and the test reading.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }

@@ -1,0 +1,118 @@
+package broker_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// TestRetentionMovesLogStart: with per-topic retention.ms and small
+// segments, old segments are deleted, ListOffsets earliest moves, a fetch
+// below it gets OFFSET_OUT_OF_RANGE and a consumer from the start reads
+// what is left.
+func TestRetentionMovesLogStart(t *testing.T) {
+	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) {
+		c.Log.RetentionCheckInterval = 50 * time.Millisecond
+	}))
+	retention, segment := "2000", "1024"
+	createTopic(t, b.Addr, "short-lived", 1, map[string]*string{"retention.ms": &retention, "segment.bytes": &segment})
+	w := dial(t, b.Addr)
+	for i := range 10 {
+		p := produceResult(w.roundTrip(produceRequest(9, -1, "short-lived", 0, makeBatch(-1, -1, -1, strings.Repeat(strconv.Itoa(i), 600)))))
+		wantCode(t, "produce", p.ErrorCode, nil)
+	}
+	// Batches older than 2 s go; the active segment always stays.
+	deadline := time.Now().Add(30 * time.Second)
+	var earliest int64
+	for earliest == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		earliest = listOffset(t, w, "short-lived", 0, -2)
+	}
+	if earliest == 0 {
+		t.Fatal("retention deleted nothing within 30 s")
+	}
+	if latest := listOffset(t, w, "short-lived", 0, -1); latest != 10 {
+		t.Fatalf("latest offset %d after retention, want 10 (retention never moves the end)", latest)
+	}
+	fr := w.roundTrip(fetchRequest(11, "short-lived", 0, 0)).(*kmsg.FetchResponse)
+	wantCode(t, "fetch below the log start", fr.Topics[0].Partitions[0].ErrorCode, errOffsetOutOfRange)
+	if got := fr.Topics[0].Partitions[0].LogStartOffset; got != earliest {
+		t.Fatalf("fetch reports log start %d, ListOffsets %d", got, earliest)
+	}
+	got := consumeAll(t, b.Addr, "short-lived", int(10-earliest))[0]
+	if got[0].Offset != earliest {
+		t.Fatalf("consumer from the start began at %d, want the log start %d", got[0].Offset, earliest)
+	}
+}
+
+// TestCorruptSegmentAfterCrash flips a byte in the middle of a partition's
+// data, as a failing disk would, and restarts the broker as after a crash:
+// recovery cuts the log at the corrupt batch, says so in the log, and every
+// batch before it is still served.
+func TestCorruptSegmentAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	b := testenv.StartBroker(t, testenv.WithDataDir(dir))
+	createTopic(t, b.Addr, "fragile", 1, nil)
+	w := dial(t, b.Addr)
+	var sizes []int64
+	for i := range 10 {
+		batch := makeBatch(-1, -1, -1, "record "+strconv.Itoa(i))
+		sizes = append(sizes, int64(len(batch)))
+		wantCode(t, "produce", produceResult(w.roundTrip(produceRequest(9, -1, "fragile", 0, batch))).ErrorCode, nil)
+	}
+	b.Stop()
+
+	partDir := filepath.Join(dir, "fragile-0")
+	segs, _ := filepath.Glob(filepath.Join(partDir, "*.log"))
+	if len(segs) != 1 {
+		t.Fatalf("want one segment, found %v", segs)
+	}
+	data, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pos int64
+	for _, s := range sizes[:6] {
+		pos += s
+	}
+	data[pos+sizes[6]-1] ^= 0xff // last byte of batch 6, inside its CRC range
+	if err := os.WriteFile(segs[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// As after kill -9: no clean-shutdown marker, no checkpoint to trust.
+	os.Remove(filepath.Join(partDir, ".clean-shutdown"))
+	os.Remove(filepath.Join(partDir, "recovery-checkpoint"))
+
+	logs := &logBuffer{}
+	b2 := testenv.StartBroker(t, testenv.WithDataDir(dir), testenv.WithConfig(func(c *broker.Config) {
+		c.Logger = logs.logger()
+	}))
+	if !strings.Contains(logs.String(), "truncated") {
+		t.Fatalf("recovery did not report the cut:\n%s", logs.String())
+	}
+	w2 := dial(t, b2.Addr)
+	if end := listOffset(t, w2, "fragile", 0, -1); end != 6 {
+		t.Fatalf("log end %d after recovery, want 6 (cut at the corrupt batch)", end)
+	}
+	got := consumeAll(t, b2.Addr, "fragile", 6)[0]
+	for i, r := range got {
+		if string(r.Value) != "record "+strconv.Itoa(i) {
+			t.Fatalf("offset %d holds %q", i, r.Value)
+		}
+	}
+	// The partition takes new data after the cut.
+	prod := newClient(t, b2.Addr, kgo.DefaultProduceTopic("fragile"))
+	if err := prod.ProduceSync(context.Background(), &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}

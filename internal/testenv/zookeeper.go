@@ -2,9 +2,11 @@ package testenv
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tributary-io/tributary/cluster"
 )
 
 // zkInstallHint is what a developer must run when ZooKeeper is missing; the
@@ -325,3 +329,35 @@ func deleteTree(conn *zk.Conn, path string) error {
 type quietLogger struct{}
 
 func (quietLogger) Printf(string, ...any) {}
+
+// ClusterSessionTimeout is the ZooKeeper session timeout of brokers started
+// by StartCluster: short, so that tests see a dead broker leave quickly.
+const ClusterSessionTimeout = 2 * time.Second
+
+// StartCluster starts ZooKeeper and n brokers with ids 1..n that join it,
+// each in this process with its own port and data directory, and returns
+// the cluster's connect string with them. Brokers stop at the end of the
+// test.
+func StartCluster(t testing.TB, n int, opts ...BrokerOption) (connect string, brokers []*Broker) {
+	t.Helper()
+	connect = StartZooKeeper(t)
+	for id := int32(1); id <= int32(n); id++ {
+		brokers = append(brokers, StartClusterBroker(t, connect, id, opts...))
+	}
+	return connect, brokers
+}
+
+// StartClusterBroker starts one broker that joins the cluster at connect
+// with the given id; with WithDataDir and WithAddr it restarts a stopped
+// broker on its data and address.
+func StartClusterBroker(t testing.TB, connect string, id int32, opts ...BrokerOption) *Broker {
+	t.Helper()
+	join := WithMetadata(func(self cluster.Broker) (cluster.Metadata, error) {
+		self.ID = id
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		return cluster.JoinZooKeeper(ctx, connect, self, logger, cluster.WithSessionTimeout(ClusterSessionTimeout))
+	})
+	return StartBroker(t, append([]BrokerOption{join}, opts...)...)
+}

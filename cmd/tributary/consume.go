@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/consumer"
 )
 
 func init() {
@@ -24,11 +27,24 @@ func runConsume(ctx context.Context, args []string) error {
 	maxMessages := fs.Int("max-messages", 0, "stop after this many records (0: run until interrupted)")
 	printKey := fs.Bool("print-key", false, "print key<TAB>value")
 	printOffset := fs.Bool("print-offset", false, "print partition<TAB>offset<TAB> before each value")
+	zk := fs.String("zookeeper", "", "consume as a member of --group, coordinated through this ZooKeeper `host:port/chroot` (the paper's consumer groups)")
+	group := fs.String("group", "", "consumer group (with --zookeeper)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *topic == "" {
 		return errors.New("--topic is required")
+	}
+	p := recordPrinter{key: *printKey, offset: *printOffset, max: *maxMessages}
+	if *zk != "" || *group != "" {
+		if *zk == "" || *group == "" {
+			return errors.New("--zookeeper and --group go together")
+		}
+		start := consumer.Largest
+		if *from == "beginning" {
+			start = consumer.Smallest
+		}
+		return consumeGroup(ctx, consumer.Config{ZooKeeper: *zk, Group: *group, Topics: []string{*topic}, Start: start, Logger: slog.Default()}, p)
 	}
 	var start kgo.Offset
 	switch *from {
@@ -57,9 +73,8 @@ func runConsume(ctx context.Context, args []string) error {
 		return err
 	}
 	defer cl.Close()
-	out := bufio.NewWriter(os.Stdout)
-	defer out.Flush()
-	seen := 0
+	p.out = bufio.NewWriter(os.Stdout)
+	defer p.out.Flush()
 	for {
 		fetches := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -73,21 +88,59 @@ func runConsume(ctx context.Context, args []string) error {
 			return ferr
 		}
 		for it := fetches.RecordIter(); !it.Done(); {
-			r := it.Next()
-			if *printOffset {
-				fmt.Fprintf(out, "%d\t%d\t", r.Partition, r.Offset)
-			}
-			if *printKey {
-				out.Write(r.Key)
-				out.WriteByte('\t')
-			}
-			out.Write(r.Value)
-			out.WriteByte('\n')
-			seen++
-			if *maxMessages > 0 && seen >= *maxMessages {
+			if p.print(it.Next()) {
 				return nil
 			}
 		}
-		out.Flush()
+		p.out.Flush()
 	}
+}
+
+// consumeGroup prints records as one member of a ZooKeeper consumer group;
+// offsets are committed periodically and when interrupted.
+func consumeGroup(ctx context.Context, cfg consumer.Config, p recordPrinter) error {
+	g, err := consumer.Join(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	p.out = bufio.NewWriter(os.Stdout)
+	defer p.out.Flush()
+	for r, err := range g.Records(ctx) {
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		// Next blocks when the log is exhausted, so each line goes out now.
+		done := p.print(r)
+		p.out.Flush()
+		if done {
+			return nil
+		}
+	}
+	return nil
+}
+
+// recordPrinter writes records one per line, as the flags ask.
+type recordPrinter struct {
+	out         *bufio.Writer
+	key, offset bool
+	max, seen   int
+}
+
+// print writes r and reports whether --max-messages is reached.
+func (p *recordPrinter) print(r *kgo.Record) bool {
+	if p.offset {
+		fmt.Fprintf(p.out, "%d\t%d\t", r.Partition, r.Offset)
+	}
+	if p.key {
+		p.out.Write(r.Key)
+		p.out.WriteByte('\t')
+	}
+	p.out.Write(r.Value)
+	p.out.WriteByte('\n')
+	p.seen++
+	return p.max > 0 && p.seen >= p.max
 }

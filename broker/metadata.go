@@ -55,13 +55,20 @@ func (b *Broker) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 			topics = append(topics, t)
 		}
 	}
+	live := map[int32]bool{}
+	for _, br := range resp.Brokers {
+		live[br.NodeID] = true
+	}
 	for _, t := range topics {
-		resp.Topics = append(resp.Topics, topicMetadata(t))
+		resp.Topics = append(resp.Topics, topicMetadata(t, live))
 	}
 	return resp
 }
 
-func topicMetadata(t cluster.Topic) kmsg.MetadataResponseTopic {
+// topicMetadata describes t's partitions. A partition whose broker is not
+// alive has no leader (LEADER_NOT_AVAILABLE): without replication it is
+// offline until that broker comes back with its data.
+func topicMetadata(t cluster.Topic, live map[int32]bool) kmsg.MetadataResponseTopic {
 	st := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	st.Topic = &name
@@ -70,9 +77,14 @@ func topicMetadata(t cluster.Topic) kmsg.MetadataResponseTopic {
 		sp := kmsg.NewMetadataResponseTopicPartition()
 		sp.Partition = int32(p)
 		sp.Leader = leader
-		sp.LeaderEpoch = 0
 		sp.Replicas = []int32{leader}
 		sp.ISR = []int32{leader}
+		if !live[leader] {
+			sp.ErrorCode = kerr.LeaderNotAvailable.Code
+			sp.Leader = -1
+			sp.ISR = []int32{}
+			sp.OfflineReplicas = []int32{leader}
+		}
 		st.Partitions = append(st.Partitions, sp)
 	}
 	return st

@@ -73,7 +73,7 @@ func confluentShape(mux *http.ServeMux) http.Handler {
 		}
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
-			h.ServeHTTP(w, r)
+			mux.ServeHTTP(w, r) // not h: only ServeHTTP sets the path values
 			return
 		}
 		// No route: let the mux decide between 404 and 405 (and set

@@ -118,10 +118,13 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 	s := st.subjects[name]
 	if s != nil {
 		if ver := s.find(num); ver != nil {
-			if ver.id != v.ID {
-				return fmt.Sprintf("subject %q version %d already has schema id %d; a concurrent write of id %d lost", name, num, ver.id, v.ID)
+			// An update of the deleted flag repeats the version's id and
+			// schema; anything else is a concurrent registration that lost
+			// the slot — possibly one that picked the same new id.
+			if ver.id != v.ID || !st.sameSchema(ver.id, v.Schema) {
+				return fmt.Sprintf("subject %q version %d is already taken by schema id %d; a concurrent registration lost", name, num, ver.id)
 			}
-			ver.deleted = v.Deleted // soft delete, or re-registration after one
+			ver.deleted = v.Deleted
 			return ""
 		}
 		if num <= s.latest(true) {
@@ -155,6 +158,19 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 	sch.uses++
 	st.maxID = max(st.maxID, v.ID)
 	return ""
+}
+
+// sameSchema reports whether text is the schema stored under id.
+func (st *state) sameSchema(id int, text string) bool {
+	have := st.schemas[id]
+	if have == nil {
+		return false
+	}
+	if have.schema.Text == text {
+		return true
+	}
+	p, err := avsc.Parse(text)
+	return err == nil && p.Key == have.schema.Key
 }
 
 func (st *state) hardDelete(name string, num int) {

@@ -64,7 +64,7 @@ func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema)
 		won := false
 		if sub := s.st.subjects[subject]; sub != nil {
 			v := sub.find(num)
-			won = v != nil && v.id == id && !v.deleted
+			won = v != nil && v.id == id && !v.deleted && s.st.schemas[id].schema.Key == sch.Key
 		}
 		s.mu.RUnlock()
 		if won {

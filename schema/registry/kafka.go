@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -67,6 +68,8 @@ func OpenKafkaLog(ctx context.Context, cfg KafkaLogConfig) (Log, error) {
 }
 
 func (l *kafkaLog) ensureTopic(ctx context.Context, logger *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	retention := "-1"
 	_, err := l.adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": &retention}, l.topic)
 	switch {
@@ -76,13 +79,25 @@ func (l *kafkaLog) ensureTopic(ctx context.Context, logger *slog.Logger) error {
 	default:
 		return fmt.Errorf("registry: create topic %s: %w", l.topic, err)
 	}
-	details, err := l.adm.ListTopics(ctx, l.topic)
-	if err != nil {
-		return fmt.Errorf("registry: describe topic %s: %w", l.topic, err)
-	}
-	d, ok := details[l.topic]
-	if !ok || d.Err != nil {
-		return fmt.Errorf("registry: describe topic %s: %v", l.topic, d.Err)
+	// A topic just created may take a moment to appear in metadata.
+	var d kadm.TopicDetail
+	for {
+		details, err := l.adm.ListTopics(ctx, l.topic)
+		if err != nil {
+			return fmt.Errorf("registry: describe topic %s: %w", l.topic, err)
+		}
+		d = details[l.topic]
+		if d.Err == nil && len(d.Partitions) > 0 {
+			break
+		}
+		if d.Err != nil && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) && !errors.Is(d.Err, kerr.LeaderNotAvailable) {
+			return fmt.Errorf("registry: describe topic %s: %w", l.topic, d.Err)
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("registry: topic %s did not appear in the brokers' metadata: %w", l.topic, ctx.Err())
+		}
 	}
 	if n := len(d.Partitions); n != 1 {
 		return fmt.Errorf("registry: topic %s has %d partitions; it needs exactly 1 so that every node reads writes in one order (recreate it with one partition)", l.topic, n)

@@ -5,29 +5,57 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tributary-io/tributary/schema/internal/srtest"
 	"github.com/tributary-io/tributary/schema/registry"
 	"github.com/twmb/franz-go/pkg/sr"
 )
 
-// TestNodesAgree registers from two nodes sharing one log at once —
-// distinct schemas into one subject (racing for version slots) and one
-// schema into many subjects (racing for its id) — and checks that every
-// registration got a distinct version, every schema exactly one id, and
-// that both nodes and a node started afterwards tell the same story.
+// TestNodesAgree runs racing registrations on two nodes sharing one log and
+// checks that they, and a node started afterwards, agree.
 func TestNodesAgree(t *testing.T) {
-	ctx := context.Background()
 	log := registry.NewMemoryLog()
 	a, b := srtest.StartOn(t, log), srtest.StartOn(t, log)
-	for _, n := range []*srtest.Registry{a, b} {
-		// NONE: the distinct schemas are not meant to be compatible.
-		if r := n.Client.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}); r[0].Err != nil {
-			t.Fatal(r[0].Err)
-		}
-	}
+	raceRegistrations(t, 15, a, b)
+	c := srtest.StartOn(t, log) // replays what a and b wrote
+	agree(t, a, b, c)
+}
 
-	const perNode = 15
+// agree checks that all nodes end up showing the same subjects, versions
+// and ids. Lists are answered from what a node has read so far, so a node
+// may lag another by the moment it takes to read the newest records.
+func agree(t *testing.T, nodes ...*srtest.Registry) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		want, differ := dump(t, nodes[0]), ""
+		for i, n := range nodes[1:] {
+			if got := dump(t, n); got != want {
+				differ = fmt.Sprintf("node %d shows:\n%s\nnode 0 shows:\n%s", i+1, got, want)
+			}
+		}
+		if differ == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(differ)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// raceRegistrations registers from every node at once — distinct schemas
+// into one subject (racing for version slots) and one schema into many
+// subjects (racing for its id) — and checks that every registration got a
+// distinct version and every schema exactly one id.
+func raceRegistrations(t *testing.T, perNode int, nodes ...*srtest.Registry) {
+	t.Helper()
+	ctx := context.Background()
+	// NONE: the distinct schemas are not meant to be compatible.
+	if r := nodes[0].Client.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}); r[0].Err != nil {
+		t.Fatal(r[0].Err)
+	}
 	type result struct {
 		subject, schema string
 		id              int
@@ -37,32 +65,22 @@ func TestNodesAgree(t *testing.T) {
 		results []result
 		wg      sync.WaitGroup
 	)
-	for ni, n := range []*srtest.Registry{a, b} {
+	register := func(n *srtest.Registry, subject, schema string) {
+		defer wg.Done()
+		id, err := n.Client.RegisterSchema(ctx, subject, sr.Schema{Schema: schema}, -1, -1)
+		if err != nil {
+			t.Errorf("register %s: %v", subject, err)
+			return
+		}
+		mu.Lock()
+		results = append(results, result{subject, schema, id})
+		mu.Unlock()
+	}
+	for ni, n := range nodes {
 		for i := range perNode {
 			wg.Add(2)
-			go func() { // distinct schemas, one subject
-				defer wg.Done()
-				s := rec(fmt.Sprintf("f%d_%d:string", ni, i))
-				id, err := n.Client.RegisterSchema(ctx, "shared", sr.Schema{Schema: s}, -1, -1)
-				if err != nil {
-					t.Errorf("node %d: %v", ni, err)
-				}
-				mu.Lock()
-				results = append(results, result{"shared", s, id})
-				mu.Unlock()
-			}()
-			go func() { // one schema, many subjects
-				defer wg.Done()
-				s := rec("same:long")
-				subject := fmt.Sprintf("subject-%d", i)
-				id, err := n.Client.RegisterSchema(ctx, subject, sr.Schema{Schema: s}, -1, -1)
-				if err != nil {
-					t.Errorf("node %d: %v", ni, err)
-				}
-				mu.Lock()
-				results = append(results, result{subject, s, id})
-				mu.Unlock()
-			}()
+			go register(n, "shared", rec(fmt.Sprintf("f%d_%d:string", ni, i)))
+			go register(n, fmt.Sprintf("subject-%d", i), rec("same:long"))
 		}
 	}
 	wg.Wait()
@@ -78,16 +96,10 @@ func TestNodesAgree(t *testing.T) {
 		}
 		idOf[r.schema], schemaOf[r.id] = r.id, r.schema
 	}
-	versions, err := a.Client.SubjectVersions(ctx, "shared")
-	if err != nil || len(versions) != 2*perNode {
-		t.Fatalf("shared has versions %v (%v), want %d", versions, err, 2*perNode)
-	}
-
-	c := srtest.StartOn(t, log) // replays what a and b wrote
-	want := dump(t, a)
-	for name, n := range map[string]*srtest.Registry{"b": b, "c": c} {
-		if got := dump(t, n); got != want {
-			t.Errorf("node %s disagrees with node a:\n%s\nwant\n%s", name, got, want)
+	for _, n := range nodes {
+		versions, err := n.Client.SubjectVersions(ctx, "shared")
+		if err != nil || len(versions) != len(nodes)*perNode {
+			t.Errorf("shared has versions %v (%v), want %d", versions, err, len(nodes)*perNode)
 		}
 	}
 }

@@ -35,6 +35,19 @@ func StartOn(t testing.TB, log *registry.MemoryLog) *Registry {
 	if err != nil {
 		t.Fatalf("start registry: %v", err)
 	}
+	r := Serve(t, srv)
+	r.Log = log
+	return r
+}
+
+// Quiet is a logger that drops everything, for tests that expect skipped
+// records and would otherwise fill the output.
+func Quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// Serve puts an HTTP listener and a client in front of a running node and
+// closes both, and the node, when t ends.
+func Serve(t testing.TB, srv *registry.Server) *Registry {
+	t.Helper()
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		hs.Close()
@@ -44,9 +57,5 @@ func StartOn(t testing.TB, log *registry.MemoryLog) *Registry {
 	if err != nil {
 		t.Fatalf("registry client: %v", err)
 	}
-	return &Registry{URL: hs.URL, Client: cl, Server: srv, Log: log}
+	return &Registry{URL: hs.URL, Client: cl, Server: srv}
 }
-
-// Quiet is a logger that drops everything, for tests that expect skipped
-// records and would otherwise fill the output.
-func Quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -19,6 +19,13 @@
 //
 // The package knows nothing about sockets: Read returns a Slice naming a file
 // and a byte range, and the broker decides how to move those bytes.
+//
+// On disk a partition directory holds, for each segment, NNN.log (the
+// batches; NNN is the segment's base offset as %020d) and NNN.index (the
+// sparse index, see index.go); recovery-checkpoint (the offset below which
+// everything was fsynced, rewritten atomically at most every few seconds and
+// at Close); and .clean-shutdown, present only between a clean Close and the
+// next Open.
 package log
 
 import (

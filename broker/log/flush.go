@@ -185,10 +185,10 @@ func (l *Log) writeCheckpoint() error {
 	l.mu.RLock()
 	hw := l.hw
 	l.mu.RUnlock()
+	l.lastCheckpoint = time.Now() // also on failure: retry later, not on every flush
 	if err := writeFileAtomic(l.dir, checkpointFile, []byte(strconv.FormatInt(hw, 10)+"\n")); err != nil {
 		return fmt.Errorf("write recovery checkpoint: %w", err)
 	}
-	l.lastCheckpoint = time.Now()
 	return nil
 }
 

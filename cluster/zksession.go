@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -32,10 +33,11 @@ type ZKSession struct {
 	Connect string
 
 	// Expired receives (coalesced) when ZooKeeper reports this process's
-	// session as expired.
+	// session as expired, or when ZooKeeper was out of reach for half the
+	// session timeout: assume the ephemeral nodes are gone.
 	Expired <-chan struct{}
-	// Renewed receives (coalesced) once a new session replaced an expired
-	// one: re-register ephemeral nodes and re-read whatever was watched.
+	// Renewed receives (coalesced) once there is a session again after
+	// Expired: re-register ephemeral nodes and re-read whatever was watched.
 	Renewed <-chan struct{}
 
 	log      *slog.Logger
@@ -138,12 +140,36 @@ func (s *ZKSession) waitSession(ctx context.Context, events <-chan zk.Event) err
 
 // watchEvents turns the client's state changes into Expired and Renewed. It
 // must keep reading: the client drops events nobody reads.
+//
+// ZooKeeper can only tell a client that its session expired once the client
+// reaches it again, which a member cut off from ZooKeeper never does. So a
+// member that stays disconnected for half the session timeout counts its
+// session as lost on its own: by then the server is about to expire it and
+// others are about to take over what it held. If the session survives after
+// all, Renewed still fires, and the owner re-registers (a no-op) and
+// re-reads.
 func (s *ZKSession) watchEvents(events <-chan zk.Event) {
 	lost := false
+	var giveUp <-chan time.Time
+	var timer *time.Timer
+	stopTimer := func() {
+		if timer != nil {
+			timer.Stop()
+			timer, giveUp = nil, nil
+		}
+	}
+	defer stopTimer()
 	for {
 		select {
 		case <-s.done:
 			return
+		case <-giveUp:
+			timer, giveUp = nil, nil
+			if !lost {
+				lost = true
+				s.log.Warn("no contact with zookeeper for half the session timeout; treating the session as lost", "timeout", s.Timeout)
+				notify(s.expired)
+			}
 		case ev, ok := <-events:
 			if !ok {
 				return
@@ -153,15 +179,23 @@ func (s *ZKSession) watchEvents(events <-chan zk.Event) {
 			}
 			switch ev.State {
 			case zk.StateExpired:
-				lost = true
+				stopTimer()
+				if !lost {
+					lost = true
+					notify(s.expired)
+				}
 				s.log.Warn("zookeeper session expired; ephemeral nodes are gone and will be re-created")
-				notify(s.expired)
 			case zk.StateDisconnected:
+				if timer == nil && !lost {
+					timer = time.NewTimer(s.Timeout / 2)
+					giveUp = timer.C
+				}
 				s.log.Info("disconnected from zookeeper; reconnecting")
 			case zk.StateHasSession:
+				stopTimer()
 				if lost {
 					lost = false
-					s.log.Info("new zookeeper session", "session", fmt.Sprintf("0x%x", s.Conn.SessionID()))
+					s.log.Info("zookeeper session established again", "session", fmt.Sprintf("0x%x", s.Conn.SessionID()))
 					notify(s.renewed)
 				}
 			}
@@ -265,7 +299,43 @@ func (z zkLogger) Printf(format string, args ...any) {
 	z.l.Info("zookeeper client: " + fmt.Sprintf(format, args...))
 }
 
-// withDialer is for tests that cut the connection to ZooKeeper.
-func withDialer(d func(network, address string, timeout time.Duration) (net.Conn, error)) ZKOption {
+// WithDialer sets how connections to ZooKeeper are made (a proxy, a
+// particular source address; tests use it to cut a member off).
+func WithDialer(d func(network, address string, timeout time.Duration) (net.Conn, error)) ZKOption {
 	return func(o *zkOptions) { o.dialer = d }
+}
+
+// DiscoverBrokers reads the broker registry once, for clients that only need
+// somewhere to start (kgo seeds): the brokers registered right now, sorted by
+// id. It waits for ZooKeeper as long as ctx allows.
+func DiscoverBrokers(ctx context.Context, connect string, logger *slog.Logger) ([]Broker, error) {
+	s, err := DialZooKeeper(ctx, connect, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	ids, _, err := s.Conn.Children(s.Paths.BrokerIDs())
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", s.Paths.BrokerIDs(), err)
+	}
+	var brokers []Broker
+	for _, id := range ids {
+		data, _, err := s.Conn.Get(s.Paths.BrokerIDs() + "/" + id)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading broker %s: %w", id, err)
+		}
+		n, err := DecodeBrokerNode(data)
+		if err != nil {
+			continue
+		}
+		brokers = append(brokers, n.Broker)
+	}
+	if len(brokers) == 0 {
+		return nil, fmt.Errorf("%w under %s (is a broker running with --zookeeper %s?)", ErrNoBrokers, s.Paths.BrokerIDs(), connect)
+	}
+	sort.Slice(brokers, func(i, j int) bool { return brokers[i].ID < brokers[j].ID })
+	return brokers, nil
 }

@@ -269,14 +269,30 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	}
 }
 
+// testLogger logs to the test, and stops at the test's end: ZooKeeper and
+// kgo clients may still log from their goroutines while shutting down.
 func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	w := &tlog{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
-type tlog struct{ t *testing.T }
+type tlog struct {
+	t    *testing.T
+	mu   sync.Mutex
+	done bool
+}
 
-func (w tlog) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
+func (w *tlog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimSpace(string(p)))
+	}
 	return len(p), nil
 }
 

@@ -99,6 +99,8 @@ type Config struct {
 	// ClientOptions are extra kgo options (fetch sizes, TLS, ...). Options
 	// that choose what to consume are ours and must not be given.
 	ClientOptions []kgo.Opt
+
+	zkOptions []cluster.ZKOption // for tests that cut the link to ZooKeeper
 }
 
 // ErrClosed is returned by Next after Close.
@@ -128,7 +130,8 @@ type Group struct {
 	cancelFn context.CancelFunc
 	stats    Stats
 
-	commitMu  sync.Mutex // orders commits with releases: never commit a released partition
+	commitMu  sync.Mutex                   // orders commits with releases: never commit a released partition
+	stale     map[topicPartition]*position // dropped claims whose owner nodes may remain; under commitMu
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -164,7 +167,8 @@ func Join(ctx context.Context, cfg Config) (*Group, error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("group", cfg.Group, "consumer", cfg.ID)
-	s, err := cluster.DialZooKeeper(ctx, cfg.ZooKeeper, log, cluster.WithSessionTimeout(cfg.SessionTimeout))
+	s, err := cluster.DialZooKeeper(ctx, cfg.ZooKeeper, log,
+		append([]cluster.ZKOption{cluster.WithSessionTimeout(cfg.SessionTimeout)}, cfg.zkOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("consumer group %s: %w", cfg.Group, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -136,6 +137,8 @@ func (g *Group) attempt(ctx context.Context) error {
 	defer g.resume()
 
 	g.releaseAll()
+	g.unclaim(g.stale) // owner nodes that survived a suspected session loss
+	g.stale = nil
 	v, err := g.read()
 	if err != nil {
 		return err
@@ -254,8 +257,10 @@ func (g *Group) releaseAll() {
 	g.unclaim(owned)
 }
 
-// dropAll forgets every partition without committing, after the session
-// (and with it our ownership) is gone.
+// dropAll stops delivering every partition without committing, once the
+// session (and with it our ownership) is gone or presumed gone. If the
+// session survives after all, the next rebalance deletes the owner nodes
+// left behind.
 func (g *Group) dropAll() {
 	g.commitMu.Lock()
 	defer g.commitMu.Unlock()
@@ -267,6 +272,10 @@ func (g *Group) dropAll() {
 	g.buf = nil
 	g.mu.Unlock()
 	if len(owned) > 0 {
+		if g.stale == nil {
+			g.stale = map[topicPartition]*position{}
+		}
+		maps.Copy(g.stale, owned)
 		g.client.RemoveConsumePartitions(byTopic(owned))
 		g.log.Warn("ZooKeeper session expired; stopped consuming until the group rebalances", "dropped", len(owned))
 	}

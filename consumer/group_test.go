@@ -1,0 +1,262 @@
+package consumer_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/consumer"
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// A group of three consumers on 12 partitions over a 3-broker cluster:
+// every partition has exactly one owner at every stable point, every
+// message arrives, and when a member dies (kill -9) or leaves (Close) the
+// others take over its partitions, repeating only records after its last
+// committed offset.
+func TestGroupOfThreeSurvivesKillAndClose(t *testing.T) {
+	connect, brokers := testenv.StartCluster(t, 3)
+	client := newClient(t, brokers[0].Addr)
+	const topic, group, parts = "events", "loaders", 12
+	createTopic(t, client, topic, parts)
+	produce(t, client, topic, 0, 1200)
+
+	got := &deliveries{}
+	a := join(t, consumer.Config{ZooKeeper: connect, Group: group, Topics: []string{topic}, ID: "c1"})
+	b := join(t, consumer.Config{ZooKeeper: connect, Group: group, Topics: []string{topic}, ID: "c2"})
+	consume(t, a, got)
+	consume(t, b, got)
+	killed := startHelper(t, connect, group, topic, "c3", got)
+
+	owners := waitStable(t, connect, group, topic, parts, []string{"c1", "c2", "c3"}, a, b)
+	for _, id := range []string{"c1", "c2", "c3"} {
+		if n := count(owners, id); n != 4 {
+			t.Fatalf("%s owns %d partitions, want 4: %v", id, n, owners)
+		}
+	}
+	got.waitAll(t, 1200, 30*time.Second)
+
+	// kill -9 the process member while records keep coming.
+	produce(t, client, topic, 1200, 1800)
+	time.Sleep(200 * time.Millisecond) // let it commit some of them
+	killed.kill()
+	before := committed(t, connect, group, topic, parts)
+	start := time.Now()
+	owners = waitStable(t, connect, group, topic, parts, []string{"c1", "c2"}, a, b)
+	takeover := time.Since(start)
+	t.Logf("survivors owned c3's partitions %v after the kill (session timeout %v)", takeover.Round(time.Millisecond), sessionTimeout)
+	if takeover > sessionTimeout+3*time.Second {
+		t.Fatalf("takeover took %v, session timeout is %v", takeover, sessionTimeout)
+	}
+	if count(owners, "c1") != 6 || count(owners, "c2") != 6 {
+		t.Fatalf("after the kill: %v, want 6 partitions each", owners)
+	}
+	produce(t, client, topic, 1800, 2400)
+	got.waitAll(t, 2400, 30*time.Second)
+	checkDuplicatesAfter(t, got.check(t, 2400), before)
+
+	// Clean close of c2: its commits make the handover loss- and repeat-free
+	// for what it processed.
+	before = committed(t, connect, group, topic, parts)
+	if err := b.Close(); err != nil {
+		t.Fatalf("closing c2: %v", err)
+	}
+	owners = waitStable(t, connect, group, topic, parts, []string{"c1"}, a)
+	if count(owners, "c1") != parts {
+		t.Fatalf("after c2 closed: %v", owners)
+	}
+	produce(t, client, topic, 2400, 3000)
+	got.waitAll(t, 3000, 30*time.Second)
+	dups := got.check(t, 3000)
+	checkDuplicatesAfter(t, dups, before)
+	t.Logf("%d deliveries of 3000 messages, %d repeats (all after the last committed offset)", len(got.snapshot()), len(dups))
+	t.Logf("c1 rebalances: %+v", a.Stats())
+}
+
+// Ten consumers joining at the same moment settle on one assignment without
+// live-locking, within the retry bound.
+func TestTenConsumersJoiningAtOnceSettle(t *testing.T) {
+	connect, brokers := testenv.StartCluster(t, 1)
+	client := newClient(t, brokers[0].Addr)
+	const topic, group, parts = "herd", "herd", 12
+	createTopic(t, client, topic, parts)
+
+	var (
+		mu      sync.Mutex
+		members []*consumer.Group
+		ids     []string
+		wg      sync.WaitGroup
+	)
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := join(t, consumer.Config{ZooKeeper: connect, Group: group, Topics: []string{topic}, ID: fmt.Sprintf("m%02d", i)})
+			mu.Lock()
+			members = append(members, g)
+			ids = append(ids, g.ID())
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	owners := waitStable(t, connect, group, topic, parts, ids, members...)
+	// 12 over 10: m00 and m01 take two, the rest one each.
+	for _, id := range ids {
+		want := 1
+		if id == "m00" || id == "m01" {
+			want = 2
+		}
+		if n := count(owners, id); n != want {
+			t.Fatalf("%s owns %d partitions, want %d: %v", id, n, want, owners)
+		}
+	}
+	// Settled means settled: nobody keeps rebalancing.
+	snapshot := func() []int {
+		var r []int
+		for _, g := range members {
+			r = append(r, g.Stats().Rebalances)
+		}
+		return r
+	}
+	s1 := snapshot()
+	time.Sleep(time.Second)
+	if s2 := snapshot(); !slices.Equal(s1, s2) {
+		t.Fatalf("rebalances continue after settling: %v then %v", s1, s2)
+	}
+	total, worst := 0, 0
+	var report []string
+	for _, g := range members {
+		st := g.Stats()
+		total += st.Rebalances
+		worst = max(worst, st.MaxAttempts)
+		report = append(report, fmt.Sprintf("%s:%d/%d", g.ID(), st.Rebalances, st.MaxAttempts))
+	}
+	t.Logf("10 consumers settled: %d rebalances in all, at most %d attempts in one (retries = attempts-1); per member rebalances/max attempts: %s",
+		total, worst, strings.Join(report, " "))
+}
+
+// Groups do not share anything: each of two groups receives every message
+// (publish/subscribe), while within a group each message goes to one
+// member (point-to-point).
+func TestTwoGroupsEachReceiveEveryMessage(t *testing.T) {
+	connect, brokers := testenv.StartCluster(t, 3)
+	client := newClient(t, brokers[0].Addr)
+	const topic = "shared"
+	createTopic(t, client, topic, 6)
+	produce(t, client, topic, 0, 600)
+
+	first, second := &deliveries{}, &deliveries{}
+	consume(t, join(t, consumer.Config{ZooKeeper: connect, Group: "first", Topics: []string{topic}, ID: "a"}), first)
+	consume(t, join(t, consumer.Config{ZooKeeper: connect, Group: "first", Topics: []string{topic}, ID: "b"}), first)
+	consume(t, join(t, consumer.Config{ZooKeeper: connect, Group: "second", Topics: []string{topic}}), second)
+	first.waitAll(t, 600, 30*time.Second)
+	second.waitAll(t, 600, 30*time.Second)
+	produce(t, client, topic, 600, 700)
+	first.waitAll(t, 700, 30*time.Second)
+	second.waitAll(t, 700, 30*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	if dups := first.check(t, 700); len(dups) > 0 {
+		t.Fatalf("group first received %d repeats with no failure: %v", len(dups), dups[0])
+	}
+	if dups := second.check(t, 700); len(dups) > 0 {
+		t.Fatalf("group second received %d repeats with no failure: %v", len(dups), dups[0])
+	}
+}
+
+// A new group starts at the smallest or the largest offset as configured;
+// a group that comes back resumes at its committed offsets; Next blocks on
+// an exhausted log and resumes when data arrives.
+func TestStartPositionsAndResume(t *testing.T) {
+	connect, brokers := testenv.StartCluster(t, 1)
+	client := newClient(t, brokers[0].Addr)
+	const topic = "positions"
+	createTopic(t, client, topic, 3)
+	produce(t, client, topic, 0, 30)
+
+	oldest := &deliveries{}
+	og := join(t, consumer.Config{ZooKeeper: connect, Group: "oldest", Topics: []string{topic}, Start: consumer.Smallest})
+	consume(t, og, oldest)
+	newest := &deliveries{}
+	ng := join(t, consumer.Config{ZooKeeper: connect, Group: "newest", Topics: []string{topic}, Start: consumer.Largest})
+	// Largest pins the end offsets at the first claim.
+	if c := committed(t, connect, "newest", topic, 3); c[0]+c[1]+c[2] != 30 {
+		t.Fatalf("Largest stored %v, want the end offsets (30 records in all)", c)
+	}
+	consume(t, ng, newest)
+	oldest.waitAll(t, 30, 20*time.Second)
+
+	// Nothing to read: Next blocks until the context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	probe := join(t, consumer.Config{ZooKeeper: connect, Group: "probe", Topics: []string{topic}, Start: consumer.Largest})
+	if rec, err := probe.Next(ctx); err != context.DeadlineExceeded {
+		t.Fatalf("Next on an exhausted log: %v %v, want to block until the deadline", rec, err)
+	}
+	cancel()
+
+	produce(t, client, topic, 30, 40)
+	oldest.waitAll(t, 40, 20*time.Second)
+	eventually(t, 20*time.Second, "the Largest group got the 10 new records", func() bool { return newest.distinct() == 10 })
+	for _, r := range newest.snapshot() {
+		if v, _ := strconv.Atoi(r.value); v < 30 {
+			t.Fatalf("the Largest group received an old record %q", r.value)
+		}
+	}
+
+	// Leave and come back: the group resumes after what it processed.
+	if err := og.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c := committed(t, connect, "oldest", topic, 3); c[0]+c[1]+c[2] != 40 {
+		t.Fatalf("after Close the offsets are %v, want 40 records in all", c)
+	}
+	again := &deliveries{}
+	consume(t, join(t, consumer.Config{ZooKeeper: connect, Group: "oldest", Topics: []string{topic}}), again)
+	produce(t, client, topic, 40, 45)
+	eventually(t, 20*time.Second, "the returning group got the 5 new records", func() bool { return again.distinct() == 5 })
+	time.Sleep(200 * time.Millisecond)
+	if n := len(again.snapshot()); n != 5 {
+		t.Fatalf("the returning group received %d records, want only the 5 new ones: %v", n, again.snapshot())
+	}
+}
+
+func TestJoinRejectsBadConfig(t *testing.T) {
+	ctx := context.Background()
+	for _, cfg := range []consumer.Config{
+		{Group: "g", Topics: []string{"t"}},
+		{ZooKeeper: "127.0.0.1:1/x", Topics: []string{"t"}},
+		{ZooKeeper: "127.0.0.1:1/x", Group: "g"},
+		{ZooKeeper: "127.0.0.1:1/x", Group: "g/h", Topics: []string{"t"}},
+		{ZooKeeper: "127.0.0.1:1/x", Group: "g", Topics: []string{"t"}, ID: "a b"},
+		{ZooKeeper: "127.0.0.1:1/x", Group: "g", Topics: []string{"t"}, Start: 7},
+	} {
+		if _, err := consumer.Join(ctx, cfg); err == nil {
+			t.Errorf("Join(%+v) accepted a bad config", cfg)
+		}
+	}
+}
+
+// checkDuplicatesAfter fails if a record was delivered twice although its
+// partition's committed offset had already passed it.
+func checkDuplicatesAfter(t *testing.T, dups []delivery, committed map[int32]int64) {
+	t.Helper()
+	for _, d := range dups {
+		if c, ok := committed[d.partition]; ok && d.offset < c {
+			t.Fatalf("record %d/%d (%s) repeated although offset %d was committed before", d.partition, d.offset, d.value, c)
+		}
+	}
+}
+
+func count(owners map[int32]string, id string) int {
+	n := 0
+	for _, o := range owners {
+		if o == id {
+			n++
+		}
+	}
+	return n
+}

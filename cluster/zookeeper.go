@@ -255,6 +255,12 @@ func (z *ZooKeeper) readTopic(name string) (Topic, bool, error) {
 
 func (z *ZooKeeper) Self() Broker { return z.self }
 
+// Session lends the broker's ZooKeeper session to parts of the broker that
+// keep state in ZooKeeper too (the group coordinator's offsets). It remains
+// ZooKeeper's: do not close it, and do not read its Expired and Renewed
+// channels, which drive this broker's re-registration.
+func (z *ZooKeeper) Session() *ZKSession { return z.s }
+
 func (z *ZooKeeper) Brokers() []Broker {
 	z.mu.Lock()
 	defer z.mu.Unlock()

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
 )
@@ -56,6 +57,12 @@ type Config struct {
 	DefaultPartitions int32
 	// Logger receives one line per event an operator would want.
 	Logger *slog.Logger
+	// Groups tunes the consumer group coordinator (session timeout bounds,
+	// initial rebalance delay); zero values are Kafka's defaults.
+	Groups group.Config
+	// GroupOffsets is where committed offsets live. Nil: the ZooKeeper
+	// offset registry when Metadata lends its session, else DataDir/groups.
+	GroupOffsets group.OffsetStore
 }
 
 func (c Config) withDefaults() Config {
@@ -84,6 +91,7 @@ type Broker struct {
 	logger *slog.Logger
 	logs   *partitions
 	pids   *producerIDs
+	groups *group.Coordinator
 
 	closing  chan struct{} // closed when shutdown starts; long polls end
 	mu       sync.Mutex
@@ -128,6 +136,10 @@ func New(cfg Config) (*Broker, error) {
 	b.pids = pids
 	b.logs = newPartitions(cfg.DataDir, cfg.Log, b.logger)
 	if err := b.openLocalPartitions(); err != nil {
+		b.logs.closeAll()
+		return nil, err
+	}
+	if err := b.startGroups(); err != nil {
 		b.logs.closeAll()
 		return nil, err
 	}
@@ -254,6 +266,7 @@ func (b *Broker) Close() error {
 	}
 	b.mu.Unlock()
 	b.connWG.Wait()
+	b.groups.Close()
 	err := b.logs.closeAll()
 	if merr := b.meta.Close(); err == nil {
 		err = merr

@@ -22,10 +22,20 @@ var supported = map[int16]versions{
 	1:  {4, 12}, // Fetch
 	2:  {1, 6},  // ListOffsets
 	3:  {0, 12}, // Metadata
+	8:  {0, 9},  // OffsetCommit (v10 names topics by id)
+	9:  {0, 9},  // OffsetFetch (v10 names topics by id)
+	10: {0, 6},  // FindCoordinator
+	11: {0, 9},  // JoinGroup
+	12: {0, 4},  // Heartbeat
+	13: {0, 5},  // LeaveGroup
+	14: {0, 5},  // SyncGroup
+	15: {0, 6},  // DescribeGroups
+	16: {0, 5},  // ListGroups
 	18: {0, 4},  // ApiVersions
 	19: {0, 7},  // CreateTopics
 	20: {0, 6},  // DeleteTopics
 	22: {0, 4},  // InitProducerId
+	42: {0, 2},  // DeleteGroups
 }
 
 // handle starts serving one request and returns its pending response. It
@@ -49,6 +59,26 @@ func (b *Broker) handle(c *conn, req *request) *pending {
 		return b.produce(req, r)
 	case *kmsg.FetchRequest:
 		return b.fetch(req, r)
+	case *kmsg.FindCoordinatorRequest:
+		return ready(encode(req, b.findCoordinator(r)))
+	case *kmsg.JoinGroupRequest:
+		return b.joinGroup(c, req, r)
+	case *kmsg.SyncGroupRequest:
+		return b.syncGroup(req, r)
+	case *kmsg.HeartbeatRequest:
+		return ready(encode(req, b.heartbeat(r)))
+	case *kmsg.LeaveGroupRequest:
+		return ready(encode(req, b.leaveGroup(r)))
+	case *kmsg.OffsetCommitRequest:
+		return ready(encode(req, b.offsetCommit(r)))
+	case *kmsg.OffsetFetchRequest:
+		return later(func() response { return encode(req, b.offsetFetch(r)) })
+	case *kmsg.ListGroupsRequest:
+		return later(func() response { return encode(req, b.listGroups(r)) })
+	case *kmsg.DescribeGroupsRequest:
+		return later(func() response { return encode(req, b.describeGroups(r)) })
+	case *kmsg.DeleteGroupsRequest:
+		return ready(encode(req, b.deleteGroups(r)))
 	}
 	// decodeRequest only accepts keys of the table above.
 	c.logger.Error("request with no handler", "key", req.Key())

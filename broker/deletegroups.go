@@ -1,0 +1,24 @@
+package broker
+
+// DeleteGroups (key 42), v0-2.
+//
+// Deletes groups without members, with their committed offsets:
+// NON_EMPTY_GROUP while a group has members (in a cluster, also while the
+// paper's ZooKeeper consumers are registered under its name),
+// GROUP_ID_NOT_FOUND when there is nothing to delete. v3 (error messages) is
+// not served.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Broker) deleteGroups(r *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+	resp := kmsg.NewPtrDeleteGroupsResponse()
+	for _, name := range r.Groups {
+		sg := kmsg.NewDeleteGroupsResponseGroup()
+		sg.Group = name
+		sg.ErrorCode = codeOf(b.groups.Delete(name))
+		resp.Groups = append(resp.Groups, sg)
+	}
+	return resp
+}

@@ -1,0 +1,42 @@
+package broker
+
+// DescribeGroups (key 15), v0-6.
+//
+// A group's state, protocol and members, with each member's metadata and
+// assignment once the group is Stable. A group that does not exist is
+// described as Dead (v0-5) or answered with GROUP_ID_NOT_FOUND (v6, as
+// Kafka does since KIP-1043). Authorized operations are not computed: there
+// are no ACLs.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/group"
+)
+
+func (b *Broker) describeGroups(r *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+	resp := kmsg.NewPtrDescribeGroupsResponse()
+	for _, name := range r.Groups {
+		sg := kmsg.NewDescribeGroupsResponseGroup()
+		sg.Group = name
+		d, err := b.groups.Describe(name)
+		sg.ErrorCode = codeOf(err)
+		switch {
+		case err != nil:
+		case d.State == group.Dead && r.Version >= 6:
+			msg := "group " + name + " has neither members nor committed offsets"
+			sg.ErrorCode, sg.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
+		default:
+			sg.State, sg.ProtocolType, sg.Protocol = d.State.String(), d.ProtocolType, d.Protocol
+			for _, m := range d.Members {
+				sm := kmsg.NewDescribeGroupsResponseGroupMember()
+				sm.MemberID, sm.InstanceID, sm.ClientID, sm.ClientHost = m.ID, m.InstanceID, m.ClientID, m.ClientHost
+				sm.ProtocolMetadata, sm.MemberAssignment = m.Metadata, m.Assignment
+				sg.Members = append(sg.Members, sm)
+			}
+		}
+		resp.Groups = append(resp.Groups, sg)
+	}
+	return resp
+}

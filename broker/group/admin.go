@@ -1,0 +1,138 @@
+package group
+
+import (
+	"errors"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Summary is a group as ListGroups shows it.
+type Summary struct {
+	Name         string
+	State        State
+	ProtocolType string
+}
+
+// List returns the groups this broker coordinates: those with members and
+// those with only committed offsets (Empty), sorted by name.
+func (c *Coordinator) List() ([]Summary, *kerr.Error) {
+	stored, err := c.store.Groups()
+	if err != nil {
+		c.log.Error("listing groups with committed offsets", "err", err)
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	seen := map[string]bool{}
+	var out []Summary
+	for name, g := range c.groups {
+		if c.cfg.Owns(name) {
+			out = append(out, Summary{Name: name, State: g.state, ProtocolType: g.protocolType})
+			seen[name] = true
+		}
+	}
+	for _, name := range stored {
+		if !seen[name] && c.cfg.Owns(name) {
+			out = append(out, Summary{Name: name, State: Empty})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Description is a group as DescribeGroups shows it. A group that has
+// neither members nor committed offsets is Dead.
+type Description struct {
+	Name         string
+	State        State
+	ProtocolType string
+	Protocol     string
+	Members      []MemberDescription
+}
+
+// MemberDescription is one member. Metadata and Assignment are set only in
+// a Stable group, as in Kafka: before, they are not final.
+type MemberDescription struct {
+	ID         string
+	InstanceID *string
+	ClientID   string
+	ClientHost string
+	Metadata   []byte
+	Assignment []byte
+}
+
+// Describe returns a group's state and members.
+func (c *Coordinator) Describe(name string) (Description, *kerr.Error) {
+	if d, found, err := c.describeLive(name); err != nil || found {
+		return d, err
+	}
+	offsets, err := c.store.Load(name)
+	if err != nil {
+		c.log.Error("reading committed offsets", "group", name, "err", err)
+		return Description{}, kerr.CoordinatorNotAvailable
+	}
+	if len(offsets) > 0 {
+		return Description{Name: name, State: Empty}, nil
+	}
+	return Description{Name: name, State: Dead}, nil
+}
+
+func (c *Coordinator) describeLive(name string) (Description, bool, *kerr.Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.check(name); err != nil {
+		return Description{}, false, err
+	}
+	g := c.groups[name]
+	if g == nil {
+		return Description{}, false, nil
+	}
+	d := Description{Name: name, State: g.state, ProtocolType: g.protocolType, Protocol: g.protocol}
+	for _, m := range g.sortedMembers() {
+		md := MemberDescription{ID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost}
+		if g.state == Stable {
+			md.Metadata, md.Assignment = m.metadata(g.protocol), m.assignment
+		}
+		d.Members = append(d.Members, md)
+	}
+	return d, true, nil
+}
+
+// Delete forgets a group without members, with its committed offsets:
+// NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND when there is
+// nothing to delete.
+func (c *Coordinator) Delete(name string) *kerr.Error {
+	c.mu.Lock()
+	if err := c.check(name); err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	g := c.groups[name]
+	if g != nil && len(g.members) > 0 {
+		c.mu.Unlock()
+		return kerr.NonEmptyGroup
+	}
+	c.mu.Unlock()
+
+	err := c.store.Delete(name)
+	switch {
+	case errors.Is(err, ErrGroupInUse):
+		return kerr.NonEmptyGroup
+	case errors.Is(err, ErrNoGroup) && g == nil:
+		return kerr.GroupIDNotFound
+	case err != nil && !errors.Is(err, ErrNoGroup):
+		c.log.Error("deleting committed offsets", "group", name, "err", err)
+		return kerr.CoordinatorNotAvailable
+	}
+	c.mu.Lock()
+	if g := c.groups[name]; g != nil && len(g.members) == 0 {
+		delete(c.groups, name)
+	}
+	c.mu.Unlock()
+	c.log.Info("group deleted", "group", name)
+	return nil
+}

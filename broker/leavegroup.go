@@ -1,0 +1,41 @@
+package broker
+
+// LeaveGroup (key 13), v0-5.
+//
+// Removes members at once rather than at their session timeout, and
+// rebalances the rest. v0-2 name one member; v3+ a batch, by member id or by
+// static instance id, with an error per member. v5's reason is not kept.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/group"
+)
+
+func (b *Broker) leaveGroup(r *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+	resp := kmsg.NewPtrLeaveGroupResponse()
+	var leaving []group.LeaveMember
+	if r.Version < 3 {
+		leaving = []group.LeaveMember{{MemberID: r.MemberID}}
+	}
+	for _, m := range r.Members {
+		leaving = append(leaving, group.LeaveMember{MemberID: m.MemberID, InstanceID: m.InstanceID})
+	}
+	groupErr, errs := b.groups.Leave(r.Group, leaving)
+	resp.ErrorCode = codeOf(groupErr)
+	if r.Version < 3 {
+		if groupErr == nil && len(errs) == 1 {
+			resp.ErrorCode = codeOf(errs[0])
+		}
+		return resp
+	}
+	for i, m := range r.Members {
+		rm := kmsg.NewLeaveGroupResponseMember()
+		rm.MemberID, rm.InstanceID = m.MemberID, m.InstanceID
+		if i < len(errs) {
+			rm.ErrorCode = codeOf(errs[i])
+		}
+		resp.Members = append(resp.Members, rm)
+	}
+	return resp
+}

@@ -1,0 +1,114 @@
+package broker
+
+// OffsetFetch (key 9), v0-9.
+//
+// Returns a group's committed offsets; -1 for a partition without one. From
+// v2 a null topic list asks for every committed partition, and group errors
+// are also given at the top level. v8+ batches groups, each with its own
+// error (NOT_COORDINATOR for groups another broker coordinates). There are no
+// transactions, so every offset is stable and RequireStable changes nothing.
+// v9's member id and epoch belong to the KIP-848 protocol and are ignored.
+// v10 (topic ids) is not served.
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/group"
+)
+
+// fetchedTopic is one topic of an OffsetFetch answer before it takes the
+// shape of its version.
+type fetchedTopic struct {
+	topic      string
+	partitions []fetchedPartition
+}
+
+type fetchedPartition struct {
+	partition int32
+	offset    group.Offset
+	code      int16
+}
+
+// fetchOffsets answers one group: for the requested topics (nil: every
+// committed partition), each partition's offset or the group's error.
+func (b *Broker) fetchOffsets(name string, requested map[string][]int32, all bool) ([]fetchedTopic, *kerr.Error) {
+	offsets, err := b.groups.Fetch(name)
+	if all {
+		requested = map[string][]int32{}
+		for tp := range offsets {
+			requested[tp.Topic] = append(requested[tp.Topic], tp.Partition)
+		}
+	}
+	topics := make([]string, 0, len(requested))
+	for t := range requested {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	var out []fetchedTopic
+	for _, t := range topics {
+		ft := fetchedTopic{topic: t}
+		parts := requested[t]
+		sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+		for _, p := range parts {
+			fp := fetchedPartition{partition: p, offset: group.Offset{Offset: -1}, code: codeOf(err)}
+			if o, ok := offsets[group.TopicPartition{Topic: t, Partition: p}]; ok && err == nil {
+				fp.offset = o
+			}
+			ft.partitions = append(ft.partitions, fp)
+		}
+		out = append(out, ft)
+	}
+	return out, err
+}
+
+func (b *Broker) offsetFetch(r *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	if r.Version >= 8 {
+		for _, rg := range r.Groups {
+			requested := map[string][]int32{}
+			for _, t := range rg.Topics {
+				requested[t.Topic] = append(requested[t.Topic], t.Partitions...)
+			}
+			topics, err := b.fetchOffsets(rg.Group, requested, rg.Topics == nil)
+			sg := kmsg.NewOffsetFetchResponseGroup()
+			sg.Group = rg.Group
+			sg.ErrorCode = codeOf(err)
+			for _, ft := range topics {
+				st := kmsg.NewOffsetFetchResponseGroupTopic()
+				st.Topic = ft.topic
+				for _, fp := range ft.partitions {
+					sp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					sp.Partition, sp.Offset, sp.ErrorCode = fp.partition, fp.offset.Offset, fp.code
+					md := fp.offset.Metadata
+					sp.Metadata = &md
+					st.Partitions = append(st.Partitions, sp)
+				}
+				sg.Topics = append(sg.Topics, st)
+			}
+			resp.Groups = append(resp.Groups, sg)
+		}
+		return resp
+	}
+	requested := map[string][]int32{}
+	for _, t := range r.Topics {
+		requested[t.Topic] = append(requested[t.Topic], t.Partitions...)
+	}
+	topics, err := b.fetchOffsets(r.Group, requested, r.Topics == nil && r.Version >= 2)
+	resp.ErrorCode = codeOf(err)
+	for _, ft := range topics {
+		st := kmsg.NewOffsetFetchResponseTopic()
+		st.Topic = ft.topic
+		for _, fp := range ft.partitions {
+			sp := kmsg.NewOffsetFetchResponseTopicPartition()
+			sp.Partition, sp.Offset, sp.ErrorCode = fp.partition, fp.offset.Offset, fp.code
+			md := fp.offset.Metadata
+			sp.Metadata = &md
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}

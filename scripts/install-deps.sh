@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real services and clients the tests talk to, if missing:
-# kcat (a librdkafka client) and ZooKeeper 3.8, both Debian packages.
+# kcat (a librdkafka client) and ZooKeeper 3.8, both Debian packages;
+# Maven and a JDK fetch, compile and run the HDFS mini cluster (scripts/hdfs;
+# its jars are cached in ~/.m2 after the first run).
 # Safe to run repeatedly; does nothing when everything is present.
 set -euo pipefail
 
@@ -8,6 +10,8 @@ need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 [ -x /usr/share/zookeeper/bin/zkServer.sh ] || need+=(zookeeper)
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
+command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
+command -v mvn >/dev/null 2>&1 || need+=(maven)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"

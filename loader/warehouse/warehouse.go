@@ -1,0 +1,142 @@
+// Package warehouse is the file system the loader writes to: a local
+// directory (file://) or HDFS (hdfs://), behind one small interface.
+//
+// What a caller may rely on, for every implementation:
+//   - Paths are slash-separated and relative to the warehouse root; ".." is
+//     refused.
+//   - A file written through Create is complete and durable once Close has
+//     returned nil (fsync locally; acknowledged by the DataNode pipeline and
+//     closed at the NameNode on HDFS). Before that it may be partial.
+//   - Rename is atomic: a reader sees the old name or the new one, never a
+//     half-moved file. It replaces an existing file at the new name and
+//     creates missing parent directories of the new name.
+//   - CreateExclusive fails with an error satisfying errors.Is(err,
+//     fs.ErrExist) when the name is taken, also when two callers race: this
+//     is what locks are built on.
+//   - Missing files are reported with errors satisfying errors.Is(err,
+//     fs.ErrNotExist).
+package warehouse
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+)
+
+// FS is a warehouse file system rooted at the warehouse URL's path.
+type FS interface {
+	// Create creates name for writing (replacing a file already there),
+	// creating missing parent directories.
+	Create(name string) (io.WriteCloser, error)
+	// CreateExclusive creates name with data, or fails with fs.ErrExist if
+	// it already exists.
+	CreateExclusive(name string, data []byte) error
+	// Open opens name for reading.
+	Open(name string) (io.ReadCloser, error)
+	// Rename moves oldname to newname atomically, replacing newname.
+	Rename(oldname, newname string) error
+	// Remove removes a file or an empty directory; a missing one is not an
+	// error.
+	Remove(name string) error
+	// RemoveAll removes name and everything under it; a missing one is not
+	// an error.
+	RemoveAll(name string) error
+	// ReadDir lists a directory, sorted by name.
+	ReadDir(name string) ([]fs.FileInfo, error)
+	// Stat describes name.
+	Stat(name string) (fs.FileInfo, error)
+	// MkdirAll creates a directory and its missing parents.
+	MkdirAll(name string) error
+	// String is the warehouse URL, for messages.
+	String() string
+	// Close releases connections.
+	Close() error
+}
+
+// DialTimeout bounds connecting to a remote warehouse, so an unreachable
+// one fails a run within seconds instead of hanging.
+const DialTimeout = 10 * time.Second
+
+// Open returns the file system a warehouse URL names:
+//
+//	file:///var/warehouse, /var/warehouse or a relative path  a local directory
+//	hdfs://namenode:8020/data                                  HDFS
+//
+// It checks that the warehouse is reachable (and, for a local directory,
+// creates it), so that a wrong URL fails here with a clear message.
+func Open(rawURL string) (FS, error) {
+	if rawURL == "" {
+		return nil, errors.New("warehouse: no URL given")
+	}
+	if !strings.Contains(rawURL, "://") {
+		return OpenLocal(rawURL)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("warehouse URL %q: %w", rawURL, err)
+	}
+	switch u.Scheme {
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("warehouse URL %q: a file URL has no host (file:///path)", rawURL)
+		}
+		return OpenLocal(u.Path)
+	case "hdfs":
+		return OpenHDFS(u)
+	default:
+		return nil, fmt.Errorf("warehouse URL %q: scheme %q is not supported (use file:// or hdfs://)", rawURL, u.Scheme)
+	}
+}
+
+// clean checks a warehouse-relative path and returns it cleaned.
+func clean(name string) (string, error) {
+	for _, part := range strings.Split(name, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("warehouse path %q leaves the warehouse", name)
+		}
+	}
+	return strings.TrimPrefix(path.Clean("/"+name), "/"), nil
+}
+
+// ReadFile reads a whole file.
+func ReadFile(w FS, name string) ([]byte, error) {
+	r, err := w.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
+// WriteFile creates name with data, durable on return.
+func WriteFile(w FS, name string, data []byte) error {
+	f, err := w.Create(name)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: writing %s: %w", w, name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%s: closing %s: %w", w, name, err)
+	}
+	return nil
+}
+
+// Exists reports whether name exists.
+func Exists(w FS, name string) (bool, error) {
+	_, err := w.Stat(name)
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return false, err
+}

@@ -1,0 +1,167 @@
+package warehouse_test
+
+import (
+	"errors"
+	"io/fs"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/internal/testenv"
+	"github.com/tributary-io/tributary/loader/warehouse"
+)
+
+// eachFS runs a test against a local warehouse and one in a real HDFS.
+func eachFS(t *testing.T, test func(t *testing.T, w warehouse.FS)) {
+	t.Run("local", func(t *testing.T) {
+		w, err := warehouse.Open("file://" + t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		test(t, w)
+	})
+	t.Run("hdfs", func(t *testing.T) {
+		w, err := warehouse.Open(testenv.HDFSWarehouse(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		test(t, w)
+	})
+}
+
+func TestFileOperations(t *testing.T) {
+	eachFS(t, func(t *testing.T, w warehouse.FS) {
+		if err := warehouse.WriteFile(w, "a/b/c.txt", []byte("one")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := warehouse.ReadFile(w, "a/b/c.txt"); err != nil || string(got) != "one" {
+			t.Fatalf("read back %q, %v", got, err)
+		}
+		// Rename creates the new parent and replaces the target.
+		if err := warehouse.WriteFile(w, "x/y/d.txt", []byte("old")); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Rename("a/b/c.txt", "x/y/d.txt"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := warehouse.ReadFile(w, "x/y/d.txt"); string(got) != "one" {
+			t.Fatalf("after rename over: %q", got)
+		}
+		if err := w.Rename("a/b/c.txt", "new/dir/e.txt"); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("renaming a missing file: %v, want ErrNotExist", err)
+		}
+		if err := w.Rename("x/y/d.txt", "new/dir/e.txt"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := warehouse.Exists(w, "x/y/d.txt"); ok {
+			t.Fatal("the old name still exists after rename")
+		}
+		// CreateExclusive.
+		if err := w.CreateExclusive("locks/l", []byte("1")); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.CreateExclusive("locks/l", []byte("2")); !errors.Is(err, fs.ErrExist) {
+			t.Fatalf("second CreateExclusive: %v, want ErrExist", err)
+		}
+		// ReadDir is sorted; missing things.
+		for _, n := range []string{"d/3", "d/1", "d/2"} {
+			if err := warehouse.WriteFile(w, n, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		infos, err := w.ReadDir("d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, fi := range infos {
+			names = append(names, fi.Name())
+		}
+		if !slices.Equal(names, []string{"1", "2", "3"}) {
+			t.Fatalf("ReadDir: %v", names)
+		}
+		if _, err := w.ReadDir("nope"); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("ReadDir of a missing directory: %v", err)
+		}
+		if _, err := w.Stat("nope"); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("Stat of a missing file: %v", err)
+		}
+		if err := w.Remove("nope"); err != nil {
+			t.Fatalf("Remove of a missing file: %v", err)
+		}
+		if err := w.RemoveAll("d"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := warehouse.Exists(w, "d/1"); ok {
+			t.Fatal("RemoveAll left files")
+		}
+		if _, err := w.Open("../escape"); err == nil {
+			t.Fatal("a path with .. was accepted")
+		}
+	})
+}
+
+func TestLock(t *testing.T) {
+	eachFS(t, func(t *testing.T, w warehouse.FS) {
+		ttl := 2 * time.Second
+		a, err := warehouse.AcquireLock(w, "job-x", "test a", ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = warehouse.AcquireLock(w, "job-x", "test b", ttl)
+		var le *warehouse.LockedError
+		if !errors.As(err, &le) || le.Info.Holder != "test a" {
+			t.Fatalf("second acquire: %v, want LockedError naming test a", err)
+		}
+		// Renewal keeps it held past its first lease.
+		time.Sleep(ttl + ttl/2)
+		if err := a.Check(); err != nil {
+			t.Fatalf("a renewed lock fails Check: %v", err)
+		}
+		if _, err := warehouse.AcquireLock(w, "job-x", "test b", ttl); !errors.As(err, &le) {
+			t.Fatalf("acquire while renewed: %v", err)
+		}
+		if err := a.Release(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := warehouse.AcquireLock(w, "job-x", "test b", ttl)
+		if err != nil {
+			t.Fatalf("acquire after release: %v", err)
+		}
+		// A holder that dies (stops renewing) loses the lock after its lease.
+		b.Abandon()
+		if _, err := warehouse.AcquireLock(w, "job-x", "test c", ttl); !errors.As(err, &le) {
+			t.Fatalf("acquire during the dead holder's lease: %v", err)
+		}
+		time.Sleep(ttl + 200*time.Millisecond)
+		// Several takers race for the expired lock: exactly one wins.
+		var mu sync.Mutex
+		var winners []*warehouse.Lock
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l, err := warehouse.AcquireLock(w, "job-x", "racer", ttl)
+				if err == nil {
+					mu.Lock()
+					winners = append(winners, l)
+					mu.Unlock()
+				} else if !errors.As(err, new(*warehouse.LockedError)) {
+					t.Errorf("racer: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if len(winners) != 1 {
+			t.Fatalf("%d racers took the expired lock, want 1", len(winners))
+		}
+		if err := b.Check(); !errors.Is(err, warehouse.ErrLockLost) {
+			t.Fatalf("the dead holder's Check: %v, want ErrLockLost", err)
+		}
+		winners[0].Release()
+	})
+}

@@ -37,6 +37,8 @@ type Deserializer struct {
 
 	mu      sync.RWMutex
 	writers map[int]*writer // schema id → writer schema, filled on first use
+
+	readers sync.Pool // *avro.Reader: each holds a 1 KiB slab for short strings
 }
 
 // writer is a writer schema and, when the reader schema differs from it,
@@ -152,7 +154,16 @@ func (d *Deserializer) decodeResolved(w *writer, id int, body []byte) (any, erro
 // out of input at a value boundary as success and ignores what is left, so
 // the reader is driven by hand to report both.
 func (d *Deserializer) read(s avro.Schema, id int, body []byte, v any) error {
-	r := avro.NewReader(nil, 0, avro.WithReaderConfig(d.api)).Reset(body)
+	r, _ := d.readers.Get().(*avro.Reader)
+	if r == nil {
+		r = avro.NewReader(nil, 0, avro.WithReaderConfig(d.api))
+	}
+	defer func() {
+		r.Reset(nil)
+		d.readers.Put(r)
+	}()
+	r.Reset(body)
+	r.Error = nil
 	r.ReadVal(s, v)
 	if r.Error != nil {
 		return fmt.Errorf("%w: schema id %d: %v", ErrBadBody, id, r.Error)

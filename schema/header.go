@@ -1,7 +1,8 @@
 package schema
 
 import (
-	"crypto/rand"
+	"encoding/binary"
+	"math/rand/v2"
 	"reflect"
 	"time"
 
@@ -121,9 +122,8 @@ func (f *headerFiller) fillMap(m map[string]any) map[string]any {
 		h["service"] = f.service
 	}
 	if !guidSet(h["guid"]) {
-		g := make([]byte, 16)
-		rand.Read(g) // never fails: crypto/rand panics rather than return an error
-		h["guid"] = g
+		g := newGUID()
+		h["guid"] = g[:]
 	}
 	out := make(map[string]any, len(m))
 	for k, x := range m {
@@ -173,8 +173,19 @@ func (f *headerFiller) fillHeader(h *Header) {
 		h.Service = f.service
 	}
 	if h.GUID == ([16]byte{}) {
-		rand.Read(h.GUID[:])
+		h.GUID = newGUID()
 	}
+}
+
+// newGUID returns 16 random bytes. The guid tells duplicates (the same
+// event delivered twice) from repeats (two equal events); it needs to be
+// unique, not secret, and math/rand/v2's generator (ChaCha8, seeded by the
+// runtime, per thread) is many times cheaper than a crypto/rand syscall.
+func newGUID() [16]byte {
+	var g [16]byte
+	binary.LittleEndian.PutUint64(g[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(g[8:], rand.Uint64())
+	return g
 }
 
 // fillStruct returns a copy of the struct behind v with its Header field

@@ -20,15 +20,16 @@ type levelRequest struct {
 func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
 	subject := r.PathValue("subject")
 	var level string
-	s.mu.RLock()
-	if subject == "" || boolParam(r, "defaultToGlobal") {
-		level = s.st.level(subject, s.cfg.DefaultCompatibility)
-	} else {
-		level = s.st.configs[subject]
-	}
-	s.mu.RUnlock()
-	if level == "" {
-		writeError(w, errSubjectCompatNotSet(subject))
+	err := s.view(r.Context(), func(st *state) error {
+		if subject == "" || boolParam(r, "defaultToGlobal") {
+			level = st.level(subject, s.cfg.DefaultCompatibility)
+		} else if level = st.configs[subject]; level == "" {
+			return errSubjectCompatNotSet(subject)
+		}
+		return nil
+	})
+	if err != nil {
+		writeError(w, err.(*apiError))
 		return
 	}
 	writeJSON(w, levelResponse{level})
@@ -72,15 +73,6 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
 // Both answer with the level that was in force.
 func (s *Server) deleteConfig(w http.ResponseWriter, r *http.Request) {
 	subject := r.PathValue("subject")
-	if subject != "" {
-		s.mu.RLock()
-		_, ok := s.st.configs[subject]
-		s.mu.RUnlock()
-		if !ok {
-			writeError(w, errSubjectNotFound(subject))
-			return
-		}
-	}
 	prev, aerr := s.setLevel(r.Context(), subject, "")
 	if aerr != nil {
 		writeError(w, aerr)
@@ -158,27 +150,14 @@ func (s *Server) checkCompatibilityHandler(w http.ResponseWriter, r *http.Reques
 		writeError(w, err.(*apiError))
 		return
 	}
-	resp := compatResponse{Compatible: len(msgs) == 0}
-	if verbose {
-		resp.Messages = append([]string{}, msgs...)
-		if resp.Messages == nil {
-			resp.Messages = []string{}
-		}
-	}
-	writeJSONCompat(w, resp, verbose)
-}
-
-// writeJSONCompat keeps "messages": [] in verbose answers, which
-// omitempty would drop.
-func writeJSONCompat(w http.ResponseWriter, resp compatResponse, verbose bool) {
 	if !verbose {
-		writeJSON(w, resp)
+		writeJSON(w, compatResponse{Compatible: len(msgs) == 0})
 		return
 	}
 	writeJSON(w, struct {
 		Compatible bool     `json:"is_compatible"`
-		Messages   []string `json:"messages"`
-	}{resp.Compatible, resp.Messages})
+		Messages   []string `json:"messages"` // [] rather than absent when compatible
+	}{len(msgs) == 0, append([]string{}, msgs...)})
 }
 
 const readWrite = "READWRITE"

@@ -7,7 +7,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"unicode"
@@ -78,24 +77,29 @@ func confluentShape(mux *http.ServeMux) http.Handler {
 		}
 		// No route: let the mux decide between 404 and 405 (and set
 		// Allow), then answer in JSON.
-		rec := httptest.NewRecorder()
+		rec := &statusRecorder{header: w.Header()}
 		h.ServeHTTP(rec, r)
-		for k, v := range rec.Header() {
-			if k != "Content-Type" && k != "X-Content-Type-Options" {
-				w.Header()[k] = v
-			}
-		}
-		switch rec.Code {
+		switch rec.code {
 		case http.StatusMethodNotAllowed:
 			writeError(w, &apiError{codeMethodNotAllowed, "HTTP 405 Method Not Allowed"})
 		case http.StatusNotFound:
 			writeError(w, &apiError{codeNotFound, "HTTP 404 Not Found"})
-		default: // a redirect to the cleaned path
-			w.WriteHeader(rec.Code)
-			w.Write(rec.Body.Bytes())
+		default: // a redirect to the cleaned path; Location is already set
+			w.WriteHeader(rec.code)
 		}
 	})
 }
+
+// statusRecorder keeps the status and headers a handler sets and drops
+// its body.
+type statusRecorder struct {
+	header http.Header
+	code   int
+}
+
+func (s *statusRecorder) Header() http.Header         { return s.header }
+func (s *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (s *statusRecorder) WriteHeader(code int)        { s.code = code }
 
 func acceptedContentType(ct string) bool {
 	if ct == "" {

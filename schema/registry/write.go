@@ -216,6 +216,9 @@ func (s *Server) setLevel(ctx context.Context, subject, level string) (string, *
 	s.mu.RLock()
 	prev := s.st.configs[subject]
 	s.mu.RUnlock()
+	if level == "" && subject != "" && prev == "" {
+		return "", errSubjectNotFound(subject) // Confluent's answer to resetting a level never set
+	}
 	if err := s.append(ctx, "Update compatibility level", configRecord(subject, level)); err != nil {
 		return "", err
 	}

@@ -1,0 +1,29 @@
+// Package registry is a schema registry that speaks the Confluent Schema
+// Registry REST API (subjects, versions, global ids, compatibility levels,
+// soft and hard deletes, Confluent's error codes), so existing serializers
+// and tools work against it unchanged. Only AVRO schemas are stored;
+// schema references, data contracts and modes other than READWRITE are
+// refused with an error that says so.
+//
+// A node (Server) keeps no state of its own: it rebuilds everything by
+// reading a Log, in production the one-partition _schemas topic on the
+// broker (New), whose records have the layout Confluent's registry writes.
+// What a caller may rely on:
+//
+//   - A write (registration, delete, level change) is answered only after
+//     it is on the topic with acks=all and this node has read it back; a
+//     node started later, or restarted after kill -9, serves it.
+//   - Nodes sharing a topic agree on every id and version: a node reads the
+//     topic to its end before deciding a registration, records are applied
+//     first-writer-wins, and a registration that lost a race is decided
+//     again. The same schema gets the same id under every subject.
+//   - Ids are never reused, even after a hard delete.
+//   - A node answers "not found" only after reading the topic to its end,
+//     so what any node acknowledged is found on every node; lists reflect
+//     what the node has read so far (milliseconds behind).
+//
+// "The same schema" means the same parsing canonical form extended with
+// what changes a reader's view (logical types, defaults, aliases): see
+// schema/internal/avsc.Key. Compatibility follows the Avro specification's
+// resolution rules as implemented by github.com/hamba/avro.
+package registry

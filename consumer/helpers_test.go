@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 
 type helperConfig struct {
 	ZooKeeper, Group, Topic, ID string
+	// Delay per record keeps the process busy, so a kill lands while it
+	// has delivered records it has not committed yet.
+	Delay time.Duration
 }
 
 func runHelperConsumer(raw string) int {
@@ -69,6 +72,7 @@ func runHelperConsumer(raw string) int {
 		// Printed means processed: the offset is committed only once Next
 		// is called again, after this line is out.
 		fmt.Printf("rec %d %d %s\n", rec.Partition, rec.Offset, rec.Value)
+		time.Sleep(hc.Delay)
 	}
 }
 
@@ -80,9 +84,9 @@ type helperProcess struct {
 	done   chan struct{}
 }
 
-func startHelper(t *testing.T, connect, group, topic, id string, got *deliveries) *helperProcess {
+func startHelper(t *testing.T, connect, group, topic, id string, delay time.Duration, got *deliveries) *helperProcess {
 	t.Helper()
-	cfg, _ := json.Marshal(helperConfig{connect, group, topic, id})
+	cfg, _ := json.Marshal(helperConfig{connect, group, topic, id, delay})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "TRIBUTARY_TEST_CONSUMER="+string(cfg))
 	stdout, err := cmd.StdoutPipe()
@@ -182,9 +186,31 @@ func (d *deliveries) waitAll(t *testing.T, to int, within time.Duration) {
 	eventually(t, within, fmt.Sprintf("all %d values received", to), func() bool { return d.distinct() >= to })
 }
 
-// checkExactlyOnceUpTo checks that every value below n arrived, that the
-// set of values matches by count and checksum, and returns the duplicates.
-func (d *deliveries) check(t *testing.T, n int) (dups []delivery) {
+// len is the number of deliveries so far: a mark for repeatsSince.
+func (d *deliveries) len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.list)
+}
+
+// repeatsSince returns the deliveries from index mark on that repeat a
+// value delivered before.
+func (d *deliveries) repeatsSince(mark int) []delivery {
+	seen := map[string]bool{}
+	var dups []delivery
+	for i, r := range d.snapshot() {
+		if seen[r.value] && i >= mark {
+			dups = append(dups, r)
+		}
+		seen[r.value] = true
+	}
+	return dups
+}
+
+// check checks that every value below n arrived and that the set of values
+// matches by count and checksum; it returns how many deliveries repeated a
+// value.
+func (d *deliveries) check(t *testing.T, n int) (repeats int) {
 	t.Helper()
 	seen := map[string]int{}
 	var sum uint32
@@ -193,7 +219,7 @@ func (d *deliveries) check(t *testing.T, n int) (dups []delivery) {
 		if seen[r.value] == 1 {
 			sum ^= crc32.ChecksumIEEE([]byte(r.value))
 		} else {
-			dups = append(dups, r)
+			repeats++
 		}
 	}
 	var want uint32
@@ -207,7 +233,7 @@ func (d *deliveries) check(t *testing.T, n int) (dups []delivery) {
 	if len(seen) != n || sum != want {
 		t.Fatalf("received %d distinct values with checksum %08x, want %d with %08x", len(seen), sum, n, want)
 	}
-	return dups
+	return repeats
 }
 
 // consume runs Next in a goroutine until the group is closed or fails.

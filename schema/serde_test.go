@@ -306,3 +306,33 @@ func TestSerializerErrors(t *testing.T) {
 		t.Error("unrelated struct accepted")
 	}
 }
+
+// TestSerializerWithOurRegistry: lookup-only and incompatible schemas
+// against the real registry, through pkg/sr.
+func TestSerializerWithOurRegistry(t *testing.T) {
+	ctx := context.Background()
+	reg := srtest.Start(t)
+	v1 := readSchema(t, "pageview.avsc")
+	lookup, _ := schema.NewSerializer(reg.Client, schema.SerializerConfig{Schema: v1, LookupOnly: true})
+	if _, err := lookup.Serialize(ctx, "pageviews", pageView(0)); err == nil || !strings.Contains(err.Error(), "40401") && !strings.Contains(err.Error(), "not found") {
+		t.Errorf("lookup before registration: %v", err)
+	}
+	reg1, _ := schema.NewSerializer(reg.Client, schema.SerializerConfig{Schema: v1})
+	if _, err := reg1.Serialize(ctx, "pageviews", pageView(0)); err != nil {
+		t.Fatal(err)
+	}
+	lookup, _ = schema.NewSerializer(reg.Client, schema.SerializerConfig{Schema: v1, LookupOnly: true})
+	if _, err := lookup.Serialize(ctx, "pageviews", pageView(0)); err != nil {
+		t.Errorf("lookup after registration: %v", err)
+	}
+	// A new required field breaks BACKWARD: the serializer says why.
+	broken := strings.Replace(v1, `{"name": "memberId", "type": "long"`, `{"name": "mandatory", "type": "string"}, {"name": "memberId", "type": "long"`, 1)
+	bad, err := schema.NewSerializer(reg.Client, schema.SerializerConfig{Schema: broken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bad.Serialize(ctx, "pageviews", pageView(0))
+	if err == nil || !strings.Contains(err.Error(), "incompatible") || !strings.Contains(err.Error(), "mandatory") {
+		t.Errorf("incompatible schema: %v", err)
+	}
+}

@@ -194,3 +194,11 @@ func (s *Server) putMode(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errInvalidMode(req.Mode))
 	}
 }
+
+// DELETE /mode and DELETE /mode/{subject} have no mode to reset and
+// answer with the one in force.
+func (s *Server) resetMode(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, struct {
+		Mode string `json:"mode"`
+	}{readWrite})
+}

@@ -57,6 +57,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("PUT /mode", s.putMode)
 	mux.HandleFunc("GET /mode/{subject}", s.getMode)
 	mux.HandleFunc("PUT /mode/{subject}", s.putMode)
+	mux.HandleFunc("DELETE /mode", s.resetMode)
+	mux.HandleFunc("DELETE /mode/{subject}", s.resetMode)
 
 	return confluentShape(mux)
 }

@@ -14,11 +14,13 @@
 //
 // What a caller may rely on:
 //
-//   - Within a group, a partition is fetched by at most one consumer at a
-//     time: a consumer delivers records only of partitions whose owner node
-//     it holds. Across groups nothing is shared, so every group gets every
+//   - Within a group, each partition has one owner: a consumer delivers
+//     records only of partitions whose owner node it holds, and commits
+//     only while it holds it. A consumer cut off from ZooKeeper stops
+//     delivering after half its session timeout, about when the others may
+//     take over. Across groups nothing is shared, so every group gets every
 //     message (publish/subscribe); within one group each message goes to one
-//     consumer (point-to-point).
+//     consumer (point-to-point), repeats after failures aside.
 //   - Delivery is at-least-once. A record counts as processed once Next is
 //     called again (or Close is called); only processed records are
 //     committed. After a crash, a partition's next owner starts at the last

@@ -38,6 +38,10 @@ func (g *Group) register(ctx context.Context) error {
 		PID:     os.Getpid(),
 		Started: time.Now().UTC().Format(time.RFC3339),
 	})
+	// A crashed earlier run with the same id holds the node until its
+	// session times out; a live one holds it for good, so do not wait long.
+	ctx, cancel := context.WithTimeout(ctx, max(3*g.cfg.SessionTimeout, 20*time.Second))
+	defer cancel()
 	if err := g.s.CreateEphemeral(ctx, g.paths.Consumer(g.cfg.Group, g.id), data); err != nil {
 		return fmt.Errorf("registering consumer %s: %w", g.id, err)
 	}
@@ -192,7 +196,13 @@ func (g *Group) claim(mine map[string][]int32) error {
 	for i, r := range resp {
 		if errors.Is(r.Error, zk.ErrNodeExists) {
 			tp := tps[i]
-			owner, _, _ := g.s.Conn.Get(g.paths.Owner(g.cfg.Group, tp.topic, tp.partition))
+			path := g.paths.Owner(g.cfg.Group, tp.topic, tp.partition)
+			owner, stat, _ := g.s.Conn.Get(path)
+			if stat != nil && stat.EphemeralOwner == g.s.Conn.SessionID() {
+				// Our own claim that an earlier release failed to delete:
+				// delete it now; the retry will succeed.
+				g.s.Conn.Delete(path, -1)
+			}
 			return &conflictError{tp.topic, tp.partition, string(owner)}
 		}
 	}

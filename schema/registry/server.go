@@ -85,18 +85,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := NewWithLog(ctx, l, cfg)
-	if err != nil {
-		l.Close()
-		return nil, err
-	}
-	return s, nil
+	return NewWithLog(ctx, l, cfg)
 }
 
 // NewWithLog is New over any Log, e.g. a MemoryLog in tests. The Server
-// owns l from then on and closes it in Close.
+// owns l from the call on: it closes l in Close, or at once if it fails.
 func NewWithLog(ctx context.Context, l Log, cfg Config) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
+		l.Close()
 		return nil, err
 	}
 	tailCtx, stop := context.WithCancel(context.Background())
@@ -110,8 +106,14 @@ func NewWithLog(ctx context.Context, l Log, cfg Config) (*Server, error) {
 	}
 	s.handler = s.routes()
 	go s.tail(tailCtx)
+	// Replay is bounded by ctx alone, not SyncTimeout: a long-lived topic
+	// may take longer to read than any one request should wait.
 	start := time.Now()
-	if err := s.catchUp(ctx); err != nil {
+	end, err := l.End(ctx)
+	if err == nil {
+		err = s.waitFor(ctx, end)
+	}
+	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("registry: replay %s: %w", cfg.Topic, err)
 	}

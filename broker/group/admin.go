@@ -30,7 +30,7 @@ func (c *Coordinator) List() ([]Summary, *kerr.Error) {
 	seen := map[string]bool{}
 	var out []Summary
 	for name, g := range c.groups {
-		if c.cfg.Owns(name) {
+		if c.cfg.Owns(name) && g.state != Empty {
 			out = append(out, Summary{Name: name, State: g.state, ProtocolType: g.protocolType})
 			seen[name] = true
 		}
@@ -88,8 +88,8 @@ func (c *Coordinator) describeLive(name string) (Description, bool, *kerr.Error)
 		return Description{}, false, err
 	}
 	g := c.groups[name]
-	if g == nil {
-		return Description{}, false, nil
+	if g == nil || g.state == Empty {
+		return Description{}, false, nil // the store knows whether it exists
 	}
 	d := Description{Name: name, State: g.state, ProtocolType: g.protocolType, Protocol: g.protocol}
 	for _, m := range g.sortedMembers() {

@@ -267,3 +267,32 @@ func count(owners map[int32]string, id string) int {
 	}
 	return n
 }
+
+// The available partitions are those of live brokers: when a broker leaves,
+// the group rebalances over the rest and keeps consuming; when it comes
+// back on its data, its partitions return with their offsets.
+func TestGroupFollowsBrokersLeavingAndComingBack(t *testing.T) {
+	connect, brokers := testenv.StartCluster(t, 3)
+	client := newClient(t, brokers[0].Addr)
+	const topic, parts = "moving", 12
+	createTopic(t, client, topic, parts)
+	produce(t, client, topic, 0, 600)
+
+	got := &deliveries{}
+	a := join(t, consumer.Config{ZooKeeper: connect, Group: "g", Topics: []string{topic}, ID: "a"})
+	b := join(t, consumer.Config{ZooKeeper: connect, Group: "g", Topics: []string{topic}, ID: "b"})
+	consume(t, a, got)
+	consume(t, b, got)
+	got.waitAll(t, 600, 30*time.Second)
+
+	gone := brokers[2]
+	gone.Stop()
+	eventually(t, 10*time.Second, "the group consumes only the 8 partitions of live brokers", func() bool {
+		return len(a.Assigned()[topic])+len(b.Assigned()[topic]) == 8
+	})
+	testenv.StartClusterBroker(t, connect, 3, testenv.WithDataDir(gone.DataDir), testenv.WithAddr(gone.Addr))
+	waitStable(t, connect, "g", topic, parts, []string{"a", "b"}, a, b)
+	produce(t, newClient(t, brokers[0].Addr), topic, 600, 1200)
+	got.waitAll(t, 1200, 30*time.Second)
+	got.check(t, 1200)
+}

@@ -35,6 +35,7 @@ var supported = map[int16]versions{
 	19: {0, 7},  // CreateTopics
 	20: {0, 6},  // DeleteTopics
 	22: {0, 4},  // InitProducerId
+	32: {0, 4},  // DescribeConfigs
 	42: {0, 2},  // DeleteGroups
 }
 
@@ -53,6 +54,8 @@ func (b *Broker) handle(c *conn, req *request) *pending {
 		return ready(encode(req, b.deleteTopics(r)))
 	case *kmsg.InitProducerIDRequest:
 		return ready(encode(req, b.initProducerID(r)))
+	case *kmsg.DescribeConfigsRequest:
+		return ready(encode(req, b.describeConfigs(r)))
 	case *kmsg.ListOffsetsRequest:
 		return ready(encode(req, b.listOffsets(r)))
 	case *kmsg.ProduceRequest:

@@ -33,7 +33,20 @@ fuzz:
 	$(GO) test ./broker/log -run '^$$' -fuzz FuzzRecoveryScan -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/log -run '^$$' -fuzz FuzzValidateBatch -fuzztime $(FUZZTIME)
 
-bench:
+# The paper's experiments, side by side with Apache Kafka, RabbitMQ, ActiveMQ
+# and NATS JetStream (installed by scripts/bench/install.sh; a peer that
+# cannot be installed or started shows as such in the table). Results also go
+# to $(BENCH_OUT)/bench.{txt,json,svg}. The paper's size: BENCH_MESSAGES=10000000.
+BENCH_MESSAGES ?= 1000000
+BENCH_OUT      ?= bin/bench
+BENCH_FLAGS    ?=
+bench: build
+	-./scripts/bench/install.sh
+	./$(BIN) bench --messages $(BENCH_MESSAGES) --out $(BENCH_OUT) --scripts scripts/bench $(BENCH_FLAGS)
+
+# The Go micro-benchmarks beside the code (BenchmarkAppend, BenchmarkFetch, ...).
+.PHONY: bench-go
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:

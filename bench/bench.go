@@ -1,0 +1,297 @@
+// Package bench reruns the experiments of the 2011 Kafka paper on this
+// machine, for Tributary and, in the same run, for the peers the machine
+// can start: Apache Kafka (KRaft), RabbitMQ, ActiveMQ and NATS JetStream.
+//
+// Every system runs as its own process on loopback, started fresh for the
+// run and stopped after it, and is measured with the same tests:
+//
+//   - produce: one producer, 200-byte messages, batch 1 and 50 (messages per
+//     request), fire-and-forget (acks=0, the paper's producer) and
+//     acknowledged by the broker (acks=1). A row ends when the broker holds
+//     every message sent, so fire-and-forget cannot outrun the broker; the
+//     data directory's growth gives the storage overhead per message.
+//   - consume: one consumer reading the batch-50 acks=1 data back from the
+//     page cache, prefetching about 200 KB (1000 messages) per request.
+//   - latency: produce-to-consume p50/p99 at a fixed moderate rate.
+//   - memory: the broker process's peak RSS (VmHWM) over all its tests.
+//
+// The same client library, kgo, drives Tributary and Kafka, so those two
+// rows compare brokers, not clients. What is promised: a system that cannot
+// be started, or a test that fails, is a row with its reason, never a gap;
+// figures of different systems come from the same run and are compared as
+// ratios to Tributary beside their absolute values.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// MessageSize is the paper's message size in bytes.
+const MessageSize = 200
+
+// Tests, as they appear in rows.
+const (
+	TestProduce = "produce"
+	TestConsume = "consume"
+	TestLatency = "latency"
+	TestMemory  = "memory"
+	TestCeiling = "ceiling"
+)
+
+// Config says what to run.
+type Config struct {
+	// Messages per producer row (the paper: 10 million).
+	Messages int
+	// Systems to measure, in order; Tributary is always measured first
+	// since every ratio is to it. Empty means all of AllSystems.
+	Systems []string
+	// RowTime caps one producer or consumer row: a row that has not sent
+	// Messages by then stops and reports what it did.
+	RowTime time.Duration
+	// LatencyRate (messages per second) and LatencyTime shape the latency
+	// test.
+	LatencyRate int
+	LatencyTime time.Duration
+	// WorkDir holds every system's data; a temporary directory if empty.
+	// The run removes what it created unless Keep is set.
+	WorkDir string
+	Keep    bool
+	// TributaryBinary is the `tributary` executable to start.
+	TributaryBinary string
+	// Scripts is the directory of peer.sh (scripts/bench).
+	Scripts string
+	// ProfileDir, if set, gets a `perf record` profile of the Tributary
+	// broker process per row (needs perf on PATH).
+	ProfileDir string
+	// SkipCeiling leaves out the loopback and disk measurement.
+	SkipCeiling bool
+	Logger      *slog.Logger
+}
+
+// AllSystems are the systems a run measures by default.
+var AllSystems = []string{"tributary", "kafka", "rabbitmq", "activemq", "nats"}
+
+func (c Config) withDefaults() Config {
+	if c.Messages <= 0 {
+		c.Messages = 10_000_000
+	}
+	if len(c.Systems) == 0 {
+		c.Systems = AllSystems
+	}
+	// Tributary first, once: every ratio is to it.
+	systems := []string{"tributary"}
+	for _, s := range c.Systems {
+		if s != "tributary" && !slices.Contains(systems, s) {
+			systems = append(systems, s)
+		}
+	}
+	c.Systems = systems
+	if c.RowTime <= 0 {
+		c.RowTime = 20 * time.Second
+	}
+	if c.LatencyRate <= 0 {
+		c.LatencyRate = 1000
+	}
+	if c.LatencyTime <= 0 {
+		c.LatencyTime = 5 * time.Second
+	}
+	if c.Scripts == "" {
+		c.Scripts = filepath.Join("scripts", "bench")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Messages    int      `json:"messages"`
+	MessageSize int      `json:"message_size"`
+	Ceiling     *Ceiling `json:"ceiling,omitempty"`
+	Rows        []Row    `json:"rows"`
+	// Notes say, per system, how durable it was configured and what acks
+	// and batch mean for it.
+	Notes map[string]string `json:"notes"`
+}
+
+// Row is one measurement of one system. Throughput rows fill MsgsPerSec and
+// MBPerSec (payload megabytes, 10^6 bytes); latency rows P50Ms and P99Ms;
+// memory rows PeakRSSMB. Ratio is to Tributary's row of the same test,
+// batch and acks: of msgs/s for produce and consume, of p50 for latency,
+// of peak RSS for memory.
+type Row struct {
+	System     string  `json:"system"`
+	Test       string  `json:"test"`
+	Batch      int     `json:"batch"`
+	Acks       int     `json:"acks"`
+	Messages   int     `json:"messages"`
+	Seconds    float64 `json:"seconds"`
+	MsgsPerSec float64 `json:"msgs_per_sec"`
+	MBPerSec   float64 `json:"mb_per_sec"`
+	// OverheadBytes is disk bytes per message beyond the payload (produce
+	// rows); nil when not measured.
+	OverheadBytes *float64 `json:"overhead_bytes_per_msg,omitempty"`
+	P50Ms         float64  `json:"p50_ms,omitempty"`
+	P99Ms         float64  `json:"p99_ms,omitempty"`
+	PeakRSSMB     float64  `json:"peak_rss_mb,omitempty"`
+	Ratio         float64  `json:"ratio_to_tributary,omitempty"`
+	// Status is "ok", or why the row has no figures ("not started: ...",
+	// "failed: ..."), or what went wrong beside them ("lost 12 of ...").
+	Status string `json:"status"`
+}
+
+// OK reports whether the row carries figures.
+func (r Row) OK() bool { return r.Status == "ok" || strings.HasPrefix(r.Status, "lost ") }
+
+// producerRows are the producer test's variants, in table order.
+var producerRows = []struct{ batch, acks int }{{1, 0}, {1, 1}, {50, 0}, {50, 1}}
+
+// consumeFrom is the producer row whose data the consumer test reads back.
+var consumeFrom = struct{ batch, acks int }{50, 1}
+
+func topicName(batch, acks int) string { return fmt.Sprintf("bench-b%d-a%d", batch, acks) }
+
+// Run measures every configured system, one after the other.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg = cfg.withDefaults()
+	if cfg.TributaryBinary == "" {
+		return nil, fmt.Errorf("bench: no tributary binary given")
+	}
+	work := cfg.WorkDir
+	if work == "" {
+		d, err := os.MkdirTemp("", "tributary-bench-")
+		if err != nil {
+			return nil, err
+		}
+		work = d
+	} else if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	if !cfg.Keep {
+		defer os.RemoveAll(work)
+	}
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+
+	rep := &Report{Messages: cfg.Messages, MessageSize: MessageSize, Notes: map[string]string{}}
+	if !cfg.SkipCeiling {
+		c, err := MeasureCeiling(ctx, work)
+		if err != nil {
+			cfg.Logger.Warn("machine ceiling not measured", "err", err)
+		} else {
+			rep.Ceiling = c
+		}
+	}
+	for _, name := range cfg.Systems {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sys, ok := systems[name]
+		if !ok {
+			return nil, fmt.Errorf("bench: unknown system %q (known: %s)", name, strings.Join(AllSystems, ", "))
+		}
+		rep.Notes[name] = sys.notes
+		rep.Rows = append(rep.Rows, runSystem(ctx, cfg, sys, filepath.Join(work, name))...)
+	}
+	computeRatios(rep.Rows)
+	return rep, nil
+}
+
+// runSystem starts one system, runs every test against it and stops it.
+// It always returns the full set of rows, with reasons where figures are
+// missing.
+func runSystem(ctx context.Context, cfg Config, sys *system, dir string) []Row {
+	log := cfg.Logger.With("system", sys.name)
+	log.Info("starting")
+	srv, err := sys.start(ctx, cfg, dir)
+	if err != nil {
+		log.Warn("not started", "err", err)
+		return allRows(sys.name, "not started: "+oneLine(err.Error()))
+	}
+	defer func() {
+		if err := srv.stop(); err != nil {
+			log.Warn("stop", "err", err)
+		}
+	}()
+	drv, err := sys.connect(ctx, srv.addr)
+	if err != nil {
+		log.Warn("no client connection", "err", err)
+		return allRows(sys.name, "failed: "+oneLine(err.Error()))
+	}
+	defer drv.Close()
+
+	r := &runner{cfg: cfg, log: log, srv: srv, drv: drv, system: sys.name}
+	r.warmUp(ctx)
+	var rows []Row
+	sent := map[[2]int]int{}
+	for _, p := range producerRows {
+		row := r.produce(ctx, p.batch, p.acks)
+		sent[[2]int{p.batch, p.acks}] = row.Messages
+		rows = append(rows, row)
+	}
+	rows = append(rows, r.consume(ctx, topicName(consumeFrom.batch, consumeFrom.acks), sent[[2]int{consumeFrom.batch, consumeFrom.acks}]))
+	rows = append(rows, r.latency(ctx))
+	rows = append(rows, r.memory())
+	return rows
+}
+
+// allRows is the row set of a system with no figures.
+func allRows(system, status string) []Row {
+	var rows []Row
+	for _, p := range producerRows {
+		rows = append(rows, Row{System: system, Test: TestProduce, Batch: p.batch, Acks: p.acks, Status: status})
+	}
+	return append(rows,
+		Row{System: system, Test: TestConsume, Batch: 1000, Status: status},
+		Row{System: system, Test: TestLatency, Batch: 1, Acks: 1, Status: status},
+		Row{System: system, Test: TestMemory, Status: status},
+	)
+}
+
+func computeRatios(rows []Row) {
+	metric := func(r Row) float64 {
+		switch r.Test {
+		case TestLatency:
+			return r.P50Ms
+		case TestMemory:
+			return r.PeakRSSMB
+		default:
+			return r.MsgsPerSec
+		}
+	}
+	for i := range rows {
+		if !rows[i].OK() {
+			continue
+		}
+		for _, t := range rows {
+			if t.System == "tributary" && t.Test == rows[i].Test && t.Batch == rows[i].Batch && t.Acks == rows[i].Acks && t.OK() && metric(t) > 0 {
+				rows[i].Ratio = metric(rows[i]) / metric(t)
+			}
+		}
+	}
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	lines := strings.Split(s, "\n")
+	// The most telling line of a failed start is usually its first; keep it
+	// and the last so the table stays one line per row.
+	if len(lines) > 1 {
+		s = lines[0] + " … " + strings.TrimSpace(lines[len(lines)-1])
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

@@ -1,0 +1,189 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// TestBenchSmoke runs the whole bench for Tributary with a tiny message
+// count, plus a peer whose scripts are missing, and checks the shape of
+// what comes out: every row present, sane non-zero figures, the peer
+// reported as not started rather than dropped. No peer is started and no
+// figure is compared with a time.
+func TestBenchSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a tributary process")
+	}
+	out := t.TempDir()
+	rep, err := Run(context.Background(), Config{
+		Messages:        3000,
+		Systems:         []string{"tributary", "kafka"},
+		RowTime:         time.Minute,
+		LatencyRate:     200,
+		LatencyTime:     time.Second,
+		WorkDir:         t.TempDir(),
+		TributaryBinary: testenv.Binary(t),
+		Scripts:         t.TempDir(), // no peer.sh: kafka cannot start
+		SkipCeiling:     true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteFiles(out); err != nil {
+		t.Fatal(err)
+	}
+
+	var rows []map[string]any
+	data, err := os.ReadFile(filepath.Join(out, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &rows); err != nil {
+		t.Fatalf("bench.json is not an array of rows: %v", err)
+	}
+	for _, r := range rows {
+		for _, k := range []string{"system", "test", "batch", "msgs_per_sec", "mb_per_sec"} {
+			if _, ok := r[k]; !ok {
+				t.Errorf("JSON row %v has no %q", r, k)
+			}
+		}
+	}
+
+	byKey := map[string]Row{}
+	for _, r := range rep.Rows {
+		byKey[r.System+"/"+r.Test+"/"+strconv.Itoa(r.Batch)+"/"+strconv.Itoa(r.Acks)] = r
+	}
+	for _, p := range producerRows {
+		key := "tributary/produce/" + strconv.Itoa(p.batch) + "/" + strconv.Itoa(p.acks)
+		r, ok := byKey[key]
+		switch {
+		case !ok:
+			t.Errorf("no row %s", key)
+		case r.Status != "ok":
+			t.Errorf("%s: status %q", key, r.Status)
+		case r.Messages != 3000 || r.MsgsPerSec <= 0 || r.MBPerSec <= 0:
+			t.Errorf("%s: %d messages, %.0f msg/s, %.2f MB/s", key, r.Messages, r.MsgsPerSec, r.MBPerSec)
+		case r.OverheadBytes == nil || *r.OverheadBytes <= 0:
+			t.Errorf("%s: storage overhead %v, want a positive figure (a batch header at least)", key, r.OverheadBytes)
+		case r.Ratio != 1:
+			t.Errorf("%s: ratio to itself %v", key, r.Ratio)
+		}
+	}
+	if r := byKey["tributary/consume/1000/0"]; r.Status != "ok" || r.Messages != 3000 || r.MsgsPerSec <= 0 {
+		t.Errorf("consume row: %+v", r)
+	}
+	if r := byKey["tributary/latency/1/1"]; r.Status != "ok" || r.Messages == 0 || r.P50Ms <= 0 || r.P99Ms < r.P50Ms {
+		t.Errorf("latency row: %+v", r)
+	}
+	if r := byKey["tributary/memory/0/0"]; r.Status != "ok" || r.PeakRSSMB <= 0 {
+		t.Errorf("memory row: %+v", r)
+	}
+
+	kafkaRows := 0
+	for _, r := range rep.Rows {
+		if r.System == "kafka" {
+			kafkaRows++
+			if !strings.HasPrefix(r.Status, "not started: ") || r.OK() || r.Ratio != 0 {
+				t.Errorf("kafka row without its peer: %+v", r)
+			}
+		}
+	}
+	if want := len(allRows("kafka", "")); kafkaRows != want {
+		t.Errorf("kafka has %d rows, want %d (a peer that cannot start keeps its rows)", kafkaRows, want)
+	}
+
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"PRODUCER", "CONSUMER", "LATENCY", "MEMORY", "tributary", "not started", "1.00x"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table has no %q:\n%s", want, table.String())
+		}
+	}
+	if svg, err := os.ReadFile(filepath.Join(out, "bench.svg")); err != nil || !bytes.Contains(svg, []byte("<rect")) {
+		t.Errorf("bench.svg: %v, %d bytes", err, len(svg))
+	}
+	t.Logf("\n%s", table.String())
+}
+
+func TestCeilingMeasures(t *testing.T) {
+	lo, err := loopbackMBPerSec(context.Background(), 100*time.Millisecond)
+	if err != nil || lo <= 0 {
+		t.Errorf("loopback: %v MB/s, %v", lo, err)
+	}
+	disk, err := diskMBPerSec(t.TempDir(), 4<<20)
+	if err != nil || disk <= 0 {
+		t.Errorf("disk: %v MB/s, %v", disk, err)
+	}
+}
+
+func TestSTOMPFrames(t *testing.T) {
+	tests := []struct {
+		name, wire string
+		command    string
+		headers    map[string]string
+		body       string
+		err        string
+	}{
+		{name: "content-length body may hold NUL", wire: "MESSAGE\nack:7\ncontent-length:3\n\na\x00b\x00",
+			command: "MESSAGE", headers: map[string]string{"ack": "7"}, body: "a\x00b"},
+		{name: "body up to NUL", wire: "RECEIPT\nreceipt-id:1\n\n\x00", command: "RECEIPT",
+			headers: map[string]string{"receipt-id": "1"}},
+		{name: "heart-beats skipped", wire: "\n\r\nCONNECTED\nversion:1.2\n\n\x00", command: "CONNECTED",
+			headers: map[string]string{"version": "1.2"}},
+		{name: "first repeated header wins", wire: "MESSAGE\nx:1\nx:2\n\n\x00", command: "MESSAGE",
+			headers: map[string]string{"x": "1"}},
+		{name: "error frame", wire: "ERROR\nmessage:no such queue\n\ndetail\x00", err: "no such queue"},
+		{name: "bad length", wire: "MESSAGE\ncontent-length:-1\n\n\x00", err: "bad content-length"},
+		{name: "missing NUL", wire: "MESSAGE\ncontent-length:1\n\nab", err: "not followed by NUL"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client, server := net.Pipe()
+			defer client.Close()
+			go func() { server.Write([]byte(tc.wire)); server.Close() }()
+			s := &stompConn{c: client, r: bufio.NewReader(client)}
+			f, err := s.readFrame()
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.command != tc.command || string(f.body) != tc.body {
+				t.Errorf("got %s %q, want %s %q", f.command, f.body, tc.command, tc.body)
+			}
+			for k, v := range tc.headers {
+				if f.headers[k] != v {
+					t.Errorf("header %s = %q, want %q", k, f.headers[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestSTOMPWriteFrame(t *testing.T) {
+	var buf bytes.Buffer
+	s := &stompConn{w: bufio.NewWriter(&buf)}
+	s.writeFrame("SEND", []byte("hi"), "destination:/queue/q", "receipt:1")
+	s.w.Flush()
+	want := "SEND\ndestination:/queue/q\nreceipt:1\ncontent-length:2\n\nhi\x00"
+	if buf.String() != want {
+		t.Errorf("frame %q, want %q", buf.String(), want)
+	}
+}

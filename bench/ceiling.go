@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"time"
+)
+
+// Ceiling is what the machine itself allows, for reading the other figures:
+// a broker on loopback cannot move data faster than loopback TCP, nor
+// persist it faster than the disk writes sequentially.
+type Ceiling struct {
+	LoopbackMBPerSec float64 `json:"loopback_mb_per_sec"`
+	DiskMBPerSec     float64 `json:"disk_write_mb_per_sec"`
+}
+
+// MeasureCeiling measures loopback TCP throughput (one connection, 256 KiB
+// writes, ~2 s) and sequential write speed of dir's file system (256 MiB in
+// 1 MiB writes, then fdatasync, timed together).
+func MeasureCeiling(ctx context.Context, dir string) (*Ceiling, error) {
+	lo, err := loopbackMBPerSec(ctx, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	disk, err := diskMBPerSec(dir, 256<<20)
+	if err != nil {
+		return nil, err
+	}
+	return &Ceiling{LoopbackMBPerSec: lo, DiskMBPerSec: disk}, nil
+}
+
+func loopbackMBPerSec(ctx context.Context, dur time.Duration) (float64, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, c)
+		c.Close()
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	buf := make([]byte, 256<<10)
+	var n int64
+	start := time.Now()
+	for time.Since(start) < dur && ctx.Err() == nil {
+		w, err := c.Write(buf)
+		n += int64(w)
+		if err != nil {
+			return 0, err
+		}
+	}
+	return float64(n) / time.Since(start).Seconds() / 1e6, nil
+}
+
+func diskMBPerSec(dir string, size int) (float64, error) {
+	f, err := os.CreateTemp(dir, "ceiling-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	start := time.Now()
+	for written := 0; written < size; written += len(buf) {
+		if _, err := f.Write(buf); err != nil {
+			return 0, err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	return float64(size) / time.Since(start).Seconds() / 1e6, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

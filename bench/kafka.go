@@ -1,0 +1,285 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func init() {
+	register(&system{
+		name: "tributary",
+		notes: "fsync every 10000 messages or 200 ms (the defaults); consumers see flushed data only. " +
+			"Client kgo: batch N = one Produce request of one N-record batch, no compression; acks=1 = after append",
+		start:   startTributary,
+		connect: connectKafka,
+	})
+	register(&system{
+		name: "kafka",
+		notes: "Apache Kafka " + kafkaVersion() + " KRaft, one node; log.flush.interval.messages=10000, log.flush.interval.ms=200 " +
+			"(as Tributary); consumers see unflushed data. Client kgo, as for Tributary",
+		start:   startPeer("kafka"),
+		connect: connectKafka,
+	})
+}
+
+// kafkaDriver drives Tributary and Apache Kafka with the same client, kgo.
+type kafkaDriver struct {
+	addr  string
+	admin *kadm.Client
+	rng   *rand.Rand
+}
+
+func connectKafka(ctx context.Context, addr string) (driver, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return nil, err
+	}
+	adm := kadm.NewClient(cl)
+	// A freshly started KRaft node accepts connections a moment before it
+	// answers metadata; wait for that here, not inside a timed row.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, err := adm.BrokerMetadata(ctx)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			adm.Close()
+			return nil, fmt.Errorf("broker metadata: %w", err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return &kafkaDriver{addr: addr, admin: adm, rng: rand.New(rand.NewPCG(1, 2))}, nil
+}
+
+func (d *kafkaDriver) Close() { d.admin.Close() }
+
+func (d *kafkaDriver) createTopic(ctx context.Context, topic string) error {
+	resp, err := d.admin.CreateTopic(ctx, 1, 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+func (d *kafkaDriver) endOffset(ctx context.Context, topic string) (int64, error) {
+	offs, err := d.admin.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	o, ok := offs.Lookup(topic, 0)
+	if !ok {
+		return 0, fmt.Errorf("no end offset for %s", topic)
+	}
+	return o.Offset, o.Err
+}
+
+func (d *kafkaDriver) Produce(ctx context.Context, topic string, n, batch int, acked bool, deadline time.Time) (int, int, error) {
+	if err := d.createTopic(ctx, topic); err != nil {
+		return 0, 0, err
+	}
+	acks := kgo.NoAck()
+	if acked {
+		acks = kgo.LeaderAck()
+	}
+	// Manual flushing makes a batch exactly `batch` records, sent in one
+	// request: the paper's producer, not kgo's linger heuristics.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(d.addr), kgo.DefaultProduceTopic(topic),
+		kgo.ManualFlushing(), kgo.RequiredAcks(acks), kgo.DisableIdempotentWrite(),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(batch+1))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cl.Close()
+	value := payload(d.rng)
+	var failed atomic.Pointer[error]
+	done := func(_ *kgo.Record, err error) {
+		if err != nil {
+			failed.CompareAndSwap(nil, &err)
+		}
+	}
+	sent := 0
+	for sent < n && time.Now().Before(deadline) {
+		k := min(batch, n-sent)
+		for range k {
+			cl.Produce(ctx, &kgo.Record{Value: value}, done)
+		}
+		if err := cl.Flush(ctx); err != nil {
+			return sent, 0, err
+		}
+		if e := failed.Load(); e != nil {
+			return sent, 0, *e
+		}
+		sent += k
+	}
+	stored, err := d.waitStored(ctx, topic, sent)
+	return sent, stored, err
+}
+
+// waitStored polls the end offset (for Tributary: the flushed offset) until
+// it reaches n, or until it stops moving.
+func (d *kafkaDriver) waitStored(ctx context.Context, topic string, n int) (int, error) {
+	return pollStored(ctx, n, func() (int, error) {
+		o, err := d.endOffset(ctx, topic)
+		return int(o), err
+	})
+}
+
+// pollStored calls count until it reaches n; when it stops growing for 10 s
+// what it reached is returned (loss is reported by the caller, not hidden).
+func pollStored(ctx context.Context, n int, count func() (int, error)) (int, error) {
+	last, lastChange := -1, time.Now()
+	for {
+		c, err := count()
+		if err != nil {
+			return 0, err
+		}
+		if c >= n {
+			return n, nil
+		}
+		if c != last {
+			last, lastChange = c, time.Now()
+		} else if time.Since(lastChange) > 10*time.Second {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return c, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+func (d *kafkaDriver) consumer(topic string, extra ...kgo.Opt) (*kgo.Client, error) {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(d.addr), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// About 200 KB per fetch, as in the paper's consumer test.
+		kgo.FetchMaxBytes(200 << 10), kgo.FetchMaxPartitionBytes(200 << 10),
+		kgo.FetchMaxWait(500 * time.Millisecond)}, extra...)
+	return kgo.NewClient(opts...)
+}
+
+func (d *kafkaDriver) Consume(ctx context.Context, topic string, n int, deadline time.Time) (int, error) {
+	cl, err := d.consumer(topic)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	got := 0
+	for got < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return got, nil // the row's time is up: report what was read
+		}
+		if err := fs.Err(); err != nil {
+			return got, err
+		}
+		got += fs.NumRecords()
+	}
+	return got, nil
+}
+
+func (d *kafkaDriver) Latency(ctx context.Context, topic string, every time.Duration, stop time.Time) ([]time.Duration, error) {
+	if err := d.createTopic(ctx, topic); err != nil {
+		return nil, err
+	}
+	cons, err := d.consumer(topic)
+	if err != nil {
+		return nil, err
+	}
+	defer cons.Close()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(d.addr), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(0),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		return nil, err
+	}
+	defer prod.Close()
+
+	var (
+		mu      sync.Mutex
+		lat     []time.Duration
+		sent    atomic.Int64
+		prodErr atomic.Pointer[error]
+	)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	consumed := make(chan struct{})
+	go func() {
+		defer close(consumed)
+		for cctx.Err() == nil {
+			fs := cons.PollFetches(cctx)
+			now := time.Now()
+			fs.EachRecord(func(r *kgo.Record) {
+				if t, ok := sentAt(r.Value); ok {
+					mu.Lock()
+					lat = append(lat, now.Sub(t))
+					mu.Unlock()
+				}
+			})
+		}
+	}()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for time.Now().Before(stop) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+		prod.Produce(ctx, &kgo.Record{Value: stamp(payload(d.rng))}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				prodErr.CompareAndSwap(nil, &err)
+			}
+		})
+		sent.Add(1)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		return nil, err
+	}
+	if e := prodErr.Load(); e != nil {
+		return nil, *e
+	}
+	return waitLatencies(&mu, &lat, int(sent.Load()), cancel, consumed), nil
+}
+
+// waitLatencies waits up to 10 s for the consumer to see every message sent,
+// then stops it and returns what it measured.
+func waitLatencies(mu *sync.Mutex, lat *[]time.Duration, sent int, cancel func(), consumed <-chan struct{}) []time.Duration {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(*lat)
+		mu.Unlock()
+		if n >= sent {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-consumed
+	mu.Lock()
+	defer mu.Unlock()
+	return append([]time.Duration(nil), (*lat)...)
+}
+
+func kafkaVersion() string {
+	if v := envOr("KAFKA_VERSION", ""); v != "" {
+		return v
+	}
+	return "4.1.1"
+}

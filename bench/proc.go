@@ -1,0 +1,196 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// diskUsage is the space dir's files take on disk (allocated blocks, as du
+// counts them), so preallocated sparse files count for what they hold.
+func diskUsage(dir string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // a segment deleted while we walk
+			}
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			total += st.Blocks * 512
+		}
+		return nil
+	})
+	return total, err
+}
+
+// peakRSSKiB reads a process's peak resident set size (VmHWM).
+func peakRSSKiB(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("pid %d: no VmHWM in /proc status", pid)
+}
+
+// freePortRange finds n consecutive loopback ports that are free now.
+func freePortRange(n int) (int, error) {
+	for range 200 {
+		base := 20000 + rand.IntN(30000)
+		ok := true
+		for p := base; p < base+n && ok; p++ {
+			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+			if err != nil {
+				ok = false
+				continue
+			}
+			ln.Close()
+		}
+		if ok {
+			return base, nil
+		}
+	}
+	return 0, errors.New("no free range of loopback ports")
+}
+
+func waitListening(ctx context.Context, addr string, done <-chan struct{}, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			return fmt.Errorf("exited before listening on %s", addr)
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("nothing listening on %s after %v", addr, timeout)
+}
+
+// startTributary runs `tributary standalone` with its default flush policy.
+func startTributary(ctx context.Context, cfg Config, dir string) (*server, error) {
+	port, err := freePortRange(1)
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "tributary.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(cfg.TributaryBinary, "standalone", "--data-dir", data, "--listen", addr)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), "TRIBUTARY_LOG=warn")
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	stop := func() error {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+			return nil
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			return errors.New("tributary did not stop within 30s of SIGTERM")
+		}
+	}
+	if err := waitListening(ctx, addr, done, 30*time.Second); err != nil {
+		stop()
+		out, _ := os.ReadFile(filepath.Join(dir, "tributary.log"))
+		return nil, fmt.Errorf("%w\n%s", err, lastLines(out, 5))
+	}
+	return &server{addr: addr, pid: cmd.Process.Pid, dataDir: data, stop: stop}, nil
+}
+
+// startPeer starts a peer with scripts/bench/peer.sh, which knows how each
+// one is configured; see its header for the contract.
+func startPeer(name string) func(ctx context.Context, cfg Config, dir string) (*server, error) {
+	return func(ctx context.Context, cfg Config, dir string) (*server, error) {
+		script, err := filepath.Abs(filepath.Join(cfg.Scripts, "peer.sh"))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(script); err != nil {
+			return nil, fmt.Errorf("%s: %w (run from the repository root, or pass the scripts directory)", script, err)
+		}
+		port, err := freePortRange(3)
+		if err != nil {
+			return nil, err
+		}
+		stop := func() error {
+			c, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(c, "bash", script, "stop", name, dir).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("peer.sh stop %s: %v\n%s", name, err, lastLines(out, 5))
+			}
+			return nil
+		}
+		c, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(c, "bash", script, "start", name, dir, strconv.Itoa(port)).CombinedOutput()
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("%s\n%s", lastLines(out, 4), err)
+		}
+		pidText, err := os.ReadFile(filepath.Join(dir, "pid"))
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("pid file: %w", err)
+		}
+		return &server{addr: fmt.Sprintf("127.0.0.1:%d", port), pid: pid, dataDir: filepath.Join(dir, "data"), stop: stop}, nil
+	}
+}
+
+func lastLines(b []byte, n int) string {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}

@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+)
+
+// JSONRows is the report as one array of rows: every measured row with its
+// system's configuration in "config", then the machine's ceiling as two rows
+// of system "machine" (tests "ceiling-loopback" and "ceiling-disk", in
+// mb_per_sec).
+func (rep *Report) JSONRows() []JSONRow {
+	var out []JSONRow
+	for _, r := range rep.Rows {
+		out = append(out, JSONRow{Row: r, Config: rep.Notes[r.System]})
+	}
+	if c := rep.Ceiling; c != nil {
+		out = append(out,
+			JSONRow{Row: Row{System: "machine", Test: TestCeiling + "-loopback", MBPerSec: c.LoopbackMBPerSec, Status: "ok"}},
+			JSONRow{Row: Row{System: "machine", Test: TestCeiling + "-disk", MBPerSec: c.DiskMBPerSec, Status: "ok"}})
+	}
+	return out
+}
+
+// JSONRow is a Row with its system's configuration.
+type JSONRow struct {
+	Row
+	Config string `json:"config,omitempty"`
+}
+
+// WriteJSON writes JSONRows, indented.
+func (rep *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep.JSONRows())
+}
+
+// WriteTable writes the report as aligned text: the machine's ceiling, one
+// section per test, then how each system was configured.
+func (rep *Report) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Paper benchmarks: %d messages of %d bytes per producer row; MB = 10^6 payload bytes; ×trib = ratio to Tributary in this run\n",
+		rep.Messages, rep.MessageSize)
+	if c := rep.Ceiling; c != nil {
+		fmt.Fprintf(&b, "Machine ceiling: loopback TCP %.0f MB/s, sequential disk write %.0f MB/s (256 MiB + fdatasync)\n",
+			c.LoopbackMBPerSec, c.DiskMBPerSec)
+	}
+
+	section := func(title, header string, test string, cells func(r Row) string) {
+		fmt.Fprintf(&b, "\n%s\n", title)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, header)
+		for _, r := range rep.Rows {
+			if r.Test != test {
+				continue
+			}
+			fmt.Fprintln(tw, cells(r))
+		}
+		tw.Flush()
+	}
+	// A system that did not start says why once, below the table.
+	status := func(r Row) string {
+		if strings.HasPrefix(r.Status, "not started") {
+			return "not started (see below)"
+		}
+		return r.Status
+	}
+	ratio := func(r Row) string {
+		if r.Ratio == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", r.Ratio)
+	}
+	figures := func(r Row, f string) string {
+		if !r.OK() {
+			return "-"
+		}
+		return f
+	}
+
+	section("PRODUCER: one producer, until the broker holds every message (×trib: msg/s)",
+		"batch\tacks\tsystem\tmessages\tmsg/s\tMB/s\t×trib\tdisk B/msg over payload\t  status", TestProduce,
+		func(r Row) string {
+			over := "-"
+			if r.OverheadBytes != nil {
+				over = fmt.Sprintf("%.1f", *r.OverheadBytes)
+			}
+			return fmt.Sprintf("%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t  %s", r.Batch, r.Acks, r.System,
+				figures(r, fmt.Sprint(r.Messages)), figures(r, fmt.Sprintf("%.0f", r.MsgsPerSec)),
+				figures(r, fmt.Sprintf("%.1f", r.MBPerSec)), ratio(r), over, status(r))
+		})
+	section("CONSUMER: one consumer, ~200 KB / 1000 messages per fetch, batch-50 acks=1 data, in page cache (×trib: msg/s)",
+		"system\tmessages\tmsg/s\tMB/s\t×trib\t  status", TestConsume,
+		func(r Row) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t  %s", r.System, figures(r, fmt.Sprint(r.Messages)),
+				figures(r, fmt.Sprintf("%.0f", r.MsgsPerSec)), figures(r, fmt.Sprintf("%.1f", r.MBPerSec)), ratio(r), status(r))
+		})
+	section("LATENCY: produce (acks=1, batch 1) to consume at a fixed rate (×trib: p50; >1 is slower)",
+		"system\tmessages\tp50 ms\tp99 ms\t×trib\t  status", TestLatency,
+		func(r Row) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t  %s", r.System, figures(r, fmt.Sprint(r.Messages)),
+				figures(r, fmt.Sprintf("%.2f", r.P50Ms)), figures(r, fmt.Sprintf("%.2f", r.P99Ms)), ratio(r), status(r))
+		})
+	section("MEMORY: peak RSS (VmHWM) of the broker process over all its tests (×trib: RSS)",
+		"system\tpeak RSS MB\t×trib\t  status", TestMemory,
+		func(r Row) string {
+			return fmt.Sprintf("%s\t%s\t%s\t  %s", r.System, figures(r, fmt.Sprintf("%.0f", r.PeakRSSMB)), ratio(r), status(r))
+		})
+
+	fmt.Fprintf(&b, "\nHow each system ran (durability, and what batch and acks mean for it):\n")
+	seen := map[string]bool{}
+	for _, r := range rep.Rows {
+		if !seen[r.System] {
+			seen[r.System] = true
+			fmt.Fprintf(&b, "  %s: %s\n", r.System, rep.Notes[r.System])
+			if strings.HasPrefix(r.Status, "not started") {
+				fmt.Fprintf(&b, "    NOT STARTED: %s\n", strings.TrimPrefix(r.Status, "not started: "))
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteFiles writes bench.txt, bench.json and bench.svg into dir.
+func (rep *Report) WriteFiles(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, write := range map[string]func(io.Writer) error{
+		"bench.txt":  rep.WriteTable,
+		"bench.json": rep.WriteJSON,
+		"bench.svg":  rep.WriteSVG,
+	} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		err = write(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}

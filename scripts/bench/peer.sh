@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Starts and stops one private instance of a bench peer on loopback.
+#
+#   peer.sh start SYSTEM DIR PORT   # returns once PORT accepts connections
+#   peer.sh stop  SYSTEM DIR
+#
+# SYSTEM is kafka, rabbitmq, activemq or nats. Everything the instance
+# writes (config, data, logs) stays in DIR; DIR/pid holds the pid of the
+# broker process itself (the JVM, beam.smp, nats-server), whose VmHWM the
+# bench reads, and DIR/data is the directory whose size is its storage.
+# An instance uses the ports PORT, PORT+1 and PORT+2, all on 127.0.0.1.
+#
+# Durability is set to match Tributary's defaults where the peer allows it
+# (fsync every 10000 messages or 200 ms); the bench prints what each got.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+. "$here/lib.sh"
+
+[ $# -ge 3 ] || { echo "usage: $0 start|stop SYSTEM DIR [PORT]" >&2; exit 2; }
+action=$1 system=$2 dir=$3 port=${4:-0}
+mkdir -p "$dir/data"
+dir="$(cd "$dir" && pwd)"
+log="$dir/$system.log"
+
+start_kafka() {
+  local home cp
+  home="$(kafka_home)"
+  [ -d "$home/libs" ] || { echo "Kafka $KAFKA_VERSION is not installed in $home: run scripts/bench/install.sh" >&2; return 1; }
+  cp="$home/libs/*"
+  cat >"$dir/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$((port + 1))
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$((port + 1))
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$dir/data
+num.partitions=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+# Tributary's flush policy (flush.messages=10000, flush.ms=200); Kafka's own
+# default is never to fsync and to rely on replication.
+log.flush.interval.messages=10000
+log.flush.interval.ms=200
+log.flush.scheduler.interval.ms=200
+EOF
+  cat >"$dir/log4j2.yaml" <<'EOF'
+Configuration:
+  Appenders:
+    Console:
+      name: STDOUT
+      PatternLayout:
+        Pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Root:
+      level: WARN
+      AppenderRef:
+        - ref: STDOUT
+EOF
+  local uuid
+  uuid="$(java -cp "$cp" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)"
+  java -cp "$cp" -Dlog4j2.configurationFile="$dir/log4j2.yaml" kafka.tools.StorageTool \
+    format -t "$uuid" -c "$dir/server.properties" >"$log" 2>&1
+  # The JVM settings of Kafka's own kafka-server-start.sh.
+  nohup java -Xmx1G -Xms1G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+    -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$dir/log4j2.yaml" -cp "$cp" kafka.Kafka "$dir/server.properties" \
+    >>"$log" 2>&1 </dev/null &
+  echo $! >"$dir/pid"
+  wait_port "$port" "$!" 90 "$log"
+}
+
+rabbit_env() {
+  export RABBITMQ_NODENAME="tribbench$port@localhost" RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
+    RABBITMQ_NODE_PORT="$port" RABBITMQ_DIST_PORT="$((port + 1))" ERL_EPMD_PORT="$((port + 2))" \
+    ERL_EPMD_ADDRESS=127.0.0.1 RABBITMQ_MNESIA_BASE="$dir/data" RABBITMQ_LOG_BASE="$dir/log" \
+    RABBITMQ_CONFIG_FILE="$dir/rabbitmq" RABBITMQ_ENABLED_PLUGINS_FILE="$dir/enabled_plugins" \
+    RABBITMQ_PID_FILE="$dir/pid" HOME="$dir"
+}
+
+start_rabbitmq() {
+  [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || { echo "rabbitmq-server is not installed: run scripts/bench/install.sh" >&2; return 1; }
+  cat >"$dir/rabbitmq.conf" <<EOF
+listeners.tcp.1 = 127.0.0.1:$port
+loopback_users = none
+# the queue would otherwise block publishers once 50 MB of disk is left
+disk_free_limit.absolute = 50MB
+EOF
+  echo '[].' >"$dir/enabled_plugins"
+  rabbit_env
+  # The packaged wrapper switches to the rabbitmq user; the real script in
+  # /usr/lib/rabbitmq/bin runs the node as whoever calls it, with our env.
+  nohup /usr/lib/rabbitmq/bin/rabbitmq-server >"$log" 2>&1 </dev/null &
+  echo $! >"$dir/launcher.pid"
+  wait_port "$port" "$!" 90 "$log"
+  # rabbitmq-server writes the pid of beam.smp into RABBITMQ_PID_FILE.
+  local i
+  for ((i = 0; i < 40; i++)); do [ -s "$dir/pid" ] && return 0; sleep 0.25; done
+  echo "RabbitMQ wrote no pid file" >&2
+  return 1
+}
+
+stop_rabbitmq() {
+  rabbit_env
+  timeout 30 /usr/lib/rabbitmq/bin/rabbitmqctl stop >/dev/null 2>&1 || true
+  [ -s "$dir/pid" ] && stop_pid "$(cat "$dir/pid")" 10
+  [ -s "$dir/launcher.pid" ] && stop_pid "$(cat "$dir/launcher.pid")" 5
+  # our private epmd, on its own port
+  epmd -port "$((port + 2))" -kill >/dev/null 2>&1 || true
+}
+
+start_activemq() {
+  [ -f /usr/share/activemq/bin/activemq.jar ] || { echo "activemq is not installed: run scripts/bench/install.sh" >&2; return 1; }
+  mkdir -p "$dir/conf"
+  cp /etc/activemq/instances-available/main/log4j2.properties "$dir/conf/" 2>/dev/null || true
+  # STOMP is the one transport of the Debian package that a Go client can
+  # speak (it ships no AMQP 1.0). KahaDB fsyncs the journal every 200 ms
+  # instead of on every persistent send: Tributary's flush interval.
+  cat >"$dir/conf/activemq.xml" <<EOF
+<beans xmlns="http://www.springframework.org/schema/beans"
+  xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+  xsi:schemaLocation="http://www.springframework.org/schema/beans http://www.springframework.org/schema/beans/spring-beans-2.0.xsd
+  http://activemq.apache.org/schema/core http://activemq.apache.org/schema/core/activemq-core.xsd">
+  <broker xmlns="http://activemq.apache.org/schema/core" useJmx="false" brokerName="bench"
+          dataDirectory="$dir/data" schedulerSupport="false" advisorySupport="false">
+    <persistenceAdapter>
+      <kahaDB directory="$dir/data/kahadb" journalDiskSyncStrategy="periodic" journalDiskSyncInterval="200"/>
+    </persistenceAdapter>
+    <transportConnectors>
+      <transportConnector name="stomp" uri="stomp://127.0.0.1:$port"/>
+    </transportConnectors>
+  </broker>
+</beans>
+EOF
+  # What /usr/bin/activemq runs, minus its switch to the activemq user;
+  # the heap is the Debian default (ACTIVEMQ_OPTS in /etc/default/activemq).
+  nohup java -Xms512M -Xmx512M -Dorg.apache.activemq.UseDedicatedTaskRunner=true \
+    --add-reads=java.xml=java.logging \
+    --add-opens java.base/java.security=ALL-UNNAMED --add-opens java.base/java.net=ALL-UNNAMED \
+    --add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/java.util=ALL-UNNAMED \
+    --add-opens java.naming/javax.naming.spi=ALL-UNNAMED --add-opens java.rmi/sun.rmi.transport.tcp=ALL-UNNAMED \
+    --add-opens java.base/java.util.concurrent=ALL-UNNAMED --add-opens java.base/java.util.concurrent.atomic=ALL-UNNAMED \
+    -Dactivemq.classpath="$dir/conf:/usr/share/activemq/lib/" -Dactivemq.home=/usr/share/activemq \
+    -Dactivemq.base="$dir" -Dactivemq.conf="$dir/conf" -Dactivemq.data="$dir/data" \
+    -jar /usr/share/activemq/bin/activemq.jar start "xbean:file:$dir/conf/activemq.xml" \
+    >"$log" 2>&1 </dev/null &
+  echo $! >"$dir/pid"
+  wait_port "$port" "$!" 90 "$log"
+}
+
+start_nats() {
+  command -v nats-server >/dev/null 2>&1 || { echo "nats-server is not installed: run scripts/bench/install.sh" >&2; return 1; }
+  # nats-server 2.9 has no sync_interval setting: JetStream writes to the
+  # page cache and fsyncs on its own schedule.
+  cat >"$dir/nats.conf" <<EOF
+listen: 127.0.0.1:$port
+jetstream {
+  store_dir: "$dir/data"
+}
+EOF
+  nohup nats-server -c "$dir/nats.conf" >"$log" 2>&1 </dev/null &
+  echo $! >"$dir/pid"
+  wait_port "$port" "$!" 30 "$log"
+}
+
+case "$action:$system" in
+  start:kafka | start:rabbitmq | start:activemq | start:nats)
+    [ "$port" -gt 0 ] || { echo "start needs a PORT" >&2; exit 2; }
+    echo "$port" >"$dir/port"
+    "start_$system"
+    ;;
+  stop:rabbitmq)
+    port=$(cat "$dir/port" 2>/dev/null || echo 0)
+    stop_rabbitmq
+    ;;
+  stop:kafka | stop:activemq | stop:nats)
+    [ -s "$dir/pid" ] && stop_pid "$(cat "$dir/pid")" 30
+    ;;
+  *)
+    echo "unknown: $action $system (systems: kafka rabbitmq activemq nats)" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,52 @@
+// Package audit tells whether every event a producer sent reached every
+// tier of the pipeline, per topic and ten-minute window of event time,
+// as the 2011 Kafka paper's audit does.
+//
+// Everyone counts the same way: events per (topic, window of the event
+// header's time, header server). Producers count what they sent, each
+// tier counts what it holds, and every count travels as a monitoring event
+// (Avro, schema MonitoringSchema) on the _audit topic. The reconciler
+// reads them back and compares each tier with the producers.
+//
+// A tier is anything that counts. There are two ways to be one:
+//
+//   - Running counts, for code that sees events go by (the mirror, the
+//     loader, producers): a Publisher.
+//
+//     pub, err := audit.NewPublisher(audit.PublisherConfig{
+//     Client: cl, Registry: reg, Tier: audit.TierMirror})
+//     pub.Count(topic, eventTime, server) // per event, once it is safely written
+//     pub.NoTime(topic, recordTime)       // no usable header time
+//     pub.Malformed(topic, recordTime)    // does not decode
+//     defer pub.Close(ctx)                // publishes the rest, marked final
+//
+//     HeaderReader reads eventTime and server from an envelope. A Producer
+//     wraps a kgo client, a schema.Serializer and a Publisher for
+//     applications.
+//
+//   - A snapshot of what a cluster holds: Scan then PublishSnapshot
+//     (`tributary audit count`). A later snapshot of the same source
+//     replaces an earlier one, window by window.
+//
+// What a caller may rely on:
+//
+//   - A monitoring event delivered twice is counted once (each carries a
+//     unique id); one that is lost is reported as lost (each publisher
+//     numbers its events 1, 2, 3, ..., and each event names the windows
+//     of the 16 before it), and the counts it would have changed are
+//     marked incomplete, not reported as missing data.
+//   - A late event is counted in its own window: a publisher sends
+//     further DELTA events for a window it already published.
+//   - Events without a usable time and events that do not decode are
+//     counted apart (no_time, malformed) by the window they were seen in,
+//     never folded into a window of event time.
+//   - Missing and excess (duplicates) are computed per header server, and
+//     completeness never counts duplicates, so duplicates cannot hide a
+//     loss.
+//   - Windows inside the grace period are reported open and judged by no
+//     threshold.
+//
+// Store holds what monitoring events say (Load and Follow fill it from
+// the audit topic); Store.Report reconciles it into a Report, which
+// package audit/report prints as a table, JSON, CSV or an HTML page.
+package audit

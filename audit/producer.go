@@ -1,0 +1,82 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/schema"
+)
+
+// Producer is a producer that counts what it sends: it serializes events
+// into the envelope, produces them through a kgo client and, for every
+// record the cluster acknowledges, counts it in its Publisher by the
+// header's time and server as they were written (after the serializer
+// filled them in). Records that fail to produce are not counted: the
+// application saw the error.
+type Producer struct {
+	cl      *kgo.Client
+	ser     *schema.Serializer
+	pub     *Publisher
+	headers *HeaderReader
+	now     func() time.Time
+}
+
+// NewProducer returns a Producer sending through cl, encoding with ser and
+// counting in pub (whose schema registry must be the one ser uses).
+func NewProducer(cl *kgo.Client, ser *schema.Serializer, pub *Publisher) (*Producer, error) {
+	hr, err := NewHeaderReader(pub.cfg.Registry, false)
+	if err != nil {
+		return nil, err
+	}
+	return &Producer{cl: cl, ser: ser, pub: pub, headers: hr, now: pub.cfg.Now}, nil
+}
+
+// Produce serializes event for topic and produces it asynchronously;
+// promise, if not nil, is called as kgo calls it. An event that fails to
+// encode is counted malformed and its error returned.
+func (p *Producer) Produce(ctx context.Context, topic string, event any, promise func(*kgo.Record, error)) error {
+	v, err := p.ser.Serialize(ctx, topic, event)
+	if err != nil {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			p.pub.Malformed(topic, p.now())
+		}
+		return err
+	}
+	return p.ProduceRecord(ctx, &kgo.Record{Topic: topic, Value: v}, promise)
+}
+
+// ProduceRecord produces a record whose value is already an envelope and
+// counts it once acknowledged.
+func (p *Producer) ProduceRecord(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error)) error {
+	t, server, err := p.headers.Read(ctx, r.Value)
+	switch {
+	case err == nil, errors.Is(err, ErrNoTime), IsMalformed(err):
+	default:
+		return fmt.Errorf("audit: read the header of a record for %s: %w", r.Topic, err)
+	}
+	herr := err
+	p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+		if err == nil {
+			switch {
+			case herr == nil:
+				p.pub.Count(r.Topic, t, server)
+			case errors.Is(herr, ErrNoTime):
+				p.pub.NoTime(r.Topic, r.Timestamp)
+			default:
+				p.pub.Malformed(r.Topic, r.Timestamp)
+			}
+		}
+		if promise != nil {
+			promise(r, err)
+		}
+	})
+	return nil
+}
+
+// Flush waits until every record produced so far is acknowledged (and
+// counted).
+func (p *Producer) Flush(ctx context.Context) error { return p.cl.Flush(ctx) }

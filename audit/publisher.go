@@ -1,0 +1,224 @@
+package audit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/schema"
+)
+
+// PublisherConfig configures a Publisher.
+type PublisherConfig struct {
+	// Client publishes the monitoring events. Required. It should keep
+	// its default acks=all: a monitoring event acknowledged only by the
+	// leader's memory can be lost, which the reconciler would report.
+	Client *kgo.Client
+	// Registry is where the monitoring event schema is registered (on
+	// first use, under "<Topic>-value"). Required.
+	Registry schema.Registry
+	// Tier names what this publisher counts. Default: TierProducer.
+	Tier string
+	// Topic receives the monitoring events. Default: DefaultTopic.
+	Topic string
+	// Window is the width of a counting window. Default: DefaultWindow.
+	// Every publisher whose counts are compared should use the same width
+	// (or one that divides the report's).
+	Window time.Duration
+	// FlushInterval is how often windows that have closed are published.
+	// Default: one minute, or Window/2 if that is shorter.
+	FlushInterval time.Duration
+	// Host is header.server of the monitoring events. Default: the host
+	// name.
+	Host string
+	// Logger receives a line per failed publish. Default: slog.Default().
+	Logger *slog.Logger
+	// Now is the clock that decides when a window has closed. Default:
+	// time.Now.
+	Now func() time.Time
+}
+
+// Publisher counts events per (topic, window, server) and publishes what it
+// counted as monitoring events: for each window, after it has closed, and
+// for everything still pending on Flush and Close. Counts that arrive for a
+// window already published (late events) go out in a further event for that
+// window; the reconciler adds them up. It is safe for concurrent use.
+type Publisher struct {
+	cfg      PublisherConfig
+	id       string
+	source   string
+	snapshot bool
+	covers   []string
+	ser      *schema.Serializer
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	pending *Counts
+	seq     int64
+	prev    []Prior   // newest first, at most maxPrevious
+	outbox  []*Event  // built, not yet acknowledged, in sequence order
+	beat    time.Time // latest closed window announced
+	closed  bool
+
+	sendMu sync.Mutex // one send at a time keeps events in sequence order
+	stop   chan struct{}
+	done   chan struct{}
+
+	// drop, set by tests, loses the events it returns true for as a
+	// network would: they are never sent but count as acknowledged.
+	drop func(*Event) bool
+}
+
+// NewPublisher returns a Publisher and starts publishing closed windows
+// every FlushInterval. Close it to publish the rest.
+func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
+	p, err := newPublisher(cfg)
+	if err != nil {
+		return nil, err
+	}
+	go p.loop()
+	return p, nil
+}
+
+func newPublisher(cfg PublisherConfig) (*Publisher, error) {
+	if cfg.Client == nil || cfg.Registry == nil {
+		return nil, errors.New("audit: a publisher needs a Kafka client and a schema registry client")
+	}
+	if cfg.Tier == "" {
+		cfg.Tier = TierProducer
+	}
+	if cfg.Topic == "" {
+		cfg.Topic = DefaultTopic
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = DefaultWindow
+	}
+	if cfg.Window%time.Millisecond != 0 {
+		return nil, fmt.Errorf("audit: window %v is not a whole number of milliseconds", cfg.Window)
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = min(time.Minute, cfg.Window/2)
+	}
+	if cfg.Host == "" {
+		cfg.Host, _ = os.Hostname()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	ser, err := schema.NewSerializer(cfg.Registry, schema.SerializerConfig{Schema: MonitoringSchema, Service: serviceName, Server: cfg.Host})
+	if err != nil {
+		return nil, fmt.Errorf("audit: monitoring schema: %w", err)
+	}
+	var r [4]byte
+	rand.Read(r[:])
+	id := fmt.Sprintf("%s/%d/%s", cfg.Host, os.Getpid(), hex.EncodeToString(r[:]))
+	return &Publisher{
+		cfg:     cfg,
+		id:      id,
+		source:  id,
+		ser:     ser,
+		log:     cfg.Logger.With("audit_tier", cfg.Tier, "audit_publisher", id),
+		pending: NewCounts(),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}, nil
+}
+
+// ID returns this publisher's name in monitoring events (host/pid/random).
+func (p *Publisher) ID() string { return p.id }
+
+// Tier returns the tier this publisher counts for.
+func (p *Publisher) Tier() string { return p.cfg.Tier }
+
+// Window returns the width of a counting window.
+func (p *Publisher) Window() time.Duration { return p.cfg.Window }
+
+// Count counts one event of topic whose header says it happened at
+// eventTime on server.
+func (p *Publisher) Count(topic string, eventTime time.Time, server string) {
+	p.CountN(topic, eventTime, server, 1)
+}
+
+// CountN counts n events at once, e.g. one file of a load run.
+func (p *Publisher) CountN(topic string, eventTime time.Time, server string, n int64) {
+	p.mu.Lock()
+	p.pending.Events[Key{Topic: topic, Window: WindowStart(eventTime, p.cfg.Window), Server: server}] += n
+	p.mu.Unlock()
+}
+
+// NoTime counts an event of topic that has no usable header time, in the
+// window of seen (when it was seen: the record's timestamp, or now).
+func (p *Publisher) NoTime(topic string, seen time.Time) {
+	p.mu.Lock()
+	p.pending.NoTime[TopicWindow{Topic: topic, Window: WindowStart(seen, p.cfg.Window)}]++
+	p.mu.Unlock()
+}
+
+// Malformed counts an event of topic that failed to decode (or, for a
+// producer, to encode), in the window of seen.
+func (p *Publisher) Malformed(topic string, seen time.Time) {
+	p.mu.Lock()
+	p.pending.Malformed[TopicWindow{Topic: topic, Window: WindowStart(seen, p.cfg.Window)}]++
+	p.mu.Unlock()
+}
+
+// Flush publishes everything counted so far, closed windows or not, and
+// waits for the acknowledgements.
+func (p *Publisher) Flush(ctx context.Context) error {
+	return p.publish(ctx, true, false)
+}
+
+// Close stops the background publishing and publishes everything still
+// pending, the last event marked final, retrying until ctx is done. Counts
+// made after Close are dropped.
+func (p *Publisher) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	close(p.stop)
+	<-p.done
+	for {
+		err := p.publish(ctx, true, true)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (p *Publisher) loop() {
+	defer close(p.done)
+	t := time.NewTicker(p.cfg.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), p.cfg.FlushInterval)
+			if err := p.publish(ctx, false, false); err != nil {
+				p.log.Warn("audit: monitoring events not published yet; retrying at the next flush", "err", err)
+			}
+			cancel()
+		}
+	}
+}

@@ -1,0 +1,269 @@
+package audit
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// tierOrder is the pipeline order tiers are listed in; others follow by
+// name.
+var tierOrder = map[string]int{TierProducer: 1, TierLive: 2, TierMirror: 3, TierAnalysis: 4, TierWarehouse: 5}
+
+// cell is what one tier holds for one topic and report window.
+type cell struct {
+	servers map[string]int64
+	anomalies
+}
+
+type cellKey struct {
+	tier, topic string
+	window      time.Time
+}
+
+type topicWindow struct {
+	topic  string
+	window time.Time
+}
+
+// Report reconciles every tier against the baseline.
+func (s *Store) Report(o Options) *Report {
+	o = o.withDefaults()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := &Report{From: o.From, To: o.To, Window: o.Window, Grace: o.Grace, GeneratedAt: o.Now, Baseline: o.Baseline}
+	cells, notes := s.cells(o)
+	r.Notes = append(r.Notes, notes...)
+
+	tiers := map[string]bool{o.Baseline: true}
+	pairs := map[topicWindow]bool{}
+	for k := range cells {
+		tiers[k.tier] = true
+		pairs[topicWindow{k.topic, k.window}] = true
+	}
+	for _, t := range o.Tiers {
+		tiers[t] = true
+	}
+	r.Tiers = sortTiers(tiers)
+	lost, marks := s.lostEvents(o)
+	r.Lost = lost
+
+	topics := map[string]bool{}
+	for p := range pairs {
+		topics[p.topic] = true
+		for _, tier := range r.Tiers {
+			r.Rows = append(r.Rows, s.row(o, tier, p, cells, marks))
+		}
+	}
+	for t := range topics {
+		r.Topics = append(r.Topics, t)
+	}
+	slices.Sort(r.Topics)
+	rank := map[string]int{}
+	for i, t := range r.Tiers {
+		rank[t] = i
+	}
+	slices.SortFunc(r.Rows, func(a, b Row) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), a.WindowStart.Compare(b.WindowStart), cmp.Compare(rank[a.Tier], rank[b.Tier]))
+	})
+	r.Windows = columns(o, r.Rows)
+	r.Notes = append(r.Notes, s.publisherNotes(o)...)
+	if s.duplicates > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d monitoring events were delivered more than once; each was counted once", s.duplicates))
+	}
+	return r
+}
+
+func (o Options) withDefaults() Options {
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	if o.Baseline == "" {
+		o.Baseline = TierProducer
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	return o
+}
+
+// cells adds up what each tier holds per topic and report window, from
+// delta sums and the latest snapshots.
+func (s *Store) cells(o Options) (map[cellKey]*cell, []string) {
+	cells := map[cellKey]*cell{}
+	var notes []string
+	badSize := map[string]bool{}
+	get := func(tier, topic string, w time.Time, size time.Duration) *cell {
+		rw, ok := o.place(w, size)
+		if !ok {
+			if size > o.Window || o.Window%size != 0 {
+				if n := fmt.Sprintf("tier %s counts in %v windows, which do not divide the report's %v: left out", tier, size, o.Window); !badSize[n] {
+					badSize[n] = true
+					notes = append(notes, n)
+				}
+			}
+			return nil
+		}
+		if !o.wantTopic(topic) || !o.wantTier(tier) {
+			return nil
+		}
+		k := cellKey{tier, topic, rw}
+		c := cells[k]
+		if c == nil {
+			c = &cell{servers: map[string]int64{}}
+			cells[k] = c
+		}
+		return c
+	}
+	for k, n := range s.delta {
+		if c := get(k.tier, k.topic, k.window, k.size); c != nil {
+			c.servers[k.server] += n
+		}
+	}
+	for k, a := range s.deltaAnom {
+		if c := get(k.tier, k.topic, k.window, k.size); c != nil {
+			c.noTime += a.noTime
+			c.malformed += a.malformed
+		}
+	}
+	for k, st := range s.snaps {
+		c := get(k.tier, k.topic, k.window, k.size)
+		if c == nil {
+			continue
+		}
+		for srv, n := range st.servers {
+			c.servers[srv] += n
+		}
+		c.noTime += st.noTime
+		c.malformed += st.malformed
+	}
+	slices.Sort(notes)
+	return cells, notes
+}
+
+// place maps a publisher's window to the report window holding it, if
+// its width divides the report's and it lies in [From, To).
+func (o Options) place(w time.Time, size time.Duration) (time.Time, bool) {
+	if size <= 0 || size > o.Window || o.Window%size != 0 {
+		return time.Time{}, false
+	}
+	rw := WindowStart(w, o.Window)
+	if (!o.From.IsZero() && rw.Before(o.From)) || (!o.To.IsZero() && !rw.Before(o.To)) {
+		return time.Time{}, false
+	}
+	return rw, true
+}
+
+func (o Options) wantTopic(t string) bool { return len(o.Topics) == 0 || slices.Contains(o.Topics, t) }
+
+func (o Options) wantTier(t string) bool {
+	return t == o.Baseline || len(o.Tiers) == 0 || slices.Contains(o.Tiers, t)
+}
+
+// row compares tier with the baseline for one topic and window.
+func (s *Store) row(o Options, tier string, p topicWindow, cells map[cellKey]*cell, marks map[cellKey]string) Row {
+	base := cells[cellKey{o.Baseline, p.topic, p.window}]
+	got := cells[cellKey{tier, p.topic, p.window}]
+	r := Row{Topic: p.topic, WindowStart: p.window, WindowEnd: p.window.Add(o.Window), Tier: tier}
+	servers := map[string]bool{}
+	if base != nil {
+		for srv := range base.servers {
+			servers[srv] = true
+		}
+	}
+	if got != nil {
+		for srv := range got.servers {
+			servers[srv] = true
+		}
+		r.NoTime, r.Malformed = got.noTime, got.malformed
+	}
+	for srv := range servers {
+		var pn, rn int64
+		if base != nil {
+			pn = base.servers[srv]
+		}
+		if got != nil {
+			rn = got.servers[srv]
+		}
+		r.Produced += pn
+		r.Received += rn
+		r.Missing += max(0, pn-rn)
+		r.Excess += max(0, rn-pn)
+	}
+	r.Completeness = completeness(r.Produced, r.Missing)
+	note, lost := marks[cellKey{tier, p.topic, p.window}]
+	if !lost {
+		note, lost = marks[cellKey{o.Baseline, p.topic, p.window}]
+	}
+	switch {
+	case lost:
+		r.Status, r.Note = StatusMonitoringLost, note
+	case o.Now.Before(r.WindowEnd.Add(o.Grace)):
+		r.Status = StatusOpen
+	case r.Missing > 0 && r.Excess > 0:
+		r.Status = StatusMissingExcess
+	case r.Missing > 0:
+		r.Status = StatusMissing
+	case r.Excess > 0:
+		r.Status = StatusExcess
+	default:
+		r.Status = StatusOK
+	}
+	return r
+}
+
+// columns lists every report window from the first row's (or From) to the
+// last row's (or the current window, when To is later).
+func columns(o Options, rows []Row) []time.Time {
+	var first, last time.Time
+	for _, r := range rows {
+		if first.IsZero() || r.WindowStart.Before(first) {
+			first = r.WindowStart
+		}
+		if r.WindowStart.After(last) {
+			last = r.WindowStart
+		}
+	}
+	if !o.From.IsZero() {
+		first = WindowStart(o.From, o.Window)
+	}
+	if !o.To.IsZero() {
+		end := o.To.Add(-o.Window)
+		if now := WindowStart(o.Now, o.Window); now.Before(end) {
+			end = now
+		}
+		if end.After(last) {
+			last = end
+		}
+	}
+	if first.IsZero() {
+		return nil
+	}
+	var out []time.Time
+	for w := first; !w.After(last); w = w.Add(o.Window) {
+		out = append(out, w)
+	}
+	return out
+}
+
+func sortTiers(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for t := range set {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		ra, rb := tierOrder[a], tierOrder[b]
+		if ra == 0 {
+			ra = len(tierOrder) + 1
+		}
+		if rb == 0 {
+			rb = len(tierOrder) + 1
+		}
+		return cmp.Or(cmp.Compare(ra, rb), cmp.Compare(a, b))
+	})
+	return out
+}

@@ -106,8 +106,10 @@ func (l *Log) load() (RecoveryReport, error) {
 	}
 	marker := filepath.Join(l.dir, cleanMarkerFile)
 	_, err = os.Stat(marker)
-	rep.Clean = err == nil
-	if rep.Clean {
+	hasMarker := err == nil
+	// A new partition has nothing to recover.
+	rep.Clean = hasMarker || len(bases) == 0
+	if hasMarker {
 		// From now on a crash is an unclean shutdown again.
 		if err := os.Remove(marker); err != nil {
 			return rep, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 
@@ -16,6 +17,7 @@ func runStandalone(ctx context.Context, args []string) error {
 	fs := newFlags("standalone")
 	var bf brokerFlags
 	bf.register(fs, "127.0.0.1:9092")
+	registryListen := fs.String("registry-listen", "127.0.0.1:8081", "schema registry HTTP address `host:port`; empty runs no registry")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -28,6 +30,38 @@ func runStandalone(ctx context.Context, args []string) error {
 		b.Close()
 		return fmt.Errorf("broker listener: %w", err)
 	}
+	var regLn net.Listener
+	if *registryListen != "" {
+		if regLn, err = net.Listen("tcp", *registryListen); err != nil {
+			ln.Close()
+			b.Close()
+			return fmt.Errorf("registry listener: %w", err)
+		}
+	}
 	fmt.Printf("tributary standalone: broker on %s, data in %s\n", ln.Addr(), bf.dataDir)
-	return serveBroker(ctx, b, ln)
+	if regLn == nil {
+		return serveBroker(ctx, b, ln)
+	}
+	// The registry keeps its state on this broker, so it starts once the
+	// broker serves, and stops before it.
+	regCtx, stopRegistry := context.WithCancel(ctx)
+	defer stopRegistry()
+	brokerCtx, stopBroker := context.WithCancel(context.Background())
+	defer stopBroker()
+	regDone := make(chan error, 1)
+	go func() { regDone <- serveRegistry(regCtx, regLn, []string{ln.Addr().String()}) }()
+	brokerDone := make(chan error, 1)
+	go func() { brokerDone <- serveBroker(brokerCtx, b, ln) }()
+	var err1, err2 error
+	select {
+	case err1 = <-regDone:
+		// Interrupted, or the registry failed: then the broker goes down
+		// too, so that a supervisor sees the job fail and restarts it.
+		stopBroker()
+		err2 = <-brokerDone
+	case err2 = <-brokerDone:
+		stopRegistry()
+		err1 = <-regDone
+	}
+	return errors.Join(err1, err2)
 }

@@ -1,0 +1,73 @@
+package main_test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// run runs `tributary args...` with stdin and returns its stdout, failing
+// the test if the exit status is not want.
+func run(t *testing.T, stdin string, want int, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(testenv.Binary(t), args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("tributary %v: %v", args, err)
+	}
+	if code != want {
+		t.Fatalf("tributary %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, want, out, stderr.String())
+	}
+	return string(out)
+}
+
+// TestStandaloneCLI is what a user does after `make run`: the standalone
+// process with its registry, then topics, produce, consume and schema
+// commands against it.
+func TestStandaloneCLI(t *testing.T) {
+	addr, regAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	p := testenv.StartProcess(t, "standalone", "--data-dir", t.TempDir(), "--listen", addr, "--registry-listen", regAddr)
+	testenv.WaitListening(t, p, regAddr, 60*time.Second)
+	brokers, registry := "--brokers="+addr, "--registry=http://"+regAddr
+
+	run(t, "", 0, "topics", "create", brokers, "--partitions", "3", "--config", "retention.ms=3600000", "clicks")
+	if out := run(t, "", 0, "topics", "describe", brokers, "clicks"); strings.Count(out, "clicks") != 3 {
+		t.Fatalf("describe shows:\n%s", out)
+	}
+	run(t, "", 1, "topics", "create", brokers, "--config", "cleanup.policy=compact", "compacted")
+	run(t, "a\nb\nc\n", 0, "produce", brokers, "--topic", "clicks")
+	out := run(t, "", 0, "consume", brokers, "--topic", "clicks", "--offset", "beginning", "--max-messages", "3")
+	lines := strings.Fields(out)
+	if len(lines) != 3 || !strings.Contains(out, "a") || !strings.Contains(out, "b") || !strings.Contains(out, "c") {
+		t.Fatalf("consumed %q, want a, b and c", out)
+	}
+
+	schemas := filepath.Join("..", "..", "testdata", "schemas")
+	reg := run(t, "", 0, "schema", "register", registry, "--subject", "pageviews-value", "--file", filepath.Join(schemas, "pageview.avsc"))
+	if !strings.Contains(reg, "version 1 id 1") {
+		t.Fatalf("register said %q", reg)
+	}
+	if out := run(t, "", 0, "schema", "list", registry); strings.TrimSpace(out) != "pageviews-value" {
+		t.Fatalf("list said %q", out)
+	}
+	if out := run(t, "", 0, "schema", "get", registry, "--id", "1"); !strings.Contains(out, "PageView") {
+		t.Fatalf("get --id 1 said %q", out)
+	}
+	run(t, "", 0, "schema", "check", registry, "--subject", "pageviews-value", "--file", filepath.Join(schemas, "pageview-v2.avsc"))
+	if out := run(t, "", 1, "schema", "check", registry, "--subject", "pageviews-value", "--file", filepath.Join(schemas, "servicecall.avsc")); !strings.Contains(out, "incompatible") {
+		t.Fatalf("check of an unrelated schema said %q", out)
+	}
+	if err := p.Stop(30 * time.Second); err != nil {
+		t.Fatalf("SIGTERM: %v\n%s", err, p.Output.String())
+	}
+}

@@ -180,6 +180,17 @@ func (l *Lock) Err() error {
 	return l.lostErr
 }
 
+// Abandon stops renewing without releasing: the lock stays taken until its
+// lease runs out, as if this process had died. For crash tests.
+func (l *Lock) Abandon() {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	<-l.done
+}
+
 // Release stops renewing and marks the lock free, so the next process need
 // not wait for the lease to run out. Safe to call twice.
 func (l *Lock) Release() error {

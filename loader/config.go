@@ -1,0 +1,209 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/tributary-io/tributary/loader/warehouse"
+	"github.com/tributary-io/tributary/schema"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxErrors      = 100
+	DefaultFileMaxBytes   = 128 << 20 // one HDFS block
+	DefaultFileMaxRecords = 5_000_000
+	DefaultCodec          = "deflate"
+	DefaultSuccessGrace   = 10 * time.Minute
+	DefaultLockTTL        = time.Minute
+	DefaultBrokerTimeout  = 15 * time.Second
+)
+
+// What to do when records were deleted by retention before they were
+// loaded (Config.OnDataLoss), and where a partition starts the first time
+// (Config.StartAt).
+const (
+	Earliest = "earliest" // continue from the log start offset
+	Latest   = "latest"   // continue from the high watermark
+	Fail     = "fail"     // fail the run (OnDataLoss only)
+)
+
+// Config describes one load run. Zero values take the documented defaults.
+type Config struct {
+	// Brokers are bootstrap broker addresses (host:port). Required.
+	Brokers []string
+	// Topics lists the topics to load by name; or
+	Topics []string
+	// TopicRegex selects every topic whose whole name matches it. Topics
+	// whose names start with "_" (_schemas, _audit, __consumer_offsets) are
+	// matched only when named in Topics.
+	TopicRegex string
+
+	// Warehouse is the warehouse URL: file:///path (or a plain path) or
+	// hdfs://namenode:port/path. Ignored when FS is set.
+	Warehouse string
+	// FS is an open warehouse; the caller keeps ownership of it.
+	FS warehouse.FS
+
+	// RegistryURL is the schema registry's URL; or
+	RegistryURL string
+	// Registry is a registry client.
+	Registry schema.Registry
+
+	// MaxRecords stops the run after this many records (0: no limit).
+	MaxRecords int64
+	// MaxDuration stops fetching after this long and commits what was
+	// fetched (0: no limit).
+	MaxDuration time.Duration
+	// MaxErrors fails the run when more records than this cannot be
+	// decoded. Default DefaultMaxErrors; negative: no limit.
+	MaxErrors int64
+
+	// FileMaxBytes rolls a file once it reaches this size. Default
+	// DefaultFileMaxBytes.
+	FileMaxBytes int64
+	// FileMaxRecords rolls a file once it holds this many records. Default
+	// DefaultFileMaxRecords.
+	FileMaxRecords int64
+	// Codec compresses file blocks: null, deflate or snappy. Default
+	// deflate.
+	Codec string
+
+	// SuccessGrace is how long after an hour ends late events are still
+	// expected; an hour gets its _SUCCESS marker once every partition has
+	// been loaded up to the end of the hour plus this. Default
+	// DefaultSuccessGrace.
+	SuccessGrace time.Duration
+	// OnDataLoss is what to do when a partition's committed offset is
+	// below its log start (retention deleted records before they were
+	// loaded): Earliest (default), Latest or Fail. The lost range is
+	// reported in every case.
+	OnDataLoss string
+	// StartAt is where a partition never loaded before starts: Earliest
+	// (default) or Latest.
+	StartAt string
+
+	// LockTTL is the lease of the topic locks; a dead run's topics can be
+	// loaded again after it. Default DefaultLockTTL.
+	LockTTL time.Duration
+	// Holder describes the caller in lock files, e.g. "tributary load".
+	Holder string
+	// BrokerTimeout bounds each metadata and offset request, so that
+	// unreachable brokers fail the run. Default DefaultBrokerTimeout.
+	BrokerTimeout time.Duration
+
+	// RunID names the run; default: the start time and a random suffix.
+	RunID string
+	// Now is the clock for hour progress and run times. Default time.Now.
+	Now func() time.Time
+	// Logger receives one line per event an operator would want. Default
+	// slog.Default().
+	Logger *slog.Logger
+	// Progress, if set, is called about four times a second while
+	// fetching, from the run's goroutine.
+	Progress func(Progress)
+	// Fault, if set, is called at each FaultPoint; a non-nil error makes
+	// the run stop there as if its process had been killed: nothing is
+	// cleaned up or released. For crash tests.
+	Fault func(FaultPoint) error
+}
+
+func (c *Config) withDefaults() (Config, error) {
+	cfg := *c
+	if len(cfg.Brokers) == 0 {
+		return cfg, errors.New("no brokers given")
+	}
+	if len(cfg.Topics) == 0 && cfg.TopicRegex == "" {
+		return cfg, errors.New("no topics given (a list of names or a regular expression)")
+	}
+	if cfg.TopicRegex != "" {
+		if _, err := regexp.Compile("^(?:" + cfg.TopicRegex + ")$"); err != nil {
+			return cfg, fmt.Errorf("topic regex %q: %w", cfg.TopicRegex, err)
+		}
+	}
+	if cfg.FS == nil && cfg.Warehouse == "" {
+		return cfg, errors.New("no warehouse given")
+	}
+	if cfg.Registry == nil && cfg.RegistryURL == "" {
+		return cfg, errors.New("no schema registry given")
+	}
+	if cfg.MaxErrors == 0 {
+		cfg.MaxErrors = DefaultMaxErrors
+	}
+	if cfg.FileMaxBytes <= 0 {
+		cfg.FileMaxBytes = DefaultFileMaxBytes
+	}
+	if cfg.FileMaxRecords <= 0 {
+		cfg.FileMaxRecords = DefaultFileMaxRecords
+	}
+	if cfg.Codec == "" {
+		cfg.Codec = DefaultCodec
+	}
+	if !slices.Contains(Codecs, cfg.Codec) {
+		return cfg, fmt.Errorf("codec %q: use one of %v", cfg.Codec, Codecs)
+	}
+	if cfg.SuccessGrace <= 0 {
+		cfg.SuccessGrace = DefaultSuccessGrace
+	}
+	switch cfg.OnDataLoss {
+	case "":
+		cfg.OnDataLoss = Earliest
+	case Earliest, Latest, Fail:
+	default:
+		return cfg, fmt.Errorf("on data loss %q: use earliest, latest or fail", cfg.OnDataLoss)
+	}
+	switch cfg.StartAt {
+	case "":
+		cfg.StartAt = Earliest
+	case Earliest, Latest:
+	default:
+		return cfg, fmt.Errorf("start at %q: use earliest or latest", cfg.StartAt)
+	}
+	if cfg.LockTTL <= 0 {
+		cfg.LockTTL = DefaultLockTTL
+	}
+	if cfg.Holder == "" {
+		cfg.Holder = "tributary load"
+	}
+	if cfg.BrokerTimeout <= 0 {
+		cfg.BrokerTimeout = DefaultBrokerTimeout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return cfg, nil
+}
+
+// FaultPoint names a moment of a run where a crash test can stop it.
+type FaultPoint string
+
+// The points a run passes, in order.
+const (
+	// FaultMidFetch: records have been fetched, not all of them.
+	FaultMidFetch FaultPoint = "mid-fetch"
+	// FaultMidWrite: files are open in the run's directory, partly written.
+	FaultMidWrite FaultPoint = "mid-write"
+	// FaultBeforeCommit: every file is complete, the manifest is written,
+	// the commit rename has not happened.
+	FaultBeforeCommit FaultPoint = "before-commit"
+	// FaultAfterCommit: the manifest is committed, no file has been moved.
+	FaultAfterCommit FaultPoint = "after-commit"
+	// FaultMidMove: some files have been moved into place, not all.
+	FaultMidMove FaultPoint = "mid-move"
+)
+
+// FaultPoints lists every FaultPoint in the order a run passes them.
+var FaultPoints = []FaultPoint{FaultMidFetch, FaultMidWrite, FaultBeforeCommit, FaultAfterCommit, FaultMidMove}
+
+// errCrash wraps the error a Fault hook returned.
+type errCrash struct{ err error }
+
+func (e errCrash) Error() string { return "simulated crash: " + e.err.Error() }
+func (e errCrash) Unwrap() error { return e.err }

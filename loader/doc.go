@@ -1,0 +1,39 @@
+// Package loader runs one load: it copies Avro events from Kafka topics into
+// a warehouse (a local directory or HDFS) as Avro object container files,
+// laid out for Hive and Spark:
+//
+//	<warehouse>/<topic>/YYYY/MM/DD/HH/<topic>.p<partition>.<first>-<last>.s<schema id>.avro
+//	<warehouse>/<topic>/YYYY/MM/DD/HH/_SUCCESS         the hour is complete
+//	<warehouse>/_errors/<topic>/YYYY/MM/DD/...jsonl   records that could not be decoded
+//	<warehouse>/_tributary/                           the loader's own state
+//
+// Files are grouped by the hour of each event's header time (UTC), by
+// writer schema (one schema per file, so evolution never mixes shapes in a
+// file) and by partition; they roll by size and record count as well.
+//
+// What a caller may rely on:
+//   - A run is either fully committed or invisible. Data files and the new
+//     offsets are committed together by one atomic rename of a manifest;
+//     files are moved into place only after it, idempotently. The next run
+//     (or any run holding the same topics) finishes the moves of a committed
+//     run that was killed, and deletes the files of an uncommitted one. So a
+//     run killed at any point, followed by another run, leaves every record
+//     in the warehouse exactly once.
+//   - A run reads each partition from the offset committed in the warehouse
+//     up to the high watermark seen when it began (or its record and time
+//     limits), never further, so it ends even on a busy topic.
+//   - Nothing is dropped silently. Records that cannot be decoded go to
+//     _errors with their offsets and are counted; more than MaxErrors fail
+//     the run. When retention deleted records before they were loaded, the
+//     exact lost offset range of each partition is in the Summary and the
+//     manifest, and the run continues as OnDataLoss says.
+//   - One topic is loaded by one run at a time: a run holds a lease lock per
+//     topic in the warehouse, which expires if the run's process dies.
+//
+// The state in _tributary:
+//
+//	_tributary/runs/<run>/                 a run's files before they are moved; its manifest
+//	_tributary/commits/<seq>-<run>.json    committed manifests: the newest holding a topic
+//	                                       has its offsets and hour progress
+//	_tributary/locks/topic-<topic>/        the topic's lease lock
+package loader

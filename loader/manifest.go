@@ -1,0 +1,368 @@
+package loader
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/tributary-io/tributary/loader/warehouse"
+)
+
+// manifestVersion is written in every manifest; a reader refuses a newer
+// one rather than misread it.
+const manifestVersion = 1
+
+// Manifest is a run's commit record. Renaming it into _tributary/commits is
+// the run's commit point: from then on its files belong in the warehouse
+// and its offsets are the topics' offsets.
+type Manifest struct {
+	Version   int       `json:"version"`
+	Run       string    `json:"run"`
+	Seq       int64     `json:"seq"`
+	Started   time.Time `json:"started"`
+	Committed time.Time `json:"committed"`
+	// Topics holds the complete state of every topic the run loaded, not
+	// only what changed: the newest manifest holding a topic is all that is
+	// needed to continue it.
+	Topics map[string]*TopicState `json:"topics"`
+	// Files are moved from Tmp to Final after the commit.
+	Files []FileEntry `json:"files"`
+	// Markers are hour directories that get a _SUCCESS marker after the
+	// moves.
+	Markers []string    `json:"markers,omitempty"`
+	Lost    []LostRange `json:"lost,omitempty"`
+	Summary *Summary    `json:"summary,omitempty"`
+}
+
+// TopicState is where a topic stands in the warehouse.
+type TopicState struct {
+	Partitions map[int32]*PartitionState `json:"partitions"`
+	// PendingHours are hour directories that have data but no _SUCCESS
+	// marker yet.
+	PendingHours []string `json:"pending_hours,omitempty"`
+}
+
+// PartitionState is where a partition stands in the warehouse.
+type PartitionState struct {
+	// Next is the offset of the first record not yet loaded.
+	Next int64 `json:"next"`
+	// Progress (epoch ms) is the event time up to which the partition is
+	// known to be loaded: the start of the last run that caught up with
+	// the log, or the header time of the last record loaded.
+	Progress int64 `json:"progress"`
+}
+
+// FileEntry is one file of a run.
+type FileEntry struct {
+	Tmp       string `json:"tmp"`
+	Final     string `json:"final"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	First     int64  `json:"first"`
+	Last      int64  `json:"last"`
+	Records   int64  `json:"records"`
+	Bytes     int64  `json:"bytes"`
+	SchemaID  int    `json:"schema_id,omitempty"`
+	Kind      string `json:"kind"` // "data" or "errors"
+}
+
+// runInfo is written first into a run's directory, so that recovery knows
+// which topics an uncommitted run was loading (and may delete it when it
+// holds those topics' locks).
+type runInfo struct {
+	Run     string    `json:"run"`
+	Topics  []string  `json:"topics"`
+	Started time.Time `json:"started"`
+}
+
+func readJSON(w warehouse.FS, name string, v any) error {
+	data, err := warehouse.ReadFile(w, name)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %s: %w", w, name, err)
+	}
+	return nil
+}
+
+func writeJSON(w warehouse.FS, name string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return warehouse.WriteFile(w, name, data)
+}
+
+// commitEntry is a committed manifest's place in _tributary/commits.
+type commitEntry struct {
+	name string
+	seq  int64
+	run  string
+}
+
+func listCommits(w warehouse.FS) ([]commitEntry, error) {
+	infos, err := w.ReadDir(commitsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing %s in %s: %w", commitsDir, w, err)
+	}
+	var out []commitEntry
+	for _, fi := range infos {
+		if seq, run, ok := parseCommitName(fi.Name()); ok {
+			out = append(out, commitEntry{name: path.Join(commitsDir, fi.Name()), seq: seq, run: run})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].seq != out[j].seq {
+			return out[i].seq < out[j].seq
+		}
+		return out[i].run < out[j].run
+	})
+	return out, nil
+}
+
+func readManifest(w warehouse.FS, name string) (*Manifest, error) {
+	var m Manifest
+	if err := readJSON(w, name, &m); err != nil {
+		return nil, err
+	}
+	if m.Version > manifestVersion {
+		return nil, fmt.Errorf("%s: %s: manifest version %d is newer than this loader understands (%d)", w, name, m.Version, manifestVersion)
+	}
+	return &m, nil
+}
+
+// manifestTopics returns the topics of a manifest, sorted.
+func (m *Manifest) topicNames() []string {
+	names := make([]string, 0, len(m.Topics))
+	for t := range m.Topics {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func subset(topics []string, held map[string]bool) bool {
+	for _, t := range topics {
+		if !held[t] {
+			return false
+		}
+	}
+	return true
+}
+
+// loadState returns the newest state of each topic in topics (nil for a
+// topic never loaded) and the highest sequence number committed so far.
+func loadState(w warehouse.FS, topics []string) (map[string]*TopicState, int64, error) {
+	commits, err := listCommits(w)
+	if err != nil {
+		return nil, 0, err
+	}
+	state := make(map[string]*TopicState, len(topics))
+	var maxSeq int64
+	if len(commits) > 0 {
+		maxSeq = commits[len(commits)-1].seq
+	}
+	missing := len(topics)
+	for i := len(commits) - 1; i >= 0 && missing > 0; i-- {
+		m, err := readManifest(w, commits[i].name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // pruned meanwhile by a run of other topics
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, t := range topics {
+			if _, done := state[t]; done {
+				continue
+			}
+			if ts, ok := m.Topics[t]; ok {
+				state[t] = ts
+				missing--
+			}
+		}
+	}
+	return state, maxSeq, nil
+}
+
+// mover finishes committed runs: it moves files into place, writes
+// _SUCCESS markers and removes the run's directory. Every step may be
+// repeated, so a run cut short at any point is finished by the next.
+type mover struct {
+	w     warehouse.FS
+	log   *slog.Logger
+	fault func(FaultPoint) error
+}
+
+func (mv *mover) finish(m *Manifest) error {
+	for i, f := range m.Files {
+		if err := mv.move(f); err != nil {
+			return fmt.Errorf("run %s: moving %s into place: %w", m.Run, f.Final, err)
+		}
+		if i == 0 && mv.fault != nil {
+			if err := mv.fault(FaultMidMove); err != nil {
+				return errCrash{err}
+			}
+		}
+	}
+	for _, dir := range m.Markers {
+		marker := path.Join(dir, successName)
+		ok, err := warehouse.Exists(mv.w, marker)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", m.Run, err)
+		}
+		if !ok {
+			if err := warehouse.WriteFile(mv.w, marker, nil); err != nil {
+				return fmt.Errorf("run %s: writing %s: %w", m.Run, marker, err)
+			}
+		}
+	}
+	if err := mv.w.RemoveAll(runDir(m.Run)); err != nil {
+		return fmt.Errorf("run %s: removing its directory: %w", m.Run, err)
+	}
+	return nil
+}
+
+// move puts one file in place. Already moved is fine; missing from both
+// places means the warehouse lost a committed file, which is reported.
+func (mv *mover) move(f FileEntry) error {
+	err := mv.w.Rename(f.Tmp, f.Final)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if ok, serr := warehouse.Exists(mv.w, f.Final); serr != nil {
+		return serr
+	} else if ok {
+		return nil // moved by an earlier attempt
+	}
+	return fmt.Errorf("committed file is in neither %s nor %s", f.Tmp, f.Final)
+}
+
+// recoverRuns finishes every committed run and deletes every uncommitted
+// one among those whose topics are all held (their owner is dead: a live
+// one would hold the locks). It returns the runs it recovered and
+// discarded.
+func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []string, err error) {
+	commits, err := listCommits(mv.w)
+	if err != nil {
+		return nil, nil, err
+	}
+	committed := make(map[string]bool, len(commits))
+	for _, c := range commits {
+		committed[c.run] = true
+	}
+	runs, err := mv.w.ReadDir(runsDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("listing %s in %s: %w", runsDir, mv.w, err)
+	}
+	pending := make(map[string]fs.FileInfo, len(runs))
+	for _, fi := range runs {
+		pending[fi.Name()] = fi
+	}
+	for _, c := range commits {
+		if pending[c.run] == nil {
+			continue // finished
+		}
+		m, err := readManifest(mv.w, c.name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if !subset(m.topicNames(), held) {
+			continue // someone else's
+		}
+		mv.log.Warn("finishing a committed run that was cut short", "run", m.Run, "files", len(m.Files))
+		if err := mv.finish(m); err != nil {
+			return nil, nil, err
+		}
+		recovered = append(recovered, m.Run)
+	}
+	for name, fi := range pending {
+		if committed[name] {
+			continue
+		}
+		var info runInfo
+		err := readJSON(mv.w, path.Join(runDir(name), runInfoName), &info)
+		switch {
+		case err == nil:
+			if !subset(info.Topics, held) {
+				continue
+			}
+		case errors.Is(err, fs.ErrNotExist) || isSyntaxError(err):
+			// Killed before its run.json was complete: it cannot have
+			// written anything else. Leave a fresh one to its owner.
+			if time.Since(fi.ModTime()) < time.Hour {
+				continue
+			}
+		default:
+			return nil, nil, err
+		}
+		mv.log.Warn("deleting the files of an uncommitted run", "run", name)
+		if err := mv.w.RemoveAll(runDir(name)); err != nil {
+			return nil, nil, fmt.Errorf("deleting uncommitted run %s: %w", name, err)
+		}
+		discarded = append(discarded, name)
+	}
+	sort.Strings(recovered)
+	sort.Strings(discarded)
+	return recovered, discarded, nil
+}
+
+func isSyntaxError(err error) bool {
+	var se *json.SyntaxError
+	var ue *json.UnmarshalTypeError
+	return errors.As(err, &se) || errors.As(err, &ue)
+}
+
+// prune deletes committed manifests that are finished and superseded, for
+// every topic they hold, by a newer manifest; it touches only manifests
+// whose topics are all held. Offsets live on in the newest manifests.
+func (mv *mover) prune(held map[string]bool) error {
+	commits, err := listCommits(mv.w)
+	if err != nil {
+		return err
+	}
+	newest := map[string]int64{} // topic → index in commits of its newest manifest
+	manifests := make([]*Manifest, len(commits))
+	for i := len(commits) - 1; i >= 0; i-- {
+		m, err := readManifest(mv.w, commits[i].name)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return err
+		}
+		manifests[i] = m
+		for t := range m.Topics {
+			if _, ok := newest[t]; !ok {
+				newest[t] = int64(i)
+			}
+		}
+	}
+	for i, m := range manifests {
+		if m == nil || !subset(m.topicNames(), held) {
+			continue
+		}
+		if slices.ContainsFunc(m.topicNames(), func(t string) bool { return newest[t] == int64(i) }) {
+			continue
+		}
+		if ok, err := warehouse.Exists(mv.w, runDir(m.Run)); err != nil || ok {
+			continue // not finished yet
+		}
+		if err := mv.w.Remove(commits[i].name); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,284 @@
+package loader
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/schema"
+)
+
+// maxOpenFiles bounds the files one partition keeps open at once (one per
+// hour and writer schema); a backfill spanning many hours closes the least
+// recently used instead of holding hundreds of HDFS write pipelines.
+const maxOpenFiles = 24
+
+// partWriter decodes one partition's records and writes them into files
+// under the run's directory. It runs in its own goroutine; records arrive
+// in offset order.
+type partWriter struct {
+	r     *run
+	topic string
+	part  int32
+
+	open  map[fileKey]*openFile
+	files []FileEntry
+	errs  *errorWriter
+	seq   int
+	clock int64 // use counter, for closing the least recently used file
+
+	records, bytes, errCount, noHeader int64
+	lastTime                           int64 // header time (ms) of the last record written
+	hours                              map[string]bool
+}
+
+type fileKey struct {
+	hour   int64 // unix hours
+	schema int
+}
+
+type openFile struct {
+	key         fileKey
+	w           *ocfWriter
+	tmp         string
+	first, last int64
+	used        int64
+}
+
+func newPartWriter(r *run, topic string, part int32) *partWriter {
+	return &partWriter{r: r, topic: topic, part: part, open: map[fileKey]*openFile{}, hours: map[string]bool{}}
+}
+
+// run consumes batches until in is closed, then completes every file.
+func (p *partWriter) run(ctx context.Context, in <-chan []*kgo.Record) error {
+	for batch := range in {
+		if err := context.Cause(ctx); err != nil {
+			return err
+		}
+		for _, rec := range batch {
+			if err := p.add(ctx, rec); err != nil {
+				return err
+			}
+		}
+		if err := p.r.hook(FaultMidWrite); err != nil {
+			return err
+		}
+	}
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	return p.closeAll()
+}
+
+// isBadRecord tells a record that cannot be decoded (it goes to _errors)
+// from a failure of the run itself (registry unreachable, cancelled).
+func isBadRecord(err error) bool {
+	return errors.Is(err, schema.ErrWrongMagic) || errors.Is(err, schema.ErrTruncated) ||
+		errors.Is(err, schema.ErrUnknownID) || errors.Is(err, schema.ErrBadBody)
+}
+
+func (p *partWriter) add(ctx context.Context, rec *kgo.Record) error {
+	id, body, err := schema.DecodeEnvelope(rec.Value)
+	var native any
+	if err == nil {
+		native, err = p.r.deser.Deserialize(ctx, rec.Value)
+	}
+	if err != nil {
+		if !isBadRecord(err) {
+			return fmt.Errorf("%s/%d offset %d: %w", p.topic, p.part, rec.Offset, err)
+		}
+		return p.reject(rec, err)
+	}
+	ms, ok := schema.HeaderTime(native)
+	if !ok {
+		ms = rec.Timestamp.UnixMilli()
+		p.noHeader++
+	}
+	key := fileKey{hour: floorDiv(ms, 3600_000), schema: id}
+	f := p.open[key]
+	if f == nil {
+		if f, err = p.openFile(ctx, key, rec.Offset); err != nil {
+			return err
+		}
+	}
+	if err := f.w.Append(body); err != nil {
+		return fmt.Errorf("writing %s: %w", f.tmp, err)
+	}
+	p.clock++
+	f.used, f.last = p.clock, rec.Offset
+	p.records++
+	p.lastTime = ms
+	if f.w.records >= p.r.cfg.FileMaxRecords || f.w.Size() >= p.r.cfg.FileMaxBytes {
+		return p.closeFile(f)
+	}
+	return nil
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+func (p *partWriter) openFile(ctx context.Context, key fileKey, first int64) (*openFile, error) {
+	if len(p.open) >= maxOpenFiles {
+		var lru *openFile
+		for _, f := range p.open {
+			if lru == nil || f.used < lru.used {
+				lru = f
+			}
+		}
+		if err := p.closeFile(lru); err != nil {
+			return nil, err
+		}
+	}
+	text, err := p.r.deser.WriterSchema(ctx, key.schema)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%d offset %d: %w", p.topic, p.part, first, err)
+	}
+	p.seq++
+	tmp := path.Join(runDir(p.r.id), "data", fmt.Sprintf("%s.p%d.%06d.avro", p.topic, p.part, p.seq))
+	out, err := p.r.w.Create(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("creating %s in %s: %w", tmp, p.r.w, err)
+	}
+	w, err := newOCF(out, text, p.r.cfg.Codec, map[string]string{
+		"tributary.topic":     p.topic,
+		"tributary.partition": strconv.Itoa(int(p.part)),
+		"tributary.schema.id": strconv.Itoa(key.schema),
+	})
+	if err != nil {
+		out.Close()
+		return nil, err
+	}
+	f := &openFile{key: key, w: w, tmp: tmp, first: first}
+	p.open[key] = f
+	return f, nil
+}
+
+func (p *partWriter) closeFile(f *openFile) error {
+	delete(p.open, f.key)
+	if err := f.w.Close(); err != nil {
+		return fmt.Errorf("completing %s in %s: %w", f.tmp, p.r.w, err)
+	}
+	dir := hourDir(p.topic, time.Unix(f.key.hour*3600, 0))
+	p.hours[dir] = true
+	p.bytes += f.w.size
+	p.files = append(p.files, FileEntry{
+		Tmp: f.tmp, Final: path.Join(dir, dataFileName(p.topic, p.part, f.first, f.last, f.key.schema)),
+		Topic: p.topic, Partition: p.part, First: f.first, Last: f.last,
+		Records: f.w.records, Bytes: f.w.size, SchemaID: f.key.schema, Kind: "data",
+	})
+	return nil
+}
+
+func (p *partWriter) closeAll() error {
+	for _, f := range p.open {
+		if err := p.closeFile(f); err != nil {
+			return err
+		}
+	}
+	if p.errs != nil {
+		e, err := p.errs.close()
+		if err != nil {
+			return err
+		}
+		p.files = append(p.files, e)
+	}
+	return nil
+}
+
+// abandon closes open files without completing them, after a failure.
+func (p *partWriter) abandon() {
+	for _, f := range p.open {
+		f.w.abandon()
+	}
+	if p.errs != nil {
+		p.errs.f.Close()
+	}
+}
+
+// reject writes an undecodable record to the partition's error file and
+// fails the run once the run's error budget is spent.
+func (p *partWriter) reject(rec *kgo.Record, cause error) error {
+	if p.errs == nil {
+		tmp := path.Join(runDir(p.r.id), "errors", fmt.Sprintf("%s.p%d.jsonl", p.topic, p.part))
+		f, err := p.r.w.Create(tmp)
+		if err != nil {
+			return fmt.Errorf("creating %s in %s: %w", tmp, p.r.w, err)
+		}
+		p.errs = &errorWriter{f: f, w: bufio.NewWriter(f), tmp: tmp, topic: p.topic, part: p.part, first: rec.Offset, started: p.r.started}
+	}
+	if err := p.errs.add(rec, cause); err != nil {
+		return err
+	}
+	p.errCount++
+	n := p.r.errCount.Add(1)
+	if max := p.r.cfg.MaxErrors; max >= 0 && n > max {
+		return fmt.Errorf("more than %d records could not be decoded (the limit; e.g. %s/%d offset %d: %v)", max, p.topic, p.part, rec.Offset, cause)
+	}
+	return nil
+}
+
+// errorWriter keeps a partition's undecodable records, one JSON object a
+// line, with everything needed to inspect or replay them.
+type errorWriter struct {
+	f           io.WriteCloser
+	w           *bufio.Writer
+	tmp         string
+	topic       string
+	part        int32
+	first, last int64
+	n, size     int64
+	started     time.Time
+}
+
+type errorRecord struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Timestamp int64  `json:"timestamp"`
+	Error     string `json:"error"`
+	Key       []byte `json:"key,omitempty"`   // base64
+	Value     []byte `json:"value,omitempty"` // base64
+}
+
+func (e *errorWriter) add(rec *kgo.Record, cause error) error {
+	line, _ := json.Marshal(errorRecord{
+		Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
+		Timestamp: rec.Timestamp.UnixMilli(), Error: cause.Error(), Key: rec.Key, Value: rec.Value,
+	})
+	line = append(line, '\n')
+	if _, err := e.w.Write(line); err != nil {
+		return fmt.Errorf("writing %s: %w", e.tmp, err)
+	}
+	e.last = rec.Offset
+	e.n++
+	e.size += int64(len(line))
+	return nil
+}
+
+func (e *errorWriter) close() (FileEntry, error) {
+	err := e.w.Flush()
+	if cerr := e.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return FileEntry{}, fmt.Errorf("completing %s: %w", e.tmp, err)
+	}
+	return FileEntry{
+		Tmp: e.tmp, Final: errorFilePath(e.topic, e.part, e.first, e.last, e.started),
+		Topic: e.topic, Partition: e.part, First: e.first, Last: e.last,
+		Records: e.n, Bytes: e.size, Kind: "errors",
+	}, nil
+}

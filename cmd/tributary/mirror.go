@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/consumer"
+	"github.com/tributary-io/tributary/mirror"
+)
+
+func init() {
+	register("mirror", "copy topics from live clusters into the analysis cluster (acks=all, commit after ack)", runMirror)
+}
+
+func runMirror(ctx context.Context, args []string) error {
+	fs := newFlags("mirror")
+	var sources, registries multiFlag
+	fs.Var(&sources, "source", "a live cluster to copy from, `NAME=host:port/chroot` of its ZooKeeper (repeat for several)")
+	fs.Var(&registries, "source-registry", "the schema registry of a source, `NAME=URL`; schema ids are rewritten to --target-registry's (repeatable)")
+	target := fs.String("target", "127.0.0.1:9092", "brokers of the analysis cluster, `host:port[,host:port]`")
+	targetName := fs.String("target-name", "analysis", "the target cluster's name, as other mirrors name it in --source: records that originated there are not copied back")
+	targetRegistry := fs.String("target-registry", "", "the analysis datacenter's schema registry `URL`")
+	topics := fs.String("topics", ".*", "regular expression selecting the topics to copy (unanchored)")
+	exclude := fs.String("exclude", "^_schemas$", "regular expression of topics not to copy, applied after --topics")
+	group := fs.String("group", "tributary-mirror", "consumer group in every source; mirrors with the same group share the partitions")
+	start := fs.String("start", "smallest", "where a partition never copied before starts: smallest (all retained) or largest (new records only)")
+	commit := fs.Duration("commit-interval", time.Second, "how often acknowledged offsets are committed; bounds what a crash copies twice")
+	session := fs.Duration("session-timeout", cluster.DefaultSessionTimeout, "ZooKeeper session timeout: how soon other mirrors take over after a crash")
+	connect := fs.Duration("connect-timeout", 30*time.Second, "give up at start when a source's ZooKeeper or brokers cannot be reached within this")
+	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, wait this long for the target's acknowledgements before exiting")
+	strict := fs.Bool("strict-partitions", false, "stop instead of placing records by key hash when a target topic's partition count differs from the source's")
+	unknown := fs.String("unknown-schemas", "stop", "a value whose schema id the source registry cannot resolve: stop (with topic, partition, offset) or copy (unchanged, counted)")
+	status := fs.String("status", "", "serve the status (lag, rate, per-window counts) as JSON over HTTP on `host:port`")
+	logEvery := fs.Duration("log-interval", 30*time.Second, "log a progress line per source this often (0: never)")
+	window := fs.Duration("audit-window", time.Minute, "width of the per-window counts of copied records (by record timestamp)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (flags only; repeat --source for several clusters)", fs.Arg(0))
+	}
+	cfg := mirror.Config{
+		Target:           splitList(*target),
+		TargetName:       *targetName,
+		TargetRegistry:   *targetRegistry,
+		Topics:           *topics,
+		Exclude:          *exclude,
+		Group:            *group,
+		CommitInterval:   *commit,
+		SessionTimeout:   *session,
+		ConnectTimeout:   *connect,
+		ShutdownTimeout:  *shutdown,
+		StrictPartitions: *strict,
+		LogInterval:      *logEvery,
+		Auditor:          &mirror.WindowCounter{Window: *window},
+		Logger:           slog.Default(),
+	}
+	if *logEvery == 0 {
+		cfg.LogInterval = -1
+	}
+	switch *start {
+	case "smallest":
+		cfg.Start = consumer.Smallest
+	case "largest":
+		cfg.Start = consumer.Largest
+	default:
+		return fmt.Errorf("--start %q: use smallest or largest", *start)
+	}
+	switch *unknown {
+	case "stop":
+		cfg.UnknownSchemas = mirror.StopOnUnknown
+	case "copy":
+		cfg.UnknownSchemas = mirror.CopyUnknown
+	default:
+		return fmt.Errorf("--unknown-schemas %q: use stop or copy", *unknown)
+	}
+	index := map[string]int{}
+	for _, s := range sources {
+		src, err := mirror.ParseSource(s)
+		if err != nil {
+			return fmt.Errorf("--source: %w", err)
+		}
+		index[src.Name] = len(cfg.Sources)
+		cfg.Sources = append(cfg.Sources, src)
+	}
+	for _, r := range registries {
+		name, url, ok := strings.Cut(r, "=")
+		i, known := index[name]
+		if !ok || url == "" {
+			return fmt.Errorf("--source-registry %q: want NAME=URL, e.g. dc1=http://registry.dc1:8081", r)
+		}
+		if !known {
+			return fmt.Errorf("--source-registry %q: no --source is named %q", r, name)
+		}
+		cfg.Sources[i].Registry = url
+	}
+	m, err := mirror.New(cfg)
+	if err != nil {
+		return err
+	}
+	if *status != "" {
+		ln, err := net.Listen("tcp", *status)
+		if err != nil {
+			return fmt.Errorf("--status: %w", err)
+		}
+		srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+		fmt.Printf("tributary mirror: status on http://%s/\n", ln.Addr())
+	}
+	err = m.Run(ctx)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

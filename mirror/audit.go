@@ -1,0 +1,97 @@
+package mirror
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Auditor is how the audit counts the analysis cluster as a tier: the
+// mirror calls Copied once for every record the target acknowledged, with
+// the record as it was written there (value with the target's schema id,
+// origin header added), before the source offset that covers it is
+// committed. A record copied twice (after a crash) is reported twice, which
+// is what lets the audit see duplicates.
+//
+// Copied is called from the producer's acknowledgement path, concurrently
+// for different partitions: it must be safe for concurrent use and fast
+// (count, do not do I/O).
+type Auditor interface {
+	Copied(source string, r *kgo.Record)
+}
+
+// WindowCounter is an Auditor that counts copied records per source, topic
+// and time window, the window chosen from the record's timestamp (which
+// producers set to the event's time). The audit package can replace it by
+// an Auditor that reads the event header's time from the Avro body instead.
+type WindowCounter struct {
+	// Window is the width of a window; default one minute.
+	Window time.Duration
+
+	mu     sync.Mutex
+	counts map[WindowKey]int64
+}
+
+// WindowKey names one window of one topic from one source.
+type WindowKey struct {
+	Source string    `json:"source"`
+	Topic  string    `json:"topic"`
+	Start  time.Time `json:"start"`
+}
+
+// WindowCount is the number of records copied in one window.
+type WindowCount struct {
+	WindowKey
+	Records int64 `json:"records"`
+}
+
+// Copied counts r in its window.
+func (w *WindowCounter) Copied(source string, r *kgo.Record) {
+	width := w.Window
+	if width <= 0 {
+		width = time.Minute
+	}
+	k := WindowKey{Source: source, Topic: r.Topic, Start: r.Timestamp.Truncate(width).UTC()}
+	w.mu.Lock()
+	if w.counts == nil {
+		w.counts = map[WindowKey]int64{}
+	}
+	w.counts[k]++
+	w.mu.Unlock()
+}
+
+// Counts returns every window counted so far, sorted by start, source and
+// topic.
+func (w *WindowCounter) Counts() []WindowCount {
+	w.mu.Lock()
+	out := make([]WindowCount, 0, len(w.counts))
+	for k, n := range w.counts {
+		out = append(out, WindowCount{k, n})
+	}
+	w.mu.Unlock()
+	slices.SortFunc(out, func(a, b WindowCount) int {
+		if c := a.Start.Compare(b.Start); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Source, b.Source); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Topic, b.Topic)
+	})
+	return out
+}
+
+// Forget drops the windows that started before t, once the audit has taken
+// them, so that a long-running mirror does not keep every window forever.
+func (w *WindowCounter) Forget(before time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k := range w.counts {
+		if k.Start.Before(before) {
+			delete(w.counts, k)
+		}
+	}
+}

@@ -1,0 +1,237 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/consumer"
+)
+
+// OriginHeader is the record header the mirror adds, naming the cluster a
+// record was first produced in (a Source.Name, or whatever an upstream
+// mirror wrote).
+const OriginHeader = "tributary.origin"
+
+// Source is one live cluster to copy from.
+type Source struct {
+	// Name identifies the cluster in origin headers, logs and the status,
+	// e.g. "dc1". Another mirror copying out of the target uses the target's
+	// name (Config.TargetName) the same way, which is how loops are broken.
+	Name string
+	// ZooKeeper is the cluster's connect string, host:port[,...]/chroot.
+	ZooKeeper string
+	// Registry is the URL of the schema registry the cluster's producers
+	// use. Empty, or equal to Config.TargetRegistry: ids are copied as they
+	// are (one shared registry).
+	Registry string
+}
+
+// UnknownSchemaPolicy says what to do with a value whose schema id the
+// source registry cannot resolve.
+type UnknownSchemaPolicy int
+
+const (
+	// StopOnUnknown stops the mirror with an error naming source, topic,
+	// partition and offset. Nothing after the record is committed, so the
+	// mirror resumes there once the registry is fixed.
+	StopOnUnknown UnknownSchemaPolicy = iota
+	// CopyUnknown copies the record unchanged and counts it in the status
+	// (PartitionStatus.UnknownSchemas); a log line names the first one of
+	// each partition.
+	CopyUnknown
+)
+
+// Config describes one mirror process.
+type Config struct {
+	// Sources are the clusters to copy from; names must be unique.
+	Sources []Source
+	// Target lists seed brokers of the analysis cluster, host:port.
+	Target []string
+	// TargetName is the target cluster's name as other mirrors know it
+	// (their Source.Name for it): records whose origin header carries it
+	// are not copied back. Default "analysis".
+	TargetName string
+	// TargetRegistry is the URL of the target datacenter's schema registry.
+	TargetRegistry string
+	// Topics selects the topics to copy (a regular expression, matched
+	// anywhere in the name; anchor it with ^...$ for exact names).
+	// Default: every topic.
+	Topics string
+	// Exclude removes topics that Topics selected. Default "^_schemas$":
+	// each datacenter's registry keeps its own _schemas topic.
+	Exclude string
+	// Group names the consumer group in every source cluster; mirror
+	// processes with the same group share the work. Default
+	// "tributary-mirror".
+	Group string
+	// Start applies to source partitions the group has never committed.
+	// Default consumer.Smallest (everything retained).
+	Start consumer.Start
+	// CommitInterval is how often acknowledged offsets are committed to the
+	// sources; it bounds what a killed mirror copies twice. Default 1s.
+	CommitInterval time.Duration
+	// SessionTimeout is the ZooKeeper session timeout of the mirror's
+	// group membership: how long after a crash its partitions are taken
+	// over. Default cluster.DefaultSessionTimeout.
+	SessionTimeout time.Duration
+	// ConnectTimeout bounds the wait for each source's ZooKeeper and
+	// brokers at start, so that a wrong address fails instead of hanging.
+	// Default 30s.
+	ConnectTimeout time.Duration
+	// ShutdownTimeout bounds the wait for the target's acknowledgements on
+	// shutdown; whatever is unacknowledged then is not committed and is
+	// copied again by the next run. Default 30s.
+	ShutdownTimeout time.Duration
+	// StrictPartitions refuses to copy a topic whose target has a different
+	// partition count, instead of placing its records by key hash.
+	StrictPartitions bool
+	// UnknownSchemas is the policy for unresolvable schema ids.
+	UnknownSchemas UnknownSchemaPolicy
+	// LogInterval is how often a progress line per source is logged.
+	// Default 30s; negative disables.
+	LogInterval time.Duration
+	// Auditor, if set, is told of every record the target acknowledged.
+	Auditor Auditor
+	// Logger receives progress, rebalances and errors. Default slog.Default().
+	Logger *slog.Logger
+	// ProducerOptions are extra kgo options for the target producer, and
+	// FetchOptions for the source fetchers (sizes, TLS, ...).
+	ProducerOptions []kgo.Opt
+	FetchOptions    []kgo.Opt
+}
+
+// compiled is a validated Config with its defaults filled in.
+type compiled struct {
+	Config
+	topics, exclude *regexp.Regexp
+}
+
+func (c Config) compile() (*compiled, error) {
+	if len(c.Sources) == 0 {
+		return nil, errors.New("mirror: no source cluster: give at least one, e.g. --source dc1=zk1:2181/tributary")
+	}
+	if len(c.Target) == 0 {
+		return nil, errors.New("mirror: no target brokers: give the analysis cluster's brokers, e.g. --target 127.0.0.1:9092")
+	}
+	if c.TargetName == "" {
+		c.TargetName = "analysis"
+	}
+	if err := validName("target name", c.TargetName); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, s := range c.Sources {
+		if err := validName("source name", s.Name); err != nil {
+			return nil, err
+		}
+		if seen[s.Name] {
+			return nil, fmt.Errorf("mirror: source %q is given twice", s.Name)
+		}
+		seen[s.Name] = true
+		if s.Name == c.TargetName {
+			return nil, fmt.Errorf("mirror: source %q has the target's name: every record from it would look like one of the target's own and be skipped; name the target differently (--target-name)", s.Name)
+		}
+		if _, _, err := cluster.ParseZKConnect(s.ZooKeeper); err != nil || s.ZooKeeper == "" {
+			return nil, fmt.Errorf("mirror: source %s: ZooKeeper connect string %q: want host:port[,host:port]/chroot (%v)", s.Name, s.ZooKeeper, err)
+		}
+		if err := validURL(s.Registry); err != nil {
+			return nil, fmt.Errorf("mirror: source %s: registry: %w", s.Name, err)
+		}
+		if s.Registry != "" && c.TargetRegistry == "" {
+			return nil, fmt.Errorf("mirror: source %s has its own schema registry but no target registry is given: set the target's too (--target-registry), or neither when the datacenters share one", s.Name)
+		}
+	}
+	if err := validURL(c.TargetRegistry); err != nil {
+		return nil, fmt.Errorf("mirror: target registry: %w", err)
+	}
+	if c.Topics == "" {
+		c.Topics = ".*"
+	}
+	topics, err := regexp.Compile(c.Topics)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: --topics %q is not a valid regular expression: %w", c.Topics, err)
+	}
+	if c.Exclude == "" {
+		c.Exclude = "^_schemas$"
+	}
+	exclude, err := regexp.Compile(c.Exclude)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: --exclude %q is not a valid regular expression: %w", c.Exclude, err)
+	}
+	if c.Group == "" {
+		c.Group = "tributary-mirror"
+	}
+	if err := cluster.ValidateName("group", c.Group); err != nil {
+		return nil, fmt.Errorf("mirror: %w", err)
+	}
+	if c.Start != consumer.Smallest && c.Start != consumer.Largest {
+		return nil, fmt.Errorf("mirror: unknown Start %d", c.Start)
+	}
+	if c.UnknownSchemas != StopOnUnknown && c.UnknownSchemas != CopyUnknown {
+		return nil, fmt.Errorf("mirror: unknown UnknownSchemas policy %d", c.UnknownSchemas)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.CommitInterval, time.Second)
+	def(&c.SessionTimeout, cluster.DefaultSessionTimeout)
+	def(&c.ConnectTimeout, 30*time.Second)
+	def(&c.ShutdownTimeout, 30*time.Second)
+	if c.LogInterval == 0 {
+		c.LogInterval = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return &compiled{Config: c, topics: topics, exclude: exclude}, nil
+}
+
+// selects reports whether a topic is to be mirrored.
+func (c *compiled) selects(topic string) bool {
+	return c.topics.MatchString(topic) && !c.exclude.MatchString(topic)
+}
+
+// validName keeps cluster names printable and short: they travel in every
+// record's origin header.
+func validName(kind, name string) error {
+	if name == "" {
+		return fmt.Errorf("mirror: %s is empty", kind)
+	}
+	if len(name) > 64 || strings.ContainsFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+	}) {
+		return fmt.Errorf("mirror: %s %q: use up to 64 letters, digits, '-', '_' or '.'", kind, name)
+	}
+	return nil
+}
+
+func validURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	return nil
+}
+
+// ParseSource parses the command line's NAME=CONNECT form, e.g.
+// "dc1=zk1:2181/tributary".
+func ParseSource(s string) (Source, error) {
+	name, connect, ok := strings.Cut(s, "=")
+	if !ok || name == "" || connect == "" {
+		return Source{}, fmt.Errorf("source %q: want NAME=host:port/chroot, e.g. dc1=zk1:2181/tributary", s)
+	}
+	return Source{Name: name, ZooKeeper: connect}, nil
+}

@@ -1,0 +1,108 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Mirror copies the configured sources into the target. Create it with New,
+// run it with Run; Status and Handler report on it from any goroutine.
+type Mirror struct {
+	cfg     *compiled
+	lastAck atomic.Int64
+
+	mu      sync.Mutex
+	sources []*source
+	started time.Time
+	meter   meter
+}
+
+// New checks cfg (cluster names, regular expressions, URLs) without
+// connecting to anything.
+func New(cfg Config) (*Mirror, error) {
+	c, err := cfg.compile()
+	if err != nil {
+		return nil, err
+	}
+	return &Mirror{cfg: c}, nil
+}
+
+// Run connects to every source and the target and copies until ctx ends,
+// then stops cleanly: it waits up to Config.ShutdownTimeout for the target
+// to acknowledge what was sent, commits that, and leaves the groups. It
+// returns nil after ctx ended, or the error that stopped the mirror: a
+// source that cannot be reached at start, a topic that cannot be mirrored
+// (strict partitions), a record the target refuses, an unresolvable schema
+// id.
+func (m *Mirror) Run(ctx context.Context) error {
+	log := m.cfg.Logger
+	tgt, err := newTarget(m.cfg)
+	if err != nil {
+		return err
+	}
+	defer tgt.client.Close()
+
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	fail := func(err error) { stop(err) }
+
+	var sources []*source
+	defer func() {
+		for _, s := range sources {
+			s.close()
+		}
+	}()
+	for _, sc := range m.cfg.Sources {
+		s := &source{Source: sc, cfg: m.cfg, log: log.With("source", sc.Name), tgt: tgt, fail: fail, lastAck: &m.lastAck}
+		if sc.Registry != "" && sc.Registry != m.cfg.TargetRegistry {
+			src, err := newRegistryClient(sc.Registry)
+			if err != nil {
+				return fmt.Errorf("source %s: registry: %w", sc.Name, err)
+			}
+			dst, err := newRegistryClient(m.cfg.TargetRegistry)
+			if err != nil {
+				return fmt.Errorf("target registry: %w", err)
+			}
+			s.schemas = newSchemaMap(src, dst, s.log)
+		}
+		if err := s.connect(runCtx); err != nil {
+			return err
+		}
+		sources = append(sources, s)
+	}
+	m.lastAck.Store(time.Now().UnixNano())
+	m.mu.Lock()
+	m.sources, m.started = sources, time.Now()
+	m.mu.Unlock()
+	log.Info("mirror running", "sources", len(sources), "target", m.cfg.Target, "target_name", m.cfg.TargetName,
+		"group", m.cfg.Group, "topics", m.cfg.Topics, "exclude", m.cfg.Exclude)
+
+	var wg sync.WaitGroup
+	for _, s := range sources {
+		wg.Go(func() { s.manage(runCtx) })
+		wg.Go(func() { s.poll(runCtx) })
+		wg.Go(func() { s.commitLoop(runCtx) })
+	}
+	wg.Go(func() { m.watch(runCtx) })
+	<-runCtx.Done()
+	wg.Wait()
+
+	// Shut down: what the target acknowledges now is committed by close.
+	fctx, cancel := context.WithTimeout(context.Background(), m.cfg.ShutdownTimeout)
+	if err := tgt.client.Flush(fctx); err != nil {
+		log.Warn("the target did not acknowledge everything before the shutdown timeout; the rest is copied again by the next run",
+			"timeout", m.cfg.ShutdownTimeout)
+	}
+	cancel()
+	cause := context.Cause(runCtx)
+	if cause == nil || errors.Is(cause, ctx.Err()) && ctx.Err() != nil {
+		log.Info("mirror stopped")
+		return nil
+	}
+	log.Error("mirror stopped", "err", cause)
+	return cause
+}

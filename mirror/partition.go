@@ -1,0 +1,100 @@
+package mirror
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// partition is one source partition this process copies: where its fetch
+// is, which of its records the target has acknowledged, and counters for
+// the status. The copy loop, the produce callbacks, the committer and the
+// status read it concurrently; mu guards the offsets, the counters are
+// atomic.
+type partition struct {
+	source    string
+	topic     string
+	partition int32
+	// target is the partition number in the target topic, or -1 when
+	// records are placed by key hash (partition counts differ).
+	target  int32
+	targetN int32 // partitions of the target topic
+
+	mu        sync.Mutex
+	next      int64 // next offset expected from the fetch
+	acks      ackWindow
+	committed int64 // what the offset registry holds, -1 if nothing
+	hwm       int64 // latest high watermark seen, -1 if unknown
+	revoked   bool  // no longer ours: stop copying, stop committing
+
+	copied   atomic.Int64 // records acknowledged by the target
+	bytes    atomic.Int64 // their key+value bytes
+	skipped  atomic.Int64 // records not copied because they came from the target
+	unknown  atomic.Int64 // records copied with a schema id that could not be resolved
+	inflight atomic.Int64 // produced, not yet acknowledged
+}
+
+func newPartition(source, topic string, p int32, start, committed int64) *partition {
+	return &partition{
+		source: source, topic: topic, partition: p,
+		target: -1, next: start, committed: committed, hwm: -1,
+		acks: ackWindow{safe: start},
+	}
+}
+
+// ackWindow tracks, for one source partition, the records handed to the
+// producer and not yet acknowledged, so that the offset committed is always
+// one below which everything is in the target. Acknowledgements can arrive
+// out of order when one source partition feeds several target partitions
+// (placement by key hash); the window only advances over a contiguous
+// acknowledged prefix.
+type ackWindow struct {
+	base uint64   // sequence number of q[0]
+	q    []flight // in production order
+	safe int64    // every offset below is in the target (or deliberately skipped)
+}
+
+type flight struct {
+	offset int64
+	done   bool
+}
+
+// add registers a record handed to the producer and returns its sequence
+// number for ack.
+func (w *ackWindow) add(offset int64) uint64 {
+	w.q = append(w.q, flight{offset: offset})
+	return w.base + uint64(len(w.q)) - 1
+}
+
+// ack marks the record with sequence seq acknowledged and advances safe
+// over the acknowledged prefix.
+func (w *ackWindow) ack(seq uint64) {
+	i := seq - w.base
+	if seq < w.base || i >= uint64(len(w.q)) {
+		return // already acknowledged, or not ours: nothing to do
+	}
+	w.q[i].done = true
+	n := 0
+	for n < len(w.q) && w.q[n].done {
+		w.safe = w.q[n].offset + 1
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	w.base += uint64(n)
+	if n == len(w.q) {
+		w.q = w.q[:0] // reuse the array: the common case is "all caught up"
+		return
+	}
+	w.q = w.q[n:]
+}
+
+// skip records an offset that is deliberately not copied. It counts as
+// done in order with the records around it.
+func (w *ackWindow) skip(offset int64) {
+	if len(w.q) == 0 {
+		w.safe = offset + 1
+		return
+	}
+	w.ack(w.add(offset))
+}

@@ -2,15 +2,17 @@ package broker
 
 // FindCoordinator (key 10), v0-6.
 //
-// Each group has one coordinator: the live broker at index
-// fnv32a(group) mod len(brokers) of the brokers sorted by id. Every broker
-// computes the same answer from the same cluster view, and when a broker
-// dies the groups it coordinated move to the others, which read the groups'
-// committed offsets from the ZooKeeper offset registry. A standalone broker
+// Each group has one coordinator, chosen among the live brokers by
+// rendezvous hashing of the group name: every broker computes the same
+// answer from the same cluster view; when a broker dies only its groups move
+// (spread over the others, which read their committed offsets from the
+// ZooKeeper offset registry), and when one joins it takes about 1/n of the
+// groups and no other group moves. A standalone broker
 // coordinates every group. Transaction coordinators (key type 1) and share
 // groups (type 2) are not served: INVALID_REQUEST, with a message from v1.
 
 import (
+	"encoding/binary"
 	"hash/fnv"
 	"path/filepath"
 
@@ -53,13 +55,35 @@ func (b *Broker) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoo
 
 // coordinatorFor picks a group's coordinator among the live brokers.
 func (b *Broker) coordinatorFor(group string) (cluster.Broker, bool) {
-	brokers := b.meta.Brokers()
-	if len(brokers) == 0 {
-		return cluster.Broker{}, false
+	return pickCoordinator(group, b.meta.Brokers())
+}
+
+// pickCoordinator is rendezvous hashing: the broker whose hash with the
+// group name is highest.
+func pickCoordinator(group string, brokers []cluster.Broker) (cluster.Broker, bool) {
+	var best cluster.Broker
+	var bestScore uint64
+	found := false
+	for _, br := range brokers {
+		h := fnv.New64a()
+		binary.Write(h, binary.BigEndian, br.ID)
+		h.Write([]byte(group))
+		score := mix64(h.Sum64())
+		if !found || score > bestScore || score == bestScore && br.ID < best.ID {
+			best, bestScore, found = br, score, true
+		}
 	}
-	h := fnv.New32a()
-	h.Write([]byte(group))
-	return brokers[h.Sum32()%uint32(len(brokers))], true
+	return best, found
+}
+
+// mix64 is the splitmix64 finalizer: FNV alone leaves the high bits, which
+// decide the comparison, poorly mixed for inputs that differ at the end.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // ownsGroup reports whether this broker is the group's coordinator.

@@ -2,9 +2,13 @@ package broker_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 func joinRequest(version int16, groupName, member string, protocols ...string) *kmsg.JoinGroupRequest {
@@ -200,4 +204,27 @@ func TestGroupOldVersions(t *testing.T) {
 	del := kmsg.NewPtrDeleteGroupsRequest()
 	del.Groups = []string{"g0"}
 	wantCode(t, "DeleteGroups v0", w.roundTrip(del).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode, nil)
+}
+
+// TestJoinGroupEndsAtShutdown: a JoinGroup waiting for its rebalance does
+// not hold the broker's shutdown; it is answered COORDINATOR_NOT_AVAILABLE,
+// which sends the client to look for a coordinator again.
+func TestJoinGroupEndsAtShutdown(t *testing.T) {
+	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) {
+		fastGroups(c)
+		c.Groups.InitialRebalanceDelay = time.Minute
+	}))
+	w := dial(t, b.Addr)
+	stopped := make(chan time.Duration, 1)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		start := time.Now()
+		b.Stop()
+		stopped <- time.Since(start)
+	}()
+	resp := w.roundTrip(joinRequest(3, "slow", "", "range")).(*kmsg.JoinGroupResponse)
+	wantCode(t, "waiting join at shutdown", resp.ErrorCode, kerr.CoordinatorNotAvailable)
+	if d := <-stopped; d > 5*time.Second {
+		t.Fatalf("shutdown took %v with a JoinGroup waiting", d)
+	}
 }

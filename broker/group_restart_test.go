@@ -10,8 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary-io/tributary/broker"
-	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
@@ -56,27 +54,19 @@ func TestOffsetsSurviveRestartStandalone(t *testing.T) {
 	wantOffsets(t, committed(t, b.Addr, "billing"), "payments", want)
 }
 
-// zkBroker starts a cluster member whose offsets live in ZooKeeper's offset
-// registry, through a session of its own.
+// zkBroker starts a cluster member. Its committed offsets go to ZooKeeper's
+// offset registry through the session its cluster metadata lends.
 func zkBroker(t *testing.T, connect string, id int32) *testenv.Broker {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sess, err := cluster.DialZooKeeper(ctx, connect, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sess.Close)
 	logger := slog.New(slog.DiscardHandler)
 	return testenv.StartBroker(t,
 		testenv.WithMetadata(func(self cluster.Broker) (cluster.Metadata, error) {
 			self.ID = id
 			return cluster.JoinZooKeeper(ctx, connect, self, logger)
 		}),
-		testenv.WithConfig(func(c *broker.Config) {
-			fastGroups(c)
-			c.GroupOffsets = group.NewZooKeeperStore(sess)
-		}))
+		testenv.WithConfig(fastGroups))
 }
 
 // coordinatorOf asks a broker which broker coordinates a group.

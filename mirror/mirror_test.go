@@ -1,0 +1,90 @@
+package mirror_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/internal/testenv"
+	"github.com/tributary-io/tributary/mirror"
+)
+
+// Two live clusters with the same topic, 12 partitions each, 150,000
+// records each, into one analysis cluster: every record arrives exactly
+// once, in its partition, in order, with its origin.
+func TestMirrorTwoClustersIntoOne(t *testing.T) {
+	const (
+		topic      = "pageviews"
+		partitions = 12
+		perPart    = 12500 // 150,000 per cluster, 300,000 in all
+	)
+	dc1, dc2 := startDC(t, "dc1", 2), startDC(t, "dc2", 1)
+	target := testenv.StartBroker(t)
+	for _, d := range []*dc{dc1, dc2} {
+		createTopic(t, d.addrs(), topic, partitions)
+		createTopic(t, d.addrs(), "_internal", 1) // excluded below
+	}
+	start := time.Now()
+	produce(t, dc1.addrs(), "dc1", topic, partitions, 0, perPart)
+	produce(t, dc2.addrs(), "dc2", topic, partitions, 0, perPart)
+	t.Logf("produced 300,000 records into the sources in %v", time.Since(start).Round(time.Millisecond))
+
+	start = time.Now()
+	m, stop := runMirror(t, mirror.Config{
+		Sources: []mirror.Source{dc1.source(), dc2.source()},
+		Target:  []string{target.Addr},
+		Exclude: "^_",
+	})
+	waitForCount(t, []string{target.Addr}, topic, 2*partitions*perPart, 3*time.Minute)
+	elapsed := time.Since(start)
+	t.Logf("mirrored 300,000 records in %v (%.0f records/s)", elapsed.Round(time.Millisecond), 300000/elapsed.Seconds())
+
+	// Offsets are committed once acknowledged: wait for the last commit.
+	deadline := time.Now().Add(10 * time.Second)
+	for !allCommitted(m.Status(), perPart) {
+		if time.Now().After(deadline) {
+			t.Fatalf("offsets not all committed: %+v", m.Status())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("mirror: %v", err)
+	}
+
+	got := readTopic(t, []string{target.Addr}, topic)
+	if len(got) != partitions {
+		t.Fatalf("target has %d partitions, want %d", len(got), partitions)
+	}
+	streams := checkCopy(t, got)
+	for _, d := range []string{"dc1", "dc2"} {
+		for p := range int32(partitions) {
+			s := streams[stream{d, p}]
+			if len(s) != perPart || !slices.IsSorted(s) || s[0] != 0 || s[len(s)-1] != perPart-1 {
+				t.Fatalf("%s partition %d: %d records in the target, want %d in order exactly once", d, p, len(s), perPart)
+			}
+		}
+	}
+	for tp, recs := range got {
+		for _, r := range recs {
+			if o := parseOrigin(t, r); o.partition != tp {
+				t.Fatalf("record of source partition %d in target partition %d; counts match, so the partition must too", o.partition, tp)
+			}
+		}
+	}
+	if _, ends := endOffsets(t, newClient(t, []string{target.Addr}), "_internal"); len(ends) != 0 {
+		t.Fatalf("excluded topic _internal exists in the target")
+	}
+}
+
+func allCommitted(st mirror.Status, perPart int) bool {
+	n := 0
+	for _, s := range st.Sources {
+		for _, p := range s.Partitions {
+			if p.Committed != int64(perPart) {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
+}

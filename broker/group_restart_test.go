@@ -86,7 +86,8 @@ func coordinatorOf(t *testing.T, addr, groupName string) int32 {
 // TestOffsetsFollowCoordinatorInCluster: in a two-broker cluster a group's
 // offsets go to ZooKeeper's offset registry (in the paper's format); the
 // other broker refuses the group with NOT_COORDINATOR; when the coordinator
-// stops, the survivor takes the group over with its committed offsets.
+// stops, the survivor takes the group over with its committed offsets, and
+// a broker started after both are gone still serves them.
 func TestOffsetsFollowCoordinatorInCluster(t *testing.T) {
 	connect := testenv.StartZooKeeper(t)
 	brokers := map[int32]*testenv.Broker{1: zkBroker(t, connect, 1), 2: zkBroker(t, connect, 2)}
@@ -126,4 +127,10 @@ func TestOffsetsFollowCoordinatorInCluster(t *testing.T) {
 		return coordinatorOf(t, brokers[other].Addr, groupName) == other
 	})
 	wantOffsets(t, committed(t, brokers[other].Addr, groupName), "ledger", want)
+
+	// The whole cluster restarts, on fresh disks: the offsets were never
+	// anywhere but in ZooKeeper.
+	brokers[other].Stop()
+	fresh := zkBroker(t, connect, 3)
+	wantOffsets(t, committed(t, fresh.Addr, groupName), "ledger", want)
 }

@@ -34,6 +34,9 @@ func serveRegistry(ctx context.Context, ln net.Listener, bootstrap []string) err
 	srv, err := registry.New(ctx, registry.Config{Bootstrap: bootstrap, Logger: slog.Default()})
 	if err != nil {
 		ln.Close()
+		if ctx.Err() != nil {
+			return nil // interrupted while replaying: a clean stop
+		}
 		return fmt.Errorf("schema registry: %w", err)
 	}
 	defer srv.Close()

@@ -91,6 +91,12 @@ func testRecord(cluster, topic string, p int32, i int) *kgo.Record {
 // produce writes records [from, to) of every partition, acks=all.
 func produce(t testing.TB, addrs []string, cluster, topic string, partitions int32, from, to int) {
 	t.Helper()
+	if err := produceErr(t, addrs, cluster, topic, partitions, from, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func produceErr(t testing.TB, addrs []string, cluster, topic string, partitions int32, from, to int) error {
 	cl := newClient(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -108,11 +114,32 @@ func produce(t testing.TB, addrs []string, cluster, topic string, partitions int
 		}
 	}
 	if err := cl.Flush(ctx); err != nil {
-		t.Fatal(err)
+		return err
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if firstErr != nil {
-		t.Fatalf("producing to %s: %v", cluster, firstErr)
+		return fmt.Errorf("producing to %s: %w", cluster, firstErr)
 	}
+	return nil
+}
+
+// produceSlowly writes records [0, n) of every partition in steps of step
+// records per partition, pausing between steps, so that a mirror copies
+// while the source is being written; the returned channel gets the outcome.
+func produceSlowly(t testing.TB, addrs []string, cluster, topic string, partitions int32, n, step int, pause time.Duration) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < n; i += step {
+			if err := produceErr(t, addrs, cluster, topic, partitions, i, min(n, i+step)); err != nil {
+				done <- err
+				return
+			}
+			time.Sleep(pause)
+		}
+		done <- nil
+	}()
+	return done
 }
 
 // endOffsets sums the end offsets of a topic (0 if it does not exist yet).
@@ -137,7 +164,7 @@ func endOffsets(t testing.TB, cl *kgo.Client, topic string) (int64, map[int32]in
 // waitForCount waits until the topic holds at least n records in total.
 func waitForCount(t testing.TB, addrs []string, topic string, n int64, timeout time.Duration) {
 	t.Helper()
-	cl := newClient(t, addrs)
+	cl := newClient(t, addrs, kgo.MetadataMinAge(10*time.Millisecond))
 	deadline := time.Now().Add(timeout)
 	var got int64
 	for time.Now().Before(deadline) {

@@ -51,11 +51,13 @@ func (m *Mirror) Run(ctx context.Context) error {
 	fail := func(err error) { stop(err) }
 
 	var sources []*source
-	defer func() {
+	closeSources := func() {
 		for _, s := range sources {
 			s.close()
 		}
-	}()
+		sources = nil
+	}
+	defer closeSources()
 	for _, sc := range m.cfg.Sources {
 		s := &source{Source: sc, cfg: m.cfg, log: log.With("source", sc.Name), tgt: tgt, fail: fail, lastAck: &m.lastAck}
 		if sc.Registry != "" && sc.Registry != m.cfg.TargetRegistry {
@@ -98,6 +100,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 			"timeout", m.cfg.ShutdownTimeout)
 	}
 	cancel()
+	closeSources()
 	cause := context.Cause(runCtx)
 	if cause == nil || errors.Is(cause, ctx.Err()) && ctx.Err() != nil {
 		log.Info("mirror stopped")

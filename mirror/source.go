@@ -251,7 +251,7 @@ func (s *source) leave() {
 	g := s.group
 	s.group = nil
 	s.mu.Unlock()
-	s.applyOwnership(nil)
+	s.applyOwnership(nil, "leaving the group")
 	if g != nil {
 		g.Close()
 	}
@@ -297,7 +297,7 @@ func (s *source) syncOwnership(ctx context.Context) error {
 	if g != nil {
 		want = g.Assigned()
 	}
-	s.applyOwnership(want)
+	s.applyOwnership(want, "the group gave them to another mirror")
 	counts := map[string]int32{}
 	for topic, ps := range want {
 		for _, p := range ps {
@@ -331,7 +331,7 @@ func (s *source) syncOwnership(ctx context.Context) error {
 }
 
 // applyOwnership stops copying the partitions not in want (nil: all).
-func (s *source) applyOwnership(want map[string][]int32) {
+func (s *source) applyOwnership(want map[string][]int32, why string) {
 	removed := map[string][]int32{}
 	s.mu.Lock()
 	for tp, part := range s.parts {
@@ -347,7 +347,10 @@ func (s *source) applyOwnership(want map[string][]int32) {
 	s.mu.Unlock()
 	if len(removed) > 0 {
 		s.fetch.RemoveConsumePartitions(removed)
-		s.log.Info("stopped copying partitions the group gave to another mirror", "partitions", fmt.Sprint(removed))
+		for _, ps := range removed {
+			slices.Sort(ps)
+		}
+		s.log.Info("stopped copying partitions", "why", why, "partitions", fmt.Sprint(removed))
 	}
 }
 

@@ -5,13 +5,17 @@ BIN       := bin/tributary
 DATA_DIR  ?= ./data
 TEST_TIMEOUT ?= 20m
 
-.PHONY: build run test test-short vet fuzz bench deps clean
+.PHONY: build run run-cluster test test-short vet fuzz bench deps clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tributary
 
 run: build
 	./$(BIN) standalone --data-dir $(DATA_DIR)
+
+# Three brokers and a ZooKeeper on this machine (see README).
+run-cluster: build deps
+	./scripts/run-cluster.sh
 
 deps:
 	./scripts/install-deps.sh

@@ -61,10 +61,14 @@ func zkSession(t *testing.T, d *dc) *cluster.ZKSession {
 
 // committedOffsets reads the mirror group's offset registry in a source.
 func committedOffsets(t *testing.T, s *cluster.ZKSession, topic string, partitions int32) map[int32]int64 {
+	return groupOffsets(t, s, "tributary-mirror", topic, partitions)
+}
+
+func groupOffsets(t *testing.T, s *cluster.ZKSession, group, topic string, partitions int32) map[int32]int64 {
 	t.Helper()
 	out := map[int32]int64{}
 	for p := range partitions {
-		data, _, err := s.Conn.Get(s.Paths.Offset("tributary-mirror", topic, p))
+		data, _, err := s.Conn.Get(s.Paths.Offset(group, topic, p))
 		if err == zk.ErrNoNode {
 			out[p] = 0
 			continue
@@ -229,4 +233,62 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// Two mirror processes in one group split a source's partitions; when one
+// is killed, the other takes its partitions over, and nothing is lost.
+func TestMirrorGroupSharesAndTakesOver(t *testing.T) {
+	const (
+		topic      = "orders"
+		partitions = 12
+		perPart    = 2000
+	)
+	testenv.Binary(t)
+	d := startDC(t, "dc1", 2)
+	target := testenv.StartBroker(t)
+	createTopic(t, d.addrs(), topic, partitions)
+	produce(t, d.addrs(), "dc1", topic, partitions, 0, perPart/2)
+
+	a, statusA := startMirrorProcess(t, d, target.Addr)
+	_, statusB := startMirrorProcess(t, d, target.Addr)
+	owned := func(addr string) int {
+		st, err := fetchStatus(t, addr)
+		if err != nil || len(st.Sources) == 0 {
+			return -1
+		}
+		return len(st.Sources[0].Partitions)
+	}
+	waitUntil(t, time.Minute, "the two mirrors to split 12 partitions", func() bool {
+		na, nb := owned(statusA), owned(statusB)
+		return na > 0 && nb > 0 && na+nb == partitions
+	})
+	t.Logf("split: A copies %d partitions, B copies %d", owned(statusA), owned(statusB))
+
+	a.Kill()
+	waitUntil(t, time.Minute, "the surviving mirror to take all 12 partitions", func() bool {
+		return owned(statusB) == partitions
+	})
+	produce(t, d.addrs(), "dc1", topic, partitions, perPart/2, perPart)
+	waitCommitted(t, zkSession(t, d), topic, partitions, perPart, time.Minute)
+
+	var dups int
+	for part, seq := range checkCopy(t, readTopic(t, []string{target.Addr}, topic)) {
+		n, err := checkRuns(seq, perPart)
+		if err != nil {
+			t.Fatalf("partition %d: %v", part.partition, err)
+		}
+		dups += n
+	}
+	t.Logf("take-over: nothing lost, %d records repeated", dups)
+}
+
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -1,0 +1,185 @@
+package mirror_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/tributary-io/tributary/internal/testenv"
+	"github.com/tributary-io/tributary/mirror"
+	"github.com/tributary-io/tributary/schema"
+	"github.com/tributary-io/tributary/schema/registry"
+)
+
+// startRegistry runs a schema registry node over an in-memory log.
+func startRegistry(t *testing.T) (*sr.Client, string) {
+	t.Helper()
+	srv, err := registry.NewWithLog(context.Background(), registry.NewMemoryLog().Open(), registry.Config{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	cl, err := sr.NewClient(sr.URLs(hs.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl, hs.URL
+}
+
+func readSchema(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("../testdata/schemas/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A source datacenter with its own registry: the mirror rewrites every
+// envelope's schema id to the target registry's id for the same schema, so
+// events decode in the analysis datacenter with its registry.
+func TestMirrorRewritesSchemaIDs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srcReg, srcURL := startRegistry(t)
+	dstReg, dstURL := startRegistry(t)
+	// Occupy the target's first ids so that the same schema gets another
+	// id there than in the source.
+	for i := range 2 {
+		s := fmt.Sprintf(`{"type":"record","name":"Other%d","fields":[{"name":"x","type":"long"}]}`, i)
+		if _, err := dstReg.CreateSchema(ctx, fmt.Sprintf("other%d-value", i), sr.Schema{Schema: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	d := startDC(t, "dc1", 1)
+	target := testenv.StartBroker(t)
+	createTopic(t, d.addrs(), "pageviews", 3)
+	ser, err := schema.NewSerializer(srcReg, schema.SerializerConfig{Schema: readSchema(t, "pageview.avsc"), Service: "frontend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcDe, _ := schema.NewDeserializer(srcReg, schema.DeserializerConfig{})
+	dstDe, _ := schema.NewDeserializer(dstReg, schema.DeserializerConfig{})
+	cl := newClient(t, d.addrs())
+	var want []any
+	for i := range 300 {
+		v, err := ser.Serialize(ctx, "pageviews", map[string]any{
+			"memberId": int64(i), "pageKey": fmt.Sprintf("page-%d", i%7), "locale": "en_US", "durationMs": int32(i),
+			"referrer": nil, "userAgent": nil,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		native, err := srcDe.Deserialize(ctx, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, native)
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "pageviews", Partition: 0, Value: v}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A value that is not an envelope passes unchanged.
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "pageviews", Value: []byte("plain text")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	src := d.source()
+	src.Registry = srcURL
+	_, stop := runMirror(t, mirror.Config{Sources: []mirror.Source{src}, Target: []string{target.Addr}, TargetRegistry: dstURL, Topics: "^pageviews$"})
+	waitForCount(t, []string{target.Addr}, "pageviews", 301, time.Minute)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var got []any
+	plain := 0
+	for _, recs := range readTopic(t, []string{target.Addr}, "pageviews") {
+		for _, r := range recs {
+			if string(r.Value) == "plain text" {
+				plain++
+				continue
+			}
+			id, _, err := schema.DecodeEnvelope(r.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id <= 2 {
+				t.Fatalf("target record carries id %d, one of the target registry's other schemas: not rewritten", id)
+			}
+			native, err := dstDe.Deserialize(ctx, r.Value)
+			if err != nil {
+				t.Fatalf("decoding with the target registry: %v", err)
+			}
+			got = append(got, native)
+		}
+	}
+	if plain != 1 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("target decodes to %d events (+%d plain), want the %d produced, equal", len(got), plain, len(want))
+	}
+}
+
+// An envelope whose id the source registry does not know: by default the
+// mirror stops and says where; with CopyUnknown it copies and counts it.
+func TestMirrorUnknownSchemaID(t *testing.T) {
+	_, srcURL := startRegistry(t)
+	_, dstURL := startRegistry(t)
+	d := startDC(t, "dc1", 1)
+	createTopic(t, d.addrs(), "broken", 1)
+	cl := newClient(t, d.addrs())
+	ctx := context.Background()
+	for _, v := range [][]byte{[]byte("not an envelope"), schema.AppendEnvelope(nil, 999), []byte("after")} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "broken", Value: v}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := d.source()
+	src.Registry = srcURL
+
+	t.Run("stop", func(t *testing.T) {
+		target := testenv.StartBroker(t)
+		m, err := mirror.New(mirror.Config{Sources: []mirror.Source{src}, Target: []string{target.Addr}, TargetRegistry: dstURL,
+			Group: "stop", Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		err = m.Run(rctx)
+		if err == nil || !strings.Contains(err.Error(), "broken/0 offset 1") || !strings.Contains(err.Error(), "schema id 999") {
+			t.Fatalf("Run: %v; want an error naming broken/0 offset 1 and schema id 999", err)
+		}
+		if rctx.Err() != nil {
+			t.Fatal("the mirror ran until the timeout instead of stopping")
+		}
+		if off := groupOffsets(t, zkSession(t, d), "stop", "broken", 1)[0]; off > 1 {
+			t.Fatalf("committed %d: past the record that stopped the mirror", off)
+		}
+	})
+
+	t.Run("copy", func(t *testing.T) {
+		target := testenv.StartBroker(t)
+		m, stop := runMirror(t, mirror.Config{Sources: []mirror.Source{src}, Target: []string{target.Addr}, TargetRegistry: dstURL,
+			Group: "copy", UnknownSchemas: mirror.CopyUnknown})
+		waitForCount(t, []string{target.Addr}, "broken", 3, time.Minute)
+		if n := m.Status().Sources[0].Partitions[0].UnknownSchemas; n != 1 {
+			t.Fatalf("status counts %d unknown schema ids, want 1", n)
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		recs := readTopic(t, []string{target.Addr}, "broken")[0]
+		if len(recs) != 3 || string(recs[1].Value) != string(schema.AppendEnvelope(nil, 999)) {
+			t.Fatalf("target holds %d records; the unknown one must be copied unchanged", len(recs))
+		}
+	})
+}

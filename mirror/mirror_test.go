@@ -150,3 +150,48 @@ func committed(st mirror.Status) (n int64) {
 	}
 	return n
 }
+
+// Two mirrors in opposite directions between two clusters: each copies the
+// other's own records once, and records that came from the other side are
+// not sent back, so nothing loops.
+func TestMirrorBothWaysDoesNotLoop(t *testing.T) {
+	const perPart = 500
+	a, b := startDC(t, "A", 1), startDC(t, "B", 1)
+	for _, d := range []*dc{a, b} {
+		createTopic(t, d.addrs(), "events", 2)
+		produce(t, d.addrs(), d.name, "events", 2, 0, perPart)
+	}
+	toB, _ := runMirror(t, mirror.Config{Sources: []mirror.Source{a.source()}, Target: b.addrs(), TargetName: "B"})
+	toA, _ := runMirror(t, mirror.Config{Sources: []mirror.Source{b.source()}, Target: a.addrs(), TargetName: "A"})
+	skipped := func(m *mirror.Mirror) (n int64) {
+		for _, s := range m.Status().Sources {
+			for _, p := range s.Partitions {
+				n += p.Skipped
+			}
+		}
+		return n
+	}
+	waitUntil(t, time.Minute, "each mirror to skip the other's copies", func() bool {
+		return skipped(toB) == 2*perPart && skipped(toA) == 2*perPart
+	})
+	for _, d := range []*dc{a, b} {
+		got := readTopic(t, d.addrs(), "events")
+		own, copied := 0, 0
+		for _, recs := range got {
+			for _, r := range recs {
+				o := parseOrigin(t, r)
+				switch {
+				case o.cluster == d.name && o.header == "":
+					own++
+				case o.cluster != d.name && o.header == o.cluster:
+					copied++
+				default:
+					t.Fatalf("cluster %s holds a record from %s with origin header %q", d.name, o.cluster, o.header)
+				}
+			}
+		}
+		if own != 2*perPart || copied != 2*perPart {
+			t.Fatalf("cluster %s holds %d own and %d copied records, want %d of each", d.name, own, copied, 2*perPart)
+		}
+	}
+}

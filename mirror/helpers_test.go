@@ -5,7 +5,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -31,7 +30,7 @@ type dc struct {
 	brokers []*testenv.Broker
 }
 
-func startDC(t *testing.T, name string, brokers int) *dc {
+func startDC(t testing.TB, name string, brokers int) *dc {
 	t.Helper()
 	connect, bs := testenv.StartCluster(t, brokers)
 	return &dc{name: name, zk: connect, brokers: bs}
@@ -310,5 +309,3 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
 }
-
-var _ = io.Discard

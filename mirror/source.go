@@ -320,11 +320,12 @@ func (s *source) syncOwnership(ctx context.Context) error {
 				}
 				return nil
 			}
+			start := part.next // part is shared once published
 			s.mu.Lock()
 			s.parts[tp] = part
 			s.mu.Unlock()
-			s.fetch.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(part.next)}})
-			s.log.Debug("copying partition", "topic", topic, "partition", p, "from", part.next, "target_partition", part.target)
+			s.fetch.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(start)}})
+			s.log.Debug("copying partition", "topic", topic, "partition", p, "from", start, "target_partition", part.target)
 		}
 	}
 	return nil

@@ -28,22 +28,25 @@ func (s *source) commitLoop(ctx context.Context) {
 // commit writes, for every partition being copied, the offset below which
 // the target has everything, if it moved.
 func (s *source) commit() {
-	g := s.currentGroup()
-	if g == nil {
-		return
+	if g := s.currentGroup(); g != nil {
+		s.commitParts(g.ID(), s.partitions())
 	}
+}
+
+// commitParts commits parts as the group member self.
+func (s *source) commitParts(self string, parts []*partition) {
 	var failed int
 	var firstErr error
-	for _, part := range s.partitions() {
+	for _, part := range parts {
 		part.mu.Lock()
-		safe, committed, revoked := part.acks.safe, part.committed, part.revoked
+		safe, committed := part.acks.safe, part.committed
 		part.mu.Unlock()
-		if revoked || safe <= committed {
+		if safe <= committed {
 			continue
 		}
-		err := s.writeOffset(g.ID(), part, safe, committed >= 0)
+		err := s.writeOffset(self, part, safe, committed >= 0)
 		if errors.Is(err, errNotOwner) {
-			continue // the group gave it away; applyOwnership drops it soon
+			continue // the group gave it away; applyOwnership drops it, if it has not yet
 		}
 		if err != nil {
 			failed++

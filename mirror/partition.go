@@ -24,7 +24,7 @@ type partition struct {
 	acks      ackWindow
 	committed int64 // what the offset registry holds, -1 if nothing
 	hwm       int64 // latest high watermark seen, -1 if unknown
-	revoked   bool  // no longer ours: stop copying, stop committing
+	revoked   bool  // no longer ours: stop copying (what was sent may still be committed while the owner node is ours)
 
 	copied   atomic.Int64 // records acknowledged by the target
 	bytes    atomic.Int64 // their key+value bytes

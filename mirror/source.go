@@ -247,13 +247,35 @@ func (s *source) rejoin(ctx context.Context, topics []string) error {
 
 // leave stops copying every partition and leaves the group.
 func (s *source) leave() {
+	g := s.currentGroup()
+	dropped := s.applyOwnership(nil, "leaving the group")
+	if g != nil {
+		// The owner nodes are still ours: let what was sent be
+		// acknowledged and commit it, so that whoever copies these
+		// partitions next (a new subscription, another mirror) does not
+		// repeat it.
+		s.drain(dropped, drainTimeout)
+		s.commitParts(g.ID(), dropped)
+	}
 	s.mu.Lock()
-	g := s.group
 	s.group = nil
 	s.mu.Unlock()
-	s.applyOwnership(nil, "leaving the group")
 	if g != nil {
 		g.Close()
+	}
+}
+
+// drainTimeout bounds the wait for acknowledgements when leaving the group.
+const drainTimeout = 5 * time.Second
+
+// drain waits until the target acknowledged every record sent for parts,
+// or timeout.
+func (s *source) drain(parts []*partition, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for _, p := range parts {
+		for p.inflight.Load() > 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 }
 
@@ -331,9 +353,11 @@ func (s *source) syncOwnership(ctx context.Context) error {
 	return nil
 }
 
-// applyOwnership stops copying the partitions not in want (nil: all).
-func (s *source) applyOwnership(want map[string][]int32, why string) {
+// applyOwnership stops copying the partitions not in want (nil: all) and
+// returns them.
+func (s *source) applyOwnership(want map[string][]int32, why string) []*partition {
 	removed := map[string][]int32{}
+	var dropped []*partition
 	s.mu.Lock()
 	for tp, part := range s.parts {
 		if slices.Contains(want[tp.topic], tp.partition) {
@@ -344,6 +368,7 @@ func (s *source) applyOwnership(want map[string][]int32, why string) {
 		part.mu.Unlock()
 		delete(s.parts, tp)
 		removed[tp.topic] = append(removed[tp.topic], tp.partition)
+		dropped = append(dropped, part)
 	}
 	s.mu.Unlock()
 	if len(removed) > 0 {
@@ -353,6 +378,7 @@ func (s *source) applyOwnership(want map[string][]int32, why string) {
 		}
 		s.log.Info("stopped copying partitions", "why", why, "partitions", fmt.Sprint(removed))
 	}
+	return dropped
 }
 
 // startPartition prepares copying one newly assigned partition: the target

@@ -405,11 +405,12 @@ func (r *run) fetch(ctx context.Context, kcl *kgo.Client, adm *kadm.Client, plan
 		if pl.done {
 			continue
 		}
-		pl.in = make(chan []*kgo.Record, 4)
+		in := make(chan []*kgo.Record, 4)
+		pl.in = in // the fetch loop's end of it; it closes and clears it
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := pl.writer.run(wctx, pl.in); err != nil {
+			if err := pl.writer.run(wctx, in); err != nil {
 				werrMu.Lock()
 				if werr == nil {
 					werr = err
@@ -417,7 +418,7 @@ func (r *run) fetch(ctx context.Context, kcl *kgo.Client, adm *kadm.Client, plan
 				werrMu.Unlock()
 				wcancel(err)
 				pl.writer.abandon()
-				for range pl.in { // let the fetch loop go on to see the error
+				for range in { // let the fetch loop go on to see the error
 				}
 			}
 		}()

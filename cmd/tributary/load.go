@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tributary-io/tributary/loader"
+)
+
+func init() {
+	register("load", "load Avro events from topics into a warehouse (local or HDFS) as Avro files, committing data and offsets atomically", runLoad)
+}
+
+// pauseEnv makes a load stop forever at a fault point, so that a test can
+// kill the process exactly there (see loader.FaultPoints).
+const pauseEnv = "TRIBUTARY_LOAD_PAUSE_AT"
+
+// exitDataLoss is the exit status of a committed run that had to record
+// lost offset ranges (retention deleted records before they were loaded).
+const exitDataLoss = 3
+
+// loadFlags are the flags of one load, shared with `jobs` overrides.
+type loadFlags struct {
+	brokers, registry, topics, warehouse string
+	maxRecords                           int64
+	maxDuration                          time.Duration
+	maxErrors                            int64
+	fileMaxBytes                         string
+	fileMaxRecords                       int64
+	codec                                string
+	grace                                time.Duration
+	onDataLoss, startAt                  string
+	lockTTL                              time.Duration
+}
+
+func runLoad(ctx context.Context, args []string) error {
+	fs := newFlags("load")
+	var f loadFlags
+	fs.StringVar(&f.brokers, "brokers", "127.0.0.1:9092", "comma-separated broker addresses")
+	fs.StringVar(&f.registry, "registry", "http://127.0.0.1:8081", "schema registry URL")
+	fs.StringVar(&f.topics, "topics", "", "topics to load: a regular expression matching whole names, e.g. 'pageviews|clicks' (required)")
+	fs.StringVar(&f.warehouse, "warehouse", "file:///var/warehouse", "warehouse URL: file:///path or hdfs://namenode:port/path")
+	fs.Int64Var(&f.maxRecords, "max-records", 0, "stop after this many records and commit them (0: up to the high watermark)")
+	fs.DurationVar(&f.maxDuration, "max-duration", 0, "stop fetching after this long and commit what was fetched (0: no limit)")
+	fs.Int64Var(&f.maxErrors, "max-errors", loader.DefaultMaxErrors, "fail the run when more records than this cannot be decoded (-1: no limit)")
+	fs.StringVar(&f.fileMaxBytes, "file-max-bytes", "128MiB", "roll a file at this size")
+	fs.Int64Var(&f.fileMaxRecords, "file-max-records", loader.DefaultFileMaxRecords, "roll a file at this many records")
+	fs.StringVar(&f.codec, "codec", loader.DefaultCodec, "Avro block compression: null, deflate or snappy")
+	fs.DurationVar(&f.grace, "success-grace", loader.DefaultSuccessGrace, "mark an hour _SUCCESS once every partition is loaded this long past its end")
+	fs.StringVar(&f.onDataLoss, "on-data-loss", loader.Earliest, "when retention deleted records before they were loaded: earliest (continue at the log start), latest or fail; the lost range is reported either way")
+	fs.StringVar(&f.startAt, "start-at", loader.Earliest, "where a partition loaded for the first time starts: earliest or latest")
+	fs.DurationVar(&f.lockTTL, "lock-ttl", loader.DefaultLockTTL, "lease of the per-topic locks: how soon a killed run's topics can be loaded again")
+	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	quiet := fs.Bool("quiet", false, "no progress display")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if f.topics == "" {
+		return errors.New("--topics is required")
+	}
+	cfg, err := f.config()
+	if err != nil {
+		return err
+	}
+	if point := os.Getenv(pauseEnv); point != "" {
+		cfg.Fault = pauseAt(loader.FaultPoint(point))
+	}
+	var bar *progressBar
+	if !*quiet && isTerminal(os.Stderr) {
+		bar = &progressBar{w: os.Stderr}
+		cfg.Progress = bar.draw
+	}
+	sum, err := loader.Run(ctx, cfg)
+	if bar != nil {
+		bar.clear()
+	}
+	if sum != nil && sum.Run != "" {
+		if *asJSON {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			enc.Encode(sum)
+		} else {
+			sum.WriteText(os.Stdout)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if len(sum.Lost) > 0 {
+		fmt.Fprintf(os.Stderr, "tributary load: %d offset ranges were lost before they could be loaded (see LOST above)\n", len(sum.Lost))
+		return exitError(exitDataLoss)
+	}
+	return nil
+}
+
+func (f *loadFlags) config() (loader.Config, error) {
+	size, err := loader.ParseBytes(f.fileMaxBytes)
+	if err != nil {
+		return loader.Config{}, fmt.Errorf("--file-max-bytes: %w", err)
+	}
+	return loader.Config{
+		Brokers:        splitList(f.brokers),
+		RegistryURL:    f.registry,
+		TopicRegex:     f.topics,
+		Warehouse:      f.warehouse,
+		MaxRecords:     f.maxRecords,
+		MaxDuration:    f.maxDuration,
+		MaxErrors:      f.maxErrors,
+		FileMaxBytes:   size,
+		FileMaxRecords: f.fileMaxRecords,
+		Codec:          f.codec,
+		SuccessGrace:   f.grace,
+		OnDataLoss:     f.onDataLoss,
+		StartAt:        f.startAt,
+		LockTTL:        f.lockTTL,
+		Holder:         "tributary load",
+	}, nil
+}
+
+// pauseAt blocks the run forever the first time it reaches point.
+func pauseAt(point loader.FaultPoint) func(loader.FaultPoint) error {
+	if !slices.Contains(loader.FaultPoints, point) {
+		fmt.Fprintf(os.Stderr, "tributary load: %s=%q is not a fault point (%v); ignored\n", pauseEnv, point, loader.FaultPoints)
+		return nil
+	}
+	var once sync.Once
+	return func(p loader.FaultPoint) error {
+		if p == point {
+			once.Do(func() {
+				fmt.Fprintf(os.Stderr, "tributary load: paused at %s (%s)\n", p, pauseEnv)
+				select {}
+			})
+		}
+		return nil
+	}
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progressBar redraws a few lines on a terminal: one per partition (up to
+// a screenful) and a total.
+type progressBar struct {
+	w     io.Writer
+	lines int
+}
+
+const maxBarLines = 12
+
+func (b *progressBar) draw(p loader.Progress) {
+	var sb strings.Builder
+	if b.lines > 0 {
+		fmt.Fprintf(&sb, "\x1b[%dA", b.lines) // back to the first line
+	}
+	n := 0
+	for i, pp := range p.Partitions {
+		if i == maxBarLines-1 && len(p.Partitions) > maxBarLines {
+			fmt.Fprintf(&sb, "\x1b[2K  ... and %d more partitions\n", len(p.Partitions)-i)
+			n++
+			break
+		}
+		fmt.Fprintf(&sb, "\x1b[2K  %-28s %s %d/%d  %s\n", fmt.Sprintf("%s/%d", pp.Topic, pp.Partition),
+			bar(pp.Next-pp.Start, pp.End-pp.Start, 24), pp.Next, pp.End, mib(pp.InputBytes))
+		n++
+	}
+	secs := p.Elapsed.Seconds()
+	if secs <= 0 {
+		secs = 1
+	}
+	fmt.Fprintf(&sb, "\x1b[2K  %d records, %s in %s (%.0f records/s)\n", p.Records, mib(p.InputBytes),
+		p.Elapsed.Round(time.Second), float64(p.Records)/secs)
+	n++
+	b.lines = n
+	io.WriteString(b.w, sb.String())
+}
+
+func (b *progressBar) clear() {
+	if b.lines > 0 {
+		fmt.Fprintf(b.w, "\x1b[%dA\x1b[J", b.lines)
+	}
+}
+
+func bar(done, total int64, width int) string {
+	filled := width
+	if total > 0 {
+		filled = int(done * int64(width) / total)
+	}
+	return "[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "]"
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

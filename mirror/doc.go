@@ -12,7 +12,8 @@
 //     target with acks=all, or was deliberately not copied (see the loop rule
 //     below). A mirror killed at any moment repeats, on restart, at most the
 //     records copied since its last commit (Config.CommitInterval): it may
-//     duplicate, never skip.
+//     duplicate, never skip. A rebalance that moves a partition to another
+//     mirror likewise repeats what was copied since the last commit.
 //   - Order within a source partition is kept: a source partition's records
 //     are produced in offset order by one idempotent producer, so each
 //     target partition receives them in that order.
@@ -40,9 +41,11 @@
 //     schema, registered under the same subject (<topic>-value) if needed.
 //     Keys are never rewritten, because their bytes decide the partition.
 //     An id the source registry does not know stops the mirror with an
-//     error naming source, topic, partition and offset; with
+//     error naming source, topic, partition and offset (so does an id the
+//     target registry refuses, e.g. as incompatible); with
 //     Config.UnknownSchemas = CopyUnknown such a record is copied unchanged
-//     and counted instead.
+//     and counted instead. A registry that cannot be reached is waited for,
+//     like the target.
 //   - Several mirror processes with the same Config.Group share each source's
 //     partitions by the paper's rebalance, and take over the partitions of
 //     one that died once its ZooKeeper session expires.

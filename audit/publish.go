@@ -3,10 +3,13 @@ package audit
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -121,6 +124,7 @@ func (p *Publisher) send(ctx context.Context, events []*Event) (map[*Event]bool,
 	if len(recs) == 0 {
 		return acked, nil
 	}
+	p.ensureTopic(ctx)
 	var firstErr error
 	// Results come back in completion order, not in the order sent.
 	for _, r := range p.cfg.Client.ProduceSync(ctx, recs...) {
@@ -134,4 +138,21 @@ func (p *Publisher) send(ctx context.Context, events []*Event) (map[*Event]bool,
 		acked[e] = true
 	}
 	return acked, firstErr
+}
+
+// ensureTopic creates the audit topic the first time this publisher
+// sends: Kafka clients do not ask for topics to be created when they
+// produce, and a publisher whose topic does not exist would retry forever.
+// A failure is only logged: the topic may exist or be auto-created anyway,
+// and the produce that follows says what is really wrong.
+func (p *Publisher) ensureTopic(ctx context.Context) {
+	if p.topicReady {
+		return
+	}
+	_, err := kadm.NewClient(p.cfg.Client).CreateTopic(ctx, 1, -1, nil, p.cfg.Topic)
+	if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+		p.topicReady = true
+		return
+	}
+	p.log.Debug("audit: could not create the audit topic", "topic", p.cfg.Topic, "err", err)
 }

@@ -68,9 +68,10 @@ type Publisher struct {
 	beat    time.Time // latest closed window announced
 	closed  bool
 
-	sendMu sync.Mutex // one send at a time keeps events in sequence order
-	stop   chan struct{}
-	done   chan struct{}
+	sendMu     sync.Mutex // one send at a time keeps events in sequence order
+	topicReady bool       // the audit topic exists; guarded by sendMu
+	stop       chan struct{}
+	done       chan struct{}
 
 	// drop, set by tests, loses the events it returns true for as a
 	// network would: they are never sent but count as acknowledged.
@@ -214,7 +215,9 @@ func (p *Publisher) loop() {
 		case <-p.stop:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), p.cfg.FlushInterval)
+			// Registering the schema and an acks=all produce may take
+			// longer than a short interval; the next tick simply waits.
+			ctx, cancel := context.WithTimeout(context.Background(), max(p.cfg.FlushInterval, 10*time.Second))
 			if err := p.publish(ctx, false, false); err != nil {
 				p.log.Warn("audit: monitoring events not published yet; retrying at the next flush", "err", err)
 			}

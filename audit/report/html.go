@@ -20,6 +20,7 @@ var pageTmpl = template.Must(template.New("page").Parse(pageText))
 type page struct {
 	Title     string
 	Subtitle  string
+	Notice    string
 	Generated string
 	Refresh   int
 	Threshold string
@@ -83,6 +84,7 @@ func HTML(w io.Writer, r *audit.Report, o Options) error {
 	}
 	p := page{
 		Title:     o.Title,
+		Notice:    o.Notice,
 		Subtitle:  fmt.Sprintf("%s UTC · windows of %s · grace %s · threshold %s%%", rangeTitle(r), dur(r.Window), dur(r.Grace), pct(o.Threshold)),
 		Generated: r.GeneratedAt.UTC().Format(time.RFC3339),
 		Refresh:   int(o.Refresh.Seconds()),

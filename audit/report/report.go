@@ -32,6 +32,9 @@ type Options struct {
 	Refresh time.Duration
 	// Title of the HTML page. Default: derived from the report's range.
 	Title string
+	// Notice is shown at the top of the HTML page (a live page catching
+	// up, say).
+	Notice string
 }
 
 // DefaultThreshold is the completeness a window is expected to reach.

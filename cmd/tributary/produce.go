@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register("produce", "send each line of stdin as one record to a topic", runProduce)
+	register("produce", "send each line of stdin as one record to a topic (with --schema: one JSON event per line, Avro-encoded and counted for the audit)", runProduce)
 }
 
 func runProduce(ctx context.Context, args []string) error {
@@ -22,6 +22,8 @@ func runProduce(ctx context.Context, args []string) error {
 	topic := fs.String("topic", "", "topic to produce to (required)")
 	keySep := fs.String("key-separator", "", "split each line at the first occurrence into key and value")
 	acks := fs.String("acks", "all", "acknowledgement: all (after fsync), 1 (after append) or 0 (fire and forget)")
+	var af avroFlags
+	af.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,6 +46,9 @@ func runProduce(ctx context.Context, args []string) error {
 		return err
 	}
 	defer cl.Close()
+	if af.schema != "" {
+		return produceAvro(ctx, cl, *topic, splitList(*brokers), af)
+	}
 
 	var (
 		mu      sync.Mutex

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/audit"
+)
+
+func runAuditCount(ctx context.Context, args []string) error {
+	fs, f := newAuditFlags("count", "count a cluster's topics by header time window and publish the counts as a tier")
+	tier := fs.String("tier", "", "tier name the counts are published as, e.g. live or analysis (required)")
+	source := fs.String("source", "", "name of what is counted; a later count of the same source replaces this one (default: TIER@BROKERS)")
+	auditBrokers := fs.String("audit-brokers", "", "brokers of the audit topic (default: --brokers)")
+	dryRun := fs.Bool("dry-run", false, "print the counts without publishing them")
+	var tr timeRange
+	tr.register(fs, "publish")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *tier == "" {
+		return fmt.Errorf("--tier is required: the name this cluster's counts are published as (e.g. --tier analysis)")
+	}
+	from, to, err := tr.resolve(time.Now())
+	if err != nil {
+		return err
+	}
+	if *source == "" {
+		*source = *tier + "@" + f.brokers
+	}
+	if *auditBrokers == "" {
+		*auditBrokers = f.brokers
+	}
+	reg, err := f.registryClient()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	counts, topics, err := audit.Scan(ctx, audit.ScanConfig{Brokers: splitList(f.brokers), Registry: reg, Topics: splitList(f.topics), Window: f.window})
+	if err != nil {
+		return err
+	}
+	inWindows, noTime, malformed := counts.Total()
+	slog.Info("audit count: counted", "tier", *tier, "topics", len(topics), "events", inWindows, "no_time", noTime, "malformed", malformed, "took", time.Since(start).Round(time.Millisecond))
+	printCounts(counts, from, to)
+	if *dryRun {
+		return nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(splitList(*auditBrokers)...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	cfg := audit.PublisherConfig{Client: cl, Registry: reg, Tier: *tier, Topic: f.topic, Window: f.window}
+	if err := audit.PublishSnapshot(ctx, cfg, *source, counts, topics, from, to); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "published the counts of %s as tier %s (source %s) to %s\n", strings.Join(topics, ", "), *tier, *source, f.topic)
+	return nil
+}
+
+// printCounts prints events per topic and window (servers added up) in
+// [from, to).
+func printCounts(c *audit.Counts, from, to time.Time) {
+	type tw struct {
+		topic string
+		w     time.Time
+	}
+	rows := map[tw]*[3]int64{}
+	get := func(t string, w time.Time) *[3]int64 {
+		if (!from.IsZero() && w.Before(from)) || (!to.IsZero() && !w.Before(to)) {
+			return nil
+		}
+		k := tw{t, w}
+		if rows[k] == nil {
+			rows[k] = &[3]int64{}
+		}
+		return rows[k]
+	}
+	for k, n := range c.Events {
+		if r := get(k.Topic, k.Window); r != nil {
+			r[0] += n
+		}
+	}
+	for k, n := range c.NoTime {
+		if r := get(k.Topic, k.Window); r != nil {
+			r[1] += n
+		}
+	}
+	for k, n := range c.Malformed {
+		if r := get(k.Topic, k.Window); r != nil {
+			r[2] += n
+		}
+	}
+	keys := make([]tw, 0, len(rows))
+	for k := range rows {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b tw) int {
+		if c := strings.Compare(a.topic, b.topic); c != 0 {
+			return c
+		}
+		return a.w.Compare(b.w)
+	})
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "TOPIC\tWINDOW\tEVENTS\tNO_TIME\tMALFORMED")
+	for _, k := range keys {
+		r := rows[k]
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\n", k.topic, k.w.UTC().Format("2006-01-02 15:04"), r[0], r[1], r[2])
+	}
+	w.Flush()
+}

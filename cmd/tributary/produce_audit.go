@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/tributary-io/tributary/audit"
+	"github.com/tributary-io/tributary/schema"
+)
+
+// avroFlags turn `tributary produce` into an audited event producer.
+type avroFlags struct {
+	schema, registry, service, server, auditTopic string
+	window                                        time.Duration
+}
+
+func (f *avroFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.schema, "schema", "", "Avro schema `FILE.avsc`: read one JSON event per line, send it in the Confluent envelope and count it for the audit")
+	fs.StringVar(&f.registry, "registry", "http://127.0.0.1:8081", "schema registry `URL` (with --schema)")
+	fs.StringVar(&f.service, "service", "tributary-produce", "header.service of events that do not set it (with --schema)")
+	fs.StringVar(&f.server, "server", "", "header.server of events that do not set it (default: the host name)")
+	fs.StringVar(&f.auditTopic, "audit-topic", audit.DefaultTopic, "where the per-window counts are published (with --schema)")
+	fs.DurationVar(&f.window, "window", audit.DefaultWindow, "audit counting window (with --schema)")
+}
+
+// produceAvro sends stdin's JSON events through an audit.Producer: each is
+// counted by its header's time window and server once acknowledged, and
+// the counts are published to the audit topic when their window closes
+// and when stdin ends. A line that is not a valid event is skipped,
+// counted malformed, and makes the command fail at the end.
+func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []string, f avroFlags) error {
+	text, err := os.ReadFile(f.schema)
+	if err != nil {
+		return fmt.Errorf("--schema: %w", err)
+	}
+	events, err := newJSONEvents(string(text))
+	if err != nil {
+		return fmt.Errorf("--schema %s: %w", f.schema, err)
+	}
+	reg, err := sr.NewClient(sr.URLs(splitList(f.registry)...))
+	if err != nil {
+		return fmt.Errorf("--registry %q: %w", f.registry, err)
+	}
+	ser, err := schema.NewSerializer(reg, schema.SerializerConfig{Schema: string(text), Service: f.service, Server: f.server})
+	if err != nil {
+		return fmt.Errorf("--schema %s: %w", f.schema, err)
+	}
+	// The counts go through their own client so they are sent with
+	// acks=all whatever --acks says for the events.
+	acl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return err
+	}
+	defer acl.Close()
+	pub, err := audit.NewPublisher(audit.PublisherConfig{Client: acl, Registry: reg, Topic: f.auditTopic, Window: f.window, Host: f.server})
+	if err != nil {
+		return err
+	}
+	prod, err := audit.NewProducer(cl, ser, pub)
+	if err != nil {
+		return err
+	}
+	var (
+		mu            sync.Mutex
+		failed        error
+		sent, skipped int
+	)
+	scanner := bufio.NewScanner(os.Stdin)
+	scanner.Buffer(make([]byte, 64<<10), 16<<20)
+	for line := 1; scanner.Scan(); line++ {
+		if len(scanner.Bytes()) == 0 {
+			continue
+		}
+		ev, err := events.decode(scanner.Bytes())
+		if err == nil {
+			err = prod.Produce(ctx, topic, ev, func(r *kgo.Record, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil && failed == nil {
+					failed = fmt.Errorf("event on line %d: %w", line, err)
+				}
+				if err == nil {
+					sent++
+				}
+			})
+		} else {
+			pub.Malformed(topic, time.Now())
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			skipped++
+			slog.Warn("produce: skipping a line that is not a valid event", "line", line, "err", err)
+		}
+	}
+	if err := scanner.Err(); err != nil {
+		return fmt.Errorf("reading stdin: %w", err)
+	}
+	ferr := prod.Flush(ctx)
+	// Publish the counts even when interrupted: what was acknowledged is
+	// in the cluster and must be counted.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	perr := pub.Close(cctx)
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Fprintf(os.Stderr, "produced %d events to %s", sent, topic)
+	if skipped > 0 {
+		fmt.Fprintf(os.Stderr, ", skipped %d lines", skipped)
+	}
+	if perr != nil {
+		fmt.Fprintln(os.Stderr)
+		perr = fmt.Errorf("publishing the audit counts: %w", perr)
+	} else {
+		fmt.Fprintf(os.Stderr, "; counts published to %s\n", f.auditTopic)
+	}
+	if skipped > 0 && failed == nil {
+		failed = fmt.Errorf("%d lines were not valid events (see the warnings above)", skipped)
+	}
+	return errors.Join(ferr, failed, perr)
+}

@@ -17,7 +17,8 @@ import (
 
 func startStandalone(t *testing.T, dataDir, addr string) *testenv.Process {
 	t.Helper()
-	p := testenv.StartProcess(t, "standalone", "--data-dir", dataDir, "--listen", addr, "--flush-interval", "20ms")
+	// No schema registry: these tests are about the broker.
+	p := testenv.StartProcess(t, "standalone", "--data-dir", dataDir, "--listen", addr, "--registry-listen=", "--flush-interval", "20ms")
 	testenv.WaitListening(t, p, addr, 30*time.Second)
 	return p
 }

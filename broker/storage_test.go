@@ -17,41 +17,45 @@ import (
 )
 
 // TestRetentionMovesLogStart: with per-topic retention.ms and small
-// segments, old segments are deleted, ListOffsets earliest moves, a fetch
-// below it gets OFFSET_OUT_OF_RANGE and a consumer from the start reads
-// what is left.
+// segments, segments whose records are older than the retention are
+// deleted, ListOffsets earliest moves past them, a fetch below it gets
+// OFFSET_OUT_OF_RANGE and a consumer from the start reads what is left.
 func TestRetentionMovesLogStart(t *testing.T) {
 	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) {
 		c.Log.RetentionCheckInterval = 50 * time.Millisecond
 	}))
-	retention, segment := "2000", "1024"
+	retention, segment := "600000", "1024" // 10 minutes; one ~650-byte batch per segment
 	createTopic(t, b.Addr, "short-lived", 1, map[string]*string{"retention.ms": &retention, "segment.bytes": &segment})
 	w := dial(t, b.Addr)
+	old := time.Now().Add(-time.Hour)
 	for i := range 10 {
-		p := produceResult(w.roundTrip(produceRequest(9, -1, "short-lived", 0, makeBatch(-1, -1, -1, strings.Repeat(strconv.Itoa(i), 600)))))
-		wantCode(t, "produce", p.ErrorCode, nil)
+		at := time.Now()
+		if i < 5 {
+			at = old // the first five batches are past retention on arrival
+		}
+		batch := makeBatchAt(at, -1, -1, -1, strings.Repeat(strconv.Itoa(i), 600))
+		wantCode(t, "produce", produceResult(w.roundTrip(produceRequest(9, -1, "short-lived", 0, batch))).ErrorCode, nil)
 	}
-	// Batches older than 2 s go; the active segment always stays.
 	deadline := time.Now().Add(30 * time.Second)
 	var earliest int64
-	for earliest == 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+	for earliest != 5 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
 		earliest = listOffset(t, w, "short-lived", 0, -2)
 	}
-	if earliest == 0 {
-		t.Fatal("retention deleted nothing within 30 s")
+	if earliest != 5 {
+		t.Fatalf("log start %d after retention, want 5: exactly the five old segments go", earliest)
 	}
 	if latest := listOffset(t, w, "short-lived", 0, -1); latest != 10 {
 		t.Fatalf("latest offset %d after retention, want 10 (retention never moves the end)", latest)
 	}
 	fr := w.roundTrip(fetchRequest(11, "short-lived", 0, 0)).(*kmsg.FetchResponse)
 	wantCode(t, "fetch below the log start", fr.Topics[0].Partitions[0].ErrorCode, errOffsetOutOfRange)
-	if got := fr.Topics[0].Partitions[0].LogStartOffset; got != earliest {
-		t.Fatalf("fetch reports log start %d, ListOffsets %d", got, earliest)
+	if got := fr.Topics[0].Partitions[0].LogStartOffset; got != 5 {
+		t.Fatalf("fetch reports log start %d, want 5", got)
 	}
-	got := consumeAll(t, b.Addr, "short-lived", int(10-earliest))[0]
-	if got[0].Offset != earliest {
-		t.Fatalf("consumer from the start began at %d, want the log start %d", got[0].Offset, earliest)
+	got := consumeAll(t, b.Addr, "short-lived", 5)[0]
+	if got[0].Offset != 5 || got[0].Value[0] != '5' {
+		t.Fatalf("consumer from the start began at offset %d (%q), want offset 5", got[0].Offset, got[0].Value[:1])
 	}
 }
 

@@ -91,8 +91,13 @@ func (w *wire) closedByBroker() bool {
 	return err != nil
 }
 
-// makeBatch encodes a valid RecordBatch v2 of the given values.
+// makeBatch encodes a valid RecordBatch v2 of the given values, stamped now.
 func makeBatch(producerID int64, epoch int16, seq int32, values ...string) []byte {
+	return makeBatchAt(time.Now(), producerID, epoch, seq, values...)
+}
+
+// makeBatchAt encodes a valid RecordBatch v2 whose records carry time at.
+func makeBatchAt(at time.Time, producerID int64, epoch int16, seq int32, values ...string) []byte {
 	var records []byte
 	for i, v := range values {
 		r := kmsg.Record{OffsetDelta: int32(i), Value: []byte(v)}
@@ -100,7 +105,7 @@ func makeBatch(producerID int64, epoch int16, seq int32, values ...string) []byt
 		r.Length = int32(len(body) - 1) // AppendTo wrote a 1-byte length of 0
 		records = r.AppendTo(records)
 	}
-	now := time.Now().UnixMilli()
+	now := at.UnixMilli()
 	b := kmsg.RecordBatch{
 		Length:          int32(49 + len(records)),
 		Magic:           2,

@@ -42,10 +42,7 @@ func TestClusterBrokerKilled(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 12, 1, nil, "views"); err != nil {
 		t.Fatal(err)
 	}
-	topics, err := adm.ListTopics(ctx, "views")
-	if err != nil {
-		t.Fatal(err)
-	}
+	topics := waitTopic(t, addrs[0], "views", 12)
 	leaders := map[int32]int32{}
 	perBroker := map[int32]int{}
 	for _, p := range topics["views"].Partitions {
@@ -122,5 +119,28 @@ func waitBrokers(t *testing.T, seed string, n int) {
 			t.Fatalf("Metadata lists %d brokers after 60 s, want %d (err %v)", len(md.Brokers), n, err)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitTopic waits until the broker at seed describes topic with n
+// partitions: the other brokers learn of a new topic through their
+// ZooKeeper watch, a moment after the one that created it.
+func waitTopic(t *testing.T, seed, topic string, n int) kadm.TopicDetails {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		topics, err := kadm.NewClient(cl).ListTopics(context.Background(), topic)
+		cl.Close()
+		if err == nil && len(topics[topic].Partitions) == n {
+			return topics
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s not described with %d partitions after 30 s: %v %v", topic, n, topics, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -14,6 +14,7 @@ import (
 // A source that cannot be reached fails the start with an error naming it,
 // instead of hanging.
 func TestMirrorUnreachableSource(t *testing.T) {
+	needServices(t)
 	target := testenv.StartBroker(t)
 	tests := []struct {
 		name, zk, want string
@@ -49,6 +50,7 @@ func TestMirrorUnreachableSource(t *testing.T) {
 // The command line refuses a regular expression that does not compile,
 // with the flag and the reason, before connecting to anything.
 func TestMirrorCommandBadRegexp(t *testing.T) {
+	needServices(t)
 	p := testenv.StartProcess(t, "mirror", "--source", "dc1=127.0.0.1:1/x", "--topics", "page(views")
 	select {
 	case <-p.Done():

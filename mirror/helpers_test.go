@@ -32,8 +32,18 @@ type dc struct {
 
 func startDC(t testing.TB, name string, brokers int) *dc {
 	t.Helper()
+	needServices(t)
 	connect, bs := testenv.StartCluster(t, brokers)
 	return &dc{name: name, zk: connect, brokers: bs}
+}
+
+// needServices skips a test that starts real services under -short (make
+// test-short: unit tests only).
+func needServices(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts ZooKeeper, brokers or processes; skipped with -short")
+	}
 }
 
 func (d *dc) addrs() []string {

@@ -137,6 +137,7 @@ func TestMirrorSurvivesSIGKILL(t *testing.T) {
 		perPart    = 10000
 		total      = partitions * perPart
 	)
+	needServices(t)
 	testenv.Binary(t) // build first: the copy must not be over before the first run starts
 	d := startDC(t, "dc1", 1)
 	target := testenv.StartBroker(t)
@@ -243,6 +244,7 @@ func TestMirrorGroupSharesAndTakesOver(t *testing.T) {
 		partitions = 12
 		perPart    = 2000
 	)
+	needServices(t)
 	testenv.Binary(t)
 	d := startDC(t, "dc1", 2)
 	target := testenv.StartBroker(t)

@@ -22,6 +22,7 @@ import (
 // startRegistry runs a schema registry node over an in-memory log.
 func startRegistry(t *testing.T) (*sr.Client, string) {
 	t.Helper()
+	needServices(t)
 	srv, err := registry.NewWithLog(context.Background(), registry.NewMemoryLog().Open(), registry.Config{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)

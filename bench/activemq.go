@@ -48,6 +48,9 @@ func (d *activeMQDriver) Produce(ctx context.Context, queue string, n, batch int
 	defer s.Close()
 	stopOnCancel := context.AfterFunc(ctx, func() { s.c.SetDeadline(time.Now()) })
 	defer stopOnCancel()
+	// A broker that stops answering (out of memory, say) fails the row
+	// instead of hanging the run.
+	s.c.SetDeadline(deadline.Add(time.Minute))
 	value := payload(d.rng)
 	sent := 0
 	for sent < n && time.Now().Before(deadline) {

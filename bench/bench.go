@@ -63,8 +63,11 @@ type Config struct {
 	// The run removes what it created unless Keep is set.
 	WorkDir string
 	Keep    bool
-	// TributaryBinary is the `tributary` executable to start.
+	// TributaryBinary is the `tributary` executable to start, and
+	// TributaryArgs extra flags for its `standalone` command (e.g. a
+	// different --flush-interval, to see what the latency row owes to it).
 	TributaryBinary string
+	TributaryArgs   []string
 	// Scripts is the directory of peer.sh (scripts/bench).
 	Scripts string
 	// ProfileDir, if set, gets a `perf record` profile of the Tributary

@@ -114,7 +114,8 @@ func startTributary(ctx context.Context, cfg Config, dir string) (*server, error
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(cfg.TributaryBinary, "standalone", "--data-dir", data, "--listen", addr)
+	args := append([]string{"standalone", "--data-dir", data, "--listen", addr}, cfg.TributaryArgs...)
+	cmd := exec.Command(cfg.TributaryBinary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "TRIBUTARY_LOG=warn")
 	if err := cmd.Start(); err != nil {

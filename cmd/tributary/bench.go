@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/tributary-io/tributary/bench"
 )
@@ -26,6 +27,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Scripts, "scripts", "scripts/bench", "directory of peer.sh, which starts and stops the peers")
 	fs.StringVar(&cfg.WorkDir, "work-dir", "", "where the systems keep their data (default: a temporary directory)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (data and peer logs) afterwards")
+	tribArgs := fs.String("tributary-args", "", "extra flags for the Tributary broker, space-separated (e.g. \"--flush-interval 10ms\")")
 	fs.StringVar(&cfg.ProfileDir, "profile", "", "write a perf profile of the Tributary broker per row into this directory")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -36,6 +38,7 @@ func runBench(ctx context.Context, args []string) error {
 	if *systems != "" {
 		cfg.Systems = splitList(*systems)
 	}
+	cfg.TributaryArgs = strings.Fields(*tribArgs)
 	self, err := os.Executable()
 	if err != nil {
 		return err

@@ -130,6 +130,15 @@ start_activemq() {
     <persistenceAdapter>
       <kahaDB directory="$dir/data/kahadb" journalDiskSyncStrategy="periodic" journalDiskSyncInterval="200"/>
     </persistenceAdapter>
+    <!-- the stock activemq.xml's limits; without them the broker assumes
+         1 GB of memory for messages and runs out of its 512 MB heap -->
+    <systemUsage>
+      <systemUsage>
+        <memoryUsage><memoryUsage percentOfJvmHeap="70"/></memoryUsage>
+        <storeUsage><storeUsage limit="100 gb"/></storeUsage>
+        <tempUsage><tempUsage limit="50 gb"/></tempUsage>
+      </systemUsage>
+    </systemUsage>
     <transportConnectors>
       <transportConnector name="stomp" uri="stomp://127.0.0.1:$port"/>
     </transportConnectors>
@@ -137,8 +146,9 @@ start_activemq() {
 </beans>
 EOF
   # What /usr/bin/activemq runs, minus its switch to the activemq user;
-  # the heap is the Debian default (ACTIVEMQ_OPTS in /etc/default/activemq).
-  nohup java -Xms512M -Xmx512M -Dorg.apache.activemq.UseDedicatedTaskRunner=true \
+  # the heap is 1 GB, as Kafka's (the Debian default of 512 MB runs out with
+  # a few hundred thousand unconsumed persistent messages).
+  nohup java -Xms1G -Xmx1G -Dorg.apache.activemq.UseDedicatedTaskRunner=true \
     --add-reads=java.xml=java.logging \
     --add-opens java.base/java.security=ALL-UNNAMED --add-opens java.base/java.net=ALL-UNNAMED \
     --add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/java.util=ALL-UNNAMED \

@@ -108,7 +108,9 @@ func TestUndecodableRecords(t *testing.T) {
 	})
 	t.Run("within the limit", func(t *testing.T) {
 		url := "file://" + t.TempDir()
-		sum := run(t, config(env, url, "mixed"))
+		cfg := config(env, url, "mixed")
+		cfg.MaxErrors = 4
+		sum := run(t, cfg)
 		if sum.Errors != 4 || sum.Records != 20 {
 			t.Fatalf("summary: %d errors, %d records; want 4 and 20", sum.Errors, sum.Records)
 		}

@@ -60,7 +60,8 @@ type Config struct {
 	// fetched (0: no limit).
 	MaxDuration time.Duration
 	// MaxErrors fails the run when more records than this cannot be
-	// decoded. Default DefaultMaxErrors; negative: no limit.
+	// decoded. Zero allows none; negative: no limit. (The command and job
+	// specs default to DefaultMaxErrors.)
 	MaxErrors int64
 
 	// FileMaxBytes rolls a file once it reaches this size. Default
@@ -130,9 +131,6 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.Registry == nil && cfg.RegistryURL == "" {
 		return cfg, errors.New("no schema registry given")
-	}
-	if cfg.MaxErrors == 0 {
-		cfg.MaxErrors = DefaultMaxErrors
 	}
 	if cfg.FileMaxBytes <= 0 {
 		cfg.FileMaxBytes = DefaultFileMaxBytes

@@ -19,9 +19,11 @@ func init() {
 	register("load", "load Avro events from topics into a warehouse (local or HDFS) as Avro files, committing data and offsets atomically", runLoad)
 }
 
-// pauseEnv makes a load stop forever at a fault point, so that a test can
-// kill the process exactly there (see loader.FaultPoints).
-const pauseEnv = "TRIBUTARY_LOAD_PAUSE_AT"
+// Test hooks; see faultFromEnv.
+const (
+	pauseEnv = "TRIBUTARY_LOAD_PAUSE_AT"
+	delayEnv = "TRIBUTARY_LOAD_DELAY_AT"
+)
 
 // exitDataLoss is the exit status of a committed run that had to record
 // lost offset ranges (retention deleted records before they were loaded).
@@ -70,9 +72,7 @@ func runLoad(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if point := os.Getenv(pauseEnv); point != "" {
-		cfg.Fault = pauseAt(loader.FaultPoint(point))
-	}
+	cfg.Fault = faultFromEnv()
 	var bar *progressBar
 	if !*quiet && isTerminal(os.Stderr) {
 		bar = &progressBar{w: os.Stderr}
@@ -125,19 +125,51 @@ func (f *loadFlags) config() (loader.Config, error) {
 	}, nil
 }
 
-// pauseAt blocks the run forever the first time it reaches point.
-func pauseAt(point loader.FaultPoint) func(loader.FaultPoint) error {
-	if !slices.Contains(loader.FaultPoints, point) {
-		fmt.Fprintf(os.Stderr, "tributary load: %s=%q is not a fault point (%v); ignored\n", pauseEnv, point, loader.FaultPoints)
+// faultFromEnv returns the fault hook the test environment variables ask
+// for: TRIBUTARY_LOAD_PAUSE_AT=<point> stops the process forever the first
+// time a run reaches point, so a test can SIGKILL it exactly there;
+// TRIBUTARY_LOAD_DELAY_AT=<point>:<duration> makes every run wait there,
+// so that runs last long enough for overlap tests. Points:
+// loader.FaultPoints.
+func faultFromEnv() func(loader.FaultPoint) error {
+	var hooks []func(loader.FaultPoint) error
+	if v := os.Getenv(pauseEnv); v != "" {
+		point := loader.FaultPoint(v)
+		if !slices.Contains(loader.FaultPoints, point) {
+			fmt.Fprintf(os.Stderr, "tributary: %s=%q is not a fault point (%v); ignored\n", pauseEnv, v, loader.FaultPoints)
+		} else {
+			var once sync.Once
+			hooks = append(hooks, func(p loader.FaultPoint) error {
+				if p == point {
+					once.Do(func() {
+						fmt.Fprintf(os.Stderr, "tributary: paused at %s (%s)\n", p, pauseEnv)
+						select {}
+					})
+				}
+				return nil
+			})
+		}
+	}
+	if v := os.Getenv(delayEnv); v != "" {
+		p, ds, _ := strings.Cut(v, ":")
+		d, err := time.ParseDuration(ds)
+		if err != nil || !slices.Contains(loader.FaultPoints, loader.FaultPoint(p)) {
+			fmt.Fprintf(os.Stderr, "tributary: %s=%q: want <fault point>:<duration>; ignored\n", delayEnv, v)
+		} else {
+			hooks = append(hooks, func(fp loader.FaultPoint) error {
+				if fp == loader.FaultPoint(p) {
+					time.Sleep(d)
+				}
+				return nil
+			})
+		}
+	}
+	if len(hooks) == 0 {
 		return nil
 	}
-	var once sync.Once
 	return func(p loader.FaultPoint) error {
-		if p == point {
-			once.Do(func() {
-				fmt.Fprintf(os.Stderr, "tributary load: paused at %s (%s)\n", p, pauseEnv)
-				select {}
-			})
+		for _, h := range hooks {
+			h(p)
 		}
 		return nil
 	}

@@ -1,0 +1,104 @@
+package jobs_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/jobs"
+)
+
+func TestParseExampleSpecs(t *testing.T) {
+	specs, err := jobs.LoadDir("../testdata/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 2 {
+		t.Fatalf("%d specs in testdata/jobs, want 2", len(specs))
+	}
+	h, p := specs[0], specs[1]
+	if h.Name != "hourly-services" || h.Topics.Regex != "service.*" || len(h.Brokers) != 1 {
+		t.Errorf("hourly-services.yaml: %+v", h)
+	}
+	cfg := p.LoadConfig()
+	if p.Name != "pageviews" || strings.Join(cfg.Topics, ",") != "pageviews,clicks" ||
+		cfg.MaxRecords != 1000000 || cfg.MaxDuration != 10*time.Minute || cfg.MaxErrors != 100 ||
+		cfg.FileMaxBytes != 128<<20 || cfg.Codec != "deflate" || cfg.SuccessGrace != 10*time.Minute ||
+		cfg.OnDataLoss != "earliest" || cfg.LockTTL != time.Minute || cfg.Warehouse != "hdfs://127.0.0.1:8020/data" {
+		t.Errorf("pageviews.yaml gives %+v", cfg)
+	}
+}
+
+// Each file in testdata/jobs/bad starts with "# want: <text>": the error
+// must contain it, so a mistake is reported with its file, line and field.
+func TestSpecErrors(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/jobs/bad/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no test specs")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, _, _ := strings.Cut(string(data), "\n")
+			want, ok := strings.CutPrefix(first, "# want: ")
+			if !ok {
+				t.Fatalf("%s does not start with # want:", f)
+			}
+			_, err = jobs.ParseSpec(filepath.Base(f), data)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("error:\n  %v\nwant it to contain:\n  %s", err, want)
+			}
+		})
+	}
+}
+
+func TestDuplicateJobNames(t *testing.T) {
+	dir := t.TempDir()
+	spec := "name: same\nbrokers: a:1\nregistry: http://r\ntopics: [t]\nwarehouse: file:///w\nschedule: every 1m\n"
+	os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(spec), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.yaml"), []byte(spec), 0o644)
+	_, err := jobs.LoadDir(dir)
+	if err == nil || !strings.Contains(err.Error(), `job "same" is also defined in`) {
+		t.Fatalf("two specs named alike: %v", err)
+	}
+}
+
+func TestSchedules(t *testing.T) {
+	at := func(s string) time.Time {
+		tm, err := time.ParseInLocation("2006-01-02 15:04:05", s, time.Local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	cases := []struct {
+		spec, from, next string
+	}{
+		{"every 15m", "2024-03-10 12:07:00", "2024-03-10 12:15:00"},
+		{"every 15m", "2024-03-10 12:15:00", "2024-03-10 12:30:00"},
+		{"every 1h", "2024-03-10 12:59:59", "2024-03-10 13:00:00"},
+		{"*/15 * * * *", "2024-03-10 12:07:00", "2024-03-10 12:15:00"},
+		{"5 * * * *", "2024-03-10 12:07:00", "2024-03-10 13:05:00"},
+		{"@hourly", "2024-03-10 12:07:00", "2024-03-10 13:00:00"},
+		{"0 2 * * 1", "2024-03-10 12:07:00", "2024-03-11 02:00:00"}, // Monday 02:00
+	}
+	for _, c := range cases {
+		s, err := jobs.ParseSchedule(c.spec)
+		if err != nil {
+			t.Fatalf("%q: %v", c.spec, err)
+		}
+		if got := s.Next(at(c.from)); !got.Equal(at(c.next)) {
+			t.Errorf("%q after %s: %s, want %s", c.spec, c.from, got, c.next)
+		}
+	}
+	for _, bad := range []string{"every", "every 0s", "every -5m", "every 15 minutes", "* * *", "61 * * * *", "sometimes"} {
+		if _, err := jobs.ParseSchedule(bad); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+}

@@ -30,9 +30,15 @@ type Auditor interface {
 type WindowCounter struct {
 	// Window is the width of a window; default one minute.
 	Window time.Duration
+	// Keep is how far behind the newest window counted a window is kept
+	// (for the status); default a day. Older ones are forgotten, so that a
+	// mirror that runs for months does not keep every window.
+	Keep time.Duration
 
 	mu     sync.Mutex
 	counts map[WindowKey]int64
+	newest time.Time // start of the newest window counted
+	pruned time.Time // newest when windows were last forgotten
 }
 
 // WindowKey names one window of one topic from one source.
@@ -56,11 +62,22 @@ func (w *WindowCounter) Copied(source string, r *kgo.Record) {
 	}
 	k := WindowKey{Source: source, Topic: r.Topic, Start: r.Timestamp.Truncate(width).UTC()}
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.counts == nil {
 		w.counts = map[WindowKey]int64{}
 	}
 	w.counts[k]++
-	w.mu.Unlock()
+	if k.Start.After(w.newest) {
+		w.newest = k.Start
+	}
+	keep := w.Keep
+	if keep <= 0 {
+		keep = 24 * time.Hour
+	}
+	if w.newest.Sub(w.pruned) >= keep/24 { // now and then, not per record
+		w.pruned = w.newest
+		w.forgetLocked(w.newest.Add(-keep))
+	}
 }
 
 // Counts returns every window counted so far, sorted by start, source and
@@ -89,9 +106,39 @@ func (w *WindowCounter) Counts() []WindowCount {
 func (w *WindowCounter) Forget(before time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.forgetLocked(before)
+}
+
+func (w *WindowCounter) forgetLocked(before time.Time) {
 	for k := range w.counts {
 		if k.Start.Before(before) {
 			delete(w.counts, k)
 		}
 	}
+}
+
+// Auditors reports every record to each of its auditors in turn, e.g. a
+// WindowCounter for the status and an AuditTier for the audit.
+type Auditors []Auditor
+
+// Copied reports r to every auditor.
+func (as Auditors) Copied(source string, r *kgo.Record) {
+	for _, a := range as {
+		a.Copied(source, r)
+	}
+}
+
+// windowCounter finds a WindowCounter among the configured auditors.
+func windowCounter(a Auditor) *WindowCounter {
+	switch a := a.(type) {
+	case *WindowCounter:
+		return a
+	case Auditors:
+		for _, x := range a {
+			if wc := windowCounter(x); wc != nil {
+				return wc
+			}
+		}
+	}
+	return nil
 }

@@ -47,19 +47,33 @@ func TestMirrorUnreachableSource(t *testing.T) {
 	}
 }
 
-// The command line refuses a regular expression that does not compile,
-// with the flag and the reason, before connecting to anything.
-func TestMirrorCommandBadRegexp(t *testing.T) {
+// The command line refuses bad flags with the flag and the reason, before
+// connecting to anything.
+func TestMirrorCommandBadFlags(t *testing.T) {
 	needServices(t)
-	p := testenv.StartProcess(t, "mirror", "--source", "dc1=127.0.0.1:1/x", "--topics", "page(views")
-	select {
-	case <-p.Done():
-	case <-time.After(30 * time.Second):
-		t.Fatal("tributary mirror did not exit")
+	src := []string{"mirror", "--source", "dc1=127.0.0.1:1/x"}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--topics", "page(views"}, `--topics "page(views" is not a valid regular expression`},
+		{[]string{"--exclude", "*"}, `--exclude "*" is not a valid regular expression`},
+		{[]string{"--audit"}, "--audit needs --target-registry"},
+		{[]string{"--source-registry", "dc2=http://r:8081", "--target-registry", "http://t:8081"}, `no --source is named "dc2"`},
+		{[]string{"--start", "middle"}, `--start "middle": use smallest or largest`},
 	}
-	out := p.Output.String()
-	if p.Cmd.ProcessState.ExitCode() == 0 || !strings.Contains(out, `--topics "page(views" is not a valid regular expression`) {
-		t.Fatalf("exit code %d, output:\n%s", p.Cmd.ProcessState.ExitCode(), out)
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			p := testenv.StartProcess(t, append(src, tc.args...)...)
+			select {
+			case <-p.Done():
+			case <-time.After(30 * time.Second):
+				t.Fatal("tributary mirror did not exit")
+			}
+			if out := p.Output.String(); p.Cmd.ProcessState.ExitCode() == 0 || !strings.Contains(out, tc.want) {
+				t.Fatalf("exit code %d, output:\n%s\nwant %q", p.Cmd.ProcessState.ExitCode(), out, tc.want)
+			}
+		})
 	}
 }
 

@@ -121,4 +121,10 @@ func TestWindowCounter(t *testing.T) {
 	if len(w.Counts()) != 1 {
 		t.Fatalf("after Forget: %v", w.Counts())
 	}
+	// Counting a window a day later forgets the ones a day older.
+	w.Keep = 24 * time.Hour
+	w.Copied("dc1", &kgo.Record{Topic: "a", Timestamp: at.Add(25 * time.Hour)})
+	if c := w.Counts(); len(c) != 1 || c[0].Start != at.Add(25*time.Hour).Truncate(time.Minute) {
+		t.Fatalf("after a day: %v", c)
+	}
 }

@@ -13,8 +13,8 @@ import (
 type Status struct {
 	Started time.Time      `json:"started"`
 	Sources []SourceStatus `json:"sources"`
-	// Windows are the per-window counts when Config.Auditor is a
-	// *WindowCounter.
+	// Windows are the per-window counts when Config.Auditor is, or
+	// includes (Auditors), a *WindowCounter.
 	Windows []WindowCount `json:"windows,omitempty"`
 }
 
@@ -86,7 +86,7 @@ func (m *Mirror) Status() Status {
 		})
 		st.Sources = append(st.Sources, ss)
 	}
-	if wc, ok := m.cfg.Auditor.(*WindowCounter); ok {
+	if wc := windowCounter(m.cfg.Auditor); wc != nil {
 		st.Windows = wc.Counts()
 	}
 	return st

@@ -10,6 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/tributary-io/tributary/audit"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/consumer"
 	"github.com/tributary-io/tributary/mirror"
@@ -39,7 +43,8 @@ func runMirror(ctx context.Context, args []string) error {
 	unknown := fs.String("unknown-schemas", "stop", "a value whose schema id the source registry cannot resolve: stop (with topic, partition, offset) or copy (unchanged, counted)")
 	status := fs.String("status", "", "serve the status (lag, rate, per-window counts) as JSON over HTTP on `host:port`")
 	logEvery := fs.Duration("log-interval", 30*time.Second, "log a progress line per source this often (0: never)")
-	window := fs.Duration("audit-window", time.Minute, "width of the per-window counts of copied records (by record timestamp)")
+	window := fs.Duration("audit-window", audit.DefaultWindow, "width of the counting windows: the status's (by record timestamp) and, with --audit, the audit's (by event header time)")
+	auditTier := fs.Bool("audit", false, "count what the target acknowledged as the audit's \"mirror\" tier, published to the target's _audit topic (needs --target-registry)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,7 +64,6 @@ func runMirror(ctx context.Context, args []string) error {
 		ShutdownTimeout:  *shutdown,
 		StrictPartitions: *strict,
 		LogInterval:      *logEvery,
-		Auditor:          &mirror.WindowCounter{Window: *window},
 		Logger:           slog.Default(),
 	}
 	if *logEvery == 0 {
@@ -101,6 +105,16 @@ func runMirror(ctx context.Context, args []string) error {
 		}
 		cfg.Sources[i].Registry = url
 	}
+	auditors := mirror.Auditors{&mirror.WindowCounter{Window: *window}}
+	if *auditTier {
+		tier, closeTier, err := newAuditTier(cfg, *window)
+		if err != nil {
+			return err
+		}
+		defer closeTier()
+		auditors = append(auditors, tier)
+	}
+	cfg.Auditor = auditors
 	m, err := mirror.New(cfg)
 	if err != nil {
 		return err
@@ -120,4 +134,38 @@ func runMirror(ctx context.Context, args []string) error {
 		return nil
 	}
 	return err
+}
+
+// newAuditTier counts copied events for the audit through a publisher that
+// writes to the target's _audit topic; closeTier publishes what is left.
+func newAuditTier(cfg mirror.Config, window time.Duration) (tier mirror.Auditor, closeTier func(), err error) {
+	if cfg.TargetRegistry == "" {
+		return nil, nil, errors.New("--audit needs --target-registry: the registry that resolves schema ids in the analysis datacenter (the shared one, if the datacenters share one)")
+	}
+	reg, err := sr.NewClient(sr.URLs(cfg.TargetRegistry))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--target-registry: %w", err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Target...))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--target: %w", err)
+	}
+	pub, err := audit.NewPublisher(audit.PublisherConfig{Client: cl, Registry: reg, Tier: audit.TierMirror, Window: window, Logger: slog.Default()})
+	if err != nil {
+		cl.Close()
+		return nil, nil, err
+	}
+	headers, err := audit.NewHeaderReader(reg, false)
+	if err != nil {
+		cl.Close()
+		return nil, nil, err
+	}
+	return mirror.NewAuditTier(pub, headers, slog.Default()), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := pub.Close(ctx); err != nil {
+			slog.Warn("publishing the last audit counts", "err", err)
+		}
+		cl.Close()
+	}, nil
 }

@@ -205,6 +205,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("bench: unknown system %q (known: %s)", name, strings.Join(AllSystems, ", "))
 		}
 		rep.Notes[name] = sys.notes
+		if name == "tributary" && len(cfg.TributaryArgs) > 0 {
+			rep.Notes[name] += ". Broker flags of this run: " + strings.Join(cfg.TributaryArgs, " ")
+		}
 		rep.Rows = append(rep.Rows, runSystem(ctx, cfg, sys, filepath.Join(work, name))...)
 	}
 	computeRatios(rep.Rows)

@@ -17,7 +17,7 @@ import (
 func init() {
 	register(&system{
 		name: "tributary",
-		notes: "fsync every 10000 messages or 200 ms (the defaults, unless --tributary-args says otherwise); consumers see flushed data only. " +
+		notes: "fsync every 10000 messages or 200 ms (the defaults, unless broker flags are given below); consumers see flushed data only. " +
 			"Client kgo: batch N = one Produce request of one N-record batch, no compression; acks=1 = after append",
 		start:   startTributary,
 		connect: connectKafka,

@@ -131,9 +131,11 @@ func DefaultStateDir() string {
 func History(spec *Spec, stateDir string, limit int) ([]*Entry, error) {
 	var out []*Entry
 	var werr error
-	w, err := warehouse.Open(spec.Warehouse)
+	w, err := warehouse.OpenExisting(spec.Warehouse)
 	if err != nil {
-		werr = err
+		if !errors.Is(err, fs.ErrNotExist) {
+			werr = err // a warehouse not created yet has no history
+		}
 	} else {
 		defer w.Close()
 		out, werr = readHistory(w, spec.Name, limit)

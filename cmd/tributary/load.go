@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -77,12 +78,14 @@ func runLoad(ctx context.Context, args []string) error {
 	if !*quiet && isTerminal(os.Stderr) {
 		bar = &progressBar{w: os.Stderr}
 		cfg.Progress = bar.draw
+		// Log lines go above the bar, not through it.
+		cfg.Logger = slog.New(slog.NewTextHandler(bar, &slog.HandlerOptions{Level: logLevel()}))
 	}
 	sum, err := loader.Run(ctx, cfg)
 	if bar != nil {
 		bar.clear()
 	}
-	if sum != nil && sum.Run != "" {
+	if sum != nil && (err == nil || sum.Committed) {
 		if *asJSON {
 			enc := json.NewEncoder(os.Stdout)
 			enc.SetIndent("", "  ")
@@ -183,16 +186,27 @@ func isTerminal(f *os.File) bool {
 // progressBar redraws a few lines on a terminal: one per partition (up to
 // a screenful) and a total.
 type progressBar struct {
+	mu    sync.Mutex
 	w     io.Writer
 	lines int
+}
+
+// Write prints a log line where the bar was; the next draw starts below.
+func (b *progressBar) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.clearLocked()
+	return b.w.Write(p)
 }
 
 const maxBarLines = 12
 
 func (b *progressBar) draw(p loader.Progress) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	var sb strings.Builder
 	if b.lines > 0 {
-		fmt.Fprintf(&sb, "\x1b[%dA", b.lines) // back to the first line
+		fmt.Fprintf(&sb, "\x1b[%dA", b.lines) // back to the bar's first line
 	}
 	n := 0
 	for i, pp := range p.Partitions {
@@ -217,8 +231,15 @@ func (b *progressBar) draw(p loader.Progress) {
 }
 
 func (b *progressBar) clear() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.clearLocked()
+}
+
+func (b *progressBar) clearLocked() {
 	if b.lines > 0 {
 		fmt.Fprintf(b.w, "\x1b[%dA\x1b[J", b.lines)
+		b.lines = 0
 	}
 }
 

@@ -31,7 +31,9 @@ type HDFS struct {
 
 // OpenHDFS connects to the NameNode in u and creates the root directory if
 // it is missing.
-func OpenHDFS(u *url.URL) (*HDFS, error) {
+func OpenHDFS(u *url.URL) (*HDFS, error) { return openHDFS(u, true) }
+
+func openHDFS(u *url.URL, create bool) (*HDFS, error) {
 	if u.Host == "" {
 		return nil, fmt.Errorf("warehouse URL %q: no namenode host:port", u.String())
 	}
@@ -66,6 +68,13 @@ func OpenHDFS(u *url.URL) (*HDFS, error) {
 	root := path.Clean("/" + u.Path)
 	h := &HDFS{client: client, root: root, url: "hdfs://" + addr + root}
 	// The first NameNode call is where an unreachable or wrong address shows.
+	if !create {
+		if _, err := client.Stat(root); err != nil {
+			client.Close()
+			return nil, fmt.Errorf("warehouse %s: %w", h.url, err)
+		}
+		return h, nil
+	}
 	if err := client.MkdirAll(root, 0o755); err != nil {
 		client.Close()
 		return nil, fmt.Errorf("warehouse %s: cannot use %s on the HDFS NameNode at %s: %w", h.url, root, addr, err)

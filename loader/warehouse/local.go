@@ -18,10 +18,18 @@ type Local struct {
 }
 
 // OpenLocal returns the warehouse in dir, creating dir if needed.
-func OpenLocal(dir string) (*Local, error) {
+func OpenLocal(dir string) (*Local, error) { return openLocal(dir, true) }
+
+func openLocal(dir string, create bool) (*Local, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("warehouse %s: %w", dir, err)
+	}
+	if !create {
+		if _, err := os.Stat(abs); err != nil {
+			return nil, fmt.Errorf("warehouse file://%s: %w", abs, err)
+		}
+		return &Local{root: abs}, nil
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("warehouse file://%s is not usable: %w", abs, err)

@@ -69,12 +69,19 @@ const DialTimeout = 10 * time.Second
 //
 // It checks that the warehouse is reachable (and, for a local directory,
 // creates it), so that a wrong URL fails here with a clear message.
-func Open(rawURL string) (FS, error) {
+func Open(rawURL string) (FS, error) { return open(rawURL, true) }
+
+// OpenExisting is Open for readers: it creates nothing, and fails with an
+// error satisfying errors.Is(err, fs.ErrNotExist) when the warehouse's
+// root directory does not exist.
+func OpenExisting(rawURL string) (FS, error) { return open(rawURL, false) }
+
+func open(rawURL string, create bool) (FS, error) {
 	if rawURL == "" {
 		return nil, errors.New("warehouse: no URL given")
 	}
 	if !strings.Contains(rawURL, "://") {
-		return OpenLocal(rawURL)
+		return openLocal(rawURL, create)
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -85,9 +92,9 @@ func Open(rawURL string) (FS, error) {
 		if u.Host != "" && u.Host != "localhost" {
 			return nil, fmt.Errorf("warehouse URL %q: a file URL has no host (file:///path)", rawURL)
 		}
-		return OpenLocal(u.Path)
+		return openLocal(u.Path, create)
 	case "hdfs":
-		return OpenHDFS(u)
+		return openHDFS(u, create)
 	default:
 		return nil, fmt.Errorf("warehouse URL %q: scheme %q is not supported (use file:// or hdfs://)", rawURL, u.Scheme)
 	}

@@ -87,9 +87,9 @@ func (s *server) send(t *testing.T, topic string, w time.Time, n int) {
 	}
 }
 
-// report loads every monitoring event of the env's audit topic and
+// reconcile loads every monitoring event of the env's audit topic and
 // reconciles them over windows.
-func report(t *testing.T, brokers string, reg *sr.Client, windows []time.Time) *audit.Report {
+func reconcile(t *testing.T, brokers string, reg *sr.Client, windows []time.Time) *audit.Report {
 	t.Helper()
 	st := audit.NewStore()
 	if _, err := audit.Load(context.Background(), audit.Source{Brokers: []string{brokers}, Registry: reg}, time.Time{}, st); err != nil {

@@ -127,7 +127,7 @@ func TestInjectedLossAndDuplicatesAreNamed(t *testing.T) {
 	snapshot(t, live.Broker.Addr, live.Broker.Addr, live.Registry, audit.TierLive, ws, "pageview", "clicks")
 	snapshot(t, analysis.Addr, live.Broker.Addr, live.Registry, audit.TierAnalysis, ws, "pageview", "clicks")
 
-	r := report(t, live.Broker.Addr, live.Registry, ws)
+	r := reconcile(t, live.Broker.Addr, live.Registry, ws)
 	for _, w := range ws {
 		for _, topic := range []string{"pageview", "clicks"} {
 			if got := row(t, r, topic, w, audit.TierLive); got.Status != audit.StatusOK || got.Produced != got.Received {

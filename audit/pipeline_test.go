@@ -27,7 +27,7 @@ func TestProducersAndTierAgree(t *testing.T) {
 	}
 	snapshot(t, env.Broker.Addr, env.Broker.Addr, env.Registry, audit.TierLive, ws, "pageview")
 
-	r := report(t, env.Broker.Addr, env.Registry, ws)
+	r := reconcile(t, env.Broker.Addr, env.Registry, ws)
 	if len(r.Rows) != 2*len(ws) {
 		t.Fatalf("%d rows, want %d (producer and live per window): %+v", len(r.Rows), 2*len(ws), r.Rows)
 	}

@@ -49,10 +49,15 @@ func loadEvents(t *testing.T, env *audittest.Env) *audit.Store {
 	return st
 }
 
-// waitFor polls until cond holds.
+// waitFor polls until cond holds, for up to ten seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	waitUntil(t, what, 10*time.Second, cond)
+}
+
+func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/tributary-io/tributary/audit/internal/audittest"
 	"github.com/tributary-io/tributary/audit/report"
 )
 
@@ -28,6 +29,7 @@ var chromiumFlags = []string{"--headless", "--no-sandbox", "--disable-gpu", "--d
 // screenshot is kept in $ARTIFACTS_DIR/audit (default: artifacts/audit at
 // the repository root) for CI to archive.
 func TestHTMLInChromium(t *testing.T) {
+	audittest.NeedServices(t)
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatal("chromium is missing: run scripts/install-deps.sh (.ci/run does)")

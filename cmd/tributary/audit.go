@@ -59,9 +59,13 @@ func newAuditFlags(action, summary string) (*flag.FlagSet, *auditFlags) {
 }
 
 func (f *auditFlags) registryClient() (*sr.Client, error) {
-	cl, err := sr.NewClient(sr.URLs(splitList(f.registry)...))
+	return registryClient("--registry", f.registry)
+}
+
+func registryClient(flag, urls string) (*sr.Client, error) {
+	cl, err := sr.NewClient(sr.URLs(splitList(urls)...))
 	if err != nil {
-		return nil, fmt.Errorf("--registry %q: %w", f.registry, err)
+		return nil, fmt.Errorf("%s %q: %w", flag, urls, err)
 	}
 	return cl, nil
 }

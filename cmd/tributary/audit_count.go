@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/audit"
+	"github.com/tributary-io/tributary/loader/warehouse"
 )
 
 func runAuditCount(ctx context.Context, args []string) error {
@@ -20,7 +21,11 @@ func runAuditCount(ctx context.Context, args []string) error {
 	tier := fs.String("tier", "", "tier name the counts are published as, e.g. live or analysis (required)")
 	source := fs.String("source", "", "name of what is counted; a later count of the same source replaces this one (default: TIER@BROKERS)")
 	auditBrokers := fs.String("audit-brokers", "", "brokers of the audit topic (default: --brokers)")
+	// The counted cluster and the audit topic may have different
+	// registries (each datacenter keeps its own).
+	auditRegistry := fs.String("audit-registry", "", "schema registry `URL` for the monitoring events (default: --registry)")
 	dryRun := fs.Bool("dry-run", false, "print the counts without publishing them")
+	wh := fs.String("warehouse", "", "count this warehouse (`URL` file:///path or hdfs://namenode:port/path, the loader's layout) instead of --brokers")
 	var tr timeRange
 	tr.register(fs, "publish")
 	if err := fs.Parse(args); err != nil {
@@ -35,6 +40,9 @@ func runAuditCount(ctx context.Context, args []string) error {
 	}
 	if *source == "" {
 		*source = *tier + "@" + f.brokers
+		if *wh != "" {
+			*source = *tier + "@" + *wh
+		}
 	}
 	if *auditBrokers == "" {
 		*auditBrokers = f.brokers
@@ -44,9 +52,23 @@ func runAuditCount(ctx context.Context, args []string) error {
 		return err
 	}
 	start := time.Now()
-	counts, topics, err := audit.Scan(ctx, audit.ScanConfig{Brokers: splitList(f.brokers), Registry: reg, Topics: splitList(f.topics), Window: f.window})
-	if err != nil {
-		return err
+	var counts *audit.Counts
+	var topics []string
+	if *wh != "" {
+		fsys, err := warehouse.Open(*wh)
+		if err != nil {
+			return fmt.Errorf("--warehouse: %w", err)
+		}
+		defer fsys.Close()
+		counts, topics, err = audit.ScanWarehouse(ctx, audit.WarehouseScanConfig{FS: fsys, Topics: splitList(f.topics), From: from, To: to, Window: f.window})
+		if err != nil {
+			return err
+		}
+	} else {
+		counts, topics, err = audit.Scan(ctx, audit.ScanConfig{Brokers: splitList(f.brokers), Registry: reg, Topics: splitList(f.topics), Window: f.window})
+		if err != nil {
+			return err
+		}
 	}
 	inWindows, noTime, malformed := counts.Total()
 	slog.Info("audit count: counted", "tier", *tier, "topics", len(topics), "events", inWindows, "no_time", noTime, "malformed", malformed, "took", time.Since(start).Round(time.Millisecond))
@@ -59,7 +81,13 @@ func runAuditCount(ctx context.Context, args []string) error {
 		return err
 	}
 	defer cl.Close()
-	cfg := audit.PublisherConfig{Client: cl, Registry: reg, Tier: *tier, Topic: f.topic, Window: f.window}
+	areg := reg
+	if *auditRegistry != "" {
+		if areg, err = registryClient("--audit-registry", *auditRegistry); err != nil {
+			return err
+		}
+	}
+	cfg := audit.PublisherConfig{Client: cl, Registry: areg, Tier: *tier, Topic: f.topic, Window: f.window}
 	if err := audit.PublishSnapshot(ctx, cfg, *source, counts, topics, from, to); err != nil {
 		return err
 	}

@@ -24,9 +24,11 @@ type Env struct {
 	Registry    *sr.Client
 }
 
-// Start runs a broker and a registry for the duration of t.
+// Start runs a broker and a registry for the duration of t. It skips the
+// test under -short, which runs unit tests only.
 func Start(t testing.TB) *Env {
 	t.Helper()
+	NeedServices(t)
 	b := testenv.StartBroker(t)
 	url, cl := StartRegistry(t, b.Addr)
 	return &Env{Broker: b, RegistryURL: url, Registry: cl}
@@ -62,4 +64,13 @@ func Client(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+// NeedServices skips a test that starts real services (or a browser)
+// under -short.
+func NeedServices(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts brokers, processes or a browser; skipped with -short")
+	}
 }

@@ -8,25 +8,26 @@
 // (Avro, schema MonitoringSchema) on the _audit topic. The reconciler
 // reads them back and compares each tier with the producers.
 //
-// A tier is anything that counts. There are two ways to be one:
+// A tier is anything that counts, in one of two ways.
 //
-//   - Running counts, for code that sees events go by (the mirror, the
-//     loader, producers): a Publisher.
+// Running counts, for code that sees events go by (producers, the mirror,
+// the loader), go through a Publisher:
 //
-//     pub, err := audit.NewPublisher(audit.PublisherConfig{
-//     Client: cl, Registry: reg, Tier: audit.TierMirror})
-//     pub.Count(topic, eventTime, server) // per event, once it is safely written
-//     pub.NoTime(topic, recordTime)       // no usable header time
-//     pub.Malformed(topic, recordTime)    // does not decode
-//     defer pub.Close(ctx)                // publishes the rest, marked final
+//	pub, err := audit.NewPublisher(audit.PublisherConfig{Client: cl, Registry: reg, Tier: audit.TierMirror})
+//	pub.Count(topic, eventTime, server) // per event, once it is safely written
+//	pub.NoTime(topic, recordTime)       // the event has no usable header time
+//	pub.Malformed(topic, recordTime)    // the event does not decode
+//	defer pub.Close(ctx)                // publishes the rest, marked final
 //
-//     HeaderReader reads eventTime and server from an envelope. A Producer
-//     wraps a kgo client, a schema.Serializer and a Publisher for
-//     applications.
+// HeaderReader reads eventTime and server from an envelope; RecordCounter
+// does that and counts (its Copied method is the mirror's Auditor); a
+// Producer wraps a kgo client, a schema.Serializer and a Publisher for
+// applications.
 //
-//   - A snapshot of what a cluster holds: Scan then PublishSnapshot
-//     (`tributary audit count`). A later snapshot of the same source
-//     replaces an earlier one, window by window.
+// Snapshots state what a cluster or a warehouse holds: Scan or
+// ScanWarehouse, then PublishSnapshot (`tributary audit count`). A later
+// snapshot of the same source replaces an earlier one, window by window,
+// so counting again is always safe.
 //
 // What a caller may rely on:
 //

@@ -193,17 +193,18 @@ func (p *Publisher) Close(ctx context.Context) error {
 	p.mu.Unlock()
 	close(p.stop)
 	<-p.done
-	for {
-		err := p.publish(ctx, true, true)
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
+	err := p.publish(ctx, true, true)
+	for err != nil && ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
-			return err
 		case <-time.After(time.Second):
+			// The final event is built; only sending is retried.
+			p.sendMu.Lock()
+			err = p.sendOutbox(ctx)
+			p.sendMu.Unlock()
 		}
 	}
+	return err
 }
 
 func (p *Publisher) loop() {

@@ -74,7 +74,7 @@ func registryClient(flag, urls string) (*sr.Client, error) {
 type timeRange struct{ day, from, to string }
 
 func (r *timeRange) register(fs *flag.FlagSet, what string) {
-	fs.StringVar(&r.day, "day", "", "the day `YYYY-MM-DD` (UTC) to "+what+"; shorthand for --from DAY --to DAY+24h")
+	fs.StringVar(&r.day, "day", "", "the UTC `day` (YYYY-MM-DD) to "+what+"; shorthand for --from DAY --to DAY+24h")
 	fs.StringVar(&r.from, "from", "", "first window to "+what+": RFC 3339, YYYY-MM-DD[THH:MM] (UTC), or relative to now like -24h")
 	fs.StringVar(&r.to, "to", "", "end of the windows to "+what+" (exclusive), same forms and now")
 }

@@ -17,6 +17,18 @@ type cell struct {
 	anomalies
 }
 
+func (c *cell) empty() bool {
+	if c.noTime != 0 || c.malformed != 0 {
+		return false
+	}
+	for _, n := range c.servers {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 type cellKey struct {
 	tier, topic string
 	window      time.Time
@@ -38,9 +50,13 @@ func (s *Store) Report(o Options) *Report {
 
 	tiers := map[string]bool{o.Baseline: true}
 	pairs := map[topicWindow]bool{}
-	for k := range cells {
+	for k, c := range cells {
 		tiers[k.tier] = true
-		pairs[topicWindow{k.topic, k.window}] = true
+		// A snapshot states zero for every window it covers; a window
+		// where nobody counted anything says nothing and gets no row.
+		if !c.empty() {
+			pairs[topicWindow{k.topic, k.window}] = true
+		}
 	}
 	for _, t := range o.Tiers {
 		tiers[t] = true

@@ -201,7 +201,12 @@ func PublishSnapshot(ctx context.Context, cfg PublisherConfig, source string, c 
 		}
 	}
 	if !from.IsZero() && !to.IsZero() {
-		for w := WindowStart(from, p.cfg.Window); w.Before(to); w = w.Add(p.cfg.Window) {
+		// Windows not yet begun are left for a later count to state.
+		end := to
+		if now := p.cfg.Now(); now.Before(end) {
+			end = now
+		}
+		for w := WindowStart(from, p.cfg.Window); w.Before(end); w = w.Add(p.cfg.Window) {
 			if !w.Before(from) {
 				ws[w] = true
 			}

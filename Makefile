@@ -36,6 +36,8 @@ FUZZTIME ?= 20s
 fuzz:
 	$(GO) test ./broker/log -run '^$$' -fuzz FuzzRecoveryScan -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/log -run '^$$' -fuzz FuzzValidateBatch -fuzztime $(FUZZTIME)
+	$(GO) test ./loader -run '^$$' -fuzz FuzzOCFRoundTrip -fuzztime $(FUZZTIME)
+	$(GO) test ./jobs -run '^$$' -fuzz FuzzParseSpec -fuzztime $(FUZZTIME)
 
 # The paper's experiments, side by side with Apache Kafka, RabbitMQ, ActiveMQ
 # and NATS JetStream (installed by scripts/bench/install.sh; a peer that

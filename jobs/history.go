@@ -32,6 +32,8 @@ type Entry struct {
 	Host    string `json:"host"`
 	PID     int    `json:"pid"`
 
+	// Started is when the run took the job's lock (or, when it failed
+	// before, when the attempt began); Finished is before it let go.
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
 	Outcome  string    `json:"outcome"`

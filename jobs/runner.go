@@ -84,6 +84,9 @@ func (r *Runner) RunOnce(ctx context.Context, spec *Spec, trigger string, attemp
 		return finish(w, err)
 	}
 	defer lock.Release()
+	// A run's span in the history is the span it held the job's lock, so
+	// spans of one job never overlap.
+	e.Started = time.Now()
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {

@@ -102,3 +102,21 @@ func TestSchedules(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseSpec: a spec file is user input; whatever it holds, parsing
+// returns a spec or an error, never panics.
+func FuzzParseSpec(f *testing.F) {
+	files, _ := filepath.Glob("../testdata/jobs/*.yaml")
+	bad, _ := filepath.Glob("../testdata/jobs/bad/*.yaml")
+	for _, p := range append(files, bad...) {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := jobs.ParseSpec("fuzz.yaml", data)
+		if err == nil && (s.Sched == nil || s.Name == "") {
+			t.Fatalf("accepted a spec without schedule or name: %+v", s)
+		}
+	})
+}

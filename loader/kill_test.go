@@ -28,7 +28,7 @@ func TestKillProcess(t *testing.T) {
 			url := "file://" + dir
 			t.Setenv("TRIBUTARY_LOAD_PAUSE_AT", string(point))
 			p := testenv.StartProcess(t, "load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
-				"--topics", "killed", "--warehouse", url, "--file-max-records", "300", "--lock-ttl", "1s", "--quiet")
+				"--topics", "killed", "--warehouse", url, "--file-max-records", "300", "--lock-ttl", "2s", "--quiet")
 			deadline := time.Now().Add(60 * time.Second)
 			for !strings.Contains(p.Output.String(), "paused at "+string(point)) {
 				select {

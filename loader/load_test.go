@@ -20,7 +20,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 func config(env *loadertest.Env, url string, topics ...string) loader.Config {
 	return loader.Config{
 		Brokers: env.Brokers, RegistryURL: env.RegistryURL, Topics: topics,
-		Warehouse: url, Logger: quiet, LockTTL: time.Second,
+		Warehouse: url, Logger: quiet, LockTTL: 2 * time.Second,
 	}
 }
 

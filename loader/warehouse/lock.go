@@ -85,7 +85,7 @@ var ErrLockLost = errors.New("lock lost")
 
 // AcquireLock takes the lock name (a path-safe word) with a lease of ttl,
 // or returns a *LockedError naming the holder. holder describes the caller
-// in the lock file. The lease is renewed every ttl/3 until Release.
+// in the lock file. The lease is renewed every ttl/4 until Release.
 func AcquireLock(fsys FS, name, holder string, ttl time.Duration) (*Lock, error) {
 	if ttl <= 0 {
 		return nil, fmt.Errorf("lock %q: ttl must be positive", name)
@@ -150,7 +150,7 @@ func (l *Lock) Info() LockInfo { return l.info }
 // Lost is closed when the lock is lost.
 func (l *Lock) Lost() <-chan struct{} { return l.lost }
 
-// Check returns nil if the lock is still held, with at least a third of its
+// Check returns nil if the lock is still held, with at least a tenth of its
 // lease left, and no newer generation exists. Call it right before an
 // action only the holder may take.
 func (l *Lock) Check() error {
@@ -160,7 +160,7 @@ func (l *Lock) Check() error {
 	if lostErr != nil {
 		return lostErr
 	}
-	if time.Until(expires) < l.ttl/3 {
+	if time.Until(expires) < l.ttl/10 {
 		return fmt.Errorf("%w: lock %q: lease nearly run out (renewal is late)", ErrLockLost, l.name)
 	}
 	newer, err := l.newerGeneration()
@@ -213,7 +213,7 @@ func (l *Lock) Release() error {
 
 func (l *Lock) renew() {
 	defer close(l.done)
-	t := time.NewTicker(l.ttl / 3)
+	t := time.NewTicker(l.ttl / 4)
 	defer t.Stop()
 	for {
 		select {

@@ -19,10 +19,9 @@
 //	pub.Malformed(topic, recordTime)    // the event does not decode
 //	defer pub.Close(ctx)                // publishes the rest, marked final
 //
-// HeaderReader reads eventTime and server from an envelope; RecordCounter
-// does that and counts (its Copied method is the mirror's Auditor); a
-// Producer wraps a kgo client, a schema.Serializer and a Publisher for
-// applications.
+// HeaderReader reads eventTime and server from an envelope (the mirror's
+// AuditTier counts with it); a Producer wraps a kgo client, a
+// schema.Serializer and a Publisher for applications.
 //
 // Snapshots state what a cluster or a warehouse holds: Scan or
 // ScanWarehouse, then PublishSnapshot (`tributary audit count`). A later

@@ -63,10 +63,11 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counter, err := audit.NewRecordCounter(mirrorPub)
+	headers, err := audit.NewHeaderReader(anReg, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	counter := mirror.NewAuditTier(mirrorPub, headers, quiet)
 	m, err := mirror.New(mirror.Config{
 		Sources: []mirror.Source{{Name: "dc1", ZooKeeper: connect, Registry: liveURL}},
 		Target:  []string{an.Addr}, TargetRegistry: anURL, Topics: "^(pageview|_audit)$",

@@ -91,6 +91,7 @@ type Broker struct {
 	logger *slog.Logger
 	logs   *partitions
 	pids   *producerIDs
+	selfID int32 // this broker's id: fixed for its lifetime, read on every request
 	groups *group.Coordinator
 
 	closing  chan struct{} // closed when shutdown starts; long polls end
@@ -129,7 +130,8 @@ func New(cfg Config) (*Broker, error) {
 		}
 		b.meta = &standaloneMeta{Standalone: m, b: b}
 	}
-	pids, err := openProducerIDs(cfg.DataDir, b.meta.Self().ID)
+	b.selfID = b.meta.Self().ID
+	pids, err := openProducerIDs(cfg.DataDir, b.selfID)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +153,7 @@ func New(cfg Config) (*Broker, error) {
 // this broker, so that recovery happens at start-up and is logged there,
 // not on a client's first request.
 func (b *Broker) openLocalPartitions() error {
-	self := b.meta.Self().ID
+	self := b.selfID
 	for _, t := range b.meta.Topics() {
 		for p, leader := range t.Leaders {
 			if leader != self {
@@ -197,7 +199,7 @@ func (b *Broker) Serve(ln net.Listener) error {
 	}
 	b.ln = ln
 	b.mu.Unlock()
-	b.logger.Info("broker listening", "addr", ln.Addr().String(), "node", b.meta.Self().ID, "data_dir", b.cfg.DataDir)
+	b.logger.Info("broker listening", "addr", ln.Addr().String(), "node", b.selfID, "data_dir", b.cfg.DataDir)
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()

@@ -89,7 +89,7 @@ func mix64(x uint64) uint64 {
 // ownsGroup reports whether this broker is the group's coordinator.
 func (b *Broker) ownsGroup(group string) bool {
 	br, ok := b.coordinatorFor(group)
-	return ok && br.ID == b.meta.Self().ID
+	return ok && br.ID == b.selfID
 }
 
 // zkSessioner is implemented by cluster metadata that can lend its

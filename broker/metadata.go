@@ -28,7 +28,7 @@ func (b *Broker) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	resp.ClusterID = &b.cfg.ClusterID
-	resp.ControllerID = b.meta.Self().ID
+	resp.ControllerID = b.selfID
 	if len(resp.Brokers) > 0 {
 		resp.ControllerID = resp.Brokers[0].NodeID
 	}
@@ -125,7 +125,7 @@ func (b *Broker) localPartition(t cluster.Topic, p int32) (*log.Log, int16) {
 	if p < 0 || p >= t.Partitions() {
 		return nil, kerr.UnknownTopicOrPartition.Code
 	}
-	if t.Leaders[p] != b.meta.Self().ID {
+	if t.Leaders[p] != b.selfID {
 		return nil, kerr.NotLeaderForPartition.Code
 	}
 	l, err := b.logs.get(t, p)

@@ -114,7 +114,9 @@ func startTributary(ctx context.Context, cfg Config, dir string) (*server, error
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"standalone", "--data-dir", data, "--listen", addr}, cfg.TributaryArgs...)
+	// The bench measures the broker: no schema registry (whose fixed
+	// default port would also collide with anything else on 8081).
+	args := append([]string{"standalone", "--data-dir", data, "--listen", addr, "--registry-listen="}, cfg.TributaryArgs...)
 	cmd := exec.Command(cfg.TributaryBinary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "TRIBUTARY_LOG=warn")

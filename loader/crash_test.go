@@ -105,3 +105,30 @@ func TestCrashAtEachPoint(t *testing.T) {
 func isCommit(p string) bool {
 	return len(p) > len("_tributary/commits/") && p[:len("_tributary/commits/")] == "_tributary/commits/"
 }
+
+// A run over topics x and y killed after its commit is finished by a later
+// run over x alone: y's records do not wait for a run over both.
+func TestRecoveryAcrossTopicSets(t *testing.T) {
+	env := loadertest.Start(t)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	evs := map[string][]loadertest.Event{}
+	for _, topic := range []string{"x", "y"} {
+		env.CreateTopic(t, topic, 2)
+		evs[topic] = loadertest.PageViews(0, 500, 2, from, time.Hour)
+		env.Produce(t, topic, loadertest.Schema(t, "pageview"), evs[topic])
+	}
+	url := "file://" + t.TempDir()
+	both := config(env, url, "x", "y")
+	both.Fault = crashAt(loader.FaultAfterCommit)
+	killed, err := loader.Run(context.Background(), both)
+	if err == nil || !killed.Committed {
+		t.Fatalf("killed after commit: committed=%v, %v", killed.Committed, err)
+	}
+	next := runAfterExpiry(t, config(env, url, "x"))
+	if !slices.Contains(next.Recovered, killed.Run) {
+		t.Fatalf("the run over x recovered %v, want %s", next.Recovered, killed.Run)
+	}
+	c := loadertest.Read(t, openWarehouse(t, url))
+	loadertest.CheckExactlyOnce(t, c, "x", evs["x"])
+	loadertest.CheckExactlyOnce(t, c, "y", evs["y"])
+}

@@ -201,6 +201,29 @@ type mover struct {
 	w     warehouse.FS
 	log   *slog.Logger
 	fault func(FaultPoint) error
+	// tryLock takes the locks of topics this run does not hold, without
+	// waiting, so that a dead run over more topics than this one can be
+	// cleaned up too; ok is false if any is held by a live run.
+	tryLock func(topics []string) (release func(), ok bool)
+}
+
+// owns reports whether the mover may act on a run over topics: they are
+// all held, or the missing ones could be locked (then release must be
+// called when done).
+func (mv *mover) owns(topics []string, held map[string]bool) (release func(), ok bool) {
+	var missing []string
+	for _, t := range topics {
+		if !held[t] {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) == 0 {
+		return func() {}, true
+	}
+	if mv.tryLock == nil {
+		return nil, false
+	}
+	return mv.tryLock(missing)
 }
 
 func (mv *mover) finish(m *Manifest) error {
@@ -248,9 +271,9 @@ func (mv *mover) move(f FileEntry) error {
 }
 
 // recoverRuns finishes every committed run and deletes every uncommitted
-// one among those whose topics are all held (their owner is dead: a live
-// one would hold the locks). It returns the runs it recovered and
-// discarded.
+// one whose owner is dead: one whose topics are all held by this run or
+// could be locked now (a live owner would hold them). It returns the runs
+// it recovered and discarded.
 func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []string, err error) {
 	commits, err := listCommits(mv.w)
 	if err != nil {
@@ -279,11 +302,14 @@ func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []strin
 		if err != nil {
 			return nil, nil, err
 		}
-		if !subset(m.topicNames(), held) {
-			continue // someone else's
+		release, ok := mv.owns(m.topicNames(), held)
+		if !ok {
+			continue // a live run's, in its move phase
 		}
 		mv.log.Warn("finishing a committed run that was cut short", "run", m.Run, "files", len(m.Files))
-		if err := mv.finish(m); err != nil {
+		err = mv.finish(m)
+		release()
+		if err != nil {
 			return nil, nil, err
 		}
 		recovered = append(recovered, m.Run)
@@ -294,10 +320,12 @@ func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []strin
 		}
 		var info runInfo
 		err := readJSON(mv.w, path.Join(runDir(name), runInfoName), &info)
+		release := func() {}
 		switch {
 		case err == nil:
-			if !subset(info.Topics, held) {
-				continue
+			var ok bool
+			if release, ok = mv.owns(info.Topics, held); !ok {
+				continue // a live run's
 			}
 		case errors.Is(err, fs.ErrNotExist) || isSyntaxError(err):
 			// Killed before its run.json was complete: it cannot have
@@ -309,7 +337,9 @@ func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []strin
 			return nil, nil, err
 		}
 		mv.log.Warn("deleting the files of an uncommitted run", "run", name)
-		if err := mv.w.RemoveAll(runDir(name)); err != nil {
+		err = mv.w.RemoveAll(runDir(name))
+		release()
+		if err != nil {
 			return nil, nil, fmt.Errorf("deleting uncommitted run %s: %w", name, err)
 		}
 		discarded = append(discarded, name)

@@ -144,7 +144,23 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 		}()
 	}
 
-	mv := &mover{w: r.w, log: r.log, fault: r.hook}
+	mv := &mover{w: r.w, log: r.log, fault: r.hook, tryLock: func(more []string) (func(), bool) {
+		var extra []*warehouse.Lock
+		release := func() {
+			for _, l := range extra {
+				l.Release()
+			}
+		}
+		for _, t := range more {
+			l, err := warehouse.AcquireLock(r.w, topicLockName(t), cfg.Holder+" run "+id+" (recovery)", cfg.LockTTL)
+			if err != nil {
+				release()
+				return nil, false
+			}
+			extra = append(extra, l)
+		}
+		return release, true
+	}}
 	if sum.Recovered, sum.Discarded, err = mv.recoverRuns(held); err != nil {
 		return sum, fmt.Errorf("recovering earlier runs: %w", err)
 	}

@@ -60,10 +60,7 @@ func warehouses(t *testing.T) map[string]func(t *testing.T) string {
 // directory, in files that roll by record count, with the three hours
 // marked complete.
 func TestLoad200k(t *testing.T) {
-	n := 200_000
-	if testing.Short() {
-		n = 20_000
-	}
+	const n = 200_000
 	env := loadertest.Start(t)
 	env.CreateTopic(t, "pageviews", 4)
 	from := time.Now().UTC().Truncate(time.Hour).Add(-4 * time.Hour)

@@ -49,9 +49,13 @@ type Env struct {
 }
 
 // Start runs a broker (in this process) and a registry node whose state is
-// the broker's _schemas topic, both stopped at the end of the test.
+// the broker's _schemas topic, both stopped at the end of the test. Under
+// -short (make test-short: no services) it skips the test.
 func Start(t testing.TB, opts ...testenv.BrokerOption) *Env {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a broker and a schema registry; skipped with -short")
+	}
 	b := testenv.StartBroker(t, opts...)
 	return StartOn(t, b)
 }

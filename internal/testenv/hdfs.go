@@ -85,7 +85,7 @@ func startHDFS() (*hdfsCluster, error) {
 		"-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Djava.net.preferIPv4Stack=true",
 		"-cp", classes+string(os.PathListSeparator)+cp,
-		"MiniHDFS", filepath.Join(dir, "cluster"))
+		"MiniHDFS", dir) // removes dir, log included, when it stops
 	cmd.Stderr = logFile
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

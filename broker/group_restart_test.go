@@ -69,6 +69,16 @@ func zkBroker(t *testing.T, connect string, id int32) *testenv.Broker {
 		testenv.WithConfig(fastGroups))
 }
 
+// knowsTopic reports whether the broker at addr describes topic in Metadata.
+func knowsTopic(t *testing.T, addr, topic string) bool {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(9)
+	req.Topics = []kmsg.MetadataRequestTopic{{Topic: &topic}}
+	resp := dial(t, addr).roundTrip(req).(*kmsg.MetadataResponse)
+	return len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0
+}
+
 // coordinatorOf asks a broker which broker coordinates a group.
 func coordinatorOf(t *testing.T, addr, groupName string) int32 {
 	t.Helper()
@@ -94,6 +104,10 @@ func TestOffsetsFollowCoordinatorInCluster(t *testing.T) {
 	createTopic(t, brokers[1].Addr, "ledger", 4, nil)
 	waitFor(t, 10*time.Second, "both brokers in each other's view", func() bool {
 		return coordinatorOf(t, brokers[1].Addr, "x") == coordinatorOf(t, brokers[2].Addr, "x")
+	})
+	// The other broker learns of the topic through its ZooKeeper watch.
+	waitFor(t, 10*time.Second, "the topic in both brokers' views", func() bool {
+		return knowsTopic(t, brokers[1].Addr, "ledger") && knowsTopic(t, brokers[2].Addr, "ledger")
 	})
 
 	const groupName = "reconciler"

@@ -26,7 +26,7 @@ func startMirrorProcess(t *testing.T, d *dc, target string, extra ...string) (*t
 		"--source", d.name + "=" + d.zk,
 		"--target", target,
 		"--commit-interval", "100ms",
-		"--session-timeout", "2s",
+		"--session-timeout", "6s", // a loaded CI machine can stall a 2 s session
 		"--log-interval", "1s",
 		"--status", status,
 	}, extra...)

@@ -331,8 +331,9 @@ type quietLogger struct{}
 func (quietLogger) Printf(string, ...any) {}
 
 // ClusterSessionTimeout is the ZooKeeper session timeout of brokers started
-// by StartCluster: short, so that tests see a dead broker leave quickly.
-const ClusterSessionTimeout = 2 * time.Second
+// by StartCluster: short, so that tests see a dead broker leave quickly,
+// yet long enough that a loaded 2-core CI machine does not stall it.
+const ClusterSessionTimeout = 4 * time.Second
 
 // StartCluster starts ZooKeeper and n brokers with ids 1..n that join it,
 // each in this process with its own port and data directory, and returns

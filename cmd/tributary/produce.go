@@ -30,7 +30,9 @@ func runProduce(ctx context.Context, args []string) error {
 	if *topic == "" {
 		return errors.New("--topic is required")
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(splitList(*brokers)...), kgo.DefaultProduceTopic(*topic)}
+	// Like kcat: a topic that does not exist yet is created by the broker
+	// when it allows auto-creation (the standalone default).
+	opts := []kgo.Opt{kgo.SeedBrokers(splitList(*brokers)...), kgo.DefaultProduceTopic(*topic), kgo.AllowAutoTopicCreation()}
 	switch *acks {
 	case "all", "-1":
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))

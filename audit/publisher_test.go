@@ -10,6 +10,7 @@ import (
 
 	"github.com/tributary-io/tributary/audit"
 	"github.com/tributary-io/tributary/audit/internal/audittest"
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // fakeClock is a clock a test moves by hand.
@@ -57,13 +58,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, timeout, what, cond)
 }
 
 // Events whose time lies in a window that already closed and was

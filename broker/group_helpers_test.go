@@ -69,13 +69,7 @@ func committed(t *testing.T, addr, groupName string) kadm.OffsetResponses {
 // waitFor polls cond until it holds or the timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, timeout, what, cond)
 }
 
 // killSwitch is a dialer whose connections can all be cut at once, and

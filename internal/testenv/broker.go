@@ -7,7 +7,6 @@ package testenv
 import (
 	"log/slog"
 	"net"
-	"os"
 	"testing"
 
 	"github.com/tributary-io/tributary/broker"
@@ -71,7 +70,7 @@ func StartBroker(t testing.TB, opts ...BrokerOption) *Broker {
 	cfg := broker.Config{
 		DataDir:          o.dataDir,
 		AutoCreateTopics: true,
-		Logger:           slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:           Logger(t, slog.LevelWarn),
 	}
 	if o.metaFn != nil {
 		host, port, _ := net.SplitHostPort(ln.Addr().String())
@@ -106,23 +105,4 @@ func StartBroker(t testing.TB, opts ...BrokerOption) *Broker {
 func (b *Broker) Stop() {
 	b.Close()
 	<-b.done
-}
-
-// testWriter sends log lines to the test log, so they show with the failing
-// test and nowhere else.
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
-	return len(p), nil
-}
-
-// requireFile fails the test when a needed program is missing, with the
-// command that installs it: a real service is never skipped.
-func requireFile(t testing.TB, path, install string) {
-	t.Helper()
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s is missing: run %s (.ci/run does)", path, install)
-	}
 }

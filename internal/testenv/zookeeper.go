@@ -357,7 +357,7 @@ func StartClusterBroker(t testing.TB, connect string, id int32, opts ...BrokerOp
 		self.ID = id
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		logger := Logger(t, slog.LevelWarn)
 		return cluster.JoinZooKeeper(ctx, connect, self, logger, cluster.WithSessionTimeout(ClusterSessionTimeout))
 	})
 	return StartBroker(t, append([]BrokerOption{join}, opts...)...)

@@ -1,0 +1,52 @@
+package testenv
+
+import (
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Eventually polls cond until it holds, failing the test with what after
+// within. Services settle asynchronously (a ZooKeeper watch, a rebalance, a
+// flush), so tests wait for a state rather than sleep a fixed time.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not true after %v: %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Logger sends log lines at level and above to the test log, so they show
+// with a failing test and nowhere else. It goes quiet when the test ends:
+// ZooKeeper and kgo clients may still log from their goroutines while they
+// shut down, and testing panics on a Log after the end of a test.
+func Logger(t testing.TB, level slog.Level) *slog.Logger {
+	w := &testWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+type testWriter struct {
+	t    testing.TB
+	mu   sync.Mutex
+	done bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	}
+	return len(p), nil
+}

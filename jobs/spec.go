@@ -36,6 +36,7 @@ import (
 //	on_data_loss: earliest          # earliest, latest or fail
 //	start_at: earliest              # where a new partition starts: earliest or latest
 //	lock_ttl: 1m
+//	audit: true                     # publish each committed run's counts as the audit's "warehouse" tier
 //	retry:
 //	  attempts: 3                   # retries after a failed run
 //	  backoff: 30s                  # first wait; doubles each time
@@ -53,7 +54,10 @@ type Spec struct {
 	OnDataLoss   string   `yaml:"on_data_loss"`
 	StartAt      string   `yaml:"start_at"`
 	LockTTL      Duration `yaml:"lock_ttl"`
-	Retry        Retry    `yaml:"retry"`
+	// Audit publishes each committed run's counts to the _audit topic of
+	// the job's brokers, through its registry (loader.AuditConfig).
+	Audit bool  `yaml:"audit"`
+	Retry Retry `yaml:"retry"`
 
 	// File is where the spec was read from.
 	File string `yaml:"-"`
@@ -392,6 +396,9 @@ func (s *Spec) LoadConfig() loader.Config {
 		StartAt:        s.StartAt,
 		LockTTL:        s.lockTTL(),
 		Holder:         "job " + s.Name,
+	}
+	if s.Audit {
+		cfg.Audit = &loader.AuditConfig{}
 	}
 	cfg.MaxErrors = loader.DefaultMaxErrors
 	if s.Limits.MaxErrors != nil {

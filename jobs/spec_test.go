@@ -26,7 +26,8 @@ func TestParseExampleSpecs(t *testing.T) {
 	if p.Name != "pageviews" || strings.Join(cfg.Topics, ",") != "pageviews,clicks" ||
 		cfg.MaxRecords != 1000000 || cfg.MaxDuration != 10*time.Minute || cfg.MaxErrors != 100 ||
 		cfg.FileMaxBytes != 128<<20 || cfg.Codec != "deflate" || cfg.SuccessGrace != 10*time.Minute ||
-		cfg.OnDataLoss != "earliest" || cfg.LockTTL != time.Minute || cfg.Warehouse != "hdfs://127.0.0.1:8020/data" {
+		cfg.OnDataLoss != "earliest" || cfg.LockTTL != time.Minute || cfg.Warehouse != "hdfs://127.0.0.1:8020/data" ||
+		cfg.Audit != nil {
 		t.Errorf("pageviews.yaml gives %+v", cfg)
 	}
 }
@@ -119,4 +120,34 @@ func FuzzParseSpec(f *testing.F) {
 			t.Fatalf("accepted a spec without schedule or name: %+v", s)
 		}
 	})
+}
+
+// audit: true turns on the warehouse tier's counts, with the job's own
+// brokers and registry; it is off by default and must be a boolean.
+func TestSpecAudit(t *testing.T) {
+	base := "brokers: [127.0.0.1:9092]\nregistry: http://127.0.0.1:8081\ntopics: [pageviews]\nwarehouse: file:///tmp/w\nschedule: every 15m\n"
+	for _, tc := range []struct {
+		extra string
+		on    bool
+		err   string
+	}{
+		{"", false, ""},
+		{"audit: false\n", false, ""},
+		{"audit: true\n", true, ""},
+		{"audit: sometimes\n", false, "field audit"},
+	} {
+		s, err := jobs.ParseSpec("a.yaml", []byte(base+tc.extra))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want one about %s", tc.extra, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.extra, err)
+		}
+		if cfg := s.LoadConfig(); (cfg.Audit != nil) != tc.on {
+			t.Errorf("%q: audit config %+v, want on=%v", tc.extra, cfg.Audit, tc.on)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tributary-io/tributary/audit"
 	"github.com/tributary-io/tributary/loader/warehouse"
 	"github.com/tributary-io/tributary/schema"
 )
@@ -107,6 +108,10 @@ type Config struct {
 	// Progress, if set, is called about four times a second while
 	// fetching, from the run's goroutine.
 	Progress func(Progress)
+	// Audit, if set, makes the run publish the counts of what it committed
+	// as the audit's warehouse tier (see AuditConfig). Default: off.
+	Audit *AuditConfig
+
 	// Fault, if set, is called at each FaultPoint; a non-nil error makes
 	// the run stop there as if its process had been killed: nothing is
 	// cleaned up or released. For crash tests.
@@ -175,6 +180,22 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Audit != nil {
+		a := *cfg.Audit
+		if len(a.Brokers) == 0 {
+			a.Brokers = cfg.Brokers
+		}
+		if a.Registry == nil && a.RegistryURL == "" {
+			a.Registry, a.RegistryURL = cfg.Registry, cfg.RegistryURL
+		}
+		if a.Window <= 0 {
+			a.Window = audit.DefaultWindow
+		}
+		if a.Timeout <= 0 {
+			a.Timeout = cfg.BrokerTimeout
+		}
+		cfg.Audit = &a
 	}
 	return cfg, nil
 }

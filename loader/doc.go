@@ -29,6 +29,10 @@
 //     manifest, and the run continues as OnDataLoss says.
 //   - One topic is loaded by one run at a time: a run holds a lease lock per
 //     topic in the warehouse, which expires if the run's process dies.
+//   - With Config.Audit, a run counts what it committed for the audit's
+//     warehouse tier and publishes the counts only after its commit: a run
+//     that fails before it counts nothing (see AuditConfig for a crash
+//     between the two).
 //
 // The state in _tributary:
 //

@@ -38,6 +38,7 @@ type partWriter struct {
 	records, bytes, errCount, noHeader int64
 	lastTime                           int64 // header time (ms) of the last record written
 	hours                              map[string]bool
+	audit                              *auditCounts // nil unless the run counts for the audit
 }
 
 type fileKey struct {
@@ -54,7 +55,11 @@ type openFile struct {
 }
 
 func newPartWriter(r *run, topic string, part int32) *partWriter {
-	return &partWriter{r: r, topic: topic, part: part, open: map[fileKey]*openFile{}, hours: map[string]bool{}}
+	p := &partWriter{r: r, topic: topic, part: part, open: map[fileKey]*openFile{}, hours: map[string]bool{}}
+	if r.cfg.Audit != nil {
+		p.audit = newAuditCounts()
+	}
+	return p
 }
 
 // run consumes batches until in is closed, then completes every file.
@@ -116,10 +121,23 @@ func (p *partWriter) add(ctx context.Context, rec *kgo.Record) error {
 	f.used, f.last = p.clock, rec.Offset
 	p.records++
 	p.lastTime = ms
+	if p.audit != nil {
+		if ok {
+			p.audit.events[auditKey{window: p.window(ms), server: headerServer(native)}]++
+		} else {
+			p.audit.noTime[p.window(ms)]++
+		}
+	}
 	if f.w.records >= p.r.cfg.FileMaxRecords || f.w.Size() >= p.r.cfg.FileMaxBytes {
 		return p.closeFile(f)
 	}
 	return nil
+}
+
+// window returns the start of the audit window holding ms.
+func (p *partWriter) window(ms int64) int64 {
+	w := p.r.cfg.Audit.Window.Milliseconds()
+	return floorDiv(ms, w) * w
 }
 
 func floorDiv(a, b int64) int64 {
@@ -223,6 +241,9 @@ func (p *partWriter) reject(rec *kgo.Record, cause error) error {
 		return err
 	}
 	p.errCount++
+	if p.audit != nil {
+		p.audit.malformed[p.window(rec.Timestamp.UnixMilli())]++
+	}
 	n := p.r.errCount.Add(1)
 	if max := p.r.cfg.MaxErrors; max >= 0 && n > max {
 		return fmt.Errorf("more than %d records could not be decoded (the limit; e.g. %s/%d offset %d: %v)", max, p.topic, p.part, rec.Offset, cause)

@@ -233,8 +233,18 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 	if err := r.hook(FaultAfterCommit); err != nil {
 		return sum, err
 	}
-	if err := mv.finish(m); err != nil {
-		return sum, fmt.Errorf("run %s is committed, but %w; the next run finishes it", id, err)
+	moveErr := mv.finish(m)
+	if cfg.Audit != nil && !r.crashed.Load() {
+		// Only now: what a run counts is what it committed. A crash
+		// before this line is covered by an audit snapshot of the
+		// warehouse (see AuditConfig).
+		if err := r.publishAudit(ctx, plans); err != nil {
+			sum.AuditError = err.Error()
+			r.log.Error("the run's warehouse tier counts were not published; count the warehouse with `tributary audit count --tier warehouse`", "err", err)
+		}
+	}
+	if moveErr != nil {
+		return sum, fmt.Errorf("run %s is committed, but %w; the next run finishes it", id, moveErr)
 	}
 	if err := mv.prune(held); err != nil {
 		r.log.Warn("pruning old manifests", "err", err)

@@ -41,6 +41,9 @@ type Summary struct {
 	// Stopped says why fetching ended before the high watermark, if it
 	// did: "max records" or "max duration".
 	Stopped string `json:"stopped,omitempty"`
+	// AuditError says why the warehouse tier's counts of a committed run
+	// were not published (Config.Audit); the run itself succeeded.
+	AuditError string `json:"audit_error,omitempty"`
 }
 
 // PartitionSummary is what a run did on one partition: it read offsets
@@ -105,6 +108,9 @@ func (s *Summary) WriteText(w io.Writer) {
 		float64(s.Records+s.Errors)/secs, float64(s.InputBytes)/secs/1e6)
 	if s.Stopped != "" {
 		fmt.Fprintf(w, "  stopped early by %s: the next run continues\n", s.Stopped)
+	}
+	if s.AuditError != "" {
+		fmt.Fprintf(w, "  AUDIT counts not published: %s (count the warehouse with `tributary audit count --tier warehouse`)\n", s.AuditError)
 	}
 	parts := append([]PartitionSummary(nil), s.Partitions...)
 	sort.Slice(parts, func(i, j int) bool {

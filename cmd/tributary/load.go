@@ -42,6 +42,8 @@ type loadFlags struct {
 	grace                                time.Duration
 	onDataLoss, startAt                  string
 	lockTTL                              time.Duration
+	audit                                bool
+	auditBrokers, auditRegistry          string
 }
 
 func runLoad(ctx context.Context, args []string) error {
@@ -61,6 +63,9 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.StringVar(&f.onDataLoss, "on-data-loss", loader.Earliest, "when retention deleted records before they were loaded: earliest (continue at the log start), latest or fail; the lost range is reported either way")
 	fs.StringVar(&f.startAt, "start-at", loader.Earliest, "where a partition loaded for the first time starts: earliest or latest")
 	fs.DurationVar(&f.lockTTL, "lock-ttl", loader.DefaultLockTTL, "lease of the per-topic locks: how soon a killed run's topics can be loaded again")
+	fs.BoolVar(&f.audit, "audit", false, "after the commit, publish what the run loaded as the audit's \"warehouse\" tier (counts per topic, window of header time and server) to the _audit topic")
+	fs.StringVar(&f.auditBrokers, "audit-brokers", "", "with --audit: brokers of the _audit topic (default: --brokers)")
+	fs.StringVar(&f.auditRegistry, "audit-registry", "", "with --audit: schema registry of the monitoring events (default: --registry)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress display")
 	if err := fs.Parse(args); err != nil {
@@ -68,6 +73,9 @@ func runLoad(ctx context.Context, args []string) error {
 	}
 	if f.topics == "" {
 		return errors.New("--topics is required")
+	}
+	if !f.audit && (f.auditBrokers != "" || f.auditRegistry != "") {
+		return errors.New("--audit-brokers and --audit-registry need --audit")
 	}
 	cfg, err := f.config()
 	if err != nil {
@@ -97,6 +105,9 @@ func runLoad(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if sum.AuditError != "" {
+		fmt.Fprintf(os.Stderr, "tributary load: the run is committed, but its audit counts were not published: %s\n", sum.AuditError)
+	}
 	if len(sum.Lost) > 0 {
 		fmt.Fprintf(os.Stderr, "tributary load: %d offset ranges were lost before they could be loaded (see LOST above)\n", len(sum.Lost))
 		return exitError(exitDataLoss)
@@ -109,7 +120,12 @@ func (f *loadFlags) config() (loader.Config, error) {
 	if err != nil {
 		return loader.Config{}, fmt.Errorf("--file-max-bytes: %w", err)
 	}
+	var ac *loader.AuditConfig
+	if f.audit {
+		ac = &loader.AuditConfig{Brokers: splitList(f.auditBrokers), RegistryURL: f.auditRegistry}
+	}
 	return loader.Config{
+		Audit:          ac,
 		Brokers:        splitList(f.brokers),
 		RegistryURL:    f.registry,
 		TopicRegex:     f.topics,

@@ -22,8 +22,10 @@
 //     message (publish/subscribe); within one group each message goes to one
 //     consumer (point-to-point), repeats after failures aside.
 //   - Delivery is at-least-once. A record counts as processed once Next is
-//     called again (or Close is called); only processed records are
-//     committed. After a crash, a partition's next owner starts at the last
+//     called again (or Close is called), or, with Config.MarkManually, once
+//     MarkProcessed covers it; only processed records are committed, by
+//     the periodic commit, the release at every rebalance (after
+//     Config.OnRevoke) and Close. After a crash, a partition's next owner starts at the last
 //     committed offset, so it may repeat records, never skip them.
 //   - Next never reports the end of the log: it blocks until data arrives,
 //     the context ends, or the group is closed or has failed.
@@ -101,6 +103,26 @@ type Config struct {
 	// ClientOptions are extra kgo options (fetch sizes, TLS, ...). Options
 	// that choose what to consume are ours and must not be given.
 	ClientOptions []kgo.Opt
+	// MarkManually leaves marking records processed to the caller: Next no
+	// longer counts the record it returned before as processed, and only
+	// what MarkProcessed marked is committed. It is for processing that
+	// finishes asynchronously or out of order, such as the mirror, which
+	// may commit a record only once the target acknowledged its copy.
+	MarkManually bool
+	// OnAssign, if set, is called after every rebalance that claimed
+	// partitions, with those partitions, before Next delivers any of their
+	// records. It runs inside the rebalance: it must be quick and must not
+	// call Commit or Close.
+	OnAssign func(assigned map[string][]int32)
+	// OnRevoke, if set, is called whenever this consumer is about to give
+	// its partitions up: at every rebalance (Algorithm 1 releases all of
+	// them before claiming again) and on Close. Next has stopped delivering
+	// them by then, and their offsets are committed right after it returns,
+	// so it is where to wait for work in flight and MarkProcessed it. ctx
+	// ends after SessionTimeout, or when the group is closed during a
+	// rebalance; the other consumers wait for the release meanwhile. It
+	// must not call Commit or Close.
+	OnRevoke func(ctx context.Context, revoked map[string][]int32)
 
 	zkOptions []cluster.ZKOption // for tests that cut the link to ZooKeeper
 }
@@ -309,6 +331,31 @@ func (g *Group) Stats() Stats {
 	return g.stats
 }
 
+// MarkProcessed marks the records of a partition below nextOffset as
+// processed, so that the next commit writes nextOffset. It is for
+// Config.MarkManually but works without it too. Marks never move an
+// offset back, and are ignored for partitions this consumer does not own
+// (any more); the partitions may be marked in any order.
+func (g *Group) MarkProcessed(topic string, partition int32, nextOffset int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if pos := g.owned[topicPartition{topic, partition}]; pos != nil {
+		pos.done = max(pos.done, nextOffset)
+	}
+}
+
+// Committed returns the offset the offset registry holds for a partition
+// this consumer owns, as far as it knows (it is the only writer while it
+// owns it), or -1 if nothing is stored or the partition is not owned.
+func (g *Group) Committed(topic string, partition int32) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if pos := g.owned[topicPartition{topic, partition}]; pos != nil {
+		return pos.committed
+	}
+	return -1
+}
+
 // Records iterates over Next: it yields every record and, when Next fails
 // (the context ended, the group was closed or failed), that error once,
 // then stops. It never stops for lack of data.
@@ -328,7 +375,8 @@ func (g *Group) Records(ctx context.Context) iter.Seq2[*kgo.Record, error] {
 }
 
 // Close commits what was processed (the record returned by the last Next
-// counts as processed) and leaves the group: the session ends, so the other
+// counts as processed, unless Config.MarkManually), after calling
+// Config.OnRevoke, and leaves the group: the session ends, so the other
 // consumers take this one's partitions at once instead of after the session
 // timeout. Calling Next afterwards returns ErrClosed.
 func (g *Group) Close() error {
@@ -339,6 +387,7 @@ func (g *Group) Close() error {
 		g.mu.Lock()
 		g.markProcessedLocked()
 		g.mu.Unlock()
+		g.revoke(context.Background())
 		ctx, cancel := context.WithTimeout(context.Background(), 2*g.cfg.SessionTimeout)
 		g.closeErr = g.Commit(ctx)
 		cancel()

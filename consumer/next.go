@@ -14,7 +14,7 @@ import (
 // offset order within each partition. It blocks while there is nothing to
 // read, until data arrives, ctx ends, or the group is closed (ErrClosed) or
 // has failed. Calling Next marks the record it returned before as
-// processed, so its offset is committed.
+// processed, so its offset is committed, unless Config.MarkManually.
 func (g *Group) Next(ctx context.Context) (*kgo.Record, error) {
 	g.mu.Lock()
 	g.markProcessedLocked()
@@ -83,11 +83,12 @@ func (g *Group) popLocked() *kgo.Record {
 }
 
 // markProcessedLocked counts the record handed out last as processed, if
-// its partition is still held under the same claim.
+// its partition is still held under the same claim and the caller does not
+// mark records itself.
 func (g *Group) markProcessedLocked() {
 	rec, pos := g.last, g.lastPos
 	g.last, g.lastPos = nil, nil
-	if rec == nil || g.owned[topicPartition{rec.Topic, rec.Partition}] != pos {
+	if rec == nil || g.cfg.MarkManually || g.owned[topicPartition{rec.Topic, rec.Partition}] != pos {
 		return
 	}
 	pos.done = max(pos.done, rec.Offset+1)

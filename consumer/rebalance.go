@@ -136,6 +136,7 @@ func (g *Group) attempt(ctx context.Context) error {
 	g.pause()
 	defer g.resume()
 
+	g.revoke(ctx)
 	g.releaseAll()
 	g.unclaim(g.stale) // owner nodes that survived a suspected session loss
 	g.stale = nil
@@ -170,10 +171,33 @@ func (g *Group) attempt(ctx context.Context) error {
 	g.mu.Lock()
 	g.owned = positions
 	g.mu.Unlock()
+	if g.cfg.OnAssign != nil && len(mine) > 0 {
+		g.cfg.OnAssign(mine)
+	}
 	if len(offsets) > 0 {
 		g.client.AddConsumePartitions(offsets)
 	}
 	return nil
+}
+
+// revoke calls Config.OnRevoke with the owned partitions, if any, before
+// their release commit. Next is paused.
+func (g *Group) revoke(ctx context.Context) {
+	if g.cfg.OnRevoke == nil {
+		return
+	}
+	g.mu.Lock()
+	owned := byTopic(g.owned)
+	g.mu.Unlock()
+	if len(owned) == 0 {
+		return
+	}
+	for _, ps := range owned {
+		slices.Sort(ps)
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.SessionTimeout)
+	defer cancel()
+	g.cfg.OnRevoke(ctx, owned)
 }
 
 // startOffsets reads where each claimed partition resumes. Partitions the

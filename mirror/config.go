@@ -103,7 +103,8 @@ type Config struct {
 	// Logger receives progress, rebalances and errors. Default slog.Default().
 	Logger *slog.Logger
 	// ProducerOptions are extra kgo options for the target producer, and
-	// FetchOptions for the source fetchers (sizes, TLS, ...).
+	// FetchOptions for the source clients: the group's fetcher and the
+	// client that reads watermarks (sizes, TLS, ...).
 	ProducerOptions []kgo.Opt
 	FetchOptions    []kgo.Opt
 }

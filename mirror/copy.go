@@ -10,68 +10,65 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// poll fetches from the source and hands every record to the target
+// consume takes the group's records and hands each to the target
 // producer, until ctx ends. Back-pressure is the producer's: Produce blocks
 // while the target has too much unacknowledged (MaxBufferedBytes), which
-// stops the fetching too.
-func (s *source) poll(ctx context.Context) {
-	var lastErr time.Time
-	for {
-		fetches := s.fetch.PollRecords(ctx, 10000)
-		if ctx.Err() != nil {
-			return
-		}
-		fetches.EachError(func(topic string, p int32, err error) {
-			if errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
-				return
-			}
-			if time.Since(lastErr) > 10*time.Second {
-				lastErr = time.Now()
-				s.log.Warn("fetch error; retrying", "topic", topic, "partition", p, "err", err)
-			}
-		})
-		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-			if len(fp.Records) == 0 {
-				return
-			}
-			if part := s.lookup(fp.Topic, fp.Partition); part != nil {
-				s.copyPartition(ctx, part, fp)
-			}
-		})
-	}
-}
-
-// copyPartition produces one fetched run of a partition's records. It
-// insists on contiguous offsets: a record beyond the next expected offset
-// can only be left over from a fetch that started before the partition
-// changed hands, unless the source's retention deleted records before they
-// were copied, which is logged as the loss it is.
-func (s *source) copyPartition(ctx context.Context, part *partition, fp kgo.FetchTopicPartition) {
-	for _, r := range fp.Records {
-		part.mu.Lock()
-		next, revoked := part.next, part.revoked
-		part.mu.Unlock()
-		switch {
-		case revoked:
-			return
-		case r.Offset < next:
+// stops the consuming too.
+func (s *source) consume(ctx context.Context) {
+	for ctx.Err() == nil {
+		g := s.currentGroup()
+		if g == nil {
+			sleep(ctx, 100*time.Millisecond) // not a member yet, or rejoining
 			continue
-		case r.Offset > next && fp.LogStartOffset > next:
-			s.log.Error("the source deleted records before they were copied (retention shorter than the mirror's lag); they are lost to the target",
-				"topic", part.topic, "partition", part.partition, "from", next, "to", r.Offset-1, "lost", r.Offset-next)
-		case r.Offset > next:
-			s.log.Debug("fetch is ahead of the copy; seeking back", "topic", part.topic, "partition", part.partition, "offset", r.Offset, "next", next)
-			s.fetch.SetOffsets(map[string]map[int32]kgo.EpochOffset{part.topic: {part.partition: {Epoch: -1, Offset: next}}})
-			return
 		}
-		if err := s.copyRecord(ctx, part, r); err != nil {
+		r, err := g.Next(ctx)
+		if err != nil {
+			// Closed for a rejoin, or failed (checkGroup rejoins).
+			sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		part := s.lookup(r.Topic, r.Partition)
+		if part == nil {
+			continue // revoked since Next returned it
+		}
+		if err := s.copyPartition(ctx, part, r); err != nil {
 			s.stop(ctx, err)
 			return
 		}
 	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// copyPartition copies one record of a partition. The group delivers each
+// partition's records in order from where it was committed; a record beyond
+// the next expected offset means the source's retention deleted records
+// before they were copied, which is logged as the loss it is.
+func (s *source) copyPartition(ctx context.Context, part *partition, r *kgo.Record) error {
+	if part.targetN == 0 {
+		if err := s.prepare(ctx, part); err != nil {
+			return err
+		}
+	}
 	part.mu.Lock()
-	part.hwm = max(part.hwm, fp.HighWatermark)
+	next, revoked := part.next, part.revoked
+	if next < 0 {
+		next, part.next = r.Offset, r.Offset
+	}
 	part.mu.Unlock()
+	switch {
+	case revoked, r.Offset < next:
+		return nil
+	case r.Offset > next:
+		s.log.Error("the source deleted records before they were copied (retention shorter than the mirror's lag); they are lost to the target",
+			"topic", part.topic, "partition", part.partition, "from", next, "to", r.Offset-1, "lost", r.Offset-next)
+	}
+	return s.copyRecord(ctx, part, r)
 }
 
 // copyRecord produces one record to the target, or skips it when it came
@@ -82,8 +79,10 @@ func (s *source) copyRecord(ctx context.Context, part *partition, r *kgo.Record)
 		part.mu.Lock()
 		part.acks.skip(r.Offset)
 		part.next = r.Offset + 1
+		safe := part.acks.safe
 		part.mu.Unlock()
 		part.skipped.Add(1)
+		s.markProcessed(part, safe)
 		return nil
 	}
 	value, err := s.rewriteValue(ctx, part, r)
@@ -131,12 +130,23 @@ func (s *source) acked(ctx context.Context, part *partition, seq uint64, offset 
 	}
 	part.mu.Lock()
 	part.acks.ack(seq)
+	safe := part.acks.safe
 	part.mu.Unlock()
+	s.markProcessed(part, safe)
 	part.copied.Add(1)
 	part.bytes.Add(int64(len(rec.Key) + len(rec.Value)))
 	s.lastAck.Store(time.Now().UnixNano())
 	if s.cfg.Auditor != nil {
 		s.cfg.Auditor.Copied(s.Name, rec)
+	}
+}
+
+// markProcessed tells the group that everything of part below safe is in
+// the target, so that its next commit may write safe. A mark for a
+// partition the group no longer owns is ignored.
+func (s *source) markProcessed(part *partition, safe int64) {
+	if g := s.currentGroup(); g != nil && safe >= 0 {
+		g.MarkProcessed(part.topic, part.partition, safe)
 	}
 }
 

@@ -12,8 +12,9 @@
 //     target with acks=all, or was deliberately not copied (see the loop rule
 //     below). A mirror killed at any moment repeats, on restart, at most the
 //     records copied since its last commit (Config.CommitInterval): it may
-//     duplicate, never skip. A rebalance that moves a partition to another
-//     mirror likewise repeats what was copied since the last commit.
+//     duplicate, never skip. A rebalance first waits a few seconds for the
+//     target to acknowledge what was sent and commits that, so the
+//     partition's next owner repeats only what was not acknowledged by then.
 //   - Order within a source partition is kept: a source partition's records
 //     are produced in offset order by one idempotent producer, so each
 //     target partition receives them in that order.

@@ -86,14 +86,14 @@ func (m *Mirror) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, s := range sources {
 		wg.Go(func() { s.manage(runCtx) })
-		wg.Go(func() { s.poll(runCtx) })
-		wg.Go(func() { s.commitLoop(runCtx) })
+		wg.Go(func() { s.consume(runCtx) })
 	}
 	wg.Go(func() { m.watch(runCtx) })
 	<-runCtx.Done()
 	wg.Wait()
 
-	// Shut down: what the target acknowledges now is committed by close.
+	// Shut down: what the target acknowledges now is committed when the
+	// sources leave their groups.
 	fctx, cancel := context.WithTimeout(context.Background(), m.cfg.ShutdownTimeout)
 	if err := tgt.client.Flush(fctx); err != nil {
 		log.Warn("the target did not acknowledge everything before the shutdown timeout; the rest is copied again by the next run",

@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -12,8 +11,8 @@ import (
 	"github.com/tributary-io/tributary/consumer"
 )
 
-// Following the group: which topics to subscribe to, and which partitions
-// the group gave this process (see source for why the group does not fetch).
+// Following the group: which topics to subscribe to, and what to do when
+// the group assigns partitions to this process or takes them back.
 
 // followTopics (re)joins the group when the set of matching topics changed.
 func (s *source) followTopics(ctx context.Context) error {
@@ -52,14 +51,25 @@ func (s *source) rejoin(ctx context.Context, topics []string) error {
 		Group:          s.cfg.Group,
 		Topics:         topics,
 		Start:          s.cfg.Start,
-		CommitInterval: -1, // the group never has anything to commit; see source
+		CommitInterval: s.cfg.CommitInterval,
 		SessionTimeout: s.cfg.SessionTimeout,
 		// A mirror restarted after a crash conflicts with its old owner
 		// nodes until their session expires; keep trying through that.
 		RebalanceRetries: 100,
 		Logger:           s.log,
-		// The group's client is never polled, so it holds one small fetch.
-		ClientOptions: []kgo.Opt{kgo.FetchMaxBytes(1), kgo.FetchMaxPartitionBytes(1)},
+		ClientOptions: append([]kgo.Opt{
+			kgo.FetchMaxWait(500 * time.Millisecond),
+			// Where the stored offset is gone (retention deleted it)
+			// resume at the oldest record kept; the copy logs the gap.
+			// (The group resolves a Largest start itself, so this
+			// changes nothing else.)
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		}, s.cfg.FetchOptions...),
+		// A record is processed once the target acknowledged its copy
+		// (see acked), not when the next one is read.
+		MarkManually: true,
+		OnAssign:     s.assigned,
+		OnRevoke:     s.revoked,
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -75,36 +85,138 @@ func (s *source) rejoin(ctx context.Context, topics []string) error {
 	return nil
 }
 
-// leave stops copying every partition and leaves the group.
+// leave stops copying every partition and leaves the group. Closing the
+// group calls revoked, which lets what was sent be acknowledged and marks
+// it, so that the group's final commit covers it and whoever copies these
+// partitions next (a new subscription, another mirror) does not repeat it.
 func (s *source) leave() {
 	g := s.currentGroup()
-	dropped := s.applyOwnership(nil, "leaving the group")
-	if g != nil {
-		// The owner nodes are still ours: let what was sent be
-		// acknowledged and commit it, so that whoever copies these
-		// partitions next (a new subscription, another mirror) does not
-		// repeat it.
-		s.drain(dropped, drainTimeout)
-		s.commitParts(g.ID(), dropped)
+	if g == nil {
+		return
 	}
+	g.Close()
 	s.mu.Lock()
 	s.group = nil
+	retired := s.retired
+	s.retired = nil
 	s.mu.Unlock()
-	if g != nil {
-		g.Close()
+	logStopped(s, retired, "leaving the group")
+}
+
+// drainTimeout bounds the wait for acknowledgements when partitions are
+// given up.
+const drainTimeout = 5 * time.Second
+
+// assigned is the group's OnAssign: the partitions it claimed, before any
+// of their records is delivered. It sets up their copy state from the
+// offset registry the group just read; the target side is prepared with
+// the first record (see prepare), since the target may be down.
+func (s *source) assigned(mine map[string][]int32) {
+	s.mu.Lock()
+	retired := s.retired
+	s.retired = nil
+	s.mu.Unlock()
+	for _, topic := range sortedKeys(mine) {
+		for _, p := range mine[topic] {
+			tp := topicPartition{topic, p}
+			committed, err := s.readOffset(tp)
+			if err != nil {
+				s.log.Warn("reading the committed offset; the status shows it once the group commits", "topic", topic, "partition", p, "err", err)
+				committed = -1
+			}
+			start := committed
+			if start < 0 {
+				if start, err = s.logEdge(context.Background(), tp); err != nil {
+					start = -1 // known with the first record
+				}
+			}
+			part := newPartition(s.Name, topic, p, start, committed)
+			if old := retired[tp]; old != nil {
+				// Released and claimed again by Algorithm 1: the counters
+				// go on.
+				part.copied.Store(old.copied.Load())
+				part.bytes.Store(old.bytes.Load())
+				part.skipped.Store(old.skipped.Load())
+				part.unknown.Store(old.unknown.Load())
+				delete(retired, tp)
+			} else {
+				s.log.Debug("copying partition", "topic", topic, "partition", p, "from", start)
+			}
+			s.mu.Lock()
+			s.parts[tp] = part
+			s.mu.Unlock()
+		}
+	}
+	logStopped(s, retired, "the group gave them to another mirror")
+}
+
+// revoked is the group's OnRevoke: the group is about to release (and
+// commit) partitions, at every rebalance and when leaving. It stops copying
+// them, waits for the target to acknowledge what was sent (bounded by ctx
+// and drainTimeout), and marks it, so that the release commit includes it.
+func (s *source) revoked(ctx context.Context, revoked map[string][]int32) {
+	var parts []*partition
+	s.mu.Lock()
+	if s.retired == nil {
+		s.retired = map[topicPartition]*partition{}
+	}
+	for topic, ps := range revoked {
+		for _, p := range ps {
+			tp := topicPartition{topic, p}
+			part := s.parts[tp]
+			if part == nil {
+				continue
+			}
+			part.mu.Lock()
+			part.revoked = true
+			part.mu.Unlock()
+			delete(s.parts, tp)
+			s.retired[tp] = part
+			parts = append(parts, part)
+		}
+	}
+	g := s.group
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, drainTimeout)
+	defer cancel()
+	drain(ctx, parts)
+	if g == nil {
+		return // the first Join: nothing was copied yet
+	}
+	for _, part := range parts {
+		part.mu.Lock()
+		safe := part.acks.safe
+		part.mu.Unlock()
+		if safe >= 0 {
+			g.MarkProcessed(part.topic, part.partition, safe)
+		}
 	}
 }
 
-// drainTimeout bounds the wait for acknowledgements when leaving the group.
-const drainTimeout = 5 * time.Second
+// logStopped logs the partitions given up for good.
+func logStopped(s *source, parts map[topicPartition]*partition, why string) {
+	if len(parts) == 0 {
+		return
+	}
+	removed := map[string][]int32{}
+	for tp := range parts {
+		removed[tp.topic] = append(removed[tp.topic], tp.partition)
+	}
+	for _, ps := range removed {
+		slices.Sort(ps)
+	}
+	s.log.Info("stopped copying partitions", "why", why, "partitions", fmt.Sprint(removed))
+}
 
 // drain waits until the target acknowledged every record sent for parts,
-// or timeout.
-func (s *source) drain(parts []*partition, timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
+// or ctx ends.
+func drain(ctx context.Context, parts []*partition) {
 	for _, p := range parts {
-		for p.inflight.Load() > 0 && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
+		for p.inflight.Load() > 0 && ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Millisecond):
+			}
 		}
 	}
 }
@@ -142,71 +254,11 @@ func (s *source) checkGroup(ctx context.Context) {
 	}
 }
 
-// syncOwnership makes the fetched partitions those the group assigned us.
-func (s *source) syncOwnership(ctx context.Context) error {
-	g := s.currentGroup()
-	var want map[string][]int32
-	if g != nil {
-		want = g.Assigned()
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	s.applyOwnership(want, "the group gave them to another mirror")
-	counts := map[string]int32{}
-	for topic, ps := range want {
-		for _, p := range ps {
-			tp := topicPartition{topic, p}
-			s.mu.RLock()
-			_, have := s.parts[tp]
-			s.mu.RUnlock()
-			if have {
-				continue
-			}
-			part, err := s.startPartition(ctx, tp, counts)
-			if err != nil {
-				var fatal *fatalError
-				if errors.As(err, &fatal) {
-					return err
-				}
-				if ctx.Err() == nil && time.Since(s.lastWarn) > 30*time.Second {
-					s.lastWarn = time.Now()
-					s.log.Warn("cannot start copying partition yet; will retry", "topic", topic, "partition", p, "err", err)
-				}
-				return nil
-			}
-			start := part.next // part is shared once published
-			s.mu.Lock()
-			s.parts[tp] = part
-			s.mu.Unlock()
-			s.fetch.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(start)}})
-			s.log.Debug("copying partition", "topic", topic, "partition", p, "from", start, "target_partition", part.target)
-		}
-	}
-	return nil
-}
-
-// applyOwnership stops copying the partitions not in want (nil: all) and
-// returns them.
-func (s *source) applyOwnership(want map[string][]int32, why string) []*partition {
-	removed := map[string][]int32{}
-	var dropped []*partition
-	s.mu.Lock()
-	for tp, part := range s.parts {
-		if slices.Contains(want[tp.topic], tp.partition) {
-			continue
-		}
-		part.mu.Lock()
-		part.revoked = true
-		part.mu.Unlock()
-		delete(s.parts, tp)
-		removed[tp.topic] = append(removed[tp.topic], tp.partition)
-		dropped = append(dropped, part)
-	}
-	s.mu.Unlock()
-	if len(removed) > 0 {
-		s.fetch.RemoveConsumePartitions(removed)
-		for _, ps := range removed {
-			slices.Sort(ps)
-		}
-		s.log.Info("stopped copying partitions", "why", why, "partitions", fmt.Sprint(removed))
-	}
-	return dropped
+	slices.Sort(keys)
+	return keys
 }

@@ -5,11 +5,11 @@ import (
 	"sync/atomic"
 )
 
-// partition is one source partition this process copies: where its fetch
-// is, which of its records the target has acknowledged, and counters for
-// the status. The copy loop, the produce callbacks, the committer and the
-// status read it concurrently; mu guards the offsets, the counters are
-// atomic.
+// partition is one source partition this process copies, from one claim
+// by the group to its release: the next offset expected, which of its
+// records the target has acknowledged, and counters for the status. The
+// copy loop, the produce callbacks and the status read it concurrently;
+// mu guards the offsets, the counters are atomic.
 type partition struct {
 	source    string
 	topic     string
@@ -20,11 +20,11 @@ type partition struct {
 	targetN int32 // partitions of the target topic
 
 	mu        sync.Mutex
-	next      int64 // next offset expected from the fetch
+	next      int64 // next offset expected from the group; -1 until the first record
 	acks      ackWindow
-	committed int64 // what the offset registry holds, -1 if nothing
+	committed int64 // what the offset registry held at the claim, -1 if nothing (later commits: Group.Committed)
 	hwm       int64 // latest high watermark seen, -1 if unknown
-	revoked   bool  // no longer ours: stop copying (what was sent may still be committed while the owner node is ours)
+	revoked   bool  // released by the group: stop copying
 
 	copied   atomic.Int64 // records acknowledged by the target
 	bytes    atomic.Int64 // their key+value bytes

@@ -21,25 +21,19 @@ import (
 	"github.com/tributary-io/tributary/consumer"
 )
 
-// source copies one live cluster. Three goroutines work on it: manage
-// (topics, group membership, which partitions are ours), poll (fetch and
-// produce) and commitLoop (acknowledged offsets to ZooKeeper).
+// source copies one live cluster. Two goroutines work on it: manage
+// (topics, group membership, watermarks) and consume (records from the
+// group to the target producer); the producer's callbacks mark what the
+// target acknowledged.
 //
-// Why the consumer group does not fetch for us: consumer.Group counts a
-// record as processed when Next is called again, and commits processed
-// offsets on its own at every rebalance and on Close. A mirror that
-// produces asynchronously would have offsets committed before the target
-// acknowledged them, and a crash right after a rebalance would lose those
-// records. So the mirror uses the group only for what it does well, the
-// paper's membership and ownership (Algorithm 1, owner nodes), never calls
-// Next (the group's own offsets then never move, so it never commits), and
-// fetches the partitions the group assigned it with its own client from the
-// same offset registry, writing it only after acks=all. Should the
-// ownership change before the mirror notices (it polls Group.Assigned every
-// ownershipPoll), two processes copy a partition for that moment: each
-// commits only offsets below which it has everything in the target, so the
-// registry can only ever hold such an offset. The cost is duplicates, never
-// loss.
+// The embedded consumer group does the paper's membership, ownership and
+// fetching, and commits the source offsets. It runs with MarkManually: a
+// record counts as processed only once the target acknowledged its copy
+// with acks=all (acked marks the highest offset below which everything
+// is acknowledged), so every commit the group makes (periodic, at a
+// rebalance, on leaving) is one below which the target has everything.
+// Before a rebalance releases partitions, revoked waits for the copies in
+// flight and marks them, so that the next owner does not repeat them.
 type source struct {
 	Source
 	cfg     *compiled
@@ -51,18 +45,20 @@ type source struct {
 
 	zk    *cluster.ZKSession
 	watch *cluster.ZKWatch
-	fetch *kgo.Client
+	admin *kgo.Client // offsets and watermarks; the group fetches
 	adm   *kadm.Client
 
 	// Owned by the manage goroutine.
 	topics  []string // the group's subscription
 	missing time.Time
 
-	lastWarn time.Time // of "cannot start copying partition", to not log it every poll
+	// Owned by the consume goroutine.
+	counts map[string]int32 // partition count of each source topic seen
 
-	mu    sync.RWMutex
-	group *consumer.Group
-	parts map[topicPartition]*partition
+	mu      sync.RWMutex
+	group   *consumer.Group
+	parts   map[topicPartition]*partition
+	retired map[topicPartition]*partition // revoked, until the group claims again
 }
 
 type topicPartition struct {
@@ -71,13 +67,12 @@ type topicPartition struct {
 }
 
 const (
-	ownershipPoll   = 100 * time.Millisecond
 	watermarkPoll   = 5 * time.Second
 	topicsRecheck   = 10 * time.Second
 	groupCheckEvery = time.Second
 )
 
-// connect opens the source's ZooKeeper session and its fetch client, and
+// connect opens the source's ZooKeeper session and its admin client, and
 // checks that a broker is registered, within Config.ConnectTimeout: a
 // source that cannot be reached at start is a configuration error.
 func (s *source) connect(ctx context.Context) error {
@@ -96,18 +91,15 @@ func (s *source) connect(ctx context.Context) error {
 	}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
-		// Where the stored offset is gone (retention deleted it) resume at
-		// the oldest record kept; the copy loop logs the gap.
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.WithLogger(kgoLogger{s.log}),
 	}, s.cfg.FetchOptions...)
-	if s.fetch, err = kgo.NewClient(opts...); err != nil {
+	if s.admin, err = kgo.NewClient(opts...); err != nil {
 		s.zk.Close()
-		return fmt.Errorf("source %s: fetch client: %w", s.Name, err)
+		return fmt.Errorf("source %s: client: %w", s.Name, err)
 	}
-	s.adm = kadm.NewClient(s.fetch)
+	s.adm = kadm.NewClient(s.admin)
 	s.parts = map[topicPartition]*partition{}
+	s.counts = map[string]int32{}
 	return nil
 }
 
@@ -141,10 +133,10 @@ func (s *source) brokers(ctx context.Context) ([]string, error) {
 }
 
 // manage keeps the group's subscription equal to the source's matching
-// topics and the fetched partitions equal to the group's assignment, until
-// ctx ends or something fatal happens.
+// topics, and the watermarks fresh, until ctx ends or something fatal
+// happens.
 func (s *source) manage(ctx context.Context) {
-	tick := time.NewTicker(ownershipPoll)
+	tick := time.NewTicker(groupCheckEvery)
 	defer tick.Stop()
 	var lastTopics, lastWatermarks, lastGroupCheck time.Time
 	for {
@@ -159,10 +151,6 @@ func (s *source) manage(ctx context.Context) {
 		if now.Sub(lastGroupCheck) >= groupCheckEvery {
 			lastGroupCheck = now
 			s.checkGroup(ctx)
-		}
-		if err := s.syncOwnership(ctx); err != nil {
-			s.stop(ctx, err)
-			return
 		}
 		if now.Sub(lastWatermarks) >= watermarkPoll {
 			lastWatermarks = now
@@ -185,44 +173,40 @@ func (s *source) stop(ctx context.Context, err error) {
 	}
 }
 
-// startPartition prepares copying one newly assigned partition: the target
-// topic exists, the placement is known, and the start is the committed
-// offset (or the configured start for a partition never committed).
-func (s *source) startPartition(ctx context.Context, tp topicPartition, counts map[string]int32) (*partition, error) {
-	n, ok := counts[tp.topic]
+// prepare makes the target ready for a partition's first record: the
+// target topic exists, and the placement is known. It waits while the
+// target cannot be reached, as long as ctx allows.
+func (s *source) prepare(ctx context.Context, part *partition) error {
+	n, ok := s.counts[part.topic]
 	if !ok {
-		data, _, err := s.zk.Conn.Get(s.zk.Paths.Topic(tp.topic))
+		var err error
+		n, err = retry(ctx, s.log, "reading topic "+part.topic, func() (int32, error) {
+			data, _, err := s.zk.Conn.Get(s.zk.Paths.Topic(part.topic))
+			if err != nil {
+				return 0, fmt.Errorf("reading topic %s: %w", part.topic, err)
+			}
+			node, err := cluster.DecodeTopicNode(data)
+			if err != nil {
+				return 0, &fatalError{fmt.Errorf("source %s: topic %s: %w", s.Name, part.topic, err)}
+			}
+			return int32(len(node.Leaders)), nil
+		})
 		if err != nil {
-			return nil, fmt.Errorf("reading topic %s: %w", tp.topic, err)
+			return err
 		}
-		node, err := cluster.DecodeTopicNode(data)
-		if err != nil {
-			return nil, fmt.Errorf("topic %s: %w", tp.topic, err)
-		}
-		n = int32(len(node.Leaders))
-		counts[tp.topic] = n
+		s.counts[part.topic] = n
 	}
-	targetN, err := s.tgt.ensureTopic(ctx, s.Name, tp.topic, n)
+	targetN, err := s.tgt.ensureTopic(ctx, s.Name, part.topic, n)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	committed, err := s.readOffset(tp)
-	if err != nil {
-		return nil, err
-	}
-	start := committed
-	if start < 0 {
-		start, err = s.logEdge(ctx, tp)
-		if err != nil {
-			return nil, err
-		}
-	}
-	part := newPartition(s.Name, tp.topic, tp.partition, start, committed)
+	part.mu.Lock()
 	part.targetN = targetN
 	if n == targetN {
-		part.target = tp.partition
+		part.target = part.partition
 	}
-	return part, nil
+	part.mu.Unlock()
+	return nil
 }
 
 // logEdge is where a partition never committed starts: its oldest or its
@@ -310,15 +294,14 @@ func (s *source) partitions() []*partition {
 	return out
 }
 
-// close commits what the target acknowledged and leaves the group. The
+// close leaves the group, which commits what the target acknowledged. The
 // caller has stopped the goroutines and flushed the target.
 func (s *source) close() {
 	if s.zk == nil {
 		return
 	}
-	s.commit()
 	s.leave()
-	s.fetch.Close()
+	s.admin.Close()
 	s.zk.Close()
 }
 

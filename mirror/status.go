@@ -68,8 +68,12 @@ func (m *Mirror) Status() Status {
 	st := Status{Started: started, Sources: []SourceStatus{}}
 	for _, s := range sources {
 		ss := SourceStatus{Name: s.Name, Partitions: []PartitionStatus{}}
+		g := s.currentGroup()
 		for _, p := range s.partitions() {
 			ps := p.status()
+			if g != nil {
+				ps.Committed = max(ps.Committed, g.Committed(p.topic, p.partition))
+			}
 			ps.Rate, ps.ByteRate = rates[p].records, rates[p].bytes
 			ss.Copied += ps.Copied
 			ss.Bytes += ps.Bytes
@@ -102,7 +106,7 @@ func (p *partition) status() PartitionStatus {
 		Skipped: p.skipped.Load(), UnknownSchemas: p.unknown.Load(),
 	}
 	if p.hwm >= 0 {
-		ps.Lag = max(0, p.hwm-p.acks.safe)
+		ps.Lag = max(0, p.hwm-max(p.acks.safe, 0))
 	}
 	return ps
 }

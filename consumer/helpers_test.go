@@ -24,6 +24,7 @@ import (
 
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/consumer"
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 const sessionTimeout = 2 * time.Second
@@ -364,38 +365,7 @@ func produce(t *testing.T, cl *kgo.Client, topic string, from, to int) {
 
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %v: %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, within, what, cond)
 }
 
-// testLogger logs to the test, and stops at the test's end: ZooKeeper and
-// kgo clients may still log from their goroutines while shutting down.
-func testLogger(t *testing.T) *slog.Logger {
-	w := &tlog{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type tlog struct {
-	t    *testing.T
-	mu   sync.Mutex
-	done bool
-}
-
-func (w *tlog) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimSpace(string(p)))
-	}
-	return len(p), nil
-}
+func testLogger(t *testing.T) *slog.Logger { return testenv.Logger(t, slog.LevelInfo) }

@@ -309,13 +309,4 @@ func runMirror(t testing.TB, cfg mirror.Config) (m *mirror.Mirror, stop func() e
 }
 
 // testLogger sends the mirror's log to the test log.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
+func testLogger(t testing.TB) *slog.Logger { return testenv.Logger(t, slog.LevelInfo) }

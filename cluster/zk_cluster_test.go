@@ -23,7 +23,7 @@ func TestThreeBrokersServeOneTopicWithKgo(t *testing.T) {
 	connect, brokers := testenv.StartCluster(t, 3)
 	client := newClient(t, brokers[0].Addr)
 	ctx := context.Background()
-	createTopic(t, client, "spread", 12)
+	testenv.CreateTopic(t, client, "spread", 12)
 
 	// Every broker gives the same answer.
 	var first string
@@ -56,7 +56,7 @@ func TestThreeBrokersServeOneTopicWithKgo(t *testing.T) {
 	}
 
 	const n = 1200
-	produce(t, client, "spread", 0, n)
+	testenv.ProduceRange(t, client, "spread", 0, n)
 	got := consumeAll(t, brokers[1].Addr, "spread", n)
 	for i := range n {
 		if got[fmt.Sprint(i)] != 1 {
@@ -73,7 +73,7 @@ func TestThreeBrokersServeKcat(t *testing.T) {
 	}
 	_, brokers := testenv.StartCluster(t, 3)
 	client := newClient(t, brokers[0].Addr)
-	createTopic(t, client, "kcat", 12)
+	testenv.CreateTopic(t, client, "kcat", 12)
 	bootstrap := brokers[2].Addr
 	var in bytes.Buffer
 	const n = 300
@@ -115,9 +115,9 @@ func TestThreeBrokersServeKcat(t *testing.T) {
 func TestBrokerLeavesAndComesBackWithItsData(t *testing.T) {
 	connect, brokers := testenv.StartCluster(t, 3)
 	client := newClient(t, brokers[0].Addr)
-	createTopic(t, client, "survive", 12)
+	testenv.CreateTopic(t, client, "survive", 12)
 	const n = 600
-	produce(t, client, "survive", 0, n)
+	testenv.ProduceRange(t, client, "survive", 0, n)
 
 	gone := brokers[2]
 	gone.Stop()
@@ -174,32 +174,6 @@ func newClient(t *testing.T, seed string, opts ...kgo.Opt) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
-}
-
-func createTopic(t *testing.T, cl *kgo.Client, topic string, partitions int32) {
-	t.Helper()
-	resp, err := kadm.NewClient(cl).CreateTopics(context.Background(), partitions, 1, nil, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := resp[topic]; r.Err != nil {
-		t.Fatalf("creating topic %s: %v", topic, r.Err)
-	}
-}
-
-// produce writes values from..to-1 (as decimal text), keyed by the value.
-func produce(t *testing.T, cl *kgo.Client, topic string, from, to int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var recs []*kgo.Record
-	for i := from; i < to; i++ {
-		v := []byte(fmt.Sprint(i))
-		recs = append(recs, &kgo.Record{Topic: topic, Key: v, Value: v})
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("producing to %s: %v", topic, err)
-	}
 }
 
 // consumeAll reads topic from the start with a fresh client until it has

@@ -159,17 +159,17 @@ func TestZooKeeperCloseRemovesBrokerAtOnce(t *testing.T) {
 func TestZooKeeperSessionExpiryReRegisters(t *testing.T) {
 	connect := testenv.StartZooKeeper(t)
 	b1 := join(t, connect, 1)
-	link := &netLink{}
-	b2 := join(t, connect, 2, cluster.WithSessionTimeout(time.Second), cluster.WithDialer(link.dial))
+	link := &testenv.NetLink{}
+	b2 := join(t, connect, 2, cluster.WithSessionTimeout(time.Second), cluster.WithDialer(link.Dial))
 	eventually(t, 5*time.Second, "two brokers", func() bool { return len(b1.Brokers()) == 2 })
 
-	link.cut()
+	link.Cut()
 	eventually(t, 10*time.Second, "broker 2 expired", func() bool { return len(b1.Brokers()) == 1 })
 	// A topic created while broker 2 is cut off reaches it after it is back.
 	if _, err := b1.CreateTopic(context.Background(), "while-away", 2, nil); err != nil {
 		t.Fatal(err)
 	}
-	link.heal()
+	link.Heal()
 	eventually(t, 15*time.Second, "broker 2 re-registered", func() bool { return len(b1.Brokers()) == 2 })
 	eventually(t, 10*time.Second, "broker 2 sees the topic created while it was away", func() bool {
 		_, ok := b2.Topic("while-away")
@@ -180,13 +180,13 @@ func TestZooKeeperSessionExpiryReRegisters(t *testing.T) {
 func TestZooKeeperRestartedBrokerWaitsForItsOldSession(t *testing.T) {
 	connect := testenv.StartZooKeeper(t)
 	b1 := join(t, connect, 1)
-	link := &netLink{}
-	join(t, connect, 2, cluster.WithSessionTimeout(time.Second), cluster.WithDialer(link.dial))
+	link := &testenv.NetLink{}
+	join(t, connect, 2, cluster.WithSessionTimeout(time.Second), cluster.WithDialer(link.Dial))
 	eventually(t, 5*time.Second, "two brokers", func() bool { return len(b1.Brokers()) == 2 })
 
 	// Broker 2 "crashes" (its connection goes silent, its session lingers)
 	// and restarts on another port before ZooKeeper noticed.
-	link.cut()
+	link.Cut()
 	start := time.Now()
 	restarted := join(t, connect, 2, cluster.WithSessionTimeout(time.Second))
 	t.Logf("re-registration waited %v for the old session to expire", time.Since(start).Round(time.Millisecond))
@@ -264,41 +264,3 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 }
 
 func testLogger(t *testing.T) *slog.Logger { return testenv.Logger(t, slog.LevelInfo) }
-
-// netLink is a connection to ZooKeeper that a test can cut: open
-// connections are closed and new ones refused until heal, so the session
-// expires on the server as it would when the member crashed.
-type netLink struct {
-	mu    sync.Mutex
-	down  bool
-	conns []net.Conn
-}
-
-func (l *netLink) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.down {
-		return nil, errors.New("test: link is cut")
-	}
-	c, err := net.DialTimeout(network, addr, timeout)
-	if err == nil {
-		l.conns = append(l.conns, c)
-	}
-	return c, err
-}
-
-func (l *netLink) cut() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.down = true
-	for _, c := range l.conns {
-		c.Close()
-	}
-	l.conns = nil
-}
-
-func (l *netLink) heal() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.down = false
-}

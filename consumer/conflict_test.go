@@ -3,9 +3,7 @@ package consumer_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,7 +37,7 @@ func holdPartition(t *testing.T, connect, group, topic string, p int32) (release
 // owner lets go, the claim succeeds.
 func TestConflictIsRetriedUntilTheOwnerLetsGo(t *testing.T) {
 	connect, brokers := testenv.StartCluster(t, 1)
-	createTopic(t, newClient(t, brokers[0].Addr), "contested", 4)
+	testenv.CreateTopic(t, newClient(t, brokers[0].Addr), "contested", 4)
 	release := holdPartition(t, connect, "g", "contested", 2)
 	time.AfterFunc(400*time.Millisecond, release)
 
@@ -58,7 +56,7 @@ func TestConflictIsRetriedUntilTheOwnerLetsGo(t *testing.T) {
 // that names it and its owner, and the consumer leaves the group.
 func TestConflictRetriesAreBounded(t *testing.T) {
 	connect, brokers := testenv.StartCluster(t, 1)
-	createTopic(t, newClient(t, brokers[0].Addr), "stuck", 4)
+	testenv.CreateTopic(t, newClient(t, brokers[0].Addr), "stuck", 4)
 	holdPartition(t, connect, "g", "stuck", 1)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -93,71 +91,35 @@ func TestConsumerSessionExpiry(t *testing.T) {
 	connect, brokers := testenv.StartCluster(t, 1)
 	client := newClient(t, brokers[0].Addr)
 	const topic, parts = "expiry", 6
-	createTopic(t, client, topic, parts)
-	produce(t, client, topic, 0, 300)
+	testenv.CreateTopic(t, client, topic, parts)
+	testenv.ProduceRange(t, client, topic, 0, 300)
 
-	link := &netLink{}
+	link := &testenv.NetLink{}
 	got := &deliveries{}
-	a := join(t, consumer.WithZKOptions(consumer.Config{ZooKeeper: connect, Group: "g", Topics: []string{topic}, ID: "a"}, cluster.WithDialer(link.dial)))
+	a := join(t, consumer.WithZKOptions(consumer.Config{ZooKeeper: connect, Group: "g", Topics: []string{topic}, ID: "a"}, cluster.WithDialer(link.Dial)))
 	b := join(t, consumer.Config{ZooKeeper: connect, Group: "g", Topics: []string{topic}, ID: "b"})
 	consume(t, a, got)
 	consume(t, b, got)
 	waitStable(t, connect, "g", topic, parts, []string{"a", "b"}, a, b)
 	got.waitAll(t, 300, 20*time.Second)
 
-	link.cut()
+	link.Cut()
 	eventually(t, 10*time.Second, "b owns everything and a nothing", func() bool {
 		return len(b.Assigned()[topic]) == parts && len(a.Assigned()[topic]) == 0
 	})
-	produce(t, client, topic, 300, 600)
+	testenv.ProduceRange(t, client, topic, 300, 600)
 	got.waitAll(t, 600, 20*time.Second)
 
-	link.heal()
+	link.Heal()
 	eventually(t, 20*time.Second, "a is back with half the partitions", func() bool { return len(a.Assigned()[topic]) == parts/2 })
 	owners := waitStable(t, connect, "g", topic, parts, []string{"a", "b"}, a, b)
 	if count(owners, "a") != 3 {
 		t.Fatalf("after a came back: %v", owners)
 	}
-	produce(t, client, topic, 600, 900)
+	testenv.ProduceRange(t, client, topic, 600, 900)
 	got.waitAll(t, 900, 20*time.Second)
 	got.check(t, 900)
 	if err := a.Close(); err != nil && !errors.Is(err, consumer.ErrClosed) {
 		t.Logf("closing a: %v", err)
 	}
-}
-
-// netLink is a connection to ZooKeeper that a test can cut.
-type netLink struct {
-	mu    sync.Mutex
-	down  bool
-	conns []net.Conn
-}
-
-func (l *netLink) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.down {
-		return nil, errors.New("test: link is cut")
-	}
-	c, err := net.DialTimeout(network, addr, timeout)
-	if err == nil {
-		l.conns = append(l.conns, c)
-	}
-	return c, err
-}
-
-func (l *netLink) cut() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.down = true
-	for _, c := range l.conns {
-		c.Close()
-	}
-	l.conns = nil
-}
-
-func (l *netLink) heal() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.down = false
 }

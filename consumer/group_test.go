@@ -24,8 +24,8 @@ func TestGroupOfThreeSurvivesKillAndClose(t *testing.T) {
 	connect, brokers := testenv.StartCluster(t, 3)
 	client := newClient(t, brokers[0].Addr)
 	const topic, group, parts = "events", "loaders", 12
-	createTopic(t, client, topic, parts)
-	produce(t, client, topic, 0, 1200)
+	testenv.CreateTopic(t, client, topic, parts)
+	testenv.ProduceRange(t, client, topic, 0, 1200)
 
 	got := &deliveries{}
 	a := join(t, consumer.Config{ZooKeeper: connect, Group: group, Topics: []string{topic}, ID: "c1"})
@@ -44,7 +44,7 @@ func TestGroupOfThreeSurvivesKillAndClose(t *testing.T) {
 
 	// kill -9 the process member in the middle of its share of 600 new
 	// records (about 200, at a millisecond each).
-	produce(t, client, topic, 1200, 1800)
+	testenv.ProduceRange(t, client, topic, 1200, 1800)
 	time.Sleep(120 * time.Millisecond)
 	killed.kill()
 	before, mark := committed(t, connect, group, topic, parts), got.len()
@@ -58,7 +58,7 @@ func TestGroupOfThreeSurvivesKillAndClose(t *testing.T) {
 	if count(owners, "c1") != 6 || count(owners, "c2") != 6 {
 		t.Fatalf("after the kill: %v, want 6 partitions each", owners)
 	}
-	produce(t, client, topic, 1800, 2400)
+	testenv.ProduceRange(t, client, topic, 1800, 2400)
 	got.waitAll(t, 2400, 30*time.Second)
 	got.check(t, 2400)
 	checkRepeatsAfter(t, got.repeatsSince(mark), before)
@@ -74,7 +74,7 @@ func TestGroupOfThreeSurvivesKillAndClose(t *testing.T) {
 	if count(owners, "c1") != parts {
 		t.Fatalf("after c2 closed: %v", owners)
 	}
-	produce(t, client, topic, 2400, 3000)
+	testenv.ProduceRange(t, client, topic, 2400, 3000)
 	got.waitAll(t, 3000, 30*time.Second)
 	repeats := got.check(t, 3000)
 	checkRepeatsAfter(t, got.repeatsSince(mark), before)
@@ -88,7 +88,7 @@ func TestTenConsumersJoiningAtOnceSettle(t *testing.T) {
 	connect, brokers := testenv.StartCluster(t, 1)
 	client := newClient(t, brokers[0].Addr)
 	const topic, group, parts = "herd", "herd", 12
-	createTopic(t, client, topic, parts)
+	testenv.CreateTopic(t, client, topic, parts)
 
 	var (
 		mu      sync.Mutex
@@ -154,8 +154,8 @@ func TestTwoGroupsEachReceiveEveryMessage(t *testing.T) {
 	connect, brokers := testenv.StartCluster(t, 3)
 	client := newClient(t, brokers[0].Addr)
 	const topic = "shared"
-	createTopic(t, client, topic, 6)
-	produce(t, client, topic, 0, 600)
+	testenv.CreateTopic(t, client, topic, 6)
+	testenv.ProduceRange(t, client, topic, 0, 600)
 
 	first, second := &deliveries{}, &deliveries{}
 	consume(t, join(t, consumer.Config{ZooKeeper: connect, Group: "first", Topics: []string{topic}, ID: "a"}), first)
@@ -163,7 +163,7 @@ func TestTwoGroupsEachReceiveEveryMessage(t *testing.T) {
 	consume(t, join(t, consumer.Config{ZooKeeper: connect, Group: "second", Topics: []string{topic}}), second)
 	first.waitAll(t, 600, 30*time.Second)
 	second.waitAll(t, 600, 30*time.Second)
-	produce(t, client, topic, 600, 700)
+	testenv.ProduceRange(t, client, topic, 600, 700)
 	first.waitAll(t, 700, 30*time.Second)
 	second.waitAll(t, 700, 30*time.Second)
 	time.Sleep(200 * time.Millisecond)
@@ -182,8 +182,8 @@ func TestStartPositionsAndResume(t *testing.T) {
 	connect, brokers := testenv.StartCluster(t, 1)
 	client := newClient(t, brokers[0].Addr)
 	const topic = "positions"
-	createTopic(t, client, topic, 3)
-	produce(t, client, topic, 0, 30)
+	testenv.CreateTopic(t, client, topic, 3)
+	testenv.ProduceRange(t, client, topic, 0, 30)
 
 	oldest := &deliveries{}
 	og := join(t, consumer.Config{ZooKeeper: connect, Group: "oldest", Topics: []string{topic}, Start: consumer.Smallest})
@@ -205,7 +205,7 @@ func TestStartPositionsAndResume(t *testing.T) {
 	}
 	cancel()
 
-	produce(t, client, topic, 30, 40)
+	testenv.ProduceRange(t, client, topic, 30, 40)
 	oldest.waitAll(t, 40, 20*time.Second)
 	eventually(t, 20*time.Second, "the Largest group got the 10 new records", func() bool { return newest.distinct() == 10 })
 	for _, r := range newest.snapshot() {
@@ -223,7 +223,7 @@ func TestStartPositionsAndResume(t *testing.T) {
 	}
 	again := &deliveries{}
 	consume(t, join(t, consumer.Config{ZooKeeper: connect, Group: "oldest", Topics: []string{topic}}), again)
-	produce(t, client, topic, 40, 45)
+	testenv.ProduceRange(t, client, topic, 40, 45)
 	eventually(t, 20*time.Second, "the returning group got the 5 new records", func() bool { return again.distinct() == 5 })
 	time.Sleep(200 * time.Millisecond)
 	if n := len(again.snapshot()); n != 5 {
@@ -275,8 +275,8 @@ func TestGroupFollowsBrokersLeavingAndComingBack(t *testing.T) {
 	connect, brokers := testenv.StartCluster(t, 3)
 	client := newClient(t, brokers[0].Addr)
 	const topic, parts = "moving", 12
-	createTopic(t, client, topic, parts)
-	produce(t, client, topic, 0, 600)
+	testenv.CreateTopic(t, client, topic, parts)
+	testenv.ProduceRange(t, client, topic, 0, 600)
 
 	got := &deliveries{}
 	a := join(t, consumer.Config{ZooKeeper: connect, Group: "g", Topics: []string{topic}, ID: "a"})
@@ -292,7 +292,7 @@ func TestGroupFollowsBrokersLeavingAndComingBack(t *testing.T) {
 	})
 	testenv.StartClusterBroker(t, connect, 3, testenv.WithDataDir(gone.DataDir), testenv.WithAddr(gone.Addr))
 	waitStable(t, connect, "g", topic, parts, []string{"a", "b"}, a, b)
-	produce(t, newClient(t, brokers[0].Addr), topic, 600, 1200)
+	testenv.ProduceRange(t, newClient(t, brokers[0].Addr), topic, 600, 1200)
 	got.waitAll(t, 1200, 30*time.Second)
 	got.check(t, 1200)
 }

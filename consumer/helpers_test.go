@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/cluster"
@@ -335,32 +334,6 @@ func newClient(t *testing.T, seed string) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
-}
-
-func createTopic(t *testing.T, cl *kgo.Client, topic string, partitions int32) {
-	t.Helper()
-	resp, err := kadm.NewClient(cl).CreateTopics(context.Background(), partitions, 1, nil, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := resp[topic]; r.Err != nil {
-		t.Fatalf("creating topic %s: %v", topic, r.Err)
-	}
-}
-
-// produce writes the values from..to-1 as decimal text, keyed by value.
-func produce(t *testing.T, cl *kgo.Client, topic string, from, to int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var recs []*kgo.Record
-	for i := from; i < to; i++ {
-		v := []byte(strconv.Itoa(i))
-		recs = append(recs, &kgo.Record{Topic: topic, Key: v, Value: v})
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("producing to %s: %v", topic, err)
-	}
 }
 
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {

@@ -17,8 +17,8 @@ func TestMarkManually(t *testing.T) {
 	connect, brokers := testenv.StartCluster(t, 1)
 	client := newClient(t, brokers[0].Addr)
 	const topic = "manual"
-	createTopic(t, client, topic, 2)
-	produce(t, client, topic, 0, 40)
+	testenv.CreateTopic(t, client, topic, 2)
+	testenv.ProduceRange(t, client, topic, 0, 40)
 
 	// Partition → offsets delivered to a (a rebalance may deliver some
 	// again), and a's OnRevoke calls.

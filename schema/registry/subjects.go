@@ -193,6 +193,16 @@ func writeRawSchema(w http.ResponseWriter, text string) {
 	w.Write([]byte(text))
 }
 
+// readSchema reads and parses the schema in a request body.
+func readSchema(w http.ResponseWriter, r *http.Request) (schemaRequest, *avsc.Schema, *apiError) {
+	var req schemaRequest
+	if aerr := readJSON(w, r, &req); aerr != nil {
+		return req, nil, aerr
+	}
+	sch, aerr := req.parse()
+	return req, sch, aerr
+}
+
 // POST /subjects/{subject}/versions registers a schema and answers {"id": n}.
 func (s *Server) registerHandler(w http.ResponseWriter, r *http.Request) {
 	subject, aerr := subjectParam(r)
@@ -200,12 +210,7 @@ func (s *Server) registerHandler(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	var req schemaRequest
-	if aerr := readJSON(w, r, &req); aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	sch, aerr := req.parse()
+	req, sch, aerr := readSchema(w, r)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -232,12 +237,7 @@ func (s *Server) lookupSchema(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	var req schemaRequest
-	if aerr := readJSON(w, r, &req); aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	sch, aerr := req.parse()
+	_, sch, aerr := readSchema(w, r)
 	if aerr != nil {
 		writeError(w, aerr)
 		return

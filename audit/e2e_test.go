@@ -51,7 +51,7 @@ func TestEndToEnd(t *testing.T) {
 	per := *e2eEvents / 2
 	for _, name := range []string{"fe-1", "fe-2"} {
 		s := newServer(t, liveEnv, name, kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-		sendSpread(t, s, "pageview", ws, per)
+		s.sendOver(t, "pageview", ws[0], time.Duration(len(ws))*audit.DefaultWindow, per)
 		if err := s.pub.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -154,30 +154,6 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if len(r.Lost) != 0 || len(r.Notes) != 0 {
 		t.Errorf("lost %v notes %v, want none", r.Lost, r.Notes)
-	}
-}
-
-// sendSpread sends n events spread evenly over the windows.
-func sendSpread(t *testing.T, s *server, topic string, ws []time.Time, n int) {
-	t.Helper()
-	ctx := t.Context()
-	span := time.Duration(len(ws)) * audit.DefaultWindow
-	for i := range n {
-		ev := map[string]any{
-			"header":   map[string]any{"time": ws[0].Add(span * time.Duration(i) / time.Duration(n))},
-			"memberId": int64(i),
-			"pageKey":  "feed",
-		}
-		if err := s.prod.Produce(ctx, topic, ev, func(_ *kgo.Record, err error) {
-			if err != nil {
-				t.Errorf("produce: %v", err)
-			}
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.prod.Flush(ctx); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -67,10 +67,17 @@ func newServer(t *testing.T, env *audittest.Env, name string, opts ...kgo.Opt) *
 // w, and waits for them to be acknowledged.
 func (s *server) send(t *testing.T, topic string, w time.Time, n int) {
 	t.Helper()
-	ctx := context.Background()
+	s.sendOver(t, topic, w, audit.DefaultWindow, n)
+}
+
+// sendOver produces n pageviews of topic with header times spread evenly
+// over [start, start+span), and waits for them to be acknowledged.
+func (s *server) sendOver(t *testing.T, topic string, start time.Time, span time.Duration, n int) {
+	t.Helper()
+	ctx := t.Context()
 	for i := range n {
 		ev := map[string]any{
-			"header":   map[string]any{"time": w.Add(time.Duration(i) * audit.DefaultWindow / time.Duration(n))},
+			"header":   map[string]any{"time": start.Add(span * time.Duration(i) / time.Duration(n))},
 			"memberId": int64(i),
 			"pageKey":  "home",
 		}

@@ -23,7 +23,7 @@ type partitions struct {
 	base   log.Config
 	logger *slog.Logger
 
-	mu   sync.Mutex
+	mu   sync.RWMutex // read-locked on every produce and fetch; written when a partition opens or goes
 	logs map[string]map[int32]*log.Log
 }
 
@@ -34,10 +34,16 @@ func newPartitions(dir string, base log.Config, logger *slog.Logger) *partitions
 // get returns the open log of t's partition p, opening (and recovering) it on
 // first use with t's per-topic configuration.
 func (ps *partitions) get(t cluster.Topic, p int32) (*log.Log, error) {
+	ps.mu.RLock()
+	l := ps.logs[t.Name][p]
+	ps.mu.RUnlock()
+	if l != nil {
+		return l, nil
+	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if l := ps.logs[t.Name][p]; l != nil {
-		return l, nil
+		return l, nil // opened meanwhile
 	}
 	cfg, err := topicLogConfig(ps.base, t.Configs)
 	if err != nil {

@@ -20,9 +20,14 @@ run-cluster: build deps
 deps:
 	./scripts/install-deps.sh
 
+# staticcheck is pinned here, fetched from the Go module proxy on first use.
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 vet:
 	@test -z "$$(gofmt -l .)" || (echo "gofmt needed on:"; gofmt -l .; exit 1)
+	@$(GO) mod tidy -diff || (echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1)
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
 
 test: deps vet
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...

@@ -76,7 +76,7 @@ func TestKcatGroupResumesAfterRestart(t *testing.T) {
 	}
 
 	b.Stop()
-	b = startGroupBroker(t, testenv.WithDataDir(dir), testenv.WithAddr(addr))
+	startGroupBroker(t, testenv.WithDataDir(dir), testenv.WithAddr(addr))
 	produceValues(t, addr, "logins", 300, 450)
 	sameSet(t, "run after the restart", kcatGroup(t, addr, "kcat-app", "logins"), values(300, 450))
 }

@@ -34,7 +34,6 @@ func (b *Broker) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	}
 
 	var topics []cluster.Topic
-	var missing []string
 	if req.Topics == nil {
 		topics = b.meta.Topics()
 	} else {
@@ -49,7 +48,6 @@ func (b *Broker) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 				st.Topic = rt.Topic
 				st.ErrorCode = code
 				resp.Topics = append(resp.Topics, st)
-				missing = append(missing, *rt.Topic)
 				continue
 			}
 			topics = append(topics, t)

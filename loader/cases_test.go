@@ -162,7 +162,7 @@ func TestRetentionLoss(t *testing.T) {
 			t.Fatalf("retention did not move the log start past 10 (it is %d)", logStart)
 		}
 		time.Sleep(50 * time.Millisecond)
-		logStart, end = env.Offsets(t, "short", 0)
+		logStart, _ = env.Offsets(t, "short", 0)
 	}
 	time.Sleep(200 * time.Millisecond) // let retention settle
 	logStart, end = env.Offsets(t, "short", 0)

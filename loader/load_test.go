@@ -20,7 +20,10 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 func config(env *loadertest.Env, url string, topics ...string) loader.Config {
 	return loader.Config{
 		Brokers: env.Brokers, RegistryURL: env.RegistryURL, Topics: topics,
-		Warehouse: url, Logger: quiet, LockTTL: 2 * time.Second,
+		Warehouse: url, Logger: quiet,
+		// Long enough that a loaded CI machine's HDFS renewals are never
+		// late; crash tests wait one TTL for a dead run's locks.
+		LockTTL: 5 * time.Second,
 	}
 }
 

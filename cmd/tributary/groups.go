@@ -23,7 +23,7 @@ func init() {
 // of a cluster (and against Kafka itself), like kafka-consumer-groups.sh.
 func runGroups(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("which action? groups list | describe GROUP... | reset-offsets --group G --to-earliest|--to-latest|--to-offset N | delete GROUP...")
+		return errors.New("which action? one of: groups list, groups describe GROUP [GROUP ...], groups reset-offsets --group G --to-earliest|--to-latest|--to-offset N, groups delete GROUP [GROUP ...]")
 	}
 	action, args := args[0], args[1:]
 	fs := newFlags("groups")

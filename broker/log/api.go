@@ -13,6 +13,10 @@
 //   - Memory does not grow with the size of the log: the Log holds the sorted
 //     base offsets of its segments and each segment's sparse index (an entry
 //     every ~4 KiB of batches), never message bytes.
+//   - An idempotent producer's retry of any of its last five batches is
+//     answered with the original offsets and writes nothing, also across a
+//     restart or crash, until the producer id expires (ProducerIDExpiry) or
+//     is evicted as the least recently active past MaxProducerIDs.
 //   - After an unclean shutdown, Open scans the segments written since the last
 //     recovery checkpoint, truncates at the first torn or corrupt batch, rebuilds
 //     the index and reports what it cut (RecoveryReport).
@@ -24,8 +28,9 @@
 // batches; NNN is the segment's base offset as %020d) and NNN.index (the
 // sparse index, see index.go); recovery-checkpoint (the offset below which
 // everything was fsynced, rewritten atomically at most every few seconds and
-// at Close); and .clean-shutdown, present only between a clean Close and the
-// next Open.
+// at Close); NNN.producers (the idempotent producers' state as of offset
+// NNN, written at each roll and at Close, see producer_snapshot.go); and
+// .clean-shutdown, present only between a clean Close and the next Open.
 package log
 
 import (
@@ -66,6 +71,11 @@ type Config struct {
 	// it has not appended for this long (producer.id.expiration.ms); its
 	// next batch is then accepted with any sequence. Default 24 hours.
 	ProducerIDExpiry time.Duration
+	// MaxProducerIDs bounds the idempotent producers a partition tracks;
+	// past it the least recently active one is forgotten, as if it had
+	// expired. Any client may send made-up producer ids, so without a bound
+	// they would take unbounded memory. Default 20000 (a few MB).
+	MaxProducerIDs int
 }
 
 // Slice is a byte range of one segment file holding whole record batches,

@@ -12,6 +12,7 @@ const (
 	DefaultIndexIntervalBytes     = 4096
 	DefaultRetentionCheckInterval = 5 * time.Minute
 	DefaultProducerIDExpiry       = 24 * time.Hour
+	DefaultMaxProducerIDs         = 20000
 
 	// MaxSegmentBytes caps SegmentBytes: index entries hold file positions
 	// as uint32, and Kafka's segment.bytes is an int32.
@@ -51,6 +52,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ProducerIDExpiry <= 0 {
 		c.ProducerIDExpiry = DefaultProducerIDExpiry
+	}
+	if c.MaxProducerIDs <= 0 {
+		c.MaxProducerIDs = DefaultMaxProducerIDs
 	}
 	return c
 }

@@ -167,6 +167,7 @@ func (l *Log) maybeRoll(h *batchHeader, now time.Time) error {
 	l.segs = append(l.segs, ns)
 	l.active = ns
 	l.dirDirty = true
+	l.snapshotProducers() // a failure is logged: it only lengthens the next Open's scan
 	l.logger.Debug("rolled segment", "dir", l.dir, "base_offset", ns.base, "reason", why, "previous_bytes", s.size)
 	return nil
 }
@@ -375,9 +376,9 @@ func (l *Log) OffsetForTime(ts int64) (offset int64, timestamp int64, ok bool) {
 	return 0, 0, false
 }
 
-// Close flushes, fsyncs the indexes, writes a recovery checkpoint and the
-// clean-shutdown marker, and stops the background goroutine. Slices already
-// handed out stay readable until released.
+// Close flushes, fsyncs the indexes, writes a recovery checkpoint, a
+// producer snapshot and the clean-shutdown marker, and stops the background
+// goroutine. Slices already handed out stay readable until released.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -396,6 +397,9 @@ func (l *Log) Close() error {
 		err = l.writeCheckpoint()
 	}
 	l.mu.Lock()
+	if err == nil {
+		l.snapshotProducers() // a failure is logged: it only lengthens the next Open's scan
+	}
 	for _, s := range l.segs {
 		err = errors.Join(err, s.close())
 	}

@@ -1,9 +1,14 @@
 package log
 
 import (
+	"encoding/binary"
 	"errors"
+	"log/slog"
 	"math"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestIdempotentProducerRules(t *testing.T) {
@@ -112,4 +117,102 @@ func TestProducerStateSurvivesReopen(t *testing.T) {
 			t.Fatalf("clean=%v: next batch at %d, want 5", clean, res.BaseOffset)
 		}
 	}
+}
+
+// TestProducerTableIsBounded: made-up producer ids past MaxProducerIDs
+// evict the least recently active producers, said once in the log; an
+// evicted producer's next batch is accepted as a new producer's, recent
+// producers keep their dedupe, and the bound holds across a restart.
+func TestProducerTableIsBounded(t *testing.T) {
+	var logs syncBuffer
+	cfg := testConfig()
+	cfg.MaxProducerIDs = 100
+	dir := t.TempDir()
+	l, _, err := Open(dir, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for id := int64(1); id <= 1000; id++ {
+		mustAppend(t, l, makeBatch(batchOpts{pid: id, seq: 3}))
+	}
+	if n := trackedProducers(l); n != 100 {
+		t.Fatalf("%d producers tracked, want the bound 100", n)
+	}
+	if n := strings.Count(logs.String(), "max_producer_ids=100"); n != 1 {
+		t.Fatalf("eviction logged %d times, want once:\n%s", n, logs.String())
+	}
+	if res := mustAppend(t, l, makeBatch(batchOpts{pid: 1, seq: 9})); res.Duplicate {
+		t.Fatal("evicted producer's batch taken for a duplicate")
+	}
+	if res := mustAppend(t, l, makeBatch(batchOpts{pid: 1000, seq: 3})); !res.Duplicate || res.BaseOffset != 999 {
+		t.Fatalf("recent producer's retry = %+v, want a duplicate at 999", res)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2, _ := openLog(t, dir, cfg)
+	if n := trackedProducers(l2); n != 100 {
+		t.Fatalf("%d producers tracked after restart, want 100", n)
+	}
+	if res := mustAppend(t, l2, makeBatch(batchOpts{pid: 1000, seq: 3})); !res.Duplicate || res.BaseOffset != 999 {
+		t.Fatalf("recent producer's retry after restart = %+v, want a duplicate at 999", res)
+	}
+}
+
+// TestMillionMadeUpProducerIDs sends batches from one million producer ids
+// nobody issued through the producer table, as a hostile client could:
+// the table holds at most DefaultMaxProducerIDs and its heap stays at a few
+// MB (it was 280 MB, kept for good, before the bound).
+func TestMillionMadeUpProducerIDs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a million producer ids")
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	p := newProducers(DefaultMaxProducerIDs, quietLogger(), "")
+	now := time.Now()
+	for i := range int64(1_000_000) {
+		h := batchHeader{producerID: 1<<40 + i, baseSequence: int32(i), recordCount: 1}
+		if dup, err := p.check(&h); dup != nil || err != nil {
+			t.Fatalf("made-up producer %d: %v, %v", i, dup, err)
+		}
+		p.record(&h, i, i, now)
+	}
+	grown := int64(heap()) - int64(before)
+	t.Logf("1,000,000 made-up producer ids: %d tracked, heap grew %.1f MB", p.len(), float64(grown)/(1<<20))
+	if p.len() != DefaultMaxProducerIDs {
+		t.Fatalf("%d producers tracked, want the bound %d", p.len(), DefaultMaxProducerIDs)
+	}
+	if grown > 8<<20 {
+		t.Fatalf("heap grew %d bytes for a bounded table", grown)
+	}
+	runtime.KeepAlive(&p)
+}
+
+// BenchmarkAppendMadeUpProducerIDs appends one batch per new producer id
+// through the log and reports how many it tracks and the heap in use.
+func BenchmarkAppendMadeUpProducerIDs(b *testing.B) {
+	l, _ := openLog(b, b.TempDir(), testConfig())
+	batch := makeBatch(batchOpts{pid: 1, seq: 0})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		binary.BigEndian.PutUint64(batch[offProducerID:], uint64(1<<40+i))
+		fixBatch(batch)
+		if _, err := l.Append(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	b.ReportMetric(float64(trackedProducers(l)), "producers")
+	b.ReportMetric(float64(m.HeapAlloc)/(1<<20), "heap-MB")
 }

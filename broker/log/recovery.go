@@ -23,7 +23,7 @@ import (
 // corrupt batch, drops the segments after it, rebuilds the indexes of what
 // it scanned and reports (and logs) what it cut. Either way a missing or
 // inconsistent index is rebuilt, and the state of idempotent producers is
-// rebuilt from the batch headers of the active segment.
+// loaded from its newest snapshot and the batch headers after it.
 //
 // All data on disk after Open is flushed: HighWatermark == LogEndOffset.
 func Open(dir string, cfg Config, logger *slog.Logger) (*Log, RecoveryReport, error) {
@@ -187,7 +187,7 @@ func (l *Log) load() (RecoveryReport, error) {
 			return rep, err
 		}
 	}
-	if err := l.loadProducers(); err != nil {
+	if err := l.loadProducerState(); err != nil {
 		return rep, err
 	}
 	l.start, l.leo = l.segs[0].base, l.active.next
@@ -284,33 +284,4 @@ func (l *Log) truncate(rep *RecoveryReport, last, bad *segment, p *scanProblem, 
 	l.logger.Warn("recovery truncated partition log",
 		"dir", l.dir, "file", filepath.Base(bad.path), "byte", p.pos, "torn", p.torn, "reason", p.reason,
 		"truncated_bytes", cut, "new_log_end_offset", last.next, "dropped_segments", dropped)
-}
-
-// loadProducers rebuilds idempotent producers' state, and the active
-// segment's age for segment.ms, from the batch headers of the active
-// segment: only headers are read, never records.
-func (l *Log) loadProducers() error {
-	s := l.active
-	now := l.cfg.Clock()
-	r := newReader(s.f, s.size, scanWindow)
-	for pos := int64(0); pos < s.size; {
-		b, err := r.peek(pos, batchHeaderSize)
-		if err != nil {
-			return fmt.Errorf("segment %s: reading batch header at byte %d: %w", s.path, pos, err)
-		}
-		h := parseHeader(b)
-		if pos == 0 {
-			// The broker's append time is not stored; the first batch's
-			// timestamp stands in for it unless it is absent or in the future.
-			s.firstTime = now
-			if h.maxTimestamp > 0 && h.maxTimestamp <= now.UnixMilli() {
-				s.firstTime = time.UnixMilli(h.maxTimestamp)
-			}
-		}
-		if h.producerID != -1 {
-			l.producers.record(&h, h.baseOffset, h.nextOffset()-1, now)
-		}
-		pos += h.size()
-	}
-	return nil
 }

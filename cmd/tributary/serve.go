@@ -27,6 +27,8 @@ type brokerFlags struct {
 	retentionBytes  int64
 	maxRequestBytes int
 	maxMessageBytes int
+	producerExpiry  time.Duration
+	maxProducerIDs  int
 }
 
 func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
@@ -43,6 +45,8 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.Int64Var(&f.retentionBytes, "retention-bytes", d.RetentionBytes, "delete old segments while a partition is larger than this; -1: no limit (retention.bytes)")
 	fs.IntVar(&f.maxRequestBytes, "max-request-bytes", 100<<20, "largest request frame accepted (socket.request.max.bytes)")
 	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", 1<<20+12, "largest record batch accepted (message.max.bytes)")
+	fs.DurationVar(&f.producerExpiry, "producer-id-expiration", d.ProducerIDExpiry, "forget an idempotent producer's sequences after it is idle this long (producer.id.expiration.ms)")
+	fs.IntVar(&f.maxProducerIDs, "max-producer-ids", d.MaxProducerIDs, "idempotent producer ids tracked per partition; past it the least recently active is forgotten")
 }
 
 func (f *brokerFlags) config() broker.Config {
@@ -53,12 +57,14 @@ func (f *brokerFlags) config() broker.Config {
 		MaxRequestBytes:   int32(f.maxRequestBytes),
 		MaxMessageBytes:   int32(f.maxMessageBytes),
 		Log: log.Config{
-			SegmentBytes:   f.segmentBytes,
-			SegmentAge:     f.segmentAge,
-			FlushMessages:  f.flushMessages,
-			FlushInterval:  f.flushInterval,
-			RetentionAge:   f.retention,
-			RetentionBytes: f.retentionBytes,
+			SegmentBytes:     f.segmentBytes,
+			SegmentAge:       f.segmentAge,
+			FlushMessages:    f.flushMessages,
+			FlushInterval:    f.flushInterval,
+			RetentionAge:     f.retention,
+			RetentionBytes:   f.retentionBytes,
+			ProducerIDExpiry: f.producerExpiry,
+			MaxProducerIDs:   f.maxProducerIDs,
 		},
 		Logger: slog.Default(),
 	}

@@ -27,6 +27,15 @@ type brokerFlags struct {
 	retentionBytes  int64
 	maxRequestBytes int
 	maxMessageBytes int
+	conns           connFlags
+}
+
+// connFlags are the connection-layer limits (see broker.Config).
+type connFlags struct {
+	maxConnections      int
+	maxConnectionsPerIP int
+	maxIdle             time.Duration
+	queuedMaxBytes      int64
 }
 
 func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
@@ -43,6 +52,10 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.Int64Var(&f.retentionBytes, "retention-bytes", d.RetentionBytes, "delete old segments while a partition is larger than this; -1: no limit (retention.bytes)")
 	fs.IntVar(&f.maxRequestBytes, "max-request-bytes", 100<<20, "largest request frame accepted (socket.request.max.bytes)")
 	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", 1<<20+12, "largest record batch accepted (message.max.bytes)")
+	fs.IntVar(&f.conns.maxConnections, "max-connections", 10000, "connections served at once; more are refused (max.connections)")
+	fs.IntVar(&f.conns.maxConnectionsPerIP, "max-connections-per-ip", 10000, "connections served at once from one IP address (max.connections.per.ip)")
+	fs.DurationVar(&f.conns.maxIdle, "connections-max-idle", 10*time.Minute, "close connections idle this long (connections.max.idle.ms)")
+	fs.Int64Var(&f.conns.queuedMaxBytes, "queued-max-request-bytes", 512<<20, "bytes all requests in flight may hold; more wait (queued.max.request.bytes)")
 }
 
 func (f *brokerFlags) config() broker.Config {
@@ -52,6 +65,11 @@ func (f *brokerFlags) config() broker.Config {
 		DefaultPartitions: int32(f.partitions),
 		MaxRequestBytes:   int32(f.maxRequestBytes),
 		MaxMessageBytes:   int32(f.maxMessageBytes),
+
+		MaxConnections:        f.conns.maxConnections,
+		MaxConnectionsPerIP:   f.conns.maxConnectionsPerIP,
+		ConnectionsMaxIdle:    f.conns.maxIdle,
+		QueuedMaxRequestBytes: f.conns.queuedMaxBytes,
 		Log: log.Config{
 			SegmentBytes:   f.segmentBytes,
 			SegmentAge:     f.segmentAge,

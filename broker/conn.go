@@ -287,8 +287,8 @@ func (c *conn) handle(req *request) (p *pending) {
 			p = nil
 		}
 	}()
-	if testHookHandle != nil {
-		if p := testHookHandle(req); p != nil {
+	if hook := testHookHandle.Load(); hook != nil {
+		if p := (*hook)(req); p != nil {
 			return p
 		}
 	}
@@ -297,7 +297,7 @@ func (c *conn) handle(req *request) (p *pending) {
 
 // testHookHandle, when set by a test, may serve a request in place of its
 // handler (e.g. to panic); nil in production.
-var testHookHandle func(req *request) *pending
+var testHookHandle atomic.Pointer[func(req *request) *pending]
 
 func (c *conn) logPanic(req *request, pv *panicValue) {
 	c.logger.Error("closing connection: panic while serving a request",

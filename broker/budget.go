@@ -26,8 +26,8 @@ func newByteBudget(capacity int64) *byteBudget {
 func (b *byteBudget) clamp(n int64) int64 { return min(n, b.capacity) }
 
 // acquire takes clamp(n) bytes, waiting until they are free. It gives up,
-// taking nothing, when cancel is closed.
-func (b *byteBudget) acquire(n int64, cancel <-chan struct{}) bool {
+// taking nothing, when either cancel channel is closed.
+func (b *byteBudget) acquire(n int64, cancel, cancel2 <-chan struct{}) bool {
 	n = b.clamp(n)
 	for {
 		b.mu.Lock()
@@ -41,6 +41,8 @@ func (b *byteBudget) acquire(n int64, cancel <-chan struct{}) bool {
 		select {
 		case <-wake:
 		case <-cancel:
+			return false
+		case <-cancel2:
 			return false
 		}
 	}

@@ -220,7 +220,8 @@ func (c *conn) readBody(r io.Reader, size int) (body []byte, held int64, ok bool
 	c.b.counters.reading.Add(1)
 	defer c.b.counters.reading.Add(-1)
 	held = c.b.budget.clamp(int64(size))
-	if !c.b.budget.acquire(held, c.gone) {
+	// Dropping the connection or shutting down ends the wait.
+	if !c.b.budget.acquire(held, c.gone, c.stopped) {
 		return nil, 0, false
 	}
 	// The wait for budget was the broker's: the client gets the whole read

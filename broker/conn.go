@@ -301,9 +301,12 @@ func (c *conn) handle(req *request) (p *pending) {
 var testHookHandle atomic.Pointer[func(req *request) *pending]
 
 func (c *conn) logPanic(req *request, pv *panicValue) {
-	c.logger.Error("closing connection: panic while serving a request",
-		"api", kmsg.NameForKey(req.Key()), "key", req.Key(), "version", req.GetVersion(),
-		"client_id", req.clientID, "panic", fmt.Sprint(pv.value), "stack", string(pv.stack))
+	attrs := []any{"panic", fmt.Sprint(pv.value), "stack", string(pv.stack)}
+	if req != nil { // nil only for the ApiVersions fallback, answered before decoding
+		attrs = append(attrs, "api", kmsg.NameForKey(req.Key()), "key", req.Key(),
+			"version", req.GetVersion(), "client_id", req.clientID)
+	}
+	c.logger.Error("closing connection: panic while serving a request", attrs...)
 }
 
 func (c *conn) writeLoop(done chan<- struct{}) {
@@ -322,8 +325,7 @@ func (c *conn) writeLoop(done chan<- struct{}) {
 			c.finish(p)
 			continue
 		}
-		c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.ResponseWriteTimeout))
-		if err := p.resp.writeTo(c.nc); err != nil {
+		if err := c.write(p); err != nil {
 			// The client went away or stopped reading; drain the rest so
 			// handlers finish and release what they hold.
 			failed = true
@@ -337,6 +339,19 @@ func (c *conn) writeLoop(done chan<- struct{}) {
 		}
 		c.finish(p)
 	}
+}
+
+// write writes one response within the write deadline. A panic while
+// writing is an error of this connection only.
+func (c *conn) write(p *pending) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.logPanic(p.req, &panicValue{value: v, stack: debug.Stack()})
+			err = fmt.Errorf("panic writing a response: %v", v)
+		}
+	}()
+	c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.ResponseWriteTimeout))
+	return p.resp.writeTo(c.nc)
 }
 
 // finish releases what a response held, written or not.

@@ -10,7 +10,12 @@
 //   - Fetch serves only flushed data and sends record bytes with sendfile,
 //     straight from the segment file to the socket.
 //   - A malformed or oversized request closes its connection (and is logged);
-//     the broker stays up.
+//     the broker stays up. So does a panic while serving a request.
+//   - Hostile or broken clients cannot exhaust the broker: request bodies are
+//     read as their bytes arrive, the bytes all requests in flight hold are
+//     bounded (QueuedMaxRequestBytes), connections are capped in total and
+//     per IP, and a client that stalls mid-request, stops reading responses
+//     or stays idle is disconnected.
 package broker
 
 import (
@@ -21,6 +26,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tributary-io/tributary/broker/group"
@@ -63,6 +69,31 @@ type Config struct {
 	// GroupOffsets is where committed offsets live. Nil: the ZooKeeper
 	// offset registry when Metadata lends its session, else DataDir/groups.
 	GroupOffsets group.OffsetStore
+
+	// QueuedMaxRequestBytes bounds the bytes held by all requests in flight
+	// across the broker, from reading a body until its response is written
+	// (queued.max.request.bytes); a connection waits for room before
+	// reading. Default 512 MiB. A request larger than the budget waits
+	// until it has the budget to itself.
+	QueuedMaxRequestBytes int64
+	// MaxConnections caps the connections served at once (max.connections);
+	// more are closed as soon as they are accepted. Default 10000.
+	MaxConnections int
+	// MaxConnectionsPerIP caps the connections from one IP address
+	// (max.connections.per.ip). Default: MaxConnections.
+	MaxConnectionsPerIP int
+	// ConnectionsMaxIdle closes a connection that has sent nothing and
+	// awaits no response for this long (connections.max.idle.ms).
+	// Default 10 minutes.
+	ConnectionsMaxIdle time.Duration
+	// RequestReadTimeout bounds how long a request's bytes may take to
+	// arrive once its first byte has: a client that announces a frame and
+	// stops is disconnected. Default 30 s.
+	RequestReadTimeout time.Duration
+	// ResponseWriteTimeout bounds the writing of one response: a client that
+	// stops reading is disconnected, releasing what its responses hold.
+	// Default 30 s.
+	ResponseWriteTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -81,6 +112,24 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.QueuedMaxRequestBytes <= 0 {
+		c.QueuedMaxRequestBytes = 512 << 20
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = 10000
+	}
+	if c.MaxConnectionsPerIP <= 0 {
+		c.MaxConnectionsPerIP = c.MaxConnections
+	}
+	if c.ConnectionsMaxIdle <= 0 {
+		c.ConnectionsMaxIdle = 10 * time.Minute
+	}
+	if c.RequestReadTimeout <= 0 {
+		c.RequestReadTimeout = 30 * time.Second
+	}
+	if c.ResponseWriteTimeout <= 0 {
+		c.ResponseWriteTimeout = 30 * time.Second
+	}
 	return c
 }
 
@@ -98,9 +147,14 @@ type Broker struct {
 	mu       sync.Mutex
 	ln       net.Listener
 	conns    map[*conn]struct{}
+	perIP    map[string]int // open connections per remote IP
 	connWG   sync.WaitGroup
 	closed   bool
 	stopSync chan struct{}
+
+	budget         *byteBudget // queued.max.request.bytes
+	counters       connCounters
+	lastRefusalLog atomic.Int64 // unix nanos of the last refused-connection line
 }
 
 // New opens the data directory (running crash recovery on every local
@@ -119,7 +173,9 @@ func New(cfg Config) (*Broker, error) {
 		logger:   cfg.Logger,
 		closing:  make(chan struct{}),
 		conns:    map[*conn]struct{}{},
+		perIP:    map[string]int{},
 		stopSync: make(chan struct{}),
+		budget:   newByteBudget(cfg.QueuedMaxRequestBytes),
 	}
 	if b.meta == nil {
 		// The advertised address is only known once Serve has a listener;
@@ -209,15 +265,26 @@ func (b *Broker) Serve(ln net.Listener) error {
 				return nil
 			default:
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				time.Sleep(delay)
-				continue
+			if errListenerClosed(err) {
+				return err
 			}
-			return err
+			// Out of descriptors, or any other failure of one accept:
+			// keep serving the connections we have and try again.
+			if delay == 0 {
+				b.logger.Warn("accepting connections failed; retrying with backoff", "err", err)
+			}
+			delay = acceptBackoff(delay)
+			select {
+			case <-time.After(delay):
+			case <-b.closing:
+				return nil
+			}
+			continue
 		}
-		delay = 0
+		if delay != 0 {
+			b.logger.Info("accepting connections again")
+			delay = 0
+		}
 		c := newConn(b, nc)
 		b.mu.Lock()
 		if b.closed {
@@ -225,14 +292,19 @@ func (b *Broker) Serve(ln net.Listener) error {
 			nc.Close()
 			continue
 		}
-		b.conns[c] = struct{}{}
+		if setting := b.admitLocked(c); setting != "" {
+			b.mu.Unlock()
+			nc.Close()
+			b.logRefusal(nc.RemoteAddr(), setting)
+			continue
+		}
 		b.connWG.Add(1)
 		b.mu.Unlock()
 		go func() {
 			defer b.connWG.Done()
 			c.serve()
 			b.mu.Lock()
-			delete(b.conns, c)
+			b.forgetLocked(c)
 			b.mu.Unlock()
 		}()
 	}

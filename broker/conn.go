@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/debug"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,6 +22,15 @@ import (
 // are not written yet; past it the connection stops reading (backpressure).
 const maxInFlight = 32
 
+// Request bodies are read in pieces as their bytes arrive, never allocated
+// at the size a frame announces: readChunk is the first piece, and the
+// buffer doubles from there. readBufferSize is each connection's read
+// buffer; larger reads bypass it.
+const (
+	readChunk      = 64 << 10
+	readBufferSize = 16 << 10
+)
+
 // conn serves one client connection. Requests are read and started in order
 // by serve; a writer goroutine writes their responses in the same order,
 // waiting for each one, so a slow acks=all produce or a long-poll fetch
@@ -26,23 +38,45 @@ const maxInFlight = 32
 type conn struct {
 	b      *Broker
 	nc     net.Conn
+	ip     string
 	logger *slog.Logger
 
-	queue   chan *pending
+	queue    chan *pending
+	inFlight atomic.Int64 // requests read whose responses are not written yet
+
+	mu      sync.Mutex    // orders stopReading against read deadlines
 	stopped chan struct{} // closed by stopReading
 	once    sync.Once
+	gone    chan struct{} // closed by abort: the connection is being dropped
+	goneOne sync.Once
 }
 
 // pending is one request's response, ready once done is closed.
 type pending struct {
 	done chan struct{}
 	resp response // nil: no response (acks=0 produce)
+
+	req      *request    // set by the read loop, for the panic log
+	held     int64       // bytes of the request budget, released once written
+	panicked *panicValue // the handler panicked: no response, drop the connection
+}
+
+// panicValue is a recovered panic with the stack where it happened.
+type panicValue struct {
+	value any
+	stack []byte
 }
 
 // response is anything that can write itself, with its frame, to a
 // connection: an encoded kmsg response or a zero-copy fetch response.
 type response interface {
 	writeTo(nc net.Conn) error
+}
+
+// releaser is a response that holds resources (segment files) until it is
+// written; a response that will never be written must release them.
+type releaser interface {
+	release()
 }
 
 // request is a decoded request with its header.
@@ -56,9 +90,11 @@ func newConn(b *Broker, nc net.Conn) *conn {
 	return &conn{
 		b:       b,
 		nc:      nc,
+		ip:      remoteIP(nc.RemoteAddr()),
 		logger:  b.logger.With("remote", nc.RemoteAddr().String()),
 		queue:   make(chan *pending, maxInFlight),
 		stopped: make(chan struct{}),
+		gone:    make(chan struct{}),
 	}
 }
 
@@ -66,8 +102,31 @@ func newConn(b *Broker, nc net.Conn) *conn {
 // to requests already read are still written.
 func (c *conn) stopReading() {
 	c.once.Do(func() {
+		c.mu.Lock()
 		close(c.stopped)
 		c.nc.SetReadDeadline(time.Now())
+		c.mu.Unlock()
+	})
+}
+
+// setReadDeadline sets the read deadline unless reading was stopped, whose
+// immediate deadline must not be pushed back.
+func (c *conn) setReadDeadline(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.stopped:
+	default:
+		c.nc.SetReadDeadline(t)
+	}
+}
+
+// abort drops the connection: reads and writes fail, a wait for request
+// budget ends, and what is still queued is released unwritten.
+func (c *conn) abort() {
+	c.goneOne.Do(func() {
+		close(c.gone)
+		c.nc.Close()
 	})
 }
 
@@ -81,27 +140,31 @@ func (c *conn) serve() {
 }
 
 func (c *conn) readLoop() {
-	r := bufio.NewReaderSize(c.nc, 64<<10)
+	r := bufio.NewReaderSize(c.nc, readBufferSize)
 	var sizeBuf [4]byte
 	for {
+		if !c.awaitRequest(r) {
+			return
+		}
+		c.setReadDeadline(time.Now().Add(c.b.cfg.RequestReadTimeout))
 		if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
 			c.logReadEnd(err)
 			return
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
 		if size < 8 || size > c.b.cfg.MaxRequestBytes {
-			// Checked before allocating: a frame may claim any size.
+			// Checked before reading on: a frame may claim any size.
 			c.logger.Warn("closing connection: request size out of bounds",
 				"size", size, "max", c.b.cfg.MaxRequestBytes, "setting", "socket.request.max.bytes")
 			return
 		}
-		frame := make([]byte, size)
-		if _, err := io.ReadFull(r, frame); err != nil {
-			c.logReadEnd(err)
+		frame, held, ok := c.readBody(r, int(size))
+		if !ok {
 			return
 		}
 		req, err := decodeRequest(frame)
 		if err != nil {
+			c.b.budget.release(held)
 			var unsup *unsupportedVersion
 			if errors.As(err, &unsup) && unsup.key == apiVersionsKey {
 				// Clients probe ApiVersions with versions newer than ours;
@@ -112,7 +175,13 @@ func (c *conn) readLoop() {
 			c.logger.Warn("closing connection: malformed request", "err", err)
 			return
 		}
-		c.enqueue(c.b.handle(c, req))
+		p := c.handle(req)
+		if p == nil {
+			c.b.budget.release(held)
+			return // the handler panicked
+		}
+		p.req, p.held = req, held
+		c.enqueue(p)
 		select {
 		case <-c.stopped:
 			return
@@ -121,11 +190,74 @@ func (c *conn) readLoop() {
 	}
 }
 
-func (c *conn) logReadEnd(err error) {
+// awaitRequest waits for the first byte of the next request. A connection
+// that sends nothing for ConnectionsMaxIdle while no response of its is
+// pending is idle and gets closed; one waiting on a long poll is not.
+func (c *conn) awaitRequest(r *bufio.Reader) bool {
+	for {
+		c.setReadDeadline(time.Now().Add(c.b.cfg.ConnectionsMaxIdle))
+		_, err := r.Peek(1)
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) || c.isStopped() {
+			c.logReadEnd(err)
+			return false
+		}
+		if c.inFlight.Load() == 0 {
+			c.logger.Info("closing idle connection",
+				"idle", c.b.cfg.ConnectionsMaxIdle, "setting", "connections.max.idle.ms")
+			return false
+		}
+	}
+}
+
+// readBody reads a request body of size bytes once the request budget has
+// room for it. The buffer grows as bytes really arrive, so a frame that
+// announces a large size and then stalls costs one chunk, not its size.
+// On success the caller owns held bytes of the budget.
+func (c *conn) readBody(r io.Reader, size int) (body []byte, held int64, ok bool) {
+	c.b.counters.reading.Add(1)
+	defer c.b.counters.reading.Add(-1)
+	held = c.b.budget.clamp(int64(size))
+	// Dropping the connection or shutting down ends the wait.
+	if !c.b.budget.acquire(held, c.gone, c.stopped) {
+		return nil, 0, false
+	}
+	// The wait for budget was the broker's: the client gets the whole read
+	// timeout for the body.
+	c.setReadDeadline(time.Now().Add(c.b.cfg.RequestReadTimeout))
+	buf := make([]byte, 0, min(size, readChunk))
+	for len(buf) < size {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(len(buf), size-len(buf)))
+		}
+		n, err := r.Read(buf[len(buf):min(cap(buf), size)])
+		buf = buf[:len(buf)+n]
+		if err != nil && len(buf) < size {
+			c.b.budget.release(held)
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			c.logReadEnd(err)
+			return nil, 0, false
+		}
+	}
+	return buf, held, true
+}
+
+func (c *conn) isStopped() bool {
 	select {
 	case <-c.stopped:
-		return
+		return true
 	default:
+		return false
+	}
+}
+
+func (c *conn) logReadEnd(err error) {
+	if c.isStopped() {
+		return
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 		return
@@ -134,13 +266,47 @@ func (c *conn) logReadEnd(err error) {
 		c.logger.Warn("closing connection: request frame cut short")
 		return
 	}
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		c.logger.Debug("connection read ended", "err", err)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.logger.Warn("closing connection: request not received in time",
+			"timeout", c.b.cfg.RequestReadTimeout)
+		return
 	}
+	c.logger.Debug("connection read ended", "err", err)
 }
 
 func (c *conn) enqueue(p *pending) {
+	c.inFlight.Add(1)
 	c.queue <- p
+}
+
+// handle starts a request, turning a panic in its handler into a logged,
+// closed connection (nil) instead of a dead broker.
+func (c *conn) handle(req *request) (p *pending) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.logPanic(req, &panicValue{value: v, stack: debug.Stack()})
+			p = nil
+		}
+	}()
+	if hook := testHookHandle.Load(); hook != nil {
+		if p := (*hook)(req); p != nil {
+			return p
+		}
+	}
+	return c.b.handle(c, req)
+}
+
+// testHookHandle, when set by a test, may serve a request in place of its
+// handler (e.g. to panic); nil in production.
+var testHookHandle atomic.Pointer[func(req *request) *pending]
+
+func (c *conn) logPanic(req *request, pv *panicValue) {
+	attrs := []any{"panic", fmt.Sprint(pv.value), "stack", string(pv.stack)}
+	if req != nil { // nil only for the ApiVersions fallback, answered before decoding
+		attrs = append(attrs, "api", kmsg.NameForKey(req.Key()), "key", req.Key(),
+			"version", req.GetVersion(), "client_id", req.clientID)
+	}
+	c.logger.Error("closing connection: panic while serving a request", attrs...)
 }
 
 func (c *conn) writeLoop(done chan<- struct{}) {
@@ -148,16 +314,53 @@ func (c *conn) writeLoop(done chan<- struct{}) {
 	failed := false
 	for p := range c.queue {
 		<-p.done
+		if p.panicked != nil {
+			c.logPanic(p.req, p.panicked)
+			// The client waits for an answer that will never come, and
+			// answering what follows would break the order: drop it.
+			failed = true
+			c.abort()
+		}
 		if failed || p.resp == nil {
+			c.finish(p)
 			continue
 		}
-		if err := p.resp.writeTo(c.nc); err != nil {
-			// The client went away; drain the rest so handlers finish.
+		if err := c.write(p); err != nil {
+			// The client went away or stopped reading; drain the rest so
+			// handlers finish and release what they hold.
 			failed = true
-			c.nc.Close()
-			c.logger.Debug("writing response", "err", err)
+			c.abort()
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				c.logger.Warn("closing connection: client is not reading its responses",
+					"timeout", c.b.cfg.ResponseWriteTimeout)
+			} else {
+				c.logger.Debug("writing response", "err", err)
+			}
 		}
+		c.finish(p)
 	}
+}
+
+// write writes one response within the write deadline. A panic while
+// writing is an error of this connection only.
+func (c *conn) write(p *pending) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.logPanic(p.req, &panicValue{value: v, stack: debug.Stack()})
+			err = fmt.Errorf("panic writing a response: %v", v)
+		}
+	}()
+	c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.ResponseWriteTimeout))
+	return p.resp.writeTo(c.nc)
+}
+
+// finish releases what a response held, written or not.
+func (c *conn) finish(p *pending) {
+	if r, ok := p.resp.(releaser); ok {
+		r.release()
+	}
+	c.b.budget.release(p.held)
+	c.inFlight.Add(-1)
 }
 
 // ready wraps a response that is complete at once.
@@ -168,11 +371,19 @@ func ready(r response) *pending {
 }
 
 // later returns a pending response completed by fill in its own goroutine.
+// A panic in fill is recovered there and reported to the writer, which logs
+// it and drops the connection.
 func later(fill func() response) *pending {
 	p := &pending{done: make(chan struct{})}
 	go func() {
+		defer close(p.done)
+		defer func() {
+			if v := recover(); v != nil {
+				p.resp = nil
+				p.panicked = &panicValue{value: v, stack: debug.Stack()}
+			}
+		}()
 		p.resp = fill()
-		close(p.done)
 	}()
 	return p
 }
@@ -220,6 +431,11 @@ func decodeRequest(frame []byte) (*request, error) {
 		var err error
 		if rest, err = skipTags(rest); err != nil {
 			return nil, fmt.Errorf("request header tags: %w", err)
+		}
+	}
+	if key == 3 { // Metadata
+		if err := checkMetadataTopics(version, rest); err != nil {
+			return nil, err
 		}
 	}
 	if err := kreq.ReadFrom(rest); err != nil {

@@ -7,10 +7,19 @@ package broker
 // replication. Topic ids are not tracked and are sent as zero, which clients
 // treat as unknown. Unknown topics are created when auto-creation is enabled
 // and the client allows it (always below v4, as in Kafka).
+//
+// A request may name at most maxMetadataTopics topics. The limit is checked
+// on the raw frame, before decoding: every named topic costs a few bytes on
+// the wire but tens in memory, decoded and again answered, so a frame of
+// empty names would otherwise make the broker allocate many times its size.
+// A client that needs every topic asks with a null list.
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -132,4 +141,31 @@ func (b *Broker) localPartition(t cluster.Topic, p int32) (*log.Log, int16) {
 		return nil, kerr.KafkaStorageError.Code
 	}
 	return l, 0
+}
+
+// maxMetadataTopics bounds the topics one Metadata request may name.
+const maxMetadataTopics = 10000
+
+// checkMetadataTopics refuses a Metadata request body (after the header)
+// naming more than maxMetadataTopics topics, before it is decoded. Topics
+// is the body's first field: an int32 count, or a uvarint count+1 from v9.
+func checkMetadataTopics(version int16, body []byte) error {
+	var n int64
+	if version >= 9 {
+		u, w := binary.Uvarint(body)
+		if w <= 0 {
+			return io.ErrUnexpectedEOF
+		}
+		n = int64(u) - 1
+	} else {
+		if len(body) < 4 {
+			return io.ErrUnexpectedEOF
+		}
+		n = int64(int32(binary.BigEndian.Uint32(body)))
+	}
+	if n > maxMetadataTopics {
+		return fmt.Errorf("Metadata request names %d topics; the limit is %d per request (a null topic list asks for all topics)",
+			n, maxMetadataTopics)
+	}
+	return nil
 }

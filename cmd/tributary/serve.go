@@ -29,6 +29,15 @@ type brokerFlags struct {
 	maxMessageBytes int
 	producerExpiry  time.Duration
 	maxProducerIDs  int
+	conns           connFlags
+}
+
+// connFlags are the connection-layer limits (see broker.Config).
+type connFlags struct {
+	maxConnections      int
+	maxConnectionsPerIP int
+	maxIdle             time.Duration
+	queuedMaxBytes      int64
 }
 
 func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
@@ -47,6 +56,10 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", 1<<20+12, "largest record batch accepted (message.max.bytes)")
 	fs.DurationVar(&f.producerExpiry, "producer-id-expiration", d.ProducerIDExpiry, "forget an idempotent producer's sequences after it is idle this long (producer.id.expiration.ms)")
 	fs.IntVar(&f.maxProducerIDs, "max-producer-ids", d.MaxProducerIDs, "idempotent producer ids tracked per partition; past it the least recently active is forgotten")
+	fs.IntVar(&f.conns.maxConnections, "max-connections", 10000, "connections served at once; more are refused (max.connections)")
+	fs.IntVar(&f.conns.maxConnectionsPerIP, "max-connections-per-ip", 10000, "connections served at once from one IP address (max.connections.per.ip)")
+	fs.DurationVar(&f.conns.maxIdle, "connections-max-idle", 10*time.Minute, "close connections idle this long (connections.max.idle.ms)")
+	fs.Int64Var(&f.conns.queuedMaxBytes, "queued-max-request-bytes", 512<<20, "bytes all requests in flight may hold; more wait (queued.max.request.bytes)")
 }
 
 func (f *brokerFlags) config() broker.Config {
@@ -56,6 +69,11 @@ func (f *brokerFlags) config() broker.Config {
 		DefaultPartitions: int32(f.partitions),
 		MaxRequestBytes:   int32(f.maxRequestBytes),
 		MaxMessageBytes:   int32(f.maxMessageBytes),
+
+		MaxConnections:        f.conns.maxConnections,
+		MaxConnectionsPerIP:   f.conns.maxConnectionsPerIP,
+		ConnectionsMaxIdle:    f.conns.maxIdle,
+		QueuedMaxRequestBytes: f.conns.queuedMaxBytes,
 		Log: log.Config{
 			SegmentBytes:     f.segmentBytes,
 			SegmentAge:       f.segmentAge,

@@ -1,0 +1,18 @@
+package broker
+
+// PanicFor makes requests from clientID panic in place of their handler:
+// on the read goroutine, or inside a later response when inLater is set.
+// It returns the function restoring normal handling.
+func PanicFor(clientID string, inLater bool) (restore func()) {
+	hook := func(req *request) *pending {
+		if req.clientID != clientID {
+			return nil
+		}
+		if inLater {
+			return later(func() response { panic("test: handler panic in a later response") })
+		}
+		panic("test: handler panic")
+	}
+	testHookHandle.Store(&hook)
+	return func() { testHookHandle.Store(nil) }
+}

@@ -48,11 +48,21 @@ type Config struct {
 	// SegmentAge rolls the active segment once its first batch is this old
 	// (segment.ms). Default 7 days.
 	SegmentAge time.Duration
+	// IntervalFlush restores the paper's batched flush: fsync only once
+	// FlushMessages messages are unflushed or FlushInterval has passed
+	// since data first went unflushed. Off by default: a partition with
+	// unflushed data is fsynced as soon as its previous fsync finishes
+	// (continuous group commit), so consumers, who see only flushed data,
+	// see a record one fsync after it arrives, and under load each fsync
+	// covers everything appended during the one before.
+	IntervalFlush bool
 	// FlushMessages fsyncs once this many messages are unflushed
-	// (flush.messages). Default 10000.
+	// (flush.messages). With continuous flushing it is an upper bound that
+	// is never reached in practice. Default 10000.
 	FlushMessages int64
 	// FlushInterval fsyncs unflushed data at least this often
-	// (flush.interval.ms). Default 200ms.
+	// (flush.ms). With continuous flushing it is an upper bound that is
+	// never reached in practice. Default 200ms.
 	FlushInterval time.Duration
 	// RetentionAge deletes whole segments whose newest batch is older than
 	// this (retention.ms). Default 7 days; negative keeps forever.

@@ -62,6 +62,7 @@ func (l *Log) flushLocked() error {
 	l.flushTarget = target
 	l.mu.Unlock()
 
+	release := acquireFsyncSlot()
 	var err error
 	for _, s := range segs {
 		if err = s.sync(); err != nil {
@@ -72,6 +73,7 @@ func (l *Log) flushLocked() error {
 	if err == nil && syncDir {
 		err = syncDirectory(l.dir)
 	}
+	release()
 	l.flushes.Add(1)
 
 	l.mu.Lock()
@@ -124,9 +126,10 @@ func (l *Log) WaitFlushed(ctx context.Context, offset int64) error {
 	}
 }
 
-// run is the log's one background goroutine: it flushes FlushInterval
-// after data first goes unflushed (an idle log costs no wake-ups), flushes
-// at once on request, and applies retention every RetentionCheckInterval.
+// run is the log's one background goroutine: it flushes as soon as data
+// goes unflushed (continuous group commit; with IntervalFlush, FlushInterval
+// after), flushes at once on request, and applies retention every
+// RetentionCheckInterval. An idle log costs no wake-ups.
 func (l *Log) run() {
 	defer l.wg.Done()
 	flushTimer := time.NewTimer(time.Hour)
@@ -140,6 +143,12 @@ func (l *Log) run() {
 			flushTimer.Stop()
 			return
 		case <-l.dirtyCh:
+			if !l.cfg.IntervalFlush {
+				// backgroundFlush signals dirtyCh again when appends
+				// arrived during the fsync: the next one starts at once.
+				l.backgroundFlush()
+				continue
+			}
 			if !armed {
 				flushTimer.Reset(l.cfg.FlushInterval)
 				armed = true

@@ -189,3 +189,46 @@ func TestCloseFlushes(t *testing.T) {
 		t.Fatalf("after Close and Open: %+v, HW %d, LEO %d", rep, l2.HighWatermark(), l2.LogEndOffset())
 	}
 }
+
+// With the default (continuous) flush a record becomes visible one fsync
+// after it arrives, however long FlushInterval and FlushMessages are.
+func TestContinuousFlushShowsDataWithoutWaitingForTheInterval(t *testing.T) {
+	cfg := testConfig()
+	cfg.IntervalFlush = false
+	l, _ := openLog(t, t.TempDir(), cfg)
+	for i := range 20 {
+		ch := l.Changed()
+		mustAppend(t, l, makeBatch(batchOpts{records: 2}))
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: no flush although FlushInterval is an hour away", i)
+		}
+		if hw := l.HighWatermark(); hw != int64(2*(i+1)) {
+			t.Fatalf("round %d: HW %d, want %d", i, hw, 2*(i+1))
+		}
+	}
+}
+
+// Under a stream of appends each fsync covers everything appended during
+// the previous one: far fewer flushes than appends, and nothing is left
+// unflushed once the appends stop.
+func TestContinuousFlushCoalescesAppends(t *testing.T) {
+	cfg := testConfig()
+	cfg.IntervalFlush = false
+	l, _ := openLog(t, t.TempDir(), cfg)
+	const appends = 2000
+	for range appends {
+		mustAppend(t, l, makeBatch(batchOpts{}))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for l.HighWatermark() != appends {
+		if time.Now().After(deadline) {
+			t.Fatalf("HW %d, want %d: the last appends were never flushed", l.HighWatermark(), appends)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := l.flushes.Load(); n >= appends {
+		t.Fatalf("%d flushes for %d appends: fsyncs did not coalesce", n, appends)
+	}
+}

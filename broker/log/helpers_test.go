@@ -91,7 +91,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 // testConfig never flushes by itself, so tests decide when data is flushed.
 func testConfig() Config {
-	return Config{FlushInterval: time.Hour, FlushMessages: 1 << 40, RetentionCheckInterval: time.Hour}
+	return Config{IntervalFlush: true, FlushInterval: time.Hour, FlushMessages: 1 << 40, RetentionCheckInterval: time.Hour}
 }
 
 func openLog(t testing.TB, dir string, cfg Config) (*Log, RecoveryReport) {

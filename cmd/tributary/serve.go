@@ -21,6 +21,7 @@ type brokerFlags struct {
 	partitions      int
 	segmentBytes    int64
 	segmentAge      time.Duration
+	intervalFlush   bool
 	flushMessages   int64
 	flushInterval   time.Duration
 	retention       time.Duration
@@ -48,8 +49,16 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.IntVar(&f.partitions, "partitions", 1, "partitions of auto-created topics (num.partitions)")
 	fs.Int64Var(&f.segmentBytes, "segment-bytes", d.SegmentBytes, "roll a segment at this size (segment.bytes)")
 	fs.DurationVar(&f.segmentAge, "segment-age", d.SegmentAge, "roll a segment when its first batch is this old (segment.ms)")
-	fs.Int64Var(&f.flushMessages, "flush-messages", d.FlushMessages, "fsync after this many unflushed messages (flush.messages)")
-	fs.DurationVar(&f.flushInterval, "flush-interval", d.FlushInterval, "fsync unflushed data at least this often (flush.ms)")
+	fs.Func("flush-policy", "`continuous` (default): fsync a partition as soon as its previous fsync ends, so consumers see data within milliseconds; interval: the paper's batching, fsync only after --flush-messages or --flush-interval", func(v string) error {
+		switch v {
+		case "continuous", "interval":
+			f.intervalFlush = v == "interval"
+			return nil
+		}
+		return fmt.Errorf("%q is not a flush policy: use continuous or interval", v)
+	})
+	fs.Int64Var(&f.flushMessages, "flush-messages", d.FlushMessages, "fsync after this many unflushed messages (flush.messages; an upper bound under --flush-policy continuous)")
+	fs.DurationVar(&f.flushInterval, "flush-interval", d.FlushInterval, "fsync unflushed data at least this often (flush.ms; an upper bound under --flush-policy continuous)")
 	fs.DurationVar(&f.retention, "retention", d.RetentionAge, "delete segments older than this; negative keeps forever (retention.ms)")
 	fs.Int64Var(&f.retentionBytes, "retention-bytes", d.RetentionBytes, "delete old segments while a partition is larger than this; -1: no limit (retention.bytes)")
 	fs.IntVar(&f.maxRequestBytes, "max-request-bytes", 100<<20, "largest request frame accepted (socket.request.max.bytes)")
@@ -77,6 +86,7 @@ func (f *brokerFlags) config() broker.Config {
 		Log: log.Config{
 			SegmentBytes:     f.segmentBytes,
 			SegmentAge:       f.segmentAge,
+			IntervalFlush:    f.intervalFlush,
 			FlushMessages:    f.flushMessages,
 			FlushInterval:    f.flushInterval,
 			RetentionAge:     f.retention,

@@ -1,0 +1,114 @@
+package broker_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// BenchmarkEndToEndLatency is the latency test users run against Kafka:
+// one kgo producer at 1,000 messages/s with 200-byte records and one kgo
+// consumer, both on loopback against an in-process broker; each record
+// carries its send time and the consumer reports the p50 and p99 of
+// (receive - send). Consumers see only fsynced data, so this measures the
+// flush policy as much as the network path. b.N is the number of messages.
+//
+//	go test -run '^$' -bench BenchmarkEndToEndLatency -benchtime 3000x ./broker/
+func BenchmarkEndToEndLatency(b *testing.B) {
+	for _, policy := range []string{"continuous", "interval"} {
+		for _, acks := range []string{"1", "all"} {
+			b.Run(fmt.Sprintf("flush=%s/acks=%s", policy, acks), func(b *testing.B) {
+				br := testenv.StartBroker(b, testenv.WithConfig(func(c *broker.Config) {
+					c.Log.IntervalFlush = policy == "interval"
+				}))
+				benchEndToEnd(b, br.Addr, acks)
+			})
+		}
+	}
+}
+
+func benchEndToEnd(b *testing.B, addr, acks string) {
+	const topic = "latency"
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(0)}
+	if acks == "1" {
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	}
+	prod, err := kgo.NewClient(opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer prod.Close()
+	ctx := context.Background()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("warm-up")}).FirstErr(); err != nil {
+		b.Fatal(err)
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cons.Close()
+	// Let the consumer find its partition and sit at the end before the
+	// timed sends begin (this poll returns empty when its context ends).
+	warm, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	cons.PollRecords(warm, 1)
+	cancel()
+
+	latencies := make([]time.Duration, 0, b.N)
+	done := make(chan error, 1)
+	go func() {
+		for len(latencies) < b.N {
+			fs := cons.PollFetches(ctx)
+			if err := fs.Err0(); err != nil {
+				done <- err
+				return
+			}
+			now := time.Now()
+			fs.EachRecord(func(r *kgo.Record) {
+				if len(r.Value) >= 8 {
+					sent := time.Unix(0, int64(binary.BigEndian.Uint64(r.Value)))
+					latencies = append(latencies, now.Sub(sent))
+				}
+			})
+		}
+		done <- nil
+	}()
+
+	b.ResetTimer()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for range b.N {
+		<-tick.C
+		v := bytes.Repeat([]byte("x"), benchValueSize)
+		binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
+		prod.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			b.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		b.Fatalf("consumer saw %d of %d records", len(latencies), b.N)
+	}
+	b.StopTimer()
+	slices.Sort(latencies)
+	pct := func(p float64) float64 {
+		return float64(latencies[int(p*float64(len(latencies)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+}

@@ -63,6 +63,10 @@ type Config struct {
 	// GroupOffsets is where committed offsets live. Nil: the ZooKeeper
 	// offset registry when Metadata lends its session, else DataDir/groups.
 	GroupOffsets group.OffsetStore
+	// InternalClients are the client ids admitted to write and delete the
+	// internal topics (_schemas, _audit; see internal_topics.go). Nil means
+	// DefaultInternalClients; an empty, non-nil list admits none.
+	InternalClients []string
 }
 
 func (c Config) withDefaults() Config {
@@ -80,6 +84,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.InternalClients == nil {
+		c.InternalClients = DefaultInternalClients
 	}
 	return c
 }

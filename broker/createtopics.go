@@ -95,8 +95,12 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	if err := checkTopicConfigs(configs); err != nil {
 		return cluster.Topic{}, coded(kerr.InvalidConfig, "%v", err)
 	}
+	var err error
 	if len(configs) == 0 {
 		configs = nil
+	}
+	if configs, err = internalShape(rt.Topic, n, configs); err != nil {
+		return cluster.Topic{}, err
 	}
 	if _, ok := b.meta.Topic(rt.Topic); ok {
 		return cluster.Topic{}, coded(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
@@ -116,7 +120,7 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	return t, nil
 }
 
-func (b *Broker) deleteTopics(req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+func (b *Broker) deleteTopics(clientID string, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
 	resp := kmsg.NewPtrDeleteTopicsResponse()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -130,6 +134,12 @@ func (b *Broker) deleteTopics(req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsR
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		n := name
 		st.Topic = &n
+		if refusal := b.internalRefusal(clientID, name, "delete"); refusal != "" {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			st.ErrorMessage = &refusal
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		switch err := b.meta.DeleteTopic(ctx, name); {
 		case errors.Is(err, cluster.ErrUnknownTopic):
 			st.ErrorCode = kerr.UnknownTopicOrPartition.Code

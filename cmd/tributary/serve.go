@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/tributary-io/tributary/broker"
@@ -27,6 +28,7 @@ type brokerFlags struct {
 	retentionBytes  int64
 	maxRequestBytes int
 	maxMessageBytes int
+	internalClients string
 }
 
 func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
@@ -43,6 +45,8 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.Int64Var(&f.retentionBytes, "retention-bytes", d.RetentionBytes, "delete old segments while a partition is larger than this; -1: no limit (retention.bytes)")
 	fs.IntVar(&f.maxRequestBytes, "max-request-bytes", 100<<20, "largest request frame accepted (socket.request.max.bytes)")
 	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", 1<<20+12, "largest record batch accepted (message.max.bytes)")
+	fs.StringVar(&f.internalClients, "internal-clients", strings.Join(broker.DefaultInternalClients, ","),
+		"comma-separated client ids admitted to write and delete the internal topics _schemas and _audit; a guard against accidents and buggy clients, not attackers (client ids are not authenticated)")
 }
 
 func (f *brokerFlags) config() broker.Config {
@@ -60,7 +64,8 @@ func (f *brokerFlags) config() broker.Config {
 			RetentionAge:   f.retention,
 			RetentionBytes: f.retentionBytes,
 		},
-		Logger: slog.Default(),
+		Logger:          slog.Default(),
+		InternalClients: append([]string{}, splitList(f.internalClients)...), // empty admits none
 	}
 }
 

@@ -26,6 +26,16 @@ type Config struct {
 	// SyncTimeout bounds how long a request waits to read the topic up to
 	// its end or to have its write acknowledged. Default: 10s.
 	SyncTimeout time.Duration
+	// MaxSchemaBytes and MaxSchemaDepth bound a schema text before it is
+	// parsed, in requests and on replay (see limits.go): a larger or deeper
+	// schema is refused with 42201 naming the limit. Defaults:
+	// DefaultMaxSchemaBytes, DefaultMaxSchemaDepth.
+	MaxSchemaBytes int
+	MaxSchemaDepth int
+}
+
+func (c *Config) limits() schemaLimits {
+	return schemaLimits{maxBytes: c.MaxSchemaBytes, maxDepth: c.MaxSchemaDepth}
 }
 
 // DefaultTopic is where registry nodes keep their state unless configured
@@ -49,6 +59,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.SyncTimeout <= 0 {
 		c.SyncTimeout = 10 * time.Second
+	}
+	if c.MaxSchemaBytes <= 0 {
+		c.MaxSchemaBytes = DefaultMaxSchemaBytes
+	}
+	if c.MaxSchemaDepth <= 0 {
+		c.MaxSchemaDepth = DefaultMaxSchemaDepth
 	}
 	return nil
 }
@@ -104,6 +120,7 @@ func NewWithLog(ctx context.Context, l Log, cfg Config) (*Server, error) {
 		stop:    stop,
 		done:    make(chan struct{}),
 	}
+	s.st.limits = cfg.limits()
 	s.handler = s.routes()
 	go s.tail(tailCtx)
 	// Replay is bounded by ctx alone, not SyncTimeout: a long-lived topic

@@ -32,6 +32,14 @@ type Config struct {
 	// DefaultMaxSchemaBytes, DefaultMaxSchemaDepth.
 	MaxSchemaBytes int
 	MaxSchemaDepth int
+	// ReadTimeout bounds reading a whole request, body included, so a
+	// client trickling its body is cut off. Default: 30s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a request from the end of its headers to the end
+	// of its answer. Default: SyncTimeout + 20s.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle this long. Default: 2m.
+	IdleTimeout time.Duration
 }
 
 func (c *Config) limits() schemaLimits {
@@ -66,6 +74,15 @@ func (c *Config) setDefaults() error {
 	if c.MaxSchemaDepth <= 0 {
 		c.MaxSchemaDepth = DefaultMaxSchemaDepth
 	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = 30 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = c.SyncTimeout + 20*time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 2 * time.Minute
+	}
 	return nil
 }
 
@@ -79,6 +96,7 @@ type Server struct {
 	mu      sync.RWMutex
 	st      *state
 	advance chan struct{} // closed and replaced whenever st.next moves
+	readErr error         // why reading the log failed last, nil once it reads again
 
 	// writeMu keeps one write in flight per node: two writes from the same
 	// node would only race each other for the same version slot.
@@ -162,6 +180,9 @@ func (s *Server) tail(ctx context.Context) {
 				return
 			}
 			s.cfg.Logger.Warn("schema registry: reading its log failed; retrying", "topic", s.cfg.Topic, "err", err)
+			s.mu.Lock()
+			s.readErr = err
+			s.mu.Unlock()
 			select {
 			case <-time.After(time.Second):
 			case <-ctx.Done():
@@ -170,9 +191,10 @@ func (s *Server) tail(ctx context.Context) {
 			continue
 		}
 		s.mu.Lock()
+		s.readErr = nil
 		for _, r := range recs {
 			if why := s.st.apply(r); why != "" {
-				s.cfg.Logger.Info("schema registry: skipped a log record", "topic", s.cfg.Topic, "offset", r.Offset, "reason", why)
+				s.cfg.Logger.Error("schema registry: skipped a log record", "topic", s.cfg.Topic, "offset", r.Offset, "reason", why)
 			}
 		}
 		close(s.advance)
@@ -242,18 +264,7 @@ func storeErr(op string, err error) *apiError {
 // Serve answers HTTP requests on ln until ctx is done, then shuts down
 // gracefully (in-flight requests get 5 seconds). It does not close s.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	s.cfg.Logger.Info("schema registry listening", "addr", ln.Addr().String(), "topic", s.cfg.Topic)
-	select {
-	case err := <-errc:
-		return fmt.Errorf("registry: serve %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return hs.Shutdown(shut)
-	}
+	return serveHTTP(ctx, ln, s.Handler(), s.cfg)
 }
 
 // ListenAndServe runs a registry node on addr (e.g. "127.0.0.1:8081")

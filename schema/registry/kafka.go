@@ -35,7 +35,6 @@ type KafkaLogConfig struct {
 // ids (broker.DefaultInternalClients lists this one).
 const ClientID = "tributary-schema-registry"
 
-
 // kafkaLog is a Log on a one-partition topic: every write is produced with
 // acks=all, so an acknowledged write survives a broker crash and a node
 // crash alike, and every node reads the partition from offset 0.

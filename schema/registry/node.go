@@ -25,8 +25,9 @@ type Node struct {
 	srv  *Server
 	down error // why the node does not serve yet; nil once srv is set
 
-	stop context.CancelFunc
-	done chan struct{}
+	tried chan struct{} // closed when the first attempt to open has ended
+	stop  context.CancelFunc
+	done  chan struct{}
 }
 
 // retryOpen bounds the wait between attempts to open the log.
@@ -39,7 +40,8 @@ func Start(cfg Config, open func(context.Context) (Log, error)) (*Node, error) {
 		return nil, err
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	n := &Node{cfg: cfg, open: open, down: errors.New("replaying the " + cfg.Topic + " topic"), stop: stop, done: make(chan struct{})}
+	n := &Node{cfg: cfg, open: open, down: errors.New("still replaying the " + cfg.Topic + " topic"),
+		tried: make(chan struct{}), stop: stop, done: make(chan struct{})}
 	go n.run(ctx)
 	return n, nil
 }
@@ -48,20 +50,21 @@ func (n *Node) run(ctx context.Context) {
 	defer close(n.done)
 	wait := time.Second
 	var last string
-	for {
+	for attempt := 1; ; attempt++ {
 		srv, err := n.start(ctx)
-		if err == nil {
-			n.mu.Lock()
-			n.srv, n.down = srv, nil
-			n.mu.Unlock()
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
 		n.mu.Lock()
-		n.down = err
+		if err == nil {
+			n.srv, n.down = srv, nil
+		} else if ctx.Err() == nil {
+			n.down = err
+		}
 		n.mu.Unlock()
+		if attempt == 1 {
+			close(n.tried)
+		}
+		if err == nil || ctx.Err() != nil {
+			return
+		}
 		// One line per new reason: an operator sees why, not a retry storm.
 		if msg := err.Error(); msg != last {
 			n.cfg.Logger.Error("schema registry unavailable; retrying", "topic", n.cfg.Topic, "err", err, "retry_in", wait)
@@ -92,8 +95,16 @@ func (n *Node) Server() (*Server, error) {
 	return n.srv, n.down
 }
 
-// ServeHTTP serves the REST API, or 503 while the node has no Server.
+// ServeHTTP serves the REST API, or 503 while the node has no Server. A
+// request that arrives during the first attempt to open waits for it (up
+// to SyncTimeout), so that clients which start with the process do not
+// see a 503 on a healthy start.
 func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-n.tried:
+	case <-r.Context().Done():
+	case <-time.After(n.cfg.SyncTimeout):
+	}
 	srv, down := n.Server()
 	if srv == nil {
 		writeError(w, errUnavailable(down))

@@ -11,6 +11,9 @@
 //     straight from the segment file to the socket.
 //   - A malformed or oversized request closes its connection (and is logged);
 //     the broker stays up.
+//   - The internal topics (_schemas, _audit; internal_topics.go) are
+//     written and deleted only by the client ids in Config.InternalClients,
+//     and keep the shape their owners need.
 package broker
 
 import (

@@ -8,6 +8,8 @@ package broker
 // (topicconfig.go); an unknown or unsupported one fails the topic with
 // INVALID_CONFIG and a message naming it. Manual replica assignments are
 // refused. Deleting a topic closes and removes its partitions' files.
+// Internal topics (internal_topics.go) are created only in their own shape
+// and deleted only by the client ids admitted to them.
 
 import (
 	"context"
@@ -95,11 +97,11 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	if err := checkTopicConfigs(configs); err != nil {
 		return cluster.Topic{}, coded(kerr.InvalidConfig, "%v", err)
 	}
-	var err error
 	if len(configs) == 0 {
 		configs = nil
 	}
-	if configs, err = internalShape(rt.Topic, n, configs); err != nil {
+	configs, err := internalShape(rt.Topic, n, configs)
+	if err != nil {
 		return cluster.Topic{}, err
 	}
 	if _, ok := b.meta.Topic(rt.Topic); ok {

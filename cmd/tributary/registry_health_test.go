@@ -81,3 +81,22 @@ func TestStandaloneWithBrokenSchemasTopic(t *testing.T) {
 	default:
 	}
 }
+
+// The registry of a standalone process writes inside the broker's process:
+// it registers schemas even when no client id is admitted to _schemas.
+func TestStandaloneRegistryWritesInProcess(t *testing.T) {
+	addr, regAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	p := testenv.StartProcess(t, "standalone", "--data-dir", t.TempDir(), "--listen", addr, "--registry-listen", regAddr, "--internal-clients=")
+	testenv.WaitListening(t, p, regAddr, 60*time.Second)
+	resp, err := http.Post("http://"+regAddr+"/subjects/s/versions", "application/json", strings.NewReader(`{"schema":"\"string\""}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		ID int `json:"id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != 200 || body.ID != 1 {
+		t.Fatalf("register with no client id admitted: %d id %d (%v)", resp.StatusCode, body.ID, err)
+	}
+}

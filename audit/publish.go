@@ -127,7 +127,7 @@ func (p *Publisher) send(ctx context.Context, events []*Event) (map[*Event]bool,
 	p.ensureTopic(ctx)
 	var firstErr error
 	// Results come back in completion order, not in the order sent.
-	for _, r := range p.cfg.Client.ProduceSync(ctx, recs...) {
+	for _, r := range p.client.ProduceSync(ctx, recs...) {
 		e := sent[r.Record]
 		if r.Err != nil {
 			if firstErr == nil {
@@ -149,7 +149,7 @@ func (p *Publisher) ensureTopic(ctx context.Context) {
 	if p.topicReady {
 		return
 	}
-	_, err := kadm.NewClient(p.cfg.Client).CreateTopic(ctx, 1, -1, nil, p.cfg.Topic)
+	_, err := kadm.NewClient(p.client).CreateTopic(ctx, 1, -1, nil, p.cfg.Topic)
 	if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
 		p.topicReady = true
 		return

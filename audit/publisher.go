@@ -59,6 +59,7 @@ type Publisher struct {
 	covers   []string
 	ser      *schema.Serializer
 	log      *slog.Logger
+	client   *kgo.Client // cfg.Client's settings under ClientID; see ownClient
 
 	mu      sync.Mutex
 	pending *Counts
@@ -121,6 +122,10 @@ func newPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: monitoring schema: %w", err)
 	}
+	client, err := ownClient(cfg.Client)
+	if err != nil {
+		return nil, err
+	}
 	var r [4]byte
 	rand.Read(r[:])
 	id := fmt.Sprintf("%s/%d/%s", cfg.Host, os.Getpid(), hex.EncodeToString(r[:]))
@@ -129,6 +134,7 @@ func newPublisher(cfg PublisherConfig) (*Publisher, error) {
 		id:      id,
 		source:  id,
 		ser:     ser,
+		client:  client,
 		log:     cfg.Logger.With("audit_tier", cfg.Tier, "audit_publisher", id),
 		pending: NewCounts(),
 		stop:    make(chan struct{}),
@@ -193,6 +199,7 @@ func (p *Publisher) Close(ctx context.Context) error {
 	p.mu.Unlock()
 	close(p.stop)
 	<-p.done
+	defer p.client.Close()
 	err := p.publish(ctx, true, true)
 	for err != nil && ctx.Err() == nil {
 		select {
@@ -205,6 +212,31 @@ func (p *Publisher) Close(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// ClientID is the Kafka client id monitoring events are produced under:
+// brokers admit writes to their internal _audit topic only from listed
+// client ids (broker.DefaultInternalClients lists this one).
+const ClientID = "tributary-audit"
+
+// ownClient returns a client with the settings of cl (brokers, TLS, SASL,
+// acks, ...) but ClientID, and without cl's consumer and group options,
+// which would make it consume or join a group a second time. Connections
+// are opened on first use.
+func ownClient(cl *kgo.Client) (*kgo.Client, error) {
+	var opts []kgo.Opt
+	for _, o := range cl.Opts() {
+		switch o.(type) {
+		case kgo.ConsumerOpt, kgo.GroupOpt:
+			continue
+		}
+		opts = append(opts, o)
+	}
+	own, err := kgo.NewClient(append(opts, kgo.ClientID(ClientID))...)
+	if err != nil {
+		return nil, fmt.Errorf("audit: client for publishing: %w", err)
+	}
+	return own, nil
 }
 
 func (p *Publisher) loop() {

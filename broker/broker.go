@@ -16,6 +16,9 @@
 //     bounded (QueuedMaxRequestBytes), connections are capped in total and
 //     per IP, and a client that stalls mid-request, stops reading responses
 //     or stays idle is disconnected.
+//   - The internal topics (_schemas, _audit; internal_topics.go) are
+//     written and deleted only by the client ids in Config.InternalClients,
+//     and keep the shape their owners need.
 package broker
 
 import (
@@ -94,6 +97,10 @@ type Config struct {
 	// stops reading is disconnected, releasing what its responses hold.
 	// Default 30 s.
 	ResponseWriteTimeout time.Duration
+	// InternalClients are the client ids admitted to write and delete the
+	// internal topics (_schemas, _audit; see internal_topics.go). Nil means
+	// DefaultInternalClients; an empty, non-nil list admits none.
+	InternalClients []string
 }
 
 func (c Config) withDefaults() Config {
@@ -129,6 +136,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ResponseWriteTimeout <= 0 {
 		c.ResponseWriteTimeout = 30 * time.Second
+	}
+	if c.InternalClients == nil {
+		c.InternalClients = DefaultInternalClients
 	}
 	return c
 }

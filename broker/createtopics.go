@@ -8,6 +8,8 @@ package broker
 // (topicconfig.go); an unknown or unsupported one fails the topic with
 // INVALID_CONFIG and a message naming it. Manual replica assignments are
 // refused. Deleting a topic closes and removes its partitions' files.
+// Internal topics (internal_topics.go) are created only in their own shape
+// and deleted only by the client ids admitted to them.
 
 import (
 	"context"
@@ -98,6 +100,10 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	if len(configs) == 0 {
 		configs = nil
 	}
+	configs, err := internalShape(rt.Topic, n, configs)
+	if err != nil {
+		return cluster.Topic{}, err
+	}
 	if _, ok := b.meta.Topic(rt.Topic); ok {
 		return cluster.Topic{}, coded(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
 	}
@@ -116,7 +122,7 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	return t, nil
 }
 
-func (b *Broker) deleteTopics(req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+func (b *Broker) deleteTopics(clientID string, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
 	resp := kmsg.NewPtrDeleteTopicsResponse()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -130,6 +136,12 @@ func (b *Broker) deleteTopics(req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsR
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		n := name
 		st.Topic = &n
+		if refusal := b.internalRefusal(clientID, name, "delete"); refusal != "" {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			st.ErrorMessage = &refusal
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		switch err := b.meta.DeleteTopic(ctx, name); {
 		case errors.Is(err, cluster.ErrUnknownTopic):
 			st.ErrorCode = kerr.UnknownTopicOrPartition.Code

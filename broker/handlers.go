@@ -51,7 +51,7 @@ func (b *Broker) handle(c *conn, req *request) *pending {
 	case *kmsg.CreateTopicsRequest:
 		return ready(encode(req, b.createTopics(r)))
 	case *kmsg.DeleteTopicsRequest:
-		return ready(encode(req, b.deleteTopics(r)))
+		return ready(encode(req, b.deleteTopics(req.clientID, r)))
 	case *kmsg.InitProducerIDRequest:
 		return ready(encode(req, b.initProducerID(r)))
 	case *kmsg.DescribeConfigsRequest:

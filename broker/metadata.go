@@ -111,7 +111,8 @@ func (b *Broker) lookupTopic(name string, autoCreate bool) (cluster.Topic, int16
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	t, err := b.meta.CreateTopic(ctx, name, b.cfg.DefaultPartitions, nil)
+	n, configs := b.autoCreateShape(name)
+	t, err := b.meta.CreateTopic(ctx, name, n, configs)
 	if errors.Is(err, cluster.ErrTopicExists) {
 		if t, ok := b.meta.Topic(name); ok {
 			return t, 0

@@ -47,6 +47,8 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		t, tcode := b.lookupTopic(rt.Topic, true)
+		// Internal topics are written only by their owners (internal_topics.go).
+		refusal := b.internalRefusal(req.clientID, rt.Topic, "write")
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -62,6 +64,9 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 				setMessage(&sp, "Tributary does not support transactions")
 			case tcode != 0:
 				sp.ErrorCode = tcode
+			case refusal != "":
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				setMessage(&sp, refusal)
 			default:
 				l, code := b.localPartition(t, rp.Partition)
 				if code != 0 {

@@ -33,6 +33,9 @@ func newTarget(cfg *compiled) (*target, error) {
 		Logger: cfg.Logger,
 		ClientOptions: append([]kgo.Opt{
 			kgo.SeedBrokers(cfg.Target...),
+			// The mirror copies _audit, which brokers admit writes to only
+			// from listed client ids (broker.DefaultInternalClients).
+			kgo.ClientID("tributary-mirror"),
 			// We choose every partition ourselves (see placement).
 			kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			// The mirror created the topic before producing to it; an

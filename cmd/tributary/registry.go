@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 
+	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/schema/registry"
 )
 
@@ -18,6 +20,8 @@ func runSchemaRegistry(ctx context.Context, args []string) error {
 	fs := newFlags("schema-registry")
 	bootstrap := fs.String("bootstrap", "127.0.0.1:9092", "comma-separated broker addresses holding the _schemas topic")
 	listen := fs.String("listen", "127.0.0.1:8081", "HTTP listen address `host:port`")
+	var rf registryFlags
+	rf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -25,23 +29,45 @@ func runSchemaRegistry(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("registry listener: %w", err)
 	}
-	return serveRegistry(ctx, ln, splitList(*bootstrap))
+	return serveRegistry(ctx, ln, splitList(*bootstrap), rf, nil)
 }
 
-// serveRegistry replays _schemas from the brokers, then answers the REST API
-// on ln until ctx ends.
-func serveRegistry(ctx context.Context, ln net.Listener, bootstrap []string) error {
-	srv, err := registry.New(ctx, registry.Config{Bootstrap: bootstrap, Logger: slog.Default()})
+// registryFlags are the registry's limits, shared by schema-registry and
+// standalone.
+type registryFlags struct {
+	maxSchemaBytes, maxSchemaDepth int
+}
+
+func (f *registryFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.maxSchemaBytes, "schema-max-bytes", registry.DefaultMaxSchemaBytes, "largest schema text the registry parses; larger ones get 42201")
+	fs.IntVar(&f.maxSchemaDepth, "schema-max-depth", registry.DefaultMaxSchemaDepth, "deepest nesting of JSON objects and arrays in a schema the registry parses; deeper ones get 42201")
+}
+
+// serveRegistry answers the REST API on ln until ctx ends. It serves at
+// once: 503 with the reason until _schemas is replayed, and for as long as
+// it cannot be (wrong partition count, brokers down), so the process —
+// in standalone, the broker — stays up. b, when set, is the broker of this
+// process, which the registry writes through directly.
+func serveRegistry(ctx context.Context, ln net.Listener, bootstrap []string, rf registryFlags, b *broker.Broker) error {
+	kcfg := registry.KafkaLogConfig{Bootstrap: bootstrap, Logger: slog.Default()}
+	if b != nil {
+		kcfg.Append = func(ctx context.Context, recs []registry.Record) (int64, error) {
+			irs := make([]broker.InternalRecord, len(recs))
+			for i, r := range recs {
+				irs[i] = broker.InternalRecord{Key: r.Key, Value: r.Value}
+			}
+			return b.AppendInternal(ctx, registry.DefaultTopic, 0, irs)
+		}
+	}
+	node, err := registry.Start(registry.Config{Logger: slog.Default(), MaxSchemaBytes: rf.maxSchemaBytes, MaxSchemaDepth: rf.maxSchemaDepth},
+		func(ctx context.Context) (registry.Log, error) { return registry.OpenKafkaLog(ctx, kcfg) })
 	if err != nil {
 		ln.Close()
-		if ctx.Err() != nil {
-			return nil // interrupted while replaying: a clean stop
-		}
 		return fmt.Errorf("schema registry: %w", err)
 	}
-	defer srv.Close()
+	defer node.Close()
 	fmt.Printf("tributary schema registry: http://%s (state on brokers %v)\n", ln.Addr(), bootstrap)
-	if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
+	if err := node.Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("schema registry: %w", err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/tributary-io/tributary/broker"
@@ -30,6 +31,7 @@ type brokerFlags struct {
 	maxMessageBytes int
 	producerExpiry  time.Duration
 	maxProducerIDs  int
+	internalClients string
 	conns           connFlags
 }
 
@@ -69,6 +71,8 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.IntVar(&f.conns.maxConnectionsPerIP, "max-connections-per-ip", 10000, "connections served at once from one IP address (max.connections.per.ip)")
 	fs.DurationVar(&f.conns.maxIdle, "connections-max-idle", 10*time.Minute, "close connections idle this long (connections.max.idle.ms)")
 	fs.Int64Var(&f.conns.queuedMaxBytes, "queued-max-request-bytes", 512<<20, "bytes all requests in flight may hold; more wait (queued.max.request.bytes)")
+	fs.StringVar(&f.internalClients, "internal-clients", strings.Join(broker.DefaultInternalClients, ","),
+		"comma-separated client ids admitted to write and delete the internal topics _schemas and _audit; a guard against accidents and buggy clients, not attackers (client ids are not authenticated)")
 }
 
 func (f *brokerFlags) config() broker.Config {
@@ -94,7 +98,8 @@ func (f *brokerFlags) config() broker.Config {
 			ProducerIDExpiry: f.producerExpiry,
 			MaxProducerIDs:   f.maxProducerIDs,
 		},
-		Logger: slog.Default(),
+		Logger:          slog.Default(),
+		InternalClients: append([]string{}, splitList(f.internalClients)...), // empty admits none
 	}
 }
 

@@ -18,6 +18,8 @@ func runStandalone(ctx context.Context, args []string) error {
 	var bf brokerFlags
 	bf.register(fs, "127.0.0.1:9092")
 	registryListen := fs.String("registry-listen", "127.0.0.1:8081", "schema registry HTTP address `host:port`; empty runs no registry")
+	var rf registryFlags
+	rf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -49,14 +51,15 @@ func runStandalone(ctx context.Context, args []string) error {
 	brokerCtx, stopBroker := context.WithCancel(context.Background())
 	defer stopBroker()
 	regDone := make(chan error, 1)
-	go func() { regDone <- serveRegistry(regCtx, regLn, []string{ln.Addr().String()}) }()
+	go func() { regDone <- serveRegistry(regCtx, regLn, []string{ln.Addr().String()}, rf, b) }()
 	brokerDone := make(chan error, 1)
 	go func() { brokerDone <- serveBroker(brokerCtx, b, ln) }()
 	var err1, err2 error
 	select {
 	case err1 = <-regDone:
-		// Interrupted, or the registry failed: then the broker goes down
-		// too, so that a supervisor sees the job fail and restarts it.
+		// Interrupted, or the registry's listener failed (a broken
+		// _schemas only makes the registry answer 503): then the broker
+		// goes down too, so that a supervisor sees the job fail.
 		stopBroker()
 		err2 = <-brokerDone
 	case err2 = <-brokerDone:

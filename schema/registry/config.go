@@ -113,7 +113,7 @@ func (s *Server) checkCompatibilityHandler(w http.ResponseWriter, r *http.Reques
 		writeError(w, aerr)
 		return
 	}
-	sch, aerr := req.parse()
+	sch, aerr := req.parse(s.cfg.limits())
 	if aerr != nil {
 		if verbose && aerr.Code == codeInvalidSchema {
 			writeJSON(w, compatResponse{Compatible: false, Messages: []string{aerr.Message}})

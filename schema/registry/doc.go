@@ -21,6 +21,14 @@
 //   - A node answers "not found" only after reading the topic to its end,
 //     so what any node acknowledged is found on every node; lists reflect
 //     what the node has read so far (milliseconds behind).
+//   - Only what a registry could have written changes the state: a record
+//     read back with an id or version outside 1..2^31-1, an id ahead of the
+//     counter, a tombstone for a live version, or a schema that does not
+//     parse within the limits is skipped and logged with its offset.
+//   - A schema text is measured (MaxSchemaBytes, MaxSchemaDepth) before it
+//     is parsed, so no request costs more than the limits allow.
+//   - A Node serves HTTP whatever state its log is in: while the log cannot
+//     be opened or replayed it answers 503 with the reason, and retries.
 //
 // "The same schema" means the same parsing canonical form extended with
 // what changes a reader's view (logical types, defaults, aliases): see

@@ -49,6 +49,7 @@ const (
 	codeUnsupportedMediaType     = http.StatusUnsupportedMediaType
 	codeNotFound                 = http.StatusNotFound
 	codeMethodNotAllowed         = http.StatusMethodNotAllowed
+	codeUnavailable              = http.StatusServiceUnavailable
 	validCompatibilityLevelsText = "none, backward, forward, full, backward_transitive, forward_transitive, and full_transitive"
 )
 
@@ -130,4 +131,8 @@ func errTimeout(op string) *apiError {
 
 func errBadRequest(format string, args ...any) *apiError {
 	return &apiError{codeBadRequest, fmt.Sprintf(format, args...)}
+}
+
+func errUnavailable(why error) *apiError {
+	return &apiError{codeUnavailable, fmt.Sprintf("Schema registry is unavailable: %v", why)}
 }

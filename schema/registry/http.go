@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -25,6 +26,7 @@ const maxBodyBytes = 8 << 20
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, struct{}{}) })
+	mux.HandleFunc("GET /healthz", s.health)
 
 	mux.HandleFunc("GET /subjects", s.listSubjects)
 	mux.HandleFunc("POST /subjects/{subject}", s.lookupSchema)
@@ -194,4 +196,20 @@ func subjectParam(r *http.Request) (string, *apiError) {
 		return "", errInvalidSubject(s)
 	}
 	return s, nil
+}
+
+// GET /healthz answers 200 while the node reads its log, and 503 with the
+// reason while reading fails (a Node that has no Server yet answers 503 to
+// every path, this one included).
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	err := s.readErr
+	s.mu.RUnlock()
+	if err != nil {
+		writeError(w, errUnavailable(fmt.Errorf("reading the %s topic fails: %w", s.cfg.Topic, err)))
+		return
+	}
+	writeJSON(w, struct {
+		Status string `json:"status"`
+	}{"ok"})
 }

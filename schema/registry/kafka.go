@@ -22,15 +22,27 @@ type KafkaLogConfig struct {
 	Logger *slog.Logger
 	// Opts are extra client options (TLS, SASL, client id, ...).
 	Opts []kgo.Opt
+	// Append, when set, writes records instead of producing them: the
+	// in-process write path of a registry running inside the broker
+	// (`tributary standalone`), which needs no admission to the internal
+	// topic. It must return once the records are durable, with the offset
+	// of the last.
+	Append func(ctx context.Context, recs []Record) (last int64, err error)
 }
+
+// ClientID is the Kafka client id the registry's client uses: brokers
+// admit writes to their internal _schemas topic only from listed client
+// ids (broker.DefaultInternalClients lists this one).
+const ClientID = "tributary-schema-registry"
 
 // kafkaLog is a Log on a one-partition topic: every write is produced with
 // acks=all, so an acknowledged write survives a broker crash and a node
 // crash alike, and every node reads the partition from offset 0.
 type kafkaLog struct {
-	cl    *kgo.Client
-	adm   *kadm.Client
-	topic string
+	cl     *kgo.Client
+	adm    *kadm.Client
+	topic  string
+	append func(ctx context.Context, recs []Record) (int64, error) // nil: produce
 }
 
 // OpenKafkaLog connects to the brokers and makes sure the topic exists with
@@ -48,7 +60,7 @@ func OpenKafkaLog(ctx context.Context, cfg KafkaLogConfig) (Log, error) {
 	}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Bootstrap...),
-		kgo.ClientID("tributary-schema-registry"),
+		kgo.ClientID(ClientID),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), // records carry partition 0
@@ -59,7 +71,7 @@ func OpenKafkaLog(ctx context.Context, cfg KafkaLogConfig) (Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry: kafka client for %v: %w", cfg.Bootstrap, err)
 	}
-	l := &kafkaLog{cl: cl, adm: kadm.NewClient(cl), topic: cfg.Topic}
+	l := &kafkaLog{cl: cl, adm: kadm.NewClient(cl), topic: cfg.Topic, append: cfg.Append}
 	if err := l.ensureTopic(ctx, cfg.Logger); err != nil {
 		cl.Close()
 		return nil, err
@@ -106,6 +118,13 @@ func (l *kafkaLog) ensureTopic(ctx context.Context, logger *slog.Logger) error {
 }
 
 func (l *kafkaLog) Append(ctx context.Context, recs ...Record) (int64, error) {
+	if l.append != nil {
+		last, err := l.append(ctx, recs)
+		if err != nil {
+			return 0, fmt.Errorf("append to %s: %w", l.topic, err)
+		}
+		return last, nil
+	}
 	krs := make([]*kgo.Record, len(recs))
 	for i, r := range recs {
 		krs[i] = &kgo.Record{Topic: l.topic, Partition: 0, Key: r.Key, Value: r.Value}

@@ -26,6 +26,24 @@ type Config struct {
 	// SyncTimeout bounds how long a request waits to read the topic up to
 	// its end or to have its write acknowledged. Default: 10s.
 	SyncTimeout time.Duration
+	// MaxSchemaBytes and MaxSchemaDepth bound a schema text before it is
+	// parsed, in requests and on replay (see limits.go): a larger or deeper
+	// schema is refused with 42201 naming the limit. Defaults:
+	// DefaultMaxSchemaBytes, DefaultMaxSchemaDepth.
+	MaxSchemaBytes int
+	MaxSchemaDepth int
+	// ReadTimeout bounds reading a whole request, body included, so a
+	// client trickling its body is cut off. Default: 30s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a request from the end of its headers to the end
+	// of its answer. Default: SyncTimeout + 20s.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle this long. Default: 2m.
+	IdleTimeout time.Duration
+}
+
+func (c *Config) limits() schemaLimits {
+	return schemaLimits{maxBytes: c.MaxSchemaBytes, maxDepth: c.MaxSchemaDepth}
 }
 
 // DefaultTopic is where registry nodes keep their state unless configured
@@ -50,6 +68,21 @@ func (c *Config) setDefaults() error {
 	if c.SyncTimeout <= 0 {
 		c.SyncTimeout = 10 * time.Second
 	}
+	if c.MaxSchemaBytes <= 0 {
+		c.MaxSchemaBytes = DefaultMaxSchemaBytes
+	}
+	if c.MaxSchemaDepth <= 0 {
+		c.MaxSchemaDepth = DefaultMaxSchemaDepth
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = 30 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = c.SyncTimeout + 20*time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 2 * time.Minute
+	}
 	return nil
 }
 
@@ -63,6 +96,7 @@ type Server struct {
 	mu      sync.RWMutex
 	st      *state
 	advance chan struct{} // closed and replaced whenever st.next moves
+	readErr error         // why reading the log failed last, nil once it reads again
 
 	// writeMu keeps one write in flight per node: two writes from the same
 	// node would only race each other for the same version slot.
@@ -104,6 +138,7 @@ func NewWithLog(ctx context.Context, l Log, cfg Config) (*Server, error) {
 		stop:    stop,
 		done:    make(chan struct{}),
 	}
+	s.st.limits = cfg.limits()
 	s.handler = s.routes()
 	go s.tail(tailCtx)
 	// Replay is bounded by ctx alone, not SyncTimeout: a long-lived topic
@@ -145,6 +180,9 @@ func (s *Server) tail(ctx context.Context) {
 				return
 			}
 			s.cfg.Logger.Warn("schema registry: reading its log failed; retrying", "topic", s.cfg.Topic, "err", err)
+			s.mu.Lock()
+			s.readErr = err
+			s.mu.Unlock()
 			select {
 			case <-time.After(time.Second):
 			case <-ctx.Done():
@@ -153,9 +191,10 @@ func (s *Server) tail(ctx context.Context) {
 			continue
 		}
 		s.mu.Lock()
+		s.readErr = nil
 		for _, r := range recs {
 			if why := s.st.apply(r); why != "" {
-				s.cfg.Logger.Info("schema registry: skipped a log record", "topic", s.cfg.Topic, "offset", r.Offset, "reason", why)
+				s.cfg.Logger.Error("schema registry: skipped a log record", "topic", s.cfg.Topic, "offset", r.Offset, "reason", why)
 			}
 		}
 		close(s.advance)
@@ -225,18 +264,7 @@ func storeErr(op string, err error) *apiError {
 // Serve answers HTTP requests on ln until ctx is done, then shuts down
 // gracefully (in-flight requests get 5 seconds). It does not close s.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	s.cfg.Logger.Info("schema registry listening", "addr", ln.Addr().String(), "topic", s.cfg.Topic)
-	select {
-	case err := <-errc:
-		return fmt.Errorf("registry: serve %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return hs.Shutdown(shut)
-	}
+	return serveHTTP(ctx, ln, s.Handler(), s.cfg)
 }
 
 // ListenAndServe runs a registry node on addr (e.g. "127.0.0.1:8081")

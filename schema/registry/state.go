@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
@@ -24,6 +25,7 @@ type state struct {
 	configs  map[string]string // subject → level; "" is the global level
 	maxID    int               // ids are never reused, even after hard deletes
 	next     int64             // offset of the next record to apply
+	limits   schemaLimits      // bounds schema texts before they are parsed
 }
 
 type subject struct {
@@ -50,28 +52,55 @@ func newState() *state {
 		schemas:  make(map[int]*stored),
 		byKey:    make(map[string]int),
 		configs:  make(map[string]string),
+		limits:   defaultLimits,
 	}
 }
 
+// maxID31 is the largest schema id or version: the envelope carries the id
+// in 4 bytes, and Confluent's clients read both as Java ints.
+const maxID31 = 1<<31 - 1
+
+func validNumber(n int) bool { return n >= 1 && n <= maxID31 }
+
+// validSubject is the rule subjectParam applies to requests.
+func validSubject(s string) bool {
+	return s != "" && strings.IndexFunc(s, unicode.IsControl) < 0
+}
+
 // apply applies one record and returns why it was skipped, or "".
+//
+// Anything may be on the topic — a record from a buggy or foreign writer,
+// damaged bytes — so every record is checked before it changes the state:
+// ids and versions in 1..2^31-1, subjects the API could name, schemas that
+// parse within the limits, keys and values that agree. A record that fails
+// is skipped whole; it can never move the id counter or remove a live
+// version.
 func (st *state) apply(r Record) string {
 	st.next = r.Offset + 1
 	var k recordKey
 	if err := json.Unmarshal(r.Key, &k); err != nil {
-		return fmt.Sprintf("key is not JSON: %v", err)
+		return fmt.Sprintf("key is not JSON of the expected shape: %v", err)
 	}
 	switch k.Type {
 	case keySchema:
-		if k.Subject == nil {
-			return "schema record without subject"
+		if k.Subject == nil || !validSubject(*k.Subject) {
+			return "schema record without a valid subject"
+		}
+		if !validNumber(k.Version) {
+			return fmt.Sprintf("schema record for subject %q has version %d, outside 1..2^31-1", *k.Subject, k.Version)
 		}
 		if r.Value == nil {
-			st.hardDelete(*k.Subject, k.Version)
-			return ""
+			return st.hardDelete(*k.Subject, k.Version)
 		}
 		var v schemaValue
 		if err := json.Unmarshal(r.Value, &v); err != nil {
-			return fmt.Sprintf("schema value is not JSON: %v", err)
+			return fmt.Sprintf("schema value is not JSON of the expected shape: %v", err)
+		}
+		if v.Subject != *k.Subject || v.Version != k.Version {
+			return fmt.Sprintf("schema value names subject %q version %d but its key names subject %q version %d", v.Subject, v.Version, *k.Subject, k.Version)
+		}
+		if !validNumber(v.ID) {
+			return fmt.Sprintf("subject %q version %d has schema id %d, outside 1..2^31-1", v.Subject, v.Version, v.ID)
 		}
 		return st.applySchema(*k.Subject, k.Version, v)
 	case keyConfig:
@@ -98,7 +127,10 @@ func (st *state) apply(r Record) string {
 		}
 		var v deleteSubjectValue
 		if err := json.Unmarshal(r.Value, &v); err != nil {
-			return fmt.Sprintf("delete-subject value is not JSON: %v", err)
+			return fmt.Sprintf("delete-subject value is not JSON of the expected shape: %v", err)
+		}
+		if k.Subject == nil || *k.Subject != v.Subject || !validNumber(v.Version) {
+			return fmt.Sprintf("delete-subject record for subject %q up to version %d does not match its key or has a version outside 1..2^31-1", v.Subject, v.Version)
 		}
 		if s := st.subjects[v.Subject]; s != nil {
 			for _, ver := range s.versions {
@@ -134,9 +166,18 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 	if v.Deleted {
 		return "" // soft delete of a version hard-deleted meanwhile
 	}
+	if err := st.limits.check(v.Schema); err != nil {
+		return fmt.Sprintf("subject %q version %d: %v", name, num, err)
+	}
 	parsed, err := avsc.Parse(v.Schema)
 	if err != nil {
 		return fmt.Sprintf("subject %q version %d: schema does not parse: %v", name, num, err)
+	}
+	if _, known := st.schemas[v.ID]; !known && v.ID > st.maxID+1 {
+		// Registries give a new schema the next id, so a record that jumps
+		// ahead did not come from one; applied, it would use up the ids
+		// (a forged id 2^31-1 leaves none the envelope can carry).
+		return fmt.Sprintf("subject %q version %d claims new schema id %d, ahead of the next id %d", name, num, v.ID, st.maxID+1)
 	}
 	if have, ok := st.schemas[v.ID]; ok && have.schema.Key != parsed.Key {
 		return fmt.Sprintf("schema id %d is taken by another schema; a concurrent registration under subject %q lost", v.ID, name)
@@ -169,18 +210,27 @@ func (st *state) sameSchema(id int, text string) bool {
 	if have.schema.Text == text {
 		return true
 	}
+	if st.limits.check(text) != nil {
+		return false
+	}
 	p, err := avsc.Parse(text)
 	return err == nil && p.Key == have.schema.Key
 }
 
-func (st *state) hardDelete(name string, num int) {
+// hardDelete applies a tombstone. Only a soft-deleted version may be
+// hard-deleted, as the API requires: a tombstone for a live version did not
+// come from a registry, and is refused.
+func (st *state) hardDelete(name string, num int) string {
 	s := st.subjects[name]
 	if s == nil {
-		return
+		return ""
 	}
 	i := slices.IndexFunc(s.versions, func(v *version) bool { return v.num == num })
 	if i < 0 {
-		return
+		return ""
+	}
+	if !s.versions[i].deleted {
+		return fmt.Sprintf("tombstone for subject %q version %d, which is live: a version is soft-deleted before it is hard-deleted", name, num)
 	}
 	id := s.versions[i].id
 	s.versions = slices.Delete(s.versions, i, i+1)
@@ -193,6 +243,7 @@ func (st *state) hardDelete(name string, num int) {
 			delete(st.byKey, sch.schema.Key)
 		}
 	}
+	return ""
 }
 
 func (s *subject) find(num int) *version {

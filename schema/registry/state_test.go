@@ -86,6 +86,7 @@ func TestApplyFirstWriterWins(t *testing.T) {
 			name: "soft delete of a version hard-deleted meanwhile",
 			recs: []Record{
 				schemaRecord(schemaValue{Subject: "s", Version: 1, ID: 1, Schema: schemaA}),
+				schemaRecord(schemaValue{Subject: "s", Version: 1, ID: 1, Schema: schemaA, Deleted: true}),
 				tombstoneRecord("s", 1),
 				schemaRecord(schemaValue{Subject: "s", Version: 1, ID: 1, Schema: schemaA, Deleted: true}),
 			},

@@ -24,7 +24,7 @@ type schemaRequest struct {
 
 // parse validates the request's schema. Everything the registry would
 // otherwise have to drop silently is refused instead.
-func (req *schemaRequest) parse() (*avsc.Schema, *apiError) {
+func (req *schemaRequest) parse(lim schemaLimits) (*avsc.Schema, *apiError) {
 	if req.SchemaType != "" && !strings.EqualFold(req.SchemaType, "AVRO") {
 		return nil, errInvalidSchema("schema type %s is not supported; this registry stores only AVRO schemas", req.SchemaType)
 	}
@@ -36,6 +36,9 @@ func (req *schemaRequest) parse() (*avsc.Schema, *apiError) {
 	}
 	if req.Schema == nil || strings.TrimSpace(*req.Schema) == "" {
 		return nil, errInvalidSchema("empty schema: the request needs a \"schema\" field holding the Avro schema as a JSON string")
+	}
+	if err := lim.check(*req.Schema); err != nil {
+		return nil, errInvalidSchema("%v", err)
 	}
 	sch, err := avsc.Parse(*req.Schema)
 	if err != nil {
@@ -194,12 +197,12 @@ func writeRawSchema(w http.ResponseWriter, text string) {
 }
 
 // readSchema reads and parses the schema in a request body.
-func readSchema(w http.ResponseWriter, r *http.Request) (schemaRequest, *avsc.Schema, *apiError) {
+func (s *Server) readSchema(w http.ResponseWriter, r *http.Request) (schemaRequest, *avsc.Schema, *apiError) {
 	var req schemaRequest
 	if aerr := readJSON(w, r, &req); aerr != nil {
 		return req, nil, aerr
 	}
-	sch, aerr := req.parse()
+	sch, aerr := req.parse(s.cfg.limits())
 	return req, sch, aerr
 }
 
@@ -210,7 +213,7 @@ func (s *Server) registerHandler(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	req, sch, aerr := readSchema(w, r)
+	req, sch, aerr := s.readSchema(w, r)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -237,7 +240,7 @@ func (s *Server) lookupSchema(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	_, sch, aerr := readSchema(w, r)
+	_, sch, aerr := s.readSchema(w, r)
 	if aerr != nil {
 		writeError(w, aerr)
 		return

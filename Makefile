@@ -36,13 +36,11 @@ test: deps vet
 test-short:
 	$(GO) test -short ./...
 
-# Each fuzz target for a short while; longer runs: FUZZTIME=10m make fuzz.
+# Every fuzz target of every package (found by scripts/fuzz.sh), each for
+# FUZZTIME; longer runs: FUZZTIME=10m make fuzz.
 FUZZTIME ?= 20s
 fuzz:
-	$(GO) test ./broker/log -run '^$$' -fuzz FuzzRecoveryScan -fuzztime $(FUZZTIME)
-	$(GO) test ./broker/log -run '^$$' -fuzz FuzzValidateBatch -fuzztime $(FUZZTIME)
-	$(GO) test ./loader -run '^$$' -fuzz FuzzOCFRoundTrip -fuzztime $(FUZZTIME)
-	$(GO) test ./jobs -run '^$$' -fuzz FuzzParseSpec -fuzztime $(FUZZTIME)
+	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
 
 # The paper's experiments, side by side with Apache Kafka, RabbitMQ, ActiveMQ
 # and NATS JetStream (installed by scripts/bench/install.sh; a peer that

@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 const (
@@ -88,7 +88,7 @@ func (p *producerIDs) next() (int64, error) {
 	defer p.mu.Unlock()
 	if p.nextID >= p.limit {
 		limit := p.nextID + producerIDBlock
-		if err := cluster.WriteFileAtomic(p.path, []byte(strconv.FormatInt(limit, 10))); err != nil {
+		if err := atomicfile.Write(p.path, []byte(strconv.FormatInt(limit, 10))); err != nil {
 			return 0, err
 		}
 		p.limit = limit

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 // Standalone is the metadata of a one-broker cluster, kept in a JSON file in
@@ -132,36 +134,5 @@ func (s *Standalone) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(s.path, data)
-}
-
-// WriteFileAtomic replaces path with data so that a crash leaves either the
-// old content or the new one: write a temporary file, fsync it, rename it
-// over path, fsync the directory.
-func WriteFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.Write(s.path, data)
 }

@@ -19,6 +19,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"path"
@@ -130,11 +131,44 @@ type ConsumerNode struct {
 	Started string   `json:"started,omitempty"`
 }
 
+// MaxNodeSize is the largest node a decoder accepts: ZooKeeper's own limit
+// (jute.maxbuffer, 1 MiB by default), so what a node decodes to is bounded
+// even if a server is configured to hold more.
+const MaxNodeSize = 1 << 20
+
+// nodeVersion is the version brokers and consumers write into versioned
+// nodes; a reader refuses a newer one rather than misread it.
+const nodeVersion = 1
+
+// The decoders below accept what Tributary's writers write (and what a
+// person could write by hand in the same shape) and refuse the rest with an
+// error saying what is wrong, so that a reader skips or reports a bad node
+// instead of acting on it: serving a broker at port 0, a topic without
+// partitions, a negative offset.
+
 // DecodeBrokerNode reads a broker registry node.
 func DecodeBrokerNode(data []byte) (BrokerNode, error) {
 	var n BrokerNode
-	if err := json.Unmarshal(data, &n); err != nil {
-		return n, fmt.Errorf("broker registry node is not valid JSON: %w", err)
+	if err := decodeNode("broker registry", data, &n); err != nil {
+		return BrokerNode{}, err
+	}
+	switch {
+	case n.ID < 0:
+		return BrokerNode{}, fmt.Errorf("broker registry node: id %d is negative", n.ID)
+	case n.Host == "":
+		return BrokerNode{}, errors.New("broker registry node: no host")
+	case n.Port < 1 || n.Port > 65535:
+		return BrokerNode{}, fmt.Errorf("broker registry node: port %d is not a TCP port", n.Port)
+	}
+	for t, parts := range n.Topics {
+		if err := ValidateName("topic", t); err != nil {
+			return BrokerNode{}, fmt.Errorf("broker registry node: %w", err)
+		}
+		for _, p := range parts {
+			if p < 0 {
+				return BrokerNode{}, fmt.Errorf("broker registry node: topic %s: partition %d is negative", t, p)
+			}
+		}
 	}
 	return n, nil
 }
@@ -142,8 +176,19 @@ func DecodeBrokerNode(data []byte) (BrokerNode, error) {
 // DecodeTopicNode reads a topic assignment node.
 func DecodeTopicNode(data []byte) (TopicNode, error) {
 	var n TopicNode
-	if err := json.Unmarshal(data, &n); err != nil {
-		return n, fmt.Errorf("topic assignment node is not valid JSON: %w", err)
+	if err := decodeNode("topic assignment", data, &n); err != nil {
+		return TopicNode{}, err
+	}
+	if err := checkVersion("topic assignment", n.Version); err != nil {
+		return TopicNode{}, err
+	}
+	if len(n.Leaders) == 0 {
+		return TopicNode{}, errors.New("topic assignment node: no partitions (\"leaders\" is empty)")
+	}
+	for p, id := range n.Leaders {
+		if id < 0 {
+			return TopicNode{}, fmt.Errorf("topic assignment node: partition %d: broker id %d is negative", p, id)
+		}
 	}
 	return n, nil
 }
@@ -151,8 +196,76 @@ func DecodeTopicNode(data []byte) (TopicNode, error) {
 // DecodeConsumerNode reads a consumer registry node.
 func DecodeConsumerNode(data []byte) (ConsumerNode, error) {
 	var n ConsumerNode
-	if err := json.Unmarshal(data, &n); err != nil {
-		return n, fmt.Errorf("consumer registry node is not valid JSON: %w", err)
+	if err := decodeNode("consumer registry", data, &n); err != nil {
+		return ConsumerNode{}, err
+	}
+	if err := checkVersion("consumer registry", n.Version); err != nil {
+		return ConsumerNode{}, err
+	}
+	if err := ValidateName("group", n.Group); err != nil {
+		return ConsumerNode{}, fmt.Errorf("consumer registry node: %w", err)
+	}
+	for _, t := range n.Topics {
+		if err := ValidateName("topic", t); err != nil {
+			return ConsumerNode{}, fmt.Errorf("consumer registry node: %w", err)
+		}
 	}
 	return n, nil
+}
+
+// DecodeOwnerNode reads an ownership registry node: the owning consumer's
+// id as text. Surrounding white space (a newline left by a hand edit) is
+// ignored.
+func DecodeOwnerNode(data []byte) (string, error) {
+	if len(data) > MaxNodeSize {
+		return "", fmt.Errorf("ownership registry node: %d bytes, more than ZooKeeper holds (%d)", len(data), MaxNodeSize)
+	}
+	id := strings.TrimSpace(string(data))
+	if err := ValidateName("consumer id", id); err != nil {
+		return "", fmt.Errorf("ownership registry node: %w", err)
+	}
+	return id, nil
+}
+
+// DecodeOffsetNode reads an offset registry node: the next offset to
+// consume, as decimal text. Surrounding white space is ignored; a negative
+// number is refused (Kafka's "no offset" is the absence of the node).
+func DecodeOffsetNode(data []byte) (int64, error) {
+	if len(data) > MaxNodeSize {
+		return 0, fmt.Errorf("offset registry node: %d bytes, more than ZooKeeper holds (%d)", len(data), MaxNodeSize)
+	}
+	text := strings.TrimSpace(string(data))
+	off, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("offset registry node: %q is not a decimal offset", truncate(text))
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("offset registry node: offset %d is negative", off)
+	}
+	return off, nil
+}
+
+func decodeNode(kind string, data []byte, v any) error {
+	if len(data) > MaxNodeSize {
+		return fmt.Errorf("%s node: %d bytes, more than ZooKeeper holds (%d)", kind, len(data), MaxNodeSize)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s node is not valid JSON: %w", kind, err)
+	}
+	return nil
+}
+
+func checkVersion(kind string, v int) error {
+	if v < 0 || v > nodeVersion {
+		return fmt.Errorf("%s node: version %d is not one this process understands (up to %d)", kind, v, nodeVersion)
+	}
+	return nil
+}
+
+// truncate shortens text quoted in an error message.
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }

@@ -237,8 +237,8 @@ func (g *Group) readOffset(tp topicPartition) (int64, error) {
 	if err != nil {
 		return -1, fmt.Errorf("reading offset of %s/%d: %w", tp.topic, tp.partition, err)
 	}
-	off, err := strconv.ParseInt(string(data), 10, 64)
-	if err != nil || off < 0 {
+	off, err := cluster.DecodeOffsetNode(data)
+	if err != nil {
 		g.log.Warn("stored offset is not a number; starting as configured (delete the node to silence this)",
 			"path", path, "content", string(data), "start", g.cfg.Start)
 		return -1, nil

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"path"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tributary-io/tributary/loader/warehouse"
@@ -81,8 +83,14 @@ type runInfo struct {
 	Started time.Time `json:"started"`
 }
 
+// maxStateFile bounds what is read of a manifest or run.json, so that a
+// damaged or hostile file cannot exhaust memory. A manifest lists a run's
+// files (about 300 bytes each; data files roll at 128 MiB): 64 MiB is room
+// for some 200,000 files, far more than a run writes.
+const maxStateFile = 64 << 20
+
 func readJSON(w warehouse.FS, name string, v any) error {
-	data, err := warehouse.ReadFile(w, name)
+	data, err := readStateFile(w, name)
 	if err != nil {
 		return err
 	}
@@ -90,6 +98,22 @@ func readJSON(w warehouse.FS, name string, v any) error {
 		return fmt.Errorf("%s: %s: %w", w, name, err)
 	}
 	return nil
+}
+
+func readStateFile(w warehouse.FS, name string) ([]byte, error) {
+	r, err := w.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, maxStateFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading %s: %w", w, name, err)
+	}
+	if len(data) > maxStateFile {
+		return nil, fmt.Errorf("%s: %s is larger than %d bytes: not a file the loader wrote", w, name, maxStateFile)
+	}
+	return data, nil
 }
 
 func writeJSON(w warehouse.FS, name string, v any) error {
@@ -131,15 +155,86 @@ func listCommits(w warehouse.FS) ([]commitEntry, error) {
 }
 
 func readManifest(w warehouse.FS, name string) (*Manifest, error) {
+	data, err := readStateFile(w, name)
+	if err != nil {
+		return nil, err
+	}
+	_, run, ok := parseCommitName(path.Base(name))
+	if !ok {
+		run = ""
+	}
+	m, err := decodeManifest(data, run)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", w, name, err)
+	}
+	return m, nil
+}
+
+// errBadManifest marks a manifest that parses but cannot be one the loader
+// wrote.
+var errBadManifest = errors.New("not a manifest the loader wrote")
+
+// decodeManifest parses a committed manifest and checks what recovery and
+// the next run rely on, so that a damaged or hand-edited manifest is
+// reported instead of acted on: its run is the one its name says (run is
+// "" when unknown) and one path element, so finishing it removes only its
+// own directory; it moves only files out of its run's directory and into
+// the warehouse outside _tributary; every topic and partition has a state
+// with a non-negative next offset.
+func decodeManifest(data []byte, run string) (*Manifest, error) {
 	var m Manifest
-	if err := readJSON(w, name, &m); err != nil {
+	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, err
 	}
 	if m.Version > manifestVersion {
-		return nil, fmt.Errorf("%s: %s: manifest version %d is newer than this loader understands (%d)", w, name, m.Version, manifestVersion)
+		return nil, fmt.Errorf("manifest version %d is newer than this loader understands (%d)", m.Version, manifestVersion)
+	}
+	bad := func(format string, args ...any) (*Manifest, error) {
+		return nil, fmt.Errorf("%w: "+format, append([]any{errBadManifest}, args...)...)
+	}
+	if m.Version < 1 {
+		return bad("version %d", m.Version)
+	}
+	if m.Run == "" || m.Run == "." || m.Run == ".." || strings.ContainsAny(m.Run, "/\\") {
+		return bad("run %q is not a run id", m.Run)
+	}
+	if run != "" && m.Run != run {
+		return bad("it names run %q, its file name run %q", m.Run, run)
+	}
+	for t, ts := range m.Topics {
+		if ts == nil {
+			return bad("topic %q has no state", t)
+		}
+		for p, ps := range ts.Partitions {
+			if ps == nil || p < 0 || ps.Next < 0 {
+				return bad("topic %q partition %d: state %+v", t, p, ps)
+			}
+		}
+	}
+	tmpPrefix := runDir(m.Run) + "/"
+	for _, f := range m.Files {
+		if !strings.HasPrefix(f.Tmp, tmpPrefix) || !inWarehouse(f.Tmp) {
+			return bad("file %q is not in the run's directory %s", f.Tmp, runDir(m.Run))
+		}
+		if !inWarehouse(f.Final) || isState(f.Final) {
+			return bad("file %q would be moved to %q, outside the warehouse's data", f.Tmp, f.Final)
+		}
+	}
+	for _, dir := range m.Markers {
+		if !inWarehouse(dir) || isState(dir) {
+			return bad("marker directory %q is outside the warehouse's data", dir)
+		}
 	}
 	return &m, nil
 }
+
+// inWarehouse reports whether name is a clean relative warehouse path.
+func inWarehouse(name string) bool {
+	return name != "" && name != "." && path.Clean(name) == name && !path.IsAbs(name) &&
+		name != ".." && !strings.HasPrefix(name, "../") && !strings.Contains(name, "\\")
+}
+
+func isState(name string) bool { return name == stateDir || strings.HasPrefix(name, stateDir+"/") }
 
 // manifestTopics returns the topics of a manifest, sorted.
 func (m *Manifest) topicNames() []string {

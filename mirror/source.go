@@ -240,8 +240,8 @@ func (s *source) readOffset(tp topicPartition) (int64, error) {
 	if err != nil {
 		return -1, fmt.Errorf("reading %s: %w", path, err)
 	}
-	off, err := strconv.ParseInt(string(data), 10, 64)
-	if err != nil || off < 0 {
+	off, err := cluster.DecodeOffsetNode(data)
+	if err != nil {
 		return -1, &fatalError{fmt.Errorf("source %s: offset registry %s holds %q, not an offset; fix or delete the node", s.Name, path, data)}
 	}
 	return off, nil

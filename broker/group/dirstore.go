@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 // DirStore keeps each group's committed offsets in one JSON file of a
@@ -149,7 +150,7 @@ func (s *DirStore) Commit(group string, offsets map[TopicPartition]Offset) error
 	if err != nil {
 		return err
 	}
-	if err := cluster.WriteFileAtomic(filepath.Join(s.dir, dirFileName(group)), data); err != nil {
+	if err := atomicfile.Write(filepath.Join(s.dir, dirFileName(group)), data); err != nil {
 		return fmt.Errorf("writing committed offsets of group %q: %w", group, err)
 	}
 	g.offsets = next

@@ -8,33 +8,73 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
-// Local is a warehouse in a local directory. Files are fsynced on Close and
-// directories after a rename, so a committed run survives a power loss, not
-// only a killed process.
+// Local is a warehouse in a local directory. It keeps the package's
+// durability promises against a power loss, not only a killed process:
+//   - a file is fsynced on Close, and so are its directory and every
+//     directory above it up to the root, so its name survives too (a
+//     directory created for it is only durable once its parent is synced);
+//   - Rename fsyncs the new name's directory and those above it, and the
+//     old name's directory, so a rename that returned nil survives and a
+//     moved file does not come back at its old name.
+//
+// The directories above a file are synced on every Close rather than only
+// when they were just created: another writer may have created one and not
+// yet synced its parent, and the loader creates few files per run.
+// Removals are not synced: a removed file may come back after a power
+// loss, which the loader's recovery tolerates.
 type Local struct {
-	root string
+	root  string
+	files LocalFiles
 }
+
+// LocalFiles is the file layer under a Local warehouse: the operating
+// system, or in crash tests one that forgets what was not synced
+// (internal/crashfs). Names are operating-system paths.
+type LocalFiles interface {
+	atomicfile.FS
+	MkdirAll(name string, perm fs.FileMode) error
+	RemoveAll(name string) error
+	ReadDir(name string) ([]fs.DirEntry, error)
+	Stat(name string) (fs.FileInfo, error)
+}
+
+type osFiles struct{ atomicfile.OS }
+
+func (osFiles) MkdirAll(name string, perm fs.FileMode) error { return os.MkdirAll(name, perm) }
+func (osFiles) RemoveAll(name string) error                  { return os.RemoveAll(name) }
+func (osFiles) ReadDir(name string) ([]fs.DirEntry, error)   { return os.ReadDir(name) }
+func (osFiles) Stat(name string) (fs.FileInfo, error)        { return os.Stat(name) }
 
 // OpenLocal returns the warehouse in dir, creating dir if needed.
 func OpenLocal(dir string) (*Local, error) { return openLocal(dir, true) }
 
-func openLocal(dir string, create bool) (*Local, error) {
+// OpenLocalOn is OpenLocal over another file layer; crash tests use it.
+func OpenLocalOn(dir string, files LocalFiles) (*Local, error) {
+	return openLocalOn(dir, files, true)
+}
+
+func openLocal(dir string, create bool) (*Local, error) { return openLocalOn(dir, osFiles{}, create) }
+
+func openLocalOn(dir string, files LocalFiles, create bool) (*Local, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("warehouse %s: %w", dir, err)
 	}
 	if !create {
-		if _, err := os.Stat(abs); err != nil {
+		if _, err := files.Stat(abs); err != nil {
 			return nil, fmt.Errorf("warehouse file://%s: %w", abs, err)
 		}
-		return &Local{root: abs}, nil
+		return &Local{root: abs, files: files}, nil
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := files.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("warehouse file://%s is not usable: %w", abs, err)
 	}
-	return &Local{root: abs}, nil
+	return &Local{root: abs, files: files}, nil
 }
 
 func (l *Local) String() string { return "file://" + l.root }
@@ -52,15 +92,37 @@ func (l *Local) path(name string) (string, error) {
 	return filepath.Join(l.root, filepath.FromSlash(c)), nil
 }
 
-type syncFile struct{ *os.File }
+// syncDirs fsyncs dir and every directory above it up to the root, so
+// that every name on the way to dir is durable.
+func (l *Local) syncDirs(dir string) error {
+	for {
+		if err := l.files.SyncDir(dir); err != nil {
+			return fmt.Errorf("%s: syncing directory %s: %w", l, dir, err)
+		}
+		if dir == l.root || !strings.HasPrefix(dir, strings.TrimSuffix(l.root, string(filepath.Separator))+string(filepath.Separator)) {
+			return nil
+		}
+		dir = filepath.Dir(dir)
+	}
+}
 
-// Close fsyncs before closing: Close returning nil is the durability point.
+// syncFile is a file being written; Close returning nil is the
+// durability point of its content and its name.
+type syncFile struct {
+	atomicfile.File
+	l   *Local
+	dir string
+}
+
 func (f syncFile) Close() error {
 	if err := f.File.Sync(); err != nil {
 		f.File.Close()
 		return err
 	}
-	return f.File.Close()
+	if err := f.File.Close(); err != nil {
+		return err
+	}
+	return f.l.syncDirs(f.dir)
 }
 
 func (l *Local) Create(name string) (io.WriteCloser, error) {
@@ -68,14 +130,14 @@ func (l *Local) Create(name string) (io.WriteCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := l.files.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.Create(p)
+	f, err := l.files.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	return syncFile{f}, nil
+	return syncFile{File: f, l: l, dir: filepath.Dir(p)}, nil
 }
 
 func (l *Local) CreateExclusive(name string, data []byte) error {
@@ -83,10 +145,10 @@ func (l *Local) CreateExclusive(name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := l.files.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := l.files.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -94,7 +156,7 @@ func (l *Local) CreateExclusive(name string, data []byte) error {
 		f.Close()
 		return err
 	}
-	return syncFile{f}.Close()
+	return syncFile{File: f, l: l, dir: filepath.Dir(p)}.Close()
 }
 
 func (l *Local) Open(name string) (io.ReadCloser, error) {
@@ -102,7 +164,7 @@ func (l *Local) Open(name string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.Open(p)
+	return l.files.OpenFile(p, os.O_RDONLY, 0)
 }
 
 func (l *Local) Rename(oldname, newname string) error {
@@ -115,22 +177,21 @@ func (l *Local) Rename(oldname, newname string) error {
 		return err
 	}
 	dir := filepath.Dir(np)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := l.files.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.Rename(op, np); err != nil {
+	if err := l.files.Rename(op, np); err != nil {
 		return err
 	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
+	if err := l.syncDirs(dir); err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	if odir := filepath.Dir(op); odir != dir {
+		if err := l.files.SyncDir(odir); err != nil {
+			return fmt.Errorf("%s: syncing directory %s: %w", l, odir, err)
+		}
+	}
+	return nil
 }
 
 func (l *Local) Remove(name string) error {
@@ -138,7 +199,7 @@ func (l *Local) Remove(name string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := l.files.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -152,7 +213,7 @@ func (l *Local) RemoveAll(name string) error {
 	if p == l.root {
 		return errors.New("warehouse: refusing to remove the warehouse root")
 	}
-	return os.RemoveAll(p)
+	return l.files.RemoveAll(p)
 }
 
 func (l *Local) ReadDir(name string) ([]fs.FileInfo, error) {
@@ -160,7 +221,7 @@ func (l *Local) ReadDir(name string) ([]fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(p)
+	entries, err := l.files.ReadDir(p)
 	if err != nil {
 		return nil, err
 	}
@@ -184,13 +245,18 @@ func (l *Local) Stat(name string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.Stat(p)
+	return l.files.Stat(p)
 }
 
+// MkdirAll creates a directory durably: it and the directories above it
+// are synced.
 func (l *Local) MkdirAll(name string) error {
 	p, err := l.path(name)
 	if err != nil {
 		return err
 	}
-	return os.MkdirAll(p, 0o755)
+	if err := l.files.MkdirAll(p, 0o755); err != nil {
+		return err
+	}
+	return l.syncDirs(filepath.Dir(p))
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"strconv"
@@ -321,24 +323,62 @@ func lockState(fsys FS, dir string, ttl time.Duration) (gen int64, info *LockInf
 	if newest == nil {
 		return 0, nil, false, nil
 	}
-	data, err := ReadFile(fsys, path.Join(dir, newest.Name()))
+	data, err := readLockFile(fsys, path.Join(dir, newest.Name()))
 	if errors.Is(err, fs.ErrNotExist) {
 		return lockState(fsys, dir, ttl) // replaced meanwhile
 	}
-	var li LockInfo
-	if err != nil || json.Unmarshal(data, &li) != nil || li.Token == "" {
+	li, ok := decodeLockInfo(data)
+	if err != nil || !ok {
 		return gen, nil, time.Since(newest.ModTime()) > ttl, nil
 	}
-	return gen, &li, false, nil
+	return gen, li, false, nil
 }
 
+// maxLockFile bounds what is read of a lock file (a holder writes a few
+// hundred bytes), so a damaged one cannot exhaust memory.
+const maxLockFile = 64 << 10
+
+func readLockFile(fsys FS, name string) ([]byte, error) {
+	r, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(io.LimitReader(r, maxLockFile+1))
+}
+
+// decodeLockInfo reads a lock file; ok is false for one that is not (yet)
+// a complete LockInfo: still being written, damaged or too large.
+func decodeLockInfo(data []byte) (li *LockInfo, ok bool) {
+	if len(data) > maxLockFile {
+		return nil, false
+	}
+	var info LockInfo
+	if json.Unmarshal(data, &info) != nil || info.Token == "" {
+		return nil, false
+	}
+	return &info, true
+}
+
+// lockGen returns the generation a lock file's name holds. Only the names
+// Lock.file writes count, and only generations that have a successor, so
+// that a stray "-1.lock", "+7.lock" or a generation at the top of int64
+// cannot make holders disagree on which generation is newest.
 func lockGen(name string) (int64, bool) {
 	s, ok := strings.CutSuffix(name, ".lock")
-	if !ok {
+	if !ok || len(s) < 12 {
 		return 0, false
 	}
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
 	g, err := strconv.ParseInt(s, 10, 64)
-	return g, err == nil
+	if err != nil || g == math.MaxInt64 || fmt.Sprintf("%012d", g) != s {
+		return 0, false
+	}
+	return g, true
 }
 
 func randomToken() string {

@@ -1,0 +1,184 @@
+package cluster
+
+import (
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The registry nodes every broker and consumer reads can be written by
+// anyone with access to ZooKeeper (an older or newer process, a person with
+// zkCli). Their decoders must never panic, must refuse what would be
+// unbounded, and whatever they accept must be a node a writer could have
+// written: encoding it again and decoding gives the same node.
+
+func seedNodes(f *testing.F, seeds ...string) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+}
+
+func FuzzDecodeBrokerNode(f *testing.F) {
+	seedNodes(f,
+		`{"id":1,"host":"127.0.0.1","port":9093,"topics":{"events":[0,3,6,9]}}`,
+		`{"id":0,"host":"h","port":1}`, `{"id":-1,"host":"h","port":9092}`,
+		`{"id":1,"host":"","port":9092}`, `{"id":1,"host":"h","port":0}`,
+		`{"id":1,"host":"h","port":9092,"topics":{"a/b":[0]}}`, `null`, `[]`, `{"id":1e99}`)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, err := DecodeBrokerNode(data)
+		if err != nil {
+			return
+		}
+		if n.ID < 0 || n.Host == "" || n.Port < 1 || n.Port > 65535 {
+			t.Fatalf("accepted a broker that cannot be reached: %+v", n)
+		}
+		for topic, parts := range n.Topics {
+			if ValidateName("topic", topic) != nil || len(parts) > len(data) {
+				t.Fatalf("accepted topic %q with %d partitions from %d bytes", topic, len(parts), len(data))
+			}
+		}
+		roundTrip(t, n, DecodeBrokerNode)
+	})
+}
+
+func FuzzDecodeTopicNode(f *testing.F) {
+	seedNodes(f,
+		`{"version":1,"leaders":[1,2,3,1],"configs":{"retention.ms":"1000"}}`,
+		`{"leaders":[0]}`, `{"version":2,"leaders":[0]}`, `{"version":1,"leaders":[]}`,
+		`{"version":1,"leaders":[-1]}`, `{"version":1,"leaders":null}`, `null`, `"x"`)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, err := DecodeTopicNode(data)
+		if err != nil {
+			return
+		}
+		if n.Version < 0 || n.Version > nodeVersion || len(n.Leaders) == 0 || len(n.Leaders) > len(data) {
+			t.Fatalf("accepted an assignment no writer makes: %+v", n)
+		}
+		for _, id := range n.Leaders {
+			if id < 0 {
+				t.Fatalf("accepted a negative broker id: %+v", n)
+			}
+		}
+		roundTrip(t, n, DecodeTopicNode)
+	})
+}
+
+func FuzzDecodeConsumerNode(f *testing.F) {
+	seedNodes(f,
+		`{"version":1,"group":"g","topics":["events"],"host":"h","pid":123,"started":"2026-01-02T03:04:05Z"}`,
+		`{"version":1,"group":"","topics":[]}`, `{"version":1,"group":"g","topics":["a b"]}`,
+		`{"version":9,"group":"g"}`, `null`)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, err := DecodeConsumerNode(data)
+		if err != nil {
+			return
+		}
+		if ValidateName("group", n.Group) != nil || n.Version > nodeVersion || len(n.Topics) > len(data) {
+			t.Fatalf("accepted a consumer no writer makes: %+v", n)
+		}
+		for _, topic := range n.Topics {
+			if ValidateName("topic", topic) != nil {
+				t.Fatalf("accepted topic %q", topic)
+			}
+		}
+		roundTrip(t, n, DecodeConsumerNode)
+	})
+}
+
+func FuzzDecodeOwnerNode(f *testing.F) {
+	seedNodes(f, "consumer-1", "host-1234-abcd\n", "", " ", "a/b", "..", strings.Repeat("c", 250))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		id, err := DecodeOwnerNode(data)
+		if err != nil {
+			return
+		}
+		if ValidateName("consumer id", id) != nil {
+			t.Fatalf("accepted owner %q", id)
+		}
+		if again, err := DecodeOwnerNode([]byte(id)); err != nil || again != id {
+			t.Fatalf("owner %q reads back as %q, %v", id, again, err)
+		}
+	})
+}
+
+func FuzzDecodeOffsetNode(f *testing.F) {
+	seedNodes(f, "0", "42", "42\n", " 7 ", "-1", "", "x", "9223372036854775807", "9223372036854775808", "+5", "0x10")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		off, err := DecodeOffsetNode(data)
+		if err != nil {
+			return
+		}
+		if off < 0 {
+			t.Fatalf("accepted negative offset %d from %q", off, data)
+		}
+		if again, err := DecodeOffsetNode([]byte(strconv.FormatInt(off, 10))); err != nil || again != off {
+			t.Fatalf("offset %d reads back as %d, %v", off, again, err)
+		}
+	})
+}
+
+// roundTrip checks that an accepted node, written again as a writer would,
+// decodes to the same node.
+func roundTrip[N any](t *testing.T, n N, decode func([]byte) (N, error)) {
+	t.Helper()
+	data, err := json.Marshal(n)
+	if err != nil {
+		t.Fatalf("accepted node %+v cannot be written again: %v", n, err)
+	}
+	again, err := decode(data)
+	if err != nil {
+		t.Fatalf("accepted node %+v, written again as %s, is refused: %v", n, data, err)
+	}
+	if !reflect.DeepEqual(normalize(n), normalize(again)) {
+		t.Fatalf("node %+v reads back as %+v", n, again)
+	}
+}
+
+// normalize makes empty and missing collections alike: JSON writes both the
+// same way.
+func normalize(v any) any {
+	data, _ := json.Marshal(v)
+	var out any
+	json.Unmarshal(data, &out)
+	return out
+}
+
+// What the fuzz targets found: nodes the decoders accepted although no
+// writer makes them, and that readers would have acted on.
+func TestDecodersRefuseNodesNoWriterMakes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"broker without host", func() error { _, err := DecodeBrokerNode([]byte(`{"id":1,"port":9092}`)); return err }()},
+		{"broker at port 0", func() error { _, err := DecodeBrokerNode([]byte(`{"id":1,"host":"h"}`)); return err }()},
+		{"broker with negative id", func() error { _, err := DecodeBrokerNode([]byte(`{"id":-3,"host":"h","port":1}`)); return err }()},
+		{"broker node null", func() error { _, err := DecodeBrokerNode([]byte(`null`)); return err }()},
+		{"topic without partitions", func() error { _, err := DecodeTopicNode([]byte(`{"version":1,"leaders":[]}`)); return err }()},
+		{"topic with negative leader", func() error { _, err := DecodeTopicNode([]byte(`{"version":1,"leaders":[0,-1]}`)); return err }()},
+		{"topic of a newer version", func() error { _, err := DecodeTopicNode([]byte(`{"version":2,"leaders":[0]}`)); return err }()},
+		{"consumer without group", func() error { _, err := DecodeConsumerNode([]byte(`{"version":1,"topics":["t"]}`)); return err }()},
+		{"consumer of a bad topic", func() error {
+			_, err := DecodeConsumerNode([]byte(`{"version":1,"group":"g","topics":["a/b"]}`))
+			return err
+		}()},
+		{"negative offset", func() error { _, err := DecodeOffsetNode([]byte("-5")); return err }()},
+		{"empty owner", func() error { _, err := DecodeOwnerNode([]byte("\n")); return err }()},
+		{"node larger than ZooKeeper holds", func() error {
+			_, err := DecodeOffsetNode([]byte(strings.Repeat("1", MaxNodeSize+1)))
+			return err
+		}()},
+	} {
+		if tc.err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+	if off, err := DecodeOffsetNode([]byte("42\n")); err != nil || off != 42 {
+		t.Errorf("offset written with a trailing newline: %d, %v; want 42", off, err)
+	}
+	if n, err := DecodeTopicNode([]byte(`{"leaders":[2]}`)); err != nil || n.Leaders[0] != 2 {
+		t.Errorf("hand-written assignment without a version: %+v, %v", n, err)
+	}
+}

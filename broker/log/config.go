@@ -12,6 +12,7 @@ const (
 	DefaultIndexIntervalBytes     = 4096
 	DefaultRetentionCheckInterval = 5 * time.Minute
 	DefaultProducerIDExpiry       = 24 * time.Hour
+	DefaultMaxDecompressedBytes   = 64 << 20
 
 	// MaxSegmentBytes caps SegmentBytes: index entries hold file positions
 	// as uint32, and Kafka's segment.bytes is an int32.
@@ -51,6 +52,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ProducerIDExpiry <= 0 {
 		c.ProducerIDExpiry = DefaultProducerIDExpiry
+	}
+	if c.MaxDecompressedBytes <= 0 {
+		c.MaxDecompressedBytes = DefaultMaxDecompressedBytes
 	}
 	return c
 }

@@ -64,7 +64,7 @@ func FuzzRecoveryScan(f *testing.F) {
 			if h.length < minBatchLength || h.size() > int64(len(b)) {
 				t.Fatalf("kept a batch with length %d in %d bytes", h.length, len(b))
 			}
-			if _, err := validateBatch(b[:h.size()]); err != nil {
+			if _, err := checkFraming(b[:h.size()]); err != nil {
 				t.Fatalf("kept an invalid batch: %v", err)
 			}
 			if h.baseOffset != next {
@@ -101,7 +101,7 @@ func FuzzValidateBatch(f *testing.F) {
 	f.Add(b)
 	f.Add(make([]byte, batchHeaderSize))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		h, err := validateBatch(data)
+		h, err := validateBatch(data, DefaultMaxDecompressedBytes)
 		r := newReader(bytes.NewReader(data), int64(len(data)), readWindow)
 		sh, p := checkBatchAt(r, 0, h.baseOffset, true)
 		if err != nil {

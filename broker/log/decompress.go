@@ -24,7 +24,12 @@ const (
 	codecMask   = 0x7
 )
 
-var codecNames = [...]string{"none", "gzip", "snappy", "lz4", "zstd"}
+func codecName(codec int) string {
+	if names := [...]string{"none", "gzip", "snappy", "lz4", "zstd"}; codec < len(names) {
+		return names[codec]
+	}
+	return fmt.Sprintf("codec-%d", codec)
+}
 
 // A compressed batch is checked by decompressing its records through a
 // fixed window (walkWindow) and walking them as they come out, so memory
@@ -40,6 +45,8 @@ var codecNames = [...]string{"none", "gzip", "snappy", "lz4", "zstd"}
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 const xerialHeaderSize = 16
+
+const zstdMaxWindow = 8 << 20
 
 var windowPool = sync.Pool{New: func() any { b := make([]byte, 0, walkWindow); return &b }}
 
@@ -72,8 +79,12 @@ func zstdPool(limit int64) *sync.Pool {
 	}
 	p, _ := zstdPools.LoadOrStore(limit, &sync.Pool{New: func() any {
 		// Concurrency 1 decodes synchronously: no goroutines to leak when
-		// the pool drops a decoder.
-		zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)))
+		// the pool drops a decoder. The window bound is the history a
+		// streamed frame may make the decoder keep: Kafka clients' zstd
+		// uses 8 MiB at most; a frame with its size declared (what kgo and
+		// sarama send) instead needs its size, held to the limit.
+		zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(uint64(limit)), zstd.WithDecoderMaxWindow(zstdMaxWindow))
 		if err != nil {
 			panic(fmt.Sprintf("zstd decoder options: %v", err)) // the options are constants
 		}
@@ -127,6 +138,9 @@ func (x *xerialReader) Read(p []byte) (int, error) {
 // walkCompressed decompresses the records of a batch with the given codec,
 // at most limit bytes of them, and walks them.
 func walkCompressed(codec int, data []byte, count int32, limit int64) error {
+	if len(data) == 0 {
+		return fmt.Errorf("%w: %s-compressed batch has no compressed data", ErrCorruptBatch, codecName(codec))
+	}
 	wp := windowPool.Get().(*[]byte)
 	defer windowPool.Put(wp)
 	w := recordWalker{window: (*wp)[:0], buf: (*wp)[:0], limit: limit}
@@ -188,7 +202,7 @@ func walkCompressed(codec int, data []byte, count int32, limit int64) error {
 	}
 	err := w.walk(count)
 	if errors.Is(err, ErrInvalidRecord) {
-		return fmt.Errorf("%s-compressed records: %w", codecNames[codec], err)
+		return fmt.Errorf("%s-compressed records: %w", codecName(codec), err)
 	}
 	return err
 }

@@ -123,9 +123,23 @@ func (w *recordWalker) skip(n, end int64) bool {
 // atEnd says whether every byte of the records has been read.
 func (w *recordWalker) atEnd() bool { return !w.need(1) }
 
-// recordError is an ErrInvalidRecord naming the record and what is wrong.
+// RecordError is an ErrInvalidRecord that names the record at fault, so
+// the broker can point the producer at it (Produce's RecordErrors).
+type RecordError struct {
+	Index  int32  // the record's position in its batch, from 0
+	Reason string // what is wrong with it
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("%v: record %d: %s", ErrInvalidRecord, e.Index, e.Reason)
+}
+
+func (e *RecordError) Unwrap() error { return ErrInvalidRecord }
+
+// recordError is a RecordError for record i, which starts at byte at of
+// the (decompressed) records.
 func recordError(i int32, at int64, format string, args ...any) error {
-	return fmt.Errorf("%w: record %d at byte %d of the records: %s", ErrInvalidRecord, i, at, fmt.Sprintf(format, args...))
+	return &RecordError{Index: i, Reason: fmt.Sprintf(format, args...) + fmt.Sprintf(" (record starts at byte %d of the records)", at)}
 }
 
 // walk checks that the records are exactly count well-formed records with
@@ -134,12 +148,14 @@ func (w *recordWalker) walk(count int32) error {
 	const maxInt32Len, maxInt64Len = binary.MaxVarintLen32, binary.MaxVarintLen64
 	for i := int32(0); i < count; i++ {
 		at := w.offset()
-		length, ok := w.varint(maxInt32Len, 0, math.MaxInt32)
-		if !ok {
-			if !w.need(1) {
-				return w.short(i, at, fmt.Sprintf("the records end after %d of %d records", i, count))
-			}
-			return recordError(i, at, "length is not a varint in [0, 2^31)")
+		length, ok := w.varint(maxInt32Len, math.MinInt32, math.MaxInt32)
+		switch {
+		case !ok && !w.need(1):
+			return w.short(i, at, fmt.Sprintf("the records end after %d of the %d records the batch counts", i, count))
+		case !ok:
+			return w.short(i, at, "length is not a 32-bit varint")
+		case length < 0:
+			return recordError(i, at, "length %d is negative", length)
 		}
 		start := w.offset()
 		end := start + length
@@ -150,11 +166,11 @@ func (w *recordWalker) walk(count int32) error {
 			return w.short(i, at, fmt.Sprintf("length %d leaves no room for the attributes or runs past the records", length))
 		}
 		if _, ok := w.varint(maxInt64Len, math.MinInt64, math.MaxInt64); !ok {
-			return w.short(i, at, "timestamp delta is not a varlong")
+			return w.short(i, at, "timestamp delta is cut short or not a varlong")
 		}
 		delta, ok := w.varint(maxInt32Len, math.MinInt32, math.MaxInt32)
 		if !ok {
-			return w.short(i, at, "offset delta is not a varint")
+			return w.short(i, at, "offset delta is cut short or not a 32-bit varint")
 		}
 		if delta != int64(i) {
 			return recordError(i, at, "offset delta %d, want %d (its index in the batch)", delta, i)
@@ -165,9 +181,12 @@ func (w *recordWalker) walk(count int32) error {
 		if err := w.bytesField(i, at, end, "value", -1); err != nil {
 			return err
 		}
-		headers, ok := w.varint(maxInt32Len, 0, math.MaxInt32)
+		headers, ok := w.varint(maxInt32Len, math.MinInt32, math.MaxInt32)
 		if !ok {
-			return w.short(i, at, "header count is not a varint in [0, 2^31)")
+			return w.short(i, at, "header count is cut short or not a 32-bit varint")
+		}
+		if headers < 0 {
+			return recordError(i, at, "header count %d is negative", headers)
 		}
 		for range headers {
 			if err := w.bytesField(i, at, end, "header key", 0); err != nil {
@@ -196,7 +215,7 @@ func (w *recordWalker) walk(count int32) error {
 func (w *recordWalker) bytesField(i int32, at, end int64, name string, min int64) error {
 	n, ok := w.varint(binary.MaxVarintLen32, math.MinInt32, math.MaxInt32)
 	if !ok {
-		return w.short(i, at, name+" length is not a varint")
+		return w.short(i, at, name+" length is cut short or not a 32-bit varint")
 	}
 	if n < min {
 		return recordError(i, at, "%s length %d is negative", name, n)

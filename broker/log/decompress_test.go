@@ -37,7 +37,10 @@ type rawSnappyWriter struct {
 	buf []byte
 }
 
-func (s *rawSnappyWriter) Write(p []byte) (int, error) { s.buf = append(s.buf, p...); return len(p), nil }
+func (s *rawSnappyWriter) Write(p []byte) (int, error) {
+	s.buf = append(s.buf, p...)
+	return len(p), nil
+}
 func (s *rawSnappyWriter) Close() error {
 	_, err := s.w.Write(snappy.Encode(nil, s.buf))
 	return err

@@ -50,6 +50,29 @@ const zstdMaxWindow = 8 << 20
 
 var windowPool = sync.Pool{New: func() any { b := make([]byte, 0, walkWindow); return &b }}
 
+// Buffers for whole snappy blocks, kept only while small enough that the
+// pool does not pin a rare large batch's memory.
+var (
+	snappyBufPool sync.Pool
+	xerialBufPool sync.Pool
+	xerialPool    = sync.Pool{New: func() any { return new(xerialReader) }}
+)
+
+const maxPooledBuf = 1 << 20
+
+func getBuf(p *sync.Pool) []byte {
+	if b, ok := p.Get().(*[]byte); ok {
+		return *b
+	}
+	return nil
+}
+
+func putBuf(p *sync.Pool, b []byte) {
+	if b != nil && cap(b) <= maxPooledBuf {
+		p.Put(&b)
+	}
+}
+
 type gzipDecoder struct {
 	src bytes.Reader
 	zr  gzip.Reader
@@ -181,7 +204,10 @@ func walkCompressed(codec int, data []byte, count int32, limit int64) error {
 			if len(data) < xerialHeaderSize {
 				return fmt.Errorf("%w: snappy (xerial): %d-byte header is cut short", ErrCorruptBatch, len(data))
 			}
-			w.src = &xerialReader{rest: data[xerialHeaderSize:], limit: limit}
+			x := xerialPool.Get().(*xerialReader)
+			defer func() { x.rest, x.out = nil, nil; putBuf(&xerialBufPool, x.buf); x.buf = nil; xerialPool.Put(x) }()
+			*x = xerialReader{rest: data[xerialHeaderSize:], limit: limit, buf: getBuf(&xerialBufPool)}
+			w.src = x
 			break
 		}
 		size, err := snappy.DecodedLen(data)
@@ -192,7 +218,9 @@ func walkCompressed(codec int, data []byte, count int32, limit int64) error {
 			return fmt.Errorf("%w: snappy block says it decompresses to %d bytes, more than the limit of %d",
 				ErrCorruptBatch, size, limit)
 		}
-		out, err := snappy.Decode(nil, data)
+		buf := getBuf(&snappyBufPool)
+		out, err := snappy.Decode(buf[:cap(buf)], data)
+		defer func() { putBuf(&snappyBufPool, out[:0]) }()
 		if err != nil {
 			return fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
 		}

@@ -128,6 +128,9 @@ func validateBatch(b []byte, limit int64) (batchHeader, error) {
 	if codec := int(attrs & codecMask); codec != codecNone {
 		return h, walkCompressed(codec, records, h.recordCount, limit)
 	}
+	if fastWalk(records, h.recordCount) {
+		return h, nil
+	}
 	w := recordWalker{buf: records}
 	return h, w.walk(h.recordCount)
 }

@@ -224,6 +224,9 @@ func walkCompressed(codec int, data []byte, count int32, limit int64) error {
 		if err != nil {
 			return fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
 		}
+		if fastWalk(out, count) {
+			return nil
+		}
 		w = recordWalker{buf: out}
 	default:
 		return fmt.Errorf("%w: unknown compression codec %d", ErrCorruptBatch, codec)

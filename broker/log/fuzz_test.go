@@ -128,6 +128,14 @@ func FuzzValidateBatch(f *testing.F) {
 			data = fixBatch(bytes.Clone(data))
 		}
 		h, err := validateBatch(data, limit)
+		if len(data) > batchHeaderSize {
+			records := data[batchHeaderSize:]
+			count := int32(binary.BigEndian.Uint32(data[offRecordCount:]))
+			w := recordWalker{buf: records}
+			if slow := w.walk(count); fastWalk(records, count) != (slow == nil) {
+				t.Fatalf("the fast walker and the record walker disagree: fast %v, walker %v", fastWalk(records, count), slow)
+			}
+		}
 		if err != nil {
 			if !errors.Is(err, ErrCorruptBatch) && !errors.Is(err, ErrInvalidRecord) && !errors.Is(err, ErrUnsupportedMagic) {
 				t.Fatalf("refused with an error of no known class: %v", err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 )
 
 // The records of a RecordBatch v2 follow the header, one after another,
@@ -83,9 +82,30 @@ func (w *recordWalker) fill() {
 	}
 }
 
-// varint reads a zigzag varint of at most maxLen bytes whose value fits in
-// [lo, hi].
-func (w *recordWalker) varint(maxLen int, lo, hi int64) (int64, bool) {
+// varint32 and varint64 read a zigzag varint of a 32- or 64-bit field.
+// Most fields of a record fit in one byte, which the inlined fast path
+// decodes.
+func (w *recordWalker) varint32() (int64, bool) {
+	if w.pos < len(w.buf) && w.buf[w.pos] < 0x80 {
+		c := w.buf[w.pos]
+		w.pos++
+		return int64(c>>1) ^ -int64(c&1), true
+	}
+	return w.varintSlow(binary.MaxVarintLen32)
+}
+
+func (w *recordWalker) varint64() (int64, bool) {
+	if w.pos < len(w.buf) && w.buf[w.pos] < 0x80 {
+		c := w.buf[w.pos]
+		w.pos++
+		return int64(c>>1) ^ -int64(c&1), true
+	}
+	return w.varintSlow(binary.MaxVarintLen64)
+}
+
+// varintSlow reads a varint of at most maxLen bytes, refusing a 32-bit one
+// whose value does not fit.
+func (w *recordWalker) varintSlow(maxLen int) (int64, bool) {
 	if len(w.buf)-w.pos < maxLen && w.src != nil {
 		w.need(maxLen)
 	}
@@ -94,7 +114,7 @@ func (w *recordWalker) varint(maxLen int, lo, hi int64) (int64, bool) {
 		b = b[:maxLen]
 	}
 	v, n := binary.Varint(b)
-	if n <= 0 || v < lo || v > hi {
+	if n <= 0 || maxLen == binary.MaxVarintLen32 && v != int64(int32(v)) {
 		return 0, false
 	}
 	w.pos += n
@@ -106,6 +126,15 @@ func (w *recordWalker) skip(n, end int64) bool {
 	if n < 0 || w.offset()+n > end {
 		return false
 	}
+	if n <= int64(len(w.buf)-w.pos) {
+		w.pos += int(n)
+		return true
+	}
+	return w.skipSlow(n)
+}
+
+// skipSlow passes over n bytes that run past the window.
+func (w *recordWalker) skipSlow(n int64) bool {
 	for {
 		avail := int64(len(w.buf) - w.pos)
 		if n <= avail {
@@ -145,10 +174,9 @@ func recordError(i int32, at int64, format string, args ...any) error {
 // walk checks that the records are exactly count well-formed records with
 // offset deltas 0..count-1, using every byte and nothing more.
 func (w *recordWalker) walk(count int32) error {
-	const maxInt32Len, maxInt64Len = binary.MaxVarintLen32, binary.MaxVarintLen64
 	for i := int32(0); i < count; i++ {
 		at := w.offset()
-		length, ok := w.varint(maxInt32Len, math.MinInt32, math.MaxInt32)
+		length, ok := w.varint32()
 		switch {
 		case !ok && !w.need(1):
 			return w.short(i, at, fmt.Sprintf("the records end after %d of the %d records the batch counts", i, count))
@@ -165,10 +193,10 @@ func (w *recordWalker) walk(count int32) error {
 		if !w.skip(1, end) { // attributes: no record-level attribute is defined
 			return w.short(i, at, fmt.Sprintf("length %d leaves no room for the attributes or runs past the records", length))
 		}
-		if _, ok := w.varint(maxInt64Len, math.MinInt64, math.MaxInt64); !ok {
+		if _, ok := w.varint64(); !ok {
 			return w.short(i, at, "timestamp delta is cut short or not a varlong")
 		}
-		delta, ok := w.varint(maxInt32Len, math.MinInt32, math.MaxInt32)
+		delta, ok := w.varint32()
 		if !ok {
 			return w.short(i, at, "offset delta is cut short or not a 32-bit varint")
 		}
@@ -181,7 +209,7 @@ func (w *recordWalker) walk(count int32) error {
 		if err := w.bytesField(i, at, end, "value", -1); err != nil {
 			return err
 		}
-		headers, ok := w.varint(maxInt32Len, math.MinInt32, math.MaxInt32)
+		headers, ok := w.varint32()
 		if !ok {
 			return w.short(i, at, "header count is cut short or not a 32-bit varint")
 		}
@@ -213,7 +241,7 @@ func (w *recordWalker) walk(count int32) error {
 // bytesField reads a length-prefixed field of a record ending at end; a
 // length below min is refused (-1 allows null).
 func (w *recordWalker) bytesField(i int32, at, end int64, name string, min int64) error {
-	n, ok := w.varint(binary.MaxVarintLen32, math.MinInt32, math.MaxInt32)
+	n, ok := w.varint32()
 	if !ok {
 		return w.short(i, at, name+" length is cut short or not a 32-bit varint")
 	}

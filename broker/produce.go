@@ -11,6 +11,13 @@ package broker
 // acks=1 is answered after the append, acks=all after the fsync that covers
 // the batch (one fsync answers every request waiting on it), acks=0 never.
 // Transactional and control batches are refused: no transactions.
+//
+// A partition's batches are appended as a unit: each is checked down to its
+// records (see package log) and, for idempotent producers, its sequence,
+// before any is written, so a refused request leaves nothing for the
+// client's retry to duplicate. Records that lie (offset deltas, counts,
+// lengths) get INVALID_RECORD naming the record, also in RecordErrors from
+// v8; a batch that fails its CRC or does not decompress gets CORRUPT_MESSAGE.
 
 import (
 	"context"

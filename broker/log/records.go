@@ -44,6 +44,8 @@ type recordWalker struct {
 	read   int64     // bytes taken from src so far
 	limit  int64     // most bytes src may yield
 	srcErr error     // why src stopped: io.EOF at the end, else a failure
+	// emptyReads counts reads in a row that returned no byte and no error.
+	emptyReads int
 }
 
 // offset is the position of the next unread byte in the records.
@@ -79,6 +81,13 @@ func (w *recordWalker) fill() {
 		w.srcErr = errTooLarge
 	case err != nil:
 		w.srcErr = err
+	case n == 0:
+		// A reader that keeps returning nothing would spin the walker.
+		if w.emptyReads++; w.emptyReads > 100 {
+			w.srcErr = io.ErrNoProgress
+		}
+	default:
+		w.emptyReads = 0
 	}
 }
 

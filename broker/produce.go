@@ -11,6 +11,13 @@ package broker
 // acks=1 is answered after the append, acks=all after the fsync that covers
 // the batch (one fsync answers every request waiting on it), acks=0 never.
 // Transactional and control batches are refused: no transactions.
+//
+// A partition's batches are appended as a unit: each is checked down to its
+// records (see package log) and, for idempotent producers, its sequence,
+// before any is written, so a refused request leaves nothing for the
+// client's retry to duplicate. Records that lie (offset deltas, counts,
+// lengths) get INVALID_RECORD naming the record, also in RecordErrors from
+// v8; a batch that fails its CRC or does not decompress gets CORRUPT_MESSAGE.
 
 import (
 	"context"
@@ -27,6 +34,8 @@ import (
 )
 
 const (
+	attrCodecMask     = 0x07
+	codecZstd         = 4
 	attrTransactional = 0x10
 	attrControl       = 0x20
 )
@@ -73,7 +82,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 					sp.ErrorCode = code
 					break
 				}
-				last := b.appendBatches(l, rp.Records, &sp)
+				last := b.appendBatches(l, rp.Records, r.Version, &sp)
 				if sp.ErrorCode == 0 && acks == -1 && last >= 0 {
 					waits = append(waits, appended{log: l, last: last, ti: len(resp.Topics), pi: len(st.Partitions)})
 				}
@@ -121,52 +130,70 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 	})
 }
 
-// appendBatches appends every batch of one partition's records, stopping at
-// the first refused one, and fills sp. It returns the last offset written
-// (or already present, for duplicates), -1 if none.
-func (b *Broker) appendBatches(l *log.Log, records []byte, sp *kmsg.ProduceResponseTopicPartition) int64 {
-	last := int64(-1)
-	first := true
+// appendBatches appends one partition's batches as a unit and fills sp:
+// every batch is checked (size, no transactions, then the log's full
+// validation) before any is written, so a refused request leaves nothing
+// behind for the client's retry to duplicate. It returns the last offset
+// written (or already present, for duplicates), -1 if none.
+func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *kmsg.ProduceResponseTopicPartition) int64 {
+	var small [2][]byte
+	batches := small[:0]
 	for len(records) > 0 {
 		if len(records) < 61 {
 			sp.ErrorCode = kerr.CorruptMessage.Code
 			setMessage(sp, "records end with a partial record batch header")
-			return last
+			return -1
 		}
 		size := int64(int32(binary.BigEndian.Uint32(records[8:]))) + 12
 		if size > int64(b.cfg.MaxMessageBytes) {
 			sp.ErrorCode = kerr.MessageTooLarge.Code
 			setMessage(sp, fmt.Sprintf("record batch of %d bytes is larger than message.max.bytes=%d", size, b.cfg.MaxMessageBytes))
-			return last
+			return -1
 		}
 		if size < 61 || size > int64(len(records)) {
 			sp.ErrorCode = kerr.CorruptMessage.Code
 			setMessage(sp, "record batch length field does not match the records sent")
-			return last
+			return -1
 		}
 		batch := records[:size]
 		records = records[size:]
 		if batch[16] == 2 {
-			if attrs := binary.BigEndian.Uint16(batch[21:]); attrs&(attrTransactional|attrControl) != 0 {
+			attrs := binary.BigEndian.Uint16(batch[21:])
+			if attrs&(attrTransactional|attrControl) != 0 {
 				sp.ErrorCode = kerr.InvalidRecord.Code
 				setMessage(sp, "transactional and control batches are not supported")
-				return last
+				return -1
+			}
+			// Kafka refuses zstd from clients too old to know it, which
+			// could not read it back either.
+			if attrs&attrCodecMask == codecZstd && version < 7 {
+				sp.ErrorCode = kerr.UnsupportedCompressionType.Code
+				setMessage(sp, "zstd-compressed batches need Produce v7 or newer")
+				return -1
 			}
 		}
-		res, err := l.Append(batch)
-		if err != nil {
-			sp.ErrorCode = storageErrorCode(err)
-			setMessage(sp, err.Error())
-			return last
-		}
-		if first {
-			sp.BaseOffset = res.BaseOffset
-			first = false
-		}
-		last = res.LastOffset
+		batches = append(batches, batch)
 	}
+	if len(batches) == 0 {
+		sp.ErrorCode = kerr.CorruptMessage.Code
+		setMessage(sp, "no record batch for the partition")
+		return -1
+	}
+	res, err := l.AppendBatches(batches)
+	if err != nil {
+		sp.ErrorCode = storageErrorCode(err)
+		setMessage(sp, err.Error())
+		var rerr *log.RecordError
+		if errors.As(err, &rerr) {
+			// Encoded from Produce v8 on; older versions drop it.
+			msg := rerr.Reason
+			sp.ErrorRecords = append(sp.ErrorRecords, kmsg.ProduceResponseTopicPartitionErrorRecord{RelativeOffset: rerr.Index, ErrorMessage: &msg})
+		}
+		return -1
+	}
+	sp.BaseOffset = res.BaseOffset
 	sp.LogStartOffset = l.StartOffset()
-	return last
+	return res.LastOffset
 }
 
 func setMessage(sp *kmsg.ProduceResponseTopicPartition, msg string) {
@@ -178,6 +205,8 @@ func storageErrorCode(err error) int16 {
 	switch {
 	case errors.Is(err, log.ErrCorruptBatch):
 		return kerr.CorruptMessage.Code
+	case errors.Is(err, log.ErrInvalidRecord):
+		return kerr.InvalidRecord.Code
 	case errors.Is(err, log.ErrUnsupportedMagic):
 		return kerr.UnsupportedForMessageFormat.Code
 	case errors.Is(err, log.ErrOutOfOrderSequence):

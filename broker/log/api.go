@@ -4,8 +4,20 @@
 // the broker), so bytes on disk equal bytes on the wire.
 //
 // What a caller may rely on:
-//   - Append validates a batch completely (length, magic 2, CRC32C, record
-//     count) before writing any byte of it; a rejected batch leaves no trace.
+//   - Append validates a batch completely before writing any byte of it, the
+//     way Kafka's log validator does: the frame (length, magic 2, CRC32C,
+//     record count against the last offset delta) and then every record in
+//     it (lengths that use the batch's bytes exactly, offset deltas 0..n-1,
+//     as many records as the count says, key, value and header lengths). A
+//     compressed batch (gzip, snappy raw or xerial-framed, lz4 frame, zstd)
+//     is decompressed for this through a fixed window, to at most
+//     Config.MaxDecompressedBytes, so a decompression bomb costs bounded
+//     memory and CPU. The bytes are never re-encoded: what is stored is what
+//     the producer sent. A rejected batch leaves no trace.
+//   - AppendBatches validates every batch of a call, idempotent producer
+//     sequences included, before writing any: a produce request is refused
+//     whole or written whole (barring an I/O failure part way, after which
+//     the batches already written stay and are remembered for deduplication).
 //   - Offsets are dense logical offsets; a batch with N records takes N offsets.
 //   - Readers see only flushed data: HighWatermark is the offset after the last
 //     batch that has been fsynced. A crash never takes back an offset below the
@@ -86,6 +98,11 @@ type Config struct {
 	// expired. Any client may send made-up producer ids, so without a bound
 	// they would take unbounded memory. Default 20000 (a few MB).
 	MaxProducerIDs int
+	// MaxDecompressedBytes caps what the records of one compressed batch
+	// may decompress to; a batch expanding further is refused as corrupt.
+	// Default 64 MiB: far above what a producer's 1 MiB batch of ordinary
+	// data expands to, low enough that a bomb is cut off in milliseconds.
+	MaxDecompressedBytes int64
 }
 
 // Slice is a byte range of one segment file holding whole record batches,
@@ -134,8 +151,14 @@ type RecoveryReport struct {
 // Errors returned by Append and Read. The broker maps each to a Kafka error
 // code: they are the contract between storage and protocol.
 var (
-	// ErrCorruptBatch: bad length, magic, CRC or record count (CORRUPT_MESSAGE).
+	// ErrCorruptBatch: bad length, CRC or record count in the batch header,
+	// or compressed records that do not decompress within the limit
+	// (CORRUPT_MESSAGE).
 	ErrCorruptBatch = errors.New("corrupt record batch")
+	// ErrInvalidRecord: a batch whose frame is sound but whose records are
+	// not: offset deltas other than 0..n-1, fewer or more records than the
+	// count, lengths that are negative or do not match the bytes (INVALID_RECORD).
+	ErrInvalidRecord = errors.New("invalid record in batch")
 	// ErrUnsupportedMagic: a batch that is not RecordBatch v2
 	// (UNSUPPORTED_FOR_MESSAGE_FORMAT).
 	ErrUnsupportedMagic = errors.New("record batch magic is not 2")

@@ -88,11 +88,11 @@ func checkHeader(h *batchHeader) error {
 	return nil
 }
 
-// validateBatch checks that b is exactly one well-formed RecordBatch v2:
+// checkFraming checks that b is exactly one RecordBatch v2 as a frame:
 // its length field matches len(b), magic is 2, the CRC32C matches and the
-// record count agrees with the last offset delta. Records themselves are
-// never decoded: a compressed batch is opaque.
-func validateBatch(b []byte) (batchHeader, error) {
+// record count agrees with the last offset delta. Recovery trusts a batch
+// that passes, since Append checked its records before writing it.
+func checkFraming(b []byte) (batchHeader, error) {
 	if len(b) < batchHeaderSize {
 		return batchHeader{}, fmt.Errorf("%w: %d bytes is shorter than the %d-byte batch header",
 			ErrCorruptBatch, len(b), batchHeaderSize)
@@ -112,4 +112,25 @@ func validateBatch(b []byte) (batchHeader, error) {
 		return h, fmt.Errorf("%w: crc mismatch: header says %08x, bytes give %08x", ErrCorruptBatch, h.crc, sum)
 	}
 	return h, nil
+}
+
+// validateBatch checks b as Append must before storing it: the framing
+// (checkFraming) and then every record inside, decompressed to at most
+// limit bytes when the batch is compressed. The bytes are only read, never
+// re-encoded.
+func validateBatch(b []byte, limit int64) (batchHeader, error) {
+	h, err := checkFraming(b)
+	if err != nil {
+		return h, err
+	}
+	attrs := binary.BigEndian.Uint16(b[offAttributes:])
+	records := b[batchHeaderSize:]
+	if codec := int(attrs & codecMask); codec != codecNone {
+		return h, walkCompressed(codec, records, h.recordCount, limit)
+	}
+	if fastWalk(records, h.recordCount) {
+		return h, nil
+	}
+	w := recordWalker{buf: records}
+	return h, w.walk(h.recordCount)
 }

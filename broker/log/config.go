@@ -13,6 +13,7 @@ const (
 	DefaultRetentionCheckInterval = 5 * time.Minute
 	DefaultProducerIDExpiry       = 24 * time.Hour
 	DefaultMaxProducerIDs         = 20000
+	DefaultMaxDecompressedBytes   = 64 << 20
 
 	// MaxSegmentBytes caps SegmentBytes: index entries hold file positions
 	// as uint32, and Kafka's segment.bytes is an int32.
@@ -55,6 +56,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxProducerIDs <= 0 {
 		c.MaxProducerIDs = DefaultMaxProducerIDs
+	}
+	if c.MaxDecompressedBytes <= 0 {
+		c.MaxDecompressedBytes = DefaultMaxDecompressedBytes
 	}
 	return c
 }

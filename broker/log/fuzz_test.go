@@ -2,10 +2,19 @@ package log
 
 import (
 	"bytes"
+	stdgzip "compress/gzip"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/golang/snappy"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // fuzzSegment is a small valid segment: batches of 1, 3 and 2 records.
@@ -64,7 +73,7 @@ func FuzzRecoveryScan(f *testing.F) {
 			if h.length < minBatchLength || h.size() > int64(len(b)) {
 				t.Fatalf("kept a batch with length %d in %d bytes", h.length, len(b))
 			}
-			if _, err := validateBatch(b[:h.size()]); err != nil {
+			if _, err := checkFraming(b[:h.size()]); err != nil {
 				t.Fatalf("kept an invalid batch: %v", err)
 			}
 			if h.baseOffset != next {
@@ -91,30 +100,129 @@ func FuzzRecoveryScan(f *testing.F) {
 	})
 }
 
-// FuzzValidateBatch checks that Append's validator never panics and agrees
-// with the recovery scanner: a batch one accepts, the other accepts.
+// FuzzValidateBatch checks that Append's validator never panics, that a
+// batch it accepts the recovery scanner accepts too, and that it never
+// accepts a batch whose records do not decode: every accepted batch is
+// decoded again with kmsg (after decompressing it separately) and must hold
+// exactly its record count of records, numbered 0..n-1. With fix set, the
+// length and CRC are recomputed first, so mutations reach the records and
+// the decompressors instead of stopping at the CRC.
 func FuzzValidateBatch(f *testing.F) {
-	f.Add(makeBatch(batchOpts{}))
-	f.Add(makeBatch(batchOpts{records: 4, pid: 9, epoch: 1, seq: 3}))
+	f.Add(makeBatch(batchOpts{}), false)
+	f.Add(makeBatch(batchOpts{records: 4, pid: 9, epoch: 1, seq: 3}), false)
 	b := makeBatch(batchOpts{records: 2})
 	b[offMagic] = 1
-	f.Add(b)
-	f.Add(make([]byte, batchHeaderSize))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		h, err := validateBatch(data)
-		r := newReader(bytes.NewReader(data), int64(len(data)), readWindow)
-		sh, p := checkBatchAt(r, 0, h.baseOffset, true)
+	f.Add(b, false)
+	f.Add(make([]byte, batchHeaderSize), true)
+	hdr := kmsg.Header{Key: "h", Value: []byte("v")}
+	records := cat(encRecord(0, []byte("key"), []byte("value"), hdr), encRecord(1, nil, nil), encRecord(2, []byte{}, []byte("x"), hdr, hdr))
+	f.Add(batchOf(records, 3, 0), true)
+	f.Add(batchOf(encRecord(7, nil, []byte("v")), 1, 0), true)
+	for _, c := range compressors {
+		f.Add(batchOf(compress(c, records), 3, c.codec), true)
+		f.Add(batchOf(compress(c, records), 3, c.codec), false)
+	}
+	const limit = 1 << 20 // keeps a mutated bomb cheap
+	f.Fuzz(func(t *testing.T, data []byte, fix bool) {
+		if fix && len(data) >= batchHeaderSize {
+			data = fixBatch(bytes.Clone(data))
+		}
+		h, err := validateBatch(data, limit)
+		if len(data) > batchHeaderSize {
+			records := data[batchHeaderSize:]
+			count := int32(binary.BigEndian.Uint32(data[offRecordCount:]))
+			w := recordWalker{buf: records}
+			if slow := w.walk(count); fastWalk(records, count) != (slow == nil) {
+				t.Fatalf("the fast walker and the record walker disagree: fast %v, walker %v", fastWalk(records, count), slow)
+			}
+		}
 		if err != nil {
-			if p == nil && sh.size() == int64(len(data)) {
-				t.Fatalf("validateBatch refused (%v) a batch the scanner accepts", err)
+			if !errors.Is(err, ErrCorruptBatch) && !errors.Is(err, ErrInvalidRecord) && !errors.Is(err, ErrUnsupportedMagic) {
+				t.Fatalf("refused with an error of no known class: %v", err)
 			}
 			return
 		}
-		if p != nil {
+		r := newReader(bytes.NewReader(data), int64(len(data)), readWindow)
+		if _, p := checkBatchAt(r, 0, h.baseOffset, true); p != nil {
 			t.Fatalf("validateBatch accepted a batch the scanner refuses: %v", p)
 		}
 		if h.size() != int64(len(data)) || h.magic != 2 || h.recordCount < 1 || h.nextOffset()-h.baseOffset != int64(h.recordCount) {
 			t.Fatalf("accepted an inconsistent batch: %+v", h)
 		}
+		if err := decodeRecords(data, limit); err != nil {
+			t.Fatalf("accepted a batch whose records do not decode: %v", err)
+		}
 	})
+}
+
+// decodeRecords is the fuzz target's second opinion: it decompresses the
+// records whole and decodes each with kmsg, bounded by its length.
+func decodeRecords(batch []byte, limit int64) error {
+	var rb kmsg.RecordBatch
+	if err := rb.ReadFrom(batch); err != nil {
+		return err
+	}
+	raw, err := decompressWhole(int(rb.Attributes&codecMask), rb.Records, limit)
+	if err != nil {
+		return err
+	}
+	for i := int32(0); i < rb.NumRecords; i++ {
+		length, n := binary.Varint(raw)
+		if n <= 0 || length < 0 || int64(len(raw)-n) < length {
+			return fmt.Errorf("record %d: length %d with %d bytes left", i, length, len(raw))
+		}
+		var rec kmsg.Record
+		if err := rec.ReadFrom(raw[:n+int(length)]); err != nil {
+			return fmt.Errorf("record %d: %w", i, err)
+		}
+		if rec.OffsetDelta != i {
+			return fmt.Errorf("record %d has offset delta %d", i, rec.OffsetDelta)
+		}
+		raw = raw[n+int(length):]
+	}
+	if len(raw) != 0 {
+		return fmt.Errorf("%d bytes after the last record", len(raw))
+	}
+	return nil
+}
+
+// decompressWhole decompresses without the validator's streaming walker.
+func decompressWhole(codec int, data []byte, limit int64) ([]byte, error) {
+	var r io.Reader
+	switch codec {
+	case codecNone:
+		return data, nil
+	case codecGzip:
+		zr, err := stdgzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, err
+		}
+		r = zr
+	case codecSnappy:
+		if !bytes.HasPrefix(data, xerialMagic) {
+			return snappy.Decode(nil, data)
+		}
+		var out []byte
+		for rest := data[xerialHeaderSize:]; len(rest) > 0; {
+			n := int(binary.BigEndian.Uint32(rest))
+			block, err := snappy.Decode(nil, rest[4:4+n])
+			if err != nil {
+				return nil, err
+			}
+			out, rest = append(out, block...), rest[4+n:]
+		}
+		return out, nil
+	case codecLZ4:
+		r = lz4.NewReader(bytes.NewReader(data))
+	case codecZstd:
+		d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(uint64(limit)))
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		return d.DecodeAll(data, nil)
+	default:
+		return nil, fmt.Errorf("codec %d", codec)
+	}
+	return io.ReadAll(io.LimitReader(r, limit+1))
 }

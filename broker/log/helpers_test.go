@@ -162,7 +162,7 @@ func batchesIn(t testing.TB, b []byte) []batchHeader {
 		if h.size() > int64(len(b)) {
 			t.Fatalf("batch of %d bytes cut at %d", h.size(), len(b))
 		}
-		if _, err := validateBatch(b[:h.size()]); err != nil {
+		if _, err := validateBatch(b[:h.size()], DefaultMaxDecompressedBytes); err != nil {
 			t.Fatalf("batch in slice: %v", err)
 		}
 		hs = append(hs, h)

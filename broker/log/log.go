@@ -55,15 +55,36 @@ type Log struct {
 // Dir is the partition directory.
 func (l *Log) Dir() string { return l.dir }
 
-// Append writes one RecordBatch v2 at the end of the log; see the package
-// documentation for what is validated. It assigns the batch its base offset
-// by overwriting the first 8 bytes of batch, the only bytes it changes.
-// The batch is readable once a flush covers it (HighWatermark); WaitFlushed
-// waits for that.
+// Append writes one RecordBatch v2 at the end of the log; it is
+// AppendBatches with a single batch.
 func (l *Log) Append(batch []byte) (AppendResult, error) {
-	h, err := validateBatch(batch)
-	if err != nil {
-		return AppendResult{}, err
+	return l.AppendBatches([][]byte{batch})
+}
+
+// AppendBatches writes RecordBatch v2 batches, in order, at the end of the
+// log; see the package documentation for what is validated. Every batch is
+// validated, idempotent producer sequences included, before any is written,
+// so a refused batch leaves none of the others in the log. Each batch gets
+// its base offset by overwriting its first 8 bytes, the only bytes changed.
+// The result spans all the batches: BaseOffset is the first batch's,
+// LastOffset the last one's, and Duplicate is set when every batch repeated
+// one already in the log. The batches are readable once a flush covers them
+// (HighWatermark); WaitFlushed waits for that.
+func (l *Log) AppendBatches(batches [][]byte) (AppendResult, error) {
+	if len(batches) == 0 {
+		return AppendResult{}, fmt.Errorf("%w: no record batch to append", ErrCorruptBatch)
+	}
+	var small [2]plannedBatch
+	plan := small[:0]
+	for i, b := range batches {
+		h, err := validateBatch(b, l.cfg.MaxDecompressedBytes)
+		if err != nil {
+			if len(batches) > 1 {
+				err = fmt.Errorf("batch %d of %d: %w", i+1, len(batches), err)
+			}
+			return AppendResult{}, err
+		}
+		plan = append(plan, plannedBatch{h: h})
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -74,32 +95,89 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 		return AppendResult{}, l.failed
 	}
 	now := l.cfg.Clock()
-	res := AppendResult{LogAppendTime: now.UnixMilli()}
-	if h.producerID != -1 {
-		dup, err := l.producers.check(&h)
-		if err != nil {
-			return AppendResult{}, err
-		}
-		if dup != nil {
-			res.BaseOffset, res.LastOffset, res.Duplicate = dup.base, dup.last, true
-			return res, nil
-		}
-	}
-	if err := l.maybeRoll(&h, now); err != nil {
+	if err := l.checkProducers(plan, now); err != nil {
 		return AppendResult{}, err
 	}
+	res := AppendResult{LogAppendTime: now.UnixMilli(), Duplicate: true}
+	for i := range plan {
+		p := &plan[i]
+		if !p.dup {
+			var err error
+			if p.base, p.last, err = l.write(batches[i], &p.h, now); err != nil {
+				return AppendResult{}, err
+			}
+			res.Duplicate = false
+		}
+		if i == 0 {
+			res.BaseOffset = p.base
+		}
+		res.LastOffset = p.last
+	}
+	return res, nil
+}
+
+// plannedBatch is one batch of an AppendBatches call between validation
+// and writing.
+type plannedBatch struct {
+	h          batchHeader
+	dup        bool  // repeats a batch already in the log: not written
+	base, last int64 // offsets: the original ones for a duplicate
+}
+
+// checkProducers applies the idempotence rules to every batch of plan
+// before any is written. A producer's later batches in the same call are
+// checked against what its earlier ones would leave, kept in a scratch
+// state, so the log's own state changes only as batches are written. Call
+// with mu held.
+func (l *Log) checkProducers(plan []plannedBatch, now time.Time) error {
+	var scratch producers // producers seen earlier in this call
+	next := l.leo
+	for i := range plan {
+		p := &plan[i]
+		if p.h.producerID != -1 {
+			state := &l.producers
+			if scratch.lookup(p.h.producerID) != nil {
+				state = &scratch
+			}
+			dup, err := state.check(&p.h)
+			if err != nil {
+				if len(plan) > 1 {
+					err = fmt.Errorf("batch %d of %d: %w", i+1, len(plan), err)
+				}
+				return err
+			}
+			if dup != nil {
+				p.dup, p.base, p.last = true, dup.base, dup.last
+				continue
+			}
+			if len(plan) > 1 {
+				scratch.record(&p.h, next, next+int64(p.h.lastOffsetDelta), now)
+			}
+		}
+		next += int64(p.h.lastOffsetDelta) + 1
+	}
+	return nil
+}
+
+// write appends one validated batch at the log end and returns its offsets.
+// Call with mu held.
+func (l *Log) write(batch []byte, h *batchHeader, now time.Time) (base, last int64, err error) {
+	if err := l.maybeRoll(h, now); err != nil {
+		return 0, 0, err
+	}
 	s := l.active
-	pos, base := s.size, l.leo
+	pos := s.size
+	base = l.leo
 	binary.BigEndian.PutUint64(batch[offBaseOffset:], uint64(base))
 	h.baseOffset = base
 	if _, err := s.w.WriteAt(batch, pos); err != nil {
-		return AppendResult{}, l.undoWrite(s, pos, fmt.Errorf("append to %s at byte %d: %w", s.path, pos, err))
+		return 0, 0, l.undoWrite(s, pos, fmt.Errorf("append to %s at byte %d: %w", s.path, pos, err))
 	}
 	maxTs := max(s.maxTs, h.maxTimestamp)
 	e, indexed := s.indexEntryFor(pos, base, maxTs, l.cfg.IndexIntervalBytes)
 	if indexed {
 		if err := s.writeIndexEntry(e); err != nil {
-			return AppendResult{}, l.undoWrite(s, pos, fmt.Errorf("append to %s: %w", s.indexPath, err))
+			return 0, 0, l.undoWrite(s, pos, fmt.Errorf("append to %s: %w", s.indexPath, err))
 		}
 		s.index = append(s.index, e)
 	}
@@ -116,16 +194,16 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 	}
 	wasFlushed := l.leo == l.flushTarget
 	l.leo = s.next
-	res.BaseOffset, res.LastOffset = base, l.leo-1
+	last = l.leo - 1
 	if h.producerID != -1 {
-		l.producers.record(&h, res.BaseOffset, res.LastOffset, now)
+		l.producers.record(h, base, last, now)
 	}
 	if l.leo-l.flushTarget >= l.cfg.FlushMessages {
 		signal(l.flushReq)
 	} else if wasFlushed {
 		signal(l.dirtyCh)
 	}
-	return res, nil
+	return base, last, nil
 }
 
 // undoWrite cuts a partly written batch off the active segment. If even

@@ -61,7 +61,7 @@ func TestHeaderReader(t *testing.T) {
 	}
 	unknown := schema.AppendEnvelope(nil, 999999)
 	for _, strict := range []bool{false, true} {
-		hr, err := audit.NewHeaderReader(env.Registry, strict)
+		hr, err := audit.NewHeaderReader(env.Registry, audit.HeaderReaderConfig{Strict: strict})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func TestHeaderReader(t *testing.T) {
 	// Only a strict reader decodes past the header: a body cut short
 	// after it is malformed to a tier, not to a producer that just wrote it.
 	cut := first[:len(first)-3]
-	strict, _ := audit.NewHeaderReader(env.Registry, true)
+	strict, _ := audit.NewHeaderReader(env.Registry, audit.HeaderReaderConfig{Strict: true})
 	if _, _, err := strict.Read(ctx, cut); !audit.IsMalformed(err) {
 		t.Errorf("strict reader, body cut short: %v, want malformed", err)
 	}

@@ -346,7 +346,17 @@ func floorDiv(a, b int64) int64 {
 
 // maxSkipDepth bounds the nesting a skip follows, so a recursive schema
 // and a crafted body cannot exhaust the stack.
-const maxSkipDepth = 64
+const maxSkipDepth = 512
+
+// checkLengths walks a whole body written in s and fails when a count or
+// length it claims runs past the end. goavro allocates an array or map of
+// the claimed count before reading a single item, so a few crafted bytes
+// could make it allocate gigabytes; after this check, what it allocates is
+// bounded by the body's size.
+func checkLengths(s avro.Schema, body []byte) error {
+	w := walker{b: body}
+	return w.skip(s, 0)
+}
 
 // walker reads an Avro binary body just far enough: it skips values by
 // their encodings and reads the few it needs. Every length is checked
@@ -355,7 +365,7 @@ const maxSkipDepth = 64
 type walker struct{ b []byte }
 
 func (w *walker) bad(what string) error {
-	return fmt.Errorf("%w: %s before the header time", ErrBadBody, what)
+	return fmt.Errorf("%w: %s", ErrBadBody, what)
 }
 
 func (w *walker) long() (int64, error) {

@@ -33,7 +33,9 @@ type Header struct {
 // HeaderTime returns header.time, in epoch milliseconds, from an event
 // decoded by a Deserializer (or a *struct / struct with a Header field
 // tagged `avro:"header"`). It returns false when the value has no header or
-// the header has no time.
+// the header has no time. It is a convenience for applications holding a
+// value without its schema; Tributary's own parts read the time with a
+// HeaderLayout, which knows the schema.
 func HeaderTime(native any) (int64, bool) {
 	switch v := native.(type) {
 	case map[string]any:

@@ -20,10 +20,10 @@ const microsSchema = `{"type":"record","name":"E","namespace":"x","fields":[
 // what the rule must read from it.
 type layoutCase struct {
 	name, schema, field string
-	event                map[string]any
-	ms                   int64
-	server               string
-	noTime               bool
+	event               map[string]any
+	ms                  int64
+	server              string
+	noTime              bool
 }
 
 var guid = make([]byte, 16)

@@ -21,7 +21,10 @@
 //
 // HeaderReader reads eventTime and server from an envelope (the mirror's
 // AuditTier counts with it); a Producer wraps a kgo client, a
-// schema.Serializer and a Publisher for applications.
+// schema.Serializer and a Publisher for applications. Every tier finds the
+// header and its time by the one rule of schema.HeaderLayout (the
+// top-level field "header", or the one HeaderField names, whatever the
+// record's name), so the same event lands in the same window everywhere.
 //
 // Snapshots state what a cluster or a warehouse holds: Scan or
 // ScanWarehouse, then PublishSnapshot (`tributary audit count`). A later
@@ -48,5 +51,7 @@
 //
 // Store holds what monitoring events say (Load and Follow fill it from
 // the audit topic); Store.Report reconciles it into a Report, which
-// package audit/report prints as a table, JSON, CSV or an HTML page.
+// package audit/report prints as a table, JSON, CSV or an HTML page. A
+// store from NewRetainingStore (`audit serve`) forgets windows past its
+// retention, so its memory is bounded however long it runs.
 package audit

@@ -63,7 +63,7 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	headers, err := audit.NewHeaderReader(anReg, false)
+	headers, err := audit.NewHeaderReader(anReg, audit.HeaderReaderConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,19 @@
 package audit
 
+import (
+	"context"
+
+	"github.com/tributary-io/tributary/schema"
+)
+
+// DecodeEvent is decodeEvent, for the fuzz target.
+func DecodeEvent(ctx context.Context, des *schema.Deserializer, value []byte) (*Event, error) {
+	return decodeEvent(ctx, des, value)
+}
+
+// EventNative is an event in the form it is published in.
+func EventNative(e *Event) map[string]any { return e.native() }
+
 // SetDrop makes p lose the monitoring events f returns true for, as a
 // network would: never sent, yet taken for acknowledged.
 func SetDrop(p *Publisher, f func(*Event) bool) {
@@ -7,3 +21,6 @@ func SetDrop(p *Publisher, f func(*Event) bool) {
 	p.drop = f
 	p.sendMu.Unlock()
 }
+
+// ErrNotEvent is errNotEvent.
+var ErrNotEvent = errNotEvent

@@ -2,21 +2,18 @@ package audit
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
-
-	"github.com/hamba/avro/v2"
 
 	"github.com/tributary-io/tributary/schema"
 )
 
-// ErrNoTime means an event has no usable header time: its schema has no
-// standard header, or the time is zero. Such events are counted apart
-// (no_time), never in a window.
-var ErrNoTime = errors.New("audit: event has no header time")
+// ErrNoTime means an event has no usable header time (see
+// schema.HeaderLayout for the rule): its schema has no header, or this
+// event's time is zero or null. Such events are counted apart (no_time),
+// never in a window. The error says why.
+var ErrNoTime = schema.ErrNoHeaderTime
 
 // IsMalformed reports whether err from HeaderReader.Read means the value
 // itself is bad (not an envelope, an unknown schema id, a body that does
@@ -24,44 +21,41 @@ var ErrNoTime = errors.New("audit: event has no header time")
 // nothing about the value and must not be counted.
 func IsMalformed(err error) bool {
 	return errors.Is(err, schema.ErrWrongMagic) || errors.Is(err, schema.ErrTruncated) ||
-		errors.Is(err, schema.ErrUnknownID) || errors.Is(err, schema.ErrBadBody) || errors.Is(err, errBadHeader)
+		errors.Is(err, schema.ErrUnknownID) || errors.Is(err, schema.ErrBadBody)
 }
 
-var errBadHeader = errors.New("audit: header does not decode")
+// HeaderReaderConfig configures a HeaderReader.
+type HeaderReaderConfig struct {
+	// Strict readers decode every value completely, so a body that is
+	// broken after its header counts as malformed (tiers want this);
+	// otherwise only the fields up to the header's are read (a producer
+	// that just encoded the value wants this).
+	Strict bool
+	// HeaderField is the top-level field holding the header. Default:
+	// schema.DefaultHeaderField.
+	HeaderField string
+}
 
-// HeaderReader reads the header time and server of envelopes. It is safe
-// for concurrent use.
+// HeaderReader reads the header time and server of envelopes by the rule
+// of schema.HeaderLayout, which every tier shares. It is safe for
+// concurrent use.
 type HeaderReader struct {
-	des    *schema.Deserializer
-	strict bool
-
-	mu    sync.RWMutex
-	plans map[int]plan // schema id → how to find the header
+	des     *schema.Deserializer
+	strict  bool
+	layouts *schema.HeaderLayouts
 }
-
-// plan is what a writer schema says about reading its header.
-type plan int
-
-const (
-	planNoHeader plan = iota // no standard header: no_time
-	planLeading              // header first, time then server first in it: read them directly
-	planDecode               // anywhere else: decode the whole value
-)
 
 // NewHeaderReader returns a HeaderReader that fetches writer schemas
-// through reg. A strict reader decodes every value completely, so a body
-// that is broken after its header counts as malformed (tiers want this);
-// otherwise a header at the front of the value is read without decoding
-// the rest (a producer that just encoded the value wants this).
-func NewHeaderReader(reg schema.Registry, strict bool) (*HeaderReader, error) {
+// through reg.
+func NewHeaderReader(reg schema.Registry, cfg HeaderReaderConfig) (*HeaderReader, error) {
 	des, err := schema.NewDeserializer(reg, schema.DeserializerConfig{})
 	if err != nil {
 		return nil, err
 	}
-	return &HeaderReader{des: des, strict: strict, plans: map[int]plan{}}, nil
+	return &HeaderReader{des: des, strict: cfg.Strict, layouts: schema.NewHeaderLayouts(des, cfg.HeaderField)}, nil
 }
 
-// Read returns the header time and server of an envelope. The error is
+// Read returns the header time and server of an envelope. The error wraps
 // ErrNoTime for an event without a usable time, IsMalformed for a value
 // that does not decode, anything else for a registry failure.
 func (h *HeaderReader) Read(ctx context.Context, value []byte) (time.Time, string, error) {
@@ -69,96 +63,18 @@ func (h *HeaderReader) Read(ctx context.Context, value []byte) (time.Time, strin
 	if err != nil {
 		return time.Time{}, "", err
 	}
-	pl, err := h.plan(ctx, id)
+	l, err := h.layouts.Get(ctx, id)
 	if err != nil {
 		return time.Time{}, "", err
 	}
-	if pl == planLeading && !h.strict {
-		return readLeading(body)
-	}
-	if pl == planNoHeader && !h.strict {
-		return time.Time{}, "", ErrNoTime
-	}
-	native, err := h.des.Deserialize(ctx, value)
-	if err != nil {
-		return time.Time{}, "", err
-	}
-	ms, ok := schema.HeaderTime(native)
-	if !ok {
-		return time.Time{}, "", ErrNoTime
-	}
-	var server string
-	if m, ok := native.(map[string]any); ok {
-		if hd, ok := m["header"].(map[string]any); ok {
-			server, _ = hd["server"].(string)
+	if h.strict {
+		if _, err := h.des.Deserialize(ctx, value); err != nil {
+			return time.Time{}, "", err
 		}
+	}
+	ms, server, err := l.Read(body)
+	if err != nil {
+		return time.Time{}, "", fmt.Errorf("schema id %d: %w", id, err)
 	}
 	return time.UnixMilli(ms).UTC(), server, nil
-}
-
-func (h *HeaderReader) plan(ctx context.Context, id int) (plan, error) {
-	h.mu.RLock()
-	pl, ok := h.plans[id]
-	h.mu.RUnlock()
-	if ok {
-		return pl, nil
-	}
-	text, err := h.des.WriterSchema(ctx, id)
-	if err != nil {
-		return 0, err
-	}
-	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
-	if err != nil {
-		return 0, fmt.Errorf("audit: writer schema %d: %w", id, err)
-	}
-	pl = planFor(s)
-	h.mu.Lock()
-	h.plans[id] = pl
-	h.mu.Unlock()
-	return pl, nil
-}
-
-func planFor(s avro.Schema) plan {
-	rec, ok := s.(*avro.RecordSchema)
-	if !ok {
-		return planNoHeader
-	}
-	for i, f := range rec.Fields() {
-		if f.Name() != "header" {
-			continue
-		}
-		t := f.Type()
-		if ref, ok := t.(*avro.RefSchema); ok {
-			t = ref.Schema()
-		}
-		hr, ok := t.(*avro.RecordSchema)
-		if !ok || hr.FullName() != schema.HeaderSchemaName {
-			return planNoHeader
-		}
-		hf := hr.Fields()
-		if i == 0 && len(hf) >= 2 && hf[0].Name() == "time" && hf[0].Type().Type() == avro.Long &&
-			hf[1].Name() == "server" && hf[1].Type().Type() == avro.String {
-			return planLeading
-		}
-		return planDecode
-	}
-	return planNoHeader
-}
-
-// readLeading reads header.time (a zig-zag varint long) and header.server
-// (a length-prefixed string) from the front of an Avro body.
-func readLeading(body []byte) (time.Time, string, error) {
-	ms, n := binary.Varint(body)
-	if n <= 0 {
-		return time.Time{}, "", fmt.Errorf("%w: header.time", errBadHeader)
-	}
-	body = body[n:]
-	l, m := binary.Varint(body)
-	if m <= 0 || l < 0 || int64(len(body)-m) < l {
-		return time.Time{}, "", fmt.Errorf("%w: header.server", errBadHeader)
-	}
-	if ms == 0 {
-		return time.Time{}, "", ErrNoTime
-	}
-	return time.UnixMilli(ms).UTC(), string(body[m : m+int(l)]), nil
 }

@@ -1,9 +1,13 @@
 package audit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,7 +65,7 @@ func TestHeaderReader(t *testing.T) {
 	}
 	unknown := schema.AppendEnvelope(nil, 999999)
 	for _, strict := range []bool{false, true} {
-		hr, err := audit.NewHeaderReader(env.Registry, strict)
+		hr, err := audit.NewHeaderReader(env.Registry, audit.HeaderReaderConfig{Strict: strict})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +87,7 @@ func TestHeaderReader(t *testing.T) {
 	// Only a strict reader decodes past the header: a body cut short
 	// after it is malformed to a tier, not to a producer that just wrote it.
 	cut := first[:len(first)-3]
-	strict, _ := audit.NewHeaderReader(env.Registry, true)
+	strict, _ := audit.NewHeaderReader(env.Registry, audit.HeaderReaderConfig{Strict: true})
 	if _, _, err := strict.Read(ctx, cut); !audit.IsMalformed(err) {
 		t.Errorf("strict reader, body cut short: %v, want malformed", err)
 	}
@@ -142,4 +146,51 @@ func TestNoTimeAndMalformedCountedApart(t *testing.T) {
 	if noTime != 4 || malformed != 1 {
 		t.Errorf("producer counted %d without time and %d malformed, want 4 and 1 (the event that did not encode)", noTime, malformed)
 	}
+}
+
+// A producer that cannot read its events' time says why, once per schema
+// id, instead of counting no_time in silence.
+func TestProducerExplainsNoTimeOnce(t *testing.T) {
+	env := audittest.Start(t)
+	var logs syncBuffer
+	pub, err := audit.NewPublisher(audit.PublisherConfig{Client: audittest.Client(t, env.Broker.Addr), Registry: env.Registry,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close(context.Background())
+	prod, err := audit.NewProducer(audittest.Client(t, env.Broker.Addr), serializer(t, env, noHeader), pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := prod.Produce(t.Context(), "bare", map[string]any{"n": int64(i)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := prod.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "counted as no_time"); n != 1 || !strings.Contains(out, `has no top-level field \"header\"`) {
+		t.Errorf("%d explanations, want 1 naming the missing field:\n%s", n, out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer a logger may write from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

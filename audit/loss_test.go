@@ -26,7 +26,7 @@ type injection struct {
 func copyTopics(t *testing.T, src, dst string, reg *sr.Client, inj injection, topics ...string) (dropped, duplicated map[audit.TopicWindow]int64) {
 	t.Helper()
 	ctx := context.Background()
-	hr, err := audit.NewHeaderReader(reg, true)
+	hr, err := audit.NewHeaderReader(reg, audit.HeaderReaderConfig{Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}

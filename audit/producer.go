@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -23,16 +25,20 @@ type Producer struct {
 	pub     *Publisher
 	headers *HeaderReader
 	now     func() time.Time
+	log     *slog.Logger
+
+	explained sync.Map // schema id → struct{}: why it has no time was logged
 }
 
 // NewProducer returns a Producer sending through cl, encoding with ser and
-// counting in pub (whose schema registry must be the one ser uses).
+// counting in pub (whose schema registry must be the one ser uses). It
+// reads the header in the field ser fills (SerializerConfig.HeaderField).
 func NewProducer(cl *kgo.Client, ser *schema.Serializer, pub *Publisher) (*Producer, error) {
-	hr, err := NewHeaderReader(pub.cfg.Registry, false)
+	hr, err := NewHeaderReader(pub.cfg.Registry, HeaderReaderConfig{HeaderField: ser.HeaderField()})
 	if err != nil {
 		return nil, err
 	}
-	return &Producer{cl: cl, ser: ser, pub: pub, headers: hr, now: pub.cfg.Now}, nil
+	return &Producer{cl: cl, ser: ser, pub: pub, headers: hr, now: pub.cfg.Now, log: pub.cfg.Logger}, nil
 }
 
 // Produce serializes event for topic and produces it asynchronously;
@@ -58,6 +64,9 @@ func (p *Producer) ProduceRecord(ctx context.Context, r *kgo.Record, promise fun
 	default:
 		return fmt.Errorf("audit: read the header of a record for %s: %w", r.Topic, err)
 	}
+	if errors.Is(err, ErrNoTime) {
+		p.explain(r, err)
+	}
 	herr := err
 	p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
 		if err == nil {
@@ -75,6 +84,22 @@ func (p *Producer) ProduceRecord(ctx context.Context, r *kgo.Record, promise fun
 		}
 	})
 	return nil
+}
+
+// explain logs, once per schema id, why events have no header time: a
+// producer that counts every event as no_time is a misconfiguration (a
+// header under another field name, a time of the wrong type) that the
+// operator should hear of, not find in a report weeks later.
+func (p *Producer) explain(r *kgo.Record, err error) {
+	id, _, derr := schema.DecodeEnvelope(r.Value)
+	if derr != nil {
+		return
+	}
+	if _, seen := p.explained.LoadOrStore(id, struct{}{}); seen {
+		return
+	}
+	p.log.Warn("audit: events of this schema are counted as no_time: the producer cannot read their header time",
+		"topic", r.Topic, "schema_id", id, "header_field", p.ser.HeaderField(), "reason", err)
 }
 
 // Flush waits until every record produced so far is acknowledged (and

@@ -121,15 +121,11 @@ func follow(ctx context.Context, src Source, since time.Time, st *Store, stopAtE
 			if r.Offset+1 >= end[r.Partition] {
 				delete(remaining, r.Partition)
 			}
-			v, err := des.Deserialize(ctx, r.Value)
+			e, err := decodeEvent(ctx, des, r.Value)
 			if err == nil {
-				var e *Event
-				if e, err = eventFromNative(v); err == nil {
-					st.Add(e)
-					n++
-					return
-				}
-				err = fmt.Errorf("%w: %v", errNotEvent, err)
+				st.Add(e)
+				n++
+				return
 			}
 			if !errors.Is(err, context.Canceled) && !IsMalformed(err) && fatal == nil && !errors.Is(err, errNotEvent) {
 				fatal = err
@@ -145,6 +141,23 @@ func follow(ctx context.Context, src Source, since time.Time, st *Store, stopAtE
 
 // errNotEvent marks a record that decoded but is not a monitoring event.
 var errNotEvent = errors.New("not a monitoring event")
+
+// decodeEvent decodes one record of the audit topic. Anyone who can write
+// to the topic can put any bytes there, so this is a decoder of untrusted
+// input: it returns an error (malformed, or errNotEvent), never panics,
+// and allocates in proportion to the record, whatever lengths it claims
+// (FuzzDecodeEvent).
+func decodeEvent(ctx context.Context, des *schema.Deserializer, value []byte) (*Event, error) {
+	v, err := des.Deserialize(ctx, value)
+	if err != nil {
+		return nil, err
+	}
+	e, err := eventFromNative(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNotEvent, err)
+	}
+	return e, nil
+}
 
 // offsets returns where to start reading each partition of the audit
 // topic and where it ends now.

@@ -30,6 +30,9 @@ type ScanConfig struct {
 	Opts []kgo.Opt
 	// Logger receives a line per topic counted. Default: slog.Default().
 	Logger *slog.Logger
+	// HeaderField is the top-level field holding the events' header.
+	// Default: schema.DefaultHeaderField.
+	HeaderField string
 }
 
 // Scan counts what a cluster holds now: every record of the topics, from
@@ -45,7 +48,7 @@ func Scan(ctx context.Context, cfg ScanConfig) (*Counts, []string, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	hr, err := NewHeaderReader(cfg.Registry, true)
+	hr, err := NewHeaderReader(cfg.Registry, HeaderReaderConfig{Strict: true, HeaderField: cfg.HeaderField})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -10,10 +11,22 @@ import (
 // each snapshot source (SNAPSHOT events), and per publisher the sequence
 // numbers seen, so lost events can be found. It is safe for concurrent
 // use: `audit serve` adds events while pages are rendered.
+//
+// A store made by NewRetainingStore keeps only windows that ended within
+// its retention: older windows, the ids of their events and what it knew
+// of publishers that went quiet before it are forgotten, so a store fed
+// for months holds a bounded amount; events about windows already
+// forgotten are ignored (Add returns false).
 type Store struct {
 	mu         sync.Mutex
-	ids        map[[16]byte]struct{}
+	ids        map[[16]byte]time.Time // event id → end of its window
 	duplicates int64
+	expired    int64
+
+	retain     time.Duration // 0: keep everything
+	now        func() time.Time
+	horizon    time.Time // windows ending before it are forgotten
+	nextForget time.Time
 	delta      map[countKey]int64
 	deltaAnom  map[anomKey]anomalies
 	snaps      map[snapKey]*snapState
@@ -83,7 +96,7 @@ type seqInfo struct {
 // NewStore returns an empty Store.
 func NewStore() *Store {
 	return &Store{
-		ids:       map[[16]byte]struct{}{},
+		ids:       map[[16]byte]time.Time{},
 		delta:     map[countKey]int64{},
 		deltaAnom: map[anomKey]anomalies{},
 		snaps:     map[snapKey]*snapState{},
@@ -91,17 +104,41 @@ func NewStore() *Store {
 	}
 }
 
+// DefaultRetain is how long `audit serve` keeps windows: two weeks, well
+// past any report it serves (--last) and any late monitoring event.
+const DefaultRetain = 14 * 24 * time.Hour
+
+// NewRetainingStore returns an empty Store that forgets windows which
+// ended more than retain before now (its clock; default time.Now).
+func NewRetainingStore(retain time.Duration, now func() time.Time) *Store {
+	s := NewStore()
+	if now == nil {
+		now = time.Now
+	}
+	s.retain, s.now = retain, now
+	return s
+}
+
 // Add records a monitoring event. It returns false, and changes nothing,
-// for an event whose id was already added: a monitoring event delivered
-// twice is counted once.
+// for an event whose id was already added (a monitoring event delivered
+// twice is counted once) and, in a retaining store, for an event about a
+// window already forgotten.
 func (s *Store) Add(e *Event) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	end := e.Window.Add(e.Size)
+	if s.retain > 0 {
+		s.forgetOld()
+		if end.Before(s.horizon) {
+			s.expired++
+			return false
+		}
+	}
 	if _, dup := s.ids[e.ID]; dup {
 		s.duplicates++
 		return false
 	}
-	s.ids[e.ID] = struct{}{}
+	s.ids[e.ID] = end
 	s.addPublisher(e)
 	if e.Snapshot {
 		s.addSnapshot(e)
@@ -173,4 +210,59 @@ func (s *Store) addSnapshot(e *Event) {
 		}
 		s.snaps[k] = st
 	}
+}
+
+// forgetOld moves the horizon to retain before now and, now and then (a
+// sweep costs a pass over everything held), forgets what lies before it.
+func (s *Store) forgetOld() {
+	now := s.now()
+	s.horizon = now.Add(-s.retain)
+	if now.Before(s.nextForget) {
+		return
+	}
+	s.nextForget = now.Add(max(s.retain/64, time.Minute))
+	s.forget(s.horizon)
+}
+
+// forget drops every window that ended before horizon, the ids of events
+// about them, and publishers with nothing left after them. A publisher's
+// sequence numbers are forgotten from the oldest up to the first one still
+// kept, so no gap appears in what remains (which would read as a lost
+// monitoring event).
+func (s *Store) forget(horizon time.Time) {
+	// Kept entries are copied into new maps: Go maps never give back the
+	// room of deleted entries, so deleting alone would let a map sized for
+	// the busiest day stay that size for good.
+	s.ids = keep(s.ids, func(_ [16]byte, end time.Time) bool { return !end.Before(horizon) })
+	s.delta = keep(s.delta, func(k countKey, _ int64) bool { return !k.window.Add(k.size).Before(horizon) })
+	s.deltaAnom = keep(s.deltaAnom, func(k anomKey, _ anomalies) bool { return !k.window.Add(k.size).Before(horizon) })
+	s.snaps = keep(s.snaps, func(k snapKey, _ *snapState) bool { return !k.window.Add(k.size).Before(horizon) })
+	for id, p := range s.pubs {
+		seqs := make([]int64, 0, len(p.seqs))
+		for seq := range p.seqs {
+			seqs = append(seqs, seq)
+		}
+		slices.Sort(seqs)
+		for _, seq := range seqs {
+			info := p.seqs[seq]
+			if !info.window.Add(info.size).Before(horizon) {
+				break
+			}
+			delete(p.seqs, seq)
+		}
+		if len(p.seqs) == 0 && p.last.Before(horizon) {
+			delete(s.pubs, id)
+		}
+	}
+}
+
+// keep returns a new map of the entries of m that ok keeps.
+func keep[K comparable, V any](m map[K]V, ok func(K, V) bool) map[K]V {
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		if ok(k, v) {
+			out[k] = v
+		}
+	}
+	return out
 }

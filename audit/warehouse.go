@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hamba/avro/v2"
 	"github.com/linkedin/goavro/v2"
 
 	"github.com/tributary-io/tributary/loader/warehouse"
@@ -33,6 +34,9 @@ type WarehouseScanConfig struct {
 	Window time.Duration
 	// Logger receives a line per topic counted. Default: slog.Default().
 	Logger *slog.Logger
+	// HeaderField is the top-level field holding the events' header.
+	// Default: schema.DefaultHeaderField.
+	HeaderField string
 }
 
 // ScanWarehouse counts what a warehouse holds, the loader's layout
@@ -84,7 +88,7 @@ func ScanWarehouse(ctx context.Context, cfg WarehouseScanConfig) (*Counts, []str
 				if err := ctx.Err(); err != nil {
 					return nil, nil, err
 				}
-				if err := countFile(cfg.FS, path.Join(h.dir, e.Name()), topic, h.t, cfg.Window, c); err != nil {
+				if err := countFile(cfg.FS, path.Join(h.dir, e.Name()), topic, h.t, cfg.Window, cfg.HeaderField, c); err != nil {
 					return nil, nil, err
 				}
 				files++
@@ -132,8 +136,10 @@ func hourDirs(w warehouse.FS, topic string) ([]hourDir, error) {
 
 func isNotExist(err error) bool { return err != nil && errors.Is(err, fs.ErrNotExist) }
 
-// countFile counts the events of one object container file.
-func countFile(w warehouse.FS, name, topic string, hour time.Time, window time.Duration, c *Counts) error {
+// countFile counts the events of one object container file, reading
+// their header by the rule every tier shares (schema.HeaderLayout) under
+// the file's own writer schema.
+func countFile(w warehouse.FS, name, topic string, hour time.Time, window time.Duration, field string, c *Counts) error {
 	f, err := w.Open(name)
 	if err != nil {
 		return fmt.Errorf("audit: open %s: %w", name, err)
@@ -143,21 +149,20 @@ func countFile(w warehouse.FS, name, topic string, hour time.Time, window time.D
 	if err != nil {
 		return fmt.Errorf("audit: %s is not an Avro container file: %w", name, err)
 	}
+	ws, err := avro.ParseWithCache(r.Codec().Schema(), "", &avro.SchemaCache{})
+	if err != nil {
+		return fmt.Errorf("audit: %s: writer schema: %w", name, err)
+	}
+	layout := schema.NewHeaderLayout(ws, field)
 	for r.Scan() {
 		v, err := r.Read()
 		if err != nil {
 			return fmt.Errorf("audit: %s: %w", name, err)
 		}
-		ms, ok := schema.HeaderTime(v)
-		if !ok {
+		ms, server, err := layout.ReadNative(v)
+		if err != nil {
 			c.NoTime[TopicWindow{Topic: topic, Window: WindowStart(hour, window)}]++
 			continue
-		}
-		var server string
-		if m, ok := v.(map[string]any); ok {
-			if h, ok := m["header"].(map[string]any); ok {
-				server, _ = h["server"].(string)
-			}
 		}
 		c.Events[Key{Topic: topic, Window: WindowStart(time.UnixMilli(ms), window), Server: server}]++
 	}

@@ -37,6 +37,7 @@ import (
 //	start_at: earliest              # where a new partition starts: earliest or latest
 //	lock_ttl: 1m
 //	audit: true                     # publish each committed run's counts as the audit's "warehouse" tier
+//	header_field: header            # top-level field holding the events' header (its time files and counts them)
 //	retry:
 //	  attempts: 3                   # retries after a failed run
 //	  backoff: 30s                  # first wait; doubles each time
@@ -56,8 +57,11 @@ type Spec struct {
 	LockTTL      Duration `yaml:"lock_ttl"`
 	// Audit publishes each committed run's counts to the _audit topic of
 	// the job's brokers, through its registry (loader.AuditConfig).
-	Audit bool  `yaml:"audit"`
-	Retry Retry `yaml:"retry"`
+	Audit bool `yaml:"audit"`
+	// HeaderField names the top-level field holding the events' header,
+	// for users whose schemas call it otherwise (loader.Config.HeaderField).
+	HeaderField string `yaml:"header_field"`
+	Retry       Retry  `yaml:"retry"`
 
 	// File is where the spec was read from.
 	File string `yaml:"-"`
@@ -396,6 +400,7 @@ func (s *Spec) LoadConfig() loader.Config {
 		StartAt:        s.StartAt,
 		LockTTL:        s.lockTTL(),
 		Holder:         "job " + s.Name,
+		HeaderField:    s.HeaderField,
 	}
 	if s.Audit {
 		cfg.Audit = &loader.AuditConfig{}

@@ -151,3 +151,18 @@ func TestSpecAudit(t *testing.T) {
 		}
 	}
 }
+
+// header_field names the events' header field for the loader; left out,
+// the loader uses its default ("header").
+func TestSpecHeaderField(t *testing.T) {
+	base := "brokers: [127.0.0.1:9092]\nregistry: http://127.0.0.1:8081\ntopics: [pageviews]\nwarehouse: file:///tmp/w\nschedule: every 15m\naudit: true\n"
+	for extra, want := range map[string]string{"": "", "header_field: meta\n": "meta"} {
+		s, err := jobs.ParseSpec("a.yaml", []byte(base+extra))
+		if err != nil {
+			t.Fatalf("%q: %v", extra, err)
+		}
+		if got := s.LoadConfig().HeaderField; got != want {
+			t.Errorf("%q: HeaderField %q, want %q", extra, got, want)
+		}
+	}
+}

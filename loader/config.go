@@ -111,6 +111,10 @@ type Config struct {
 	// Audit, if set, makes the run publish the counts of what it committed
 	// as the audit's warehouse tier (see AuditConfig). Default: off.
 	Audit *AuditConfig
+	// HeaderField is the top-level field holding the events' header,
+	// whose time files each event by hour and counts it for the audit
+	// (schema.HeaderLayout). Default: schema.DefaultHeaderField.
+	HeaderField string
 
 	// Fault, if set, is called at each FaultPoint; a non-nil error makes
 	// the run stop there as if its process had been killed: nothing is

@@ -92,9 +92,10 @@ func isBadRecord(err error) bool {
 
 func (p *partWriter) add(ctx context.Context, rec *kgo.Record) error {
 	id, body, err := schema.DecodeEnvelope(rec.Value)
-	var native any
 	if err == nil {
-		native, err = p.r.deser.Deserialize(ctx, rec.Value)
+		// Decoded whole to check it, so a value that does not match its
+		// schema goes to _errors rather than into a data file.
+		_, err = p.r.deser.Deserialize(ctx, rec.Value)
 	}
 	if err != nil {
 		if !isBadRecord(err) {
@@ -102,7 +103,10 @@ func (p *partWriter) add(ctx context.Context, rec *kgo.Record) error {
 		}
 		return p.reject(rec, err)
 	}
-	ms, ok := schema.HeaderTime(native)
+	ms, server, ok, err := p.r.headerTime(ctx, id, body)
+	if err != nil {
+		return fmt.Errorf("%s/%d offset %d: %w", p.topic, p.part, rec.Offset, err)
+	}
 	if !ok {
 		ms = rec.Timestamp.UnixMilli()
 		p.noHeader++
@@ -123,7 +127,7 @@ func (p *partWriter) add(ctx context.Context, rec *kgo.Record) error {
 	p.lastTime = ms
 	if p.audit != nil {
 		if ok {
-			p.audit.events[auditKey{window: p.window(ms), server: headerServer(native)}]++
+			p.audit.events[auditKey{window: p.window(ms), server: server}]++
 		} else {
 			p.audit.noTime[p.window(ms)]++
 		}

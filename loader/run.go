@@ -30,6 +30,7 @@ type run struct {
 	id      string
 	w       warehouse.FS
 	deser   *schema.Deserializer
+	headers *schema.HeaderLayouts
 	log     *slog.Logger
 	started time.Time
 	sum     *Summary
@@ -99,6 +100,7 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 	if r.deser, err = schema.NewDeserializer(reg, schema.DeserializerConfig{}); err != nil {
 		return sum, err
 	}
+	r.headers = schema.NewHeaderLayouts(r.deser, cfg.HeaderField)
 
 	kcl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.RequestTimeoutOverhead(cfg.BrokerTimeout))
 	if err != nil {

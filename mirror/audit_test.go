@@ -57,7 +57,7 @@ func TestMirrorCountsForTheAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	headers, err := audit.NewHeaderReader(reg, false)
+	headers, err := audit.NewHeaderReader(reg, audit.HeaderReaderConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,6 +97,9 @@ func (d *Deserializer) Deserialize(ctx context.Context, b []byte) (any, error) {
 		return nil, err
 	}
 	if w.resolved == nil {
+		if err := checkLengths(w.Avro, body); err != nil {
+			return nil, fmt.Errorf("schema id %d: %w", id, err)
+		}
 		codec := w.Codec
 		if d.reader != nil {
 			codec = d.reader.Codec // same schema; return the reader's names

@@ -9,7 +9,12 @@
 //   - Serializer encodes a map[string]any (goavro's native form) or a Go
 //     struct (hamba/avro `avro` tags) under one writer schema, registering
 //     that schema once per subject and caching the id, and fills the
-//     standard event Header when the application leaves it empty.
+//     event header (time, server, service, guid) where the application
+//     leaves it empty.
+//   - HeaderLayout is the one rule that finds an event's header and time
+//     (the top-level field "header" or one the user names, whatever the
+//     record is called); the serializer, the loader and every audit tier
+//     use it, so they agree on every event's time.
 //   - Deserializer decodes an envelope, fetching each writer schema once by
 //     id, and optionally resolves it to a reader schema (schema evolution).
 //   - Registry is the part of a registry client they need;
@@ -17,7 +22,8 @@
 //
 // What a caller may rely on: a value from Serialize decodes with any
 // Confluent Avro deserializer; a value that Deserialize accepts decoded
-// completely, with no byte left over; and every failure to decode says
-// which part was wrong (ErrWrongMagic, ErrTruncated, ErrUnknownID,
-// ErrBadBody).
+// completely, with no byte left over; decoding allocates in proportion to
+// the value's size, whatever counts and lengths its bytes claim; and every
+// failure to decode says which part was wrong (ErrWrongMagic,
+// ErrTruncated, ErrUnknownID, ErrBadBody).
 package schema

@@ -9,9 +9,10 @@ import (
 	"github.com/hamba/avro/v2"
 )
 
-// HeaderSchemaName is the full name of the standard event header record
-// (testdata/schemas/header.avsc). An event schema carries it as its
-// top-level field "header"; the audit counts events by its time and server.
+// HeaderSchemaName is the full name of the project's own event header
+// record (testdata/schemas/header.avsc). It is one header among many: the
+// rule that finds a header (HeaderLayout) goes by the field's name, never
+// by the record's, since users bring their own schemas.
 const HeaderSchemaName = "tributary.events.Header"
 
 // Header is the standard event header for events encoded from Go structs:
@@ -32,7 +33,9 @@ type Header struct {
 // HeaderTime returns header.time, in epoch milliseconds, from an event
 // decoded by a Deserializer (or a *struct / struct with a Header field
 // tagged `avro:"header"`). It returns false when the value has no header or
-// the header has no time.
+// the header has no time. It is a convenience for applications holding a
+// value without its schema; Tributary's own parts read the time with a
+// HeaderLayout, which knows the schema.
 func HeaderTime(native any) (int64, bool) {
 	switch v := native.(type) {
 	case map[string]any:
@@ -56,7 +59,7 @@ func HeaderTime(native any) (int64, bool) {
 	if rv.Kind() != reflect.Struct {
 		return 0, false
 	}
-	i, ok := headerFieldIndex(rv.Type())
+	i, ok := headerFieldIndex(rv.Type(), DefaultHeaderField)
 	if !ok {
 		return 0, false
 	}
@@ -82,11 +85,41 @@ func millis(v any) (int64, bool) {
 	return 0, false
 }
 
-// headerFiller fills the header fields an application left empty.
+// headerFiller fills the header fields an application left empty, those
+// of them that the schema's header record has.
 type headerFiller struct {
+	field   string // the top-level header field
 	server  string
 	service string
 	now     func() time.Time
+
+	micros                bool // header.time is timestamp-micros
+	hasServer, hasService bool
+	hasGUID               bool
+}
+
+// newHeaderFiller returns a filler for the header HeaderLayout finds in s,
+// or nil when s has none the filler can complete (a header that is a union
+// is the application's to fill).
+func newHeaderFiller(s avro.Schema, field string) *headerFiller {
+	l := NewHeaderLayout(s, field)
+	if !l.HasTime() || l.headerNull || l.timeBranch >= 0 {
+		return nil
+	}
+	f := &headerFiller{field: l.Field, micros: l.micros}
+	for _, hf := range l.header.Fields() {
+		t := deref(hf.Type())
+		switch hf.Name() {
+		case "server":
+			f.hasServer = t.Type() == avro.String
+		case "service":
+			f.hasService = t.Type() == avro.String
+		case "guid":
+			fx, ok := t.(*avro.FixedSchema)
+			f.hasGUID = (ok && fx.Size() == 16) || t.Type() == avro.Bytes
+		}
+	}
+	return f
 }
 
 // fillMap returns m with its header completed. m itself is not modified:
@@ -94,7 +127,7 @@ type headerFiller struct {
 // it would be sent again with the next event.
 func (f *headerFiller) fillMap(m map[string]any) map[string]any {
 	var h map[string]any
-	switch v := m["header"].(type) {
+	switch v := m[f.field].(type) {
 	case nil:
 		h = map[string]any{}
 	case map[string]any:
@@ -113,15 +146,19 @@ func (f *headerFiller) fillMap(m map[string]any) map[string]any {
 		return m // not ours to fix; the encoder reports the type error
 	}
 	if _, ok := millis(h["time"]); !ok {
-		h["time"] = f.now().UnixMilli()
+		if f.micros {
+			h["time"] = f.now().UnixMicro()
+		} else {
+			h["time"] = f.now().UnixMilli()
+		}
 	}
-	if s, _ := h["server"].(string); s == "" {
+	if s, _ := h["server"].(string); s == "" && f.hasServer {
 		h["server"] = f.server
 	}
-	if s, _ := h["service"].(string); s == "" {
+	if s, _ := h["service"].(string); s == "" && f.hasService {
 		h["service"] = f.service
 	}
-	if !guidSet(h["guid"]) {
+	if !guidSet(h["guid"]) && f.hasGUID {
 		g := newGUID()
 		h["guid"] = g[:]
 	}
@@ -129,7 +166,7 @@ func (f *headerFiller) fillMap(m map[string]any) map[string]any {
 	for k, x := range m {
 		out[k] = x
 	}
-	out["header"] = h
+	out[f.field] = h
 	return out
 }
 
@@ -138,7 +175,7 @@ func (f *headerFiller) complete(h map[string]any) bool {
 	_, ok := millis(h["time"])
 	server, _ := h["server"].(string)
 	service, _ := h["service"].(string)
-	return ok && server != "" && service != "" && guidSet(h["guid"])
+	return ok && (server != "" || !f.hasServer) && (service != "" || !f.hasService) && (guidSet(h["guid"]) || !f.hasGUID)
 }
 
 func guidSet(v any) bool {
@@ -201,7 +238,7 @@ func (f *headerFiller) fillStruct(v any) any {
 	if rv.Kind() != reflect.Struct {
 		return v
 	}
-	i, ok := headerFieldIndex(rv.Type())
+	i, ok := headerFieldIndex(rv.Type(), f.field)
 	if !ok {
 		return v
 	}
@@ -225,8 +262,8 @@ func (f *headerFiller) fillStruct(v any) any {
 var headerType = reflect.TypeFor[Header]()
 
 // headerFieldIndex finds the exported field of type Header or *Header that
-// encodes as "header".
-func headerFieldIndex(t reflect.Type) (int, bool) {
+// encodes as field.
+func headerFieldIndex(t reflect.Type, field string) (int, bool) {
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		if !sf.IsExported() {
@@ -239,30 +276,9 @@ func headerFieldIndex(t reflect.Type) (int, bool) {
 		if name == "" {
 			name = sf.Name
 		}
-		if name == "header" {
+		if name == field {
 			return i, true
 		}
 	}
 	return 0, false
-}
-
-// hasHeader reports whether s is a record whose field "header" is the
-// standard header, which is when the serializer fills it.
-func hasHeader(s avro.Schema) bool {
-	rec, ok := s.(*avro.RecordSchema)
-	if !ok {
-		return false
-	}
-	for _, f := range rec.Fields() {
-		if f.Name() != "header" {
-			continue
-		}
-		t := f.Type()
-		if ref, ok := t.(*avro.RefSchema); ok {
-			t = ref.Schema()
-		}
-		h, ok := t.(*avro.RecordSchema)
-		return ok && h.FullName() == HeaderSchemaName
-	}
-	return false
 }

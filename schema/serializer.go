@@ -33,6 +33,9 @@ type SerializerConfig struct {
 	LookupOnly bool
 	// Now is the clock for header.time. Default: time.Now.
 	Now func() time.Time
+	// HeaderField is the top-level field holding the header (see
+	// HeaderLayout). Default: DefaultHeaderField.
+	HeaderField string
 }
 
 // Serializer encodes values under one writer schema into envelopes. It is
@@ -45,7 +48,8 @@ type Serializer struct {
 	codec   *goavro.Codec // maps, in goavro's native form
 	hschema avro.Schema   // structs
 	api     avro.API
-	header  *headerFiller // nil when the schema has no standard header
+	header  *headerFiller // nil when the schema has no header to fill
+	hfield  string
 
 	mu  sync.RWMutex
 	ids map[string]int // subject → id, filled on first use
@@ -74,8 +78,12 @@ func NewSerializer(reg Registry, cfg SerializerConfig) (*Serializer, error) {
 	if s.subject == nil {
 		s.subject = TopicNameStrategy
 	}
-	if hasHeader(p.Avro) {
-		f := &headerFiller{server: cfg.Server, service: cfg.Service, now: cfg.Now}
+	s.hfield = cfg.HeaderField
+	if s.hfield == "" {
+		s.hfield = DefaultHeaderField
+	}
+	if f := newHeaderFiller(p.Avro, s.hfield); f != nil {
+		f.server, f.service, f.now = cfg.Server, cfg.Service, cfg.Now
 		if f.server == "" {
 			f.server, _ = os.Hostname()
 		}
@@ -124,6 +132,10 @@ func (s *Serializer) AppendSerialize(ctx context.Context, dst []byte, topic stri
 	}
 	return out, nil
 }
+
+// HeaderField is the top-level field this serializer takes for the
+// header: the field it fills, and the one the audit must read.
+func (s *Serializer) HeaderField() string { return s.hfield }
 
 // ID returns the schema id for subject, asking the registry only the first
 // time.

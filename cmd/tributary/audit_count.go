@@ -26,6 +26,7 @@ func runAuditCount(ctx context.Context, args []string) error {
 	auditRegistry := fs.String("audit-registry", "", "schema registry `URL` for the monitoring events (default: --registry)")
 	dryRun := fs.Bool("dry-run", false, "print the counts without publishing them")
 	wh := fs.String("warehouse", "", "count this warehouse (`URL` file:///path or hdfs://namenode:port/path, the loader's layout) instead of --brokers")
+	headerField := fs.String("header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood")
 	var tr timeRange
 	tr.register(fs, "publish")
 	if err := fs.Parse(args); err != nil {
@@ -60,12 +61,12 @@ func runAuditCount(ctx context.Context, args []string) error {
 			return fmt.Errorf("--warehouse: %w", err)
 		}
 		defer fsys.Close()
-		counts, topics, err = audit.ScanWarehouse(ctx, audit.WarehouseScanConfig{FS: fsys, Topics: splitList(f.topics), From: from, To: to, Window: f.window})
+		counts, topics, err = audit.ScanWarehouse(ctx, audit.WarehouseScanConfig{FS: fsys, Topics: splitList(f.topics), From: from, To: to, Window: f.window, HeaderField: *headerField})
 		if err != nil {
 			return err
 		}
 	} else {
-		counts, topics, err = audit.Scan(ctx, audit.ScanConfig{Brokers: splitList(f.brokers), Registry: reg, Topics: splitList(f.topics), Window: f.window})
+		counts, topics, err = audit.Scan(ctx, audit.ScanConfig{Brokers: splitList(f.brokers), Registry: reg, Topics: splitList(f.topics), Window: f.window, HeaderField: *headerField})
 		if err != nil {
 			return err
 		}

@@ -108,14 +108,18 @@ func runAuditServe(ctx context.Context, args []string) error {
 	last := fs.Duration("last", 24*time.Hour, "report the windows of this long before now")
 	threshold := fs.Float64("threshold", report.DefaultThreshold, "completeness in percent a closed window should reach (colours the page)")
 	refresh := fs.Duration("refresh", 30*time.Second, "how often the page reloads itself")
+	retain := fs.Duration("retain", audit.DefaultRetain, "forget windows (and the ids of their monitoring events) that ended longer ago than this, so memory stays bounded; at least --last")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *retain < *last+f.window {
+		return fmt.Errorf("--retain %v is shorter than --last %v plus a window: the page would show windows already forgotten", *retain, *last)
 	}
 	reg, err := f.registryClient()
 	if err != nil {
 		return err
 	}
-	st := audit.NewStore()
+	st := audit.NewRetainingStore(*retain, time.Now)
 	var ready atomic.Bool
 	src := audit.Source{Brokers: splitList(f.brokers), Registry: reg, Topic: f.topic}
 	since := time.Now().Add(-*last - time.Hour)

@@ -44,6 +44,7 @@ type loadFlags struct {
 	lockTTL                              time.Duration
 	audit                                bool
 	auditBrokers, auditRegistry          string
+	headerField                          string
 }
 
 func runLoad(ctx context.Context, args []string) error {
@@ -66,6 +67,7 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.BoolVar(&f.audit, "audit", false, "after the commit, publish what the run loaded as the audit's \"warehouse\" tier (counts per topic, window of header time and server) to the _audit topic")
 	fs.StringVar(&f.auditBrokers, "audit-brokers", "", "with --audit: brokers of the _audit topic (default: --brokers)")
 	fs.StringVar(&f.auditRegistry, "audit-registry", "", "with --audit: schema registry of the monitoring events (default: --registry)")
+	fs.StringVar(&f.headerField, "header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress display")
 	if err := fs.Parse(args); err != nil {
@@ -126,6 +128,7 @@ func (f *loadFlags) config() (loader.Config, error) {
 	}
 	return loader.Config{
 		Audit:          ac,
+		HeaderField:    f.headerField,
 		Brokers:        splitList(f.brokers),
 		RegistryURL:    f.registry,
 		TopicRegex:     f.topics,

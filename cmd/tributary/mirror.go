@@ -44,6 +44,7 @@ func runMirror(ctx context.Context, args []string) error {
 	status := fs.String("status", "", "serve the status (lag, rate, per-window counts) as JSON over HTTP on `host:port`")
 	logEvery := fs.Duration("log-interval", 30*time.Second, "log a progress line per source this often (0: never)")
 	window := fs.Duration("audit-window", audit.DefaultWindow, "width of the counting windows: the status's (by record timestamp) and, with --audit, the audit's (by event header time)")
+	headerField := fs.String("header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood")
 	auditTier := fs.Bool("audit", false, "count what the target acknowledged as the audit's \"mirror\" tier, published to the target's _audit topic (needs --target-registry)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -107,7 +108,7 @@ func runMirror(ctx context.Context, args []string) error {
 	}
 	auditors := mirror.Auditors{&mirror.WindowCounter{Window: *window}}
 	if *auditTier {
-		tier, closeTier, err := newAuditTier(cfg, *window)
+		tier, closeTier, err := newAuditTier(cfg, *window, *headerField)
 		if err != nil {
 			return err
 		}
@@ -138,7 +139,7 @@ func runMirror(ctx context.Context, args []string) error {
 
 // newAuditTier counts copied events for the audit through a publisher that
 // writes to the target's _audit topic; closeTier publishes what is left.
-func newAuditTier(cfg mirror.Config, window time.Duration) (tier mirror.Auditor, closeTier func(), err error) {
+func newAuditTier(cfg mirror.Config, window time.Duration, headerField string) (tier mirror.Auditor, closeTier func(), err error) {
 	if cfg.TargetRegistry == "" {
 		return nil, nil, errors.New("--audit needs --target-registry: the registry that resolves schema ids in the analysis datacenter (the shared one, if the datacenters share one)")
 	}
@@ -155,7 +156,7 @@ func newAuditTier(cfg mirror.Config, window time.Duration) (tier mirror.Auditor,
 		cl.Close()
 		return nil, nil, err
 	}
-	headers, err := audit.NewHeaderReader(reg, false)
+	headers, err := audit.NewHeaderReader(reg, audit.HeaderReaderConfig{HeaderField: headerField})
 	if err != nil {
 		cl.Close()
 		return nil, nil, err

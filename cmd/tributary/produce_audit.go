@@ -21,6 +21,7 @@ import (
 // avroFlags turn `tributary produce` into an audited event producer.
 type avroFlags struct {
 	schema, registry, service, server, auditTopic string
+	headerField                                   string
 	window                                        time.Duration
 }
 
@@ -30,6 +31,7 @@ func (f *avroFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.service, "service", "tributary-produce", "header.service of events that do not set it (with --schema)")
 	fs.StringVar(&f.server, "server", "", "header.server of events that do not set it (default: the host name)")
 	fs.StringVar(&f.auditTopic, "audit-topic", audit.DefaultTopic, "where the per-window counts are published (with --schema)")
+	fs.StringVar(&f.headerField, "header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood (with --schema)")
 	fs.DurationVar(&f.window, "window", audit.DefaultWindow, "audit counting window (with --schema)")
 }
 
@@ -43,7 +45,7 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 	if err != nil {
 		return fmt.Errorf("--schema: %w", err)
 	}
-	events, err := newJSONEvents(string(text))
+	events, err := newJSONEvents(string(text), f.headerField)
 	if err != nil {
 		return fmt.Errorf("--schema %s: %w", f.schema, err)
 	}
@@ -51,7 +53,7 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 	if err != nil {
 		return fmt.Errorf("--registry %q: %w", f.registry, err)
 	}
-	ser, err := schema.NewSerializer(reg, schema.SerializerConfig{Schema: string(text), Service: f.service, Server: f.server})
+	ser, err := schema.NewSerializer(reg, schema.SerializerConfig{Schema: string(text), Service: f.service, Server: f.server, HeaderField: f.headerField})
 	if err != nil {
 		return fmt.Errorf("--schema %s: %w", f.schema, err)
 	}

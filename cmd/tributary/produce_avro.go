@@ -20,9 +20,15 @@ import (
 // (goavro fills them), timestamps as epoch milliseconds or RFC 3339, and
 // the standard header optional: whatever of it is missing, the serializer
 // fills in.
-type jsonEvents struct{ schema avro.Schema }
+type jsonEvents struct {
+	schema avro.Schema
+	header avro.Schema // the header record the serializer fills, or nil
+	field  string      // the top-level field holding it
+}
 
-func newJSONEvents(text string) (*jsonEvents, error) {
+// newJSONEvents reads events of schema text whose header is its top-level
+// field headerField (found by schema.HeaderLayout, as every tier finds it).
+func newJSONEvents(text, headerField string) (*jsonEvents, error) {
 	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
 	if err != nil {
 		return nil, err
@@ -30,7 +36,12 @@ func newJSONEvents(text string) (*jsonEvents, error) {
 	if _, ok := s.(*avro.RecordSchema); !ok {
 		return nil, fmt.Errorf("the event schema is a %s, want a record", s.Type())
 	}
-	return &jsonEvents{schema: s}, nil
+	l := schema.NewHeaderLayout(s, headerField)
+	j := &jsonEvents{schema: s, field: l.Field}
+	if h := l.Header(); h != nil {
+		j.header = h
+	}
+	return j, nil
 }
 
 func (j *jsonEvents) decode(line []byte) (map[string]any, error) {
@@ -43,14 +54,14 @@ func (j *jsonEvents) decode(line []byte) (map[string]any, error) {
 	if d.More() {
 		return nil, fmt.Errorf("more than one JSON value on the line")
 	}
-	n, err := toNative(j.schema, v, "")
+	n, err := j.toNative(j.schema, v, "")
 	if err != nil {
 		return nil, err
 	}
 	return n.(map[string]any), nil
 }
 
-func toNative(s avro.Schema, v any, path string) (any, error) {
+func (j *jsonEvents) toNative(s avro.Schema, v any, path string) (any, error) {
 	if ref, ok := s.(*avro.RefSchema); ok {
 		s = ref.Schema()
 	}
@@ -66,7 +77,9 @@ func toNative(s avro.Schema, v any, path string) (any, error) {
 		if !ok {
 			return nil, bad("an object")
 		}
-		header := s.FullName() == schema.HeaderSchemaName
+		// The header's fields may be left out or null: the serializer
+		// fills them.
+		header := j.header != nil && path == j.field && avro.Schema(s) == j.header
 		out := make(map[string]any, len(s.Fields()))
 		for _, f := range s.Fields() {
 			fv, ok := m[f.Name()]
@@ -78,7 +91,7 @@ func toNative(s avro.Schema, v any, path string) (any, error) {
 			if header && fv == nil {
 				continue
 			}
-			n, err := toNative(f.Type(), fv, join(path, f.Name()))
+			n, err := j.toNative(f.Type(), fv, join(path, f.Name()))
 			if err != nil {
 				return nil, err
 			}
@@ -91,7 +104,7 @@ func toNative(s avro.Schema, v any, path string) (any, error) {
 		}
 		return out, nil
 	case *avro.UnionSchema:
-		return unionNative(s, v, path)
+		return j.unionNative(s, v, path)
 	case *avro.EnumSchema:
 		str, ok := v.(string)
 		if !ok {
@@ -122,7 +135,7 @@ func toNative(s avro.Schema, v any, path string) (any, error) {
 		}
 		out := make([]any, len(arr))
 		for i, x := range arr {
-			n, err := toNative(s.Items(), x, fmt.Sprintf("%s[%d]", path, i))
+			n, err := j.toNative(s.Items(), x, fmt.Sprintf("%s[%d]", path, i))
 			if err != nil {
 				return nil, err
 			}
@@ -136,7 +149,7 @@ func toNative(s avro.Schema, v any, path string) (any, error) {
 		}
 		out := make(map[string]any, len(m))
 		for k, x := range m {
-			n, err := toNative(s.Values(), x, join(path, k))
+			n, err := j.toNative(s.Values(), x, join(path, k))
 			if err != nil {
 				return nil, err
 			}
@@ -241,7 +254,7 @@ func timeNative(lt avro.LogicalType, v any, path string, bad func(string) error)
 
 // unionNative picks the branch for a value: the Avro JSON form names it,
 // null is null, otherwise the first branch the value fits.
-func unionNative(s *avro.UnionSchema, v any, path string) (any, error) {
+func (j *jsonEvents) unionNative(s *avro.UnionSchema, v any, path string) (any, error) {
 	if v == nil {
 		if s.Nullable() {
 			return nil, nil
@@ -251,7 +264,7 @@ func unionNative(s *avro.UnionSchema, v any, path string) (any, error) {
 	if m, ok := v.(map[string]any); ok && len(m) == 1 {
 		for name, x := range m {
 			if t := branch(s, name); t != nil {
-				n, err := toNative(t, x, path)
+				n, err := j.toNative(t, x, path)
 				if err != nil {
 					return nil, err
 				}
@@ -264,7 +277,7 @@ func unionNative(s *avro.UnionSchema, v any, path string) (any, error) {
 		if t.Type() == avro.Null {
 			continue
 		}
-		n, err := toNative(t, v, path)
+		n, err := j.toNative(t, v, path)
 		if err == nil {
 			return map[string]any{branchName(t): n}, nil
 		}

@@ -14,7 +14,7 @@ func TestJSONEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := newJSONEvents(string(text))
+	j, err := newJSONEvents(string(text), "header")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,15 @@
 //     base offsets of its segments and each segment's sparse index (an entry
 //     every ~4 KiB of batches), never message bytes.
 //   - After an unclean shutdown, Open scans the segments written since the last
-//     recovery checkpoint, truncates at the first torn or corrupt batch, rebuilds
-//     the index and reports what it cut (RecoveryReport).
+//     recovery checkpoint, cuts a torn or corrupt tail, rebuilds the index and
+//     reports what it cut (RecoveryReport).
+//   - A damaged batch with valid data after it costs that batch only: recovery
+//     (and the scrubber, see Config.ScrubInterval) resynchronises at the next
+//     valid batch, moves the damaged bytes to NNN.log.quarantine-<byte>,
+//     rewrites the segment without them in one atomic rename and reports the
+//     lost offset range. Offsets are never reassigned: the log has a gap there,
+//     recorded in NNN.gaps, which Read skips.
+//   - Verify checks a data directory offline without changing it.
 //
 // The package knows nothing about sockets: Read returns a Slice naming a file
 // and a byte range, and the broker decides how to move those bytes.
@@ -109,6 +116,9 @@ type RecoveryReport struct {
 	TruncatedAt     int64 // offset at which the log was cut (the new log end), or -1
 	Reason          string
 	IndexesRebuilt  int
+	// Lost lists the damaged stretches in the middle of the log that
+	// recovery moved to quarantine files: only their own offsets are gone.
+	Lost []LostRange
 }
 
 // Errors returned by Append and Read. The broker maps each to a Kafka error

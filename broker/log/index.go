@@ -61,7 +61,9 @@ func decodeIndex(b []byte, segSize int64) ([]indexEntry, error) {
 			return nil, fmt.Errorf("index entry %d points at byte %d, past the %d-byte segment", len(entries), e.pos, segSize)
 		}
 		if n := len(entries); n == 0 {
-			if e.rel != 0 || e.pos != 0 {
+			// The first batch may start after the segment's base offset
+			// when a repair took the batches before it (a gap).
+			if e.pos != 0 {
 				return nil, errors.New("first index entry is not the segment's first batch")
 			}
 		} else if p := entries[n-1]; e.rel <= p.rel || e.pos <= p.pos || e.maxTs < p.maxTs {

@@ -212,7 +212,7 @@ func (l *Log) Read(offset int64, maxBytes int64) (Slice, error) {
 		l.mu.RUnlock()
 		return Slice{}, nil
 	}
-	s := l.segmentFor(offset)
+	s, offset := l.segmentServing(offset)
 	limit := s.size
 	if s == l.hwSeg {
 		limit = l.hwPos

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -67,23 +68,26 @@ func listSegments(dir string) ([]int64, error) {
 	}
 	var bases []int64
 	logs := map[int64]bool{}
-	var indexes []int64
+	var indexes, gaps []int64
 	for _, e := range ents {
 		name := e.Name()
 		switch {
 		case strings.HasSuffix(name, ".tmp"):
 			os.Remove(filepath.Join(dir, name))
-		case strings.HasSuffix(name, ".log"), strings.HasSuffix(name, ".index"):
+		case strings.HasSuffix(name, ".log"), strings.HasSuffix(name, ".index"), strings.HasSuffix(name, ".gaps"):
 			ext := filepath.Ext(name)
 			base, err := strconv.ParseInt(strings.TrimSuffix(name, ext), 10, 64)
 			if err != nil || base < 0 || len(name) != 20+len(ext) {
 				continue
 			}
-			if ext == ".log" {
+			switch ext {
+			case ".log":
 				bases = append(bases, base)
 				logs[base] = true
-			} else {
+			case ".index":
 				indexes = append(indexes, base)
+			default:
+				gaps = append(gaps, base)
 			}
 		}
 	}
@@ -91,6 +95,11 @@ func listSegments(dir string) ([]int64, error) {
 		if !logs[base] {
 			_, p := segmentPaths(dir, base)
 			os.Remove(p)
+		}
+	}
+	for _, base := range gaps {
+		if !logs[base] {
+			os.Remove(gapsPath(dir, base))
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
@@ -147,20 +156,36 @@ func (l *Log) load() (RecoveryReport, error) {
 				"file", s.path, "problem", p.String())
 			scanFrom, rep.Clean = i, false
 		}
-		if i > 0 && base != l.segs[i-1].next {
+		if i > 0 && base != l.segs[i-1].gapEnd(l.segs[i-1].next) {
 			p := &scanProblem{reason: fmt.Sprintf("segment starts at offset %d but the previous one ends at %d", base, l.segs[i-1].next)}
 			l.segs = l.segs[:i]
-			l.truncate(&rep, l.segs[i-1], s, p, bases[i:])
+			l.truncate(&rep, l.segs[i-1], s, p, 0, bases[i:])
 			break
 		}
 		rep.SegmentsScanned++
 		rep.IndexesRebuilt++
-		scanned = append(scanned, s)
 		s.index, s.maxTs, s.indexStale = nil, -1, true
-		end, p := s.walk(newReader(s.f, s.size, scanWindow), 0, s.base, l.cfg.IndexIntervalBytes, true, nil)
-		if p != nil {
-			s.size = end // truncate measures the cut from here
-			l.truncate(&rep, s, s, p, bases[i+1:])
+		below := int64(math.MaxInt64)
+		if i+1 < len(bases) {
+			below = bases[i+1]
+		}
+		end, damaged, tail := s.scan(newReader(s.f, s.size, scanWindow), l.cfg.IndexIntervalBytes, below, nil)
+		cut := s.size - end
+		if len(damaged) > 0 {
+			ns, lost, err := repairSegment(s, damaged, end, l.cfg.IndexIntervalBytes)
+			if err != nil {
+				return rep, err
+			}
+			s.close()
+			s, l.segs[i] = ns, ns
+			l.reportLost(&rep, lost)
+		}
+		scanned = append(scanned, s)
+		if tail != nil {
+			if len(damaged) == 0 {
+				s.size = end // a repair already left the tail out
+			}
+			l.truncate(&rep, s, s, tail, cut, bases[i+1:])
 			break
 		}
 	}
@@ -209,7 +234,7 @@ func (l *Log) load() (RecoveryReport, error) {
 		}
 		l.logger.Info("recovered partition log after unclean shutdown", "dir", l.dir,
 			"segments_scanned", rep.SegmentsScanned, "indexes_rebuilt", rep.IndexesRebuilt,
-			"log_end_offset", l.leo, "truncated_bytes", rep.TruncatedBytes)
+			"log_end_offset", l.leo, "truncated_bytes", rep.TruncatedBytes, "lost_ranges", len(rep.Lost))
 	}
 	return rep, nil
 }
@@ -254,12 +279,10 @@ func (l *Log) loadTrusted(s *segment) (rebuilt bool, p *scanProblem) {
 
 // truncate cuts the log at the problem p found in segment bad: last (bad,
 // or the segment before it when bad is dropped whole) keeps last.size bytes,
-// and the segments named by dropBases are deleted.
-func (l *Log) truncate(rep *RecoveryReport, last, bad *segment, p *scanProblem, dropBases []int64) {
-	fi, err := bad.f.Stat()
-	cut := int64(0)
-	if err == nil && bad == last {
-		cut = fi.Size() - last.size
+// cut bytes are removed from its end, and the segments named by dropBases
+// are deleted.
+func (l *Log) truncate(rep *RecoveryReport, last, bad *segment, p *scanProblem, cut int64, dropBases []int64) {
+	if bad == last {
 		if terr := os.Truncate(last.path, last.size); terr != nil {
 			l.logger.Error("truncating segment", "file", last.path, "err", terr)
 		}
@@ -272,6 +295,7 @@ func (l *Log) truncate(rep *RecoveryReport, last, bad *segment, p *scanProblem, 
 		}
 		os.Remove(logPath)
 		os.Remove(indexPath)
+		os.Remove(gapsPath(l.dir, base))
 		dropped = append(dropped, filepath.Base(logPath))
 	}
 	if bad != last {
@@ -284,6 +308,19 @@ func (l *Log) truncate(rep *RecoveryReport, last, bad *segment, p *scanProblem, 
 	l.logger.Warn("recovery truncated partition log",
 		"dir", l.dir, "file", filepath.Base(bad.path), "byte", p.pos, "torn", p.torn, "reason", p.reason,
 		"truncated_bytes", cut, "new_log_end_offset", last.next, "dropped_segments", dropped)
+}
+
+// reportLost logs each range of offsets a repair took out of the log, one
+// error line each (data is gone; an operator must hear of it), and adds them
+// to the report.
+func (l *Log) reportLost(rep *RecoveryReport, lost []LostRange) {
+	for _, r := range lost {
+		l.logger.Error("damaged batches quarantined: offsets lost",
+			"dir", l.dir, "file", r.Segment, "bytes", [2]int64{r.FromByte, r.ToByte},
+			"offsets", [2]int64{r.FirstOffset, r.NextOffset - 1}, "quarantine", r.Quarantine, "reason", r.Reason)
+	}
+	rep.Clean = false
+	rep.Lost = append(rep.Lost, lost...)
 }
 
 // loadProducers rebuilds idempotent producers' state, and the active

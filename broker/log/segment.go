@@ -32,7 +32,8 @@ type segment struct {
 	maxTs      int64 // largest batch MaxTimestamp, -1 when none
 	firstTime  time.Time
 	index      []indexEntry
-	dirty      bool // has bytes not yet fsynced
+	gaps       map[int64]int64 // offsets lost to repaired damage: from -> to (exclusive); see gaps.go
+	dirty      bool            // has bytes not yet fsynced
 	indexStale bool // the index file on disk differs from index
 }
 
@@ -55,6 +56,10 @@ func openSegment(dir string, base int64) (*segment, error) {
 		return nil, err
 	}
 	s.f, s.size = f, fi.Size()
+	if s.gaps, err = readGaps(gapsPath(dir, base)); err != nil {
+		f.Close()
+		return nil, err
+	}
 	s.refs.Store(1)
 	return s, nil
 }
@@ -165,7 +170,7 @@ func (s *segment) close() error {
 // already handed out keep reading the unlinked file.
 func (s *segment) remove() error {
 	err := s.close()
-	for _, p := range []string{s.path, s.indexPath} {
+	for _, p := range []string{s.path, s.indexPath, gapsPath(filepath.Dir(s.path), s.base)} {
 		if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			err = errors.Join(err, rerr)
 		}

@@ -34,7 +34,7 @@ type segment struct {
 	index      []indexEntry
 	gaps       map[int64]int64 // offsets lost to repaired damage: from -> to (exclusive); see gaps.go
 	dirty      bool            // has bytes not yet fsynced
-	indexStale bool // the index file on disk differs from index
+	indexStale bool            // the index file on disk differs from index
 }
 
 func segmentPaths(dir string, base int64) (logPath, indexPath string) {

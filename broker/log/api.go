@@ -73,6 +73,12 @@ type Config struct {
 	// it has not appended for this long (producer.id.expiration.ms); its
 	// next batch is then accepted with any sequence. Default 24 hours.
 	ProducerIDExpiry time.Duration
+	// ScrubInterval re-verifies the CRCs of sealed segments this often and
+	// repairs damage found (see Log.Scrub). Default 0: off.
+	ScrubInterval time.Duration
+	// ScrubRate caps the scrubber's reads in bytes a second. Default
+	// DefaultScrubRate.
+	ScrubRate int64
 }
 
 // Slice is a byte range of one segment file holding whole record batches,

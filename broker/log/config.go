@@ -49,6 +49,9 @@ func (c Config) WithDefaults() Config {
 	if c.RetentionCheckInterval <= 0 {
 		c.RetentionCheckInterval = DefaultRetentionCheckInterval
 	}
+	if c.ScrubRate <= 0 {
+		c.ScrubRate = DefaultScrubRate
+	}
 	if c.ProducerIDExpiry <= 0 {
 		c.ProducerIDExpiry = DefaultProducerIDExpiry
 	}

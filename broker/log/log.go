@@ -41,6 +41,9 @@ type Log struct {
 	// covered; it is taken before mu, never while holding it.
 	flushMu        sync.Mutex
 	lastCheckpoint time.Time
+	// repairMu keeps retention from deleting a segment the scrubber is
+	// replacing; it is taken before mu.
+	repairMu sync.Mutex
 
 	flushReq chan struct{} // "flush now" (WaitFlushed, flush.messages)
 	dirtyCh  chan struct{} // "unflushed data appeared": arms the flush.interval timer

@@ -55,6 +55,10 @@ func Open(dir string, cfg Config, logger *slog.Logger) (*Log, RecoveryReport, er
 	l.lastCheckpoint = time.Now()
 	l.wg.Add(1)
 	go l.run()
+	if cfg.ScrubInterval > 0 {
+		l.wg.Add(1)
+		go l.scrubLoop()
+	}
 	return l, rep, nil
 }
 

@@ -27,6 +27,8 @@ type brokerFlags struct {
 	retentionBytes  int64
 	maxRequestBytes int
 	maxMessageBytes int
+	scrubInterval   time.Duration
+	scrubRate       int64
 }
 
 func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
@@ -43,6 +45,8 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.Int64Var(&f.retentionBytes, "retention-bytes", d.RetentionBytes, "delete old segments while a partition is larger than this; -1: no limit (retention.bytes)")
 	fs.IntVar(&f.maxRequestBytes, "max-request-bytes", 100<<20, "largest request frame accepted (socket.request.max.bytes)")
 	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", 1<<20+12, "largest record batch accepted (message.max.bytes)")
+	fs.DurationVar(&f.scrubInterval, "scrub-interval", 0, "re-verify sealed segments this often and quarantine damaged batches; 0: off")
+	fs.Int64Var(&f.scrubRate, "scrub-rate", log.DefaultScrubRate, "bytes a second the scrubber may read per partition")
 }
 
 func (f *brokerFlags) config() broker.Config {
@@ -59,6 +63,8 @@ func (f *brokerFlags) config() broker.Config {
 			FlushInterval:  f.flushInterval,
 			RetentionAge:   f.retention,
 			RetentionBytes: f.retentionBytes,
+			ScrubInterval:  f.scrubInterval,
+			ScrubRate:      f.scrubRate,
 		},
 		Logger: slog.Default(),
 	}

@@ -79,6 +79,9 @@ type Config struct {
 	// ScrubRate caps the scrubber's reads in bytes a second. Default
 	// DefaultScrubRate.
 	ScrubRate int64
+	// FS is the file system the log lives on. Default OSFS; tests give a
+	// file system that simulates power loss.
+	FS FS
 }
 
 // Slice is a byte range of one segment file holding whole record batches,

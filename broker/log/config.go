@@ -49,6 +49,9 @@ func (c Config) WithDefaults() Config {
 	if c.RetentionCheckInterval <= 0 {
 		c.RetentionCheckInterval = DefaultRetentionCheckInterval
 	}
+	if c.FS == nil {
+		c.FS = OSFS{}
+	}
 	if c.ScrubRate <= 0 {
 		c.ScrubRate = DefaultScrubRate
 	}

@@ -26,8 +26,8 @@ func gapsPath(dir string, base int64) string {
 }
 
 // readGaps loads a segment's gaps; a missing file means none.
-func readGaps(path string) (map[int64]int64, error) {
-	b, err := os.ReadFile(path)
+func readGaps(fsys FS, path string) (map[int64]int64, error) {
+	b, err := fsys.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

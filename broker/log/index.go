@@ -106,8 +106,16 @@ func lookupTime(entries []indexEntry, ts int64) indexEntry {
 
 // writeIndexFile replaces path with the given entries. The index can always
 // be rebuilt, so a crash half way through costs a rebuild, not data.
-func writeIndexFile(path string, entries []indexEntry) error {
-	return os.WriteFile(path, encodeIndex(entries), 0o644)
+func writeIndexFile(fsys FS, path string, entries []indexEntry) error {
+	f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(encodeIndex(entries))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // relOffsetFits reports whether offsets up to last can be stored relative to

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 // their segment and then read the file without it.
 type Log struct {
 	dir    string
+	fs     FS
 	cfg    Config
 	logger *slog.Logger
 
@@ -162,7 +162,7 @@ func (l *Log) maybeRoll(h *batchHeader, now time.Time) error {
 	default:
 		return nil
 	}
-	ns, err := createSegment(l.dir, l.leo)
+	ns, err := createSegment(l.fs, l.dir, l.leo)
 	if err != nil {
 		return fmt.Errorf("roll segment at offset %d: %w", l.leo, err)
 	}
@@ -411,7 +411,7 @@ func (l *Log) Close() error {
 		l.logger.Error("closing partition log", "dir", l.dir, "err", err)
 		return err
 	}
-	return writeCleanMarker(l.dir)
+	return writeCleanMarker(l.fs, l.dir)
 }
 
 // Delete closes the log and removes its directory (DeleteTopics).
@@ -420,7 +420,7 @@ func (l *Log) Delete() error {
 	if errors.Is(err, ErrClosed) {
 		err = nil
 	}
-	if rerr := os.RemoveAll(l.dir); rerr != nil {
+	if rerr := l.fs.RemoveAll(l.dir); rerr != nil {
 		return errors.Join(err, rerr)
 	}
 	return nil

@@ -32,11 +32,12 @@ func Open(dir string, cfg Config, logger *slog.Logger) (*Log, RecoveryReport, er
 	if logger == nil {
 		logger = slog.Default()
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := cfg.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, RecoveryReport{}, err
 	}
 	l := &Log{
 		dir:       dir,
+		fs:        cfg.FS,
 		cfg:       cfg,
 		logger:    logger,
 		changed:   make(chan struct{}),
@@ -65,8 +66,8 @@ func Open(dir string, cfg Config, logger *slog.Logger) (*Log, RecoveryReport, er
 // listSegments returns the base offsets of the segment files in dir, sorted,
 // and removes leftovers that have no meaning without a segment: indexes
 // whose segment is gone and temporary files of interrupted atomic writes.
-func listSegments(dir string) ([]int64, error) {
-	ents, err := os.ReadDir(dir)
+func listSegments(fsys FS, dir string) ([]int64, error) {
+	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +78,7 @@ func listSegments(dir string) ([]int64, error) {
 		name := e.Name()
 		switch {
 		case strings.HasSuffix(name, ".tmp"):
-			os.Remove(filepath.Join(dir, name))
+			fsys.Remove(filepath.Join(dir, name))
 		case strings.HasSuffix(name, ".log"), strings.HasSuffix(name, ".index"), strings.HasSuffix(name, ".gaps"):
 			ext := filepath.Ext(name)
 			base, err := strconv.ParseInt(strings.TrimSuffix(name, ext), 10, 64)
@@ -98,12 +99,12 @@ func listSegments(dir string) ([]int64, error) {
 	for _, base := range indexes {
 		if !logs[base] {
 			_, p := segmentPaths(dir, base)
-			os.Remove(p)
+			fsys.Remove(p)
 		}
 	}
 	for _, base := range gaps {
 		if !logs[base] {
-			os.Remove(gapsPath(dir, base))
+			fsys.Remove(gapsPath(dir, base))
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
@@ -113,27 +114,27 @@ func listSegments(dir string) ([]int64, error) {
 // load rebuilds the in-memory state of the log from its directory.
 func (l *Log) load() (RecoveryReport, error) {
 	rep := RecoveryReport{TruncatedAt: -1}
-	bases, err := listSegments(l.dir)
+	bases, err := listSegments(l.fs, l.dir)
 	if err != nil {
 		return rep, err
 	}
 	marker := filepath.Join(l.dir, cleanMarkerFile)
-	_, err = os.Stat(marker)
+	_, err = l.fs.Stat(marker)
 	hasMarker := err == nil
 	// A new partition has nothing to recover.
 	rep.Clean = hasMarker || len(bases) == 0
 	if hasMarker {
 		// From now on a crash is an unclean shutdown again.
-		if err := os.Remove(marker); err != nil {
+		if err := l.fs.Remove(marker); err != nil {
 			return rep, err
 		}
-		if err := syncDirectory(l.dir); err != nil {
+		if err := l.fs.SyncDir(l.dir); err != nil {
 			return rep, err
 		}
 	}
 	scanFrom := len(bases)
 	if !rep.Clean {
-		cp, err := readCheckpoint(l.dir)
+		cp, err := readCheckpoint(l.fs, l.dir)
 		if err != nil {
 			l.logger.Warn("ignoring unreadable recovery checkpoint: scanning the whole log", "dir", l.dir, "err", err)
 		}
@@ -143,7 +144,7 @@ func (l *Log) load() (RecoveryReport, error) {
 
 	var scanned []*segment
 	for i, base := range bases {
-		s, err := openSegment(l.dir, base)
+		s, err := openSegment(l.fs, l.dir, base)
 		if err != nil {
 			return rep, err
 		}
@@ -176,7 +177,7 @@ func (l *Log) load() (RecoveryReport, error) {
 		end, damaged, tail := s.scan(newReader(s.f, s.size, scanWindow), l.cfg.IndexIntervalBytes, below, nil)
 		cut := s.size - end
 		if len(damaged) > 0 {
-			ns, lost, err := repairSegment(s, damaged, end, l.cfg.IndexIntervalBytes)
+			ns, lost, err := repairSegment(l.fs, s, damaged, end, l.cfg.IndexIntervalBytes)
 			if err != nil {
 				return rep, err
 			}
@@ -195,7 +196,7 @@ func (l *Log) load() (RecoveryReport, error) {
 	}
 
 	if len(l.segs) == 0 {
-		s, err := createSegment(l.dir, 0)
+		s, err := createSegment(l.fs, l.dir, 0)
 		if err != nil {
 			return rep, err
 		}
@@ -204,7 +205,7 @@ func (l *Log) load() (RecoveryReport, error) {
 	for _, s := range l.segs {
 		l.size += s.size
 		if s.indexStale && s != l.segs[len(l.segs)-1] {
-			if err := writeIndexFile(s.indexPath, s.index); err != nil {
+			if err := writeIndexFile(l.fs, s.indexPath, s.index); err != nil {
 				return rep, err
 			}
 			s.indexStale = false
@@ -226,11 +227,11 @@ func (l *Log) load() (RecoveryReport, error) {
 		// A process crash leaves unflushed bytes in the page cache: make what
 		// recovery kept durable before anyone reads it, then checkpoint.
 		for _, s := range scanned {
-			if err := s.f.Sync(); err != nil {
+			if err := syncFile(l.fs, s.path); err != nil {
 				return rep, err
 			}
 		}
-		if err := syncDirectory(l.dir); err != nil {
+		if err := l.fs.SyncDir(l.dir); err != nil {
 			return rep, err
 		}
 		if err := l.writeCheckpoint(); err != nil {
@@ -248,7 +249,7 @@ func (l *Log) load() (RecoveryReport, error) {
 // index that does not fit its segment is rebuilt from the headers; a problem
 // in the headers themselves is returned for the caller to scan and cut.
 func (l *Log) loadTrusted(s *segment) (rebuilt bool, p *scanProblem) {
-	b, err := os.ReadFile(s.indexPath)
+	b, err := l.fs.ReadFile(s.indexPath)
 	if err == nil {
 		s.index, err = decodeIndex(b, s.size)
 	}
@@ -287,19 +288,19 @@ func (l *Log) loadTrusted(s *segment) (rebuilt bool, p *scanProblem) {
 // are deleted.
 func (l *Log) truncate(rep *RecoveryReport, last, bad *segment, p *scanProblem, cut int64, dropBases []int64) {
 	if bad == last {
-		if terr := os.Truncate(last.path, last.size); terr != nil {
+		if terr := l.fs.Truncate(last.path, last.size); terr != nil {
 			l.logger.Error("truncating segment", "file", last.path, "err", terr)
 		}
 	}
 	var dropped []string
 	for _, base := range dropBases {
 		logPath, indexPath := segmentPaths(l.dir, base)
-		if fi, err := os.Stat(logPath); err == nil {
+		if fi, err := l.fs.Stat(logPath); err == nil {
 			cut += fi.Size()
 		}
-		os.Remove(logPath)
-		os.Remove(indexPath)
-		os.Remove(gapsPath(l.dir, base))
+		l.fs.Remove(logPath)
+		l.fs.Remove(indexPath)
+		l.fs.Remove(gapsPath(l.dir, base))
 		dropped = append(dropped, filepath.Base(logPath))
 	}
 	if bad != last {

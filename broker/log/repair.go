@@ -45,7 +45,7 @@ func quarantinePath(segPath string, pos int64) string {
 // old index is removed (so that it is rebuilt rather than trusted), and the
 // segment is replaced by a complete, fsynced copy with one rename: a crash
 // leaves the old segment or the new one, never a mix.
-func repairSegment(s *segment, damaged []damage, keep int64, interval int64) (*segment, []LostRange, error) {
+func repairSegment(fsys FS, s *segment, damaged []damage, keep int64, interval int64) (*segment, []LostRange, error) {
 	dir := filepath.Dir(s.path)
 	gaps := maps.Clone(s.gaps)
 	if gaps == nil {
@@ -54,7 +54,7 @@ func repairSegment(s *segment, damaged []damage, keep int64, interval int64) (*s
 	var lost []LostRange
 	for _, d := range damaged {
 		q := quarantinePath(s.path, d.from)
-		if err := writeFileAtomicFrom(dir, filepath.Base(q), io.NewSectionReader(s.f, d.from, d.to-d.from), false); err != nil {
+		if err := writeFileAtomicFrom(fsys, dir, filepath.Base(q), io.NewSectionReader(s.f, d.from, d.to-d.from), false); err != nil {
 			return nil, nil, fmt.Errorf("quarantine %s bytes [%d, %d): %w", s.path, d.from, d.to, err)
 		}
 		if d.nextKept > d.firstLost { // else bytes without offsets of their own, e.g. garbage written between batches
@@ -63,10 +63,10 @@ func repairSegment(s *segment, damaged []damage, keep int64, interval int64) (*s
 		lost = append(lost, LostRange{Segment: filepath.Base(s.path), FromByte: d.from, ToByte: d.to,
 			FirstOffset: d.firstLost, NextOffset: d.nextKept, Quarantine: q, Reason: d.problem.String()})
 	}
-	if err := writeFileAtomic(dir, filepath.Base(gapsPath(dir, s.base)), encodeGaps(gaps)); err != nil {
+	if err := writeFileAtomic(fsys, dir, filepath.Base(gapsPath(dir, s.base)), encodeGaps(gaps)); err != nil {
 		return nil, nil, fmt.Errorf("record gaps of %s: %w", s.path, err)
 	}
-	if err := os.Remove(s.indexPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := fsys.Remove(s.indexPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, err
 	}
 	var kept []io.Reader
@@ -78,10 +78,10 @@ func repairSegment(s *segment, damaged []damage, keep int64, interval int64) (*s
 	if pos < keep {
 		kept = append(kept, io.NewSectionReader(s.f, pos, keep-pos))
 	}
-	if err := writeFileAtomicFrom(dir, filepath.Base(s.path), io.MultiReader(kept...), true); err != nil {
+	if err := writeFileAtomicFrom(fsys, dir, filepath.Base(s.path), io.MultiReader(kept...), true); err != nil {
 		return nil, nil, fmt.Errorf("rewrite %s without its damaged bytes: %w", s.path, err)
 	}
-	ns, err := openSegment(dir, s.base)
+	ns, err := openSegment(fsys, dir, s.base)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -95,9 +95,9 @@ func repairSegment(s *segment, damaged []damage, keep int64, interval int64) (*s
 
 // writeFileAtomicFrom is writeFileAtomic for content read from r, with the
 // directory fsync optional for callers that sync it once after several.
-func writeFileAtomicFrom(dir, name string, r io.Reader, syncDir bool) error {
+func writeFileAtomicFrom(fsys FS, dir, name string, r io.Reader, syncDir bool) error {
 	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -109,14 +109,14 @@ func writeFileAtomicFrom(dir, name string, r io.Reader, syncDir bool) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
+		err = fsys.Rename(tmp, filepath.Join(dir, name))
 	}
 	if err != nil {
-		os.Remove(tmp)
+		fsys.Remove(tmp)
 		return err
 	}
 	if syncDir {
-		return syncDirectory(dir)
+		return fsys.SyncDir(dir)
 	}
 	return nil
 }

@@ -99,11 +99,11 @@ func (l *Log) scrubSegment(s *segment, below int64) ([]LostRange, error) {
 	if !present {
 		return nil, nil // deleted by retention meanwhile
 	}
-	ns, lost, err := repairSegment(s, damaged, s.size, l.cfg.IndexIntervalBytes)
+	ns, lost, err := repairSegment(l.fs, s, damaged, s.size, l.cfg.IndexIntervalBytes)
 	if err != nil {
 		return nil, fmt.Errorf("repair %s: %w", s.path, err)
 	}
-	if err := writeIndexFile(ns.indexPath, ns.index); err != nil {
+	if err := writeIndexFile(l.fs, ns.indexPath, ns.index); err != nil {
 		l.logger.Warn("writing index of repaired segment: it is rebuilt at the next start", "file", ns.indexPath, "err", err)
 	}
 	ns.indexStale = false

@@ -129,7 +129,7 @@ func verifyPartition(dir string) (PartitionCheck, error) {
 	}
 	var prev *segment
 	for i, base := range bases {
-		s, err := openSegment(dir, base)
+		s, err := openSegment(OSFS{}, dir, base)
 		if err != nil {
 			return pc, err
 		}

@@ -32,8 +32,15 @@ func Open(dir string, cfg Config, logger *slog.Logger) (*Log, RecoveryReport, er
 	if logger == nil {
 		logger = slog.Default()
 	}
-	if err := cfg.FS.MkdirAll(dir, 0o755); err != nil {
-		return nil, RecoveryReport{}, err
+	if _, err := cfg.FS.Stat(dir); err != nil {
+		// A new partition: its directory entry must be durable before
+		// anything in it is acknowledged.
+		if err := cfg.FS.MkdirAll(dir, 0o755); err != nil {
+			return nil, RecoveryReport{}, err
+		}
+		if err := cfg.FS.SyncDir(filepath.Dir(dir)); err != nil {
+			return nil, RecoveryReport{}, err
+		}
 	}
 	l := &Log{
 		dir:       dir,
@@ -201,6 +208,9 @@ func (l *Log) load() (RecoveryReport, error) {
 			return rep, err
 		}
 		l.segs = append(l.segs, s)
+		// The new file's directory entry must be durable before anything
+		// in it is acknowledged: the first flush syncs the directory.
+		l.dirDirty = true
 	}
 	for _, s := range l.segs {
 		l.size += s.size

@@ -24,6 +24,10 @@
 //     recorded in NNN.gaps, which Read skips.
 //   - Verify checks a data directory offline without changing it.
 //
+// Every file operation goes through Config.FS, so that crash tests can run
+// the log on a file system that keeps only what was fsynced and cut the
+// power at each sync boundary (crash_test.go).
+//
 // The package knows nothing about sockets: Read returns a Slice naming a file
 // and a byte range, and the broker decides how to move those bytes.
 //
@@ -31,8 +35,9 @@
 // batches; NNN is the segment's base offset as %020d) and NNN.index (the
 // sparse index, see index.go); recovery-checkpoint (the offset below which
 // everything was fsynced, rewritten atomically at most every few seconds and
-// at Close); and .clean-shutdown, present only between a clean Close and the
-// next Open.
+// at Close); .clean-shutdown, present only between a clean Close and the
+// next Open; and, after a repair, NNN.gaps (the offsets the segment lost)
+// and NNN.log.quarantine-<byte> (the damaged bytes, for an operator).
 package log
 
 import (

@@ -54,6 +54,12 @@ func repairSegment(fsys FS, s *segment, damaged []damage, keep int64, interval i
 	var lost []LostRange
 	for _, d := range damaged {
 		q := quarantinePath(s.path, d.from)
+		for k := 1; ; k++ { // a later repair may find damage at the same byte: keep both
+			if _, err := fsys.Stat(q); err != nil {
+				break
+			}
+			q = fmt.Sprintf("%s.%d", quarantinePath(s.path, d.from), k)
+		}
 		if err := writeFileAtomicFrom(fsys, dir, filepath.Base(q), io.NewSectionReader(s.f, d.from, d.to-d.from), false); err != nil {
 			return nil, nil, fmt.Errorf("quarantine %s bytes [%d, %d): %w", s.path, d.from, d.to, err)
 		}

@@ -30,8 +30,19 @@
 //     restart or crash, until the producer id expires (ProducerIDExpiry) or
 //     is evicted as the least recently active past MaxProducerIDs.
 //   - After an unclean shutdown, Open scans the segments written since the last
-//     recovery checkpoint, truncates at the first torn or corrupt batch, rebuilds
-//     the index and reports what it cut (RecoveryReport).
+//     recovery checkpoint, cuts a torn or corrupt tail, rebuilds the index and
+//     reports what it cut (RecoveryReport).
+//   - A damaged batch with valid data after it costs that batch only: recovery
+//     (and the scrubber, see Config.ScrubInterval) resynchronises at the next
+//     valid batch, moves the damaged bytes to NNN.log.quarantine-<byte>,
+//     rewrites the segment without them in one atomic rename and reports the
+//     lost offset range. Offsets are never reassigned: the log has a gap there,
+//     recorded in NNN.gaps, which Read skips.
+//   - Verify checks a data directory offline without changing it.
+//
+// Every file operation goes through Config.FS, so that crash tests can run
+// the log on a file system that keeps only what was fsynced and cut the
+// power at each sync boundary (crash_test.go).
 //
 // The package knows nothing about sockets: Read returns a Slice naming a file
 // and a byte range, and the broker decides how to move those bytes.
@@ -41,8 +52,10 @@
 // sparse index, see index.go); recovery-checkpoint (the offset below which
 // everything was fsynced, rewritten atomically at most every few seconds and
 // at Close); NNN.producers (the idempotent producers' state as of offset
-// NNN, written at each roll and at Close, see producer_snapshot.go); and
-// .clean-shutdown, present only between a clean Close and the next Open.
+// NNN, written at each roll and at Close, see producer_snapshot.go);
+// .clean-shutdown, present only between a clean Close and the next Open;
+// and, after a repair, NNN.gaps (the offsets the segment lost) and
+// NNN.log.quarantine-<byte> (the damaged bytes, for an operator).
 package log
 
 import (
@@ -103,6 +116,15 @@ type Config struct {
 	// Default 64 MiB: far above what a producer's 1 MiB batch of ordinary
 	// data expands to, low enough that a bomb is cut off in milliseconds.
 	MaxDecompressedBytes int64
+	// ScrubInterval re-verifies the CRCs of sealed segments this often and
+	// repairs damage found (see Log.Scrub). Default 0: off.
+	ScrubInterval time.Duration
+	// ScrubRate caps the scrubber's reads in bytes a second. Default
+	// DefaultScrubRate.
+	ScrubRate int64
+	// FS is the file system the log lives on. Default OSFS; tests give a
+	// file system that simulates power loss.
+	FS FS
 }
 
 // Slice is a byte range of one segment file holding whole record batches,
@@ -146,6 +168,9 @@ type RecoveryReport struct {
 	TruncatedAt     int64 // offset at which the log was cut (the new log end), or -1
 	Reason          string
 	IndexesRebuilt  int
+	// Lost lists the damaged stretches in the middle of the log that
+	// recovery moved to quarantine files: only their own offsets are gone.
+	Lost []LostRange
 }
 
 // Errors returned by Append and Read. The broker maps each to a Kafka error

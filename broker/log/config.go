@@ -51,6 +51,12 @@ func (c Config) WithDefaults() Config {
 	if c.RetentionCheckInterval <= 0 {
 		c.RetentionCheckInterval = DefaultRetentionCheckInterval
 	}
+	if c.FS == nil {
+		c.FS = OSFS{}
+	}
+	if c.ScrubRate <= 0 {
+		c.ScrubRate = DefaultScrubRate
+	}
 	if c.ProducerIDExpiry <= 0 {
 		c.ProducerIDExpiry = DefaultProducerIDExpiry
 	}

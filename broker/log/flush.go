@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -71,7 +72,7 @@ func (l *Log) flushLocked() error {
 		l.fsyncs.Add(1)
 	}
 	if err == nil && syncDir {
-		err = syncDirectory(l.dir)
+		err = l.fs.SyncDir(l.dir)
 	}
 	release()
 	l.flushes.Add(1)
@@ -195,7 +196,7 @@ func (l *Log) writeCheckpoint() error {
 	hw := l.hw
 	l.mu.RUnlock()
 	l.lastCheckpoint = time.Now() // also on failure: retry later, not on every flush
-	if err := writeFileAtomic(l.dir, checkpointFile, []byte(strconv.FormatInt(hw, 10)+"\n")); err != nil {
+	if err := writeFileAtomic(l.fs, l.dir, checkpointFile, []byte(strconv.FormatInt(hw, 10)+"\n")); err != nil {
 		return fmt.Errorf("write recovery checkpoint: %w", err)
 	}
 	return nil
@@ -203,8 +204,8 @@ func (l *Log) writeCheckpoint() error {
 
 // readCheckpoint returns the checkpointed offset, or -1 (scan everything)
 // when there is none or it cannot be parsed.
-func readCheckpoint(dir string) (int64, error) {
-	b, err := os.ReadFile(filepath.Join(dir, checkpointFile))
+func readCheckpoint(fsys FS, dir string) (int64, error) {
+	b, err := fsys.ReadFile(filepath.Join(dir, checkpointFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return -1, nil
 	}
@@ -218,43 +219,13 @@ func readCheckpoint(dir string) (int64, error) {
 	return v, nil
 }
 
-func writeCleanMarker(dir string) error {
-	return writeFileAtomic(dir, cleanMarkerFile, nil)
+func writeCleanMarker(fsys FS, dir string) error {
+	return writeFileAtomic(fsys, dir, cleanMarkerFile, nil)
 }
 
-// writeFileAtomic replaces dir/name by way of a temporary file, fsync and
-// rename, so a crash leaves either the old or the new content.
-func writeFileAtomic(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDirectory(dir)
-}
-
-func syncDirectory(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+// writeFileAtomic replaces dir/name by way of a temporary file, fsync,
+// rename and directory fsync, so a crash leaves either the old or the new
+// content.
+func writeFileAtomic(fsys FS, dir, name string, data []byte) error {
+	return writeFileAtomicFrom(fsys, dir, name, bytes.NewReader(data), true)
 }

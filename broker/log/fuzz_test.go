@@ -32,8 +32,10 @@ func fuzzSegment() []byte {
 
 // FuzzRecoveryScan feeds arbitrary bytes to recovery as the only segment of
 // a log that was not shut down cleanly. Open must not panic and must leave a
-// segment that is a prefix of the input made only of valid, contiguous
-// batches, with the log end offset where that prefix ends.
+// segment made only of valid batches whose offsets continue each other
+// except across the reported lost ranges: the input minus the quarantined
+// stretches (each kept byte for byte in its quarantine file) minus a cut
+// tail, with the log end offset where the last kept batch ends.
 func FuzzRecoveryScan(f *testing.F) {
 	seg := fuzzSegment()
 	f.Add(seg)
@@ -42,6 +44,10 @@ func FuzzRecoveryScan(f *testing.F) {
 	flipped := bytes.Clone(seg)
 	flipped[len(flipped)/2] ^= 1
 	f.Add(flipped)
+	first := bytes.Clone(seg)
+	first[30] ^= 1
+	f.Add(first)
+	f.Add(append(append(bytes.Clone(seg[:70]), 0xff, 0xfe), seg[70:]...))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
@@ -58,11 +64,24 @@ func FuzzRecoveryScan(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.HasPrefix(data, kept) {
-			t.Fatal("recovery changed bytes instead of truncating")
+		var want []byte
+		pos := int64(0)
+		gaps := map[int64]int64{}
+		for _, r := range rep.Lost {
+			if r.FromByte < pos || r.ToByte <= r.FromByte || r.ToByte > int64(len(data)) || r.NextOffset < r.FirstOffset {
+				t.Fatalf("lost range %v out of order or empty", r)
+			}
+			q, err := os.ReadFile(r.Quarantine)
+			if err != nil || !bytes.Equal(q, data[r.FromByte:r.ToByte]) {
+				t.Fatalf("quarantine %s does not hold the damaged bytes: %v", r.Quarantine, err)
+			}
+			want = append(want, data[pos:r.FromByte]...)
+			pos = r.ToByte
+			gaps[r.FirstOffset] = r.NextOffset
 		}
-		if int64(len(data)-len(kept)) != rep.TruncatedBytes {
-			t.Fatalf("cut %d bytes, report says %d", len(data)-len(kept), rep.TruncatedBytes)
+		want = append(want, data[pos:int64(len(data))-rep.TruncatedBytes]...)
+		if !bytes.Equal(kept, want) {
+			t.Fatal("recovery kept other bytes than the input minus quarantined and cut ones")
 		}
 		next := int64(0)
 		for b := kept; len(b) > 0; {
@@ -75,6 +94,9 @@ func FuzzRecoveryScan(f *testing.F) {
 			}
 			if _, err := checkFraming(b[:h.size()]); err != nil {
 				t.Fatalf("kept an invalid batch: %v", err)
+			}
+			if to, ok := gaps[next]; ok {
+				next = to
 			}
 			if h.baseOffset != next {
 				t.Fatalf("kept base offset %d, want %d", h.baseOffset, next)

@@ -61,7 +61,9 @@ func decodeIndex(b []byte, segSize int64) ([]indexEntry, error) {
 			return nil, fmt.Errorf("index entry %d points at byte %d, past the %d-byte segment", len(entries), e.pos, segSize)
 		}
 		if n := len(entries); n == 0 {
-			if e.rel != 0 || e.pos != 0 {
+			// The first batch may start after the segment's base offset
+			// when a repair took the batches before it (a gap).
+			if e.pos != 0 {
 				return nil, errors.New("first index entry is not the segment's first batch")
 			}
 		} else if p := entries[n-1]; e.rel <= p.rel || e.pos <= p.pos || e.maxTs < p.maxTs {
@@ -104,8 +106,16 @@ func lookupTime(entries []indexEntry, ts int64) indexEntry {
 
 // writeIndexFile replaces path with the given entries. The index can always
 // be rebuilt, so a crash half way through costs a rebuild, not data.
-func writeIndexFile(path string, entries []indexEntry) error {
-	return os.WriteFile(path, encodeIndex(entries), 0o644)
+func writeIndexFile(fsys FS, path string, entries []indexEntry) error {
+	f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(encodeIndex(entries))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // relOffsetFits reports whether offsets up to last can be stored relative to

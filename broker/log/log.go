@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 // their segment and then read the file without it.
 type Log struct {
 	dir    string
+	fs     FS
 	cfg    Config
 	logger *slog.Logger
 
@@ -41,6 +41,9 @@ type Log struct {
 	// covered; it is taken before mu, never while holding it.
 	flushMu        sync.Mutex
 	lastCheckpoint time.Time
+	// repairMu keeps retention from deleting a segment the scrubber is
+	// replacing; it is taken before mu.
+	repairMu sync.Mutex
 
 	flushReq chan struct{} // "flush now" (WaitFlushed, flush.messages)
 	dirtyCh  chan struct{} // "unflushed data appeared": arms the flush.interval timer
@@ -237,7 +240,7 @@ func (l *Log) maybeRoll(h *batchHeader, now time.Time) error {
 	default:
 		return nil
 	}
-	ns, err := createSegment(l.dir, l.leo)
+	ns, err := createSegment(l.fs, l.dir, l.leo)
 	if err != nil {
 		return fmt.Errorf("roll segment at offset %d: %w", l.leo, err)
 	}
@@ -291,7 +294,7 @@ func (l *Log) Read(offset int64, maxBytes int64) (Slice, error) {
 		l.mu.RUnlock()
 		return Slice{}, nil
 	}
-	s := l.segmentFor(offset)
+	s, offset := l.segmentServing(offset)
 	limit := s.size
 	if s == l.hwSeg {
 		limit = l.hwPos
@@ -490,7 +493,7 @@ func (l *Log) Close() error {
 		l.logger.Error("closing partition log", "dir", l.dir, "err", err)
 		return err
 	}
-	return writeCleanMarker(l.dir)
+	return writeCleanMarker(l.fs, l.dir)
 }
 
 // Delete closes the log and removes its directory (DeleteTopics).
@@ -499,7 +502,7 @@ func (l *Log) Delete() error {
 	if errors.Is(err, ErrClosed) {
 		err = nil
 	}
-	if rerr := os.RemoveAll(l.dir); rerr != nil {
+	if rerr := l.fs.RemoveAll(l.dir); rerr != nil {
 		return errors.Join(err, rerr)
 	}
 	return nil

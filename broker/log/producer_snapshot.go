@@ -134,8 +134,8 @@ func decodeProducerSnapshot(b []byte, offset int64, into producers) (producers, 
 
 // listProducerSnapshots returns the offsets of the snapshot files in dir,
 // sorted.
-func listProducerSnapshots(dir string) ([]int64, error) {
-	ents, err := os.ReadDir(dir)
+func listProducerSnapshots(fsys FS, dir string) ([]int64, error) {
+	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func (l *Log) snapshotProducers() error {
 	}
 	data := encodeProducerSnapshot(&l.producers, l.leo)
 	name := filepath.Base(snapshotPath(l.dir, l.leo))
-	if err := writeFileAtomic(l.dir, name, data); err != nil {
+	if err := writeFileAtomic(l.fs, l.dir, name, data); err != nil {
 		err = fmt.Errorf("write producer snapshot %s: %w", name, err)
 		l.logger.Warn("could not snapshot producer state: the next start scans more of the log to rebuild it",
 			"dir", l.dir, "err", err)
@@ -180,13 +180,13 @@ func (l *Log) snapshotProducers() error {
 // and any whose offset retention has deleted from the log (a newer one
 // then exists, the one written at the new start's roll or after).
 func (l *Log) pruneProducerSnapshots() {
-	offsets, err := listProducerSnapshots(l.dir)
+	offsets, err := listProducerSnapshots(l.fs, l.dir)
 	if err != nil {
 		return
 	}
 	for i, off := range offsets {
 		if i < len(offsets)-producerSnapshotsKept || (off < l.start && i < len(offsets)-1) {
-			if err := os.Remove(snapshotPath(l.dir, off)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := l.fs.Remove(snapshotPath(l.dir, off)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				l.logger.Warn("deleting old producer snapshot", "dir", l.dir, "offset", off, "err", err)
 			}
 		}
@@ -197,7 +197,7 @@ func (l *Log) pruneProducerSnapshots() {
 // returns the offset it covers, or -1 when there is none. Snapshots above
 // leo (recovery cut the log below them) and damaged ones are deleted.
 func (l *Log) loadProducerSnapshot(leo int64) (int64, error) {
-	offsets, err := listProducerSnapshots(l.dir)
+	offsets, err := listProducerSnapshots(l.fs, l.dir)
 	if err != nil {
 		return -1, err
 	}
@@ -205,7 +205,7 @@ func (l *Log) loadProducerSnapshot(leo int64) (int64, error) {
 		off, path := offsets[i], snapshotPath(l.dir, offsets[i])
 		why := "it covers offsets past the log end, which recovery cut"
 		if off <= leo {
-			b, err := os.ReadFile(path)
+			b, err := l.fs.ReadFile(path)
 			if err == nil {
 				var p producers
 				p, err = decodeProducerSnapshot(b, off, newProducers(l.cfg.MaxProducerIDs, l.logger, l.dir))
@@ -218,7 +218,7 @@ func (l *Log) loadProducerSnapshot(leo int64) (int64, error) {
 		}
 		l.logger.Warn("discarding producer snapshot: rebuilding idempotent producer state from the log instead",
 			"file", path, "log_end_offset", leo, "why", why)
-		os.Remove(path)
+		l.fs.Remove(path)
 	}
 	return -1, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -31,11 +32,19 @@ func Open(dir string, cfg Config, logger *slog.Logger) (*Log, RecoveryReport, er
 	if logger == nil {
 		logger = slog.Default()
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, RecoveryReport{}, err
+	if _, err := cfg.FS.Stat(dir); err != nil {
+		// A new partition: its directory entry must be durable before
+		// anything in it is acknowledged.
+		if err := cfg.FS.MkdirAll(dir, 0o755); err != nil {
+			return nil, RecoveryReport{}, err
+		}
+		if err := cfg.FS.SyncDir(filepath.Dir(dir)); err != nil {
+			return nil, RecoveryReport{}, err
+		}
 	}
 	l := &Log{
 		dir:       dir,
+		fs:        cfg.FS,
 		cfg:       cfg,
 		logger:    logger,
 		changed:   make(chan struct{}),
@@ -54,43 +63,55 @@ func Open(dir string, cfg Config, logger *slog.Logger) (*Log, RecoveryReport, er
 	l.lastCheckpoint = time.Now()
 	l.wg.Add(1)
 	go l.run()
+	if cfg.ScrubInterval > 0 {
+		l.wg.Add(1)
+		go l.scrubLoop()
+	}
 	return l, rep, nil
 }
 
 // listSegments returns the base offsets of the segment files in dir, sorted,
 // and removes leftovers that have no meaning without a segment: indexes
 // whose segment is gone and temporary files of interrupted atomic writes.
-func listSegments(dir string) ([]int64, error) {
-	ents, err := os.ReadDir(dir)
+func listSegments(fsys FS, dir string) ([]int64, error) {
+	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	var bases []int64
 	logs := map[int64]bool{}
-	var indexes []int64
+	var indexes, gaps []int64
 	for _, e := range ents {
 		name := e.Name()
 		switch {
 		case strings.HasSuffix(name, ".tmp"):
-			os.Remove(filepath.Join(dir, name))
-		case strings.HasSuffix(name, ".log"), strings.HasSuffix(name, ".index"):
+			fsys.Remove(filepath.Join(dir, name))
+		case strings.HasSuffix(name, ".log"), strings.HasSuffix(name, ".index"), strings.HasSuffix(name, ".gaps"):
 			ext := filepath.Ext(name)
 			base, err := strconv.ParseInt(strings.TrimSuffix(name, ext), 10, 64)
 			if err != nil || base < 0 || len(name) != 20+len(ext) {
 				continue
 			}
-			if ext == ".log" {
+			switch ext {
+			case ".log":
 				bases = append(bases, base)
 				logs[base] = true
-			} else {
+			case ".index":
 				indexes = append(indexes, base)
+			default:
+				gaps = append(gaps, base)
 			}
 		}
 	}
 	for _, base := range indexes {
 		if !logs[base] {
 			_, p := segmentPaths(dir, base)
-			os.Remove(p)
+			fsys.Remove(p)
+		}
+	}
+	for _, base := range gaps {
+		if !logs[base] {
+			fsys.Remove(gapsPath(dir, base))
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
@@ -100,27 +121,27 @@ func listSegments(dir string) ([]int64, error) {
 // load rebuilds the in-memory state of the log from its directory.
 func (l *Log) load() (RecoveryReport, error) {
 	rep := RecoveryReport{TruncatedAt: -1}
-	bases, err := listSegments(l.dir)
+	bases, err := listSegments(l.fs, l.dir)
 	if err != nil {
 		return rep, err
 	}
 	marker := filepath.Join(l.dir, cleanMarkerFile)
-	_, err = os.Stat(marker)
+	_, err = l.fs.Stat(marker)
 	hasMarker := err == nil
 	// A new partition has nothing to recover.
 	rep.Clean = hasMarker || len(bases) == 0
 	if hasMarker {
 		// From now on a crash is an unclean shutdown again.
-		if err := os.Remove(marker); err != nil {
+		if err := l.fs.Remove(marker); err != nil {
 			return rep, err
 		}
-		if err := syncDirectory(l.dir); err != nil {
+		if err := l.fs.SyncDir(l.dir); err != nil {
 			return rep, err
 		}
 	}
 	scanFrom := len(bases)
 	if !rep.Clean {
-		cp, err := readCheckpoint(l.dir)
+		cp, err := readCheckpoint(l.fs, l.dir)
 		if err != nil {
 			l.logger.Warn("ignoring unreadable recovery checkpoint: scanning the whole log", "dir", l.dir, "err", err)
 		}
@@ -130,7 +151,7 @@ func (l *Log) load() (RecoveryReport, error) {
 
 	var scanned []*segment
 	for i, base := range bases {
-		s, err := openSegment(l.dir, base)
+		s, err := openSegment(l.fs, l.dir, base)
 		if err != nil {
 			return rep, err
 		}
@@ -147,35 +168,54 @@ func (l *Log) load() (RecoveryReport, error) {
 				"file", s.path, "problem", p.String())
 			scanFrom, rep.Clean = i, false
 		}
-		if i > 0 && base != l.segs[i-1].next {
+		if i > 0 && base != l.segs[i-1].gapEnd(l.segs[i-1].next) {
 			p := &scanProblem{reason: fmt.Sprintf("segment starts at offset %d but the previous one ends at %d", base, l.segs[i-1].next)}
 			l.segs = l.segs[:i]
-			l.truncate(&rep, l.segs[i-1], s, p, bases[i:])
+			l.truncate(&rep, l.segs[i-1], s, p, 0, bases[i:])
 			break
 		}
 		rep.SegmentsScanned++
 		rep.IndexesRebuilt++
-		scanned = append(scanned, s)
 		s.index, s.maxTs, s.indexStale = nil, -1, true
-		end, p := s.walk(newReader(s.f, s.size, scanWindow), 0, s.base, l.cfg.IndexIntervalBytes, true, nil)
-		if p != nil {
-			s.size = end // truncate measures the cut from here
-			l.truncate(&rep, s, s, p, bases[i+1:])
+		below := int64(math.MaxInt64)
+		if i+1 < len(bases) {
+			below = bases[i+1]
+		}
+		end, damaged, tail := s.scan(newReader(s.f, s.size, scanWindow), l.cfg.IndexIntervalBytes, below, nil)
+		cut := s.size - end
+		if len(damaged) > 0 {
+			ns, lost, err := repairSegment(l.fs, s, damaged, end, l.cfg.IndexIntervalBytes)
+			if err != nil {
+				return rep, err
+			}
+			s.close()
+			s, l.segs[i] = ns, ns
+			l.reportLost(&rep, lost)
+		}
+		scanned = append(scanned, s)
+		if tail != nil {
+			if len(damaged) == 0 {
+				s.size = end // a repair already left the tail out
+			}
+			l.truncate(&rep, s, s, tail, cut, bases[i+1:])
 			break
 		}
 	}
 
 	if len(l.segs) == 0 {
-		s, err := createSegment(l.dir, 0)
+		s, err := createSegment(l.fs, l.dir, 0)
 		if err != nil {
 			return rep, err
 		}
 		l.segs = append(l.segs, s)
+		// The new file's directory entry must be durable before anything
+		// in it is acknowledged: the first flush syncs the directory.
+		l.dirDirty = true
 	}
 	for _, s := range l.segs {
 		l.size += s.size
 		if s.indexStale && s != l.segs[len(l.segs)-1] {
-			if err := writeIndexFile(s.indexPath, s.index); err != nil {
+			if err := writeIndexFile(l.fs, s.indexPath, s.index); err != nil {
 				return rep, err
 			}
 			s.indexStale = false
@@ -197,11 +237,11 @@ func (l *Log) load() (RecoveryReport, error) {
 		// A process crash leaves unflushed bytes in the page cache: make what
 		// recovery kept durable before anyone reads it, then checkpoint.
 		for _, s := range scanned {
-			if err := s.f.Sync(); err != nil {
+			if err := syncFile(l.fs, s.path); err != nil {
 				return rep, err
 			}
 		}
-		if err := syncDirectory(l.dir); err != nil {
+		if err := l.fs.SyncDir(l.dir); err != nil {
 			return rep, err
 		}
 		if err := l.writeCheckpoint(); err != nil {
@@ -209,7 +249,7 @@ func (l *Log) load() (RecoveryReport, error) {
 		}
 		l.logger.Info("recovered partition log after unclean shutdown", "dir", l.dir,
 			"segments_scanned", rep.SegmentsScanned, "indexes_rebuilt", rep.IndexesRebuilt,
-			"log_end_offset", l.leo, "truncated_bytes", rep.TruncatedBytes)
+			"log_end_offset", l.leo, "truncated_bytes", rep.TruncatedBytes, "lost_ranges", len(rep.Lost))
 	}
 	return rep, nil
 }
@@ -219,7 +259,7 @@ func (l *Log) load() (RecoveryReport, error) {
 // index that does not fit its segment is rebuilt from the headers; a problem
 // in the headers themselves is returned for the caller to scan and cut.
 func (l *Log) loadTrusted(s *segment) (rebuilt bool, p *scanProblem) {
-	b, err := os.ReadFile(s.indexPath)
+	b, err := l.fs.ReadFile(s.indexPath)
 	if err == nil {
 		s.index, err = decodeIndex(b, s.size)
 	}
@@ -254,24 +294,23 @@ func (l *Log) loadTrusted(s *segment) (rebuilt bool, p *scanProblem) {
 
 // truncate cuts the log at the problem p found in segment bad: last (bad,
 // or the segment before it when bad is dropped whole) keeps last.size bytes,
-// and the segments named by dropBases are deleted.
-func (l *Log) truncate(rep *RecoveryReport, last, bad *segment, p *scanProblem, dropBases []int64) {
-	fi, err := bad.f.Stat()
-	cut := int64(0)
-	if err == nil && bad == last {
-		cut = fi.Size() - last.size
-		if terr := os.Truncate(last.path, last.size); terr != nil {
+// cut bytes are removed from its end, and the segments named by dropBases
+// are deleted.
+func (l *Log) truncate(rep *RecoveryReport, last, bad *segment, p *scanProblem, cut int64, dropBases []int64) {
+	if bad == last {
+		if terr := l.fs.Truncate(last.path, last.size); terr != nil {
 			l.logger.Error("truncating segment", "file", last.path, "err", terr)
 		}
 	}
 	var dropped []string
 	for _, base := range dropBases {
 		logPath, indexPath := segmentPaths(l.dir, base)
-		if fi, err := os.Stat(logPath); err == nil {
+		if fi, err := l.fs.Stat(logPath); err == nil {
 			cut += fi.Size()
 		}
-		os.Remove(logPath)
-		os.Remove(indexPath)
+		l.fs.Remove(logPath)
+		l.fs.Remove(indexPath)
+		l.fs.Remove(gapsPath(l.dir, base))
 		dropped = append(dropped, filepath.Base(logPath))
 	}
 	if bad != last {
@@ -284,4 +323,17 @@ func (l *Log) truncate(rep *RecoveryReport, last, bad *segment, p *scanProblem, 
 	l.logger.Warn("recovery truncated partition log",
 		"dir", l.dir, "file", filepath.Base(bad.path), "byte", p.pos, "torn", p.torn, "reason", p.reason,
 		"truncated_bytes", cut, "new_log_end_offset", last.next, "dropped_segments", dropped)
+}
+
+// reportLost logs each range of offsets a repair took out of the log, one
+// error line each (data is gone; an operator must hear of it), and adds them
+// to the report.
+func (l *Log) reportLost(rep *RecoveryReport, lost []LostRange) {
+	for _, r := range lost {
+		l.logger.Error("damaged batches quarantined: offsets lost",
+			"dir", l.dir, "file", r.Segment, "bytes", [2]int64{r.FromByte, r.ToByte},
+			"offsets", [2]int64{r.FirstOffset, r.NextOffset - 1}, "quarantine", r.Quarantine, "reason", r.Reason)
+	}
+	rep.Clean = false
+	rep.Lost = append(rep.Lost, lost...)
 }

@@ -84,7 +84,8 @@ func TestRecovery(t *testing.T) {
 		wantTruncBytes int64
 		wantReason     string // substring; "" means no truncation
 		wantSegments   int
-		corruptKept    bool // damage below the checkpoint, which recovery trusts
+		corruptKept    bool       // damage below the checkpoint, which recovery trusts
+		wantLost       [][2]int64 // offset ranges [from, to) quarantined
 	}{
 		{name: "clean shutdown skips the scan", clean: true, wantClean: true,
 			wantLEO: 22, wantSegments: 4},
@@ -101,12 +102,37 @@ func TestRecovery(t *testing.T) {
 		{name: "zero-filled tail",
 			damage:      func(t *testing.T, dir string) { appendBytes(t, segPath(dir, 18), make([]byte, 4096)) },
 			wantScanned: 1, wantLEO: 22, wantTruncBytes: 4096, wantReason: fmt.Sprintf("torn tail at byte %d: 4096 zero bytes", 2*S), wantSegments: 4},
-		{name: "flipped byte in the last segment",
+		{name: "flipped byte in the last segment costs that batch only",
 			damage:      func(t *testing.T, dir string) { flipByte(t, segPath(dir, 18), S/2) },
-			wantScanned: 1, wantLEO: 18, wantTruncBytes: 2 * S, wantReason: "corrupt batch at byte 0: crc mismatch", wantSegments: 4},
-		{name: "flipped byte in a middle segment drops the later ones", noCheckpoint: true,
+			wantScanned: 1, wantLEO: 22, wantSegments: 4, wantLost: [][2]int64{{18, 20}}},
+		{name: "flipped byte in the last batch is the tail",
+			damage:      func(t *testing.T, dir string) { flipByte(t, segPath(dir, 18), S+S/2) },
+			wantScanned: 1, wantLEO: 20, wantTruncBytes: S, wantReason: "corrupt batch at byte 279: crc mismatch", wantSegments: 4},
+		{name: "flipped byte in a middle segment costs that batch only", noCheckpoint: true,
 			damage:      func(t *testing.T, dir string) { flipByte(t, segPath(dir, 6), S+S/2) },
-			wantScanned: 2, wantLEO: 8, wantTruncBytes: 2*S + 3*S + 2*S, wantReason: "crc mismatch", wantSegments: 2},
+			wantScanned: 4, wantLEO: 22, wantSegments: 4, wantLost: [][2]int64{{8, 10}}},
+		{name: "two damaged batches in one segment", noCheckpoint: true,
+			damage: func(t *testing.T, dir string) {
+				flipByte(t, segPath(dir, 6), S/2)
+				flipByte(t, segPath(dir, 6), 2*S+S/2)
+			},
+			wantScanned: 4, wantLEO: 22, wantSegments: 4, wantLost: [][2]int64{{6, 8}, {10, 12}}},
+		{name: "damaged last batch of a middle segment: the gap crosses into the next", noCheckpoint: true,
+			damage:      func(t *testing.T, dir string) { flipByte(t, segPath(dir, 6), 2*S+S/2) },
+			wantScanned: 4, wantLEO: 22, wantSegments: 4, wantLost: [][2]int64{{10, 12}}},
+		{name: "base offset flipped in the middle", noCheckpoint: true,
+			damage:      func(t *testing.T, dir string) { flipByte(t, segPath(dir, 6), S+7) },
+			wantScanned: 4, wantLEO: 22, wantSegments: 4, wantLost: [][2]int64{{8, 10}}},
+		{name: "length field damaged in the middle", noCheckpoint: true,
+			damage:      func(t *testing.T, dir string) { flipByte(t, segPath(dir, 6), S+offLength+1) },
+			wantScanned: 4, wantLEO: 22, wantSegments: 4, wantLost: [][2]int64{{8, 10}}},
+		{name: "middle segment of garbage", noCheckpoint: true,
+			damage: func(t *testing.T, dir string) {
+				g := make([]byte, 3*S)
+				randomBytes(g, 2)
+				os.WriteFile(segPath(dir, 6), g, 0o644)
+			},
+			wantScanned: 4, wantLEO: 22, wantSegments: 4, wantLost: [][2]int64{{6, 12}}},
 		{name: "flipped byte below the checkpoint is trusted",
 			damage:      func(t *testing.T, dir string) { flipByte(t, segPath(dir, 6), S+S/2) },
 			wantScanned: 1, wantLEO: 22, wantSegments: 4, corruptKept: true},
@@ -158,7 +184,17 @@ func TestRecovery(t *testing.T) {
 			if strings.Contains(rep.Reason, "torn") != strings.Contains(tt.wantReason, "torn") {
 				t.Fatalf("reason %q: torn tail and corruption confused", rep.Reason)
 			}
-			checkRecovered(t, l, tt.wantLEO, tt.wantSegments, !tt.corruptKept)
+			var lost [][2]int64
+			for _, r := range rep.Lost {
+				lost = append(lost, [2]int64{r.FirstOffset, r.NextOffset})
+				if fileSize(t, r.Quarantine) != r.ToByte-r.FromByte {
+					t.Fatalf("quarantine %s holds %d bytes, want %d", r.Quarantine, fileSize(t, r.Quarantine), r.ToByte-r.FromByte)
+				}
+			}
+			if fmt.Sprint(lost) != fmt.Sprint(tt.wantLost) {
+				t.Fatalf("lost %v, want %v", lost, tt.wantLost)
+			}
+			checkRecovered(t, l, tt.wantLEO, tt.wantSegments, !tt.corruptKept, tt.wantLost...)
 
 			// The log goes on from where recovery left it, and reopens the same.
 			res := mustAppend(t, l, fixtureBatch())
@@ -178,7 +214,9 @@ func TestRecovery(t *testing.T) {
 
 // checkRecovered checks a log holds exactly the valid batches [start, leo),
 // all readable and flushed, with indexes matching their segments.
-func checkRecovered(t *testing.T, l *Log, leo int64, segments int, verifyCRC bool) {
+//
+// Offsets in a lost range are read as the first batch after it.
+func checkRecovered(t *testing.T, l *Log, leo int64, segments int, verifyCRC bool, lost ...[2]int64) {
 	t.Helper()
 	if l.LogEndOffset() != leo || l.HighWatermark() != leo {
 		t.Fatalf("LEO %d, HW %d; want both %d", l.LogEndOffset(), l.HighWatermark(), leo)
@@ -189,7 +227,7 @@ func checkRecovered(t *testing.T, l *Log, leo int64, segments int, verifyCRC boo
 	var total int64
 	for _, s := range l.segs {
 		total += fileSize(t, s.path)
-		rebuilt := &segment{base: s.base, f: s.f, maxTs: -1}
+		rebuilt := &segment{base: s.base, f: s.f, maxTs: -1, gaps: s.gaps}
 		if _, p := rebuilt.walk(newReader(s.f, s.size, scanWindow), 0, s.base, l.cfg.IndexIntervalBytes, verifyCRC, nil); p != nil {
 			t.Fatalf("segment %d after recovery: %v", s.base, p)
 		}
@@ -210,8 +248,14 @@ func checkRecovered(t *testing.T, l *Log, leo int64, segments int, verifyCRC boo
 		if verifyCRC {
 			batchesIn(t, b)
 		}
-		if int64(len(b)) != h.size() || h.baseOffset > off || h.nextOffset() <= off {
-			t.Fatalf("Read(%d) returned the wrong batch", off)
+		want := off
+		for _, r := range lost {
+			if off >= r[0] && off < r[1] {
+				want = r[1]
+			}
+		}
+		if int64(len(b)) != h.size() || h.baseOffset > want || h.nextOffset() <= want {
+			t.Fatalf("Read(%d) returned the batch at %d, want the one holding %d", off, h.baseOffset, want)
 		}
 	}
 }

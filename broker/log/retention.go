@@ -18,6 +18,8 @@ import (
 // producers idle for longer than ProducerIDExpiry. The log calls it every
 // RetentionCheckInterval by itself.
 func (l *Log) ApplyRetention() (deletedSegments int, err error) {
+	l.repairMu.Lock()
+	defer l.repairMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

@@ -26,7 +26,7 @@ func (p *scanProblem) String() string {
 }
 
 // walk visits the batches of s from byte pos, whose first batch must have
-// base offset next, up to r.size. Every batch is checked for a sane length
+// base offset next (or the end of a recorded gap starting there), up to r.size. Every batch is checked for a sane length
 // that fits in the file, magic 2, consistent record counts and base-offset
 // continuity; with verify it is also checked against its CRC32C, which
 // means reading all of it rather than only its header.
@@ -37,7 +37,7 @@ func (s *segment) walk(r *reader, pos, next int64, interval int64, verify bool,
 	visit func(pos int64, h *batchHeader)) (end int64, problem *scanProblem) {
 	s.next = next
 	for pos < r.size {
-		h, p := checkBatchAt(r, pos, next, verify)
+		h, p := checkBatchAt(r, pos, s.gapEnd(next), verify)
 		if p != nil {
 			return pos, p
 		}
@@ -121,4 +121,73 @@ func tornOrCorrupt(r *reader, pos int64, reason string) *scanProblem {
 		off += int64(len(chunk))
 	}
 	return &scanProblem{pos: pos, torn: true, reason: fmt.Sprintf("%d zero bytes at the end of the file (written space never filled)", r.size-pos)}
+}
+
+// A damage is a stretch of a segment that holds no valid batch, followed by
+// valid data: the bytes [from, to) and the offsets [firstLost, nextKept)
+// they held. to is a batch start (the resynchronisation point) or the end
+// of a segment whose successor holds the next offsets.
+type damage struct {
+	from, to            int64
+	firstLost, nextKept int64
+	problem             *scanProblem
+}
+
+// scan CRC-checks every batch of s like walk, but does not stop at the first
+// bad one: after a problem it resynchronises at the next valid batch and
+// goes on, collecting the damaged stretches. below is the base offset of the
+// next segment, or math.MaxInt64 when s is the last one: then a problem with
+// no valid batch after it is the tail, returned as tail with end its byte
+// position (a torn write, cut as always). In an earlier segment the bytes
+// from a problem to the end are damage, since the next segment holds what
+// comes after.
+func (s *segment) scan(r *reader, interval, below int64, visit func(pos int64, h *batchHeader)) (end int64, damaged []damage, tail *scanProblem) {
+	pos, next := int64(0), s.base
+	for {
+		end, p := s.walk(r, pos, next, interval, true, visit)
+		if p == nil {
+			return end, damaged, nil
+		}
+		first := s.gapEnd(s.next)
+		q, h, ok := resync(r, p.pos+1, first, below)
+		if !ok && below == math.MaxInt64 {
+			return p.pos, damaged, p
+		}
+		d := damage{from: p.pos, to: r.size, firstLost: first, nextKept: below, problem: p}
+		if ok {
+			d.to, d.nextKept = q, h.baseOffset
+		}
+		damaged = append(damaged, d)
+		if !ok {
+			s.next = first
+			return r.size, damaged, nil
+		}
+		pos, next = q, h.baseOffset
+	}
+}
+
+// resync finds the first position at or after from where a batch starts
+// that can follow a damaged stretch: a plausible length that fits in the
+// file, magic 2, consistent record counts, a base offset at or after next
+// with all its offsets below below, and a matching CRC32C. Random bytes pass
+// all of that with a probability far below one in 2^32 per position.
+func resync(r *reader, from, next, below int64) (pos int64, h batchHeader, ok bool) {
+	for q := from; q+batchHeaderSize <= r.size; q++ {
+		b, err := r.peek(q, batchHeaderSize)
+		if err != nil {
+			return 0, batchHeader{}, false
+		}
+		if b[offMagic] != 2 {
+			continue
+		}
+		h := parseHeader(b)
+		if h.length < minBatchLength || q+h.size() > r.size || h.baseOffset < next ||
+			checkHeader(&h) != nil || h.nextOffset() > below || h.nextOffset() < h.baseOffset {
+			continue
+		}
+		if _, p := checkBatchAt(r, q, h.baseOffset, true); p == nil {
+			return q, h, true
+		}
+	}
+	return 0, batchHeader{}, false
 }

@@ -18,6 +18,7 @@ import (
 // segment has been rolled and its last bytes fsynced.
 type segment struct {
 	base      int64
+	fs        FS
 	path      string
 	indexPath string
 
@@ -25,15 +26,16 @@ type segment struct {
 	refs atomic.Int32
 
 	// Guarded by Log.mu.
-	w          *os.File // data writer, nil once sealed
-	idx        *os.File // index writer, nil once sealed
+	w          File // data writer, nil once sealed
+	idx        File // index writer, nil once sealed
 	size       int64
 	next       int64 // offset after the last batch
 	maxTs      int64 // largest batch MaxTimestamp, -1 when none
 	firstTime  time.Time
 	index      []indexEntry
-	dirty      bool // has bytes not yet fsynced
-	indexStale bool // the index file on disk differs from index
+	gaps       map[int64]int64 // offsets lost to repaired damage: from -> to (exclusive); see gaps.go
+	dirty      bool            // has bytes not yet fsynced
+	indexStale bool            // the index file on disk differs from index
 }
 
 func segmentPaths(dir string, base int64) (logPath, indexPath string) {
@@ -42,10 +44,10 @@ func segmentPaths(dir string, base int64) (logPath, indexPath string) {
 }
 
 // openSegment opens an existing segment file read-only.
-func openSegment(dir string, base int64) (*segment, error) {
-	s := &segment{base: base, next: base, maxTs: -1}
+func openSegment(fsys FS, dir string, base int64) (*segment, error) {
+	s := &segment{fs: fsys, base: base, next: base, maxTs: -1}
 	s.path, s.indexPath = segmentPaths(dir, base)
-	f, err := os.Open(s.path)
+	f, err := fsys.Open(s.path)
 	if err != nil {
 		return nil, err
 	}
@@ -55,26 +57,30 @@ func openSegment(dir string, base int64) (*segment, error) {
 		return nil, err
 	}
 	s.f, s.size = f, fi.Size()
+	if s.gaps, err = readGaps(fsys, gapsPath(dir, base)); err != nil {
+		f.Close()
+		return nil, err
+	}
 	s.refs.Store(1)
 	return s, nil
 }
 
 // createSegment creates an empty segment ready for appends. It refuses to
 // overwrite an existing file: offsets only grow, so one would mean a bug.
-func createSegment(dir string, base int64) (*segment, error) {
+func createSegment(fsys FS, dir string, base int64) (*segment, error) {
 	logPath, _ := segmentPaths(dir, base)
-	f, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := fsys.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	f.Close()
-	s, err := openSegment(dir, base)
+	s, err := openSegment(fsys, dir, base)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.openWriters(); err != nil {
 		s.close()
-		os.Remove(logPath)
+		fsys.Remove(logPath)
 		return nil, err
 	}
 	return s, nil
@@ -83,11 +89,11 @@ func createSegment(dir string, base int64) (*segment, error) {
 // openWriters makes s appendable and writes its whole in-memory index to
 // the index file, so that later entries can be written at their position.
 func (s *segment) openWriters() error {
-	w, err := os.OpenFile(s.path, os.O_WRONLY, 0)
+	w, err := s.fs.OpenFile(s.path, os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
-	idx, err := os.OpenFile(s.indexPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	idx, err := s.fs.OpenFile(s.indexPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		w.Close()
 		return err
@@ -165,8 +171,8 @@ func (s *segment) close() error {
 // already handed out keep reading the unlinked file.
 func (s *segment) remove() error {
 	err := s.close()
-	for _, p := range []string{s.path, s.indexPath} {
-		if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+	for _, p := range []string{s.path, s.indexPath, gapsPath(filepath.Dir(s.path), s.base)} {
+		if rerr := s.fs.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			err = errors.Join(err, rerr)
 		}
 	}

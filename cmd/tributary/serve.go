@@ -32,6 +32,8 @@ type brokerFlags struct {
 	producerExpiry  time.Duration
 	maxProducerIDs  int
 	internalClients string
+	scrubInterval   time.Duration
+	scrubRate       int64
 	conns           connFlags
 }
 
@@ -73,6 +75,8 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.Int64Var(&f.conns.queuedMaxBytes, "queued-max-request-bytes", 512<<20, "bytes all requests in flight may hold; more wait (queued.max.request.bytes)")
 	fs.StringVar(&f.internalClients, "internal-clients", strings.Join(broker.DefaultInternalClients, ","),
 		"comma-separated client ids admitted to write and delete the internal topics _schemas and _audit; a guard against accidents and buggy clients, not attackers (client ids are not authenticated)")
+	fs.DurationVar(&f.scrubInterval, "scrub-interval", 0, "re-verify sealed segments this often and quarantine damaged batches; 0: off")
+	fs.Int64Var(&f.scrubRate, "scrub-rate", log.DefaultScrubRate, "bytes a second the scrubber may read per partition")
 }
 
 func (f *brokerFlags) config() broker.Config {
@@ -97,6 +101,8 @@ func (f *brokerFlags) config() broker.Config {
 			RetentionBytes:   f.retentionBytes,
 			ProducerIDExpiry: f.producerExpiry,
 			MaxProducerIDs:   f.maxProducerIDs,
+			ScrubInterval:    f.scrubInterval,
+			ScrubRate:        f.scrubRate,
 		},
 		Logger:          slog.Default(),
 		InternalClients: append([]string{}, splitList(f.internalClients)...), // empty admits none

@@ -41,6 +41,7 @@ func (b *Broker) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsR
 		} else {
 			st.NumPartitions = t.Partitions()
 			st.ReplicationFactor = 1
+			st.TopicID = t.ID
 			st.Configs = b.createdTopicConfigs(t)
 		}
 		resp.Topics = append(resp.Topics, st)

@@ -26,9 +26,9 @@ import (
 type ZooKeeper struct {
 	self      Broker
 	clusterID string // /cluster/id, read or created at join
-	s     *ZKSession
-	log   *slog.Logger
-	watch *ZKWatch
+	s         *ZKSession
+	log       *slog.Logger
+	watch     *ZKWatch
 
 	mu      sync.Mutex
 	brokers []Broker

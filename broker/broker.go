@@ -178,6 +178,7 @@ func (b *Broker) followMetadata() {
 			return
 		case <-ch:
 		}
+		b.reconfigureAll() // configs changed through another broker (alterconfigs.go)
 		live := map[string]bool{}
 		for _, t := range b.meta.Topics() {
 			live[t.Name] = true

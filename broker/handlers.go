@@ -36,7 +36,9 @@ var supported = map[int16]versions{
 	20: {0, 6},  // DeleteTopics
 	22: {0, 4},  // InitProducerId
 	32: {0, 4},  // DescribeConfigs
+	33: {0, 2},  // AlterConfigs
 	42: {0, 2},  // DeleteGroups
+	44: {0, 1},  // IncrementalAlterConfigs
 }
 
 // handle starts serving one request and returns its pending response. It
@@ -80,6 +82,10 @@ func (b *Broker) handle(c *conn, req *request) *pending {
 		return later(func() response { return encode(req, b.listGroups(r)) })
 	case *kmsg.DescribeGroupsRequest:
 		return later(func() response { return encode(req, b.describeGroups(r)) })
+	case *kmsg.AlterConfigsRequest:
+		return later(func() response { return encode(req, b.alterConfigs(r)) })
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return later(func() response { return encode(req, b.incrementalAlterConfigs(r)) })
 	case *kmsg.DeleteGroupsRequest:
 		return ready(encode(req, b.deleteGroups(r)))
 	}

@@ -68,7 +68,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 					sp.ErrorCode = code
 					break
 				}
-				last := b.appendBatches(l, rp.Records, &sp)
+				last := b.appendBatches(l, rp.Records, &sp, b.produceLimitsFor(t))
 				if sp.ErrorCode == 0 && acks == -1 && last >= 0 {
 					waits = append(waits, appended{log: l, last: last, ti: len(resp.Topics), pi: len(st.Partitions)})
 				}
@@ -119,7 +119,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 // appendBatches appends every batch of one partition's records, stopping at
 // the first refused one, and fills sp. It returns the last offset written
 // (or already present, for duplicates), -1 if none.
-func (b *Broker) appendBatches(l *log.Log, records []byte, sp *kmsg.ProduceResponseTopicPartition) int64 {
+func (b *Broker) appendBatches(l *log.Log, records []byte, sp *kmsg.ProduceResponseTopicPartition, lim produceLimits) int64 {
 	last := int64(-1)
 	first := true
 	for len(records) > 0 {
@@ -129,9 +129,9 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, sp *kmsg.ProduceRespo
 			return last
 		}
 		size := int64(int32(binary.BigEndian.Uint32(records[8:]))) + 12
-		if size > int64(b.cfg.MaxMessageBytes) {
+		if size > int64(lim.maxMessageBytes) {
 			sp.ErrorCode = kerr.MessageTooLarge.Code
-			setMessage(sp, fmt.Sprintf("record batch of %d bytes is larger than message.max.bytes=%d", size, b.cfg.MaxMessageBytes))
+			setMessage(sp, fmt.Sprintf("record batch of %d bytes is larger than the topic's max.message.bytes=%d", size, lim.maxMessageBytes))
 			return last
 		}
 		if size < 61 || size > int64(len(records)) {
@@ -147,6 +147,10 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, sp *kmsg.ProduceRespo
 				setMessage(sp, "transactional and control batches are not supported")
 				return last
 			}
+		}
+		if lim.logAppendTime {
+			sp.LogAppendTime = time.Now().UnixMilli()
+			stampLogAppendTime(batch, sp.LogAppendTime)
 		}
 		res, err := l.Append(batch)
 		if err != nil {

@@ -141,7 +141,7 @@ func (l *Log) run() {
 			return
 		case <-l.dirtyCh:
 			if !armed {
-				flushTimer.Reset(l.cfg.FlushInterval)
+				flushTimer.Reset(l.flushInterval())
 				armed = true
 			}
 		case <-flushTimer.C:

@@ -2,7 +2,9 @@
 # Installs the real services and clients the tests talk to, if missing:
 # kcat (a librdkafka client), ZooKeeper 3.8 and Chromium, all Debian packages;
 # Maven and a JDK fetch, compile and run the HDFS mini cluster (scripts/hdfs;
-# its jars are cached in ~/.m2 after the first run).
+# its jars are cached in ~/.m2 after the first run) and Apache Kafka's
+# command-line tools (scripts/kafka, fetched here so tests do not wait on
+# Maven Central).
 # Safe to run repeatedly; does nothing when everything is present.
 set -euo pipefail
 
@@ -23,3 +25,11 @@ if [ ${#need[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+
+# Apache Kafka's tools for the compatibility tests (internal/testenv/
+# javatools.go): resolved once into ~/.m2; a failure here only delays the
+# download to the first test that needs them.
+here="$(cd "$(dirname "$0")" && pwd)"
+[ -f "$HOME/.m2/repository/org/apache/kafka/kafka-tools/4.4.0/kafka-tools-4.4.0.jar" ] ||
+  mvn -q -B -f "$here/kafka/tools-pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||
+  echo "warning: could not fetch Kafka's tools from Maven Central now; the tests will try again" >&2

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real services and clients the tests talk to, if missing:
 # kcat (a librdkafka client), ZooKeeper 3.8 and Chromium, all Debian packages;
+# Python's confluent-kafka from PyPI (librdkafka's admin client);
 # Maven and a JDK fetch, compile and run the HDFS mini cluster (scripts/hdfs;
 # its jars are cached in ~/.m2 after the first run) and Apache Kafka's
 # command-line tools (scripts/kafka, fetched here so tests do not wait on
@@ -33,3 +34,10 @@ here="$(cd "$(dirname "$0")" && pwd)"
 [ -f "$HOME/.m2/repository/org/apache/kafka/kafka-tools/4.4.0/kafka-tools-4.4.0.jar" ] ||
   mvn -q -B -f "$here/kafka/tools-pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||
   echo "warning: could not fetch Kafka's tools from Maven Central now; the tests will try again" >&2
+
+# librdkafka's admin client, through Python (broker/librdkafka_admin_test.go).
+if ! python3 -c 'import confluent_kafka' >/dev/null 2>&1; then
+  echo "installing: confluent-kafka (PyPI)"
+  python3 -m pip install -q confluent-kafka==2.16.1 ||
+    python3 -m pip install -q --break-system-packages confluent-kafka==2.16.1
+fi

@@ -46,7 +46,8 @@ type Config struct {
 	// NodeID is this broker's id in standalone mode (default 0). In a cluster
 	// the id comes from Metadata.Self.
 	NodeID int32
-	// ClusterID is reported in Metadata responses. Default "tributary".
+	// ClusterID is reported in Metadata responses. Default: the cluster
+	// metadata's persistent random id (data directory or ZooKeeper).
 	ClusterID string
 	// Log is the default storage configuration of every partition; topic
 	// configs (retention.ms, segment.bytes, ...) override it per topic.
@@ -104,9 +105,6 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.ClusterID == "" {
-		c.ClusterID = "tributary"
-	}
 	if c.MaxRequestBytes <= 0 {
 		c.MaxRequestBytes = 100 << 20
 	}
@@ -197,6 +195,9 @@ func New(cfg Config) (*Broker, error) {
 		b.meta = &standaloneMeta{Standalone: m, b: b}
 	}
 	b.selfID = b.meta.Self().ID
+	if b.cfg.ClusterID == "" {
+		b.cfg.ClusterID = b.meta.ClusterID()
+	}
 	pids, err := openProducerIDs(cfg.DataDir, b.selfID)
 	if err != nil {
 		return nil, err
@@ -243,6 +244,7 @@ func (b *Broker) followMetadata() {
 			return
 		case <-ch:
 		}
+		b.reconfigureAll() // configs changed through another broker (alterconfigs.go)
 		live := map[string]bool{}
 		for _, t := range b.meta.Topics() {
 			live[t.Name] = true

@@ -43,10 +43,30 @@ func (b *Broker) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsR
 		} else {
 			st.NumPartitions = t.Partitions()
 			st.ReplicationFactor = 1
+			st.TopicID = t.ID
+			st.Configs = b.createdTopicConfigs(t)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
+}
+
+// createdTopicConfigs reports a new topic's effective configs (v5+). Java's
+// Admin client reads the list without a null check, so it is always sent,
+// empty at worst.
+func (b *Broker) createdTopicConfigs(t cluster.Topic) []kmsg.CreateTopicsResponseTopicConfig {
+	entries, err := b.topicConfigEntries(t.Configs)
+	if err != nil {
+		b.logger.Error("describing the configs of a created topic", "topic", t.Name, "err", err)
+	}
+	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(entries))
+	for _, e := range entries {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		v := e.value
+		c.Name, c.Value, c.Source = e.name, &v, int8(e.source)
+		out = append(out, c)
+	}
+	return out
 }
 
 // codedError carries the Kafka error code a client should see along with a
@@ -108,7 +128,7 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 		return cluster.Topic{}, coded(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
 	}
 	if validateOnly {
-		return cluster.Topic{Name: rt.Topic, Leaders: make([]int32, n)}, nil
+		return cluster.Topic{Name: rt.Topic, Leaders: make([]int32, n), Configs: configs}, nil
 	}
 	t, err := b.meta.CreateTopic(ctx, rt.Topic, n, configs)
 	switch {

@@ -8,8 +8,12 @@ package broker
 // (spread over the others, which read their committed offsets from the
 // ZooKeeper offset registry), and when one joins it takes about 1/n of the
 // groups and no other group moves. A standalone broker
-// coordinates every group. Transaction coordinators (key type 1) and share
-// groups (type 2) are not served: INVALID_REQUEST, with a message from v1.
+// coordinates every group. Transactions are not supported, and a
+// transactional producer must learn that at once: key type 1 is answered
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which librdkafka, Java and franz-go
+// all treat as fatal (any retriable code makes librdkafka's
+// init_transactions retry until its timeout). Share groups (type 2) get
+// INVALID_REQUEST. Both carry a message from v1.
 
 import (
 	"encoding/binary"
@@ -33,8 +37,11 @@ func (b *Broker) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoo
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key
 		switch br, ok := b.coordinatorFor(key); {
+		case req.CoordinatorType == 1:
+			msg := "Tributary does not support Kafka transactions; unset transactional.id (an idempotent producer still writes each batch exactly once per partition)"
+			c.ErrorCode, c.ErrorMessage, c.NodeID = kerr.TransactionalIDAuthorizationFailed.Code, &msg, -1
 		case req.CoordinatorType != 0:
-			msg := "Tributary coordinates consumer groups only (key type 0); transactions and share groups are not supported"
+			msg := "Tributary coordinates consumer groups only (key type 0); share groups are not supported"
 			c.ErrorCode, c.ErrorMessage, c.NodeID = kerr.InvalidRequest.Code, &msg, -1
 		case !ok:
 			msg := "no live broker to coordinate the group; the cluster view may be catching up"

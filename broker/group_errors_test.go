@@ -138,7 +138,7 @@ func TestGroupBadInput(t *testing.T) {
 		req.SetVersion(4)
 		req.CoordinatorType = 1
 		req.CoordinatorKeys = []string{"txn"}
-		wantCode(t, "transactional id", w.roundTrip(req).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode, kerr.InvalidRequest)
+		wantCode(t, "transactional id", w.roundTrip(req).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed)
 	})
 }
 

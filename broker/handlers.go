@@ -20,7 +20,7 @@ type versions struct{ min, max int16 }
 var supported = map[int16]versions{
 	0:  {0, 12}, // Produce
 	1:  {4, 12}, // Fetch
-	2:  {1, 6},  // ListOffsets
+	2:  {1, 9},  // ListOffsets
 	3:  {0, 12}, // Metadata
 	8:  {0, 9},  // OffsetCommit (v10 names topics by id)
 	9:  {0, 9},  // OffsetFetch (v10 names topics by id)
@@ -34,9 +34,15 @@ var supported = map[int16]versions{
 	18: {0, 4},  // ApiVersions
 	19: {0, 7},  // CreateTopics
 	20: {0, 6},  // DeleteTopics
+	21: {0, 2},  // DeleteRecords
 	22: {0, 4},  // InitProducerId
 	32: {0, 4},  // DescribeConfigs
+	33: {0, 2},  // AlterConfigs
+	35: {0, 4},  // DescribeLogDirs
+	37: {0, 3},  // CreatePartitions
 	42: {0, 2},  // DeleteGroups
+	44: {0, 1},  // IncrementalAlterConfigs
+	47: {0, 0},  // OffsetDelete
 }
 
 // handle starts serving one request and returns its pending response. It
@@ -80,6 +86,18 @@ func (b *Broker) handle(c *conn, req *request) *pending {
 		return later(func() response { return encode(req, b.listGroups(r)) })
 	case *kmsg.DescribeGroupsRequest:
 		return later(func() response { return encode(req, b.describeGroups(r)) })
+	case *kmsg.AlterConfigsRequest:
+		return later(func() response { return encode(req, b.alterConfigs(r)) })
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return later(func() response { return encode(req, b.incrementalAlterConfigs(r)) })
+	case *kmsg.CreatePartitionsRequest:
+		return later(func() response { return encode(req, b.createPartitions(r)) })
+	case *kmsg.DeleteRecordsRequest:
+		return later(func() response { return encode(req, b.deleteRecords(r)) })
+	case *kmsg.DescribeLogDirsRequest:
+		return later(func() response { return encode(req, b.describeLogDirs(r)) })
+	case *kmsg.OffsetDeleteRequest:
+		return later(func() response { return encode(req, b.offsetDelete(r)) })
 	case *kmsg.DeleteGroupsRequest:
 		return ready(encode(req, b.deleteGroups(r)))
 	}

@@ -1,11 +1,15 @@
 package broker
 
-// ListOffsets (key 2), v1-6.
+// ListOffsets (key 2), v1-9.
 //
 // Earliest (-2) is the log start offset, latest (-1) the high watermark:
 // consumers see only flushed data, so the latest offset a consumer can read
 // is the flushed one. A timestamp finds the first batch whose max timestamp
 // is at or after it, from the sparse index; none gives offset -1, as Kafka.
+// Max timestamp (-3, v7+) is the flushed record with the largest timestamp
+// (log.MaxTimestamp). Without tiered storage, earliest-local (-4, v8+) is
+// the log start offset and latest-tiered (-5, v9+) is -1, as Kafka answers
+// for a topic that is not tiered.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,17 +38,22 @@ func (b *Broker) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResp
 				continue
 			}
 			switch rp.Timestamp {
-			case -2:
+			case -2, -4:
 				sp.Offset = l.StartOffset()
 			case -1:
 				sp.Offset = l.HighWatermark()
+			case -3:
+				if off, ts, ok := l.MaxTimestamp(); ok {
+					sp.Offset, sp.Timestamp = off, ts
+				}
+			case -5:
 			default:
 				if rp.Timestamp < 0 {
 					sp.ErrorCode = kerr.UnsupportedVersion.Code
 					break
 				}
 				if off, ts, ok := l.OffsetForTime(rp.Timestamp); ok && off < l.HighWatermark() {
-					sp.Offset, sp.Timestamp = off, ts
+					sp.Offset, sp.Timestamp = max(off, l.StartOffset()), ts
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)

@@ -4,8 +4,8 @@ package broker
 //
 // Answers from the cluster view (cluster.Metadata), so every broker of a
 // cluster answers the same. Each partition has one replica, its leader: no
-// replication. Topic ids are not tracked and are sent as zero, which clients
-// treat as unknown. Unknown topics are created when auto-creation is enabled
+// replication. Each topic carries its persistent id, and a request may name
+// a topic by id alone (v10+). Unknown topics are created when auto-creation is enabled
 // and the client allows it (always below v4, as in Kafka).
 //
 // A request may name at most maxMetadataTopics topics. The limit is checked
@@ -49,7 +49,15 @@ func (b *Broker) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 		autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
 		for _, rt := range req.Topics {
 			if rt.Topic == nil {
-				continue // by topic id only: we do not track ids
+				st := kmsg.NewMetadataResponseTopic()
+				st.TopicID = rt.TopicID
+				if t, ok := b.topicByID(rt.TopicID); ok {
+					topics = append(topics, t)
+					continue
+				}
+				st.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, st)
+				continue
 			}
 			t, code := b.lookupTopic(*rt.Topic, autoCreate)
 			if code != 0 {
@@ -79,6 +87,7 @@ func topicMetadata(t cluster.Topic, live map[int32]bool) kmsg.MetadataResponseTo
 	st := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	st.Topic = &name
+	st.TopicID = t.ID
 	st.IsInternal = false
 	for p, leader := range t.Leaders {
 		sp := kmsg.NewMetadataResponseTopicPartition()
@@ -125,6 +134,20 @@ func (b *Broker) lookupTopic(name string, autoCreate bool) (cluster.Topic, int16
 	}
 	b.logger.Info("topic auto-created", "topic", name, "partitions", t.Partitions())
 	return t, 0
+}
+
+// topicByID finds a topic by its id. Requests by id are rare (admin
+// tools), so a scan of the topic list is enough.
+func (b *Broker) topicByID(id [16]byte) (cluster.Topic, bool) {
+	if id == ([16]byte{}) {
+		return cluster.Topic{}, false
+	}
+	for _, t := range b.meta.Topics() {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return cluster.Topic{}, false
 }
 
 // localPartition returns the log of a partition this broker stores, or the

@@ -82,7 +82,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 					sp.ErrorCode = code
 					break
 				}
-				last := b.appendBatches(l, rp.Records, r.Version, &sp)
+				last := b.appendBatches(l, rp.Records, r.Version, &sp, b.produceLimitsFor(t))
 				if sp.ErrorCode == 0 && acks == -1 && last >= 0 {
 					waits = append(waits, appended{log: l, last: last, ti: len(resp.Topics), pi: len(st.Partitions)})
 				}
@@ -135,7 +135,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 // validation) before any is written, so a refused request leaves nothing
 // behind for the client's retry to duplicate. It returns the last offset
 // written (or already present, for duplicates), -1 if none.
-func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *kmsg.ProduceResponseTopicPartition) int64 {
+func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *kmsg.ProduceResponseTopicPartition, lim produceLimits) int64 {
 	var small [2][]byte
 	batches := small[:0]
 	for len(records) > 0 {
@@ -145,9 +145,9 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 			return -1
 		}
 		size := int64(int32(binary.BigEndian.Uint32(records[8:]))) + 12
-		if size > int64(b.cfg.MaxMessageBytes) {
+		if size > int64(lim.maxMessageBytes) {
 			sp.ErrorCode = kerr.MessageTooLarge.Code
-			setMessage(sp, fmt.Sprintf("record batch of %d bytes is larger than message.max.bytes=%d", size, b.cfg.MaxMessageBytes))
+			setMessage(sp, fmt.Sprintf("record batch of %d bytes is larger than the topic's max.message.bytes=%d", size, lim.maxMessageBytes))
 			return -1
 		}
 		if size < 61 || size > int64(len(records)) {
@@ -171,6 +171,10 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 				setMessage(sp, "zstd-compressed batches need Produce v7 or newer")
 				return -1
 			}
+		}
+		if lim.logAppendTime {
+			sp.LogAppendTime = time.Now().UnixMilli()
+			stampLogAppendTime(batch, sp.LogAppendTime)
 		}
 		batches = append(batches, batch)
 	}

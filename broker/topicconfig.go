@@ -1,104 +1,237 @@
 package broker
 
+// Topic configs: the Kafka names a user may set per topic (CreateTopics,
+// AlterConfigs, IncrementalAlterConfigs), what each changes, and how each is
+// reported (CreateTopics and DescribeConfigs). A name Tributary does not
+// implement, or a value it cannot honour, fails with INVALID_CONFIG naming
+// the key, so nobody believes they got what they asked for.
+
 import (
 	"fmt"
 	"sort"
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/tributary-io/tributary/broker/log"
 )
 
-// topicConfigs are the per-topic settings a user may give to CreateTopics
-// (Kafka's names) and how each changes a partition's storage configuration.
-var topicConfigs = map[string]func(c *log.Config, v int64) error{
-	"retention.ms":    func(c *log.Config, v int64) error { c.RetentionAge = msOrForever(v); return nil },
-	"retention.bytes": func(c *log.Config, v int64) error { c.RetentionBytes = v; return nil },
-	"segment.bytes": func(c *log.Config, v int64) error {
-		if v < 1024 || v > 1<<31-1 {
-			return fmt.Errorf("segment.bytes must be between 1024 and %d", 1<<31-1)
-		}
-		c.SegmentBytes = v
-		return nil
+// topicSettings is everything a topic's configs decide: its partitions'
+// storage configuration and the checks the broker makes on produce.
+type topicSettings struct {
+	log             log.Config
+	maxMessageBytes int32 // largest record batch (max.message.bytes)
+	logAppendTime   bool  // the broker stamps batches with its own clock
+}
+
+// topicConfigDef is one topic setting: its type as DescribeConfigs reports
+// it, how a value changes the settings, and the effective value.
+type topicConfigDef struct {
+	typ kmsg.ConfigType
+	set func(s *topicSettings, v string) error
+	get func(s topicSettings) string
+}
+
+var topicConfigDefs = map[string]topicConfigDef{
+	"retention.ms":         durationDef("retention.ms", func(c *log.Config) *time.Duration { return &c.RetentionAge }, true),
+	"retention.bytes":      int64Def("retention.bytes", func(c *log.Config) *int64 { return &c.RetentionBytes }, -1, 1<<62),
+	"segment.bytes":        int64Def("segment.bytes", func(c *log.Config) *int64 { return &c.SegmentBytes }, 1024, log.MaxSegmentBytes),
+	"segment.ms":           durationDef("segment.ms", func(c *log.Config) *time.Duration { return &c.SegmentAge }, false),
+	"flush.messages":       int64Def("flush.messages", func(c *log.Config) *int64 { return &c.FlushMessages }, 1, 1<<62),
+	"flush.ms":             durationDef("flush.ms", func(c *log.Config) *time.Duration { return &c.FlushInterval }, false),
+	"index.interval.bytes": int64Def("index.interval.bytes", func(c *log.Config) *int64 { return &c.IndexIntervalBytes }, 1, 1<<31-1),
+	"max.message.bytes": {
+		typ: kmsg.ConfigTypeInt,
+		set: func(s *topicSettings, v string) error {
+			n, err := parseBounded("max.message.bytes", v, 1, 1<<31-1)
+			s.maxMessageBytes = int32(n)
+			return err
+		},
+		get: func(s topicSettings) string { return strconv.Itoa(int(s.maxMessageBytes)) },
 	},
-	"segment.ms":           func(c *log.Config, v int64) error { return positive(&c.SegmentAge, "segment.ms", v) },
-	"flush.messages":       func(c *log.Config, v int64) error { c.FlushMessages = max(v, 1); return nil },
-	"flush.ms":             func(c *log.Config, v int64) error { return positive(&c.FlushInterval, "flush.ms", v) },
-	"index.interval.bytes": func(c *log.Config, v int64) error { c.IndexIntervalBytes = max(v, 1); return nil },
+	"message.timestamp.type": {
+		typ: kmsg.ConfigTypeString,
+		set: func(s *topicSettings, v string) error {
+			switch v {
+			case "CreateTime":
+				s.logAppendTime = false
+			case "LogAppendTime":
+				s.logAppendTime = true
+			default:
+				return fmt.Errorf("config message.timestamp.type=%s: use CreateTime or LogAppendTime", v)
+			}
+			return nil
+		},
+		get: func(s topicSettings) string {
+			if s.logAppendTime {
+				return "LogAppendTime"
+			}
+			return "CreateTime"
+		},
+	},
+	// Settings whose only meaningful value is the one Tributary always has.
+	// cleanup.policy stays "delete" until compaction exists.
+	"cleanup.policy":                 fixedDef("cleanup.policy", "delete", kmsg.ConfigTypeList),
+	"compression.type":               fixedDef("compression.type", "producer", kmsg.ConfigTypeString),
+	"min.insync.replicas":            fixedDef("min.insync.replicas", "1", kmsg.ConfigTypeInt),
+	"unclean.leader.election.enable": fixedDef("unclean.leader.election.enable", "false", kmsg.ConfigTypeBoolean),
 }
 
-// acceptedConfigs are Kafka topic settings that standard tools send and
-// whose only meaningful value is the one Tributary always has; any other
-// value is refused so that nobody believes they got what they asked for.
-var acceptedConfigs = map[string]string{
-	"cleanup.policy":                 "delete",
-	"compression.type":               "producer",
-	"message.timestamp.type":         "CreateTime",
-	"min.insync.replicas":            "1",
-	"unclean.leader.election.enable": "false",
-}
-
-func msOrForever(v int64) time.Duration {
-	if v < 0 {
-		return -1
+func durationDef(name string, field func(*log.Config) *time.Duration, forever bool) topicConfigDef {
+	return topicConfigDef{
+		typ: kmsg.ConfigTypeLong,
+		set: func(s *topicSettings, v string) error {
+			lo := int64(1)
+			if forever {
+				lo = -1
+			}
+			n, err := parseBounded(name, v, lo, 1<<62)
+			switch {
+			case err != nil:
+				return err
+			case n < 0:
+				*field(&s.log) = -1
+			case n == 0:
+				// log.Config reads zero as "default"; a nanosecond reads
+				// back as 0 ms and expires everything, as Kafka's 0 does.
+				*field(&s.log) = time.Nanosecond
+			default:
+				*field(&s.log) = time.Duration(n) * time.Millisecond
+			}
+			return nil
+		},
+		get: func(s topicSettings) string { return durationMs(*field(&s.log)) },
 	}
-	return time.Duration(v) * time.Millisecond
 }
 
-func positive(d *time.Duration, name string, v int64) error {
-	if v <= 0 {
-		return fmt.Errorf("%s must be positive", name)
+func int64Def(name string, field func(*log.Config) *int64, lo, hi int64) topicConfigDef {
+	return topicConfigDef{
+		typ: kmsg.ConfigTypeLong,
+		set: func(s *topicSettings, v string) error {
+			n, err := parseBounded(name, v, lo, hi)
+			*field(&s.log) = n
+			return err
+		},
+		get: func(s topicSettings) string { return strconv.FormatInt(*field(&s.log), 10) },
 	}
-	*d = time.Duration(v) * time.Millisecond
-	return nil
 }
 
-// checkTopicConfigs validates a CreateTopics config set, naming the first
-// offending key so the user can fix it.
-func checkTopicConfigs(configs map[string]string) error {
-	_, err := topicLogConfig(log.Config{}, configs)
-	return err
+func fixedDef(name, only string, typ kmsg.ConfigType) topicConfigDef {
+	return topicConfigDef{
+		typ: typ,
+		set: func(_ *topicSettings, v string) error {
+			if v != only {
+				return fmt.Errorf("config %s=%s is not supported: Tributary only offers %s=%s", name, v, name, only)
+			}
+			return nil
+		},
+		get: func(topicSettings) string { return only },
+	}
 }
 
-// topicLogConfig applies a topic's configs on top of the broker's defaults.
-func topicLogConfig(base log.Config, configs map[string]string) (log.Config, error) {
-	c := base
+func parseBounded(name, v string, lo, hi int64) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("config %s=%q: not an integer", name, v)
+	}
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("config %s=%d: must be between %d and %d", name, n, lo, hi)
+	}
+	return n, nil
+}
+
+func durationMs(d time.Duration) string {
+	if d < 0 {
+		return "-1"
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10)
+}
+
+// brokerTopicDefaults are the settings of a topic that sets nothing: the
+// broker's flags, filled in with the built-in defaults.
+func (b *Broker) brokerTopicDefaults() topicSettings {
+	return topicSettings{log: b.cfg.Log.WithDefaults(), maxMessageBytes: b.cfg.MaxMessageBytes}
+}
+
+// builtinTopicDefaults are the settings of a broker started without flags:
+// what decides whether a value is DEFAULT_CONFIG or STATIC_BROKER_CONFIG.
+func builtinTopicDefaults() topicSettings {
+	return topicSettings{log: log.Config{}.WithDefaults(), maxMessageBytes: Config{}.withDefaults().MaxMessageBytes}
+}
+
+// applyTopicConfigs applies a topic's configs on top of base, in name order,
+// naming the first offending key.
+func applyTopicConfigs(base topicSettings, configs map[string]string) (topicSettings, error) {
+	s := base
 	keys := make([]string, 0, len(configs))
 	for k := range configs {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v := configs[k]
-		if want, ok := acceptedConfigs[k]; ok {
-			if v != want {
-				return c, fmt.Errorf("config %s=%s is not supported: Tributary only offers %s=%s", k, v, k, want)
-			}
-			continue
-		}
-		apply, ok := topicConfigs[k]
+		def, ok := topicConfigDefs[k]
 		if !ok {
-			return c, fmt.Errorf("unknown topic config %q (supported: %s)", k, supportedConfigNames())
+			return s, fmt.Errorf("unknown topic config %q (supported: %s)", k, supportedConfigNames())
 		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return c, fmt.Errorf("config %s=%q: not an integer", k, v)
-		}
-		if err := apply(&c, n); err != nil {
-			return c, err
+		if err := def.set(&s, configs[k]); err != nil {
+			return s, err
 		}
 	}
-	return c, nil
+	return s, nil
+}
+
+// checkTopicConfigs validates a topic's config set.
+func checkTopicConfigs(configs map[string]string) error {
+	_, err := applyTopicConfigs(builtinTopicDefaults(), configs)
+	return err
+}
+
+// topicLogConfig applies a topic's configs to the broker's default storage
+// configuration.
+func topicLogConfig(base log.Config, configs map[string]string) (log.Config, error) {
+	s, err := applyTopicConfigs(topicSettings{log: base, maxMessageBytes: 1}, configs)
+	return s.log, err
 }
 
 func supportedConfigNames() string {
-	var names []string
-	for k := range topicConfigs {
-		names = append(names, k)
-	}
-	for k := range acceptedConfigs {
+	names := make([]string, 0, len(topicConfigDefs))
+	for k := range topicConfigDefs {
 		names = append(names, k)
 	}
 	sort.Strings(names)
 	return fmt.Sprint(names)
+}
+
+// configEntry is one reported setting.
+type configEntry struct {
+	name   string
+	value  string
+	typ    kmsg.ConfigType
+	source kmsg.ConfigSource
+}
+
+// topicConfigEntries reports every topic setting with its effective value
+// and where that value comes from: the topic (DYNAMIC_TOPIC_CONFIG), a
+// broker flag (STATIC_BROKER_CONFIG) or the built-in default
+// (DEFAULT_CONFIG). Sorted by name.
+func (b *Broker) topicConfigEntries(configs map[string]string) ([]configEntry, error) {
+	broker := b.brokerTopicDefaults()
+	eff, err := applyTopicConfigs(broker, configs)
+	if err != nil {
+		return nil, err
+	}
+	builtin := builtinTopicDefaults()
+	out := make([]configEntry, 0, len(topicConfigDefs))
+	for name, def := range topicConfigDefs {
+		e := configEntry{name: name, value: def.get(eff), typ: def.typ, source: kmsg.ConfigSourceDefaultConfig}
+		if _, ok := configs[name]; ok {
+			e.source = kmsg.ConfigSourceDynamicTopicConfig
+		} else if def.get(broker) != def.get(builtin) {
+			e.source = kmsg.ConfigSourceStaticBrokerConfig
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
 }

@@ -25,6 +25,7 @@ type Broker struct {
 // that stores partition p.
 type Topic struct {
 	Name    string            `json:"name"`
+	ID      TopicID           `json:"id,omitzero"`
 	Leaders []int32           `json:"leaders"`
 	Configs map[string]string `json:"configs,omitempty"`
 }
@@ -37,6 +38,8 @@ func (t Topic) Partitions() int32 { return int32(len(t.Leaders)) }
 type Metadata interface {
 	// Self is the broker this process runs.
 	Self() Broker
+	// ClusterID is the cluster's persistent random id.
+	ClusterID() string
 	// Brokers lists the live brokers, sorted by id.
 	Brokers() []Broker
 	// Topic returns one topic's assignment.
@@ -48,6 +51,13 @@ type Metadata interface {
 	CreateTopic(ctx context.Context, name string, partitions int32, configs map[string]string) (Topic, error)
 	// DeleteTopic removes a topic's assignment. ErrUnknownTopic when absent.
 	DeleteTopic(ctx context.Context, name string) error
+	// SetTopicConfigs replaces a topic's configs (nil clears them) and
+	// returns the topic as changed. ErrUnknownTopic when absent.
+	SetTopicConfigs(ctx context.Context, name string, configs map[string]string) (Topic, error)
+	// AddPartitions grows a topic to total partitions, placing the new ones
+	// over the live brokers. ErrUnknownTopic when absent; an error when
+	// total is not larger than the current count.
+	AddPartitions(ctx context.Context, name string, total int32) (Topic, error)
 	// Changed returns a channel closed at the next change of brokers or topics.
 	Changed() <-chan struct{}
 	// Close leaves the cluster.

@@ -17,8 +17,9 @@ import (
 // Writes go to a temporary file that is fsynced and renamed over the old one,
 // so a crash leaves either the old or the new view, never half of one.
 type Standalone struct {
-	self Broker
-	path string
+	self      Broker
+	path      string
+	clusterID string // from meta.properties (identity.go)
 
 	mu      sync.Mutex
 	topics  map[string]Topic
@@ -51,6 +52,12 @@ func OpenStandalone(dir string, self Broker) (*Standalone, error) {
 			}
 			s.topics[t.Name] = t
 		}
+	}
+	if s.clusterID, err = loadOrCreateClusterID(dir); err != nil {
+		return nil, err
+	}
+	if err := s.assignMissingTopicIDs(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -90,7 +97,7 @@ func (s *Standalone) CreateTopic(_ context.Context, name string, partitions int3
 	if err != nil {
 		return Topic{}, err
 	}
-	t := Topic{Name: name, Leaders: leaders, Configs: configs}
+	t := Topic{Name: name, ID: NewTopicID(), Leaders: leaders, Configs: configs}
 	s.topics[name] = t
 	if err := s.saveLocked(); err != nil {
 		delete(s.topics, name)

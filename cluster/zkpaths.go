@@ -5,7 +5,9 @@
 // paper's four registries, plus the topic assignments:
 //
 //	/brokers/ids/<id>                              ephemeral  broker registry: {"id","host","port","topics":{"t":[0,3]}}
-//	/brokers/topics/<topic>                        persistent topic assignment: {"version":1,"leaders":[1,2,3,...],"configs":{}}
+//	/cluster/id                                    persistent cluster id: {"version":"1","id":"<base64 uuid>"}
+//	/brokers/topics/<topic>                        persistent topic assignment: {"version":1,"topic_id":"<base64 uuid>","leaders":[1,2,3,...],"configs":{}}
+//	/config/topics/<topic>                         persistent topic configs: {"version":1,"config":{"retention.ms":"1000"}}
 //	/consumers/<group>/ids/<consumer>              ephemeral  consumer registry: {"version":1,"group","topics":[...],"host","pid","started"}
 //	/consumers/<group>/owners/<topic>/<partition>  ephemeral  ownership registry: the owning consumer id, as text
 //	/consumers/<group>/offsets/<topic>/<partition> persistent offset registry: next offset to consume, as decimal text
@@ -37,6 +39,10 @@ func (p ZKPaths) BrokerIDs() string        { return p.Root + "/brokers/ids" }
 func (p ZKPaths) Broker(id int32) string   { return p.BrokerIDs() + "/" + strconv.Itoa(int(id)) }
 func (p ZKPaths) Topics() string           { return p.Root + "/brokers/topics" }
 func (p ZKPaths) Topic(name string) string { return p.Topics() + "/" + name }
+func (p ZKPaths) ClusterID() string        { return p.Root + "/cluster/id" }
+func (p ZKPaths) TopicConfig(name string) string {
+	return p.Root + "/config/topics/" + name
+}
 func (p ZKPaths) Group(group string) string {
 	return p.Root + "/consumers/" + group
 }
@@ -117,6 +123,7 @@ type BrokerNode struct {
 // TopicNode is the content of /brokers/topics/<topic>.
 type TopicNode struct {
 	Version int               `json:"version"`
+	ID      TopicID           `json:"topic_id,omitzero"`
 	Leaders []int32           `json:"leaders"`
 	Configs map[string]string `json:"configs,omitempty"`
 }

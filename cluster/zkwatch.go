@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -58,4 +59,45 @@ func (w *ZKWatch) disarm(path string) {
 	w.mu.Lock()
 	delete(w.armed, path)
 	w.mu.Unlock()
+}
+
+// Get reads path's data and makes sure a watch on it is armed; a missing
+// node gives ok false and a watch that fires when it is created.
+func (w *ZKWatch) Get(path string) (data []byte, version int32, ok bool, err error) {
+	w.mu.Lock()
+	armed := w.armed[path]
+	w.armed[path] = true
+	w.mu.Unlock()
+	if armed {
+		data, st, err := w.conn.Get(path)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil, 0, false, nil
+		}
+		if err != nil {
+			return nil, 0, false, err
+		}
+		return data, st.Version, true, nil
+	}
+	data, st, ch, err := w.conn.GetW(path)
+	found := err == nil
+	if errors.Is(err, zk.ErrNoNode) {
+		var exists bool
+		exists, _, ch, err = w.conn.ExistsW(path)
+		if err == nil && exists {
+			notify(w.fired) // created between the two calls: read again
+		}
+	}
+	if err != nil {
+		w.disarm(path)
+		return nil, 0, false, err
+	}
+	go func() {
+		<-ch
+		w.disarm(path)
+		notify(w.fired)
+	}()
+	if !found {
+		return nil, 0, false, nil
+	}
+	return data, st.Version, true, nil
 }

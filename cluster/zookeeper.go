@@ -24,10 +24,11 @@ import (
 // from its own watch) but read-your-writes for the broker that made the
 // change: CreateTopic and DeleteTopic return after the local view shows it.
 type ZooKeeper struct {
-	self  Broker
-	s     *ZKSession
-	log   *slog.Logger
-	watch *ZKWatch
+	self      Broker
+	clusterID string // /cluster/id, read or created at join
+	s         *ZKSession
+	log       *slog.Logger
+	watch     *ZKWatch
 
 	mu      sync.Mutex
 	brokers []Broker
@@ -71,6 +72,10 @@ func JoinZooKeeper(ctx context.Context, connect string, self Broker, logger *slo
 		stop:    make(chan struct{}),
 	}
 	if err := z.register(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("joining the cluster: %w", err)
+	}
+	if z.clusterID, err = z.ensureClusterID(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("joining the cluster: %w", err)
 	}
@@ -237,20 +242,32 @@ func (z *ZooKeeper) readBrokers(children func(string) ([]string, error)) ([]Brok
 	return brokers, nil
 }
 
+// readTopic reads a topic's assignment and its configs (topicconfigs.go),
+// watching both so that partition growth and config changes made through
+// any broker reach this one.
 func (z *ZooKeeper) readTopic(name string) (Topic, bool, error) {
-	data, _, err := z.s.Conn.Get(z.s.Paths.Topic(name))
-	if errors.Is(err, zk.ErrNoNode) {
-		return Topic{}, false, nil
-	}
+	data, version, ok, err := z.watch.Get(z.s.Paths.Topic(name))
 	if err != nil {
 		return Topic{}, false, fmt.Errorf("reading topic %s: %w", name, err)
+	}
+	if !ok {
+		return Topic{}, false, nil
 	}
 	n, err := DecodeTopicNode(data)
 	if err != nil {
 		z.log.Warn("ignoring unreadable topic assignment", "topic", name, "err", err)
 		return Topic{}, false, nil
 	}
-	return Topic{Name: name, Leaders: n.Leaders, Configs: n.Configs}, true, nil
+	if n.ID.IsZero() {
+		n = z.assignTopicID(name, n, version)
+	}
+	t := Topic{Name: name, ID: n.ID, Leaders: n.Leaders, Configs: n.Configs}
+	if configs, ok, err := z.readTopicConfigs(name); err != nil {
+		return Topic{}, false, err
+	} else if ok {
+		t.Configs = configs
+	}
+	return t, true, nil
 }
 
 func (z *ZooKeeper) Self() Broker { return z.self }
@@ -310,7 +327,8 @@ func (z *ZooKeeper) CreateTopic(ctx context.Context, name string, partitions int
 	if err != nil {
 		return Topic{}, fmt.Errorf("creating topic %s: %w", name, err)
 	}
-	data, _ := json.Marshal(TopicNode{Version: 1, Leaders: leaders, Configs: configs})
+	id := NewTopicID()
+	data, _ := json.Marshal(TopicNode{Version: 1, ID: id, Leaders: leaders, Configs: configs})
 	_, err = z.s.Conn.Create(z.s.Paths.Topic(name), data, 0, zk.WorldACL(zk.PermAll))
 	if errors.Is(err, zk.ErrNodeExists) {
 		return Topic{}, ErrTopicExists
@@ -318,7 +336,7 @@ func (z *ZooKeeper) CreateTopic(ctx context.Context, name string, partitions int
 	if err != nil {
 		return Topic{}, fmt.Errorf("creating topic %s in zookeeper: %w", name, err)
 	}
-	t := Topic{Name: name, Leaders: leaders, Configs: configs}
+	t := Topic{Name: name, ID: id, Leaders: leaders, Configs: configs}
 	if err := z.refresh(); err != nil {
 		z.log.Warn("topic created but the local view is not refreshed yet", "topic", name, "err", err)
 	}
@@ -341,6 +359,9 @@ func (z *ZooKeeper) DeleteTopic(ctx context.Context, name string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("deleting topic %s in zookeeper: %w", name, err)
+	}
+	if err := z.s.Conn.Delete(z.s.Paths.TopicConfig(name), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		z.log.Warn("topic deleted but its configs node remains; a new topic of that name would inherit them", "topic", name, "err", err)
 	}
 	if err := z.refresh(); err != nil {
 		z.log.Warn("topic deleted but the local view is not refreshed yet", "topic", name, "err", err)

@@ -138,8 +138,18 @@ func (s *DirStore) Commit(group string, offsets map[TopicPartition]Offset) error
 	for tp, o := range offsets {
 		next[tp] = o
 	}
+	if err := s.writeLocked(group, next); err != nil {
+		return err
+	}
+	g.offsets = next
+	return nil
+}
+
+// writeLocked replaces the group's file with offsets. Call with the
+// group's mu held.
+func (s *DirStore) writeLocked(group string, offsets map[TopicPartition]Offset) error {
 	f := dirFile{Group: group}
-	for tp, o := range next {
+	for tp, o := range offsets {
 		f.Offsets = append(f.Offsets, dirFileOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: o.Offset, Metadata: o.Metadata})
 	}
 	sort.Slice(f.Offsets, func(i, j int) bool {
@@ -153,7 +163,6 @@ func (s *DirStore) Commit(group string, offsets map[TopicPartition]Offset) error
 	if err := atomicfile.Write(filepath.Join(s.dir, dirFileName(group)), data); err != nil {
 		return fmt.Errorf("writing committed offsets of group %q: %w", group, err)
 	}
-	g.offsets = next
 	return nil
 }
 

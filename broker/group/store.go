@@ -37,6 +37,9 @@ type OffsetStore interface {
 	Delete(group string) error
 	// Groups lists the groups that have offsets stored, sorted.
 	Groups() ([]string, error)
+	// Forget removes some partitions' offsets of a group (OffsetDelete),
+	// keeping the others; partitions with nothing stored are skipped.
+	Forget(group string, partitions []TopicPartition) error
 }
 
 var (

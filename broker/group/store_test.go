@@ -57,6 +57,15 @@ func storeContract(t *testing.T, s group.OffsetStore, reopen func() group.Offset
 	if got, _ := reopen().Load("audit"); len(got) != 0 {
 		t.Fatalf("deleted group still has %v", got)
 	}
+
+	// Forget (OffsetDelete) drops some partitions and keeps the rest,
+	// durably; unknown partitions and groups are no error.
+	must(t, s.Forget("orders-app", []tp{{"orders", 1}, {"refunds", 0}, {"never", 7}}))
+	must(t, s.Forget("nobody", []tp{{"orders", 0}}))
+	got, err = reopen().Load("orders-app")
+	if err != nil || len(got) != 1 || got[tp{"orders", 0}].Offset != 10 {
+		t.Fatalf("after Forget: %v %v, want only orders/0 at 10", got, err)
+	}
 }
 
 func must(t *testing.T, err error) {
@@ -129,8 +138,8 @@ func TestZooKeeperStore(t *testing.T) {
 		return group.NewZooKeeperStore(zkSession(t, connect))
 	}, false)
 
-	data, _, err := s.Conn.Get(s.Paths.Offset("orders-app", "orders", 1))
-	if err != nil || string(data) != "25" {
+	data, _, err := s.Conn.Get(s.Paths.Offset("orders-app", "orders", 0))
+	if err != nil || string(data) != "10" {
 		t.Fatalf("offset registry node: %q %v; want decimal text", data, err)
 	}
 	if err := group.NewZooKeeperStore(s).Commit("a/b", map[tp]group.Offset{{"t", 0}: {Offset: 1}}); !errors.Is(err, group.ErrInvalidGroup) {

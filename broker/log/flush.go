@@ -151,7 +151,7 @@ func (l *Log) run() {
 				continue
 			}
 			if !armed {
-				flushTimer.Reset(l.cfg.FlushInterval)
+				flushTimer.Reset(l.flushInterval())
 				armed = true
 			}
 		case <-flushTimer.C:

@@ -231,6 +231,7 @@ func (l *Log) load() (RecoveryReport, error) {
 		return rep, err
 	}
 	l.start, l.leo = l.segs[0].base, l.active.next
+	l.start = l.restoredStartOffset() // DeleteRecordsBefore (startoffset.go)
 	l.hw, l.hwSeg, l.hwPos, l.flushTarget = l.leo, l.active, l.active.size, l.leo
 
 	if !rep.Clean {

@@ -1,0 +1,240 @@
+package broker
+
+// IncrementalAlterConfigs (key 44), v0-1, and AlterConfigs (key 33), v0-2.
+//
+// Topic configs change at run time: the new set is checked as CreateTopics
+// checks it (an unknown key or unsupported value fails the resource with
+// INVALID_CONFIG naming the key), stored in the cluster metadata (the data
+// directory, or /config/topics/<t> in ZooKeeper, which every broker
+// watches), and applied to the topic's open partitions without a restart.
+// IncrementalAlterConfigs sets, deletes (back to the broker's value),
+// appends to or subtracts from list values; AlterConfigs replaces the whole
+// set. validate_only checks without storing. Broker settings are
+// command-line flags and are refused with INVALID_CONFIG.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/cluster"
+)
+
+// Kafka's IncrementalAlterConfigs operations.
+const (
+	opSet      = 0
+	opDelete   = 1
+	opAppend   = 2
+	opSubtract = 3
+)
+
+func (b *Broker) incrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
+	for _, rr := range req.Resources {
+		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		err := b.alterResource(rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(cur map[string]string) (map[string]string, error) {
+			next := maps.Clone(cur)
+			if next == nil {
+				next = map[string]string{}
+			}
+			for _, c := range rr.Configs {
+				if err := applyConfigOp(next, c.Name, int8(c.Op), c.Value); err != nil {
+					return nil, err
+				}
+			}
+			return next, nil
+		})
+		if err != nil {
+			sr.ErrorCode = errorCode(err)
+			msg := err.Error()
+			sr.ErrorMessage = &msg
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp
+}
+
+func (b *Broker) alterConfigs(req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+	resp := kmsg.NewPtrAlterConfigsResponse()
+	for _, rr := range req.Resources {
+		sr := kmsg.NewAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		err := b.alterResource(rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(map[string]string) (map[string]string, error) {
+			next := map[string]string{}
+			for _, c := range rr.Configs {
+				if c.Value != nil {
+					next[c.Name] = *c.Value
+				}
+			}
+			return next, nil
+		})
+		if err != nil {
+			sr.ErrorCode = errorCode(err)
+			msg := err.Error()
+			sr.ErrorMessage = &msg
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp
+}
+
+// applyConfigOp applies one IncrementalAlterConfigs operation to configs.
+func applyConfigOp(configs map[string]string, name string, op int8, value *string) error {
+	if _, ok := topicConfigDefs[name]; !ok {
+		return coded(kerr.InvalidConfig, "unknown topic config %q (supported: %s)", name, supportedConfigNames())
+	}
+	v := ""
+	if value != nil {
+		v = *value
+	}
+	switch op {
+	case opSet:
+		if value == nil {
+			return coded(kerr.InvalidConfig, "config %s: SET needs a value", name)
+		}
+		configs[name] = v
+	case opDelete:
+		delete(configs, name)
+	case opAppend, opSubtract:
+		if topicConfigDefs[name].typ != kmsg.ConfigTypeList {
+			return coded(kerr.InvalidConfig, "config %s is not a list: APPEND and SUBTRACT apply to list configs only", name)
+		}
+		cur, ok := configs[name]
+		if !ok {
+			cur = topicConfigDefs[name].get(topicSettings{})
+		}
+		var items []string
+		for _, it := range strings.Split(cur, ",") {
+			if it = strings.TrimSpace(it); it != "" {
+				items = append(items, it)
+			}
+		}
+		for _, it := range strings.Split(v, ",") {
+			it = strings.TrimSpace(it)
+			switch {
+			case it == "":
+			case op == opAppend && !slices.Contains(items, it):
+				items = append(items, it)
+			case op == opSubtract:
+				items = slices.DeleteFunc(items, func(s string) bool { return s == it })
+			}
+		}
+		configs[name] = strings.Join(items, ",")
+	default:
+		return coded(kerr.InvalidRequest, "config %s: unknown operation %d", name, op)
+	}
+	return nil
+}
+
+// alterResource changes one resource's configs to what change makes of the
+// current ones, after checking the result.
+func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validateOnly bool, change func(map[string]string) (map[string]string, error)) error {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+	case kmsg.ConfigResourceTypeBroker:
+		if err := b.checkBrokerResource(name); err != nil {
+			return err
+		}
+		return coded(kerr.InvalidConfig, "broker settings are command-line flags of `tributary standalone` and `tributary broker`; change them with a restart")
+	default:
+		return coded(kerr.InvalidRequest, "Tributary alters topic configs only")
+	}
+	t, ok := b.meta.Topic(name)
+	if !ok {
+		return coded(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+	}
+	next, err := change(t.Configs)
+	if err != nil {
+		return err
+	}
+	if err := checkTopicConfigs(next); err != nil {
+		return coded(kerr.InvalidConfig, "topic %s: %v", name, err)
+	}
+	if validateOnly {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	t, err = b.meta.SetTopicConfigs(ctx, name, next)
+	switch {
+	case errors.Is(err, cluster.ErrUnknownTopic):
+		return coded(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+	case err != nil:
+		b.logger.Error("storing topic configs", "topic", name, "err", err)
+		return coded(kerr.UnknownServerError, "storing configs of topic %s: %v", name, err)
+	}
+	b.reconfigureTopic(t)
+	b.logger.Info("topic configs changed", "topic", name, "configs", next)
+	return nil
+}
+
+// reconfigureTopic applies a topic's current configs to its open partitions.
+func (b *Broker) reconfigureTopic(t cluster.Topic) {
+	cfg, err := topicLogConfig(b.cfg.Log, t.Configs)
+	if err != nil {
+		b.logger.Error("topic configs cannot be applied; partitions keep their settings", "topic", t.Name, "err", err)
+		return
+	}
+	b.logs.mu.RLock()
+	open := slices.Collect(maps.Values(b.logs.logs[t.Name]))
+	b.logs.mu.RUnlock()
+	for _, l := range open {
+		l.Reconfigure(cfg)
+	}
+}
+
+// reconfigureAll applies every topic's configs to its open partitions: run
+// on each change of the cluster view, which is how a change made through
+// another broker of a cluster reaches this one.
+func (b *Broker) reconfigureAll() {
+	for _, t := range b.meta.Topics() {
+		b.reconfigureTopic(t)
+	}
+}
+
+// produceLimits are the per-topic settings Produce checks and applies.
+type produceLimits struct {
+	maxMessageBytes int32
+	logAppendTime   bool
+}
+
+// produceLimitsFor reads them from the topic's configs; configs that fail
+// to parse were refused when set, so the broker's defaults stand in.
+func (b *Broker) produceLimitsFor(t cluster.Topic) produceLimits {
+	if len(t.Configs) == 0 {
+		return produceLimits{maxMessageBytes: b.cfg.MaxMessageBytes}
+	}
+	s, err := applyTopicConfigs(b.brokerTopicDefaults(), t.Configs)
+	if err != nil {
+		return produceLimits{maxMessageBytes: b.cfg.MaxMessageBytes}
+	}
+	return produceLimits{maxMessageBytes: s.maxMessageBytes, logAppendTime: s.logAppendTime}
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// stampLogAppendTime marks a RecordBatch v2 as timestamped by the broker
+// (attribute bit 3) with ts as its MaxTimestamp, which consumers then read
+// as every record's timestamp, and recomputes the CRC those bytes are
+// under, as Kafka does for message.timestamp.type=LogAppendTime. The caller
+// has checked that batch holds at least a whole header.
+func stampLogAppendTime(batch []byte, ts int64) {
+	if batch[16] != 2 || binary.BigEndian.Uint32(batch[17:]) != crc32.Checksum(batch[21:], castagnoli) {
+		// Refused by the log's validation anyway; a fresh CRC over a
+		// damaged batch would hide the damage from it.
+		return
+	}
+	attrs := binary.BigEndian.Uint16(batch[21:])
+	binary.BigEndian.PutUint16(batch[21:], attrs|0x08)
+	binary.BigEndian.PutUint64(batch[35:], uint64(ts))
+	binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[21:], castagnoli))
+}

@@ -1,0 +1,69 @@
+package broker
+
+// CreatePartitions (key 37), v0-3.
+//
+// Grows a topic to the requested count. Existing partitions stay where
+// their data is; the new ones are placed over the brokers alive now,
+// continuing the topic's round-robin (cluster.Spread). Growing changes
+// which partition a key hashes to, as in Kafka. Manual assignments are
+// refused (INVALID_REPLICA_ASSIGNMENT), as in CreateTopics; a count that
+// does not grow the topic or passes the cap gets INVALID_PARTITIONS.
+// validate_only checks without changing anything.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/cluster"
+)
+
+func (b *Broker) createPartitions(req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+	resp := kmsg.NewPtrCreatePartitionsResponse()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = rt.Topic
+		if err := b.growTopic(ctx, rt, req.ValidateOnly); err != nil {
+			st.ErrorCode = errorCode(err)
+			msg := err.Error()
+			st.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+func (b *Broker) growTopic(ctx context.Context, rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
+	t, ok := b.meta.Topic(rt.Topic)
+	switch {
+	case !ok:
+		return coded(kerr.UnknownTopicOrPartition, "topic %q does not exist", rt.Topic)
+	case rt.Assignment != nil:
+		return coded(kerr.InvalidReplicaAssignment, "manual replica assignment is not supported: Tributary places partitions itself")
+	case rt.Count <= t.Partitions():
+		return coded(kerr.InvalidPartitions, "topic %s has %d partitions; a topic can only grow, asked for %d", rt.Topic, t.Partitions(), rt.Count)
+	case rt.Count > maxPartitions:
+		return coded(kerr.InvalidPartitions, "number of partitions must be at most %d, got %d", maxPartitions, rt.Count)
+	case validateOnly:
+		return nil
+	}
+	t, err := b.meta.AddPartitions(ctx, rt.Topic, rt.Count)
+	switch {
+	case errors.Is(err, cluster.ErrUnknownTopic):
+		return coded(kerr.UnknownTopicOrPartition, "topic %q does not exist", rt.Topic)
+	case errors.Is(err, cluster.ErrPartitionCount):
+		return coded(kerr.InvalidPartitions, "%v", err)
+	case errors.Is(err, cluster.ErrNoBrokers):
+		return coded(kerr.BrokerNotAvailable, "%v", err)
+	case err != nil:
+		b.logger.Error("adding partitions", "topic", rt.Topic, "err", err)
+		return coded(kerr.UnknownServerError, "adding partitions to %s: %v", rt.Topic, err)
+	}
+	b.logger.Info("partitions added", "topic", t.Name, "partitions", t.Partitions())
+	return nil
+}

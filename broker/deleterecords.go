@@ -1,0 +1,55 @@
+package broker
+
+// DeleteRecords (key 21), v0-2.
+//
+// Moves a partition's log start offset forward (log.DeleteRecordsBefore):
+// records below it can no longer be read, and whole segments below it are
+// deleted at once. Offset -1 means the high watermark; an offset above it
+// gets OFFSET_OUT_OF_RANGE. The answer's low watermark is the new start.
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/log"
+)
+
+func (b *Broker) deleteRecords(req *kmsg.DeleteRecordsRequest) *kmsg.DeleteRecordsResponse {
+	resp := kmsg.NewPtrDeleteRecordsResponse()
+	for _, rt := range req.Topics {
+		st := kmsg.NewDeleteRecordsResponseTopic()
+		st.Topic = rt.Topic
+		t, code := b.lookupTopic(rt.Topic, false)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
+			sp.Partition, sp.LowWatermark = rp.Partition, -1
+			if code != 0 {
+				sp.ErrorCode = code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			l, pcode := b.localPartition(t, rp.Partition)
+			if pcode != 0 {
+				sp.ErrorCode = pcode
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			start, err := l.DeleteRecordsBefore(rp.Offset)
+			switch {
+			case errors.Is(err, log.ErrOffsetOutOfRange):
+				sp.ErrorCode = kerr.OffsetOutOfRange.Code
+			case err != nil:
+				b.logger.Error("deleting records", "topic", rt.Topic, "partition", rp.Partition, "err", err)
+				sp.ErrorCode = kerr.KafkaStorageError.Code
+			default:
+				sp.LowWatermark = start
+				b.logger.Info("records deleted", "topic", rt.Topic, "partition", rp.Partition, "start_offset", start)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}

@@ -1,0 +1,144 @@
+package log
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// MaxTimestamp returns the largest timestamp among the flushed records and
+// the offset of the first record that carries it (ListOffsets with
+// timestamp -3). For a batch stamped by the broker (LogAppendTime) that is
+// the batch's first offset; for an uncompressed batch the record is found
+// by reading its records; a compressed batch is opaque to the log, so its
+// last offset stands in. ok is false for a log without flushed records or
+// whose batches carry no timestamps.
+func (l *Log) MaxTimestamp() (offset, timestamp int64, ok bool) {
+	l.mu.RLock()
+	if l.closed || l.hw == l.start {
+		l.mu.RUnlock()
+		return 0, 0, false
+	}
+	var best, tail *segment
+	var tailLimit int64
+	for _, s := range l.segs {
+		if s.base >= l.hw {
+			break
+		}
+		if s == l.hwSeg {
+			tail, tailLimit = s, l.hwPos
+			break
+		}
+		if s.maxTs >= 0 && (best == nil || s.maxTs > best.maxTs) {
+			best = s
+		}
+	}
+	var bestLimit, bestTs int64 = 0, -1
+	if best != nil {
+		best.ref()
+		bestLimit, bestTs = best.size, best.maxTs
+	}
+	if tail != nil {
+		tail.ref()
+	}
+	start := l.start
+	l.mu.RUnlock()
+	if best != nil {
+		defer best.unref()
+	}
+	if tail != nil {
+		defer tail.unref()
+	}
+
+	// The segment holding the high watermark may have unflushed batches in
+	// its maxTs: scan its flushed part instead.
+	if tail != nil {
+		if pos, h, found := l.scanMaxTimestamp(tail, tailLimit, -1); found && h.maxTimestamp > bestTs {
+			return max(start, l.maxTimestampOffset(tail, pos, h)), h.maxTimestamp, true
+		}
+	}
+	if best == nil {
+		return 0, 0, false
+	}
+	pos, h, found := l.scanMaxTimestamp(best, bestLimit, bestTs)
+	if !found {
+		return 0, 0, false
+	}
+	return max(start, l.maxTimestampOffset(best, pos, h)), h.maxTimestamp, true
+}
+
+// scanMaxTimestamp walks the batch headers of s below limit and returns
+// the first batch whose MaxTimestamp is want, or, for want -1, the first
+// one with the largest MaxTimestamp.
+func (l *Log) scanMaxTimestamp(s *segment, limit, want int64) (pos int64, h batchHeader, found bool) {
+	r := newReader(s.f, limit, scanWindow)
+	for p := int64(0); p < limit; {
+		b, err := r.peek(p, batchHeaderSize)
+		if err != nil {
+			l.logger.Error("reading segment for the max timestamp", "file", s.path, "byte", p, "err", err)
+			return pos, h, found
+		}
+		c := parseHeader(b)
+		if c.length < minBatchLength {
+			return pos, h, found
+		}
+		switch {
+		case want >= 0 && c.maxTimestamp == want:
+			return p, c, true
+		case want < 0 && c.maxTimestamp >= 0 && (!found || c.maxTimestamp > h.maxTimestamp):
+			pos, h, found = p, c, true
+		}
+		p += c.size()
+	}
+	return pos, h, found
+}
+
+// maxTimestampOffset finds the offset of the first record of the batch at
+// pos whose timestamp is the batch's MaxTimestamp.
+func (l *Log) maxTimestampOffset(s *segment, pos int64, h batchHeader) int64 {
+	last := h.nextOffset() - 1
+	buf := make([]byte, h.size())
+	if _, err := s.f.ReadAt(buf, pos); err != nil {
+		return last
+	}
+	attrs := binary.BigEndian.Uint16(buf[offAttributes:])
+	switch {
+	case attrs&0x08 != 0: // LogAppendTime: every record has the batch's time
+		return h.baseOffset
+	case attrs&0x07 != 0: // compressed
+		return last
+	}
+	first := int64(binary.BigEndian.Uint64(buf[offFirstTimestamp:]))
+	off, err := firstRecordAt(buf[batchHeaderSize:], h.maxTimestamp-first)
+	if err != nil {
+		l.logger.Warn("cannot read the records of a batch; answering its last offset", "file", s.path, "byte", pos, "err", err)
+		return last
+	}
+	return h.baseOffset + off
+}
+
+// firstRecordAt returns the offset delta of the first record whose
+// timestamp delta is tsDelta, reading Kafka's record encoding: a varint
+// length, an attributes byte, then the timestamp and offset deltas as
+// varints.
+func firstRecordAt(records []byte, tsDelta int64) (int64, error) {
+	for len(records) > 0 {
+		n, w := binary.Varint(records)
+		if w <= 0 || n < 1 || int64(len(records)-w) < n {
+			return 0, fmt.Errorf("record length at %d bytes before the end is invalid", len(records))
+		}
+		body := records[w : w+int(n)]
+		ts, tw := binary.Varint(body[1:])
+		if tw <= 0 {
+			return 0, fmt.Errorf("record timestamp delta is invalid")
+		}
+		od, ow := binary.Varint(body[1+tw:])
+		if ow <= 0 {
+			return 0, fmt.Errorf("record offset delta is invalid")
+		}
+		if ts == tsDelta {
+			return od, nil
+		}
+		records = records[w+int(n):]
+	}
+	return 0, fmt.Errorf("no record has the batch's max timestamp")
+}

@@ -1,0 +1,34 @@
+package log
+
+import "time"
+
+// Reconfigure changes, on an open log, the settings a topic's configs
+// control (AlterConfigs): segment size and age, flush bounds, retention and
+// index spacing. Each takes effect at the next append, flush or retention
+// check; nothing already written is rewritten and the active segment is not
+// rolled for it. The clock, the retention check interval and the producer
+// id settings stay as the log was opened with.
+func (l *Log) Reconfigure(cfg Config) {
+	cfg = cfg.WithDefaults()
+	l.mu.Lock()
+	l.cfg.SegmentBytes = cfg.SegmentBytes
+	l.cfg.SegmentAge = cfg.SegmentAge
+	l.cfg.FlushMessages = cfg.FlushMessages
+	l.cfg.FlushInterval = cfg.FlushInterval
+	l.cfg.RetentionAge = cfg.RetentionAge
+	l.cfg.RetentionBytes = cfg.RetentionBytes
+	l.cfg.IndexIntervalBytes = cfg.IndexIntervalBytes
+	flushNow := l.leo-l.flushTarget >= l.cfg.FlushMessages
+	l.mu.Unlock()
+	if flushNow {
+		signal(l.flushReq) // a lowered flush.messages is already exceeded
+	}
+}
+
+// flushInterval reads FlushInterval under the lock Reconfigure writes it
+// with.
+func (l *Log) flushInterval() time.Duration {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.cfg.FlushInterval
+}

@@ -1,0 +1,41 @@
+package broker
+
+// OffsetDelete (key 47), v0.
+//
+// Forgets some committed offsets of a group (group.Coordinator.
+// DeleteOffsets): refused per partition with GROUP_SUBSCRIBED_TO_TOPIC while
+// a member consumes its topic; GROUP_ID_NOT_FOUND for an unknown group;
+// NOT_COORDINATOR when asked of the wrong broker.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/group"
+)
+
+func (b *Broker) offsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	resp := kmsg.NewPtrOffsetDeleteResponse()
+	var tps []group.TopicPartition
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			tps = append(tps, group.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+		}
+	}
+	results, gerr := b.groups.DeleteOffsets(req.Group, tps)
+	if gerr != nil {
+		resp.ErrorCode = gerr.Code
+		return resp
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetDeleteResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.ErrorCode = codeOf(results[group.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}])
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}

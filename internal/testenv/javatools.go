@@ -1,0 +1,186 @@
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// KafkaVersion is the Apache Kafka release whose command-line tools the
+// compatibility tests run.
+const KafkaVersion = "4.4.0"
+
+// Main classes of Apache Kafka's tools, as the kafka-*.sh scripts run them.
+const (
+	KafkaTopics         = "org.apache.kafka.tools.TopicCommand"                        // kafka-topics.sh
+	KafkaConfigs        = "org.apache.kafka.tools.ConfigCommand"                       // kafka-configs.sh
+	KafkaGetOffsets     = "org.apache.kafka.tools.GetOffsetShell"                      // kafka-get-offsets.sh
+	KafkaDeleteRecords  = "org.apache.kafka.tools.DeleteRecordsCommand"                // kafka-delete-records.sh
+	KafkaConsumerGroups = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand" // kafka-consumer-groups.sh
+	KafkaLogDirs        = "org.apache.kafka.tools.LogDirsCommand"                      // kafka-log-dirs.sh
+)
+
+// KafkaToolRun is one run of a Kafka tool: its main class and arguments.
+type KafkaToolRun struct {
+	Class string
+	Args  []string
+}
+
+// KafkaToolResult is what one run left: its exit code and output.
+type KafkaToolResult struct {
+	Run    KafkaToolRun
+	Exit   int
+	Stdout string
+	Stderr string
+}
+
+func (r KafkaToolResult) String() string {
+	return fmt.Sprintf("%s %s: exit %d\nstdout:\n%s\nstderr:\n%s", r.Run.Class, strings.Join(r.Run.Args, " "), r.Exit, r.Stdout, r.Stderr)
+}
+
+// javaToolsInstallHint says how to get what RunKafkaTools needs.
+const javaToolsInstallHint = "apt-get install -y default-jdk-headless maven (scripts/install-deps.sh does it); Maven then fetches Kafka's tools from Maven Central once"
+
+// RunKafkaTools runs Apache Kafka's command-line tools one after another
+// in one JVM (a JVM start costs seconds; a tool run in a warm JVM far
+// less) and returns each run's exit code and output, in order. Each run
+// sees the effects of those before it. The tools' jars come from Maven
+// Central on first use and are cached in ~/.m2; the classpath and the
+// compiled launcher are cached under the user cache directory.
+func RunKafkaTools(t testing.TB, runs ...KafkaToolRun) []KafkaToolResult {
+	t.Helper()
+	cp, classes, err := kafkaToolsClasspath()
+	if err != nil {
+		t.Fatalf("Kafka's tools: %v", err)
+	}
+	var in bytes.Buffer
+	for _, r := range runs {
+		for _, a := range append([]string{r.Class}, r.Args...) {
+			if strings.ContainsAny(a, "\n\x1f") {
+				t.Fatalf("argument %q of %s holds a newline or 0x1f, which the launcher uses as separators", a, r.Class)
+			}
+		}
+		in.WriteString(strings.Join(append([]string{r.Class}, r.Args...), "\x1f"))
+		in.WriteByte('\n')
+	}
+	cmd := exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xmx256m",
+		"-cp", classes+string(os.PathListSeparator)+cp, "KafkaToolBatch")
+	cmd.Stdin = &in
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting java: %v (%s)", err, javaToolsInstallHint)
+	}
+	timer := time.AfterFunc(5*time.Minute, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	results, perr := readToolResults(bufio.NewReader(out), runs)
+	werr := cmd.Wait()
+	if perr != nil || werr != nil || len(results) != len(runs) {
+		t.Fatalf("running Kafka's tools: %v %v; %d of %d runs reported\njava stderr:\n%s", perr, werr, len(results), len(runs), tail(stderr.String(), 4000))
+	}
+	return results
+}
+
+// readToolResults reads the launcher's "RUN <exit> <out> <err>" records.
+func readToolResults(r *bufio.Reader, runs []KafkaToolRun) ([]KafkaToolResult, error) {
+	var results []KafkaToolResult
+	for len(results) < len(runs) {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return results, err
+		}
+		var res KafkaToolResult
+		var no, ne int
+		if _, err := fmt.Sscanf(line, "RUN %d %d %d\n", &res.Exit, &no, &ne); err != nil {
+			return results, fmt.Errorf("launcher line %q: %w", line, err)
+		}
+		buf := make([]byte, no+ne)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return results, err
+		}
+		res.Run, res.Stdout, res.Stderr = runs[len(results)], string(buf[:no]), string(buf[no:])
+		results = append(results, res)
+	}
+	return results, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// kafkaToolsClasspath resolves Kafka's tools with Maven (once: the result is
+// cached, keyed by the pom and the launcher) and compiles the launcher.
+func kafkaToolsClasspath() (cp, classes string, err error) {
+	src := filepath.Join(repoRoot(), "scripts", "kafka")
+	pom, err := os.ReadFile(filepath.Join(src, "tools-pom.xml"))
+	if err != nil {
+		return "", "", err
+	}
+	launcher, err := os.ReadFile(filepath.Join(src, "KafkaToolBatch.java"))
+	if err != nil {
+		return "", "", err
+	}
+	sum := sha256.Sum256(append(append([]byte{}, pom...), launcher...))
+	cacheRoot, err := os.UserCacheDir()
+	if err != nil {
+		cacheRoot = os.TempDir()
+	}
+	cache := filepath.Join(cacheRoot, "tributary", "kafka-tools-"+KafkaVersion+"-"+hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", "", err
+	}
+	unlock, err := flock(filepath.Join(cache, ".lock"))
+	if err != nil {
+		return "", "", err
+	}
+	defer unlock()
+
+	cpFile := filepath.Join(cache, "classpath.txt")
+	classes = filepath.Join(cache, "classes")
+	if b, err := os.ReadFile(cpFile); err == nil && jarsPresent(string(b)) {
+		if _, err := os.Stat(filepath.Join(classes, "KafkaToolBatch.class")); err == nil {
+			return strings.TrimSpace(string(b)), classes, nil
+		}
+	}
+	for _, tool := range []string{"mvn", "javac", "java"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", "", fmt.Errorf("%s is not installed; install it with: %s", tool, javaToolsInstallHint)
+		}
+	}
+	tmp := cpFile + ".tmp"
+	mvn := exec.Command("mvn", "-B", "-q", "-f", filepath.Join(src, "tools-pom.xml"),
+		"dependency:build-classpath", "-DincludeScope=runtime", "-Dmdep.outputFile="+tmp)
+	if out, err := mvn.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("resolving Kafka %s's tools with Maven (mvn dependency:build-classpath in scripts/kafka): %v\n%s", KafkaVersion, err, out)
+	}
+	b, err := os.ReadFile(tmp)
+	if err != nil {
+		return "", "", err
+	}
+	cp = strings.TrimSpace(string(b))
+	os.RemoveAll(classes)
+	javac := exec.Command("javac", "-nowarn", "-cp", cp, "-d", classes, filepath.Join(src, "KafkaToolBatch.java"))
+	if out, err := javac.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("compiling scripts/kafka/KafkaToolBatch.java: %v\n%s", err, out)
+	}
+	if err := os.Rename(tmp, cpFile); err != nil {
+		return "", "", err
+	}
+	return cp, classes, nil
+}

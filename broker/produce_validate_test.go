@@ -183,3 +183,24 @@ func TestRealProducerRecordsAccepted(t *testing.T) {
 		})
 	}
 }
+
+// A topic that stamps LogAppendTime rewrites the batch's timestamp and CRC
+// on append; a batch that arrived damaged must still be refused, not given
+// a fresh CRC that hides the damage.
+func TestLogAppendTimeKeepsDamagedBatchRefused(t *testing.T) {
+	b := testenv.StartBroker(t)
+	createTopic(t, b.Addr, "stamped", 1, map[string]*string{"message.timestamp.type": kmsg.StringPtr("LogAppendTime")})
+	w := dial(t, b.Addr)
+	damaged := makeBatch(-1, -1, -1, "a", "b")
+	damaged[len(damaged)-1] ^= 1
+	p := produceResult(w.roundTrip(produceRequest(9, -1, "stamped", 0, damaged)))
+	wantCode(t, "damaged batch on a LogAppendTime topic", p.ErrorCode, kerr.CorruptMessage)
+	if got := listLatest(t, w, "stamped", 0); got != 0 {
+		t.Fatalf("log end %d: the damaged batch was stored", got)
+	}
+	p = produceResult(w.roundTrip(produceRequest(9, -1, "stamped", 0, makeBatch(-1, -1, -1, "a", "b"))))
+	wantCode(t, "good batch on a LogAppendTime topic", p.ErrorCode, nil)
+	if p.LogAppendTime <= 0 {
+		t.Fatalf("LogAppendTime %d: the broker did not stamp the batch", p.LogAppendTime)
+	}
+}

@@ -63,6 +63,18 @@ type Config struct {
 	// GroupOffsets is where committed offsets live. Nil: the ZooKeeper
 	// offset registry when Metadata lends its session, else DataDir/groups.
 	GroupOffsets group.OffsetStore
+	// MaxTopics caps the topics of the cluster view this broker creates in
+	// (--max-topics): CreateTopics and auto-creation beyond it are refused.
+	// Default 10000; negative: no limit.
+	MaxTopics int
+	// MaxPartitions caps the partitions this broker hosts
+	// (--max-partitions). Default 20000; negative: no limit.
+	MaxPartitions int
+	// MaxPartitionFiles caps the file descriptors the open partition logs
+	// hold together; least recently used logs are closed to stay below it
+	// and reopened on demand. Default: half the process's open file limit
+	// (raised to its hard limit at start).
+	MaxPartitionFiles int
 }
 
 func (c Config) withDefaults() Config {
@@ -80,6 +92,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.MaxTopics == 0 {
+		c.MaxTopics = 10000
+	}
+	if c.MaxPartitions == 0 {
+		c.MaxPartitions = 20000
 	}
 	return c
 }
@@ -104,7 +122,8 @@ type Broker struct {
 }
 
 // New opens the data directory (running crash recovery on every local
-// partition) and returns a broker ready to Serve.
+// partition that was not shut down cleanly; the others open on first use)
+// and returns a broker ready to Serve.
 func New(cfg Config) (*Broker, error) {
 	cfg = cfg.withDefaults()
 	if cfg.DataDir == "" {
@@ -128,6 +147,7 @@ func New(cfg Config) (*Broker, error) {
 		if err != nil {
 			return nil, err
 		}
+		m.SetLimits(max(cfg.MaxTopics, 0), max(cfg.MaxPartitions, 0))
 		b.meta = &standaloneMeta{Standalone: m, b: b}
 	}
 	b.selfID = b.meta.Self().ID
@@ -136,8 +156,12 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.pids = pids
-	b.logs = newPartitions(cfg.DataDir, cfg.Log, b.logger)
-	if err := b.openLocalPartitions(); err != nil {
+	fileBudget := cfg.MaxPartitionFiles
+	if limit := raiseOpenFileLimit(b.logger); fileBudget == 0 {
+		fileBudget = partitionFileBudget(limit)
+	}
+	b.logs = newPartitions(cfg.DataDir, cfg.Log, fileBudget, b.logger)
+	if err := b.recoverUnclean(); err != nil {
 		b.logs.closeAll()
 		return nil, err
 	}
@@ -146,30 +170,18 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	go b.followMetadata()
+	go b.sweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval)
 	return b, nil
 }
 
-// openLocalPartitions opens (and so recovers) every partition assigned to
-// this broker, so that recovery happens at start-up and is logged there,
-// not on a client's first request.
-func (b *Broker) openLocalPartitions() error {
-	self := b.selfID
-	for _, t := range b.meta.Topics() {
-		for p, leader := range t.Leaders {
-			if leader != self {
-				continue
-			}
-			if _, err := b.logs.get(t, int32(p)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // followMetadata deletes local partitions of topics that were deleted
-// through another broker of the cluster.
+// through another broker of the cluster: topics that have open logs, or
+// were in the previous view, and are gone from this one.
 func (b *Broker) followMetadata() {
+	prev := map[string]bool{}
+	for _, t := range b.meta.Topics() {
+		prev[t.Name] = true
+	}
 	for {
 		ch := b.meta.Changed()
 		select {
@@ -182,11 +194,15 @@ func (b *Broker) followMetadata() {
 			live[t.Name] = true
 		}
 		for _, topic := range b.logs.topics() {
+			prev[topic] = true
+		}
+		for topic := range prev {
 			if !live[topic] {
 				b.logger.Info("topic deleted from the cluster; removing its local partitions", "topic", topic)
 				b.logs.deleteTopic(topic)
 			}
 		}
+		prev = live
 	}
 }
 

@@ -27,6 +27,8 @@ type brokerFlags struct {
 	retentionBytes  int64
 	maxRequestBytes int
 	maxMessageBytes int
+	maxTopics       int
+	maxPartitions   int
 }
 
 func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
@@ -43,6 +45,8 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.Int64Var(&f.retentionBytes, "retention-bytes", d.RetentionBytes, "delete old segments while a partition is larger than this; -1: no limit (retention.bytes)")
 	fs.IntVar(&f.maxRequestBytes, "max-request-bytes", 100<<20, "largest request frame accepted (socket.request.max.bytes)")
 	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", 1<<20+12, "largest record batch accepted (message.max.bytes)")
+	fs.IntVar(&f.maxTopics, "max-topics", 10000, "refuse creating topics beyond this many; -1: no limit")
+	fs.IntVar(&f.maxPartitions, "max-partitions", 20000, "refuse creating topics that would make this broker host more partitions; -1: no limit")
 }
 
 func (f *brokerFlags) config() broker.Config {
@@ -52,6 +56,8 @@ func (f *brokerFlags) config() broker.Config {
 		DefaultPartitions: int32(f.partitions),
 		MaxRequestBytes:   int32(f.maxRequestBytes),
 		MaxMessageBytes:   int32(f.maxMessageBytes),
+		MaxTopics:         f.maxTopics,
+		MaxPartitions:     f.maxPartitions,
 		Log: log.Config{
 			SegmentBytes:   f.segmentBytes,
 			SegmentAge:     f.segmentAge,

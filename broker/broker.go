@@ -111,6 +111,7 @@ type Broker struct {
 	pids   *producerIDs
 	selfID int32 // this broker's id: fixed for its lifetime, read on every request
 	groups *group.Coordinator
+	faults storageFaults // partitions failing writes, logged once each
 
 	closing  chan struct{} // closed when shutdown starts; long polls end
 	mu       sync.Mutex

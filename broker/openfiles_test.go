@@ -3,8 +3,7 @@ package broker_test
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"net"
+		"net"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -17,8 +16,9 @@ import (
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
-// limitedBroker is a `tributary standalone` process whose open file limit
-// (soft and hard, so the broker cannot raise it) is nofile.
+// limitedBroker is a `tributary standalone` process run under prlimit
+// with the given limits (e.g. "--nofile=512:512": soft and hard, so the
+// broker cannot raise it).
 type limitedBroker struct {
 	cmd  *exec.Cmd
 	out  *lockedBuffer
@@ -42,12 +42,12 @@ func (b *lockedBuffer) String() string {
 	return b.b.String()
 }
 
-func startLimitedBroker(t *testing.T, nofile int, dataDir, addr string, extra ...string) *limitedBroker {
+func startLimitedBroker(t *testing.T, limit, dataDir, addr string, extra ...string) *limitedBroker {
 	t.Helper()
 	if _, err := exec.LookPath("prlimit"); err != nil {
 		t.Skip("prlimit (util-linux) not installed")
 	}
-	args := append([]string{fmt.Sprintf("--nofile=%d:%d", nofile, nofile), "--", testenv.Binary(t),
+	args := append([]string{limit, "--", testenv.Binary(t),
 		"standalone", "--data-dir", dataDir, "--listen", addr, "--registry-listen=", "--flush-interval", "20ms"}, extra...)
 	cmd := exec.Command("prlimit", args...)
 	out := &lockedBuffer{}
@@ -115,7 +115,7 @@ func TestManyPartitionsUnderLowFileLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts broker processes and opens thousands of partitions")
 	}
-	const partitions, nofile, chunk = 1000, 512, 50
+	const partitions, nofile, chunk = 1000, "--nofile=512:512", 50
 	dataDir, addr := t.TempDir(), testenv.FreeAddr(t)
 	b := startLimitedBroker(t, nofile, dataDir, addr)
 	createTopic(t, addr, "wide", partitions, nil)

@@ -69,6 +69,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 					break
 				}
 				last := b.appendBatches(l, rp.Records, &sp)
+				b.storageWritten(l, sp.ErrorCode)
 				if sp.ErrorCode == 0 && acks == -1 && last >= 0 {
 					waits = append(waits, appended{log: l, last: last, ti: len(resp.Topics), pi: len(st.Partitions)})
 				}
@@ -108,7 +109,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 			if errors.Is(err, context.DeadlineExceeded) {
 				sp.ErrorCode = kerr.RequestTimedOut.Code
 			} else {
-				sp.ErrorCode = storageErrorCode(err)
+				sp.ErrorCode = b.storageError(waits[i].log, err)
 			}
 			setMessage(sp, "waiting for the flush that covers this batch: "+err.Error())
 		}
@@ -150,7 +151,7 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, sp *kmsg.ProduceRespo
 		}
 		res, err := l.Append(batch)
 		if err != nil {
-			sp.ErrorCode = storageErrorCode(err)
+			sp.ErrorCode = b.storageError(l, err)
 			setMessage(sp, err.Error())
 			return last
 		}

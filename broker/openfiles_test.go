@@ -3,7 +3,7 @@ package broker_test
 import (
 	"bytes"
 	"context"
-		"net"
+	"net"
 	"os/exec"
 	"strconv"
 	"sync"

@@ -11,6 +11,15 @@
 //     straight from the segment file to the socket.
 //   - A malformed or oversized request closes its connection (and is logged);
 //     the broker stays up.
+//   - A data directory the broker wrote opens again whatever its partition
+//     count: partition logs open on first use and the least recently used
+//     are closed to stay within the descriptor limit; partitions not shut
+//     down cleanly are recovered at start, before they are served.
+//   - Produce and fetch to existing topics never wait for a topic being
+//     created; topics and partitions beyond --max-topics/--max-partitions
+//     are refused with POLICY_VIOLATION.
+//   - A partition that cannot write (full disk) answers KAFKA_STORAGE_ERROR
+//     and is logged once until it writes again.
 package broker
 
 import (

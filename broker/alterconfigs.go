@@ -184,10 +184,7 @@ func (b *Broker) reconfigureTopic(t cluster.Topic) {
 		b.logger.Error("topic configs cannot be applied; partitions keep their settings", "topic", t.Name, "err", err)
 		return
 	}
-	b.logs.mu.RLock()
-	open := slices.Collect(maps.Values(b.logs.logs[t.Name]))
-	b.logs.mu.RUnlock()
-	for _, l := range open {
+	for _, l := range b.logs.openLogsOf(t.Name) {
 		l.Reconfigure(cfg)
 	}
 }

@@ -19,6 +19,15 @@
 //   - The internal topics (_schemas, _audit; internal_topics.go) are
 //     written and deleted only by the client ids in Config.InternalClients,
 //     and keep the shape their owners need.
+//   - A data directory the broker wrote opens again whatever its partition
+//     count: partition logs open on first use and the least recently used
+//     are closed to stay within the descriptor limit; partitions not shut
+//     down cleanly are recovered at start, before they are served.
+//   - Produce and fetch to existing topics never wait for a topic being
+//     created; topics and partitions beyond --max-topics/--max-partitions
+//     are refused with POLICY_VIOLATION.
+//   - A partition that cannot write (full disk) answers KAFKA_STORAGE_ERROR
+//     and is logged once until it writes again.
 package broker
 
 import (
@@ -102,6 +111,18 @@ type Config struct {
 	// internal topics (_schemas, _audit; see internal_topics.go). Nil means
 	// DefaultInternalClients; an empty, non-nil list admits none.
 	InternalClients []string
+	// MaxTopics caps the topics of the cluster view this broker creates in
+	// (--max-topics): CreateTopics and auto-creation beyond it are refused.
+	// Default 10000; negative: no limit.
+	MaxTopics int
+	// MaxPartitions caps the partitions this broker hosts
+	// (--max-partitions). Default 20000; negative: no limit.
+	MaxPartitions int
+	// MaxPartitionFiles caps the file descriptors the open partition logs
+	// hold together; least recently used logs are closed to stay below it
+	// and reopened on demand. Default: half the process's open file limit
+	// (raised to its hard limit at start).
+	MaxPartitionFiles int
 }
 
 func (c Config) withDefaults() Config {
@@ -138,6 +159,12 @@ func (c Config) withDefaults() Config {
 	if c.InternalClients == nil {
 		c.InternalClients = DefaultInternalClients
 	}
+	if c.MaxTopics == 0 {
+		c.MaxTopics = 10000
+	}
+	if c.MaxPartitions == 0 {
+		c.MaxPartitions = 20000
+	}
 	return c
 }
 
@@ -150,6 +177,7 @@ type Broker struct {
 	pids   *producerIDs
 	selfID int32 // this broker's id: fixed for its lifetime, read on every request
 	groups *group.Coordinator
+	faults storageFaults // partitions failing writes, logged once each
 
 	closing  chan struct{} // closed when shutdown starts; long polls end
 	mu       sync.Mutex
@@ -166,7 +194,8 @@ type Broker struct {
 }
 
 // New opens the data directory (running crash recovery on every local
-// partition) and returns a broker ready to Serve.
+// partition that was not shut down cleanly; the others open on first use)
+// and returns a broker ready to Serve.
 func New(cfg Config) (*Broker, error) {
 	cfg = cfg.withDefaults()
 	if cfg.DataDir == "" {
@@ -192,6 +221,7 @@ func New(cfg Config) (*Broker, error) {
 		if err != nil {
 			return nil, err
 		}
+		m.SetLimits(max(cfg.MaxTopics, 0), max(cfg.MaxPartitions, 0))
 		b.meta = &standaloneMeta{Standalone: m, b: b}
 	}
 	b.selfID = b.meta.Self().ID
@@ -203,8 +233,12 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.pids = pids
-	b.logs = newPartitions(cfg.DataDir, cfg.Log, b.logger)
-	if err := b.openLocalPartitions(); err != nil {
+	fileBudget := cfg.MaxPartitionFiles
+	if limit := raiseOpenFileLimit(b.logger); fileBudget == 0 {
+		fileBudget = partitionFileBudget(limit)
+	}
+	b.logs = newPartitions(cfg.DataDir, cfg.Log, fileBudget, b.logger)
+	if err := b.recoverUnclean(); err != nil {
 		b.logs.closeAll()
 		return nil, err
 	}
@@ -213,30 +247,18 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	go b.followMetadata()
+	go b.sweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval)
 	return b, nil
 }
 
-// openLocalPartitions opens (and so recovers) every partition assigned to
-// this broker, so that recovery happens at start-up and is logged there,
-// not on a client's first request.
-func (b *Broker) openLocalPartitions() error {
-	self := b.selfID
-	for _, t := range b.meta.Topics() {
-		for p, leader := range t.Leaders {
-			if leader != self {
-				continue
-			}
-			if _, err := b.logs.get(t, int32(p)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // followMetadata deletes local partitions of topics that were deleted
-// through another broker of the cluster.
+// through another broker of the cluster: topics that have open logs, or
+// were in the previous view, and are gone from this one.
 func (b *Broker) followMetadata() {
+	prev := map[string]bool{}
+	for _, t := range b.meta.Topics() {
+		prev[t.Name] = true
+	}
 	for {
 		ch := b.meta.Changed()
 		select {
@@ -250,11 +272,15 @@ func (b *Broker) followMetadata() {
 			live[t.Name] = true
 		}
 		for _, topic := range b.logs.topics() {
+			prev[topic] = true
+		}
+		for topic := range prev {
 			if !live[topic] {
 				b.logger.Info("topic deleted from the cluster; removing its local partitions", "topic", topic)
 				b.logs.deleteTopic(topic)
 			}
 		}
+		prev = live
 	}
 }
 

@@ -127,10 +127,17 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	if _, ok := b.meta.Topic(rt.Topic); ok {
 		return cluster.Topic{}, coded(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
 	}
+	if err := b.checkCapacity(rt.Topic, n); err != nil {
+		return cluster.Topic{}, err
+	}
 	if validateOnly {
 		return cluster.Topic{Name: rt.Topic, Leaders: make([]int32, n), Configs: configs}, nil
 	}
 	t, err := b.meta.CreateTopic(ctx, rt.Topic, n, configs)
+	if cerr := b.capacityError(rt.Topic, err); cerr != err {
+		b.logger.Warn("topic creation refused", "topic", rt.Topic, "err", cerr)
+		return t, cerr
+	}
 	switch {
 	case errors.Is(err, cluster.ErrTopicExists):
 		return t, coded(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)

@@ -118,10 +118,16 @@ func (b *Broker) lookupTopic(name string, autoCreate bool) (cluster.Topic, int16
 	if !autoCreate || !b.cfg.AutoCreateTopics {
 		return cluster.Topic{}, kerr.UnknownTopicOrPartition.Code
 	}
+	if err := b.checkCapacity(name, b.cfg.DefaultPartitions); err != nil {
+		return b.refuseAutoCreate(name, err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	n, configs := b.autoCreateShape(name)
 	t, err := b.meta.CreateTopic(ctx, name, n, configs)
+	if cerr := b.capacityError(name, err); cerr != err {
+		return b.refuseAutoCreate(name, cerr)
+	}
 	if errors.Is(err, cluster.ErrTopicExists) {
 		if t, ok := b.meta.Topic(name); ok {
 			return t, 0

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
@@ -18,76 +19,320 @@ import (
 
 // partitions holds the open logs of the partitions this broker stores, each
 // in DataDir/<topic>-<partition>.
+//
+// A log is opened (and so recovered) on first use, not at start, and the
+// open logs together hold at most fdBudget file descriptors: opening one
+// more closes the least recently used (CLOCK) with the clean Close, and the
+// next request for it opens it again. So a broker hosting more partitions
+// than it has descriptors for still starts and serves them all. A request
+// that got a log just as it was being closed sees log.ErrClosed, which
+// clients get as NOT_LEADER_FOR_PARTITION and retry; nothing is lost,
+// because Close flushes first.
 type partitions struct {
-	dir    string
-	base   log.Config
-	logger *slog.Logger
+	dir      string
+	base     log.Config
+	logger   *slog.Logger
+	fdBudget int // descriptors the open logs may hold together; <= 0: no limit
 
-	mu   sync.RWMutex // read-locked on every produce and fetch; written when a partition opens or goes
-	logs map[string]map[int32]*log.Log
+	mu      sync.RWMutex // read-locked on every produce and fetch
+	logs    map[partKey]*openLog
+	ring    []*openLog // the open (or opening) logs, in CLOCK order
+	hand    int
+	fds     int                       // descriptors held by the logs in ring, estimated
+	closing map[partKey]chan struct{} // logs being closed: wait before reopening
 }
 
-func newPartitions(dir string, base log.Config, logger *slog.Logger) *partitions {
-	return &partitions{dir: dir, base: base, logger: logger, logs: map[string]map[int32]*log.Log{}}
+type partKey struct {
+	topic string
+	p     int32
+}
+
+// openLog is one partition's log, or its opening in progress.
+type openLog struct {
+	key    partKey
+	ready  chan struct{} // closed once l or err is set
+	l      *log.Log
+	err    error
+	fds    int         // descriptors it holds: its segments plus two writers
+	used   atomic.Bool // CLOCK reference bit, set on every get
+	pos    int         // index in ring; guarded by mu
+	inRing bool
+}
+
+func newPartitions(dir string, base log.Config, fdBudget int, logger *slog.Logger) *partitions {
+	return &partitions{
+		dir: dir, base: base, logger: logger, fdBudget: fdBudget,
+		logs:    map[partKey]*openLog{},
+		closing: map[partKey]chan struct{}{},
+	}
+}
+
+func (ps *partitions) partitionDir(topic string, p int32) string {
+	return filepath.Join(ps.dir, topic+"-"+strconv.Itoa(int(p)))
 }
 
 // get returns the open log of t's partition p, opening (and recovering) it on
 // first use with t's per-topic configuration.
 func (ps *partitions) get(t cluster.Topic, p int32) (*log.Log, error) {
+	return ps.open(t, p, true)
+}
+
+// open is get; a cold open (used=false) leaves the log first in line to be
+// closed again, for the retention sweep and start-up recovery, which should
+// not push out the logs clients use.
+func (ps *partitions) open(t cluster.Topic, p int32, used bool) (*log.Log, error) {
+	key := partKey{t.Name, p}
 	ps.mu.RLock()
-	l := ps.logs[t.Name][p]
+	o := ps.logs[key]
 	ps.mu.RUnlock()
-	if l != nil {
-		return l, nil
+	if o == nil {
+		o = ps.startOpen(t, key, used)
 	}
+	<-o.ready
+	if o.err != nil {
+		return nil, o.err
+	}
+	if used && !o.used.Load() {
+		o.used.Store(true)
+	}
+	return o.l, nil
+}
+
+// startOpen registers key as opening and opens it without holding mu, so a
+// long recovery holds up no other partition; it returns the entry to wait
+// on (another caller's, if one was first).
+func (ps *partitions) startOpen(t cluster.Topic, key partKey, used bool) *openLog {
 	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if l := ps.logs[t.Name][p]; l != nil {
-		return l, nil // opened meanwhile
+	if o := ps.logs[key]; o != nil {
+		ps.mu.Unlock()
+		return o
 	}
+	o := &openLog{key: key, ready: make(chan struct{}), fds: 3}
+	o.used.Store(used)
+	ps.logs[key] = o
+	victims := ps.makeRoomLocked(o.fds)
+	ps.addLocked(o)
+	wait := ps.closing[key]
+	ps.mu.Unlock()
+
+	ps.closeLogs(victims)
+	if wait != nil {
+		<-wait // the previous instance must finish its Close first
+	}
+	o.l, o.fds, o.err = ps.openLog(t, key)
+	ps.mu.Lock()
+	if o.err != nil {
+		ps.removeLocked(o)
+		if ps.logs[key] == o {
+			delete(ps.logs, key)
+		}
+	} else {
+		ps.fds += o.fds - 3
+	}
+	ps.mu.Unlock()
+	close(o.ready)
+	return o
+}
+
+func (ps *partitions) openLog(t cluster.Topic, key partKey) (*log.Log, int, error) {
 	cfg, err := topicLogConfig(ps.base, t.Configs)
 	if err != nil {
-		return nil, fmt.Errorf("topic %s: %w", t.Name, err)
+		return nil, 0, fmt.Errorf("topic %s: %w", t.Name, err)
 	}
-	dir := filepath.Join(ps.dir, t.Name+"-"+strconv.Itoa(int(p)))
-	l, rep, err := log.Open(dir, cfg, ps.logger.With("topic", t.Name, "partition", p))
+	dir := ps.partitionDir(key.topic, key.p)
+	l, rep, err := log.Open(dir, cfg, ps.logger.With("topic", key.topic, "partition", key.p))
 	if err != nil {
-		return nil, fmt.Errorf("opening partition %s-%d: %w", t.Name, p, err)
+		return nil, 0, fmt.Errorf("opening partition %s-%d: %w", key.topic, key.p, err)
 	}
 	if !rep.Clean && rep.TruncatedBytes > 0 {
 		ps.logger.Warn("partition recovered with data cut from its tail",
-			"topic", t.Name, "partition", p, "truncated_bytes", rep.TruncatedBytes,
+			"topic", key.topic, "partition", key.p, "truncated_bytes", rep.TruncatedBytes,
 			"truncated_at_offset", rep.TruncatedAt, "reason", rep.Reason)
 	}
-	if ps.logs[t.Name] == nil {
-		ps.logs[t.Name] = map[int32]*log.Log{}
+	return l, segmentFiles(dir) + 2, nil
+}
+
+// segmentFiles counts the segment files in a partition directory: an open
+// log keeps one descriptor on each, and two more (data and index writers)
+// on its active segment.
+func segmentFiles(dir string) int {
+	ents, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".log") {
+			n++
+		}
 	}
-	ps.logs[t.Name][p] = l
-	return l, nil
+	return max(n, 1)
+}
+
+// makeRoomLocked takes logs out of the ring, least recently used first,
+// until want more descriptors fit the budget; the caller closes them after
+// releasing mu. Logs still opening are skipped.
+func (ps *partitions) makeRoomLocked(want int) []*openLog {
+	if ps.fdBudget <= 0 {
+		return nil
+	}
+	var victims []*openLog
+	for scanned := 0; ps.fds+want > ps.fdBudget && len(ps.ring) > 0 && scanned < 3*len(ps.ring); scanned++ {
+		ps.hand %= len(ps.ring)
+		o := ps.ring[ps.hand]
+		select {
+		case <-o.ready:
+		default:
+			ps.hand++
+			continue
+		}
+		if o.used.Load() {
+			o.used.Store(false)
+			ps.hand++
+			continue
+		}
+		ps.removeLocked(o)
+		delete(ps.logs, o.key)
+		ps.closing[o.key] = make(chan struct{})
+		victims = append(victims, o)
+	}
+	return victims
+}
+
+func (ps *partitions) addLocked(o *openLog) {
+	o.pos, o.inRing = len(ps.ring), true
+	ps.ring = append(ps.ring, o)
+	ps.fds += o.fds
+}
+
+func (ps *partitions) removeLocked(o *openLog) {
+	if !o.inRing {
+		return
+	}
+	last := ps.ring[len(ps.ring)-1]
+	ps.ring[o.pos], last.pos = last, o.pos
+	ps.ring = ps.ring[:len(ps.ring)-1]
+	o.inRing = false
+	ps.fds -= o.fds
+}
+
+// closeLogs closes logs taken out by makeRoomLocked and lets waiting
+// openers of the same partitions go on.
+func (ps *partitions) closeLogs(victims []*openLog) {
+	for _, o := range victims {
+		if err := o.l.Close(); err != nil && !errors.Is(err, log.ErrClosed) {
+			ps.logger.Error("closing idle partition", "topic", o.key.topic, "partition", o.key.p, "err", err)
+		}
+		ps.mu.Lock()
+		close(ps.closing[o.key])
+		delete(ps.closing, o.key)
+		ps.mu.Unlock()
+	}
+}
+
+// closeIfUnused closes the log of key if nothing used it since it was
+// opened cold: the retention sweep's way of giving its descriptors back.
+func (ps *partitions) closeIfUnused(key partKey) {
+	ps.mu.Lock()
+	o := ps.logs[key]
+	if o == nil || o.used.Load() || o.err != nil {
+		ps.mu.Unlock()
+		return
+	}
+	ps.removeLocked(o)
+	delete(ps.logs, key)
+	ps.closing[key] = make(chan struct{})
+	ps.mu.Unlock()
+	ps.closeLogs([]*openLog{o})
+}
+
+// isOpen reports whether key has an open (or opening) log.
+func (ps *partitions) isOpen(key partKey) bool {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	return ps.logs[key] != nil
+}
+
+// openLogsOf returns topic's partition logs that are open now, waiting for
+// those being opened (they may have read the topic's configs before a
+// change); a closed one reads its topic's configs afresh when it opens.
+func (ps *partitions) openLogsOf(topic string) []*log.Log {
+	ps.mu.RLock()
+	var pending []*openLog
+	for key, o := range ps.logs {
+		if key.topic == topic {
+			pending = append(pending, o)
+		}
+	}
+	ps.mu.RUnlock()
+	var open []*log.Log
+	for _, o := range pending {
+		<-o.ready
+		if o.l != nil {
+			open = append(open, o.l)
+		}
+	}
+	return open
+}
+
+// openCount is the number of open logs and the descriptors they hold.
+func (ps *partitions) openCount() (logs, fds int) {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	return len(ps.ring), ps.fds
 }
 
 // topics lists the topics that have open logs.
 func (ps *partitions) topics() []string {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	var names []string
-	for n := range ps.logs {
+	seen := map[string]bool{}
+	ps.mu.RLock()
+	for k := range ps.logs {
+		seen[k.topic] = true
+	}
+	ps.mu.RUnlock()
+	names := make([]string, 0, len(seen))
+	for n := range seen {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	return names
 }
 
-// deleteTopic closes and removes every local partition of topic, including
-// partitions never opened in this process.
-func (ps *partitions) deleteTopic(topic string) {
+// take removes every entry matching match from the open set and returns
+// them, waiting for their opening to finish, and for closes in progress.
+func (ps *partitions) take(match func(partKey) bool) []*openLog {
 	ps.mu.Lock()
-	open := ps.logs[topic]
-	delete(ps.logs, topic)
+	var taken []*openLog
+	var waits []chan struct{}
+	for k, o := range ps.logs {
+		if match(k) {
+			ps.removeLocked(o)
+			delete(ps.logs, k)
+			taken = append(taken, o)
+		}
+	}
+	for k, ch := range ps.closing {
+		if match(k) {
+			waits = append(waits, ch)
+		}
+	}
 	ps.mu.Unlock()
-	for p, l := range open {
-		if err := l.Delete(); err != nil {
-			ps.logger.Error("deleting partition", "topic", topic, "partition", p, "err", err)
+	for _, ch := range waits {
+		<-ch
+	}
+	open := taken[:0]
+	for _, o := range taken {
+		<-o.ready
+		if o.err == nil {
+			open = append(open, o)
+		}
+	}
+	return open
+}
+
+// deleteTopic closes and removes every local partition of topic, including
+// partitions not open in this process.
+func (ps *partitions) deleteTopic(topic string) {
+	for _, o := range ps.take(func(k partKey) bool { return k.topic == topic }) {
+		if err := o.l.Delete(); err != nil {
+			ps.logger.Error("deleting partition", "topic", topic, "partition", o.key.p, "err", err)
 		}
 	}
 	entries, _ := os.ReadDir(ps.dir)
@@ -103,17 +348,12 @@ func (ps *partitions) deleteTopic(topic string) {
 
 // closeAll flushes and closes every log, writing their clean-shutdown marks.
 func (ps *partitions) closeAll() error {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
 	var errs []error
-	for topic, m := range ps.logs {
-		for p, l := range m {
-			if err := l.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("closing %s-%d: %w", topic, p, err))
-			}
+	for _, o := range ps.take(func(partKey) bool { return true }) {
+		if err := o.l.Close(); err != nil && !errors.Is(err, log.ErrClosed) {
+			errs = append(errs, fmt.Errorf("closing %s-%d: %w", o.key.topic, o.key.p, err))
 		}
 	}
-	ps.logs = map[string]map[int32]*log.Log{}
 	return errors.Join(errs...)
 }
 

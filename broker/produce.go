@@ -83,6 +83,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 					break
 				}
 				last := b.appendBatches(l, rp.Records, r.Version, &sp, b.produceLimitsFor(t))
+				b.storageWritten(l, sp.ErrorCode)
 				if sp.ErrorCode == 0 && acks == -1 && last >= 0 {
 					waits = append(waits, appended{log: l, last: last, ti: len(resp.Topics), pi: len(st.Partitions)})
 				}
@@ -122,7 +123,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 			if errors.Is(err, context.DeadlineExceeded) {
 				sp.ErrorCode = kerr.RequestTimedOut.Code
 			} else {
-				sp.ErrorCode = storageErrorCode(err)
+				sp.ErrorCode = b.storageError(waits[i].log, err)
 			}
 			setMessage(sp, "waiting for the flush that covers this batch: "+err.Error())
 		}
@@ -185,7 +186,7 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 	}
 	res, err := l.AppendBatches(batches)
 	if err != nil {
-		sp.ErrorCode = storageErrorCode(err)
+		sp.ErrorCode = b.storageError(l, err)
 		setMessage(sp, err.Error())
 		var rerr *log.RecordError
 		if errors.As(err, &rerr) {

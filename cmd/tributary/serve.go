@@ -34,6 +34,8 @@ type brokerFlags struct {
 	internalClients string
 	scrubInterval   time.Duration
 	scrubRate       int64
+	maxTopics       int
+	maxPartitions   int
 	conns           connFlags
 }
 
@@ -77,6 +79,8 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 		"comma-separated client ids admitted to write and delete the internal topics _schemas and _audit; a guard against accidents and buggy clients, not attackers (client ids are not authenticated)")
 	fs.DurationVar(&f.scrubInterval, "scrub-interval", 0, "re-verify sealed segments this often and quarantine damaged batches; 0: off")
 	fs.Int64Var(&f.scrubRate, "scrub-rate", log.DefaultScrubRate, "bytes a second the scrubber may read per partition")
+	fs.IntVar(&f.maxTopics, "max-topics", 10000, "refuse creating topics beyond this many; -1: no limit")
+	fs.IntVar(&f.maxPartitions, "max-partitions", 20000, "refuse creating topics that would make this broker host more partitions; -1: no limit")
 }
 
 func (f *brokerFlags) config() broker.Config {
@@ -91,6 +95,8 @@ func (f *brokerFlags) config() broker.Config {
 		MaxConnectionsPerIP:   f.conns.maxConnectionsPerIP,
 		ConnectionsMaxIdle:    f.conns.maxIdle,
 		QueuedMaxRequestBytes: f.conns.queuedMaxBytes,
+		MaxTopics:             f.maxTopics,
+		MaxPartitions:         f.maxPartitions,
 		Log: log.Config{
 			SegmentBytes:     f.segmentBytes,
 			SegmentAge:       f.segmentAge,

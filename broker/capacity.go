@@ -1,0 +1,78 @@
+package broker
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tributary-io/tributary/cluster"
+)
+
+// How many topics and partitions a broker takes is capped (--max-topics,
+// --max-partitions): every partition is a directory, descriptors when open,
+// and a line in the metadata every client reads, so an unbounded
+// auto-create storm would end in a broker that cannot start. A creation
+// beyond a cap is refused with POLICY_VIOLATION and a message naming the
+// setting; nothing existing is affected.
+//
+// Standalone metadata checks the caps in the same step as the create, so
+// concurrent creators cannot overshoot. In a cluster the broker handling
+// the request checks against the shared view first (a race between
+// brokers may overshoot by the creations in flight).
+
+// checkCapacity refuses a new topic of n partitions that would pass a cap,
+// for metadata that does not check the caps itself.
+func (b *Broker) checkCapacity(name string, n int32) error {
+	if _, ok := b.meta.(*standaloneMeta); ok {
+		return nil
+	}
+	topics := b.meta.Topics()
+	if b.cfg.MaxTopics > 0 && len(topics)+1 > b.cfg.MaxTopics {
+		return coded(kerr.PolicyViolation, "creating topic %q: the cluster has %d topics: raise --max-topics (now %d) or delete unused topics", name, len(topics), b.cfg.MaxTopics)
+	}
+	if b.cfg.MaxPartitions <= 0 {
+		return nil
+	}
+	hosted := 0
+	for _, t := range topics {
+		for _, leader := range t.Leaders {
+			if leader == b.selfID {
+				hosted++
+			}
+		}
+	}
+	leaders, err := cluster.Spread(name, n, b.meta.Brokers())
+	if err != nil {
+		return nil // the create itself reports it
+	}
+	more := 0
+	for _, leader := range leaders {
+		if leader == b.selfID {
+			more++
+		}
+	}
+	if hosted+more > b.cfg.MaxPartitions {
+		return coded(kerr.PolicyViolation, "creating topic %q: this broker hosts %d partitions and %d more would pass the limit: raise --max-partitions (now %d) or delete unused topics", name, hosted, more, b.cfg.MaxPartitions)
+	}
+	return nil
+}
+
+// capacityError turns the standalone metadata's refusals into the same
+// answer checkCapacity gives; other errors are returned unchanged.
+func (b *Broker) capacityError(name string, err error) error {
+	switch {
+	case errors.Is(err, cluster.ErrTooManyTopics):
+		return coded(kerr.PolicyViolation, "creating topic %q: %v: raise --max-topics (now %d) or delete unused topics", name, err, b.cfg.MaxTopics)
+	case errors.Is(err, cluster.ErrTooManyPartitions):
+		return coded(kerr.PolicyViolation, "creating topic %q: %v: raise --max-partitions (now %d) or delete unused topics", name, err, b.cfg.MaxPartitions)
+	}
+	return err
+}
+
+// refuseAutoCreate answers an auto-creation beyond a cap. Metadata carries
+// no error message, so the log line is where the operator learns which
+// setting to raise.
+func (b *Broker) refuseAutoCreate(name string, err error) (cluster.Topic, int16) {
+	b.logger.Warn("topic auto-creation refused", "topic", name, "err", err)
+	return cluster.Topic{}, kerr.PolicyViolation.Code
+}

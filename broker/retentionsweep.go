@@ -1,0 +1,100 @@
+package broker
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tributary-io/tributary/broker/log"
+)
+
+// Partitions are opened on first use and closed again when descriptors run
+// short (partitions.go), so two duties of an open log need doing for the
+// partitions that are not open: recovery after an unclean shutdown, which
+// must happen before a partition is served and is wanted at start-up where
+// an operator reads about it, and retention, which an open log applies by
+// itself every RetentionCheckInterval.
+
+// cleanShutdownMarker is the file a partition log leaves in its directory
+// on a clean Close and removes on Open (documented in package log).
+const cleanShutdownMarker = ".clean-shutdown"
+
+// recoverUnclean opens every local partition whose directory lacks the
+// clean-shutdown marker, so recovery runs (and is logged) at start; the
+// logs are opened cold and closed again as descriptors are needed. A
+// partition that cleanly shut down waits for its first request.
+func (b *Broker) recoverUnclean() error {
+	recovered := 0
+	for _, t := range b.meta.Topics() {
+		for p, leader := range t.Leaders {
+			if leader != b.selfID {
+				continue
+			}
+			dir := b.logs.partitionDir(t.Name, int32(p))
+			if _, err := os.Stat(dir); err != nil {
+				continue // never written: nothing to recover
+			}
+			if _, err := os.Stat(filepath.Join(dir, cleanShutdownMarker)); err == nil {
+				continue
+			}
+			if _, err := b.logs.open(t, int32(p), false); err != nil {
+				return err
+			}
+			recovered++
+		}
+	}
+	if recovered > 0 {
+		b.logger.Info("partitions recovered after an unclean shutdown", "partitions", recovered)
+	}
+	return nil
+}
+
+// sweepRetention applies retention every interval to the local partitions
+// that are not open (open logs apply it themselves). A partition with a
+// single segment is skipped without opening it: retention never deletes the
+// active segment.
+func (b *Broker) sweepRetention(interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-b.stopSync:
+			return
+		case <-tick.C:
+		}
+		b.sweepOnce()
+	}
+}
+
+// sweepOnce is one pass of sweepRetention; it returns the number of
+// partitions it opened.
+func (b *Broker) sweepOnce() (opened int) {
+	for _, t := range b.meta.Topics() {
+		for p, leader := range t.Leaders {
+			select {
+			case <-b.stopSync:
+				return opened
+			default:
+			}
+			key := partKey{t.Name, int32(p)}
+			if leader != b.selfID || b.logs.isOpen(key) {
+				continue
+			}
+			if segmentFiles(b.logs.partitionDir(t.Name, int32(p))) < 2 {
+				continue
+			}
+			l, err := b.logs.open(t, int32(p), false)
+			if err != nil {
+				b.logger.Error("retention sweep: opening partition", "topic", t.Name, "partition", p, "err", err)
+				continue
+			}
+			opened++
+			if _, err := l.ApplyRetention(); err != nil && !errors.Is(err, log.ErrClosed) {
+				b.logger.Error("retention sweep", "topic", t.Name, "partition", p, "err", err)
+			}
+			b.logs.closeIfUnused(key)
+		}
+	}
+	return opened
+}

@@ -161,6 +161,13 @@ func TestBenchSelectedTests(t *testing.T) {
 	if r := rep.Rows[1]; !strings.HasPrefix(r.Status, "not started: ") {
 		t.Errorf("kafka-flush row without its peer: %+v", r)
 	}
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "LATENCY") || strings.Contains(table.String(), "PRODUCER") {
+		t.Errorf("the table of a latency-only run should show that section alone:\n%s", table.String())
+	}
 }
 
 func TestCeilingMeasures(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -51,7 +52,11 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			c.LoopbackMBPerSec, c.DiskMBPerSec)
 	}
 
+	// A test the run did not select has no rows and no section.
 	section := func(title, header string, test string, cells func(r Row) string) {
+		if !slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.Test == test }) {
+			return
+		}
 		fmt.Fprintf(&b, "\n%s\n", title)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, header)

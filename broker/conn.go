@@ -34,7 +34,9 @@ const (
 // conn serves one client connection. Requests are read and started in order
 // by serve; a writer goroutine writes their responses in the same order,
 // waiting for each one, so a slow acks=all produce or a long-poll fetch
-// delays the responses behind it but never reorders them.
+// delays the responses behind it but never reorders them. A small response
+// that is ready at once with nothing ahead of it is written by the read
+// loop itself (writeInline).
 type conn struct {
 	b      *Broker
 	nc     net.Conn

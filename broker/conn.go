@@ -359,10 +359,17 @@ func (c *conn) writeInline(p *pending) bool {
 	if e, ok := p.resp.(encoded); p.resp != nil && (!ok || len(e) > inlineMax) {
 		return false
 	}
+	if hook := testHookInlineWrite.Load(); hook != nil {
+		(*hook)()
+	}
 	c.inFlight.Add(1)
 	c.deliver(p, c.isGone())
 	return true
 }
+
+// testHookInlineWrite, when set by a test, is called before each response
+// the read loop writes itself; nil in production.
+var testHookInlineWrite atomic.Pointer[func()]
 
 // deliver writes p's response unless the connection has already failed,
 // then releases what p held. It reports whether the connection is still

@@ -1,5 +1,7 @@
 package broker
 
+import "sync/atomic"
+
 // PanicFor makes requests from clientID panic in place of their handler:
 // on the read goroutine, or inside a later response when inLater is set.
 // It returns the function restoring normal handling.
@@ -15,4 +17,16 @@ func PanicFor(clientID string, inLater bool) (restore func()) {
 	}
 	testHookHandle.Store(&hook)
 	return func() { testHookHandle.Store(nil) }
+}
+
+// CountInlineWrites counts the responses the read loop writes itself from
+// now on; stop ends the counting and returns the count.
+func CountInlineWrites() (stop func() int64) {
+	var n atomic.Int64
+	hook := func() { n.Add(1) }
+	testHookInlineWrite.Store(&hook)
+	return func() int64 {
+		testHookInlineWrite.Store(nil)
+		return n.Load()
+	}
 }

@@ -43,7 +43,7 @@ const (
 // the whole process, so the ratio survives a noisy machine better than the
 // wall-clock rates do.
 //
-//	go test -run '^$' -bench BenchmarkFetchCapacity -benchtime 2000x -count 5 ./broker/
+//	go test -run '^$' -bench BenchmarkFetchCapacity -benchtime 2s -count 6 ./broker/
 func BenchmarkFetchCapacity(b *testing.B) {
 	br := testenv.StartBroker(b)
 	cl := produceCapacityData(b, br.Addr)

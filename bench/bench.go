@@ -52,6 +52,9 @@ type Config struct {
 	// Systems to measure, in order; Tributary is always measured first
 	// since every ratio is to it. Empty means all of AllSystems.
 	Systems []string
+	// Tests to run against each system, a subset of AllTests; empty means
+	// all. Consume reads back what produce wrote, so it needs produce.
+	Tests []string
 	// RowTime caps one producer or consumer row: a row that has not sent
 	// Messages by then stops and reports what it did.
 	RowTime time.Duration
@@ -79,7 +82,11 @@ type Config struct {
 }
 
 // AllSystems are the systems a run measures by default.
-var AllSystems = []string{"tributary", "kafka", "rabbitmq", "activemq", "nats"}
+var AllSystems = []string{"tributary", "kafka", "kafka-flush", "rabbitmq", "activemq", "nats"}
+
+// AllTests are the tests a run can select, in the order they run; memory
+// is measured over whichever of the others ran.
+var AllTests = []string{TestProduce, TestConsume, TestLatency, TestMemory}
 
 func (c Config) withDefaults() Config {
 	if c.Messages <= 0 {
@@ -96,6 +103,9 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	c.Systems = systems
+	if len(c.Tests) == 0 {
+		c.Tests = AllTests
+	}
 	if c.RowTime <= 0 {
 		c.RowTime = 20 * time.Second
 	}
@@ -168,6 +178,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.TributaryBinary == "" {
 		return nil, fmt.Errorf("bench: no tributary binary given")
 	}
+	for _, t := range cfg.Tests {
+		if !slices.Contains(AllTests, t) {
+			return nil, fmt.Errorf("bench: unknown test %q (known: %s)", t, strings.Join(AllTests, ", "))
+		}
+	}
+	if cfg.runs(TestConsume) && !cfg.runs(TestProduce) {
+		return nil, fmt.Errorf("bench: the %s test reads back what %s wrote: select both", TestConsume, TestProduce)
+	}
 	work := cfg.WorkDir
 	if work == "" {
 		d, err := os.MkdirTemp("", "tributary-bench-")
@@ -188,7 +206,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	rep := &Report{Messages: cfg.Messages, MessageSize: MessageSize, Notes: map[string]string{}}
-	if !cfg.SkipCeiling {
+	// The ceiling is what the throughput rows are read against.
+	if !cfg.SkipCeiling && (cfg.runs(TestProduce) || cfg.runs(TestConsume)) {
 		c, err := MeasureCeiling(ctx, work)
 		if err != nil {
 			cfg.Logger.Warn("machine ceiling not measured", "err", err)
@@ -223,7 +242,7 @@ func runSystem(ctx context.Context, cfg Config, sys *system, dir string) []Row {
 	srv, err := sys.start(ctx, cfg, dir)
 	if err != nil {
 		log.Warn("not started", "err", err)
-		return allRows(sys.name, "not started: "+oneLine(err.Error()))
+		return allRows(cfg, sys.name, "not started: "+oneLine(err.Error()))
 	}
 	defer func() {
 		if err := srv.stop(); err != nil {
@@ -233,7 +252,7 @@ func runSystem(ctx context.Context, cfg Config, sys *system, dir string) []Row {
 	drv, err := sys.connect(ctx, srv.addr)
 	if err != nil {
 		log.Warn("no client connection", "err", err)
-		return allRows(sys.name, "failed: "+oneLine(err.Error()))
+		return allRows(cfg, sys.name, "failed: "+oneLine(err.Error()))
 	}
 	defer drv.Close()
 
@@ -241,28 +260,46 @@ func runSystem(ctx context.Context, cfg Config, sys *system, dir string) []Row {
 	r.warmUp(ctx)
 	var rows []Row
 	sent := map[[2]int]int{}
-	for _, p := range producerRows {
-		row := r.produce(ctx, p.batch, p.acks)
-		sent[[2]int{p.batch, p.acks}] = row.Messages
-		rows = append(rows, row)
+	if cfg.runs(TestProduce) {
+		for _, p := range producerRows {
+			row := r.produce(ctx, p.batch, p.acks)
+			sent[[2]int{p.batch, p.acks}] = row.Messages
+			rows = append(rows, row)
+		}
 	}
-	rows = append(rows, r.consume(ctx, topicName(consumeFrom.batch, consumeFrom.acks), sent[[2]int{consumeFrom.batch, consumeFrom.acks}]))
-	rows = append(rows, r.latency(ctx))
-	rows = append(rows, r.memory())
+	if cfg.runs(TestConsume) {
+		rows = append(rows, r.consume(ctx, topicName(consumeFrom.batch, consumeFrom.acks), sent[[2]int{consumeFrom.batch, consumeFrom.acks}]))
+	}
+	if cfg.runs(TestLatency) {
+		rows = append(rows, r.latency(ctx))
+	}
+	if cfg.runs(TestMemory) {
+		rows = append(rows, r.memory())
+	}
 	return rows
 }
 
-// allRows is the row set of a system with no figures.
-func allRows(system, status string) []Row {
+func (c Config) runs(test string) bool { return slices.Contains(c.Tests, test) }
+
+// allRows is the row set of a system with no figures: one per selected
+// test and variant.
+func allRows(cfg Config, system, status string) []Row {
 	var rows []Row
-	for _, p := range producerRows {
-		rows = append(rows, Row{System: system, Test: TestProduce, Batch: p.batch, Acks: p.acks, Status: status})
+	if cfg.runs(TestProduce) {
+		for _, p := range producerRows {
+			rows = append(rows, Row{System: system, Test: TestProduce, Batch: p.batch, Acks: p.acks, Status: status})
+		}
 	}
-	return append(rows,
-		Row{System: system, Test: TestConsume, Batch: 1000, Status: status},
-		Row{System: system, Test: TestLatency, Batch: 1, Acks: 1, Status: status},
-		Row{System: system, Test: TestMemory, Status: status},
-	)
+	if cfg.runs(TestConsume) {
+		rows = append(rows, Row{System: system, Test: TestConsume, Batch: 1000, Status: status})
+	}
+	if cfg.runs(TestLatency) {
+		rows = append(rows, Row{System: system, Test: TestLatency, Batch: 1, Acks: 1, Status: status})
+	}
+	if cfg.runs(TestMemory) {
+		rows = append(rows, Row{System: system, Test: TestMemory, Status: status})
+	}
+	return rows
 }
 
 func computeRatios(rows []Row) {

@@ -99,7 +99,7 @@ func TestBenchSmoke(t *testing.T) {
 			}
 		}
 	}
-	if want := len(allRows("kafka", "")); kafkaRows != want {
+	if want := len(allRows(Config{Tests: AllTests}, "kafka", "")); kafkaRows != want {
 		t.Errorf("kafka has %d rows, want %d (a peer that cannot start keeps its rows)", kafkaRows, want)
 	}
 
@@ -116,6 +116,58 @@ func TestBenchSmoke(t *testing.T) {
 		t.Errorf("bench.svg: %v, %d bytes", err, len(svg))
 	}
 	t.Logf("\n%s", table.String())
+}
+
+// A run of selected tests gives the rows of those tests only, for every
+// system, started or not; a selection that cannot run is refused up front.
+func TestBenchSelectedTests(t *testing.T) {
+	for _, tests := range [][]string{{"latency", "bogus"}, {"consume"}} {
+		_, err := Run(context.Background(), Config{Tests: tests, TributaryBinary: "unused", SkipCeiling: true})
+		if err == nil {
+			t.Errorf("tests %v: no error", tests)
+		}
+	}
+	if testing.Short() {
+		t.Skip("starts a tributary process")
+	}
+	rep, err := Run(context.Background(), Config{
+		Messages:        1000,
+		Systems:         []string{"tributary", "kafka-flush"},
+		Tests:           []string{TestLatency},
+		LatencyRate:     200,
+		LatencyTime:     time.Second,
+		WorkDir:         t.TempDir(),
+		TributaryBinary: testenv.Binary(t),
+		Scripts:         t.TempDir(), // no peer.sh: kafka-flush cannot start
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Ceiling != nil {
+		t.Errorf("a latency-only run measured the throughput ceiling: %+v", rep.Ceiling)
+	}
+	if len(rep.Rows) != 2 {
+		t.Fatalf("%d rows, want a latency row per system: %+v", len(rep.Rows), rep.Rows)
+	}
+	for i, system := range []string{"tributary", "kafka-flush"} {
+		r := rep.Rows[i]
+		if r.System != system || r.Test != TestLatency {
+			t.Errorf("row %d: %s %s, want %s latency", i, r.System, r.Test, system)
+		}
+	}
+	if r := rep.Rows[0]; r.Status != "ok" || r.P50Ms <= 0 {
+		t.Errorf("tributary latency row: %+v", r)
+	}
+	if r := rep.Rows[1]; !strings.HasPrefix(r.Status, "not started: ") {
+		t.Errorf("kafka-flush row without its peer: %+v", r)
+	}
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "LATENCY") || strings.Contains(table.String(), "PRODUCER") {
+		t.Errorf("the table of a latency-only run should show that section alone:\n%s", table.String())
+	}
 }
 
 func TestCeilingMeasures(t *testing.T) {

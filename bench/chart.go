@@ -9,11 +9,12 @@ import (
 )
 
 var chartColors = map[string]string{
-	"tributary": "#1f77b4",
-	"kafka":     "#ff7f0e",
-	"rabbitmq":  "#2ca02c",
-	"activemq":  "#d62728",
-	"nats":      "#9467bd",
+	"tributary":   "#1f77b4",
+	"kafka":       "#ff7f0e",
+	"kafka-flush": "#8c564b",
+	"rabbitmq":    "#2ca02c",
+	"activemq":    "#d62728",
+	"nats":        "#9467bd",
 }
 
 // WriteSVG draws the throughput rows (produce and consume) as grouped bars

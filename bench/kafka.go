@@ -17,16 +17,24 @@ import (
 func init() {
 	register(&system{
 		name: "tributary",
-		notes: "fsync every 10000 messages or 200 ms (the defaults, unless broker flags are given below); consumers see flushed data only. " +
+		notes: "continuous flush, the default: a partition fsyncs as soon as its previous fsync ends, with 10000 messages or 200 ms as upper bounds " +
+			"(unless broker flags are given below); consumers see flushed data only. " +
 			"Client kgo: batch N = one Produce request of one N-record batch, no compression; acks=1 = after append",
 		start:   startTributary,
 		connect: connectKafka,
 	})
 	register(&system{
 		name: "kafka",
-		notes: "Apache Kafka " + kafkaVersion() + " KRaft, one node; log.flush.interval.messages=10000, log.flush.interval.ms=200 " +
-			"(as Tributary); consumers see unflushed data. Client kgo, as for Tributary",
+		notes: "Apache Kafka " + kafkaVersion() + " KRaft, one node, its defaults: never fsyncs (durability from replication, " +
+			"of which one node has none); consumers see unflushed data. Client kgo, as for Tributary",
 		start:   startPeer("kafka"),
+		connect: connectKafka,
+	})
+	register(&system{
+		name: "kafka-flush",
+		notes: "Apache Kafka " + kafkaVersion() + " KRaft, one node; log.flush.interval.messages=10000, log.flush.interval.ms=200 " +
+			"(Tributary's --flush-policy interval bounds); consumers see unflushed data. Client kgo, as for Tributary",
+		start:   startPeer("kafka-flush"),
 		connect: connectKafka,
 	})
 }
@@ -281,5 +289,5 @@ func kafkaVersion() string {
 	if v := envOr("KAFKA_VERSION", ""); v != "" {
 		return v
 	}
-	return "4.1.1"
+	return "4.4.0"
 }

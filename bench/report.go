@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -44,14 +45,22 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 // section per test, then how each system was configured.
 func (rep *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Paper benchmarks: %d messages of %d bytes per producer row; MB = 10^6 payload bytes; ×trib = ratio to Tributary in this run\n",
-		rep.Messages, rep.MessageSize)
+	if slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.Test == TestProduce }) {
+		fmt.Fprintf(&b, "Paper benchmarks: %d messages of %d bytes per producer row; MB = 10^6 payload bytes; ×trib = ratio to Tributary in this run\n",
+			rep.Messages, rep.MessageSize)
+	} else {
+		fmt.Fprintf(&b, "Paper benchmarks: messages of %d bytes; ×trib = ratio to Tributary in this run\n", rep.MessageSize)
+	}
 	if c := rep.Ceiling; c != nil {
 		fmt.Fprintf(&b, "Machine ceiling: loopback TCP %.0f MB/s, sequential disk write %.0f MB/s (256 MiB + fdatasync)\n",
 			c.LoopbackMBPerSec, c.DiskMBPerSec)
 	}
 
+	// A test the run did not select has no rows and no section.
 	section := func(title, header string, test string, cells func(r Row) string) {
+		if !slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.Test == test }) {
+			return
+		}
 		fmt.Fprintf(&b, "\n%s\n", title)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, header)

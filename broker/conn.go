@@ -34,7 +34,9 @@ const (
 // conn serves one client connection. Requests are read and started in order
 // by serve; a writer goroutine writes their responses in the same order,
 // waiting for each one, so a slow acks=all produce or a long-poll fetch
-// delays the responses behind it but never reorders them.
+// delays the responses behind it but never reorders them. A small response
+// that is ready at once with nothing ahead of it is written by the read
+// loop itself (writeInline).
 type conn struct {
 	b      *Broker
 	nc     net.Conn
@@ -181,7 +183,11 @@ func (c *conn) readLoop() {
 			return // the handler panicked
 		}
 		p.req, p.held = req, held
-		c.enqueue(p)
+		if !c.writeInline(p) {
+			c.enqueue(p)
+		} else if c.isGone() {
+			return
+		}
 		select {
 		case <-c.stopped:
 			return
@@ -244,6 +250,15 @@ func (c *conn) readBody(r io.Reader, size int) (body []byte, held int64, ok bool
 		}
 	}
 	return buf, held, true
+}
+
+func (c *conn) isGone() bool {
+	select {
+	case <-c.gone:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *conn) isStopped() bool {
@@ -314,20 +329,64 @@ func (c *conn) writeLoop(done chan<- struct{}) {
 	failed := false
 	for p := range c.queue {
 		<-p.done
-		if p.panicked != nil {
-			c.logPanic(p.req, p.panicked)
-			// The client waits for an answer that will never come, and
-			// answering what follows would break the order: drop it.
-			failed = true
-			c.abort()
-		}
-		if failed || p.resp == nil {
-			c.finish(p)
-			continue
-		}
+		failed = !c.deliver(p, failed)
+	}
+}
+
+// inlineMax bounds the responses the read loop writes itself: small enough
+// to fit in the socket's send buffer at once, so the write does not hold up
+// reading the next request.
+const inlineMax = 16 << 10
+
+// writeInline writes a response from the read loop when it is complete and
+// nothing is ahead of it, sparing a wake-up of the writer goroutine per
+// request (a batch-1 producer pays one per record). Order holds because
+// only the read loop queues responses: with none in flight the writer is
+// idle and stays so until the next enqueue. It reports whether p was taken
+// care of; false leaves p to the writer.
+func (c *conn) writeInline(p *pending) bool {
+	if c.inFlight.Load() != 0 {
+		return false
+	}
+	select {
+	case <-p.done: // p's fields are final only from here on
+	default:
+		return false
+	}
+	if p.panicked != nil {
+		return false
+	}
+	if e, ok := p.resp.(encoded); p.resp != nil && (!ok || len(e) > inlineMax) {
+		return false
+	}
+	if hook := testHookInlineWrite.Load(); hook != nil {
+		(*hook)()
+	}
+	c.inFlight.Add(1)
+	c.deliver(p, c.isGone())
+	return true
+}
+
+// testHookInlineWrite, when set by a test, is called before each response
+// the read loop writes itself; nil in production.
+var testHookInlineWrite atomic.Pointer[func()]
+
+// deliver writes p's response unless the connection has already failed,
+// then releases what p held. It reports whether the connection is still
+// usable; after a failure the connection is aborted and later responses are
+// only released.
+func (c *conn) deliver(p *pending, failed bool) bool {
+	if p.panicked != nil {
+		c.logPanic(p.req, p.panicked)
+		// The client waits for an answer that will never come, and
+		// answering what follows would break the order: drop it.
+		failed = true
+		c.abort()
+	}
+	if !failed && p.resp != nil {
 		if err := c.write(p); err != nil {
-			// The client went away or stopped reading; drain the rest so
-			// handlers finish and release what they hold.
+			// The client went away or stopped reading; the rest is drained
+			// so handlers finish and release what they hold.
 			failed = true
 			c.abort()
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -337,8 +396,9 @@ func (c *conn) writeLoop(done chan<- struct{}) {
 				c.logger.Debug("writing response", "err", err)
 			}
 		}
-		c.finish(p)
 	}
+	c.finish(p)
+	return !failed
 }
 
 // write writes one response within the write deadline. A panic while

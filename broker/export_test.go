@@ -1,5 +1,7 @@
 package broker
 
+import "sync/atomic"
+
 // PanicFor makes requests from clientID panic in place of their handler:
 // on the read goroutine, or inside a later response when inLater is set.
 // It returns the function restoring normal handling.
@@ -25,4 +27,16 @@ func (b *Broker) SweepRetention() int { return b.sweepOnce() }
 func (b *Broker) OpenPartitions() int {
 	n, _ := b.logs.openCount()
 	return n
+}
+
+// CountInlineWrites counts the responses the read loop writes itself from
+// now on; stop ends the counting and returns the count.
+func CountInlineWrites() (stop func() int64) {
+	var n atomic.Int64
+	hook := func() { n.Add(1) }
+	testHookInlineWrite.Store(&hook)
+	return func() int64 {
+		testHookInlineWrite.Store(nil)
+		return n.Load()
+	}
 }

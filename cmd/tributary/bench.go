@@ -18,7 +18,8 @@ func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
 	cfg := bench.Config{Logger: slog.Default()}
 	fs.IntVar(&cfg.Messages, "messages", 10_000_000, "messages per producer row (the paper: 10 million)")
-	systems := fs.String("systems", "", "comma-separated systems to measure (default: all of tributary,kafka,rabbitmq,activemq,nats; tributary always runs)")
+	systems := fs.String("systems", "", "comma-separated systems to measure (default: all of "+strings.Join(bench.AllSystems, ",")+"; tributary always runs)")
+	tests := fs.String("tests", "", "comma-separated tests to run (default: all of "+strings.Join(bench.AllTests, ",")+"; consume needs produce), e.g. latency")
 	format := fs.String("format", "table", "output on stdout: table or json")
 	out := fs.String("out", "", "also write bench.txt, bench.json and bench.svg into this directory")
 	fs.DurationVar(&cfg.RowTime, "row-time", 0, "stop a producer or consumer row after this long and report what it did (default 20s)")
@@ -37,6 +38,9 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if *systems != "" {
 		cfg.Systems = splitList(*systems)
+	}
+	if *tests != "" {
+		cfg.Tests = splitList(*tests)
 	}
 	cfg.TributaryArgs = strings.Fields(*tribArgs)
 	self, err := os.Executable()

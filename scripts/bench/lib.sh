@@ -1,6 +1,6 @@
 # Shared settings of the bench scripts; sourced, not run.
 
-KAFKA_VERSION="${KAFKA_VERSION:-4.1.1}"
+KAFKA_VERSION="${KAFKA_VERSION:-4.4.0}"
 TRIBUTARY_BENCH_CACHE="${TRIBUTARY_BENCH_CACHE:-$HOME/.cache/tributary-bench}"
 
 kafka_home() { echo "$TRIBUTARY_BENCH_CACHE/kafka-$KAFKA_VERSION"; }

@@ -4,14 +4,17 @@
 #   peer.sh start SYSTEM DIR PORT   # returns once PORT accepts connections
 #   peer.sh stop  SYSTEM DIR
 #
-# SYSTEM is kafka, rabbitmq, activemq or nats. Everything the instance
-# writes (config, data, logs) stays in DIR; DIR/pid holds the pid of the
+# SYSTEM is kafka (Kafka's defaults), kafka-flush (Kafka fsyncing as
+# Tributary's interval policy does), rabbitmq, activemq or nats. Everything
+# the instance writes (config, data, logs) stays in DIR; DIR/pid holds the pid of the
 # broker process itself (the JVM, beam.smp, nats-server), whose VmHWM the
 # bench reads, and DIR/data is the directory whose size is its storage.
 # An instance uses the ports PORT, PORT+1 and PORT+2, all on 127.0.0.1.
 #
-# Durability is set to match Tributary's defaults where the peer allows it
-# (fsync every 10000 messages or 200 ms); the bench prints what each got.
+# Durability is set to match Tributary's interval flush where the peer
+# allows it (fsync every 10000 messages or 200 ms), except for kafka, which
+# runs at Kafka's own defaults beside kafka-flush; the bench prints what
+# each got.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -42,12 +45,16 @@ offsets.topic.replication.factor=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
-# Tributary's flush policy (flush.messages=10000, flush.ms=200); Kafka's own
-# default is never to fsync and to rely on replication.
+EOF
+  if [ "$system" = kafka-flush ]; then
+    # Tributary's flush bounds (flush.messages=10000, flush.ms=200); plain
+    # kafka keeps Kafka's own default: never fsync, rely on replication.
+    cat >>"$dir/server.properties" <<EOF
 log.flush.interval.messages=10000
 log.flush.interval.ms=200
 log.flush.scheduler.interval.ms=200
 EOF
+  fi
   cat >"$dir/log4j2.yaml" <<'EOF'
 Configuration:
   Appenders:
@@ -178,7 +185,12 @@ EOF
 }
 
 case "$action:$system" in
-  start:kafka | start:rabbitmq | start:activemq | start:nats)
+  start:kafka | start:kafka-flush)
+    [ "$port" -gt 0 ] || { echo "start needs a PORT" >&2; exit 2; }
+    echo "$port" >"$dir/port"
+    start_kafka
+    ;;
+  start:rabbitmq | start:activemq | start:nats)
     [ "$port" -gt 0 ] || { echo "start needs a PORT" >&2; exit 2; }
     echo "$port" >"$dir/port"
     "start_$system"
@@ -187,11 +199,11 @@ case "$action:$system" in
     port=$(cat "$dir/port" 2>/dev/null || echo 0)
     stop_rabbitmq
     ;;
-  stop:kafka | stop:activemq | stop:nats)
+  stop:kafka | stop:kafka-flush | stop:activemq | stop:nats)
     [ -s "$dir/pid" ] && stop_pid "$(cat "$dir/pid")" 30
     ;;
   *)
-    echo "unknown: $action $system (systems: kafka rabbitmq activemq nats)" >&2
+    echo "unknown: $action $system (systems: kafka kafka-flush rabbitmq activemq nats)" >&2
     exit 2
     ;;
 esac

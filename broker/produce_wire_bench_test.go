@@ -1,0 +1,96 @@
+package broker_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// BenchmarkProduceWire is batch-1 produce with acks=1 from a client that
+// costs next to nothing: one pre-encoded Produce request of one 200-byte
+// record, written to a plain TCP connection, its response read and
+// discarded before the next is sent. Nearly all the CPU time per op is then
+// the broker's request path (read, decode, append, encode, respond), which
+// BenchmarkProduce's kgo client hides under its own.
+//
+//	go test -run '^$' -bench BenchmarkProduceWire -benchtime 50000x -count 6 ./broker/
+func BenchmarkProduceWire(b *testing.B) {
+	br := testenv.StartBroker(b)
+	conn, err := net.Dial("tcp", br.Addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "wire", 1, 1
+	create.Topics = append(create.Topics, ct)
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("wire-bench"))
+	if _, err := conn.Write(f.AppendRequest(nil, create, 0)); err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 64<<10)
+	if _, err := discardFrame(conn, buf); err != nil {
+		b.Fatal(err)
+	}
+	batch := makeBatch(-1, -1, -1, string(bytes.Repeat([]byte("w"), benchValueSize)))
+	req := f.AppendRequest(nil, produceRequestBench(batch), 1)
+	b.SetBytes(benchValueSize)
+	cpu := cpuTime()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := conn.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := discardFrame(conn, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+	if err := checkProduce(conn, f, batch); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func produceRequestBench(batch []byte) *kmsg.ProduceRequest {
+	return produceRequest(9, 1, "wire", 0, batch)
+}
+
+// checkProduce sends the request once more and decodes its answer, so a
+// benchmark of refused requests cannot pass for a fast one.
+func checkProduce(conn net.Conn, f *kmsg.RequestFormatter, batch []byte) error {
+	req := produceRequestBench(batch)
+	if _, err := conn.Write(f.AppendRequest(nil, req, 2)); err != nil {
+		return err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		return err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(conn, body); err != nil {
+		return err
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	body = body[4:] // correlation id
+	if resp.IsFlexible() {
+		body = body[1:] // header tags
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return err
+	}
+	if code := produceResult(resp).ErrorCode; code != 0 {
+		return fmt.Errorf("produce answered with error code %d", code)
+	}
+	return nil
+}

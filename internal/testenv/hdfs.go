@@ -2,8 +2,6 @@ package testenv
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -67,7 +65,7 @@ func startHDFS() (*hdfsCluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("java is not installed; install it with: %s", hdfsInstallHint)
 	}
-	cp, classes, err := miniHDFSClasspath()
+	cp, classes, err := miniHDFS.classpath()
 	if err != nil {
 		return nil, err
 	}
@@ -125,70 +123,10 @@ func startHDFS() (*hdfsCluster, error) {
 	}
 }
 
-// miniHDFSClasspath resolves the launcher's dependencies with Maven (once:
-// the result is cached, keyed by the pom's contents) and compiles the
-// launcher (once per launcher version). It returns the jar classpath and
-// the directory holding MiniHDFS.class.
-func miniHDFSClasspath() (cp, classes string, err error) {
-	src := filepath.Join(repoRoot(), "scripts", "hdfs")
-	pom, err := os.ReadFile(filepath.Join(src, "pom.xml"))
-	if err != nil {
-		return "", "", err
-	}
-	launcher, err := os.ReadFile(filepath.Join(src, "MiniHDFS.java"))
-	if err != nil {
-		return "", "", err
-	}
-	sum := sha256.Sum256(append(append([]byte{}, pom...), launcher...))
-	cacheRoot, err := os.UserCacheDir()
-	if err != nil {
-		cacheRoot = os.TempDir()
-	}
-	cache := filepath.Join(cacheRoot, "tributary", "minihdfs-"+hex.EncodeToString(sum[:8]))
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", "", err
-	}
-	// Test binaries of several packages may start at once: one resolves,
-	// the others wait for it.
-	unlock, err := flock(filepath.Join(cache, ".lock"))
-	if err != nil {
-		return "", "", err
-	}
-	defer unlock()
-
-	cpFile := filepath.Join(cache, "classpath.txt")
-	classes = filepath.Join(cache, "classes")
-	if b, err := os.ReadFile(cpFile); err == nil && jarsPresent(string(b)) {
-		if _, err := os.Stat(filepath.Join(classes, "MiniHDFS.class")); err == nil {
-			return strings.TrimSpace(string(b)), classes, nil
-		}
-	}
-	if _, err := exec.LookPath("mvn"); err != nil {
-		return "", "", fmt.Errorf("maven (mvn) is not installed, and is needed to fetch Hadoop's mini cluster; install it with: %s", hdfsInstallHint)
-	}
-	if _, err := exec.LookPath("javac"); err != nil {
-		return "", "", fmt.Errorf("javac is not installed (a JDK is needed to compile scripts/hdfs/MiniHDFS.java); install it with: %s", hdfsInstallHint)
-	}
-	tmp := cpFile + ".tmp"
-	mvn := exec.Command("mvn", "-B", "-q", "-f", filepath.Join(src, "pom.xml"),
-		"dependency:build-classpath", "-Dmdep.outputFile="+tmp)
-	if out, err := mvn.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("resolving the HDFS mini cluster with Maven (mvn dependency:build-classpath in scripts/hdfs): %v\n%s", err, out)
-	}
-	b, err := os.ReadFile(tmp)
-	if err != nil {
-		return "", "", err
-	}
-	cp = strings.TrimSpace(string(b))
-	os.RemoveAll(classes)
-	javac := exec.Command("javac", "-nowarn", "-cp", cp, "-d", classes, filepath.Join(src, "MiniHDFS.java"))
-	if out, err := javac.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("compiling scripts/hdfs/MiniHDFS.java: %v\n%s", err, out)
-	}
-	if err := os.Rename(tmp, cpFile); err != nil {
-		return "", "", err
-	}
-	return cp, classes, nil
+// miniHDFS starts Hadoop's mini cluster (scripts/hdfs).
+var miniHDFS = javaLauncher{
+	dir: "hdfs", pom: "pom.xml", main: "MiniHDFS", cacheName: "minihdfs",
+	what: "Hadoop's HDFS mini cluster", installHint: hdfsInstallHint,
 }
 
 func jarsPresent(cp string) bool {

@@ -3,13 +3,10 @@ package testenv
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +55,7 @@ const javaToolsInstallHint = "apt-get install -y default-jdk-headless maven (scr
 // compiled launcher are cached under the user cache directory.
 func RunKafkaTools(t testing.TB, runs ...KafkaToolRun) []KafkaToolResult {
 	t.Helper()
-	cp, classes, err := kafkaToolsClasspath()
+	cp, classes, err := kafkaTools.classpath()
 	if err != nil {
 		t.Fatalf("Kafka's tools: %v", err)
 	}
@@ -124,63 +121,9 @@ func tail(s string, n int) string {
 	return s
 }
 
-// kafkaToolsClasspath resolves Kafka's tools with Maven (once: the result is
-// cached, keyed by the pom and the launcher) and compiles the launcher.
-func kafkaToolsClasspath() (cp, classes string, err error) {
-	src := filepath.Join(repoRoot(), "scripts", "kafka")
-	pom, err := os.ReadFile(filepath.Join(src, "tools-pom.xml"))
-	if err != nil {
-		return "", "", err
-	}
-	launcher, err := os.ReadFile(filepath.Join(src, "KafkaToolBatch.java"))
-	if err != nil {
-		return "", "", err
-	}
-	sum := sha256.Sum256(append(append([]byte{}, pom...), launcher...))
-	cacheRoot, err := os.UserCacheDir()
-	if err != nil {
-		cacheRoot = os.TempDir()
-	}
-	cache := filepath.Join(cacheRoot, "tributary", "kafka-tools-"+KafkaVersion+"-"+hex.EncodeToString(sum[:8]))
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", "", err
-	}
-	unlock, err := flock(filepath.Join(cache, ".lock"))
-	if err != nil {
-		return "", "", err
-	}
-	defer unlock()
-
-	cpFile := filepath.Join(cache, "classpath.txt")
-	classes = filepath.Join(cache, "classes")
-	if b, err := os.ReadFile(cpFile); err == nil && jarsPresent(string(b)) {
-		if _, err := os.Stat(filepath.Join(classes, "KafkaToolBatch.class")); err == nil {
-			return strings.TrimSpace(string(b)), classes, nil
-		}
-	}
-	for _, tool := range []string{"mvn", "javac", "java"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return "", "", fmt.Errorf("%s is not installed; install it with: %s", tool, javaToolsInstallHint)
-		}
-	}
-	tmp := cpFile + ".tmp"
-	mvn := exec.Command("mvn", "-B", "-q", "-f", filepath.Join(src, "tools-pom.xml"),
-		"dependency:build-classpath", "-DincludeScope=runtime", "-Dmdep.outputFile="+tmp)
-	if out, err := mvn.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("resolving Kafka %s's tools with Maven (mvn dependency:build-classpath in scripts/kafka): %v\n%s", KafkaVersion, err, out)
-	}
-	b, err := os.ReadFile(tmp)
-	if err != nil {
-		return "", "", err
-	}
-	cp = strings.TrimSpace(string(b))
-	os.RemoveAll(classes)
-	javac := exec.Command("javac", "-nowarn", "-cp", cp, "-d", classes, filepath.Join(src, "KafkaToolBatch.java"))
-	if out, err := javac.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("compiling scripts/kafka/KafkaToolBatch.java: %v\n%s", err, out)
-	}
-	if err := os.Rename(tmp, cpFile); err != nil {
-		return "", "", err
-	}
-	return cp, classes, nil
+// kafkaTools runs Kafka's command-line tools in one JVM (scripts/kafka).
+var kafkaTools = javaLauncher{
+	dir: "kafka", pom: "tools-pom.xml", main: "KafkaToolBatch",
+	cacheName: "kafka-tools-" + KafkaVersion, mvnArgs: []string{"-DincludeScope=runtime"},
+	what: "Apache Kafka " + KafkaVersion + "'s tools", installHint: javaToolsInstallHint,
 }

@@ -101,6 +101,15 @@ type Config struct {
 	// internal topics (_schemas, _audit; see internal_topics.go). Nil means
 	// DefaultInternalClients; an empty, non-nil list admits none.
 	InternalClients []string
+
+	// TLS is the certificate of the SSL and SASL_SSL listeners (see tls.go).
+	TLS TLSFiles
+	// SASLMechanisms are the mechanisms SASL listeners offer. Nil: PLAIN,
+	// SCRAM-SHA-256 and SCRAM-SHA-512.
+	SASLMechanisms []string
+	// Credentials holds the users SASL authenticates. Nil:
+	// DataDir/credentials.json (see credentials.go).
+	Credentials CredentialStore
 }
 
 func (c Config) withDefaults() Config {
@@ -140,6 +149,9 @@ func (c Config) withDefaults() Config {
 	if c.InternalClients == nil {
 		c.InternalClients = DefaultInternalClients
 	}
+	if c.SASLMechanisms == nil {
+		c.SASLMechanisms = []string{mechPlain, mechSCRAM256, mechSCRAM512}
+	}
 	return c
 }
 
@@ -153,14 +165,16 @@ type Broker struct {
 	selfID int32 // this broker's id: fixed for its lifetime, read on every request
 	groups *group.Coordinator
 
-	closing  chan struct{} // closed when shutdown starts; long polls end
-	mu       sync.Mutex
-	ln       net.Listener
-	conns    map[*conn]struct{}
-	perIP    map[string]int // open connections per remote IP
-	connWG   sync.WaitGroup
-	closed   bool
-	stopSync chan struct{}
+	closing chan struct{} // closed when shutdown starts; long polls end
+	tls     *tlsState     // nil without Config.TLS
+
+	mu        sync.Mutex
+	listeners []*boundListener
+	conns     map[*conn]struct{}
+	perIP     map[string]int // open connections per remote IP
+	connWG    sync.WaitGroup
+	closed    bool
+	stopSync  chan struct{}
 
 	budget         *byteBudget // queued.max.request.bytes
 	counters       connCounters
@@ -187,6 +201,7 @@ func New(cfg Config) (*Broker, error) {
 		stopSync: make(chan struct{}),
 		budget:   newByteBudget(cfg.QueuedMaxRequestBytes),
 	}
+	var err error
 	if b.meta == nil {
 		// The advertised address is only known once Serve has a listener;
 		// standalone metadata reads it from there (see Self).
@@ -195,6 +210,14 @@ func New(cfg Config) (*Broker, error) {
 			return nil, err
 		}
 		b.meta = &standaloneMeta{Standalone: m, b: b}
+	}
+	if cfg.TLS.CertFile != "" {
+		if b.tls, err = newTLSState(cfg.TLS); err != nil {
+			return nil, err
+		}
+	}
+	if b.cfg.Credentials == nil {
+		b.cfg.Credentials = OpenCredentialFile(CredentialFilePath(cfg.DataDir))
 	}
 	b.selfID = b.meta.Self().ID
 	pids, err := openProducerIDs(cfg.DataDir, b.selfID)
@@ -256,16 +279,56 @@ func (b *Broker) followMetadata() {
 	}
 }
 
-// Serve accepts connections on ln until Close. It returns nil after Close.
+// Serve accepts connections on ln, a PLAINTEXT listener, until Close. It
+// returns nil after Close.
 func (b *Broker) Serve(ln net.Listener) error {
+	return b.ServeListeners([]Listener{{Protocol: Plaintext}}, []net.Listener{ln})
+}
+
+// ServeListeners serves every listener ls[i] on lns[i] until Close, and
+// returns nil after Close, or the first listener's failure (after closing
+// the others' listeners).
+func (b *Broker) ServeListeners(ls []Listener, lns []net.Listener) error {
+	if len(ls) != len(lns) || len(ls) == 0 {
+		return fmt.Errorf("broker: %d listeners with %d sockets", len(ls), len(lns))
+	}
+	bound := make([]*boundListener, len(ls))
+	for i, l := range ls {
+		bl := &boundListener{Listener: l, ln: lns[i]}
+		if l.Protocol.TLS() {
+			if b.tls == nil {
+				return fmt.Errorf("broker: listener %s needs a certificate (--tls-cert, --tls-key)", l)
+			}
+			bl.tls = b.tls.config()
+		}
+		bound[i] = bl
+	}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		return errors.New("broker: closed")
 	}
-	b.ln = ln
+	b.listeners = append(b.listeners, bound...)
 	b.mu.Unlock()
-	b.logger.Info("broker listening", "addr", ln.Addr().String(), "node", b.selfID, "data_dir", b.cfg.DataDir)
+	errc := make(chan error, len(bound))
+	for _, bl := range bound {
+		go func() { errc <- b.serveListener(bl) }()
+	}
+	var first error
+	for range bound {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+			for _, bl := range bound {
+				bl.ln.Close()
+			}
+		}
+	}
+	return first
+}
+
+func (b *Broker) serveListener(l *boundListener) error {
+	ln := l.ln
+	b.logger.Info("broker listening", "listener", l.Protocol, "addr", ln.Addr().String(), "node", b.selfID, "data_dir", b.cfg.DataDir)
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -276,12 +339,12 @@ func (b *Broker) Serve(ln net.Listener) error {
 			default:
 			}
 			if errListenerClosed(err) {
-				return err
+				return fmt.Errorf("listener %s: %w", l.Protocol, err)
 			}
 			// Out of descriptors, or any other failure of one accept:
 			// keep serving the connections we have and try again.
 			if delay == 0 {
-				b.logger.Warn("accepting connections failed; retrying with backoff", "err", err)
+				b.logger.Warn("accepting connections failed; retrying with backoff", "listener", l.Protocol, "err", err)
 			}
 			delay = acceptBackoff(delay)
 			select {
@@ -292,10 +355,10 @@ func (b *Broker) Serve(ln net.Listener) error {
 			continue
 		}
 		if delay != 0 {
-			b.logger.Info("accepting connections again")
+			b.logger.Info("accepting connections again", "listener", l.Protocol)
 			delay = 0
 		}
-		c := newConn(b, nc)
+		c := newConn(b, l, nc)
 		b.mu.Lock()
 		if b.closed {
 			b.mu.Unlock()
@@ -320,14 +383,20 @@ func (b *Broker) Serve(ln net.Listener) error {
 	}
 }
 
-// Addr is the address the broker listens on, or "" before Serve.
+// Addr is the address of the first PLAINTEXT listener (else of the first
+// listener), or "" before Serve.
 func (b *Broker) Addr() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.ln == nil {
+	if len(b.listeners) == 0 {
 		return ""
 	}
-	return b.ln.Addr().String()
+	for _, l := range b.listeners {
+		if l.Protocol == Plaintext {
+			return l.ln.Addr().String()
+		}
+	}
+	return b.listeners[0].ln.Addr().String()
 }
 
 // Close shuts down gracefully: stop accepting, stop reading new requests,
@@ -342,8 +411,8 @@ func (b *Broker) Close() error {
 	b.closed = true
 	close(b.closing)
 	close(b.stopSync)
-	if b.ln != nil {
-		b.ln.Close()
+	for _, l := range b.listeners {
+		l.ln.Close()
 	}
 	for c := range b.conns {
 		c.stopReading()
@@ -367,11 +436,7 @@ type standaloneMeta struct {
 }
 
 func (m *standaloneMeta) Self() cluster.Broker {
-	self := m.Standalone.Self()
-	if host, port, ok := splitHostPort(m.b.Addr()); ok {
-		self.Host, self.Port = host, port
-	}
-	return self
+	return SelfWithEndpoints(m.Standalone.Self(), m.b.Endpoints())
 }
 
 func (m *standaloneMeta) Brokers() []cluster.Broker { return []cluster.Broker{m.Self()} }

@@ -33,21 +33,36 @@ var supported = map[int16]versions{
 	16: {0, 5},  // ListGroups
 	18: {0, 4},  // ApiVersions
 	19: {0, 7},  // CreateTopics
+	17: {0, 1},  // SaslHandshake (v0 is refused, but librdkafka needs it listed; see sasl.go)
 	20: {0, 6},  // DeleteTopics
 	22: {0, 4},  // InitProducerId
 	32: {0, 4},  // DescribeConfigs
+	36: {0, 2},  // SaslAuthenticate
 	42: {0, 2},  // DeleteGroups
 }
 
 // handle starts serving one request and returns its pending response. It
 // runs on the connection's read goroutine, so whatever must happen in
 // request order (appends) happens here; waiting happens in later().
+//
+// On a SASL listener, a request other than the SASL exchange before
+// authentication closes the connection (nil, as Kafka does): the client
+// skipped the login, and answering would serve an unknown principal.
 func (b *Broker) handle(c *conn, req *request) *pending {
+	if !c.auth.authenticated && !preAuthAPI(req.Key()) {
+		c.logger.Warn("closing connection: request before SASL authentication",
+			"api", kmsg.NameForKey(req.Key()), "client_id", req.clientID, "listener", c.listener.Protocol)
+		return nil
+	}
 	switch r := req.Request.(type) {
 	case *kmsg.ApiVersionsRequest:
 		return ready(encode(req, b.apiVersions(r)))
+	case *kmsg.SASLHandshakeRequest:
+		return ready(encode(req, b.saslHandshake(c, r)))
+	case *kmsg.SASLAuthenticateRequest:
+		return ready(b.saslAuthenticate(c, req, r))
 	case *kmsg.MetadataRequest:
-		return ready(encode(req, b.metadata(r)))
+		return ready(encode(req, b.metadata(c.listener.Protocol, r)))
 	case *kmsg.CreateTopicsRequest:
 		return ready(encode(req, b.createTopics(r)))
 	case *kmsg.DeleteTopicsRequest:

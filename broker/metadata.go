@@ -29,11 +29,18 @@ import (
 	"github.com/tributary-io/tributary/cluster"
 )
 
-func (b *Broker) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+// metadata answers a client of listener: every broker is given by its
+// endpoint of that listener, and a broker without one is left out, so a
+// client is never sent to a port of another security protocol.
+func (b *Broker) metadata(listener SecurityProtocol, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := kmsg.NewPtrMetadataResponse()
 	for _, br := range b.meta.Brokers() {
+		host, port, ok := br.Endpoint(string(listener))
+		if !ok {
+			continue
+		}
 		rb := kmsg.NewMetadataResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = br.ID, br.Host, br.Port
+		rb.NodeID, rb.Host, rb.Port = br.ID, host, port
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	resp.ClusterID = &b.cfg.ClusterID

@@ -107,7 +107,8 @@ type Config struct {
 	// SASLMechanisms are the mechanisms SASL listeners offer. Nil: PLAIN,
 	// SCRAM-SHA-256 and SCRAM-SHA-512.
 	SASLMechanisms []string
-	// Credentials holds the users SASL authenticates. Nil:
+	// Credentials holds the users SASL authenticates. Nil: ZooKeeper's
+	// /config/users when Metadata lends its session, else
 	// DataDir/credentials.json (see credentials.go).
 	Credentials CredentialStore
 }
@@ -217,7 +218,11 @@ func New(cfg Config) (*Broker, error) {
 		}
 	}
 	if b.cfg.Credentials == nil {
-		b.cfg.Credentials = OpenCredentialFile(CredentialFilePath(cfg.DataDir))
+		if zs, ok := b.meta.(zkSessioner); ok {
+			b.cfg.Credentials = NewZooKeeperCredentials(zs.Session())
+		} else {
+			b.cfg.Credentials = OpenCredentialFile(CredentialFilePath(cfg.DataDir))
+		}
 	}
 	b.selfID = b.meta.Self().ID
 	pids, err := openProducerIDs(cfg.DataDir, b.selfID)

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -38,11 +37,84 @@ const (
 // Kafka's default and RFC 7677's minimum.
 const DefaultSCRAMIterations = 4096
 
-// CredentialStore looks up the SCRAM credential of a user for one SCRAM
-// mechanism. ok is false for an unknown user or mechanism.
+// CredentialStore keeps the SCRAM credentials of users: a file in the data
+// directory (standalone) or ZooKeeper (a cluster; credentials_zk.go).
 type CredentialStore interface {
+	// Lookup returns the credential of user for a SCRAM mechanism; ok is
+	// false for an unknown user or mechanism.
 	Lookup(user, mechanism string) (cred scram.StoredCredentials, ok bool, err error)
+	// Put stores a credential, replacing the user's older one for the
+	// same mechanism.
+	Put(user, mechanism string, cred scram.StoredCredentials) error
+	// Delete removes user's credential for mechanism, or all of the
+	// user's when mechanism is empty; errNoCredential if there is none.
+	Delete(user, mechanism string) error
+	// List returns every user with its mechanisms, sorted by name.
+	List() ([]UserCredentials, error)
 }
+
+// UserCredentials are the mechanisms a user has credentials for.
+type UserCredentials struct {
+	User       string
+	Mechanisms []MechanismIterations // sorted by mechanism
+}
+
+// MechanismIterations describes one credential without its secrets.
+type MechanismIterations struct {
+	Mechanism  string
+	Iterations int
+}
+
+// errNoCredential is a Delete of something that is not there.
+var errNoCredential = errors.New("no such credential")
+
+// userCredentials is how both stores encode one user: mechanism to keys.
+type userCredentials map[string]fileCredential
+
+func (u userCredentials) lookup(mechanism string) (scram.StoredCredentials, bool) {
+	c, ok := u[mechanism]
+	if !ok {
+		return scram.StoredCredentials{}, false
+	}
+	return scram.StoredCredentials{
+		KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: c.Iterations},
+		StoredKey:  c.StoredKey,
+		ServerKey:  c.ServerKey,
+	}, true
+}
+
+func (u userCredentials) describe(user string) UserCredentials {
+	uc := UserCredentials{User: user}
+	for m, c := range u {
+		uc.Mechanisms = append(uc.Mechanisms, MechanismIterations{Mechanism: m, Iterations: c.Iterations})
+	}
+	sort.Slice(uc.Mechanisms, func(i, j int) bool { return uc.Mechanisms[i].Mechanism < uc.Mechanisms[j].Mechanism })
+	return uc
+}
+
+func toFileCredential(c scram.StoredCredentials) fileCredential {
+	return fileCredential{Salt: []byte(c.Salt), Iterations: c.Iters, StoredKey: c.StoredKey, ServerKey: c.ServerKey}
+}
+
+// checkCredential refuses what SCRAM clients would refuse or what would
+// weaken the store.
+func checkCredential(user, mechanism string, c scram.StoredCredentials) error {
+	switch {
+	case user == "":
+		return errors.New("empty user name")
+	case scramHash(mechanism) == nil:
+		return fmt.Errorf("%q is not a SCRAM mechanism: use SCRAM-SHA-256 or SCRAM-SHA-512", mechanism)
+	case c.Iters < DefaultSCRAMIterations || c.Iters > maxSCRAMIterations:
+		return fmt.Errorf("%d iterations is outside %d..%d", c.Iters, DefaultSCRAMIterations, maxSCRAMIterations)
+	case len(c.Salt) == 0:
+		return errors.New("empty salt")
+	}
+	return nil
+}
+
+// maxSCRAMIterations bounds the work one login costs the broker (Kafka's
+// limit).
+const maxSCRAMIterations = 16384
 
 // scramHash is the hash of a SCRAM mechanism, nil for others.
 func scramHash(mechanism string) scram.HashGeneratorFcn {
@@ -62,8 +134,8 @@ func NewSCRAMCredential(mechanism, user, password string, iterations int) (scram
 	if h == nil {
 		return scram.StoredCredentials{}, fmt.Errorf("%q is not a SCRAM mechanism: use SCRAM-SHA-256 or SCRAM-SHA-512", mechanism)
 	}
-	if iterations < DefaultSCRAMIterations {
-		return scram.StoredCredentials{}, fmt.Errorf("%d iterations is below the minimum of %d", iterations, DefaultSCRAMIterations)
+	if iterations < DefaultSCRAMIterations || iterations > maxSCRAMIterations {
+		return scram.StoredCredentials{}, fmt.Errorf("%d iterations is outside %d..%d", iterations, DefaultSCRAMIterations, maxSCRAMIterations)
 	}
 	if password == "" {
 		return scram.StoredCredentials{}, errors.New("empty password")
@@ -99,12 +171,12 @@ type CredentialFile struct {
 	mu      sync.Mutex
 	modTime time.Time
 	size    int64
-	users   map[string]map[string]fileCredential
+	users   map[string]userCredentials
 }
 
 type credentialFileData struct {
-	Version int                                  `json:"version"`
-	Users   map[string]map[string]fileCredential `json:"users"`
+	Version int                        `json:"version"`
+	Users   map[string]userCredentials `json:"users"`
 }
 
 type fileCredential struct {
@@ -119,7 +191,7 @@ type fileCredential struct {
 func OpenCredentialFile(path string) *CredentialFile { return &CredentialFile{path: path} }
 
 // load reads the file again if it changed since the last read.
-func (f *CredentialFile) load() (map[string]map[string]fileCredential, error) {
+func (f *CredentialFile) load() (map[string]userCredentials, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st, err := os.Stat(f.path)
@@ -142,7 +214,7 @@ func (f *CredentialFile) load() (map[string]map[string]fileCredential, error) {
 		return nil, fmt.Errorf("credentials %s: %w", f.path, err)
 	}
 	if d.Users == nil {
-		d.Users = map[string]map[string]fileCredential{}
+		d.Users = map[string]userCredentials{}
 	}
 	f.users, f.modTime, f.size = d.Users, st.ModTime(), st.Size()
 	return f.users, nil
@@ -154,51 +226,46 @@ func (f *CredentialFile) Lookup(user, mechanism string) (scram.StoredCredentials
 	if err != nil {
 		return scram.StoredCredentials{}, false, err
 	}
-	c, ok := users[user][mechanism]
-	if !ok {
-		return scram.StoredCredentials{}, false, nil
-	}
-	return scram.StoredCredentials{
-		KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: c.Iterations},
-		StoredKey:  c.StoredKey,
-		ServerKey:  c.ServerKey,
-	}, true, nil
+	c, ok := users[user].lookup(mechanism)
+	return c, ok, nil
 }
 
-// Set stores a new credential of user for mechanism, replacing an older one.
+// Set stores a new credential of user for mechanism, derived from password
+// with a fresh salt.
 func (f *CredentialFile) Set(user, mechanism, password string, iterations int) error {
-	if user == "" {
-		return errors.New("credentials: empty user name")
-	}
 	cred, err := NewSCRAMCredential(mechanism, user, password, iterations)
 	if err != nil {
 		return fmt.Errorf("credentials: %w", err)
 	}
-	return f.update(func(users map[string]map[string]fileCredential) error {
+	return f.Put(user, mechanism, cred)
+}
+
+// Put implements CredentialStore.
+func (f *CredentialFile) Put(user, mechanism string, cred scram.StoredCredentials) error {
+	if err := checkCredential(user, mechanism, cred); err != nil {
+		return fmt.Errorf("credentials: %w", err)
+	}
+	return f.update(func(users map[string]userCredentials) error {
 		if users[user] == nil {
-			users[user] = map[string]fileCredential{}
+			users[user] = userCredentials{}
 		}
-		users[user][mechanism] = fileCredential{
-			Salt: []byte(cred.Salt), Iterations: cred.Iters,
-			StoredKey: cred.StoredKey, ServerKey: cred.ServerKey,
-		}
+		users[user][mechanism] = toFileCredential(cred)
 		return nil
 	})
 }
 
-// Delete removes user's credential for mechanism, or all of the user's
-// credentials when mechanism is empty.
+// Delete implements CredentialStore.
 func (f *CredentialFile) Delete(user, mechanism string) error {
-	return f.update(func(users map[string]map[string]fileCredential) error {
+	return f.update(func(users map[string]userCredentials) error {
 		if _, ok := users[user]; !ok {
-			return fmt.Errorf("credentials: no user %q", user)
+			return fmt.Errorf("credentials: user %q: %w", user, errNoCredential)
 		}
 		if mechanism == "" {
 			delete(users, user)
 			return nil
 		}
 		if _, ok := users[user][mechanism]; !ok {
-			return fmt.Errorf("credentials: user %q has no %s credential", user, mechanism)
+			return fmt.Errorf("credentials: user %q, %s: %w", user, mechanism, errNoCredential)
 		}
 		delete(users[user], mechanism)
 		if len(users[user]) == 0 {
@@ -208,42 +275,30 @@ func (f *CredentialFile) Delete(user, mechanism string) error {
 	})
 }
 
-// List returns every user with the mechanisms it has credentials for,
-// sorted by name.
-func (f *CredentialFile) List() ([]UserMechanisms, error) {
+// List implements CredentialStore.
+func (f *CredentialFile) List() ([]UserCredentials, error) {
 	users, err := f.load()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]UserMechanisms, 0, len(users))
-	for name, mechs := range users {
-		um := UserMechanisms{User: name}
-		for m, c := range mechs {
-			um.Mechanisms = append(um.Mechanisms, fmt.Sprintf("%s(iterations=%d)", m, c.Iterations))
-		}
-		slices.Sort(um.Mechanisms)
-		out = append(out, um)
+	out := make([]UserCredentials, 0, len(users))
+	for name, u := range users {
+		out = append(out, u.describe(name))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].User < out[j].User })
 	return out, nil
 }
 
-// UserMechanisms is one line of `tributary users list`.
-type UserMechanisms struct {
-	User       string
-	Mechanisms []string
-}
-
 // update applies fn to a fresh read of the file and writes the result
 // atomically: a temporary file, fsync, rename, fsync of the directory.
-func (f *CredentialFile) update(fn func(map[string]map[string]fileCredential) error) error {
+func (f *CredentialFile) update(fn func(map[string]userCredentials) error) error {
 	users, err := f.load()
 	if err != nil {
 		return err
 	}
-	next := map[string]map[string]fileCredential{}
+	next := map[string]userCredentials{}
 	for u, ms := range users {
-		next[u] = map[string]fileCredential{}
+		next[u] = userCredentials{}
 		for m, c := range ms {
 			next[u][m] = c
 		}

@@ -39,6 +39,8 @@ var supported = map[int16]versions{
 	32: {0, 4},  // DescribeConfigs
 	36: {0, 2},  // SaslAuthenticate
 	42: {0, 2},  // DeleteGroups
+	50: {0, 0},  // DescribeUserScramCredentials
+	51: {0, 0},  // AlterUserScramCredentials
 }
 
 // handle starts serving one request and returns its pending response. It
@@ -97,6 +99,10 @@ func (b *Broker) handle(c *conn, req *request) *pending {
 		return later(func() response { return encode(req, b.describeGroups(r)) })
 	case *kmsg.DeleteGroupsRequest:
 		return ready(encode(req, b.deleteGroups(r)))
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		return later(func() response { return encode(req, b.describeUserSCRAMCredentials(r)) })
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return later(func() response { return encode(req, b.alterUserSCRAMCredentials(r)) })
 	}
 	// decodeRequest only accepts keys of the table above.
 	c.logger.Error("request with no handler", "key", req.Key())

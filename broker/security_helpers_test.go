@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -117,20 +118,20 @@ func (p *testPKI) clientTLS(t testing.TB, withCert bool) *tls.Config {
 // each. configure may set TLS files, credentials and the like.
 func startListeners(t testing.TB, configure func(*broker.Config), protos ...broker.SecurityProtocol) (*broker.Broker, map[broker.SecurityProtocol]string) {
 	t.Helper()
-	cfg := broker.Config{
-		DataDir:          t.TempDir(),
-		AutoCreateTopics: true,
-		Logger:           testenv.Logger(t, slog.LevelWarn),
-	}
-	if configure != nil {
-		configure(&cfg)
-	}
-	b, err := broker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return startMember(t, func(c *broker.Config, _ []cluster.Endpoint) {
+		if configure != nil {
+			configure(c)
+		}
+	}, protos...)
+}
+
+// startMember is startListeners for a broker whose configuration needs its
+// endpoints, as a cluster member registering itself does.
+func startMember(t testing.TB, configure func(*broker.Config, []cluster.Endpoint), protos ...broker.SecurityProtocol) (*broker.Broker, map[broker.SecurityProtocol]string) {
+	t.Helper()
 	ls := make([]broker.Listener, len(protos))
 	lns := make([]net.Listener, len(protos))
+	eps := make([]cluster.Endpoint, len(protos))
 	addrs := map[broker.SecurityProtocol]string{}
 	for i, p := range protos {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -138,7 +139,21 @@ func startListeners(t testing.TB, configure func(*broker.Config), protos ...brok
 			t.Fatal(err)
 		}
 		ls[i], lns[i] = broker.Listener{Protocol: p, Addr: ln.Addr().String()}, ln
+		eps[i] = broker.ListenerEndpoint(ls[i], ln)
 		addrs[p] = ln.Addr().String()
+	}
+	cfg := broker.Config{
+		DataDir:          t.TempDir(),
+		AutoCreateTopics: true,
+		Logger:           testenv.Logger(t, slog.LevelWarn),
+	}
+	configure(&cfg, eps)
+	b, err := broker.New(cfg)
+	if err != nil {
+		for _, ln := range lns {
+			ln.Close()
+		}
+		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() {

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/cluster"
 )
 
 func init() {
@@ -20,7 +22,7 @@ func init() {
 // line, where other users of the machine see it) and only its salted,
 // iterated SCRAM keys are stored. A running broker picks changes up at the
 // next login.
-func runUsers(_ context.Context, args []string) error {
+func runUsers(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return errors.New("which action? one of: users set --data-dir D --user NAME --mechanism SCRAM-SHA-512 --password-file F, users delete --data-dir D --user NAME [--mechanism M], users list --data-dir D")
 	}
@@ -31,10 +33,20 @@ func runUsers(_ context.Context, args []string) error {
 	mechanism := fs.String("mechanism", "SCRAM-SHA-512", "SCRAM-SHA-256 or SCRAM-SHA-512 (set; delete: only this one, empty: all)")
 	passwordFile := fs.String("password-file", "", "file holding the password on its first line (set)")
 	iterations := fs.Int("iterations", broker.DefaultSCRAMIterations, "PBKDF2 iterations (set)")
+	zkConnect := fs.String("zookeeper", "", "a cluster's ZooKeeper `host:port/chroot`: edit its /config/users instead of --data-dir")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	store := broker.OpenCredentialFile(broker.CredentialFilePath(*dataDir))
+	var store broker.CredentialStore = broker.OpenCredentialFile(broker.CredentialFilePath(*dataDir))
+	where := broker.CredentialFilePath(*dataDir)
+	if *zkConnect != "" {
+		s, err := cluster.DialZooKeeper(ctx, *zkConnect, slog.Default())
+		if err != nil {
+			return fmt.Errorf("ZooKeeper %s: %w", *zkConnect, err)
+		}
+		defer s.Close()
+		store, where = broker.NewZooKeeperCredentials(s), *zkConnect+" /config/users"
+	}
 	switch action {
 	case "set":
 		if *user == "" || *passwordFile == "" {
@@ -46,10 +58,14 @@ func runUsers(_ context.Context, args []string) error {
 		}
 		password, _, _ := strings.Cut(string(data), "\n")
 		password = strings.TrimSuffix(password, "\r")
-		if err := store.Set(*user, *mechanism, password, *iterations); err != nil {
+		cred, err := broker.NewSCRAMCredential(*mechanism, *user, password, *iterations)
+		if err != nil {
 			return err
 		}
-		fmt.Printf("user %s: %s credential set in %s\n", *user, *mechanism, broker.CredentialFilePath(*dataDir))
+		if err := store.Put(*user, *mechanism, cred); err != nil {
+			return err
+		}
+		fmt.Printf("user %s: %s credential set in %s\n", *user, *mechanism, where)
 		return nil
 	case "delete":
 		if *user == "" {
@@ -70,7 +86,11 @@ func runUsers(_ context.Context, args []string) error {
 			return err
 		}
 		for _, u := range users {
-			fmt.Printf("%s\t%s\n", u.User, strings.Join(u.Mechanisms, ","))
+			var mechs []string
+			for _, m := range u.Mechanisms {
+				mechs = append(mechs, fmt.Sprintf("%s(iterations=%d)", m.Mechanism, m.Iterations))
+			}
+			fmt.Printf("%s\t%s\n", u.User, strings.Join(mechs, ","))
 		}
 		return nil
 	}

@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,6 +108,11 @@ type Config struct {
 	// SASLMechanisms are the mechanisms SASL listeners offer. Nil: PLAIN,
 	// SCRAM-SHA-256 and SCRAM-SHA-512.
 	SASLMechanisms []string
+	// Authorizer turns ACL enforcement on (acl.go): every request is
+	// checked against the ACLs, and nothing matching means deny.
+	Authorizer bool
+	// SuperUsers are principals (User:<name>) that pass every ACL check.
+	SuperUsers []string
 	// Credentials holds the users SASL authenticates. Nil: ZooKeeper's
 	// /config/users when Metadata lends its session, else
 	// DataDir/credentials.json (see credentials.go).
@@ -168,6 +174,7 @@ type Broker struct {
 
 	closing chan struct{} // closed when shutdown starts; long polls end
 	tls     *tlsState     // nil without Config.TLS
+	authz   *authorizer   // nil without Config.Authorizer
 
 	mu        sync.Mutex
 	listeners []*boundListener
@@ -192,7 +199,20 @@ func New(cfg Config) (*Broker, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: data directory: %w", err)
 	}
+	for _, m := range cfg.SASLMechanisms {
+		if m != mechPlain && scramHash(m) == nil {
+			return nil, fmt.Errorf("broker: SASL mechanism %q is not served: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", m)
+		}
+	}
+	var tlsState *tlsState
+	if cfg.TLS.CertFile != "" {
+		var err error
+		if tlsState, err = newTLSState(cfg.TLS); err != nil {
+			return nil, err
+		}
+	}
 	b := &Broker{
+		tls:      tlsState,
 		cfg:      cfg,
 		meta:     cfg.Metadata,
 		logger:   cfg.Logger,
@@ -212,16 +232,21 @@ func New(cfg Config) (*Broker, error) {
 		}
 		b.meta = &standaloneMeta{Standalone: m, b: b}
 	}
-	if cfg.TLS.CertFile != "" {
-		if b.tls, err = newTLSState(cfg.TLS); err != nil {
-			return nil, err
-		}
-	}
 	if b.cfg.Credentials == nil {
 		if zs, ok := b.meta.(zkSessioner); ok {
 			b.cfg.Credentials = NewZooKeeperCredentials(zs.Session())
 		} else {
 			b.cfg.Credentials = OpenCredentialFile(CredentialFilePath(cfg.DataDir))
+		}
+	}
+	if cfg.Authorizer {
+		var store aclStore = aclFile{path: filepath.Join(cfg.DataDir, "acls.json")}
+		zs, inCluster := b.meta.(zkSessioner)
+		if inCluster {
+			store = aclZooKeeper{s: zs.Session()}
+		}
+		if b.authz, err = newAuthorizer(store, cfg.SuperUsers); err != nil {
+			return nil, err
 		}
 	}
 	b.selfID = b.meta.Self().ID
@@ -240,6 +265,13 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	go b.followMetadata()
+	if zs, ok := b.authz.storeInZooKeeper(); ok {
+		go zs.watch(b.stopSync, func() {
+			if err := b.authz.refresh(); err != nil {
+				b.logger.Error("reading ACLs from ZooKeeper failed; keeping the last ones read", "err", err)
+			}
+		})
+	}
 	return b, nil
 }
 

@@ -91,6 +91,8 @@ type request struct {
 	kmsg.Request
 	correlationID int32
 	clientID      string
+	principal     string // User:<name> of the connection, for ACLs
+	host          string // the client's IP, for ACLs
 }
 
 func newConn(b *Broker, l *boundListener, nc net.Conn) *conn {

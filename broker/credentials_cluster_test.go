@@ -91,3 +91,66 @@ func TestClusterSCRAMUsersInZooKeeper(t *testing.T) {
 		t.Fatalf("login after deletion: got %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
 }
+
+// TestClusterACLsApplyOnEveryBroker: an ACL created through broker 1 is
+// stored in ZooKeeper and enforced by broker 2 once its watch fires.
+func TestClusterACLsApplyOnEveryBroker(t *testing.T) {
+	connect := testenv.StartZooKeeper(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	zs, err := cluster.DialZooKeeper(ctx, connect, testenv.Logger(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zs.Close()
+	users := broker.NewZooKeeperCredentials(zs)
+	for _, u := range []string{"admin", "frank"} {
+		cred, err := broker.NewSCRAMCredential("SCRAM-SHA-256", u, u+"-secret", broker.DefaultSCRAMIterations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := users.Put(u, "SCRAM-SHA-256", cred); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addrs := make([]string, 2)
+	for i := range addrs {
+		_, a := startMember(t, func(c *broker.Config, eps []cluster.Endpoint) {
+			self := broker.SelfWithEndpoints(cluster.Broker{ID: int32(i + 1)}, eps)
+			meta, err := cluster.JoinZooKeeper(context.Background(), connect, self, testenv.Logger(t, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Metadata, c.Authorizer, c.SuperUsers = meta, true, []string{"User:admin"}
+		}, broker.SASLPlaintext)
+		addrs[i] = a[broker.SASLPlaintext]
+	}
+	as := func(user, addr string) *kgo.Client {
+		return newClient(t, addr, kgo.SASL(scram.Auth{User: user, Pass: user + "-secret"}.AsSha256Mechanism()),
+			kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+	}
+	if _, err := kadm.NewClient(as("admin", addrs[0])).CreateTopics(ctx, 1, 1, nil, "audited"); err != nil {
+		t.Fatal(err)
+	}
+	describe := func() error {
+		resp, err := kadm.NewClient(as("frank", addrs[1])).ListTopics(ctx, "audited")
+		if err != nil {
+			return err
+		}
+		return resp["audited"].Err
+	}
+	if err := describe(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("frank without ACLs: got %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	res, err := kadm.NewClient(as("admin", addrs[0])).CreateACLs(ctx,
+		kadm.NewACLs().Topics("audited").Allow("User:frank").AllowHosts("*").Operations(kadm.OpDescribe))
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("creating the ACL through broker 1: %v %v", err, res)
+	}
+	for deadline := time.Now().Add(30 * time.Second); describe() != nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("broker 2 still refuses frank 30s after the ACL was created through broker 1: %v", describe())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

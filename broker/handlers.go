@@ -31,11 +31,14 @@ var supported = map[int16]versions{
 	14: {0, 5},  // SyncGroup
 	15: {0, 6},  // DescribeGroups
 	16: {0, 5},  // ListGroups
+	17: {0, 1},  // SaslHandshake (v0 is refused, but librdkafka needs it listed; see sasl.go)
 	18: {0, 4},  // ApiVersions
 	19: {0, 7},  // CreateTopics
-	17: {0, 1},  // SaslHandshake (v0 is refused, but librdkafka needs it listed; see sasl.go)
 	20: {0, 6},  // DeleteTopics
 	22: {0, 4},  // InitProducerId
+	29: {1, 3},  // DescribeAcls
+	30: {1, 3},  // CreateAcls
+	31: {1, 3},  // DeleteAcls
 	32: {0, 4},  // DescribeConfigs
 	36: {0, 2},  // SaslAuthenticate
 	42: {0, 2},  // DeleteGroups
@@ -56,6 +59,12 @@ func (b *Broker) handle(c *conn, req *request) *pending {
 			"api", kmsg.NameForKey(req.Key()), "client_id", req.clientID, "listener", c.listener.Protocol)
 		return nil
 	}
+	req.principal, req.host = c.auth.principal, c.ip
+	if b.authz != nil {
+		if p := b.authorize(req); p != nil {
+			return p
+		}
+	}
 	switch r := req.Request.(type) {
 	case *kmsg.ApiVersionsRequest:
 		return ready(encode(req, b.apiVersions(r)))
@@ -64,11 +73,11 @@ func (b *Broker) handle(c *conn, req *request) *pending {
 	case *kmsg.SASLAuthenticateRequest:
 		return ready(b.saslAuthenticate(c, req, r))
 	case *kmsg.MetadataRequest:
-		return ready(encode(req, b.metadata(c.listener.Protocol, r)))
+		return ready(encode(req, b.metadata(c.listener.Protocol, req, r)))
 	case *kmsg.CreateTopicsRequest:
 		return ready(encode(req, b.createTopics(r)))
 	case *kmsg.DeleteTopicsRequest:
-		return ready(encode(req, b.deleteTopics(req.clientID, r)))
+		return ready(encode(req, b.deleteTopics(req, r)))
 	case *kmsg.InitProducerIDRequest:
 		return ready(encode(req, b.initProducerID(r)))
 	case *kmsg.DescribeConfigsRequest:
@@ -99,6 +108,12 @@ func (b *Broker) handle(c *conn, req *request) *pending {
 		return later(func() response { return encode(req, b.describeGroups(r)) })
 	case *kmsg.DeleteGroupsRequest:
 		return ready(encode(req, b.deleteGroups(r)))
+	case *kmsg.CreateACLsRequest:
+		return ready(encode(req, b.createACLs(r)))
+	case *kmsg.DescribeACLsRequest:
+		return ready(encode(req, b.describeACLs(r)))
+	case *kmsg.DeleteACLsRequest:
+		return ready(encode(req, b.deleteACLs(r)))
 	case *kmsg.DescribeUserSCRAMCredentialsRequest:
 		return later(func() response { return encode(req, b.describeUserSCRAMCredentials(r)) })
 	case *kmsg.AlterUserSCRAMCredentialsRequest:

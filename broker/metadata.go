@@ -32,7 +32,11 @@ import (
 // metadata answers a client of listener: every broker is given by its
 // endpoint of that listener, and a broker without one is left out, so a
 // client is never sent to a port of another security protocol.
-func (b *Broker) metadata(listener SecurityProtocol, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+//
+// With an authorizer, topics the principal may not Describe are left out of
+// a full listing and answered TOPIC_AUTHORIZATION_FAILED when named, and a
+// topic is auto-created only for a principal that may Create it.
+func (b *Broker) metadata(listener SecurityProtocol, who *request, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := kmsg.NewPtrMetadataResponse()
 	for _, br := range b.meta.Brokers() {
 		host, port, ok := br.Endpoint(string(listener))
@@ -51,14 +55,25 @@ func (b *Broker) metadata(listener SecurityProtocol, req *kmsg.MetadataRequest) 
 
 	var topics []cluster.Topic
 	if req.Topics == nil {
-		topics = b.meta.Topics()
+		for _, t := range b.meta.Topics() {
+			if b.may(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Name) {
+				topics = append(topics, t)
+			}
+		}
 	} else {
 		autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
 		for _, rt := range req.Topics {
 			if rt.Topic == nil {
 				continue // by topic id only: we do not track ids
 			}
-			t, code := b.lookupTopic(*rt.Topic, autoCreate)
+			if !b.may(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, *rt.Topic) {
+				st := kmsg.NewMetadataResponseTopic()
+				st.Topic = rt.Topic
+				st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, st)
+				continue
+			}
+			t, code := b.lookupTopic(*rt.Topic, autoCreate && b.mayCreateTopic(who, *rt.Topic))
 			if code != 0 {
 				st := kmsg.NewMetadataResponseTopic()
 				st.Topic = rt.Topic

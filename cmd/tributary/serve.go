@@ -47,6 +47,8 @@ type securityFlags struct {
 	tlsKey      string
 	tlsClientCA string
 	mechanisms  string
+	authorizer  bool
+	superUsers  string
 }
 
 // connFlags are the connection-layer limits (see broker.Config).
@@ -91,6 +93,8 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.StringVar(&f.security.tlsKey, "tls-key", "", "PEM private key of --tls-cert; re-read on SIGHUP")
 	fs.StringVar(&f.security.tlsClientCA, "tls-client-ca", "", "PEM CA certificates; when set, TLS clients must present a certificate they signed (principal User:<CN>)")
 	fs.StringVar(&f.security.mechanisms, "sasl-mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms offered on SASL listeners; users are set with `tributary users`")
+	fs.BoolVar(&f.security.authorizer, "authorizer", false, "enforce ACLs on every request (deny when no ACL matches); manage them with CreateAcls/DescribeAcls/DeleteAcls (kafka-acls, kadm)")
+	fs.StringVar(&f.security.superUsers, "super-users", "", "`User:a;User:b`: principals that pass every ACL check (super.users)")
 	fs.StringVar(&f.internalClients, "internal-clients", strings.Join(broker.DefaultInternalClients, ","),
 		"comma-separated client ids admitted to write and delete the internal topics _schemas and _audit; a guard against accidents and buggy clients, not attackers (client ids are not authenticated)")
 }
@@ -126,7 +130,20 @@ func (f *brokerFlags) config() broker.Config {
 			ClientCAFile: f.security.tlsClientCA,
 		},
 		SASLMechanisms: splitList(f.security.mechanisms),
+		Authorizer:     f.security.authorizer,
+		SuperUsers:     superUsers(f.security.superUsers),
 	}
+}
+
+// superUsers splits super.users, which Kafka separates with semicolons.
+func superUsers(s string) []string {
+	var out []string
+	for _, u := range strings.Split(s, ";") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // openListeners binds every listener: --listeners, else one PLAINTEXT

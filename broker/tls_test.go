@@ -3,11 +3,13 @@ package broker_test
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/broker"
@@ -102,4 +104,51 @@ func TestPlaintextClientOnTLSListenerIsRefused(t *testing.T) {
 		t.Fatal("a plaintext client was answered on a TLS listener")
 	}
 	roundTrip(t, addrs[broker.SSL], "after-plaintext", 5, kgo.DialTLSConfig(pki.clientTLS(t, false)))
+}
+
+// TestMutualTLSPrincipal: a client certificate's CN is the principal ACLs
+// see: User:alice may write the topic her ACL names, a client with the
+// same CA but no ACL may not.
+func TestMutualTLSPrincipal(t *testing.T) {
+	pki := newTestPKI(t)
+	dir := t.TempDir()
+	_, addrs := startListeners(t, func(c *broker.Config) {
+		c.DataDir = dir
+		c.TLS = broker.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.caFile}
+		c.Authorizer = true
+		c.SuperUsers = []string{"User:root"}
+	}, broker.SSL)
+	addr := addrs[broker.SSL]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	rootCert, rootKey := pki.issue(t, "root", "", 10)
+	rootTLS := pki.clientTLS(t, false)
+	pair, err := tls.LoadX509KeyPair(rootCert, rootKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootTLS.Certificates = []tls.Certificate{pair}
+	root := kadm.NewClient(newClient(t, addr, kgo.DialTLSConfig(rootTLS)))
+	if _, err := root.CreateTopics(ctx, 1, 1, nil, "certified"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := root.CreateACLs(ctx, kadm.NewACLs().Topics("certified").Allow("User:alice").AllowHosts("*").Operations(kadm.OpWrite))
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("creating alice's ACL: %v %v", err, res)
+	}
+	alice := newClient(t, addr, kgo.DialTLSConfig(pki.clientTLS(t, true)), kgo.RequestRetries(0))
+	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "certified", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("User:alice (from her certificate) writing her topic: %v", err)
+	}
+	bobCert, bobKey := pki.issue(t, "bob", "", 11)
+	bobTLS := pki.clientTLS(t, false)
+	if pair, err = tls.LoadX509KeyPair(bobCert, bobKey); err != nil {
+		t.Fatal(err)
+	}
+	bobTLS.Certificates = []tls.Certificate{pair}
+	bob := newClient(t, addr, kgo.DialTLSConfig(bobTLS), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+	if err := bob.ProduceSync(ctx, &kgo.Record{Topic: "certified", Value: []byte("v")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("User:bob writing alice's topic: got %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
 }

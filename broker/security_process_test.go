@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -30,6 +31,12 @@ func TestSecureStandaloneProcess(t *testing.T) {
 	<-users.Done()
 	if code := users.Cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("tributary users set: exit %d\n%s", code, users.Output.String())
+	}
+
+	list := testenv.StartProcess(t, "users", "list", "--data-dir", dataDir)
+	<-list.Done()
+	if out := list.Output.String(); !strings.Contains(out, "bob\tSCRAM-SHA-512(iterations=4096)") {
+		t.Fatalf("tributary users list printed %q, want bob with SCRAM-SHA-512", out)
 	}
 
 	plain, secure := testenv.FreeAddr(t), testenv.FreeAddr(t)

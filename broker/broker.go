@@ -8,7 +8,8 @@
 //   - A Produce with acks=all is answered only after the fsync that covers
 //     it; acks=1 after the append; acks=0 is never answered.
 //   - Fetch serves only flushed data and sends record bytes with sendfile,
-//     straight from the segment file to the socket.
+//     straight from the segment file to the socket (on TLS listeners they
+//     are read and encrypted: TLS cannot use sendfile).
 //   - A malformed or oversized request closes its connection (and is logged);
 //     the broker stays up. So does a panic while serving a request.
 //   - Hostile or broken clients cannot exhaust the broker: request bodies are
@@ -16,9 +17,17 @@
 //     bounded (QueuedMaxRequestBytes), connections are capped in total and
 //     per IP, and a client that stalls mid-request, stops reading responses
 //     or stays idle is disconnected.
+//   - Every listener (listeners.go) has its security protocol: TLS 1.2+
+//     with an optional client CA (tls.go), SASL PLAIN and SCRAM-SHA-256/512
+//     (sasl.go). On a SASL listener nothing but ApiVersions and the SASL
+//     exchange is answered before the client has proved who it is, and no
+//     password is stored, only salted, iterated SCRAM keys (credentials.go).
+//   - With Config.Authorizer every request is checked against the ACLs as
+//     Kafka checks it, and a request nothing allows is refused (acl*.go).
 //   - The internal topics (_schemas, _audit; internal_topics.go) are
-//     written and deleted only by the client ids in Config.InternalClients,
-//     and keep the shape their owners need.
+//     written and deleted only by the client ids in Config.InternalClients
+//     (or, with an authorizer, by the principals the ACLs allow), and keep
+//     the shape their owners need.
 package broker
 
 import (

@@ -109,6 +109,22 @@ func TestACLMatrix(t *testing.T) {
 		}
 	}
 
+	// A Produce to an unknown topic creates it only for a principal that
+	// may Create it.
+	produceReq := kmsg.NewPtrProduceRequest()
+	produceReq.Acks, produceReq.TimeoutMillis = 1, 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "alice-new"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pt.Partitions = append(pt.Partitions, pp)
+	produceReq.Topics = append(produceReq.Topics, pt)
+	if resp, err := produceReq.RequestWith(ctx, as("alice")); err != nil || resp.Topics[0].Partitions[0].ErrorCode == 0 {
+		t.Errorf("alice producing to a topic she may not create: %+v, %v; want an error", resp, err)
+	}
+	if all, err := admin.ListTopics(ctx); err != nil || all.Has("alice-new") {
+		t.Errorf("a Produce without Create made topic alice-new (%v)", err)
+	}
+
 	topics, err := kadm.NewClient(as("bob")).ListTopics(ctx)
 	if err != nil || len(topics) != 0 {
 		t.Errorf("bob, without ACLs, listed topics %v (%v); want none", topics.Names(), err)

@@ -8,7 +8,8 @@
 //   - A Produce with acks=all is answered only after the fsync that covers
 //     it; acks=1 after the append; acks=0 is never answered.
 //   - Fetch serves only flushed data and sends record bytes with sendfile,
-//     straight from the segment file to the socket.
+//     straight from the segment file to the socket (on TLS listeners they
+//     are read and encrypted: TLS cannot use sendfile).
 //   - A malformed or oversized request closes its connection (and is logged);
 //     the broker stays up. So does a panic while serving a request.
 //   - Hostile or broken clients cannot exhaust the broker: request bodies are
@@ -16,9 +17,17 @@
 //     bounded (QueuedMaxRequestBytes), connections are capped in total and
 //     per IP, and a client that stalls mid-request, stops reading responses
 //     or stays idle is disconnected.
+//   - Every listener (listeners.go) has its security protocol: TLS 1.2+
+//     with an optional client CA (tls.go), SASL PLAIN and SCRAM-SHA-256/512
+//     (sasl.go). On a SASL listener nothing but ApiVersions and the SASL
+//     exchange is answered before the client has proved who it is, and no
+//     password is stored, only salted, iterated SCRAM keys (credentials.go).
+//   - With Config.Authorizer every request is checked against the ACLs as
+//     Kafka checks it, and a request nothing allows is refused (acl*.go).
 //   - The internal topics (_schemas, _audit; internal_topics.go) are
-//     written and deleted only by the client ids in Config.InternalClients,
-//     and keep the shape their owners need.
+//     written and deleted only by the client ids in Config.InternalClients
+//     (or, with an authorizer, by the principals the ACLs allow), and keep
+//     the shape their owners need.
 //   - A data directory the broker wrote opens again whatever its partition
 //     count: partition logs open on first use and the least recently used
 //     are closed to stay within the descriptor limit; partitions not shut
@@ -37,6 +46,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,6 +133,21 @@ type Config struct {
 	// and reopened on demand. Default: half the process's open file limit
 	// (raised to its hard limit at start).
 	MaxPartitionFiles int
+
+	// TLS is the certificate of the SSL and SASL_SSL listeners (see tls.go).
+	TLS TLSFiles
+	// SASLMechanisms are the mechanisms SASL listeners offer. Nil: PLAIN,
+	// SCRAM-SHA-256 and SCRAM-SHA-512.
+	SASLMechanisms []string
+	// Authorizer turns ACL enforcement on (acl.go): every request is
+	// checked against the ACLs, and nothing matching means deny.
+	Authorizer bool
+	// SuperUsers are principals (User:<name>) that pass every ACL check.
+	SuperUsers []string
+	// Credentials holds the users SASL authenticates. Nil: ZooKeeper's
+	// /config/users when Metadata lends its session, else
+	// DataDir/credentials.json (see credentials.go).
+	Credentials CredentialStore
 }
 
 func (c Config) withDefaults() Config {
@@ -165,6 +190,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxPartitions == 0 {
 		c.MaxPartitions = 20000
 	}
+	if c.SASLMechanisms == nil {
+		c.SASLMechanisms = []string{mechPlain, mechSCRAM256, mechSCRAM512}
+	}
 	return c
 }
 
@@ -179,14 +207,17 @@ type Broker struct {
 	groups *group.Coordinator
 	faults storageFaults // partitions failing writes, logged once each
 
-	closing  chan struct{} // closed when shutdown starts; long polls end
-	mu       sync.Mutex
-	ln       net.Listener
-	conns    map[*conn]struct{}
-	perIP    map[string]int // open connections per remote IP
-	connWG   sync.WaitGroup
-	closed   bool
-	stopSync chan struct{}
+	closing chan struct{} // closed when shutdown starts; long polls end
+	tls     *tlsState     // nil without Config.TLS
+	authz   *authorizer   // nil without Config.Authorizer
+
+	mu        sync.Mutex
+	listeners []*boundListener
+	conns     map[*conn]struct{}
+	perIP     map[string]int // open connections per remote IP
+	connWG    sync.WaitGroup
+	closed    bool
+	stopSync  chan struct{}
 
 	budget         *byteBudget // queued.max.request.bytes
 	counters       connCounters
@@ -204,7 +235,20 @@ func New(cfg Config) (*Broker, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: data directory: %w", err)
 	}
+	for _, m := range cfg.SASLMechanisms {
+		if m != mechPlain && scramHash(m) == nil {
+			return nil, fmt.Errorf("broker: SASL mechanism %q is not served: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", m)
+		}
+	}
+	var tlsState *tlsState
+	if cfg.TLS.CertFile != "" {
+		var err error
+		if tlsState, err = newTLSState(cfg.TLS); err != nil {
+			return nil, err
+		}
+	}
 	b := &Broker{
+		tls:      tlsState,
 		cfg:      cfg,
 		meta:     cfg.Metadata,
 		logger:   cfg.Logger,
@@ -214,6 +258,7 @@ func New(cfg Config) (*Broker, error) {
 		stopSync: make(chan struct{}),
 		budget:   newByteBudget(cfg.QueuedMaxRequestBytes),
 	}
+	var err error
 	if b.meta == nil {
 		// The advertised address is only known once Serve has a listener;
 		// standalone metadata reads it from there (see Self).
@@ -223,6 +268,23 @@ func New(cfg Config) (*Broker, error) {
 		}
 		m.SetLimits(max(cfg.MaxTopics, 0), max(cfg.MaxPartitions, 0))
 		b.meta = &standaloneMeta{Standalone: m, b: b}
+	}
+	if b.cfg.Credentials == nil {
+		if zs, ok := b.meta.(zkSessioner); ok {
+			b.cfg.Credentials = NewZooKeeperCredentials(zs.Session())
+		} else {
+			b.cfg.Credentials = OpenCredentialFile(CredentialFilePath(cfg.DataDir))
+		}
+	}
+	if cfg.Authorizer {
+		var store aclStore = aclFile{path: filepath.Join(cfg.DataDir, "acls.json")}
+		zs, inCluster := b.meta.(zkSessioner)
+		if inCluster {
+			store = aclZooKeeper{s: zs.Session()}
+		}
+		if b.authz, err = newAuthorizer(store, cfg.SuperUsers); err != nil {
+			return nil, err
+		}
 	}
 	b.selfID = b.meta.Self().ID
 	if b.cfg.ClusterID == "" {
@@ -248,6 +310,13 @@ func New(cfg Config) (*Broker, error) {
 	}
 	go b.followMetadata()
 	go b.sweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval)
+	if zs, ok := b.authz.storeInZooKeeper(); ok {
+		go zs.watch(b.stopSync, func() {
+			if err := b.authz.refresh(); err != nil {
+				b.logger.Error("reading ACLs from ZooKeeper failed; keeping the last ones read", "err", err)
+			}
+		})
+	}
 	return b, nil
 }
 
@@ -284,16 +353,56 @@ func (b *Broker) followMetadata() {
 	}
 }
 
-// Serve accepts connections on ln until Close. It returns nil after Close.
+// Serve accepts connections on ln, a PLAINTEXT listener, until Close. It
+// returns nil after Close.
 func (b *Broker) Serve(ln net.Listener) error {
+	return b.ServeListeners([]Listener{{Protocol: Plaintext}}, []net.Listener{ln})
+}
+
+// ServeListeners serves every listener ls[i] on lns[i] until Close, and
+// returns nil after Close, or the first listener's failure (after closing
+// the others' listeners).
+func (b *Broker) ServeListeners(ls []Listener, lns []net.Listener) error {
+	if len(ls) != len(lns) || len(ls) == 0 {
+		return fmt.Errorf("broker: %d listeners with %d sockets", len(ls), len(lns))
+	}
+	bound := make([]*boundListener, len(ls))
+	for i, l := range ls {
+		bl := &boundListener{Listener: l, ln: lns[i]}
+		if l.Protocol.TLS() {
+			if b.tls == nil {
+				return fmt.Errorf("broker: listener %s needs a certificate (--tls-cert, --tls-key)", l)
+			}
+			bl.tls = b.tls.config()
+		}
+		bound[i] = bl
+	}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		return errors.New("broker: closed")
 	}
-	b.ln = ln
+	b.listeners = append(b.listeners, bound...)
 	b.mu.Unlock()
-	b.logger.Info("broker listening", "addr", ln.Addr().String(), "node", b.selfID, "data_dir", b.cfg.DataDir)
+	errc := make(chan error, len(bound))
+	for _, bl := range bound {
+		go func() { errc <- b.serveListener(bl) }()
+	}
+	var first error
+	for range bound {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+			for _, bl := range bound {
+				bl.ln.Close()
+			}
+		}
+	}
+	return first
+}
+
+func (b *Broker) serveListener(l *boundListener) error {
+	ln := l.ln
+	b.logger.Info("broker listening", "listener", l.Protocol, "addr", ln.Addr().String(), "node", b.selfID, "data_dir", b.cfg.DataDir)
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -304,12 +413,12 @@ func (b *Broker) Serve(ln net.Listener) error {
 			default:
 			}
 			if errListenerClosed(err) {
-				return err
+				return fmt.Errorf("listener %s: %w", l.Protocol, err)
 			}
 			// Out of descriptors, or any other failure of one accept:
 			// keep serving the connections we have and try again.
 			if delay == 0 {
-				b.logger.Warn("accepting connections failed; retrying with backoff", "err", err)
+				b.logger.Warn("accepting connections failed; retrying with backoff", "listener", l.Protocol, "err", err)
 			}
 			delay = acceptBackoff(delay)
 			select {
@@ -320,10 +429,10 @@ func (b *Broker) Serve(ln net.Listener) error {
 			continue
 		}
 		if delay != 0 {
-			b.logger.Info("accepting connections again")
+			b.logger.Info("accepting connections again", "listener", l.Protocol)
 			delay = 0
 		}
-		c := newConn(b, nc)
+		c := newConn(b, l, nc)
 		b.mu.Lock()
 		if b.closed {
 			b.mu.Unlock()
@@ -348,14 +457,20 @@ func (b *Broker) Serve(ln net.Listener) error {
 	}
 }
 
-// Addr is the address the broker listens on, or "" before Serve.
+// Addr is the address of the first PLAINTEXT listener (else of the first
+// listener), or "" before Serve.
 func (b *Broker) Addr() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.ln == nil {
+	if len(b.listeners) == 0 {
 		return ""
 	}
-	return b.ln.Addr().String()
+	for _, l := range b.listeners {
+		if l.Protocol == Plaintext {
+			return l.ln.Addr().String()
+		}
+	}
+	return b.listeners[0].ln.Addr().String()
 }
 
 // Close shuts down gracefully: stop accepting, stop reading new requests,
@@ -370,8 +485,8 @@ func (b *Broker) Close() error {
 	b.closed = true
 	close(b.closing)
 	close(b.stopSync)
-	if b.ln != nil {
-		b.ln.Close()
+	for _, l := range b.listeners {
+		l.ln.Close()
 	}
 	for c := range b.conns {
 		c.stopReading()
@@ -395,11 +510,7 @@ type standaloneMeta struct {
 }
 
 func (m *standaloneMeta) Self() cluster.Broker {
-	self := m.Standalone.Self()
-	if host, port, ok := splitHostPort(m.b.Addr()); ok {
-		self.Host, self.Port = host, port
-	}
-	return self
+	return SelfWithEndpoints(m.Standalone.Self(), m.b.Endpoints())
 }
 
 func (m *standaloneMeta) Brokers() []cluster.Broker { return []cluster.Broker{m.Self()} }

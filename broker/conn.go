@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -39,9 +40,15 @@ const (
 // loop itself (writeInline).
 type conn struct {
 	b      *Broker
-	nc     net.Conn
+	nc     net.Conn // a *tls.Conn on SSL and SASL_SSL listeners
 	ip     string
 	logger *slog.Logger
+
+	listener *boundListener
+	// auth is the connection's authentication: its principal, and on a
+	// SASL listener the exchange in progress. Only the read goroutine
+	// changes it, before it reads the next request.
+	auth connAuth
 
 	queue    chan *pending
 	inFlight atomic.Int64 // requests read whose responses are not written yet
@@ -86,18 +93,48 @@ type request struct {
 	kmsg.Request
 	correlationID int32
 	clientID      string
+	principal     string // User:<name> of the connection, for ACLs
+	host          string // the client's IP, for ACLs
 }
 
-func newConn(b *Broker, nc net.Conn) *conn {
-	return &conn{
-		b:       b,
-		nc:      nc,
-		ip:      remoteIP(nc.RemoteAddr()),
-		logger:  b.logger.With("remote", nc.RemoteAddr().String()),
-		queue:   make(chan *pending, maxInFlight),
-		stopped: make(chan struct{}),
-		gone:    make(chan struct{}),
+func newConn(b *Broker, l *boundListener, nc net.Conn) *conn {
+	c := &conn{
+		b:        b,
+		nc:       nc,
+		ip:       remoteIP(nc.RemoteAddr()),
+		logger:   b.logger.With("remote", nc.RemoteAddr().String()),
+		listener: l,
+		queue:    make(chan *pending, maxInFlight),
+		stopped:  make(chan struct{}),
+		gone:     make(chan struct{}),
 	}
+	c.auth.principal = anonymous
+	c.auth.authenticated = !l.Protocol.SASL()
+	if l.tls != nil {
+		c.nc = tls.Server(nc, l.tls)
+		c.logger = c.logger.With("listener", l.Protocol)
+	}
+	return c
+}
+
+// handshake completes the TLS handshake within the request read timeout,
+// so that a client certificate names the principal before the first
+// request, and a client that never finishes it is dropped.
+func (c *conn) handshake() bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	c.setReadDeadline(time.Now().Add(c.b.cfg.RequestReadTimeout))
+	tc.SetWriteDeadline(time.Now().Add(c.b.cfg.ResponseWriteTimeout))
+	if err := tc.Handshake(); err != nil {
+		if !c.isStopped() {
+			c.logger.Warn("closing connection: TLS handshake failed", "err", err)
+		}
+		return false
+	}
+	c.auth.principal = tlsPrincipal(tc.ConnectionState())
+	return true
 }
 
 // stopReading makes serve stop after the request it is reading; responses
@@ -133,6 +170,10 @@ func (c *conn) abort() {
 }
 
 func (c *conn) serve() {
+	if !c.handshake() {
+		c.nc.Close()
+		return
+	}
 	writerDone := make(chan struct{})
 	go c.writeLoop(writerDone)
 	c.readLoop()

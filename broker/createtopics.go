@@ -149,7 +149,7 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	return t, nil
 }
 
-func (b *Broker) deleteTopics(clientID string, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+func (b *Broker) deleteTopics(who *request, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
 	resp := kmsg.NewPtrDeleteTopicsResponse()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -163,7 +163,7 @@ func (b *Broker) deleteTopics(clientID string, req *kmsg.DeleteTopicsRequest) *k
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		n := name
 		st.Topic = &n
-		if refusal := b.internalRefusal(clientID, name, "delete"); refusal != "" {
+		if refusal := b.internalRefusal(who, name, "delete"); refusal != "" {
 			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			st.ErrorMessage = &refusal
 			resp.Topics = append(resp.Topics, st)

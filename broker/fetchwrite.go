@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -107,6 +109,9 @@ func (f *fetchResponse) release() { releaseFetch(f.topics) }
 // sendfile, in order, then releases the segment files.
 func (f *fetchResponse) writeTo(nc net.Conn) error {
 	defer releaseFetch(f.topics)
+	if tc, ok := nc.(*tls.Conn); ok {
+		return f.writeCopy(tc)
+	}
 	var raw syscall.RawConn
 	if sc, ok := nc.(syscall.Conn); ok {
 		raw, _ = sc.SyscallConn()
@@ -143,6 +148,72 @@ func (f *fetchResponse) writeTo(nc net.Conn) error {
 	fetchUserBytes.Add(user)
 	return nil
 }
+
+// writeCopy writes the response through a TLS connection, which must
+// encrypt every byte in user space, so sendfile cannot serve it: record
+// ranges are read from their segments into a buffer and written through
+// tc. Encoded pieces share the buffer with the records that follow them,
+// so small heads do not become TLS records of their own.
+func (f *fetchResponse) writeCopy(tc *tls.Conn) error {
+	bp := tlsCopyBuffers.Get().(*[]byte)
+	defer tlsCopyBuffers.Put(bp)
+	buf := (*bp)[:0]
+	var written int64
+	flush := func() error {
+		_, err := tc.Write(buf)
+		written += int64(len(buf))
+		buf = buf[:0]
+		return err
+	}
+	for _, p := range f.pieces {
+		if len(buf)+len(p.head) > cap(buf) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if len(p.head) > cap(buf) {
+			if _, err := tc.Write(p.head); err != nil {
+				return err
+			}
+			written += int64(len(p.head))
+		} else {
+			buf = append(buf, p.head...)
+		}
+		if p.records == nil {
+			continue
+		}
+		s := &p.records.records
+		for pos, end := s.Pos, s.Pos+s.Size; pos < end; {
+			if len(buf) == cap(buf) {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			n := int(min(int64(cap(buf)-len(buf)), end-pos))
+			m, err := s.File.ReadAt(buf[len(buf):len(buf)+n], pos)
+			buf = buf[:len(buf)+m]
+			pos += int64(m)
+			if err != nil && m < n {
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF // the file is shorter than the index said
+				}
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	fetchUserBytes.Add(written)
+	return nil
+}
+
+// tlsCopyBuffers are the buffers of writeCopy: a few TLS records' worth,
+// reused so that a busy TLS listener does not allocate per response.
+var tlsCopyBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, 256<<10)
+	return &b
+}}
 
 // sendfile moves size bytes at pos of file fd to the socket. The explicit
 // offset keeps concurrent fetches of one segment from sharing (and fighting

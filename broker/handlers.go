@@ -31,33 +31,59 @@ var supported = map[int16]versions{
 	14: {0, 5},  // SyncGroup
 	15: {0, 6},  // DescribeGroups
 	16: {0, 5},  // ListGroups
+	17: {0, 1},  // SaslHandshake (v0 is refused, but librdkafka needs it listed; see sasl.go)
 	18: {0, 4},  // ApiVersions
 	19: {0, 7},  // CreateTopics
 	20: {0, 6},  // DeleteTopics
 	21: {0, 2},  // DeleteRecords
 	22: {0, 4},  // InitProducerId
+	29: {1, 3},  // DescribeAcls
+	30: {1, 3},  // CreateAcls
+	31: {1, 3},  // DeleteAcls
 	32: {0, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
 	35: {0, 4},  // DescribeLogDirs
+	36: {0, 2},  // SaslAuthenticate
 	37: {0, 3},  // CreatePartitions
 	42: {0, 2},  // DeleteGroups
 	44: {0, 1},  // IncrementalAlterConfigs
 	47: {0, 0},  // OffsetDelete
+	50: {0, 0},  // DescribeUserScramCredentials
+	51: {0, 0},  // AlterUserScramCredentials
 }
 
 // handle starts serving one request and returns its pending response. It
 // runs on the connection's read goroutine, so whatever must happen in
 // request order (appends) happens here; waiting happens in later().
+//
+// On a SASL listener, a request other than the SASL exchange before
+// authentication closes the connection (nil, as Kafka does): the client
+// skipped the login, and answering would serve an unknown principal.
 func (b *Broker) handle(c *conn, req *request) *pending {
+	if !c.auth.authenticated && !preAuthAPI(req.Key()) {
+		c.logger.Warn("closing connection: request before SASL authentication",
+			"api", kmsg.NameForKey(req.Key()), "client_id", req.clientID, "listener", c.listener.Protocol)
+		return nil
+	}
+	req.principal, req.host = c.auth.principal, c.ip
+	if b.authz != nil {
+		if p := b.authorize(req); p != nil {
+			return p
+		}
+	}
 	switch r := req.Request.(type) {
 	case *kmsg.ApiVersionsRequest:
 		return ready(encode(req, b.apiVersions(r)))
+	case *kmsg.SASLHandshakeRequest:
+		return ready(encode(req, b.saslHandshake(c, r)))
+	case *kmsg.SASLAuthenticateRequest:
+		return ready(b.saslAuthenticate(c, req, r))
 	case *kmsg.MetadataRequest:
-		return ready(encode(req, b.metadata(r)))
+		return ready(encode(req, b.metadata(c.listener.Protocol, req, r)))
 	case *kmsg.CreateTopicsRequest:
 		return ready(encode(req, b.createTopics(r)))
 	case *kmsg.DeleteTopicsRequest:
-		return ready(encode(req, b.deleteTopics(req.clientID, r)))
+		return ready(encode(req, b.deleteTopics(req, r)))
 	case *kmsg.InitProducerIDRequest:
 		return ready(encode(req, b.initProducerID(r)))
 	case *kmsg.DescribeConfigsRequest:
@@ -100,6 +126,16 @@ func (b *Broker) handle(c *conn, req *request) *pending {
 		return later(func() response { return encode(req, b.offsetDelete(r)) })
 	case *kmsg.DeleteGroupsRequest:
 		return ready(encode(req, b.deleteGroups(r)))
+	case *kmsg.CreateACLsRequest:
+		return ready(encode(req, b.createACLs(r)))
+	case *kmsg.DescribeACLsRequest:
+		return ready(encode(req, b.describeACLs(r)))
+	case *kmsg.DeleteACLsRequest:
+		return ready(encode(req, b.deleteACLs(r)))
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		return later(func() response { return encode(req, b.describeUserSCRAMCredentials(r)) })
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return later(func() response { return encode(req, b.alterUserSCRAMCredentials(r)) })
 	}
 	// decodeRequest only accepts keys of the table above.
 	c.logger.Error("request with no handler", "key", req.Key())

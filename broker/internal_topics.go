@@ -6,7 +6,8 @@ package broker
 // on _schemas could claim schema id 2^31-1 or hard-delete a live version,
 // and deleting _schemas loses every schema.
 //
-// The rule, until ACLs replace it: Produce and DeleteTopics on an internal
+// The rule when no authorizer is configured (with one, ACLs decide, see
+// internalRefusal): Produce and DeleteTopics on an internal
 // topic are admitted only from the client ids in Config.InternalClients
 // (by default the schema registry's and the audit publishers'), and a
 // CreateTopics of one must have its required shape (partition count and
@@ -65,9 +66,22 @@ func IsInternalTopic(topic string) bool {
 	return ok
 }
 
-// internalRefusal returns a message saying why clientID may not write or
-// delete topic, or "" when it may.
-func (b *Broker) internalRefusal(clientID, topic, action string) string {
+// internalRefusal returns a message saying why the client of req may not
+// write or delete topic, or "" when it may. With an authorizer the ACLs
+// decide for every topic (Write, Delete), internal ones included; without
+// one, the client-id rule above guards the internal topics.
+func (b *Broker) internalRefusal(req *request, topic, action string) string {
+	clientID := req.clientID
+	if b.authz != nil {
+		op := kmsg.ACLOperationWrite
+		if action == "delete" {
+			op = kmsg.ACLOperationDelete
+		}
+		if b.authz.allowed(req.principal, req.host, op, kmsg.ACLResourceTypeTopic, topic) {
+			return ""
+		}
+		return fmt.Sprintf("principal %s may not %s topic %s: no ACL allows %v on it", req.principal, action, topic, op)
+	}
 	it, ok := internalTopics[topic]
 	if !ok || slices.Contains(b.cfg.InternalClients, clientID) {
 		return ""

@@ -29,11 +29,22 @@ import (
 	"github.com/tributary-io/tributary/cluster"
 )
 
-func (b *Broker) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+// metadata answers a client of listener: every broker is given by its
+// endpoint of that listener, and a broker without one is left out, so a
+// client is never sent to a port of another security protocol.
+//
+// With an authorizer, topics the principal may not Describe are left out of
+// a full listing and answered TOPIC_AUTHORIZATION_FAILED when named, and a
+// topic is auto-created only for a principal that may Create it.
+func (b *Broker) metadata(listener SecurityProtocol, who *request, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := kmsg.NewPtrMetadataResponse()
 	for _, br := range b.meta.Brokers() {
+		host, port, ok := br.Endpoint(string(listener))
+		if !ok {
+			continue
+		}
 		rb := kmsg.NewMetadataResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = br.ID, br.Host, br.Port
+		rb.NodeID, rb.Host, rb.Port = br.ID, host, port
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	resp.ClusterID = &b.cfg.ClusterID
@@ -44,7 +55,11 @@ func (b *Broker) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 
 	var topics []cluster.Topic
 	if req.Topics == nil {
-		topics = b.meta.Topics()
+		for _, t := range b.meta.Topics() {
+			if b.may(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Name) {
+				topics = append(topics, t)
+			}
+		}
 	} else {
 		autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
 		for _, rt := range req.Topics {
@@ -59,7 +74,14 @@ func (b *Broker) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 				resp.Topics = append(resp.Topics, st)
 				continue
 			}
-			t, code := b.lookupTopic(*rt.Topic, autoCreate)
+			if !b.may(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, *rt.Topic) {
+				st := kmsg.NewMetadataResponseTopic()
+				st.Topic = rt.Topic
+				st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, st)
+				continue
+			}
+			t, code := b.lookupTopic(*rt.Topic, autoCreate && b.mayCreateTopic(who, *rt.Topic))
 			if code != 0 {
 				st := kmsg.NewMetadataResponseTopic()
 				st.Topic = rt.Topic

@@ -55,9 +55,9 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
-		t, tcode := b.lookupTopic(rt.Topic, true)
+		t, tcode := b.lookupTopic(rt.Topic, b.mayCreateTopic(req, rt.Topic))
 		// Internal topics are written only by their owners (internal_topics.go).
-		refusal := b.internalRefusal(req.clientID, rt.Topic, "write")
+		refusal := b.internalRefusal(req, rt.Topic, "write")
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition

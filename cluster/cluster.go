@@ -15,10 +15,38 @@ import (
 )
 
 // Broker is one member of the cluster as clients see it in Metadata.
+// Host and Port are the broker's first PLAINTEXT endpoint (or its only
+// one), kept so that readers written before listeners existed still find
+// it; Endpoints lists every listener.
 type Broker struct {
-	ID   int32  `json:"id"`
-	Host string `json:"host"`
-	Port int32  `json:"port"`
+	ID        int32      `json:"id"`
+	Host      string     `json:"host"`
+	Port      int32      `json:"port"`
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+}
+
+// Endpoint is where clients of one listener reach a broker. Listener is the
+// listener's name, which is its security protocol (PLAINTEXT, SSL,
+// SASL_PLAINTEXT, SASL_SSL).
+type Endpoint struct {
+	Listener string `json:"listener"`
+	Host     string `json:"host"`
+	Port     int32  `json:"port"`
+}
+
+// Endpoint returns where clients of the named listener reach b. A broker
+// registered without endpoints (by an older version) has only its
+// PLAINTEXT address; a broker without that listener has none (ok false).
+func (b Broker) Endpoint(listener string) (host string, port int32, ok bool) {
+	if len(b.Endpoints) == 0 {
+		return b.Host, b.Port, listener == "PLAINTEXT"
+	}
+	for _, e := range b.Endpoints {
+		if e.Listener == listener {
+			return e.Host, e.Port, true
+		}
+	}
+	return "", 0, false
 }
 
 // Topic is a topic's partition assignment: Leaders[p] is the id of the broker

@@ -167,6 +167,11 @@ func DecodeBrokerNode(data []byte) (BrokerNode, error) {
 	case n.Port < 1 || n.Port > 65535:
 		return BrokerNode{}, fmt.Errorf("broker registry node: port %d is not a TCP port", n.Port)
 	}
+	for _, e := range n.Endpoints {
+		if e.Listener == "" || e.Host == "" || e.Port < 1 || e.Port > 65535 {
+			return BrokerNode{}, fmt.Errorf("broker registry node: endpoint %s://%s:%d is incomplete", e.Listener, e.Host, e.Port)
+		}
+	}
 	for t, parts := range n.Topics {
 		if err := ValidateName("topic", t); err != nil {
 			return BrokerNode{}, fmt.Errorf("broker registry node: %w", err)

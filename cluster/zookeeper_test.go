@@ -192,7 +192,7 @@ func TestZooKeeperRestartedBrokerWaitsForItsOldSession(t *testing.T) {
 	t.Logf("re-registration waited %v for the old session to expire", time.Since(start).Round(time.Millisecond))
 	eventually(t, 5*time.Second, "broker 1 sees the restarted broker 2", func() bool {
 		bs := b1.Brokers()
-		return len(bs) == 2 && bs[1] == restarted.Self()
+		return len(bs) == 2 && reflect.DeepEqual(bs[1], restarted.Self())
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 
 	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/cluster"
@@ -27,16 +26,18 @@ func runBroker(ctx context.Context, args []string) error {
 	if *id < 0 || *zk == "" {
 		return errors.New("--id and --zookeeper are required: tributary broker --id 1 --zookeeper 127.0.0.1:2181/tributary --listen 127.0.0.1:9093")
 	}
-	ln, err := net.Listen("tcp", bf.listen)
+	ls, lns, err := bf.openListeners()
 	if err != nil {
-		return fmt.Errorf("broker listener: %w", err)
+		return err
 	}
-	host, port, _ := net.SplitHostPort(ln.Addr().String())
-	p, _ := net.LookupPort("tcp", port)
-	self := cluster.Broker{ID: int32(*id), Host: host, Port: int32(p)}
+	eps := make([]cluster.Endpoint, len(ls))
+	for i := range ls {
+		eps[i] = broker.ListenerEndpoint(ls[i], lns[i])
+	}
+	self := broker.SelfWithEndpoints(cluster.Broker{ID: int32(*id)}, eps)
 	meta, err := cluster.JoinZooKeeper(ctx, *zk, self, slog.Default())
 	if err != nil {
-		ln.Close()
+		closeAll(lns)
 		return fmt.Errorf("joining the cluster at %s: %w", *zk, err)
 	}
 	cfg := bf.config()
@@ -44,9 +45,9 @@ func runBroker(ctx context.Context, args []string) error {
 	b, err := broker.New(cfg)
 	if err != nil {
 		meta.Close()
-		ln.Close()
+		closeAll(lns)
 		return err
 	}
-	fmt.Printf("tributary broker %d: listening on %s, cluster %s, data in %s\n", *id, ln.Addr(), *zk, bf.dataDir)
-	return serveBroker(ctx, b, ln)
+	fmt.Printf("tributary broker %d: listening on %s, cluster %s, data in %s\n", *id, describeListeners(ls, lns), *zk, bf.dataDir)
+	return serveBroker(ctx, b, ls, lns)
 }

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tributary-io/tributary/broker"
@@ -37,6 +40,19 @@ type brokerFlags struct {
 	maxTopics       int
 	maxPartitions   int
 	conns           connFlags
+	security        securityFlags
+}
+
+// securityFlags are the listeners and what secures them.
+type securityFlags struct {
+	listeners   string
+	advertised  string
+	tlsCert     string
+	tlsKey      string
+	tlsClientCA string
+	mechanisms  string
+	authorizer  bool
+	superUsers  string
 }
 
 // connFlags are the connection-layer limits (see broker.Config).
@@ -75,6 +91,14 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.IntVar(&f.conns.maxConnectionsPerIP, "max-connections-per-ip", 10000, "connections served at once from one IP address (max.connections.per.ip)")
 	fs.DurationVar(&f.conns.maxIdle, "connections-max-idle", 10*time.Minute, "close connections idle this long (connections.max.idle.ms)")
 	fs.Int64Var(&f.conns.queuedMaxBytes, "queued-max-request-bytes", 512<<20, "bytes all requests in flight may hold; more wait (queued.max.request.bytes)")
+	fs.StringVar(&f.security.listeners, "listeners", "", "listeners `PROTOCOL://host:port,...` with PROTOCOL one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL (listeners); replaces --listen")
+	fs.StringVar(&f.security.advertised, "advertised-listeners", "", "addresses told to clients, `PROTOCOL://host:port,...`, one per listener that clients must reach elsewhere than where it binds (advertised.listeners)")
+	fs.StringVar(&f.security.tlsCert, "tls-cert", "", "PEM certificate chain of the SSL and SASL_SSL listeners; re-read on SIGHUP")
+	fs.StringVar(&f.security.tlsKey, "tls-key", "", "PEM private key of --tls-cert; re-read on SIGHUP")
+	fs.StringVar(&f.security.tlsClientCA, "tls-client-ca", "", "PEM CA certificates; when set, TLS clients must present a certificate they signed (principal User:<CN>)")
+	fs.StringVar(&f.security.mechanisms, "sasl-mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms offered on SASL listeners; users are set with `tributary users`")
+	fs.BoolVar(&f.security.authorizer, "authorizer", false, "enforce ACLs on every request (deny when no ACL matches); manage them with CreateAcls/DescribeAcls/DeleteAcls (kafka-acls, kadm)")
+	fs.StringVar(&f.security.superUsers, "super-users", "", "`User:a;User:b`: principals that pass every ACL check (super.users)")
 	fs.StringVar(&f.internalClients, "internal-clients", strings.Join(broker.DefaultInternalClients, ","),
 		"comma-separated client ids admitted to write and delete the internal topics _schemas and _audit; a guard against accidents and buggy clients, not attackers (client ids are not authenticated)")
 	fs.DurationVar(&f.scrubInterval, "scrub-interval", 0, "re-verify sealed segments this often and quarantine damaged batches; 0: off")
@@ -112,18 +136,103 @@ func (f *brokerFlags) config() broker.Config {
 		},
 		Logger:          slog.Default(),
 		InternalClients: append([]string{}, splitList(f.internalClients)...), // empty admits none
+		TLS: broker.TLSFiles{
+			CertFile:     f.security.tlsCert,
+			KeyFile:      f.security.tlsKey,
+			ClientCAFile: f.security.tlsClientCA,
+		},
+		SASLMechanisms: splitList(f.security.mechanisms),
+		Authorizer:     f.security.authorizer,
+		SuperUsers:     superUsers(f.security.superUsers),
 	}
 }
 
-// serveBroker runs b on ln until ctx ends, then shuts it down gracefully.
-func serveBroker(ctx context.Context, b *broker.Broker, ln net.Listener) error {
+// superUsers splits super.users, which Kafka separates with semicolons.
+func superUsers(s string) []string {
+	var out []string
+	for _, u := range strings.Split(s, ";") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// openListeners binds every listener: --listeners, else one PLAINTEXT
+// listener on --listen.
+func (f *brokerFlags) openListeners() ([]broker.Listener, []net.Listener, error) {
+	ls := []broker.Listener{{Protocol: broker.Plaintext, Addr: f.listen}}
+	if f.security.listeners != "" {
+		var err error
+		if ls, err = broker.ParseListeners(f.security.listeners); err != nil {
+			return nil, nil, err
+		}
+	}
+	if f.security.advertised != "" {
+		if err := broker.Advertise(ls, f.security.advertised); err != nil {
+			return nil, nil, err
+		}
+	}
+	lns := make([]net.Listener, 0, len(ls))
+	for _, l := range ls {
+		if l.Protocol.TLS() && f.security.tlsCert == "" {
+			closeAll(lns)
+			return nil, nil, fmt.Errorf("listener %s needs --tls-cert and --tls-key", l)
+		}
+		ln, err := net.Listen("tcp", l.Addr)
+		if err != nil {
+			closeAll(lns)
+			return nil, nil, fmt.Errorf("listener %s: %w", l, err)
+		}
+		lns = append(lns, ln)
+	}
+	return ls, lns, nil
+}
+
+func closeAll(lns []net.Listener) {
+	for _, ln := range lns {
+		ln.Close()
+	}
+}
+
+// describeListeners is the start-up line's list of bound listeners.
+func describeListeners(ls []broker.Listener, lns []net.Listener) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = string(l.Protocol) + "://" + lns[i].Addr().String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// plaintextAddr is the address of the first PLAINTEXT listener, where this
+// process's own clients (the schema registry) reach the broker.
+func plaintextAddr(ls []broker.Listener, lns []net.Listener) (string, bool) {
+	for i, l := range ls {
+		if l.Protocol == broker.Plaintext {
+			return lns[i].Addr().String(), true
+		}
+	}
+	return "", false
+}
+
+// serveBroker runs b on its listeners until ctx ends, then shuts it down
+// gracefully. SIGHUP reloads the TLS certificate.
+func serveBroker(ctx context.Context, b *broker.Broker, ls []broker.Listener, lns []net.Listener) error {
 	errc := make(chan error, 1)
-	go func() { errc <- b.Serve(ln) }()
-	select {
-	case err := <-errc:
-		b.Close()
-		return fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
+	go func() { errc <- b.ServeListeners(ls, lns) }()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for waiting := true; waiting; {
+		select {
+		case err := <-errc:
+			b.Close()
+			return fmt.Errorf("serving: %w", err)
+		case <-hup:
+			b.ReloadTLS() // logs the outcome; a bad pair keeps the old one
+		case <-ctx.Done():
+			waiting = false
+		}
 	}
 	slog.Info("shutting down: finishing in-flight requests and flushing")
 	return b.Close()

@@ -27,22 +27,29 @@ func runStandalone(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", bf.listen)
+	ls, lns, err := bf.openListeners()
 	if err != nil {
 		b.Close()
-		return fmt.Errorf("broker listener: %w", err)
+		return err
 	}
 	var regLn net.Listener
+	var brokerAddr string
 	if *registryListen != "" {
+		var ok bool
+		if brokerAddr, ok = plaintextAddr(ls, lns); !ok {
+			closeAll(lns)
+			b.Close()
+			return errors.New("the schema registry reaches the broker over a PLAINTEXT listener: add one to --listeners, or run no registry (--registry-listen '')")
+		}
 		if regLn, err = net.Listen("tcp", *registryListen); err != nil {
-			ln.Close()
+			closeAll(lns)
 			b.Close()
 			return fmt.Errorf("registry listener: %w", err)
 		}
 	}
-	fmt.Printf("tributary standalone: broker on %s, data in %s\n", ln.Addr(), bf.dataDir)
+	fmt.Printf("tributary standalone: broker on %s, data in %s\n", describeListeners(ls, lns), bf.dataDir)
 	if regLn == nil {
-		return serveBroker(ctx, b, ln)
+		return serveBroker(ctx, b, ls, lns)
 	}
 	// The registry keeps its state on this broker, so it starts once the
 	// broker serves, and stops before it.
@@ -51,9 +58,9 @@ func runStandalone(ctx context.Context, args []string) error {
 	brokerCtx, stopBroker := context.WithCancel(context.Background())
 	defer stopBroker()
 	regDone := make(chan error, 1)
-	go func() { regDone <- serveRegistry(regCtx, regLn, []string{ln.Addr().String()}, rf, b) }()
+	go func() { regDone <- serveRegistry(regCtx, regLn, []string{brokerAddr}, rf, b) }()
 	brokerDone := make(chan error, 1)
-	go func() { brokerDone <- serveBroker(brokerCtx, b, ln) }()
+	go func() { brokerDone <- serveBroker(brokerCtx, b, ls, lns) }()
 	var err1, err2 error
 	select {
 	case err1 = <-regDone:

@@ -1,0 +1,156 @@
+package broker
+
+// Where ACLs persist: DataDir/acls.json for a standalone broker (replaced
+// atomically), one ZooKeeper node <chroot>/config/acls for a cluster,
+// changed by compare-and-set and watched by every broker, so an ACL
+// created through one broker applies on all of them within a watch event.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tributary-io/tributary/cluster"
+)
+
+type aclStore interface {
+	load() ([]ACL, error)
+	// update applies fn to the current ACLs and persists the result.
+	update(fn func([]ACL) []ACL) ([]ACL, error)
+}
+
+type aclFile struct{ path string }
+
+func (f aclFile) load() ([]ACL, error) {
+	data, err := os.ReadFile(f.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ACLs: %w", err)
+	}
+	var acls []ACL
+	if err := json.Unmarshal(data, &acls); err != nil {
+		return nil, fmt.Errorf("ACLs in %s: %w", f.path, err)
+	}
+	return acls, nil
+}
+
+func (f aclFile) update(fn func([]ACL) []ACL) ([]ACL, error) {
+	acls, err := f.load()
+	if err != nil {
+		return nil, err
+	}
+	acls = fn(acls)
+	data, _ := json.MarshalIndent(acls, "", "  ")
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".acls-*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("ACLs: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), f.path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ACLs: writing %s: %w", f.path, err)
+	}
+	return acls, nil
+}
+
+type aclZooKeeper struct{ s *cluster.ZKSession }
+
+func (z aclZooKeeper) path() string { return z.s.Paths.Root + "/config/acls" }
+
+func (z aclZooKeeper) read() ([]ACL, int32, error) {
+	data, st, err := z.s.Conn.Get(z.path())
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, -1, nil
+	}
+	if err != nil {
+		return nil, -1, fmt.Errorf("ACLs in ZooKeeper: %w", err)
+	}
+	var acls []ACL
+	if err := json.Unmarshal(data, &acls); err != nil {
+		return nil, -1, fmt.Errorf("ACLs in ZooKeeper (%s): %w", z.path(), err)
+	}
+	return acls, st.Version, nil
+}
+
+func (z aclZooKeeper) load() ([]ACL, error) {
+	acls, _, err := z.read()
+	return acls, err
+}
+
+func (z aclZooKeeper) update(fn func([]ACL) []ACL) ([]ACL, error) {
+	if err := z.s.EnsurePath(z.s.Paths.Root + "/config"); err != nil {
+		return nil, fmt.Errorf("ACLs in ZooKeeper: %w", err)
+	}
+	for {
+		acls, version, err := z.read()
+		if err != nil {
+			return nil, err
+		}
+		acls = fn(acls)
+		data, _ := json.Marshal(acls)
+		if version < 0 {
+			_, err = z.s.Conn.Create(z.path(), data, 0, zk.WorldACL(zk.PermAll))
+		} else {
+			_, err = z.s.Conn.Set(z.path(), data, version)
+		}
+		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) {
+			continue // changed under us: read again
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ACLs in ZooKeeper: %w", err)
+		}
+		return acls, nil
+	}
+}
+
+// watch calls changed whenever the ACL node changes, until stop closes.
+func (z aclZooKeeper) watch(stop <-chan struct{}, changed func()) {
+	for {
+		_, _, ev, err := z.s.Conn.ExistsW(z.path())
+		if err != nil {
+			// ZooKeeper out of reach: try again shortly, and re-read then,
+			// since a change may have been missed.
+			select {
+			case <-stop:
+				return
+			case <-z.s.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			changed()
+			continue
+		}
+		select {
+		case <-stop:
+			return
+		case <-ev:
+			changed()
+		}
+	}
+}
+
+// storeInZooKeeper returns the ZooKeeper store of a cluster's authorizer,
+// whose changes by other brokers must be watched.
+func (z *authorizer) storeInZooKeeper() (aclZooKeeper, bool) {
+	if z == nil {
+		return aclZooKeeper{}, false
+	}
+	s, ok := z.store.(aclZooKeeper)
+	return s, ok
+}

@@ -1,0 +1,181 @@
+package broker
+
+// DescribeUserScramCredentials (key 50) and AlterUserScramCredentials
+// (key 51), v0: SCRAM users managed online, as kafka-configs and kadm do.
+//
+// Describe names each user's mechanisms and iteration counts, never a key.
+// Alter takes a salted password computed by the client (the password never
+// crosses the wire) and stores only the keys derived from it. A user named
+// twice in one request gets DUPLICATE_RESOURCE for every mention, as in
+// Kafka; an unknown mechanism UNSUPPORTED_SASL_MECHANISM; iterations
+// outside 4096..16384 UNACCEPTABLE_CREDENTIAL; deleting what is not there
+// RESOURCE_NOT_FOUND. Who may call them is the authorizer's decision.
+
+import (
+	"crypto/hmac"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/xdg-go/scram"
+)
+
+// Kafka's numbering of the SCRAM mechanisms.
+var scramMechanismCodes = map[int8]string{1: mechSCRAM256, 2: mechSCRAM512}
+
+func scramMechanismCode(name string) int8 {
+	for code, n := range scramMechanismCodes {
+		if n == name {
+			return code
+		}
+	}
+	return 0
+}
+
+func (b *Broker) describeUserSCRAMCredentials(req *kmsg.DescribeUserSCRAMCredentialsRequest) *kmsg.DescribeUserSCRAMCredentialsResponse {
+	resp := kmsg.NewPtrDescribeUserSCRAMCredentialsResponse()
+	all, err := b.cfg.Credentials.List()
+	if err != nil {
+		resp.ErrorCode = kerr.UnknownServerError.Code
+		msg := err.Error()
+		resp.ErrorMessage = &msg
+		return resp
+	}
+	byName := map[string]UserCredentials{}
+	for _, u := range all {
+		byName[u.User] = u
+	}
+	result := func(u UserCredentials) kmsg.DescribeUserSCRAMCredentialsResponseResult {
+		r := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+		r.User = u.User
+		for _, m := range u.Mechanisms {
+			ci := kmsg.NewDescribeUserSCRAMCredentialsResponseResultCredentialInfo()
+			ci.Mechanism, ci.Iterations = scramMechanismCode(m.Mechanism), int32(m.Iterations)
+			r.CredentialInfos = append(r.CredentialInfos, ci)
+		}
+		return r
+	}
+	if req.Users == nil {
+		for _, u := range all {
+			resp.Results = append(resp.Results, result(u))
+		}
+		return resp
+	}
+	seen := map[string]int{}
+	for _, u := range req.Users {
+		seen[u.Name]++
+	}
+	for _, ru := range req.Users {
+		r := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+		r.User = ru.Name
+		u, ok := byName[ru.Name]
+		switch {
+		case seen[ru.Name] > 1:
+			r.ErrorCode = kerr.DuplicateResource.Code
+		case !ok:
+			r.ErrorCode = kerr.ResourceNotFound.Code
+			msg := fmt.Sprintf("attempt to describe a user credential that does not exist: %s", ru.Name)
+			r.ErrorMessage = &msg
+		default:
+			r = result(u)
+		}
+		resp.Results = append(resp.Results, r)
+	}
+	return resp
+}
+
+func (b *Broker) alterUserSCRAMCredentials(req *kmsg.AlterUserSCRAMCredentialsRequest) *kmsg.AlterUserSCRAMCredentialsResponse {
+	resp := kmsg.NewPtrAlterUserSCRAMCredentialsResponse()
+	mentions := map[string]int{}
+	var order []string
+	for _, d := range req.Deletions {
+		if mentions[d.Name] == 0 {
+			order = append(order, d.Name)
+		}
+		mentions[d.Name]++
+	}
+	for _, u := range req.Upsertions {
+		if mentions[u.Name] == 0 {
+			order = append(order, u.Name)
+		}
+		mentions[u.Name]++
+	}
+	errs := map[string]error{}
+	for _, d := range req.Deletions {
+		if mentions[d.Name] > 1 {
+			continue
+		}
+		mech, ok := scramMechanismCodes[d.Mechanism]
+		if !ok {
+			errs[d.Name] = kerr.UnsupportedSaslMechanism
+			continue
+		}
+		if err := b.cfg.Credentials.Delete(d.Name, mech); err != nil {
+			errs[d.Name] = err
+		}
+	}
+	for _, u := range req.Upsertions {
+		if mentions[u.Name] > 1 {
+			continue
+		}
+		mech, ok := scramMechanismCodes[u.Mechanism]
+		if !ok {
+			errs[u.Name] = kerr.UnsupportedSaslMechanism
+			continue
+		}
+		if u.Iterations < DefaultSCRAMIterations || u.Iterations > maxSCRAMIterations || len(u.Salt) == 0 || len(u.SaltedPassword) == 0 {
+			errs[u.Name] = fmt.Errorf("%w: %d iterations (want %d..%d), salt and salted password required",
+				kerr.UnacceptableCredential, u.Iterations, DefaultSCRAMIterations, maxSCRAMIterations)
+			continue
+		}
+		cred := credentialFromSalted(scramHash(mech), u.SaltedPassword, u.Salt, int(u.Iterations))
+		if err := b.cfg.Credentials.Put(u.Name, mech, cred); err != nil {
+			errs[u.Name] = err
+		}
+	}
+	for _, name := range order {
+		r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+		r.User = name
+		err := errs[name]
+		if mentions[name] > 1 {
+			err = kerr.DuplicateResource
+		}
+		if err != nil {
+			var ke *kerr.Error
+			switch {
+			case errors.As(err, &ke):
+				r.ErrorCode = ke.Code
+			case errors.Is(err, errNoCredential):
+				r.ErrorCode = kerr.ResourceNotFound.Code
+			default:
+				r.ErrorCode = kerr.UnknownServerError.Code
+				b.logger.Error("altering SCRAM credentials failed", "user", name, "err", err)
+			}
+			msg := err.Error()
+			r.ErrorMessage = &msg
+		} else {
+			b.logger.Info("SCRAM credentials altered", "user", name)
+		}
+		resp.Results = append(resp.Results, r)
+	}
+	return resp
+}
+
+// credentialFromSalted derives the stored keys of RFC 5802 from a salted
+// password: StoredKey = H(HMAC(salted, "Client Key")), ServerKey =
+// HMAC(salted, "Server Key").
+func credentialFromSalted(h scram.HashGeneratorFcn, salted, salt []byte, iterations int) scram.StoredCredentials {
+	mac := func(msg string) []byte {
+		m := hmac.New(h, salted)
+		m.Write([]byte(msg))
+		return m.Sum(nil)
+	}
+	hash := h()
+	hash.Write(mac("Client Key"))
+	return scram.StoredCredentials{
+		KeyFactors: scram.KeyFactors{Salt: string(salt), Iters: iterations},
+		StoredKey:  hash.Sum(nil),
+		ServerKey:  mac("Server Key"),
+	}
+}

@@ -1,0 +1,164 @@
+package broker
+
+// Listeners, as Kafka names them: a broker serves several at once, each
+// with its own security protocol, and tells every client the addresses of
+// the listener that client came through, so a client that reached the
+// broker over SASL_SSL is never sent to a PLAINTEXT port.
+//
+// A listener's name is its security protocol; Tributary has no
+// listener.security.protocol.map, so a broker has at most one listener of
+// each protocol.
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/tributary-io/tributary/cluster"
+)
+
+// SecurityProtocol is how a listener protects its connections.
+type SecurityProtocol string
+
+// The security protocols of Kafka.
+const (
+	Plaintext     SecurityProtocol = "PLAINTEXT"
+	SSL           SecurityProtocol = "SSL"
+	SASLPlaintext SecurityProtocol = "SASL_PLAINTEXT"
+	SASLSSL       SecurityProtocol = "SASL_SSL"
+)
+
+// TLS reports whether connections of the protocol are TLS connections.
+func (p SecurityProtocol) TLS() bool { return p == SSL || p == SASLSSL }
+
+// SASL reports whether clients must authenticate with SASL before any
+// request other than ApiVersions, SaslHandshake and SaslAuthenticate.
+func (p SecurityProtocol) SASL() bool { return p == SASLPlaintext || p == SASLSSL }
+
+func (p SecurityProtocol) valid() bool {
+	switch p {
+	case Plaintext, SSL, SASLPlaintext, SASLSSL:
+		return true
+	}
+	return false
+}
+
+// Listener is one address the broker serves.
+type Listener struct {
+	Protocol SecurityProtocol
+	// Addr is the address to bind, host:port (port 0: any free port).
+	Addr string
+	// Advertised is the host:port clients are told to use; empty: the
+	// bound address.
+	Advertised string
+}
+
+func (l Listener) String() string { return string(l.Protocol) + "://" + l.Addr }
+
+// ParseListeners reads a comma-separated list of PROTOCOL://host:port, as
+// Kafka's listeners setting.
+func ParseListeners(s string) ([]Listener, error) {
+	var out []Listener
+	seen := map[SecurityProtocol]bool{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		proto, addr, ok := strings.Cut(item, "://")
+		if !ok {
+			return nil, fmt.Errorf("listener %q: want PROTOCOL://host:port, e.g. SASL_SSL://127.0.0.1:9093", item)
+		}
+		p := SecurityProtocol(strings.ToUpper(proto))
+		if !p.valid() {
+			return nil, fmt.Errorf("listener %q: %s is not a security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)", item, proto)
+		}
+		if seen[p] {
+			return nil, fmt.Errorf("listener %q: a second %s listener (each protocol names one listener)", item, p)
+		}
+		seen[p] = true
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("listener %q: %w", item, err)
+		}
+		out = append(out, Listener{Protocol: p, Addr: addr})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no listeners given")
+	}
+	return out, nil
+}
+
+// Advertise sets the advertised addresses of ls from a list in the same
+// PROTOCOL://host:port form (advertised.listeners); each must name one of
+// the listeners.
+func Advertise(ls []Listener, s string) error {
+	adv, err := ParseListeners(s)
+	if err != nil {
+		return fmt.Errorf("advertised listeners: %w", err)
+	}
+	for _, a := range adv {
+		found := false
+		for i := range ls {
+			if ls[i].Protocol == a.Protocol {
+				ls[i].Advertised, found = a.Addr, true
+			}
+		}
+		if !found {
+			return fmt.Errorf("advertised listener %s has no listener of that protocol", a)
+		}
+	}
+	return nil
+}
+
+// boundListener is a listener being served.
+type boundListener struct {
+	Listener
+	ln  net.Listener
+	tls *tls.Config // nil unless Protocol.TLS()
+}
+
+func (l *boundListener) endpoint() cluster.Endpoint { return ListenerEndpoint(l.Listener, l.ln) }
+
+// ListenerEndpoint is where clients reach listener l bound to ln: its
+// advertised address, else the bound one.
+func ListenerEndpoint(l Listener, ln net.Listener) cluster.Endpoint {
+	addr := l.Advertised
+	if addr == "" {
+		addr = ln.Addr().String()
+	}
+	host, port, _ := splitHostPort(addr)
+	return cluster.Endpoint{Listener: string(l.Protocol), Host: host, Port: port}
+}
+
+// Endpoints are the advertised endpoints of the listeners being served, in
+// the order given to ServeListeners; a cluster member registers them.
+func (b *Broker) Endpoints() []cluster.Endpoint {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]cluster.Endpoint, 0, len(b.listeners))
+	for _, l := range b.listeners {
+		out = append(out, l.endpoint())
+	}
+	return out
+}
+
+// SelfWithEndpoints fills a cluster member's address from endpoints: all
+// of them, plus Host and Port from the first PLAINTEXT one (else the first)
+// for readers that predate listeners.
+func SelfWithEndpoints(self cluster.Broker, eps []cluster.Endpoint) cluster.Broker {
+	self.Endpoints = eps
+	if len(eps) == 0 {
+		return self
+	}
+	first := eps[0]
+	for _, e := range eps {
+		if e.Listener == string(Plaintext) {
+			first = e
+			break
+		}
+	}
+	self.Host, self.Port = first.Host, first.Port
+	return self
+}

@@ -1,0 +1,146 @@
+package broker
+
+// SaslHandshake (key 17), v0-1, and SaslAuthenticate (key 36), v0-2.
+//
+// On a SASL listener a client picks a mechanism with SaslHandshake and then
+// exchanges SASL tokens in SaslAuthenticate requests until it has proved
+// who it is. Until then the connection answers only ApiVersions,
+// SaslHandshake and SaslAuthenticate; any other request closes it, as in
+// Kafka. A failed login is answered with SASL_AUTHENTICATION_FAILED, logged
+// with the user and address, and the connection closed after the answer.
+//
+// SaslHandshake v0, after which Kafka reads raw SASL tokens outside
+// request frames, is answered ILLEGAL_SASL_STATE: every client since Kafka
+// 1.0 uses v1. It is still listed in ApiVersions because librdkafka
+// enables SASL only when the advertised range includes v0.
+// Re-authentication (KIP-368) is not offered (session lifetime 0).
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// connAuth is the authentication state of one connection.
+type connAuth struct {
+	principal     string // User:<name>; User:ANONYMOUS until proven
+	authenticated bool   // requests beyond the SASL exchange are served
+	mechanism     string // chosen by SaslHandshake, "" before
+	scram         *scramConv
+}
+
+// preAuthAPI reports whether a request may come before SASL
+// authentication.
+func preAuthAPI(key int16) bool {
+	switch key {
+	case apiVersionsKey, 17, 36:
+		return true
+	}
+	return false
+}
+
+func (b *Broker) saslHandshake(c *conn, req *kmsg.SASLHandshakeRequest) *kmsg.SASLHandshakeResponse {
+	resp := kmsg.NewPtrSASLHandshakeResponse()
+	resp.SupportedMechanisms = b.cfg.SASLMechanisms
+	switch {
+	case req.Version == 0:
+		c.logger.Warn("SaslHandshake v0 (raw SASL tokens) is not served; the client must use v1", "mechanism", req.Mechanism)
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+	case !c.listener.Protocol.SASL() || c.auth.authenticated || c.auth.mechanism != "":
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+	case !slices.Contains(b.cfg.SASLMechanisms, req.Mechanism):
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+	default:
+		c.auth.mechanism = req.Mechanism
+		if scramHash(req.Mechanism) != nil {
+			c.auth.scram = newSCRAMConv(req.Mechanism, b.cfg.Credentials)
+		}
+	}
+	return resp
+}
+
+// saslAuthenticate runs one step of the exchange. A failure closes the
+// connection once its answer is written.
+func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticateRequest) response {
+	resp := kmsg.NewPtrSASLAuthenticateResponse()
+	if c.auth.mechanism == "" || c.auth.authenticated {
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		msg := "SaslAuthenticate without a SaslHandshake choosing a mechanism, or after authentication"
+		resp.ErrorMessage = &msg
+		c.logger.Warn("closing connection: SASL exchange out of order")
+		return closeAfter{encode(req, resp)}
+	}
+	var (
+		reply []byte
+		done  bool
+		user  string
+		err   error
+	)
+	if c.auth.mechanism == mechPlain {
+		user, err = b.plainLogin(r.SASLAuthBytes)
+		done = err == nil
+	} else {
+		reply, done, err = c.auth.scram.next(r.SASLAuthBytes)
+		user = c.auth.scram.user
+	}
+	if err != nil {
+		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+		msg := fmt.Sprintf("authentication failed: invalid credentials with SASL mechanism %s", c.auth.mechanism)
+		resp.ErrorMessage = &msg
+		c.logger.Warn("closing connection: SASL authentication failed",
+			"user", user, "mechanism", c.auth.mechanism, "err", err)
+		return closeAfter{encode(req, resp)}
+	}
+	resp.SASLAuthBytes = reply
+	if done {
+		c.auth.authenticated = true
+		c.auth.principal = "User:" + user
+		c.auth.scram = nil
+		c.logger.Info("SASL authentication succeeded", "user", user, "mechanism", c.auth.mechanism)
+	}
+	return encode(req, resp)
+}
+
+// plainLogin checks a PLAIN token (authzid NUL user NUL password) against
+// the user's SCRAM credentials, SCRAM-SHA-512 first.
+func (b *Broker) plainLogin(token []byte) (string, error) {
+	parts := bytes.Split(token, []byte{0})
+	if len(parts) != 3 {
+		return "", errors.New("PLAIN token is not authzid NUL user NUL password")
+	}
+	authz, user, password := string(parts[0]), string(parts[1]), string(parts[2])
+	if authz != "" && authz != user {
+		return user, fmt.Errorf("user %q may not act as %q", user, authz)
+	}
+	for _, mech := range []string{mechSCRAM512, mechSCRAM256} {
+		cred, ok, err := b.cfg.Credentials.Lookup(user, mech)
+		if err != nil {
+			return user, err
+		}
+		if ok {
+			if checkPassword(mech, user, password, cred) {
+				return user, nil
+			}
+			return user, fmt.Errorf("wrong password for user %q", user)
+		}
+	}
+	return user, fmt.Errorf("unknown user %q", user)
+}
+
+// closeAfter is a response after which the connection is closed: its write
+// reports an error, so the writer drops the connection once it is sent.
+type closeAfter struct{ encoded }
+
+var errClosedAfterResponse = errors.New("connection closed after its last response")
+
+func (r closeAfter) writeTo(nc net.Conn) error {
+	if err := r.encoded.writeTo(nc); err != nil {
+		return err
+	}
+	return errClosedAfterResponse
+}

@@ -1,0 +1,164 @@
+package broker_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/tributary-io/tributary/broker"
+)
+
+// startSASL starts a broker with a SASL_PLAINTEXT listener and the user
+// alice (password "alice-secret") for both SCRAM mechanisms.
+func startSASL(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	setUser(t, dir, "alice", "SCRAM-SHA-256", "alice-secret")
+	setUser(t, dir, "alice", "SCRAM-SHA-512", "alice-secret")
+	_, addrs := startListeners(t, func(c *broker.Config) { c.DataDir = dir }, broker.SASLPlaintext)
+	return addrs[broker.SASLPlaintext]
+}
+
+func mechanisms(user, password string) map[string]sasl.Mechanism {
+	return map[string]sasl.Mechanism{
+		"PLAIN":         plain.Auth{User: user, Pass: password}.AsMechanism(),
+		"SCRAM-SHA-256": scram.Auth{User: user, Pass: password}.AsSha256Mechanism(),
+		"SCRAM-SHA-512": scram.Auth{User: user, Pass: password}.AsSha512Mechanism(),
+	}
+}
+
+// TestSASLMechanismsWithKgo: franz-go logs in with each mechanism and
+// produces and consumes.
+func TestSASLMechanismsWithKgo(t *testing.T) {
+	addr := startSASL(t)
+	for name, mech := range mechanisms("alice", "alice-secret") {
+		t.Run(name, func(t *testing.T) {
+			roundTrip(t, addr, "sasl-"+strings.ToLower(name), 10, kgo.SASL(mech))
+		})
+	}
+}
+
+// TestSASLWrongCredentialsRefused: a wrong password and an unknown user
+// are refused with SASL_AUTHENTICATION_FAILED, whatever the mechanism.
+func TestSASLWrongCredentialsRefused(t *testing.T) {
+	addr := startSASL(t)
+	for _, who := range []struct{ user, password string }{{"alice", "wrong"}, {"mallory", "alice-secret"}} {
+		for name, mech := range mechanisms(who.user, who.password) {
+			t.Run(who.user+"/"+name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				cl := newClient(t, addr, kgo.SASL(mech), kgo.RequestRetries(0))
+				err := cl.Ping(ctx)
+				if !errors.Is(err, kerr.SaslAuthenticationFailed) {
+					t.Fatalf("login as %s with %s: got %v, want SASL_AUTHENTICATION_FAILED", who.user, name, err)
+				}
+			})
+		}
+	}
+}
+
+// TestRequestsBeforeSASLAreRefused: on a SASL listener, ApiVersions is
+// answered, but a Metadata request without logging in closes the
+// connection unanswered.
+func TestRequestsBeforeSASLAreRefused(t *testing.T) {
+	addr := startSASL(t)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+
+	api := kmsg.NewPtrApiVersionsRequest()
+	api.SetVersion(0)
+	if _, err := rawRequest(conn, 1, api); err != nil {
+		t.Fatalf("ApiVersions before login: %v", err)
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(1)
+	if body, err := rawRequest(conn, 2, md); err == nil {
+		t.Fatalf("Metadata before login was answered (%d bytes)", len(body))
+	} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "reset") {
+		t.Fatalf("Metadata before login: want the connection closed, got %v", err)
+	}
+}
+
+// rawRequest writes one request frame and reads the response body.
+func rawRequest(conn net.Conn, corr int32, req kmsg.Request) ([]byte, error) {
+	buf := make([]byte, 4, 64)
+	buf = binary.BigEndian.AppendUint16(buf, uint16(req.Key()))
+	buf = binary.BigEndian.AppendUint16(buf, uint16(req.GetVersion()))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(corr))
+	buf = binary.BigEndian.AppendUint16(buf, 4)
+	buf = append(buf, "test"...)
+	buf = req.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	if _, err := conn.Write(buf); err != nil {
+		return nil, err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		return nil, err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	_, err := io.ReadFull(conn, body)
+	return body, err
+}
+
+// TestKcatOverSASLSSL: Debian's kcat (librdkafka 2.0.2, whose SCRAM
+// client-final nonce repeats the client nonce) logs in with SCRAM-SHA-512
+// over TLS, produces and consumes.
+func TestKcatOverSASLSSL(t *testing.T) {
+	if _, err := exec.LookPath(kcatPath); err != nil {
+		t.Fatalf("kcat is missing: apt-get install -y kcat (.ci/run installs it)")
+	}
+	pki := newTestPKI(t)
+	dir := t.TempDir()
+	setUser(t, dir, "kcat-user", "SCRAM-SHA-512", "kcat-secret")
+	_, addrs := startListeners(t, func(c *broker.Config) {
+		c.DataDir = dir
+		c.TLS = broker.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile}
+	}, broker.SASLSSL)
+	cfg := filepath.Join(t.TempDir(), "kcat.conf")
+	os.WriteFile(cfg, []byte(strings.Join([]string{
+		"security.protocol=SASL_SSL",
+		"sasl.mechanisms=SCRAM-SHA-512",
+		"sasl.username=kcat-user",
+		"sasl.password=kcat-secret",
+		"ssl.ca.location=" + pki.caFile,
+	}, "\n")+"\n"), 0o600)
+	kcat := func(stdin string, args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, kcatPath, append([]string{"-F", cfg, "-b", addrs[broker.SASLSSL]}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("kcat %v: %v\n%s", args, err, stderr.String())
+		}
+		return out.String()
+	}
+	kcat("one\ntwo\nthree\n", "-P", "-t", "kcat-secure")
+	got := kcat("", "-C", "-t", "kcat-secure", "-o", "beginning", "-c", "3", "-e")
+	if got != "one\ntwo\nthree\n" {
+		t.Fatalf("kcat consumed %q, want the three lines it produced", got)
+	}
+}

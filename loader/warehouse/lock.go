@@ -36,6 +36,7 @@ const LockDir = "_tributary/locks"
 // taker's: clocks of the machines sharing a warehouse must agree to well
 // within the TTL.
 type Lock struct {
+	now   func() time.Time
 	fsys  FS
 	name  string
 	dir   string
@@ -85,10 +86,35 @@ func (e *LockedError) Error() string {
 // it over).
 var ErrLockLost = errors.New("lock lost")
 
+// A LockOption changes how AcquireLock and ReadLock work.
+type LockOption func(*lockOptions)
+
+type lockOptions struct {
+	now func() time.Time
+}
+
+func newLockOptions(opts []LockOption) lockOptions {
+	o := lockOptions{now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// LockClock makes a lock read the time from now instead of time.Now: when
+// a lease starts and runs out, and how old a stale file is. Tests advance
+// such a clock to let a lease expire without waiting for it. Renewal is
+// still paced by real time (every ttl/4); each renewal extends the lease
+// to now()+ttl.
+func LockClock(now func() time.Time) LockOption {
+	return func(o *lockOptions) { o.now = now }
+}
+
 // AcquireLock takes the lock name (a path-safe word) with a lease of ttl,
 // or returns a *LockedError naming the holder. holder describes the caller
 // in the lock file. The lease is renewed every ttl/4 until Release.
-func AcquireLock(fsys FS, name, holder string, ttl time.Duration) (*Lock, error) {
+func AcquireLock(fsys FS, name, holder string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	o := newLockOptions(opts)
 	if ttl <= 0 {
 		return nil, fmt.Errorf("lock %q: ttl must be positive", name)
 	}
@@ -96,11 +122,11 @@ func AcquireLock(fsys FS, name, holder string, ttl time.Duration) (*Lock, error)
 		return nil, fmt.Errorf("lock name %q: must be one path element", name)
 	}
 	dir := path.Join(LockDir, name)
-	gen, cur, stale, err := lockState(fsys, dir, ttl)
+	gen, cur, stale, err := lockState(fsys, dir, ttl, o.now)
 	if err != nil {
 		return nil, fmt.Errorf("lock %q in %s: %w", name, fsys, err)
 	}
-	now := time.Now()
+	now := o.now()
 	if cur != nil && !cur.Released && cur.Expires.After(now) {
 		return nil, &LockedError{Name: name, Info: *cur}
 	}
@@ -110,7 +136,7 @@ func AcquireLock(fsys FS, name, holder string, ttl time.Duration) (*Lock, error)
 	}
 	host, _ := os.Hostname()
 	l := &Lock{
-		fsys: fsys, name: name, dir: dir, gen: gen + 1, ttl: ttl, token: randomToken(),
+		now: o.now, fsys: fsys, name: name, dir: dir, gen: gen + 1, ttl: ttl, token: randomToken(),
 		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	l.info = LockInfo{Name: name, Holder: holder, Host: host, PID: os.Getpid(), Token: l.token, Acquired: now, Expires: now.Add(ttl)}
@@ -118,7 +144,7 @@ func AcquireLock(fsys FS, name, holder string, ttl time.Duration) (*Lock, error)
 	if err := fsys.CreateExclusive(l.file(l.gen), data); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			// Another process took generation gen+1 first.
-			_, winner, _, _ := lockState(fsys, dir, ttl)
+			_, winner, _, _ := lockState(fsys, dir, ttl, o.now)
 			if winner == nil {
 				return nil, &LockedError{Name: name}
 			}
@@ -134,7 +160,7 @@ func AcquireLock(fsys FS, name, holder string, ttl time.Duration) (*Lock, error)
 				if g < l.gen {
 					fsys.Remove(path.Join(dir, e.Name()))
 				}
-			} else if time.Since(e.ModTime()) > ttl {
+			} else if now.Sub(e.ModTime()) > ttl {
 				fsys.Remove(path.Join(dir, e.Name()))
 			}
 		}
@@ -162,7 +188,7 @@ func (l *Lock) Check() error {
 	if lostErr != nil {
 		return lostErr
 	}
-	if time.Until(expires) < l.ttl/10 {
+	if expires.Sub(l.now()) < l.ttl/10 {
 		return fmt.Errorf("%w: lock %q: lease nearly run out (renewal is late)", ErrLockLost, l.name)
 	}
 	newer, err := l.newerGeneration()
@@ -209,7 +235,7 @@ func (l *Lock) Release() error {
 	}
 	info := l.info
 	info.Released = true
-	info.Expires = time.Now()
+	info.Expires = l.now()
 	return l.write(info)
 }
 
@@ -244,7 +270,7 @@ func (l *Lock) renewOnce() error {
 	l.mu.Lock()
 	expires := l.expires
 	l.mu.Unlock()
-	if !time.Now().Before(expires) {
+	if !l.now().Before(expires) {
 		return fmt.Errorf("%w: lock %q: lease ran out before it could be renewed", ErrLockLost, l.name)
 	}
 	newer, err := l.newerGeneration()
@@ -255,7 +281,7 @@ func (l *Lock) renewOnce() error {
 		return fmt.Errorf("%w: lock %q was taken over by another process", ErrLockLost, l.name)
 	}
 	info := l.info
-	info.Expires = time.Now().Add(l.ttl)
+	info.Expires = l.now().Add(l.ttl)
 	if err := l.write(info); err != nil {
 		return err
 	}
@@ -295,9 +321,10 @@ func (l *Lock) newerGeneration() (bool, error) {
 func (l *Lock) file(gen int64) string { return path.Join(l.dir, fmt.Sprintf("%012d.lock", gen)) }
 
 // ReadLock returns the current holder of a lock, or nil if nobody holds it.
-func ReadLock(fsys FS, name string, ttl time.Duration) (*LockInfo, error) {
-	_, cur, _, err := lockState(fsys, path.Join(LockDir, name), ttl)
-	if err != nil || cur == nil || cur.Released || !cur.Expires.After(time.Now()) {
+func ReadLock(fsys FS, name string, ttl time.Duration, opts ...LockOption) (*LockInfo, error) {
+	o := newLockOptions(opts)
+	_, cur, _, err := lockState(fsys, path.Join(LockDir, name), ttl, o.now)
+	if err != nil || cur == nil || cur.Released || !cur.Expires.After(o.now()) {
 		return nil, err
 	}
 	return cur, nil
@@ -306,7 +333,7 @@ func ReadLock(fsys FS, name string, ttl time.Duration) (*LockInfo, error) {
 // lockState returns the newest generation in dir and what it says. A
 // generation file that cannot be read yet (its creator may still be writing
 // it) counts as stale once it is older than ttl.
-func lockState(fsys FS, dir string, ttl time.Duration) (gen int64, info *LockInfo, stale bool, err error) {
+func lockState(fsys FS, dir string, ttl time.Duration, now func() time.Time) (gen int64, info *LockInfo, stale bool, err error) {
 	entries, err := fsys.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil, false, nil
@@ -325,11 +352,11 @@ func lockState(fsys FS, dir string, ttl time.Duration) (gen int64, info *LockInf
 	}
 	data, err := readLockFile(fsys, path.Join(dir, newest.Name()))
 	if errors.Is(err, fs.ErrNotExist) {
-		return lockState(fsys, dir, ttl) // replaced meanwhile
+		return lockState(fsys, dir, ttl, now) // replaced meanwhile
 	}
 	li, ok := decodeLockInfo(data)
 	if err != nil || !ok {
-		return gen, nil, time.Since(newest.ModTime()) > ttl, nil
+		return gen, nil, now().Sub(newest.ModTime()) > ttl, nil
 	}
 	return gen, li, false, nil
 }

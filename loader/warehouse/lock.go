@@ -102,10 +102,13 @@ func newLockOptions(opts []LockOption) lockOptions {
 }
 
 // LockClock makes a lock read the time from now instead of time.Now: when
-// a lease starts and runs out, and how old a stale file is. Tests advance
-// such a clock to let a lease expire without waiting for it. Renewal is
-// still paced by real time (every ttl/4); each renewal extends the lease
-// to now()+ttl.
+// a lease starts, when it runs out, and whether it is nearly out. Tests
+// advance such a clock to let a lease expire without waiting for it.
+// Renewal is still paced by real time (every ttl/4); each renewal extends
+// the lease to now()+ttl. The age of a file (a generation still being
+// written, a leftover temporary file) is measured in real time, as the
+// warehouse stamps modification times with its own clock: a clock moved
+// ahead must not make a file written a moment ago look abandoned.
 func LockClock(now func() time.Time) LockOption {
 	return func(o *lockOptions) { o.now = now }
 }
@@ -122,7 +125,7 @@ func AcquireLock(fsys FS, name, holder string, ttl time.Duration, opts ...LockOp
 		return nil, fmt.Errorf("lock name %q: must be one path element", name)
 	}
 	dir := path.Join(LockDir, name)
-	gen, cur, stale, err := lockState(fsys, dir, ttl, o.now)
+	gen, cur, stale, err := lockState(fsys, dir, ttl)
 	if err != nil {
 		return nil, fmt.Errorf("lock %q in %s: %w", name, fsys, err)
 	}
@@ -144,7 +147,7 @@ func AcquireLock(fsys FS, name, holder string, ttl time.Duration, opts ...LockOp
 	if err := fsys.CreateExclusive(l.file(l.gen), data); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			// Another process took generation gen+1 first.
-			_, winner, _, _ := lockState(fsys, dir, ttl, o.now)
+			_, winner, _, _ := lockState(fsys, dir, ttl)
 			if winner == nil {
 				return nil, &LockedError{Name: name}
 			}
@@ -160,7 +163,7 @@ func AcquireLock(fsys FS, name, holder string, ttl time.Duration, opts ...LockOp
 				if g < l.gen {
 					fsys.Remove(path.Join(dir, e.Name()))
 				}
-			} else if now.Sub(e.ModTime()) > ttl {
+			} else if time.Since(e.ModTime()) > ttl {
 				fsys.Remove(path.Join(dir, e.Name()))
 			}
 		}
@@ -323,7 +326,7 @@ func (l *Lock) file(gen int64) string { return path.Join(l.dir, fmt.Sprintf("%01
 // ReadLock returns the current holder of a lock, or nil if nobody holds it.
 func ReadLock(fsys FS, name string, ttl time.Duration, opts ...LockOption) (*LockInfo, error) {
 	o := newLockOptions(opts)
-	_, cur, _, err := lockState(fsys, path.Join(LockDir, name), ttl, o.now)
+	_, cur, _, err := lockState(fsys, path.Join(LockDir, name), ttl)
 	if err != nil || cur == nil || cur.Released || !cur.Expires.After(o.now()) {
 		return nil, err
 	}
@@ -333,7 +336,7 @@ func ReadLock(fsys FS, name string, ttl time.Duration, opts ...LockOption) (*Loc
 // lockState returns the newest generation in dir and what it says. A
 // generation file that cannot be read yet (its creator may still be writing
 // it) counts as stale once it is older than ttl.
-func lockState(fsys FS, dir string, ttl time.Duration, now func() time.Time) (gen int64, info *LockInfo, stale bool, err error) {
+func lockState(fsys FS, dir string, ttl time.Duration) (gen int64, info *LockInfo, stale bool, err error) {
 	entries, err := fsys.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil, false, nil
@@ -352,11 +355,11 @@ func lockState(fsys FS, dir string, ttl time.Duration, now func() time.Time) (ge
 	}
 	data, err := readLockFile(fsys, path.Join(dir, newest.Name()))
 	if errors.Is(err, fs.ErrNotExist) {
-		return lockState(fsys, dir, ttl, now) // replaced meanwhile
+		return lockState(fsys, dir, ttl) // replaced meanwhile
 	}
 	li, ok := decodeLockInfo(data)
 	if err != nil || !ok {
-		return gen, nil, now().Sub(newest.ModTime()) > ttl, nil
+		return gen, nil, time.Since(newest.ModTime()) > ttl, nil
 	}
 	return gen, li, false, nil
 }

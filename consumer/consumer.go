@@ -52,6 +52,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/kgolog"
 )
 
 // Start says where a group begins reading a partition for which it has no
@@ -220,7 +221,7 @@ func Join(ctx context.Context, cfg Config) (*Group, error) {
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.ConsumeResetOffset(cfg.Start.offset()),
-		kgo.WithLogger(kgoLogger{log}),
+		kgo.WithLogger(kgolog.New(log)),
 	}, cfg.ClientOptions...)
 	if g.client, err = kgo.NewClient(opts...); err != nil {
 		return fail(fmt.Errorf("kafka client: %w", err))

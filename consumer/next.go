@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -144,18 +143,4 @@ func (g *Group) commitPeriodically() {
 			cancel()
 		}
 	}
-}
-
-// kgoLogger passes kgo's warnings and errors to slog; its info and debug
-// lines are per-request chatter.
-type kgoLogger struct{ l *slog.Logger }
-
-func (k kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
-
-func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	l := slog.LevelWarn
-	if level == kgo.LogLevelError {
-		l = slog.LevelError
-	}
-	k.l.Log(context.Background(), l, "kafka client: "+msg, keyvals...)
 }

@@ -342,7 +342,7 @@ func byTopic(owned map[topicPartition]*position) map[string][]int32 {
 // describe renders an assignment compactly for logs: "clicks:0-3,7 views:2".
 func describe(a map[string][]int32) string {
 	var parts []string
-	for _, topic := range sortedKeys(a) {
+	for _, topic := range slices.Sorted(maps.Keys(a)) {
 		ps := a[topic]
 		var runs []string
 		for i := 0; i < len(ps); {

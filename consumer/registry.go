@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -86,16 +87,11 @@ func (g *Group) read() (view, error) {
 	}
 	live := map[int32]bool{}
 	for _, id := range ids {
-		data, _, err := conn.Get(g.paths.BrokerIDs() + "/" + id)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
+		b, ok, err := readRegistration(g, g.paths.BrokerIDs()+"/"+id, "broker", id, cluster.DecodeBrokerNode)
 		if err != nil {
-			return v, fmt.Errorf("reading broker %s: %w", id, err)
+			return v, err
 		}
-		b, err := cluster.DecodeBrokerNode(data)
-		if err != nil {
-			g.log.Warn("ignoring unreadable broker registry node", "id", id, "err", err)
+		if !ok {
 			continue
 		}
 		live[b.ID] = true
@@ -136,16 +132,11 @@ func (g *Group) read() (view, error) {
 		return v, fmt.Errorf("listing consumers: %w", err)
 	}
 	for _, id := range members {
-		data, _, err := conn.Get(g.paths.Consumer(g.cfg.Group, id))
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
+		c, ok, err := readRegistration(g, g.paths.Consumer(g.cfg.Group, id), "consumer", id, cluster.DecodeConsumerNode)
 		if err != nil {
-			return v, fmt.Errorf("reading consumer %s: %w", id, err)
+			return v, err
 		}
-		c, err := cluster.DecodeConsumerNode(data)
-		if err != nil {
-			g.log.Warn("ignoring unreadable consumer registry node", "id", id, "err", err)
+		if !ok {
 			continue
 		}
 		for _, t := range c.Topics {
@@ -153,6 +144,25 @@ func (g *Group) read() (view, error) {
 		}
 	}
 	return v, nil
+}
+
+// readRegistration reads the registration node of one broker or consumer
+// (kind) at name. ok is false for one that left meanwhile, or whose node
+// cannot be decoded (logged): the registry is read while members come and
+// go, and one bad node must not stop the whole group.
+func readRegistration[T any](g *Group, name, kind, id string, decode func([]byte) (T, error)) (node T, ok bool, err error) {
+	data, _, err := g.s.Conn.Get(name)
+	if errors.Is(err, zk.ErrNoNode) {
+		return node, false, nil
+	}
+	if err != nil {
+		return node, false, fmt.Errorf("reading %s %s: %w", kind, id, err)
+	}
+	if node, err = decode(data); err != nil {
+		g.log.Warn("ignoring unreadable "+kind+" registry node", "id", id, "err", err)
+		return node, false, nil
+	}
+	return node, true, nil
 }
 
 // conflictError is an ownership conflict: a partition Algorithm 1 gave us is
@@ -172,7 +182,7 @@ func (e *conflictError) Error() string {
 func (g *Group) claim(mine map[string][]int32) error {
 	var ops []any
 	var tps []topicPartition
-	for _, topic := range sortedKeys(mine) {
+	for _, topic := range slices.Sorted(maps.Keys(mine)) {
 		if err := g.s.EnsurePath(g.paths.Owners(g.cfg.Group, topic)); err != nil {
 			return err
 		}
@@ -272,13 +282,4 @@ func (g *Group) writeOffset(tp topicPartition, pos *position, offset int64) erro
 		return fmt.Errorf("committing offset %d of %s/%d: %w", offset, tp.topic, tp.partition, err)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

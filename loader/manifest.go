@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -289,205 +287,77 @@ func loadState(w warehouse.FS, topics []string) (map[string]*TopicState, int64, 
 	return state, maxSeq, nil
 }
 
-// mover finishes committed runs: it moves files into place, writes
-// _SUCCESS markers and removes the run's directory. Every step may be
-// repeated, so a run cut short at any point is finished by the next.
-type mover struct {
-	w     warehouse.FS
-	log   *slog.Logger
-	fault func(FaultPoint) error
-	// tryLock takes the locks of topics this run does not hold, without
-	// waiting, so that a dead run over more topics than this one can be
-	// cleaned up too; ok is false if any is held by a live run.
-	tryLock func(topics []string) (release func(), ok bool)
-}
-
-// owns reports whether the mover may act on a run over topics: they are
-// all held, or the missing ones could be locked (then release must be
-// called when done).
-func (mv *mover) owns(topics []string, held map[string]bool) (release func(), ok bool) {
-	var missing []string
-	for _, t := range topics {
-		if !held[t] {
-			missing = append(missing, t)
-		}
-	}
-	if len(missing) == 0 {
-		return func() {}, true
-	}
-	if mv.tryLock == nil {
-		return nil, false
-	}
-	return mv.tryLock(missing)
-}
-
-func (mv *mover) finish(m *Manifest) error {
-	for i, f := range m.Files {
-		if err := mv.move(f); err != nil {
-			return fmt.Errorf("run %s: moving %s into place: %w", m.Run, f.Final, err)
-		}
-		if i == 0 && mv.fault != nil {
-			if err := mv.fault(FaultMidMove); err != nil {
-				return errCrash{err}
+// manifest builds the run's commit record: files, the topics' new state,
+// and the hours that are now complete.
+func (r *run) manifest(plans []*partPlan, state map[string]*TopicState, listedAt time.Time) *Manifest {
+	m := &Manifest{Version: manifestVersion, Run: r.id, Started: r.started, Topics: map[string]*TopicState{}, Lost: r.sum.Lost}
+	hours := map[string]map[string]bool{}
+	for _, pl := range plans {
+		ts := m.Topics[pl.topic]
+		if ts == nil {
+			ts = &TopicState{Partitions: map[int32]*PartitionState{}}
+			if prev := state[pl.topic]; prev != nil {
+				for p, ps := range prev.Partitions {
+					c := *ps
+					ts.Partitions[p] = &c
+				}
+			}
+			m.Topics[pl.topic] = ts
+			hours[pl.topic] = map[string]bool{}
+			if prev := state[pl.topic]; prev != nil {
+				for _, h := range prev.PendingHours {
+					hours[pl.topic][h] = true
+				}
 			}
 		}
-	}
-	for _, dir := range m.Markers {
-		marker := path.Join(dir, successName)
-		ok, err := warehouse.Exists(mv.w, marker)
-		if err != nil {
-			return fmt.Errorf("run %s: %w", m.Run, err)
+		ps := &PartitionState{Next: pl.next}
+		if pl.prev != nil {
+			ps.Progress = pl.prev.Progress
 		}
-		if !ok {
-			if err := warehouse.WriteFile(mv.w, marker, nil); err != nil {
-				return fmt.Errorf("run %s: writing %s: %w", m.Run, marker, err)
-			}
-		}
-	}
-	if err := mv.w.RemoveAll(runDir(m.Run)); err != nil {
-		return fmt.Errorf("run %s: removing its directory: %w", m.Run, err)
-	}
-	return nil
-}
-
-// move puts one file in place. Already moved is fine; missing from both
-// places means the warehouse lost a committed file, which is reported.
-func (mv *mover) move(f FileEntry) error {
-	err := mv.w.Rename(f.Tmp, f.Final)
-	if err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	if ok, serr := warehouse.Exists(mv.w, f.Final); serr != nil {
-		return serr
-	} else if ok {
-		return nil // moved by an earlier attempt
-	}
-	return fmt.Errorf("committed file is in neither %s nor %s", f.Tmp, f.Final)
-}
-
-// recoverRuns finishes every committed run and deletes every uncommitted
-// one whose owner is dead: one whose topics are all held by this run or
-// could be locked now (a live owner would hold them). It returns the runs
-// it recovered and discarded.
-func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []string, err error) {
-	commits, err := listCommits(mv.w)
-	if err != nil {
-		return nil, nil, err
-	}
-	committed := make(map[string]bool, len(commits))
-	for _, c := range commits {
-		committed[c.run] = true
-	}
-	runs, err := mv.w.ReadDir(runsDir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("listing %s in %s: %w", runsDir, mv.w, err)
-	}
-	pending := make(map[string]fs.FileInfo, len(runs))
-	for _, fi := range runs {
-		pending[fi.Name()] = fi
-	}
-	for _, c := range commits {
-		if pending[c.run] == nil {
-			continue // finished
-		}
-		m, err := readManifest(mv.w, c.name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		release, ok := mv.owns(m.topicNames(), held)
-		if !ok {
-			continue // a live run's, in its move phase
-		}
-		mv.log.Warn("finishing a committed run that was cut short", "run", m.Run, "files", len(m.Files))
-		err = mv.finish(m)
-		release()
-		if err != nil {
-			return nil, nil, err
-		}
-		recovered = append(recovered, m.Run)
-	}
-	for name, fi := range pending {
-		if committed[name] {
-			continue
-		}
-		var info runInfo
-		err := readJSON(mv.w, path.Join(runDir(name), runInfoName), &info)
-		release := func() {}
 		switch {
-		case err == nil:
-			var ok bool
-			if release, ok = mv.owns(info.Topics, held); !ok {
-				continue // a live run's
+		case pl.next >= pl.end:
+			ps.Progress = max(ps.Progress, listedAt.UnixMilli())
+		case pl.writer.records > 0:
+			ps.Progress = max(ps.Progress, pl.writer.lastTime)
+		}
+		ts.Partitions[pl.part] = ps
+		m.Files = append(m.Files, pl.writer.files...)
+		for h := range pl.writer.hours {
+			hours[pl.topic][h] = true
+		}
+		r.sum.InputBytes += pl.inputBytes
+		r.sum.Partitions = append(r.sum.Partitions, PartitionSummary{
+			Topic: pl.topic, Partition: pl.part, From: pl.start, To: pl.next, End: pl.end,
+			Records: pl.records - pl.writer.errCount, Errors: pl.writer.errCount,
+		})
+	}
+	grace := r.cfg.SuccessGrace.Milliseconds()
+	for topic, ts := range m.Topics {
+		minProgress := int64(-1)
+		for _, ps := range ts.Partitions {
+			if minProgress < 0 || ps.Progress < minProgress {
+				minProgress = ps.Progress
 			}
-		case errors.Is(err, fs.ErrNotExist) || isSyntaxError(err):
-			// Killed before its run.json was complete: it cannot have
-			// written anything else. Leave a fresh one to its owner.
-			if time.Since(fi.ModTime()) < time.Hour {
+		}
+		for h := range hours[topic] {
+			start, err := hourStart(h)
+			if err != nil {
 				continue
 			}
-		default:
-			return nil, nil, err
-		}
-		mv.log.Warn("deleting the files of an uncommitted run", "run", name)
-		err = mv.w.RemoveAll(runDir(name))
-		release()
-		if err != nil {
-			return nil, nil, fmt.Errorf("deleting uncommitted run %s: %w", name, err)
-		}
-		discarded = append(discarded, name)
-	}
-	sort.Strings(recovered)
-	sort.Strings(discarded)
-	return recovered, discarded, nil
-}
-
-func isSyntaxError(err error) bool {
-	var se *json.SyntaxError
-	var ue *json.UnmarshalTypeError
-	return errors.As(err, &se) || errors.As(err, &ue)
-}
-
-// prune deletes committed manifests that are finished and superseded, for
-// every topic they hold, by a newer manifest; it touches only manifests
-// whose topics are all held. Offsets live on in the newest manifests.
-func (mv *mover) prune(held map[string]bool) error {
-	commits, err := listCommits(mv.w)
-	if err != nil {
-		return err
-	}
-	newest := map[string]int64{} // topic → index in commits of its newest manifest
-	manifests := make([]*Manifest, len(commits))
-	for i := len(commits) - 1; i >= 0; i-- {
-		m, err := readManifest(mv.w, commits[i].name)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			return err
-		}
-		manifests[i] = m
-		for t := range m.Topics {
-			if _, ok := newest[t]; !ok {
-				newest[t] = int64(i)
+			if start.Add(time.Hour).UnixMilli()+grace <= minProgress {
+				m.Markers = append(m.Markers, h)
+			} else {
+				ts.PendingHours = append(ts.PendingHours, h)
 			}
 		}
+		sort.Strings(ts.PendingHours)
 	}
-	for i, m := range manifests {
-		if m == nil || !subset(m.topicNames(), held) {
-			continue
-		}
-		if slices.ContainsFunc(m.topicNames(), func(t string) bool { return newest[t] == int64(i) }) {
-			continue
-		}
-		if ok, err := warehouse.Exists(mv.w, runDir(m.Run)); err != nil || ok {
-			continue // not finished yet
-		}
-		if err := mv.w.Remove(commits[i].name); err != nil {
-			return err
+	sort.Strings(m.Markers)
+	for _, f := range m.Files {
+		if f.Kind == "data" {
+			r.sum.Files++
 		}
 	}
-	return nil
+	r.sum.Markers = m.Markers
+	return m
 }

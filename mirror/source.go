@@ -19,6 +19,7 @@ import (
 
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/consumer"
+	"github.com/tributary-io/tributary/internal/kgolog"
 )
 
 // source copies one live cluster. Two goroutines work on it: manage
@@ -91,7 +92,7 @@ func (s *source) connect(ctx context.Context) error {
 	}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
-		kgo.WithLogger(kgoLogger{s.log}),
+		kgo.WithLogger(kgolog.New(s.log)),
 	}, s.cfg.FetchOptions...)
 	if s.admin, err = kgo.NewClient(opts...); err != nil {
 		s.zk.Close()
@@ -303,17 +304,4 @@ func (s *source) close() {
 	s.leave()
 	s.admin.Close()
 	s.zk.Close()
-}
-
-// kgoLogger passes kgo's warnings and errors to slog.
-type kgoLogger struct{ l *slog.Logger }
-
-func (k kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
-
-func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	l := slog.LevelWarn
-	if level == kgo.LogLevelError {
-		l = slog.LevelError
-	}
-	k.l.Log(context.Background(), l, "kafka client: "+msg, keyvals...)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/kgolog"
 )
 
 // Partitioning chooses a record's partition.
@@ -140,7 +141,7 @@ func Options(cfg Config) ([]kgo.Opt, error) {
 		opts = append(opts, kgo.ProducerLinger(cfg.Linger))
 	}
 	if cfg.Logger != nil {
-		opts = append(opts, kgo.WithLogger(kgoLogger{cfg.Logger}))
+		opts = append(opts, kgo.WithLogger(kgolog.New(cfg.Logger)))
 	}
 	return append(opts, cfg.ClientOptions...), nil
 }
@@ -163,16 +164,4 @@ func PartitionForKey(key []byte, n int32) int32 {
 	}
 	p := kgo.StickyKeyPartitioner(nil).ForTopic("")
 	return int32(p.Partition(&kgo.Record{Key: key}, int(n)))
-}
-
-type kgoLogger struct{ l *slog.Logger }
-
-func (k kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
-
-func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	l := slog.LevelWarn
-	if level == kgo.LogLevelError {
-		l = slog.LevelError
-	}
-	k.l.Log(context.Background(), l, "kafka client: "+msg, keyvals...)
 }

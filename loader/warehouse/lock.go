@@ -36,6 +36,7 @@ const LockDir = "_tributary/locks"
 // taker's: clocks of the machines sharing a warehouse must agree to well
 // within the TTL.
 type Lock struct {
+	now   func() time.Time
 	fsys  FS
 	name  string
 	dir   string
@@ -85,10 +86,38 @@ func (e *LockedError) Error() string {
 // it over).
 var ErrLockLost = errors.New("lock lost")
 
+// A LockOption changes how AcquireLock and ReadLock work.
+type LockOption func(*lockOptions)
+
+type lockOptions struct {
+	now func() time.Time
+}
+
+func newLockOptions(opts []LockOption) lockOptions {
+	o := lockOptions{now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// LockClock makes a lock read the time from now instead of time.Now: when
+// a lease starts, when it runs out, and whether it is nearly out. Tests
+// advance such a clock to let a lease expire without waiting for it.
+// Renewal is still paced by real time (every ttl/4); each renewal extends
+// the lease to now()+ttl. The age of a file (a generation still being
+// written, a leftover temporary file) is measured in real time, as the
+// warehouse stamps modification times with its own clock: a clock moved
+// ahead must not make a file written a moment ago look abandoned.
+func LockClock(now func() time.Time) LockOption {
+	return func(o *lockOptions) { o.now = now }
+}
+
 // AcquireLock takes the lock name (a path-safe word) with a lease of ttl,
 // or returns a *LockedError naming the holder. holder describes the caller
 // in the lock file. The lease is renewed every ttl/4 until Release.
-func AcquireLock(fsys FS, name, holder string, ttl time.Duration) (*Lock, error) {
+func AcquireLock(fsys FS, name, holder string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	o := newLockOptions(opts)
 	if ttl <= 0 {
 		return nil, fmt.Errorf("lock %q: ttl must be positive", name)
 	}
@@ -100,7 +129,7 @@ func AcquireLock(fsys FS, name, holder string, ttl time.Duration) (*Lock, error)
 	if err != nil {
 		return nil, fmt.Errorf("lock %q in %s: %w", name, fsys, err)
 	}
-	now := time.Now()
+	now := o.now()
 	if cur != nil && !cur.Released && cur.Expires.After(now) {
 		return nil, &LockedError{Name: name, Info: *cur}
 	}
@@ -110,7 +139,7 @@ func AcquireLock(fsys FS, name, holder string, ttl time.Duration) (*Lock, error)
 	}
 	host, _ := os.Hostname()
 	l := &Lock{
-		fsys: fsys, name: name, dir: dir, gen: gen + 1, ttl: ttl, token: randomToken(),
+		now: o.now, fsys: fsys, name: name, dir: dir, gen: gen + 1, ttl: ttl, token: randomToken(),
 		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	l.info = LockInfo{Name: name, Holder: holder, Host: host, PID: os.Getpid(), Token: l.token, Acquired: now, Expires: now.Add(ttl)}
@@ -162,7 +191,7 @@ func (l *Lock) Check() error {
 	if lostErr != nil {
 		return lostErr
 	}
-	if time.Until(expires) < l.ttl/10 {
+	if expires.Sub(l.now()) < l.ttl/10 {
 		return fmt.Errorf("%w: lock %q: lease nearly run out (renewal is late)", ErrLockLost, l.name)
 	}
 	newer, err := l.newerGeneration()
@@ -209,7 +238,7 @@ func (l *Lock) Release() error {
 	}
 	info := l.info
 	info.Released = true
-	info.Expires = time.Now()
+	info.Expires = l.now()
 	return l.write(info)
 }
 
@@ -244,7 +273,7 @@ func (l *Lock) renewOnce() error {
 	l.mu.Lock()
 	expires := l.expires
 	l.mu.Unlock()
-	if !time.Now().Before(expires) {
+	if !l.now().Before(expires) {
 		return fmt.Errorf("%w: lock %q: lease ran out before it could be renewed", ErrLockLost, l.name)
 	}
 	newer, err := l.newerGeneration()
@@ -255,7 +284,7 @@ func (l *Lock) renewOnce() error {
 		return fmt.Errorf("%w: lock %q was taken over by another process", ErrLockLost, l.name)
 	}
 	info := l.info
-	info.Expires = time.Now().Add(l.ttl)
+	info.Expires = l.now().Add(l.ttl)
 	if err := l.write(info); err != nil {
 		return err
 	}
@@ -295,9 +324,10 @@ func (l *Lock) newerGeneration() (bool, error) {
 func (l *Lock) file(gen int64) string { return path.Join(l.dir, fmt.Sprintf("%012d.lock", gen)) }
 
 // ReadLock returns the current holder of a lock, or nil if nobody holds it.
-func ReadLock(fsys FS, name string, ttl time.Duration) (*LockInfo, error) {
+func ReadLock(fsys FS, name string, ttl time.Duration, opts ...LockOption) (*LockInfo, error) {
+	o := newLockOptions(opts)
 	_, cur, _, err := lockState(fsys, path.Join(LockDir, name), ttl)
-	if err != nil || cur == nil || cur.Released || !cur.Expires.After(time.Now()) {
+	if err != nil || cur == nil || cur.Released || !cur.Expires.After(o.now()) {
 		return nil, err
 	}
 	return cur, nil

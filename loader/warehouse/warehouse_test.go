@@ -4,9 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"slices"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/loader/warehouse"
@@ -104,67 +102,5 @@ func TestFileOperations(t *testing.T) {
 		if _, err := w.Open("../escape"); err == nil {
 			t.Fatal("a path with .. was accepted")
 		}
-	})
-}
-
-func TestLock(t *testing.T) {
-	eachFS(t, func(t *testing.T, w warehouse.FS) {
-		ttl := 2 * time.Second
-		a, err := warehouse.AcquireLock(w, "job-x", "test a", ttl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = warehouse.AcquireLock(w, "job-x", "test b", ttl)
-		var le *warehouse.LockedError
-		if !errors.As(err, &le) || le.Info.Holder != "test a" {
-			t.Fatalf("second acquire: %v, want LockedError naming test a", err)
-		}
-		// Renewal keeps it held past its first lease.
-		time.Sleep(ttl + ttl/2)
-		if err := a.Check(); err != nil {
-			t.Fatalf("a renewed lock fails Check: %v", err)
-		}
-		if _, err := warehouse.AcquireLock(w, "job-x", "test b", ttl); !errors.As(err, &le) {
-			t.Fatalf("acquire while renewed: %v", err)
-		}
-		if err := a.Release(); err != nil {
-			t.Fatal(err)
-		}
-		b, err := warehouse.AcquireLock(w, "job-x", "test b", ttl)
-		if err != nil {
-			t.Fatalf("acquire after release: %v", err)
-		}
-		// A holder that dies (stops renewing) loses the lock after its lease.
-		b.Abandon()
-		if _, err := warehouse.AcquireLock(w, "job-x", "test c", ttl); !errors.As(err, &le) {
-			t.Fatalf("acquire during the dead holder's lease: %v", err)
-		}
-		time.Sleep(ttl + 200*time.Millisecond)
-		// Several takers race for the expired lock: exactly one wins.
-		var mu sync.Mutex
-		var winners []*warehouse.Lock
-		var wg sync.WaitGroup
-		for range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				l, err := warehouse.AcquireLock(w, "job-x", "racer", ttl)
-				if err == nil {
-					mu.Lock()
-					winners = append(winners, l)
-					mu.Unlock()
-				} else if !errors.As(err, new(*warehouse.LockedError)) {
-					t.Errorf("racer: %v", err)
-				}
-			}()
-		}
-		wg.Wait()
-		if len(winners) != 1 {
-			t.Fatalf("%d racers took the expired lock, want 1", len(winners))
-		}
-		if err := b.Check(); !errors.Is(err, warehouse.ErrLockLost) {
-			t.Fatalf("the dead holder's Check: %v, want ErrLockLost", err)
-		}
-		winners[0].Release()
 	})
 }

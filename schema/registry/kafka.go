@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/internal/kgolog"
 )
 
 // KafkaLogConfig configures OpenKafkaLog.
@@ -65,7 +67,7 @@ func OpenKafkaLog(ctx context.Context, cfg KafkaLogConfig) (Log, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), // records carry partition 0
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: {0: kgo.NewOffset().AtStart()}}),
-		kgo.WithLogger(kslog{cfg.Logger}),
+		kgo.WithLogger(kgolog.New(cfg.Logger)),
 	}, cfg.Opts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -184,18 +186,4 @@ func (l *kafkaLog) Next(ctx context.Context) ([]Record, error) {
 func (l *kafkaLog) Close() error {
 	l.cl.Close()
 	return nil
-}
-
-// kslog routes the client's own logging to slog, warnings and errors only:
-// its info lines are per-connection chatter.
-type kslog struct{ l *slog.Logger }
-
-func (k kslog) Level() kgo.LogLevel { return kgo.LogLevelWarn }
-
-func (k kslog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	lv := slog.LevelWarn
-	if level == kgo.LogLevelError {
-		lv = slog.LevelError
-	}
-	k.l.Log(context.Background(), lv, "kafka client: "+msg, keyvals...)
 }

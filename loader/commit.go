@@ -1,0 +1,309 @@
+package loader
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/tributary-io/tributary/loader/warehouse"
+)
+
+// A run becomes visible in one step: the rename of its manifest into
+// _tributary/commits (commit). Everything before it stays in the run's own
+// directory; everything after it (moving files into place, _SUCCESS
+// markers) is repeatable, so that whoever takes the topics' locks next
+// finishes a run cut short (mover.recoverRuns), or deletes it if it never
+// reached the rename.
+
+// commit makes the run's data part of the warehouse: it numbers the
+// manifest after the newest commit, writes it into the run's directory and
+// renames it into commits/. The topics' locks keep anyone else from
+// committing them meanwhile; they are checked once more just before the
+// rename, so a run that lost one does not commit.
+func (r *run) commit(m *Manifest) error {
+	commits, err := listCommits(r.w)
+	if err != nil {
+		return err
+	}
+	m.Seq = 1
+	if len(commits) > 0 {
+		m.Seq = commits[len(commits)-1].seq + 1
+	}
+	m.Committed = r.cfg.Now()
+	if err := writeJSON(r.w, path.Join(runDir(r.id), manifestName), m); err != nil {
+		return fmt.Errorf("writing the manifest: %w", err)
+	}
+	if err := r.hook(FaultBeforeCommit); err != nil {
+		return err
+	}
+	for _, l := range r.locks {
+		if err := l.Check(); err != nil {
+			return fmt.Errorf("not committing: %w", err)
+		}
+	}
+	if err := r.w.Rename(path.Join(runDir(r.id), manifestName), commitName(m.Seq, r.id)); err != nil {
+		return fmt.Errorf("committing run %s in %s: %w", r.id, r.w, err)
+	}
+	r.sum.Committed = true
+	r.log.Info("run committed", "records", r.sum.Records, "files", r.sum.Files, "errors", r.sum.Errors, "lost_ranges", len(r.sum.Lost))
+	return nil
+}
+
+// afterCommit moves the committed run's files into place, publishes its
+// audit counts and prunes superseded manifests. A failure here leaves the
+// run committed: the next run finishes it.
+func (r *run) afterCommit(ctx context.Context, mv *mover, m *Manifest, plans []*partPlan) error {
+	if err := r.hook(FaultAfterCommit); err != nil {
+		return err
+	}
+	moveErr := mv.finish(m)
+	if r.cfg.Audit != nil && !r.crashed.Load() {
+		// Only now: what a run counts is what it committed. A crash
+		// before this line is covered by an audit snapshot of the
+		// warehouse (see AuditConfig).
+		if err := r.publishAudit(ctx, plans); err != nil {
+			r.sum.AuditError = err.Error()
+			r.log.Error("the run's warehouse tier counts were not published; count the warehouse with `tributary audit count --tier warehouse`", "err", err)
+		}
+	}
+	if moveErr != nil {
+		return fmt.Errorf("run %s is committed, but %w; the next run finishes it", r.id, moveErr)
+	}
+	if err := mv.prune(r.held); err != nil {
+		r.log.Warn("pruning old manifests", "err", err)
+	}
+	return nil
+}
+
+// newMover returns the mover for this run's recovery and moves. Recovery
+// may also clean up a dead run over more topics than this run holds: it
+// takes their locks too, without waiting, and lets them go when done.
+func (r *run) newMover() *mover {
+	return &mover{w: r.w, log: r.log, fault: r.hook, tryLock: func(more []string) (func(), bool) {
+		var extra []*warehouse.Lock
+		release := func() {
+			for _, l := range extra {
+				l.Release()
+			}
+		}
+		for _, t := range more {
+			l, err := warehouse.AcquireLock(r.w, topicLockName(t), r.cfg.Holder+" run "+r.id+" (recovery)", r.cfg.LockTTL)
+			if err != nil {
+				release()
+				return nil, false
+			}
+			extra = append(extra, l)
+		}
+		return release, true
+	}}
+}
+
+// mover finishes committed runs: it moves files into place, writes
+// _SUCCESS markers and removes the run's directory. Every step may be
+// repeated, so a run cut short at any point is finished by the next.
+type mover struct {
+	w     warehouse.FS
+	log   *slog.Logger
+	fault func(FaultPoint) error
+	// tryLock takes the locks of topics this run does not hold, without
+	// waiting, so that a dead run over more topics than this one can be
+	// cleaned up too; ok is false if any is held by a live run.
+	tryLock func(topics []string) (release func(), ok bool)
+}
+
+// owns reports whether the mover may act on a run over topics: they are
+// all held, or the missing ones could be locked (then release must be
+// called when done).
+func (mv *mover) owns(topics []string, held map[string]bool) (release func(), ok bool) {
+	var missing []string
+	for _, t := range topics {
+		if !held[t] {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) == 0 {
+		return func() {}, true
+	}
+	if mv.tryLock == nil {
+		return nil, false
+	}
+	return mv.tryLock(missing)
+}
+
+func (mv *mover) finish(m *Manifest) error {
+	for i, f := range m.Files {
+		if err := mv.move(f); err != nil {
+			return fmt.Errorf("run %s: moving %s into place: %w", m.Run, f.Final, err)
+		}
+		if i == 0 && mv.fault != nil {
+			if err := mv.fault(FaultMidMove); err != nil {
+				return errCrash{err}
+			}
+		}
+	}
+	for _, dir := range m.Markers {
+		marker := path.Join(dir, successName)
+		ok, err := warehouse.Exists(mv.w, marker)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", m.Run, err)
+		}
+		if !ok {
+			if err := warehouse.WriteFile(mv.w, marker, nil); err != nil {
+				return fmt.Errorf("run %s: writing %s: %w", m.Run, marker, err)
+			}
+		}
+	}
+	if err := mv.w.RemoveAll(runDir(m.Run)); err != nil {
+		return fmt.Errorf("run %s: removing its directory: %w", m.Run, err)
+	}
+	return nil
+}
+
+// move puts one file in place. Already moved is fine; missing from both
+// places means the warehouse lost a committed file, which is reported.
+func (mv *mover) move(f FileEntry) error {
+	err := mv.w.Rename(f.Tmp, f.Final)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if ok, serr := warehouse.Exists(mv.w, f.Final); serr != nil {
+		return serr
+	} else if ok {
+		return nil // moved by an earlier attempt
+	}
+	return fmt.Errorf("committed file is in neither %s nor %s", f.Tmp, f.Final)
+}
+
+// recoverRuns finishes every committed run and deletes every uncommitted
+// one whose owner is dead: one whose topics are all held by this run or
+// could be locked now (a live owner would hold them). It returns the runs
+// it recovered and discarded.
+func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []string, err error) {
+	commits, err := listCommits(mv.w)
+	if err != nil {
+		return nil, nil, err
+	}
+	committed := make(map[string]bool, len(commits))
+	for _, c := range commits {
+		committed[c.run] = true
+	}
+	runs, err := mv.w.ReadDir(runsDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("listing %s in %s: %w", runsDir, mv.w, err)
+	}
+	pending := make(map[string]fs.FileInfo, len(runs))
+	for _, fi := range runs {
+		pending[fi.Name()] = fi
+	}
+	for _, c := range commits {
+		if pending[c.run] == nil {
+			continue // finished
+		}
+		m, err := readManifest(mv.w, c.name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		release, ok := mv.owns(m.topicNames(), held)
+		if !ok {
+			continue // a live run's, in its move phase
+		}
+		mv.log.Warn("finishing a committed run that was cut short", "run", m.Run, "files", len(m.Files))
+		err = mv.finish(m)
+		release()
+		if err != nil {
+			return nil, nil, err
+		}
+		recovered = append(recovered, m.Run)
+	}
+	for name, fi := range pending {
+		if committed[name] {
+			continue
+		}
+		var info runInfo
+		err := readJSON(mv.w, path.Join(runDir(name), runInfoName), &info)
+		release := func() {}
+		switch {
+		case err == nil:
+			var ok bool
+			if release, ok = mv.owns(info.Topics, held); !ok {
+				continue // a live run's
+			}
+		case errors.Is(err, fs.ErrNotExist) || isSyntaxError(err):
+			// Killed before its run.json was complete: it cannot have
+			// written anything else. Leave a fresh one to its owner.
+			if time.Since(fi.ModTime()) < time.Hour {
+				continue
+			}
+		default:
+			return nil, nil, err
+		}
+		mv.log.Warn("deleting the files of an uncommitted run", "run", name)
+		err = mv.w.RemoveAll(runDir(name))
+		release()
+		if err != nil {
+			return nil, nil, fmt.Errorf("deleting uncommitted run %s: %w", name, err)
+		}
+		discarded = append(discarded, name)
+	}
+	sort.Strings(recovered)
+	sort.Strings(discarded)
+	return recovered, discarded, nil
+}
+
+func isSyntaxError(err error) bool {
+	var se *json.SyntaxError
+	var ue *json.UnmarshalTypeError
+	return errors.As(err, &se) || errors.As(err, &ue)
+}
+
+// prune deletes committed manifests that are finished and superseded, for
+// every topic they hold, by a newer manifest; it touches only manifests
+// whose topics are all held. Offsets live on in the newest manifests.
+func (mv *mover) prune(held map[string]bool) error {
+	commits, err := listCommits(mv.w)
+	if err != nil {
+		return err
+	}
+	newest := map[string]int64{} // topic → index in commits of its newest manifest
+	manifests := make([]*Manifest, len(commits))
+	for i := len(commits) - 1; i >= 0; i-- {
+		m, err := readManifest(mv.w, commits[i].name)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return err
+		}
+		manifests[i] = m
+		for t := range m.Topics {
+			if _, ok := newest[t]; !ok {
+				newest[t] = int64(i)
+			}
+		}
+	}
+	for i, m := range manifests {
+		if m == nil || !subset(m.topicNames(), held) {
+			continue
+		}
+		if slices.ContainsFunc(m.topicNames(), func(t string) bool { return newest[t] == int64(i) }) {
+			continue
+		}
+		if ok, err := warehouse.Exists(mv.w, runDir(m.Run)); err != nil || ok {
+			continue // not finished yet
+		}
+		if err := mv.w.Remove(commits[i].name); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -216,7 +216,7 @@ func checkMetadataTopics(version int16, body []byte) error {
 		n = int64(int32(binary.BigEndian.Uint32(body)))
 	}
 	if n > maxMetadataTopics {
-		return fmt.Errorf("Metadata request names %d topics; the limit is %d per request (a null topic list asks for all topics)",
+		return fmt.Errorf("the Metadata request names %d topics; the limit is %d per request (a null topic list asks for all topics)",
 			n, maxMetadataTopics)
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -260,16 +259,6 @@ func signal(c chan struct{}) {
 	case c <- struct{}{}:
 	default:
 	}
-}
-
-// segmentFor returns the segment that holds offset (the last one whose base
-// is at or below it). Call with mu held.
-func (l *Log) segmentFor(offset int64) *segment {
-	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset })
-	if i == 0 {
-		return l.segs[0]
-	}
-	return l.segs[i-1]
 }
 
 // Read returns whole batches starting with the one that contains offset,

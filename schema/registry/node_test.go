@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -117,7 +118,7 @@ func TestSlowBodyCutOff(t *testing.T) {
 	defer conn.Close()
 	const bodyLen = 1 << 20
 	if _, err := io.WriteString(conn, "POST /subjects/s/versions HTTP/1.1\r\nHost: registry\r\nContent-Type: application/json\r\n"+
-		"Content-Length: 1048576\r\n\r\n{\"schema\": \""); err != nil {
+		"Content-Length: "+strconv.Itoa(bodyLen)+"\r\n\r\n{\"schema\": \""); err != nil {
 		t.Fatal(err)
 	}
 	ended := make(chan string, 1)

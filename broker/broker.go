@@ -165,6 +165,8 @@ type Broker struct {
 	budget         *byteBudget // queued.max.request.bytes
 	counters       connCounters
 	lastRefusalLog atomic.Int64 // unix nanos of the last refused-connection line
+
+	metrics *brokerMetrics // see metrics.go
 }
 
 // New opens the data directory (running crash recovery on every local
@@ -202,7 +204,8 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.pids = pids
-	b.logs = newPartitions(cfg.DataDir, cfg.Log, b.logger)
+	b.metrics = newBrokerMetrics(b)
+	b.logs = newPartitions(cfg.DataDir, b.metrics.logConfig(cfg.Log), b.logger)
 	if err := b.openLocalPartitions(); err != nil {
 		b.logs.closeAll()
 		return nil, err
@@ -310,6 +313,7 @@ func (b *Broker) Serve(ln net.Listener) error {
 		}
 		b.connWG.Add(1)
 		b.mu.Unlock()
+		b.metrics.accepted.Inc()
 		go func() {
 			defer b.connWG.Done()
 			c.serve()

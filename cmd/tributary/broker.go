@@ -47,6 +47,15 @@ func runBroker(ctx context.Context, args []string) error {
 		ln.Close()
 		return err
 	}
+	ms, stopMetrics, err := startMetrics(*bf.metricsListen)
+	if err != nil {
+		b.Close()
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
+	watchBroker(ms, b)
+	ms.AddReadyCheck("zookeeper", zkReady(meta.Session().Conn))
 	fmt.Printf("tributary broker %d: listening on %s, cluster %s, data in %s\n", *id, ln.Addr(), *zk, bf.dataDir)
 	return serveBroker(ctx, b, ln)
 }

@@ -40,6 +40,14 @@ func runStandalone(ctx context.Context, args []string) error {
 			return fmt.Errorf("registry listener: %w", err)
 		}
 	}
+	ms, stopMetrics, err := startMetrics(*bf.metricsListen)
+	if err != nil {
+		ln.Close()
+		b.Close()
+		return err
+	}
+	defer stopMetrics()
+	watchBroker(ms, b)
 	fmt.Printf("tributary standalone: broker on %s, data in %s\n", ln.Addr(), bf.dataDir)
 	if regLn == nil {
 		return serveBroker(ctx, b, ln)

@@ -59,7 +59,7 @@ func runStandalone(ctx context.Context, args []string) error {
 	brokerCtx, stopBroker := context.WithCancel(context.Background())
 	defer stopBroker()
 	regDone := make(chan error, 1)
-	go func() { regDone <- serveRegistry(regCtx, regLn, []string{ln.Addr().String()}, rf, b) }()
+	go func() { regDone <- serveRegistry(regCtx, regLn, []string{ln.Addr().String()}, rf, b, ms) }()
 	brokerDone := make(chan error, 1)
 	go func() { brokerDone <- serveBroker(brokerCtx, b, ln) }()
 	var err1, err2 error

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
 
 	"github.com/tributary-io/tributary/broker/log"
 )
@@ -71,6 +72,8 @@ var (
 	descProducers   = desc("partition_producer_ids", "Idempotent producer ids whose sequences the partition tracks.", "topic", "partition")
 	descLag         = desc("group_lag", "Consumer lag of a broker-side group: high watermark minus the committed offset (0 when the commit is ahead).", "group", "topic", "partition")
 	descCommitted   = desc("group_committed_offset", "Offset a broker-side group committed: the next it will consume.", "group", "topic", "partition")
+	descDiskFree    = desc("broker_data_dir_free_bytes", "Bytes free to this process on the data directory's file system: an append fails once it is 0.")
+	descDiskSize    = desc("broker_data_dir_capacity_bytes", "Size of the data directory's file system.")
 	descPartFailure = desc("partition_failed", "1 when the partition's log stopped taking appends after a write or fsync failure.", "topic", "partition")
 )
 
@@ -261,6 +264,12 @@ func (m *brokerMetrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descConnsRef, prometheus.CounterValue, float64(cs.Refused))
 	ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(cs.QueuedRequestBytes))
 	ch <- prometheus.MustNewConstMetric(descReading, prometheus.GaugeValue, float64(cs.ReadingRequests))
+
+	var fs unix.Statfs_t
+	if unix.Statfs(m.b.cfg.DataDir, &fs) == nil {
+		ch <- prometheus.MustNewConstMetric(descDiskFree, prometheus.GaugeValue, float64(fs.Bavail)*float64(fs.Bsize))
+		ch <- prometheus.MustNewConstMetric(descDiskSize, prometheus.GaugeValue, float64(fs.Blocks)*float64(fs.Bsize))
+	}
 
 	hw := map[string]map[int32]int64{}
 	for _, p := range m.b.openPartitions() {

@@ -130,6 +130,9 @@ func TestBrokerMetricsMove(t *testing.T) {
 	if sum(fams, "tributary_log_flush_duration_seconds", nil) == 0 {
 		t.Error("no fsync observed")
 	}
+	if sum(fams, "tributary_broker_data_dir_free_bytes", nil) <= 0 || sum(fams, "tributary_broker_data_dir_capacity_bytes", nil) <= 0 {
+		t.Error("data directory's free space not reported")
+	}
 	if sum(fams, "tributary_partition_producer_ids", topic) == 0 {
 		t.Error("kgo's idempotent producer id is not tracked")
 	}

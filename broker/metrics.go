@@ -71,6 +71,7 @@ var (
 	descUnflushed   = desc("partition_unflushed_bytes", "Bytes appended but not yet fsynced: not visible to consumers, lost on power failure.", "topic", "partition")
 	descProducers   = desc("partition_producer_ids", "Idempotent producer ids whose sequences the partition tracks.", "topic", "partition")
 	descLag         = desc("group_lag", "Consumer lag of a broker-side group: high watermark minus the committed offset (0 when the commit is ahead).", "group", "topic", "partition")
+	descMembers     = desc("group_members", "Members of a broker-side group this broker coordinates, labelled with the group's state (Stable, PreparingRebalance, CompletingRebalance, Empty).", "group", "state")
 	descCommitted   = desc("group_committed_offset", "Offset a broker-side group committed: the next it will consume.", "group", "topic", "partition")
 	descDiskFree    = desc("broker_data_dir_free_bytes", "Bytes free to this process on the data directory's file system: an append fails once it is 0.")
 	descDiskSize    = desc("broker_data_dir_capacity_bytes", "Size of the data directory's file system.")
@@ -309,6 +310,11 @@ func (m *brokerMetrics) collectLag(ch chan<- prometheus.Metric, hw map[string]ma
 		return
 	}
 	for _, g := range groups {
+		members := 0
+		if d, kerrv := m.b.groups.Describe(g.Name); kerrv == nil {
+			members = len(d.Members)
+		}
+		ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(members), g.Name, g.State.String())
 		offsets, kerrv := m.b.groups.Fetch(g.Name)
 		if kerrv != nil {
 			continue

@@ -137,6 +137,9 @@ func TestBrokerMetricsMove(t *testing.T) {
 		t.Error("kgo's idempotent producer id is not tracked")
 	}
 
+	if got := sum(fams, "tributary_group_members", map[string]string{"group": "watchers", "state": "Stable"}); got != 1 {
+		t.Errorf("members of the stable group: %v, want 1", got)
+	}
 	if err := group.CommitUncommittedOffsets(ctx); err != nil {
 		t.Fatal(err)
 	}

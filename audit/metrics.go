@@ -27,7 +27,11 @@ var (
 	descMonitoringLost = prometheus.NewDesc("tributary_audit_monitoring_events_lost", "Monitoring events that never arrived (gaps in publishers' sequences) in the reported range: their windows are not judged.", nil, nil)
 )
 
-func (c auditCollector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+func (c auditCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descCompleteness, descWindowEnd, descMissing, descBelow, descMonitoringLost} {
+		ch <- d
+	}
+}
 
 func (c auditCollector) Collect(ch chan<- prometheus.Metric) {
 	rep := c.report()

@@ -240,25 +240,31 @@ func errorName(code int16) string {
 	return "UNKNOWN_SERVER_ERROR"
 }
 
-// Describe sends the descriptions of every series, so the registry can
-// check names are unique.
+// events are the metrics recorded by hooks.
+func (m *brokerMetrics) events() []prometheus.Collector {
+	return []prometheus.Collector{m.requests, m.unanswered, m.duration, m.partErrors,
+		m.bytesIn, m.messagesIn, m.bytesOut, m.accepted, m.fsync, m.flushBatch}
+}
+
+// Describe sends the description of every family, including those with
+// no series yet, so the registry can refuse a duplicate name.
 func (m *brokerMetrics) Describe(ch chan<- *prometheus.Desc) {
-	prometheus.DescribeByCollect(m, ch)
+	for _, c := range m.events() {
+		c.Describe(ch)
+	}
+	for _, d := range []*prometheus.Desc{descConnsOpen, descConnsRef, descQueued, descReading, descHW, descLEO,
+		descStart, descSize, descSegments, descUnflushed, descProducers, descLag, descCommitted, descMembers,
+		descPartFailure, descDiskFree, descDiskSize} {
+		ch <- d
+	}
 }
 
 // Collect reads the broker's state: connections, every open partition and
 // the lag of every group this broker coordinates.
 func (m *brokerMetrics) Collect(ch chan<- prometheus.Metric) {
-	m.requests.Collect(ch)
-	m.unanswered.Collect(ch)
-	m.duration.Collect(ch)
-	m.partErrors.Collect(ch)
-	m.bytesIn.Collect(ch)
-	m.messagesIn.Collect(ch)
-	m.bytesOut.Collect(ch)
-	m.accepted.Collect(ch)
-	m.fsync.Collect(ch)
-	m.flushBatch.Collect(ch)
+	for _, c := range m.events() {
+		c.Collect(ch)
+	}
 
 	cs := m.b.ConnStats()
 	ch <- prometheus.MustNewConstMetric(descConnsOpen, prometheus.GaugeValue, float64(cs.Open))

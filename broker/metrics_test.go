@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -82,6 +83,8 @@ func TestBrokerMetricsMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close(context.Background())
+	pedantic := prometheus.NewPedanticRegistry()
+	pedantic.MustRegister(b.Metrics())
 
 	const n = 500
 	cl := newClient(t, b.Addr)
@@ -164,6 +167,13 @@ func TestBrokerMetricsMove(t *testing.T) {
 		}
 	}
 	promtoolCheck(t, text)
+
+	// Every series collected belongs to a family the collector described
+	// when it was registered on an idle broker, so the registry can refuse
+	// a second family of the same name.
+	if _, err := pedantic.Gather(); err != nil {
+		t.Errorf("pedantic gather: %v", err)
+	}
 }
 
 // promtoolCheck runs Prometheus's own linter on an exposition.

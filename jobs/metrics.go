@@ -84,7 +84,14 @@ func (m *Metrics) observe(e *Entry) {
 }
 
 // Describe implements prometheus.Collector.
-func (m *Metrics) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(m, ch) }
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	m.runs.Describe(ch)
+	m.records.Describe(ch)
+	m.duration.Describe(ch)
+	m.lost.Describe(ch)
+	ch <- descLastCommit
+	ch <- descBehind
+}
 
 // Collect implements prometheus.Collector.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {

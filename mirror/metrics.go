@@ -35,7 +35,12 @@ var (
 		"Source partitions this process copies, per source.", []string{"source"}, nil)
 )
 
-func (c mirrorCollector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+func (c mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descMirrorCopied, descMirrorBytes, descMirrorLag, descMirrorInFlight,
+		descMirrorCommitted, descMirrorSkipped, descMirrorUnknown, descMirrorPartitions} {
+		ch <- d
+	}
+}
 
 func (c mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range c.m.Status().Sources {

@@ -79,7 +79,14 @@ func (s *statusWriter) WriteHeader(code int) {
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-func (m *metrics) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(m, ch) }
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	m.requests.Describe(ch)
+	m.duration.Describe(ch)
+	m.rejections.Describe(ch)
+	for _, d := range []*prometheus.Desc{descSchemas, descSubjects, descVersions, descReplayed, descReady} {
+		ch <- d
+	}
+}
 
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.requests.Collect(ch)

@@ -70,9 +70,9 @@ var (
 	descSegments    = desc("partition_segments", "Segment files of the partition.", "topic", "partition")
 	descUnflushed   = desc("partition_unflushed_bytes", "Bytes appended but not yet fsynced: not visible to consumers, lost on power failure.", "topic", "partition")
 	descProducers   = desc("partition_producer_ids", "Idempotent producer ids whose sequences the partition tracks.", "topic", "partition")
-	descLag         = desc("group_lag", "Consumer lag of a broker-side group: high watermark minus the committed offset (0 when the commit is ahead).", "group", "topic", "partition")
+	descLag         = desc("group_lag", "Consumer lag of a group (broker-side or ZooKeeper) on a partition stored here: high watermark minus the committed offset (0 when the commit is ahead).", "group", "topic", "partition")
 	descMembers     = desc("group_members", "Members of a broker-side group this broker coordinates, labelled with the group's state (Stable, PreparingRebalance, CompletingRebalance, Empty).", "group", "state")
-	descCommitted   = desc("group_committed_offset", "Offset a broker-side group committed: the next it will consume.", "group", "topic", "partition")
+	descCommitted   = desc("group_committed_offset", "Offset a group committed on a partition stored here: the next it will consume.", "group", "topic", "partition")
 	descDiskFree    = desc("broker_data_dir_free_bytes", "Bytes free to this process on the data directory's file system: an append fails once it is 0.")
 	descDiskSize    = desc("broker_data_dir_capacity_bytes", "Size of the data directory's file system.")
 	descPartFailure = desc("partition_failed", "1 when the partition's log stopped taking appends after a write or fsync failure.", "topic", "partition")
@@ -305,24 +305,36 @@ func (m *brokerMetrics) Collect(ch chan<- prometheus.Metric) {
 	m.collectLag(ch, hw)
 }
 
-// collectLag reports, for each group this broker coordinates, its committed
-// offset and lag on the partitions stored here.
+// collectLag reports the members of each group this broker coordinates,
+// and the committed offset and lag of every group with commits on the
+// partitions stored here, whichever broker coordinates it: in a cluster
+// the offsets live in ZooKeeper, shared by both kinds of group (broker-side
+// and the paper's), so each partition's lag is reported once, by its
+// broker.
 func (m *brokerMetrics) collectLag(ch chan<- prometheus.Metric, hw map[string]map[int32]int64) {
 	if m.b.groups == nil {
 		return
 	}
-	groups, kerrv := m.b.groups.List()
-	if kerrv != nil {
+	if owned, kerrv := m.b.groups.List(); kerrv == nil {
+		for _, g := range owned {
+			members := 0
+			if d, kerrv := m.b.groups.Describe(g.Name); kerrv == nil {
+				members = len(d.Members)
+			}
+			ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(members), g.Name, g.State.String())
+		}
+	}
+	if len(hw) == 0 {
 		return
 	}
-	for _, g := range groups {
-		members := 0
-		if d, kerrv := m.b.groups.Describe(g.Name); kerrv == nil {
-			members = len(d.Members)
-		}
-		ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(members), g.Name, g.State.String())
-		offsets, kerrv := m.b.groups.Fetch(g.Name)
-		if kerrv != nil {
+	store := m.b.groups.Store()
+	names, err := store.Groups()
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		offsets, err := store.Load(name)
+		if err != nil {
 			continue
 		}
 		for tp, off := range offsets {
@@ -331,8 +343,8 @@ func (m *brokerMetrics) collectLag(ch chan<- prometheus.Metric, hw map[string]ma
 				continue
 			}
 			part := strconv.Itoa(int(tp.Partition))
-			ch <- prometheus.MustNewConstMetric(descCommitted, prometheus.GaugeValue, float64(off.Offset), g.Name, tp.Topic, part)
-			ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(max(h-off.Offset, 0)), g.Name, tp.Topic, part)
+			ch <- prometheus.MustNewConstMetric(descCommitted, prometheus.GaugeValue, float64(off.Offset), name, tp.Topic, part)
+			ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(max(h-off.Offset, 0)), name, tp.Topic, part)
 		}
 	}
 }

@@ -219,3 +219,53 @@ func TestBrokerReadiness(t *testing.T) {
 		t.Fatalf("/healthz: %d", got)
 	}
 }
+
+// In a cluster each broker reports the lag of every group on the
+// partitions it stores, whichever broker coordinates the group: summed
+// over the brokers, the committed offsets cover every partition once.
+func TestClusterGroupLagOnEveryBroker(t *testing.T) {
+	_, brokers := testenv.StartCluster(t, 2)
+	const n = 400
+	cl := newClient(t, brokers[0].Addr)
+	testenv.CreateTopic(t, cl, "spread", 4)
+	testenv.ProduceRange(t, cl, "spread", 0, n)
+
+	group := newClient(t, brokers[0].Addr, kgo.ConsumerGroup("spreaders"), kgo.ConsumeTopics("spread"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for seen := 0; seen < n; {
+		fs := group.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d", seen, n)
+		}
+		seen += fs.NumRecords()
+	}
+	if err := group.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var committed, series float64
+	for _, b := range brokers {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(b.Metrics())
+		fams, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]*dto.MetricFamily{}
+		for _, f := range fams {
+			byName[f.GetName()] = f
+		}
+		g := map[string]string{"group": "spreaders", "topic": "spread"}
+		committed += sum(byName, "tributary_group_committed_offset", g)
+		if f := byName["tributary_group_lag"]; f != nil {
+			series += float64(len(f.GetMetric()))
+		}
+		if lag := sum(byName, "tributary_group_lag", g); lag != 0 {
+			t.Errorf("broker %s reports lag %v after everything was committed", b.Addr, lag)
+		}
+	}
+	if committed != n || series != 4 {
+		t.Errorf("brokers report committed offsets adding up to %v over %v partitions, want %d over 4", committed, series, n)
+	}
+}

@@ -31,13 +31,15 @@ var (
 		"Records not copied because they originated in the target cluster (the loop rule).", mirrorLabels, nil)
 	descMirrorUnknown = prometheus.NewDesc("tributary_mirror_unknown_schemas_total",
 		"Records copied unchanged because the source registry could not resolve their schema id (--unknown-schemas copy).", mirrorLabels, nil)
+	descMirrorLost = prometheus.NewDesc("tributary_mirror_records_lost_total",
+		"Records the source deleted (retention shorter than the mirror's lag) before they were copied: lost to the target.", mirrorLabels, nil)
 	descMirrorPartitions = prometheus.NewDesc("tributary_mirror_partitions",
 		"Source partitions this process copies, per source.", []string{"source"}, nil)
 )
 
 func (c mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMirrorCopied, descMirrorBytes, descMirrorLag, descMirrorInFlight,
-		descMirrorCommitted, descMirrorSkipped, descMirrorUnknown, descMirrorPartitions} {
+		descMirrorCommitted, descMirrorSkipped, descMirrorUnknown, descMirrorLost, descMirrorPartitions} {
 		ch <- d
 	}
 }
@@ -54,6 +56,7 @@ func (c mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 			put(descMirrorBytes, prometheus.CounterValue, p.Bytes)
 			put(descMirrorSkipped, prometheus.CounterValue, p.Skipped)
 			put(descMirrorUnknown, prometheus.CounterValue, p.UnknownSchemas)
+			put(descMirrorLost, prometheus.CounterValue, p.Lost)
 			put(descMirrorInFlight, prometheus.GaugeValue, p.InFlight)
 			put(descMirrorCommitted, prometheus.GaugeValue, p.Committed)
 			if p.HighWatermark >= 0 {

@@ -222,6 +222,8 @@ type Broker struct {
 	budget         *byteBudget // queued.max.request.bytes
 	counters       connCounters
 	lastRefusalLog atomic.Int64 // unix nanos of the last refused-connection line
+
+	metrics *brokerMetrics // see metrics.go
 }
 
 // New opens the data directory (running crash recovery on every local
@@ -299,7 +301,8 @@ func New(cfg Config) (*Broker, error) {
 	if limit := raiseOpenFileLimit(b.logger); fileBudget == 0 {
 		fileBudget = partitionFileBudget(limit)
 	}
-	b.logs = newPartitions(cfg.DataDir, cfg.Log, fileBudget, b.logger)
+	b.metrics = newBrokerMetrics(b)
+	b.logs = newPartitions(cfg.DataDir, b.metrics.logConfig(cfg.Log), fileBudget, b.logger)
 	if err := b.recoverUnclean(); err != nil {
 		b.logs.closeAll()
 		return nil, err
@@ -447,6 +450,7 @@ func (b *Broker) serveListener(l *boundListener) error {
 		}
 		b.connWG.Add(1)
 		b.mu.Unlock()
+		b.metrics.accepted.Inc()
 		go func() {
 			defer b.connWG.Done()
 			c.serve()

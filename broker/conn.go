@@ -66,6 +66,7 @@ type pending struct {
 	resp response // nil: no response (acks=0 produce)
 
 	req      *request    // set by the read loop, for the panic log
+	start    time.Time   // when the request was read, for the latency metric
 	held     int64       // bytes of the request budget, released once written
 	panicked *panicValue // the handler panicked: no response, drop the connection
 }
@@ -218,12 +219,13 @@ func (c *conn) readLoop() {
 			c.logger.Warn("closing connection: malformed request", "err", err)
 			return
 		}
+		start := time.Now()
 		p := c.handle(req)
 		if p == nil {
 			c.b.budget.release(held)
 			return // the handler panicked
 		}
-		p.req, p.held = req, held
+		p.req, p.held, p.start = req, held, start
 		if !c.writeInline(p) {
 			c.enqueue(p)
 		} else if c.isGone() {
@@ -461,6 +463,7 @@ func (c *conn) finish(p *pending) {
 		r.release()
 	}
 	c.b.budget.release(p.held)
+	c.b.metrics.requestDone(p, c.dropped())
 	c.inFlight.Add(-1)
 }
 

@@ -39,7 +39,7 @@ type fetchPartition struct {
 }
 
 func (b *Broker) fetch(req *request, r *kmsg.FetchRequest) *pending {
-	return later(func() response { return b.serveFetch(req, r) })
+	return later(func() response { return b.metrics.fetched(b.serveFetch(req, r)) })
 }
 
 func (b *Broker) serveFetch(req *request, r *kmsg.FetchRequest) response {

@@ -88,6 +88,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 					waits = append(waits, appended{log: l, last: last, ti: len(resp.Topics), pi: len(st.Partitions)})
 				}
 			}
+			b.metrics.produced(rt.Topic, rp.Records, sp.ErrorCode)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)

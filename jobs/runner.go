@@ -24,6 +24,8 @@ type Runner struct {
 	Fault func(loader.FaultPoint) error
 	// Holder describes this process in lock files, e.g. "jobs daemon".
 	Holder string
+	// Metrics, if set, records every attempt (see metrics.go).
+	Metrics *Metrics
 }
 
 // ErrBusy is returned (wrapped around the *warehouse.LockedError naming the
@@ -55,6 +57,7 @@ func (r *Runner) RunOnce(ctx context.Context, spec *Spec, trigger string, attemp
 		if err != nil {
 			e.Error = err.Error()
 		}
+		r.Metrics.observe(e)
 		if rerr := record(w, r.stateDir(), e); rerr != nil {
 			log.Error("could not record the attempt in the history", "err", rerr)
 		}

@@ -67,6 +67,7 @@ func (s *source) copyPartition(ctx context.Context, part *partition, r *kgo.Reco
 	case r.Offset > next:
 		s.log.Error("the source deleted records before they were copied (retention shorter than the mirror's lag); they are lost to the target",
 			"topic", part.topic, "partition", part.partition, "from", next, "to", r.Offset-1, "lost", r.Offset-next)
+		part.lost.Add(r.Offset - next)
 	}
 	return s.copyRecord(ctx, part, r)
 }

@@ -30,6 +30,7 @@ type partition struct {
 	bytes    atomic.Int64 // their key+value bytes
 	skipped  atomic.Int64 // records not copied because they came from the target
 	unknown  atomic.Int64 // records copied with a schema id that could not be resolved
+	lost     atomic.Int64 // records the source deleted before they were copied
 	inflight atomic.Int64 // produced, not yet acknowledged
 }
 

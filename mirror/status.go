@@ -57,6 +57,9 @@ type PartitionStatus struct {
 	// UnknownSchemas those copied unchanged under CopyUnknown.
 	Skipped        int64 `json:"skipped"`
 	UnknownSchemas int64 `json:"unknown_schemas"`
+	// Lost counts records the source deleted (retention) before they
+	// were copied.
+	Lost int64 `json:"lost,omitempty"`
 }
 
 // Status returns the current progress.
@@ -103,7 +106,7 @@ func (p *partition) status() PartitionStatus {
 		Topic: p.topic, Partition: p.partition, TargetPartition: p.target,
 		Next: p.next, Safe: p.acks.safe, Committed: p.committed, HighWatermark: p.hwm,
 		InFlight: p.inflight.Load(), Copied: p.copied.Load(), Bytes: p.bytes.Load(),
-		Skipped: p.skipped.Load(), UnknownSchemas: p.unknown.Load(),
+		Skipped: p.skipped.Load(), UnknownSchemas: p.unknown.Load(), Lost: p.lost.Load(),
 	}
 	if p.hwm >= 0 {
 		ps.Lag = max(0, p.hwm-max(p.acks.safe, 0))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real services and clients the tests talk to, if missing:
-# kcat (a librdkafka client), ZooKeeper 3.8 and Chromium, all Debian packages;
-# Python's confluent-kafka from PyPI (librdkafka's admin client);
+# kcat (a librdkafka client), ZooKeeper 3.8, Chromium and Prometheus (promtool),
+# all Debian packages; Python's confluent-kafka from PyPI (librdkafka's admin client);
 # Maven and a JDK fetch, compile and run the HDFS mini cluster (scripts/hdfs;
 # its jars are cached in ~/.m2 after the first run) and Apache Kafka's
 # command-line tools (scripts/kafka, fetched here so tests do not wait on
@@ -17,6 +17,8 @@ command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 # Headless Chromium opens the audit's HTML report in tests (audit/report).
 command -v chromium >/dev/null 2>&1 || need+=(chromium chromium-driver)
+# promtool lints the metrics exposition and the alert rules (deploy/).
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"

@@ -99,6 +99,9 @@ type Config struct {
 	IndexIntervalBytes int64
 	// Clock returns the current time; tests replace it. Default time.Now.
 	Clock func() time.Time
+	// OnFlush, if set, is told of every flush that fsynced something (for
+	// metrics); it runs under the log's lock, so it must only record.
+	OnFlush func(Flush)
 	// RetentionCheckInterval is how often the log applies retention by
 	// itself (log.retention.check.interval.ms). Default 5 minutes.
 	RetentionCheckInterval time.Duration

@@ -64,6 +64,7 @@ func (l *Log) flushLocked() error {
 	l.mu.Unlock()
 
 	release := acquireFsyncSlot()
+	began := time.Now()
 	var err error
 	for _, s := range segs {
 		if err = s.sync(); err != nil {
@@ -87,6 +88,7 @@ func (l *Log) flushLocked() error {
 		l.wake()
 		return l.failed
 	}
+	l.observeFlush(began, target-l.hw)
 	if target > l.hw {
 		l.hw, l.hwSeg, l.hwPos = target, tSeg, tPos
 		l.wake()

@@ -109,6 +109,7 @@ func runAuditServe(ctx context.Context, args []string) error {
 	threshold := fs.Float64("threshold", report.DefaultThreshold, "completeness in percent a closed window should reach (colours the page)")
 	refresh := fs.Duration("refresh", 30*time.Second, "how often the page reloads itself")
 	retain := fs.Duration("retain", audit.DefaultRetain, "forget windows (and the ids of their monitoring events) that ended longer ago than this, so memory stays bounded; at least --last")
+	metricsListen := metricsFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -138,6 +139,18 @@ func runAuditServe(ctx context.Context, args []string) error {
 		Page:  report.Options{Threshold: *threshold, Refresh: *refresh},
 		Ready: ready.Load,
 	}
+	ms, stopMetrics, err := startMetrics(*metricsListen)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	ms.Registry().MustRegister(audit.Metrics(func() *audit.Report { return st.Report(live.Options(time.Now())) }, *threshold))
+	ms.AddReadyCheck("audit_topic", func() error {
+		if !ready.Load() {
+			return errors.New("still reading the audit topic")
+		}
+		return nil
+	})
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", *listen, err)

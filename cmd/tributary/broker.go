@@ -48,6 +48,15 @@ func runBroker(ctx context.Context, args []string) error {
 		closeAll(lns)
 		return err
 	}
+	ms, stopMetrics, err := startMetrics(*bf.metricsListen)
+	if err != nil {
+		b.Close()
+		closeAll(lns)
+		return err
+	}
+	defer stopMetrics()
+	watchBroker(ms, b)
+	ms.AddReadyCheck("zookeeper", zkReady(meta.Session().Conn))
 	fmt.Printf("tributary broker %d: listening on %s, cluster %s, data in %s\n", *id, describeListeners(ls, lns), *zk, bf.dataDir)
 	return serveBroker(ctx, b, ls, lns)
 }

@@ -67,6 +67,7 @@ func runJobs(ctx context.Context, args []string) error {
 		}
 		return nil
 	case "daemon":
+		metricsListen := metricsFlag(fs)
 		if err := parseWithName(fs, args, 0); err != nil {
 			return err
 		}
@@ -80,7 +81,14 @@ func runJobs(ctx context.Context, args []string) error {
 		for _, s := range specs {
 			slog.Info("job scheduled", "job", s.Name, "schedule", s.Schedule, "next", s.Sched.Next(time.Now()).Format(time.RFC3339))
 		}
-		d := &jobs.Daemon{Runner: &jobs.Runner{StateDir: *stateDir, Fault: faultFromEnv(), Holder: "tributary jobs daemon"}, Specs: specs}
+		ms, stopMetrics, err := startMetrics(*metricsListen)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+		jm := jobs.NewMetrics()
+		ms.Registry().MustRegister(jm)
+		d := &jobs.Daemon{Runner: &jobs.Runner{StateDir: *stateDir, Fault: faultFromEnv(), Holder: "tributary jobs daemon", Metrics: jm}, Specs: specs}
 		return d.Run(ctx)
 	case "list":
 		if err := parseWithName(fs, args, 0); err != nil {

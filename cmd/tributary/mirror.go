@@ -45,6 +45,7 @@ func runMirror(ctx context.Context, args []string) error {
 	logEvery := fs.Duration("log-interval", 30*time.Second, "log a progress line per source this often (0: never)")
 	window := fs.Duration("audit-window", audit.DefaultWindow, "width of the counting windows: the status's (by record timestamp) and, with --audit, the audit's (by event header time)")
 	headerField := fs.String("header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood")
+	metricsListen := metricsFlag(fs)
 	auditTier := fs.Bool("audit", false, "count what the target acknowledged as the audit's \"mirror\" tier, published to the target's _audit topic (needs --target-registry)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -120,6 +121,12 @@ func runMirror(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	ms, stopMetrics, err := startMetrics(*metricsListen)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	ms.Registry().MustRegister(m.Metrics())
 	if *status != "" {
 		ln, err := net.Listen("tcp", *status)
 		if err != nil {

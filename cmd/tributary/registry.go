@@ -9,6 +9,7 @@ import (
 	"net"
 
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/metrics"
 	"github.com/tributary-io/tributary/schema/registry"
 )
 
@@ -22,6 +23,7 @@ func runSchemaRegistry(ctx context.Context, args []string) error {
 	listen := fs.String("listen", "127.0.0.1:8081", "HTTP listen address `host:port`")
 	var rf registryFlags
 	rf.register(fs)
+	metricsListen := metricsFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -29,7 +31,13 @@ func runSchemaRegistry(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("registry listener: %w", err)
 	}
-	return serveRegistry(ctx, ln, splitList(*bootstrap), rf, nil)
+	ms, stopMetrics, err := startMetrics(*metricsListen)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
+	return serveRegistry(ctx, ln, splitList(*bootstrap), rf, nil, ms)
 }
 
 // registryFlags are the registry's limits, shared by schema-registry and
@@ -47,8 +55,9 @@ func (f *registryFlags) register(fs *flag.FlagSet) {
 // once: 503 with the reason until _schemas is replayed, and for as long as
 // it cannot be (wrong partition count, brokers down), so the process —
 // in standalone, the broker — stays up. b, when set, is the broker of this
-// process, which the registry writes through directly.
-func serveRegistry(ctx context.Context, ln net.Listener, bootstrap []string, rf registryFlags, b *broker.Broker) error {
+// process, which the registry writes through directly. ms is where its
+// metrics and readiness go.
+func serveRegistry(ctx context.Context, ln net.Listener, bootstrap []string, rf registryFlags, b *broker.Broker, ms *metrics.Server) error {
 	kcfg := registry.KafkaLogConfig{Bootstrap: bootstrap, Logger: slog.Default()}
 	if b != nil {
 		kcfg.Append = func(ctx context.Context, recs []registry.Record) (int64, error) {
@@ -67,7 +76,8 @@ func serveRegistry(ctx context.Context, ln net.Listener, bootstrap []string, rf 
 	}
 	defer node.Close()
 	fmt.Printf("tributary schema registry: http://%s (state on brokers %v)\n", ln.Addr(), bootstrap)
-	if err := node.Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
+	ms.AddReadyCheck("registry", node.Ready)
+	if err := node.ServeWithMetrics(ctx, ln, ms.Registry()); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("schema registry: %w", err)
 	}
 	return nil

@@ -41,6 +41,7 @@ type brokerFlags struct {
 	maxPartitions   int
 	conns           connFlags
 	security        securityFlags
+	metricsListen   *string
 }
 
 // securityFlags are the listeners and what secures them.
@@ -65,6 +66,7 @@ type connFlags struct {
 
 func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	d := log.Config{}.WithDefaults()
+	f.metricsListen = metricsFlag(fs)
 	fs.StringVar(&f.dataDir, "data-dir", "./data", "directory of the partition logs")
 	fs.StringVar(&f.listen, "listen", defaultListen, "Kafka protocol listen address `host:port` (also the address advertised to clients)")
 	fs.BoolVar(&f.autoCreate, "auto-create-topics", true, "create unknown topics on first use (auto.create.topics.enable)")

@@ -47,6 +47,17 @@ func runStandalone(ctx context.Context, args []string) error {
 			return fmt.Errorf("registry listener: %w", err)
 		}
 	}
+	ms, stopMetrics, err := startMetrics(*bf.metricsListen)
+	if err != nil {
+		closeAll(lns)
+		if regLn != nil {
+			regLn.Close()
+		}
+		b.Close()
+		return err
+	}
+	defer stopMetrics()
+	watchBroker(ms, b)
 	fmt.Printf("tributary standalone: broker on %s, data in %s\n", describeListeners(ls, lns), bf.dataDir)
 	if regLn == nil {
 		return serveBroker(ctx, b, ls, lns)
@@ -58,7 +69,7 @@ func runStandalone(ctx context.Context, args []string) error {
 	brokerCtx, stopBroker := context.WithCancel(context.Background())
 	defer stopBroker()
 	regDone := make(chan error, 1)
-	go func() { regDone <- serveRegistry(regCtx, regLn, []string{brokerAddr}, rf, b) }()
+	go func() { regDone <- serveRegistry(regCtx, regLn, []string{brokerAddr}, rf, b, ms) }()
 	brokerDone := make(chan error, 1)
 	go func() { brokerDone <- serveBroker(brokerCtx, b, ls, lns) }()
 	var err1, err2 error

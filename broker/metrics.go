@@ -1,0 +1,399 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
+
+	"github.com/tributary-io/tributary/broker/log"
+)
+
+// brokerMetrics are the broker's Prometheus metrics, named and meant as
+// Kafka's (BrokerTopicMetrics, RequestMetrics, SocketServer, Log).
+//
+// Most numbers are read at scrape time from the state the broker keeps
+// anyway (partitions, connection counters, committed offsets), so serving
+// costs nothing between scrapes. What only exists as an event (a request
+// answered, bytes appended or sent, an fsync) is recorded by a one-line
+// hook into this type, which needs no lock of the broker's.
+//
+// Labels are bounded: API names and versions come from the supported table,
+// error names from kerr, topics only once they exist (a produce or fetch to
+// an unknown topic counts as an error, not as a new series). There is no
+// client-id label: any client could make unbounded series of it.
+type brokerMetrics struct {
+	b *Broker
+
+	requests   *prometheus.CounterVec
+	unanswered *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	partErrors *prometheus.CounterVec
+	bytesIn    *prometheus.CounterVec
+	messagesIn *prometheus.CounterVec
+	bytesOut   *prometheus.CounterVec
+	accepted   prometheus.Counter
+	fsync      prometheus.Histogram
+	flushBatch prometheus.Histogram
+
+	// byKey holds each supported API's series, resolved once so that the
+	// request hook does no label lookup.
+	byKey [maxAPIKey + 1]*apiSeries
+}
+
+const maxAPIKey = 64
+
+type apiSeries struct {
+	versions   []prometheus.Counter // by version - min
+	min        int16
+	unanswered prometheus.Counter
+	duration   prometheus.Observer
+}
+
+// Descriptions of the series read at scrape time.
+var (
+	descConnsOpen   = desc("broker_connections_open", "Connections being served.")
+	descConnsRef    = desc("broker_connections_refused_total", "Connections closed at once because max.connections or max.connections.per.ip was reached.")
+	descQueued      = desc("broker_queued_request_bytes", "Bytes held by requests in flight, out of queued.max.request.bytes.")
+	descReading     = desc("broker_requests_reading", "Connections that have received a request's size and wait for budget or for its body.")
+	descHW          = desc("partition_high_watermark", "High watermark: the offset after the last fsynced batch, the end of what consumers see.", "topic", "partition")
+	descLEO         = desc("partition_log_end_offset", "Offset the next appended batch will get.", "topic", "partition")
+	descStart       = desc("partition_log_start_offset", "First offset still in the log (retention moves it).", "topic", "partition")
+	descSize        = desc("partition_size_bytes", "Bytes of all segment files of the partition.", "topic", "partition")
+	descSegments    = desc("partition_segments", "Segment files of the partition.", "topic", "partition")
+	descUnflushed   = desc("partition_unflushed_bytes", "Bytes appended but not yet fsynced: not visible to consumers, lost on power failure.", "topic", "partition")
+	descProducers   = desc("partition_producer_ids", "Idempotent producer ids whose sequences the partition tracks.", "topic", "partition")
+	descLag         = desc("group_lag", "Consumer lag of a group (broker-side or ZooKeeper) on a partition stored here: high watermark minus the committed offset (0 when the commit is ahead).", "group", "topic", "partition")
+	descMembers     = desc("group_members", "Members of a broker-side group this broker coordinates, labelled with the group's state (Stable, PreparingRebalance, CompletingRebalance, Empty).", "group", "state")
+	descCommitted   = desc("group_committed_offset", "Offset a group committed on a partition stored here: the next it will consume.", "group", "topic", "partition")
+	descDiskFree    = desc("broker_data_dir_free_bytes", "Bytes free to this process on the data directory's file system: an append fails once it is 0.")
+	descDiskSize    = desc("broker_data_dir_capacity_bytes", "Size of the data directory's file system.")
+	descPartFailure = desc("partition_failed", "1 when the partition's log stopped taking appends after a write or fsync failure.", "topic", "partition")
+)
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("tributary_"+name, help, labels, nil)
+}
+
+func newBrokerMetrics(b *Broker) *brokerMetrics {
+	m := &brokerMetrics{
+		b: b,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_broker_requests_total",
+			Help: "Requests read and handed to their handler, per Kafka API and version.",
+		}, []string{"api", "version"}),
+		unanswered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_broker_requests_unanswered_total",
+			Help: "Requests whose response was never written: the handler panicked, or the connection was dropped (client gone, not reading, broker shutting down).",
+		}, []string{"api"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tributary_broker_request_duration_seconds",
+			Help:    "Time from a request's last byte read to its response written (Kafka's TotalTimeMs), per API; includes long-poll waits of Fetch and the fsync wait of acks=all.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"api"}),
+		partErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_broker_partition_errors_total",
+			Help: "Partitions answered with an error in Produce and Fetch responses, by API and Kafka error name (Kafka's FailedProduceRequests and FailedFetchRequests, split by cause).",
+		}, []string{"api", "error"}),
+		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_broker_topic_bytes_in_total",
+			Help: "Record batch bytes appended to the topic by producers (Kafka's BytesInPerSec).",
+		}, []string{"topic"}),
+		messagesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_broker_topic_messages_in_total",
+			Help: "Records appended to the topic, idempotent duplicates included (Kafka's MessagesInPerSec).",
+		}, []string{"topic"}),
+		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_broker_topic_bytes_out_total",
+			Help: "Record batch bytes of the topic put into Fetch responses (Kafka's BytesOutPerSec).",
+		}, []string{"topic"}),
+		accepted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tributary_broker_connections_accepted_total",
+			Help: "Connections accepted and admitted under the connection caps.",
+		}),
+		fsync: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tributary_log_flush_duration_seconds",
+			Help:    "Time one partition flush spent in fsync (Kafka's LogFlushRateAndTimeMs); a slow disk shows here first.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
+		flushBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tributary_log_flush_messages",
+			Help:    "Records one flush made visible: how many appends each fsync covered (group commit).",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 10),
+		}),
+	}
+	for key, vr := range supported {
+		name := kmsg.NameForKey(key)
+		s := &apiSeries{
+			min:        vr.min,
+			unanswered: m.unanswered.WithLabelValues(name),
+			duration:   m.duration.WithLabelValues(name),
+		}
+		for v := vr.min; v <= vr.max; v++ {
+			s.versions = append(s.versions, m.requests.WithLabelValues(name, strconv.Itoa(int(v))))
+		}
+		m.byKey[key] = s
+	}
+	return m
+}
+
+// logConfig returns the storage configuration with the flush observer set,
+// keeping one the caller set.
+func (m *brokerMetrics) logConfig(c log.Config) log.Config {
+	prev := c.OnFlush
+	c.OnFlush = func(f log.Flush) {
+		m.fsync.Observe(f.Duration.Seconds())
+		m.flushBatch.Observe(float64(f.Messages))
+		if prev != nil {
+			prev(f)
+		}
+	}
+	return c
+}
+
+// requestDone records one request once its response is written or
+// dropped.
+func (m *brokerMetrics) requestDone(p *pending, dropped bool) {
+	if p.req == nil {
+		return
+	}
+	key, v := p.req.Key(), p.req.GetVersion()
+	if key < 0 || int(key) >= len(m.byKey) || m.byKey[key] == nil {
+		return
+	}
+	s := m.byKey[key]
+	if i := int(v - s.min); i >= 0 && i < len(s.versions) {
+		s.versions[i].Inc()
+	}
+	if dropped || p.panicked != nil {
+		s.unanswered.Inc()
+		return
+	}
+	s.duration.Observe(time.Since(p.start).Seconds())
+}
+
+// dropped tells whether the connection was aborted.
+func (c *conn) dropped() bool {
+	select {
+	case <-c.gone:
+		return true
+	default:
+		return false
+	}
+}
+
+// produced records one partition of a Produce request after its append.
+func (m *brokerMetrics) produced(topic string, records []byte, code int16) {
+	if code != 0 {
+		m.partErrors.WithLabelValues("Produce", errorName(code)).Inc()
+		return
+	}
+	// The batches were validated by the append: their headers can be read.
+	var n int64
+	for b := records; len(b) >= 61; {
+		n += int64(int32(binary.BigEndian.Uint32(b[57:])))
+		size := int(int32(binary.BigEndian.Uint32(b[8:]))) + 12
+		if size < 61 || size > len(b) {
+			break
+		}
+		b = b[size:]
+	}
+	m.bytesIn.WithLabelValues(topic).Add(float64(len(records)))
+	m.messagesIn.WithLabelValues(topic).Add(float64(n))
+}
+
+// fetched records what a Fetch response carries, and returns it.
+func (m *brokerMetrics) fetched(r response) response {
+	f, ok := r.(*fetchResponse)
+	if !ok {
+		return r
+	}
+	for _, t := range f.topics {
+		var bytes int64
+		for _, p := range t.partitions {
+			if p.errorCode != 0 {
+				m.partErrors.WithLabelValues("Fetch", errorName(p.errorCode)).Inc()
+			}
+			bytes += p.records.Size
+		}
+		if bytes > 0 {
+			m.bytesOut.WithLabelValues(t.name).Add(float64(bytes))
+		}
+	}
+	return r
+}
+
+func errorName(code int16) string {
+	if err := kerr.ErrorForCode(code); err != nil {
+		var ke *kerr.Error
+		if errors.As(err, &ke) {
+			return ke.Message
+		}
+	}
+	return "UNKNOWN_SERVER_ERROR"
+}
+
+// events are the metrics recorded by hooks.
+func (m *brokerMetrics) events() []prometheus.Collector {
+	return []prometheus.Collector{m.requests, m.unanswered, m.duration, m.partErrors,
+		m.bytesIn, m.messagesIn, m.bytesOut, m.accepted, m.fsync, m.flushBatch}
+}
+
+// Describe sends the description of every family, including those with
+// no series yet, so the registry can refuse a duplicate name.
+func (m *brokerMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.events() {
+		c.Describe(ch)
+	}
+	for _, d := range []*prometheus.Desc{descConnsOpen, descConnsRef, descQueued, descReading, descHW, descLEO,
+		descStart, descSize, descSegments, descUnflushed, descProducers, descLag, descCommitted, descMembers,
+		descPartFailure, descDiskFree, descDiskSize} {
+		ch <- d
+	}
+}
+
+// Collect reads the broker's state: connections, every open partition and
+// the lag of every group this broker coordinates.
+func (m *brokerMetrics) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.events() {
+		c.Collect(ch)
+	}
+
+	cs := m.b.ConnStats()
+	ch <- prometheus.MustNewConstMetric(descConnsOpen, prometheus.GaugeValue, float64(cs.Open))
+	ch <- prometheus.MustNewConstMetric(descConnsRef, prometheus.CounterValue, float64(cs.Refused))
+	ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(cs.QueuedRequestBytes))
+	ch <- prometheus.MustNewConstMetric(descReading, prometheus.GaugeValue, float64(cs.ReadingRequests))
+
+	var fs unix.Statfs_t
+	if unix.Statfs(m.b.cfg.DataDir, &fs) == nil {
+		ch <- prometheus.MustNewConstMetric(descDiskFree, prometheus.GaugeValue, float64(fs.Bavail)*float64(fs.Bsize))
+		ch <- prometheus.MustNewConstMetric(descDiskSize, prometheus.GaugeValue, float64(fs.Blocks)*float64(fs.Bsize))
+	}
+
+	hw := map[string]map[int32]int64{}
+	for _, p := range m.b.openPartitions() {
+		st := p.log.Stats()
+		part := strconv.Itoa(int(p.partition))
+		gauge := func(d *prometheus.Desc, v int64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), p.topic, part)
+		}
+		gauge(descHW, st.HighWatermark)
+		gauge(descLEO, st.LogEndOffset)
+		gauge(descStart, st.StartOffset)
+		gauge(descSize, st.Size)
+		gauge(descSegments, int64(st.Segments))
+		gauge(descUnflushed, st.UnflushedBytes)
+		gauge(descProducers, int64(st.Producers))
+		failed := int64(0)
+		if p.log.Failed() != nil {
+			failed = 1
+		}
+		gauge(descPartFailure, failed)
+		if hw[p.topic] == nil {
+			hw[p.topic] = map[int32]int64{}
+		}
+		hw[p.topic][p.partition] = st.HighWatermark
+	}
+	m.collectLag(ch, hw)
+}
+
+// collectLag reports the members of each group this broker coordinates,
+// and the committed offset and lag of every group with commits on the
+// partitions stored here, whichever broker coordinates it: in a cluster
+// the offsets live in ZooKeeper, shared by both kinds of group (broker-side
+// and the paper's), so each partition's lag is reported once, by its
+// broker.
+func (m *brokerMetrics) collectLag(ch chan<- prometheus.Metric, hw map[string]map[int32]int64) {
+	if m.b.groups == nil {
+		return
+	}
+	if owned, kerrv := m.b.groups.List(); kerrv == nil {
+		for _, g := range owned {
+			members := 0
+			if d, kerrv := m.b.groups.Describe(g.Name); kerrv == nil {
+				members = len(d.Members)
+			}
+			ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(members), g.Name, g.State.String())
+		}
+	}
+	if len(hw) == 0 {
+		return
+	}
+	store := m.b.groups.Store()
+	names, err := store.Groups()
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		offsets, err := store.Load(name)
+		if err != nil {
+			continue
+		}
+		for tp, off := range offsets {
+			h, ok := hw[tp.Topic][tp.Partition]
+			if !ok {
+				continue
+			}
+			part := strconv.Itoa(int(tp.Partition))
+			ch <- prometheus.MustNewConstMetric(descCommitted, prometheus.GaugeValue, float64(off.Offset), name, tp.Topic, part)
+			ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(max(h-off.Offset, 0)), name, tp.Topic, part)
+		}
+	}
+}
+
+type openPartition struct {
+	topic     string
+	partition int32
+	log       *log.Log
+}
+
+// openPartitions lists the open partition logs. Partitions whose logs are
+// closed (opened lazily, or closed to stay within the descriptor budget)
+// are not listed: a scrape must not open files.
+func (b *Broker) openPartitions() []openPartition {
+	b.logs.mu.RLock()
+	defer b.logs.mu.RUnlock()
+	var out []openPartition
+	for key, o := range b.logs.logs {
+		select {
+		case <-o.ready:
+			if o.l != nil {
+				out = append(out, openPartition{key.topic, key.p, o.l})
+			}
+		default: // still opening
+		}
+	}
+	return out
+}
+
+// Metrics is the broker's Prometheus collector: register it on the
+// process's registry to export it.
+func (b *Broker) Metrics() prometheus.Collector { return b.metrics }
+
+// Ready reports why the broker cannot serve, or nil: shut down, data
+// directory gone, or a partition log stopped after a failed write.
+func (b *Broker) Ready() error {
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return errors.New("broker is shut down")
+	}
+	if _, err := os.Stat(b.cfg.DataDir); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	for _, p := range b.openPartitions() {
+		if err := p.log.Failed(); err != nil {
+			return fmt.Errorf("partition %s-%d: %w", p.topic, p.partition, err)
+		}
+	}
+	return nil
+}

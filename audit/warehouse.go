@@ -3,14 +3,10 @@ package audit
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"path"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hamba/avro/v2"
@@ -39,8 +35,9 @@ type WarehouseScanConfig struct {
 	HeaderField string
 }
 
-// ScanWarehouse counts what a warehouse holds, the loader's layout
-// (<topic>/YYYY/MM/DD/HH/*.avro, Avro object container files): every event
+// ScanWarehouse counts what a warehouse holds, the loader's layout as
+// package warehouse defines it (<topic>/YYYY/MM/DD/HH/*.avro, Avro object
+// container files): every event
 // by its header time window and server. Events without a header time are
 // counted apart in the window of their hour directory. Files of runs not
 // yet committed (under _tributary) are not read; records the loader could
@@ -55,40 +52,35 @@ func ScanWarehouse(ctx context.Context, cfg WarehouseScanConfig) (*Counts, []str
 	}
 	topics := slices.Clone(cfg.Topics)
 	if len(topics) == 0 {
-		entries, err := cfg.FS.ReadDir(".")
-		if err != nil {
-			return nil, nil, fmt.Errorf("audit: list warehouse %s: %w", cfg.FS, err)
-		}
-		for _, e := range entries {
-			if e.IsDir() && !strings.HasPrefix(e.Name(), "_") {
-				topics = append(topics, e.Name())
-			}
+		var err error
+		if topics, err = warehouse.Topics(cfg.FS); err != nil {
+			return nil, nil, fmt.Errorf("audit: %w", err)
 		}
 	}
 	slices.Sort(topics)
 	c := NewCounts()
 	for _, topic := range topics {
-		hours, err := hourDirs(cfg.FS, topic)
+		hours, err := warehouse.Hours(cfg.FS, topic)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("audit: %w", err)
 		}
 		files := 0
 		for _, h := range hours {
-			if (!cfg.From.IsZero() && !h.t.Add(time.Hour).After(cfg.From)) || (!cfg.To.IsZero() && !h.t.Before(cfg.To)) {
+			if (!cfg.From.IsZero() && !h.Start.Add(time.Hour).After(cfg.From)) || (!cfg.To.IsZero() && !h.Start.Before(cfg.To)) {
 				continue
 			}
-			entries, err := cfg.FS.ReadDir(h.dir)
+			entries, err := cfg.FS.ReadDir(h.Dir)
 			if err != nil {
-				return nil, nil, fmt.Errorf("audit: list %s: %w", h.dir, err)
+				return nil, nil, fmt.Errorf("audit: list %s: %w", h.Dir, err)
 			}
 			for _, e := range entries {
-				if e.IsDir() || !strings.HasSuffix(e.Name(), ".avro") {
+				if e.IsDir() || !warehouse.IsDataFile(e.Name()) {
 					continue
 				}
 				if err := ctx.Err(); err != nil {
 					return nil, nil, err
 				}
-				if err := countFile(cfg.FS, path.Join(h.dir, e.Name()), topic, h.t, cfg.Window, cfg.HeaderField, c); err != nil {
+				if err := countFile(cfg.FS, path.Join(h.Dir, e.Name()), topic, h.Start, cfg.Window, cfg.HeaderField, c); err != nil {
 					return nil, nil, err
 				}
 				files++
@@ -98,43 +90,6 @@ func ScanWarehouse(ctx context.Context, cfg WarehouseScanConfig) (*Counts, []str
 	}
 	return c, topics, nil
 }
-
-type hourDir struct {
-	dir string
-	t   time.Time
-}
-
-// hourDirs lists topic/YYYY/MM/DD/HH directories in time order.
-func hourDirs(w warehouse.FS, topic string) ([]hourDir, error) {
-	var out []hourDir
-	var walk func(dir string, parts []int) error
-	walk = func(dir string, parts []int) error {
-		if len(parts) == 4 {
-			out = append(out, hourDir{dir, time.Date(parts[0], time.Month(parts[1]), parts[2], parts[3], 0, 0, 0, time.UTC)})
-			return nil
-		}
-		entries, err := w.ReadDir(dir)
-		if err != nil {
-			if len(parts) == 0 && isNotExist(err) {
-				return nil // a topic never loaded
-			}
-			return fmt.Errorf("audit: list %s: %w", dir, err)
-		}
-		for _, e := range entries {
-			n, err := strconv.Atoi(e.Name())
-			if !e.IsDir() || err != nil {
-				continue
-			}
-			if err := walk(path.Join(dir, e.Name()), append(parts, n)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return out, walk(topic, nil)
-}
-
-func isNotExist(err error) bool { return err != nil && errors.Is(err, fs.ErrNotExist) }
 
 // countFile counts the events of one object container file, reading
 // their header by the rule every tier shares (schema.HeaderLayout) under

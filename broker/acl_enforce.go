@@ -7,7 +7,7 @@ package broker
 //	Metadata           Describe on the topic; auto-creation needs Create (metadata.go)
 //	ListOffsets        Describe on the topic
 //	CreateTopics       Create on the cluster or the topic
-//	DeleteTopics       Delete on the topic (createtopics.go, via internalRefusal)
+//	DeleteTopics       Delete on the topic (deletetopics.go, via internalRefusal)
 //	DescribeConfigs    DescribeConfigs on the topic, or the cluster for a broker
 //	Join/Sync/Heartbeat/LeaveGroup, OffsetCommit
 //	                   Read on the group (OffsetCommit also Read on each topic)

@@ -1,15 +1,14 @@
 package broker
 
-// CreateTopics (key 19), v0-7, and DeleteTopics (key 20), v0-6.
+// CreateTopics (key 19), v0-7. DeleteTopics is in deletetopics.go.
 //
 // Partitions are spread over the live brokers by the cluster metadata.
 // Replication factor must be 1 or -1 (no replication, the paper's
 // trade-off). Configs are checked against the settings Tributary implements
 // (topicconfig.go); an unknown or unsupported one fails the topic with
 // INVALID_CONFIG and a message naming it. Manual replica assignments are
-// refused. Deleting a topic closes and removes its partitions' files.
-// Internal topics (internal_topics.go) are created only in their own shape
-// and deleted only by the client ids admitted to them.
+// refused. Internal topics (internal_topics.go) are created only in their
+// own shape.
 
 import (
 	"context"
@@ -147,43 +146,6 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	}
 	b.logger.Info("topic created", "topic", t.Name, "partitions", n, "configs", configs)
 	return t, nil
-}
-
-func (b *Broker) deleteTopics(who *request, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
-	resp := kmsg.NewPtrDeleteTopicsResponse()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	names := req.TopicNames
-	for _, t := range req.Topics {
-		if t.Topic != nil {
-			names = append(names, *t.Topic)
-		}
-	}
-	for _, name := range names {
-		st := kmsg.NewDeleteTopicsResponseTopic()
-		n := name
-		st.Topic = &n
-		if refusal := b.internalRefusal(who, name, "delete"); refusal != "" {
-			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
-			st.ErrorMessage = &refusal
-			resp.Topics = append(resp.Topics, st)
-			continue
-		}
-		switch err := b.meta.DeleteTopic(ctx, name); {
-		case errors.Is(err, cluster.ErrUnknownTopic):
-			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		case err != nil:
-			b.logger.Error("deleting topic", "topic", name, "err", err)
-			st.ErrorCode = kerr.UnknownServerError.Code
-			msg := err.Error()
-			st.ErrorMessage = &msg
-		default:
-			b.logs.deleteTopic(name)
-			b.logger.Info("topic deleted", "topic", name)
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
-	return resp
 }
 
 // validTopicName applies Kafka's rules, so that a name valid here is valid

@@ -147,10 +147,7 @@ func TestClusterACLsApplyOnEveryBroker(t *testing.T) {
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("creating the ACL through broker 1: %v %v", err, res)
 	}
-	for deadline := time.Now().Add(30 * time.Second); describe() != nil; {
-		if time.Now().After(deadline) {
-			t.Fatalf("broker 2 still refuses frank 30s after the ACL was created through broker 1: %v", describe())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, "broker 2 admits frank after the ACL was created through broker 1", func() bool {
+		return describe() == nil
+	})
 }

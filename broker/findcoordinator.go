@@ -18,12 +18,10 @@ package broker
 import (
 	"encoding/binary"
 	"hash/fnv"
-	"path/filepath"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -97,39 +95,4 @@ func mix64(x uint64) uint64 {
 func (b *Broker) ownsGroup(group string) bool {
 	br, ok := b.coordinatorFor(group)
 	return ok && br.ID == b.selfID
-}
-
-// zkSessioner is implemented by cluster metadata that can lend its
-// ZooKeeper session, so the offset registry shares the broker's session.
-type zkSessioner interface {
-	Session() *cluster.ZKSession
-}
-
-// startGroups starts the group coordinator with its offset store: the one
-// configured, else the ZooKeeper offset registry in a cluster, else
-// DataDir/groups.
-func (b *Broker) startGroups() error {
-	store := b.cfg.GroupOffsets
-	if store == nil {
-		switch m := b.meta.(type) {
-		case zkSessioner:
-			store = group.NewZooKeeperStore(m.Session())
-		default:
-			if _, standalone := m.(*standaloneMeta); !standalone {
-				b.logger.Warn("cluster metadata has no ZooKeeper session to lend; committed offsets stay in this broker's data directory and do not follow a group to another coordinator")
-			}
-			ds, err := group.OpenDirStore(filepath.Join(b.cfg.DataDir, "groups"))
-			if err != nil {
-				return err
-			}
-			store = ds
-		}
-	}
-	cfg := b.cfg.Groups
-	cfg.Owns = b.ownsGroup
-	if cfg.Logger == nil {
-		cfg.Logger = b.logger
-	}
-	b.groups = group.New(cfg, store)
-	return nil
 }

@@ -63,7 +63,7 @@ func TestGroupsCommand(t *testing.T) {
 	member := newClient(t, b.Addr, kgo.ConsumerGroup("cli-app"), kgo.ConsumeTopics("events"),
 		kgo.SessionTimeout(2*time.Second), kgo.HeartbeatInterval(200*time.Millisecond))
 	go member.PollFetches(t.Context())
-	waitFor(t, 20*time.Second, "the member in the group", func() bool {
+	testenv.Eventually(t, 20*time.Second, "the member in the group", func() bool {
 		return strings.Contains(groupsCLI(t, true, b.Addr, "list"), "Stable")
 	})
 	wantLine(t, groupsCLI(t, false, b.Addr, "reset-offsets", "--group", "cli-app", "--to-earliest"), `has active members`)

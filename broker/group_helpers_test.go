@@ -66,12 +66,6 @@ func committed(t *testing.T, addr, groupName string) kadm.OffsetResponses {
 	return resp
 }
 
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testenv.Eventually(t, timeout, what, cond)
-}
-
 // killSwitch is a dialer whose connections can all be cut at once, and
 // which refuses new ones afterwards: to a broker, the client has crashed
 // (no LeaveGroup, no more heartbeats).

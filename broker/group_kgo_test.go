@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -188,7 +189,7 @@ func TestKgoGroupThreeMembers(t *testing.T) {
 		startKgoMember(t, b.Addr, "spread", "clicks", "b", l, balancer),
 		startKgoMember(t, b.Addr, "spread", "clicks", "c", l, balancer),
 	}
-	waitFor(t, 30*time.Second, "three members owning four partitions each", func() bool {
+	testenv.Eventually(t, 30*time.Second, "three members owning four partitions each", func() bool {
 		for _, m := range members {
 			if len(m.owned(l)) != partitions/3 {
 				return false
@@ -196,13 +197,13 @@ func TestKgoGroupThreeMembers(t *testing.T) {
 		}
 		return true
 	})
-	waitFor(t, 30*time.Second, "the first half consumed", func() bool { return l.distinct() == half })
+	testenv.Eventually(t, 30*time.Second, "the first half consumed", func() bool { return l.distinct() == half })
 
 	crashed := members[0]
 	lost := crashed.owned(l)
 	crashed.crash(l)
 	start := time.Now()
-	waitFor(t, 15*time.Second, "the survivors owning every partition", func() bool {
+	testenv.Eventually(t, 15*time.Second, "the survivors owning every partition", func() bool {
 		return len(members[1].owned(l))+len(members[2].owned(l)) == partitions
 	})
 	moved := time.Since(start)
@@ -212,7 +213,7 @@ func TestKgoGroupThreeMembers(t *testing.T) {
 	}
 
 	produceValues(t, b.Addr, "clicks", half, 2*half)
-	waitFor(t, 30*time.Second, "every record consumed", func() bool { return l.distinct() == 2*half })
+	testenv.Eventually(t, 30*time.Second, "every record consumed", func() bool { return l.distinct() == 2*half })
 
 	l.mu.Lock()
 	dups := 0

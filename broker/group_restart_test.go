@@ -102,11 +102,11 @@ func TestOffsetsFollowCoordinatorInCluster(t *testing.T) {
 	connect := testenv.StartZooKeeper(t)
 	brokers := map[int32]*testenv.Broker{1: zkBroker(t, connect, 1), 2: zkBroker(t, connect, 2)}
 	createTopic(t, brokers[1].Addr, "ledger", 4, nil)
-	waitFor(t, 10*time.Second, "both brokers in each other's view", func() bool {
+	testenv.Eventually(t, 10*time.Second, "both brokers in each other's view", func() bool {
 		return coordinatorOf(t, brokers[1].Addr, "x") == coordinatorOf(t, brokers[2].Addr, "x")
 	})
 	// The other broker learns of the topic through its ZooKeeper watch.
-	waitFor(t, 10*time.Second, "the topic in both brokers' views", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the topic in both brokers' views", func() bool {
 		return knowsTopic(t, brokers[1].Addr, "ledger") && knowsTopic(t, brokers[2].Addr, "ledger")
 	})
 
@@ -137,7 +137,7 @@ func TestOffsetsFollowCoordinatorInCluster(t *testing.T) {
 	wantCode(t, "OffsetFetch at the other broker", resp.Groups[0].ErrorCode, kerr.NotCoordinator)
 
 	brokers[coord].Stop()
-	waitFor(t, 10*time.Second, "the survivor coordinating the group", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the survivor coordinating the group", func() bool {
 		return coordinatorOf(t, brokers[other].Addr, groupName) == other
 	})
 	wantOffsets(t, committed(t, brokers[other].Addr, groupName), "ledger", want)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
@@ -104,7 +105,7 @@ func TestSaramaGroup(t *testing.T) {
 			for _, h := range hs {
 				stops = append(stops, startSarama(t, b.Addr, "sarama-"+tc.name, "views", tc.version, tc.strategy, h))
 			}
-			waitFor(t, 30*time.Second, "both members holding partitions and everything consumed", func() bool {
+			testenv.Eventually(t, 30*time.Second, "both members holding partitions and everything consumed", func() bool {
 				all := map[string]bool{}
 				for _, h := range hs {
 					h.mu.Lock()

@@ -36,15 +36,9 @@ func TestRetentionMovesLogStart(t *testing.T) {
 		batch := makeBatchAt(at, -1, -1, -1, strings.Repeat(strconv.Itoa(i), 600))
 		wantCode(t, "produce", produceResult(w.roundTrip(produceRequest(9, -1, "short-lived", 0, batch))).ErrorCode, nil)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	var earliest int64
-	for earliest != 5 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		earliest = listOffset(t, w, "short-lived", 0, -2)
-	}
-	if earliest != 5 {
-		t.Fatalf("log start %d after retention, want 5: exactly the five old segments go", earliest)
-	}
+	testenv.Eventually(t, 30*time.Second, "log start 5 after retention: exactly the five old segments go", func() bool {
+		return listOffset(t, w, "short-lived", 0, -2) == 5
+	})
 	if latest := listOffset(t, w, "short-lived", 0, -1); latest != 10 {
 		t.Fatalf("latest offset %d after retention, want 10 (retention never moves the end)", latest)
 	}

@@ -1,11 +1,20 @@
-// Package cluster holds the broker's view of the cluster: which brokers are
-// alive and which broker owns each topic partition. A standalone broker keeps
-// that view in its data directory (Standalone); brokers in a cluster share it
-// through ZooKeeper, the paper's broker registry and topic assignments.
+// Package cluster is the shared record of a Tributary cluster and the
+// ZooKeeper plumbing that keeps it: which brokers are alive, which broker
+// owns each topic partition, and, in ZooKeeper, the paper's consumer
+// registry, partition owners and committed offsets.
 //
-// Every broker of a cluster reads the same view, so every broker answers
+// Brokers keep and serve the record (Metadata): a standalone broker in its
+// data directory (Standalone), brokers in a cluster through ZooKeeper
+// (JoinZooKeeper), the paper's broker registry and topic assignments.
+// Clients read the same nodes: the consumer and the mirror watch them to
+// balance partitions (ZKSession, ZKWatch, the Decode*Node functions), and
+// the producer and tools find brokers to start from (DiscoverBrokers).
+//
+// Every broker of a cluster reads the same record, so every broker answers
 // Metadata the same way, and a broker serves only the partitions assigned to
-// it (no replication: a partition lives on one broker).
+// it (no replication: a partition lives on one broker). The ZooKeeper
+// paths (ZKPaths) and node formats (Decode*Node, which refuse what no
+// writer makes) are defined once here, so every reader agrees on them.
 package cluster
 
 import (

@@ -43,7 +43,7 @@ func TestZooKeeperIdentities(t *testing.T) {
 	}
 
 	var id cluster.TopicID
-	eventually(t, 5*time.Second, "the old topic has an id on both brokers", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the old topic has an id on both brokers", func() bool {
 		t1, ok1 := b1.Topic("old")
 		t2, ok2 := b2.Topic("old")
 		id = t1.ID
@@ -60,7 +60,7 @@ func TestZooKeeperIdentities(t *testing.T) {
 	if _, err := b1.AddPartitions(ctx, "old", 3); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "broker 2 sees the configs and the partitions", func() bool {
+	testenv.Eventually(t, 5*time.Second, "broker 2 sees the configs and the partitions", func() bool {
 		t2, _ := b2.Topic("old")
 		return t2.Configs["retention.ms"] == "5000" && t2.Partitions() == 3
 	})

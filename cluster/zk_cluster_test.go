@@ -122,12 +122,12 @@ func TestBrokerLeavesAndComesBackWithItsData(t *testing.T) {
 	gone := brokers[2]
 	gone.Stop()
 	s := session(t, connect)
-	eventually(t, 2*testenv.ClusterSessionTimeout, "broker 3's registry node is gone", func() bool {
+	testenv.Eventually(t, 2*testenv.ClusterSessionTimeout, "broker 3's registry node is gone", func() bool {
 		ok, _, _ := s.Conn.Exists(s.Paths.Broker(3))
 		return !ok
 	})
 	adm := kadm.NewClient(newClient(t, brokers[0].Addr))
-	eventually(t, 5*time.Second, "Metadata stops listing broker 3", func() bool {
+	testenv.Eventually(t, 5*time.Second, "Metadata stops listing broker 3", func() bool {
 		meta, err := adm.Metadata(context.Background())
 		return err == nil && len(meta.Brokers) == 2
 	})
@@ -154,7 +154,7 @@ func TestBrokerLeavesAndComesBackWithItsData(t *testing.T) {
 	}
 
 	back := testenv.StartClusterBroker(t, connect, 3, testenv.WithDataDir(gone.DataDir), testenv.WithAddr(gone.Addr))
-	eventually(t, 5*time.Second, "broker 3 is listed again", func() bool {
+	testenv.Eventually(t, 5*time.Second, "broker 3 is listed again", func() bool {
 		meta, err := adm.Metadata(context.Background())
 		return err == nil && len(meta.Brokers) == 3
 	})

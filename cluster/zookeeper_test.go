@@ -22,7 +22,7 @@ func TestZooKeeperBrokersSeeEachOther(t *testing.T) {
 	b2 := join(t, connect, 2)
 	want := []cluster.Broker{b1.Self(), b2.Self()}
 	for _, b := range []*cluster.ZooKeeper{b1, b2} {
-		eventually(t, 5*time.Second, fmt.Sprintf("broker %d lists both brokers", b.Self().ID), func() bool {
+		testenv.Eventually(t, 5*time.Second, fmt.Sprintf("broker %d lists both brokers", b.Self().ID), func() bool {
 			return reflect.DeepEqual(b.Brokers(), want)
 		})
 	}
@@ -34,7 +34,7 @@ func TestZooKeeperTopicsAreSharedAndSpread(t *testing.T) {
 	b2 := join(t, connect, 2)
 	b3 := join(t, connect, 3)
 	for _, b := range []*cluster.ZooKeeper{b1, b2, b3} {
-		eventually(t, 5*time.Second, "three brokers", func() bool { return len(b.Brokers()) == 3 })
+		testenv.Eventually(t, 5*time.Second, "three brokers", func() bool { return len(b.Brokers()) == 3 })
 	}
 	ctx := context.Background()
 	changed := b2.Changed()
@@ -58,7 +58,7 @@ func TestZooKeeperTopicsAreSharedAndSpread(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("another broker's Changed channel did not close after CreateTopic")
 	}
-	eventually(t, 5*time.Second, "every broker sees the topic", func() bool {
+	testenv.Eventually(t, 5*time.Second, "every broker sees the topic", func() bool {
 		for _, b := range []*cluster.ZooKeeper{b2, b3} {
 			if got, ok := b.Topic("events"); !ok || !reflect.DeepEqual(got, created) {
 				return false
@@ -86,7 +86,7 @@ func TestZooKeeperTopicsAreSharedAndSpread(t *testing.T) {
 			want = append(want, int32(p))
 		}
 	}
-	eventually(t, 5*time.Second, "broker 2's node lists its partitions", func() bool {
+	testenv.Eventually(t, 5*time.Second, "broker 2's node lists its partitions", func() bool {
 		data, _, _ := s.Conn.Get(s.Paths.Broker(2))
 		node, _ = cluster.DecodeBrokerNode(data)
 		return reflect.DeepEqual(node.Topics["events"], want)
@@ -101,7 +101,7 @@ func TestZooKeeperTopicsAreSharedAndSpread(t *testing.T) {
 	if _, ok := b2.Topic("events"); ok {
 		t.Fatal("deleting broker still sees the topic")
 	}
-	eventually(t, 5*time.Second, "every broker sees the deletion", func() bool {
+	testenv.Eventually(t, 5*time.Second, "every broker sees the deletion", func() bool {
 		_, ok1 := b1.Topic("events")
 		_, ok3 := b3.Topic("events")
 		return !ok1 && !ok3
@@ -148,10 +148,10 @@ func TestZooKeeperCloseRemovesBrokerAtOnce(t *testing.T) {
 	connect := testenv.StartZooKeeper(t)
 	b1 := join(t, connect, 1)
 	b2 := join(t, connect, 2, cluster.WithSessionTimeout(20*time.Second))
-	eventually(t, 5*time.Second, "two brokers", func() bool { return len(b1.Brokers()) == 2 })
+	testenv.Eventually(t, 5*time.Second, "two brokers", func() bool { return len(b1.Brokers()) == 2 })
 	b2.Close()
 	// Far less than b2's 20s session timeout: a clean close ends the session.
-	eventually(t, 3*time.Second, "broker 2 gone after Close", func() bool {
+	testenv.Eventually(t, 3*time.Second, "broker 2 gone after Close", func() bool {
 		return reflect.DeepEqual(b1.Brokers(), []cluster.Broker{b1.Self()})
 	})
 }
@@ -161,17 +161,17 @@ func TestZooKeeperSessionExpiryReRegisters(t *testing.T) {
 	b1 := join(t, connect, 1)
 	link := &testenv.NetLink{}
 	b2 := join(t, connect, 2, cluster.WithSessionTimeout(time.Second), cluster.WithDialer(link.Dial))
-	eventually(t, 5*time.Second, "two brokers", func() bool { return len(b1.Brokers()) == 2 })
+	testenv.Eventually(t, 5*time.Second, "two brokers", func() bool { return len(b1.Brokers()) == 2 })
 
 	link.Cut()
-	eventually(t, 10*time.Second, "broker 2 expired", func() bool { return len(b1.Brokers()) == 1 })
+	testenv.Eventually(t, 10*time.Second, "broker 2 expired", func() bool { return len(b1.Brokers()) == 1 })
 	// A topic created while broker 2 is cut off reaches it after it is back.
 	if _, err := b1.CreateTopic(context.Background(), "while-away", 2, nil); err != nil {
 		t.Fatal(err)
 	}
 	link.Heal()
-	eventually(t, 15*time.Second, "broker 2 re-registered", func() bool { return len(b1.Brokers()) == 2 })
-	eventually(t, 10*time.Second, "broker 2 sees the topic created while it was away", func() bool {
+	testenv.Eventually(t, 15*time.Second, "broker 2 re-registered", func() bool { return len(b1.Brokers()) == 2 })
+	testenv.Eventually(t, 10*time.Second, "broker 2 sees the topic created while it was away", func() bool {
 		_, ok := b2.Topic("while-away")
 		return ok && len(b2.Brokers()) == 2
 	})
@@ -182,7 +182,7 @@ func TestZooKeeperRestartedBrokerWaitsForItsOldSession(t *testing.T) {
 	b1 := join(t, connect, 1)
 	link := &testenv.NetLink{}
 	join(t, connect, 2, cluster.WithSessionTimeout(time.Second), cluster.WithDialer(link.Dial))
-	eventually(t, 5*time.Second, "two brokers", func() bool { return len(b1.Brokers()) == 2 })
+	testenv.Eventually(t, 5*time.Second, "two brokers", func() bool { return len(b1.Brokers()) == 2 })
 
 	// Broker 2 "crashes" (its connection goes silent, its session lingers)
 	// and restarts on another port before ZooKeeper noticed.
@@ -190,7 +190,7 @@ func TestZooKeeperRestartedBrokerWaitsForItsOldSession(t *testing.T) {
 	start := time.Now()
 	restarted := join(t, connect, 2, cluster.WithSessionTimeout(time.Second))
 	t.Logf("re-registration waited %v for the old session to expire", time.Since(start).Round(time.Millisecond))
-	eventually(t, 5*time.Second, "broker 1 sees the restarted broker 2", func() bool {
+	testenv.Eventually(t, 5*time.Second, "broker 1 sees the restarted broker 2", func() bool {
 		bs := b1.Brokers()
 		return len(bs) == 2 && reflect.DeepEqual(bs[1], restarted.Self())
 	})
@@ -256,11 +256,6 @@ func session(t *testing.T, connect string) *cluster.ZKSession {
 	}
 	t.Cleanup(s.Close)
 	return s
-}
-
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testenv.Eventually(t, within, what, cond)
 }
 
 func testLogger(t *testing.T) *slog.Logger { return testenv.Logger(t, slog.LevelInfo) }

@@ -104,14 +104,14 @@ func TestConsumerSessionExpiry(t *testing.T) {
 	got.waitAll(t, 300, 20*time.Second)
 
 	link.Cut()
-	eventually(t, 10*time.Second, "b owns everything and a nothing", func() bool {
+	testenv.Eventually(t, 10*time.Second, "b owns everything and a nothing", func() bool {
 		return len(b.Assigned()[topic]) == parts && len(a.Assigned()[topic]) == 0
 	})
 	testenv.ProduceRange(t, client, topic, 300, 600)
 	got.waitAll(t, 600, 20*time.Second)
 
 	link.Heal()
-	eventually(t, 20*time.Second, "a is back with half the partitions", func() bool { return len(a.Assigned()[topic]) == parts/2 })
+	testenv.Eventually(t, 20*time.Second, "a is back with half the partitions", func() bool { return len(a.Assigned()[topic]) == parts/2 })
 	owners := waitStable(t, connect, "g", topic, parts, []string{"a", "b"}, a, b)
 	if count(owners, "a") != 3 {
 		t.Fatalf("after a came back: %v", owners)

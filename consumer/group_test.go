@@ -131,10 +131,9 @@ func TestTenConsumersJoiningAtOnceSettle(t *testing.T) {
 		return r
 	}
 	s1 := snapshot()
-	time.Sleep(time.Second)
-	if s2 := snapshot(); !slices.Equal(s1, s2) {
-		t.Fatalf("rebalances continue after settling: %v then %v", s1, s2)
-	}
+	testenv.Consistently(t, time.Second, fmt.Sprintf("no member rebalances after settling at %v", s1), func() bool {
+		return slices.Equal(s1, snapshot())
+	})
 	total, worst := 0, 0
 	var report []string
 	for _, g := range members {
@@ -207,7 +206,7 @@ func TestStartPositionsAndResume(t *testing.T) {
 
 	testenv.ProduceRange(t, client, topic, 30, 40)
 	oldest.waitAll(t, 40, 20*time.Second)
-	eventually(t, 20*time.Second, "the Largest group got the 10 new records", func() bool { return newest.distinct() == 10 })
+	testenv.Eventually(t, 20*time.Second, "the Largest group got the 10 new records", func() bool { return newest.distinct() == 10 })
 	for _, r := range newest.snapshot() {
 		if v, _ := strconv.Atoi(r.value); v < 30 {
 			t.Fatalf("the Largest group received an old record %q", r.value)
@@ -224,7 +223,7 @@ func TestStartPositionsAndResume(t *testing.T) {
 	again := &deliveries{}
 	consume(t, join(t, consumer.Config{ZooKeeper: connect, Group: "oldest", Topics: []string{topic}}), again)
 	testenv.ProduceRange(t, client, topic, 40, 45)
-	eventually(t, 20*time.Second, "the returning group got the 5 new records", func() bool { return again.distinct() == 5 })
+	testenv.Eventually(t, 20*time.Second, "the returning group got the 5 new records", func() bool { return again.distinct() == 5 })
 	time.Sleep(200 * time.Millisecond)
 	if n := len(again.snapshot()); n != 5 {
 		t.Fatalf("the returning group received %d records, want only the 5 new ones: %v", n, again.snapshot())
@@ -287,7 +286,7 @@ func TestGroupFollowsBrokersLeavingAndComingBack(t *testing.T) {
 
 	gone := brokers[2]
 	gone.Stop()
-	eventually(t, 10*time.Second, "the group consumes only the 8 partitions of live brokers", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the group consumes only the 8 partitions of live brokers", func() bool {
 		return len(a.Assigned()[topic])+len(b.Assigned()[topic]) == 8
 	})
 	testenv.StartClusterBroker(t, connect, 3, testenv.WithDataDir(gone.DataDir), testenv.WithAddr(gone.Addr))

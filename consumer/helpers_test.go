@@ -183,7 +183,7 @@ func (d *deliveries) distinct() int {
 // waitAll waits until values from..to-1 were all received.
 func (d *deliveries) waitAll(t *testing.T, to int, within time.Duration) {
 	t.Helper()
-	eventually(t, within, fmt.Sprintf("all %d values received", to), func() bool { return d.distinct() >= to })
+	testenv.Eventually(t, within, fmt.Sprintf("all %d values received", to), func() bool { return d.distinct() >= to })
 }
 
 // len is the number of deliveries so far: a mark for repeatsSince.
@@ -285,7 +285,7 @@ func waitStable(t *testing.T, connect, group, topic string, partitions int, ids 
 	}
 	defer s.Close()
 	var owners map[int32]string
-	eventually(t, 20*time.Second, fmt.Sprintf("partitions of %s owned once each by %v", topic, ids), func() bool {
+	testenv.Eventually(t, 20*time.Second, fmt.Sprintf("partitions of %s owned once each by %v", topic, ids), func() bool {
 		owners = map[int32]string{}
 		for p := range int32(partitions) {
 			data, _, err := s.Conn.Get(s.Paths.Owner(group, topic, p))
@@ -334,11 +334,6 @@ func newClient(t *testing.T, seed string) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
-}
-
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testenv.Eventually(t, within, what, cond)
 }
 
 func testLogger(t *testing.T) *slog.Logger { return testenv.Logger(t, slog.LevelInfo) }

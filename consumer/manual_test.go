@@ -59,7 +59,7 @@ func TestMarkManually(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	eventually(t, 20*time.Second, "a received all 40 records", func() bool {
+	testenv.Eventually(t, 20*time.Second, "a received all 40 records", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got[0])+len(got[1]) == 40
@@ -118,14 +118,14 @@ func TestMarkManually(t *testing.T) {
 	}
 
 	// b owns partition 1, which a never marked: b gets it from the start.
-	eventually(t, 20*time.Second, "b received partition 1", func() bool {
+	testenv.Eventually(t, 20*time.Second, "b received partition 1", func() bool {
 		_, ok := bgot.Load(int32(1))
 		return ok
 	})
 	if o, _ := bgot.Load(int32(1)); o.(int64) != 0 {
 		t.Fatalf("b's first record of partition 1 is at offset %d, want 0: unmarked records are delivered again", o)
 	}
-	eventually(t, 20*time.Second, "b's marks committed", func() bool {
+	testenv.Eventually(t, 20*time.Second, "b's marks committed", func() bool {
 		return committed(t, connect, "g", topic, 2)[1] == ends[1]
 	})
 

@@ -149,7 +149,7 @@ func (mv *mover) finish(m *Manifest) error {
 		}
 	}
 	for _, dir := range m.Markers {
-		marker := path.Join(dir, successName)
+		marker := path.Join(dir, warehouse.SuccessName)
 		ok, err := warehouse.Exists(mv.w, marker)
 		if err != nil {
 			return fmt.Errorf("run %s: %w", m.Run, err)

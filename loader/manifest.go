@@ -340,7 +340,7 @@ func (r *run) manifest(plans []*partPlan, state map[string]*TopicState, listedAt
 			}
 		}
 		for h := range hours[topic] {
-			start, err := hourStart(h)
+			start, err := warehouse.HourStart(h)
 			if err != nil {
 				continue
 			}

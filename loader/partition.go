@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary-io/tributary/loader/warehouse"
 	"github.com/tributary-io/tributary/schema"
 )
 
@@ -193,11 +194,11 @@ func (p *partWriter) closeFile(f *openFile) error {
 	if err := f.w.Close(); err != nil {
 		return fmt.Errorf("completing %s in %s: %w", f.tmp, p.r.w, err)
 	}
-	dir := hourDir(p.topic, time.Unix(f.key.hour*3600, 0))
+	dir := warehouse.HourDir(p.topic, time.Unix(f.key.hour*3600, 0))
 	p.hours[dir] = true
 	p.bytes += f.w.size
 	p.files = append(p.files, FileEntry{
-		Tmp: f.tmp, Final: path.Join(dir, dataFileName(p.topic, p.part, f.first, f.last, f.key.schema)),
+		Tmp: f.tmp, Final: path.Join(dir, warehouse.DataFileName(p.topic, p.part, f.first, f.last, f.key.schema)),
 		Topic: p.topic, Partition: p.part, First: f.first, Last: f.last,
 		Records: f.w.records, Bytes: f.w.size, SchemaID: f.key.schema, Kind: "data",
 	})
@@ -302,7 +303,7 @@ func (e *errorWriter) close() (FileEntry, error) {
 		return FileEntry{}, fmt.Errorf("completing %s: %w", e.tmp, err)
 	}
 	return FileEntry{
-		Tmp: e.tmp, Final: errorFilePath(e.topic, e.part, e.first, e.last, e.started),
+		Tmp: e.tmp, Final: warehouse.ErrorFilePath(e.topic, e.part, e.first, e.last, e.started),
 		Topic: e.topic, Partition: e.part, First: e.first, Last: e.last,
 		Records: e.n, Bytes: e.size, Kind: "errors",
 	}, nil

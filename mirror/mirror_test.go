@@ -40,13 +40,9 @@ func TestMirrorTwoClustersIntoOne(t *testing.T) {
 	t.Logf("mirrored 300,000 records in %v (%.0f records/s)", elapsed.Round(time.Millisecond), 300000/elapsed.Seconds())
 
 	// Offsets are committed once acknowledged: wait for the last commit.
-	deadline := time.Now().Add(10 * time.Second)
-	for !allCommitted(m.Status(), perPart) {
-		if time.Now().After(deadline) {
-			t.Fatalf("offsets not all committed: %+v", m.Status())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "offsets all committed", func() bool {
+		return allCommitted(m.Status(), perPart)
+	})
 	if err := stop(); err != nil {
 		t.Fatalf("mirror: %v", err)
 	}
@@ -171,7 +167,7 @@ func TestMirrorBothWaysDoesNotLoop(t *testing.T) {
 		}
 		return n
 	}
-	waitUntil(t, time.Minute, "each mirror to skip the other's copies", func() bool {
+	testenv.Eventually(t, time.Minute, "each mirror to skip the other's copies", func() bool {
 		return skipped(toB) == 2*perPart && skipped(toA) == 2*perPart
 	})
 	for _, d := range []*dc{a, b} {

@@ -260,14 +260,14 @@ func TestMirrorGroupSharesAndTakesOver(t *testing.T) {
 		}
 		return len(st.Sources[0].Partitions)
 	}
-	waitUntil(t, time.Minute, "the two mirrors to split 12 partitions", func() bool {
+	testenv.Eventually(t, time.Minute, "the two mirrors to split 12 partitions", func() bool {
 		na, nb := owned(statusA), owned(statusB)
 		return na > 0 && nb > 0 && na+nb == partitions
 	})
 	t.Logf("split: A copies %d partitions, B copies %d", owned(statusA), owned(statusB))
 
 	a.Kill()
-	waitUntil(t, time.Minute, "the surviving mirror to take all 12 partitions", func() bool {
+	testenv.Eventually(t, time.Minute, "the surviving mirror to take all 12 partitions", func() bool {
 		return owned(statusB) == partitions
 	})
 	produce(t, d.addrs(), "dc1", topic, partitions, perPart/2, perPart)
@@ -282,15 +282,4 @@ func TestMirrorGroupSharesAndTakesOver(t *testing.T) {
 		dups += n
 	}
 	t.Logf("take-over: nothing lost, %d records repeated", dups)
-}
-
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

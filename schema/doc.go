@@ -17,6 +17,9 @@
 //     use it, so they agree on every event's time.
 //   - Deserializer decodes an envelope, fetching each writer schema once by
 //     id, and optionally resolves it to a reader schema (schema evolution).
+//   - JSONEvents reads events typed as plain JSON (bare union values,
+//     RFC 3339 times, header optional) into the native form Serializer
+//     takes, naming the field that does not fit; the CLI's producer uses it.
 //   - Registry is the part of a registry client they need;
 //     *github.com/twmb/franz-go/pkg/sr.Client implements it.
 //

@@ -45,7 +45,7 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 	if err != nil {
 		return fmt.Errorf("--schema: %w", err)
 	}
-	events, err := newJSONEvents(string(text), f.headerField)
+	events, err := schema.NewJSONEvents(string(text), f.headerField)
 	if err != nil {
 		return fmt.Errorf("--schema %s: %w", f.schema, err)
 	}
@@ -83,7 +83,7 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 		if len(scanner.Bytes()) == 0 {
 			continue
 		}
-		ev, err := events.decode(scanner.Bytes())
+		ev, err := events.Decode(scanner.Bytes())
 		if err == nil {
 			err = prod.Produce(ctx, topic, ev, func(r *kgo.Record, err error) {
 				mu.Lock()

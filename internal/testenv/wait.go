@@ -22,6 +22,24 @@ func Eventually(t testing.TB, within time.Duration, what string, cond func() boo
 	}
 }
 
+// Consistently polls cond for the whole of within, failing the test with
+// what as soon as it does not hold: the counterpart of Eventually for a
+// state that must last (a settled group stays settled). It proves nothing
+// beyond within, so within is the longest a regression may take to show.
+func Consistently(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if !cond() {
+			t.Fatalf("stopped being true within %v: %s", within, what)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // Logger sends log lines at level and above to the test log, so they show
 // with a failing test and nowhere else. It goes quiet when the test ends:
 // ZooKeeper and kgo clients may still log from their goroutines while they

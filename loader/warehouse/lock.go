@@ -17,9 +17,6 @@ import (
 	"time"
 )
 
-// LockDir is where locks live in a warehouse: one directory per lock.
-const LockDir = "_tributary/locks"
-
 // A Lock is a lease on a name in the warehouse, held by one process at a
 // time and renewed by it in the background. If the holder dies, its lease
 // runs out and the next AcquireLock takes the lock over: nothing has to be

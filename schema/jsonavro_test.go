@@ -1,20 +1,17 @@
-package main
+package schema_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/schema"
 )
 
 // Lines of plain JSON become goavro's native form for the pageview
 // schema; lines that do not fit say which field is wrong.
 func TestJSONEvents(t *testing.T) {
-	text, err := os.ReadFile("../../testdata/schemas/pageview.avsc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := newJSONEvents(string(text), "header")
+	j, err := schema.NewJSONEvents(readSchema(t, "pageview.avsc"), "header")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +35,7 @@ func TestJSONEvents(t *testing.T) {
 		{line: `[1, 2]`, err: "the event is an array, want an object"},
 		{line: `{"memberId": 7} {}`, err: "more than one JSON value"},
 	} {
-		got, err := j.decode([]byte(tc.line))
+		got, err := j.Decode([]byte(tc.line))
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: error %v, want %q", tc.line, err, tc.err)

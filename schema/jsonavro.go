@@ -1,4 +1,4 @@
-package main
+package schema
 
 import (
 	"bytes"
@@ -9,26 +9,24 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
-
-	"github.com/tributary-io/tributary/schema"
 )
 
-// jsonEvents turns one line of plain JSON into goavro's native form for a
+// JSONEvents turns one line of plain JSON into goavro's native form for a
 // schema, so people can type events as they think of them: unions as the
 // bare value ({"referrer": "x"}; the Avro JSON form {"referrer":
 // {"string": "x"}} works too), missing fields with defaults left out
 // (goavro fills them), timestamps as epoch milliseconds or RFC 3339, and
 // the standard header optional: whatever of it is missing, the serializer
 // fills in.
-type jsonEvents struct {
+type JSONEvents struct {
 	schema avro.Schema
 	header avro.Schema // the header record the serializer fills, or nil
 	field  string      // the top-level field holding it
 }
 
-// newJSONEvents reads events of schema text whose header is its top-level
-// field headerField (found by schema.HeaderLayout, as every tier finds it).
-func newJSONEvents(text, headerField string) (*jsonEvents, error) {
+// NewJSONEvents reads events of schema text whose header is its top-level
+// field headerField (found by HeaderLayout, as every tier finds it).
+func NewJSONEvents(text, headerField string) (*JSONEvents, error) {
 	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
 	if err != nil {
 		return nil, err
@@ -36,15 +34,15 @@ func newJSONEvents(text, headerField string) (*jsonEvents, error) {
 	if _, ok := s.(*avro.RecordSchema); !ok {
 		return nil, fmt.Errorf("the event schema is a %s, want a record", s.Type())
 	}
-	l := schema.NewHeaderLayout(s, headerField)
-	j := &jsonEvents{schema: s, field: l.Field}
+	l := NewHeaderLayout(s, headerField)
+	j := &JSONEvents{schema: s, field: l.Field}
 	if h := l.Header(); h != nil {
 		j.header = h
 	}
 	return j, nil
 }
 
-func (j *jsonEvents) decode(line []byte) (map[string]any, error) {
+func (j *JSONEvents) Decode(line []byte) (map[string]any, error) {
 	d := json.NewDecoder(bytes.NewReader(line))
 	d.UseNumber()
 	var v any
@@ -61,7 +59,7 @@ func (j *jsonEvents) decode(line []byte) (map[string]any, error) {
 	return n.(map[string]any), nil
 }
 
-func (j *jsonEvents) toNative(s avro.Schema, v any, path string) (any, error) {
+func (j *JSONEvents) toNative(s avro.Schema, v any, path string) (any, error) {
 	if ref, ok := s.(*avro.RefSchema); ok {
 		s = ref.Schema()
 	}
@@ -254,7 +252,7 @@ func timeNative(lt avro.LogicalType, v any, path string, bad func(string) error)
 
 // unionNative picks the branch for a value: the Avro JSON form names it,
 // null is null, otherwise the first branch the value fits.
-func (j *jsonEvents) unionNative(s *avro.UnionSchema, v any, path string) (any, error) {
+func (j *JSONEvents) unionNative(s *avro.UnionSchema, v any, path string) (any, error) {
 	if v == nil {
 		if s.Nullable() {
 			return nil, nil

@@ -1,0 +1,153 @@
+package broker
+
+// The broker's own configuration and its defaults. Topic-level settings
+// (retention, cleanup policy, ...) are topicconfig.go's.
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/cluster"
+)
+
+// Config configures a broker. Zero values take the documented defaults.
+type Config struct {
+	// DataDir holds the partition logs (one directory per partition).
+	DataDir string
+	// Metadata is the cluster view. Nil means standalone: metadata in DataDir.
+	Metadata cluster.Metadata
+	// NodeID is this broker's id in standalone mode (default 0). In a cluster
+	// the id comes from Metadata.Self.
+	NodeID int32
+	// ClusterID is reported in Metadata responses. Default: the cluster
+	// metadata's persistent random id (data directory or ZooKeeper).
+	ClusterID string
+	// Log is the default storage configuration of every partition; topic
+	// configs (retention.ms, segment.bytes, ...) override it per topic.
+	Log log.Config
+	// MaxRequestBytes caps the size of one request frame
+	// (socket.request.max.bytes). Default 100 MiB.
+	MaxRequestBytes int32
+	// MaxMessageBytes caps the size of one record batch (message.max.bytes);
+	// larger batches get MESSAGE_TOO_LARGE. Default 1 MiB + 12 bytes of batch
+	// framing, as in Kafka.
+	MaxMessageBytes int32
+	// AutoCreateTopics creates an unknown topic on first Metadata or Produce
+	// (auto.create.topics.enable).
+	AutoCreateTopics bool
+	// DefaultPartitions is the partition count of auto-created topics and of
+	// CreateTopics requests that ask for -1 (num.partitions). Default 1.
+	DefaultPartitions int32
+	// Logger receives one line per event an operator would want.
+	Logger *slog.Logger
+	// Groups tunes the consumer group coordinator (session timeout bounds,
+	// initial rebalance delay); zero values are Kafka's defaults.
+	Groups group.Config
+	// GroupOffsets is where committed offsets live. Nil: the ZooKeeper
+	// offset registry when Metadata lends its session, else DataDir/groups.
+	GroupOffsets group.OffsetStore
+
+	// QueuedMaxRequestBytes bounds the bytes held by all requests in flight
+	// across the broker, from reading a body until its response is written
+	// (queued.max.request.bytes); a connection waits for room before
+	// reading. Default 512 MiB. A request larger than the budget waits
+	// until it has the budget to itself.
+	QueuedMaxRequestBytes int64
+	// MaxConnections caps the connections served at once (max.connections);
+	// more are closed as soon as they are accepted. Default 10000.
+	MaxConnections int
+	// MaxConnectionsPerIP caps the connections from one IP address
+	// (max.connections.per.ip). Default: MaxConnections.
+	MaxConnectionsPerIP int
+	// ConnectionsMaxIdle closes a connection that has sent nothing and
+	// awaits no response for this long (connections.max.idle.ms).
+	// Default 10 minutes.
+	ConnectionsMaxIdle time.Duration
+	// RequestReadTimeout bounds how long a request's bytes may take to
+	// arrive once its first byte has: a client that announces a frame and
+	// stops is disconnected. Default 30 s.
+	RequestReadTimeout time.Duration
+	// ResponseWriteTimeout bounds the writing of one response: a client that
+	// stops reading is disconnected, releasing what its responses hold.
+	// Default 30 s.
+	ResponseWriteTimeout time.Duration
+	// InternalClients are the client ids admitted to write and delete the
+	// internal topics (_schemas, _audit; see internal_topics.go). Nil means
+	// DefaultInternalClients; an empty, non-nil list admits none.
+	InternalClients []string
+	// MaxTopics caps the topics of the cluster view this broker creates in
+	// (--max-topics): CreateTopics and auto-creation beyond it are refused.
+	// Default 10000; negative: no limit.
+	MaxTopics int
+	// MaxPartitions caps the partitions this broker hosts
+	// (--max-partitions). Default 20000; negative: no limit.
+	MaxPartitions int
+	// MaxPartitionFiles caps the file descriptors the open partition logs
+	// hold together; least recently used logs are closed to stay below it
+	// and reopened on demand. Default: half the process's open file limit
+	// (raised to its hard limit at start).
+	MaxPartitionFiles int
+
+	// TLS is the certificate of the SSL and SASL_SSL listeners (see tls.go).
+	TLS TLSFiles
+	// SASLMechanisms are the mechanisms SASL listeners offer. Nil: PLAIN,
+	// SCRAM-SHA-256 and SCRAM-SHA-512.
+	SASLMechanisms []string
+	// Authorizer turns ACL enforcement on (acl.go): every request is
+	// checked against the ACLs, and nothing matching means deny.
+	Authorizer bool
+	// SuperUsers are principals (User:<name>) that pass every ACL check.
+	SuperUsers []string
+	// Credentials holds the users SASL authenticates. Nil: ZooKeeper's
+	// /config/users when Metadata lends its session, else
+	// DataDir/credentials.json (see credentials.go).
+	Credentials CredentialStore
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = 100 << 20
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = 1<<20 + 12
+	}
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.QueuedMaxRequestBytes <= 0 {
+		c.QueuedMaxRequestBytes = 512 << 20
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = 10000
+	}
+	if c.MaxConnectionsPerIP <= 0 {
+		c.MaxConnectionsPerIP = c.MaxConnections
+	}
+	if c.ConnectionsMaxIdle <= 0 {
+		c.ConnectionsMaxIdle = 10 * time.Minute
+	}
+	if c.RequestReadTimeout <= 0 {
+		c.RequestReadTimeout = 30 * time.Second
+	}
+	if c.ResponseWriteTimeout <= 0 {
+		c.ResponseWriteTimeout = 30 * time.Second
+	}
+	if c.InternalClients == nil {
+		c.InternalClients = DefaultInternalClients
+	}
+	if c.MaxTopics == 0 {
+		c.MaxTopics = 10000
+	}
+	if c.MaxPartitions == 0 {
+		c.MaxPartitions = 20000
+	}
+	if c.SASLMechanisms == nil {
+		c.SASLMechanisms = []string{mechPlain, mechSCRAM256, mechSCRAM512}
+	}
+	return c
+}

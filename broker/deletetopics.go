@@ -1,0 +1,55 @@
+package broker
+
+// DeleteTopics (key 20), v0-6.
+//
+// Deleting a topic removes it from the cluster metadata, then closes and
+// removes its partitions' files. Internal topics (internal_topics.go) are
+// deleted only by the client ids admitted to them.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/cluster"
+)
+
+func (b *Broker) deleteTopics(who *request, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+	resp := kmsg.NewPtrDeleteTopicsResponse()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names := req.TopicNames
+	for _, t := range req.Topics {
+		if t.Topic != nil {
+			names = append(names, *t.Topic)
+		}
+	}
+	for _, name := range names {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		n := name
+		st.Topic = &n
+		if refusal := b.internalRefusal(who, name, "delete"); refusal != "" {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			st.ErrorMessage = &refusal
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		switch err := b.meta.DeleteTopic(ctx, name); {
+		case errors.Is(err, cluster.ErrUnknownTopic):
+			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		case err != nil:
+			b.logger.Error("deleting topic", "topic", name, "err", err)
+			st.ErrorCode = kerr.UnknownServerError.Code
+			msg := err.Error()
+			st.ErrorMessage = &msg
+		default:
+			b.logs.deleteTopic(name)
+			b.logger.Info("topic deleted", "topic", name)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}

@@ -1,0 +1,47 @@
+package broker
+
+// Starting this broker's group coordinator (package group): which offset
+// store it gets and how it learns which groups are its own. Which broker
+// coordinates a group is FindCoordinator's rule (findcoordinator.go).
+
+import (
+	"path/filepath"
+
+	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/cluster"
+)
+
+// zkSessioner is implemented by cluster metadata that can lend its
+// ZooKeeper session, so the offset registry shares the broker's session.
+type zkSessioner interface {
+	Session() *cluster.ZKSession
+}
+
+// startGroups starts the group coordinator with its offset store: the one
+// configured, else the ZooKeeper offset registry in a cluster, else
+// DataDir/groups.
+func (b *Broker) startGroups() error {
+	store := b.cfg.GroupOffsets
+	if store == nil {
+		switch m := b.meta.(type) {
+		case zkSessioner:
+			store = group.NewZooKeeperStore(m.Session())
+		default:
+			if _, standalone := m.(*standaloneMeta); !standalone {
+				b.logger.Warn("cluster metadata has no ZooKeeper session to lend; committed offsets stay in this broker's data directory and do not follow a group to another coordinator")
+			}
+			ds, err := group.OpenDirStore(filepath.Join(b.cfg.DataDir, "groups"))
+			if err != nil {
+				return err
+			}
+			store = ds
+		}
+	}
+	cfg := b.cfg.Groups
+	cfg.Owns = b.ownsGroup
+	if cfg.Logger == nil {
+		cfg.Logger = b.logger
+	}
+	b.groups = group.New(cfg, store)
+	return nil
+}

@@ -25,10 +25,13 @@ type partitions struct {
 
 	mu   sync.RWMutex // read-locked on every produce and fetch; written when a partition opens or goes
 	logs map[string]map[int32]*log.Log
+
+	cleaner *log.Cleaner // compacts the logs whose cleanup policy says so
 }
 
 func newPartitions(dir string, base log.Config, logger *slog.Logger) *partitions {
-	return &partitions{dir: dir, base: base, logger: logger, logs: map[string]map[int32]*log.Log{}}
+	return &partitions{dir: dir, base: base, logger: logger, logs: map[string]map[int32]*log.Log{},
+		cleaner: log.NewCleaner(base.Cleaner, logger)}
 }
 
 // get returns the open log of t's partition p, opening (and recovering) it on
@@ -63,6 +66,7 @@ func (ps *partitions) get(t cluster.Topic, p int32) (*log.Log, error) {
 		ps.logs[t.Name] = map[int32]*log.Log{}
 	}
 	ps.logs[t.Name][p] = l
+	ps.cleaner.Add(l)
 	return l, nil
 }
 
@@ -103,6 +107,7 @@ func (ps *partitions) deleteTopic(topic string) {
 
 // closeAll flushes and closes every log, writing their clean-shutdown marks.
 func (ps *partitions) closeAll() error {
+	ps.cleaner.Close()
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	var errs []error

@@ -125,6 +125,53 @@ type Config struct {
 	// FS is the file system the log lives on. Default OSFS; tests give a
 	// file system that simulates power loss.
 	FS FS
+
+	// CleanupPolicy says whether old data goes by retention (delete, the
+	// default), by compaction (compact: only the last record of each key
+	// is kept, see clean.go) or both (compact,delete).
+	CleanupPolicy CleanupPolicy
+	// MinCleanableDirtyRatio: a compacted log is cleaned once the bytes
+	// written since its last cleaning are at least this share of its
+	// cleanable bytes (min.cleanable.dirty.ratio). Default 0.5.
+	MinCleanableDirtyRatio float64
+	// MinCompactionLag keeps records younger than this out of cleaning
+	// (min.compaction.lag.ms), whole segments at a time. Default 0.
+	MinCompactionLag time.Duration
+	// MaxCompactionLag cleans a log whatever its dirty ratio once its
+	// oldest uncleaned segment is this old (max.compaction.lag.ms).
+	// Default: never.
+	MaxCompactionLag time.Duration
+	// DeleteRetention is how long a tombstone (a keyed record with a null
+	// value) stays readable before cleaning removes it, so that consumers
+	// have time to see the delete (delete.retention.ms). Default 1 day.
+	DeleteRetention time.Duration
+
+	// Cleaner sizes the broker's log cleaner; only the Config the broker
+	// opens partitions from (not a topic's) is read for it.
+	Cleaner CleanerConfig
+}
+
+// CleanupPolicy is a topic's cleanup.policy.
+type CleanupPolicy uint8
+
+const (
+	PolicyDelete        CleanupPolicy = iota // retention only
+	PolicyCompact                            // compaction only: retention deletes nothing
+	PolicyCompactDelete                      // compaction, and retention as configured
+)
+
+func (p CleanupPolicy) compacts() bool { return p != PolicyDelete }
+func (p CleanupPolicy) deletes() bool  { return p != PolicyCompact }
+
+// String is the policy as Kafka names it.
+func (p CleanupPolicy) String() string {
+	switch p {
+	case PolicyCompact:
+		return "compact"
+	case PolicyCompactDelete:
+		return "compact,delete"
+	}
+	return "delete"
 }
 
 // Slice is a byte range of one segment file holding whole record batches,

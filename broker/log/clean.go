@@ -198,10 +198,13 @@ func (l *Log) clean(m *offsetMap, stop <-chan struct{}) (CleanStats, error) {
 		}
 		out = append(out, c)
 	}
-	if err := l.swapCleaned(out); err != nil {
+	committed, err := l.swapCleaned(out)
+	if committed {
+		out = nil // the next Open finishes the swap if this one failed: keep the files
+	}
+	if err != nil {
 		return st, err
 	}
-	out = nil // swapped in: nothing to discard
 	l.mu.Lock()
 	l.cleaned = max(l.cleaned, end)
 	l.mu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -389,10 +388,4 @@ func batchesIn2(t *testing.T, b []byte) []batchHeader {
 		b = b[h.size():]
 	}
 	return hs
-}
-
-// keysOnDisk lists the segment files, for failure messages.
-func keysOnDisk(t *testing.T, dir string) []string {
-	m, _ := filepath.Glob(filepath.Join(dir, "*"))
-	return m
 }

@@ -38,16 +38,18 @@ const (
 // place of their segments in the open log. It holds mu throughout, so that
 // no reader, append, retention or DeleteRecords sees a half-done swap; a
 // segment that DeleteRecords removed since the cleaning began is left out.
-func (l *Log) swapCleaned(out []cleanedSegment) error {
+// committed says whether the marker was written: from then on the
+// .cleaned files belong to the swap, even when it fails half-way.
+func (l *Log) swapCleaned(out []cleanedSegment) (committed bool, err error) {
 	if len(out) == 0 {
-		return nil
+		return false, nil
 	}
 	l.repairMu.Lock() // the scrubber and retention replace or delete segments under it
 	defer l.repairMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return ErrClosed
+		return false, ErrClosed
 	}
 	present := map[*segment]int{}
 	for i, s := range l.segs {
@@ -62,10 +64,10 @@ func (l *Log) swapCleaned(out []cleanedSegment) error {
 		}
 	}
 	if len(set) == 0 {
-		return nil
+		return false, nil
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
-		return fmt.Errorf("sync %s before swapping cleaned segments: %w", l.dir, err)
+		return false, fmt.Errorf("sync %s before swapping cleaned segments: %w", l.dir, err)
 	}
 	var marker []byte
 	for _, c := range set {
@@ -73,7 +75,7 @@ func (l *Log) swapCleaned(out []cleanedSegment) error {
 		marker = append(marker, '\n')
 	}
 	if err := writeFileAtomic(l.fs, l.dir, swapMarkerFile, marker); err != nil {
-		return fmt.Errorf("commit cleaned segments: %w", err)
+		return false, fmt.Errorf("commit cleaned segments: %w", err)
 	}
 	// Committed: from here a failure leaves the swap to the next Open, and
 	// the log must take no more appends, since its files no longer match
@@ -82,14 +84,14 @@ func (l *Log) swapCleaned(out []cleanedSegment) error {
 		l.failed = fmt.Errorf("log %s failed swapping in cleaned segments (the next start finishes it): %w", l.dir, err)
 		l.logger.Error("partition log stopped taking appends", "dir", l.dir, "err", l.failed)
 		l.wake()
-		return l.failed
+		return true, l.failed
 	}
 	for _, c := range set {
 		ns, err := openSegment(l.fs, l.dir, c.old.base)
 		if err != nil {
 			l.failed = fmt.Errorf("log %s failed opening a cleaned segment (the next start recovers it): %w", l.dir, err)
 			l.wake()
-			return l.failed
+			return true, l.failed
 		}
 		ns.index, ns.next, ns.maxTs = c.index, c.next, c.maxTs
 		if err := writeIndexFile(l.fs, ns.indexPath, ns.index); err != nil {
@@ -102,7 +104,7 @@ func (l *Log) swapCleaned(out []cleanedSegment) error {
 	if err := l.fs.Remove(filepath.Join(l.dir, swapMarkerFile)); err != nil {
 		l.logger.Warn("removing cleaning marker: the next start finishes the swap again, harmlessly", "dir", l.dir, "err", err)
 	}
-	return nil
+	return true, nil
 }
 
 func bases(set []cleanedSegment) []int64 {

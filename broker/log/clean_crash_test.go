@@ -95,7 +95,7 @@ func TestCleanSurvivesPowerLoss(t *testing.T) {
 	}
 }
 
-func copyDir(t *testing.T, src string) string {
+func copyDir(t testing.TB, src string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), filepath.Base(src))
 	if err := os.MkdirAll(dst, 0o755); err != nil {

@@ -34,6 +34,7 @@ type brokerFlags struct {
 	internalClients string
 	scrubInterval   time.Duration
 	scrubRate       int64
+	cleaner         log.CleanerConfig
 	conns           connFlags
 }
 
@@ -77,6 +78,10 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 		"comma-separated client ids admitted to write and delete the internal topics _schemas and _audit; a guard against accidents and buggy clients, not attackers (client ids are not authenticated)")
 	fs.DurationVar(&f.scrubInterval, "scrub-interval", 0, "re-verify sealed segments this often and quarantine damaged batches; 0: off")
 	fs.Int64Var(&f.scrubRate, "scrub-rate", log.DefaultScrubRate, "bytes a second the scrubber may read per partition")
+	fs.IntVar(&f.cleaner.Threads, "log-cleaner-threads", log.DefaultCleanerThreads, "compacted logs cleaned at once (log.cleaner.threads)")
+	fs.Int64Var(&f.cleaner.DedupeBufferBytes, "log-cleaner-dedupe-buffer-size", log.DefaultCleanerBufferBytes,
+		"bytes of the cleaner's offset maps, split across its threads; 24 bytes a key, a dirty section with more keys is cleaned in parts (log.cleaner.dedupe.buffer.size)")
+	fs.DurationVar(&f.cleaner.Backoff, "log-cleaner-backoff", log.DefaultCleanerBackoff, "how long the cleaner waits when no log needs cleaning (log.cleaner.backoff.ms)")
 }
 
 func (f *brokerFlags) config() broker.Config {
@@ -103,6 +108,7 @@ func (f *brokerFlags) config() broker.Config {
 			MaxProducerIDs:   f.maxProducerIDs,
 			ScrubInterval:    f.scrubInterval,
 			ScrubRate:        f.scrubRate,
+			Cleaner:          f.cleaner,
 		},
 		Logger:          slog.Default(),
 		InternalClients: append([]string{}, splitList(f.internalClients)...), // empty admits none

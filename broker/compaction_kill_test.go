@@ -52,10 +52,18 @@ func TestKillDuringCleaning(t *testing.T) {
 			})
 		}
 	}()
+	// Best: kill between the swap's commit and its end (the marker is on
+	// disk, the next start must finish the swap); the window is a few
+	// fsyncs long, so after a while a kill while .cleaned files are being
+	// written (the next start must roll back) will do.
 	part := filepath.Join(dataDir, "state-0")
-	deadline := time.Now().Add(90 * time.Second)
-	for !swapping(part) {
-		if time.Now().After(deadline) {
+	start := time.Now()
+	for {
+		marker, cleaning := swapping(part)
+		if marker || cleaning && time.Since(start) > 20*time.Second {
+			break
+		}
+		if time.Since(start) > 90*time.Second {
 			t.Fatal("never saw the cleaner swapping segments within 90s")
 		}
 	}
@@ -102,14 +110,13 @@ func TestKillDuringCleaning(t *testing.T) {
 		len(acked), end, len(read), strings.Contains(proc.Output.String(), "finished swapping in cleaned segments"))
 }
 
-// swapping reports whether a cleaning of the partition in dir is writing or
-// swapping in its segments right now.
-func swapping(dir string) bool {
+// swapping reports whether a cleaning of the partition in dir is swapping
+// in its segments (marker) or writing them (cleaning) right now.
+func swapping(dir string) (marker, cleaning bool) {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".cleaned") || e.Name() == "cleaning-swap" {
-			return true
-		}
+		marker = marker || e.Name() == "cleaning-swap"
+		cleaning = cleaning || strings.HasSuffix(e.Name(), ".cleaned")
 	}
-	return false
+	return marker, cleaning
 }

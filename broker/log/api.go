@@ -38,6 +38,15 @@
 //     rewrites the segment without them in one atomic rename and reports the
 //     lost offset range. Offsets are never reassigned: the log has a gap there,
 //     recorded in NNN.gaps, which Read skips.
+//   - A log whose CleanupPolicy compacts keeps, once cleaned, the last record
+//     of every key and drops tombstones DeleteRetention after they were
+//     written (clean.go); it refuses records without a key. Cleaning rewrites
+//     sealed segments only, never the active one nor data younger than
+//     MinCompactionLag, keeps every surviving record's offset (the removed
+//     ones leave gaps, recorded in NNN.gaps), and swaps the rewritten
+//     segments in as one set: after a crash at any point the log is the old
+//     one or the cleaned one (swap.go). A Cleaner bounds the memory and
+//     threads all the logs of a broker clean with.
 //   - Verify checks a data directory offline without changing it.
 //
 // Every file operation goes through Config.FS, so that crash tests can run
@@ -54,8 +63,12 @@
 // at Close); NNN.producers (the idempotent producers' state as of offset
 // NNN, written at each roll and at Close, see producer_snapshot.go);
 // .clean-shutdown, present only between a clean Close and the next Open;
-// and, after a repair, NNN.gaps (the offsets the segment lost) and
-// NNN.log.quarantine-<byte> (the damaged bytes, for an operator).
+// after a repair, NNN.gaps (the offsets the segment lost) and
+// NNN.log.quarantine-<byte> (the damaged bytes, for an operator); and for a
+// compacted log, cleaner-checkpoint (where the uncleaned part starts),
+// NNN.gaps also for the offsets compaction removed, and, only while a
+// cleaning swaps segments in, NNN.log.cleaned, NNN.gaps.cleaned and the
+// cleaning-swap marker.
 package log
 
 import (

@@ -90,11 +90,11 @@ func (l *Log) cleanableLocked(now time.Time) []*segment {
 // cleanable bytes, and whether the oldest dirty segment is past
 // MaxCompactionLag (then it is cleaned whatever its ratio). A log that does
 // not compact, or has nothing dirty, returns ok false.
-func (l *Log) cleanNeed() (ratio float64, overdue, ok, closed bool) {
+func (l *Log) cleanNeed() (ratio float64, dirtyBytes int64, overdue, ok, closed bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed || !l.cfg.CleanupPolicy.compacts() {
-		return 0, false, false, l.closed
+		return 0, 0, false, false, l.closed
 	}
 	now := l.cfg.Clock()
 	segs := l.cleanableLocked(now)
@@ -118,10 +118,10 @@ func (l *Log) cleanNeed() (ratio float64, overdue, ok, closed bool) {
 		first = false
 	}
 	if dirty == 0 {
-		return 0, false, false, false
+		return 0, 0, false, false, false
 	}
 	ratio = float64(dirty) / float64(clean+dirty)
-	return ratio, overdue, ratio >= l.cfg.MinCleanableDirtyRatio || overdue, false
+	return ratio, dirty, overdue, ratio >= l.cfg.MinCleanableDirtyRatio || overdue, false
 }
 
 // clean compacts the log once with m as its offset map (see the comment at

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -173,8 +174,9 @@ func TestCleanKeepsLastRecordOfEachKey(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			clock := newFakeClock()
-			dir := t.TempDir()
+			dir := filepath.Join(t.TempDir(), "topic-0")
 			cfg := compactConfig(clock)
+			cfg.SegmentBytes = 2000
 			l, _ := openLog(t, dir, cfg)
 			w := written{}
 			keys := 3 + rng.IntN(30)
@@ -192,8 +194,8 @@ func TestCleanKeepsLastRecordOfEachKey(t *testing.T) {
 					c = &compressors[k]
 				}
 				w.appendTo(t, l, clock.Now().UnixMilli(), c, recs...)
-				mustFlush(t, l)
 			}
+			mustFlush(t, l)
 			m := newOffsetMap(1 << 20)
 			st, err := l.clean(m, nil)
 			if err != nil {
@@ -222,6 +224,10 @@ func TestCleanKeepsLastRecordOfEachKey(t *testing.T) {
 				t.Fatalf("recovery refused cleaned segments: %+v", rep)
 			}
 			checkCompacted(t, l, w, st.CleanedTo, true)
+			l.Close()
+			if vr, err := Verify(filepath.Dir(dir)); err != nil || vr.Damaged() {
+				t.Fatalf("tributary log verify on a cleaned log: %+v, %v", vr, err)
+			}
 		})
 	}
 }

@@ -12,7 +12,13 @@ const (
 	DefaultCleanerThreads     = 1
 	DefaultCleanerBufferBytes = 128 << 20
 	DefaultCleanerBackoff     = 15 * time.Second
-	minCleanerBufferPerThread = 1 << 20
+
+	// minCleanerMapBytes is the smallest offset map: a few dozen keys.
+	minCleanerMapBytes = 64 * mapSlotSize
+	// minRecordBytes is the least a record takes in a batch (its length,
+	// attributes, timestamp and offset deltas, key and value lengths and
+	// header count, one byte each, and a one-byte key).
+	minRecordBytes = 8
 )
 
 // CleanerConfig sizes a broker's log cleaner (Kafka's log.cleaner.*).
@@ -67,7 +73,7 @@ func NewCleaner(cfg CleanerConfig, logger *slog.Logger) *Cleaner {
 		logger = slog.Default()
 	}
 	c := &Cleaner{cfg: cfg, logger: logger, logs: map[*Log]bool{}, done: make(chan struct{})}
-	per := max(cfg.DedupeBufferBytes/int64(cfg.Threads), minCleanerBufferPerThread)
+	per := max(cfg.DedupeBufferBytes/int64(cfg.Threads), minCleanerMapBytes)
 	for range cfg.Threads {
 		c.wg.Add(1)
 		go c.run(per)
@@ -104,7 +110,7 @@ func (c *Cleaner) run(mapBytes int64) {
 	defer c.wg.Done()
 	var m *offsetMap
 	for {
-		l := c.pick()
+		l, dirty := c.pick()
 		if l == nil {
 			select {
 			case <-c.done:
@@ -113,8 +119,12 @@ func (c *Cleaner) run(mapBytes int64) {
 			}
 			continue
 		}
-		if m == nil {
-			m = newOffsetMap(mapBytes)
+		// A record takes at least minRecordBytes of a batch, so a map of
+		// mapSlotSize per such record holds every key of the dirty bytes:
+		// small logs do not cost the whole buffer.
+		if want := min(mapBytes, max(minCleanerMapBytes, dirty/minRecordBytes*mapSlotSize*10/9)); m == nil || int64(len(m.slots))*mapSlotSize < want {
+			m = nil // let the old one go first
+			m = newOffsetMap(want)
 		}
 		_, err := l.clean(m, c.done)
 		c.mu.Lock()
@@ -138,23 +148,24 @@ func (c *Cleaner) run(mapBytes int64) {
 }
 
 // pick takes the log most in need of cleaning and marks it taken, or
-// returns nil when none needs it.
-func (c *Cleaner) pick() *Log {
+// returns nil when none needs it; dirty is its dirty bytes.
+func (c *Cleaner) pick() (*Log, int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	select {
 	case <-c.done:
-		return nil
+		return nil, 0
 	default:
 	}
 	var best *Log
 	var bestRatio float64
+	var bestDirty int64
 	bestOverdue := false
 	for l, busy := range c.logs {
 		if busy {
 			continue
 		}
-		ratio, overdue, ok, closed := l.cleanNeed()
+		ratio, dirty, overdue, ok, closed := l.cleanNeed()
 		if closed {
 			delete(c.logs, l)
 		}
@@ -162,11 +173,11 @@ func (c *Cleaner) pick() *Log {
 			continue
 		}
 		if best == nil || overdue && !bestOverdue || overdue == bestOverdue && ratio > bestRatio {
-			best, bestRatio, bestOverdue = l, ratio, overdue
+			best, bestRatio, bestOverdue, bestDirty = l, ratio, overdue, dirty
 		}
 	}
 	if best != nil {
 		c.logs[best] = true
 	}
-	return best
+	return best, bestDirty
 }

@@ -4,8 +4,9 @@ import "time"
 
 // Reconfigure changes, on an open log, the settings a topic's configs
 // control (AlterConfigs): segment size and age, flush bounds, retention,
-// index spacing and the cleanup policy with its compaction settings. Each takes effect at the next append, flush or retention
-// check; nothing already written is rewritten and the active segment is not
+// index spacing and the cleanup policy with its compaction settings. Each
+// takes effect at the next append, flush, retention check or cleaning;
+// nothing already written is rewritten and the active segment is not
 // rolled for it. The clock, the retention check interval and the producer
 // id settings stay as the log was opened with.
 func (l *Log) Reconfigure(cfg Config) {

@@ -25,7 +25,14 @@ import (
 //     cleaned in a later run.
 //   - Every cleanable segment up to where the map stopped is rewritten: a
 //     record stays if no later record of its key is in the map and it is not
-//     an expired tombstone. Offsets never change: what is removed leaves a
+//     an expired tombstone. A record without a key (written before the
+//     topic became compacted) goes, as in Kafka. Time is the log's Clock
+//     against a batch's MaxTimestamp (the producer's clock, or the
+//     broker's under LogAppendTime): a tombstone goes once its batch is
+//     DeleteRetention old, where Kafka counts from the cleaning that first
+//     saw it; a log is overdue once its oldest dirty segment's newest batch
+//     is MaxCompactionLag old, a little later than Kafka, which takes the
+//     segment's oldest. Offsets never change: what is removed leaves a
 //     gap, recorded in NNN.gaps like the gaps of a repair, and consumers
 //     skip it as Kafka consumers skip compacted offsets.
 //

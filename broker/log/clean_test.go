@@ -395,3 +395,68 @@ func batchesIn2(t *testing.T, b []byte) []batchHeader {
 	}
 	return hs
 }
+
+// A log is offered to the cleaner once its dirty share reaches
+// min.cleanable.dirty.ratio, or once its oldest dirty segment is older
+// than max.compaction.lag.ms whatever the ratio; a log that only deletes
+// never is.
+func TestCleanNeedFollowsRatioAndMaxLag(t *testing.T) {
+	clock := newFakeClock()
+	cfg := compactConfig(clock)
+	cfg.MinCleanableDirtyRatio = 0.9
+	l, _ := openLog(t, t.TempDir(), cfg)
+	for i := range 40 {
+		mustAppend(t, l, keyedBatch(clock.Now().UnixMilli(), nil, kv{fmt.Sprintf("k%d", i%3), []byte("value")}))
+	}
+	mustFlush(t, l)
+	if _, _, _, ok, _ := l.cleanNeed(); !ok {
+		t.Fatal("a never-cleaned log (all dirty) is not offered")
+	}
+	if _, err := l.clean(newOffsetMap(1<<20), nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 { // a little more dirt: far below 0.9
+		mustAppend(t, l, keyedBatch(clock.Now().UnixMilli(), nil, kv{fmt.Sprintf("k%d", i), []byte("value, a bit longer to fill segments")}))
+	}
+	for range 6 {
+		mustAppend(t, l, keyedBatch(clock.Now().UnixMilli(), nil, kv{"k0", []byte("value, a bit longer to fill segments")}))
+	}
+	mustFlush(t, l)
+	ratio, _, overdue, ok, _ := l.cleanNeed()
+	if ok || overdue || ratio == 0 || ratio >= 0.9 {
+		t.Fatalf("ratio %.2f, overdue %v, offered %v: want some dirt, below 0.9, not offered", ratio, overdue, ok)
+	}
+	cfg.MaxCompactionLag = time.Hour
+	l.Reconfigure(cfg)
+	clock.Advance(2 * time.Hour)
+	if _, _, overdue, ok, _ := l.cleanNeed(); !ok || !overdue {
+		t.Fatalf("past max.compaction.lag.ms: overdue %v, offered %v", overdue, ok)
+	}
+	cfg.CleanupPolicy = PolicyDelete
+	l.Reconfigure(cfg)
+	if _, _, _, ok, _ := l.cleanNeed(); ok {
+		t.Fatal("a log whose policy is delete is offered for cleaning")
+	}
+}
+
+// cleanup.policy=compact alone deletes nothing by age; compact,delete does.
+func TestRetentionFollowsCleanupPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		policy  CleanupPolicy
+		deletes bool
+	}{{PolicyCompact, false}, {PolicyCompactDelete, true}} {
+		clock := newFakeClock()
+		cfg := compactConfig(clock)
+		cfg.CleanupPolicy, cfg.RetentionAge = tc.policy, time.Hour
+		l, _ := openLog(t, t.TempDir(), cfg)
+		for i := range 20 {
+			mustAppend(t, l, keyedBatch(clock.Now().UnixMilli(), nil, kv{fmt.Sprintf("k%d", i), []byte("a value of some forty bytes or so ......")}))
+		}
+		mustFlush(t, l)
+		clock.Advance(2 * time.Hour)
+		n, err := l.ApplyRetention()
+		if err != nil || (n > 0) != tc.deletes {
+			t.Errorf("%v: retention deleted %d segments (%v), want deletion %v", tc.policy, n, err, tc.deletes)
+		}
+	}
+}

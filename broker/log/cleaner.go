@@ -127,6 +127,11 @@ func (c *Cleaner) run(mapBytes int64) {
 			m = newOffsetMap(want)
 		}
 		_, err := l.clean(m, c.done)
+		if err != nil && !errors.Is(err, ErrClosed) {
+			if _, _, _, _, closed := l.cleanNeed(); closed {
+				err = ErrClosed // closed or deleted under the cleaning: not a failure
+			}
+		}
 		c.mu.Lock()
 		if errors.Is(err, ErrClosed) {
 			delete(c.logs, l)

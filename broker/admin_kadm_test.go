@@ -100,8 +100,8 @@ func TestCreateTopicsValidateOnly(t *testing.T) {
 	if details.Has("dry-run") {
 		t.Error("validate_only created the topic")
 	}
-	bad, _ := adm.ValidateCreateTopics(ctx, 1, 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")}, "dry-bad")
+	bad, _ := adm.ValidateCreateTopics(ctx, 1, 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("shred")}, "dry-bad")
 	if bad["dry-bad"].Err == nil {
-		t.Error("validate_only accepted cleanup.policy=compact")
+		t.Error("validate_only accepted cleanup.policy=shred")
 	}
 }

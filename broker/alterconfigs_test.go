@@ -88,9 +88,9 @@ func TestAlterTopicConfigsAppliesAndPersists(t *testing.T) {
 	}
 
 	// Refused values name the key; nothing changes.
-	err = alterTopic(t, adm, "dyn", set("cleanup.policy", "compact"))
+	err = alterTopic(t, adm, "dyn", set("cleanup.policy", "shred"))
 	if !errors.Is(err, kerr.InvalidConfig) || !strings.Contains(err.Error(), "cleanup.policy") {
-		t.Errorf("cleanup.policy=compact: %v, want INVALID_CONFIG naming the key", err)
+		t.Errorf("cleanup.policy=shred: %v, want INVALID_CONFIG naming the key", err)
 	}
 	if err := alterTopic(t, adm, "dyn", set("no.such.config", "1")); !errors.Is(err, kerr.InvalidConfig) {
 		t.Errorf("unknown key: %v, want INVALID_CONFIG", err)

@@ -179,7 +179,7 @@ func TestFetchOutOfRange(t *testing.T) {
 func TestCreateTopicsValidation(t *testing.T) {
 	b := testenv.StartBroker(t)
 	w := dial(t, b.Addr)
-	compact, bogus := "compact", "1"
+	shred, bogus := "shred", "1"
 	cases := []struct {
 		name       string
 		topic      kmsg.CreateTopicsRequestTopic
@@ -189,8 +189,8 @@ func TestCreateTopicsValidation(t *testing.T) {
 		{"bad name", kmsg.CreateTopicsRequestTopic{Topic: "a/b", NumPartitions: 1, ReplicationFactor: 1}, kerr.InvalidTopicException, "a/b"},
 		{"zero partitions", kmsg.CreateTopicsRequestTopic{Topic: "z", NumPartitions: 0, ReplicationFactor: 1}, kerr.InvalidPartitions, "partitions"},
 		{"replication", kmsg.CreateTopicsRequestTopic{Topic: "r", NumPartitions: 1, ReplicationFactor: 3}, kerr.InvalidReplicationFactor, "replication"},
-		{"compaction", kmsg.CreateTopicsRequestTopic{Topic: "c", NumPartitions: 1, ReplicationFactor: 1,
-			Configs: []kmsg.CreateTopicsRequestTopicConfig{{Name: "cleanup.policy", Value: &compact}}}, kerr.InvalidConfig, "cleanup.policy"},
+		{"cleanup policy", kmsg.CreateTopicsRequestTopic{Topic: "c", NumPartitions: 1, ReplicationFactor: 1,
+			Configs: []kmsg.CreateTopicsRequestTopicConfig{{Name: "cleanup.policy", Value: &shred}}}, kerr.InvalidConfig, "cleanup.policy"},
 		{"unknown config", kmsg.CreateTopicsRequestTopic{Topic: "u", NumPartitions: 1, ReplicationFactor: 1,
 			Configs: []kmsg.CreateTopicsRequestTopicConfig{{Name: "retention.msec", Value: &bogus}}}, kerr.InvalidConfig, "retention.msec"},
 	}

@@ -38,13 +38,19 @@ type internalTopic struct {
 	// needs one partition, one order that every node reads.
 	partitions int32
 	// configs are required topic configs: the registry's topic is its only
-	// copy of its state and must never lose records to retention.
+	// copy of its state and must never lose records to retention, only
+	// superseded ones to compaction.
 	configs map[string]string
 }
 
 // internalTopics is the one list of topics the broker owns.
 var internalTopics = map[string]internalTopic{
-	"_schemas": {owner: "the schema registry", partitions: 1, configs: map[string]string{"retention.ms": "-1"}},
+	// _schemas is compacted, as Confluent's is: only the last record of
+	// each key (a version, a config, a subject deletion) matters to a
+	// registry replaying it, and hard-deleted versions' tombstones go after
+	// delete.retention.ms. The registry keeps ids unique across what
+	// compaction removes (schema/registry's state.apply).
+	"_schemas": {owner: "the schema registry", partitions: 1, configs: map[string]string{"retention.ms": "-1", "cleanup.policy": "compact"}},
 	"_audit":   {owner: "the audit publishers and the mirror"},
 }
 

@@ -144,6 +144,9 @@ func TestInternalTopicCreateNeedsItsShape(t *testing.T) {
 		if c.Key == "retention.ms" && c.MaybeValue() != "-1" {
 			t.Fatalf("auto-created _schemas has retention.ms=%s, want -1", c.MaybeValue())
 		}
+		if c.Key == "cleanup.policy" && c.MaybeValue() != "compact" {
+			t.Fatalf("auto-created _schemas has cleanup.policy=%s, want compact", c.MaybeValue())
+		}
 	}
 }
 

@@ -40,6 +40,8 @@ type partitions struct {
 	hand    int
 	fds     int                       // descriptors held by the logs in ring, estimated
 	closing map[partKey]chan struct{} // logs being closed: wait before reopening
+
+	cleaner *log.Cleaner // compacts the open logs whose cleanup policy says so
 }
 
 type partKey struct {
@@ -64,6 +66,7 @@ func newPartitions(dir string, base log.Config, fdBudget int, logger *slog.Logge
 		dir: dir, base: base, logger: logger, fdBudget: fdBudget,
 		logs:    map[partKey]*openLog{},
 		closing: map[partKey]chan struct{}{},
+		cleaner: log.NewCleaner(base.Cleaner, logger),
 	}
 }
 
@@ -149,6 +152,9 @@ func (ps *partitions) openLog(t cluster.Topic, key partKey) (*log.Log, int, erro
 			"topic", key.topic, "partition", key.p, "truncated_bytes", rep.TruncatedBytes,
 			"truncated_at_offset", rep.TruncatedAt, "reason", rep.Reason)
 	}
+	// A log closed later (idle, or the topic deleted) leaves the cleaner
+	// by itself; reopened, it is added again.
+	ps.cleaner.Add(l)
 	return l, segmentFiles(dir) + 2, nil
 }
 
@@ -348,6 +354,7 @@ func (ps *partitions) deleteTopic(topic string) {
 
 // closeAll flushes and closes every log, writing their clean-shutdown marks.
 func (ps *partitions) closeAll() error {
+	ps.cleaner.Close()
 	var errs []error
 	for _, o := range ps.take(func(partKey) bool { return true }) {
 		if err := o.l.Close(); err != nil && !errors.Is(err, log.ErrClosed) {

@@ -8,8 +8,10 @@ package broker
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -70,22 +72,92 @@ var topicConfigDefs = map[string]topicConfigDef{
 			return "CreateTime"
 		},
 	},
+	"cleanup.policy": {
+		typ: kmsg.ConfigTypeList,
+		set: func(s *topicSettings, v string) error {
+			var compact, del bool
+			for _, p := range strings.Split(v, ",") {
+				switch strings.TrimSpace(p) {
+				case "compact":
+					compact = true
+				case "delete":
+					del = true
+				default:
+					return fmt.Errorf("config cleanup.policy=%s: use delete, compact or compact,delete", v)
+				}
+			}
+			switch {
+			case compact && del:
+				s.log.CleanupPolicy = log.PolicyCompactDelete
+			case compact:
+				s.log.CleanupPolicy = log.PolicyCompact
+			default:
+				s.log.CleanupPolicy = log.PolicyDelete
+			}
+			return nil
+		},
+		get: func(s topicSettings) string { return s.log.CleanupPolicy.String() },
+	},
+	"min.cleanable.dirty.ratio": {
+		typ: kmsg.ConfigTypeDouble,
+		set: func(s *topicSettings, v string) error {
+			r, err := strconv.ParseFloat(v, 64)
+			if err != nil || r < 0 || r > 1 {
+				return fmt.Errorf("config min.cleanable.dirty.ratio=%q: must be a number between 0 and 1", v)
+			}
+			// log.Config reads zero as "default": the smallest positive
+			// ratio cleans whenever anything is dirty, as Kafka's 0 does.
+			s.log.MinCleanableDirtyRatio = max(r, 1e-9)
+			return nil
+		},
+		get: func(s topicSettings) string {
+			if s.log.MinCleanableDirtyRatio <= 1e-9 {
+				return "0.0"
+			}
+			return strconv.FormatFloat(s.log.MinCleanableDirtyRatio, 'f', -1, 64)
+		},
+	},
+	"min.compaction.lag.ms": durationDefFrom("min.compaction.lag.ms", func(c *log.Config) *time.Duration { return &c.MinCompactionLag }, 0),
+	"delete.retention.ms":   durationDefFrom("delete.retention.ms", func(c *log.Config) *time.Duration { return &c.DeleteRetention }, 0),
+	"max.compaction.lag.ms": {
+		typ: kmsg.ConfigTypeLong,
+		set: func(s *topicSettings, v string) error {
+			n, err := parseBounded("max.compaction.lag.ms", v, 1, math.MaxInt64)
+			switch {
+			case err != nil:
+				return err
+			case n >= math.MaxInt64/int64(time.Millisecond):
+				s.log.MaxCompactionLag = math.MaxInt64 // Kafka's default: never
+			default:
+				s.log.MaxCompactionLag = time.Duration(n) * time.Millisecond
+			}
+			return nil
+		},
+		get: func(s topicSettings) string {
+			if s.log.MaxCompactionLag == math.MaxInt64 {
+				return strconv.FormatInt(math.MaxInt64, 10)
+			}
+			return durationMs(s.log.MaxCompactionLag)
+		},
+	},
 	// Settings whose only meaningful value is the one Tributary always has.
-	// cleanup.policy stays "delete" until compaction exists.
-	"cleanup.policy":                 fixedDef("cleanup.policy", "delete", kmsg.ConfigTypeList),
 	"compression.type":               fixedDef("compression.type", "producer", kmsg.ConfigTypeString),
 	"min.insync.replicas":            fixedDef("min.insync.replicas", "1", kmsg.ConfigTypeInt),
 	"unclean.leader.election.enable": fixedDef("unclean.leader.election.enable", "false", kmsg.ConfigTypeBoolean),
 }
 
 func durationDef(name string, field func(*log.Config) *time.Duration, forever bool) topicConfigDef {
+	if forever {
+		return durationDefFrom(name, field, -1)
+	}
+	return durationDefFrom(name, field, 1)
+}
+
+// durationDefFrom is a duration in ms of at least lo; -1 means forever.
+func durationDefFrom(name string, field func(*log.Config) *time.Duration, lo int64) topicConfigDef {
 	return topicConfigDef{
 		typ: kmsg.ConfigTypeLong,
 		set: func(s *topicSettings, v string) error {
-			lo := int64(1)
-			if forever {
-				lo = -1
-			}
 			n, err := parseBounded(name, v, lo, 1<<62)
 			switch {
 			case err != nil:

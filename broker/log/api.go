@@ -38,6 +38,15 @@
 //     rewrites the segment without them in one atomic rename and reports the
 //     lost offset range. Offsets are never reassigned: the log has a gap there,
 //     recorded in NNN.gaps, which Read skips.
+//   - A log whose CleanupPolicy compacts keeps, once cleaned, the last record
+//     of every key and drops tombstones DeleteRetention after they were
+//     written (clean.go); it refuses records without a key. Cleaning rewrites
+//     sealed segments only, never the active one nor data younger than
+//     MinCompactionLag, keeps every surviving record's offset (the removed
+//     ones leave gaps, recorded in NNN.gaps), and swaps the rewritten
+//     segments in as one set: after a crash at any point the log is the old
+//     one or the cleaned one (swap.go). A Cleaner bounds the memory and
+//     threads all the logs of a broker clean with.
 //   - Verify checks a data directory offline without changing it.
 //
 // Every file operation goes through Config.FS, so that crash tests can run
@@ -54,8 +63,12 @@
 // at Close); NNN.producers (the idempotent producers' state as of offset
 // NNN, written at each roll and at Close, see producer_snapshot.go);
 // .clean-shutdown, present only between a clean Close and the next Open;
-// and, after a repair, NNN.gaps (the offsets the segment lost) and
-// NNN.log.quarantine-<byte> (the damaged bytes, for an operator).
+// after a repair, NNN.gaps (the offsets the segment lost) and
+// NNN.log.quarantine-<byte> (the damaged bytes, for an operator); and for a
+// compacted log, cleaner-checkpoint (where the uncleaned part starts),
+// NNN.gaps also for the offsets compaction removed, and, only while a
+// cleaning swaps segments in, NNN.log.cleaned, NNN.gaps.cleaned and the
+// cleaning-swap marker.
 package log
 
 import (
@@ -128,6 +141,53 @@ type Config struct {
 	// FS is the file system the log lives on. Default OSFS; tests give a
 	// file system that simulates power loss.
 	FS FS
+
+	// CleanupPolicy says whether old data goes by retention (delete, the
+	// default), by compaction (compact: only the last record of each key
+	// is kept, see clean.go) or both (compact,delete).
+	CleanupPolicy CleanupPolicy
+	// MinCleanableDirtyRatio: a compacted log is cleaned once the bytes
+	// written since its last cleaning are at least this share of its
+	// cleanable bytes (min.cleanable.dirty.ratio). Default 0.5.
+	MinCleanableDirtyRatio float64
+	// MinCompactionLag keeps records younger than this out of cleaning
+	// (min.compaction.lag.ms), whole segments at a time. Default 0.
+	MinCompactionLag time.Duration
+	// MaxCompactionLag cleans a log whatever its dirty ratio once its
+	// oldest uncleaned segment is this old (max.compaction.lag.ms).
+	// Default: never.
+	MaxCompactionLag time.Duration
+	// DeleteRetention is how long a tombstone (a keyed record with a null
+	// value) stays readable before cleaning removes it, so that consumers
+	// have time to see the delete (delete.retention.ms). Default 1 day.
+	DeleteRetention time.Duration
+
+	// Cleaner sizes the broker's log cleaner; only the Config the broker
+	// opens partitions from (not a topic's) is read for it.
+	Cleaner CleanerConfig
+}
+
+// CleanupPolicy is a topic's cleanup.policy.
+type CleanupPolicy uint8
+
+const (
+	PolicyDelete        CleanupPolicy = iota // retention only
+	PolicyCompact                            // compaction only: retention deletes nothing
+	PolicyCompactDelete                      // compaction, and retention as configured
+)
+
+func (p CleanupPolicy) compacts() bool { return p != PolicyDelete }
+func (p CleanupPolicy) deletes() bool  { return p != PolicyCompact }
+
+// String is the policy as Kafka names it.
+func (p CleanupPolicy) String() string {
+	switch p {
+	case PolicyCompact:
+		return "compact"
+	case PolicyCompactDelete:
+		return "compact,delete"
+	}
+	return "delete"
 }
 
 // Slice is a byte range of one segment file holding whole record batches,

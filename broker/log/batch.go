@@ -74,16 +74,24 @@ func parseHeader(b []byte) batchHeader {
 // checkHeader applies the rules that need only the header: magic and record
 // counts. The length and CRC are checked by the caller, which knows how many
 // bytes it has.
+//
+// A batch in a segment may hold fewer records than its offsets span, down to
+// none: the cleaner rewrites a batch with the records compaction keeps and
+// keeps its last offset delta (and so its offsets), as Kafka does; and it
+// keeps the header of an idempotent producer's newest batch even when no
+// record survives, so that producer state can be rebuilt from the log.
+// Append is stricter (validateRecords): a producer's batch numbers its
+// records 0..n-1.
 func checkHeader(h *batchHeader) error {
 	if h.magic != 2 {
 		return fmt.Errorf("%w: magic %d", ErrUnsupportedMagic, h.magic)
 	}
-	if h.recordCount < 1 {
-		return fmt.Errorf("%w: record count %d, want at least 1", ErrCorruptBatch, h.recordCount)
+	if h.lastOffsetDelta < 0 {
+		return fmt.Errorf("%w: last offset delta %d is negative", ErrCorruptBatch, h.lastOffsetDelta)
 	}
-	if h.lastOffsetDelta != h.recordCount-1 {
-		return fmt.Errorf("%w: last offset delta %d does not match record count %d",
-			ErrCorruptBatch, h.lastOffsetDelta, h.recordCount)
+	if h.recordCount < 0 || h.recordCount > h.lastOffsetDelta+1 {
+		return fmt.Errorf("%w: record count %d does not fit last offset delta %d",
+			ErrCorruptBatch, h.recordCount, h.lastOffsetDelta)
 	}
 	return nil
 }
@@ -119,18 +127,34 @@ func checkFraming(b []byte) (batchHeader, error) {
 // limit bytes when the batch is compressed. The bytes are only read, never
 // re-encoded.
 func validateBatch(b []byte, limit int64) (batchHeader, error) {
+	return validateRecords(b, limit, false)
+}
+
+// validateKeyedBatch is validateBatch for a compacted log, which also
+// refuses a record without a key: compaction keeps the last record of each
+// key, and a keyless record has none to be kept by. Only compacted logs pay
+// for the check (they skip fastWalk).
+func validateKeyedBatch(b []byte, limit int64) (batchHeader, error) {
+	return validateRecords(b, limit, true)
+}
+
+func validateRecords(b []byte, limit int64, requireKey bool) (batchHeader, error) {
 	h, err := checkFraming(b)
 	if err != nil {
 		return h, err
 	}
+	if h.recordCount != h.lastOffsetDelta+1 {
+		return h, fmt.Errorf("%w: last offset delta %d does not match record count %d",
+			ErrCorruptBatch, h.lastOffsetDelta, h.recordCount)
+	}
 	attrs := binary.BigEndian.Uint16(b[offAttributes:])
 	records := b[batchHeaderSize:]
 	if codec := int(attrs & codecMask); codec != codecNone {
-		return h, walkCompressed(codec, records, h.recordCount, limit)
+		return h, walkCompressed(codec, records, h.recordCount, limit, requireKey)
 	}
-	if fastWalk(records, h.recordCount) {
+	if !requireKey && fastWalk(records, h.recordCount) {
 		return h, nil
 	}
-	w := recordWalker{buf: records}
+	w := recordWalker{buf: records, requireKey: requireKey}
 	return h, w.walk(h.recordCount)
 }

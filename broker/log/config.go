@@ -1,6 +1,9 @@
 package log
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Defaults applied by Config.WithDefaults.
 const (
@@ -14,6 +17,8 @@ const (
 	DefaultProducerIDExpiry       = 24 * time.Hour
 	DefaultMaxProducerIDs         = 20000
 	DefaultMaxDecompressedBytes   = 64 << 20
+	DefaultMinCleanableDirtyRatio = 0.5
+	DefaultDeleteRetention        = 24 * time.Hour
 
 	// MaxSegmentBytes caps SegmentBytes: index entries hold file positions
 	// as uint32, and Kafka's segment.bytes is an int32.
@@ -66,5 +71,18 @@ func (c Config) WithDefaults() Config {
 	if c.MaxDecompressedBytes <= 0 {
 		c.MaxDecompressedBytes = DefaultMaxDecompressedBytes
 	}
+	if c.MinCleanableDirtyRatio <= 0 || c.MinCleanableDirtyRatio > 1 {
+		c.MinCleanableDirtyRatio = DefaultMinCleanableDirtyRatio
+	}
+	if c.MinCompactionLag < 0 {
+		c.MinCompactionLag = 0
+	}
+	if c.MaxCompactionLag <= 0 {
+		c.MaxCompactionLag = math.MaxInt64
+	}
+	if c.DeleteRetention == 0 {
+		c.DeleteRetention = DefaultDeleteRetention
+	}
+	c.Cleaner = c.Cleaner.withDefaults()
 	return c
 }

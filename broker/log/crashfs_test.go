@@ -23,7 +23,9 @@ import (
 // the operation: "segment-sync", "index-sync", "checkpoint-sync",
 // "marker-sync", "gaps-sync", "other-sync" (a file fsync, by file kind; a
 // quarantine file is "other"), "segment-rename", "gaps-rename",
-// "checkpoint-rename", "marker-rename", "other-rename" and "dir-sync". Armed
+// "checkpoint-rename", "marker-rename", "other-rename" and "dir-sync"; for
+// the cleaner, "cleaned-sync" (a NNN.log.cleaned or NNN.gaps.cleaned file),
+// "swap-marker-sync" and "swap-marker-rename" (the commit of a swap). Armed
 // with a point and a count, the file system loses power at that hit of that
 // point: the durable image is taken there and every later operation fails.
 type crashFS struct {
@@ -128,6 +130,10 @@ func (c *crashFS) powerLoss() error {
 func kind(name string) string {
 	base := strings.TrimSuffix(filepath.Base(name), ".tmp")
 	switch {
+	case strings.HasSuffix(base, cleanedSuffix):
+		return "cleaned"
+	case base == swapMarkerFile:
+		return "swap-marker"
 	case strings.HasSuffix(base, ".log"):
 		return "segment"
 	case strings.HasSuffix(base, ".index"):

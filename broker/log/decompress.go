@@ -159,81 +159,119 @@ func (x *xerialReader) Read(p []byte) (int, error) {
 }
 
 // walkCompressed decompresses the records of a batch with the given codec,
-// at most limit bytes of them, and walks them.
-func walkCompressed(codec int, data []byte, count int32, limit int64) error {
-	if len(data) == 0 {
-		return fmt.Errorf("%w: %s-compressed batch has no compressed data", ErrCorruptBatch, codecName(codec))
+// at most limit bytes of them, and walks them; with requireKey a record
+// without a key is refused (a compacted log's rule).
+func walkCompressed(codec int, data []byte, count int32, limit int64, requireKey bool) error {
+	src, whole, release, err := decompressor(codec, data, limit)
+	if err != nil {
+		return err
 	}
-	wp := windowPool.Get().(*[]byte)
-	defer windowPool.Put(wp)
-	w := recordWalker{window: (*wp)[:0], buf: (*wp)[:0], limit: limit}
-	switch codec {
-	case codecGzip:
-		d := gzipPool.Get().(*gzipDecoder)
-		defer func() { d.src.Reset(nil); gzipPool.Put(d) }()
-		d.src.Reset(data)
-		if err := d.zr.Reset(&d.src); err != nil {
-			return fmt.Errorf("%w: gzip: %v", ErrCorruptBatch, err)
-		}
-		w.src = &d.zr
-	case codecLZ4:
-		d := lz4Pool.Get().(*lz4Decoder)
-		defer func() { d.src.Reset(nil); d.zr.Reset(nil); lz4Pool.Put(d) }()
-		d.src.Reset(data)
-		d.zr.Reset(&d.src)
-		w.src = d.zr
-	case codecZstd:
-		var h zstd.Header
-		if err := h.Decode(data); err != nil {
-			return fmt.Errorf("%w: zstd: %v", ErrCorruptBatch, err)
-		}
-		if h.HasFCS && h.FrameContentSize > uint64(limit) {
-			return fmt.Errorf("%w: zstd frame says it decompresses to %d bytes, more than the limit of %d",
-				ErrCorruptBatch, h.FrameContentSize, limit)
-		}
-		pool := zstdPool(limit)
-		d := pool.Get().(*zstdDecoder)
-		defer func() { d.src.Reset(nil); d.zr.Reset(nil); pool.Put(d) }()
-		d.src.Reset(data)
-		if err := d.zr.Reset(&d.src); err != nil {
-			return fmt.Errorf("%w: zstd: %v", ErrCorruptBatch, err)
-		}
-		w.src = d.zr
-	case codecSnappy:
-		if bytes.HasPrefix(data, xerialMagic) {
-			if len(data) < xerialHeaderSize {
-				return fmt.Errorf("%w: snappy (xerial): %d-byte header is cut short", ErrCorruptBatch, len(data))
-			}
-			x := xerialPool.Get().(*xerialReader)
-			defer func() { x.rest, x.out = nil, nil; putBuf(&xerialBufPool, x.buf); x.buf = nil; xerialPool.Put(x) }()
-			*x = xerialReader{rest: data[xerialHeaderSize:], limit: limit, buf: getBuf(&xerialBufPool)}
-			w.src = x
-			break
-		}
-		size, err := snappy.DecodedLen(data)
-		if err != nil {
-			return fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
-		}
-		if int64(size) > limit {
-			return fmt.Errorf("%w: snappy block says it decompresses to %d bytes, more than the limit of %d",
-				ErrCorruptBatch, size, limit)
-		}
-		buf := getBuf(&snappyBufPool)
-		out, err := snappy.Decode(buf[:cap(buf)], data)
-		defer func() { putBuf(&snappyBufPool, out[:0]) }()
-		if err != nil {
-			return fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
-		}
-		if fastWalk(out, count) {
+	defer release()
+	var w recordWalker
+	if whole != nil {
+		if !requireKey && fastWalk(whole, count) {
 			return nil
 		}
-		w = recordWalker{buf: out}
-	default:
-		return fmt.Errorf("%w: unknown compression codec %d", ErrCorruptBatch, codec)
+		w = recordWalker{buf: whole, requireKey: requireKey}
+	} else {
+		wp := windowPool.Get().(*[]byte)
+		defer windowPool.Put(wp)
+		w = recordWalker{window: (*wp)[:0], buf: (*wp)[:0], limit: limit, src: src, requireKey: requireKey}
 	}
-	err := w.walk(count)
+	err = w.walk(count)
 	if errors.Is(err, ErrInvalidRecord) {
 		return fmt.Errorf("%s-compressed records: %w", codecName(codec), err)
 	}
 	return err
+}
+
+// decompressAll returns the records of a compressed batch decompressed, at
+// most limit bytes of them, in a new slice (the cleaner's reader: it needs
+// the bytes of the records it keeps).
+func decompressAll(codec int, data []byte, limit int64) ([]byte, error) {
+	src, whole, release, err := decompressor(codec, data, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if whole != nil {
+		return bytes.Clone(whole), nil
+	}
+	out, err := io.ReadAll(io.LimitReader(src, limit+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: decompressing %s records: %v", ErrCorruptBatch, codecName(codec), err)
+	case int64(len(out)) > limit:
+		return nil, fmt.Errorf("%w: records decompress to more than %d bytes", ErrCorruptBatch, limit)
+	}
+	return out, nil
+}
+
+// decompressor returns a reader of the decompressed records, or for raw
+// snappy (one block, decoded whole) the records themselves, and a release
+// function that returns the decoder to its pool.
+func decompressor(codec int, data []byte, limit int64) (src io.Reader, whole []byte, release func(), err error) {
+	release = func() {}
+	if len(data) == 0 {
+		return nil, nil, release, fmt.Errorf("%w: %s-compressed batch has no compressed data", ErrCorruptBatch, codecName(codec))
+	}
+	switch codec {
+	case codecGzip:
+		d := gzipPool.Get().(*gzipDecoder)
+		release = func() { d.src.Reset(nil); gzipPool.Put(d) }
+		d.src.Reset(data)
+		if err := d.zr.Reset(&d.src); err != nil {
+			return nil, nil, release, fmt.Errorf("%w: gzip: %v", ErrCorruptBatch, err)
+		}
+		return &d.zr, nil, release, nil
+	case codecLZ4:
+		d := lz4Pool.Get().(*lz4Decoder)
+		release = func() { d.src.Reset(nil); d.zr.Reset(nil); lz4Pool.Put(d) }
+		d.src.Reset(data)
+		d.zr.Reset(&d.src)
+		return d.zr, nil, release, nil
+	case codecZstd:
+		var h zstd.Header
+		if err := h.Decode(data); err != nil {
+			return nil, nil, release, fmt.Errorf("%w: zstd: %v", ErrCorruptBatch, err)
+		}
+		if h.HasFCS && h.FrameContentSize > uint64(limit) {
+			return nil, nil, release, fmt.Errorf("%w: zstd frame says it decompresses to %d bytes, more than the limit of %d",
+				ErrCorruptBatch, h.FrameContentSize, limit)
+		}
+		pool := zstdPool(limit)
+		d := pool.Get().(*zstdDecoder)
+		release = func() { d.src.Reset(nil); d.zr.Reset(nil); pool.Put(d) }
+		d.src.Reset(data)
+		if err := d.zr.Reset(&d.src); err != nil {
+			return nil, nil, release, fmt.Errorf("%w: zstd: %v", ErrCorruptBatch, err)
+		}
+		return d.zr, nil, release, nil
+	case codecSnappy:
+		if bytes.HasPrefix(data, xerialMagic) {
+			if len(data) < xerialHeaderSize {
+				return nil, nil, release, fmt.Errorf("%w: snappy (xerial): %d-byte header is cut short", ErrCorruptBatch, len(data))
+			}
+			x := xerialPool.Get().(*xerialReader)
+			release = func() { x.rest, x.out = nil, nil; putBuf(&xerialBufPool, x.buf); x.buf = nil; xerialPool.Put(x) }
+			*x = xerialReader{rest: data[xerialHeaderSize:], limit: limit, buf: getBuf(&xerialBufPool)}
+			return x, nil, release, nil
+		}
+		size, err := snappy.DecodedLen(data)
+		if err != nil {
+			return nil, nil, release, fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
+		}
+		if int64(size) > limit {
+			return nil, nil, release, fmt.Errorf("%w: snappy block says it decompresses to %d bytes, more than the limit of %d",
+				ErrCorruptBatch, size, limit)
+		}
+		buf := getBuf(&snappyBufPool)
+		out, err := snappy.Decode(buf[:cap(buf)], data)
+		release = func() { putBuf(&snappyBufPool, out[:0]) }
+		if err != nil {
+			return nil, nil, release, fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
+		}
+		return nil, out, release, nil
+	}
+	return nil, nil, release, fmt.Errorf("%w: unknown compression codec %d", ErrCorruptBatch, codec)
 }

@@ -49,6 +49,15 @@ type Log struct {
 	done     chan struct{}
 	wg       sync.WaitGroup
 
+	// keyed is set while the cleanup policy compacts: appends then refuse
+	// records without a key. Atomic because validation runs before mu.
+	keyed atomic.Bool
+	// cleanMu serializes cleanings of this log (clean.go).
+	cleanMu sync.Mutex
+	// cleaned is the offset below which the log has been cleaned: where
+	// the dirty section starts (persisted in cleaner-checkpoint).
+	cleaned int64
+
 	// Counters for tests and metrics.
 	fsyncs  atomic.Int64 // segment files fsynced
 	flushes atomic.Int64 // flushes that fsynced something
@@ -78,8 +87,12 @@ func (l *Log) AppendBatches(batches [][]byte) (AppendResult, error) {
 	}
 	var small [2]plannedBatch
 	plan := small[:0]
+	validate := validateBatch
+	if l.keyed.Load() {
+		validate = validateKeyedBatch
+	}
 	for i, b := range batches {
-		h, err := validateBatch(b, l.cfg.MaxDecompressedBytes)
+		h, err := validate(b, l.cfg.MaxDecompressedBytes)
 		if err != nil {
 			if len(batches) > 1 {
 				err = fmt.Errorf("batch %d of %d: %w", i+1, len(batches), err)

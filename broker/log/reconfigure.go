@@ -3,9 +3,10 @@ package log
 import "time"
 
 // Reconfigure changes, on an open log, the settings a topic's configs
-// control (AlterConfigs): segment size and age, flush bounds, retention and
-// index spacing. Each takes effect at the next append, flush or retention
-// check; nothing already written is rewritten and the active segment is not
+// control (AlterConfigs): segment size and age, flush bounds, retention,
+// index spacing and the cleanup policy with its compaction settings. Each
+// takes effect at the next append, flush, retention check or cleaning;
+// nothing already written is rewritten and the active segment is not
 // rolled for it. The clock, the retention check interval and the producer
 // id settings stay as the log was opened with.
 func (l *Log) Reconfigure(cfg Config) {
@@ -18,6 +19,12 @@ func (l *Log) Reconfigure(cfg Config) {
 	l.cfg.RetentionAge = cfg.RetentionAge
 	l.cfg.RetentionBytes = cfg.RetentionBytes
 	l.cfg.IndexIntervalBytes = cfg.IndexIntervalBytes
+	l.cfg.CleanupPolicy = cfg.CleanupPolicy
+	l.cfg.MinCleanableDirtyRatio = cfg.MinCleanableDirtyRatio
+	l.cfg.MinCompactionLag = cfg.MinCompactionLag
+	l.cfg.MaxCompactionLag = cfg.MaxCompactionLag
+	l.cfg.DeleteRetention = cfg.DeleteRetention
+	l.keyed.Store(cfg.CleanupPolicy.compacts())
 	flushNow := l.leo-l.flushTarget >= l.cfg.FlushMessages
 	l.mu.Unlock()
 	if flushNow {

@@ -46,6 +46,8 @@ type recordWalker struct {
 	srcErr error     // why src stopped: io.EOF at the end, else a failure
 	// emptyReads counts reads in a row that returned no byte and no error.
 	emptyReads int
+	// requireKey refuses a record with a null key (compacted logs).
+	requireKey bool
 }
 
 // offset is the position of the next unread byte in the records.
@@ -212,7 +214,11 @@ func (w *recordWalker) walk(count int32) error {
 		if delta != int64(i) {
 			return recordError(i, at, "offset delta %d, want %d (its index in the batch)", delta, i)
 		}
-		if err := w.bytesField(i, at, end, "key", -1); err != nil {
+		keyMin := int64(-1)
+		if w.requireKey {
+			keyMin = 0
+		}
+		if err := w.bytesField(i, at, end, "key", keyMin); err != nil {
 			return err
 		}
 		if err := w.bytesField(i, at, end, "value", -1); err != nil {
@@ -253,6 +259,9 @@ func (w *recordWalker) bytesField(i int32, at, end int64, name string, min int64
 	n, ok := w.varint32()
 	if !ok {
 		return w.short(i, at, name+" length is cut short or not a 32-bit varint")
+	}
+	if n == -1 && min == 0 && name == "key" {
+		return recordError(i, at, "has no key, and the topic is compacted (cleanup.policy=compact keeps the last record of each key, so every record needs one)")
 	}
 	if n < min {
 		return recordError(i, at, "%s length %d is negative", name, n)

@@ -53,6 +53,7 @@ func Open(dir string, cfg Config, logger *slog.Logger) (*Log, RecoveryReport, er
 		dirtyCh:   make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
+	l.keyed.Store(cfg.CleanupPolicy.compacts())
 	rep, err := l.load()
 	if err != nil {
 		for _, s := range l.segs {
@@ -121,6 +122,12 @@ func listSegments(fsys FS, dir string) ([]int64, error) {
 // load rebuilds the in-memory state of the log from its directory.
 func (l *Log) load() (RecoveryReport, error) {
 	rep := RecoveryReport{TruncatedAt: -1}
+	if done, err := finishSwap(l.fs, l.dir); err != nil { // a cleaning interrupted by a crash (swap.go)
+		return rep, err
+	} else if len(done) > 0 {
+		l.logger.Info("finished swapping in cleaned segments after a crash", "dir", l.dir, "segments", len(done))
+	}
+	l.cleaned = readCleanerCheckpoint(l.fs, l.dir)
 	bases, err := listSegments(l.fs, l.dir)
 	if err != nil {
 		return rep, err

@@ -16,7 +16,8 @@ import (
 // Segments a Slice still holds are unlinked now and their files closed when
 // the last Slice is released. ApplyRetention also forgets idempotent
 // producers idle for longer than ProducerIDExpiry. The log calls it every
-// RetentionCheckInterval by itself.
+// RetentionCheckInterval by itself. A log whose cleanup policy is compact
+// alone deletes nothing: compaction decides what goes.
 func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 	l.repairMu.Lock()
 	defer l.repairMu.Unlock()
@@ -29,7 +30,7 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 	if n := l.producers.expire(now.Add(-l.cfg.ProducerIDExpiry)); n > 0 {
 		l.logger.Debug("expired idle producer ids", "dir", l.dir, "count", n)
 	}
-	for len(l.segs) > 1 {
+	for len(l.segs) > 1 && l.cfg.CleanupPolicy.deletes() {
 		s := l.segs[0]
 		if s == l.active || s.next > l.hw {
 			break

@@ -44,7 +44,8 @@ func TestStandaloneCLI(t *testing.T) {
 	if out := run(t, "", 0, "topics", "describe", brokers, "clicks"); strings.Count(out, "clicks") != 3 {
 		t.Fatalf("describe shows:\n%s", out)
 	}
-	run(t, "", 1, "topics", "create", brokers, "--config", "cleanup.policy=compact", "compacted")
+	run(t, "", 1, "topics", "create", brokers, "--config", "cleanup.policy=shred", "shredded")
+	run(t, "", 0, "topics", "create", brokers, "--config", "cleanup.policy=compact", "compacted")
 	run(t, "a\nb\nc\n", 0, "produce", brokers, "--topic", "clicks")
 	out := run(t, "", 0, "consume", brokers, "--topic", "clicks", "--offset", "beginning", "--max-messages", "3")
 	lines := strings.Fields(out)

@@ -39,6 +39,7 @@ type brokerFlags struct {
 	scrubRate       int64
 	maxTopics       int
 	maxPartitions   int
+	cleaner         log.CleanerConfig
 	conns           connFlags
 	security        securityFlags
 	metricsListen   *string
@@ -107,6 +108,10 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.Int64Var(&f.scrubRate, "scrub-rate", log.DefaultScrubRate, "bytes a second the scrubber may read per partition")
 	fs.IntVar(&f.maxTopics, "max-topics", 10000, "refuse creating topics beyond this many; -1: no limit")
 	fs.IntVar(&f.maxPartitions, "max-partitions", 20000, "refuse creating topics that would make this broker host more partitions; -1: no limit")
+	fs.IntVar(&f.cleaner.Threads, "log-cleaner-threads", log.DefaultCleanerThreads, "compacted logs cleaned at once (log.cleaner.threads)")
+	fs.Int64Var(&f.cleaner.DedupeBufferBytes, "log-cleaner-dedupe-buffer-size", log.DefaultCleanerBufferBytes,
+		"bytes of the cleaner's offset maps, split across its threads; 24 bytes a key, a dirty section with more keys is cleaned in parts (log.cleaner.dedupe.buffer.size)")
+	fs.DurationVar(&f.cleaner.Backoff, "log-cleaner-backoff", log.DefaultCleanerBackoff, "how long the cleaner waits when no log needs cleaning (log.cleaner.backoff.ms)")
 }
 
 func (f *brokerFlags) config() broker.Config {
@@ -135,6 +140,7 @@ func (f *brokerFlags) config() broker.Config {
 			MaxProducerIDs:   f.maxProducerIDs,
 			ScrubInterval:    f.scrubInterval,
 			ScrubRate:        f.scrubRate,
+			Cleaner:          f.cleaner,
 		},
 		Logger:          slog.Default(),
 		InternalClients: append([]string{}, splitList(f.internalClients)...), // empty admits none

@@ -47,7 +47,7 @@ func TestApplyRefusesForgedRecords(t *testing.T) {
 			if why := st.apply(schemaRecord(schemaValue{Subject: "s", Version: 1, ID: 1, Schema: schemaA})); why != "" {
 				t.Fatal(why)
 			}
-			tc.rec.Offset = 7
+			tc.rec.Offset = 1 // right after: a gap would be compaction's, which raises the next id
 			if why := st.apply(tc.rec); !strings.Contains(why, tc.skipped) || why == "" {
 				t.Fatalf("skipped %q, want %q", why, tc.skipped)
 			}
@@ -57,8 +57,8 @@ func TestApplyRefusesForgedRecords(t *testing.T) {
 			if v := st.subjects["s"].find(1); v == nil || v.deleted || v.id != 1 {
 				t.Errorf("live version s/1 is now %+v", v)
 			}
-			if st.next != 8 {
-				t.Errorf("next offset %d, want 8", st.next)
+			if st.next != 2 {
+				t.Errorf("next offset %d, want 2", st.next)
 			}
 			id, num, aerr := st.planRegister("t", mustParse(t, schemaB), Backward)
 			if aerr != nil || id != 2 || num != 1 {

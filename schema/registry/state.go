@@ -24,8 +24,10 @@ type state struct {
 	byKey    map[string]int    // avsc.Key → id
 	configs  map[string]string // subject → level; "" is the global level
 	maxID    int               // ids are never reused, even after hard deletes
-	next     int64             // offset of the next record to apply
-	limits   schemaLimits      // bounds schema texts before they are parsed
+	// idFloor bounds the ids that records compaction removed: see apply.
+	idFloor int
+	next    int64        // offset of the next record to apply
+	limits  schemaLimits // bounds schema texts before they are parsed
 }
 
 type subject struct {
@@ -56,6 +58,10 @@ func newState() *state {
 	}
 }
 
+// nextID is the id a new schema gets: above every id given out, including
+// those of records compaction removed.
+func (st *state) nextID() int { return min(max(st.maxID, st.idFloor), maxID31) + 1 }
+
 // maxID31 is the largest schema id or version: the envelope carries the id
 // in 4 bytes, and Confluent's clients read both as Java ints.
 const maxID31 = 1<<31 - 1
@@ -76,6 +82,15 @@ func validSubject(s string) bool {
 // is skipped whole; it can never move the id counter or remove a live
 // version.
 func (st *state) apply(r Record) string {
+	// _schemas is compacted: the records of a hard-deleted version go,
+	// and with them maybe the only trace of its schema id. Each missing
+	// offset held at most one record, so at most one id was lost per
+	// missing offset; raising the floor by the gap keeps every id ever
+	// given out at or below nextID, so no id is reused and a later
+	// record's id is not taken for a forged jump.
+	if gap := r.Offset - st.next; gap > 0 {
+		st.idFloor = max(st.idFloor, st.maxID) + int(min(gap, maxID31))
+	}
 	st.next = r.Offset + 1
 	var k recordKey
 	if err := json.Unmarshal(r.Key, &k); err != nil {
@@ -173,11 +188,11 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 	if err != nil {
 		return fmt.Sprintf("subject %q version %d: schema does not parse: %v", name, num, err)
 	}
-	if _, known := st.schemas[v.ID]; !known && v.ID > st.maxID+1 {
+	if _, known := st.schemas[v.ID]; !known && v.ID > st.nextID() {
 		// Registries give a new schema the next id, so a record that jumps
 		// ahead did not come from one; applied, it would use up the ids
 		// (a forged id 2^31-1 leaves none the envelope can carry).
-		return fmt.Sprintf("subject %q version %d claims new schema id %d, ahead of the next id %d", name, num, v.ID, st.maxID+1)
+		return fmt.Sprintf("subject %q version %d claims new schema id %d, ahead of the next id %d", name, num, v.ID, st.nextID())
 	}
 	if have, ok := st.schemas[v.ID]; ok && have.schema.Key != parsed.Key {
 		return fmt.Sprintf("schema id %d is taken by another schema; a concurrent registration under subject %q lost", v.ID, name)

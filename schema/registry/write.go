@@ -95,10 +95,9 @@ func (st *state) planRegister(subject string, sch *avsc.Schema, dflt string) (id
 	}
 	id, ok := st.byKey[sch.Key]
 	if !ok {
-		if st.maxID >= maxID31 {
+		if id = st.nextID(); id > maxID31 {
 			return 0, 0, errStore("Register", fmt.Errorf("every schema id up to 2^31-1 is used; the 4-byte envelope cannot carry a larger one"))
 		}
-		id = st.maxID + 1
 	}
 	num = 1
 	if sub != nil {

@@ -44,11 +44,11 @@ def main(bootstrap):
 
     bad = admin.incremental_alter_configs([ConfigResource(
         ResourceType.TOPIC, topic,
-        incremental_configs=[ConfigEntry("cleanup.policy", "compact",
+        incremental_configs=[ConfigEntry("cleanup.policy", "shred",
                                          incremental_operation=AlterConfigOpType.SET)])])
     try:
         step("refused", bad)
-        raise SystemExit("cleanup.policy=compact was accepted")
+        raise SystemExit("cleanup.policy=shred was accepted")
     except KafkaException as e:
         if "cleanup.policy" not in str(e):
             raise SystemExit(f"refusal does not name the key: {e}")

@@ -1,0 +1,486 @@
+package log
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Compaction (cleanup.policy=compact) keeps, for every key, the last record
+// written with it, and removes tombstones (a key with a null value) once
+// they are DeleteRetention old. It works as Kafka's cleaner does:
+//
+//   - The log has a clean part (already compacted) and a dirty part, from
+//     Log.cleaned (persisted in cleaner-checkpoint) on. Only sealed segments
+//     wholly below the high watermark and whose newest batch is older than
+//     MinCompactionLag are cleanable; the active segment never is.
+//   - A fixed-size offsetMap is filled with the latest offset of every key of
+//     the dirty part, in order, until it is full: what does not fit is
+//     cleaned in a later run.
+//   - Every cleanable segment up to where the map stopped is rewritten: a
+//     record stays if no later record of its key is in the map and it is not
+//     an expired tombstone. A record without a key (written before the
+//     topic became compacted) goes, as in Kafka. Time is the log's Clock
+//     against a batch's MaxTimestamp (the producer's clock, or the
+//     broker's under LogAppendTime): a tombstone goes once its batch is
+//     DeleteRetention old, where Kafka counts from the cleaning that first
+//     saw it; a log is overdue once its oldest dirty segment's newest batch
+//     is MaxCompactionLag old, a little later than Kafka, which takes the
+//     segment's oldest. Offsets never change: what is removed leaves a
+//     gap, recorded in NNN.gaps like the gaps of a repair, and consumers
+//     skip it as Kafka consumers skip compacted offsets.
+//
+// How a batch is written (the only place the log writes batches of its
+// own): a batch that keeps every record is copied byte for byte. One that
+// keeps some is written anew as an uncompressed RecordBatch v2 holding the
+// kept records' bytes unchanged, with the batch's base offset, last offset
+// delta, timestamps and producer fields, so the kept records keep their
+// offsets (their offset deltas now have holes, as in a batch Kafka's
+// cleaner wrote) and the CRC is recomputed. Writing it uncompressed rather
+// than recompressing keeps the cleaner simple and its output readable by
+// every client; a compacted topic's data rarely gains much from batch
+// compression once only one record per key is left. A batch that keeps no
+// record is dropped, except the newest batch of an idempotent producer the
+// log still tracks: its header stays, with no records, so that producer
+// state rebuilt from the log (when a snapshot is lost) still deduplicates
+// that producer's retries; Kafka keeps such empty batches for the same
+// reason.
+//
+// The rewritten segments replace the old ones atomically as a set (see
+// swap.go).
+
+// CleanStats says what one cleaning of a log did.
+type CleanStats struct {
+	Segments          int   // segments rewritten
+	BytesRead         int64 // bytes of the segments rewritten
+	BytesWritten      int64 // bytes of their replacements
+	RecordsRemoved    int64 // superseded records and expired tombstones removed
+	TombstonesRemoved int64 // of which tombstones
+	// DirtyFrom and CleanedTo bound the dirty section this run covered:
+	// the log is now clean below CleanedTo.
+	DirtyFrom, CleanedTo int64
+}
+
+// errCleanStopped ends a cleaning because the log or the cleaner closed.
+var errCleanStopped = errors.New("cleaning stopped")
+
+// cleanableLocked returns the segments the cleaner may rewrite now, each
+// with a reference taken: sealed, wholly below the high watermark, fully
+// fsynced and with their newest batch older than MinCompactionLag, from the
+// start of the log up to the first that is not. Call with mu held.
+func (l *Log) cleanableLocked(now time.Time) []*segment {
+	var out []*segment
+	lag := l.cfg.MinCompactionLag.Milliseconds()
+	for _, s := range l.segs {
+		// A sealed segment may still have its writers open (they close at
+		// the flush after the roll only if it had unflushed data then);
+		// wholly below the high watermark and not dirty, nothing writes it.
+		if s == l.active || s == l.hwSeg || s.next > l.hw || s.dirty {
+			break
+		}
+		if lag > 0 && (s.maxTs < 0 || now.UnixMilli()-s.maxTs < lag) {
+			break
+		}
+		s.ref()
+		out = append(out, s)
+	}
+	return out
+}
+
+// cleanNeed says how much a cleaning would gain: the dirty share of the
+// cleanable bytes, and whether the oldest dirty segment is past
+// MaxCompactionLag (then it is cleaned whatever its ratio). A log that does
+// not compact, or has nothing dirty, returns ok false.
+func (l *Log) cleanNeed() (ratio float64, dirtyBytes int64, overdue, ok, closed bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed || !l.cfg.CleanupPolicy.compacts() {
+		return 0, 0, false, false, l.closed
+	}
+	now := l.cfg.Clock()
+	segs := l.cleanableLocked(now)
+	defer func() {
+		for _, s := range segs {
+			s.unref()
+		}
+	}()
+	from := max(l.cleaned, l.start)
+	var clean, dirty int64
+	first := true
+	for _, s := range segs {
+		if s.next <= from {
+			clean += s.size
+			continue
+		}
+		dirty += s.size
+		if first && s.maxTs >= 0 && now.UnixMilli()-s.maxTs > l.cfg.MaxCompactionLag.Milliseconds() {
+			overdue = true
+		}
+		first = false
+	}
+	if dirty == 0 {
+		return 0, 0, false, false, false
+	}
+	ratio = float64(dirty) / float64(clean+dirty)
+	return ratio, dirty, overdue, ratio >= l.cfg.MinCleanableDirtyRatio || overdue, false
+}
+
+// clean compacts the log once with m as its offset map (see the comment at
+// the top of this file). stop, when closed, ends it early, leaving the log
+// as it was.
+func (l *Log) clean(m *offsetMap, stop <-chan struct{}) (CleanStats, error) {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
+	now := l.cfg.Clock()
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return CleanStats{}, ErrClosed
+	}
+	if !l.cfg.CleanupPolicy.compacts() {
+		l.mu.RUnlock()
+		return CleanStats{}, nil
+	}
+	segs := l.cleanableLocked(now)
+	from := max(l.cleaned, l.start)
+	horizon := now.Add(-l.cfg.DeleteRetention).UnixMilli()
+	limit := l.cfg.MaxDecompressedBytes
+	newest := l.producers.newestBases()
+	l.mu.RUnlock()
+	defer func() {
+		for _, s := range segs {
+			s.unref()
+		}
+	}()
+	st := CleanStats{DirtyFrom: from, CleanedTo: from}
+	if len(segs) == 0 || segs[len(segs)-1].next <= from {
+		return st, nil
+	}
+
+	// The map: the dirty records in order, until it is full.
+	m.reset()
+	end := segs[len(segs)-1].next
+	full := false
+	for _, s := range segs {
+		if s.next <= from || full {
+			continue
+		}
+		err := eachRecord(s, limit, stop, func(h *batchHeader, r *cleanRecord, _ []byte) bool {
+			off := h.baseOffset + r.delta
+			if off < from || !r.hasKey {
+				return true
+			}
+			if !m.put(r.key, off) {
+				end, full = off, true
+				return false
+			}
+			return true
+		})
+		if err != nil {
+			return st, err
+		}
+	}
+	st.CleanedTo = end
+
+	// The rewrite: every cleanable segment below end, into .cleaned files.
+	var out []cleanedSegment
+	defer func() {
+		for _, c := range out {
+			c.discard(l.fs)
+		}
+	}()
+	for _, s := range segs {
+		if s.base >= end {
+			break
+		}
+		c, err := l.rewriteSegment(s, m, end, horizon, newest, limit, stop, &st)
+		if err != nil {
+			return st, fmt.Errorf("clean %s: %w", s.path, err)
+		}
+		out = append(out, c)
+	}
+	committed, err := l.swapCleaned(out)
+	if committed {
+		out = nil // the next Open finishes the swap if this one failed: keep the files
+	}
+	if err != nil {
+		return st, err
+	}
+	l.mu.Lock()
+	l.cleaned = max(l.cleaned, end)
+	l.mu.Unlock()
+	if err := writeFileAtomic(l.fs, l.dir, cleanerCheckpointFile, fmt.Appendf(nil, "%d\n", end)); err != nil {
+		// Only costs recleaning the same section after a restart.
+		l.logger.Warn("writing cleaner checkpoint", "dir", l.dir, "err", err)
+	}
+	l.logger.Info("cleaned compacted log", "dir", l.dir, "segments", st.Segments,
+		"dirty_offsets", [2]int64{st.DirtyFrom, st.CleanedTo}, "bytes_read", st.BytesRead,
+		"bytes_written", st.BytesWritten, "records_removed", st.RecordsRemoved,
+		"tombstones_removed", st.TombstonesRemoved, "map_full", full)
+	return st, nil
+}
+
+// A cleanedSegment is the replacement of a segment, written to .cleaned
+// files and fsynced, waiting to be swapped in.
+type cleanedSegment struct {
+	old   *segment
+	index []indexEntry
+	next  int64
+	maxTs int64
+	size  int64
+}
+
+func (c cleanedSegment) discard(fsys FS) {
+	dir := filepath.Dir(c.old.path)
+	fsys.Remove(c.old.path + cleanedSuffix)
+	fsys.Remove(gapsPath(dir, c.old.base) + cleanedSuffix)
+}
+
+// rewriteSegment writes the records of s that compaction keeps to
+// NNN.log.cleaned, and the gaps their removal leaves to NNN.gaps.cleaned.
+func (l *Log) rewriteSegment(s *segment, m *offsetMap, end, horizon int64, newest map[int64]int64,
+	limit int64, stop <-chan struct{}, st *CleanStats) (cleanedSegment, error) {
+	c := cleanedSegment{old: s, next: s.base, maxTs: -1}
+	dir := filepath.Dir(s.path)
+	f, err := l.fs.OpenFile(s.path+cleanedSuffix, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return c, err
+	}
+	w := bufio.NewWriterSize(f, 256<<10)
+	gaps := map[int64]int64{}
+	expect := s.base
+	var kept []byte // records of the batch being rebuilt
+	var count int32
+	write := func(h *batchHeader, b []byte) error {
+		if h.baseOffset > expect {
+			gaps[expect] = h.baseOffset
+		}
+		if n := len(c.index); n == 0 || c.size-int64(c.index[n-1].pos) >= l.cfg.IndexIntervalBytes {
+			c.index = append(c.index, indexEntry{rel: uint32(h.baseOffset - s.base), pos: uint32(c.size), maxTs: max(c.maxTs, h.maxTimestamp)})
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		c.size += int64(len(b))
+		c.maxTs = max(c.maxTs, h.maxTimestamp)
+		expect = h.nextOffset()
+		c.next = expect
+		return nil
+	}
+	var werr error
+	err = eachBatch(s, limit, stop, func(h *batchHeader, raw, records []byte, recs []cleanRecord) bool {
+		kept, count = kept[:0], 0
+		for i := range recs {
+			r := &recs[i]
+			off := h.baseOffset + r.delta
+			keep := off >= end
+			if !keep && r.hasKey {
+				latest, found := m.get(r.key)
+				keep = !found || latest <= off
+				if keep && r.tombstone && h.maxTimestamp < horizon {
+					keep = false
+					st.TombstonesRemoved++
+				}
+			}
+			if keep {
+				kept = append(kept, records[r.start:r.end]...)
+				count++
+			} else {
+				st.RecordsRemoved++
+			}
+		}
+		switch {
+		case int(count) == len(recs):
+			werr = write(h, raw)
+		case count > 0 || h.producerID != -1 && isNewest(newest, h):
+			werr = write(h, rebuildBatch(raw, kept, count))
+		}
+		return werr == nil
+	})
+	if err == nil {
+		err = werr
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	err = errors.Join(err, f.Close())
+	if err == nil {
+		if after := s.gapEnd(s.next); after > expect {
+			gaps[expect] = after
+		}
+		err = writeSynced(l.fs, gapsPath(dir, s.base)+cleanedSuffix, encodeGaps(gaps))
+	}
+	if err != nil {
+		c.discard(l.fs)
+		return c, err
+	}
+	st.Segments++
+	st.BytesRead += s.size
+	st.BytesWritten += c.size
+	return c, nil
+}
+
+// isNewest says whether h is the newest batch of its producer as the
+// log's producer state remembers it.
+func isNewest(newest map[int64]int64, h *batchHeader) bool {
+	base, ok := newest[h.producerID]
+	return ok && base == h.baseOffset
+}
+
+// newestBases maps every tracked producer id to the base offset of its
+// newest batch.
+func (p *producers) newestBases() map[int64]int64 {
+	out := make(map[int64]int64, len(p.index))
+	for id, i := range p.index {
+		if e := &p.entries[i]; e.n > 0 {
+			out[id] = e.newest().base
+		}
+	}
+	return out
+}
+
+// rebuildBatch is the batch raw with only the given records (their bytes
+// unchanged), uncompressed, its CRC recomputed.
+func rebuildBatch(raw, records []byte, count int32) []byte {
+	b := make([]byte, batchHeaderSize, batchHeaderSize+len(records))
+	copy(b, raw[:batchHeaderSize])
+	b = append(b, records...)
+	attrs := binary.BigEndian.Uint16(b[offAttributes:]) &^ codecMask
+	binary.BigEndian.PutUint16(b[offAttributes:], attrs)
+	binary.BigEndian.PutUint32(b[offRecordCount:], uint32(count))
+	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-lengthPrefix))
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+	return b
+}
+
+// writeSynced writes a whole file and fsyncs it.
+func writeSynced(fsys FS, path string, data []byte) error {
+	f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
+
+// cleanRecord is what the cleaner needs of one record: its offset delta,
+// key, whether it is a tombstone, and where its bytes lie in the records.
+type cleanRecord struct {
+	delta      int64
+	key        []byte
+	hasKey     bool
+	tombstone  bool
+	start, end int
+}
+
+// parseRecord reads the record at b[pos:]; Append validated it, so a
+// failure means damage since.
+func parseRecord(b []byte, pos int) (cleanRecord, bool) {
+	r := cleanRecord{start: pos}
+	length, p := readVarint32(b, pos)
+	if p < 0 || length < 1 || int64(len(b)-p) < length {
+		return r, false
+	}
+	r.end = p + int(length)
+	rec := b[:r.end]
+	p++ // attributes
+	if _, p = readVarint64(rec, p); p < 0 {
+		return r, false
+	}
+	if r.delta, p = readVarint32(rec, p); p < 0 {
+		return r, false
+	}
+	klen, p := readVarint32(rec, p)
+	if p < 0 || klen > int64(len(rec)-p) {
+		return r, false
+	}
+	if klen >= 0 {
+		r.key, r.hasKey = rec[p:p+int(klen)], true
+		p += int(klen)
+	}
+	vlen, p := readVarint32(rec, p)
+	if p < 0 {
+		return r, false
+	}
+	r.tombstone = vlen < 0
+	return r, true
+}
+
+// eachBatch reads the batches of s in order and gives each, with its
+// records (decompressed if need be) parsed, to visit, until visit returns
+// false. Memory is one batch at a time.
+func eachBatch(s *segment, limit int64, stop <-chan struct{},
+	visit func(h *batchHeader, raw, records []byte, recs []cleanRecord) bool) error {
+	br := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, s.size), 1<<20)
+	var raw []byte
+	var recs []cleanRecord
+	for pos := int64(0); pos < s.size; {
+		select {
+		case <-stop:
+			return errCleanStopped
+		default:
+		}
+		var pre [lengthPrefix]byte
+		if _, err := io.ReadFull(br, pre[:]); err != nil {
+			return fmt.Errorf("batch at byte %d: %w", pos, err)
+		}
+		n := lengthPrefix + int64(int32(binary.BigEndian.Uint32(pre[offLength:])))
+		if n < batchHeaderSize || pos+n > s.size {
+			return fmt.Errorf("%w: batch at byte %d: length %d", ErrCorruptBatch, pos, n)
+		}
+		if int64(cap(raw)) < n {
+			raw = make([]byte, n)
+		}
+		raw = raw[:n]
+		copy(raw, pre[:])
+		if _, err := io.ReadFull(br, raw[lengthPrefix:]); err != nil {
+			return fmt.Errorf("batch at byte %d: %w", pos, err)
+		}
+		h := parseHeader(raw)
+		records := raw[batchHeaderSize:]
+		if codec := int(binary.BigEndian.Uint16(raw[offAttributes:]) & codecMask); codec != codecNone && h.recordCount > 0 {
+			var err error
+			if records, err = decompressAll(codec, records, limit); err != nil {
+				return fmt.Errorf("batch at byte %d: %w", pos, err)
+			}
+		}
+		recs = recs[:0]
+		for p, i := 0, int32(0); i < h.recordCount; i++ {
+			r, ok := parseRecord(records, p)
+			if !ok {
+				return fmt.Errorf("%w: batch at byte %d: record %d does not parse", ErrInvalidRecord, pos, i)
+			}
+			recs = append(recs, r)
+			p = r.end
+		}
+		if !visit(&h, raw, records, recs) {
+			return nil
+		}
+		pos += n
+	}
+	return nil
+}
+
+// eachRecord is eachBatch one record at a time.
+func eachRecord(s *segment, limit int64, stop <-chan struct{}, visit func(h *batchHeader, r *cleanRecord, records []byte) bool) error {
+	return eachBatch(s, limit, stop, func(h *batchHeader, _, records []byte, recs []cleanRecord) bool {
+		for i := range recs {
+			if !visit(h, &recs[i], records) {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,10 @@ func createSchemasTopic(t *testing.T, adm *kadm.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "_schemas"); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "_schemas"); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) || r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+		if err == nil {
+			err = fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+		}
 		t.Fatalf("create _schemas with its own shape: %v", err)
 	}
 }

@@ -157,6 +157,9 @@ func (s *Standalone) CreateTopic(ctx context.Context, name string, partitions in
 	s.mu.Lock()
 	if _, ok := s.want[name]; ok {
 		s.mu.Unlock()
+		// Someone else's creation may still be on its way to disk: the
+		// caller, told the topic exists, will use it at once.
+		s.waitDurable(ctx, name)
 		return Topic{}, ErrTopicExists
 	}
 	topics, parts := s.countsLocked()
@@ -242,6 +245,26 @@ func (s *Standalone) commit(c *change) error {
 		b.done <- err
 	}
 	return <-c.done
+}
+
+// waitDurable returns once topic name is visible to lookups, or its
+// creation failed, or ctx ends.
+func (s *Standalone) waitDurable(ctx context.Context, name string) {
+	for {
+		s.mu.Lock()
+		_, visible := s.view.Load().byName[name]
+		_, pending := s.want[name]
+		ch := s.changed
+		s.mu.Unlock()
+		if visible || !pending {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func queuedAfter(queue []*change, name string) bool {

@@ -181,3 +181,41 @@ func TestFailedWriteLeavesNoTopic(t *testing.T) {
 		t.Fatalf("retry after the failure: %v", err)
 	}
 }
+
+// A second creator of a topic whose creation is still being written is told
+// it exists only once it is durable and visible: told "exists", a client
+// uses the topic at once.
+func TestTopicExistsOnlyOnceDurable(t *testing.T) {
+	s, err := OpenStandalone(t.TempDir(), Broker{ID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	entered, release := stallWrites(t)
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.CreateTopic(ctx, "racy", 1, nil)
+		first <- err
+	}()
+	<-entered
+	second := make(chan error, 1)
+	go func() {
+		_, err := s.CreateTopic(ctx, "racy", 1, nil)
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		t.Fatalf("second creator answered (%v) while the first creation was not yet durable", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	release()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; !errors.Is(err, ErrTopicExists) {
+		t.Fatalf("second creator: %v, want ErrTopicExists", err)
+	}
+	if _, ok := s.Topic("racy"); !ok {
+		t.Fatal("told the topic exists, but lookups do not find it")
+	}
+}

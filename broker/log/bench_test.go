@@ -3,26 +3,32 @@ package log
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 )
 
 // BenchmarkAppend measures acks=1 appends of batches of 200-byte records,
-// with the default flush policy running in the background.
+// with each flush policy running in the background: the continuous policy
+// fsyncs back to back under load, and fsyncs/op and flushes/op show how
+// many appends each one covers.
 func BenchmarkAppend(b *testing.B) {
-	for _, records := range []int{1, 50} {
-		b.Run(map[int]string{1: "records=1", 50: "records=50"}[records], func(b *testing.B) {
-			l, _ := openLog(b, b.TempDir(), Config{})
-			batch := makeBatch(batchOpts{records: records, valueSize: 200})
-			b.SetBytes(int64(len(batch)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := l.Append(batch); err != nil {
-					b.Fatal(err)
+	for _, policy := range []string{"continuous", "interval"} {
+		for _, records := range []int{1, 50} {
+			b.Run(fmt.Sprintf("flush=%s/records=%d", policy, records), func(b *testing.B) {
+				l, _ := openLog(b, b.TempDir(), Config{IntervalFlush: policy == "interval"})
+				batch := makeBatch(batchOpts{records: records, valueSize: 200})
+				b.SetBytes(int64(len(batch)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := l.Append(batch); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+				b.ReportMetric(float64(l.flushes.Load())/float64(b.N), "flushes/op")
+			})
+		}
 	}
 }
 

@@ -12,6 +12,18 @@ import (
 	"time"
 )
 
+// Under heavy load a partition that fsyncs back to back makes every append
+// contend with an fsync of the same file: measured on this project's VMs,
+// the appends' pwrite costs three times its CPU. A flush that covered at
+// least busyFlushMessages messages is followed by busyFlushGap before the
+// next one (an acks=all request ends the gap at once), so each fsync covers
+// more; at low load, where latency matters, flushes still follow each
+// other at once.
+const (
+	busyFlushMessages = 2000
+	busyFlushGap      = 20 * time.Millisecond
+)
+
 const (
 	cleanMarkerFile = ".clean-shutdown"
 	checkpointFile  = "recovery-checkpoint"
@@ -55,6 +67,7 @@ func (l *Log) flushLocked() error {
 		return nil
 	}
 	target, tSeg, tPos := l.leo, l.active, l.active.size
+	l.lastFlushCovered = target - l.flushTarget
 	segs, syncDir := l.dirty, l.dirDirty
 	l.dirty, l.dirDirty = nil, false
 	for _, s := range segs {
@@ -148,8 +161,23 @@ func (l *Log) run() {
 		case <-l.dirtyCh:
 			if !l.cfg.IntervalFlush {
 				// backgroundFlush signals dirtyCh again when appends
-				// arrived during the fsync: the next one starts at once.
+				// arrived during the fsync: the next one starts at once,
+				// unless the log is busy (see busyFlushGap).
 				l.backgroundFlush()
+				l.mu.RLock()
+				busy := l.lastFlushCovered >= busyFlushMessages
+				l.mu.RUnlock()
+				if busy {
+					gap := time.NewTimer(busyFlushGap)
+					select {
+					case <-gap.C:
+					case <-l.flushReq:
+						signal(l.flushReq)
+						gap.Stop()
+					case <-l.done:
+						gap.Stop()
+					}
+				}
 				continue
 			}
 			if !armed {

@@ -29,17 +29,12 @@ func (b *Broker) authorizeAdmin(req *request) *pending {
 	}
 	switch r := req.Request.(type) {
 	case *kmsg.AlterConfigsRequest:
-		kept, refused := r.Resources[:0:0], []kmsg.AlterConfigsResponseResource(nil)
-		for _, res := range r.Resources {
-			code, ok := configOK(res.ResourceType, res.ResourceName)
-			if ok {
-				kept = append(kept, res)
-				continue
-			}
+		kept, refused := splitRefused(r.Resources, func(res kmsg.AlterConfigsRequestResource) (kmsg.AlterConfigsResponseResource, bool) {
 			rr := kmsg.NewAlterConfigsResponseResource()
+			code, ok := configOK(res.ResourceType, res.ResourceName)
 			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
-			refused = append(refused, rr)
-		}
+			return rr, ok
+		})
 		if len(refused) > 0 {
 			r.Resources = kept
 			return later(func() response {
@@ -50,17 +45,12 @@ func (b *Broker) authorizeAdmin(req *request) *pending {
 		}
 
 	case *kmsg.IncrementalAlterConfigsRequest:
-		kept, refused := r.Resources[:0:0], []kmsg.IncrementalAlterConfigsResponseResource(nil)
-		for _, res := range r.Resources {
-			code, ok := configOK(res.ResourceType, res.ResourceName)
-			if ok {
-				kept = append(kept, res)
-				continue
-			}
+		kept, refused := splitRefused(r.Resources, func(res kmsg.IncrementalAlterConfigsRequestResource) (kmsg.IncrementalAlterConfigsResponseResource, bool) {
 			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			code, ok := configOK(res.ResourceType, res.ResourceName)
 			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
-			refused = append(refused, rr)
-		}
+			return rr, ok
+		})
 		if len(refused) > 0 {
 			r.Resources = kept
 			return later(func() response {
@@ -71,16 +61,11 @@ func (b *Broker) authorizeAdmin(req *request) *pending {
 		}
 
 	case *kmsg.CreatePartitionsRequest:
-		kept, refused := r.Topics[:0:0], []kmsg.CreatePartitionsResponseTopic(nil)
-		for _, t := range r.Topics {
-			if topicOK(kmsg.ACLOperationAlter, t.Topic) {
-				kept = append(kept, t)
-				continue
-			}
+		kept, refused := splitRefused(r.Topics, func(t kmsg.CreatePartitionsRequestTopic) (kmsg.CreatePartitionsResponseTopic, bool) {
 			rt := kmsg.NewCreatePartitionsResponseTopic()
 			rt.Topic, rt.ErrorCode = t.Topic, kerr.TopicAuthorizationFailed.Code
-			refused = append(refused, rt)
-		}
+			return rt, topicOK(kmsg.ACLOperationAlter, t.Topic)
+		})
 		if len(refused) > 0 {
 			r.Topics = kept
 			return later(func() response {
@@ -91,12 +76,7 @@ func (b *Broker) authorizeAdmin(req *request) *pending {
 		}
 
 	case *kmsg.DeleteRecordsRequest:
-		kept, refused := r.Topics[:0:0], []kmsg.DeleteRecordsResponseTopic(nil)
-		for _, t := range r.Topics {
-			if topicOK(kmsg.ACLOperationDelete, t.Topic) {
-				kept = append(kept, t)
-				continue
-			}
+		kept, refused := splitRefused(r.Topics, func(t kmsg.DeleteRecordsRequestTopic) (kmsg.DeleteRecordsResponseTopic, bool) {
 			rt := kmsg.NewDeleteRecordsResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
@@ -104,8 +84,8 @@ func (b *Broker) authorizeAdmin(req *request) *pending {
 				rp.Partition, rp.LowWatermark, rp.ErrorCode = p.Partition, -1, kerr.TopicAuthorizationFailed.Code
 				rt.Partitions = append(rt.Partitions, rp)
 			}
-			refused = append(refused, rt)
-		}
+			return rt, topicOK(kmsg.ACLOperationDelete, t.Topic)
+		})
 		if len(refused) > 0 {
 			r.Topics = kept
 			return later(func() response {
@@ -150,4 +130,19 @@ func (b *Broker) authorizeAdmin(req *request) *pending {
 		}
 	}
 	return nil
+}
+
+// splitRefused splits a request's resources into those check allows and
+// the answers (built by check) for the others, so a request is served for
+// what it may touch and answered with an error for the rest.
+func splitRefused[Req, Resp any](items []Req, check func(Req) (Resp, bool)) (kept []Req, refused []Resp) {
+	kept = items[:0:0]
+	for _, it := range items {
+		if answer, ok := check(it); ok {
+			kept = append(kept, it)
+		} else {
+			refused = append(refused, answer)
+		}
+	}
+	return kept, refused
 }

@@ -83,13 +83,7 @@ func (b *Broker) authorize(req *request) *pending {
 		r.Topics = kept
 
 	case *kmsg.ListOffsetsRequest:
-		kept := r.Topics[:0:0]
-		var refused []kmsg.ListOffsetsResponseTopic
-		for _, t := range r.Topics {
-			if topic(kmsg.ACLOperationDescribe, t.Topic) {
-				kept = append(kept, t)
-				continue
-			}
+		kept, refused := splitRefused(r.Topics, func(t kmsg.ListOffsetsRequestTopic) (kmsg.ListOffsetsResponseTopic, bool) {
 			rt := kmsg.NewListOffsetsResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
@@ -97,8 +91,8 @@ func (b *Broker) authorize(req *request) *pending {
 				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
 				rt.Partitions = append(rt.Partitions, rp)
 			}
-			refused = append(refused, rt)
-		}
+			return rt, topic(kmsg.ACLOperationDescribe, t.Topic)
+		})
 		if len(refused) > 0 {
 			r.Topics = kept
 			resp := b.listOffsets(r)
@@ -107,17 +101,11 @@ func (b *Broker) authorize(req *request) *pending {
 		}
 
 	case *kmsg.CreateTopicsRequest:
-		kept := r.Topics[:0:0]
-		var refused []kmsg.CreateTopicsResponseTopic
-		for _, t := range r.Topics {
-			if b.mayCreateTopic(req, t.Topic) {
-				kept = append(kept, t)
-				continue
-			}
+		kept, refused := splitRefused(r.Topics, func(t kmsg.CreateTopicsRequestTopic) (kmsg.CreateTopicsResponseTopic, bool) {
 			rt := kmsg.NewCreateTopicsResponseTopic()
 			rt.Topic, rt.ErrorCode = t.Topic, kerr.TopicAuthorizationFailed.Code
-			refused = append(refused, rt)
-		}
+			return rt, b.mayCreateTopic(req, t.Topic)
+		})
 		if len(refused) > 0 {
 			r.Topics = kept
 			resp := b.createTopics(r)
@@ -297,17 +285,11 @@ func (b *Broker) authorize(req *request) *pending {
 		}
 
 	case *kmsg.DeleteGroupsRequest:
-		kept := r.Groups[:0:0]
-		var refused []kmsg.DeleteGroupsResponseGroup
-		for _, g := range r.Groups {
-			if group(kmsg.ACLOperationDelete, g) {
-				kept = append(kept, g)
-				continue
-			}
+		kept, refused := splitRefused(r.Groups, func(g string) (kmsg.DeleteGroupsResponseGroup, bool) {
 			rg := kmsg.NewDeleteGroupsResponseGroup()
 			rg.Group, rg.ErrorCode = g, groupCode
-			refused = append(refused, rg)
-		}
+			return rg, group(kmsg.ACLOperationDelete, g)
+		})
 		if len(refused) > 0 {
 			r.Groups = kept
 			resp := b.deleteGroups(r)

@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +71,11 @@ func TestKillDuringCleaning(t *testing.T) {
 	proc.Kill()
 	cancel()
 	prod.Close()
+	// The producer's callbacks run on its goroutines: read what they
+	// recorded under the lock they wrote it with.
+	mu.Lock()
+	acknowledged := maps.Clone(acked)
+	mu.Unlock()
 
 	proc = testenv.StartProcess(t, args...)
 	testenv.WaitListening(t, proc, addr, 30*time.Second)
@@ -90,14 +96,14 @@ func TestKillDuringCleaning(t *testing.T) {
 				t.Fatalf("offset %d after %d", r.Offset, prev)
 			}
 			prev = r.Offset
-			if want, ok := acked[r.Offset]; ok && (want.key != string(r.Key) || want.value != string(r.Value)) {
+			if want, ok := acknowledged[r.Offset]; ok && (want.key != string(r.Key) || want.value != string(r.Value)) {
 				t.Fatalf("offset %d reads %s=%s, was acknowledged as %s=%s", r.Offset, r.Key, r.Value, want.key, want.value)
 			}
 			read[string(r.Key)] = append(read[string(r.Key)], r.Offset)
 		}
 	}
 	lastAcked := map[string]int64{}
-	for off, r := range acked {
+	for off, r := range acknowledged {
 		lastAcked[r.key] = max(lastAcked[r.key], off)
 	}
 	for key, off := range lastAcked {
@@ -107,7 +113,7 @@ func TestKillDuringCleaning(t *testing.T) {
 		}
 	}
 	t.Logf("%d records acknowledged, %d offsets, %d keys read back; the restart finished a committed swap: %v",
-		len(acked), end, len(read), strings.Contains(proc.Output.String(), "finished swapping in cleaned segments"))
+		len(acknowledged), end, len(read), strings.Contains(proc.Output.String(), "finished swapping in cleaned segments"))
 }
 
 // swapping reports whether a cleaning of the partition in dir is swapping

@@ -1,13 +1,11 @@
 package audit_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/tributary-io/tributary/audit"
 	"github.com/tributary-io/tributary/audit/internal/audittest"
+	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/schema"
 )
 
@@ -152,7 +151,7 @@ func TestNoTimeAndMalformedCountedApart(t *testing.T) {
 // id, instead of counting no_time in silence.
 func TestProducerExplainsNoTimeOnce(t *testing.T) {
 	env := audittest.Start(t)
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	pub, err := audit.NewPublisher(audit.PublisherConfig{Client: audittest.Client(t, env.Broker.Addr), Registry: env.Registry,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -175,22 +174,4 @@ func TestProducerExplainsNoTimeOnce(t *testing.T) {
 	if n := strings.Count(out, "counted as no_time"); n != 1 || !strings.Contains(out, `has no top-level field \"header\"`) {
 		t.Errorf("%d explanations, want 1 naming the missing field:\n%s", n, out)
 	}
-}
-
-// syncBuffer is a bytes.Buffer a logger may write from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -60,7 +60,7 @@ func StartKafkaConnect(t testing.TB, bootstrap, group string, extra map[string]s
 	}
 	cmd := exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xmx384m",
 		"-cp", cp, "org.apache.kafka.connect.cli.ConnectDistributed", file)
-	out := &syncBuffer{}
+	out := &SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting Kafka Connect: %v (%s)", err, javaToolsInstallHint)

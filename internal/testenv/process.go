@@ -50,7 +50,7 @@ func repoRoot() string {
 // Process is a `tributary` subcommand running as its own process.
 type Process struct {
 	Cmd    *exec.Cmd
-	Output *syncBuffer
+	Output *SyncBuffer
 	done   chan struct{}
 }
 
@@ -60,7 +60,7 @@ type Process struct {
 func StartProcess(t testing.TB, args ...string) *Process {
 	t.Helper()
 	cmd := exec.Command(Binary(t), args...)
-	out := &syncBuffer{}
+	out := &SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting tributary %v: %v", args, err)
@@ -131,19 +131,20 @@ func WaitListening(t testing.TB, p *Process, addr string, timeout time.Duration)
 	t.Fatalf("nothing listening on %s after %v:\n%s", addr, timeout, p.Output.String())
 }
 
-// syncBuffer is a bytes.Buffer safe for a process writing and a test reading.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for one side writing (a process, a
+// logger on several goroutines) while a test reads it.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

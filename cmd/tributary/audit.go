@@ -49,6 +49,7 @@ func newAuditFlags(action, summary string) (*flag.FlagSet, *auditFlags) {
 		fmt.Fprintf(fs.Output(), "usage: tributary audit %s [flags]\n  %s\n\nflags:\n", action, summary)
 		fs.PrintDefaults()
 	}
+	addLogFormatFlag(fs)
 	f := &auditFlags{}
 	fs.StringVar(&f.brokers, "brokers", "127.0.0.1:9092", "comma-separated broker addresses")
 	fs.StringVar(&f.registry, "registry", "http://127.0.0.1:8081", "schema registry `URL`")

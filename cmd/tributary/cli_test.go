@@ -14,10 +14,23 @@ import (
 // the test if the exit status is not want.
 func run(t *testing.T, stdin string, want int, args ...string) string {
 	t.Helper()
+	out, _ := runBoth(t, stdin, want, args...)
+	return out
+}
+
+// runStderr is run for a command whose stderr (its error) is the point.
+func runStderr(t *testing.T, want int, args ...string) string {
+	t.Helper()
+	_, stderr := runBoth(t, "", want, args...)
+	return stderr
+}
+
+func runBoth(t *testing.T, stdin string, want int, args ...string) (stdout, stderr string) {
+	t.Helper()
 	cmd := exec.Command(testenv.Binary(t), args...)
 	cmd.Stdin = strings.NewReader(stdin)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	var errBuf strings.Builder
+	cmd.Stderr = &errBuf
 	out, err := cmd.Output()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -26,9 +39,9 @@ func run(t *testing.T, stdin string, want int, args ...string) string {
 		t.Fatalf("tributary %v: %v", args, err)
 	}
 	if code != want {
-		t.Fatalf("tributary %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, want, out, stderr.String())
+		t.Fatalf("tributary %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, want, out, errBuf.String())
 	}
-	return string(out)
+	return string(out), errBuf.String()
 }
 
 // TestStandaloneCLI is what a user does after `make run`: the standalone

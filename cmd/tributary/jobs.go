@@ -38,6 +38,7 @@ func runJobs(ctx context.Context, args []string) error {
 	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("tributary jobs "+sub, flag.ContinueOnError)
+	addLogFormatFlag(fs)
 	dir := fs.String("dir", "jobs", "directory of job spec files (*.yaml)")
 	stateDir := fs.String("state-dir", jobs.DefaultStateDir(), "where attempts that could not reach their warehouse are recorded")
 	switch sub {

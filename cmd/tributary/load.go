@@ -89,7 +89,7 @@ func runLoad(ctx context.Context, args []string) error {
 		bar = &progressBar{w: os.Stderr}
 		cfg.Progress = bar.draw
 		// Log lines go above the bar, not through it.
-		cfg.Logger = slog.New(slog.NewTextHandler(bar, &slog.HandlerOptions{Level: logLevel()}))
+		cfg.Logger = slog.New(newLogHandler(bar))
 	}
 	sum, err := loader.Run(ctx, cfg)
 	if bar != nil {

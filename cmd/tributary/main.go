@@ -29,7 +29,7 @@ func register(name, summary string, run func(ctx context.Context, args []string)
 }
 
 func main() {
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})))
+	slog.SetDefault(slog.New(newLogHandler(os.Stderr)))
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
 		usage()
 		os.Exit(2)
@@ -71,7 +71,7 @@ func usage() {
 	for _, n := range names {
 		fmt.Fprintf(os.Stderr, "  %-16s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(os.Stderr, "\nRun 'tributary <command> -h' for a command's flags. TRIBUTARY_LOG=debug|info|warn|error sets the log level.")
+	fmt.Fprintln(os.Stderr, "\nRun 'tributary <command> -h' for a command's flags. TRIBUTARY_LOG=debug|info|warn|error sets the log level; --log-format json (or TRIBUTARY_LOG_FORMAT=json) writes log lines as JSON.")
 }
 
 func logLevel() slog.Level {
@@ -90,5 +90,6 @@ func newFlags(name string) *flag.FlagSet {
 		fmt.Fprintf(fs.Output(), "usage: tributary %s [flags]\n  %s\n\nflags:\n", name, commands[name].summary)
 		fs.PrintDefaults()
 	}
+	addLogFormatFlag(fs)
 	return fs
 }

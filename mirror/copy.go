@@ -109,8 +109,11 @@ func (s *source) copyRecord(ctx context.Context, part *partition, r *kgo.Record)
 	part.next = r.Offset + 1
 	part.mu.Unlock()
 	part.inflight.Add(1)
-	offset := r.Offset
+	offset, sent := r.Offset, time.Now()
 	s.tgt.client.Produce(ctx, out, func(rec *kgo.Record, err error) {
+		if err == nil {
+			s.events.ackLatency.WithLabelValues(s.Name).Observe(time.Since(sent).Seconds())
+		}
 		s.acked(ctx, part, seq, offset, rec, err)
 	})
 	return nil

@@ -6,8 +6,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics is the mirror's Prometheus collector. Everything is read from
-// Status at scrape time, so copying pays nothing for it. Series are per
+// Metrics is the mirror's Prometheus collector. Everything but the
+// acknowledgement latency and the translated schema ids (events) is read
+// from Status at scrape time, so copying pays nothing for it. Series are per
 // source partition this process copies (bounded by the sources' partition
 // counts); counters count since this process claimed the partition, so a
 // rebalance shows as a counter reset, which rate() handles.
@@ -42,9 +43,15 @@ func (c mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 		descMirrorCommitted, descMirrorSkipped, descMirrorUnknown, descMirrorLost, descMirrorPartitions} {
 		ch <- d
 	}
+	for _, e := range c.m.events.collectors() {
+		e.Describe(ch)
+	}
 }
 
 func (c mirrorCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, e := range c.m.events.collectors() {
+		e.Collect(ch)
+	}
 	for _, s := range c.m.Status().Sources {
 		ch <- prometheus.MustNewConstMetric(descMirrorPartitions, prometheus.GaugeValue, float64(len(s.Partitions)), s.Name)
 		for _, p := range s.Partitions {

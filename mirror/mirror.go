@@ -19,6 +19,7 @@ type Mirror struct {
 	sources []*source
 	started time.Time
 	meter   meter
+	events  *events
 }
 
 // New checks cfg (cluster names, regular expressions, URLs) without
@@ -28,7 +29,7 @@ func New(cfg Config) (*Mirror, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Mirror{cfg: c}, nil
+	return &Mirror{cfg: c, events: newEvents()}, nil
 }
 
 // Run connects to every source and the target and copies until ctx ends,
@@ -59,7 +60,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 	}
 	defer closeSources()
 	for _, sc := range m.cfg.Sources {
-		s := &source{Source: sc, cfg: m.cfg, log: log.With("source", sc.Name), tgt: tgt, fail: fail, lastAck: &m.lastAck}
+		s := &source{Source: sc, cfg: m.cfg, log: log.With("source", sc.Name), tgt: tgt, fail: fail, lastAck: &m.lastAck, events: m.events}
 		if sc.Registry != "" && sc.Registry != m.cfg.TargetRegistry {
 			src, err := newRegistryClient(sc.Registry)
 			if err != nil {
@@ -70,6 +71,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 				return fmt.Errorf("target registry: %w", err)
 			}
 			s.schemas = newSchemaMap(src, dst, s.log)
+			s.schemas.translated = m.events.translated.WithLabelValues(sc.Name)
 		}
 		if err := s.connect(runCtx); err != nil {
 			return err

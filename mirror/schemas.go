@@ -1,6 +1,8 @@
 package mirror
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+
 	"context"
 	"errors"
 	"fmt"
@@ -21,8 +23,9 @@ import (
 // same subject in the target (which returns the existing id if it is
 // there already), and the pair is cached for the life of the process.
 type schemaMap struct {
-	src, dst schema.Registry
-	log      *slog.Logger
+	src, dst   schema.Registry
+	log        *slog.Logger
+	translated prometheus.Counter // records whose id changed; nil: not counted
 
 	mu  sync.Mutex
 	ids map[schemaKey]int
@@ -80,6 +83,9 @@ func (m *schemaMap) rewrite(ctx context.Context, topic string, value []byte) ([]
 	}
 	if to == id {
 		return value, nil
+	}
+	if m.translated != nil {
+		m.translated.Inc()
 	}
 	out := make([]byte, 0, len(value))
 	out = schema.AppendEnvelope(out, to)

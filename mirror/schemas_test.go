@@ -1,6 +1,8 @@
 package mirror_test
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+
 	"context"
 	"fmt"
 	"net/http/httptest"
@@ -97,8 +99,31 @@ func TestMirrorRewritesSchemaIDs(t *testing.T) {
 	}
 	src := d.source()
 	src.Registry = srcURL
-	_, stop := runMirror(t, mirror.Config{Sources: []mirror.Source{src}, Target: []string{target.Addr}, TargetRegistry: dstURL, Topics: "^pageviews$"})
+	m, stop := runMirror(t, mirror.Config{Sources: []mirror.Source{src}, Target: []string{target.Addr}, TargetRegistry: dstURL, Topics: "^pageviews$"})
 	waitForCount(t, []string{target.Addr}, "pageviews", 301, time.Minute)
+	// Every envelope's id was translated; every record's acknowledgement was
+	// timed, the plain one's too.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m.Metrics())
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var translated float64
+	var acked uint64
+	for _, f := range fams {
+		for _, mm := range f.GetMetric() {
+			switch f.GetName() {
+			case "tributary_mirror_schema_ids_translated_total":
+				translated += mm.GetCounter().GetValue()
+			case "tributary_mirror_ack_latency_seconds":
+				acked += mm.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	if translated != 300 || acked != 301 {
+		t.Errorf("metrics: %v schema ids translated and %d acknowledgements timed, want 300 and 301", translated, acked)
+	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,7 @@ type source struct {
 	schemas *schemaMap // nil: ids are copied unchanged
 	fail    func(error)
 	lastAck *atomic.Int64 // unix nanoseconds of the target's latest acknowledgement, shared by all sources
+	events  *events       // the Mirror's event metrics
 
 	zk    *cluster.ZKSession
 	watch *cluster.ZKWatch

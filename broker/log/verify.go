@@ -63,18 +63,26 @@ func (p Problem) String() string {
 // index entry pointing at the start of the batch it names. It reads each
 // segment once, sequentially, a window at a time. The error is for a
 // directory that cannot be read at all; damage is in the report.
-func Verify(dataDir string) (VerifyReport, error) {
+func Verify(dataDir string) (VerifyReport, error) { return VerifyEach(dataDir, nil) }
+
+// VerifyEach is Verify telling each (when not nil) about every partition as
+// it is checked, with how many of how many are done, so that a long check
+// of a big data directory can show its progress.
+func VerifyEach(dataDir string, each func(done, total int, pc PartitionCheck)) (VerifyReport, error) {
 	var rep VerifyReport
 	dirs, err := partitionDirs(dataDir)
 	if err != nil {
 		return rep, err
 	}
-	for _, dir := range dirs {
+	for i, dir := range dirs {
 		pc, err := verifyPartition(dir)
 		if err != nil {
 			return rep, fmt.Errorf("verify %s: %w", dir, err)
 		}
 		rep.Partitions = append(rep.Partitions, pc)
+		if each != nil {
+			each(i+1, len(dirs), pc)
+		}
 	}
 	return rep, nil
 }

@@ -184,6 +184,9 @@ type reset struct {
 }
 
 func (r reset) run(ctx context.Context, adm *kadm.Client) error {
+	status := newStatusLine(os.Stderr)
+	defer status.Done()
+	status.Set("reading the committed offsets of group %s", r.group)
 	current, err := adm.FetchOffsets(ctx, r.group)
 	if err != nil {
 		return fmt.Errorf("reading the offsets of group %s: %w", r.group, err)
@@ -198,6 +201,7 @@ func (r reset) run(ctx context.Context, adm *kadm.Client) error {
 	if len(topics) == 0 {
 		return fmt.Errorf("group %s has no committed offsets; name the topics with --topic", r.group)
 	}
+	status.Set("listing the partitions of %d topic(s)", len(topics))
 	starts, err := adm.ListStartOffsets(ctx, topics...)
 	if err != nil {
 		return err
@@ -230,6 +234,7 @@ func (r reset) run(ctx context.Context, adm *kadm.Client) error {
 	})
 	sort.Strings(rows)
 	if !r.dryRun {
+		status.Set("committing %d new offset(s) of group %s", len(rows), r.group)
 		resp, err := adm.CommitOffsets(ctx, r.group, target)
 		if err == nil {
 			err = resp.Error()
@@ -241,6 +246,12 @@ func (r reset) run(ctx context.Context, adm *kadm.Client) error {
 			return fmt.Errorf("committing the new offsets of group %s: %w", r.group, err)
 		}
 	}
+	if r.dryRun {
+		status.Set("group %s: %d partition(s) to reset (dry run)", r.group, len(rows))
+	} else {
+		status.Set("group %s: %d partition(s) reset", r.group, len(rows))
+	}
+	status.Done()
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TOPIC\tPARTITION\tOLD\tNEW")
 	for _, row := range rows {

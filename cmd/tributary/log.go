@@ -31,7 +31,13 @@ func runLog(ctx context.Context, args []string) error {
 // summary, and fails with exit status 1 when anything is damaged so that
 // scripts can act on it.
 func verifyLogs(w io.Writer, dataDir string) error {
-	rep, err := log.Verify(dataDir)
+	status := newStatusLine(os.Stderr)
+	var bytes int64
+	rep, err := log.VerifyEach(dataDir, func(done, total int, pc log.PartitionCheck) {
+		bytes += pc.Bytes
+		status.Set("verified %d/%d partitions, %s", done, total, mib(bytes))
+	})
+	status.Done()
 	if err != nil {
 		return err
 	}

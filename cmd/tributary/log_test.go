@@ -136,3 +136,28 @@ func consumeAll(t *testing.T, addr string, n int) map[int64]string {
 	}
 	return got
 }
+
+// `log verify` shows its progress on stderr (here forced, as on a
+// terminal) and ends the line with the total, while stdout keeps only the
+// report that scripts read.
+func TestLogVerifyShowsProgress(t *testing.T) {
+	dir := t.TempDir()
+	b := testenv.StartBroker(t, testenv.WithDataDir(dir))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.ProduceRange(t, cl, "clicks", 0, 10)
+	testenv.ProduceRange(t, cl, "views", 0, 10)
+	cl.Close()
+	b.Stop()
+
+	t.Setenv("TRIBUTARY_PROGRESS", "always")
+	out, stderr := runBoth(t, "", 0, "log", "verify", "--data-dir", dir)
+	if !strings.Contains(stderr, "verified 2/2 partitions") || !strings.HasSuffix(stderr, "\n") {
+		t.Errorf("progress on stderr: %q", stderr)
+	}
+	if strings.Contains(out, "\x1b") || !strings.Contains(out, "2 partition(s) checked, 0 damaged") {
+		t.Errorf("report on stdout: %q", out)
+	}
+}

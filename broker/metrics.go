@@ -72,6 +72,7 @@ var (
 	descProducers   = desc("partition_producer_ids", "Idempotent producer ids whose sequences the partition tracks.", "topic", "partition")
 	descLag         = desc("group_lag", "Consumer lag of a group (broker-side or ZooKeeper) on a partition stored here: high watermark minus the committed offset (0 when the commit is ahead).", "group", "topic", "partition")
 	descMembers     = desc("group_members", "Members of a broker-side group this broker coordinates, labelled with the group's state (Stable, PreparingRebalance, CompletingRebalance, Empty).", "group", "state")
+	descGeneration  = desc("group_generation", "Generation of a broker-side group this broker coordinates: it grows by one at every completed rebalance, so its rate is the group's rebalance rate.", "group")
 	descCommitted   = desc("group_committed_offset", "Offset a group committed on a partition stored here: the next it will consume.", "group", "topic", "partition")
 	descDiskFree    = desc("broker_data_dir_free_bytes", "Bytes free to this process on the data directory's file system: an append fails once it is 0.")
 	descDiskSize    = desc("broker_data_dir_capacity_bytes", "Size of the data directory's file system.")
@@ -253,7 +254,7 @@ func (m *brokerMetrics) Describe(ch chan<- *prometheus.Desc) {
 		c.Describe(ch)
 	}
 	for _, d := range []*prometheus.Desc{descConnsOpen, descConnsRef, descQueued, descReading, descHW, descLEO,
-		descStart, descSize, descSegments, descUnflushed, descProducers, descLag, descCommitted, descMembers,
+		descStart, descSize, descSegments, descUnflushed, descProducers, descLag, descCommitted, descMembers, descGeneration,
 		descPartFailure, descDiskFree, descDiskSize} {
 		ch <- d
 	}
@@ -322,6 +323,7 @@ func (m *brokerMetrics) collectLag(ch chan<- prometheus.Metric, hw map[string]ma
 				members = len(d.Members)
 			}
 			ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(members), g.Name, g.State.String())
+			ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(g.Generation), g.Name)
 		}
 	}
 	if len(hw) == 0 {

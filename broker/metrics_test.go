@@ -143,6 +143,9 @@ func TestBrokerMetricsMove(t *testing.T) {
 	if got := sum(fams, "tributary_group_members", map[string]string{"group": "watchers", "state": "Stable"}); got != 1 {
 		t.Errorf("members of the stable group: %v, want 1", got)
 	}
+	if got := sum(fams, "tributary_group_generation", map[string]string{"group": "watchers"}); got < 1 {
+		t.Errorf("generation of the stable group: %v, want at least one rebalance", got)
+	}
 	if err := group.CommitUncommittedOffsets(ctx); err != nil {
 		t.Fatal(err)
 	}

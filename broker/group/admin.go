@@ -12,6 +12,9 @@ type Summary struct {
 	Name         string
 	State        State
 	ProtocolType string
+	// Generation counts the group's completed rebalances since this
+	// coordinator took it (0 for a group with only committed offsets).
+	Generation int32
 }
 
 // List returns the groups this broker coordinates: those with members and
@@ -31,7 +34,7 @@ func (c *Coordinator) List() ([]Summary, *kerr.Error) {
 	var out []Summary
 	for name, g := range c.groups {
 		if c.cfg.Owns(name) && g.state != Empty {
-			out = append(out, Summary{Name: name, State: g.state, ProtocolType: g.protocolType})
+			out = append(out, Summary{Name: name, State: g.state, ProtocolType: g.protocolType, Generation: g.generation})
 			seen[name] = true
 		}
 	}

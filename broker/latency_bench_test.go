@@ -36,6 +36,21 @@ func BenchmarkEndToEndLatency(b *testing.B) {
 	}
 }
 
+// BenchmarkEndToEndLatencyCluster is the same test against a two-broker
+// cluster on a real ZooKeeper: the producer and the consumer reach the
+// partition's broker through Metadata, and the flush rule is the same, so
+// the figures should match the standalone ones.
+//
+//	go test -run '^$' -bench BenchmarkEndToEndLatencyCluster -benchtime 3000x ./broker/
+func BenchmarkEndToEndLatencyCluster(b *testing.B) {
+	for _, acks := range []string{"1", "all"} {
+		b.Run("acks="+acks, func(b *testing.B) {
+			_, brokers := testenv.StartCluster(b, 2)
+			benchEndToEnd(b, brokers[1].Addr, acks)
+		})
+	}
+}
+
 func benchEndToEnd(b *testing.B, addr, acks string) {
 	const topic = "latency"
 	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(0)}

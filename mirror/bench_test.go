@@ -1,9 +1,12 @@
 package mirror_test
 
 import (
+	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -81,4 +84,84 @@ func BenchmarkMirror(b *testing.B) {
 		b.ReportMetric(rawRate*recordSize/1e6, "raw-produce-MB/s")
 		b.ReportMetric(mirrorRate/rawRate, "mirror/raw")
 	}
+}
+
+// BenchmarkMirrorLatency is the end-to-end latency through the mirror: one
+// kgo producer writes 200-byte records at 1,000/s into the source cluster,
+// the mirror copies them (acks=all) and a kgo consumer reads them in the
+// target; each record carries its send time. The mirror's consumer and
+// the target's consumer both see only fsynced data, so this is two flush
+// rules and two hops. b.N is the number of records.
+//
+//	go test -run '^$' -bench BenchmarkMirrorLatency -benchtime 2000x ./mirror/
+func BenchmarkMirrorLatency(b *testing.B) {
+	const topic = "latency"
+	d := startDC(b, "dc1", 1)
+	target := testenv.StartBroker(b)
+	createTopic(b, d.addrs(), topic, 1)
+	createTopic(b, []string{target.Addr}, topic, 1)
+	_, stop := runMirror(b, mirror.Config{Sources: []mirror.Source{d.source()}, Target: []string{target.Addr},
+		Topics: "^" + topic + "$", LogInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer stop()
+
+	prod := newClient(b, d.addrs(), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0),
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	cons := newClient(b, []string{target.Addr}, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+	ctx := b.Context()
+	// One record through before the clock starts: the mirror has joined
+	// and the consumer sits at the end.
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("warm-up")}).FirstErr(); err != nil {
+		b.Fatal(err)
+	}
+	waitForCount(b, []string{target.Addr}, topic, 1, time.Minute)
+	warm, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	cons.PollRecords(warm, 1)
+	cancel()
+
+	latencies := make([]time.Duration, 0, b.N)
+	done := make(chan error, 1)
+	go func() {
+		for len(latencies) < b.N {
+			fs := cons.PollFetches(ctx)
+			if err := fs.Err0(); err != nil {
+				done <- err
+				return
+			}
+			now := time.Now()
+			fs.EachRecord(func(r *kgo.Record) {
+				if len(r.Value) == 200 {
+					latencies = append(latencies, now.Sub(time.Unix(0, int64(binary.BigEndian.Uint64(r.Value)))))
+				}
+			})
+		}
+		done <- nil
+	}()
+	b.ResetTimer()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for range b.N {
+		<-tick.C
+		v := make([]byte, 200)
+		binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
+		prod.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			b.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		b.Fatalf("the target's consumer saw %d of %d records", len(latencies), b.N)
+	}
+	b.StopTimer()
+	slices.Sort(latencies)
+	pct := func(p float64) float64 {
+		return float64(latencies[int(p*float64(len(latencies)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
 }

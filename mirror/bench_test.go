@@ -2,11 +2,9 @@ package mirror_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"testing"
 	"time"
 
@@ -118,50 +116,5 @@ func BenchmarkMirrorLatency(b *testing.B) {
 	cons.PollRecords(warm, 1)
 	cancel()
 
-	latencies := make([]time.Duration, 0, b.N)
-	done := make(chan error, 1)
-	go func() {
-		for len(latencies) < b.N {
-			fs := cons.PollFetches(ctx)
-			if err := fs.Err0(); err != nil {
-				done <- err
-				return
-			}
-			now := time.Now()
-			fs.EachRecord(func(r *kgo.Record) {
-				if len(r.Value) == 200 {
-					latencies = append(latencies, now.Sub(time.Unix(0, int64(binary.BigEndian.Uint64(r.Value)))))
-				}
-			})
-		}
-		done <- nil
-	}()
-	b.ResetTimer()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for range b.N {
-		<-tick.C
-		v := make([]byte, 200)
-		binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
-		prod.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				b.Error(err)
-			}
-		})
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			b.Fatal(err)
-		}
-	case <-time.After(time.Minute):
-		b.Fatalf("the target's consumer saw %d of %d records", len(latencies), b.N)
-	}
-	b.StopTimer()
-	slices.Sort(latencies)
-	pct := func(p float64) float64 {
-		return float64(latencies[int(p*float64(len(latencies)-1))].Microseconds()) / 1000
-	}
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
+	testenv.MeasureLatency(b, prod, cons)
 }

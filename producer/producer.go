@@ -137,9 +137,9 @@ func Options(cfg Config) ([]kgo.Opt, error) {
 	if cfg.Linger < 0 {
 		return nil, fmt.Errorf("producer: Linger %v is negative", cfg.Linger)
 	}
-	if cfg.Linger > 0 {
-		opts = append(opts, kgo.ProducerLinger(cfg.Linger))
-	}
+	// Always set: kgo's own default lingers 10 ms, which would add 10 ms
+	// to every record at low rates (the mirror's end-to-end latency).
+	opts = append(opts, kgo.ProducerLinger(cfg.Linger))
 	if cfg.Logger != nil {
 		opts = append(opts, kgo.WithLogger(kgolog.New(cfg.Logger)))
 	}

@@ -168,13 +168,10 @@ retry: {attempts: 0}
 	// Kill whichever daemon holds the job right now.
 	w := openFS(t, url)
 	var holder *warehouse.LockInfo
-	for deadline := time.Now().Add(20 * time.Second); holder == nil; {
-		if time.Now().After(deadline) {
-			t.Fatal("no daemon took the job's lock within 20s")
-		}
+	testenv.Eventually(t, 20*time.Second, "a daemon takes the job's lock", func() bool {
 		holder, _ = warehouse.ReadLock(w, "job-shared", ttl)
-		time.Sleep(20 * time.Millisecond)
-	}
+		return holder != nil
+	})
 	victim := slices.IndexFunc(daemons, func(p *testenv.Process) bool { return p.Cmd.Process.Pid == holder.PID })
 	if victim < 0 {
 		t.Fatalf("the lock is held by pid %d, not one of the daemons", holder.PID)

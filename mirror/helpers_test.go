@@ -174,15 +174,10 @@ func endOffsets(t testing.TB, cl *kgo.Client, topic string) (int64, map[int32]in
 func waitForCount(t testing.TB, addrs []string, topic string, n int64, timeout time.Duration) {
 	t.Helper()
 	cl := newClient(t, addrs, kgo.MetadataMinAge(10*time.Millisecond))
-	deadline := time.Now().Add(timeout)
-	var got int64
-	for time.Now().Before(deadline) {
-		if got, _ = endOffsets(t, cl, topic); got >= n {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("topic %s holds %d records after %v, want %d", topic, got, timeout, n)
+	testenv.Eventually(t, timeout, fmt.Sprintf("topic %s holds %d records", topic, n), func() bool {
+		got, _ := endOffsets(t, cl, topic)
+		return got >= n
+	})
 }
 
 // readTopic reads every record of topic up to its current end offsets, in

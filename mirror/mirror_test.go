@@ -117,13 +117,9 @@ func TestMirrorWaitsForTheTarget(t *testing.T) {
 	}
 	testenv.StartBroker(t, testenv.WithAddr(addr), testenv.WithDataDir(dir))
 
-	deadline := time.Now().Add(2 * time.Minute)
-	for !allCommitted(m.Status(), perPart) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not everything committed 2 minutes after the target came back: %+v", m.Status())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, 2*time.Minute, "everything committed after the target came back", func() bool {
+		return allCommitted(m.Status(), perPart)
+	})
 	if err := stop(); err != nil {
 		t.Fatalf("mirror: %v", err)
 	}

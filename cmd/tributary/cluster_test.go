@@ -104,22 +104,15 @@ func TestClusterBrokerKilled(t *testing.T) {
 // Each poll is a new client: a client's own view of the cluster is cached.
 func waitBrokers(t *testing.T, seed string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testenv.Eventually(t, 60*time.Second, fmt.Sprintf("Metadata from %s lists %d brokers", seed, n), func() bool {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
 		if err != nil {
 			t.Fatal(err)
 		}
 		md, err := kadm.NewClient(cl).BrokerMetadata(context.Background())
 		cl.Close()
-		if err == nil && len(md.Brokers) == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Metadata lists %d brokers after 60 s, want %d (err %v)", len(md.Brokers), n, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err == nil && len(md.Brokers) == n
+	})
 }
 
 // waitTopic waits until the broker at seed describes topic with n
@@ -127,20 +120,15 @@ func waitBrokers(t *testing.T, seed string, n int) {
 // ZooKeeper watch, a moment after the one that created it.
 func waitTopic(t *testing.T, seed, topic string, n int) kadm.TopicDetails {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var topics kadm.TopicDetails
+	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("%s describes topic %s with %d partitions", seed, topic, n), func() bool {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
 		if err != nil {
 			t.Fatal(err)
 		}
-		topics, err := kadm.NewClient(cl).ListTopics(context.Background(), topic)
+		topics, err = kadm.NewClient(cl).ListTopics(context.Background(), topic)
 		cl.Close()
-		if err == nil && len(topics[topic].Partitions) == n {
-			return topics
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("topic %s not described with %d partitions after 30 s: %v %v", topic, n, topics, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil && len(topics[topic].Partitions) == n
+	})
+	return topics
 }

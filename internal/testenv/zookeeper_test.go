@@ -45,13 +45,7 @@ func TestStartZooKeeperGivesEachTestItsOwnChroot(t *testing.T) {
 
 func TestZooKeeperAnswersRuok(t *testing.T) {
 	addr := ZooKeeperAddr(t)
-	deadline := time.Now().Add(5 * time.Second)
-	for !ruok(addr) {
-		if time.Now().After(deadline) {
-			t.Fatalf("ZooKeeper at %s does not answer ruok", addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	Eventually(t, 5*time.Second, "ZooKeeper at "+addr+" answers ruok", func() bool { return ruok(addr) })
 	if got := chrootName("TestX/sub case#1"); got != "TestX_sub_case_1" {
 		t.Fatalf("chrootName = %q", got)
 	}

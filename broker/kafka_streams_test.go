@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/internal/testenv"
@@ -17,9 +18,9 @@ import (
 // the right result: a word count, whose grouping by word repartitions the
 // stream through an internal topic and whose count keeps its state in a
 // store backed by a compacted changelog topic. Streams creates both
-// topics, produces to and reads from the repartition topic, trims it with
-// DeleteRecords, and commits its offsets in its consumer group; the final
-// count of every word must be exact.
+// topics, produces to and reads from the repartition topic, deletes its
+// processed records (DeleteRecords), and commits its offsets in its
+// consumer group; the final count of every word must be exact.
 func TestKafkaStreamsWordCount(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a JVM with Apache Kafka Streams")
@@ -55,6 +56,7 @@ func TestKafkaStreamsWordCount(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Fatalf("word counts in %s:\n got %v\nwant %v", output, got, want)
 	}
+	waitRepartitionPurged(t, b.Addr, app+"-words-repartition", streams)
 	if err := streams.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -123,4 +125,38 @@ func readCounts(t *testing.T, addr, topic string, want map[string]int64, app *te
 		})
 	}
 	return got
+}
+
+// waitRepartitionPurged waits until Streams has deleted every record of
+// its repartition topic (start offset = end offset > 0 on each partition),
+// which it does once it has processed and committed them. It fails the
+// test if the application exits first, or if that takes over 30 seconds.
+func waitRepartitionPurged(t *testing.T, addr, topic string, app *testenv.KafkaStreamsApp) {
+	t.Helper()
+	adm, _ := newAdmin(t, addr)
+	ctx := context.Background()
+	var starts, ends kadm.ListedOffsets
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		select {
+		case <-app.Done():
+			t.Fatalf("the Kafka Streams application exited before it deleted %s's records", topic)
+		default:
+		}
+		var err error
+		if starts, err = adm.ListStartOffsets(ctx, topic); err != nil {
+			t.Fatal(err)
+		}
+		if ends, err = adm.ListEndOffsets(ctx, topic); err != nil {
+			t.Fatal(err)
+		}
+		purged := len(ends[topic]) > 0
+		ends.Each(func(end kadm.ListedOffset) {
+			start, _ := starts.Lookup(topic, end.Partition)
+			purged = purged && end.Err == nil && start.Err == nil && end.Offset > 0 && start.Offset == end.Offset
+		})
+		if purged {
+			return
+		}
+	}
+	t.Fatalf("Streams did not delete the processed records of %s within 30 s: start offsets %v, end offsets %v", topic, starts, ends)
 }

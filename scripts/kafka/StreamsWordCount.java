@@ -5,7 +5,8 @@
 // its state in a RocksDB store backed by the compacted internal topic
 // <application id>-counts-changelog; Streams creates both on the broker.
 // Every count update goes to the output topic (no record cache), keyed by
-// the word, its value the count as an 8-byte big-endian long.
+// the word, its value the count as an 8-byte big-endian long. Streams
+// deletes the repartition topic's records once processed and committed.
 //
 // Usage: StreamsWordCount <bootstrap> <application id> <state dir> <input topic> <output topic>
 //
@@ -46,6 +47,9 @@ public class StreamsWordCount {
         // committed often, so that the test sees the result quickly.
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
+        // Records of the repartition topic that are processed and committed
+        // are deleted (DeleteRecords) at the next commit, not 30 s later.
+        props.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 200);
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
 
         StreamsBuilder builder = new StreamsBuilder();

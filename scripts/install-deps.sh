@@ -4,8 +4,8 @@
 # all Debian packages; Python's confluent-kafka from PyPI (librdkafka's admin client);
 # Maven and a JDK fetch, compile and run the HDFS mini cluster (scripts/hdfs;
 # its jars are cached in ~/.m2 after the first run) and Apache Kafka's
-# command-line tools (scripts/kafka, fetched here so tests do not wait on
-# Maven Central).
+# command-line tools, Connect and Streams (scripts/kafka, fetched here so
+# tests do not wait on Maven Central).
 # Safe to run repeatedly; does nothing when everything is present.
 set -euo pipefail
 
@@ -29,13 +29,16 @@ if [ ${#need[@]} -gt 0 ]; then
   $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-# Apache Kafka's tools for the compatibility tests (internal/testenv/
-# javatools.go): resolved once into ~/.m2; a failure here only delays the
-# download to the first test that needs them.
+# Apache Kafka's tools, Connect worker and Streams for the compatibility
+# tests (internal/testenv/javatools.go, kafkaconnect.go, kafkastreams.go):
+# resolved once into ~/.m2; a failure here only delays the download to the
+# first test that needs them.
 here="$(cd "$(dirname "$0")" && pwd)"
-[ -f "$HOME/.m2/repository/org/apache/kafka/kafka-tools/4.4.0/kafka-tools-4.4.0.jar" ] ||
-  mvn -q -B -f "$here/kafka/tools-pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||
-  echo "warning: could not fetch Kafka's tools from Maven Central now; the tests will try again" >&2
+for jar in kafka-tools:tools connect-runtime:connect kafka-streams:streams; do
+  [ -f "$HOME/.m2/repository/org/apache/kafka/${jar%%:*}/4.4.0/${jar%%:*}-4.4.0.jar" ] ||
+    mvn -q -B -f "$here/kafka/${jar#*:}-pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||
+    echo "warning: could not fetch ${jar%%:*} from Maven Central now; the tests will try again" >&2
+done
 
 # librdkafka's admin client, through Python (broker/librdkafka_admin_test.go).
 if ! python3 -c 'import confluent_kafka' >/dev/null 2>&1; then

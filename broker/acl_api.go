@@ -1,6 +1,6 @@
 package broker
 
-// DescribeAcls (key 29), CreateAcls (key 30), DeleteAcls (key 31), v1-3.
+// DescribeAcls, CreateAcls and DeleteAcls.
 //
 // Served only with the authorizer on (SECURITY_DISABLED otherwise, as in
 // Kafka); who may call them is itself an ACL question (Describe or Alter on
@@ -16,6 +16,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	register(29, 1, 3, now((*Broker).describeACLs))
+	register(30, 1, 3, now((*Broker).createACLs))
+	register(31, 1, 3, now((*Broker).deleteACLs))
+}
 
 func securityDisabled() *string {
 	msg := "no authorizer is configured on the broker: start it with --authorizer"

@@ -10,12 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 type aclStore interface {
@@ -24,9 +25,18 @@ type aclStore interface {
 	update(fn func([]ACL) []ACL) ([]ACL, error)
 }
 
-type aclFile struct{ path string }
+// newACLFile is a standalone broker's store, the file at path.
+func newACLFile(path string) aclStore { return &aclFile{path: path} }
 
-func (f aclFile) load() ([]ACL, error) {
+// aclFile keeps the ACLs in one JSON file. Updates are serialized: each
+// reads, changes and replaces the whole file, so two CreateAcls served at
+// once from different connections would otherwise lose one of them.
+type aclFile struct {
+	path string
+	mu   sync.Mutex // held across an update's read and replace
+}
+
+func (f *aclFile) load() ([]ACL, error) {
 	data, err := os.ReadFile(f.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -41,30 +51,17 @@ func (f aclFile) load() ([]ACL, error) {
 	return acls, nil
 }
 
-func (f aclFile) update(fn func([]ACL) []ACL) ([]ACL, error) {
+func (f *aclFile) update(fn func([]ACL) []ACL) ([]ACL, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	acls, err := f.load()
 	if err != nil {
 		return nil, err
 	}
 	acls = fn(acls)
 	data, _ := json.MarshalIndent(acls, "", "  ")
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".acls-*.tmp")
-	if err != nil {
+	if err := atomicfile.Write(f.path, data); err != nil {
 		return nil, fmt.Errorf("ACLs: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), f.path)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ACLs: writing %s: %w", f.path, err)
 	}
 	return acls, nil
 }

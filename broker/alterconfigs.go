@@ -1,6 +1,6 @@
 package broker
 
-// IncrementalAlterConfigs (key 44), v0-1, and AlterConfigs (key 33), v0-2.
+// IncrementalAlterConfigs and AlterConfigs.
 //
 // Topic configs change at run time: the new set is checked as CreateTopics
 // checks it (an unknown key or unsupported value fails the resource with
@@ -27,6 +27,11 @@ import (
 
 	"github.com/tributary-io/tributary/cluster"
 )
+
+func init() {
+	register(44, 0, 1, async((*Broker).incrementalAlterConfigs))
+	register(33, 0, 2, async((*Broker).alterConfigs))
+}
 
 // Kafka's IncrementalAlterConfigs operations.
 const (

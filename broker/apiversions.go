@@ -1,10 +1,10 @@
 package broker
 
-// ApiVersions (key 18), v0-4.
+// ApiVersions.
 //
-// Lists the versions of the supported table. The response header is always
-// v0 (no tagged fields), whatever the request version, so that a client can
-// read it before it knows which versions we speak. A request for a version
+// Lists the registered APIs and their versions (handlers.go). The response
+// header is always v0 (no tagged fields), whatever the request version, so
+// that a client can read it before it knows which versions we speak. A request for a version
 // newer than ours gets UNSUPPORTED_VERSION in a v0 body that still lists our
 // ranges, and the client retries with one of them.
 
@@ -15,6 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	register(apiVersionsKey, 0, 4, now((*Broker).apiVersions))
+}
 
 func (b *Broker) apiVersions(*kmsg.ApiVersionsRequest) *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()

@@ -138,7 +138,7 @@ func New(cfg Config) (*Broker, error) {
 		}
 	}
 	if cfg.Authorizer {
-		var store aclStore = aclFile{path: filepath.Join(cfg.DataDir, "acls.json")}
+		var store aclStore = newACLFile(filepath.Join(cfg.DataDir, "acls.json"))
 		zs, inCluster := b.meta.(zkSessioner)
 		if inCluster {
 			store = aclZooKeeper{s: zs.Session()}

@@ -1,6 +1,6 @@
 package broker
 
-// CreatePartitions (key 37), v0-3.
+// CreatePartitions.
 //
 // Grows a topic to the requested count. Existing partitions stay where
 // their data is; the new ones are placed over the brokers alive now,
@@ -20,6 +20,10 @@ import (
 
 	"github.com/tributary-io/tributary/cluster"
 )
+
+func init() {
+	register(37, 0, 3, async((*Broker).createPartitions))
+}
 
 func (b *Broker) createPartitions(req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
 	resp := kmsg.NewPtrCreatePartitionsResponse()

@@ -1,6 +1,6 @@
 package broker
 
-// CreateTopics (key 19), v0-7. DeleteTopics is in deletetopics.go.
+// CreateTopics. DeleteTopics is in deletetopics.go.
 //
 // Partitions are spread over the live brokers by the cluster metadata.
 // Replication factor must be 1 or -1 (no replication, the paper's
@@ -22,6 +22,10 @@ import (
 
 	"github.com/tributary-io/tributary/cluster"
 )
+
+func init() {
+	register(19, 0, 7, now((*Broker).createTopics))
+}
 
 // maxPartitions caps one topic's partition count: each partition is a
 // directory and open files on one broker.

@@ -1,7 +1,7 @@
 package broker
 
-// DescribeUserScramCredentials (key 50) and AlterUserScramCredentials
-// (key 51), v0: SCRAM users managed online, as kafka-configs and kadm do.
+// DescribeUserScramCredentials and AlterUserScramCredentials: SCRAM users
+// managed online, as kafka-configs and kadm do.
 //
 // Describe names each user's mechanisms and iteration counts, never a key.
 // Alter takes a salted password computed by the client (the password never
@@ -20,6 +20,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/xdg-go/scram"
 )
+
+func init() {
+	register(50, 0, 0, async((*Broker).describeUserSCRAMCredentials))
+	register(51, 0, 0, async((*Broker).alterUserSCRAMCredentials))
+}
 
 // Kafka's numbering of the SCRAM mechanisms.
 var scramMechanismCodes = map[int8]string{1: mechSCRAM256, 2: mechSCRAM512}

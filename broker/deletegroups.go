@@ -1,6 +1,6 @@
 package broker
 
-// DeleteGroups (key 42), v0-2.
+// DeleteGroups.
 //
 // Deletes groups without members, with their committed offsets:
 // NON_EMPTY_GROUP while a group has members (in a cluster, also while the
@@ -11,6 +11,10 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	register(42, 0, 2, now((*Broker).deleteGroups))
+}
 
 func (b *Broker) deleteGroups(r *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
 	resp := kmsg.NewPtrDeleteGroupsResponse()

@@ -1,6 +1,6 @@
 package broker
 
-// DeleteRecords (key 21), v0-2.
+// DeleteRecords.
 //
 // Moves a partition's log start offset forward (log.DeleteRecordsBefore):
 // records below it can no longer be read, and whole segments below it are
@@ -15,6 +15,10 @@ import (
 
 	"github.com/tributary-io/tributary/broker/log"
 )
+
+func init() {
+	register(21, 0, 2, async((*Broker).deleteRecords))
+}
 
 func (b *Broker) deleteRecords(req *kmsg.DeleteRecordsRequest) *kmsg.DeleteRecordsResponse {
 	resp := kmsg.NewPtrDeleteRecordsResponse()

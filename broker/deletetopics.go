@@ -1,6 +1,6 @@
 package broker
 
-// DeleteTopics (key 20), v0-6.
+// DeleteTopics.
 //
 // Deleting a topic removes it from the cluster metadata, then closes and
 // removes its partitions' files. Internal topics (internal_topics.go) are
@@ -16,6 +16,12 @@ import (
 
 	"github.com/tributary-io/tributary/cluster"
 )
+
+func init() {
+	register(20, 0, 6, func(b *Broker, _ *conn, req *request) *pending {
+		return ready(encode(req, b.deleteTopics(req, req.Request.(*kmsg.DeleteTopicsRequest))))
+	})
+}
 
 func (b *Broker) deleteTopics(who *request, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
 	resp := kmsg.NewPtrDeleteTopicsResponse()

@@ -1,6 +1,6 @@
 package broker
 
-// DescribeConfigs (key 32), v0-4.
+// DescribeConfigs.
 //
 // Topics report the effective value of every setting of topicconfig.go with
 // its source: the topic's own value (DYNAMIC_TOPIC_CONFIG), a broker flag
@@ -18,6 +18,10 @@ import (
 
 	"github.com/tributary-io/tributary/broker/log"
 )
+
+func init() {
+	register(32, 0, 4, now((*Broker).describeConfigs))
+}
 
 func (b *Broker) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
 	resp := kmsg.NewPtrDescribeConfigsResponse()

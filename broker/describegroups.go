@@ -1,6 +1,6 @@
 package broker
 
-// DescribeGroups (key 15), v0-6.
+// DescribeGroups.
 //
 // A group's state, protocol and members, with each member's metadata and
 // assignment once the group is Stable. A group that does not exist is
@@ -14,6 +14,10 @@ import (
 
 	"github.com/tributary-io/tributary/broker/group"
 )
+
+func init() {
+	register(15, 0, 6, async((*Broker).describeGroups))
+}
 
 func (b *Broker) describeGroups(r *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := kmsg.NewPtrDescribeGroupsResponse()

@@ -1,6 +1,6 @@
 package broker
 
-// DescribeLogDirs (key 35), v0-4.
+// DescribeLogDirs.
 //
 // A broker has one log directory, its data directory; the answer lists the
 // size in bytes of each local partition asked for (all when the request
@@ -16,6 +16,10 @@ import (
 
 	"github.com/tributary-io/tributary/cluster"
 )
+
+func init() {
+	register(35, 0, 4, async((*Broker).describeLogDirs))
+}
 
 func (b *Broker) describeLogDirs(req *kmsg.DescribeLogDirsRequest) *kmsg.DescribeLogDirsResponse {
 	resp := kmsg.NewPtrDescribeLogDirsResponse()

@@ -1,6 +1,6 @@
 package broker
 
-// Fetch (key 1), v4-12.
+// Fetch.
 //
 // Serves whole record batches of flushed data, from the batch containing the
 // requested offset. The response is long-polled: when fewer than MinBytes
@@ -20,6 +20,14 @@ import (
 
 	"github.com/tributary-io/tributary/broker/log"
 )
+
+func init() {
+	// v0-3 carry message sets v0/v1, which the log does not store; v13+ names
+	// topics by id only.
+	register(1, 4, 12, func(b *Broker, _ *conn, req *request) *pending {
+		return b.fetch(req, req.Request.(*kmsg.FetchRequest))
+	})
+}
 
 // defaultFetchMaxBytes applies to versions before MaxBytes existed or when
 // a client sends 0 (fetch.max.bytes default).

@@ -1,6 +1,6 @@
 package broker
 
-// FindCoordinator (key 10), v0-6.
+// FindCoordinator.
 //
 // Each group has one coordinator, chosen among the live brokers by
 // rendezvous hashing of the group name: every broker computes the same
@@ -24,6 +24,10 @@ import (
 
 	"github.com/tributary-io/tributary/cluster"
 )
+
+func init() {
+	register(10, 0, 6, now((*Broker).findCoordinator))
+}
 
 func (b *Broker) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := kmsg.NewPtrFindCoordinatorResponse()

@@ -44,11 +44,8 @@ func decodeRequest(frame []byte) (*request, error) {
 		clientID = string(rest[:idLen])
 		rest = rest[idLen:]
 	}
-	vr, ok := supported[key]
-	if !ok {
-		return nil, fmt.Errorf("unsupported api key %d", key)
-	}
-	if version < vr.min || version > vr.max {
+	// An API we do not serve is refused like a version we do not serve.
+	if vr, ok := supported[key]; !ok || version < vr.min || version > vr.max {
 		return nil, &unsupportedVersion{key: key, version: version, correlationID: corr}
 	}
 	kreq := kmsg.RequestForKey(key)

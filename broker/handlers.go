@@ -1,6 +1,15 @@
 package broker
 
+// The API registry: every Kafka API the broker serves is declared once, by
+// a register call in its own file (produce.go, fetch.go, ...), with its key,
+// the versions it really implements and its handler. ApiVersions advertises
+// exactly these ranges, decodeRequest refuses anything outside them, and
+// handle dispatches through them, so adding an API or a version is one edit
+// in that API's file.
+
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -10,46 +19,50 @@ const apiVersionsKey = 18
 // implements.
 type versions struct{ min, max int16 }
 
-// supported lists the APIs and versions advertised in ApiVersions. Versions
-// that address topics by id only (Produce 13+, Fetch 13+) are left out:
-// Tributary names topics, and clients fall back to the highest version both
-// sides know. Produce starts at 0 on purpose: librdkafka (kcat) enables
-// record-batch v2, compression and idempotence only when the ranges include
-// old versions; a real v0-2 produce is refused with
-// UNSUPPORTED_FOR_MESSAGE_FORMAT (see produce.go).
-var supported = map[int16]versions{
-	0:  {0, 12}, // Produce
-	1:  {4, 12}, // Fetch
-	2:  {1, 9},  // ListOffsets
-	3:  {0, 12}, // Metadata
-	8:  {0, 9},  // OffsetCommit (v10 names topics by id)
-	9:  {0, 9},  // OffsetFetch (v10 names topics by id)
-	10: {0, 6},  // FindCoordinator
-	11: {0, 9},  // JoinGroup
-	12: {0, 4},  // Heartbeat
-	13: {0, 5},  // LeaveGroup
-	14: {0, 5},  // SyncGroup
-	15: {0, 6},  // DescribeGroups
-	16: {0, 5},  // ListGroups
-	17: {0, 1},  // SaslHandshake (v0 is refused, but librdkafka needs it listed; see sasl.go)
-	18: {0, 4},  // ApiVersions
-	19: {0, 7},  // CreateTopics
-	20: {0, 6},  // DeleteTopics
-	21: {0, 2},  // DeleteRecords
-	22: {0, 4},  // InitProducerId
-	29: {1, 3},  // DescribeAcls
-	30: {1, 3},  // CreateAcls
-	31: {1, 3},  // DeleteAcls
-	32: {0, 4},  // DescribeConfigs
-	33: {0, 2},  // AlterConfigs
-	35: {0, 4},  // DescribeLogDirs
-	36: {0, 2},  // SaslAuthenticate
-	37: {0, 3},  // CreatePartitions
-	42: {0, 2},  // DeleteGroups
-	44: {0, 1},  // IncrementalAlterConfigs
-	47: {0, 0},  // OffsetDelete
-	50: {0, 0},  // DescribeUserScramCredentials
-	51: {0, 0},  // AlterUserScramCredentials
+// serveFunc starts serving one decoded request of its API and returns its
+// pending response (nil closes the connection).
+type serveFunc func(b *Broker, c *conn, req *request) *pending
+
+// api is one registered API.
+type api struct {
+	versions
+	serve serveFunc
+}
+
+// supported holds the registered APIs by key. It is filled by the init
+// functions of the API files and only read afterwards.
+var supported = map[int16]api{}
+
+// register declares that the broker serves API key in versions min..max
+// with serve. It is called from an init function of the API's file; a key
+// registered twice or a range kmsg cannot decode is a programming error.
+func register(key, min, max int16, serve serveFunc) {
+	if _, dup := supported[key]; dup {
+		panic(fmt.Sprintf("api key %d registered twice", key))
+	}
+	r := kmsg.RequestForKey(key)
+	if r == nil || min < 0 || min > max || max > r.MaxVersion() {
+		panic(fmt.Sprintf("api key %d: cannot serve versions %d..%d", key, min, max))
+	}
+	supported[key] = api{versions{min, max}, serve}
+}
+
+// now adapts a handler that answers at once, on the connection's read
+// goroutine: what must happen in request order happens there.
+func now[Q kmsg.Request, P kmsg.Response](h func(*Broker, Q) P) serveFunc {
+	return func(b *Broker, _ *conn, req *request) *pending {
+		return ready(encode(req, h(b, req.Request.(Q))))
+	}
+}
+
+// async adapts a handler that may wait (disk, ZooKeeper, other brokers): it
+// runs in its own goroutine, so the connection keeps reading, and its
+// answer still goes out in request order.
+func async[Q kmsg.Request, P kmsg.Response](h func(*Broker, Q) P) serveFunc {
+	return func(b *Broker, _ *conn, req *request) *pending {
+		r := req.Request.(Q)
+		return later(func() response { return encode(req, h(b, r)) })
+	}
 }
 
 // handle starts serving one request and returns its pending response. It
@@ -71,73 +84,11 @@ func (b *Broker) handle(c *conn, req *request) *pending {
 			return p
 		}
 	}
-	switch r := req.Request.(type) {
-	case *kmsg.ApiVersionsRequest:
-		return ready(encode(req, b.apiVersions(r)))
-	case *kmsg.SASLHandshakeRequest:
-		return ready(encode(req, b.saslHandshake(c, r)))
-	case *kmsg.SASLAuthenticateRequest:
-		return ready(b.saslAuthenticate(c, req, r))
-	case *kmsg.MetadataRequest:
-		return ready(encode(req, b.metadata(c.listener.Protocol, req, r)))
-	case *kmsg.CreateTopicsRequest:
-		return ready(encode(req, b.createTopics(r)))
-	case *kmsg.DeleteTopicsRequest:
-		return ready(encode(req, b.deleteTopics(req, r)))
-	case *kmsg.InitProducerIDRequest:
-		return ready(encode(req, b.initProducerID(r)))
-	case *kmsg.DescribeConfigsRequest:
-		return ready(encode(req, b.describeConfigs(r)))
-	case *kmsg.ListOffsetsRequest:
-		return ready(encode(req, b.listOffsets(r)))
-	case *kmsg.ProduceRequest:
-		return b.produce(req, r)
-	case *kmsg.FetchRequest:
-		return b.fetch(req, r)
-	case *kmsg.FindCoordinatorRequest:
-		return ready(encode(req, b.findCoordinator(r)))
-	case *kmsg.JoinGroupRequest:
-		return b.joinGroup(c, req, r)
-	case *kmsg.SyncGroupRequest:
-		return b.syncGroup(req, r)
-	case *kmsg.HeartbeatRequest:
-		return ready(encode(req, b.heartbeat(r)))
-	case *kmsg.LeaveGroupRequest:
-		return ready(encode(req, b.leaveGroup(r)))
-	case *kmsg.OffsetCommitRequest:
-		return ready(encode(req, b.offsetCommit(r)))
-	case *kmsg.OffsetFetchRequest:
-		return later(func() response { return encode(req, b.offsetFetch(r)) })
-	case *kmsg.ListGroupsRequest:
-		return later(func() response { return encode(req, b.listGroups(r)) })
-	case *kmsg.DescribeGroupsRequest:
-		return later(func() response { return encode(req, b.describeGroups(r)) })
-	case *kmsg.AlterConfigsRequest:
-		return later(func() response { return encode(req, b.alterConfigs(r)) })
-	case *kmsg.IncrementalAlterConfigsRequest:
-		return later(func() response { return encode(req, b.incrementalAlterConfigs(r)) })
-	case *kmsg.CreatePartitionsRequest:
-		return later(func() response { return encode(req, b.createPartitions(r)) })
-	case *kmsg.DeleteRecordsRequest:
-		return later(func() response { return encode(req, b.deleteRecords(r)) })
-	case *kmsg.DescribeLogDirsRequest:
-		return later(func() response { return encode(req, b.describeLogDirs(r)) })
-	case *kmsg.OffsetDeleteRequest:
-		return later(func() response { return encode(req, b.offsetDelete(r)) })
-	case *kmsg.DeleteGroupsRequest:
-		return ready(encode(req, b.deleteGroups(r)))
-	case *kmsg.CreateACLsRequest:
-		return ready(encode(req, b.createACLs(r)))
-	case *kmsg.DescribeACLsRequest:
-		return ready(encode(req, b.describeACLs(r)))
-	case *kmsg.DeleteACLsRequest:
-		return ready(encode(req, b.deleteACLs(r)))
-	case *kmsg.DescribeUserSCRAMCredentialsRequest:
-		return later(func() response { return encode(req, b.describeUserSCRAMCredentials(r)) })
-	case *kmsg.AlterUserSCRAMCredentialsRequest:
-		return later(func() response { return encode(req, b.alterUserSCRAMCredentials(r)) })
+	a, ok := supported[req.Key()]
+	if !ok {
+		// decodeRequest only accepts registered keys.
+		c.logger.Error("request with no handler", "key", req.Key())
+		return ready(nil)
 	}
-	// decodeRequest only accepts keys of the table above.
-	c.logger.Error("request with no handler", "key", req.Key())
-	return ready(nil)
+	return a.serve(b, c, req)
 }

@@ -1,6 +1,6 @@
 package broker
 
-// Heartbeat (key 12), v0-4.
+// Heartbeat.
 //
 // Keeps a member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin.
 // Answered at once.
@@ -8,6 +8,10 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	register(12, 0, 4, now((*Broker).heartbeat))
+}
 
 func (b *Broker) heartbeat(r *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	resp := kmsg.NewPtrHeartbeatResponse()

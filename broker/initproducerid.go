@@ -1,6 +1,6 @@
 package broker
 
-// InitProducerId (key 22), v0-4.
+// InitProducerId.
 //
 // Hands idempotent producers a producer id; the per-partition sequence
 // checks live in the storage engine (broker/log), which sees every batch in
@@ -25,6 +25,10 @@ import (
 
 	"github.com/tributary-io/tributary/internal/atomicfile"
 )
+
+func init() {
+	register(22, 0, 4, now((*Broker).initProducerID))
+}
 
 const (
 	producerIDBlock = 1000

@@ -1,6 +1,6 @@
 package broker
 
-// JoinGroup (key 11), v0-9.
+// JoinGroup.
 //
 // The classic rebalance protocol of broker/group: the response waits until
 // the rebalance ends (answered in request order like every response, from
@@ -21,6 +21,12 @@ import (
 
 	"github.com/tributary-io/tributary/broker/group"
 )
+
+func init() {
+	register(11, 0, 9, func(b *Broker, c *conn, req *request) *pending {
+		return b.joinGroup(c, req, req.Request.(*kmsg.JoinGroupRequest))
+	})
+}
 
 func (b *Broker) joinGroup(c *conn, req *request, r *kmsg.JoinGroupRequest) *pending {
 	jr := group.JoinRequest{

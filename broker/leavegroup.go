@@ -1,6 +1,6 @@
 package broker
 
-// LeaveGroup (key 13), v0-5.
+// LeaveGroup.
 //
 // Removes members at once rather than at their session timeout, and
 // rebalances the rest. v0-2 name one member; v3+ a batch, by member id or by
@@ -11,6 +11,10 @@ import (
 
 	"github.com/tributary-io/tributary/broker/group"
 )
+
+func init() {
+	register(13, 0, 5, now((*Broker).leaveGroup))
+}
 
 func (b *Broker) leaveGroup(r *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
 	resp := kmsg.NewPtrLeaveGroupResponse()

@@ -1,6 +1,6 @@
 package broker
 
-// ListGroups (key 16), v0-5.
+// ListGroups.
 //
 // Lists the groups this broker coordinates, with members or with only
 // committed offsets (state Empty); in a cluster, ask every broker, as Kafka's
@@ -11,6 +11,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	register(16, 0, 5, async((*Broker).listGroups))
+}
 
 func (b *Broker) listGroups(r *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := kmsg.NewPtrListGroupsResponse()

@@ -1,6 +1,6 @@
 package broker
 
-// ListOffsets (key 2), v1-9.
+// ListOffsets.
 //
 // Earliest (-2) is the log start offset, latest (-1) the high watermark:
 // consumers see only flushed data, so the latest offset a consumer can read
@@ -15,6 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	register(2, 1, 9, now((*Broker).listOffsets))
+}
 
 func (b *Broker) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
 	resp := kmsg.NewPtrListOffsetsResponse()

@@ -1,6 +1,6 @@
 package broker
 
-// Metadata (key 3), v0-12.
+// Metadata.
 //
 // Answers from the cluster view (cluster.Metadata), so every broker of a
 // cluster answers the same. Each partition has one replica, its leader: no
@@ -28,6 +28,12 @@ import (
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
 )
+
+func init() {
+	register(3, 0, 12, func(b *Broker, c *conn, req *request) *pending {
+		return ready(encode(req, b.metadata(c.listener.Protocol, req, req.Request.(*kmsg.MetadataRequest))))
+	})
+}
 
 // metadata answers a client of listener: every broker is given by its
 // endpoint of that listener, and a broker without one is left out, so a

@@ -1,6 +1,6 @@
 package broker
 
-// OffsetCommit (key 8), v0-9.
+// OffsetCommit.
 //
 // Offsets of a partition that does not exist get UNKNOWN_TOPIC_OR_PARTITION;
 // metadata over 4 KiB (offset.metadata.max.bytes) gets
@@ -18,6 +18,10 @@ import (
 
 	"github.com/tributary-io/tributary/broker/group"
 )
+
+func init() {
+	register(8, 0, 9, now((*Broker).offsetCommit))
+}
 
 // maxCommitMetadata is Kafka's offset.metadata.max.bytes.
 const maxCommitMetadata = 4096

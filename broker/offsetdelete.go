@@ -1,6 +1,6 @@
 package broker
 
-// OffsetDelete (key 47), v0.
+// OffsetDelete.
 //
 // Forgets some committed offsets of a group (group.Coordinator.
 // DeleteOffsets): refused per partition with GROUP_SUBSCRIBED_TO_TOPIC while
@@ -12,6 +12,10 @@ import (
 
 	"github.com/tributary-io/tributary/broker/group"
 )
+
+func init() {
+	register(47, 0, 0, async((*Broker).offsetDelete))
+}
 
 func (b *Broker) offsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
 	resp := kmsg.NewPtrOffsetDeleteResponse()

@@ -1,6 +1,6 @@
 package broker
 
-// OffsetFetch (key 9), v0-9.
+// OffsetFetch.
 //
 // Returns a group's committed offsets; -1 for a partition without one. From
 // v2 a null topic list asks for every committed partition, and group errors
@@ -18,6 +18,10 @@ import (
 
 	"github.com/tributary-io/tributary/broker/group"
 )
+
+func init() {
+	register(9, 0, 9, async((*Broker).offsetFetch))
+}
 
 // fetchedTopic is one topic of an OffsetFetch answer before it takes the
 // shape of its version.

@@ -1,6 +1,6 @@
 package broker
 
-// Produce (key 0), v0-12.
+// Produce.
 //
 // v3+ carries RecordBatch v2, which is what the log stores; v0-2 (message
 // sets v0/v1) is advertised only because librdkafka looks for it, and a real
@@ -32,6 +32,14 @@ import (
 
 	"github.com/tributary-io/tributary/broker/log"
 )
+
+func init() {
+	// From v0 for librdkafka (see above); v13+ names topics by id only, and
+	// clients fall back to the highest version both sides know.
+	register(0, 0, 12, func(b *Broker, _ *conn, req *request) *pending {
+		return b.produce(req, req.Request.(*kmsg.ProduceRequest))
+	})
+}
 
 const (
 	attrCodecMask     = 0x07

@@ -1,6 +1,6 @@
 package broker
 
-// SaslHandshake (key 17), v0-1, and SaslAuthenticate (key 36), v0-2.
+// SaslHandshake and SaslAuthenticate.
 //
 // On a SASL listener a client picks a mechanism with SaslHandshake and then
 // exchanges SASL tokens in SaslAuthenticate requests until it has proved
@@ -25,6 +25,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	// SaslHandshake v0 is listed for librdkafka and refused (see above).
+	register(17, 0, 1, func(b *Broker, c *conn, req *request) *pending {
+		return ready(encode(req, b.saslHandshake(c, req.Request.(*kmsg.SASLHandshakeRequest))))
+	})
+	register(36, 0, 2, func(b *Broker, c *conn, req *request) *pending {
+		return ready(b.saslAuthenticate(c, req, req.Request.(*kmsg.SASLAuthenticateRequest)))
+	})
+}
 
 // connAuth is the authentication state of one connection.
 type connAuth struct {

@@ -1,6 +1,6 @@
 package broker
 
-// SyncGroup (key 14), v0-5.
+// SyncGroup.
 //
 // Followers wait for the leader's SyncGroup, whose assignments end the
 // rebalance; the response is answered from its own goroutine and ends with
@@ -13,6 +13,12 @@ import (
 
 	"github.com/tributary-io/tributary/broker/group"
 )
+
+func init() {
+	register(14, 0, 5, func(b *Broker, _ *conn, req *request) *pending {
+		return b.syncGroup(req, req.Request.(*kmsg.SyncGroupRequest))
+	})
+}
 
 func (b *Broker) syncGroup(req *request, r *kmsg.SyncGroupRequest) *pending {
 	sr := group.SyncRequest{

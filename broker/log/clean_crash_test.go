@@ -55,18 +55,18 @@ func TestCleanSurvivesPowerLoss(t *testing.T) {
 			reached := false
 			t.Run(fmt.Sprintf("%s#%d", point, n), func(t *testing.T) {
 				dir := copyDir(t, src)
-				cfs := newCrashFS(dir)
+				cfs := newCrashFS(t, dir)
 				ccfg := cfg
 				ccfg.FS = cfs
 				if l, _, err := Open(dir, ccfg, quietLogger()); err == nil {
-					cfs.arm(point, n+cfs.hits[point]) // count hits of the cleaning only
+					cfs.CrashAt(point, n+cfs.Hits(point)) // count hits of the cleaning only
 					l.clean(newOffsetMap(1<<20), nil)
 					crash(l)
 				}
-				if reached = cfs.crashed(); !reached {
+				if reached = cfs.Crashed(); !reached {
 					return
 				}
-				if err := cfs.powerLoss(); err != nil {
+				if err := cfs.PowerLoss(); err != nil {
 					t.Fatal(err)
 				}
 				l, rep := openLog(t, dir, cfg)

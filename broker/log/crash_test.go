@@ -46,8 +46,8 @@ func TestAcknowledgedBatchesSurvivePowerLoss(t *testing.T) {
 
 func crashCase(t *testing.T, point string, n int) (reached bool) {
 	dir := filepath.Join(t.TempDir(), "p")
-	cfs := newCrashFS(dir)
-	cfs.arm(point, n)
+	cfs := newCrashFS(t, dir)
+	cfs.CrashAt(point, n)
 	cfg := fixtureConfig()
 	cfg.FS = cfs
 	acked := map[int64][]byte{}
@@ -71,8 +71,8 @@ func crashCase(t *testing.T, point string, n int) (reached bool) {
 		}
 		l.Close()
 	}
-	reached = cfs.crashed()
-	if err := cfs.powerLoss(); err != nil {
+	reached = cfs.Crashed()
+	if err := cfs.PowerLoss(); err != nil {
 		t.Fatal(err)
 	}
 	l, rep, err := Open(dir, fixtureConfig(), quietLogger())
@@ -107,20 +107,20 @@ func TestRepairSurvivesPowerLoss(t *testing.T) {
 					dir := writeFixture(t)
 					damageFixture(t, dir)
 					makeUnclean(t, dir, false)
-					cfs := newCrashFS(dir)
-					cfs.arm(point, n)
+					cfs := newCrashFS(t, dir)
+					cfs.CrashAt(point, n)
 					cfg := fixtureConfig()
 					cfg.FS = cfs
 					if l, _, err := Open(dir, cfg, quietLogger()); err == nil {
 						l.Close()
 					}
-					if reached = cfs.crashed(); !reached {
+					if reached = cfs.Crashed(); !reached {
 						if n == 1 {
 							t.Fatalf("repair never reaches %s", point)
 						}
 						return
 					}
-					if err := cfs.powerLoss(); err != nil {
+					if err := cfs.PowerLoss(); err != nil {
 						t.Fatal(err)
 					}
 					l, _ := openLog(t, dir, fixtureConfig())

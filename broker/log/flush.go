@@ -1,7 +1,6 @@
 package log
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 // Under heavy load a partition that fsyncs back to back makes every append
@@ -253,9 +254,8 @@ func writeCleanMarker(fsys FS, dir string) error {
 	return writeFileAtomic(fsys, dir, cleanMarkerFile, nil)
 }
 
-// writeFileAtomic replaces dir/name by way of a temporary file, fsync,
-// rename and directory fsync, so a crash leaves either the old or the new
-// content.
+// writeFileAtomic replaces dir/name so that a crash leaves either the old
+// or the new content (internal/atomicfile).
 func writeFileAtomic(fsys FS, dir, name string, data []byte) error {
-	return writeFileAtomicFrom(fsys, dir, name, bytes.NewReader(data), true)
+	return atomicfile.WriteFS(atomicFS{fsys}, filepath.Join(dir, name), data)
 }

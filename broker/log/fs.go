@@ -2,12 +2,15 @@ package log
 
 import (
 	"io"
+	"io/fs"
 	"os"
+
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 // FS is every file-system operation the log performs, so that tests can run
 // the log on a file system that simulates power loss (only what was fsynced
-// survives, see crashfs_test.go) and check the durability promises at each
+// survives: internal/crashfs, see crashfs_test.go) and check the durability promises at each
 // fsync. Production uses OSFS.
 type FS interface {
 	// Open opens a file read-only. It is an *os.File because the Slices
@@ -27,14 +30,25 @@ type FS interface {
 	SyncDir(dir string) error
 }
 
-// File is a file opened for writing.
+// File is a file opened for writing. It is an atomicfile.File (read,
+// write, sync, close), so small files are replaced through
+// internal/atomicfile on the same FS.
 type File interface {
-	io.Writer
+	atomicfile.File
 	io.WriterAt
 	io.ReaderAt
-	Sync() error
 	Truncate(size int64) error
-	Close() error
+}
+
+// atomicFS is an FS as internal/atomicfile's file layer.
+type atomicFS struct{ FS }
+
+func (a atomicFS) OpenFile(name string, flag int, perm fs.FileMode) (atomicfile.File, error) {
+	f, err := a.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err // not a non-nil File holding nil
+	}
+	return f, nil
 }
 
 // OSFS is the operating system's file system.

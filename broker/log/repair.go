@@ -7,6 +7,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 // LostRange is a damaged stretch of a segment that recovery or the scrubber
@@ -60,7 +62,7 @@ func repairSegment(fsys FS, s *segment, damaged []damage, keep int64, interval i
 			}
 			q = fmt.Sprintf("%s.%d", quarantinePath(s.path, d.from), k)
 		}
-		if err := writeFileAtomicFrom(fsys, dir, filepath.Base(q), io.NewSectionReader(s.f, d.from, d.to-d.from), false); err != nil {
+		if err := atomicfile.WriteFromDirUnsynced(atomicFS{fsys}, q, io.NewSectionReader(s.f, d.from, d.to-d.from)); err != nil {
 			return nil, nil, fmt.Errorf("quarantine %s bytes [%d, %d): %w", s.path, d.from, d.to, err)
 		}
 		if d.nextKept > d.firstLost { // else bytes without offsets of their own, e.g. garbage written between batches
@@ -84,7 +86,7 @@ func repairSegment(fsys FS, s *segment, damaged []damage, keep int64, interval i
 	if pos < keep {
 		kept = append(kept, io.NewSectionReader(s.f, pos, keep-pos))
 	}
-	if err := writeFileAtomicFrom(fsys, dir, filepath.Base(s.path), io.MultiReader(kept...), true); err != nil {
+	if err := atomicfile.WriteFrom(atomicFS{fsys}, s.path, io.MultiReader(kept...)); err != nil {
 		return nil, nil, fmt.Errorf("rewrite %s without its damaged bytes: %w", s.path, err)
 	}
 	ns, err := openSegment(fsys, dir, s.base)
@@ -97,32 +99,4 @@ func repairSegment(fsys FS, s *segment, damaged []damage, keep int64, interval i
 	}
 	ns.indexStale = true
 	return ns, lost, nil
-}
-
-// writeFileAtomicFrom is writeFileAtomic for content read from r, with the
-// directory fsync optional for callers that sync it once after several.
-func writeFileAtomicFrom(fsys FS, dir, name string, r io.Reader, syncDir bool) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(f, r)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err != nil {
-		fsys.Remove(tmp)
-		return err
-	}
-	if syncDir {
-		return fsys.SyncDir(dir)
-	}
-	return nil
 }

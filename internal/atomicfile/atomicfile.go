@@ -18,6 +18,7 @@
 package atomicfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -78,12 +79,14 @@ func Write(path string, data []byte) error { return WriteFS(OS{}, path, data) }
 // documentation for what a crash leaves. On an error before the rename the
 // temporary file is removed and path is untouched.
 func WriteFS(fsys FS, path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := writeSynced(fsys, tmp, data); err != nil {
-		return errors.Join(fmt.Errorf("writing %s: %w", tmp, err), removeTemp(fsys, tmp))
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return errors.Join(fmt.Errorf("replacing %s: %w", path, err), removeTemp(fsys, tmp))
+	return WriteFrom(fsys, path, bytes.NewReader(data))
+}
+
+// WriteFrom is WriteFS for content read from r, for files too large to hold
+// in memory (a rewritten log segment).
+func WriteFrom(fsys FS, path string, r io.Reader) error {
+	if err := WriteFromDirUnsynced(fsys, path, r); err != nil {
+		return err
 	}
 	if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
 		// The new content is in place but may not survive a power loss.
@@ -92,12 +95,27 @@ func WriteFS(fsys FS, path string, data []byte) error {
 	return nil
 }
 
-func writeSynced(fsys FS, name string, data []byte) error {
+// WriteFromDirUnsynced is WriteFrom without the directory's fsync, for a
+// caller that replaces several files of one directory and fsyncs it once
+// after the last. Until that fsync a crash may leave each file old or new,
+// but each complete.
+func WriteFromDirUnsynced(fsys FS, path string, r io.Reader) error {
+	tmp := path + ".tmp"
+	if err := writeSynced(fsys, tmp, r); err != nil {
+		return errors.Join(fmt.Errorf("writing %s: %w", tmp, err), removeTemp(fsys, tmp))
+	}
+	if err := fsys.Rename(tmp, path); err != nil {
+		return errors.Join(fmt.Errorf("replacing %s: %w", path, err), removeTemp(fsys, tmp))
+	}
+	return nil
+}
+
+func writeSynced(fsys FS, name string, r io.Reader) error {
 	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	_, err = io.Copy(f, r)
 	if err == nil {
 		err = f.Sync()
 	}

@@ -10,8 +10,15 @@
 // never synced is empty, a name never made durable by syncing its directory
 // is gone (or back, if it was removed or renamed away).
 //
-// CrashAfter(n) makes the power fail at the (n+1)th mutating operation, so
-// a test can cut the code under test at every step in turn.
+// Two ways to choose when the power fails:
+//   - CrashAfter(n): at the (n+1)th mutating operation, so a test can cut
+//     the code under test at every step in turn;
+//   - CrashAt(point, n): at the n-th pass of a named failure point. Every
+//     fsync and rename passes two, before and after it: "before-" or
+//     "after-" followed by "<kind>-sync", "<kind>-rename" or "dir-sync",
+//     where a file's kind is what SetKind's function says of its name
+//     ("file" without one). A storage engine names its files' kinds
+//     ("segment", "index", ...) so its tests read as its sync boundaries.
 package crashfs
 
 import (
@@ -41,6 +48,11 @@ type FS struct {
 	ops    int
 	failAt int // the operation that loses power; -1: none
 	lost   bool
+
+	kind  func(name string) string
+	point string // CrashAt's point and pass
+	at    int
+	hits  map[string]int
 }
 
 // node is what survives a power loss of one file or directory.
@@ -52,7 +64,7 @@ type node struct {
 
 // New starts tracking root; everything already in it counts as durable.
 func New(root string) (*FS, error) {
-	f := &FS{root: root, failAt: -1}
+	f := &FS{root: root, failAt: -1, hits: map[string]int{}}
 	if err := f.snapshot(); err != nil {
 		return nil, err
 	}
@@ -78,6 +90,37 @@ func (f *FS) CrashAfter(n int) {
 	f.failAt = f.ops + n
 }
 
+// SetKind names the kind of each file for the failure points of CrashAt.
+func (f *FS) SetKind(kind func(name string) string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.kind = kind
+}
+
+// CrashAt makes the power fail at the n-th pass of point, counted since New
+// or the last PowerLoss: at a "before-" point the operation is not done, at
+// an "after-" point it is; either way it and every later operation fail
+// with ErrPowerLost.
+func (f *FS) CrashAt(point string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.point, f.at = point, n
+}
+
+// Hits is how many times point was passed since New or the last PowerLoss.
+func (f *FS) Hits(point string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hits[point]
+}
+
+// Crashed reports whether the power failed (CrashAfter or CrashAt reached).
+func (f *FS) Crashed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lost
+}
+
 // PowerLoss rewrites the directory to what was durable, as a machine finds
 // it after losing power, and then counts all of it as durable. Files still
 // open through FS must not be used afterwards.
@@ -97,6 +140,7 @@ func (f *FS) PowerLoss() error {
 		return fmt.Errorf("crashfs: rebuilding %s: %w", f.root, err)
 	}
 	f.ops, f.failAt, f.lost = 0, -1, false
+	f.point, f.at, f.hits = "", 0, map[string]int{}
 	return f.snapshot()
 }
 
@@ -198,6 +242,42 @@ func (f *FS) step() error {
 	return nil
 }
 
+// pass passes a failure point; the caller holds f.mu.
+func (f *FS) pass(point string) error {
+	f.hits[point]++
+	if point == f.point && f.hits[point] == f.at {
+		f.lost = true
+	}
+	if f.lost {
+		return ErrPowerLost
+	}
+	return nil
+}
+
+// kindOf is the kind of the file name for failure points; the caller holds
+// f.mu.
+func (f *FS) kindOf(name string) string {
+	if f.kind == nil {
+		return "file"
+	}
+	return f.kind(name)
+}
+
+// around runs a mutating operation between the failure points before and
+// after it; the caller holds f.mu.
+func (f *FS) around(point string, do func() error) error {
+	if err := f.step(); err != nil {
+		return err
+	}
+	if err := f.pass("before-" + point); err != nil {
+		return err
+	}
+	if err := do(); err != nil {
+		return err
+	}
+	return f.pass("after-" + point)
+}
+
 func (f *FS) alive() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -207,25 +287,40 @@ func (f *FS) alive() error {
 	return nil
 }
 
-func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (atomicfile.File, error) {
-	writing := flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC) != 0
-	if !writing {
-		if err := f.alive(); err != nil {
-			return nil, err
-		}
-		osf, err := os.OpenFile(name, flag, perm)
-		if err != nil {
-			return nil, err // not a typed nil in an interface
-		}
-		return osf, nil
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.step(); err != nil {
+// Open opens a file read-only, as os.Open does: an *os.File, for readers
+// that need one (sendfile).
+func (f *FS) Open(name string) (*os.File, error) {
+	if err := f.alive(); err != nil {
 		return nil, err
 	}
-	// Read access too, so that Sync can record the content.
-	flag = flag&^os.O_WRONLY | os.O_RDWR
+	return os.Open(name)
+}
+
+// OpenFile opens a file. The *File it returns is also an io.ReaderAt and
+// io.WriterAt and can Truncate. A file opened only for reading can still
+// be synced (a storage engine fsyncs a file it found unsynced after a
+// crash).
+func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (atomicfile.File, error) {
+	file, err := f.openFile(name, flag, perm)
+	if err != nil {
+		return nil, err // not a typed nil in an interface
+	}
+	return file, nil
+}
+
+func (f *FS) openFile(name string, flag int, perm fs.FileMode) (*File, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	writing := flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC) != 0
+	if writing {
+		if err := f.step(); err != nil {
+			return nil, err
+		}
+		// Read access too, so that Sync can record the content.
+		flag = flag&^os.O_WRONLY | os.O_RDWR
+	} else if f.lost {
+		return nil, ErrPowerLost
+	}
 	osf, err := os.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
@@ -236,22 +331,31 @@ func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (atomicfile.File,
 		return nil, err
 	}
 	f.nodeFor(fi)
-	return &file{fs: f, f: osf}, nil
+	return &File{fs: f, f: osf, name: name}, nil
 }
 
-type file struct {
-	fs *FS
-	f  *os.File
+// File is a file opened through FS.
+type File struct {
+	fs   *FS
+	f    *os.File
+	name string // as opened, for its kind
 }
 
-func (w *file) Read(p []byte) (int, error) {
+func (w *File) Read(p []byte) (int, error) {
 	if err := w.fs.alive(); err != nil {
 		return 0, err
 	}
 	return w.f.Read(p)
 }
 
-func (w *file) Write(p []byte) (int, error) {
+func (w *File) ReadAt(p []byte, off int64) (int, error) {
+	if err := w.fs.alive(); err != nil {
+		return 0, err
+	}
+	return w.f.ReadAt(p, off)
+}
+
+func (w *File) Write(p []byte) (int, error) {
 	w.fs.mu.Lock()
 	defer w.fs.mu.Unlock()
 	if err := w.fs.step(); err != nil {
@@ -260,26 +364,44 @@ func (w *file) Write(p []byte) (int, error) {
 	return w.f.Write(p)
 }
 
-func (w *file) Sync() error {
+func (w *File) WriteAt(p []byte, off int64) (int, error) {
+	w.fs.mu.Lock()
+	defer w.fs.mu.Unlock()
+	if err := w.fs.step(); err != nil {
+		return 0, err
+	}
+	return w.f.WriteAt(p, off)
+}
+
+// Truncate changes the size; like a write, it is durable only once synced.
+func (w *File) Truncate(size int64) error {
 	w.fs.mu.Lock()
 	defer w.fs.mu.Unlock()
 	if err := w.fs.step(); err != nil {
 		return err
 	}
-	fi, err := w.f.Stat()
-	if err != nil {
-		return err
-	}
-	data := make([]byte, fi.Size())
-	if _, err := w.f.ReadAt(data, 0); err != nil {
-		return err
-	}
-	w.fs.nodeFor(fi).data = data
-	return nil
+	return w.f.Truncate(size)
+}
+
+func (w *File) Sync() error {
+	w.fs.mu.Lock()
+	defer w.fs.mu.Unlock()
+	return w.fs.around(w.fs.kindOf(w.name)+"-sync", func() error {
+		fi, err := w.f.Stat()
+		if err != nil {
+			return err
+		}
+		data := make([]byte, fi.Size())
+		if _, err := w.f.ReadAt(data, 0); err != nil {
+			return err
+		}
+		w.fs.nodeFor(fi).data = data
+		return nil
+	})
 }
 
 // Close always releases the descriptor; after a power loss it reports it.
-func (w *file) Close() error {
+func (w *File) Close() error {
 	err := w.f.Close()
 	if aerr := w.fs.alive(); aerr != nil {
 		return aerr
@@ -290,9 +412,10 @@ func (w *file) Close() error {
 func (f *FS) SyncDir(dir string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.step(); err != nil {
-		return err
-	}
+	return f.around("dir-sync", func() error { return f.syncDir(dir) })
+}
+
+func (f *FS) syncDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return err
@@ -316,9 +439,10 @@ func (f *FS) SyncDir(dir string) error {
 func (f *FS) Rename(oldpath, newpath string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.step(); err != nil {
-		return err
-	}
+	return f.around(f.kindOf(newpath)+"-rename", func() error { return f.rename(oldpath, newpath) })
+}
+
+func (f *FS) rename(oldpath, newpath string) error {
 	var forget func()
 	if ofi, err := os.Lstat(oldpath); err == nil {
 		if nfi, err := os.Lstat(newpath); err == nil && ino(nfi) != ino(ofi) {
@@ -367,6 +491,24 @@ func (f *FS) MkdirAll(name string, perm fs.FileMode) error {
 		return err
 	}
 	return os.MkdirAll(name, perm)
+}
+
+// Truncate changes a file's size by name; like a write, it is durable only
+// once the file is synced.
+func (f *FS) Truncate(name string, size int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.step(); err != nil {
+		return err
+	}
+	return os.Truncate(name, size)
+}
+
+func (f *FS) ReadFile(name string) ([]byte, error) {
+	if err := f.alive(); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(name)
 }
 
 func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) {

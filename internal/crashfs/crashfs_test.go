@@ -116,3 +116,83 @@ func TestCrashAfter(t *testing.T) {
 		t.Fatalf("after PowerLoss: %v", err)
 	}
 }
+
+// CrashAt fails the power at a named point: before an fsync it is not
+// done, after it it is (and the operation still reports the loss). Points
+// are named by the kind SetKind gives each file.
+func TestCrashAt(t *testing.T) {
+	for _, tc := range []struct {
+		point string
+		want  string // the file's content after the power loss
+	}{
+		{"before-data-sync", ""},
+		{"after-data-sync", "v1"},
+		{"after-dir-sync", ""}, // the first pass syncs the directory before any data
+	} {
+		t.Run(tc.point, func(t *testing.T) {
+			root := t.TempDir()
+			c, err := crashfs.New(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetKind(func(string) string { return "data" })
+			c.CrashAt(tc.point, 1)
+			p := filepath.Join(root, "f")
+			f, err := c.OpenFile(p, os.O_WRONLY|os.O_CREATE, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SyncDir(root)
+			f.Write([]byte("v1"))
+			err = f.Sync()
+			f.Close()
+			if !c.Crashed() || c.Hits(tc.point) != 1 {
+				t.Fatalf("crashed %v after %d passes of %s", c.Crashed(), c.Hits(tc.point), tc.point)
+			}
+			if !errors.Is(err, crashfs.ErrPowerLost) {
+				t.Fatalf("sync at or after the point: %v, want ErrPowerLost", err)
+			}
+			if err := c.PowerLoss(); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(p); string(got) != tc.want {
+				t.Fatalf("after the power loss the file holds %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A file opened read-only can be synced, and a truncation by name is
+// durable only once it is: the log fsyncs files it finds unsynced after a
+// crash and truncates torn tails this way.
+func TestTruncateDurableOnceSynced(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "f")
+	os.WriteFile(p, []byte("0123456789"), 0o644)
+	for _, sync := range []bool{false, true} {
+		c, err := crashfs.New(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Truncate(p, 4); err != nil {
+			t.Fatal(err)
+		}
+		if sync {
+			f, err := c.OpenFile(p, os.O_RDONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+		if err := c.PowerLoss(); err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]string{false: "0123456789", true: "0123"}[sync]
+		if got, _ := os.ReadFile(p); string(got) != want {
+			t.Fatalf("synced %v: the file holds %q, want %q", sync, got, want)
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/group"
+)
+
+// registeredKeys returns the registered API keys in order.
+func registeredKeys() []int16 {
+	keys := make([]int16, 0, len(supported))
+	for k := range supported {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// TestRegisteredAPIsAreServed: every registered API is answered by its own
+// handler at both ends of its version range: the answer decodes as that
+// API's response of that version, with the request's correlation id.
+func TestRegisteredAPIsAreServed(t *testing.T) {
+	b, err := New(Config{
+		DataDir:          t.TempDir(),
+		AutoCreateTopics: true,
+		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Groups:           group.Config{InitialRebalanceDelay: -1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	formatter := kmsg.NewRequestFormatter(kmsg.FormatterClientID("registry-test"))
+	for _, key := range registeredKeys() {
+		a := supported[key]
+		for _, v := range slices.Compact([]int16{a.min, a.max}) {
+			t.Run(fmt.Sprintf("%s/v%d", kmsg.NameForKey(key), v), func(t *testing.T) {
+				kreq := kmsg.RequestForKey(key)
+				kreq.SetVersion(v)
+				switch r := kreq.(type) {
+				case *kmsg.ProduceRequest:
+					r.Acks = 1 // acks=0 has no answer to check
+				case *kmsg.FetchRequest:
+					r.MaxWaitMillis = 0
+				}
+				const corr = 41
+				req, err := decodeRequest(formatter.AppendRequest(nil, kreq, corr)[4:])
+				if err != nil {
+					t.Fatalf("a registered version does not decode: %v", err)
+				}
+				body := serveAndRead(t, b, req)
+				if got := int32(binary.BigEndian.Uint32(body)); got != corr {
+					t.Fatalf("correlation id %d, want %d", got, corr)
+				}
+				body = body[4:]
+				resp := kreq.ResponseKind()
+				resp.SetVersion(v)
+				if resp.IsFlexible() && key != apiVersionsKey {
+					if body, err = skipTags(body); err != nil {
+						t.Fatalf("response header: %v", err)
+					}
+				}
+				if err := resp.ReadFrom(body); err != nil {
+					t.Fatalf("the answer is not a %s v%d response: %v", kmsg.NameForKey(key), v, err)
+				}
+			})
+		}
+	}
+}
+
+// serveAndRead serves req on a fresh connection of b and returns the
+// response frame without its size.
+func serveAndRead(t *testing.T, b *Broker, req *request) []byte {
+	t.Helper()
+	server, client := net.Pipe()
+	defer client.Close()
+	defer server.Close()
+	c := newConn(b, &boundListener{Listener: Listener{Protocol: Plaintext}}, server)
+	p := b.handle(c, req)
+	if p == nil {
+		t.Fatal("the connection was closed instead of answered")
+	}
+	<-p.done
+	defer c.finish(p)
+	if p.panicked != nil {
+		t.Fatalf("panicked: %v\n%s", p.panicked.value, p.panicked.stack)
+	}
+	if p.resp == nil {
+		t.Fatal("no response: no handler reached")
+	}
+	written := make(chan error, 1)
+	go func() { written <- p.resp.writeTo(server) }()
+	var size [4]byte
+	if _, err := io.ReadFull(client, size[:]); err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(client, body); err != nil {
+		t.Fatal(err)
+	}
+	// A refused SASL exchange closes its connection after the answer.
+	if err := <-written; err != nil && !errors.Is(err, errClosedAfterResponse) {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// TestUnregisteredIsUnsupportedVersion: a key that no API file registers,
+// and a version just outside a registered range, are refused as
+// UNSUPPORTED_VERSION before any handler runs (an ApiVersions probe is then
+// answered with our ranges; anything else closes the connection, as Kafka
+// does).
+func TestUnregisteredIsUnsupportedVersion(t *testing.T) {
+	formatter := kmsg.NewRequestFormatter()
+	refused := func(key, v int16) {
+		t.Helper()
+		kreq := kmsg.RequestForKey(key)
+		kreq.SetVersion(v)
+		_, err := decodeRequest(formatter.AppendRequest(nil, kreq, 1)[4:])
+		var unsup *unsupportedVersion
+		if !errors.As(err, &unsup) || unsup.key != key || unsup.version != v {
+			t.Errorf("%s v%d: got %v, want UNSUPPORTED_VERSION", kmsg.NameForKey(key), v, err)
+		}
+	}
+	unregistered := 0
+	for key := int16(0); key <= kmsg.MaxKey; key++ {
+		kreq := kmsg.RequestForKey(key)
+		if kreq == nil {
+			continue
+		}
+		a, ok := supported[key]
+		if !ok {
+			unregistered++
+			refused(key, kreq.MaxVersion()) // v0 of ControlledShutdown has no client id
+
+			continue
+		}
+		if a.min > 0 {
+			refused(key, a.min-1)
+		}
+		if a.max < kreq.MaxVersion() {
+			refused(key, a.max+1)
+		}
+	}
+	if unregistered == 0 {
+		t.Fatal("every kmsg key is registered: nothing was checked")
+	}
+}
+
+// TestApiVersionsListsTheRegistry: ApiVersions advertises exactly the
+// registered APIs and ranges, in key order.
+func TestApiVersionsListsTheRegistry(t *testing.T) {
+	keys := (&Broker{}).apiVersions(kmsg.NewPtrApiVersionsRequest()).ApiKeys
+	want := registeredKeys()
+	if len(keys) != len(want) {
+		t.Fatalf("advertised %d apis, registered %d", len(keys), len(want))
+	}
+	for i, k := range keys {
+		a := supported[want[i]]
+		if k.ApiKey != want[i] || k.MinVersion != a.min || k.MaxVersion != a.max {
+			t.Errorf("advertised %s %d..%d, registered key %d %d..%d",
+				kmsg.NameForKey(k.ApiKey), k.MinVersion, k.MaxVersion, want[i], a.min, a.max)
+		}
+	}
+}

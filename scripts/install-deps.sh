@@ -37,9 +37,10 @@ here="$(cd "$(dirname "$0")" && pwd)"
   mvn -q -B -f "$here/kafka/tools-pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||
   echo "warning: could not fetch Kafka's tools from Maven Central now; the tests will try again" >&2
 
-# librdkafka's admin client, through Python (broker/librdkafka_admin_test.go).
-if ! python3 -c 'import confluent_kafka' >/dev/null 2>&1; then
-  echo "installing: confluent-kafka (PyPI)"
-  python3 -m pip install -q confluent-kafka==2.16.1 ||
-    python3 -m pip install -q --break-system-packages confluent-kafka==2.16.1
+# librdkafka's admin client and Confluent's schema registry client, through
+# Python (broker/librdkafka_admin_test.go, cmd/tributary/registry_security_test.go).
+if ! python3 -c 'import confluent_kafka.schema_registry' >/dev/null 2>&1; then
+  echo "installing: confluent-kafka[schemaregistry] (PyPI)"
+  python3 -m pip install -q 'confluent-kafka[schemaregistry]==2.16.1' ||
+    python3 -m pip install -q --break-system-packages 'confluent-kafka[schemaregistry]==2.16.1'
 fi

@@ -107,10 +107,10 @@ func (k Kafka) Opts() ([]kgo.Opt, error) {
 type Registry struct {
 	// UserInfoFile holds, on its first line, `user:password`: Confluent's
 	// basic.auth.user.info, kept in a file rather than on the command line.
-	UserInfoFile string `yaml:"registry_user_info_file" json:"registry_user_info_file,omitempty"`
+	UserInfoFile string `yaml:"user_info_file" json:"user_info_file,omitempty"`
 	// TLSCA is a PEM file of the CAs that sign the registry's HTTPS
 	// certificate (default: the system's).
-	TLSCA string `yaml:"registry_tls_ca" json:"registry_tls_ca,omitempty"`
+	TLSCA string `yaml:"tls_ca" json:"tls_ca,omitempty"`
 }
 
 // Register adds the flags of r to fs, named after prefix as Kafka.Register.

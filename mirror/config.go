@@ -113,6 +113,10 @@ type Config struct {
 	// registry's (basic auth, TLS): each side is secured on its own.
 	SourceRegistryOptions []sr.ClientOpt
 	TargetRegistryOptions []sr.ClientOpt
+	// SourceListener is the listener of the sources' brokers the mirror
+	// connects to: the security protocol FetchOptions speak (PLAINTEXT,
+	// SSL, SASL_PLAINTEXT, SASL_SSL). Default PLAINTEXT.
+	SourceListener string
 }
 
 // compiled is a validated Config with its defaults filled in.

@@ -50,7 +50,7 @@ func runConsume(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		return consumeGroup(ctx, consumer.Config{ZooKeeper: *zk, Group: *group, Topics: []string{*topic}, Start: start, Logger: slog.Default(), ClientOptions: opts}, p)
+		return consumeGroup(ctx, consumer.Config{ZooKeeper: *zk, Group: *group, Topics: []string{*topic}, Start: start, Logger: slog.Default(), ClientOptions: opts, Listener: sec.kafka.Protocol()}, p)
 	}
 	var start kgo.Offset
 	switch *from {

@@ -85,6 +85,7 @@ func runMirror(ctx context.Context, args []string) error {
 	if cfg.FetchOptions, err = srcKafka.Opts(); err != nil {
 		return fmt.Errorf("source: %w", err)
 	}
+	cfg.SourceListener = srcKafka.Protocol()
 	if cfg.ProducerOptions, err = tgtKafka.Opts(); err != nil {
 		return fmt.Errorf("target: %w", err)
 	}

@@ -164,14 +164,35 @@ func endOffset(t *testing.T, adm *kadm.Client, topic string) int64 {
 	return n
 }
 
-// The whole pipeline against a secured analysis cluster: events produced
-// to a live cluster (schemas registered over HTTPS with basic auth) are
-// mirrored into a SASL_SSL cluster with ACLs, loaded from it by `load`
-// and by a job spec, and the audit report read from it shows every tier
-// complete. A user without ACLs is refused.
+// startSecuredSource runs a live cluster of one `tributary broker` with a
+// PLAINTEXT and a SASL_SSL listener, whose users (pipeline, with the
+// password pipeline-pw) are in ZooKeeper, and returns its ZooKeeper
+// connect string and PLAINTEXT address.
+func startSecuredSource(t *testing.T, c *securedCluster) (connect, plain string) {
+	t.Helper()
+	connect = testenv.StartZooKeeper(t)
+	users := testenv.StartProcess(t, "users", "set", "--zookeeper", connect, "--user", "pipeline",
+		"--mechanism", "SCRAM-SHA-512", "--password-file", c.secret(t, "pipeline.pw", "pipeline-pw"))
+	<-users.Done()
+	if code := users.Cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("users set --zookeeper: exit %d\n%s", code, users.Output.String())
+	}
+	plain, secure := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	b := testenv.StartProcess(t, "broker", "--id", "1", "--zookeeper", connect, "--data-dir", t.TempDir(),
+		"--listeners", "PLAINTEXT://"+plain+",SASL_SSL://"+secure, "--tls-cert", c.pki.CertFile, "--tls-key", c.pki.KeyFile)
+	testenv.WaitListening(t, b, secure, 60*time.Second)
+	return connect, plain
+}
+
+// The whole pipeline on secured clusters: events produced to a live
+// cluster (schemas registered over HTTPS with basic auth) are mirrored,
+// read over the live cluster's SASL_SSL listener, into a SASL_SSL
+// cluster with ACLs; loaded from it by `load` and by a job spec; and the
+// audit report read from it shows every tier complete. A user without
+// ACLs is refused.
 func TestSecuredPipeline(t *testing.T) {
 	c := startSecuredCluster(t)
-	connect, live := testenv.StartCluster(t, 1)
+	connect, livePlain := startSecuredSource(t, c)
 
 	window := audit.WindowStart(time.Now().Add(-3*time.Hour), audit.DefaultWindow)
 	const events = 30
@@ -180,7 +201,7 @@ func TestSecuredPipeline(t *testing.T) {
 		fmt.Fprintf(&in, `{"header": {"time": %d}, "memberId": %d, "pageKey": "jobs"}`+"\n", window.Add(time.Duration(i)*time.Second).UnixMilli(), i)
 	}
 	schemaFile := filepath.Join("..", "..", "testdata", "schemas", "pageview.avsc")
-	produce := append([]string{"produce", "--brokers", live[0].Addr, "--topic", "pageviews", "--schema", schemaFile,
+	produce := append([]string{"produce", "--brokers", livePlain, "--topic", "pageviews", "--schema", schemaFile,
 		"--registry", c.registry, "--server", "fe-1"}, c.registryFlags(t, "", "pipeline")...)
 	if _, stderr, code := runAll(t, in.String(), produce...); code != 0 {
 		t.Fatalf("produce with the registry's credentials: exit %d\n%s", code, stderr)
@@ -196,9 +217,9 @@ func TestSecuredPipeline(t *testing.T) {
 	status := testenv.FreeAddr(t)
 	mirror := testenv.StartProcess(t, append(append([]string{"mirror", "--source", "dc1=" + connect, "--target", c.broker,
 		"--target-registry", c.registry, "--audit", "--commit-interval", "100ms", "--status", status},
-		c.kafkaFlags(t, "target-", "pipeline")...), c.registryFlags(t, "target-", "pipeline")...)...)
+		append(c.kafkaFlags(t, "source-", "pipeline"), c.kafkaFlags(t, "target-", "pipeline")...)...), c.registryFlags(t, "target-", "pipeline")...)...)
 	testenv.WaitListening(t, mirror, status, 60*time.Second)
-	liveAdm := kadm.NewClient(newPlainClient(t, live[0].Addr))
+	liveAdm := kadm.NewClient(newPlainClient(t, livePlain))
 	adm := kadm.NewClient(c.client(t, "pipeline"))
 	wantAudit := endOffset(t, liveAdm, audit.DefaultTopic)
 	testenv.Eventually(t, 90*time.Second, "the mirror to copy the events and the producer's counts", func() bool {

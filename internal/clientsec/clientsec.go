@@ -64,6 +64,22 @@ func (k *Kafka) Register(fs *flag.FlagSet, prefix string) {
 	fs.StringVar(&k.SASLPasswordFile, prefix+"sasl-password-file", "", "`file` holding the SASL password on its first line")
 }
 
+// Protocol is Kafka's security.protocol of k, which is also the name of
+// the broker listener it can talk to: PLAINTEXT, SSL, SASL_PLAINTEXT or
+// SASL_SSL. Clients that find brokers through ZooKeeper (the paper's
+// consumer groups, the mirror's sources) pick that listener's addresses.
+func (k Kafka) Protocol() string {
+	switch {
+	case k.usesTLS() && k.SASLMechanism != "":
+		return "SASL_SSL"
+	case k.usesTLS():
+		return "SSL"
+	case k.SASLMechanism != "":
+		return "SASL_PLAINTEXT"
+	}
+	return "PLAINTEXT"
+}
+
 // usesTLS reports whether any setting asks for TLS.
 func (k Kafka) usesTLS() bool { return k.TLS || k.TLSCA != "" || k.TLSCert != "" || k.TLSKey != "" }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,4 +55,34 @@ func TestRegistryHTTPSBasicAuthConfluentPython(t *testing.T) {
 		t.Fatalf("%s: %v\n%s", script, err, out)
 	}
 	t.Logf("%s", out)
+}
+
+// `tributary schema` speaks to the secured registry with the Confluent
+// user info kept in a file: the writer registers, the reader lists but is
+// refused a registration (403), a wrong password is unauthorized (401).
+func TestSchemaCommandWithRegistryCredentials(t *testing.T) {
+	url, pki, _ := secureRegistry(t)
+	dir := t.TempDir()
+	info := func(userPass string) string {
+		p := filepath.Join(dir, strings.Split(userPass, ":")[0]+"-"+strings.Split(userPass, ":")[1])
+		os.WriteFile(p, []byte(userPass+"\n"), 0o600)
+		return p
+	}
+	schemaFile := filepath.Join("..", "..", "testdata", "schemas", "pageview.avsc")
+	base := []string{"--registry", url, "--registry-tls-ca", pki.CAFile}
+	schema := func(userPass string, args ...string) (string, string, int) {
+		return runAll(t, "", append(append(args, base...), "--registry-user-info-file", info(userPass))...)
+	}
+	if out, stderr, code := schema("writer:writer-pw", "schema", "register", "--subject", "pageviews-value", "--file", schemaFile); code != 0 {
+		t.Fatalf("schema register as writer: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, stderr, code := schema("reader:reader-pw", "schema", "list"); code != 0 || !strings.Contains(out, "pageviews-value") {
+		t.Fatalf("schema list as reader: exit %d\n%s%s", code, out, stderr)
+	}
+	if _, stderr, code := schema("reader:reader-pw", "schema", "register", "--subject", "clicks-value", "--file", schemaFile); code == 0 || !strings.Contains(stderr, "needs the writer role") {
+		t.Fatalf("schema register as reader: exit %d, want the registry's refusal naming the role\n%s", code, stderr)
+	}
+	if _, stderr, code := schema("reader:wrong", "schema", "list"); code == 0 || !strings.Contains(stderr, "Unauthorized") {
+		t.Fatalf("schema list with a wrong password: exit %d, want the registry's Unauthorized\n%s", code, stderr)
+	}
 }

@@ -3,11 +3,13 @@ package registry_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/schema/internal/srtest"
@@ -186,6 +188,36 @@ func TestParseRoles(t *testing.T) {
 	for _, bad := range []string{"alice admin\n", "alice = root\n", "a = reader\na = admin\n", "# nobody\n", "= reader\n"} {
 		if _, err := registry.ParseRoles([]byte(bad)); err == nil {
 			t.Errorf("%q parsed; want an error", bad)
+		}
+	}
+}
+
+// A node that cannot open its log tells why (503) only to users: others
+// get 401, since the reason may name brokers and topics.
+func TestUnavailableNodeAuthenticatesFirst(t *testing.T) {
+	creds := broker.OpenCredentialFile(filepath.Join(t.TempDir(), "credentials.json"))
+	if err := creds.Set("rita", "SCRAM-SHA-512", "rita-pw", broker.DefaultSCRAMIterations); err != nil {
+		t.Fatal(err)
+	}
+	node, err := registry.Start(registry.Config{Logger: srtest.Quiet(), SyncTimeout: time.Second,
+		Auth: &registry.BasicAuth{Credentials: creds, Roles: registry.StaticRoles{"rita": registry.RoleReader}}},
+		func(context.Context) (registry.Log, error) { return nil, errors.New("brokers 10.0.0.1:9092 unreachable") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	for _, c := range []struct {
+		user string
+		want int
+	}{{"", 401}, {"rita", 503}} {
+		req := httptest.NewRequest("GET", "/subjects", nil)
+		if c.user != "" {
+			req.SetBasicAuth(c.user, c.user+"-pw")
+		}
+		w := httptest.NewRecorder()
+		node.ServeHTTP(w, req)
+		if w.Code != c.want || (c.want == 401 && strings.Contains(w.Body.String(), "10.0.0.1")) {
+			t.Errorf("user %q: %d %s, want %d", c.user, w.Code, w.Body, c.want)
 		}
 	}
 }

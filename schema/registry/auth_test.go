@@ -201,7 +201,9 @@ func TestUnavailableNodeAuthenticatesFirst(t *testing.T) {
 	}
 	node, err := registry.Start(registry.Config{Logger: srtest.Quiet(), SyncTimeout: time.Second,
 		Auth: &registry.BasicAuth{Credentials: creds, Roles: registry.StaticRoles{"rita": registry.RoleReader}}},
-		func(context.Context) (registry.Log, error) { return nil, errors.New("brokers 10.0.0.1:9092 unreachable") })
+		func(context.Context) (registry.Log, error) {
+			return nil, errors.New("brokers 10.0.0.1:9092 unreachable")
+		})
 	if err != nil {
 		t.Fatal(err)
 	}

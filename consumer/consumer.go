@@ -104,6 +104,11 @@ type Config struct {
 	// ClientOptions are extra kgo options (fetch sizes, TLS, ...). Options
 	// that choose what to consume are ours and must not be given.
 	ClientOptions []kgo.Opt
+	// Listener names the brokers' listener to connect to, which is the
+	// security protocol the ClientOptions speak (PLAINTEXT, SSL,
+	// SASL_PLAINTEXT, SASL_SSL): a broker's registration lists one address
+	// per listener. Default PLAINTEXT.
+	Listener string
 	// MarkManually leaves marking records processed to the caller: Next no
 	// longer counts the record it returned before as processed, and only
 	// what MarkProcessed marked is committed. It is for processing that

@@ -95,7 +95,13 @@ func (g *Group) read() (view, error) {
 			continue
 		}
 		live[b.ID] = true
-		v.seeds = append(v.seeds, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+		listener := g.cfg.Listener
+		if listener == "" {
+			listener = "PLAINTEXT"
+		}
+		if host, port, ok := b.Endpoint(listener); ok {
+			v.seeds = append(v.seeds, net.JoinHostPort(host, strconv.Itoa(int(port))))
+		}
 	}
 	slices.Sort(v.seeds)
 

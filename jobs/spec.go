@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tributary-io/tributary/internal/clientsec"
 	"github.com/tributary-io/tributary/loader"
 )
 
@@ -42,6 +43,14 @@ import (
 //	  attempts: 3                   # retries after a failed run
 //	  backoff: 30s                  # first wait; doubles each time
 //	  max_backoff: 10m
+//	security:                       # secured brokers (clientsec.Kafka); paths are relative to this file
+//	  tls_ca: ca.pem                # tls: true for the system's CAs; tls_cert/tls_key for a client certificate
+//	  sasl_mechanism: SCRAM-SHA-512 # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+//	  sasl_user: loader
+//	  sasl_password_file: loader.pw # the password on its first line
+//	registry_security:              # a registry behind HTTPS and basic auth (clientsec.Registry)
+//	  user_info_file: registry.auth # user:password on its first line
+//	  tls_ca: ca.pem
 type Spec struct {
 	Name         string   `yaml:"name"`
 	Brokers      List     `yaml:"brokers"`
@@ -62,6 +71,10 @@ type Spec struct {
 	// for users whose schemas call it otherwise (loader.Config.HeaderField).
 	HeaderField string `yaml:"header_field"`
 	Retry       Retry  `yaml:"retry"`
+	// Security and RegistrySecurity are how the job reaches secured
+	// brokers and registry (loader.Config.Security, RegistrySecurity).
+	Security         clientsec.Kafka    `yaml:"security"`
+	RegistrySecurity clientsec.Registry `yaml:"registry_security"`
 
 	// File is where the spec was read from.
 	File string `yaml:"-"`
@@ -379,6 +392,19 @@ func (s *Spec) validate() error {
 	if s.Retry.Attempts != nil && *s.Retry.Attempts < 0 {
 		return fail("retry.attempts", "must not be negative")
 	}
+	// Files named in a spec are found beside it, wherever the daemon runs.
+	for _, p := range []*string{&s.Security.TLSCA, &s.Security.TLSCert, &s.Security.TLSKey, &s.Security.SASLPasswordFile,
+		&s.RegistrySecurity.UserInfoFile, &s.RegistrySecurity.TLSCA} {
+		if *p != "" && !filepath.IsAbs(*p) && s.File != "" {
+			*p = filepath.Join(filepath.Dir(s.File), *p)
+		}
+	}
+	if _, err := s.Security.Opts(); err != nil {
+		return fail("security", "%v", err)
+	}
+	if _, err := s.RegistrySecurity.Opts(); err != nil {
+		return fail("registry_security", "%v", err)
+	}
 	return nil
 }
 
@@ -401,6 +427,9 @@ func (s *Spec) LoadConfig() loader.Config {
 		LockTTL:        s.lockTTL(),
 		Holder:         "job " + s.Name,
 		HeaderField:    s.HeaderField,
+
+		Security:         s.Security,
+		RegistrySecurity: s.RegistrySecurity,
 	}
 	if s.Audit {
 		cfg.Audit = &loader.AuditConfig{}

@@ -166,3 +166,32 @@ func TestSpecHeaderField(t *testing.T) {
 		}
 	}
 }
+
+// A spec's security files are found beside the spec, and reach the
+// loader's configuration.
+func TestSpecSecurity(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "loader.pw"), []byte("pw\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "registry.auth"), []byte("loader:pw\n"), 0o600)
+	spec := `brokers: [127.0.0.1:9093]
+registry: https://127.0.0.1:8081
+topics: [pageviews]
+warehouse: file:///tmp/w
+schedule: every 15m
+security:
+  sasl_mechanism: SCRAM-SHA-512
+  sasl_user: loader
+  sasl_password_file: loader.pw
+registry_security:
+  user_info_file: registry.auth
+`
+	s, err := jobs.ParseSpec(filepath.Join(dir, "pageviews.yaml"), []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.LoadConfig()
+	if cfg.Security.SASLPasswordFile != filepath.Join(dir, "loader.pw") || cfg.Security.SASLUser != "loader" ||
+		cfg.RegistrySecurity.UserInfoFile != filepath.Join(dir, "registry.auth") {
+		t.Fatalf("loader security %+v, registry %+v", cfg.Security, cfg.RegistrySecurity)
+	}
+}

@@ -87,11 +87,11 @@ func (r *run) publishAudit(ctx context.Context, plans []*partPlan) error {
 	reg := ac.Registry
 	if reg == nil {
 		var err error
-		if reg, err = sr.NewClient(sr.URLs(ac.RegistryURL), sr.HTTPClient(&http.Client{Timeout: ac.Timeout})); err != nil {
+		if reg, err = sr.NewClient(append([]sr.ClientOpt{sr.URLs(ac.RegistryURL), sr.HTTPClient(&http.Client{Timeout: ac.Timeout})}, r.cfg.srOpts...)...); err != nil {
 			return fmt.Errorf("audit registry %s: %w", ac.RegistryURL, err)
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(ac.Brokers...), kgo.RequestTimeoutOverhead(ac.Timeout))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(ac.Brokers...), kgo.RequestTimeoutOverhead(ac.Timeout)}, r.cfg.kgoOpts...)...)
 	if err != nil {
 		return fmt.Errorf("audit brokers %v: %w", ac.Brokers, err)
 	}

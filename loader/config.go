@@ -8,7 +8,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+
 	"github.com/tributary-io/tributary/audit"
+	"github.com/tributary-io/tributary/internal/clientsec"
 	"github.com/tributary-io/tributary/loader/warehouse"
 	"github.com/tributary-io/tributary/schema"
 )
@@ -54,6 +58,15 @@ type Config struct {
 	RegistryURL string
 	// Registry is a registry client.
 	Registry schema.Registry
+
+	// Security is how the run reaches secured brokers (TLS, SASL), the
+	// audit's brokers included.
+	Security clientsec.Kafka
+	// RegistrySecurity is how it reaches a secured registry at
+	// RegistryURL (and the audit's): basic auth, the CA of its HTTPS.
+	RegistrySecurity clientsec.Registry
+	kgoOpts          []kgo.Opt      // from Security, by withDefaults
+	srOpts           []sr.ClientOpt // from RegistrySecurity, by withDefaults
 
 	// MaxRecords stops the run after this many records (0: no limit).
 	MaxRecords int64
@@ -140,6 +153,13 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.Registry == nil && cfg.RegistryURL == "" {
 		return cfg, errors.New("no schema registry given")
+	}
+	var err error
+	if cfg.kgoOpts, err = cfg.Security.Opts(); err != nil {
+		return cfg, fmt.Errorf("brokers: %w", err)
+	}
+	if cfg.srOpts, err = cfg.RegistrySecurity.Opts(); err != nil {
+		return cfg, fmt.Errorf("schema registry: %w", err)
 	}
 	if cfg.FileMaxBytes <= 0 {
 		cfg.FileMaxBytes = DefaultFileMaxBytes

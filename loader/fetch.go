@@ -39,17 +39,17 @@ func (r *run) fetch(ctx context.Context, plans []*partPlan) error {
 	if remaining == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(r.cfg.Brokers...),
 		kgo.ConsumePartitions(offsets),
 		// Out of range means retention deleted what was next; the gap is
 		// detected and reported below.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxPartitionBytes(8<<20),
-		kgo.FetchMaxBytes(64<<20),
-		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.FetchMaxPartitionBytes(8 << 20),
+		kgo.FetchMaxBytes(64 << 20),
+		kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.RequestTimeoutOverhead(r.cfg.BrokerTimeout),
-	)
+	}, r.cfg.kgoOpts...)...)
 	if err != nil {
 		return err
 	}

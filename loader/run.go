@@ -146,7 +146,7 @@ func (r *run) connect() (disconnect func(), err error) {
 
 	reg := r.cfg.Registry
 	if reg == nil {
-		if reg, err = sr.NewClient(sr.URLs(r.cfg.RegistryURL), sr.HTTPClient(&http.Client{Timeout: r.cfg.BrokerTimeout})); err != nil {
+		if reg, err = sr.NewClient(append([]sr.ClientOpt{sr.URLs(r.cfg.RegistryURL), sr.HTTPClient(&http.Client{Timeout: r.cfg.BrokerTimeout})}, r.cfg.srOpts...)...); err != nil {
 			return disconnect, fmt.Errorf("schema registry %s: %w", r.cfg.RegistryURL, err)
 		}
 	}
@@ -155,7 +155,7 @@ func (r *run) connect() (disconnect func(), err error) {
 	}
 	r.headers = schema.NewHeaderLayouts(r.deser, r.cfg.HeaderField)
 
-	kcl, err := kgo.NewClient(kgo.SeedBrokers(r.cfg.Brokers...), kgo.RequestTimeoutOverhead(r.cfg.BrokerTimeout))
+	kcl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(r.cfg.Brokers...), kgo.RequestTimeoutOverhead(r.cfg.BrokerTimeout)}, r.cfg.kgoOpts...)...)
 	if err != nil {
 		return disconnect, fmt.Errorf("brokers %v: %w", r.cfg.Brokers, err)
 	}

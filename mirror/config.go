@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/consumer"
@@ -107,6 +108,15 @@ type Config struct {
 	// client that reads watermarks (sizes, TLS, ...).
 	ProducerOptions []kgo.Opt
 	FetchOptions    []kgo.Opt
+	// SourceRegistryOptions and TargetRegistryOptions are extra pkg/sr
+	// options for the source registries' clients and the target
+	// registry's (basic auth, TLS): each side is secured on its own.
+	SourceRegistryOptions []sr.ClientOpt
+	TargetRegistryOptions []sr.ClientOpt
+	// SourceListener is the listener of the sources' brokers the mirror
+	// connects to: the security protocol FetchOptions speak (PLAINTEXT,
+	// SSL, SASL_PLAINTEXT, SASL_SSL). Default PLAINTEXT.
+	SourceListener string
 }
 
 // compiled is a validated Config with its defaults filled in.

@@ -62,11 +62,11 @@ func (m *Mirror) Run(ctx context.Context) error {
 	for _, sc := range m.cfg.Sources {
 		s := &source{Source: sc, cfg: m.cfg, log: log.With("source", sc.Name), tgt: tgt, fail: fail, lastAck: &m.lastAck, events: m.events}
 		if sc.Registry != "" && sc.Registry != m.cfg.TargetRegistry {
-			src, err := newRegistryClient(sc.Registry)
+			src, err := newRegistryClient(sc.Registry, m.cfg.SourceRegistryOptions...)
 			if err != nil {
 				return fmt.Errorf("source %s: registry: %w", sc.Name, err)
 			}
-			dst, err := newRegistryClient(m.cfg.TargetRegistry)
+			dst, err := newRegistryClient(m.cfg.TargetRegistry, m.cfg.TargetRegistryOptions...)
 			if err != nil {
 				return fmt.Errorf("target registry: %w", err)
 			}

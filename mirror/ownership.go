@@ -65,6 +65,7 @@ func (s *source) rejoin(ctx context.Context, topics []string) error {
 			// changes nothing else.)
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		}, s.cfg.FetchOptions...),
+		Listener: s.listener(),
 		// A record is processed once the target acknowledged its copy
 		// (see acked), not when the next one is read.
 		MarkManually: true,

@@ -40,8 +40,8 @@ func newSchemaMap(src, dst schema.Registry, log *slog.Logger) *schemaMap {
 	return &schemaMap{src: src, dst: dst, log: log, ids: map[schemaKey]int{}}
 }
 
-func newRegistryClient(url string) (*sr.Client, error) {
-	return sr.NewClient(sr.URLs(url))
+func newRegistryClient(url string, opts ...sr.ClientOpt) (*sr.Client, error) {
+	return sr.NewClient(append([]sr.ClientOpt{sr.URLs(url)}, opts...)...)
 }
 
 // errNotEnvelope marks a value that is not in the Confluent framing (plain

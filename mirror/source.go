@@ -106,6 +106,14 @@ func (s *source) connect(ctx context.Context) error {
 }
 
 // brokers waits for the broker registry to list at least one broker.
+// listener is the source brokers' listener the mirror connects to.
+func (s *source) listener() string {
+	if s.cfg.SourceListener == "" {
+		return "PLAINTEXT"
+	}
+	return s.cfg.SourceListener
+}
+
 func (s *source) brokers(ctx context.Context) ([]string, error) {
 	for {
 		ids, err := s.watch.Children(s.zk.Paths.BrokerIDs())
@@ -119,7 +127,11 @@ func (s *source) brokers(ctx context.Context) ([]string, error) {
 				continue // gone since the listing
 			}
 			if b, err := cluster.DecodeBrokerNode(data); err == nil {
-				seeds = append(seeds, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+				if host, port, ok := b.Endpoint(s.listener()); ok {
+					seeds = append(seeds, net.JoinHostPort(host, strconv.Itoa(int(port))))
+				} else {
+					return nil, fmt.Errorf("broker %d has no %s listener: give the source security settings of a listener it has", b.ID, s.listener())
+				}
 			}
 		}
 		if len(seeds) > 0 {

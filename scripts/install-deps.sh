@@ -40,9 +40,10 @@ for jar in kafka-tools:tools connect-runtime:connect kafka-streams:streams; do
     echo "warning: could not fetch ${jar%%:*} from Maven Central now; the tests will try again" >&2
 done
 
-# librdkafka's admin client, through Python (broker/librdkafka_admin_test.go).
-if ! python3 -c 'import confluent_kafka' >/dev/null 2>&1; then
-  echo "installing: confluent-kafka (PyPI)"
-  python3 -m pip install -q confluent-kafka==2.16.1 ||
-    python3 -m pip install -q --break-system-packages confluent-kafka==2.16.1
+# librdkafka's admin client and Confluent's schema registry client, through
+# Python (broker/librdkafka_admin_test.go, cmd/tributary/registry_security_test.go).
+if ! python3 -c 'import confluent_kafka.schema_registry' >/dev/null 2>&1; then
+  echo "installing: confluent-kafka[schemaregistry] (PyPI)"
+  python3 -m pip install -q 'confluent-kafka[schemaregistry]==2.16.1' ||
+    python3 -m pip install -q --break-system-packages 'confluent-kafka[schemaregistry]==2.16.1'
 fi

@@ -41,6 +41,7 @@ func runAudit(ctx context.Context, args []string) error {
 type auditFlags struct {
 	brokers, registry, topic, topics string
 	window                           time.Duration
+	sec                              clientFlags
 }
 
 func newAuditFlags(action, summary string) (*flag.FlagSet, *auditFlags) {
@@ -56,19 +57,19 @@ func newAuditFlags(action, summary string) (*flag.FlagSet, *auditFlags) {
 	fs.StringVar(&f.topic, "audit-topic", audit.DefaultTopic, "topic of the monitoring events")
 	fs.StringVar(&f.topics, "topics", "", "comma-separated topics (default: all)")
 	fs.DurationVar(&f.window, "window", audit.DefaultWindow, "width of a counting window")
+	f.sec.register(fs, true)
 	return fs, f
 }
 
 func (f *auditFlags) registryClient() (*sr.Client, error) {
-	return registryClient("--registry", f.registry)
+	return registryClient("--registry", f.registry, f.sec.registry)
 }
 
-func registryClient(flag, urls string) (*sr.Client, error) {
-	cl, err := sr.NewClient(sr.URLs(splitList(urls)...))
-	if err != nil {
-		return nil, fmt.Errorf("%s %q: %w", flag, urls, err)
-	}
-	return cl, nil
+// source is where the monitoring events are read: --brokers, reached with
+// the security flags.
+func (f *auditFlags) source(reg *sr.Client) (audit.Source, error) {
+	opts, err := f.sec.kgoOpts()
+	return audit.Source{Brokers: splitList(f.brokers), Registry: reg, Topic: f.topic, Opts: opts}, err
 }
 
 // timeRange reads --day, --from and --to. --day D is --from D --to D+24h.

@@ -52,6 +52,10 @@ func runAuditCount(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	secOpts, err := f.sec.kgoOpts()
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	var counts *audit.Counts
 	var topics []string
@@ -66,7 +70,7 @@ func runAuditCount(ctx context.Context, args []string) error {
 			return err
 		}
 	} else {
-		counts, topics, err = audit.Scan(ctx, audit.ScanConfig{Brokers: splitList(f.brokers), Registry: reg, Topics: splitList(f.topics), Window: f.window, HeaderField: *headerField})
+		counts, topics, err = audit.Scan(ctx, audit.ScanConfig{Brokers: splitList(f.brokers), Registry: reg, Topics: splitList(f.topics), Window: f.window, HeaderField: *headerField, Opts: secOpts})
 		if err != nil {
 			return err
 		}
@@ -77,14 +81,14 @@ func runAuditCount(ctx context.Context, args []string) error {
 	if *dryRun {
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitList(*auditBrokers)...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(splitList(*auditBrokers)...)}, secOpts...)...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	areg := reg
 	if *auditRegistry != "" {
-		if areg, err = registryClient("--audit-registry", *auditRegistry); err != nil {
+		if areg, err = registryClient("--audit-registry", *auditRegistry, f.sec.registry); err != nil {
 			return err
 		}
 	}

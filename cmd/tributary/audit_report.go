@@ -66,7 +66,11 @@ func runAuditReport(ctx context.Context, args []string) error {
 		return err
 	}
 	st := audit.NewStore()
-	n, err := audit.Load(ctx, audit.Source{Brokers: splitList(f.brokers), Registry: reg, Topic: f.topic}, since, st)
+	src, err := f.source(reg)
+	if err != nil {
+		return err
+	}
+	n, err := audit.Load(ctx, src, since, st)
 	if err != nil {
 		return err
 	}
@@ -122,7 +126,10 @@ func runAuditServe(ctx context.Context, args []string) error {
 	}
 	st := audit.NewRetainingStore(*retain, time.Now)
 	var ready atomic.Bool
-	src := audit.Source{Brokers: splitList(f.brokers), Registry: reg, Topic: f.topic}
+	src, err := f.source(reg)
+	if err != nil {
+		return err
+	}
 	since := time.Now().Add(-*last - time.Hour)
 	followErr := make(chan error, 1)
 	go func() {

@@ -29,6 +29,8 @@ func runConsume(ctx context.Context, args []string) error {
 	printOffset := fs.Bool("print-offset", false, "print partition<TAB>offset<TAB> before each value")
 	zk := fs.String("zookeeper", "", "consume as a member of --group, coordinated through this ZooKeeper `host:port/chroot` (the paper's consumer groups)")
 	group := fs.String("group", "", "consumer group (with --zookeeper)")
+	var sec clientFlags
+	sec.register(fs, false)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,7 +46,11 @@ func runConsume(ctx context.Context, args []string) error {
 		if *from == "beginning" {
 			start = consumer.Smallest
 		}
-		return consumeGroup(ctx, consumer.Config{ZooKeeper: *zk, Group: *group, Topics: []string{*topic}, Start: start, Logger: slog.Default()}, p)
+		opts, err := sec.kgoOpts()
+		if err != nil {
+			return err
+		}
+		return consumeGroup(ctx, consumer.Config{ZooKeeper: *zk, Group: *group, Topics: []string{*topic}, Start: start, Logger: slog.Default(), ClientOptions: opts, Listener: sec.kafka.Protocol()}, p)
 	}
 	var start kgo.Offset
 	switch *from {
@@ -68,7 +74,7 @@ func runConsume(ctx context.Context, args []string) error {
 	} else {
 		opts = append(opts, kgo.ConsumeTopics(*topic), kgo.ConsumeResetOffset(start))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := sec.newKafkaClient(opts...)
 	if err != nil {
 		return err
 	}

@@ -35,10 +35,12 @@ func runGroups(ctx context.Context, args []string) error {
 	var toOffset offsetFlag
 	fs.Var(&toOffset, "to-offset", "reset every partition to offset `N`, kept within the partition's range (reset-offsets)")
 	dryRun := fs.Bool("dry-run", false, "show the new offsets without committing them (reset-offsets)")
+	var sec clientFlags
+	sec.register(fs, false)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitList(*brokers)...))
+	cl, err := sec.newKafkaClient(kgo.SeedBrokers(splitList(*brokers)...))
 	if err != nil {
 		return err
 	}

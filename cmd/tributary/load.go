@@ -45,6 +45,7 @@ type loadFlags struct {
 	audit                                bool
 	auditBrokers, auditRegistry          string
 	headerField                          string
+	sec                                  clientFlags
 }
 
 func runLoad(ctx context.Context, args []string) error {
@@ -68,6 +69,7 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.StringVar(&f.auditBrokers, "audit-brokers", "", "with --audit: brokers of the _audit topic (default: --brokers)")
 	fs.StringVar(&f.auditRegistry, "audit-registry", "", "with --audit: schema registry of the monitoring events (default: --registry)")
 	fs.StringVar(&f.headerField, "header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood")
+	f.sec.register(fs, true)
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress display")
 	if err := fs.Parse(args); err != nil {
@@ -144,6 +146,9 @@ func (f *loadFlags) config() (loader.Config, error) {
 		StartAt:        f.startAt,
 		LockTTL:        f.lockTTL,
 		Holder:         "tributary load",
+
+		Security:         f.sec.kafka,
+		RegistrySecurity: f.sec.registry,
 	}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/tributary-io/tributary/audit"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/consumer"
+	"github.com/tributary-io/tributary/internal/clientsec"
 	"github.com/tributary-io/tributary/mirror"
 )
 
@@ -47,6 +48,15 @@ func runMirror(ctx context.Context, args []string) error {
 	headerField := fs.String("header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood")
 	metricsListen := metricsFlag(fs)
 	auditTier := fs.Bool("audit", false, "count what the target acknowledged as the audit's \"mirror\" tier, published to the target's _audit topic (needs --target-registry)")
+	// Sources and target are secured each on its own: --source-tls-ca,
+	// --source-sasl-*, --source-registry-user-info-file (every source
+	// alike), and the same with --target-.
+	var srcKafka, tgtKafka clientsec.Kafka
+	var srcReg, tgtReg clientsec.Registry
+	srcKafka.Register(fs, "source-")
+	srcReg.Register(fs, "source-")
+	tgtKafka.Register(fs, "target-")
+	tgtReg.Register(fs, "target-")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,6 +80,20 @@ func runMirror(ctx context.Context, args []string) error {
 	}
 	if *logEvery == 0 {
 		cfg.LogInterval = -1
+	}
+	var err error
+	if cfg.FetchOptions, err = srcKafka.Opts(); err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	cfg.SourceListener = srcKafka.Protocol()
+	if cfg.ProducerOptions, err = tgtKafka.Opts(); err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	if cfg.SourceRegistryOptions, err = srcReg.Opts(); err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	if cfg.TargetRegistryOptions, err = tgtReg.Opts(); err != nil {
+		return fmt.Errorf("target: %w", err)
 	}
 	switch *start {
 	case "smallest":
@@ -150,11 +174,11 @@ func newAuditTier(cfg mirror.Config, window time.Duration, headerField string) (
 	if cfg.TargetRegistry == "" {
 		return nil, nil, errors.New("--audit needs --target-registry: the registry that resolves schema ids in the analysis datacenter (the shared one, if the datacenters share one)")
 	}
-	reg, err := sr.NewClient(sr.URLs(cfg.TargetRegistry))
+	reg, err := sr.NewClient(append([]sr.ClientOpt{sr.URLs(cfg.TargetRegistry)}, cfg.TargetRegistryOptions...)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--target-registry: %w", err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Target...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Target...)}, cfg.ProducerOptions...)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--target: %w", err)
 	}

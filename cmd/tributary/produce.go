@@ -24,6 +24,7 @@ func runProduce(ctx context.Context, args []string) error {
 	acks := fs.String("acks", "all", "acknowledgement: all (after fsync), 1 (after append) or 0 (fire and forget)")
 	var af avroFlags
 	af.register(fs)
+	af.sec.register(fs, true)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -43,7 +44,7 @@ func runProduce(ctx context.Context, args []string) error {
 	default:
 		return fmt.Errorf("--acks %q: use all, 1 or 0", *acks)
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := af.sec.newKafkaClient(opts...)
 	if err != nil {
 		return err
 	}

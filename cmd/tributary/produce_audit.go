@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/tributary-io/tributary/audit"
 	"github.com/tributary-io/tributary/schema"
@@ -23,6 +22,7 @@ type avroFlags struct {
 	schema, registry, service, server, auditTopic string
 	headerField                                   string
 	window                                        time.Duration
+	sec                                           clientFlags
 }
 
 func (f *avroFlags) register(fs *flag.FlagSet) {
@@ -49,9 +49,9 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 	if err != nil {
 		return fmt.Errorf("--schema %s: %w", f.schema, err)
 	}
-	reg, err := sr.NewClient(sr.URLs(splitList(f.registry)...))
+	reg, err := registryClient("--registry", f.registry, f.sec.registry)
 	if err != nil {
-		return fmt.Errorf("--registry %q: %w", f.registry, err)
+		return err
 	}
 	ser, err := schema.NewSerializer(reg, schema.SerializerConfig{Schema: string(text), Service: f.service, Server: f.server, HeaderField: f.headerField})
 	if err != nil {
@@ -59,7 +59,7 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 	}
 	// The counts go through their own client so they are sent with
 	// acks=all whatever --acks says for the events.
-	acl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	acl, err := f.sec.newKafkaClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return err
 	}

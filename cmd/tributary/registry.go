@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/clientsec"
 	"github.com/tributary-io/tributary/internal/metrics"
 	"github.com/tributary-io/tributary/schema/registry"
 )
@@ -23,9 +28,30 @@ func runSchemaRegistry(ctx context.Context, args []string) error {
 	listen := fs.String("listen", "127.0.0.1:8081", "HTTP listen address `host:port`")
 	var rf registryFlags
 	rf.register(fs)
+	credDir := fs.String("credentials-data-dir", "", "with --registry-auth basic: check passwords against the users of the standalone broker with this data directory (`tributary users set`)")
+	credZK := fs.String("credentials-zookeeper", "", "with --registry-auth basic: check passwords against a cluster's users, ZooKeeper `host:port/chroot` /config/users")
+	var ksec clientsec.Kafka
+	ksec.Register(fs, "") // how the registry's own client reaches the brokers
 	metricsListen := metricsFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var err error
+	if rf.kafkaOpts, err = ksec.Opts(); err != nil {
+		return err
+	}
+	switch {
+	case *credDir != "" && *credZK != "":
+		return errors.New("--credentials-data-dir and --credentials-zookeeper: give one")
+	case *credDir != "":
+		rf.credentials = broker.OpenCredentialFile(broker.CredentialFilePath(*credDir))
+	case *credZK != "":
+		zk, err := cluster.DialZooKeeper(ctx, *credZK, slog.Default())
+		if err != nil {
+			return fmt.Errorf("--credentials-zookeeper %s: %w", *credZK, err)
+		}
+		defer zk.Close()
+		rf.credentials = broker.NewZooKeeperCredentials(zk)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -40,15 +66,66 @@ func runSchemaRegistry(ctx context.Context, args []string) error {
 	return serveRegistry(ctx, ln, splitList(*bootstrap), rf, nil, ms)
 }
 
-// registryFlags are the registry's limits, shared by schema-registry and
-// standalone.
+// registryFlags are the registry's limits and security, shared by
+// schema-registry and standalone.
 type registryFlags struct {
 	maxSchemaBytes, maxSchemaDepth int
+	tlsCert, tlsKey                string
+	auth, rolesFile                string
+
+	// credentials are where --registry-auth basic checks passwords: the
+	// broker's users. Set by the command, not by a flag.
+	credentials registry.Credentials
+	// kafkaOpts are how the registry's client reaches the brokers.
+	kafkaOpts []kgo.Opt
 }
 
 func (f *registryFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.tlsCert, "registry-tls-cert", "", "PEM certificate chain `file`: the registry serves HTTPS only")
+	fs.StringVar(&f.tlsKey, "registry-tls-key", "", "PEM private key `file` of --registry-tls-cert")
+	fs.StringVar(&f.auth, "registry-auth", "", "`basic`: every request needs HTTP basic credentials of a broker user (`tributary users set`) with a role in --registry-roles; empty: no authentication")
+	fs.StringVar(&f.rolesFile, "registry-roles", "", "`file` of `user = reader|writer|admin` lines (with --registry-auth basic); re-read when it changes")
 	fs.IntVar(&f.maxSchemaBytes, "schema-max-bytes", registry.DefaultMaxSchemaBytes, "largest schema text the registry parses; larger ones get 42201")
 	fs.IntVar(&f.maxSchemaDepth, "schema-max-depth", registry.DefaultMaxSchemaDepth, "deepest nesting of JSON objects and arrays in a schema the registry parses; deeper ones get 42201")
+}
+
+// security returns the registry's TLS and authentication settings.
+func (f *registryFlags) security() (*tls.Config, *registry.BasicAuth, error) {
+	var tc *tls.Config
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return nil, nil, errors.New("--registry-tls-cert and --registry-tls-key go together")
+	}
+	if f.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			return nil, nil, fmt.Errorf("registry TLS certificate %s / key %s: %w", f.tlsCert, f.tlsKey, err)
+		}
+		tc = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	}
+	switch f.auth {
+	case "":
+		if f.rolesFile != "" {
+			return nil, nil, errors.New("--registry-roles needs --registry-auth basic")
+		}
+		return tc, nil, nil
+	case "basic":
+	default:
+		return nil, nil, fmt.Errorf("--registry-auth %q: use basic, or leave it empty", f.auth)
+	}
+	if f.rolesFile == "" {
+		return nil, nil, errors.New("--registry-auth basic needs --registry-roles, the file that gives users their roles")
+	}
+	if f.credentials == nil {
+		return nil, nil, errors.New("--registry-auth basic needs the broker's users: --credentials-data-dir or --credentials-zookeeper")
+	}
+	roles, err := registry.OpenRolesFile(f.rolesFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tc == nil {
+		slog.Warn("schema registry: basic auth without --registry-tls-cert sends passwords in clear text")
+	}
+	return tc, &registry.BasicAuth{Credentials: f.credentials, Roles: roles}, nil
 }
 
 // serveRegistry answers the REST API on ln until ctx ends. It serves at
@@ -58,7 +135,12 @@ func (f *registryFlags) register(fs *flag.FlagSet) {
 // process, which the registry writes through directly. ms is where its
 // metrics and readiness go.
 func serveRegistry(ctx context.Context, ln net.Listener, bootstrap []string, rf registryFlags, b *broker.Broker, ms *metrics.Server) error {
-	kcfg := registry.KafkaLogConfig{Bootstrap: bootstrap, Logger: slog.Default()}
+	tc, auth, err := rf.security()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	kcfg := registry.KafkaLogConfig{Bootstrap: bootstrap, Logger: slog.Default(), Opts: rf.kafkaOpts}
 	if b != nil {
 		kcfg.Append = func(ctx context.Context, recs []registry.Record) (int64, error) {
 			irs := make([]broker.InternalRecord, len(recs))
@@ -68,14 +150,18 @@ func serveRegistry(ctx context.Context, ln net.Listener, bootstrap []string, rf 
 			return b.AppendInternal(ctx, registry.DefaultTopic, 0, irs)
 		}
 	}
-	node, err := registry.Start(registry.Config{Logger: slog.Default(), MaxSchemaBytes: rf.maxSchemaBytes, MaxSchemaDepth: rf.maxSchemaDepth},
+	node, err := registry.Start(registry.Config{Logger: slog.Default(), MaxSchemaBytes: rf.maxSchemaBytes, MaxSchemaDepth: rf.maxSchemaDepth, TLS: tc, Auth: auth},
 		func(ctx context.Context) (registry.Log, error) { return registry.OpenKafkaLog(ctx, kcfg) })
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("schema registry: %w", err)
 	}
 	defer node.Close()
-	fmt.Printf("tributary schema registry: http://%s (state on brokers %v)\n", ln.Addr(), bootstrap)
+	scheme := "http"
+	if tc != nil {
+		scheme = "https"
+	}
+	fmt.Printf("tributary schema registry: %s://%s (state on brokers %v)\n", scheme, ln.Addr(), bootstrap)
 	ms.AddReadyCheck("registry", node.Ready)
 	if err := node.ServeWithMetrics(ctx, ln, ms.Registry()); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("schema registry: %w", err)

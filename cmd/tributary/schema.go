@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/tributary-io/tributary/internal/clientsec"
 )
 
 func init() {
@@ -26,10 +28,12 @@ func runSchema(ctx context.Context, args []string) error {
 	file := fs.String("file", "", "Avro schema file (.avsc) for register and check")
 	version := fs.String("version", "latest", "version for get and check: a number or latest")
 	id := fs.Int("id", 0, "global schema id for get")
+	var sec clientsec.Registry
+	sec.Register(fs, "")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cl, err := sr.NewClient(sr.URLs(*url))
+	cl, err := registryClient("--registry", *url, sec)
 	if err != nil {
 		return err
 	}

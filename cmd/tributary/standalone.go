@@ -23,6 +23,7 @@ func runStandalone(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	rf.credentials = broker.OpenCredentialFile(broker.CredentialFilePath(bf.dataDir)) // the broker's own users
 	b, err := broker.New(bf.config())
 	if err != nil {
 		return err

@@ -27,10 +27,12 @@ func runTopics(ctx context.Context, args []string) error {
 	partitions := fs.Int("partitions", 1, "partitions of a new topic (create)")
 	var configs multiFlag
 	fs.Var(&configs, "config", "topic config `key=value` for create, repeatable (retention.ms, segment.bytes, ...)")
+	var sec clientFlags
+	sec.register(fs, false)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitList(*brokers)...))
+	cl, err := sec.newKafkaClient(kgo.SeedBrokers(splitList(*brokers)...))
 	if err != nil {
 		return err
 	}

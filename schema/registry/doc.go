@@ -29,6 +29,11 @@
 //     is parsed, so no request costs more than the limits allow.
 //   - A Node serves HTTP whatever state its log is in: while the log cannot
 //     be opened or replayed it answers 503 with the reason, and retries.
+//   - With Config.Auth, no request is served, and no reason for a 503
+//     shown, without HTTP basic credentials of a user whose role covers it
+//     (RequiredRole): 401 (40101) without valid credentials, 403 (40301)
+//     without the role. Passwords are checked against the broker's SCRAM
+//     keys; none is stored. With Config.TLS, only HTTPS is served.
 //
 // "The same schema" means the same parsing canonical form extended with
 // what changes a reader's view (logical types, defaults, aliases): see

@@ -26,6 +26,8 @@ func (e *apiError) status() int {
 
 // Confluent's error codes (io.confluent.kafka.schemaregistry.rest.exceptions.Errors).
 const (
+	codeUnauthorized             = 40101
+	codeForbidden                = 40301
 	codeSubjectNotFound          = 40401
 	codeVersionNotFound          = 40402
 	codeSchemaNotFound           = 40403

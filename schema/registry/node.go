@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -107,7 +108,10 @@ func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	srv, down := n.Server()
 	if srv == nil {
-		writeError(w, errUnavailable(down))
+		// Only users see why: the reason may name brokers and topics.
+		n.cfg.Auth.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, errUnavailable(down))
+		})).ServeHTTP(w, r)
 		return
 	}
 	srv.Handler().ServeHTTP(w, r)
@@ -144,9 +148,12 @@ func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, cfg Config)
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	cfg.Logger.Info("schema registry listening", "addr", ln.Addr().String(), "topic", cfg.Topic)
+	cfg.Logger.Info("schema registry listening", "addr", ln.Addr().String(), "topic", cfg.Topic, "https", cfg.TLS != nil, "basic_auth", cfg.Auth != nil)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("registry: serve %s: %w", ln.Addr(), err)

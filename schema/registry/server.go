@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +41,11 @@ type Config struct {
 	WriteTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection idle this long. Default: 2m.
 	IdleTimeout time.Duration
+	// TLS, when set, makes Serve answer HTTPS only.
+	TLS *tls.Config
+	// Auth, when set, admits only requests with HTTP basic credentials of
+	// a user whose role allows them (auth.go).
+	Auth *BasicAuth
 }
 
 func (c *Config) limits() schemaLimits {
@@ -139,7 +145,7 @@ func NewWithLog(ctx context.Context, l Log, cfg Config) (*Server, error) {
 		done:    make(chan struct{}),
 	}
 	s.st.limits = cfg.limits()
-	s.handler = s.routes()
+	s.handler = cfg.Auth.handler(s.routes())
 	go s.tail(tailCtx)
 	// Replay is bounded by ctx alone, not SyncTimeout: a long-lived topic
 	// may take longer to read than any one request should wait.

@@ -1,0 +1,218 @@
+package registry
+
+// HTTP basic authentication with roles. Users are the broker's SASL users:
+// a password is checked against the salted, iterated SCRAM keys the broker
+// keeps (`tributary users set`), by deriving the same keys from the
+// password the request carries, so no registry ever stores a password and
+// one password serves a user on both the Kafka and the REST side.
+//
+// Each user has one role, which decides the requests it may make:
+//
+//	reader  every GET, and POST /subjects/{subject} (looking a schema up)
+//	writer  reader's, and registering (POST /subjects/{subject}/versions)
+//	        and checking compatibility (POST /compatibility/...)
+//	admin   writer's, and every PUT and DELETE: levels (/config), modes
+//	        (/mode), deleting subjects and versions
+//
+// A request without valid credentials gets 401 (40101) and a
+// WWW-Authenticate challenge; an authenticated user without the role gets
+// 403 (40301) — both in Confluent's error shape.
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/xdg-go/scram"
+)
+
+// Role is what a user may do with the registry; each role includes the
+// ones before it.
+type Role int
+
+// The roles, from least to most privileged.
+const (
+	RoleNone Role = iota
+	RoleReader
+	RoleWriter
+	RoleAdmin
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleReader:
+		return "reader"
+	case RoleWriter:
+		return "writer"
+	case RoleAdmin:
+		return "admin"
+	}
+	return "none"
+}
+
+// ParseRole reads "reader", "writer" or "admin".
+func ParseRole(s string) (Role, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "reader":
+		return RoleReader, nil
+	case "writer":
+		return RoleWriter, nil
+	case "admin":
+		return RoleAdmin, nil
+	}
+	return RoleNone, fmt.Errorf("%q is not a role: use reader, writer or admin", s)
+}
+
+// Credentials is where passwords are checked: the broker's SCRAM
+// credential store (broker.CredentialFile, or ZooKeeper's /config/users).
+type Credentials interface {
+	Lookup(user, mechanism string) (cred scram.StoredCredentials, ok bool, err error)
+}
+
+// Roles tells the role of a user; ok is false for a user without one.
+type Roles interface {
+	Role(user string) (role Role, ok bool, err error)
+}
+
+// BasicAuth checks HTTP basic credentials and roles. Its zero value is not
+// usable: set Credentials and Roles. A nil *BasicAuth admits everyone.
+type BasicAuth struct {
+	Credentials Credentials
+	Roles       Roles
+	// Realm is named in the 401 challenge. Default: "Tributary Schema Registry".
+	Realm string
+
+	once    sync.Once
+	key     []byte // hides passwords in the cache
+	mu      sync.Mutex
+	checked map[string]checkedPassword
+}
+
+// checkedPassword remembers a password that derived a user's StoredKey:
+// basic auth sends the password with every request, and deriving SCRAM
+// keys costs thousands of hash iterations, so a serializer fetching schemas
+// would otherwise pay that on each lookup. Only an HMAC of the password
+// under a per-process random key is kept, and the entry holds only while
+// the stored credential is the same one (a changed password or a deleted
+// user is noticed at the next request).
+type checkedPassword struct {
+	mac       []byte
+	storedKey []byte
+}
+
+// maxCheckedPasswords bounds the cache; when full it starts over.
+const maxCheckedPasswords = 4096
+
+// scramMechanisms are tried in this order for a user's credential.
+var scramMechanisms = []struct {
+	name string
+	hash scram.HashGeneratorFcn
+}{{"SCRAM-SHA-512", scram.SHA512}, {"SCRAM-SHA-256", scram.SHA256}}
+
+// authenticate returns the user whose credentials r carries; ok is false
+// when they are missing or wrong.
+func (a *BasicAuth) authenticate(r *http.Request) (user string, ok bool, err error) {
+	user, password, given := r.BasicAuth()
+	if !given || user == "" {
+		return "", false, nil
+	}
+	a.once.Do(func() {
+		a.key = make([]byte, 32)
+		rand.Read(a.key)
+		a.checked = map[string]checkedPassword{}
+	})
+	mac := hmac.New(sha256.New, a.key)
+	mac.Write([]byte(user + "\x00" + password))
+	sum := mac.Sum(nil)
+	for _, m := range scramMechanisms {
+		cred, found, err := a.Credentials.Lookup(user, m.name)
+		if err != nil {
+			return "", false, err
+		}
+		if !found {
+			continue
+		}
+		a.mu.Lock()
+		c, seen := a.checked[user]
+		a.mu.Unlock()
+		if seen && hmac.Equal(c.mac, sum) && subtle.ConstantTimeCompare(c.storedKey, cred.StoredKey) == 1 {
+			return user, true, nil
+		}
+		client, err := m.hash.NewClient(user, password, "")
+		if err != nil {
+			return "", false, nil // a name or password SASLprep refuses
+		}
+		got, err := client.GetStoredCredentialsWithError(cred.KeyFactors)
+		if err != nil || subtle.ConstantTimeCompare(got.StoredKey, cred.StoredKey) != 1 {
+			return "", false, nil
+		}
+		a.mu.Lock()
+		if len(a.checked) >= maxCheckedPasswords {
+			clear(a.checked)
+		}
+		a.checked[user] = checkedPassword{mac: sum, storedKey: cred.StoredKey}
+		a.mu.Unlock()
+		return user, true, nil
+	}
+	return "", false, nil
+}
+
+// RequiredRole is the role a request needs. Methods and paths the API does
+// not have need admin, so that a route added later is closed until it is
+// classified here.
+func RequiredRole(method, path string) Role {
+	seg := strings.Split(strings.Trim(path, "/"), "/")
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		return RoleReader
+	case http.MethodPost:
+		switch {
+		case seg[0] == "subjects" && len(seg) == 2:
+			return RoleReader // lookup: is this schema registered here?
+		case seg[0] == "subjects" && len(seg) == 3 && seg[2] == "versions":
+			return RoleWriter
+		case seg[0] == "compatibility":
+			return RoleWriter
+		}
+	}
+	return RoleAdmin
+}
+
+// handler puts authentication and the role check in front of h.
+func (a *BasicAuth) handler(h http.Handler) http.Handler {
+	if a == nil {
+		return h
+	}
+	realm := a.Realm
+	if realm == "" {
+		realm = "Tributary Schema Registry"
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, ok, err := a.authenticate(r)
+		if err != nil {
+			writeError(w, &apiError{http.StatusInternalServerError, fmt.Sprintf("checking credentials failed: %v", err)})
+			return
+		}
+		if !ok {
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Basic realm=%q, charset=\"UTF-8\"", realm))
+			writeError(w, &apiError{codeUnauthorized, "Unauthorized: send HTTP basic credentials of a registry user"})
+			return
+		}
+		need := RequiredRole(r.Method, r.URL.Path)
+		role, found, err := a.Roles.Role(user)
+		if err != nil {
+			writeError(w, &apiError{http.StatusInternalServerError, fmt.Sprintf("reading roles failed: %v", err)})
+			return
+		}
+		if !found || role < need {
+			writeError(w, &apiError{codeForbidden, fmt.Sprintf("User %s (role %s) is not permitted to %s %s: it needs the %s role", user, role, r.Method, r.URL.Path, need)})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

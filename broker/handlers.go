@@ -48,6 +48,8 @@ var supported = map[int16]versions{
 	42: {0, 2},  // DeleteGroups
 	44: {0, 1},  // IncrementalAlterConfigs
 	47: {0, 0},  // OffsetDelete
+	48: {0, 1},  // DescribeClientQuotas
+	49: {0, 1},  // AlterClientQuotas
 	50: {0, 0},  // DescribeUserScramCredentials
 	51: {0, 0},  // AlterUserScramCredentials
 }
@@ -136,6 +138,10 @@ func (b *Broker) handle(c *conn, req *request) *pending {
 		return later(func() response { return encode(req, b.describeUserSCRAMCredentials(r)) })
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return later(func() response { return encode(req, b.alterUserSCRAMCredentials(r)) })
+	case *kmsg.DescribeClientQuotasRequest:
+		return ready(encode(req, b.describeClientQuotas(req, r)))
+	case *kmsg.AlterClientQuotasRequest:
+		return later(func() response { return encode(req, b.alterClientQuotas(req, r)) })
 	}
 	// decodeRequest only accepts keys of the table above.
 	c.logger.Error("request with no handler", "key", req.Key())

@@ -350,6 +350,9 @@ func (c *conn) handle(req *request) (p *pending) {
 		}
 	}()
 	req.quota = &c.quota
+	if c.sessionExpired(req) { // reauth.go
+		return nil
+	}
 	if hook := testHookHandle.Load(); hook != nil {
 		if p := (*hook)(req); p != nil {
 			return p

@@ -75,8 +75,12 @@ type quotas struct {
 
 	mu      sync.Mutex
 	buckets map[bucketKey]*bucket
+	sweepAt int              // bucket count at which refilled ones are dropped
 	now     func() time.Time // time.Now; a test may stop the clock
 }
+
+// minSweep is the bucket count below which refilled buckets are kept.
+const minSweep = 1024
 
 // bucketKey is one allowance: the entity whose quota applies, with its
 // defaults replaced by the client's names, and the quota type.
@@ -176,8 +180,11 @@ func (q *quotas) refill(bk bucketKey, rate float64) *bucket {
 	now := q.now()
 	b := q.buckets[bk]
 	if b == nil {
-		if len(q.buckets) >= 1024 {
+		if len(q.buckets) >= max(q.sweepAt, minSweep) {
+			// Sweeping again only once the map has doubled keeps the cost
+			// per new bucket constant however many clients are active.
 			q.dropFull(now)
+			q.sweepAt = 2 * len(q.buckets)
 		}
 		b = &bucket{tokens: rate, last: now}
 		q.buckets[bk] = b

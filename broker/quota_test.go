@@ -13,7 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -318,4 +320,57 @@ func TestClusterQuotasApplyOnEveryBroker(t *testing.T) {
 		got := describeQuotas(t, cl2, false)
 		return len(got) == 1 && got[0] == want
 	})
+}
+
+// TestUserQuotaAppliesToSASLUser: a quota for user alice throttles the
+// principal User:alice logged in with SASL.
+func TestUserQuotaAppliesToSASLUser(t *testing.T) {
+	addr := startReauth(t, 0)
+	login := kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism())
+	admin := newClient(t, addr, login)
+	if code, msg := alterQuota(t, admin, "user=alice", "producer_byte_rate", 32<<10); code != 0 {
+		t.Fatalf("setting the quota: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	var throttles atomic.Int64
+	cl := newClient(t, addr, login, kgo.DefaultProduceTopic("per-user"), kgo.AllowAutoTopicCreation(),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.WithHooks(throttleHook{&throttles}))
+	value := make([]byte, 16<<10)
+	for i := range 8 {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: value}).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+	}
+	if throttles.Load() == 0 {
+		t.Error("128 KiB produced by User:alice under her 32 KiB/s quota were never throttled")
+	}
+}
+
+// TestQuotaAPIsNeedClusterACLs: with an authorizer, describing quotas
+// needs DESCRIBE_CONFIGS and altering them ALTER_CONFIGS on the cluster.
+func TestQuotaAPIsNeedClusterACLs(t *testing.T) {
+	dir := t.TempDir()
+	for _, u := range []string{"admin", "frank"} {
+		setUser(t, dir, u, "SCRAM-SHA-256", u+"-secret")
+	}
+	_, addrs := startListeners(t, func(c *broker.Config) {
+		c.DataDir, c.Authorizer, c.SuperUsers = dir, true, []string{"User:admin"}
+	}, broker.SASLPlaintext)
+	as := func(user string) *kgo.Client {
+		return newClient(t, addrs[broker.SASLPlaintext], kgo.SASL(scram.Auth{User: user, Pass: user + "-secret"}.AsSha256Mechanism()))
+	}
+	frank := as("frank")
+	if code, _ := alterQuota(t, frank, "user=frank", "producer_byte_rate", 1<<30); code != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("frank altering his own quota: %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+	resp, err := kmsg.NewPtrDescribeClientQuotasRequest().RequestWith(context.Background(), frank)
+	if err != nil || resp.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("frank describing quotas: %v %v, want CLUSTER_AUTHORIZATION_FAILED", err, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	admin := as("admin")
+	if code, msg := alterQuota(t, admin, "user=frank", "producer_byte_rate", 1024); code != 0 {
+		t.Fatalf("admin altering frank's quota: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	if got := describeQuotas(t, admin, false); len(got) != 1 || got[0] != "user=frank: producer_byte_rate=1024" {
+		t.Errorf("admin describing quotas: %q", got)
+	}
 }

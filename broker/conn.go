@@ -95,9 +95,10 @@ type request struct {
 	kmsg.Request
 	correlationID int32
 	clientID      string
-	principal     string     // User:<name> of the connection, for ACLs
-	host          string     // the client's IP, for ACLs
-	quota         *connQuota // its connection's throttle (quota.go); nil in fuzz tests
+	principal     string // User:<name> of the connection, for ACLs
+	host          string // the client's IP, for ACLs
+	// quota is the connection's throttle (quota.go); nil in fuzz tests.
+	quota *connQuota
 }
 
 func newConn(b *Broker, l *boundListener, nc net.Conn) *conn {

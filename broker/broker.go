@@ -24,6 +24,11 @@
 //     password is stored, only salted, iterated SCRAM keys (credentials.go).
 //   - With Config.Authorizer every request is checked against the ACLs as
 //     Kafka checks it, and a request nothing allows is refused (acl*.go).
+//   - A client over its producer_byte_rate or consumer_byte_rate (per
+//     user and/or client id, Kafka's precedence; quota.go) is answered with
+//     throttle_time_ms and its connection is not read for that long, so its
+//     rate converges to the quota; quotas persist in the data directory or
+//     ZooKeeper and apply on every broker of a cluster.
 //   - The internal topics (_schemas, _audit; internal_topics.go) are
 //     written and deleted only by the client ids in Config.InternalClients
 //     (or, with an authorizer, by the principals the ACLs allow), and keep
@@ -69,6 +74,7 @@ type Broker struct {
 	closing chan struct{} // closed when shutdown starts; long polls end
 	tls     *tlsState     // nil without Config.TLS
 	authz   *authorizer   // nil without Config.Authorizer
+	quotas  *quotas       // client quotas (quota.go)
 
 	mu        sync.Mutex
 	listeners []*boundListener
@@ -147,6 +153,13 @@ func New(cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
+	var qstore quotaStore = quotaFile{path: filepath.Join(cfg.DataDir, "quotas.json")}
+	if zs, ok := b.meta.(zkSessioner); ok {
+		qstore = quotaZooKeeper{s: zs.Session()}
+	}
+	if b.quotas, err = newQuotas(qstore); err != nil {
+		return nil, err
+	}
 	b.selfID = b.meta.Self().ID
 	if b.cfg.ClusterID == "" {
 		b.cfg.ClusterID = b.meta.ClusterID()
@@ -172,6 +185,13 @@ func New(cfg Config) (*Broker, error) {
 	}
 	go b.followMetadata()
 	go b.sweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval)
+	if zs, ok := b.quotas.store.(quotaZooKeeper); ok {
+		go zs.watch(b.stopSync, func() {
+			if err := b.quotas.reload(); err != nil {
+				b.logger.Error("reading client quotas from ZooKeeper failed; keeping the last ones read", "err", err)
+			}
+		})
+	}
 	if zs, ok := b.authz.storeInZooKeeper(); ok {
 		go zs.watch(b.stopSync, func() {
 			if err := b.authz.refresh(); err != nil {

@@ -100,6 +100,11 @@ type Config struct {
 	Authorizer bool
 	// SuperUsers are principals (User:<name>) that pass every ACL check.
 	SuperUsers []string
+	// ConnectionsMaxReauth limits a SASL session (connections.max.reauth.ms,
+	// KIP-368): a client must log in again on its connection within this
+	// long, or the connection is closed at its next request. 0: sessions
+	// never expire, as in Kafka. See reauth.go.
+	ConnectionsMaxReauth time.Duration
 	// Credentials holds the users SASL authenticates. Nil: ZooKeeper's
 	// /config/users when Metadata lends its session, else
 	// DataDir/credentials.json (see credentials.go).

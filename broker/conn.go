@@ -52,6 +52,7 @@ type conn struct {
 
 	queue    chan *pending
 	inFlight atomic.Int64 // requests read whose responses are not written yet
+	quota    connQuota    // muted while its client is over a quota (quota.go)
 
 	mu      sync.Mutex    // orders stopReading against read deadlines
 	stopped chan struct{} // closed by stopReading
@@ -96,6 +97,8 @@ type request struct {
 	clientID      string
 	principal     string // User:<name> of the connection, for ACLs
 	host          string // the client's IP, for ACLs
+	// quota is the connection's throttle (quota.go); nil in fuzz tests.
+	quota *connQuota
 }
 
 func newConn(b *Broker, l *boundListener, nc net.Conn) *conn {
@@ -190,6 +193,7 @@ func (c *conn) readLoop() {
 		if !c.awaitRequest(r) {
 			return
 		}
+		c.awaitUnmuted() // a throttled client's next request waits (quota.go)
 		c.setReadDeadline(time.Now().Add(c.b.cfg.RequestReadTimeout))
 		if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
 			c.logReadEnd(err)
@@ -346,6 +350,10 @@ func (c *conn) handle(req *request) (p *pending) {
 			p = nil
 		}
 	}()
+	req.quota = &c.quota
+	if c.sessionExpired(req) { // reauth.go
+		return nil
+	}
 	if hook := testHookHandle.Load(); hook != nil {
 		if p := (*hook)(req); p != nil {
 			return p

@@ -47,7 +47,10 @@ type fetchPartition struct {
 }
 
 func (b *Broker) fetch(req *request, r *kmsg.FetchRequest) *pending {
-	return later(func() response { return b.metrics.fetched(b.serveFetch(req, r)) })
+	if p := b.throttledFetch(req); p != nil { // over a consumer quota (quota_api.go)
+		return p
+	}
+	return later(func() response { return b.countFetch(req, b.metrics.fetched(b.serveFetch(req, r))) })
 }
 
 func (b *Broker) serveFetch(req *request, r *kmsg.FetchRequest) response {

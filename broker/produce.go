@@ -58,6 +58,7 @@ type appended struct {
 
 func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 	resp := kmsg.NewPtrProduceResponse()
+	resp.ThrottleMillis = b.throttleProduce(req, r) // quota_api.go
 	acks := r.Acks
 	var waits []appended
 	for _, rt := range r.Topics {

@@ -13,7 +13,7 @@ package broker
 // request frames, is answered ILLEGAL_SASL_STATE: every client since Kafka
 // 1.0 uses v1. It is still listed in ApiVersions because librdkafka
 // enables SASL only when the advertised range includes v0.
-// Re-authentication (KIP-368) is not offered (session lifetime 0).
+// Re-authentication (KIP-368) and session expiry: reauth.go.
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -42,6 +43,8 @@ type connAuth struct {
 	authenticated bool   // requests beyond the SASL exchange are served
 	mechanism     string // chosen by SaslHandshake, "" before
 	scram         *scramConv
+	expires       time.Time // end of the session; zero: never (reauth.go)
+	reauth        bool      // an authenticated client is logging in again
 }
 
 // preAuthAPI reports whether a request may come before SASL
@@ -61,11 +64,12 @@ func (b *Broker) saslHandshake(c *conn, req *kmsg.SASLHandshakeRequest) *kmsg.SA
 	case req.Version == 0:
 		c.logger.Warn("SaslHandshake v0 (raw SASL tokens) is not served; the client must use v1", "mechanism", req.Mechanism)
 		resp.ErrorCode = kerr.IllegalSaslState.Code
-	case !c.listener.Protocol.SASL() || c.auth.authenticated || c.auth.mechanism != "":
+	case !c.listener.Protocol.SASL() || c.auth.mechanism != "" && !b.mayReauthenticate(c, req.Mechanism):
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 	case !slices.Contains(b.cfg.SASLMechanisms, req.Mechanism):
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 	default:
+		c.auth.reauth = c.auth.authenticated
 		c.auth.mechanism = req.Mechanism
 		if scramHash(req.Mechanism) != nil {
 			c.auth.scram = newSCRAMConv(req.Mechanism, b.cfg.Credentials)
@@ -78,7 +82,7 @@ func (b *Broker) saslHandshake(c *conn, req *kmsg.SASLHandshakeRequest) *kmsg.SA
 // connection once its answer is written.
 func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticateRequest) response {
 	resp := kmsg.NewPtrSASLAuthenticateResponse()
-	if c.auth.mechanism == "" || c.auth.authenticated {
+	if c.auth.mechanism == "" || c.auth.authenticated && !c.auth.reauth {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		msg := "SaslAuthenticate without a SaslHandshake choosing a mechanism, or after authentication"
 		resp.ErrorMessage = &msg
@@ -108,10 +112,24 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 	}
 	resp.SASLAuthBytes = reply
 	if done {
-		c.auth.authenticated = true
+		if c.auth.reauth && "User:"+user != c.auth.principal {
+			// A connection's principal never changes (its ACL decisions
+			// and quotas were made for it), as in Kafka.
+			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+			msg := fmt.Sprintf("re-authentication as %q on a connection of %q: a connection keeps its user", user, quotaUser(c.auth.principal))
+			resp.ErrorMessage = &msg
+			c.logger.Warn("closing connection: re-authentication as another user", "user", user, "principal", c.auth.principal)
+			return closeAfter{encode(req, resp)}
+		}
+		if c.auth.reauth {
+			c.logger.Debug("SASL re-authentication succeeded", "user", user, "mechanism", c.auth.mechanism)
+		} else {
+			c.logger.Info("SASL authentication succeeded", "user", user, "mechanism", c.auth.mechanism)
+		}
+		c.auth.authenticated, c.auth.reauth = true, false
 		c.auth.principal = "User:" + user
 		c.auth.scram = nil
-		c.logger.Info("SASL authentication succeeded", "user", user, "mechanism", c.auth.mechanism)
+		resp.SessionLifetimeMillis = b.startSession(c)
 	}
 	return encode(req, resp)
 }

@@ -62,6 +62,7 @@ type connFlags struct {
 	maxConnections      int
 	maxConnectionsPerIP int
 	maxIdle             time.Duration
+	maxReauthMillis     int64
 	queuedMaxBytes      int64
 }
 
@@ -93,6 +94,7 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.IntVar(&f.conns.maxConnections, "max-connections", 10000, "connections served at once; more are refused (max.connections)")
 	fs.IntVar(&f.conns.maxConnectionsPerIP, "max-connections-per-ip", 10000, "connections served at once from one IP address (max.connections.per.ip)")
 	fs.DurationVar(&f.conns.maxIdle, "connections-max-idle", 10*time.Minute, "close connections idle this long (connections.max.idle.ms)")
+	fs.Int64Var(&f.conns.maxReauthMillis, "connections-max-reauth-ms", 0, "SASL clients must log in again on their connection within this many milliseconds or are disconnected at their next request; 0: never (connections.max.reauth.ms)")
 	fs.Int64Var(&f.conns.queuedMaxBytes, "queued-max-request-bytes", 512<<20, "bytes all requests in flight may hold; more wait (queued.max.request.bytes)")
 	fs.StringVar(&f.security.listeners, "listeners", "", "listeners `PROTOCOL://host:port,...` with PROTOCOL one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL (listeners); replaces --listen")
 	fs.StringVar(&f.security.advertised, "advertised-listeners", "", "addresses told to clients, `PROTOCOL://host:port,...`, one per listener that clients must reach elsewhere than where it binds (advertised.listeners)")
@@ -125,6 +127,7 @@ func (f *brokerFlags) config() broker.Config {
 		MaxConnections:        f.conns.maxConnections,
 		MaxConnectionsPerIP:   f.conns.maxConnectionsPerIP,
 		ConnectionsMaxIdle:    f.conns.maxIdle,
+		ConnectionsMaxReauth:  time.Duration(f.conns.maxReauthMillis) * time.Millisecond,
 		QueuedMaxRequestBytes: f.conns.queuedMaxBytes,
 		MaxTopics:             f.maxTopics,
 		MaxPartitions:         f.maxPartitions,

@@ -1,0 +1,250 @@
+package broker
+
+// DescribeClientQuotas (key 48) and AlterClientQuotas (key 49), v0-1, and
+// the throttling of Produce and Fetch (quota.go has the model).
+//
+// Only producer_byte_rate and consumer_byte_rate are served, for the
+// entity types user and client-id; another key or type (request_percentage,
+// controller_mutation_rate, ip) is refused with INVALID_REQUEST naming it,
+// rather than stored and silently not enforced. A rate must be a whole
+// number of bytes per second, at least 1. Describing needs DESCRIBE_CONFIGS
+// on the cluster and altering ALTER_CONFIGS, as in Kafka.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(48, 0, 1, func(b *Broker, _ *conn, req *request) *pending {
+		return ready(encode(req, b.describeClientQuotas(req, req.Request.(*kmsg.DescribeClientQuotasRequest))))
+	})
+	register(49, 0, 1, func(b *Broker, _ *conn, req *request) *pending {
+		r := req.Request.(*kmsg.AlterClientQuotasRequest)
+		return later(func() response { return encode(req, b.alterClientQuotas(req, r)) })
+	})
+}
+
+func (b *Broker) describeClientQuotas(req *request, r *kmsg.DescribeClientQuotasRequest) *kmsg.DescribeClientQuotasResponse {
+	resp := kmsg.NewPtrDescribeClientQuotasResponse()
+	fail := func(code int16, msg string) *kmsg.DescribeClientQuotasResponse {
+		resp.ErrorCode, resp.ErrorMessage = code, &msg
+		return resp
+	}
+	if b.authz != nil && !b.mayCluster(req, kmsg.ACLOperationDescribeConfigs) {
+		return fail(kerr.ClusterAuthorizationFailed.Code, "describing client quotas needs DESCRIBE_CONFIGS on the cluster")
+	}
+	seen := map[string]bool{}
+	for _, c := range r.Components {
+		if c.EntityType != entityUser && c.EntityType != entityClientID {
+			return fail(kerr.InvalidRequest.Code, fmt.Sprintf("entity type %q is not served: Tributary has quotas for %q and %q", c.EntityType, entityUser, entityClientID))
+		}
+		if seen[c.EntityType] {
+			return fail(kerr.InvalidRequest.Code, fmt.Sprintf("entity type %q filtered twice", c.EntityType))
+		}
+		seen[c.EntityType] = true
+		if c.MatchType > 2 {
+			return fail(kerr.InvalidRequest.Code, fmt.Sprintf("unknown match type %d", c.MatchType))
+		}
+	}
+	t := *b.quotas.table.Load()
+	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{} // null means failure to Kafka's clients
+	for e, values := range t {
+		if !quotaFilterMatches(e, r.Components, r.Strict) || len(values) == 0 {
+			continue
+		}
+		entry := kmsg.NewDescribeClientQuotasResponseEntry()
+		for _, c := range e.components() {
+			ec := kmsg.NewDescribeClientQuotasResponseEntryEntity()
+			ec.Type, ec.Name = c.Type, c.Name
+			entry.Entity = append(entry.Entity, ec)
+		}
+		for k, v := range values {
+			ev := kmsg.NewDescribeClientQuotasResponseEntryValue()
+			ev.Key, ev.Value = k, v
+			entry.Values = append(entry.Values, ev)
+		}
+		resp.Entries = append(resp.Entries, entry)
+	}
+	return resp
+}
+
+// quotaFilterMatches applies DescribeClientQuotas' filter: every component
+// must match e's part of its type; strict also refuses entities with types
+// the filter does not name.
+func quotaFilterMatches(e quotaEntity, comps []kmsg.DescribeClientQuotasRequestComponent, strict bool) bool {
+	named := 0
+	for _, c := range comps {
+		p := e.user
+		if c.EntityType == entityClientID {
+			p = e.client
+		}
+		if !p.set {
+			return false
+		}
+		named++
+		switch c.MatchType {
+		case 0: // EXACT; a null name is the default
+			if c.Match == nil {
+				if !p.def {
+					return false
+				}
+			} else if p.def || p.name != *c.Match {
+				return false
+			}
+		case 1: // DEFAULT
+			if !p.def {
+				return false
+			}
+		}
+	}
+	parts := 0
+	if e.user.set {
+		parts++
+	}
+	if e.client.set {
+		parts++
+	}
+	return !strict || parts == named
+}
+
+func (b *Broker) alterClientQuotas(req *request, r *kmsg.AlterClientQuotasRequest) *kmsg.AlterClientQuotasResponse {
+	resp := kmsg.NewPtrAlterClientQuotasResponse()
+	allowed := b.authz == nil || b.mayCluster(req, kmsg.ACLOperationAlterConfigs)
+	for _, entry := range r.Entries {
+		res := kmsg.NewAlterClientQuotasResponseEntry()
+		comps := make([]storedComponent, 0, len(entry.Entity))
+		for _, c := range entry.Entity {
+			re := kmsg.NewAlterClientQuotasResponseEntryEntity()
+			re.Type, re.Name = c.Type, c.Name
+			res.Entity = append(res.Entity, re)
+			comps = append(comps, storedComponent{Type: c.Type, Name: c.Name})
+		}
+		fail := func(code int16, msg string) {
+			res.ErrorCode, res.ErrorMessage = code, &msg
+		}
+		e, err := entityOf(comps)
+		switch {
+		case !allowed:
+			fail(kerr.ClusterAuthorizationFailed.Code, "altering client quotas needs ALTER_CONFIGS on the cluster")
+		case err != nil:
+			fail(kerr.InvalidRequest.Code, err.Error())
+		default:
+			if err := checkQuotaOps(entry.Ops); err != nil {
+				fail(kerr.InvalidRequest.Code, err.Error())
+				break
+			}
+			if r.ValidateOnly {
+				break
+			}
+			t, err := b.quotas.store.update(func(t quotaTable) error {
+				applyQuotaOps(t, e, entry.Ops)
+				return nil
+			})
+			if err != nil {
+				fail(kerr.UnknownServerError.Code, err.Error())
+				b.logger.Error("altering client quotas failed", "entity", entityString(comps), "err", err)
+				break
+			}
+			b.quotas.table.Store(&t)
+			b.logger.Info("client quotas altered", "entity", entityString(comps), "quotas", t[e])
+		}
+		resp.Entries = append(resp.Entries, res)
+	}
+	return resp
+}
+
+// checkQuotaOps refuses keys Tributary does not enforce and rates that are
+// not whole, positive byte counts.
+func checkQuotaOps(ops []kmsg.AlterClientQuotasRequestEntryOp) error {
+	for _, op := range ops {
+		if op.Key != quotaProducerByteRate && op.Key != quotaConsumerByteRate {
+			return fmt.Errorf("quota %q is not served: Tributary enforces %s and %s", op.Key, quotaProducerByteRate, quotaConsumerByteRate)
+		}
+		if !op.Remove && (op.Value < 1 || op.Value != math.Trunc(op.Value) || op.Value > math.MaxInt64) {
+			return fmt.Errorf("%s=%v: a rate must be a whole number of bytes per second, at least 1", op.Key, op.Value)
+		}
+	}
+	return nil
+}
+
+func applyQuotaOps(t quotaTable, e quotaEntity, ops []kmsg.AlterClientQuotasRequestEntryOp) {
+	v := t[e]
+	if v == nil {
+		v = quotaValues{}
+	}
+	for _, op := range ops {
+		if op.Remove {
+			delete(v, op.Key)
+		} else {
+			v[op.Key] = op.Value
+		}
+	}
+	if len(v) == 0 {
+		delete(t, e)
+	} else {
+		t[e] = v
+	}
+}
+
+// throttleProduce counts a produce request's record bytes against its
+// client's producer quota and returns the response's throttle_time_ms; a
+// client over its quota has its connection muted for that long. The
+// records are appended regardless, as in Kafka.
+func (b *Broker) throttleProduce(req *request, r *kmsg.ProduceRequest) int32 {
+	var n int64
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			n += int64(len(p.Records))
+		}
+	}
+	d := b.quotas.record(quotaUser(req.principal), req.clientID, quotaProducerByteRate, n)
+	req.quota.mute(d)
+	return throttleMillis(d)
+}
+
+// throttledFetch answers at once, with no records and the time the client
+// must wait, a fetch by a client that still owes bytes of its consumer
+// quota; nil when it owes nothing.
+func (b *Broker) throttledFetch(req *request) *pending {
+	d := b.quotas.owing(quotaUser(req.principal), req.clientID, quotaConsumerByteRate)
+	if d <= 0 {
+		return nil
+	}
+	req.quota.mute(d)
+	resp := kmsg.NewPtrFetchResponse()
+	resp.ThrottleMillis = throttleMillis(d)
+	return ready(encode(req, resp))
+}
+
+// countFetch counts a fetch response's bytes against its client's consumer
+// quota. When they put the client over it, the response carries the
+// throttle and the connection is muted for it.
+func (b *Broker) countFetch(req *request, r response) response {
+	f, ok := r.(*fetchResponse)
+	if !ok {
+		return r
+	}
+	d := b.quotas.record(quotaUser(req.principal), req.clientID, quotaConsumerByteRate, f.size)
+	if d > 0 {
+		req.quota.mute(d)
+		setFetchThrottle(req, f, d)
+	}
+	return r
+}
+
+// setFetchThrottle writes throttle_time_ms into an encoded fetch response:
+// the protocol puts it right after the response header (size, correlation
+// id, and from v12 the header's tag byte).
+func setFetchThrottle(req *request, f *fetchResponse, d time.Duration) {
+	at := 8
+	if req.GetVersion() >= 12 {
+		at++
+	}
+	binary.BigEndian.PutUint32(f.pieces[0].head[at:], uint32(throttleMillis(d)))
+}

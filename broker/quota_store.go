@@ -1,0 +1,268 @@
+package broker
+
+// Where client quotas persist: DataDir/quotas.json for a standalone broker
+// (replaced atomically), one ZooKeeper node <chroot>/config/quotas for a
+// cluster, changed by compare-and-set and watched by every broker, so a
+// quota altered through one broker applies on all of them within a watch
+// event. One node rather than Kafka's /config/users/<user>/clients/<id>
+// tree: /config/users/<user> already holds the user's SCRAM credentials
+// (credentials_zk.go), and one node is read in one round trip.
+//
+// Both hold the same JSON: a list of entities, each with its components
+// as the protocol names them (type "user" or "client-id", a null name for
+// the default) and its quotas.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tributary-io/tributary/cluster"
+)
+
+type quotaStore interface {
+	load() (quotaTable, error)
+	// update applies fn to a copy of the current quotas and persists the
+	// result; an error from fn leaves them unchanged.
+	update(fn func(quotaTable) error) (quotaTable, error)
+}
+
+// Entity types of the protocol.
+const (
+	entityUser     = "user"
+	entityClientID = "client-id"
+)
+
+// storedComponent is one component of an entity, as on the wire.
+type storedComponent struct {
+	Type string  `json:"type"`
+	Name *string `json:"name"` // nil: the default
+}
+
+type storedQuota struct {
+	Entity []storedComponent  `json:"entity"`
+	Quotas map[string]float64 `json:"quotas"`
+}
+
+// components lists e's parts in the protocol's form, user first.
+func (e quotaEntity) components() []storedComponent {
+	var out []storedComponent
+	add := func(typ string, p entityPart) {
+		if !p.set {
+			return
+		}
+		c := storedComponent{Type: typ}
+		if !p.def {
+			name := p.name
+			c.Name = &name
+		}
+		out = append(out, c)
+	}
+	add(entityUser, e.user)
+	add(entityClientID, e.client)
+	return out
+}
+
+// entityOf builds an entity from its components, refusing unknown types,
+// repeated types and an empty entity.
+func entityOf(comps []storedComponent) (quotaEntity, error) {
+	var e quotaEntity
+	for _, c := range comps {
+		p := defaultPart
+		if c.Name != nil {
+			p = named(*c.Name)
+		}
+		var dst *entityPart
+		switch c.Type {
+		case entityUser:
+			dst = &e.user
+		case entityClientID:
+			dst = &e.client
+		default:
+			return e, fmt.Errorf("entity type %q is not served: Tributary has quotas for %q and %q", c.Type, entityUser, entityClientID)
+		}
+		if dst.set {
+			return e, fmt.Errorf("entity type %q given twice", c.Type)
+		}
+		*dst = p
+	}
+	if !e.user.set && !e.client.set {
+		return e, errors.New("empty quota entity")
+	}
+	return e, nil
+}
+
+func encodeQuotas(t quotaTable) []byte {
+	list := make([]storedQuota, 0, len(t))
+	for e, v := range t {
+		list = append(list, storedQuota{Entity: e.components(), Quotas: v})
+	}
+	sort.Slice(list, func(i, j int) bool { return entityString(list[i].Entity) < entityString(list[j].Entity) })
+	data, _ := json.MarshalIndent(list, "", "  ")
+	return data
+}
+
+func entityString(comps []storedComponent) string {
+	s := ""
+	for _, c := range comps {
+		name := "<default>"
+		if c.Name != nil {
+			name = "=" + *c.Name
+		}
+		s += c.Type + name + " "
+	}
+	return s
+}
+
+func decodeQuotas(data []byte, where string) (quotaTable, error) {
+	var list []storedQuota
+	if err := json.Unmarshal(data, &list); err != nil {
+		return nil, fmt.Errorf("quotas in %s: %w", where, err)
+	}
+	t := quotaTable{}
+	for _, q := range list {
+		e, err := entityOf(q.Entity)
+		if err != nil {
+			return nil, fmt.Errorf("quotas in %s: %w", where, err)
+		}
+		t[e] = q.Quotas
+	}
+	return t, nil
+}
+
+// clone copies t so an update never changes a snapshot being read.
+func (t quotaTable) clone() quotaTable {
+	out := make(quotaTable, len(t))
+	for e, v := range t {
+		vc := make(quotaValues, len(v))
+		for k, x := range v {
+			vc[k] = x
+		}
+		out[e] = vc
+	}
+	return out
+}
+
+type quotaFile struct{ path string }
+
+func (f quotaFile) load() (quotaTable, error) {
+	data, err := os.ReadFile(f.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return quotaTable{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("quotas: %w", err)
+	}
+	return decodeQuotas(data, f.path)
+}
+
+func (f quotaFile) update(fn func(quotaTable) error) (quotaTable, error) {
+	cur, err := f.load()
+	if err != nil {
+		return nil, err
+	}
+	t := cur.clone()
+	if err := fn(t); err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".quotas-*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("quotas: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(encodeQuotas(t))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), f.path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("quotas: writing %s: %w", f.path, err)
+	}
+	return t, nil
+}
+
+type quotaZooKeeper struct{ s *cluster.ZKSession }
+
+func (z quotaZooKeeper) path() string { return z.s.Paths.Root + "/config/quotas" }
+
+func (z quotaZooKeeper) read() (quotaTable, int32, error) {
+	data, st, err := z.s.Conn.Get(z.path())
+	if errors.Is(err, zk.ErrNoNode) {
+		return quotaTable{}, -1, nil
+	}
+	if err != nil {
+		return nil, -1, fmt.Errorf("quotas in ZooKeeper: %w", err)
+	}
+	t, err := decodeQuotas(data, "ZooKeeper "+z.path())
+	return t, st.Version, err
+}
+
+func (z quotaZooKeeper) load() (quotaTable, error) {
+	t, _, err := z.read()
+	return t, err
+}
+
+func (z quotaZooKeeper) update(fn func(quotaTable) error) (quotaTable, error) {
+	if err := z.s.EnsurePath(z.s.Paths.Root + "/config"); err != nil {
+		return nil, fmt.Errorf("quotas in ZooKeeper: %w", err)
+	}
+	for {
+		t, version, err := z.read()
+		if err != nil {
+			return nil, err
+		}
+		if err := fn(t); err != nil {
+			return nil, err
+		}
+		data := encodeQuotas(t)
+		if version < 0 {
+			_, err = z.s.Conn.Create(z.path(), data, 0, zk.WorldACL(zk.PermAll))
+		} else {
+			_, err = z.s.Conn.Set(z.path(), data, version)
+		}
+		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) {
+			continue // changed under us: read again
+		}
+		if err != nil {
+			return nil, fmt.Errorf("quotas in ZooKeeper: %w", err)
+		}
+		return t, nil
+	}
+}
+
+// watch calls changed whenever the quota node changes, until stop closes.
+func (z quotaZooKeeper) watch(stop <-chan struct{}, changed func()) {
+	for {
+		_, _, ev, err := z.s.Conn.ExistsW(z.path())
+		if err != nil {
+			// ZooKeeper out of reach: try again shortly, and re-read then,
+			// since a change may have been missed.
+			select {
+			case <-stop:
+				return
+			case <-z.s.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			changed()
+			continue
+		}
+		select {
+		case <-stop:
+			return
+		case <-ev:
+			changed()
+		}
+	}
+}

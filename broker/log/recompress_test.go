@@ -1,0 +1,145 @@
+package log
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// recompressInput is batchOf with every header field a recompression must
+// keep set to something recognisable: an idempotent producer's id, epoch
+// and sequence, distinct timestamps, a partition leader epoch and the
+// LogAppendTime attribute bit.
+func recompressInput(records []byte, count int32, codec int16) []byte {
+	rb := kmsg.RecordBatch{
+		PartitionLeaderEpoch: 7, Magic: 2, Attributes: codec | 0x08, LastOffsetDelta: count - 1,
+		FirstTimestamp: 1_700_000_000_123, MaxTimestamp: 1_700_000_000_456,
+		ProducerID: 4242, ProducerEpoch: 3, FirstSequence: 17, NumRecords: count, Records: records,
+	}
+	return fixBatch(rb.AppendTo(nil))
+}
+
+// TestRecompressEveryCodecPair: from every codec a producer may send
+// (snappy raw and xerial-framed) to every codec a topic may ask for, the
+// result is a valid batch in the target codec holding the same record
+// bytes under the same header.
+func TestRecompressEveryCodecPair(t *testing.T) {
+	records := cat(
+		encRecord(0, []byte("k0"), bytes.Repeat([]byte("value zero "), 30)),
+		encRecord(1, nil, []byte("v1"), kmsg.Header{Key: "h", Value: []byte("x")}),
+		encRecord(2, []byte("k2"), nil),
+	)
+	sources := append([]compressor{{name: "none", codec: codecNone}}, compressors...)
+	l, _ := openLog(t, t.TempDir(), testConfig())
+	for _, src := range sources {
+		payload := records
+		if src.codec != codecNone {
+			payload = compress(src, records)
+		}
+		in := recompressInput(payload, 3, src.codec)
+		for to := CodecNone; to <= CodecZstd; to++ {
+			t.Run(src.name+"->"+to.String(), func(t *testing.T) {
+				out, err := l.Recompress(in, to, 1<<20)
+				if err != nil {
+					t.Fatalf("Recompress: %v", err)
+				}
+				if got := BatchCodec(out); got != to {
+					t.Fatalf("codec %v, want %v", got, to)
+				}
+				if Codec(src.codec) == to && &out[0] != &in[0] {
+					t.Fatalf("a batch already in %v was copied", to)
+				}
+				if _, err := validateBatch(out, DefaultMaxDecompressedBytes); err != nil {
+					t.Fatalf("recompressed batch does not validate: %v", err)
+				}
+				got := out[batchHeaderSize:]
+				if to != CodecNone {
+					if got, err = decompressAll(int(to), got, DefaultMaxDecompressedBytes); err != nil {
+						t.Fatalf("decompressing the result: %v", err)
+					}
+				}
+				if !bytes.Equal(got, records) {
+					t.Fatalf("records changed in recompression")
+				}
+				// Everything but length, CRC and the codec bits is kept.
+				want, have := bytes.Clone(in[:batchHeaderSize]), bytes.Clone(out[:batchHeaderSize])
+				for _, b := range [][]byte{want, have} {
+					copy(b[offLength:offLength+4], "LLLL")
+					copy(b[offCRC:offCRC+4], "CCCC")
+					binary.BigEndian.PutUint16(b[offAttributes:], binary.BigEndian.Uint16(b[offAttributes:])&^codecMask)
+				}
+				if !bytes.Equal(want, have) {
+					t.Fatalf("header changed:\n in  %x\n out %x", want, have)
+				}
+			})
+		}
+	}
+}
+
+// TestRecompressRefusals: a damaged batch is refused, not given a fresh
+// CRC; records that do not decompress are refused as corrupt; a batch
+// that grows past the caller's size limit is refused as too large.
+func TestRecompressRefusals(t *testing.T) {
+	l, _ := openLog(t, t.TempDir(), testConfig())
+	good := makeBatch(batchOpts{records: 5, valueSize: 100})
+
+	damaged := bytes.Clone(good)
+	damaged[len(damaged)-3] ^= 0xff
+	if _, err := l.Recompress(damaged, CodecGzip, 1<<20); !errors.Is(err, ErrCorruptBatch) {
+		t.Errorf("damaged batch: %v, want ErrCorruptBatch", err)
+	}
+
+	garbage := batchOf(bytes.Repeat([]byte{0x5a, 0xa5, 0x33}, 40), 1, codecGzip)
+	if _, err := l.Recompress(garbage, CodecNone, 1<<20); !errors.Is(err, ErrCorruptBatch) {
+		t.Errorf("gzip payload that is not gzip: %v, want ErrCorruptBatch", err)
+	}
+
+	zeros := encRecord(0, nil, make([]byte, 256<<10))
+	small := batchOf(compress(compressors[0], zeros), 1, codecGzip)
+	if _, err := l.Recompress(small, CodecNone, 64<<10); !errors.Is(err, ErrBatchTooLarge) {
+		t.Errorf("256 KiB of zeros uncompressed under a 64 KiB limit: %v, want ErrBatchTooLarge", err)
+	}
+	if _, err := l.Recompress(small, CodecNone, 1<<20); err != nil {
+		t.Errorf("the same batch under a 1 MiB limit: %v", err)
+	}
+}
+
+// TestRecompressedRetryIsDuplicate: an idempotent producer's retry,
+// recompressed again, is recognised as the batch already stored.
+func TestRecompressedRetryIsDuplicate(t *testing.T) {
+	l, _ := openLog(t, t.TempDir(), testConfig())
+	batch := makeBatch(batchOpts{records: 4, pid: 9, epoch: 0, seq: 0})
+	first, err := l.Recompress(batch, CodecZstd, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := mustAppend(t, l, first)
+	retry, err := l.Recompress(batch, CodecZstd, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := mustAppend(t, l, retry)
+	if !again.Duplicate || again.BaseOffset != res.BaseOffset || l.LogEndOffset() != 4 {
+		t.Fatalf("retry: %+v (first %+v), log end %d; want a duplicate of offsets 0-3", again, res, l.LogEndOffset())
+	}
+}
+
+// BenchmarkRecompress is the CPU a topic codec adds per batch of 50
+// 200-byte records sent uncompressed.
+func BenchmarkRecompress(b *testing.B) {
+	l, _ := openLog(b, b.TempDir(), testConfig())
+	batch := makeBatch(batchOpts{records: 50, valueSize: 200})
+	for to := CodecNone; to <= CodecZstd; to++ {
+		b.Run(to.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(batch)))
+			for b.Loop() {
+				if _, err := l.Recompress(batch, to, 1<<20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

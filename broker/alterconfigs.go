@@ -157,6 +157,9 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 	if err != nil {
 		return err
 	}
+	if next, err = internalConfigs(name, next); err != nil {
+		return err
+	}
 	if err := checkTopicConfigs(next); err != nil {
 		return coded(kerr.InvalidConfig, "topic %s: %v", name, err)
 	}

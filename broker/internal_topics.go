@@ -113,6 +113,15 @@ func internalShape(topic string, partitions int32, configs map[string]string) (m
 		return nil, coded(kerr.InvalidPartitions, "topic %s is internal to Tributary and must have %d partition(s), not %d: %s depends on it",
 			topic, it.partitions, partitions, it.owner)
 	}
+	return internalConfigs(topic, configs)
+}
+
+// internalConfigs fills in the required configs of an internal topic and
+// returns an error if configs contradict them (CreateTopics, AlterConfigs):
+// nobody may, say, give _schemas a retention that loses schemas. Other
+// topics pass unchanged.
+func internalConfigs(topic string, configs map[string]string) (map[string]string, error) {
+	it := internalTopics[topic]
 	for k, want := range it.configs {
 		if have, ok := configs[k]; ok && have != want {
 			return nil, coded(kerr.InvalidConfig, "topic %s is internal to Tributary and must have %s=%s, not %s: %s depends on it",

@@ -138,9 +138,12 @@ func TestSchemasTopicMigratedToCompactOnRestart(t *testing.T) {
 	// A second restart has nothing left to migrate.
 	b.Stop()
 	var again testenv.SyncBuffer
-	testenv.StartBroker(t, testenv.WithDataDir(dir), testenv.WithConfig(func(c *broker.Config) {
+	b = testenv.StartBroker(t, testenv.WithDataDir(dir), testenv.WithConfig(func(c *broker.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&again, nil))
 	}))
+	if got := topicConfig(t, b.Addr, "_schemas", "cleanup.policy"); got != "compact" {
+		t.Errorf("after a second restart _schemas has cleanup.policy=%q, want compact", got)
+	}
 	if strings.Contains(again.String(), "migrated") {
 		t.Errorf("a second restart migrated again:\n%s", again.String())
 	}

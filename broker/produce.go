@@ -20,9 +20,10 @@ package broker
 // v8; a batch that fails its CRC or does not decompress gets CORRUPT_MESSAGE.
 //
 // A topic whose compression.type names a codec stores each batch in it:
-// a batch in another codec is re-encoded before the append (see
-// log.Recompress), keeping its offsets, timestamps and producer fields, and
-// refused with MESSAGE_TOO_LARGE if that makes it outgrow max.message.bytes.
+// a batch in another codec is validated as sent, then re-encoded
+// (log.AppendBatchesIn), keeping its offsets, timestamps and producer
+// fields, and refused with MESSAGE_TOO_LARGE if that makes it outgrow
+// max.message.bytes.
 
 import (
 	"context"
@@ -179,17 +180,6 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 				return -1
 			}
 		}
-		if lim.recompress {
-			// The topic's compression.type decides the stored codec. The
-			// new batch is validated by the append like any other.
-			nb, err := l.Recompress(batch, lim.codec, int64(lim.maxMessageBytes))
-			if err != nil {
-				sp.ErrorCode = recompressErrorCode(err)
-				setMessage(sp, fmt.Sprintf("storing the batch %s as topic config compression.type says: %v", lim.codec, err))
-				return -1
-			}
-			batch = nb
-		}
 		if lim.logAppendTime {
 			sp.LogAppendTime = time.Now().UnixMilli()
 			stampLogAppendTime(batch, sp.LogAppendTime)
@@ -201,7 +191,14 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 		setMessage(sp, "no record batch for the partition")
 		return -1
 	}
-	res, err := l.AppendBatches(batches)
+	var res log.AppendResult
+	var err error
+	if lim.recompress {
+		// The topic's compression.type decides the stored codec.
+		res, err = l.AppendBatchesIn(batches, lim.codec, int64(lim.maxMessageBytes))
+	} else {
+		res, err = l.AppendBatches(batches)
+	}
 	if err != nil {
 		sp.ErrorCode = b.storageError(l, err)
 		setMessage(sp, err.Error())
@@ -216,18 +213,6 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 	sp.BaseOffset = res.BaseOffset
 	sp.LogStartOffset = l.StartOffset()
 	return res.LastOffset
-}
-
-// recompressErrorCode maps a refused recompression: the batch was damaged
-// or grew past max.message.bytes; the storage itself was not involved.
-func recompressErrorCode(err error) int16 {
-	if errors.Is(err, log.ErrBatchTooLarge) {
-		return kerr.MessageTooLarge.Code
-	}
-	if code := storageErrorCode(err); code != kerr.KafkaStorageError.Code {
-		return code
-	}
-	return kerr.CorruptMessage.Code
 }
 
 func setMessage(sp *kmsg.ProduceResponseTopicPartition, msg string) {
@@ -247,6 +232,8 @@ func storageErrorCode(err error) int16 {
 		return kerr.OutOfOrderSequenceNumber.Code
 	case errors.Is(err, log.ErrInvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, log.ErrBatchTooLarge):
+		return kerr.MessageTooLarge.Code
 	case errors.Is(err, log.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
 	case errors.Is(err, log.ErrClosed), errors.Is(err, context.Canceled):

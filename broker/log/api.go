@@ -14,11 +14,12 @@
 //     Config.MaxDecompressedBytes, so a decompression bomb costs bounded
 //     memory and CPU. Append never re-encodes: what is stored is what the
 //     caller passed. A rejected batch leaves no trace.
-//   - Recompress re-encodes a batch's records with another codec (a topic's
-//     compression.type) before the caller appends it, keeping every header
-//     field but length, CRC and codec, so offsets, timestamps and idempotent
-//     producers' sequences mean the same; a damaged batch is refused, never
-//     given a fresh CRC (recompress.go).
+//   - AppendBatchesIn, for a topic that stores one codec (compression.type),
+//     validates each batch as it was sent and then writes it re-encoded with
+//     that codec (Recompress), keeping every header field but length, CRC
+//     and codec, so offsets, timestamps and idempotent producers' sequences
+//     mean the same; a damaged batch is refused, never given a fresh CRC
+//     (recompress.go).
 //   - AppendBatches validates every batch of a call, idempotent producer
 //     sequences included, before writing any: a produce request is refused
 //     whole or written whole (barring an I/O failure part way, after which

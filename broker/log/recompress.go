@@ -65,15 +65,22 @@ func (l *Log) Recompress(batch []byte, to Codec, maxSize int64) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	from := BatchCodec(batch)
-	if from == to {
+	if BatchCodec(batch) == to {
 		return batch, nil
 	}
+	return l.reencode(batch, &h, to, maxSize)
+}
+
+// reencode is Recompress of a batch whose framing is checked and whose
+// codec is not to.
+func (l *Log) reencode(batch []byte, h *batchHeader, to Codec, maxSize int64) ([]byte, error) {
+	from := BatchCodec(batch)
 	if to > CodecZstd {
 		return nil, fmt.Errorf("recompressing: unknown compression codec %d", to)
 	}
 	records := batch[batchHeaderSize:]
 	if from != CodecNone && h.recordCount > 0 {
+		var err error
 		if records, err = decompressAll(int(from), records, l.cfg.MaxDecompressedBytes); err != nil {
 			return nil, err
 		}
@@ -84,7 +91,7 @@ func (l *Log) Recompress(batch []byte, to Codec, maxSize int64) ([]byte, error) 
 		return nil, err
 	}
 	if out.over {
-		return nil, fmt.Errorf("%w: re-encoded with %s the batch takes more than %d bytes", ErrBatchTooLarge, to, maxSize)
+		return nil, fmt.Errorf("%w: re-encoded with %s (the topic's compression.type) the batch takes more than %d bytes", ErrBatchTooLarge, to, maxSize)
 	}
 	nb := out.Bytes()
 	binary.BigEndian.PutUint32(nb[offLength:], uint32(len(nb)-lengthPrefix))

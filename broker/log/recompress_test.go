@@ -107,23 +107,56 @@ func TestRecompressRefusals(t *testing.T) {
 	}
 }
 
-// TestRecompressedRetryIsDuplicate: an idempotent producer's retry,
-// recompressed again, is recognised as the batch already stored.
-func TestRecompressedRetryIsDuplicate(t *testing.T) {
+// TestAppendBatchesIn: the log stores batches re-encoded, validates them
+// as they were sent (a lying record is refused whatever the codec), leaves
+// nothing behind when one batch of a call is refused, and recognises an
+// idempotent producer's retry of a re-encoded batch.
+func TestAppendBatchesIn(t *testing.T) {
 	l, _ := openLog(t, t.TempDir(), testConfig())
-	batch := makeBatch(batchOpts{records: 4, pid: 9, epoch: 0, seq: 0})
-	first, err := l.Recompress(batch, CodecZstd, 1<<20)
+	sent := [][]byte{makeBatch(batchOpts{records: 4, pid: 9, seq: 0}), makeBatch(batchOpts{records: 2, pid: 9, seq: 4})}
+	kept := [][]byte{sent[0], sent[1]}
+	res, err := l.AppendBatchesIn(sent, CodecZstd, 1<<20)
+	if err != nil || res.BaseOffset != 0 || res.LastOffset != 5 {
+		t.Fatalf("AppendBatchesIn: %+v %v", res, err)
+	}
+	if &sent[0][0] != &kept[0][0] || &sent[1][0] != &kept[1][0] {
+		t.Fatal("AppendBatchesIn replaced batches in the caller's slice")
+	}
+	mustFlush(t, l)
+	s, err := l.Read(0, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := mustAppend(t, l, first)
-	retry, err := l.Recompress(batch, CodecZstd, 1<<20)
-	if err != nil {
-		t.Fatal(err)
+	stored := readAll(t, s)
+	for pos := 0; pos < len(stored); {
+		if c := BatchCodec(stored[pos:]); c != CodecZstd {
+			t.Fatalf("batch at byte %d stored as %v, want zstd", pos, c)
+		}
+		pos += lengthPrefix + int(binary.BigEndian.Uint32(stored[pos+offLength:]))
 	}
-	again := mustAppend(t, l, retry)
-	if !again.Duplicate || again.BaseOffset != res.BaseOffset || l.LogEndOffset() != 4 {
-		t.Fatalf("retry: %+v (first %+v), log end %d; want a duplicate of offsets 0-3", again, res, l.LogEndOffset())
+
+	retry, err := l.AppendBatchesIn([][]byte{makeBatch(batchOpts{records: 2, pid: 9, seq: 4})}, CodecZstd, 1<<20)
+	if err != nil || !retry.Duplicate || retry.BaseOffset != 4 {
+		t.Fatalf("retry of the second batch: %+v %v, want a duplicate at offset 4", retry, err)
+	}
+
+	lying := batchOf(encRecord(7, nil, []byte("v")), 1, codecNone) // offset delta 7 in a 1-record batch
+	big := batchOf(compress(compressors[0], encRecord(0, nil, make([]byte, 256<<10))), 1, codecGzip)
+	for _, tc := range []struct {
+		name  string
+		batch []byte
+		want  error
+	}{
+		{"a lying record", lying, ErrInvalidRecord},
+		{"a batch growing past the limit", big, ErrBatchTooLarge},
+	} {
+		_, err := l.AppendBatchesIn([][]byte{makeBatch(batchOpts{}), tc.batch}, CodecNone, 64<<10)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		if l.LogEndOffset() != 6 {
+			t.Fatalf("%s: log end offset %d, want 6: the call's first batch was written", tc.name, l.LogEndOffset())
+		}
 	}
 }
 

@@ -176,3 +176,60 @@ func BenchmarkRecompress(b *testing.B) {
 		})
 	}
 }
+
+// FuzzAppendBatchesIn: whatever bytes arrive, a topic codec never makes
+// the log accept what it would refuse as sent, and what it accepts holds
+// the records as sent, in the topic's codec.
+func FuzzAppendBatchesIn(f *testing.F) {
+	records := cat(encRecord(0, []byte("key"), []byte("value")), encRecord(1, nil, nil), encRecord(2, []byte{}, []byte("x")))
+	f.Add(batchOf(records, 3, codecNone), true, uint8(CodecGzip))
+	f.Add(batchOf(encRecord(7, nil, []byte("v")), 1, codecNone), true, uint8(CodecZstd))
+	for _, c := range compressors {
+		f.Add(batchOf(compress(c, records), 3, c.codec), true, uint8(CodecNone))
+		f.Add(batchOf(compress(c, records), 3, c.codec), false, uint8(CodecLZ4))
+	}
+	const limit = 1 << 20 // keeps a mutated bomb cheap
+	f.Fuzz(func(t *testing.T, data []byte, fix bool, codec uint8) {
+		to := Codec(codec % 5)
+		if fix && len(data) >= batchHeaderSize {
+			data = fixBatch(bytes.Clone(data))
+		}
+		_, asSent := validateBatch(data, limit)
+		cfg := testConfig()
+		cfg.MaxDecompressedBytes = limit
+		l, _ := openLog(t, t.TempDir(), cfg)
+		sent := bytes.Clone(data)
+		_, err := l.AppendBatchesIn([][]byte{data}, to, 4*limit)
+		if asSent != nil {
+			if err == nil {
+				t.Fatalf("refused as sent (%v) but accepted re-encoded as %v", asSent, to)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("accepted as sent but refused re-encoded as %v: %v", to, err)
+		}
+		mustFlush(t, l)
+		s, err := l.Read(0, 8*limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := readAll(t, s)
+		if BatchCodec(stored) != to {
+			t.Fatalf("stored as %v, want %v", BatchCodec(stored), to)
+		}
+		recordsOf := func(b []byte) []byte {
+			r := b[batchHeaderSize:]
+			if c := BatchCodec(b); c != CodecNone {
+				var err error
+				if r, err = decompressAll(int(c), r, limit); err != nil {
+					t.Fatalf("decompressing %v records: %v", c, err)
+				}
+			}
+			return r
+		}
+		if !bytes.Equal(recordsOf(stored), recordsOf(sent)) {
+			t.Fatal("records changed in re-encoding")
+		}
+	})
+}

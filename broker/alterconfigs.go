@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -161,6 +162,9 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 	if err != nil {
 		return err
 	}
+	if next, err = internalConfigs(name, next); err != nil {
+		return err
+	}
 	if err := checkTopicConfigs(next); err != nil {
 		return coded(kerr.InvalidConfig, "topic %s: %v", name, err)
 	}
@@ -207,6 +211,8 @@ func (b *Broker) reconfigureAll() {
 type produceLimits struct {
 	maxMessageBytes int32
 	logAppendTime   bool
+	recompress      bool      // store batches in codec (compression.type)
+	codec           log.Codec // the topic's codec when recompress is set
 }
 
 // produceLimitsFor reads them from the topic's configs; configs that fail
@@ -219,7 +225,7 @@ func (b *Broker) produceLimitsFor(t cluster.Topic) produceLimits {
 	if err != nil {
 		return produceLimits{maxMessageBytes: b.cfg.MaxMessageBytes}
 	}
-	return produceLimits{maxMessageBytes: s.maxMessageBytes, logAppendTime: s.logAppendTime}
+	return produceLimits{maxMessageBytes: s.maxMessageBytes, logAppendTime: s.logAppendTime, recompress: s.recompress, codec: s.codec}
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -174,6 +174,7 @@ func New(cfg Config) (*Broker, error) {
 		fileBudget = partitionFileBudget(limit)
 	}
 	b.metrics = newBrokerMetrics(b)
+	b.migrateInternalTopics()
 	b.logs = newPartitions(cfg.DataDir, b.metrics.logConfig(cfg.Log), fileBudget, b.logger)
 	if err := b.recoverUnclean(); err != nil {
 		b.logs.closeAll()

@@ -22,6 +22,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -112,6 +113,15 @@ func internalShape(topic string, partitions int32, configs map[string]string) (m
 		return nil, coded(kerr.InvalidPartitions, "topic %s is internal to Tributary and must have %d partition(s), not %d: %s depends on it",
 			topic, it.partitions, partitions, it.owner)
 	}
+	return internalConfigs(topic, configs)
+}
+
+// internalConfigs fills in the required configs of an internal topic and
+// returns an error if configs contradict them (CreateTopics, AlterConfigs):
+// nobody may, say, give _schemas a retention that loses schemas. Other
+// topics pass unchanged.
+func internalConfigs(topic string, configs map[string]string) (map[string]string, error) {
+	it := internalTopics[topic]
 	for k, want := range it.configs {
 		if have, ok := configs[k]; ok && have != want {
 			return nil, coded(kerr.InvalidConfig, "topic %s is internal to Tributary and must have %s=%s, not %s: %s depends on it",
@@ -123,6 +133,43 @@ func internalShape(topic string, partitions int32, configs map[string]string) (m
 		configs[k] = want
 	}
 	return configs, nil
+}
+
+// migrateInternalTopics gives internal topics created before their
+// required configs changed the configs they must now have: a _schemas
+// topic of an older data directory (or ZooKeeper cluster) was created with
+// cleanup.policy=delete and retention.ms=-1, before it became compacted.
+// It runs in New before any partition opens, so partitions open with the
+// new configs; in a cluster every broker runs it and the first one to
+// start changes the shared configs. A failure is logged, not fatal: the
+// old configs keep everything (retention.ms=-1), they only do not compact.
+func (b *Broker) migrateInternalTopics() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for name, it := range internalTopics {
+		t, ok := b.meta.Topic(name)
+		if !ok {
+			continue
+		}
+		next := maps.Clone(t.Configs)
+		for k, want := range it.configs {
+			if next[k] != want {
+				if next == nil {
+					next = map[string]string{}
+				}
+				next[k] = want
+			}
+		}
+		if maps.Equal(next, t.Configs) {
+			continue
+		}
+		if _, err := b.meta.SetTopicConfigs(ctx, name, next); err != nil {
+			b.logger.Error("internal topic keeps configs older than the ones it needs; restart the broker to retry",
+				"topic", name, "configs", t.Configs, "needs", it.configs, "err", err)
+			continue
+		}
+		b.logger.Info("internal topic migrated to the configs it needs", "topic", name, "from", t.Configs, "to", next)
+	}
 }
 
 // autoCreateShape is the partition count and configs an auto-created

@@ -18,6 +18,12 @@ package broker
 // client's retry to duplicate. Records that lie (offset deltas, counts,
 // lengths) get INVALID_RECORD naming the record, also in RecordErrors from
 // v8; a batch that fails its CRC or does not decompress gets CORRUPT_MESSAGE.
+//
+// A topic whose compression.type names a codec stores each batch in it:
+// a batch in another codec is validated as sent, then re-encoded
+// (log.AppendBatchesIn), keeping its offsets, timestamps and producer
+// fields, and refused with MESSAGE_TOO_LARGE if that makes it outgrow
+// max.message.bytes.
 
 import (
 	"context"
@@ -194,7 +200,14 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 		setMessage(sp, "no record batch for the partition")
 		return -1
 	}
-	res, err := l.AppendBatches(batches)
+	var res log.AppendResult
+	var err error
+	if lim.recompress {
+		// The topic's compression.type decides the stored codec.
+		res, err = l.AppendBatchesIn(batches, lim.codec, int64(lim.maxMessageBytes))
+	} else {
+		res, err = l.AppendBatches(batches)
+	}
 	if err != nil {
 		sp.ErrorCode = b.storageError(l, err)
 		setMessage(sp, err.Error())
@@ -228,6 +241,8 @@ func storageErrorCode(err error) int16 {
 		return kerr.OutOfOrderSequenceNumber.Code
 	case errors.Is(err, log.ErrInvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, log.ErrBatchTooLarge):
+		return kerr.MessageTooLarge.Code
 	case errors.Is(err, log.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
 	case errors.Is(err, log.ErrClosed), errors.Is(err, context.Canceled):

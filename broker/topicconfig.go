@@ -25,6 +25,10 @@ type topicSettings struct {
 	log             log.Config
 	maxMessageBytes int32 // largest record batch (max.message.bytes)
 	logAppendTime   bool  // the broker stamps batches with its own clock
+	// recompress stores every batch in codec (compression.type names a
+	// codec); otherwise batches keep the producer's codec.
+	recompress bool
+	codec      log.Codec
 }
 
 // topicConfigDef is one topic setting: its type as DescribeConfigs reports
@@ -140,8 +144,29 @@ var topicConfigDefs = map[string]topicConfigDef{
 			return durationMs(s.log.MaxCompactionLag)
 		},
 	},
+	"compression.type": {
+		typ: kmsg.ConfigTypeString,
+		set: func(s *topicSettings, v string) error {
+			if v == "producer" {
+				s.recompress = false
+				return nil
+			}
+			for c := log.CodecNone; c <= log.CodecZstd; c++ {
+				if v == c.String() {
+					s.recompress, s.codec = true, c
+					return nil
+				}
+			}
+			return fmt.Errorf("config compression.type=%s: use producer, uncompressed, gzip, snappy, lz4 or zstd", v)
+		},
+		get: func(s topicSettings) string {
+			if !s.recompress {
+				return "producer"
+			}
+			return s.codec.String()
+		},
+	},
 	// Settings whose only meaningful value is the one Tributary always has.
-	"compression.type":               fixedDef("compression.type", "producer", kmsg.ConfigTypeString),
 	"min.insync.replicas":            fixedDef("min.insync.replicas", "1", kmsg.ConfigTypeInt),
 	"unclean.leader.election.enable": fixedDef("unclean.leader.election.enable", "false", kmsg.ConfigTypeBoolean),
 }

@@ -12,8 +12,14 @@
 //     compressed batch (gzip, snappy raw or xerial-framed, lz4 frame, zstd)
 //     is decompressed for this through a fixed window, to at most
 //     Config.MaxDecompressedBytes, so a decompression bomb costs bounded
-//     memory and CPU. The bytes are never re-encoded: what is stored is what
-//     the producer sent. A rejected batch leaves no trace.
+//     memory and CPU. Append never re-encodes: what is stored is what the
+//     caller passed. A rejected batch leaves no trace.
+//   - AppendBatchesIn, for a topic that stores one codec (compression.type),
+//     validates each batch as it was sent and then writes it re-encoded with
+//     that codec (Recompress), keeping every header field but length, CRC
+//     and codec, so offsets, timestamps and idempotent producers' sequences
+//     mean the same; a damaged batch is refused, never given a fresh CRC
+//     (recompress.go).
 //   - AppendBatches validates every batch of a call, idempotent producer
 //     sequences included, before writing any: a produce request is refused
 //     whole or written whole (barring an I/O failure part way, after which

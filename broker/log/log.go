@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,25 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 // one already in the log. The batches are readable once a flush covers them
 // (HighWatermark); WaitFlushed waits for that.
 func (l *Log) AppendBatches(batches [][]byte) (AppendResult, error) {
+	return l.appendBatches(batches, nil)
+}
+
+// AppendBatchesIn is AppendBatches for a topic that stores every batch in
+// one codec (compression.type): each batch is validated as it was sent,
+// then one in another codec is re-encoded (see Recompress) and the new
+// bytes are written instead. A batch that re-encoding grows past maxSize
+// bytes is refused with ErrBatchTooLarge, and then none is written.
+func (l *Log) AppendBatchesIn(batches [][]byte, codec Codec, maxSize int64) (AppendResult, error) {
+	return l.appendBatches(batches, &recoding{codec: codec, maxSize: maxSize})
+}
+
+// recoding is what AppendBatchesIn asks of appendBatches.
+type recoding struct {
+	codec   Codec
+	maxSize int64
+}
+
+func (l *Log) appendBatches(batches [][]byte, rc *recoding) (AppendResult, error) {
 	if len(batches) == 0 {
 		return AppendResult{}, fmt.Errorf("%w: no record batch to append", ErrCorruptBatch)
 	}
@@ -92,8 +112,19 @@ func (l *Log) AppendBatches(batches [][]byte) (AppendResult, error) {
 	if l.keyed.Load() {
 		validate = validateKeyedBatch
 	}
+	recoded := false
 	for i, b := range batches {
 		h, err := validate(b, l.cfg.MaxDecompressedBytes)
+		if err == nil && rc != nil && BatchCodec(b) != rc.codec {
+			// Validated as sent: the re-encoded records are the same bytes.
+			var nb []byte
+			if nb, err = l.reencode(b, &h, rc.codec, rc.maxSize); err == nil {
+				if !recoded {
+					batches, recoded = slices.Clone(batches), true // the caller's slice stays as it was
+				}
+				batches[i], h = nb, parseHeader(nb)
+			}
+		}
 		if err != nil {
 			if len(batches) > 1 {
 				err = fmt.Errorf("batch %d of %d: %w", i+1, len(batches), err)

@@ -48,8 +48,9 @@ type kafkaLog struct {
 }
 
 // OpenKafkaLog connects to the brokers and makes sure the topic exists with
-// exactly one partition (one partition is one order that every node sees)
-// and retention.ms=-1 (the topic is the registry's only copy of its state).
+// exactly one partition (one partition is one order that every node sees),
+// retention.ms=-1 (the topic is the registry's only copy of its state) and
+// cleanup.policy=compact (only a key's last record matters on replay).
 func OpenKafkaLog(ctx context.Context, cfg KafkaLogConfig) (Log, error) {
 	if len(cfg.Bootstrap) == 0 {
 		return nil, errors.New("registry: no broker addresses to store schemas on (set Bootstrap)")
@@ -84,12 +85,13 @@ func OpenKafkaLog(ctx context.Context, cfg KafkaLogConfig) (Log, error) {
 func (l *kafkaLog) ensureTopic(ctx context.Context, logger *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	retention := "-1"
-	_, err := l.adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": &retention}, l.topic)
+	retention, compact := "-1", "compact"
+	_, err := l.adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": &retention, "cleanup.policy": &compact}, l.topic)
 	switch {
 	case err == nil:
 		logger.Info("schema registry created its topic", "topic", l.topic)
 	case errors.Is(err, kerr.TopicAlreadyExists):
+		l.migrateToCompact(ctx, logger)
 	default:
 		return fmt.Errorf("registry: create topic %s: %w", l.topic, err)
 	}
@@ -186,4 +188,41 @@ func (l *kafkaLog) Next(ctx context.Context) ([]Record, error) {
 func (l *kafkaLog) Close() error {
 	l.cl.Close()
 	return nil
+}
+
+// migrateToCompact makes a topic created before the registry asked for
+// compaction (cleanup.policy=delete, retention.ms=-1) compacted, as the
+// Confluent registry requires of its topic. A Tributary broker migrates
+// its own _schemas at start; this covers other topic names and other
+// Kafka brokers. Failing to migrate is logged, not fatal: the topic still
+// keeps every record, it only grows without compaction.
+func (l *kafkaLog) migrateToCompact(ctx context.Context, logger *slog.Logger) {
+	rcs, err := l.adm.DescribeTopicConfigs(ctx, l.topic)
+	if err == nil {
+		var rc kadm.ResourceConfig
+		if rc, err = rcs.On(l.topic, nil); err == nil {
+			err = rc.Err
+		}
+		for _, c := range rc.Configs {
+			if c.Key == "cleanup.policy" && c.MaybeValue() == "compact" {
+				return
+			}
+		}
+	}
+	if err == nil {
+		var rs kadm.AlterConfigsResponses
+		rs, err = l.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: kadm.StringPtr("compact")}}, l.topic)
+		if err == nil {
+			var r kadm.AlterConfigsResponse
+			if r, err = rs.On(l.topic, nil); err == nil && r.Err != nil {
+				err = fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+			}
+		}
+	}
+	if err != nil {
+		logger.Warn("schema registry topic is not compacted and could not be made so; it keeps every record but grows without compaction (set cleanup.policy=compact on it)",
+			"topic", l.topic, "err", err)
+		return
+	}
+	logger.Info("schema registry topic migrated to cleanup.policy=compact", "topic", l.topic)
 }

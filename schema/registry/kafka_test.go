@@ -38,7 +38,7 @@ func kafkaNode(t *testing.T, broker, topic string) *srtest.Registry {
 }
 
 // TestKafkaTopicCreated: the first node creates the topic with one
-// partition, kept forever.
+// partition, kept forever and compacted.
 func TestKafkaTopicCreated(t *testing.T) {
 	broker, topic := testBroker(t), uniqueTopic(t)
 	kafkaNode(t, broker, topic)
@@ -65,14 +65,12 @@ func TestKafkaTopicCreated(t *testing.T) {
 	if err != nil || rc.Err != nil {
 		t.Fatalf("configs of %s: %v %v", topic, err, rc.Err)
 	}
-	var retention string
+	got := map[string]string{}
 	for _, c := range rc.Configs {
-		if c.Key == "retention.ms" && c.Value != nil {
-			retention = *c.Value
-		}
+		got[c.Key] = c.MaybeValue()
 	}
-	if retention != "-1" {
-		t.Errorf("%s has retention.ms=%q, want -1", topic, retention)
+	if got["retention.ms"] != "-1" || got["cleanup.policy"] != "compact" {
+		t.Errorf("%s has retention.ms=%q cleanup.policy=%q, want -1 and compact", topic, got["retention.ms"], got["cleanup.policy"])
 	}
 }
 

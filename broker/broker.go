@@ -1,7 +1,9 @@
 // Package broker is Tributary's Kafka-protocol server: it accepts TCP
 // connections, decodes requests with franz-go's kmsg, and serves the
 // partitions that the cluster metadata assigns to this broker from the
-// storage engine in broker/log. One file per Kafka API.
+// storage engine in broker/log. One file per Kafka API, which registers
+// the API's key, the versions it serves and its handler (handlers.go):
+// ApiVersions advertises exactly those.
 //
 // What a client may rely on:
 //   - Requests pipelined on one connection are answered in request order.

@@ -2,8 +2,6 @@ package broker
 
 import (
 	"bytes"
-	"encoding/binary"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -58,27 +56,7 @@ func TestFetchEncodingMatchesKmsg(t *testing.T) {
 		req := &request{Request: &kmsg.FetchRequest{Version: v}, correlationID: 77}
 		userBefore, sentBefore := FetchCopyStats()
 		resp := newFetchResponse(req, topics)
-		errc := make(chan error, 1)
-		go func() { errc <- resp.writeTo(server) }()
-
-		var size [4]byte
-		if _, err := io.ReadFull(client, size[:]); err != nil {
-			t.Fatal(err)
-		}
-		body := make([]byte, binary.BigEndian.Uint32(size[:]))
-		if _, err := io.ReadFull(client, body); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-errc; err != nil {
-			t.Fatalf("v%d: write: %v", v, err)
-		}
-		if corr := int32(binary.BigEndian.Uint32(body)); corr != 77 {
-			t.Fatalf("v%d: correlation id %d", v, corr)
-		}
-		body = body[4:]
-		if v >= 12 {
-			body = body[1:] // response header tags
-		}
+		body := writeAndReadBack(t, resp, server, client, 77, v >= 12)
 		got := kmsg.NewPtrFetchResponse()
 		got.SetVersion(v)
 		if err := got.ReadFrom(body); err != nil {

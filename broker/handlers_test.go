@@ -29,16 +29,7 @@ func registeredKeys() []int16 {
 // handler at both ends of its version range: the answer decodes as that
 // API's response of that version, with the request's correlation id.
 func TestRegisteredAPIsAreServed(t *testing.T) {
-	b, err := New(Config{
-		DataDir:          t.TempDir(),
-		AutoCreateTopics: true,
-		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Groups:           group.Config{InitialRebalanceDelay: -1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newInProcessBroker(t)
 	formatter := kmsg.NewRequestFormatter(kmsg.FormatterClientID("registry-test"))
 	for _, key := range registeredKeys() {
 		a := supported[key]
@@ -57,18 +48,9 @@ func TestRegisteredAPIsAreServed(t *testing.T) {
 				if err != nil {
 					t.Fatalf("a registered version does not decode: %v", err)
 				}
-				body := serveAndRead(t, b, req)
-				if got := int32(binary.BigEndian.Uint32(body)); got != corr {
-					t.Fatalf("correlation id %d, want %d", got, corr)
-				}
-				body = body[4:]
 				resp := kreq.ResponseKind()
 				resp.SetVersion(v)
-				if resp.IsFlexible() && key != apiVersionsKey {
-					if body, err = skipTags(body); err != nil {
-						t.Fatalf("response header: %v", err)
-					}
-				}
+				body := serveAndRead(t, b, req, resp.IsFlexible() && key != apiVersionsKey)
 				if err := resp.ReadFrom(body); err != nil {
 					t.Fatalf("the answer is not a %s v%d response: %v", kmsg.NameForKey(key), v, err)
 				}
@@ -77,9 +59,26 @@ func TestRegisteredAPIsAreServed(t *testing.T) {
 	}
 }
 
+// newInProcessBroker starts a standalone broker in a temporary directory,
+// for tests that call its handlers directly.
+func newInProcessBroker(t testing.TB) *Broker {
+	t.Helper()
+	b, err := New(Config{
+		DataDir:          t.TempDir(),
+		AutoCreateTopics: true,
+		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Groups:           group.Config{InitialRebalanceDelay: -1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
 // serveAndRead serves req on a fresh connection of b and returns the
-// response frame without its size.
-func serveAndRead(t *testing.T, b *Broker, req *request) []byte {
+// response body (after the response header).
+func serveAndRead(t *testing.T, b *Broker, req *request, flexibleHeader bool) []byte {
 	t.Helper()
 	server, client := net.Pipe()
 	defer client.Close()
@@ -97,8 +96,16 @@ func serveAndRead(t *testing.T, b *Broker, req *request) []byte {
 	if p.resp == nil {
 		t.Fatal("no response: no handler reached")
 	}
+	return writeAndReadBack(t, p.resp, server, client, req.correlationID, flexibleHeader)
+}
+
+// writeAndReadBack writes resp on server, reads its frame on client, checks
+// the correlation id and returns the body after the response header
+// (whose tagged fields flexibleHeader says are there).
+func writeAndReadBack(t *testing.T, resp response, server, client net.Conn, corr int32, flexibleHeader bool) []byte {
+	t.Helper()
 	written := make(chan error, 1)
-	go func() { written <- p.resp.writeTo(server) }()
+	go func() { written <- resp.writeTo(server) }()
 	var size [4]byte
 	if _, err := io.ReadFull(client, size[:]); err != nil {
 		t.Fatal(err)
@@ -109,7 +116,17 @@ func serveAndRead(t *testing.T, b *Broker, req *request) []byte {
 	}
 	// A refused SASL exchange closes its connection after the answer.
 	if err := <-written; err != nil && !errors.Is(err, errClosedAfterResponse) {
-		t.Fatal(err)
+		t.Fatalf("writing the response: %v", err)
+	}
+	if got := int32(binary.BigEndian.Uint32(body)); got != corr {
+		t.Fatalf("correlation id %d, want %d", got, corr)
+	}
+	body = body[4:]
+	if flexibleHeader {
+		var err error
+		if body, err = skipTags(body); err != nil {
+			t.Fatalf("response header: %v", err)
+		}
 	}
 	return body
 }

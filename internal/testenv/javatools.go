@@ -94,7 +94,10 @@ func RunKafkaTools(t testing.TB, runs ...KafkaToolRun) []KafkaToolResult {
 		in.WriteString(strings.Join(fields, "\x1f"))
 		in.WriteByte('\n')
 	}
+	// Warnings and errors of the tools' clients go to the run's stderr
+	// (slf4j-simple writes to System.err as it is at each line).
 	cmd := exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xmx256m",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 		"-cp", classes+string(os.PathListSeparator)+cp, "KafkaToolBatch")
 	cmd.Stdin = &in
 	var stderr bytes.Buffer

@@ -28,10 +28,21 @@ import (
 // alice (password "alice-secret") for both SCRAM mechanisms.
 func startSASL(t *testing.T) string {
 	t.Helper()
+	return startSASLLogging(t, nil)
+}
+
+// startSASLLogging is startSASL logging into logs, when set.
+func startSASLLogging(t *testing.T, logs *logBuffer) string {
+	t.Helper()
 	dir := t.TempDir()
 	setUser(t, dir, "alice", "SCRAM-SHA-256", "alice-secret")
 	setUser(t, dir, "alice", "SCRAM-SHA-512", "alice-secret")
-	_, addrs := startListeners(t, func(c *broker.Config) { c.DataDir = dir }, broker.SASLPlaintext)
+	_, addrs := startListeners(t, func(c *broker.Config) {
+		c.DataDir = dir
+		if logs != nil {
+			c.Logger = logs.logger()
+		}
+	}, broker.SASLPlaintext)
 	return addrs[broker.SASLPlaintext]
 }
 
@@ -55,19 +66,23 @@ func TestSASLMechanismsWithKgo(t *testing.T) {
 }
 
 // TestSASLWrongCredentialsRefused: a wrong password and an unknown user
-// are refused with SASL_AUTHENTICATION_FAILED, whatever the mechanism.
+// are refused with SASL_AUTHENTICATION_FAILED, whatever the mechanism, and
+// the broker logs the client's address, the user and the mechanism.
 func TestSASLWrongCredentialsRefused(t *testing.T) {
-	addr := startSASL(t)
+	var logs logBuffer
+	addr := startSASLLogging(t, &logs)
 	for _, who := range []struct{ user, password string }{{"alice", "wrong"}, {"mallory", "alice-secret"}} {
 		for name, mech := range mechanisms(who.user, who.password) {
 			t.Run(who.user+"/"+name, func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				cl := newClient(t, addr, kgo.SASL(mech), kgo.RequestRetries(0))
+				var clients localAddrs
+				cl := newClient(t, addr, kgo.SASL(mech), kgo.RequestRetries(0), clients.dialer(nil))
 				err := cl.Ping(ctx)
 				if !errors.Is(err, kerr.SaslAuthenticationFailed) {
 					t.Fatalf("login as %s with %s: got %v, want SASL_AUTHENTICATION_FAILED", who.user, name, err)
 				}
+				wantLogged(t, &logs, &clients, "SASL authentication failed", "user="+who.user, "mechanism="+name)
 			})
 		}
 	}

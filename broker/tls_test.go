@@ -90,19 +90,23 @@ func TestMutualTLS(t *testing.T) {
 }
 
 // TestPlaintextClientOnTLSListenerIsRefused: a client speaking Kafka in
-// clear to a TLS port gets an error, not an answer, and the broker serves
-// others on.
+// clear to a TLS port gets an error, not an answer, the broker logs the
+// client's address and why, and serves others on.
 func TestPlaintextClientOnTLSListenerIsRefused(t *testing.T) {
 	pki := newTestPKI(t)
+	var logs logBuffer
 	_, addrs := startListeners(t, func(c *broker.Config) {
 		c.TLS = broker.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile}
+		c.Logger = logs.logger()
 	}, broker.SSL)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cl := newClient(t, addrs[broker.SSL], kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
+	var clients localAddrs
+	cl := newClient(t, addrs[broker.SSL], kgo.RequestRetries(0), kgo.RetryTimeout(time.Second), clients.dialer(nil))
 	if err := cl.Ping(ctx); err == nil {
 		t.Fatal("a plaintext client was answered on a TLS listener")
 	}
+	wantLogged(t, &logs, &clients, "TLS handshake failed", "does not look like a TLS handshake")
 	roundTrip(t, addrs[broker.SSL], "after-plaintext", 5, kgo.DialTLSConfig(pki.clientTLS(t, false)))
 }
 

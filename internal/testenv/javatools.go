@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,18 +19,25 @@ const KafkaVersion = "4.4.0"
 
 // Main classes of Apache Kafka's tools, as the kafka-*.sh scripts run them.
 const (
-	KafkaTopics         = "org.apache.kafka.tools.TopicCommand"                        // kafka-topics.sh
-	KafkaConfigs        = "org.apache.kafka.tools.ConfigCommand"                       // kafka-configs.sh
-	KafkaGetOffsets     = "org.apache.kafka.tools.GetOffsetShell"                      // kafka-get-offsets.sh
-	KafkaDeleteRecords  = "org.apache.kafka.tools.DeleteRecordsCommand"                // kafka-delete-records.sh
-	KafkaConsumerGroups = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand" // kafka-consumer-groups.sh
-	KafkaLogDirs        = "org.apache.kafka.tools.LogDirsCommand"                      // kafka-log-dirs.sh
+	KafkaTopics          = "org.apache.kafka.tools.TopicCommand"                        // kafka-topics.sh
+	KafkaConfigs         = "org.apache.kafka.tools.ConfigCommand"                       // kafka-configs.sh
+	KafkaGetOffsets      = "org.apache.kafka.tools.GetOffsetShell"                      // kafka-get-offsets.sh
+	KafkaDeleteRecords   = "org.apache.kafka.tools.DeleteRecordsCommand"                // kafka-delete-records.sh
+	KafkaConsumerGroups  = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand" // kafka-consumer-groups.sh
+	KafkaLogDirs         = "org.apache.kafka.tools.LogDirsCommand"                      // kafka-log-dirs.sh
+	KafkaAcls            = "org.apache.kafka.tools.AclCommand"                          // kafka-acls.sh
+	KafkaConsoleProducer = "org.apache.kafka.tools.ConsoleProducer"                     // kafka-console-producer.sh
+	KafkaConsoleConsumer = "org.apache.kafka.tools.consumer.ConsoleConsumer"            // kafka-console-consumer.sh
 )
 
-// KafkaToolRun is one run of a Kafka tool: its main class and arguments.
+// KafkaToolRun is one run of a Kafka tool: its main class and arguments,
+// and what it reads on standard input (kafka-console-producer reads its
+// records there). A run without Stdin reads an empty input, never the
+// launcher's own.
 type KafkaToolRun struct {
 	Class string
 	Args  []string
+	Stdin string
 }
 
 // KafkaToolResult is what one run left: its exit code and output.
@@ -60,16 +68,36 @@ func RunKafkaTools(t testing.TB, runs ...KafkaToolRun) []KafkaToolResult {
 		t.Fatalf("Kafka's tools: %v", err)
 	}
 	var in bytes.Buffer
-	for _, r := range runs {
-		for _, a := range append([]string{r.Class}, r.Args...) {
+	stdinDir := ""
+	for i, r := range runs {
+		fields := append([]string{r.Class}, r.Args...)
+		for _, a := range fields {
 			if strings.ContainsAny(a, "\n\x1f") {
 				t.Fatalf("argument %q of %s holds a newline or 0x1f, which the launcher uses as separators", a, r.Class)
 			}
 		}
-		in.WriteString(strings.Join(append([]string{r.Class}, r.Args...), "\x1f"))
+		if r.Stdin != "" {
+			// The launcher reads the runs on its own standard input, so
+			// a run's input goes through a file named in a first field.
+			if stdinDir == "" {
+				stdinDir = t.TempDir()
+			}
+			f := filepath.Join(stdinDir, fmt.Sprintf("stdin-%d", i))
+			if err := os.WriteFile(f, []byte(r.Stdin), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if strings.ContainsAny(f, "\n\x1f") {
+				t.Fatalf("temporary file %q holds a newline or 0x1f", f)
+			}
+			fields = append([]string{"stdin=" + f}, fields...)
+		}
+		in.WriteString(strings.Join(fields, "\x1f"))
 		in.WriteByte('\n')
 	}
+	// Warnings and errors of the tools' clients go to the run's stderr
+	// (slf4j-simple writes to System.err as it is at each line).
 	cmd := exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xmx256m",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 		"-cp", classes+string(os.PathListSeparator)+cp, "KafkaToolBatch")
 	cmd.Stdin = &in
 	var stderr bytes.Buffer

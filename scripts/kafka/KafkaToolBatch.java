@@ -3,7 +3,10 @@
 // tool run. Used by internal/testenv (javatools.go).
 //
 // Input (stdin): one run per line, the tool's main class and its arguments
-// separated by the ASCII unit separator (0x1f).
+// separated by the ASCII unit separator (0x1f), optionally preceded by a
+// field "stdin=<file>": the run reads that file as its standard input
+// (kafka-console-producer reads records there). Without it the run reads
+// an empty input, so that no tool consumes the lines of the runs after it.
 // Output (stdout): per run, a line "RUN <exit code> <stdout bytes> <stderr
 // bytes>" followed by the run's stdout and stderr bytes (UTF-8).
 //
@@ -14,7 +17,10 @@
 // exiting reports exit code 1 and the stack trace on its stderr.
 
 import java.io.BufferedReader;
+import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
+import java.io.FileInputStream;
+import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
@@ -45,21 +51,28 @@ public class KafkaToolBatch {
     public static void main(String[] argv) throws Exception {
         PrintStream realOut = System.out;
         PrintStream realErr = System.err;
+        InputStream realIn = System.in;
         Exit.setExitProcedure((code, msg) -> exit(code));
         Exit.setHaltProcedure((code, msg) -> exit(code));
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        BufferedReader in = new BufferedReader(new InputStreamReader(realIn, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
             if (line.isEmpty()) {
                 continue;
             }
             String[] parts = line.split("\u001f", -1);
+            InputStream runIn = new ByteArrayInputStream(new byte[0]);
+            if (parts[0].startsWith("stdin=")) {
+                runIn = new FileInputStream(parts[0].substring("stdin=".length()));
+                parts = Arrays.copyOfRange(parts, 1, parts.length);
+            }
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             ByteArrayOutputStream err = new ByteArrayOutputStream();
             PrintStream runOut = new PrintStream(out, true, StandardCharsets.UTF_8);
             PrintStream runErr = new PrintStream(err, true, StandardCharsets.UTF_8);
             System.setOut(runOut);
             System.setErr(runErr);
+            System.setIn(runIn);
             int code = 0;
             firstExit = null;
             try {
@@ -86,6 +99,8 @@ public class KafkaToolBatch {
             runErr.flush();
             System.setOut(realOut);
             System.setErr(realErr);
+            System.setIn(realIn);
+            runIn.close();
             byte[] o = out.toByteArray();
             byte[] e = err.toByteArray();
             realOut.print("RUN " + code + " " + o.length + " " + e.length + "\n");

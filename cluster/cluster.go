@@ -59,12 +59,18 @@ func (b Broker) Endpoint(listener string) (host string, port int32, ok bool) {
 }
 
 // Topic is a topic's partition assignment: Leaders[p] is the id of the broker
-// that stores partition p.
+// that leads partition p (-1 while a replicated partition has no leader).
+// Replicas[p] lists the brokers storing it (nil for a topic with one
+// replica per partition, see ReplicasOf); States[p] is a replicated
+// partition's state node as last read (see StateOf), whose leader
+// Leaders[p] repeats.
 type Topic struct {
-	Name    string            `json:"name"`
-	ID      TopicID           `json:"id,omitzero"`
-	Leaders []int32           `json:"leaders"`
-	Configs map[string]string `json:"configs,omitempty"`
+	Name     string            `json:"name"`
+	ID       TopicID           `json:"id,omitzero"`
+	Leaders  []int32           `json:"leaders"`
+	Replicas [][]int32         `json:"replicas,omitempty"`
+	States   []PartitionState  `json:"-"`
+	Configs  map[string]string `json:"configs,omitempty"`
 }
 
 // Partitions is the topic's partition count.

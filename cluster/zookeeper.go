@@ -83,8 +83,9 @@ func JoinZooKeeper(ctx context.Context, connect string, self Broker, logger *slo
 		s.Close()
 		return nil, fmt.Errorf("joining the cluster: reading the registries: %w", err)
 	}
-	z.wg.Add(1)
+	z.wg.Add(2)
 	go z.run()
+	go z.runController()
 	z.log.Info("joined the cluster", "zookeeper", connect, "host", self.Host, "port", self.Port, "brokers", len(z.Brokers()), "topics", len(z.Topics()))
 	return z, nil
 }
@@ -261,7 +262,12 @@ func (z *ZooKeeper) readTopic(name string) (Topic, bool, error) {
 	if n.ID.IsZero() {
 		n = z.assignTopicID(name, n, version)
 	}
-	t := Topic{Name: name, ID: n.ID, Leaders: n.Leaders, Configs: n.Configs}
+	t := Topic{Name: name, ID: n.ID, Leaders: n.Leaders, Replicas: n.Replicas, Configs: n.Configs}
+	if t.Replicated() {
+		if err := z.readStates(&t); err != nil {
+			return Topic{}, false, err
+		}
+	}
 	if configs, ok, err := z.readTopicConfigs(name); err != nil {
 		return Topic{}, false, err
 	} else if ok {
@@ -353,6 +359,7 @@ func (z *ZooKeeper) DeleteTopic(ctx context.Context, name string) error {
 	if ValidateName("topic", name) != nil {
 		return ErrUnknownTopic
 	}
+	z.deleteStates(name)
 	err := z.s.Conn.Delete(z.s.Paths.Topic(name), -1)
 	if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrInvalidPath) {
 		return ErrUnknownTopic

@@ -1,0 +1,65 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// A replicated topic is created with its state nodes; when the broker
+// leading a partition leaves, the controller gives the leadership to the
+// next in-sync replica with the next leader epoch and takes the dead
+// broker out of every ISR, and every member's view shows it.
+func TestControllerMovesLeadershipOffADeadBroker(t *testing.T) {
+	connect := testenv.StartZooKeeper(t)
+	members := map[int32]*cluster.ZooKeeper{1: join(t, connect, 1), 2: join(t, connect, 2), 3: join(t, connect, 3)}
+	for _, m := range members {
+		testenv.Eventually(t, 5*time.Second, "three brokers", func() bool { return len(m.Brokers()) == 3 })
+	}
+	created, err := members[1].CreateReplicatedTopic(context.Background(), "replicated", 3, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := session(t, connect)
+	for p := int32(0); p < 3; p++ {
+		data, _, err := s.Conn.Get(s.Paths.PartitionState("replicated", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := cluster.DecodePartitionStateNode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Leader != created.Replicas[p][0] || st.LeaderEpoch != 0 || !slices.Equal(st.ISR, created.Replicas[p]) {
+			t.Fatalf("partition %d: state %+v, replicas %v", p, st, created.Replicas[p])
+		}
+	}
+	dead := created.Replicas[0][0]
+	members[dead].Close()
+	delete(members, dead)
+	for id, m := range members {
+		testenv.Eventually(t, 20*time.Second, fmt.Sprintf("broker %d sees partition 0 led by a live broker", id), func() bool {
+			tp, ok := m.Topic("replicated")
+			if !ok {
+				return false
+			}
+			st, ok := tp.StateOf(0)
+			return ok && st.Leader == created.Replicas[0][1] && st.LeaderEpoch == 1 && tp.Leaders[0] == st.Leader
+		})
+	}
+	tp, _ := members[created.Replicas[0][1]].Topic("replicated")
+	for p := int32(0); p < 3; p++ {
+		st, _ := tp.StateOf(p)
+		if slices.Contains(st.ISR, dead) || st.Leader == dead {
+			t.Errorf("partition %d still has the dead broker %d: %+v", p, dead, st)
+		}
+	}
+	if data, _, err := s.Conn.Get(s.Paths.ControllerEpoch()); err != nil || string(data) == "0" {
+		t.Fatalf("controller epoch %q, %v", data, err)
+	}
+}

@@ -122,9 +122,9 @@ type BrokerNode struct {
 
 // TopicNode is the content of /brokers/topics/<topic>.
 type TopicNode struct {
-	Version int               `json:"version"`
-	ID      TopicID           `json:"topic_id,omitzero"`
-	Leaders []int32           `json:"leaders"`
+	Version int     `json:"version"`
+	ID      TopicID `json:"topic_id,omitzero"`
+	Leaders []int32 `json:"leaders"`
 	// Replicas[p] lists the brokers that store partition p, the preferred
 	// leader (Leaders[p]) first. Absent in nodes written before
 	// replication: every partition then has one replica, its leader.

@@ -83,6 +83,8 @@ type Broker struct {
 	lastRefusalLog atomic.Int64 // unix nanos of the last refused-connection line
 
 	metrics *brokerMetrics // see metrics.go
+
+	replicas *replicas // replicated partitions led and followed (replica*.go)
 }
 
 // New opens the data directory (running crash recovery on every local
@@ -170,6 +172,8 @@ func New(cfg Config) (*Broker, error) {
 		b.logs.closeAll()
 		return nil, err
 	}
+	b.replicas = newReplicas(b)
+	go b.replicas.shrinkISRs()
 	go b.followMetadata()
 	go b.sweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval)
 	if zs, ok := b.authz.storeInZooKeeper(); ok {
@@ -190,6 +194,7 @@ func (b *Broker) followMetadata() {
 	for _, t := range b.meta.Topics() {
 		prev[t.Name] = true
 	}
+	b.replicas.reconcileFetchers()
 	for {
 		ch := b.meta.Changed()
 		select {
@@ -198,6 +203,7 @@ func (b *Broker) followMetadata() {
 		case <-ch:
 		}
 		b.reconfigureAll() // configs changed through another broker (alterconfigs.go)
+		b.replicas.reconcileFetchers()
 		live := map[string]bool{}
 		for _, t := range b.meta.Topics() {
 			live[t.Name] = true
@@ -356,6 +362,7 @@ func (b *Broker) Close() error {
 	}
 	b.mu.Unlock()
 	b.connWG.Wait()
+	b.replicas.closeFetchers()
 	b.groups.Close()
 	err := b.logs.closeAll()
 	if merr := b.meta.Close(); err == nil {

@@ -25,6 +25,7 @@ type topicSettings struct {
 	log             log.Config
 	maxMessageBytes int32 // largest record batch (max.message.bytes)
 	logAppendTime   bool  // the broker stamps batches with its own clock
+	minISR          int   // min.insync.replicas (0 reads as 1)
 }
 
 // topicConfigDef is one topic setting: its type as DescribeConfigs reports
@@ -142,7 +143,7 @@ var topicConfigDefs = map[string]topicConfigDef{
 	},
 	// Settings whose only meaningful value is the one Tributary always has.
 	"compression.type":               fixedDef("compression.type", "producer", kmsg.ConfigTypeString),
-	"min.insync.replicas":            fixedDef("min.insync.replicas", "1", kmsg.ConfigTypeInt),
+	"min.insync.replicas":            minISRDef,
 	"unclean.leader.election.enable": fixedDef("unclean.leader.election.enable", "false", kmsg.ConfigTypeBoolean),
 }
 
@@ -223,7 +224,7 @@ func durationMs(d time.Duration) string {
 // brokerTopicDefaults are the settings of a topic that sets nothing: the
 // broker's flags, filled in with the built-in defaults.
 func (b *Broker) brokerTopicDefaults() topicSettings {
-	return topicSettings{log: b.cfg.Log.WithDefaults(), maxMessageBytes: b.cfg.MaxMessageBytes}
+	return topicSettings{log: b.cfg.Log.WithDefaults(), maxMessageBytes: b.cfg.MaxMessageBytes, minISR: b.cfg.MinInsyncReplicas}
 }
 
 // builtinTopicDefaults are the settings of a broker started without flags:

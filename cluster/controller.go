@@ -49,6 +49,11 @@ func (z *ZooKeeper) runController() {
 	c := &controller{z: z, watch: NewZKWatch(z.s.Conn)}
 	for {
 		err := c.round()
+		select {
+		case <-z.stop:
+			return
+		default:
+		}
 		if err != nil {
 			z.log.Warn("controller round failed; retrying", "err", err)
 		}

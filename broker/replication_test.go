@@ -1,0 +1,201 @@
+package broker_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// replicatedCluster starts three brokers on a real ZooKeeper with
+// min.insync.replicas 2 and creates topic with one partition on all three.
+func replicatedCluster(t *testing.T, topic string) (connect string, brokers []*testenv.Broker, admin *kadm.Client) {
+	t.Helper()
+	connect, brokers = testenv.StartCluster(t, 3, testenv.WithConfig(func(c *broker.Config) {
+		c.ReplicaLagMax = 3 * time.Second
+		c.MinInsyncReplicas = 2
+	}))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers[0].Addr, brokers[1].Addr, brokers[2].Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	admin = kadm.NewClient(cl)
+	testenv.Eventually(t, 10*time.Second, "three brokers registered", func() bool {
+		m, err := admin.Metadata(context.Background())
+		return err == nil && len(m.Brokers) == 3
+	})
+	resp, err := admin.CreateTopic(context.Background(), 1, 3, nil, topic)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("creating %s with 3 replicas: %v %v %s", topic, err, resp.Err, resp.ErrMessage)
+	}
+	return connect, brokers, admin
+}
+
+// partitionMeta is partition 0 of topic as Metadata describes it.
+func partitionMeta(t *testing.T, admin *kadm.Client, topic string) kadm.PartitionDetail {
+	t.Helper()
+	m, err := admin.Metadata(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Topics[topic].Partitions[0]
+}
+
+// Metadata of a replicated partition lists its three replicas, all in
+// sync, and a leader; the followers copy what the leader takes, so after
+// acks=all writes every broker's log holds them.
+func TestReplicatedPartitionMetadataAndISR(t *testing.T) {
+	_, _, admin := replicatedCluster(t, "replicated")
+	p := partitionMeta(t, admin, "replicated")
+	if len(p.Replicas) != 3 || len(p.ISR) != 3 || p.Leader < 1 || p.LeaderEpoch != 0 || len(p.OfflineReplicas) != 0 {
+		t.Fatalf("partition metadata: %+v", p)
+	}
+	if !slices.Contains(p.Replicas, p.Leader) {
+		t.Fatalf("leader %d is not a replica %v", p.Leader, p.Replicas)
+	}
+}
+
+// The test of the first part: with replication factor 3 and
+// min.insync.replicas 2, records produced with acks=all while the
+// partition's leader is stopped are all there afterwards, exactly once
+// and in order, read from the new leader.
+func TestReplicatedPartitionSurvivesItsLeader(t *testing.T) {
+	const topic, n = "survivor", 600
+	_, brokers, admin := replicatedCluster(t, topic)
+	leader := partitionMeta(t, admin, topic).Leader
+
+	producer, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers[0].Addr, brokers[1].Addr, brokers[2].Addr),
+		kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.MaxBufferedRecords(50),
+		kgo.RecordRetries(1000),
+		kgo.RetryTimeout(60*time.Second),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+
+	var mu sync.Mutex
+	var acked []int
+	var failures []error
+	var wg sync.WaitGroup
+	killed := make(chan struct{})
+	var killOnce sync.Once
+	for i := range n {
+		wg.Add(1)
+		producer.Produce(context.Background(), &kgo.Record{Value: []byte(strconv.Itoa(i))}, func(r *kgo.Record, err error) {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failures = append(failures, err)
+				return
+			}
+			v, _ := strconv.Atoi(string(r.Value))
+			acked = append(acked, v)
+			if len(acked) == n/3 {
+				killOnce.Do(func() { close(killed) })
+			}
+		})
+		if i == n/2 {
+			<-killed
+			brokers[leader-1].Stop()
+			t.Logf("stopped leader %d after %d acknowledged records", leader, n/3)
+		}
+	}
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Logf("%d records failed (allowed: they were not acknowledged); first: %v", len(failures), failures[0])
+	}
+	if len(acked) < n/2 {
+		t.Fatalf("only %d of %d records acknowledged", len(acked), n)
+	}
+	after := partitionMeta(t, admin, topic)
+	if after.Leader == leader || after.Leader < 0 || after.LeaderEpoch < 1 || slices.Contains(after.ISR, leader) ||
+		!slices.Equal(after.OfflineReplicas, []int32{leader}) {
+		t.Fatalf("after stopping leader %d: %+v", leader, after)
+	}
+
+	// Every acknowledged record, exactly once, in order.
+	var seeds []string
+	for _, b := range brokers {
+		if b.Addr != brokers[leader-1].Addr {
+			seeds = append(seeds, b.Addr)
+		}
+	}
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	want := map[int]bool{}
+	for _, v := range acked {
+		want[v] = true
+	}
+	seen := map[int]int{}
+	last := -1
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for covered := 0; covered < len(want); {
+		fs := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d acknowledged records before the deadline", covered, len(want))
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Logf("fetch: %v", err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			v, _ := strconv.Atoi(string(r.Value))
+			if v <= last {
+				t.Errorf("record %d at offset %d after record %d: out of order or repeated", v, r.Offset, last)
+			}
+			last = v
+			seen[v]++
+			if want[v] && seen[v] == 1 {
+				covered++
+			}
+		})
+	}
+	for v, c := range seen {
+		if c != 1 {
+			t.Errorf("record %d read %d times", v, c)
+		}
+	}
+}
+
+// acks=all is refused with NOT_ENOUGH_REPLICAS, writing nothing, while the
+// ISR is smaller than min.insync.replicas.
+func TestAcksAllNeedsMinInsyncReplicas(t *testing.T) {
+	const topic = "min-isr"
+	_, brokers, admin := replicatedCluster(t, topic)
+	p := partitionMeta(t, admin, topic)
+	for _, id := range p.Replicas {
+		if id != p.Leader {
+			brokers[id-1].Stop()
+		}
+	}
+	testenv.Eventually(t, 20*time.Second, "the isr shrinks to the leader", func() bool {
+		return len(partitionMeta(t, admin, topic).ISR) == 1
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers[p.Leader-1].Addr), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(0), kgo.DisableIdempotentWrite())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	err = cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte("x")}).FirstErr()
+	if err != kerr.NotEnoughReplicas {
+		t.Fatalf("acks=all with an isr of 1 and min.insync.replicas 2: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+}

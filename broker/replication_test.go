@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -198,4 +200,179 @@ func TestAcksAllNeedsMinInsyncReplicas(t *testing.T) {
 	if err != kerr.NotEnoughReplicas {
 		t.Fatalf("acks=all with an isr of 1 and min.insync.replicas 2: %v, want NOT_ENOUGH_REPLICAS", err)
 	}
+}
+
+// replicaNamed returns a topic name whose partition 0 is first placed on
+// a broker other than avoid, among brokers 1..3.
+func replicaNamed(t *testing.T, prefix string, avoid int32) string {
+	t.Helper()
+	brokers := []cluster.Broker{{ID: 1}, {ID: 2}, {ID: 3}}
+	for i := range 100 {
+		name := prefix + strconv.Itoa(i)
+		rs, err := cluster.SpreadReplicas(name, 1, 3, brokers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs[0][0] != avoid {
+			return name
+		}
+	}
+	t.Fatal("no name found")
+	return ""
+}
+
+// silentReplica registers broker id 3 in the cluster without a broker
+// behind it: a replica that is alive for ZooKeeper but never fetches.
+func silentReplica(t *testing.T, connect string) *cluster.ZooKeeper {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	z, err := cluster.JoinZooKeeper(ctx, connect, cluster.Broker{ID: 3, Host: "127.0.0.1", Port: 1},
+		testenv.Logger(t, slog.LevelWarn), cluster.WithSessionTimeout(testenv.ClusterSessionTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { z.Close() })
+	return z
+}
+
+// Consumers see nothing above the high watermark, the smallest fsynced
+// end over the ISR: while an in-sync replica has not fetched, records
+// taken with acks=1 stay invisible (ListOffsets and Fetch), and they
+// appear once the controller takes that replica out of the ISR.
+func TestHighWatermarkIsTheISRsFsyncedEnd(t *testing.T) {
+	connect := testenv.StartZooKeeper(t)
+	cfg := testenv.WithConfig(func(c *broker.Config) { c.ReplicaLagMax = time.Hour })
+	b1 := testenv.StartClusterBroker(t, connect, 1, cfg)
+	b2 := testenv.StartClusterBroker(t, connect, 2, cfg)
+	silent := silentReplica(t, connect)
+	topic := replicaNamed(t, "hw", 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b1.Addr, b2.Addr), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	admin := kadm.NewClient(cl)
+	testenv.Eventually(t, 10*time.Second, "creating the topic with 3 replicas", func() bool {
+		resp, err := admin.CreateTopic(context.Background(), 1, 3, nil, topic)
+		return err == nil && (resp.Err == nil || errors.Is(resp.Err, kerr.TopicAlreadyExists))
+	})
+	const n = 20
+	for i := range n {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ends, err := admin.ListEndOffsets(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup(topic, 0); o.Offset != 0 {
+		t.Fatalf("latest offset %d while replica 3 has fetched nothing, want 0", o.Offset)
+	}
+	silent.Close()
+	testenv.Eventually(t, 20*time.Second, "the high watermark reaches the end once replica 3 left the isr", func() bool {
+		ends, err := admin.ListEndOffsets(context.Background(), topic)
+		o, _ := ends.Lookup(topic, 0)
+		return err == nil && o.Offset == n
+	})
+	got := consumeValues(t, []string{b1.Addr, b2.Addr}, topic, n)
+	for i, v := range got {
+		if v != strconv.Itoa(i) {
+			t.Fatalf("record %d is %q", i, v)
+		}
+	}
+}
+
+// A replica that is alive but does not fetch leaves the ISR after
+// replica.lag.time.max.ms, and acks=all, which waited for it, is answered.
+func TestLaggingReplicaLeavesTheISR(t *testing.T) {
+	connect := testenv.StartZooKeeper(t)
+	cfg := testenv.WithConfig(func(c *broker.Config) { c.ReplicaLagMax = time.Second; c.MinInsyncReplicas = 2 })
+	b1 := testenv.StartClusterBroker(t, connect, 1, cfg)
+	b2 := testenv.StartClusterBroker(t, connect, 2, cfg)
+	silentReplica(t, connect)
+	topic := replicaNamed(t, "lag", 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b1.Addr, b2.Addr), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProduceRequestTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	admin := kadm.NewClient(cl)
+	testenv.Eventually(t, 10*time.Second, "creating the topic with 3 replicas", func() bool {
+		resp, err := admin.CreateTopic(context.Background(), 1, 3, nil, topic)
+		return err == nil && (resp.Err == nil || errors.Is(resp.Err, kerr.TopicAlreadyExists))
+	})
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte("waits for the isr")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// The produce was answered after the leader's ISR change; the broker
+	// answering Metadata may learn of it a moment later.
+	testenv.Eventually(t, 10*time.Second, "metadata shows the silent replica out of the isr", func() bool {
+		p := partitionMeta(t, admin, topic)
+		return !slices.Contains(p.ISR, 3) && len(p.ISR) == 2 && slices.Contains(p.Replicas, 3) && len(p.OfflineReplicas) == 0
+	})
+}
+
+// A follower that was stopped leaves the ISR; restarted on its data, it
+// catches up and the leader takes it back into the ISR.
+func TestRestartedFollowerRejoinsTheISR(t *testing.T) {
+	const topic = "rejoin"
+	connect, brokers, admin := replicatedCluster(t, topic)
+	p := partitionMeta(t, admin, topic)
+	var follower int32
+	for _, id := range p.Replicas {
+		if id != p.Leader {
+			follower = id
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers[p.Leader-1].Addr), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produce(0, 10)
+	old := brokers[follower-1]
+	old.Stop()
+	testenv.Eventually(t, 20*time.Second, "the stopped follower leaves the isr", func() bool {
+		return len(partitionMeta(t, admin, topic).ISR) == 2
+	})
+	produce(10, 20)
+	testenv.StartClusterBroker(t, connect, follower, testenv.WithDataDir(old.DataDir), testenv.WithAddr(old.Addr),
+		testenv.WithConfig(func(c *broker.Config) { c.ReplicaLagMax = 3 * time.Second; c.MinInsyncReplicas = 2 }))
+	testenv.Eventually(t, 30*time.Second, "the restarted follower rejoins the isr", func() bool {
+		return len(partitionMeta(t, admin, topic).ISR) == 3
+	})
+	produce(20, 30)
+}
+
+// consumeValues reads n records of topic from the start.
+func consumeValues(t *testing.T, seeds []string, topic string, n int) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []string
+	for len(got) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records", len(got), n)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got
 }

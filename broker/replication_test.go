@@ -3,7 +3,10 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -264,6 +267,18 @@ func TestHighWatermarkIsTheISRsFsyncedEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Both real brokers hold all 20 records (a follower copies flushed
+	// data only, so the leader flushed them too).
+	segment := func(b *testenv.Broker) int64 {
+		fi, err := os.Stat(filepath.Join(b.DataDir, topic+"-0", fmt.Sprintf("%020d.log", 0)))
+		if err != nil {
+			return -1
+		}
+		return fi.Size()
+	}
+	testenv.Eventually(t, 20*time.Second, "the follower copies every record", func() bool {
+		return segment(b1) > 0 && segment(b1) == segment(b2)
+	})
 	ends, err := admin.ListEndOffsets(context.Background(), topic)
 	if err != nil {
 		t.Fatal(err)

@@ -85,8 +85,14 @@ func (c *controller) round() error {
 			return nil
 		}
 		if !c.active {
-			// Ours from an earlier session that has not expired yet:
-			// wait for it to go and contend again.
+			// Ours but fenced (another election raised the epoch
+			// meanwhile): give it up so that a new election runs. Ours
+			// from an earlier session: wait for it to expire.
+			if _, stat, err := z.s.Conn.Get(path); err == nil && stat.EphemeralOwner == z.s.Conn.SessionID() {
+				if err := z.s.Conn.Delete(path, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+					return err
+				}
+			}
 			return nil
 		}
 	} else {
@@ -204,8 +210,9 @@ func (c *controller) electPartition(topic string, p int32, replicas []int32, liv
 		&zk.SetDataRequest{Path: path, Data: encodeState(next), Version: version})
 	if err != nil {
 		if _, v, rerr := z.readControllerEpoch(); rerr == nil && v != c.epochVersion {
-			z.log.Warn("controller fenced: another broker was elected", "controller_epoch", c.epoch)
+			z.log.Warn("controller fenced: the controller epoch moved on", "controller_epoch", c.epoch)
 			c.active = false
+			notify(c.watch.fired) // next round: give up the node
 			return nil
 		}
 		return err // the state changed meanwhile: the watch brings us back

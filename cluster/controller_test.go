@@ -63,3 +63,56 @@ func TestControllerMovesLeadershipOffADeadBroker(t *testing.T) {
 		t.Fatalf("controller epoch %q, %v", data, err)
 	}
 }
+
+// A controller whose epoch was overtaken writes nothing: its state
+// writes check the epoch node's version. Here the epoch is raised behind
+// the controller's back; when a leader then dies, the partition's new
+// state carries a later epoch than the raised one, never the stale one.
+func TestStaleControllerIsFenced(t *testing.T) {
+	connect := testenv.StartZooKeeper(t)
+	members := map[int32]*cluster.ZooKeeper{1: join(t, connect, 1), 2: join(t, connect, 2), 3: join(t, connect, 3)}
+	for _, m := range members {
+		testenv.Eventually(t, 5*time.Second, "three brokers", func() bool { return len(m.Brokers()) == 3 })
+	}
+	created, err := members[1].CreateReplicatedTopic(context.Background(), "fenced", 3, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := session(t, connect)
+	var ctrl cluster.ControllerNode
+	testenv.Eventually(t, 10*time.Second, "a controller is elected", func() bool {
+		data, _, err := s.Conn.Get(s.Paths.Controller())
+		if err != nil {
+			return false
+		}
+		ctrl, err = cluster.DecodeControllerNode(data)
+		return err == nil
+	})
+	// Kill a partition's leader that is not the controller.
+	part := int32(0)
+	for created.Replicas[part][0] == ctrl.BrokerID {
+		part++
+	}
+	dead := created.Replicas[part][0]
+	data, stat, err := s.Conn.Get(s.Paths.ControllerEpoch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Conn.Set(s.Paths.ControllerEpoch(), []byte("100"), stat.Version); err != nil {
+		t.Fatal(err)
+	}
+	stale := string(data)
+	members[dead].Close()
+	var st cluster.PartitionState
+	testenv.Eventually(t, 20*time.Second, "a new leader is elected under a newer epoch", func() bool {
+		data, _, err := s.Conn.Get(s.Paths.PartitionState("fenced", part))
+		if err != nil {
+			return false
+		}
+		st, err = cluster.DecodePartitionStateNode(data)
+		return err == nil && st.Leader != dead && st.Leader >= 0
+	})
+	if st.ControllerEpoch <= 100 {
+		t.Fatalf("new state written under controller epoch %d (stale %s, raised to 100): %+v", st.ControllerEpoch, stale, st)
+	}
+}

@@ -6,7 +6,8 @@
 // What a client may rely on:
 //   - Requests pipelined on one connection are answered in request order.
 //   - A Produce with acks=all is answered only after the fsync that covers
-//     it; acks=1 after the append; acks=0 is never answered.
+//     it, on every in-sync replica for a replicated partition (replica.go);
+//     acks=1 after the append; acks=0 is never answered.
 //   - Fetch serves only flushed data and sends record bytes with sendfile,
 //     straight from the segment file to the socket (on TLS listeners they
 //     are read and encrypted: TLS cannot use sendfile).

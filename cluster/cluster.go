@@ -11,8 +11,12 @@
 // the producer and tools find brokers to start from (DiscoverBrokers).
 //
 // Every broker of a cluster reads the same record, so every broker answers
-// Metadata the same way, and a broker serves only the partitions assigned to
-// it (no replication: a partition lives on one broker). The ZooKeeper
+// Metadata the same way, and a broker serves only the partitions it leads.
+// A topic has one replica per partition unless it was created replicated
+// (ZooKeeper.CreateReplicatedTopic): then each partition's state node
+// (leader, leader epoch, ISR) decides who leads, kept by the controller
+// (controller.go) and the leader (SetISR), both with version-checked
+// writes, so a replaced controller or leader cannot overwrite newer state. The ZooKeeper
 // paths (ZKPaths) and node formats (Decode*Node, which refuse what no
 // writer makes) are defined once here, so every reader agrees on them.
 package cluster

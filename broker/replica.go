@@ -168,15 +168,17 @@ func (rs *replicas) followerFetched(t cluster.Topic, p int32, l *log.Log, replic
 		ls.mu.Unlock()
 		return -1, errReplicaUnknown
 	}
+	// A fetch offset past the log end is a follower whose log diverged:
+	// it is not caught up, whatever its offset says.
 	if offset <= l.LogEndOffset() {
 		f.end = offset
+		if offset >= flushed {
+			f.caughtUp = now
+		} else if offset >= f.prevEnd && f.prevFetch.After(f.caughtUp) {
+			f.caughtUp = f.prevFetch
+		}
+		f.prevEnd, f.prevFetch = flushed, now
 	}
-	if offset >= flushed {
-		f.caughtUp = now
-	} else if offset >= f.prevEnd && f.prevFetch.After(f.caughtUp) {
-		f.caughtUp = f.prevFetch
-	}
-	f.prevEnd, f.prevFetch = flushed, now
 	hw := ls.advance(l, st.ISR, rs.b.selfID)
 	join := !slices.Contains(st.ISR, replica) && f.end >= hw && !ls.isrChange
 	if join {

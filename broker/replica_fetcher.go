@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -48,10 +49,11 @@ type fetcher struct {
 	rs     *replicas
 	leader int32
 
-	mu    sync.Mutex
-	parts map[partKey]cluster.Topic
-	wake  chan struct{}
-	conn  net.Conn // the current connection, closed to stop a fetch in flight
+	mu       sync.Mutex
+	parts    map[partKey]cluster.Topic
+	diverged map[partKey]bool // not fetched until the view changes (see store)
+	wake     chan struct{}
+	conn     net.Conn // the current connection, closed to stop a fetch in flight
 
 	stop chan struct{}
 	done chan struct{}
@@ -102,7 +104,7 @@ func (rs *replicas) reconcileFetchers() {
 			go f.run()
 		}
 		f.mu.Lock()
-		f.parts = parts
+		f.parts, f.diverged = parts, nil
 		f.mu.Unlock()
 		signal(f.wake)
 	}
@@ -158,6 +160,10 @@ func (f *fetcher) run() {
 	for !f.stopped() {
 		f.mu.Lock()
 		parts := f.parts
+		if len(f.diverged) > 0 {
+			parts = maps.Clone(parts)
+			maps.DeleteFunc(parts, func(k partKey, _ cluster.Topic) bool { return f.diverged[k] })
+		}
 		f.mu.Unlock()
 		if len(parts) == 0 {
 			select {
@@ -175,6 +181,14 @@ func (f *fetcher) run() {
 		}
 		if err == nil {
 			failures = 0
+			continue
+		}
+		if errors.Is(err, errNothingServed) {
+			select {
+			case <-f.stop:
+			case <-f.wake:
+			case <-time.After(replicaRetry):
+			}
 			continue
 		}
 		if c != nil {
@@ -267,6 +281,7 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 	if code := resp.ErrorCode; code != 0 {
 		return fmt.Errorf("leader %d refused the fetch: %w", f.leader, kerr.ErrorForCode(code))
 	}
+	served := false
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			k := partKey{rt.Topic, rp.Partition}
@@ -274,13 +289,22 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 			if !ok {
 				continue
 			}
+			served = served || rp.ErrorCode == 0
 			if err := f.store(t, rp); err != nil {
 				return err
 			}
 		}
 	}
+	if !served {
+		return errNothingServed
+	}
 	return nil
 }
+
+// errNothingServed is a round whose every partition the leader refused
+// (it does not know yet that it leads them, or no longer does): the
+// fetcher waits a little rather than ask again at once.
+var errNothingServed = errors.New("the leader served none of the partitions")
 
 // store appends one partition's fetched batches and waits for their flush.
 func (f *fetcher) store(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) error {
@@ -289,9 +313,16 @@ func (f *fetcher) store(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) er
 		err := kerr.ErrorForCode(rp.ErrorCode)
 		if errors.Is(err, kerr.OffsetOutOfRange) {
 			// The logs diverged (this broker holds records the leader
-			// does not); truncation by leader epoch is not implemented.
+			// does not); truncation by leader epoch is not implemented,
+			// so the partition waits for the next change of the view.
 			b.logger.Error("follower's log is ahead of its leader's; it cannot follow until truncation is implemented",
 				"topic", t.Name, "partition", rp.Partition, "leader", f.leader)
+			f.mu.Lock()
+			if f.diverged == nil {
+				f.diverged = map[partKey]bool{}
+			}
+			f.diverged[partKey{t.Name, rp.Partition}] = true
+			f.mu.Unlock()
 		}
 		return nil // a leader change: the view moves this partition
 	}

@@ -278,16 +278,17 @@ func (b *Broker) minISR(t cluster.Topic) int {
 	return max(s.minISR, 1)
 }
 
-// enoughReplicas is checked before an acks=all batch is appended to a
-// replicated partition: NOT_ENOUGH_REPLICAS while the ISR is smaller than
-// min.insync.replicas, so nothing is written that could not be
-// acknowledged.
+// enoughReplicas is checked before an acks=all batch is appended:
+// NOT_ENOUGH_REPLICAS while the ISR is smaller than min.insync.replicas,
+// so nothing is written that could not be acknowledged. A partition with
+// one replica has an ISR of one.
 func (b *Broker) enoughReplicas(t cluster.Topic, p int32) int16 {
-	if !t.Replicated() {
+	need := b.minISR(t)
+	if need <= 1 {
 		return 0
 	}
 	st, ok := t.StateOf(p)
-	if !ok || len(st.ISR) < b.minISR(t) {
+	if !ok || len(st.ISR) < need {
 		return kerr.NotEnoughReplicas.Code
 	}
 	return 0

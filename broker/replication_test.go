@@ -391,3 +391,74 @@ func consumeValues(t *testing.T, seeds []string, topic string, n int) []string {
 	}
 	return got
 }
+
+// The topic config min.insync.replicas overrides the broker default, and
+// applies to a topic with one replica too (its ISR is that replica).
+func TestMinInsyncReplicasTopicConfig(t *testing.T) {
+	const topic = "strict"
+	_, brokers, admin := replicatedCluster(t, topic)
+	set := func(topic, v string) {
+		t.Helper()
+		resps, err := admin.AlterTopicConfigs(context.Background(), []kadm.AlterConfig{{Name: "min.insync.replicas", Value: &v}}, topic)
+		if err == nil {
+			_, err = resps.On(topic, nil)
+		}
+		if err != nil {
+			t.Fatalf("setting min.insync.replicas=%s on %s: %v", v, topic, err)
+		}
+	}
+	set(topic, "3")
+	p := partitionMeta(t, admin, topic)
+	for _, id := range p.Replicas {
+		if id != p.Leader {
+			brokers[id-1].Stop()
+			break
+		}
+	}
+	testenv.Eventually(t, 20*time.Second, "the isr shrinks to 2", func() bool {
+		return len(partitionMeta(t, admin, topic).ISR) == 2
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers[p.Leader-1].Addr), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(0), kgo.DisableIdempotentWrite())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// The broker answering may still have the old configs for a moment.
+	testenv.Eventually(t, 10*time.Second, "acks=all refused with NOT_ENOUGH_REPLICAS", func() bool {
+		return cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte("x")}).FirstErr() == kerr.NotEnoughReplicas
+	})
+	set(topic, "2")
+	testenv.Eventually(t, 10*time.Second, "acks=all accepted with min.insync.replicas 2", func() bool {
+		return cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte("y")}).FirstErr() == nil
+	})
+}
+
+// On a standalone broker a topic has one replica, so acks=all needs
+// min.insync.replicas 1: a topic asking for 2 refuses acks=all, and acks=1
+// still works.
+func TestMinInsyncReplicasStandalone(t *testing.T) {
+	b := testenv.StartBroker(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.DefaultProduceTopic("single"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(0), kgo.DisableIdempotentWrite())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	two := "2"
+	if resp, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, map[string]*string{"min.insync.replicas": &two}, "single"); err != nil || resp.Err != nil {
+		t.Fatalf("creating the topic: %v %v", err, resp.Err)
+	}
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte("x")}).FirstErr(); err != kerr.NotEnoughReplicas {
+		t.Fatalf("acks=all: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+	one, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.DefaultProduceTopic("single"),
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	if err := one.ProduceSync(context.Background(), &kgo.Record{Value: []byte("y")}).FirstErr(); err != nil {
+		t.Fatalf("acks=1: %v", err)
+	}
+}

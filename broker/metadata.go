@@ -53,6 +53,11 @@ func (b *Broker) metadata(listener SecurityProtocol, who *request, req *kmsg.Met
 	if len(resp.Brokers) > 0 {
 		resp.ControllerID = resp.Brokers[0].NodeID
 	}
+	if c, ok := b.meta.(controllerReader); ok {
+		if id, ok := c.Controller(); ok {
+			resp.ControllerID = id
+		}
+	}
 
 	var topics []cluster.Topic
 	if req.Topics == nil {

@@ -411,3 +411,9 @@ var minISRDef = topicConfigDef{
 	},
 	get: func(s topicSettings) string { return strconv.Itoa(max(s.minISR, 1)) },
 }
+
+// controllerReader is cluster metadata that knows the elected controller
+// (cluster.ZooKeeper), which Metadata reports.
+type controllerReader interface {
+	Controller() (id int32, ok bool)
+}

@@ -60,7 +60,7 @@ func partitionMeta(t *testing.T, admin *kadm.Client, topic string) kadm.Partitio
 // sync, and a leader; the followers copy what the leader takes, so after
 // acks=all writes every broker's log holds them.
 func TestReplicatedPartitionMetadataAndISR(t *testing.T) {
-	_, _, admin := replicatedCluster(t, "replicated")
+	connect, _, admin := replicatedCluster(t, "replicated")
 	p := partitionMeta(t, admin, "replicated")
 	if len(p.Replicas) != 3 || len(p.ISR) != 3 || p.Leader < 1 || p.LeaderEpoch != 0 || len(p.OfflineReplicas) != 0 {
 		t.Fatalf("partition metadata: %+v", p)
@@ -68,6 +68,24 @@ func TestReplicatedPartitionMetadataAndISR(t *testing.T) {
 	if !slices.Contains(p.Replicas, p.Leader) {
 		t.Fatalf("leader %d is not a replica %v", p.Leader, p.Replicas)
 	}
+	// Metadata names the elected controller.
+	s, err := cluster.DialZooKeeper(context.Background(), connect, testenv.Logger(t, slog.LevelWarn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	data, _, err := s.Conn.Get(s.Paths.Controller())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := cluster.DecodeControllerNode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "Metadata names the controller", func() bool {
+		m, err := admin.BrokerMetadata(context.Background())
+		return err == nil && m.Controller == ctrl.BrokerID
+	})
 }
 
 // The test of the first part: with replication factor 3 and

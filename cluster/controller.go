@@ -75,34 +75,36 @@ func (c *controller) round() error {
 	if err != nil {
 		return err
 	}
-	if ok {
-		n, err := DecodeControllerNode(data)
-		if err != nil || n.BrokerID != z.self.ID {
-			if c.active {
-				z.log.Info("no longer the controller", "controller", n.BrokerID)
-			}
-			c.active = false
-			return nil
-		}
-		if !c.active {
-			// Ours but fenced (another election raised the epoch
-			// meanwhile): give it up so that a new election runs. Ours
-			// from an earlier session: wait for it to expire.
-			if _, stat, err := z.s.Conn.Get(path); err == nil && stat.EphemeralOwner == z.s.Conn.SessionID() {
-				if err := z.s.Conn.Delete(path, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
-					return err
-				}
-			}
-			return nil
-		}
-	} else {
+	if !ok {
+		z.controller.Store(-1)
 		c.active = false
-		if err := c.win(); err != nil {
+		if err := c.win(); err != nil || !c.active {
 			return err
 		}
-		if !c.active {
-			return nil
+		return c.elect()
+	}
+	n, err := DecodeControllerNode(data)
+	if err != nil {
+		n.BrokerID = -1
+	}
+	z.controller.Store(n.BrokerID)
+	if n.BrokerID != z.self.ID {
+		if c.active {
+			z.log.Info("no longer the controller", "controller", n.BrokerID)
 		}
+		c.active = false
+		return nil
+	}
+	if !c.active {
+		// Ours but fenced (another election raised the epoch meanwhile):
+		// give it up so that a new election runs. Ours from an earlier
+		// session: wait for it to expire.
+		if _, stat, err := z.s.Conn.Get(path); err == nil && stat.EphemeralOwner == z.s.Conn.SessionID() {
+			if err := z.s.Conn.Delete(path, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
+			}
+		}
+		return nil
 	}
 	return c.elect()
 }
@@ -141,6 +143,7 @@ func (c *controller) win() error {
 			return err
 		}
 		c.active, c.epoch, c.epochVersion = true, epoch+1, stat.Version
+		z.controller.Store(z.self.ID)
 		z.log.Info("elected controller", "controller_epoch", c.epoch)
 		return nil
 	}
@@ -249,4 +252,11 @@ func nextState(st PartitionState, replicas []int32, live map[int32]bool) (Partit
 	next.Leader, next.ISR = -1, st.ISR
 	next.LeaderEpoch++
 	return next, true
+}
+
+// Controller is the id of the elected controller as this broker last read
+// it; ok false while there is none or it is not known yet.
+func (z *ZooKeeper) Controller() (id int32, ok bool) {
+	id = z.controller.Load()
+	return id, id >= 0
 }

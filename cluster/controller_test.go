@@ -62,6 +62,18 @@ func TestControllerMovesLeadershipOffADeadBroker(t *testing.T) {
 	if data, _, err := s.Conn.Get(s.Paths.ControllerEpoch()); err != nil || string(data) == "0" {
 		t.Fatalf("controller epoch %q, %v", data, err)
 	}
+	// Deleting the topic removes its state nodes with it.
+	for _, m := range members {
+		if err := m.DeleteTopic(context.Background(), "replicated"); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	for _, path := range []string{s.Paths.Topic("replicated"), s.Paths.PartitionState("replicated", 0)} {
+		if ok, _, err := s.Conn.Exists(path); ok || err != nil {
+			t.Fatalf("%s after deleting the topic: exists %v, %v", path, ok, err)
+		}
+	}
 }
 
 // A controller whose epoch was overtaken writes nothing: its state

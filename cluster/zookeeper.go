@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -34,6 +35,8 @@ type ZooKeeper struct {
 	brokers []Broker
 	topics  map[string]Topic
 	changed chan struct{}
+
+	controller atomic.Int32 // the elected controller's id, -1 unknown (controller.go)
 
 	refreshMu sync.Mutex         // serializes refreshes so views publish in read order
 	published map[string][]int32 // own partitions last written to the broker node
@@ -71,6 +74,7 @@ func JoinZooKeeper(ctx context.Context, connect string, self Broker, logger *slo
 		changed: make(chan struct{}),
 		stop:    make(chan struct{}),
 	}
+	z.controller.Store(-1)
 	if err := z.register(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("joining the cluster: %w", err)

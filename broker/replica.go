@@ -347,9 +347,10 @@ func replicationErrorCode(err error) (int16, bool) {
 // and is told the high watermark, a consumer of a replicated partition
 // reads up to the high watermark (end; -1: no bound but the flushed end,
 // for a partition with one replica). watch, when not nil, closes when the
-// high watermark moves.
+// high watermark moves. A replica id on a partition with one replica is
+// read as a consumer's fetch, as before replication.
 func (b *Broker) fetchBounds(t cluster.Topic, p int32, l *log.Log, replica int32, offset int64) (hw, end int64, watch <-chan struct{}, code int16) {
-	if replica >= 0 {
+	if replica >= 0 && t.Replicated() {
 		hw, err := b.replicas.followerFetched(t, p, l, replica, offset)
 		if err != nil {
 			code, _ := replicationErrorCode(err)

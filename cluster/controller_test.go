@@ -39,6 +39,17 @@ func TestControllerMovesLeadershipOffADeadBroker(t *testing.T) {
 			t.Fatalf("partition %d: state %+v, replicas %v", p, st, created.Replicas[p])
 		}
 	}
+	// Growing the topic places the new partitions' replicas and states.
+	grown, err := members[1].AddPartitions(context.Background(), "replicated", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(3); p < 5; p++ {
+		st, ok := grown.StateOf(p)
+		if !ok || len(grown.ReplicasOf(p)) != 3 || st.Leader != grown.ReplicasOf(p)[0] || !slices.Equal(st.ISR, grown.ReplicasOf(p)) {
+			t.Fatalf("new partition %d: replicas %v, state %+v %v", p, grown.ReplicasOf(p), st, ok)
+		}
+	}
 	dead := created.Replicas[0][0]
 	members[dead].Close()
 	delete(members, dead)

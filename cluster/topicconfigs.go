@@ -133,15 +133,15 @@ func (z *ZooKeeper) AddPartitions(ctx context.Context, name string, total int32)
 	if err != nil {
 		return Topic{}, err
 	}
-	if n.Replicas != nil && len(n.Replicas[0]) > 1 {
-		return Topic{}, fmt.Errorf("topic %s has %d replicas per partition: adding partitions to a replicated topic is not supported yet", name, len(n.Replicas[0]))
-	}
 	brokers, err := z.readBrokers(func(p string) ([]string, error) {
 		kids, _, err := z.s.Conn.Children(p)
 		return kids, err
 	})
 	if err != nil {
 		return Topic{}, err
+	}
+	if n.Replicas != nil && len(n.Replicas[0]) > 1 {
+		return z.addReplicatedPartitions(name, n, st.Version, total, brokers)
 	}
 	leaders, err := grow(Topic{Name: name, Leaders: n.Leaders}, total, brokers)
 	if err != nil {

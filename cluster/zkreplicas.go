@@ -188,3 +188,43 @@ func controllerNodeData(id int32) []byte {
 	data, _ := json.Marshal(ControllerNode{Version: nodeVersion, BrokerID: id, Timestamp: time.Now().UnixMilli()})
 	return data
 }
+
+// addReplicatedPartitions grows a replicated topic: the new partitions'
+// replicas are placed as CreateReplicatedTopic would place them, and the
+// topic node (conditional on version) and the new state nodes are
+// written in one multi.
+func (z *ZooKeeper) addReplicatedPartitions(name string, n TopicNode, version int32, total int32, brokers []Broker) (Topic, error) {
+	old := int32(len(n.Leaders))
+	if total <= old {
+		return Topic{}, fmt.Errorf("topic %s has %d partitions; a topic can only grow, asked for %d", name, old, total)
+	}
+	placed, err := SpreadReplicas(name, total, len(n.Replicas[0]), brokers)
+	if err != nil {
+		return Topic{}, fmt.Errorf("adding partitions to %s: %w", name, err)
+	}
+	ctrlEpoch, _, err := z.readControllerEpoch()
+	if err != nil {
+		return Topic{}, err
+	}
+	acl := zk.WorldACL(zk.PermAll)
+	var ops []any
+	for p := old; p < total; p++ {
+		n.Replicas = append(n.Replicas, placed[p])
+		n.Leaders = append(n.Leaders, placed[p][0])
+		state := z.s.Paths.PartitionState(name, p)
+		ops = append(ops,
+			&zk.CreateRequest{Path: state[:len(state)-len("/state")], Acl: acl},
+			&zk.CreateRequest{Path: state, Acl: acl, Data: encodeState(PartitionState{
+				Leader: placed[p][0], ISR: slices.Clone(placed[p]), ControllerEpoch: ctrlEpoch})})
+	}
+	data, _ := json.Marshal(n)
+	ops = append([]any{&zk.SetDataRequest{Path: z.s.Paths.Topic(name), Data: data, Version: version}}, ops...)
+	if _, err := z.s.Conn.Multi(ops...); err != nil {
+		if errors.Is(err, zk.ErrBadVersion) {
+			return Topic{}, fmt.Errorf("topic %s changed while adding partitions; retry: %w", name, err)
+		}
+		return Topic{}, fmt.Errorf("adding partitions to %s in zookeeper: %w", name, err)
+	}
+	z.log.Info("added partitions", "topic", name, "partitions", total, "replication_factor", len(n.Replicas[0]))
+	return z.refreshedTopic(name)
+}

@@ -48,6 +48,7 @@ func (z *ZooKeeper) runController() {
 	defer z.wg.Done()
 	c := &controller{z: z, watch: NewZKWatch(z.s.Conn)}
 	for {
+		changed := z.Changed()
 		err := c.round()
 		select {
 		case <-z.stop:
@@ -61,6 +62,7 @@ func (z *ZooKeeper) runController() {
 		case <-z.stop:
 			return
 		case <-c.watch.Fired():
+		case <-changed: // a new replicated topic, say
 		case <-time.After(controllerResweep):
 		}
 	}
@@ -163,24 +165,14 @@ func (c *controller) elect() error {
 			live[int32(n)] = true
 		}
 	}
-	names, err := c.watch.Children(z.s.Paths.Topics())
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		data, _, err := z.s.Conn.Get(z.s.Paths.Topic(name))
-		if errors.Is(err, zk.ErrNoNode) {
+	// The replica lists come from this broker's view (they never change
+	// once written); the states are read afresh and watched.
+	for _, t := range z.Topics() {
+		if !t.Replicated() {
 			continue
 		}
-		if err != nil {
-			return err
-		}
-		n, err := DecodeTopicNode(data)
-		if err != nil || n.Replicas == nil || len(n.Replicas[0]) < 2 {
-			continue
-		}
-		for p, replicas := range n.Replicas {
-			if err := c.electPartition(name, int32(p), replicas, live); err != nil {
+		for p, replicas := range t.Replicas {
+			if err := c.electPartition(t.Name, int32(p), replicas, live); err != nil {
 				return err
 			}
 			if !c.active {

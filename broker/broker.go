@@ -8,7 +8,8 @@
 // What a client may rely on:
 //   - Requests pipelined on one connection are answered in request order.
 //   - A Produce with acks=all is answered only after the fsync that covers
-//     it; acks=1 after the append; acks=0 is never answered.
+//     it, on every in-sync replica for a replicated partition (replica.go);
+//     acks=1 after the append; acks=0 is never answered.
 //   - Fetch serves only flushed data and sends record bytes with sendfile,
 //     straight from the segment file to the socket (on TLS listeners they
 //     are read and encrypted: TLS cannot use sendfile).
@@ -91,6 +92,8 @@ type Broker struct {
 	lastRefusalLog atomic.Int64 // unix nanos of the last refused-connection line
 
 	metrics *brokerMetrics // see metrics.go
+
+	replicas *replicas // replicated partitions led and followed (replica*.go)
 }
 
 // New opens the data directory (running crash recovery on every local
@@ -186,6 +189,8 @@ func New(cfg Config) (*Broker, error) {
 		b.logs.closeAll()
 		return nil, err
 	}
+	b.replicas = newReplicas(b)
+	go b.replicas.shrinkISRs()
 	go b.followMetadata()
 	go b.sweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval)
 	if zs, ok := b.quotas.store.(quotaZooKeeper); ok {
@@ -213,6 +218,7 @@ func (b *Broker) followMetadata() {
 	for _, t := range b.meta.Topics() {
 		prev[t.Name] = true
 	}
+	b.replicas.reconcileFetchers()
 	for {
 		ch := b.meta.Changed()
 		select {
@@ -221,6 +227,7 @@ func (b *Broker) followMetadata() {
 		case <-ch:
 		}
 		b.reconfigureAll() // configs changed through another broker (alterconfigs.go)
+		b.replicas.reconcileFetchers()
 		live := map[string]bool{}
 		for _, t := range b.meta.Topics() {
 			live[t.Name] = true
@@ -379,6 +386,7 @@ func (b *Broker) Close() error {
 	}
 	b.mu.Unlock()
 	b.connWG.Wait()
+	b.replicas.closeFetchers()
 	b.groups.Close()
 	err := b.logs.closeAll()
 	if merr := b.meta.Close(); err == nil {

@@ -34,6 +34,17 @@ type Config struct {
 	// larger batches get MESSAGE_TOO_LARGE. Default 1 MiB + 12 bytes of batch
 	// framing, as in Kafka.
 	MaxMessageBytes int32
+	// ReplicaLagMax is how long a follower may go without catching up with
+	// its leader before the leader takes it out of the ISR
+	// (replica.lag.time.max.ms). Default 30 s.
+	ReplicaLagMax time.Duration
+	// MinInsyncReplicas is the default of the topic config
+	// min.insync.replicas: the fewest in-sync replicas an acks=all produce
+	// is accepted with (else NOT_ENOUGH_REPLICAS). Default 1.
+	MinInsyncReplicas int
+	// DefaultReplicationFactor is the replication factor of auto-created
+	// topics and of CreateTopics asking for -1. Default 1.
+	DefaultReplicationFactor int
 	// AutoCreateTopics creates an unknown topic on first Metadata or Produce
 	// (auto.create.topics.enable).
 	AutoCreateTopics bool
@@ -118,6 +129,11 @@ func (c Config) withDefaults() Config {
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = 1<<20 + 12
 	}
+	if c.ReplicaLagMax <= 0 {
+		c.ReplicaLagMax = 30 * time.Second
+	}
+	c.MinInsyncReplicas = max(c.MinInsyncReplicas, 1)
+	c.DefaultReplicationFactor = max(c.DefaultReplicationFactor, 1)
 	if c.DefaultPartitions <= 0 {
 		c.DefaultPartitions = 1
 	}

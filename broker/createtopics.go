@@ -3,8 +3,8 @@ package broker
 // CreateTopics. DeleteTopics is in deletetopics.go.
 //
 // Partitions are spread over the live brokers by the cluster metadata.
-// Replication factor must be 1 or -1 (no replication, the paper's
-// trade-off). Configs are checked against the settings Tributary implements
+// A replication factor above 1 (or -1 with a default above 1) needs a
+// cluster (replica.go); a standalone broker stores each partition once. Configs are checked against the settings Tributary implements
 // (topicconfig.go); an unknown or unsupported one fails the topic with
 // INVALID_CONFIG and a message naming it. Manual replica assignments are
 // refused. Internal topics (internal_topics.go) are created only in their
@@ -45,7 +45,7 @@ func (b *Broker) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsR
 			st.ErrorMessage = &msg
 		} else {
 			st.NumPartitions = t.Partitions()
-			st.ReplicationFactor = 1
+			st.ReplicationFactor = int16(len(t.ReplicasOf(0)))
 			st.TopicID = t.ID
 			st.Configs = b.createdTopicConfigs(t)
 		}
@@ -107,8 +107,9 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	if n <= 0 || n > maxPartitions {
 		return cluster.Topic{}, coded(kerr.InvalidPartitions, "number of partitions must be between 1 and %d, got %d", maxPartitions, rt.NumPartitions)
 	}
-	if rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1 {
-		return cluster.Topic{}, coded(kerr.InvalidReplicationFactor, "replication factor %d: Tributary stores each partition on one broker, use 1", rt.ReplicationFactor)
+	rf, err := b.replicationFactor(rt.ReplicationFactor)
+	if err != nil {
+		return cluster.Topic{}, err
 	}
 	configs := map[string]string{}
 	for _, c := range rt.Configs {
@@ -123,7 +124,7 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	if len(configs) == 0 {
 		configs = nil
 	}
-	configs, err := internalShape(rt.Topic, n, configs)
+	configs, err = internalShape(rt.Topic, n, configs)
 	if err != nil {
 		return cluster.Topic{}, err
 	}
@@ -134,9 +135,13 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 		return cluster.Topic{}, err
 	}
 	if validateOnly {
-		return cluster.Topic{Name: rt.Topic, Leaders: make([]int32, n), Configs: configs}, nil
+		replicas := make([][]int32, n)
+		for p := range replicas {
+			replicas[p] = make([]int32, rf)
+		}
+		return cluster.Topic{Name: rt.Topic, Leaders: make([]int32, n), Replicas: replicas, Configs: configs}, nil
 	}
-	t, err := b.meta.CreateTopic(ctx, rt.Topic, n, configs)
+	t, err := b.createReplicated(ctx, rt.Topic, n, rf, configs)
 	if cerr := b.capacityError(rt.Topic, err); cerr != err {
 		b.logger.Warn("topic creation refused", "topic", rt.Topic, "err", cerr)
 		return t, cerr

@@ -112,10 +112,26 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 				continue
 			}
 			watches = append(watches, l.Changed())
-			fp.highWatermark, fp.logStart = l.HighWatermark(), l.StartOffset()
+			hw, end, watch, code := b.fetchBounds(t, rp.Partition, l, r.ReplicaID, rp.FetchOffset)
+			if code != 0 {
+				fp.errorCode = code
+				anyError = true
+				ft.partitions = append(ft.partitions, fp)
+				continue
+			}
+			if watch != nil {
+				watches = append(watches, watch)
+			}
+			fp.highWatermark, fp.logStart = hw, l.StartOffset()
 			if budget > 0 || size == 0 {
 				limit := min(int64(rp.PartitionMaxBytes), budget)
-				s, err := l.Read(rp.FetchOffset, max(limit, 1))
+				var s log.Slice
+				var err error
+				if end < 0 {
+					s, err = l.Read(rp.FetchOffset, max(limit, 1))
+				} else {
+					s, err = l.ReadUpTo(rp.FetchOffset, max(limit, 1), end)
+				}
 				switch {
 				case err != nil:
 					fp.errorCode = storageErrorCode(err)

@@ -36,6 +36,11 @@ func (b *Broker) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResp
 				continue
 			}
 			l, pcode := b.localPartition(t, rp.Partition)
+			var hw int64
+			if pcode == 0 {
+				// Replicated partitions: what every in-sync replica holds.
+				hw, _, _, pcode = b.fetchBounds(t, rp.Partition, l, -1, 0)
+			}
 			if pcode != 0 {
 				sp.ErrorCode = pcode
 				st.Partitions = append(st.Partitions, sp)
@@ -45,7 +50,7 @@ func (b *Broker) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResp
 			case -2, -4:
 				sp.Offset = l.StartOffset()
 			case -1:
-				sp.Offset = l.HighWatermark()
+				sp.Offset = hw
 			case -3:
 				if off, ts, ok := l.MaxTimestamp(); ok {
 					sp.Offset, sp.Timestamp = off, ts
@@ -56,7 +61,7 @@ func (b *Broker) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResp
 					sp.ErrorCode = kerr.UnsupportedVersion.Code
 					break
 				}
-				if off, ts, ok := l.OffsetForTime(rp.Timestamp); ok && off < l.HighWatermark() {
+				if off, ts, ok := l.OffsetForTime(rp.Timestamp); ok && off < hw {
 					sp.Offset, sp.Timestamp = max(off, l.StartOffset()), ts
 				}
 			}

@@ -3,8 +3,9 @@ package broker
 // Metadata.
 //
 // Answers from the cluster view (cluster.Metadata), so every broker of a
-// cluster answers the same. Each partition has one replica, its leader: no
-// replication. Each topic carries its persistent id, and a request may name
+// cluster answers the same. A partition of a replicated topic is described
+// by its state node (leader, leader epoch, ISR, offline replicas); any
+// other partition has one replica, its leader. Each topic carries its persistent id, and a request may name
 // a topic by id alone (v10+). Unknown topics are created when auto-creation is enabled
 // and the client allows it (always below v4, as in Kafka).
 //
@@ -57,6 +58,11 @@ func (b *Broker) metadata(listener SecurityProtocol, who *request, req *kmsg.Met
 	resp.ControllerID = b.selfID
 	if len(resp.Brokers) > 0 {
 		resp.ControllerID = resp.Brokers[0].NodeID
+	}
+	if c, ok := b.meta.(controllerReader); ok {
+		if id, ok := c.Controller(); ok {
+			resp.ControllerID = id
+		}
 	}
 
 	var topics []cluster.Topic
@@ -118,6 +124,10 @@ func topicMetadata(t cluster.Topic, live map[int32]bool) kmsg.MetadataResponseTo
 	st.TopicID = t.ID
 	st.IsInternal = false
 	for p, leader := range t.Leaders {
+		if t.Replicated() {
+			st.Partitions = append(st.Partitions, replicatedMetadata(t, int32(p), live))
+			continue
+		}
 		sp := kmsg.NewMetadataResponseTopicPartition()
 		sp.Partition = int32(p)
 		sp.Leader = leader
@@ -132,6 +142,34 @@ func topicMetadata(t cluster.Topic, live map[int32]bool) kmsg.MetadataResponseTo
 		st.Partitions = append(st.Partitions, sp)
 	}
 	return st
+}
+
+// replicatedMetadata describes a replicated partition from its state
+// node: its leader and leader epoch, its replicas, the ISR, and the
+// replicas whose broker is not alive. Without a live leader the
+// partition is LEADER_NOT_AVAILABLE, which clients retry until the
+// controller elected one.
+func replicatedMetadata(t cluster.Topic, p int32, live map[int32]bool) kmsg.MetadataResponseTopicPartition {
+	sp := kmsg.NewMetadataResponseTopicPartition()
+	sp.Partition = p
+	sp.Replicas = t.ReplicasOf(p)
+	sp.OfflineReplicas = []int32{}
+	for _, id := range sp.Replicas {
+		if !live[id] {
+			sp.OfflineReplicas = append(sp.OfflineReplicas, id)
+		}
+	}
+	state, ok := t.StateOf(p)
+	sp.Leader, sp.ISR = -1, []int32{}
+	if ok {
+		sp.LeaderEpoch, sp.ISR = state.LeaderEpoch, state.ISR
+		sp.Leader = state.Leader
+	}
+	if sp.Leader < 0 || !live[sp.Leader] {
+		sp.Leader = -1
+		sp.ErrorCode = kerr.LeaderNotAvailable.Code
+	}
+	return sp
 }
 
 // lookupTopic finds a topic, creating it when allowed; the error code is
@@ -152,7 +190,7 @@ func (b *Broker) lookupTopic(name string, autoCreate bool) (cluster.Topic, int16
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	n, configs := b.autoCreateShape(name)
-	t, err := b.meta.CreateTopic(ctx, name, n, configs)
+	t, err := b.createReplicated(ctx, name, n, b.cfg.DefaultReplicationFactor, configs)
 	if cerr := b.capacityError(name, err); cerr != err {
 		return b.refuseAutoCreate(name, cerr)
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/cluster"
 )
 
 func init() {
@@ -60,6 +61,8 @@ type appended struct {
 	log    *log.Log
 	last   int64 // last offset appended
 	ti, pi int   // the partition's place in the response
+	topic  cluster.Topic
+	p      int32
 }
 
 func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
@@ -93,6 +96,9 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 				setMessage(&sp, refusal)
 			default:
 				l, code := b.localPartition(t, rp.Partition)
+				if code == 0 && acks == -1 {
+					code = b.enoughReplicas(t, rp.Partition)
+				}
 				if code != 0 {
 					sp.ErrorCode = code
 					break
@@ -100,7 +106,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 				last := b.appendBatches(l, rp.Records, r.Version, &sp, b.produceLimitsFor(t))
 				b.storageWritten(l, sp.ErrorCode)
 				if sp.ErrorCode == 0 && acks == -1 && last >= 0 {
-					waits = append(waits, appended{log: l, last: last, ti: len(resp.Topics), pi: len(st.Partitions)})
+					waits = append(waits, appended{log: l, last: last, ti: len(resp.Topics), pi: len(st.Partitions), topic: t, p: rp.Partition})
 				}
 			}
 			b.metrics.produced(rt.Topic, rp.Records, sp.ErrorCode)
@@ -128,7 +134,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 		errs := make([]error, len(waits))
 		var wg sync.WaitGroup
 		for i, w := range waits {
-			wg.Go(func() { errs[i] = w.log.WaitFlushed(ctx, w.last) })
+			wg.Go(func() { errs[i] = b.waitReplicated(ctx, w.topic, w.p, w.log, w.last) })
 		}
 		wg.Wait()
 		for i, err := range errs {
@@ -136,7 +142,9 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 				continue
 			}
 			sp := &resp.Topics[waits[i].ti].Partitions[waits[i].pi]
-			if errors.Is(err, context.DeadlineExceeded) {
+			if code, ok := replicationErrorCode(err); ok {
+				sp.ErrorCode = code
+			} else if errors.Is(err, context.DeadlineExceeded) {
 				sp.ErrorCode = kerr.RequestTimedOut.Code
 			} else {
 				sp.ErrorCode = b.storageError(waits[i].log, err)

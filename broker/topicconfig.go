@@ -25,6 +25,7 @@ type topicSettings struct {
 	log             log.Config
 	maxMessageBytes int32 // largest record batch (max.message.bytes)
 	logAppendTime   bool  // the broker stamps batches with its own clock
+	minISR          int   // min.insync.replicas (0 reads as 1)
 	// recompress stores every batch in codec (compression.type names a
 	// codec); otherwise batches keep the producer's codec.
 	recompress bool
@@ -167,7 +168,7 @@ var topicConfigDefs = map[string]topicConfigDef{
 		},
 	},
 	// Settings whose only meaningful value is the one Tributary always has.
-	"min.insync.replicas":            fixedDef("min.insync.replicas", "1", kmsg.ConfigTypeInt),
+	"min.insync.replicas":            minISRDef,
 	"unclean.leader.election.enable": fixedDef("unclean.leader.election.enable", "false", kmsg.ConfigTypeBoolean),
 }
 
@@ -248,7 +249,7 @@ func durationMs(d time.Duration) string {
 // brokerTopicDefaults are the settings of a topic that sets nothing: the
 // broker's flags, filled in with the built-in defaults.
 func (b *Broker) brokerTopicDefaults() topicSettings {
-	return topicSettings{log: b.cfg.Log.WithDefaults(), maxMessageBytes: b.cfg.MaxMessageBytes}
+	return topicSettings{log: b.cfg.Log.WithDefaults(), maxMessageBytes: b.cfg.MaxMessageBytes, minISR: b.cfg.MinInsyncReplicas}
 }
 
 // builtinTopicDefaults are the settings of a broker started without flags:

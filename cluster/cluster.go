@@ -11,8 +11,12 @@
 // the producer and tools find brokers to start from (DiscoverBrokers).
 //
 // Every broker of a cluster reads the same record, so every broker answers
-// Metadata the same way, and a broker serves only the partitions assigned to
-// it (no replication: a partition lives on one broker). The ZooKeeper
+// Metadata the same way, and a broker serves only the partitions it leads.
+// A topic has one replica per partition unless it was created replicated
+// (ZooKeeper.CreateReplicatedTopic): then each partition's state node
+// (leader, leader epoch, ISR) decides who leads, kept by the controller
+// (controller.go) and the leader (SetISR), both with version-checked
+// writes, so a replaced controller or leader cannot overwrite newer state. The ZooKeeper
 // paths (ZKPaths) and node formats (Decode*Node, which refuse what no
 // writer makes) are defined once here, so every reader agrees on them.
 package cluster
@@ -59,12 +63,18 @@ func (b Broker) Endpoint(listener string) (host string, port int32, ok bool) {
 }
 
 // Topic is a topic's partition assignment: Leaders[p] is the id of the broker
-// that stores partition p.
+// that leads partition p (-1 while a replicated partition has no leader).
+// Replicas[p] lists the brokers storing it (nil for a topic with one
+// replica per partition, see ReplicasOf); States[p] is a replicated
+// partition's state node as last read (see StateOf), whose leader
+// Leaders[p] repeats.
 type Topic struct {
-	Name    string            `json:"name"`
-	ID      TopicID           `json:"id,omitzero"`
-	Leaders []int32           `json:"leaders"`
-	Configs map[string]string `json:"configs,omitempty"`
+	Name     string            `json:"name"`
+	ID       TopicID           `json:"id,omitzero"`
+	Leaders  []int32           `json:"leaders"`
+	Replicas [][]int32         `json:"replicas,omitempty"`
+	States   []PartitionState  `json:"-"`
+	Configs  map[string]string `json:"configs,omitempty"`
 }
 
 // Partitions is the topic's partition count.

@@ -140,6 +140,9 @@ func (z *ZooKeeper) AddPartitions(ctx context.Context, name string, total int32)
 	if err != nil {
 		return Topic{}, err
 	}
+	if n.Replicas != nil && len(n.Replicas[0]) > 1 {
+		return z.addReplicatedPartitions(name, n, st.Version, total, brokers)
+	}
 	leaders, err := grow(Topic{Name: name, Leaders: n.Leaders}, total, brokers)
 	if err != nil {
 		return Topic{}, err

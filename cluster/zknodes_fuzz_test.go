@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,7 +48,11 @@ func FuzzDecodeTopicNode(f *testing.F) {
 	seedNodes(f,
 		`{"version":1,"leaders":[1,2,3,1],"configs":{"retention.ms":"1000"}}`,
 		`{"leaders":[0]}`, `{"version":2,"leaders":[0]}`, `{"version":1,"leaders":[]}`,
-		`{"version":1,"leaders":[-1]}`, `{"version":1,"leaders":null}`, `null`, `"x"`)
+		`{"version":1,"leaders":[-1]}`, `{"version":1,"leaders":null}`, `null`, `"x"`,
+		`{"version":1,"leaders":[1,2],"replicas":[[1,2,3],[2,3,1]]}`,
+		`{"version":1,"leaders":[1,2],"replicas":[[1,2,3]]}`,
+		`{"version":1,"leaders":[1],"replicas":[[2,1]]}`, `{"version":1,"leaders":[1],"replicas":[[1,1]]}`,
+		`{"version":1,"leaders":[1,2],"replicas":[[1,2],[2]]}`)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n, err := DecodeTopicNode(data)
 		if err != nil {
@@ -60,6 +65,9 @@ func FuzzDecodeTopicNode(f *testing.F) {
 			if id < 0 {
 				t.Fatalf("accepted a negative broker id: %+v", n)
 			}
+		}
+		if n.Replicas != nil && checkReplicas(n.Leaders, n.Replicas) != nil {
+			t.Fatalf("accepted replicas no writer makes: %+v", n)
 		}
 		roundTrip(t, n, DecodeTopicNode)
 	})
@@ -181,4 +189,35 @@ func TestDecodersRefuseNodesNoWriterMakes(t *testing.T) {
 	if n, err := DecodeTopicNode([]byte(`{"leaders":[2]}`)); err != nil || n.Leaders[0] != 2 {
 		t.Errorf("hand-written assignment without a version: %+v, %v", n, err)
 	}
+}
+
+func FuzzDecodePartitionStateNode(f *testing.F) {
+	seedNodes(f,
+		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2,3,1],"controller_epoch":4}`,
+		`{"version":1,"leader":-1,"leader_epoch":1,"isr":[2],"controller_epoch":1}`,
+		`{"version":1,"leader":2,"leader_epoch":0,"isr":[1,3],"controller_epoch":0}`,
+		`{"version":1,"leader":1,"leader_epoch":0,"isr":[1,1],"controller_epoch":0}`,
+		`{"version":1,"leader":1,"leader_epoch":-1,"isr":[1],"controller_epoch":0}`,
+		`{"version":0,"leader":1,"isr":[1]}`, `{"version":1,"leader":-2,"isr":[1]}`,
+		`{"version":1,"leader":1,"isr":[]}`, `null`)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, err := DecodePartitionStateNode(data)
+		if err != nil {
+			return
+		}
+		if n.Version != nodeVersion || n.Leader < -1 || n.LeaderEpoch < 0 || n.ControllerEpoch < 0 || len(n.ISR) == 0 {
+			t.Fatalf("accepted a state no writer makes: %+v", n)
+		}
+		inISR := n.Leader == -1
+		for i, id := range n.ISR {
+			if id < 0 || slices.Contains(n.ISR[:i], id) {
+				t.Fatalf("accepted isr %v", n.ISR)
+			}
+			inISR = inISR || id == n.Leader
+		}
+		if !inISR {
+			t.Fatalf("accepted leader %d outside the isr %v", n.Leader, n.ISR)
+		}
+		roundTrip(t, n, DecodePartitionStateNode)
+	})
 }

@@ -122,10 +122,14 @@ type BrokerNode struct {
 
 // TopicNode is the content of /brokers/topics/<topic>.
 type TopicNode struct {
-	Version int               `json:"version"`
-	ID      TopicID           `json:"topic_id,omitzero"`
-	Leaders []int32           `json:"leaders"`
-	Configs map[string]string `json:"configs,omitempty"`
+	Version int     `json:"version"`
+	ID      TopicID `json:"topic_id,omitzero"`
+	Leaders []int32 `json:"leaders"`
+	// Replicas[p] lists the brokers that store partition p, the preferred
+	// leader (Leaders[p]) first. Absent in nodes written before
+	// replication: every partition then has one replica, its leader.
+	Replicas [][]int32         `json:"replicas,omitempty"`
+	Configs  map[string]string `json:"configs,omitempty"`
 }
 
 // ConsumerNode is the content of /consumers/<group>/ids/<consumer>.
@@ -200,6 +204,11 @@ func DecodeTopicNode(data []byte) (TopicNode, error) {
 	for p, id := range n.Leaders {
 		if id < 0 {
 			return TopicNode{}, fmt.Errorf("topic assignment node: partition %d: broker id %d is negative", p, id)
+		}
+	}
+	if n.Replicas != nil {
+		if err := checkReplicas(n.Leaders, n.Replicas); err != nil {
+			return TopicNode{}, fmt.Errorf("topic assignment node: %w", err)
 		}
 	}
 	return n, nil

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -34,6 +35,8 @@ type ZooKeeper struct {
 	brokers []Broker
 	topics  map[string]Topic
 	changed chan struct{}
+
+	controller atomic.Int32 // the elected controller's id, -1 unknown (controller.go)
 
 	refreshMu sync.Mutex         // serializes refreshes so views publish in read order
 	published map[string][]int32 // own partitions last written to the broker node
@@ -71,6 +74,7 @@ func JoinZooKeeper(ctx context.Context, connect string, self Broker, logger *slo
 		changed: make(chan struct{}),
 		stop:    make(chan struct{}),
 	}
+	z.controller.Store(-1)
 	if err := z.register(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("joining the cluster: %w", err)
@@ -83,8 +87,9 @@ func JoinZooKeeper(ctx context.Context, connect string, self Broker, logger *slo
 		s.Close()
 		return nil, fmt.Errorf("joining the cluster: reading the registries: %w", err)
 	}
-	z.wg.Add(1)
+	z.wg.Add(2)
 	go z.run()
+	go z.runController()
 	z.log.Info("joined the cluster", "zookeeper", connect, "host", self.Host, "port", self.Port, "brokers", len(z.Brokers()), "topics", len(z.Topics()))
 	return z, nil
 }
@@ -261,7 +266,12 @@ func (z *ZooKeeper) readTopic(name string) (Topic, bool, error) {
 	if n.ID.IsZero() {
 		n = z.assignTopicID(name, n, version)
 	}
-	t := Topic{Name: name, ID: n.ID, Leaders: n.Leaders, Configs: n.Configs}
+	t := Topic{Name: name, ID: n.ID, Leaders: n.Leaders, Replicas: n.Replicas, Configs: n.Configs}
+	if t.Replicated() {
+		if err := z.readStates(&t); err != nil {
+			return Topic{}, false, err
+		}
+	}
 	if configs, ok, err := z.readTopicConfigs(name); err != nil {
 		return Topic{}, false, err
 	} else if ok {
@@ -353,6 +363,7 @@ func (z *ZooKeeper) DeleteTopic(ctx context.Context, name string) error {
 	if ValidateName("topic", name) != nil {
 		return ErrUnknownTopic
 	}
+	z.deleteStates(name)
 	err := z.s.Conn.Delete(z.s.Paths.Topic(name), -1)
 	if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrInvalidPath) {
 		return ErrUnknownTopic

@@ -150,7 +150,7 @@ func (l *Log) appendBatches(batches [][]byte, rc *recoding) (AppendResult, error
 		p := &plan[i]
 		if !p.dup {
 			var err error
-			if p.base, p.last, err = l.write(batches[i], &p.h, now); err != nil {
+			if p.base, p.last, err = l.write(batches[i], &p.h, now, false); err != nil {
 				return AppendResult{}, err
 			}
 			res.Duplicate = false
@@ -206,16 +206,22 @@ func (l *Log) checkProducers(plan []plannedBatch, now time.Time) error {
 	return nil
 }
 
-// write appends one validated batch at the log end and returns its offsets.
+// write appends one validated batch at the log end and returns its offsets:
+// from the log end, written into the batch, or, for a follower's copy of
+// its leader's batch (keepBase), the batch's own, at or past the log end.
 // Call with mu held.
-func (l *Log) write(batch []byte, h *batchHeader, now time.Time) (base, last int64, err error) {
+func (l *Log) write(batch []byte, h *batchHeader, now time.Time, keepBase bool) (base, last int64, err error) {
 	if err := l.maybeRoll(h, now); err != nil {
 		return 0, 0, err
 	}
 	s := l.active
 	pos := s.size
 	base = l.leo
-	binary.BigEndian.PutUint64(batch[offBaseOffset:], uint64(base))
+	if keepBase {
+		base = h.baseOffset
+	} else {
+		binary.BigEndian.PutUint64(batch[offBaseOffset:], uint64(base))
+	}
 	h.baseOffset = base
 	if _, err := s.w.WriteAt(batch, pos); err != nil {
 		return 0, 0, l.undoWrite(s, pos, fmt.Errorf("append to %s at byte %d: %w", s.path, pos, err))

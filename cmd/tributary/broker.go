@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/cluster"
@@ -20,6 +21,9 @@ func runBroker(ctx context.Context, args []string) error {
 	bf.register(fs, "127.0.0.1:9092")
 	id := fs.Int("id", -1, "this broker's id, unique in the cluster (required)")
 	zk := fs.String("zookeeper", "", "ZooKeeper connect string `host:port[,host:port]/chroot` (required)")
+	lagMax := fs.Duration("replica-lag-time-max", 30*time.Second, "a follower that has not caught up with its leader for this long leaves the ISR (replica.lag.time.max.ms)")
+	minISR := fs.Int("min-insync-replicas", 1, "default of the topic config min.insync.replicas: acks=all needs this many in-sync replicas")
+	defaultRF := fs.Int("default-replication-factor", 1, "replication factor of auto-created topics and of CreateTopics asking for -1")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -42,6 +46,7 @@ func runBroker(ctx context.Context, args []string) error {
 	}
 	cfg := bf.config()
 	cfg.Metadata = meta
+	cfg.ReplicaLagMax, cfg.MinInsyncReplicas, cfg.DefaultReplicationFactor = *lagMax, *minISR, *defaultRF
 	b, err := broker.New(cfg)
 	if err != nil {
 		meta.Close()

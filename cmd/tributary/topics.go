@@ -25,6 +25,7 @@ func runTopics(ctx context.Context, args []string) error {
 	fs := newFlags("topics")
 	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated broker addresses")
 	partitions := fs.Int("partitions", 1, "partitions of a new topic (create)")
+	rf := fs.Int("replication-factor", 1, "brokers that store each partition of a new topic (create; more than 1 needs a cluster; -1: the brokers' default)")
 	var configs multiFlag
 	fs.Var(&configs, "config", "topic config `key=value` for create, repeatable (retention.ms, segment.bytes, ...)")
 	var sec clientFlags
@@ -52,7 +53,7 @@ func runTopics(ctx context.Context, args []string) error {
 			}
 			cfg[k] = &v
 		}
-		resps, err := adm.CreateTopics(ctx, int32(*partitions), 1, cfg, names...)
+		resps, err := adm.CreateTopics(ctx, int32(*partitions), int16(*rf), cfg, names...)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,137 @@
+package log
+
+// The two things replication needs from a partition's log: a follower
+// appends its leader's batches with the offsets the leader gave them
+// (AppendReplica), and a leader serves its consumers only up to the
+// replicated high watermark, below its own flushed end (ReadUpTo).
+
+import (
+	"fmt"
+)
+
+// AppendReplica appends batches copied from the partition's leader,
+// keeping their base offsets: a follower's log holds every record at the
+// offset the leader gave it. Each batch is validated as Append validates
+// it (a leader's bytes are checked like any client's: they went through a
+// network), idempotent producers' state is recorded so that this log
+// deduplicates retries when it becomes the leader, and no sequence is
+// checked (the leader did). A batch that ends at or below the log end is
+// one already held and is skipped; one that starts inside the log but
+// ends past it means the logs diverged, which is refused
+// (ErrOffsetOutOfRange). Batches become readable, and count as held
+// for the leader, once flushed.
+func (l *Log) AppendReplica(batches [][]byte) (AppendResult, error) {
+	plan := make([]batchHeader, len(batches))
+	for i, b := range batches {
+		h, err := validateBatch(b, l.cfg.MaxDecompressedBytes)
+		if err != nil {
+			return AppendResult{}, fmt.Errorf("batch %d of %d from the leader: %w", i+1, len(batches), err)
+		}
+		plan[i] = h
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return AppendResult{}, ErrClosed
+	}
+	if l.failed != nil {
+		return AppendResult{}, l.failed
+	}
+	now := l.cfg.Clock()
+	res := AppendResult{BaseOffset: -1, LastOffset: l.leo - 1, Duplicate: true, LogAppendTime: now.UnixMilli()}
+	for i := range plan {
+		h := &plan[i]
+		switch {
+		case h.nextOffset() <= l.leo:
+			continue
+		case h.baseOffset < l.leo:
+			return res, fmt.Errorf("%w: the leader's batch [%d, %d] overlaps this log's end %d", ErrOffsetOutOfRange, h.baseOffset, h.nextOffset()-1, l.leo)
+		}
+		base, last, err := l.write(batches[i], h, now, true)
+		if err != nil {
+			return res, err
+		}
+		if res.BaseOffset < 0 {
+			res.BaseOffset = base
+		}
+		res.LastOffset, res.Duplicate = last, false
+	}
+	return res, nil
+}
+
+// ReadUpTo is Read that stops before offset end (a batch boundary), for a
+// leader serving consumers up to the replicated high watermark while its
+// own flushed end is further. An offset at or past end gives an empty
+// Slice.
+func (l *Log) ReadUpTo(offset, maxBytes, end int64) (Slice, error) {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return Slice{}, ErrClosed
+	}
+	if end >= l.hw {
+		l.mu.RUnlock()
+		return l.Read(offset, maxBytes)
+	}
+	if offset < l.start || offset > l.leo {
+		err := fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, l.start, l.leo)
+		l.mu.RUnlock()
+		return Slice{}, err
+	}
+	if offset >= end {
+		l.mu.RUnlock()
+		return Slice{}, nil
+	}
+	s, offset := l.segmentServing(offset)
+	limit := s.size
+	if s == l.hwSeg {
+		limit = l.hwPos
+	}
+	entries := s.index
+	s.ref()
+	l.mu.RUnlock()
+
+	// end may lie in this segment: stop at the batch starting there.
+	limit, err := s.positionOf(entries, end, limit)
+	if err != nil {
+		s.unref()
+		return Slice{}, err
+	}
+	if limit == 0 {
+		s.unref()
+		return Slice{}, nil
+	}
+	pos, stop, err := s.readRange(entries, offset, limit, maxBytes)
+	if err != nil {
+		s.unref()
+		return Slice{}, err
+	}
+	return Slice{File: s.f, Pos: pos, Size: stop - pos, release: s.releaser()}, nil
+}
+
+// positionOf is the byte position of the first batch at or past offset
+// in the segment's first limit bytes (limit when there is none).
+func (s *segment) positionOf(entries []indexEntry, offset, limit int64) (int64, error) {
+	if offset <= s.base {
+		return 0, nil
+	}
+	r := readerPool.Get().(*reader)
+	defer func() { r.f = nil; readerPool.Put(r) }()
+	r.f, r.size, r.bufLen = s.f, limit, 0
+	pos := int64(lookup(entries, uint32(offset-s.base)).pos)
+	for pos < limit {
+		b, err := r.peek(pos, batchHeaderSize)
+		if err != nil {
+			return 0, fmt.Errorf("segment %s: batch header at byte %d: %w", s.path, pos, err)
+		}
+		h := parseHeader(b)
+		if h.length < minBatchLength {
+			return 0, fmt.Errorf("segment %s: %w: length %d at byte %d", s.path, ErrCorruptBatch, h.length, pos)
+		}
+		if h.baseOffset >= offset {
+			return pos, nil
+		}
+		pos += h.size()
+	}
+	return limit, nil
+}

@@ -1,0 +1,420 @@
+package broker
+
+// Replication, the leader's side: for each replicated partition this
+// broker leads, what its followers reported and the high watermark.
+//
+// Followers fetch with the Fetch API, replica id set, from the offset up
+// to which their log is fsynced (replica_fetcher.go), so a follower's
+// fetch offset is what it holds on disk. The high watermark is the
+// smallest such offset over the ISR, the leader's own fsynced end
+// included: consumers see nothing above it, and an acks=all produce is
+// answered once it passes the batch, so an acknowledged record is on the
+// disk of every in-sync replica. It never goes back; a follower that has
+// not fetched yet in this leader epoch holds it where it is.
+//
+// A follower that has not caught up with the leader's flushed end for
+// ReplicaLagMax leaves the ISR; one whose fetch offset reaches the high
+// watermark joins it again. The leader writes such changes to the
+// partition's state node, conditionally (cluster.ZooKeeper.SetISR), so a
+// leader that was replaced cannot overwrite its successor's state.
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/cluster"
+)
+
+// isrWriter is the cluster metadata that records ISR changes
+// (cluster.ZooKeeper).
+type isrWriter interface {
+	SetISR(ctx context.Context, topic string, partition int32, leaderEpoch int32, isr []int32) (cluster.PartitionState, error)
+}
+
+var (
+	errNotLeader       = errors.New("this broker no longer leads the partition")
+	errNotEnoughISR    = errors.New("fewer in-sync replicas than min.insync.replicas")
+	errReplicaUnknown  = errors.New("the fetching broker is not a replica of the partition")
+	errISRChangeFailed = errors.New("isr change not recorded")
+)
+
+// replicas is the broker's replication state: the partitions it leads and
+// (replica_fetcher.go) the fetchers of the partitions it follows.
+type replicas struct {
+	b      *Broker
+	lagMax time.Duration
+
+	mu       sync.Mutex
+	leading  map[partKey]*leaderState
+	learned  map[partKey]int64 // high watermarks heard from leaders while following
+	fetchers map[int32]*fetcher
+	closed   bool // shutting down: no new fetchers
+}
+
+// leaderState is one led partition in one leader epoch.
+type leaderState struct {
+	key   partKey
+	epoch int32
+
+	mu        sync.Mutex
+	hw        int64
+	followers map[int32]*followerState
+	changed   chan struct{} // closed when hw advances
+	isrChange bool          // an ISR write is under way
+}
+
+// followerState is what the leader knows of one follower.
+type followerState struct {
+	end       int64     // the follower's fsynced end: its last fetch offset; -1 before its first fetch
+	caughtUp  time.Time // last time it had everything the leader had flushed
+	prevEnd   int64     // the leader's flushed end at the follower's previous fetch
+	prevFetch time.Time
+}
+
+func newReplicas(b *Broker) *replicas {
+	return &replicas{
+		b: b, lagMax: b.cfg.ReplicaLagMax,
+		leading: map[partKey]*leaderState{}, learned: map[partKey]int64{}, fetchers: map[int32]*fetcher{},
+	}
+}
+
+// leader returns the state of t's partition p if this broker leads it
+// (nil for a partition with one replica, which has none), starting it at
+// a new leader epoch.
+func (rs *replicas) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, cluster.PartitionState, error) {
+	if !t.Replicated() {
+		return nil, cluster.PartitionState{}, nil
+	}
+	st, ok := t.StateOf(p)
+	if !ok || st.Leader != rs.b.selfID {
+		return nil, st, errNotLeader
+	}
+	key := partKey{t.Name, p}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	ls := rs.leading[key]
+	if ls == nil || ls.epoch != st.LeaderEpoch {
+		now := time.Now()
+		ls = &leaderState{key: key, epoch: st.LeaderEpoch, followers: map[int32]*followerState{}, changed: make(chan struct{})}
+		ls.hw = min(rs.learned[key], l.HighWatermark())
+		for _, id := range t.ReplicasOf(p) {
+			if id != rs.b.selfID {
+				ls.followers[id] = &followerState{end: -1, caughtUp: now, prevFetch: now}
+			}
+		}
+		rs.leading[key] = ls
+		rs.b.logger.Info("leading partition", "topic", t.Name, "partition", p, "leader_epoch", st.LeaderEpoch, "isr", st.ISR, "high_watermark", ls.hw)
+	}
+	return ls, st, nil
+}
+
+// advance recomputes the high watermark over isr. Call with ls.mu held.
+func (ls *leaderState) advance(l *log.Log, isr []int32, self int32) int64 {
+	hw := l.HighWatermark()
+	for _, id := range isr {
+		if id == self {
+			continue
+		}
+		if f := ls.followers[id]; f == nil || f.end < 0 {
+			hw = min(hw, ls.hw)
+		} else {
+			hw = min(hw, f.end)
+		}
+	}
+	if hw > ls.hw {
+		ls.hw = hw
+		close(ls.changed)
+		ls.changed = make(chan struct{})
+	}
+	return ls.hw
+}
+
+// highWatermark is what consumers of a led partition may read up to, and
+// a channel closed when it moves.
+func (rs *replicas) highWatermark(t cluster.Topic, p int32, l *log.Log) (int64, <-chan struct{}, error) {
+	ls, st, err := rs.leader(t, p, l)
+	if ls == nil {
+		return l.HighWatermark(), nil, err
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.advance(l, st.ISR, rs.b.selfID), ls.changed, nil
+}
+
+// followerFetched records a follower's fetch at offset (its fsynced end)
+// and returns the high watermark to send it. A follower that reached the
+// high watermark and is not in the ISR is added to it.
+func (rs *replicas) followerFetched(t cluster.Topic, p int32, l *log.Log, replica int32, offset int64) (int64, error) {
+	ls, st, err := rs.leader(t, p, l)
+	if err != nil {
+		return -1, err
+	}
+	if ls == nil {
+		return -1, errReplicaUnknown
+	}
+	now := time.Now()
+	flushed := l.HighWatermark()
+	ls.mu.Lock()
+	f := ls.followers[replica]
+	if f == nil {
+		ls.mu.Unlock()
+		return -1, errReplicaUnknown
+	}
+	// A fetch offset past the log end is a follower whose log diverged:
+	// it is not caught up, whatever its offset says.
+	if offset <= l.LogEndOffset() {
+		f.end = offset
+		if offset >= flushed {
+			f.caughtUp = now
+		} else if offset >= f.prevEnd && f.prevFetch.After(f.caughtUp) {
+			f.caughtUp = f.prevFetch
+		}
+		f.prevEnd, f.prevFetch = flushed, now
+	}
+	hw := ls.advance(l, st.ISR, rs.b.selfID)
+	join := !slices.Contains(st.ISR, replica) && f.end >= hw && !ls.isrChange
+	if join {
+		ls.isrChange = true
+	}
+	ls.mu.Unlock()
+	if join {
+		go rs.changeISR(ls, t.Name, p, append(slices.Clone(st.ISR), replica))
+	}
+	return hw, nil
+}
+
+// changeISR records a new ISR for a led partition.
+func (rs *replicas) changeISR(ls *leaderState, topic string, p int32, isr []int32) {
+	defer func() {
+		ls.mu.Lock()
+		ls.isrChange = false
+		ls.mu.Unlock()
+	}()
+	w, ok := rs.b.meta.(isrWriter)
+	if !ok {
+		return
+	}
+	ctx, cancel := rs.b.ctx()
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelT()
+	if _, err := w.SetISR(ctx, topic, p, ls.epoch, isr); err != nil {
+		rs.b.logger.Warn("changing the isr failed", "topic", topic, "partition", p, "isr", isr, "err", errors.Join(errISRChangeFailed, err))
+	}
+}
+
+// shrinkISRs runs until shutdown: every quarter of ReplicaLagMax it takes
+// out of the ISRs the followers that have lagged for longer than that.
+func (rs *replicas) shrinkISRs() {
+	tick := time.NewTicker(max(rs.lagMax/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-rs.b.stopSync:
+			return
+		case <-tick.C:
+		}
+		rs.mu.Lock()
+		led := make([]*leaderState, 0, len(rs.leading))
+		for _, ls := range rs.leading {
+			led = append(led, ls)
+		}
+		rs.mu.Unlock()
+		for _, ls := range led {
+			rs.shrink(ls)
+		}
+	}
+}
+
+func (rs *replicas) shrink(ls *leaderState) {
+	t, ok := rs.b.meta.Topic(ls.key.topic)
+	st, sok := t.StateOf(ls.key.p)
+	if !ok || !sok || st.Leader != rs.b.selfID || st.LeaderEpoch != ls.epoch {
+		rs.mu.Lock()
+		if rs.leading[ls.key] == ls {
+			delete(rs.leading, ls.key)
+		}
+		rs.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	ls.mu.Lock()
+	isr := make([]int32, 0, len(st.ISR))
+	for _, id := range st.ISR {
+		if f := ls.followers[id]; f != nil && now.Sub(f.caughtUp) > rs.lagMax {
+			rs.b.logger.Warn("follower left the isr: it lagged too long", "topic", ls.key.topic, "partition", ls.key.p,
+				"follower", id, "fetch_offset", f.end, "lagged_for", now.Sub(f.caughtUp).Round(time.Millisecond))
+			continue
+		}
+		isr = append(isr, id)
+	}
+	change := len(isr) != len(st.ISR) && !ls.isrChange
+	if change {
+		ls.isrChange = true
+	}
+	ls.mu.Unlock()
+	if change {
+		rs.changeISR(ls, ls.key.topic, ls.key.p, isr)
+	}
+}
+
+// minISR is the topic's min.insync.replicas.
+func (b *Broker) minISR(t cluster.Topic) int {
+	if len(t.Configs) == 0 {
+		return b.cfg.MinInsyncReplicas
+	}
+	s, err := applyTopicConfigs(b.brokerTopicDefaults(), t.Configs)
+	if err != nil {
+		return b.cfg.MinInsyncReplicas
+	}
+	return max(s.minISR, 1)
+}
+
+// enoughReplicas is checked before an acks=all batch is appended:
+// NOT_ENOUGH_REPLICAS while the ISR is smaller than min.insync.replicas,
+// so nothing is written that could not be acknowledged. A partition with
+// one replica has an ISR of one.
+func (b *Broker) enoughReplicas(t cluster.Topic, p int32) int16 {
+	need := b.minISR(t)
+	if need <= 1 {
+		return 0
+	}
+	st, ok := t.StateOf(p)
+	if !ok || len(st.ISR) < need {
+		return kerr.NotEnoughReplicas.Code
+	}
+	return 0
+}
+
+// waitReplicated is acks=all on a partition: the batch ending at last is
+// on this broker's disk and, for a replicated partition, under the high
+// watermark (on the disk of every in-sync replica), with the ISR still at
+// least min.insync.replicas.
+func (b *Broker) waitReplicated(ctx context.Context, t cluster.Topic, p int32, l *log.Log, last int64) error {
+	if err := l.WaitFlushed(ctx, last); err != nil || !t.Replicated() {
+		return err
+	}
+	for {
+		metaCh, logCh := b.meta.Changed(), l.Changed()
+		cur, _ := b.meta.Topic(t.Name)
+		ls, st, err := b.replicas.leader(cur, p, l)
+		if err != nil || ls == nil {
+			return errNotLeader
+		}
+		ls.mu.Lock()
+		hw := ls.advance(l, st.ISR, b.selfID)
+		ch := ls.changed
+		ls.mu.Unlock()
+		if hw > last {
+			if len(st.ISR) < b.minISR(cur) {
+				return errNotEnoughISR
+			}
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-metaCh:
+		case <-logCh:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// replicationErrorCode maps waitReplicated's own errors.
+func replicationErrorCode(err error) (int16, bool) {
+	switch {
+	case errors.Is(err, errNotLeader):
+		return kerr.NotLeaderForPartition.Code, true
+	case errors.Is(err, errNotEnoughISR):
+		return kerr.NotEnoughReplicasAfterAppend.Code, true
+	case errors.Is(err, errReplicaUnknown):
+		return kerr.ReplicaNotAvailable.Code, true
+	}
+	return 0, false
+}
+
+// fetchBounds decides what a Fetch may read from a partition this broker
+// leads: a follower (replica >= 0) reads up to this broker's flushed end
+// and is told the high watermark, a consumer of a replicated partition
+// reads up to the high watermark (end; -1: no bound but the flushed end,
+// for a partition with one replica). watch, when not nil, closes when the
+// high watermark moves. A replica id on a partition with one replica is
+// read as a consumer's fetch, as before replication.
+func (b *Broker) fetchBounds(t cluster.Topic, p int32, l *log.Log, replica int32, offset int64) (hw, end int64, watch <-chan struct{}, code int16) {
+	if replica >= 0 && t.Replicated() {
+		hw, err := b.replicas.followerFetched(t, p, l, replica, offset)
+		if err != nil {
+			code, _ := replicationErrorCode(err)
+			return -1, -1, nil, code
+		}
+		return hw, -1, nil, 0
+	}
+	if !t.Replicated() {
+		return l.HighWatermark(), -1, nil, 0
+	}
+	hw, watch, err := b.replicas.highWatermark(t, p, l)
+	if err != nil {
+		code, _ := replicationErrorCode(err)
+		return -1, -1, nil, code
+	}
+	return hw, hw, watch, 0
+}
+
+// replicatedCreator is cluster metadata that creates replicated topics
+// (cluster.ZooKeeper).
+type replicatedCreator interface {
+	CreateReplicatedTopic(ctx context.Context, name string, partitions int32, rf int, configs map[string]string) (cluster.Topic, error)
+}
+
+// replicationFactor checks a requested replication factor (-1: the
+// broker's default) against what the cluster can hold.
+func (b *Broker) replicationFactor(asked int16) (int, error) {
+	rf := int(asked)
+	if asked == -1 {
+		rf = b.cfg.DefaultReplicationFactor
+	}
+	if rf == 1 {
+		return 1, nil
+	}
+	if _, ok := b.meta.(replicatedCreator); !ok || rf < 1 {
+		return 0, coded(kerr.InvalidReplicationFactor, "replication factor %d: a standalone broker stores each partition once, use 1", asked)
+	}
+	if live := len(b.meta.Brokers()); rf > live {
+		return 0, coded(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d live brokers", rf, live)
+	}
+	return rf, nil
+}
+
+// createReplicated creates a topic with rf replicas per partition.
+func (b *Broker) createReplicated(ctx context.Context, name string, partitions int32, rf int, configs map[string]string) (cluster.Topic, error) {
+	if c, ok := b.meta.(replicatedCreator); ok && rf > 1 {
+		return c.CreateReplicatedTopic(ctx, name, partitions, rf, configs)
+	}
+	return b.meta.CreateTopic(ctx, name, partitions, configs)
+}
+
+// minISRDef is the topic config min.insync.replicas (topicconfig.go).
+var minISRDef = topicConfigDef{
+	typ: kmsg.ConfigTypeInt,
+	set: func(s *topicSettings, v string) error {
+		n, err := parseBounded("min.insync.replicas", v, 1, 1000)
+		s.minISR = int(n)
+		return err
+	},
+	get: func(s topicSettings) string { return strconv.Itoa(max(s.minISR, 1)) },
+}
+
+// controllerReader is cluster metadata that knows the elected controller
+// (cluster.ZooKeeper), which Metadata reports.
+type controllerReader interface {
+	Controller() (id int32, ok bool)
+}

@@ -1,0 +1,417 @@
+package broker
+
+// Replication, the follower's side: one fetcher per leader broker copies
+// every partition this broker follows from that leader, with the Fetch
+// API (replica id set to this broker's id) on a plain connection to the
+// leader's PLAINTEXT listener.
+//
+// Each round asks for every followed partition from the offset up to
+// which its local log is fsynced, appends what comes back as it is
+// (log.AppendReplica keeps the leader's offsets), and waits for the flush
+// that covers it before the next round: so the next fetch offset tells
+// the leader what this broker holds on disk, which is what the leader's
+// high watermark and acks=all count.
+//
+// The fetchers follow the cluster view (reconcileFetchers runs on every
+// change): a partition whose leader changes moves to the new leader's
+// fetcher, one this broker now leads leaves them.
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/cluster"
+)
+
+const (
+	replicaFetchVersion  = 11 // the last Fetch version with a v0 response header
+	replicaFetchWait     = 500 * time.Millisecond
+	replicaFetchMaxBytes = 16 << 20
+	replicaPartitionMax  = 1 << 20
+	replicaRetry         = 200 * time.Millisecond
+)
+
+// fetcher copies the partitions this broker follows from one leader.
+type fetcher struct {
+	rs     *replicas
+	leader int32
+
+	mu       sync.Mutex
+	parts    map[partKey]cluster.Topic
+	diverged map[partKey]bool // not fetched until the view changes (see store)
+	wake     chan struct{}
+	conn     net.Conn // the current connection, closed to stop a fetch in flight
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// reconcileFetchers makes the fetchers follow the view: for each
+// replicated partition of which this broker is a replica but not the
+// leader, the leader's fetcher copies it.
+func (rs *replicas) reconcileFetchers() {
+	want := map[int32]map[partKey]cluster.Topic{}
+	for _, t := range rs.b.meta.Topics() {
+		if !t.Replicated() {
+			continue
+		}
+		for p := range t.Partitions() {
+			st, ok := t.StateOf(p)
+			if !ok || st.Leader < 0 || st.Leader == rs.b.selfID || !slices.Contains(t.ReplicasOf(p), rs.b.selfID) {
+				continue
+			}
+			if want[st.Leader] == nil {
+				want[st.Leader] = map[partKey]cluster.Topic{}
+			}
+			want[st.Leader][partKey{t.Name, p}] = t
+		}
+	}
+	var stale []*fetcher
+	defer func() {
+		for _, f := range stale { // outside rs.mu, which their last round may need
+			f.close()
+		}
+	}()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.closed {
+		return
+	}
+	for id, f := range rs.fetchers {
+		if want[id] == nil {
+			stale = append(stale, f)
+			delete(rs.fetchers, id)
+		}
+	}
+	for id, parts := range want {
+		f := rs.fetchers[id]
+		if f == nil {
+			f = &fetcher{rs: rs, leader: id, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+			rs.fetchers[id] = f
+			go f.run()
+		}
+		f.mu.Lock()
+		f.parts, f.diverged = parts, nil
+		f.mu.Unlock()
+		signal(f.wake)
+	}
+}
+
+// closeFetchers stops every fetcher (shutdown).
+func (rs *replicas) closeFetchers() {
+	rs.mu.Lock()
+	fs := rs.fetchers
+	rs.fetchers, rs.closed = map[int32]*fetcher{}, true
+	rs.mu.Unlock()
+	for _, f := range fs {
+		f.close()
+	}
+}
+
+func (f *fetcher) close() {
+	close(f.stop)
+	f.mu.Lock()
+	if f.conn != nil {
+		f.conn.Close()
+	}
+	f.mu.Unlock()
+	<-f.done
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fetcher) stopped() bool {
+	select {
+	case <-f.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// run fetches until stopped, reconnecting after any failure.
+func (f *fetcher) run() {
+	defer close(f.done)
+	var c *replicaConn
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
+	failures := 0
+	for !f.stopped() {
+		f.mu.Lock()
+		parts := f.parts
+		if len(f.diverged) > 0 {
+			parts = maps.Clone(parts)
+			maps.DeleteFunc(parts, func(k partKey, _ cluster.Topic) bool { return f.diverged[k] })
+		}
+		f.mu.Unlock()
+		if len(parts) == 0 {
+			select {
+			case <-f.stop:
+			case <-f.wake:
+			}
+			continue
+		}
+		err := error(nil)
+		if c == nil {
+			c, err = f.dial()
+		}
+		if err == nil {
+			err = f.round(c, parts)
+		}
+		if err == nil {
+			failures = 0
+			continue
+		}
+		if errors.Is(err, errNothingServed) {
+			select {
+			case <-f.stop:
+			case <-f.wake:
+			case <-time.After(replicaRetry):
+			}
+			continue
+		}
+		if c != nil {
+			c.Close()
+			c = nil
+		}
+		if f.stopped() {
+			return
+		}
+		if failures++; failures == 1 || failures%50 == 0 {
+			f.rs.b.logger.Warn("fetching from the leader failed; retrying", "leader", f.leader, "err", err, "failures", failures)
+		}
+		select {
+		case <-f.stop:
+		case <-time.After(replicaRetry):
+		}
+	}
+}
+
+// dial connects to the leader's PLAINTEXT listener.
+func (f *fetcher) dial() (*replicaConn, error) {
+	for _, br := range f.rs.b.meta.Brokers() {
+		if br.ID != f.leader {
+			continue
+		}
+		host, port, ok := br.Endpoint(string(Plaintext))
+		if !ok {
+			return nil, fmt.Errorf("leader %d has no PLAINTEXT listener to replicate from", f.leader)
+		}
+		nc, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(int(port))), 5*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		f.mu.Lock()
+		f.conn = nc
+		f.mu.Unlock()
+		if f.stopped() {
+			nc.Close()
+			return nil, net.ErrClosed
+		}
+		return newReplicaConn(nc, f.rs.b.selfID), nil
+	}
+	return nil, fmt.Errorf("leader %d is not in the broker registry", f.leader)
+}
+
+// round is one fetch of every followed partition.
+func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
+	b := f.rs.b
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = replicaFetchVersion
+	req.ReplicaID = b.selfID
+	req.MaxWaitMillis = int32(replicaFetchWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = replicaFetchMaxBytes
+	req.SessionEpoch = -1
+	byTopic := map[string]int{}
+	keys := make([]partKey, 0, len(parts))
+	for k := range parts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b partKey) int {
+		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.p, b.p))
+	})
+	for _, k := range keys {
+		l, err := b.logs.get(parts[k], k.p)
+		if err != nil {
+			return fmt.Errorf("opening %s-%d to follow it: %w", k.topic, k.p, err)
+		}
+		i, ok := byTopic[k.topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[k.topic] = i
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = k.topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = k.p
+		rp.CurrentLeaderEpoch = -1
+		rp.FetchOffset = l.HighWatermark()
+		rp.LogStartOffset = -1
+		rp.PartitionMaxBytes = replicaPartitionMax
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = replicaFetchVersion
+	if err := c.roundTrip(req, resp, replicaFetchWait+10*time.Second); err != nil {
+		return err
+	}
+	if code := resp.ErrorCode; code != 0 {
+		return fmt.Errorf("leader %d refused the fetch: %w", f.leader, kerr.ErrorForCode(code))
+	}
+	served := false
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			k := partKey{rt.Topic, rp.Partition}
+			t, ok := parts[k]
+			if !ok {
+				continue
+			}
+			served = served || rp.ErrorCode == 0
+			if err := f.store(t, rp); err != nil {
+				return err
+			}
+		}
+	}
+	if !served {
+		return errNothingServed
+	}
+	return nil
+}
+
+// errNothingServed is a round whose every partition the leader refused
+// (it does not know yet that it leads them, or no longer does): the
+// fetcher waits a little rather than ask again at once.
+var errNothingServed = errors.New("the leader served none of the partitions")
+
+// store appends one partition's fetched batches and waits for their flush.
+func (f *fetcher) store(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) error {
+	b := f.rs.b
+	if rp.ErrorCode != 0 {
+		err := kerr.ErrorForCode(rp.ErrorCode)
+		if errors.Is(err, kerr.OffsetOutOfRange) {
+			// The logs diverged (this broker holds records the leader
+			// does not); truncation by leader epoch is not implemented,
+			// so the partition waits for the next change of the view.
+			b.logger.Error("follower's log is ahead of its leader's; it cannot follow until truncation is implemented",
+				"topic", t.Name, "partition", rp.Partition, "leader", f.leader)
+			f.mu.Lock()
+			if f.diverged == nil {
+				f.diverged = map[partKey]bool{}
+			}
+			f.diverged[partKey{t.Name, rp.Partition}] = true
+			f.mu.Unlock()
+		}
+		return nil // a leader change: the view moves this partition
+	}
+	key := partKey{t.Name, rp.Partition}
+	f.rs.mu.Lock()
+	f.rs.learned[key] = rp.HighWatermark
+	f.rs.mu.Unlock()
+	batches, err := splitRecordBatches(rp.RecordBatches)
+	if err != nil || len(batches) == 0 {
+		return err
+	}
+	l, err := b.logs.get(t, rp.Partition)
+	if err != nil {
+		return err
+	}
+	res, err := l.AppendReplica(batches)
+	if err != nil {
+		return fmt.Errorf("appending %s-%d from leader %d: %w", t.Name, rp.Partition, f.leader, err)
+	}
+	if res.Duplicate {
+		return nil
+	}
+	ctx, cancel := b.ctx()
+	defer cancel()
+	return l.WaitFlushed(ctx, res.LastOffset)
+}
+
+// splitRecordBatches cuts a fetch response's records into whole batches;
+// a partial batch at the end (a leader may cut one) is left for the next
+// fetch.
+func splitRecordBatches(records []byte) ([][]byte, error) {
+	var out [][]byte
+	for len(records) >= 12 {
+		size := int64(int32(binary.BigEndian.Uint32(records[8:]))) + 12
+		if size < 61 {
+			return nil, fmt.Errorf("the leader sent a record batch of %d bytes", size)
+		}
+		if size > int64(len(records)) {
+			break
+		}
+		out = append(out, records[:size])
+		records = records[size:]
+	}
+	return out, nil
+}
+
+// replicaConn is a Kafka client connection of one fetcher: requests one
+// at a time, framed by kmsg.
+type replicaConn struct {
+	nc   net.Conn
+	r    *bufio.Reader
+	fmt  *kmsg.RequestFormatter
+	corr int32
+	buf  []byte
+}
+
+func newReplicaConn(nc net.Conn, self int32) *replicaConn {
+	return &replicaConn{
+		nc:  nc,
+		r:   bufio.NewReaderSize(nc, 64<<10),
+		fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID("tributary-replica-" + strconv.Itoa(int(self)))),
+	}
+}
+
+func (c *replicaConn) Close() error { return c.nc.Close() }
+
+// roundTrip sends req and decodes the answer into resp (request and
+// response header v0 and v1: the versions used here are not flexible).
+func (c *replicaConn) roundTrip(req kmsg.Request, resp kmsg.Response, timeout time.Duration) error {
+	c.corr++
+	c.buf = c.fmt.AppendRequest(c.buf[:0], req, c.corr)
+	c.nc.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.nc.Write(c.buf); err != nil {
+		return err
+	}
+	var head [8]byte
+	if _, err := io.ReadFull(c.r, head[:]); err != nil {
+		return err
+	}
+	size := int32(binary.BigEndian.Uint32(head[:4]))
+	if corr := int32(binary.BigEndian.Uint32(head[4:])); corr != c.corr {
+		return fmt.Errorf("answer to request %d came for request %d", c.corr, corr)
+	}
+	if size < 4 || size > replicaFetchMaxBytes+1<<20 {
+		return fmt.Errorf("answer of %d bytes", size)
+	}
+	body := make([]byte, size-4)
+	if _, err := io.ReadFull(c.r, body); err != nil {
+		return err
+	}
+	return resp.ReadFrom(body)
+}

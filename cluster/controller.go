@@ -1,0 +1,254 @@
+package cluster
+
+// The controller: one broker of the cluster, elected through the
+// ephemeral /controller node, moves the leadership of replicated
+// partitions away from brokers that died.
+//
+// Winning the node increments the persistent /controller_epoch, and every
+// state write of the controller is a ZooKeeper multi that also checks that
+// node's version: a controller that lost its session (and so its node)
+// but has not noticed yet cannot write once another has won, because the
+// winner's increment changed the version it checks.
+//
+// On every change of the broker registry, the topics or a state node, the
+// controller looks at each replicated partition:
+//   - leader dead (or none): the first replica, in assignment order, that
+//     is in the ISR and alive becomes leader, the leader epoch grows by
+//     one, and the dead brokers leave the ISR. With no live ISR member the
+//     leader becomes -1 and the ISR stays as it was: unclean election is
+//     off, so only a broker that held every acknowledged record may lead.
+//   - leader alive, some ISR members dead: they leave the ISR (same
+//     epoch), so acks=all stops waiting for them at once rather than after
+//     replica.lag.time.max.ms.
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// controllerResweep re-reads everything this often even without a watch
+// firing: a safety net for writes lost to connection trouble.
+const controllerResweep = 5 * time.Second
+
+type controller struct {
+	z            *ZooKeeper
+	watch        *ZKWatch
+	active       bool
+	epoch        int32
+	epochVersion int32 // version of /controller_epoch after our increment
+}
+
+// runController contends for /controller until Close and, while it holds
+// it, keeps the replicated partitions led.
+func (z *ZooKeeper) runController() {
+	defer z.wg.Done()
+	c := &controller{z: z, watch: NewZKWatch(z.s.Conn)}
+	for {
+		changed := z.Changed()
+		err := c.round()
+		select {
+		case <-z.stop:
+			return
+		default:
+		}
+		if err != nil {
+			z.log.Warn("controller round failed; retrying", "err", err)
+		}
+		select {
+		case <-z.stop:
+			return
+		case <-c.watch.Fired():
+		case <-changed: // a new replicated topic, say
+		case <-time.After(controllerResweep):
+		}
+	}
+}
+
+// round takes the controller role if it is free and, holding it, elects
+// leaders where needed.
+func (c *controller) round() error {
+	z := c.z
+	path := z.s.Paths.Controller()
+	data, _, ok, err := c.watch.Get(path)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		z.controller.Store(-1)
+		c.active = false
+		if err := c.win(); err != nil || !c.active {
+			return err
+		}
+		return c.elect()
+	}
+	n, err := DecodeControllerNode(data)
+	if err != nil {
+		n.BrokerID = -1
+	}
+	z.controller.Store(n.BrokerID)
+	if n.BrokerID != z.self.ID {
+		if c.active {
+			z.log.Info("no longer the controller", "controller", n.BrokerID)
+		}
+		c.active = false
+		return nil
+	}
+	if !c.active {
+		// Ours but fenced (another election raised the epoch meanwhile):
+		// give it up so that a new election runs. Ours from an earlier
+		// session: wait for it to expire.
+		if _, stat, err := z.s.Conn.Get(path); err == nil && stat.EphemeralOwner == z.s.Conn.SessionID() {
+			if err := z.s.Conn.Delete(path, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
+			}
+		}
+		return nil
+	}
+	return c.elect()
+}
+
+// win creates /controller and, if this broker got it, increments the
+// controller epoch.
+func (c *controller) win() error {
+	z := c.z
+	if err := z.s.EnsurePath(z.s.Paths.Root + "/brokers/topics"); err != nil {
+		return err
+	}
+	_, err := z.s.Conn.Create(z.s.Paths.Controller(), controllerNodeData(z.self.ID), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	if errors.Is(err, zk.ErrNodeExists) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for {
+		epoch, version, err := z.readControllerEpoch()
+		if err != nil {
+			return err
+		}
+		next := []byte(strconv.Itoa(int(epoch) + 1))
+		var stat *zk.Stat
+		if version < 0 {
+			_, err = z.s.Conn.Create(z.s.Paths.ControllerEpoch(), next, 0, zk.WorldACL(zk.PermAll))
+			stat = &zk.Stat{Version: 0}
+		} else {
+			stat, err = z.s.Conn.Set(z.s.Paths.ControllerEpoch(), next, version)
+		}
+		if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		c.active, c.epoch, c.epochVersion = true, epoch+1, stat.Version
+		z.controller.Store(z.self.ID)
+		z.log.Info("elected controller", "controller_epoch", c.epoch)
+		return nil
+	}
+}
+
+// elect applies the rules in the file comment to every replicated
+// partition.
+func (c *controller) elect() error {
+	z := c.z
+	ids, err := c.watch.Children(z.s.Paths.BrokerIDs())
+	if err != nil {
+		return err
+	}
+	live := map[int32]bool{}
+	for _, id := range ids {
+		if n, err := strconv.Atoi(id); err == nil {
+			live[int32(n)] = true
+		}
+	}
+	// The replica lists come from this broker's view (they never change
+	// once written); the states are read afresh and watched.
+	for _, t := range z.Topics() {
+		if !t.Replicated() {
+			continue
+		}
+		for p, replicas := range t.Replicas {
+			if err := c.electPartition(t.Name, int32(p), replicas, live); err != nil {
+				return err
+			}
+			if !c.active {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+func (c *controller) electPartition(topic string, p int32, replicas []int32, live map[int32]bool) error {
+	z := c.z
+	path := z.s.Paths.PartitionState(topic, p)
+	data, version, ok, err := c.watch.Get(path)
+	if err != nil || !ok {
+		return err
+	}
+	st, err := DecodePartitionStateNode(data)
+	if err != nil {
+		z.log.Warn("controller: unreadable partition state", "topic", topic, "partition", p, "err", err)
+		return nil
+	}
+	next, changed := nextState(st, replicas, live)
+	if !changed {
+		return nil
+	}
+	next.ControllerEpoch = c.epoch
+	_, err = z.s.Conn.Multi(
+		&zk.CheckVersionRequest{Path: z.s.Paths.ControllerEpoch(), Version: c.epochVersion},
+		&zk.SetDataRequest{Path: path, Data: encodeState(next), Version: version})
+	if err != nil {
+		if _, v, rerr := z.readControllerEpoch(); rerr == nil && v != c.epochVersion {
+			z.log.Warn("controller fenced: the controller epoch moved on", "controller_epoch", c.epoch)
+			c.active = false
+			notify(c.watch.fired) // next round: give up the node
+			return nil
+		}
+		return err // the state changed meanwhile: the watch brings us back
+	}
+	z.log.Info("partition state changed by the controller", "topic", topic, "partition", p,
+		"leader", next.Leader, "leader_epoch", next.LeaderEpoch, "isr", next.ISR, "was_leader", st.Leader)
+	return nil
+}
+
+// nextState is the controller's rule for one partition (see the file
+// comment); changed false when st stays.
+func nextState(st PartitionState, replicas []int32, live map[int32]bool) (PartitionState, bool) {
+	isr := make([]int32, 0, len(st.ISR))
+	for _, id := range st.ISR {
+		if live[id] {
+			isr = append(isr, id)
+		}
+	}
+	next := st
+	next.ISR = isr
+	if st.Leader >= 0 && live[st.Leader] {
+		return next, len(isr) != len(st.ISR)
+	}
+	for _, id := range replicas {
+		if live[id] && slices.Contains(isr, id) {
+			next.Leader = id
+			next.LeaderEpoch++
+			return next, true
+		}
+	}
+	if st.Leader == -1 {
+		return st, false
+	}
+	next.Leader, next.ISR = -1, st.ISR
+	next.LeaderEpoch++
+	return next, true
+}
+
+// Controller is the id of the elected controller as this broker last read
+// it; ok false while there is none or it is not known yet.
+func (z *ZooKeeper) Controller() (id int32, ok bool) {
+	id = z.controller.Load()
+	return id, id >= 0
+}

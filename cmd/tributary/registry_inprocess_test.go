@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,5 +63,19 @@ func TestStandaloneRegistryUnderAuthorizer(t *testing.T) {
 	}
 	if err := p.Stop(30 * time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.Output.String())
+	}
+}
+
+// Credentials for the registry's own client name the listener it uses; a
+// standalone without one refuses to start, saying what to change.
+func TestStandaloneRegistryCredentialsNeedTheirListener(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stderr := runStderr(t, 1, "standalone", "--data-dir", t.TempDir(), "--listen", testenv.FreeAddr(t), "--registry-listen", testenv.FreeAddr(t),
+		"--registry-kafka-sasl-mechanism", "SCRAM-SHA-512", "--registry-kafka-sasl-user", "registry", "--registry-kafka-sasl-password-file", pw)
+	if !strings.Contains(stderr, "speak SASL_PLAINTEXT, and no listener does") {
+		t.Fatalf("want the missing SASL_PLAINTEXT listener named, got\n%s", stderr)
 	}
 }

@@ -97,6 +97,9 @@ var impliedBy = map[kmsg.ACLOperation][]kmsg.ACLOperation{
 // allowed decides one operation of principal, connected from host, on a
 // resource.
 func (z *authorizer) allowed(principal, host string, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
+	if principal == InternalPrincipal {
+		return internalAllowed(typ, name) // internal_conn.go
+	}
 	if slices.Contains(z.superUsers, principal) {
 		return true
 	}

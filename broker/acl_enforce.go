@@ -358,6 +358,9 @@ func (b *Broker) authorize(req *request) *pending {
 // mayWriteSomeTopic reports whether an ACL allows the principal to write
 // some topic: enough for an idempotent producer id, as in Kafka 3.x.
 func (b *Broker) mayWriteSomeTopic(req *request) bool {
+	if req.principal == InternalPrincipal {
+		return true // it writes the internal topics (internal_conn.go)
+	}
 	for _, a := range *b.authz.acls.Load() {
 		if a.ResourceType == kmsg.ACLResourceTypeTopic && a.Permission == kmsg.ACLPermissionTypeAllow &&
 			(a.Operation == kmsg.ACLOperationWrite || a.Operation == kmsg.ACLOperationAll) &&

@@ -77,6 +77,7 @@ type Broker struct {
 	closing chan struct{} // closed when shutdown starts; long polls end
 	tls     *tlsState     // nil without Config.TLS
 	authz   *authorizer   // nil without Config.Authorizer
+	logins  *loginGuard   // failed-login limit and timing (sasl_limit.go)
 	quotas  *quotas       // client quotas (quota.go)
 
 	mu        sync.Mutex
@@ -129,6 +130,7 @@ func New(cfg Config) (*Broker, error) {
 		perIP:    map[string]int{},
 		stopSync: make(chan struct{}),
 		budget:   newByteBudget(cfg.QueuedMaxRequestBytes),
+		logins:   newLoginGuard(),
 	}
 	var err error
 	if b.meta == nil {

@@ -72,7 +72,7 @@ func (b *Broker) saslHandshake(c *conn, req *kmsg.SASLHandshakeRequest) *kmsg.SA
 		c.auth.reauth = c.auth.authenticated
 		c.auth.mechanism = req.Mechanism
 		if scramHash(req.Mechanism) != nil {
-			c.auth.scram = newSCRAMConv(req.Mechanism, b.cfg.Credentials)
+			c.auth.scram = newSCRAMConv(req.Mechanism, b.cfg.Credentials, b.logins)
 		}
 	}
 	return resp
@@ -89,6 +89,13 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 		c.logger.Warn("closing connection: SASL exchange out of order")
 		return closeAfter{encode(req, resp)}
 	}
+	if ok, wait, n := b.logins.failed.Allow(c.ip); !ok {
+		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+		msg := fmt.Sprintf("too many failed logins from %s (%d within a minute): logins from it are refused for %s more", c.ip, n, wait.Round(time.Second))
+		resp.ErrorMessage = &msg
+		c.logger.Warn("closing connection: too many failed logins from its address", "failures", n, "refused_for", wait.Round(time.Second))
+		return closeAfter{encode(req, resp)}
+	}
 	var (
 		reply []byte
 		done  bool
@@ -103,6 +110,7 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 		user = c.auth.scram.user
 	}
 	if err != nil {
+		b.logins.failed.Fail(c.ip)
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		msg := fmt.Sprintf("authentication failed: invalid credentials with SASL mechanism %s", c.auth.mechanism)
 		resp.ErrorMessage = &msg
@@ -151,12 +159,13 @@ func (b *Broker) plainLogin(token []byte) (string, error) {
 			return user, err
 		}
 		if ok {
-			if checkPassword(mech, user, password, cred) {
+			if b.logins.checkPassword(mech, user, password, cred) {
 				return user, nil
 			}
 			return user, fmt.Errorf("wrong password for user %q", user)
 		}
 	}
+	b.logins.checkPassword(mechSCRAM512, user, password, plainDummy) // as long as a wrong password (sasl_limit.go)
 	return user, fmt.Errorf("unknown user %q", user)
 }
 

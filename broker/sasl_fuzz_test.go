@@ -18,7 +18,7 @@ func FuzzSCRAMExchange(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, first, final []byte) {
-		s := newSCRAMConv(mechSCRAM256, store)
+		s := newSCRAMConv(mechSCRAM256, store, newLoginGuard())
 		if _, _, err := s.next(first); err != nil {
 			return
 		}

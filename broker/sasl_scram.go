@@ -32,6 +32,7 @@ type scramConv struct {
 	mechanism string
 	hash      scram.HashGeneratorFcn
 	store     CredentialStore
+	guard     *loginGuard
 
 	step        int // 0: expecting client-first; 1: client-final; 2: done
 	user        string
@@ -47,8 +48,8 @@ type scramConv struct {
 // log, the client only learns that authentication failed.
 var errSCRAM = errors.New("SCRAM authentication failed")
 
-func newSCRAMConv(mechanism string, store CredentialStore) *scramConv {
-	return &scramConv{mechanism: mechanism, hash: scramHash(mechanism), store: store}
+func newSCRAMConv(mechanism string, store CredentialStore, guard *loginGuard) *scramConv {
+	return &scramConv{mechanism: mechanism, hash: scramHash(mechanism), store: store, guard: guard}
 }
 
 // step takes the client's next message and returns the server's reply;
@@ -98,11 +99,10 @@ func (s *scramConv) first(msg string) ([]byte, error) {
 	}
 	s.known = ok
 	if !ok {
-		// An unknown user gets a made-up salt and fails at the proof,
-		// so that the exchange does not tell which users exist.
-		salt := make([]byte, 32)
-		rand.Read(salt)
-		cred = scram.StoredCredentials{KeyFactors: scram.KeyFactors{Salt: string(salt), Iters: DefaultSCRAMIterations}}
+		// An unknown user gets a made-up salt, the same at every try, and
+		// fails at the proof, so that the exchange does not tell which
+		// users exist (sasl_limit.go).
+		cred = s.guard.unknownUser(s.mechanism, user)
 	}
 	s.cred = cred
 	nonce := make([]byte, 24)
@@ -134,21 +134,21 @@ func (s *scramConv) final(msg string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: proof is not base64", errSCRAM)
 	}
-	if !s.known {
-		return nil, fmt.Errorf("%w: unknown user %q for %s", errSCRAM, s.user, s.mechanism)
-	}
+	// An unknown user's proof is checked too, against a key none
+	// matches, so that it fails after the same work as a wrong password.
 	authMessage := []byte(s.clientFirst + "," + s.serverFirst + "," + withoutProof)
 	clientSig := s.hmac(s.cred.StoredKey, authMessage)
-	if len(proof) != len(clientSig) {
-		return nil, fmt.Errorf("%w: wrong password for user %q", errSCRAM, s.user)
-	}
-	clientKey := make([]byte, len(proof))
-	for i := range proof {
+	clientKey := make([]byte, len(clientSig))
+	for i := range min(len(proof), len(clientSig)) {
 		clientKey[i] = proof[i] ^ clientSig[i]
 	}
 	h := s.hash()
 	h.Write(clientKey)
-	if subtle.ConstantTimeCompare(h.Sum(nil), s.cred.StoredKey) != 1 {
+	matches := subtle.ConstantTimeCompare(h.Sum(nil), s.cred.StoredKey) == 1 && len(proof) == len(clientSig)
+	switch {
+	case !s.known:
+		return nil, fmt.Errorf("%w: unknown user %q for %s", errSCRAM, s.user, s.mechanism)
+	case !matches:
 		return nil, fmt.Errorf("%w: wrong password for user %q", errSCRAM, s.user)
 	}
 	serverSig := s.hmac(s.cred.ServerKey, authMessage)

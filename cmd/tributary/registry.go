@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -89,25 +92,25 @@ func (f *registryFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxSchemaDepth, "schema-max-depth", registry.DefaultMaxSchemaDepth, "deepest nesting of JSON objects and arrays in a schema the registry parses; deeper ones get 42201")
 }
 
-// security returns the registry's TLS and authentication settings.
-func (f *registryFlags) security() (*tls.Config, *registry.BasicAuth, error) {
-	var tc *tls.Config
+// security returns the registry's certificate (nil: plain HTTP) and
+// authentication settings.
+func (f *registryFlags) security() (*registry.Certificate, *registry.BasicAuth, error) {
+	var cert *registry.Certificate
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return nil, nil, errors.New("--registry-tls-cert and --registry-tls-key go together")
 	}
 	if f.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
-		if err != nil {
-			return nil, nil, fmt.Errorf("registry TLS certificate %s / key %s: %w", f.tlsCert, f.tlsKey, err)
+		var err error
+		if cert, err = registry.LoadCertificate(f.tlsCert, f.tlsKey); err != nil {
+			return nil, nil, err
 		}
-		tc = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 	}
 	switch f.auth {
 	case "":
 		if f.rolesFile != "" {
 			return nil, nil, errors.New("--registry-roles needs --registry-auth basic")
 		}
-		return tc, nil, nil
+		return cert, nil, nil
 	case "basic":
 	default:
 		return nil, nil, fmt.Errorf("--registry-auth %q: use basic, or leave it empty", f.auth)
@@ -122,10 +125,50 @@ func (f *registryFlags) security() (*tls.Config, *registry.BasicAuth, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if tc == nil {
+	if cert == nil {
 		slog.Warn("schema registry: basic auth without --registry-tls-cert sends passwords in clear text")
 	}
-	return tc, &registry.BasicAuth{Credentials: f.credentials, Roles: roles}, nil
+	return cert, &registry.BasicAuth{Credentials: f.credentials, Roles: roles}, nil
+}
+
+// reloadOnHangup reads cert's files again on every SIGHUP until the
+// returned stop is called, as the broker does with its own: new HTTPS
+// connections get the renewed certificate, open ones keep theirs, a pair
+// that does not load is reported and the current one kept. The signal is
+// caught from the call on, so a SIGHUP never kills the process.
+func reloadOnHangup(cert *registry.Certificate) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		reloadLoop(ctx, hup, cert)
+	}()
+	return func() {
+		signal.Stop(hup)
+		cancel()
+		<-done
+	}
+}
+
+func reloadLoop(ctx context.Context, hup <-chan os.Signal, cert *registry.Certificate) {
+	for {
+		select {
+		case <-hup:
+			if err := cert.Reload(); err != nil {
+				slog.Error("schema registry: TLS certificate reload failed; keeping the current certificate", "err", err)
+				continue
+			}
+			attrs := []any{"cert", cert.CertFile}
+			if leaf := cert.Leaf().Leaf; leaf != nil {
+				attrs = append(attrs, "subject", leaf.Subject.String(), "not_after", leaf.NotAfter)
+			}
+			slog.Info("schema registry: TLS certificate reloaded", attrs...)
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // serveRegistry answers the REST API on ln until ctx ends. It serves at
@@ -135,10 +178,15 @@ func (f *registryFlags) security() (*tls.Config, *registry.BasicAuth, error) {
 // process, which the registry writes through directly. ms is where its
 // metrics and readiness go.
 func serveRegistry(ctx context.Context, ln net.Listener, bootstrap []string, rf registryFlags, b *broker.Broker, ms *metrics.Server) error {
-	tc, auth, err := rf.security()
+	cert, auth, err := rf.security()
 	if err != nil {
 		ln.Close()
 		return err
+	}
+	var tc *tls.Config
+	if cert != nil {
+		tc = cert.TLSConfig()
+		defer reloadOnHangup(cert)()
 	}
 	kcfg := registry.KafkaLogConfig{Bootstrap: bootstrap, Logger: slog.Default(), Opts: rf.kafkaOpts}
 	if b != nil {

@@ -215,17 +215,6 @@ func describeListeners(ls []broker.Listener, lns []net.Listener) string {
 	return strings.Join(parts, ",")
 }
 
-// plaintextAddr is the address of the first PLAINTEXT listener, where this
-// process's own clients (the schema registry) reach the broker.
-func plaintextAddr(ls []broker.Listener, lns []net.Listener) (string, bool) {
-	for i, l := range ls {
-		if l.Protocol == broker.Plaintext {
-			return lns[i].Addr().String(), true
-		}
-	}
-	return "", false
-}
-
 // serveBroker runs b on its listeners until ctx ends, then shuts it down
 // gracefully. SIGHUP reloads the TLS certificate.
 func serveBroker(ctx context.Context, b *broker.Broker, ls []broker.Listener, lns []net.Listener) error {

@@ -6,22 +6,39 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/clientsec"
 )
 
 func init() {
 	register("standalone", "run one broker (and the schema registry) on a local data directory, no ZooKeeper", runStandalone)
 }
 
+// runStandalone runs the broker and, unless --registry-listen is empty,
+// the schema registry in one process. The registry's Kafka client reaches
+// the broker in-process by default (broker.DialInternal), as
+// broker.InternalPrincipal, which the authorizer lets do anything on the
+// internal topics and nothing else: so the registry works under
+// --authorizer without an ACL, on any listeners, and nobody outside the
+// process gains anything. Given --registry-kafka-* credentials it logs in
+// over the listener they speak instead, as that user, under its ACLs.
 func runStandalone(ctx context.Context, args []string) error {
+	var err error
 	fs := newFlags("standalone")
 	var bf brokerFlags
 	bf.register(fs, "127.0.0.1:9092")
 	registryListen := fs.String("registry-listen", "127.0.0.1:8081", "schema registry HTTP address `host:port`; empty runs no registry")
 	var rf registryFlags
 	rf.register(fs)
+	var rsec clientsec.Kafka
+	rsec.Register(fs, "registry-kafka-") // how the registry's own client logs in; default: in-process
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if rf.kafkaOpts, err = rsec.Opts(); err != nil {
+		return fmt.Errorf("--registry-kafka-*: %w", err)
 	}
 	rf.credentials = broker.OpenCredentialFile(broker.CredentialFilePath(bf.dataDir)) // the broker's own users
 	b, err := broker.New(bf.config())
@@ -36,11 +53,13 @@ func runStandalone(ctx context.Context, args []string) error {
 	var regLn net.Listener
 	var brokerAddr string
 	if *registryListen != "" {
-		var ok bool
-		if brokerAddr, ok = plaintextAddr(ls, lns); !ok {
+		if brokerAddr, err = registryBrokerAddr(rsec, ls, lns); err != nil {
 			closeAll(lns)
 			b.Close()
-			return errors.New("the schema registry reaches the broker over a PLAINTEXT listener: add one to --listeners, or run no registry (--registry-listen '')")
+			return err
+		}
+		if rsec == (clientsec.Kafka{}) {
+			rf.kafkaOpts = []kgo.Opt{kgo.Dialer(b.DialInternal)}
 		}
 		if regLn, err = net.Listen("tcp", *registryListen); err != nil {
 			closeAll(lns)
@@ -86,4 +105,20 @@ func runStandalone(ctx context.Context, args []string) error {
 		err1 = <-regDone
 	}
 	return errors.Join(err1, err2)
+}
+
+// registryBrokerAddr is the address the registry's client is given: with
+// credentials, the listener of the protocol they speak; in-process, the
+// first listener's (the dialer maps every address to the broker).
+func registryBrokerAddr(sec clientsec.Kafka, ls []broker.Listener, lns []net.Listener) (string, error) {
+	if sec == (clientsec.Kafka{}) {
+		return lns[0].Addr().String(), nil
+	}
+	want := broker.SecurityProtocol(sec.Protocol())
+	for i, l := range ls {
+		if l.Protocol == want {
+			return lns[i].Addr().String(), nil
+		}
+	}
+	return "", fmt.Errorf("the --registry-kafka-* flags speak %s, and no listener does: add one to --listeners, or drop those flags to connect the registry in-process", want)
 }

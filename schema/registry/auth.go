@@ -17,6 +17,14 @@ package registry
 // A request without valid credentials gets 401 (40101) and a
 // WWW-Authenticate challenge; an authenticated user without the role gets
 // 403 (40301) — both in Confluent's error shape.
+//
+// Password guessing is bounded two ways. A name that is no user costs the
+// same key derivation as a wrong password (against a fixed dummy salt and
+// the default iterations), so the time of a 401 does not tell which users
+// exist. And once a client address has sent wrong credentials
+// loginlimit.DefaultMax times within a minute, its requests with
+// credentials get 429 (42901) with Retry-After, unchecked, until the
+// minute is over.
 
 import (
 	"crypto/hmac"
@@ -24,11 +32,17 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/xdg-go/scram"
+
+	"github.com/tributary-io/tributary/internal/loginlimit"
 )
 
 // Role is what a user may do with the registry; each role includes the
@@ -86,6 +100,11 @@ type BasicAuth struct {
 	Roles       Roles
 	// Realm is named in the 401 challenge. Default: "Tributary Schema Registry".
 	Realm string
+	// FailedLogins limits wrong credentials per client address. Default:
+	// loginlimit's defaults (10 a minute, 10000 addresses tracked).
+	FailedLogins *loginlimit.Limiter
+
+	derivations atomic.Int64 // password key derivations, see Derivations
 
 	once    sync.Once
 	key     []byte // hides passwords in the cache
@@ -108,6 +127,26 @@ type checkedPassword struct {
 // maxCheckedPasswords bounds the cache; when full it starts over.
 const maxCheckedPasswords = 4096
 
+// dummyKeyFactors are what a name that is no user's is derived against:
+// the default iterations of `tributary users set`, so the derivation costs
+// what a real user's would.
+var dummyKeyFactors = scram.KeyFactors{Salt: "tributary-registry-no-such-user", Iters: 4096}
+
+// Derivations is how many password key derivations a checks have run: one
+// per login that is not answered from the cache, whether the user exists
+// or not.
+func (a *BasicAuth) Derivations() int64 { return a.derivations.Load() }
+
+// derive runs the salted, iterated SCRAM key derivation of password.
+func (a *BasicAuth) derive(h scram.HashGeneratorFcn, user, password string, kf scram.KeyFactors) (scram.StoredCredentials, error) {
+	a.derivations.Add(1)
+	client, err := h.NewClient(user, password, "")
+	if err != nil {
+		return scram.StoredCredentials{}, err // a name or password SASLprep refuses
+	}
+	return client.GetStoredCredentialsWithError(kf)
+}
+
 // scramMechanisms are tried in this order for a user's credential.
 var scramMechanisms = []struct {
 	name string
@@ -121,11 +160,7 @@ func (a *BasicAuth) authenticate(r *http.Request) (user string, ok bool, err err
 	if !given || user == "" {
 		return "", false, nil
 	}
-	a.once.Do(func() {
-		a.key = make([]byte, 32)
-		rand.Read(a.key)
-		a.checked = map[string]checkedPassword{}
-	})
+	a.init()
 	mac := hmac.New(sha256.New, a.key)
 	mac.Write([]byte(user + "\x00" + password))
 	sum := mac.Sum(nil)
@@ -143,11 +178,7 @@ func (a *BasicAuth) authenticate(r *http.Request) (user string, ok bool, err err
 		if seen && hmac.Equal(c.mac, sum) && subtle.ConstantTimeCompare(c.storedKey, cred.StoredKey) == 1 {
 			return user, true, nil
 		}
-		client, err := m.hash.NewClient(user, password, "")
-		if err != nil {
-			return "", false, nil // a name or password SASLprep refuses
-		}
-		got, err := client.GetStoredCredentialsWithError(cred.KeyFactors)
+		got, err := a.derive(m.hash, user, password, cred.KeyFactors)
 		if err != nil || subtle.ConstantTimeCompare(got.StoredKey, cred.StoredKey) != 1 {
 			return "", false, nil
 		}
@@ -159,7 +190,31 @@ func (a *BasicAuth) authenticate(r *http.Request) (user string, ok bool, err err
 		a.mu.Unlock()
 		return user, true, nil
 	}
+	// No such user: pay for a derivation all the same, so that the answer
+	// takes as long as a wrong password's.
+	a.derive(scramMechanisms[0].hash, user, password, dummyKeyFactors)
 	return "", false, nil
+}
+
+func (a *BasicAuth) init() {
+	a.once.Do(func() {
+		a.key = make([]byte, 32)
+		rand.Read(a.key)
+		a.checked = map[string]checkedPassword{}
+		if a.FailedLogins == nil {
+			a.FailedLogins = &loginlimit.Limiter{}
+		}
+	})
+}
+
+// clientAddr is the address failed logins are counted under: the
+// connection's IP, without its port.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // RequiredRole is the role a request needs. Methods and paths the API does
@@ -192,13 +247,27 @@ func (a *BasicAuth) handler(h http.Handler) http.Handler {
 	if realm == "" {
 		realm = "Tributary Schema Registry"
 	}
+	a.init()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr := clientAddr(r)
+		_, _, given := r.BasicAuth()
+		if given {
+			if ok, wait, n := a.FailedLogins.Allow(addr); !ok {
+				secs := int(wait.Round(time.Second) / time.Second)
+				w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+				writeError(w, &apiError{codeTooManyLogins, fmt.Sprintf("Too many failed logins from %s (%d within the limit's window): try again in %s", addr, n, wait.Round(time.Second))})
+				return
+			}
+		}
 		user, ok, err := a.authenticate(r)
 		if err != nil {
 			writeError(w, &apiError{http.StatusInternalServerError, fmt.Sprintf("checking credentials failed: %v", err)})
 			return
 		}
 		if !ok {
+			if given {
+				a.FailedLogins.Fail(addr)
+			}
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Basic realm=%q, charset=\"UTF-8\"", realm))
 			writeError(w, &apiError{codeUnauthorized, "Unauthorized: send HTTP basic credentials of a registry user"})
 			return

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/loginlimit"
 	"github.com/tributary-io/tributary/schema/internal/srtest"
 	"github.com/tributary-io/tributary/schema/registry"
 )
@@ -75,7 +76,7 @@ func TestRolesTable(t *testing.T) {
 	}
 	auth := &registry.BasicAuth{Credentials: creds, Roles: registry.StaticRoles{
 		"rita": registry.RoleReader, "will": registry.RoleWriter, "ada": registry.RoleAdmin,
-	}}
+	}, FailedLogins: &loginlimit.Limiter{Max: 1 << 20}} // every route is tried with a wrong password
 	srv, err := registry.NewWithLog(context.Background(), registry.NewMemoryLog().Open(), registry.Config{Logger: srtest.Quiet(), Auth: auth})
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ func (e *apiError) status() int {
 const (
 	codeUnauthorized             = 40101
 	codeForbidden                = 40301
+	codeTooManyLogins            = 42901 // Tributary's: failed logins from one address
 	codeSubjectNotFound          = 40401
 	codeVersionNotFound          = 40402
 	codeSchemaNotFound           = 40403

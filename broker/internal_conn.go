@@ -1,0 +1,68 @@
+package broker
+
+// In-process connections for this process's own clients: the schema
+// registry of `tributary standalone` reaches its broker through
+// DialInternal rather than a socket, as InternalPrincipal.
+//
+// Why a principal of its own: under an authorizer the registry must read,
+// describe and create _schemas, and the alternatives each cost the
+// operator something — an ACL for User:ANONYMOUS on a PLAINTEXT listener
+// (which then admits anyone who can reach that listener), or a SASL user
+// and its password for the registry to keep. InternalPrincipal is not a
+// User: no SASL login, client certificate or ACL can name it, and only
+// code in this process can dial it. It is a super user for the internal
+// topics (_schemas, _audit) and for nothing else: every other resource is
+// refused to it whatever the ACLs say.
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// InternalPrincipal is the principal of in-process connections.
+const InternalPrincipal = "Internal:tributary"
+
+// internalAllowed is the authorizer's answer for InternalPrincipal.
+func internalAllowed(typ kmsg.ACLResourceType, name string) bool {
+	return typ == kmsg.ACLResourceTypeTopic && IsInternalTopic(name)
+}
+
+// DialInternal connects to the broker in-process, as InternalPrincipal:
+// a kgo.Dialer for this process's own clients. Whatever address it is
+// asked for, it reaches this broker, so the client may be given any seed
+// (the listeners' addresses, which Metadata also names). It fails until
+// the broker serves its listeners, and after Close; kgo retries.
+func (b *Broker) DialInternal(_ context.Context, _, _ string) (net.Conn, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errors.New("broker: closed")
+	}
+	if len(b.listeners) == 0 {
+		return nil, errors.New("broker: not serving yet")
+	}
+	// Metadata names every broker by its endpoint of the connection's
+	// listener: the first listener's, which the client's dialer (this
+	// function again) maps back here. No TLS and no SASL on a pipe.
+	l := &boundListener{Listener: b.listeners[0].Listener, ln: b.listeners[0].ln}
+	client, server := net.Pipe()
+	c := newConn(b, l, server)
+	c.auth.principal, c.auth.authenticated = InternalPrincipal, true
+	if setting := b.admitLocked(c); setting != "" {
+		client.Close()
+		server.Close()
+		return nil, errors.New("broker: in-process connection refused: " + setting + " reached")
+	}
+	b.connWG.Add(1)
+	go func() {
+		defer b.connWG.Done()
+		c.serve()
+		b.mu.Lock()
+		b.forgetLocked(c)
+		b.mu.Unlock()
+	}()
+	return client, nil
+}

@@ -1,0 +1,70 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// `tributary quotas` sets, describes and deletes quotas on a standalone
+// broker whose only listener is SASL_PLAINTEXT with ACLs enforced: the
+// super user may, a user without ALTER_CONFIGS on the cluster is refused
+// with the broker's reason.
+func TestQuotasCLI(t *testing.T) {
+	dataDir, dir := t.TempDir(), t.TempDir()
+	creds := broker.OpenCredentialFile(broker.CredentialFilePath(dataDir))
+	for _, u := range []string{"admin", "bob"} {
+		if err := creds.Set(u, "SCRAM-SHA-256", u+"-pw", broker.DefaultSCRAMIterations); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := testenv.FreeAddr(t)
+	p := testenv.StartProcess(t, "standalone", "--data-dir", dataDir, "--registry-listen=",
+		"--listeners", "SASL_PLAINTEXT://"+addr, "--authorizer", "--super-users", "User:admin")
+	testenv.WaitListening(t, p, addr, 60*time.Second)
+	as := func(user string) []string {
+		pw := filepath.Join(dir, user+".pw")
+		os.WriteFile(pw, []byte(user+"-pw\n"), 0o600)
+		return []string{"--brokers", addr, "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-user", user, "--sasl-password-file", pw}
+	}
+	quotas := func(want int, user string, args ...string) string {
+		t.Helper()
+		return run(t, "", want, append(args, as(user)...)...)
+	}
+
+	quotas(0, "admin", "quotas", "set", "--user", "alice", "--producer-byte-rate", "1048576", "--consumer-byte-rate", "2097152")
+	quotas(0, "admin", "quotas", "set", "--default-client", "--producer-byte-rate", "262144")
+	quotas(0, "admin", "quotas", "set", "--user", "alice", "--client-id", "loader", "--consumer-byte-rate", "4096")
+	out := quotas(0, "admin", "quotas", "describe")
+	for _, want := range []string{
+		"user=alice  ", "producer_byte_rate=1048576", "consumer_byte_rate=2097152",
+		"client-id=<default>", "producer_byte_rate=262144",
+		"user=alice client-id=loader", "consumer_byte_rate=4096",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("quotas describe lacks %q:\n%s", want, out)
+		}
+	}
+	if out := quotas(0, "admin", "quotas", "describe", "--default-client"); strings.Contains(out, "alice") || !strings.Contains(out, "262144") {
+		t.Fatalf("quotas describe --default-client:\n%s", out)
+	}
+
+	if stderr := runStderr(t, 1, append([]string{"quotas", "set", "--user", "bob", "--producer-byte-rate", "1"}, as("bob")...)...); !strings.Contains(stderr, "ALTER_CONFIGS") {
+		t.Fatalf("quotas set by a user without ALTER_CONFIGS: want the broker's reason, got\n%s", stderr)
+	}
+	if stderr := runStderr(t, 1, append([]string{"quotas", "set", "--user", "bob"}, as("admin")...)...); !strings.Contains(stderr, "--producer-byte-rate") {
+		t.Fatalf("quotas set without a rate: want the missing flag named, got\n%s", stderr)
+	}
+
+	quotas(0, "admin", "quotas", "delete", "--user", "alice")
+	quotas(0, "admin", "quotas", "delete", "--user", "alice", "--client-id", "loader", "--consumer-byte-rate", "0")
+	out = quotas(0, "admin", "quotas", "describe")
+	if strings.Contains(out, "alice") || !strings.Contains(out, "client-id=<default>") {
+		t.Fatalf("after deleting alice's quotas, describe shows:\n%s", out)
+	}
+}

@@ -219,7 +219,7 @@ func ParseCompression(s string) (Compression, error) {
 			return StoreIn(c), nil
 		}
 	}
-	return 0, fmt.Errorf("compression.type %q: use producer, uncompressed, gzip, snappy, lz4 or zstd", s)
+	return 0, fmt.Errorf("compression.type=%s: use producer, uncompressed, gzip, snappy, lz4 or zstd", s)
 }
 
 // MarshalText is String, so that a Compression can be a command-line flag.

@@ -215,17 +215,12 @@ type produceLimits struct {
 	codec           log.Codec // the topic's codec when recompress is set
 }
 
-// produceLimitsFor reads them from the topic's configs; configs that fail
-// to parse were refused when set, so the broker's defaults stand in.
+// produceLimitsFor reads them from the topic's settings, the broker's
+// defaults (compression.type included) where the topic sets nothing.
 func (b *Broker) produceLimitsFor(t cluster.Topic) produceLimits {
-	if len(t.Configs) == 0 {
-		return produceLimits{maxMessageBytes: b.cfg.MaxMessageBytes}
-	}
-	s, err := applyTopicConfigs(b.brokerTopicDefaults(), t.Configs)
-	if err != nil {
-		return produceLimits{maxMessageBytes: b.cfg.MaxMessageBytes}
-	}
-	return produceLimits{maxMessageBytes: s.maxMessageBytes, logAppendTime: s.logAppendTime, recompress: s.recompress, codec: s.codec}
+	s := b.topicSettingsOf(t.Configs)
+	codec, recompress := s.log.Compression.Codec()
+	return produceLimits{maxMessageBytes: s.maxMessageBytes, logAppendTime: s.logAppendTime, recompress: recompress, codec: codec}
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

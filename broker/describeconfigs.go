@@ -127,6 +127,9 @@ func (b *Broker) brokerConfigEntries() []configEntry {
 		ms("log.retention.check.interval.ms", have.RetentionCheckInterval, def.RetentionCheckInterval),
 		ms("producer.id.expiration.ms", have.ProducerIDExpiry, def.ProducerIDExpiry),
 		{name: "log.cleanup.policy", value: "delete", typ: kmsg.ConfigTypeList, source: kmsg.ConfigSourceDefaultConfig},
+		// The default of topics that set no compression.type of their own.
+		{name: "compression.type", value: have.Compression.String(), typ: kmsg.ConfigTypeString,
+			source: sourceOf(have.Compression == def.Compression)},
 	}
 	entries[4].typ = kmsg.ConfigTypeInt
 	return entries

@@ -105,6 +105,9 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 				continue
 			}
 			l, code := b.localPartition(t, rp.Partition)
+			if code == 0 && r.Version < 10 {
+				code = b.fetchCodecCheck(t) // zstd needs Fetch v10+ (topicconfig.go)
+			}
 			if code != 0 {
 				fp.errorCode = code
 				anyError = true

@@ -14,9 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/cluster"
 )
 
 // topicSettings is everything a topic's configs decide: its partitions'
@@ -26,10 +28,6 @@ type topicSettings struct {
 	maxMessageBytes int32 // largest record batch (max.message.bytes)
 	logAppendTime   bool  // the broker stamps batches with its own clock
 	minISR          int   // min.insync.replicas (0 reads as 1)
-	// recompress stores every batch in codec (compression.type names a
-	// codec); otherwise batches keep the producer's codec.
-	recompress bool
-	codec      log.Codec
 }
 
 // topicConfigDef is one topic setting: its type as DescribeConfigs reports
@@ -146,26 +144,19 @@ var topicConfigDefs = map[string]topicConfigDef{
 		},
 	},
 	"compression.type": {
+		// log.Config.Compression: produce stores batches in it, the
+		// cleaner rebuilds them in it, and Fetch v9 and older is refused
+		// on a zstd topic (fetch.go).
 		typ: kmsg.ConfigTypeString,
 		set: func(s *topicSettings, v string) error {
-			if v == "producer" {
-				s.recompress = false
-				return nil
+			c, err := log.ParseCompression(v)
+			if err != nil {
+				return fmt.Errorf("config %w", err)
 			}
-			for c := log.CodecNone; c <= log.CodecZstd; c++ {
-				if v == c.String() {
-					s.recompress, s.codec = true, c
-					return nil
-				}
-			}
-			return fmt.Errorf("config compression.type=%s: use producer, uncompressed, gzip, snappy, lz4 or zstd", v)
+			s.log.Compression = c
+			return nil
 		},
-		get: func(s topicSettings) string {
-			if !s.recompress {
-				return "producer"
-			}
-			return s.codec.String()
-		},
+		get: func(s topicSettings) string { return s.log.Compression.String() },
 	},
 	// Settings whose only meaningful value is the one Tributary always has.
 	"min.insync.replicas":            minISRDef,
@@ -256,6 +247,34 @@ func (b *Broker) brokerTopicDefaults() topicSettings {
 // what decides whether a value is DEFAULT_CONFIG or STATIC_BROKER_CONFIG.
 func builtinTopicDefaults() topicSettings {
 	return topicSettings{log: log.Config{}.WithDefaults(), maxMessageBytes: Config{}.withDefaults().MaxMessageBytes}
+}
+
+// topicSettingsOf is a topic's settings: its configs over the broker's
+// defaults (the broker's flags), or the broker's defaults alone if the
+// configs do not apply (they were refused when set, so that means a
+// broker of another version wrote them).
+func (b *Broker) topicSettingsOf(configs map[string]string) topicSettings {
+	base := b.brokerTopicDefaults()
+	if len(configs) == 0 {
+		return base
+	}
+	if s, err := applyTopicConfigs(base, configs); err == nil {
+		return s
+	}
+	return base
+}
+
+// fetchCodecCheck is the error code of a Fetch older than v10 from a topic
+// whose compression.type (its own or the broker's) is zstd: such clients
+// predate zstd, so Kafka answers UNSUPPORTED_COMPRESSION_TYPE rather than
+// send batches they cannot read. As in Kafka the topic's setting decides,
+// not the batches, so the check costs no read; a producer topic holds zstd
+// only from Produce v7+ clients, which fetch with v10+ themselves.
+func (b *Broker) fetchCodecCheck(t cluster.Topic) int16 {
+	if codec, ok := b.topicSettingsOf(t.Configs).log.Compression.Codec(); ok && codec == log.CodecZstd {
+		return kerr.UnsupportedCompressionType.Code
+	}
+	return 0
 }
 
 // applyTopicConfigs applies a topic's configs on top of base, in name order,

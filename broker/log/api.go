@@ -170,6 +170,11 @@ type Config struct {
 	// value) stays readable before cleaning removes it, so that consumers
 	// have time to see the delete (delete.retention.ms). Default 1 day.
 	DeleteRetention time.Duration
+	// Compression is the topic's compression.type. The log applies it
+	// where it writes batches of its own: the batches compaction rebuilds
+	// (clean.go). Produce applies it on append (AppendBatchesIn). Default
+	// CompressionProducer: each batch keeps its producer's codec.
+	Compression Compression
 
 	// Cleaner sizes the broker's log cleaner; only the Config the broker
 	// opens partitions from (not a topic's) is read for it.

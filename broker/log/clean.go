@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -38,19 +39,20 @@ import (
 //
 // How a batch is written (the only place the log writes batches of its
 // own): a batch that keeps every record is copied byte for byte. One that
-// keeps some is written anew as an uncompressed RecordBatch v2 holding the
-// kept records' bytes unchanged, with the batch's base offset, last offset
-// delta, timestamps and producer fields, so the kept records keep their
-// offsets (their offset deltas now have holes, as in a batch Kafka's
-// cleaner wrote) and the CRC is recomputed. Writing it uncompressed rather
-// than recompressing keeps the cleaner simple and its output readable by
-// every client; a compacted topic's data rarely gains much from batch
-// compression once only one record per key is left. A batch that keeps no
-// record is dropped, except the newest batch of an idempotent producer the
+// keeps some is written anew as a RecordBatch v2 holding the kept records'
+// bytes unchanged, with the batch's base offset, last offset delta,
+// timestamps and producer fields, so the kept records keep their offsets
+// (their offset deltas now have holes, as in a batch Kafka's cleaner
+// wrote) and the CRC is recomputed. Its records are compressed with the
+// topic's codec when compression.type names one, and with the batch's own
+// codec under compression.type=producer, as Kafka's cleaner keeps the
+// source codec: a compacted topic stays as small on disk and on the wire
+// as its settings promise. A batch that keeps no record is dropped, except the newest batch of an idempotent producer the
 // log still tracks: its header stays, with no records, so that producer
 // state rebuilt from the log (when a snapshot is lost) still deduplicates
 // that producer's retries; Kafka keeps such empty batches for the same
-// reason.
+// reason; having no records, it is written uncompressed, as Kafka writes
+// it.
 //
 // The rewritten segments replace the old ones atomically as a set (see
 // swap.go).
@@ -152,6 +154,7 @@ func (l *Log) clean(m *offsetMap, stop <-chan struct{}) (CleanStats, error) {
 	horizon := now.Add(-l.cfg.DeleteRetention).UnixMilli()
 	limit := l.cfg.MaxDecompressedBytes
 	newest := l.producers.newestBases()
+	store := l.cfg.Compression
 	l.mu.RUnlock()
 	defer func() {
 		for _, s := range segs {
@@ -199,7 +202,7 @@ func (l *Log) clean(m *offsetMap, stop <-chan struct{}) (CleanStats, error) {
 		if s.base >= end {
 			break
 		}
-		c, err := l.rewriteSegment(s, m, end, horizon, newest, limit, stop, &st)
+		c, err := l.rewriteSegment(s, m, end, horizon, newest, store, limit, stop, &st)
 		if err != nil {
 			return st, fmt.Errorf("clean %s: %w", s.path, err)
 		}
@@ -243,9 +246,11 @@ func (c cleanedSegment) discard(fsys FS) {
 }
 
 // rewriteSegment writes the records of s that compaction keeps to
-// NNN.log.cleaned, and the gaps their removal leaves to NNN.gaps.cleaned.
+// NNN.log.cleaned, and the gaps their removal leaves to NNN.gaps.cleaned;
+// store is the topic's compression type, which the batches it rebuilds are
+// written in.
 func (l *Log) rewriteSegment(s *segment, m *offsetMap, end, horizon int64, newest map[int64]int64,
-	limit int64, stop <-chan struct{}, st *CleanStats) (cleanedSegment, error) {
+	store Compression, limit int64, stop <-chan struct{}, st *CleanStats) (cleanedSegment, error) {
 	c := cleanedSegment{old: s, next: s.base, maxTs: -1}
 	dir := filepath.Dir(s.path)
 	f, err := l.fs.OpenFile(s.path+cleanedSuffix, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -299,7 +304,14 @@ func (l *Log) rewriteSegment(s *segment, m *offsetMap, end, horizon int64, newes
 		case int(count) == len(recs):
 			werr = write(h, raw)
 		case count > 0 || h.producerID != -1 && isNewest(newest, h):
-			werr = write(h, rebuildBatch(raw, kept, count))
+			codec, ok := store.Codec()
+			if !ok {
+				codec = BatchCodec(raw)
+			}
+			var b []byte
+			if b, werr = l.rebuildBatch(raw, kept, count, codec); werr == nil {
+				werr = write(h, b)
+			}
 		}
 		return werr == nil
 	})
@@ -349,8 +361,9 @@ func (p *producers) newestBases() map[int64]int64 {
 }
 
 // rebuildBatch is the batch raw with only the given records (their bytes
-// unchanged), uncompressed, its CRC recomputed.
-func rebuildBatch(raw, records []byte, count int32) []byte {
+// unchanged), compressed with codec (uncompressed when it keeps none), its
+// CRC recomputed.
+func (l *Log) rebuildBatch(raw, records []byte, count int32, codec Codec) ([]byte, error) {
 	b := make([]byte, batchHeaderSize, batchHeaderSize+len(records))
 	copy(b, raw[:batchHeaderSize])
 	b = append(b, records...)
@@ -359,7 +372,13 @@ func rebuildBatch(raw, records []byte, count int32) []byte {
 	binary.BigEndian.PutUint32(b[offRecordCount:], uint32(count))
 	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-lengthPrefix))
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
-	return b
+	if codec == CodecNone || count == 0 {
+		return b, nil
+	}
+	// It holds fewer records than a batch the log already accepted: only
+	// the batch's int32 length field caps it.
+	h := parseHeader(b)
+	return l.reencode(b, &h, codec, math.MaxInt32)
 }
 
 // writeSynced writes a whole file and fsyncs it.

@@ -169,7 +169,11 @@ func checkCompacted(t *testing.T, l *Log, w written, cleanedTo int64, tombstones
 // else below the cleaned point, at its original offset; tombstones go once
 // delete.retention.ms has passed on the log's clock; all of it holds after
 // a clean restart and after a crash recovery that scans every segment.
+// Rebuilt batches are in the topic's codec, or their own under
+// compression.type=producer.
 func TestCleanKeepsLastRecordOfEachKey(t *testing.T) {
+	stores := []Compression{CompressionProducer, StoreIn(CodecZstd), CompressionProducer, StoreIn(CodecGzip),
+		CompressionProducer, StoreIn(CodecLZ4), StoreIn(CodecNone), StoreIn(CodecSnappy)}
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
@@ -177,6 +181,7 @@ func TestCleanKeepsLastRecordOfEachKey(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "topic-0")
 			cfg := compactConfig(clock)
 			cfg.SegmentBytes = 2000
+			cfg.Compression = stores[seed]
 			l, _ := openLog(t, dir, cfg)
 			w := written{}
 			keys := 3 + rng.IntN(30)
@@ -196,6 +201,10 @@ func TestCleanKeepsLastRecordOfEachKey(t *testing.T) {
 				w.appendTo(t, l, clock.Now().UnixMilli(), c, recs...)
 			}
 			mustFlush(t, l)
+			before := map[int64]storedBatch{}
+			for _, b := range storedBatches(t, l) {
+				before[b.base] = b
+			}
 			m := newOffsetMap(1 << 20)
 			st, err := l.clean(m, nil)
 			if err != nil {
@@ -205,6 +214,7 @@ func TestCleanKeepsLastRecordOfEachKey(t *testing.T) {
 				t.Fatalf("cleaned to %d in %d segments, want up to the active segment at %d", st.CleanedTo, st.Segments, l.active.base)
 			}
 			checkCompacted(t, l, w, st.CleanedTo, false)
+			checkCleanedCodecs(t, l, before, cfg.Compression)
 
 			clock.Advance(2 * time.Hour)
 			l.cleaned = 0 // force a full clean: nothing is dirty
@@ -213,6 +223,7 @@ func TestCleanKeepsLastRecordOfEachKey(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkCompacted(t, l, w, st.CleanedTo, true)
+			checkCleanedCodecs(t, l, before, cfg.Compression)
 
 			l.Close()
 			l, _ = openLog(t, dir, cfg)

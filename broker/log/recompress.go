@@ -180,3 +180,56 @@ func compressInto(out *cappedBuffer, codec Codec, records []byte) error {
 	}
 	return nil
 }
+
+// Compression is a topic's compression.type: either CompressionProducer,
+// the zero value, which keeps every batch in the codec its producer chose,
+// or StoreIn(codec), which stores every batch in that one codec.
+type Compression uint8
+
+// CompressionProducer keeps each batch's own codec (compression.type=producer).
+const CompressionProducer Compression = 0
+
+// StoreIn is the compression type that stores every batch in codec.
+func StoreIn(codec Codec) Compression { return Compression(codec) + 1 }
+
+// Codec is the codec every batch is stored in, or ok false for
+// CompressionProducer.
+func (c Compression) Codec() (codec Codec, ok bool) {
+	if c == CompressionProducer {
+		return 0, false
+	}
+	return Codec(c - 1), true
+}
+
+// String is the compression type as Kafka's compression.type spells it.
+func (c Compression) String() string {
+	if codec, ok := c.Codec(); ok {
+		return codec.String()
+	}
+	return "producer"
+}
+
+// ParseCompression reads a compression.type value.
+func ParseCompression(s string) (Compression, error) {
+	if s == "producer" {
+		return CompressionProducer, nil
+	}
+	for c := CodecNone; c <= CodecZstd; c++ {
+		if s == c.String() {
+			return StoreIn(c), nil
+		}
+	}
+	return 0, fmt.Errorf("compression.type=%s: use producer, uncompressed, gzip, snappy, lz4 or zstd", s)
+}
+
+// MarshalText is String, so that a Compression can be a command-line flag.
+func (c Compression) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText is ParseCompression.
+func (c *Compression) UnmarshalText(b []byte) error {
+	v, err := ParseCompression(string(b))
+	if err == nil {
+		*c = v
+	}
+	return err
+}

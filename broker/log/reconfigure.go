@@ -4,10 +4,10 @@ import "time"
 
 // Reconfigure changes, on an open log, the settings a topic's configs
 // control (AlterConfigs): segment size and age, flush bounds, retention,
-// index spacing and the cleanup policy with its compaction settings. Each
-// takes effect at the next append, flush, retention check or cleaning;
-// nothing already written is rewritten and the active segment is not
-// rolled for it. The clock, the retention check interval and the producer
+// index spacing, the cleanup policy with its compaction settings and the
+// compression type. Each takes effect at the next append, flush, retention
+// check or cleaning; nothing already written is rewritten and the active
+// segment is not rolled for it. The clock, the retention check interval and the producer
 // id settings stay as the log was opened with.
 func (l *Log) Reconfigure(cfg Config) {
 	cfg = cfg.WithDefaults()
@@ -24,6 +24,7 @@ func (l *Log) Reconfigure(cfg Config) {
 	l.cfg.MinCompactionLag = cfg.MinCompactionLag
 	l.cfg.MaxCompactionLag = cfg.MaxCompactionLag
 	l.cfg.DeleteRetention = cfg.DeleteRetention
+	l.cfg.Compression = cfg.Compression
 	l.keyed.Store(cfg.CleanupPolicy.compacts())
 	flushNow := l.leo-l.flushTarget >= l.cfg.FlushMessages
 	l.mu.Unlock()

@@ -39,6 +39,7 @@ type brokerFlags struct {
 	scrubRate       int64
 	maxTopics       int
 	maxPartitions   int
+	compression     log.Compression
 	cleaner         log.CleanerConfig
 	conns           connFlags
 	security        securityFlags
@@ -110,6 +111,7 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.Int64Var(&f.scrubRate, "scrub-rate", log.DefaultScrubRate, "bytes a second the scrubber may read per partition")
 	fs.IntVar(&f.maxTopics, "max-topics", 10000, "refuse creating topics beyond this many; -1: no limit")
 	fs.IntVar(&f.maxPartitions, "max-partitions", 20000, "refuse creating topics that would make this broker host more partitions; -1: no limit")
+	fs.TextVar(&f.compression, "compression-type", log.CompressionProducer, "codec batches are stored in: `producer` (as each producer sent them), uncompressed, gzip, snappy, lz4 or zstd; the default of topics that set no compression.type (compression.type)")
 	fs.IntVar(&f.cleaner.Threads, "log-cleaner-threads", log.DefaultCleanerThreads, "compacted logs cleaned at once (log.cleaner.threads)")
 	fs.Int64Var(&f.cleaner.DedupeBufferBytes, "log-cleaner-dedupe-buffer-size", log.DefaultCleanerBufferBytes,
 		"bytes of the cleaner's offset maps, split across its threads; 24 bytes a key, a dirty section with more keys is cleaned in parts (log.cleaner.dedupe.buffer.size)")
@@ -143,6 +145,7 @@ func (f *brokerFlags) config() broker.Config {
 			MaxProducerIDs:   f.maxProducerIDs,
 			ScrubInterval:    f.scrubInterval,
 			ScrubRate:        f.scrubRate,
+			Compression:      f.compression,
 			Cleaner:          f.cleaner,
 		},
 		Logger:          slog.Default(),

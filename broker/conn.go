@@ -68,6 +68,7 @@ type pending struct {
 	req      *request    // set by the read loop, for the panic log
 	start    time.Time   // when the request was read, for the latency metric
 	held     int64       // bytes of the request budget, released once written
+	frame    []byte      // a Produce request's frame, pooled again once written (conn_buffers.go)
 	panicked *panicValue // the handler panicked: no response, drop the connection
 }
 
@@ -226,6 +227,9 @@ func (c *conn) readLoop() {
 			return // the handler panicked
 		}
 		p.req, p.held, p.start = req, held, start
+		if _, ok := req.Request.(*kmsg.ProduceRequest); ok {
+			p.frame = frame // back to its pool once the response is written
+		}
 		if !c.writeInline(p) {
 			c.enqueue(p)
 		} else if c.isGone() {
@@ -276,7 +280,7 @@ func (c *conn) readBody(r io.Reader, size int) (body []byte, held int64, ok bool
 	// The wait for budget was the broker's: the client gets the whole read
 	// timeout for the body.
 	c.setReadDeadline(time.Now().Add(c.b.cfg.RequestReadTimeout))
-	buf := make([]byte, 0, min(size, readChunk))
+	buf := getFrame(size)
 	for len(buf) < size {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, min(len(buf), size-len(buf)))

@@ -14,7 +14,8 @@ type byteBudget struct {
 	mu       sync.Mutex
 	capacity int64
 	used     int64
-	wake     chan struct{} // closed (and replaced) when bytes are released
+	waiting  int           // acquires waiting on wake
+	wake     chan struct{} // closed (and replaced) when bytes are released to waiters
 }
 
 func newByteBudget(capacity int64) *byteBudget {
@@ -37,12 +38,20 @@ func (b *byteBudget) acquire(n int64, cancel, cancel2 <-chan struct{}) bool {
 			return true
 		}
 		wake := b.wake
+		b.waiting++
 		b.mu.Unlock()
+		ok := true
 		select {
 		case <-wake:
 		case <-cancel:
-			return false
+			ok = false
 		case <-cancel2:
+			ok = false
+		}
+		b.mu.Lock()
+		b.waiting--
+		b.mu.Unlock()
+		if !ok {
 			return false
 		}
 	}
@@ -55,8 +64,12 @@ func (b *byteBudget) release(n int64) {
 	}
 	b.mu.Lock()
 	b.used -= n
-	close(b.wake)
-	b.wake = make(chan struct{})
+	// Only a waiter needs the wake-up: the common case, nobody waiting,
+	// costs no channel per request.
+	if b.waiting > 0 {
+		close(b.wake)
+		b.wake = make(chan struct{})
+	}
 	b.mu.Unlock()
 }
 

@@ -59,6 +59,10 @@ type conn struct {
 	once    sync.Once
 	gone    chan struct{} // closed by abort: the connection is being dropped
 	goneOne sync.Once
+
+	// readDeadline is the read deadline last set by setReadDeadline; only
+	// the read goroutine sets it.
+	readDeadline time.Time
 }
 
 // pending is one request's response, ready once done is closed.
@@ -69,6 +73,7 @@ type pending struct {
 	req      *request    // set by the read loop, for the panic log
 	start    time.Time   // when the request was read, for the latency metric
 	held     int64       // bytes of the request budget, released once written
+	frame    []byte      // a Produce request's frame, pooled again once written (conn_buffers.go)
 	panicked *panicValue // the handler panicked: no response, drop the connection
 }
 
@@ -161,7 +166,35 @@ func (c *conn) setReadDeadline(t time.Time) {
 	case <-c.stopped:
 	default:
 		c.nc.SetReadDeadline(t)
+		c.readDeadline = t
 	}
+}
+
+// setIdleDeadline gives the wait for the next request ConnectionsMaxIdle.
+// A deadline set less than idleSlack ago is left as it is: resetting a
+// socket deadline moves a runtime timer, and a producer that keeps its
+// connection busy would otherwise pay for that on every request. The idle
+// limit is thereby enforced to within 1/idleSlackDivisor of it.
+func (c *conn) setIdleDeadline() {
+	idle := c.b.cfg.ConnectionsMaxIdle
+	want := time.Now().Add(idle)
+	if d := c.readDeadline; !d.After(want) && want.Sub(d) <= idle/idleSlackDivisor {
+		return
+	}
+	c.setReadDeadline(want)
+}
+
+// idleSlackDivisor bounds how much earlier than ConnectionsMaxIdle an idle
+// connection may be closed: 1/64 of it (under 10 s of the default 10 min).
+const idleSlackDivisor = 64
+
+// setRequestDeadline gives the rest of a request RequestReadTimeout unless
+// its next want bytes are already buffered, so no read can block on them.
+func (c *conn) setRequestDeadline(r *bufio.Reader, want int) {
+	if r.Buffered() >= want {
+		return
+	}
+	c.setReadDeadline(time.Now().Add(c.b.cfg.RequestReadTimeout))
 }
 
 // abort drops the connection: reads and writes fail, a wait for request
@@ -194,7 +227,7 @@ func (c *conn) readLoop() {
 			return
 		}
 		c.awaitUnmuted() // a throttled client's next request waits (quota.go)
-		c.setReadDeadline(time.Now().Add(c.b.cfg.RequestReadTimeout))
+		c.setRequestDeadline(r, len(sizeBuf))
 		if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
 			c.logReadEnd(err)
 			return
@@ -230,6 +263,9 @@ func (c *conn) readLoop() {
 			return // the handler panicked
 		}
 		p.req, p.held, p.start = req, held, start
+		if _, ok := req.Request.(*kmsg.ProduceRequest); ok {
+			p.frame = frame // back to its pool once the response is written
+		}
 		if !c.writeInline(p) {
 			c.enqueue(p)
 		} else if c.isGone() {
@@ -248,7 +284,10 @@ func (c *conn) readLoop() {
 // pending is idle and gets closed; one waiting on a long poll is not.
 func (c *conn) awaitRequest(r *bufio.Reader) bool {
 	for {
-		c.setReadDeadline(time.Now().Add(c.b.cfg.ConnectionsMaxIdle))
+		if r.Buffered() > 0 {
+			return true // the next request is here already
+		}
+		c.setIdleDeadline()
 		_, err := r.Peek(1)
 		if err == nil {
 			return true
@@ -269,7 +308,7 @@ func (c *conn) awaitRequest(r *bufio.Reader) bool {
 // room for it. The buffer grows as bytes really arrive, so a frame that
 // announces a large size and then stalls costs one chunk, not its size.
 // On success the caller owns held bytes of the budget.
-func (c *conn) readBody(r io.Reader, size int) (body []byte, held int64, ok bool) {
+func (c *conn) readBody(r *bufio.Reader, size int) (body []byte, held int64, ok bool) {
 	c.b.counters.reading.Add(1)
 	defer c.b.counters.reading.Add(-1)
 	held = c.b.budget.clamp(int64(size))
@@ -279,8 +318,8 @@ func (c *conn) readBody(r io.Reader, size int) (body []byte, held int64, ok bool
 	}
 	// The wait for budget was the broker's: the client gets the whole read
 	// timeout for the body.
-	c.setReadDeadline(time.Now().Add(c.b.cfg.RequestReadTimeout))
-	buf := make([]byte, 0, min(size, readChunk))
+	c.setRequestDeadline(r, size)
+	buf := getFrame(size)
 	for len(buf) < size {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, min(len(buf), size-len(buf)))

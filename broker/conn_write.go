@@ -109,6 +109,10 @@ func (c *conn) finish(p *pending) {
 		r.release()
 	}
 	c.b.budget.release(p.held)
+	if p.frame != nil {
+		putFrame(p.frame)
+		p.frame = nil
+	}
 	c.b.metrics.requestDone(p, c.dropped())
 	c.inFlight.Add(-1)
 }

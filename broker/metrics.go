@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,6 +47,14 @@ type brokerMetrics struct {
 	// byKey holds each supported API's series, resolved once so that the
 	// request hook does no label lookup.
 	byKey [maxAPIKey + 1]*apiSeries
+	// byTopic holds each topic's produce series (topic name to
+	// *topicSeries), resolved on the topic's first append for the same
+	// reason. It grows with the topics that exist, as the series do.
+	byTopic sync.Map
+}
+
+type topicSeries struct {
+	bytesIn, messagesIn prometheus.Counter
 }
 
 const maxAPIKey = 64
@@ -206,8 +215,20 @@ func (m *brokerMetrics) produced(topic string, records []byte, code int16) {
 		}
 		b = b[size:]
 	}
-	m.bytesIn.WithLabelValues(topic).Add(float64(len(records)))
-	m.messagesIn.WithLabelValues(topic).Add(float64(n))
+	s := m.topicSeries(topic)
+	s.bytesIn.Add(float64(len(records)))
+	s.messagesIn.Add(float64(n))
+}
+
+func (m *brokerMetrics) topicSeries(topic string) *topicSeries {
+	if s, ok := m.byTopic.Load(topic); ok {
+		return s.(*topicSeries)
+	}
+	s, _ := m.byTopic.LoadOrStore(topic, &topicSeries{
+		bytesIn:    m.bytesIn.WithLabelValues(topic),
+		messagesIn: m.messagesIn.WithLabelValues(topic),
+	})
+	return s.(*topicSeries)
 }
 
 // fetched records what a Fetch response carries, and returns it.

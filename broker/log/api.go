@@ -98,10 +98,10 @@ type Config struct {
 	// unflushed data is fsynced as soon as its previous fsync finishes
 	// (continuous group commit), so consumers, who see only flushed data,
 	// see a record one fsync after it arrives, and under load each fsync
-	// covers everything appended during the one before. A flush that
-	// covered thousands of messages is followed by a short gap (see
-	// busyFlushGap in flush.go): back-to-back fsyncs of a busy file made
-	// its appends cost far more CPU.
+	// covers everything appended during the one before. A partition taking
+	// 100,000 messages a second or more waits a short gap between flushes
+	// (see busyFlushGap in flush.go): back-to-back fsyncs of a busy file
+	// made its appends cost far more CPU.
 	IntervalFlush bool
 	// FlushMessages fsyncs once this many messages are unflushed
 	// (flush.messages). With continuous flushing it is an upper bound that

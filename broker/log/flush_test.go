@@ -232,3 +232,29 @@ func TestContinuousFlushCoalescesAppends(t *testing.T) {
 		t.Fatalf("%d flushes for %d appends: fsyncs did not coalesce", n, appends)
 	}
 }
+
+// TestFlushBusyByRate checks when a flush leaves its partition busy (and
+// so followed by busyFlushGap): at 100,000 messages a second or more,
+// however few messages each fast fsync covers, but not after a quiet spell.
+func TestFlushBusyByRate(t *testing.T) {
+	for _, c := range []struct {
+		covered int64
+		span    time.Duration
+		busy    bool
+	}{
+		{covered: 2000, span: time.Hour, busy: true},               // many messages, however slowly
+		{covered: 300, span: 700 * time.Microsecond, busy: true},   // 430k/s behind a sub-millisecond fsync
+		{covered: 100, span: time.Millisecond, busy: true},         // exactly 100k/s
+		{covered: 99, span: time.Millisecond, busy: false},         // just under
+		{covered: 20, span: time.Millisecond, busy: false},         // 20k/s: flushes follow at once
+		{covered: 1500, span: 10 * time.Minute, busy: false},       // a burst after a quiet spell
+		{covered: 1, span: 0, busy: true},                          // no measurable span
+		{covered: 0, span: time.Millisecond, busy: false},          // nothing covered
+		{covered: 1999, span: 10 * time.Millisecond, busy: true},   // 200k/s
+		{covered: 1999, span: 100 * time.Millisecond, busy: false}, // 20k/s
+	} {
+		if got := flushBusy(c.covered, c.span); got != c.busy {
+			t.Errorf("flushBusy(%d, %v) = %v, want %v", c.covered, c.span, got, c.busy)
+		}
+	}
+}

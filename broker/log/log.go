@@ -20,23 +20,24 @@ type Log struct {
 	cfg    Config
 	logger *slog.Logger
 
-	mu               sync.RWMutex
-	segs             []*segment // sorted by base offset; the last is active
-	active           *segment
-	start            int64
-	leo              int64
-	hw               int64
-	hwSeg            *segment // segment holding the high watermark...
-	hwPos            int64    // ...and its byte position there
-	size             int64
-	changed          chan struct{}
-	closed           bool
-	failed           error // a write or fsync failed: the log takes no more appends
-	producers        producers
-	dirty            []*segment // segments with bytes not yet fsynced
-	dirDirty         bool       // a segment file was created since the last flush
-	flushTarget      int64      // log end offset covered by the last flush started
-	lastFlushCovered int64      // messages the last flush started covered
+	mu             sync.RWMutex
+	segs           []*segment // sorted by base offset; the last is active
+	active         *segment
+	start          int64
+	leo            int64
+	hw             int64
+	hwSeg          *segment // segment holding the high watermark...
+	hwPos          int64    // ...and its byte position there
+	size           int64
+	changed        chan struct{}
+	closed         bool
+	failed         error // a write or fsync failed: the log takes no more appends
+	producers      producers
+	dirty          []*segment // segments with bytes not yet fsynced
+	dirDirty       bool       // a segment file was created since the last flush
+	flushTarget    int64      // log end offset covered by the last flush started
+	lastFlushStart time.Time  // when the last flush started
+	flushIsBusy    bool       // the last flush found the partition busy (flushBusy)
 
 	// flushMu serializes flushes so that each knows what the previous one
 	// covered; it is taken before mu, never while holding it.

@@ -63,17 +63,12 @@ func waitCleaned(t *testing.T, dataDir, topic string) {
 		t.Fatal(err)
 	}
 	checkpoint := filepath.Join(dataDir, topic+"-0", "cleaner-checkpoint")
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testenv.Eventuallyf(t, 60*time.Second, func() (bool, string) {
 		b, err := os.ReadFile(checkpoint)
-		if n, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && perr == nil && n >= active {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the broker's cleaner did not clean %s up to its active segment at %d (checkpoint: %q, %v)", topic, active, b, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		n, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return err == nil && perr == nil && n >= active,
+			fmt.Sprintf("the broker's cleaner did not clean %s up to its active segment at %d (checkpoint: %q, %v)", topic, active, b, err)
+	})
 }
 
 // A compacted topic stays compressed through cleaning: the batches the

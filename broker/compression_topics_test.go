@@ -2,7 +2,6 @@ package broker_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,32 +20,6 @@ import (
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
-
-// storedBatch is a batch as the segment files hold it.
-type storedBatch struct{ codec, count int }
-
-// storedBatches reads partition 0 of topic straight from its segment files.
-func storedBatches(t *testing.T, dataDir, topic string) []storedBatch {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dataDir, topic+"-0", "*.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(files)
-	var out []storedBatch
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for len(b) >= 61 {
-			n := 12 + int(binary.BigEndian.Uint32(b[8:]))
-			out = append(out, storedBatch{codec: int(binary.BigEndian.Uint16(b[21:]) & 7), count: int(binary.BigEndian.Uint32(b[57:]))})
-			b = b[n:]
-		}
-	}
-	return out
-}
 
 // waitCleaned waits until the broker's cleaner has cleaned partition 0 of
 // topic up to its active segment (the newest), which, with nothing

@@ -53,16 +53,10 @@ func TestCompactedTopicCleanedAndConsumed(t *testing.T) {
 	}
 	// The cleaner records where it got to once it has cleaned.
 	checkpoint := filepath.Join(dir, "state-0", "cleaner-checkpoint")
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(checkpoint); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the broker's cleaner never cleaned the compacted topic")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, 60*time.Second, "the broker's cleaner cleans the compacted topic", func() bool {
+		_, err := os.Stat(checkpoint)
+		return err == nil
+	})
 
 	cons := newClient(t, b.Addr, kgo.ConsumeTopics("state"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)

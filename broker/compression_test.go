@@ -21,17 +21,18 @@ import (
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
-// storedCodecs reads partition 0 of topic straight from its segment files
-// and returns the compression codec (attribute bits 0-2) of every batch in
-// offset order: what the broker really stored, whatever a consumer sees.
-func storedCodecs(t *testing.T, dataDir, topic string) []int {
+// storedBatch is a batch as the segment files hold it.
+type storedBatch struct{ codec, count int }
+
+// storedBatches reads partition 0 of topic straight from its segment files.
+func storedBatches(t *testing.T, dataDir, topic string) []storedBatch {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dataDir, topic+"-0", "*.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sort.Strings(files)
-	var codecs []int
+	var out []storedBatch
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -39,9 +40,21 @@ func storedCodecs(t *testing.T, dataDir, topic string) []int {
 		}
 		for len(b) >= 61 {
 			n := 12 + int(binary.BigEndian.Uint32(b[8:]))
-			codecs = append(codecs, int(binary.BigEndian.Uint16(b[21:])&7))
+			out = append(out, storedBatch{codec: int(binary.BigEndian.Uint16(b[21:]) & 7), count: int(binary.BigEndian.Uint32(b[57:]))})
 			b = b[n:]
 		}
+	}
+	return out
+}
+
+// storedCodecs returns the compression codec (attribute bits 0-2) of every
+// batch of partition 0 of topic in offset order: what the broker really
+// stored, whatever a consumer sees.
+func storedCodecs(t *testing.T, dataDir, topic string) []int {
+	t.Helper()
+	var codecs []int
+	for _, sb := range storedBatches(t, dataDir, topic) {
+		codecs = append(codecs, sb.codec)
 	}
 	return codecs
 }

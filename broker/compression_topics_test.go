@@ -2,7 +2,6 @@ package broker_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,32 +21,6 @@ import (
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
-// storedBatch is a batch as the segment files hold it.
-type storedBatch struct{ codec, count int }
-
-// storedBatches reads partition 0 of topic straight from its segment files.
-func storedBatches(t *testing.T, dataDir, topic string) []storedBatch {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dataDir, topic+"-0", "*.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(files)
-	var out []storedBatch
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for len(b) >= 61 {
-			n := 12 + int(binary.BigEndian.Uint32(b[8:]))
-			out = append(out, storedBatch{codec: int(binary.BigEndian.Uint16(b[21:]) & 7), count: int(binary.BigEndian.Uint32(b[57:]))})
-			b = b[n:]
-		}
-	}
-	return out
-}
-
 // waitCleaned waits until the broker's cleaner has cleaned partition 0 of
 // topic up to its active segment (the newest), which, with nothing
 // produced since, is the last cleaning it gets.
@@ -63,17 +36,12 @@ func waitCleaned(t *testing.T, dataDir, topic string) {
 		t.Fatal(err)
 	}
 	checkpoint := filepath.Join(dataDir, topic+"-0", "cleaner-checkpoint")
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testenv.Eventuallyf(t, 60*time.Second, func() (bool, string) {
 		b, err := os.ReadFile(checkpoint)
-		if n, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && perr == nil && n >= active {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the broker's cleaner did not clean %s up to its active segment at %d (checkpoint: %q, %v)", topic, active, b, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		n, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return err == nil && perr == nil && n >= active,
+			fmt.Sprintf("the broker's cleaner did not clean %s up to its active segment at %d (checkpoint: %q, %v)", topic, active, b, err)
+	})
 }
 
 // A compacted topic stays compressed through cleaning: the batches the

@@ -3,14 +3,11 @@ package broker
 import (
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"sort"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/tributary-io/tributary/broker/group"
 )
 
 // FuzzDecodeRequest drives arbitrary frames through the read path of a real
@@ -56,16 +53,7 @@ func FuzzDecodeRequest(f *testing.F) {
 // other and the data directory stays small) and writes its response to a
 // pipe whose other end discards it.
 func serveOne(t *testing.T, req *request) {
-	b, err := New(Config{
-		DataDir:          t.TempDir(),
-		AutoCreateTopics: true,
-		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Groups:           group.Config{InitialRebalanceDelay: -1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newInProcessBroker(t)
 	if r, ok := req.Request.(*kmsg.FetchRequest); ok {
 		r.MaxWaitMillis = 0 // the long poll would only slow the fuzzer down
 	}

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/xdg-go/scram"
+
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 // The SASL mechanisms Tributary speaks.
@@ -289,8 +291,10 @@ func (f *CredentialFile) List() ([]UserCredentials, error) {
 	return out, nil
 }
 
-// update applies fn to a fresh read of the file and writes the result
-// atomically: a temporary file, fsync, rename, fsync of the directory.
+// update applies fn to a fresh read of the file and replaces the file with
+// the result. The offline `tributary users` may replace it while the broker
+// does, so each write goes through a temporary file of its own: the last
+// rename wins, whole.
 func (f *CredentialFile) update(fn func(map[string]userCredentials) error) error {
 	users, err := f.load()
 	if err != nil {
@@ -310,36 +314,11 @@ func (f *CredentialFile) update(fn func(map[string]userCredentials) error) error
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(f.path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
 		return fmt.Errorf("credentials: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".credentials-*.tmp")
-	if err != nil {
+	if err := atomicfile.Write(f.path, data, atomicfile.Perm(0o600), atomicfile.UniqueTemp()); err != nil {
 		return fmt.Errorf("credentials: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err == nil {
-		_, err = tmp.Write(data)
-		if err == nil {
-			err = tmp.Sync()
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), f.path)
-		}
-		if err != nil {
-			return fmt.Errorf("credentials: writing %s: %w", f.path, err)
-		}
-	} else {
-		tmp.Close()
-		return fmt.Errorf("credentials: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -83,18 +83,15 @@ func TestKafkaConnectFileSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf(`[{"partition":{"file":%q},"offset":{"position":%d}}]`, file, info.Size())
-	var got string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	testenv.Eventuallyf(t, 30*time.Second, func() (bool, string) {
 		code, body := connectREST(t, http.MethodGet, url+"/connectors/"+name+"/offsets", nil)
 		var offsets struct{ Offsets json.RawMessage }
 		if code != http.StatusOK || json.Unmarshal(body, &offsets) != nil {
 			t.Fatalf("reading the connector's offsets: HTTP %d: %s", code, body)
 		}
-		if got = string(offsets.Offsets); got == want {
-			return
-		}
-	}
-	t.Fatalf("the connector's committed offsets did not reach the end of the file within 30 s:\n got %s\nwant %s", got, want)
+		got := string(offsets.Offsets)
+		return got == want, fmt.Sprintf("the connector's committed offsets did not reach the end of the file:\n got %s\nwant %s", got, want)
+	})
 }
 
 // waitConnectorRunning waits until the connector and each of its tasks
@@ -107,12 +104,11 @@ func waitConnectorRunning(t *testing.T, url, name string) {
 		Connector state
 		Tasks     []state
 	}
-	var body []byte
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		var code int
-		code, body = connectREST(t, http.MethodGet, url+"/connectors/"+name+"/status", nil)
+	testenv.Eventuallyf(t, time.Minute, func() (bool, string) {
+		code, body := connectREST(t, http.MethodGet, url+"/connectors/"+name+"/status", nil)
 		if code == http.StatusNotFound {
-			continue // the worker has not read the connector's configuration back yet
+			// The worker has not read the connector's configuration back yet.
+			return false, fmt.Sprintf("the worker does not know connector %s", name)
 		}
 		if code != http.StatusOK || json.Unmarshal(body, &status) != nil {
 			t.Fatalf("connector status: HTTP %d: %s", code, body)
@@ -124,11 +120,8 @@ func waitConnectorRunning(t *testing.T, url, name string) {
 			}
 			running = running && s.State == "RUNNING"
 		}
-		if running {
-			return
-		}
-	}
-	t.Fatalf("connector %s and its task were not RUNNING within a minute; last status: %s", name, body)
+		return running, fmt.Sprintf("connector %s and its tasks are not RUNNING; last status: %s", name, body)
+	})
 }
 
 // connectREST sends a request with a JSON body (none if body is nil) to

@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -135,18 +136,18 @@ func waitRepartitionPurged(t *testing.T, addr, topic string, app *testenv.KafkaS
 	t.Helper()
 	adm, _ := newAdmin(t, addr)
 	ctx := context.Background()
-	var starts, ends kadm.ListedOffsets
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	testenv.Eventuallyf(t, 30*time.Second, func() (bool, string) {
 		select {
 		case <-app.Done():
 			t.Fatalf("the Kafka Streams application exited before it deleted %s's records", topic)
 		default:
 		}
-		var err error
-		if starts, err = adm.ListStartOffsets(ctx, topic); err != nil {
+		starts, err := adm.ListStartOffsets(ctx, topic)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if ends, err = adm.ListEndOffsets(ctx, topic); err != nil {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
 			t.Fatal(err)
 		}
 		purged := len(ends[topic]) > 0
@@ -154,9 +155,6 @@ func waitRepartitionPurged(t *testing.T, addr, topic string, app *testenv.KafkaS
 			start, _ := starts.Lookup(topic, end.Partition)
 			purged = purged && end.Err == nil && start.Err == nil && end.Offset > 0 && start.Offset == end.Offset
 		})
-		if purged {
-			return
-		}
-	}
-	t.Fatalf("Streams did not delete the processed records of %s within 30 s: start offsets %v, end offsets %v", topic, starts, ends)
+		return purged, fmt.Sprintf("Streams did not delete the processed records of %s: start offsets %v, end offsets %v", topic, starts, ends)
+	})
 }

@@ -63,21 +63,19 @@ func startLimitedBroker(t *testing.T, limit, dataDir, addr string, extra ...stri
 			t.Logf("broker output:\n%s", out.String())
 		}
 	})
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	testenv.Eventually(t, 30*time.Second, "the broker listens on "+addr, func() bool {
 		select {
 		case <-p.done:
 			t.Fatalf("broker exited before listening:\n%s", out.String())
 		default:
 		}
-		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
 			c.Close()
-			return p
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("broker not listening on %s:\n%s", addr, out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil
+	})
+	return p
 }
 
 func (p *limitedBroker) signal(sig syscall.Signal) {

@@ -76,11 +76,7 @@ func TestKillDuringProduce(t *testing.T) {
 	cons := newClient(t, addr, kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ends := endOffsets(t, addr, "orders")
 	got := map[int32][]int{}
-	deadline := time.Now().Add(60 * time.Second)
-	for !reached(got, ends) {
-		if time.Now().After(deadline) {
-			t.Fatalf("consumed %v records, log ends at %v", lens(got), ends)
-		}
+	testenv.Eventuallyf(t, 60*time.Second, func() (bool, string) {
 		pctx, pcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		fs := cons.PollFetches(pctx)
 		pcancel()
@@ -88,7 +84,8 @@ func TestKillDuringProduce(t *testing.T) {
 			n, _ := strconv.Atoi(string(r.Value))
 			got[r.Partition] = append(got[r.Partition], n)
 		})
-	}
+		return reached(got, ends), fmt.Sprintf("consumed %v records, log ends at %v", lens(got), ends)
+	})
 	for p, values := range got {
 		seen := map[int]bool{}
 		for i, v := range values {

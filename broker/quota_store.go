@@ -17,13 +17,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
 type quotaStore interface {
@@ -171,23 +171,11 @@ func (f quotaFile) update(fn func(quotaTable) error) (quotaTable, error) {
 	if err := fn(t); err != nil {
 		return nil, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".quotas-*.tmp")
-	if err != nil {
+	// AlterClientQuotas requests of different connections are not
+	// serialized: each write has a temporary file of its own. 0600 as the
+	// file always had.
+	if err := atomicfile.Write(f.path, encodeQuotas(t), atomicfile.Perm(0o600), atomicfile.UniqueTemp()); err != nil {
 		return nil, fmt.Errorf("quotas: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(encodeQuotas(t))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), f.path)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("quotas: writing %s: %w", f.path, err)
 	}
 	return t, nil
 }

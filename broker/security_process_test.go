@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"crypto/tls"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,22 +61,15 @@ func TestSecureStandaloneProcess(t *testing.T) {
 
 	pki.issue(t, "server", "127.0.0.1", 7) // overwrites the files the broker reads
 	p.Cmd.Process.Signal(syscall.SIGHUP)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventuallyf(t, 30*time.Second, func() (bool, string) {
 		c, err := tls.Dial("tcp", secure, pki.clientTLS(t, false))
 		if err != nil {
 			t.Fatalf("TLS connection after SIGHUP: %v", err)
 		}
 		s := serial(c)
 		c.Close()
-		if s == 7 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("new connections still get certificate serial %d 30s after SIGHUP", s)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return s == 7, fmt.Sprintf("new connections still get certificate serial %d after SIGHUP, want 7", s)
+	})
 
 	// The connection opened before the reload is still served.
 	old.SetDeadline(time.Now().Add(10 * time.Second))

@@ -155,17 +155,12 @@ func TestRetentionLoss(t *testing.T) {
 	run(t, cfg)
 
 	produceOneByOne(events[10:])
-	var logStart, end int64
-	deadline := time.Now().Add(20 * time.Second)
-	for logStart <= 10 {
-		if time.Now().After(deadline) {
-			t.Fatalf("retention did not move the log start past 10 (it is %d)", logStart)
-		}
-		time.Sleep(50 * time.Millisecond)
-		logStart, _ = env.Offsets(t, "short", 0)
-	}
+	testenv.Eventuallyf(t, 20*time.Second, func() (bool, string) {
+		logStart, _ := env.Offsets(t, "short", 0)
+		return logStart > 10, fmt.Sprintf("retention did not move the log start past 10 (it is %d)", logStart)
+	})
 	time.Sleep(200 * time.Millisecond) // let retention settle
-	logStart, end = env.Offsets(t, "short", 0)
+	logStart, end := env.Offsets(t, "short", 0)
 	t.Logf("log is now [%d, %d)", logStart, end)
 
 	failing := cfg

@@ -29,18 +29,15 @@ func TestKillProcess(t *testing.T) {
 			t.Setenv("TRIBUTARY_LOAD_PAUSE_AT", string(point))
 			p := testenv.StartProcess(t, "load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
 				"--topics", "killed", "--warehouse", url, "--file-max-records", "300", "--lock-ttl", "2s", "--quiet")
-			deadline := time.Now().Add(60 * time.Second)
-			for !strings.Contains(p.Output.String(), "paused at "+string(point)) {
+			// StartProcess logs the output of a failed test.
+			testenv.Eventually(t, 60*time.Second, "tributary load reaches "+string(point), func() bool {
 				select {
 				case <-p.Done():
-					t.Fatalf("tributary load exited before reaching %s:\n%s", point, p.Output.String())
+					t.Fatalf("tributary load exited before reaching %s", point)
 				default:
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("tributary load did not reach %s within 60s:\n%s", point, p.Output.String())
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return strings.Contains(p.Output.String(), "paused at "+string(point))
+			})
 			p.Kill()
 			if entries, _ := os.ReadDir(dir + "/_tributary/runs"); len(entries) == 0 {
 				t.Fatal("the killed run left no run directory: it was not killed mid-run")

@@ -45,11 +45,16 @@ type JoinMember struct {
 // Join adds a member to a group or takes it into the next generation. The
 // result comes when the rebalance ends, or at once for an error or when the
 // member's join changes nothing.
-func (c *Coordinator) Join(r JoinRequest) <-chan JoinResult {
-	ch := make(chan JoinResult, 1)
+func (c *Coordinator) Join(r JoinRequest) <-chan JoinResult { return answerOrWait(c, r, c.join) }
+
+// answerOrWait runs handle under the coordinator's lock and returns the
+// channel its answer comes on: at once, or, when handle says to wait, once
+// the rebalance it parked the channel with answers it (Join and Sync).
+func answerOrWait[Req, Res any](c *Coordinator, r Req, handle func(Req, chan Res) (Res, bool)) <-chan Res {
+	ch := make(chan Res, 1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if res, wait := c.join(r, ch); !wait {
+	if res, wait := handle(r, ch); !wait {
 		ch <- res
 	}
 	return ch

@@ -25,15 +25,7 @@ type SyncResult struct {
 
 // Sync hands out assignments. Followers wait for the leader's SyncGroup; the
 // leader's makes the group Stable and answers everyone.
-func (c *Coordinator) Sync(r SyncRequest) <-chan SyncResult {
-	ch := make(chan SyncResult, 1)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if res, wait := c.sync(r, ch); !wait {
-		ch <- res
-	}
-	return ch
-}
+func (c *Coordinator) Sync(r SyncRequest) <-chan SyncResult { return answerOrWait(c, r, c.sync) }
 
 func (c *Coordinator) sync(r SyncRequest, ch chan SyncResult) (SyncResult, bool) {
 	fail := func(err *kerr.Error) (SyncResult, bool) { return SyncResult{Err: err}, false }

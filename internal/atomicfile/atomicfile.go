@@ -15,6 +15,9 @@
 //
 // Writes of one name must not run concurrently: they share the temporary
 // name. Callers serialize them (they all hold a lock over the file's state).
+// A file that separate processes replace (the broker and the offline
+// `tributary users` both replace credentials.json) is written with
+// UniqueTemp instead, so that each write has a temporary file of its own.
 package atomicfile
 
 import (
@@ -23,8 +26,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // File is an open file of an FS.
@@ -72,20 +77,45 @@ func (OS) SyncDir(dir string) error {
 	return err
 }
 
+// An Option changes how a write creates the new file.
+type Option func(*options)
+
+type options struct {
+	perm   fs.FileMode
+	unique bool
+}
+
+// Perm gives the new file the permission bits perm (less the umask)
+// instead of 0644: 0600 for a file of secrets. The bits are set when the
+// temporary file is created; a name.tmp that a crash left keeps its own,
+// so a file whose mode guards secrets is written with UniqueTemp as well.
+func Perm(perm fs.FileMode) Option { return func(o *options) { o.perm = perm } }
+
+// UniqueTemp writes through a temporary file of its own, created anew
+// (name.<random>.tmp), instead of the shared name.tmp, for a file that
+// separate processes may replace at the same moment: with a shared name
+// one could rename the other's half-written file into place, or find its
+// own renamed away. Each write then still leaves a whole file, the last to
+// rename winning. The price: a temporary file a crash leaves is not reused
+// by the next write and stays until someone removes it (still *.tmp).
+func UniqueTemp() Option { return func(o *options) { o.unique = true } }
+
 // Write replaces path with data through the operating system.
-func Write(path string, data []byte) error { return WriteFS(OS{}, path, data) }
+func Write(path string, data []byte, opts ...Option) error {
+	return WriteFS(OS{}, path, data, opts...)
+}
 
 // WriteFS replaces path with data through fsys; see the package
 // documentation for what a crash leaves. On an error before the rename the
 // temporary file is removed and path is untouched.
-func WriteFS(fsys FS, path string, data []byte) error {
-	return WriteFrom(fsys, path, bytes.NewReader(data))
+func WriteFS(fsys FS, path string, data []byte, opts ...Option) error {
+	return WriteFrom(fsys, path, bytes.NewReader(data), opts...)
 }
 
 // WriteFrom is WriteFS for content read from r, for files too large to hold
 // in memory (a rewritten log segment).
-func WriteFrom(fsys FS, path string, r io.Reader) error {
-	if err := WriteFromDirUnsynced(fsys, path, r); err != nil {
+func WriteFrom(fsys FS, path string, r io.Reader, opts ...Option) error {
+	if err := WriteFromDirUnsynced(fsys, path, r, opts...); err != nil {
 		return err
 	}
 	if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
@@ -99,9 +129,16 @@ func WriteFrom(fsys FS, path string, r io.Reader) error {
 // caller that replaces several files of one directory and fsyncs it once
 // after the last. Until that fsync a crash may leave each file old or new,
 // but each complete.
-func WriteFromDirUnsynced(fsys FS, path string, r io.Reader) error {
-	tmp := path + ".tmp"
-	if err := writeSynced(fsys, tmp, r); err != nil {
+func WriteFromDirUnsynced(fsys FS, path string, r io.Reader, opts ...Option) error {
+	o := options{perm: 0o644}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	f, tmp, err := createTemp(fsys, path, o)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", tmp, err)
+	}
+	if err := writeSynced(f, r); err != nil {
 		return errors.Join(fmt.Errorf("writing %s: %w", tmp, err), removeTemp(fsys, tmp))
 	}
 	if err := fsys.Rename(tmp, path); err != nil {
@@ -110,12 +147,27 @@ func WriteFromDirUnsynced(fsys FS, path string, r io.Reader) error {
 	return nil
 }
 
-func writeSynced(fsys FS, name string, r io.Reader) error {
-	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
+// createTemp opens the temporary file path's new content goes to: the
+// shared name.tmp, truncated, or under UniqueTemp a new file no other
+// write can have opened.
+func createTemp(fsys FS, path string, o options) (File, string, error) {
+	if !o.unique {
+		tmp := path + ".tmp"
+		f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, o.perm)
+		return f, tmp, err
 	}
-	_, err = io.Copy(f, r)
+	for range 10 {
+		tmp := path + "." + strconv.FormatUint(rand.Uint64(), 36) + ".tmp"
+		f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, o.perm)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, tmp, err
+		}
+	}
+	return nil, path + ".*.tmp", errors.New("no free temporary name after 10 tries")
+}
+
+func writeSynced(f File, r io.Reader) error {
+	_, err := io.Copy(f, r)
 	if err == nil {
 		err = f.Sync()
 	}

@@ -34,17 +34,17 @@ func startWith(t *testing.T) (*crashfs.FS, string) {
 // one of its steps, loses power, and reports each step after which the file
 // holds neither the old nor the new content, or holds the old one although
 // the write had returned nil.
-func powerLossAtEachStep(t *testing.T, wrap func(atomicfile.FS) atomicfile.FS) (bad []string) {
+func powerLossAtEachStep(t *testing.T, wrap func(atomicfile.FS) atomicfile.FS, opts ...atomicfile.Option) (bad []string) {
 	t.Helper()
 	c, path := startWith(t)
-	if err := atomicfile.WriteFS(wrap(c), path, []byte(newContent)); err != nil {
+	if err := atomicfile.WriteFS(wrap(c), path, []byte(newContent), opts...); err != nil {
 		t.Fatal(err)
 	}
 	steps := c.Ops()
 	for n := 0; n <= steps; n++ {
 		c, path := startWith(t)
 		c.CrashAfter(n)
-		err := atomicfile.WriteFS(wrap(c), path, []byte(newContent))
+		err := atomicfile.WriteFS(wrap(c), path, []byte(newContent), opts...)
 		if (err == nil) != (n == steps) {
 			t.Fatalf("power lost after %d of %d steps: write returned %v", n, steps, err)
 		}
@@ -61,7 +61,7 @@ func powerLossAtEachStep(t *testing.T, wrap func(atomicfile.FS) atomicfile.FS) (
 			bad = append(bad, fmt.Sprintf("after step %d: the write returned nil, the file still holds the old content", n))
 		}
 		// Whatever the crash left, the next write succeeds.
-		if err := atomicfile.Write(path, []byte(newContent)); err != nil {
+		if err := atomicfile.Write(path, []byte(newContent), opts...); err != nil {
 			t.Fatalf("write after the power loss: %v", err)
 		}
 	}

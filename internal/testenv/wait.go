@@ -13,10 +13,23 @@ import (
 // flush), so tests wait for a state rather than sleep a fixed time.
 func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
+	Eventuallyf(t, within, func() (bool, string) { return cond(), what })
+}
+
+// Eventuallyf is Eventually for a wait whose failure is understood only
+// with the state it last saw (what two registry nodes show, a process's
+// output so far): cond says whether the state holds and, if not, describes
+// it, and the test fails with the last description.
+func Eventuallyf(t testing.TB, within time.Duration, cond func() (ok bool, state string)) {
+	t.Helper()
 	deadline := time.Now().Add(within)
-	for !cond() {
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not true after %v: %s", within, what)
+			t.Fatalf("not true after %v: %s", within, state)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

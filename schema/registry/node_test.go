@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/schema/internal/srtest"
 	"github.com/tributary-io/tributary/schema/registry"
 )
@@ -77,21 +78,14 @@ func TestNodeServesOnceOpen(t *testing.T) {
 	}
 	t.Cleanup(func() { node.Close() })
 	addr := serve(t, node.Serve)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, 10*time.Second, "/healthz answers 200 once the log is open", func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz still %d", resp.StatusCode)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return resp.StatusCode == 200
+	})
 	resp, err := http.Get("http://" + addr + "/subjects")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("GET /subjects: %v %v", resp, err)

@@ -28,22 +28,15 @@ func TestNodesAgree(t *testing.T) {
 // may lag another by the moment it takes to read the newest records.
 func agree(t *testing.T, nodes ...*srtest.Registry) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		want, differ := dump(t, nodes[0]), ""
+	testenv.Eventuallyf(t, 10*time.Second, func() (bool, string) {
+		want := dump(t, nodes[0])
 		for i, n := range nodes[1:] {
 			if got := dump(t, n); got != want {
-				differ = fmt.Sprintf("node %d shows:\n%s\nnode 0 shows:\n%s", i+1, got, want)
+				return false, fmt.Sprintf("node %d shows:\n%s\nnode 0 shows:\n%s", i+1, got, want)
 			}
 		}
-		if differ == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(differ)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return true, ""
+	})
 }
 
 // raceRegistrations registers from every node at once — distinct schemas

@@ -1,9 +1,7 @@
 package loader
 
 import (
-	"bufio"
 	"bytes"
-	"compress/flate"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -11,7 +9,8 @@ import (
 	"io"
 	"sort"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/s2"
 )
 
 // Codecs an Avro object container file can be written with: the ones every
@@ -27,21 +26,27 @@ const blockTarget = 256 << 10
 // the Avro binary body of a Kafka record, written under the file's schema,
 // copied byte for byte. Nothing is decoded and re-encoded on the way, so a
 // file holds exactly what producers sent.
+//
+// A block is gathered behind room for its header (two varints), so that
+// with the null codec it goes to the file as it was gathered, in one
+// write, and a compressed block is compressed once into a buffer of the
+// same shape: one copy of the data per codec, no per-record allocation.
 type ocfWriter struct {
 	f     io.WriteCloser
-	w     *bufio.Writer
 	codec string
 	sync  [16]byte
 
-	block   bytes.Buffer // uncompressed records of the open block
+	block   []byte // blockRoom bytes of room, then the open block's records
 	nblock  int64
-	comp    bytes.Buffer
+	comp    []byte // blockRoom bytes of room, then a compressed block
 	deflate *flate.Writer
 
 	records int64 // records written
 	size    int64 // bytes written to the file so far (header and blocks)
-	scratch [2 * binary.MaxVarintLen64]byte
 }
+
+// blockRoom is the room kept before a block for its count and size.
+const blockRoom = 2 * binary.MaxVarintLen64
 
 // newOCF writes the file header: magic, metadata (schema, codec, and meta)
 // and the sync marker.
@@ -53,10 +58,13 @@ func newOCF(f io.WriteCloser, schema, codec string, meta map[string]string) (*oc
 	default:
 		return nil, fmt.Errorf("avro codec %q: use one of null, deflate, snappy", codec)
 	}
-	o := &ocfWriter{f: f, w: bufio.NewWriterSize(f, 1<<20), codec: codec}
+	o := &ocfWriter{f: f, codec: codec, block: make([]byte, blockRoom, blockRoom+blockTarget+blockTarget/8)}
 	rand.Read(o.sync[:])
+	if codec != "null" {
+		o.comp = make([]byte, blockRoom, blockRoom+blockTarget)
+	}
 	if codec == "deflate" {
-		o.deflate, _ = flate.NewWriter(&o.comp, flate.DefaultCompression)
+		o.deflate, _ = flate.NewWriter(nil, flate.DefaultCompression)
 	}
 	all := map[string]string{"avro.schema": schema, "avro.codec": codec}
 	for k, v := range meta {
@@ -67,28 +75,27 @@ func newOCF(f io.WriteCloser, schema, codec string, meta map[string]string) (*oc
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var h bytes.Buffer
-	h.WriteString("Obj\x01")
-	h.Write(binary.AppendVarint(nil, int64(len(keys))))
+	h := []byte("Obj\x01")
+	h = binary.AppendVarint(h, int64(len(keys)))
 	for _, k := range keys {
-		h.Write(binary.AppendVarint(nil, int64(len(k))))
-		h.WriteString(k)
-		h.Write(binary.AppendVarint(nil, int64(len(all[k]))))
-		h.WriteString(all[k])
+		h = binary.AppendVarint(h, int64(len(k)))
+		h = append(h, k...)
+		h = binary.AppendVarint(h, int64(len(all[k])))
+		h = append(h, all[k]...)
 	}
-	h.WriteByte(0) // end of the metadata map
-	h.Write(o.sync[:])
-	n, err := o.w.Write(h.Bytes())
+	h = append(h, 0) // end of the metadata map
+	h = append(h, o.sync[:]...)
+	n, err := o.f.Write(h)
 	o.size += int64(n)
 	return o, err
 }
 
 // Append adds one record's Avro binary body.
 func (o *ocfWriter) Append(body []byte) error {
-	o.block.Write(body)
+	o.block = append(o.block, body...)
 	o.nblock++
 	o.records++
-	if o.block.Len() >= blockTarget {
+	if len(o.block)-blockRoom >= blockTarget {
 		return o.flushBlock()
 	}
 	return nil
@@ -96,46 +103,48 @@ func (o *ocfWriter) Append(body []byte) error {
 
 // Size is the file's size once the open block is written, estimated with
 // the block uncompressed: what rolling by size compares.
-func (o *ocfWriter) Size() int64 { return o.size + int64(o.block.Len()) }
+func (o *ocfWriter) Size() int64 { return o.size + int64(len(o.block)-blockRoom) }
 
 func (o *ocfWriter) flushBlock() error {
 	if o.nblock == 0 {
 		return nil
 	}
-	data := o.block.Bytes()
-	switch o.codec {
+	framed := o.block // room, then the data
+	switch data := o.block[blockRoom:]; o.codec {
 	case "deflate":
-		o.comp.Reset()
-		o.deflate.Reset(&o.comp)
+		b := bytes.NewBuffer(o.comp[:blockRoom])
+		o.deflate.Reset(b)
 		o.deflate.Write(data)
 		if err := o.deflate.Close(); err != nil {
 			return err
 		}
-		data = o.comp.Bytes()
+		framed = b.Bytes()
 	case "snappy":
-		// Avro's snappy framing: the compressed block, then the CRC-32 of
-		// the uncompressed data, big-endian.
-		enc := snappy.Encode(o.comp.AvailableBuffer()[:0], data)
-		enc = binary.BigEndian.AppendUint32(enc, crc32.ChecksumIEEE(data))
-		o.comp.Reset()
-		data = enc
+		// Avro's snappy framing: the compressed block (s2 writes the
+		// snappy format, faster than the reference encoder), then the
+		// CRC-32 of the uncompressed data, big-endian.
+		if need := blockRoom + s2.MaxEncodedLen(len(data)) + 4; cap(o.comp) < need {
+			o.comp = make([]byte, need)
+		}
+		enc := s2.EncodeSnappy(o.comp[blockRoom:cap(o.comp)], data)
+		framed = binary.BigEndian.AppendUint32(o.comp[:blockRoom+len(enc)], crc32.ChecksumIEEE(data))
 	}
-	hdr := binary.AppendVarint(o.scratch[:0], o.nblock)
-	hdr = binary.AppendVarint(hdr, int64(len(data)))
-	n1, err := o.w.Write(hdr)
+	if o.codec != "null" {
+		o.comp = framed[:0] // keep what the buffer grew to
+	}
+	// The block's count and size go right before its data, in the room.
+	var hdr [blockRoom]byte
+	h := binary.AppendVarint(hdr[:0], o.nblock)
+	h = binary.AppendVarint(h, int64(len(framed)-blockRoom))
+	start := blockRoom - len(h)
+	copy(framed[start:], h)
+	framed = append(framed, o.sync[:]...)
+	n, err := o.f.Write(framed[start:])
+	o.size += int64(n)
 	if err != nil {
 		return err
 	}
-	n2, err := o.w.Write(data)
-	if err != nil {
-		return err
-	}
-	n3, err := o.w.Write(o.sync[:])
-	if err != nil {
-		return err
-	}
-	o.size += int64(n1 + n2 + n3)
-	o.block.Reset()
+	o.block = o.block[:blockRoom]
 	o.nblock = 0
 	return nil
 }
@@ -144,9 +153,6 @@ func (o *ocfWriter) flushBlock() error {
 // and durable when Close returns nil.
 func (o *ocfWriter) Close() error {
 	err := o.flushBlock()
-	if err == nil {
-		err = o.w.Flush()
-	}
 	if cerr := o.f.Close(); err == nil {
 		err = cerr
 	}

@@ -22,8 +22,8 @@ import (
 // recently used instead of holding hundreds of HDFS write pipelines.
 const maxOpenFiles = 24
 
-// partWriter decodes one partition's records and writes them into files
-// under the run's directory. It runs in its own goroutine; records arrive
+// partWriter checks one partition's records and copies their Avro bodies
+// into files under the run's directory. It runs in its own goroutine; records arrive
 // in offset order.
 type partWriter struct {
 	r     *run
@@ -91,22 +91,42 @@ func isBadRecord(err error) bool {
 		errors.Is(err, schema.ErrUnknownID) || errors.Is(err, schema.ErrBadBody)
 }
 
-func (p *partWriter) add(ctx context.Context, rec *kgo.Record) error {
-	id, body, err := schema.DecodeEnvelope(rec.Value)
-	if err == nil {
-		// Decoded whole to check it, so a value that does not match its
-		// schema goes to _errors rather than into a data file.
-		_, err = p.r.deser.Deserialize(ctx, rec.Value)
+// readRecord checks a record's value and reads its header time and
+// server, by the rule every tier shares (schema.HeaderLayout), so the hour
+// a record is filed under and the window the warehouse tier counts it in
+// are those the producer counted it in.
+//
+// Nothing is decoded: the envelope gives the writer schema, the layout's
+// Check walks the body by its encodings to make sure it is one whole value
+// of that schema (a record that is not goes to _errors, as a decoder would
+// have refused it), and Read reads the few header fields. The body is then
+// copied as it is into a file of the same writer schema, which is what
+// lets a load keep up with the fetch.
+//
+// ok is false when the event has no usable time. err is a bad record's
+// (see isBadRecord) or the registry's.
+func (r *run) readRecord(ctx context.Context, value []byte) (id int, body []byte, ms int64, server string, ok bool, err error) {
+	if id, body, err = schema.DecodeEnvelope(value); err != nil {
+		return 0, nil, 0, "", false, err
 	}
+	l, err := r.headers.Get(ctx, id)
+	if err != nil {
+		return 0, nil, 0, "", false, err
+	}
+	if err := l.Check(body); err != nil {
+		return 0, nil, 0, "", false, fmt.Errorf("schema id %d: %w", id, err)
+	}
+	ms, server, err = l.Read(body)
+	return id, body, ms, server, err == nil, nil
+}
+
+func (p *partWriter) add(ctx context.Context, rec *kgo.Record) error {
+	id, body, ms, server, ok, err := p.r.readRecord(ctx, rec.Value)
 	if err != nil {
 		if !isBadRecord(err) {
 			return fmt.Errorf("%s/%d offset %d: %w", p.topic, p.part, rec.Offset, err)
 		}
 		return p.reject(rec, err)
-	}
-	ms, server, ok, err := p.r.headerTime(ctx, id, body)
-	if err != nil {
-		return fmt.Errorf("%s/%d offset %d: %w", p.topic, p.part, rec.Offset, err)
 	}
 	if !ok {
 		ms = rec.Timestamp.UnixMilli()

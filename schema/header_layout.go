@@ -41,7 +41,8 @@ type HeaderLayout struct {
 	// Field is the top-level field the header is looked for in.
 	Field string
 
-	reason string // why there is no time; "" when there is one
+	event  avro.Schema // the whole writer schema, for Check
+	reason string      // why there is no time; "" when there is one
 
 	fields     []avro.Schema // the event's top-level fields up to the header
 	header     *avro.RecordSchema
@@ -61,7 +62,7 @@ func NewHeaderLayout(s avro.Schema, field string) *HeaderLayout {
 	if field == "" {
 		field = DefaultHeaderField
 	}
-	l := &HeaderLayout{Field: field, timeBranch: -1, serverIdx: -1, serverBr: -1}
+	l := &HeaderLayout{Field: field, event: s, timeBranch: -1, serverIdx: -1, serverBr: -1}
 	rec, ok := deref(s).(*avro.RecordSchema)
 	if !ok {
 		l.reason = fmt.Sprintf("the event schema is a %s, not a record", s.Type())
@@ -204,6 +205,26 @@ func (l *HeaderLayout) Read(body []byte) (ms int64, server string, err error) {
 		return 0, "", fmt.Errorf("%w: %s.time is null", ErrNoHeaderTime, l.Field)
 	}
 	return l.checked(ms, server)
+}
+
+// Check reports whether body is exactly one value of the layout's writer
+// schema: every length, count, union branch, enum index and boolean in
+// range, and no byte left over. It walks the body by its encodings and
+// decodes nothing, so it allocates nothing; what it accepts, every Avro
+// decoder of the schema decodes. The error wraps ErrBadBody.
+//
+// A body that passes can be copied as it is into an object container file
+// of the same schema (the loader does), which is why the loader needs no
+// decoder at all: Check, then Read for the time.
+func (l *HeaderLayout) Check(body []byte) error {
+	w := walker{b: body}
+	if err := w.skip(l.event, 0); err != nil {
+		return err
+	}
+	if len(w.b) > 0 {
+		return w.bad(fmt.Sprintf("%d bytes left over after the value", len(w.b)))
+	}
+	return nil
 }
 
 // checked converts and checks a time read by either path.

@@ -2,8 +2,9 @@ package schema
 
 // Reading Avro binary without decoding it: the walker skips values by
 // their encodings, so HeaderLayout.Read reaches the header without
-// decoding the event, and checkLengths bounds what a decoder will allocate
-// (the Deserializer runs it before goavro).
+// decoding the event, HeaderLayout.Check validates a whole body, and
+// checkLengths bounds what a decoder will allocate (the Deserializer runs
+// it before goavro).
 
 import (
 	"encoding/binary"
@@ -29,7 +30,10 @@ func checkLengths(s avro.Schema, body []byte) error {
 // walker reads an Avro binary body just far enough: it skips values by
 // their encodings and reads the few it needs. Every length is checked
 // against what is left, so a malformed body costs an error, never a panic
-// or an allocation of the size it claims.
+// or an allocation of the size it claims. What a skip accepts is valid
+// Avro binary of its schema, as strictly as a decoder checks it: booleans
+// are 0 or 1, enum indexes and union branches in range, and a block that
+// states its byte size holds exactly its items.
 type walker struct{ b []byte }
 
 func (w *walker) bad(what string) error {
@@ -94,7 +98,11 @@ func (w *walker) skip(s avro.Schema, depth int) error {
 		case avro.Null:
 			return nil
 		case avro.Boolean:
-			return w.fixed(1)
+			if len(w.b) == 0 || w.b[0] > 1 {
+				return w.bad("a boolean that is neither 0 nor 1")
+			}
+			w.b = w.b[1:]
+			return nil
 		case avro.Int, avro.Long:
 			_, err := w.long()
 			return err
@@ -114,8 +122,14 @@ func (w *walker) skip(s avro.Schema, depth int) error {
 		}
 		return nil
 	case *avro.EnumSchema:
-		_, err := w.long()
-		return err
+		i, err := w.long()
+		if err != nil {
+			return err
+		}
+		if i < 0 || i >= int64(len(s.Symbols())) {
+			return w.bad(fmt.Sprintf("enum %s index %d out of range", s.FullName(), i))
+		}
+		return nil
 	case *avro.FixedSchema:
 		return w.fixed(s.Size())
 	case *avro.UnionSchema:
@@ -136,7 +150,9 @@ func (w *walker) skip(s avro.Schema, depth int) error {
 }
 
 // blocks skips the blocks of an array or map: a count, negative when a
-// byte size follows (which lets the block be skipped whole), until 0.
+// byte size follows, until 0. A block with a size is still walked item by
+// item, and must end exactly there: skipping it whole would let a body
+// that no decoder reads pass.
 func (w *walker) blocks(item avro.Schema, isMap bool, depth int) error {
 	empty := !isMap && encodesEmpty(item, 0)
 	for {
@@ -147,7 +163,11 @@ func (w *walker) blocks(item avro.Schema, isMap bool, depth int) error {
 		if n == 0 {
 			return nil
 		}
+		end := -1 // bytes left after the block, when its size is stated
 		if n < 0 {
+			if n = -n; n < 0 {
+				return w.bad("a block count out of range")
+			}
 			size, err := w.long()
 			if err != nil {
 				return err
@@ -155,10 +175,12 @@ func (w *walker) blocks(item avro.Schema, isMap bool, depth int) error {
 			if size < 0 || size > int64(len(w.b)) {
 				return w.bad("a block size past the end")
 			}
-			w.b = w.b[size:]
-			continue
+			end = len(w.b) - int(size)
 		}
 		if empty {
+			if end >= 0 && end != len(w.b) {
+				return w.bad("a block size that does not match its items")
+			}
 			continue // items of no bytes: nothing to skip, however many
 		}
 		if n > int64(len(w.b)) {
@@ -173,6 +195,9 @@ func (w *walker) blocks(item avro.Schema, isMap bool, depth int) error {
 			if err := w.skip(item, depth+1); err != nil {
 				return err
 			}
+		}
+		if end >= 0 && end != len(w.b) {
+			return w.bad("a block size that does not match its items")
 		}
 	}
 }

@@ -2,6 +2,7 @@ package loader_test
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,7 +72,9 @@ func BenchmarkLoad(b *testing.B) {
 //	go test -run '^$' -bench BenchmarkLoadVsFetch -benchtime 3x ./loader/
 //
 // fetch-records/s is the raw rate, records/s the load's (the whole run:
-// locks, planning, files, commit), load/fetch their ratio.
+// locks, planning, files, fsyncs, commit), load/fetch their ratio. The
+// cpu-ns/record figures are the process's CPU time (the broker runs in
+// it too) per record, steadier than the rates on a busy machine.
 func BenchmarkLoadVsFetch(b *testing.B) {
 	const n = 200_000
 	env := loadertest.Start(b)
@@ -80,20 +83,22 @@ func BenchmarkLoadVsFetch(b *testing.B) {
 	env.Produce(b, "bench", loadertest.Schema(b, "pageview"), loadertest.PageViews(0, n, 4, from, 3*time.Hour))
 	for _, codec := range []string{"deflate", "snappy", "null"} {
 		b.Run(codec, func(b *testing.B) {
-			var fetchTime, loadTime time.Duration
+			var fetchTime, loadTime, fetchCPU, loadCPU time.Duration
 			var fetched, loaded int64
 			for range b.N {
-				start := time.Now()
+				start, cpu := time.Now(), cpuTime()
 				fetched += rawFetch(b, env.Brokers, "bench", 4, n)
 				fetchTime += time.Since(start)
+				fetchCPU += cpuTime() - cpu
 
 				url := "file://" + b.TempDir()
-				start = time.Now()
+				start, cpu = time.Now(), cpuTime()
 				sum, err := loader.Run(context.Background(), loader.Config{
 					Brokers: env.Brokers, RegistryURL: env.RegistryURL, Topics: []string{"bench"},
 					Warehouse: url, Codec: codec, Logger: quiet,
 				})
 				loadTime += time.Since(start)
+				loadCPU += cpuTime() - cpu
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -104,12 +109,14 @@ func BenchmarkLoadVsFetch(b *testing.B) {
 			b.ReportMetric(fetchRate, "fetch-records/s")
 			b.ReportMetric(loadRate, "records/s")
 			b.ReportMetric(loadRate/fetchRate, "load/fetch")
+			b.ReportMetric(float64(fetchCPU.Nanoseconds())/float64(fetched), "fetch-cpu-ns/record")
+			b.ReportMetric(float64(loadCPU.Nanoseconds())/float64(loaded), "load-cpu-ns/record")
 		})
 	}
 }
 
 // rawFetch consumes partitions 0..parts-1 of topic from the start until n
-// records arrived, with the loader's fetch sizes, and returns n.
+// records arrived, with kgo's default fetch sizes, and returns n.
 func rawFetch(b testing.TB, brokers []string, topic string, parts int32, n int64) int64 {
 	b.Helper()
 	offsets := map[int32]kgo.Offset{}
@@ -119,9 +126,6 @@ func rawFetch(b testing.TB, brokers []string, topic string, parts int32, n int64
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-		kgo.FetchMaxPartitionBytes(8<<20),
-		kgo.FetchMaxBytes(64<<20),
-		kgo.FetchMaxWait(500*time.Millisecond),
 	)
 	if err != nil {
 		b.Fatal(err)
@@ -136,4 +140,13 @@ func rawFetch(b testing.TB, brokers []string, topic string, parts int32, n int64
 		got += int64(fs.NumRecords())
 	}
 	return got
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -31,6 +31,7 @@ type partWriter struct {
 	part  int32
 
 	open  map[fileKey]*openFile
+	cur   *openFile // the file of the last record: most often the next's
 	files []FileEntry
 	errs  *errorWriter
 	seq   int
@@ -99,7 +100,7 @@ func isBadRecord(err error) bool {
 // Nothing is decoded: the envelope gives the writer schema, the layout's
 // Check walks the body by its encodings to make sure it is one whole value
 // of that schema (a record that is not goes to _errors, as a decoder would
-// have refused it), and Read reads the few header fields. The body is then
+// have refused it), and Read (or Time) reads the few header fields. The body is then
 // copied as it is into a file of the same writer schema, which is what
 // lets a load keep up with the fetch.
 //
@@ -116,7 +117,11 @@ func (r *run) readRecord(ctx context.Context, value []byte) (id int, body []byte
 	if err := l.Check(body); err != nil {
 		return 0, nil, 0, "", false, fmt.Errorf("schema id %d: %w", id, err)
 	}
-	ms, server, err = l.Read(body)
+	if r.cfg.Audit != nil {
+		ms, server, err = l.Read(body)
+	} else {
+		ms, err = l.Time(body) // the server is for the audit only
+	}
 	return id, body, ms, server, err == nil, nil
 }
 
@@ -133,11 +138,14 @@ func (p *partWriter) add(ctx context.Context, rec *kgo.Record) error {
 		p.noHeader++
 	}
 	key := fileKey{hour: floorDiv(ms, 3600_000), schema: id}
-	f := p.open[key]
-	if f == nil {
-		if f, err = p.openFile(ctx, key, rec.Offset); err != nil {
-			return err
+	f := p.cur
+	if f == nil || f.key != key {
+		if f = p.open[key]; f == nil {
+			if f, err = p.openFile(ctx, key, rec.Offset); err != nil {
+				return err
+			}
 		}
+		p.cur = f
 	}
 	if err := f.w.Append(body); err != nil {
 		return fmt.Errorf("writing %s: %w", f.tmp, err)
@@ -211,6 +219,9 @@ func (p *partWriter) openFile(ctx context.Context, key fileKey, first int64) (*o
 
 func (p *partWriter) closeFile(f *openFile) error {
 	delete(p.open, f.key)
+	if p.cur == f {
+		p.cur = nil
+	}
 	if err := f.w.Close(); err != nil {
 		return fmt.Errorf("completing %s in %s: %w", f.tmp, p.r.w, err)
 	}

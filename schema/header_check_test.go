@@ -22,7 +22,7 @@ const kitchenSchema = `{"type":"record","name":"K","fields":[
 // TestHeaderLayoutCheck: Check accepts exactly what a decoder accepts:
 // every encoded event of every header shape, and none of the same bodies
 // cut short, with a byte left over, or broken after the header, where
-// Read alone still finds a time.
+// Read alone still finds a time. Time reads what Read does.
 func TestHeaderLayoutCheck(t *testing.T) {
 	for _, tc := range layoutCases(t) {
 		codec, _ := goavro.NewCodec(tc.schema)
@@ -33,6 +33,10 @@ func TestHeaderLayoutCheck(t *testing.T) {
 		l := schema.NewHeaderLayout(avro.MustParse(tc.schema), tc.field)
 		if err := l.Check(body); err != nil {
 			t.Errorf("%s: a valid body: %v", tc.name, err)
+		}
+		ms, _, rerr := l.Read(body)
+		if tms, terr := l.Time(body); tms != ms || errors.Is(terr, schema.ErrNoHeaderTime) != errors.Is(rerr, schema.ErrNoHeaderTime) {
+			t.Errorf("%s: Time gave %d, %v; Read %d, %v", tc.name, tms, terr, ms, rerr)
 		}
 		for n := range len(body) {
 			if err := l.Check(body[:n]); !errors.Is(err, schema.ErrBadBody) {

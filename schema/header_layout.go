@@ -153,6 +153,17 @@ func (l *HeaderLayout) Micros() bool { return l.micros }
 // when the event has no usable time, ErrBadBody when the body is too short
 // or malformed up to the header fields read.
 func (l *HeaderLayout) Read(body []byte) (ms int64, server string, err error) {
+	return l.read(body, true)
+}
+
+// Time is Read without the server, for callers that file events by time
+// only: it allocates nothing.
+func (l *HeaderLayout) Time(body []byte) (ms int64, err error) {
+	ms, _, err = l.read(body, false)
+	return ms, err
+}
+
+func (l *HeaderLayout) read(body []byte, wantServer bool) (ms int64, server string, err error) {
 	if l.reason != "" {
 		return 0, "", fmt.Errorf("%w: %s", ErrNoHeaderTime, l.reason)
 	}
@@ -193,7 +204,9 @@ func (l *HeaderLayout) Read(body []byte) (ms int64, server string, err error) {
 				if err != nil {
 					return 0, "", err
 				}
-				server = string(b)
+				if wantServer {
+					server = string(b)
+				}
 			}
 		default:
 			if err := w.skip(f, 0); err != nil {

@@ -54,6 +54,9 @@ func TestHeaderLayoutCheck(t *testing.T) {
 	if err := l.Check(valid); err != nil {
 		t.Fatalf("valid kitchen body: %v", err)
 	}
+	if err := l.Check(manyKeys(12, false)); err != nil {
+		t.Fatalf("valid kitchen body with 12 map keys: %v", err)
+	}
 	if _, err := goavro.NewCodec(kitchenSchema); err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +67,8 @@ func TestHeaderLayoutCheck(t *testing.T) {
 		"block size too large":     {2, 1, 2, 1, 6, 2, 'a', 0, 0, 0},
 		"block size too small":     {2, 1, 2, 1, 2, 2, 'a', 0, 0},
 		"union branch in a string": {2, 1, 2, 1, 4, 4, 'a', 0, 0},
+		"map key twice":            {2, 1, 2, 0, 4, 2, 'k', 2, 2, 'k', 4, 0},
+		"map key twice, many keys": manyKeys(12, true),
 	} {
 		ms, _, rerr := l.Read(body)
 		if err := l.Check(body); !errors.Is(err, schema.ErrBadBody) {
@@ -86,4 +91,18 @@ func FuzzHeaderLayoutCheck(f *testing.F) {
 			t.Fatalf("Check accepted %x; goavro: %v, %d bytes left", body, err, len(rest))
 		}
 	})
+}
+
+// manyKeys is a kitchen body whose map has n keys, the last the same as
+// the first when dup.
+func manyKeys(n int, dup bool) []byte {
+	b := []byte{2, 1, 2, 0, byte(2 * n)}
+	for i := range n {
+		k := byte('a' + i)
+		if dup && i == n-1 {
+			k = 'a'
+		}
+		b = append(b, 2, k, 2)
+	}
+	return append(b, 0)
 }

@@ -41,14 +41,14 @@ type HeaderLayout struct {
 	// Field is the top-level field the header is looked for in.
 	Field string
 
-	event  avro.Schema // the whole writer schema, for Check
-	reason string      // why there is no time; "" when there is one
+	event  *walkPlan // the whole writer schema, for Check
+	reason string    // why there is no time; "" when there is one
 
-	fields     []avro.Schema // the event's top-level fields up to the header
+	fields     []*walkPlan // the event's top-level fields up to the header
 	header     *avro.RecordSchema
 	headerNull bool // the header is a union: which branch is the record
 	headerIdx  int
-	hfields    []avro.Schema // the header's fields up to time and server
+	hfields    []*walkPlan // the header's fields up to time and server
 	timeIdx    int
 	timeBranch int // -1: a plain long; else the union branch of the long
 	micros     bool
@@ -62,7 +62,8 @@ func NewHeaderLayout(s avro.Schema, field string) *HeaderLayout {
 	if field == "" {
 		field = DefaultHeaderField
 	}
-	l := &HeaderLayout{Field: field, event: s, timeBranch: -1, serverIdx: -1, serverBr: -1}
+	plans := map[avro.Schema]*walkPlan{}
+	l := &HeaderLayout{Field: field, event: compileWalkIn(s, plans), timeBranch: -1, serverIdx: -1, serverBr: -1}
 	rec, ok := deref(s).(*avro.RecordSchema)
 	if !ok {
 		l.reason = fmt.Sprintf("the event schema is a %s, not a record", s.Type())
@@ -80,7 +81,7 @@ func NewHeaderLayout(s avro.Schema, field string) *HeaderLayout {
 		return l
 	}
 	for _, f := range rec.Fields()[:hi] {
-		l.fields = append(l.fields, f.Type())
+		l.fields = append(l.fields, compileWalkIn(f.Type(), plans))
 	}
 	ht := deref(rec.Fields()[hi].Type())
 	if u, ok := ht.(*avro.UnionSchema); ok {
@@ -130,7 +131,7 @@ func NewHeaderLayout(s avro.Schema, field string) *HeaderLayout {
 	}
 	l.timeIdx = ti
 	for _, f := range h.Fields()[:max(ti, l.serverIdx)+1] {
-		l.hfields = append(l.hfields, f.Type())
+		l.hfields = append(l.hfields, compileWalkIn(f.Type(), plans))
 	}
 	return l
 }

@@ -23,8 +23,8 @@ import (
 const maxOpenFiles = 24
 
 // partWriter checks one partition's records and copies their Avro bodies
-// into files under the run's directory. It runs in its own goroutine; records arrive
-// in offset order.
+// into files under the run's directory. It runs in its own goroutine;
+// records arrive in offset order.
 type partWriter struct {
 	r     *run
 	topic string
@@ -98,11 +98,11 @@ func isBadRecord(err error) bool {
 // are those the producer counted it in.
 //
 // Nothing is decoded: the envelope gives the writer schema, the layout's
-// Check walks the body by its encodings to make sure it is one whole value
-// of that schema (a record that is not goes to _errors, as a decoder would
-// have refused it), and Read (or Time) reads the few header fields. The body is then
-// copied as it is into a file of the same writer schema, which is what
-// lets a load keep up with the fetch.
+// Check walks the body by its encodings to make sure it is one whole
+// value of that schema (a record that is not goes to _errors, as a
+// decoder would have refused it), and Read (or Time) reads the few header
+// fields. The body is then copied as it is into a file of the same writer
+// schema, which is what lets a load keep up with the fetch.
 //
 // ok is false when the event has no usable time. err is a bad record's
 // (see isBadRecord) or the registry's.

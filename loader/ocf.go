@@ -59,7 +59,7 @@ type ocfWriter struct {
 
 	block   []byte // blockRoom bytes of room, then the open block's records
 	nblock  int64
-	comp    []byte // blockRoom bytes of room, then a compressed block
+	comp    []byte // blockRoom bytes of room, then a compressed block (made at the first)
 	deflate *flate.Writer
 
 	records int64 // records written
@@ -85,11 +85,11 @@ func newOCF(f io.WriteCloser, schema, codec string, meta map[string]string) (*oc
 	default:
 		return nil, fmt.Errorf("avro codec %q: use one of null, deflate, snappy", codec)
 	}
+	// The block is made full size at once: every open file may fill one,
+	// so growing it record by record would save nothing at worst. The
+	// compressed block's buffer waits for the first block.
 	o := &ocfWriter{f: f, codec: codec, block: make([]byte, blockRoom, blockRoom+blockTarget+blockTarget/8)}
 	rand.Read(o.sync[:])
-	if codec != "null" {
-		o.comp = make([]byte, blockRoom, blockRoom+blockTarget)
-	}
 	if codec == "deflate" {
 		o.deflate, _ = flate.NewWriter(nil, deflateLevel)
 	}
@@ -139,6 +139,9 @@ func (o *ocfWriter) flushBlock() error {
 	framed := o.block // room, then the data
 	switch data := o.block[blockRoom:]; o.codec {
 	case "deflate":
+		if cap(o.comp) < blockRoom {
+			o.comp = make([]byte, blockRoom, blockRoom+len(data)/2)
+		}
 		b := bytes.NewBuffer(o.comp[:blockRoom])
 		o.deflate.Reset(b)
 		o.deflate.Write(data)

@@ -62,20 +62,6 @@ func newAuditCounts() *auditCounts {
 	return &auditCounts{events: map[auditKey]int64{}, noTime: map[int64]int64{}, malformed: map[int64]int64{}}
 }
 
-// headerTime reads the header time and server of a record the run has
-// decoded, by the rule every tier shares (schema.HeaderLayout), so the
-// hour a record is filed under and the window the warehouse tier counts
-// it in are those the producer counted it in. ok is false when the event
-// has no usable time; err only when its writer schema cannot be had.
-func (r *run) headerTime(ctx context.Context, id int, body []byte) (ms int64, server string, ok bool, err error) {
-	l, err := r.headers.Get(ctx, id)
-	if err != nil {
-		return 0, "", false, err
-	}
-	ms, server, err = l.Read(body)
-	return ms, server, err == nil, nil
-}
-
 // publishAudit publishes what the committed run wrote, through a publisher
 // of its own that it closes (which publishes everything, the last event
 // marked final). The run is committed whatever happens here: a failure is

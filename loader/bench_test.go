@@ -2,8 +2,11 @@ package loader_test
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/loader"
@@ -58,4 +61,92 @@ func BenchmarkLoad(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkLoadVsFetch puts a load beside the fastest anything could read
+// the same records: each iteration first consumes the whole topic with a
+// bare kgo client (same fetch sizes as the loader, records counted and
+// dropped), then loads it into a fresh local warehouse. Alternating the
+// two in one run keeps a busy machine from favouring either:
+//
+//	go test -run '^$' -bench BenchmarkLoadVsFetch -benchtime 3x ./loader/
+//
+// fetch-records/s is the raw rate, records/s the load's (the whole run:
+// locks, planning, files, fsyncs, commit), load/fetch their ratio. The
+// cpu-ns/record figures are the process's CPU time (the broker runs in
+// it too) per record, steadier than the rates on a busy machine.
+func BenchmarkLoadVsFetch(b *testing.B) {
+	const n = 200_000
+	env := loadertest.Start(b)
+	env.CreateTopic(b, "bench", 4)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-4 * time.Hour)
+	env.Produce(b, "bench", loadertest.Schema(b, "pageview"), loadertest.PageViews(0, n, 4, from, 3*time.Hour))
+	for _, codec := range []string{"deflate", "snappy", "null"} {
+		b.Run(codec, func(b *testing.B) {
+			var fetchTime, loadTime, fetchCPU, loadCPU time.Duration
+			var fetched, loaded int64
+			for range b.N {
+				start, cpu := time.Now(), cpuTime()
+				fetched += rawFetch(b, env.Brokers, "bench", 4, n)
+				fetchTime += time.Since(start)
+				fetchCPU += cpuTime() - cpu
+
+				url := "file://" + b.TempDir()
+				start, cpu = time.Now(), cpuTime()
+				sum, err := loader.Run(context.Background(), loader.Config{
+					Brokers: env.Brokers, RegistryURL: env.RegistryURL, Topics: []string{"bench"},
+					Warehouse: url, Codec: codec, Logger: quiet,
+				})
+				loadTime += time.Since(start)
+				loadCPU += cpuTime() - cpu
+				if err != nil {
+					b.Fatal(err)
+				}
+				loaded += sum.Records
+			}
+			fetchRate := float64(fetched) / fetchTime.Seconds()
+			loadRate := float64(loaded) / loadTime.Seconds()
+			b.ReportMetric(fetchRate, "fetch-records/s")
+			b.ReportMetric(loadRate, "records/s")
+			b.ReportMetric(loadRate/fetchRate, "load/fetch")
+			b.ReportMetric(float64(fetchCPU.Nanoseconds())/float64(fetched), "fetch-cpu-ns/record")
+			b.ReportMetric(float64(loadCPU.Nanoseconds())/float64(loaded), "load-cpu-ns/record")
+		})
+	}
+}
+
+// rawFetch consumes partitions 0..parts-1 of topic from the start until n
+// records arrived, with kgo's default fetch sizes, and returns n.
+func rawFetch(b testing.TB, brokers []string, topic string, parts int32, n int64) int64 {
+	b.Helper()
+	offsets := map[int32]kgo.Offset{}
+	for p := range parts {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+	)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	var got int64
+	for got < n {
+		fs := cl.PollRecords(context.Background(), 10000)
+		if err := fs.Err0(); err != nil {
+			b.Fatal(err)
+		}
+		got += int64(fs.NumRecords())
+	}
+	return got
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

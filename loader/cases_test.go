@@ -87,16 +87,17 @@ func TestUndecodableRecords(t *testing.T) {
 		schema.AppendEnvelope(nil, 99999),     // 11: unknown schema id
 		valid[:len(valid)-5],                  // 12: body cut short
 		[]byte{0, 0},                          // 13: envelope truncated
+		append(valid, 0),                      // 14: a byte left over after the value
 	)
 	env.Produce(t, "mixed", loadertest.Schema(t, "pageview"), good[10:])
 
 	t.Run("over the limit", func(t *testing.T) {
 		url := "file://" + t.TempDir()
 		cfg := config(env, url, "mixed")
-		cfg.MaxErrors = 3
+		cfg.MaxErrors = 4
 		sum, err := loader.Run(context.Background(), cfg)
-		if err == nil || !strings.Contains(err.Error(), "more than 3 records could not be decoded") {
-			t.Fatalf("run with 4 bad records and a limit of 3: %v", err)
+		if err == nil || !strings.Contains(err.Error(), "more than 4 records could not be decoded") {
+			t.Fatalf("run with 5 bad records and a limit of 4: %v", err)
 		}
 		if sum.Committed {
 			t.Fatal("the failed run committed")
@@ -109,10 +110,10 @@ func TestUndecodableRecords(t *testing.T) {
 	t.Run("within the limit", func(t *testing.T) {
 		url := "file://" + t.TempDir()
 		cfg := config(env, url, "mixed")
-		cfg.MaxErrors = 4
+		cfg.MaxErrors = 5
 		sum := run(t, cfg)
-		if sum.Errors != 4 || sum.Records != 20 {
-			t.Fatalf("summary: %d errors, %d records; want 4 and 20", sum.Errors, sum.Records)
+		if sum.Errors != 5 || sum.Records != 20 {
+			t.Fatalf("summary: %d errors, %d records; want 5 and 20", sum.Errors, sum.Records)
 		}
 		c := loadertest.Read(t, openWarehouse(t, url))
 		loadertest.CheckExactlyOnce(t, c, "mixed", good)
@@ -123,10 +124,10 @@ func TestUndecodableRecords(t *testing.T) {
 				t.Errorf("error record %+v lacks topic, cause or value", e)
 			}
 		}
-		if fmt.Sprint(offsets) != "[10 11 12 13]" {
-			t.Errorf("error records at offsets %v, want [10 11 12 13]", offsets)
+		if fmt.Sprint(offsets) != "[10 11 12 13 14]" {
+			t.Errorf("error records at offsets %v, want [10 11 12 13 14]", offsets)
 		}
-		for i, want := range []error{schema.ErrWrongMagic, schema.ErrUnknownID, schema.ErrBadBody, schema.ErrTruncated} {
+		for i, want := range []error{schema.ErrWrongMagic, schema.ErrUnknownID, schema.ErrBadBody, schema.ErrTruncated, schema.ErrBadBody} {
 			if i < len(c.Errors) && !strings.Contains(c.Errors[i].Error, strings.TrimPrefix(want.Error(), "schema: ")) {
 				t.Errorf("offset %d: error %q, want %q", c.Errors[i].Offset, c.Errors[i].Error, want)
 			}

@@ -10,6 +10,10 @@
 // Files are grouped by the hour of each event's header time (UTC), by
 // writer schema (one schema per file, so evolution never mixes shapes in a
 // file) and by partition; they roll by size and record count as well.
+// Each record's Avro body goes into its file byte for byte as the
+// producer wrote it: it is checked to be one whole value of its writer
+// schema and its header time is read (schema.HeaderLayout), but it is
+// never decoded and re-encoded.
 //
 // What a caller may rely on:
 //   - A run is either fully committed or invisible. Data files and the new

@@ -45,7 +45,10 @@ func (r *run) fetch(ctx context.Context, plans []*partPlan) error {
 		// Out of range means retention deleted what was next; the gap is
 		// detected and reported below.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxPartitionBytes(8 << 20),
+		// Fetches of 1 MiB a partition (kgo's default) keep the writers
+		// busy while the next fetch is on its way; one fetch of a whole
+		// backlog would leave them idle until all of it was decoded.
+		kgo.FetchMaxPartitionBytes(1 << 20),
 		kgo.FetchMaxBytes(64 << 20),
 		kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.RequestTimeoutOverhead(r.cfg.BrokerTimeout),

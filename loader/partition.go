@@ -22,15 +22,16 @@ import (
 // recently used instead of holding hundreds of HDFS write pipelines.
 const maxOpenFiles = 24
 
-// partWriter decodes one partition's records and writes them into files
-// under the run's directory. It runs in its own goroutine; records arrive
-// in offset order.
+// partWriter checks one partition's records and copies their Avro bodies
+// into files under the run's directory. It runs in its own goroutine;
+// records arrive in offset order.
 type partWriter struct {
 	r     *run
 	topic string
 	part  int32
 
 	open  map[fileKey]*openFile
+	cur   *openFile // the file of the last record: most often the next's
 	files []FileEntry
 	errs  *errorWriter
 	seq   int
@@ -91,33 +92,60 @@ func isBadRecord(err error) bool {
 		errors.Is(err, schema.ErrUnknownID) || errors.Is(err, schema.ErrBadBody)
 }
 
-func (p *partWriter) add(ctx context.Context, rec *kgo.Record) error {
-	id, body, err := schema.DecodeEnvelope(rec.Value)
-	if err == nil {
-		// Decoded whole to check it, so a value that does not match its
-		// schema goes to _errors rather than into a data file.
-		_, err = p.r.deser.Deserialize(ctx, rec.Value)
+// readRecord checks a record's value and reads its header time and
+// server, by the rule every tier shares (schema.HeaderLayout), so the hour
+// a record is filed under and the window the warehouse tier counts it in
+// are those the producer counted it in.
+//
+// Nothing is decoded: the envelope gives the writer schema, the layout's
+// Check walks the body by its encodings to make sure it is one whole
+// value of that schema (a record that is not goes to _errors, as a
+// decoder would have refused it), and Read (or Time) reads the few header
+// fields. The body is then copied as it is into a file of the same writer
+// schema, which is what lets a load keep up with the fetch.
+//
+// ok is false when the event has no usable time. err is a bad record's
+// (see isBadRecord) or the registry's.
+func (r *run) readRecord(ctx context.Context, value []byte) (id int, body []byte, ms int64, server string, ok bool, err error) {
+	if id, body, err = schema.DecodeEnvelope(value); err != nil {
+		return 0, nil, 0, "", false, err
 	}
+	l, err := r.headers.Get(ctx, id)
+	if err != nil {
+		return 0, nil, 0, "", false, err
+	}
+	if err := l.Check(body); err != nil {
+		return 0, nil, 0, "", false, fmt.Errorf("schema id %d: %w", id, err)
+	}
+	if r.cfg.Audit != nil {
+		ms, server, err = l.Read(body)
+	} else {
+		ms, err = l.Time(body) // the server is for the audit only
+	}
+	return id, body, ms, server, err == nil, nil
+}
+
+func (p *partWriter) add(ctx context.Context, rec *kgo.Record) error {
+	id, body, ms, server, ok, err := p.r.readRecord(ctx, rec.Value)
 	if err != nil {
 		if !isBadRecord(err) {
 			return fmt.Errorf("%s/%d offset %d: %w", p.topic, p.part, rec.Offset, err)
 		}
 		return p.reject(rec, err)
 	}
-	ms, server, ok, err := p.r.headerTime(ctx, id, body)
-	if err != nil {
-		return fmt.Errorf("%s/%d offset %d: %w", p.topic, p.part, rec.Offset, err)
-	}
 	if !ok {
 		ms = rec.Timestamp.UnixMilli()
 		p.noHeader++
 	}
 	key := fileKey{hour: floorDiv(ms, 3600_000), schema: id}
-	f := p.open[key]
-	if f == nil {
-		if f, err = p.openFile(ctx, key, rec.Offset); err != nil {
-			return err
+	f := p.cur
+	if f == nil || f.key != key {
+		if f = p.open[key]; f == nil {
+			if f, err = p.openFile(ctx, key, rec.Offset); err != nil {
+				return err
+			}
 		}
+		p.cur = f
 	}
 	if err := f.w.Append(body); err != nil {
 		return fmt.Errorf("writing %s: %w", f.tmp, err)
@@ -191,6 +219,9 @@ func (p *partWriter) openFile(ctx context.Context, key fileKey, first int64) (*o
 
 func (p *partWriter) closeFile(f *openFile) error {
 	delete(p.open, f.key)
+	if p.cur == f {
+		p.cur = nil
+	}
 	if err := f.w.Close(); err != nil {
 		return fmt.Errorf("completing %s in %s: %w", f.tmp, p.r.w, err)
 	}

@@ -69,3 +69,46 @@ func BenchmarkDeserialize(b *testing.B) {
 	run("map, resolved to v2", func() error { _, err := evolving.Deserialize(ctx, value); return err })
 	run("struct, resolved to v2", func() error { var v pageViewV2; return evolving.DeserializeInto(ctx, value, &v) })
 }
+
+// BenchmarkHeaderLayout: what the loader spends on a page view instead of
+// decoding it (Check, then Time), next to the decode it replaced:
+//
+//	go test -run '^$' -bench BenchmarkHeaderLayout -benchmem ./schema/
+func BenchmarkHeaderLayout(b *testing.B) {
+	ctx := context.Background()
+	pv := readSchema(b, "pageview.avsc")
+	reg := newStaticRegistry(pv)
+	ser, _ := schema.NewSerializer(reg, schema.SerializerConfig{Schema: pv})
+	value, err := ser.Serialize(ctx, "pageviews", pageView(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	des, _ := schema.NewDeserializer(reg, schema.DeserializerConfig{})
+	l, err := schema.NewHeaderLayouts(des, "").Get(ctx, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := value[schema.HeaderSize:]
+	run := func(name string, fn func() error) {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(value)))
+			for b.Loop() {
+				if err := fn(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+	run("Read", func() error { _, _, err := l.Read(body); return err })
+	run("Check", func() error { return l.Check(body) })
+	run("Check+Time", func() error {
+		if err := l.Check(body); err != nil {
+			return err
+		}
+		_, err := l.Time(body)
+		return err
+	})
+	run("Deserialize", func() error { _, err := des.Deserialize(ctx, value); return err })
+}

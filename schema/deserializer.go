@@ -52,6 +52,7 @@ type Deserializer struct {
 type writer struct {
 	*avsc.Schema
 	resolved avro.Schema // hamba's writer→reader plan; nil if not needed
+	walk     *walkPlan   // for checkLengths
 }
 
 // NewDeserializer returns a Deserializer that fetches writer schemas through
@@ -97,7 +98,7 @@ func (d *Deserializer) Deserialize(ctx context.Context, b []byte) (any, error) {
 		return nil, err
 	}
 	if w.resolved == nil {
-		if err := checkLengths(w.Avro, body); err != nil {
+		if err := checkLengths(w.walk, body); err != nil {
 			return nil, fmt.Errorf("schema id %d: %w", id, err)
 		}
 		codec := w.Codec
@@ -220,7 +221,7 @@ func (d *Deserializer) writer(ctx context.Context, id int) (*writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema: writer schema id %d: %w", id, err)
 	}
-	w = &writer{Schema: p}
+	w = &writer{Schema: p, walk: compileWalk(p.Avro)}
 	if d.reader != nil && d.reader.Key != p.Key {
 		if w.resolved, err = avro.NewSchemaCompatibility().Resolve(d.reader.Avro, p.Avro); err != nil {
 			return nil, fmt.Errorf("schema: data written with schema id %d cannot be read with the reader schema: %w", id, err)

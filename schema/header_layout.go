@@ -41,13 +41,14 @@ type HeaderLayout struct {
 	// Field is the top-level field the header is looked for in.
 	Field string
 
-	reason string // why there is no time; "" when there is one
+	event  *walkPlan // the whole writer schema, for Check
+	reason string    // why there is no time; "" when there is one
 
-	fields     []avro.Schema // the event's top-level fields up to the header
+	fields     []*walkPlan // the event's top-level fields up to the header
 	header     *avro.RecordSchema
 	headerNull bool // the header is a union: which branch is the record
 	headerIdx  int
-	hfields    []avro.Schema // the header's fields up to time and server
+	hfields    []*walkPlan // the header's fields up to time and server
 	timeIdx    int
 	timeBranch int // -1: a plain long; else the union branch of the long
 	micros     bool
@@ -61,7 +62,8 @@ func NewHeaderLayout(s avro.Schema, field string) *HeaderLayout {
 	if field == "" {
 		field = DefaultHeaderField
 	}
-	l := &HeaderLayout{Field: field, timeBranch: -1, serverIdx: -1, serverBr: -1}
+	plans := map[avro.Schema]*walkPlan{}
+	l := &HeaderLayout{Field: field, event: compileWalkIn(s, plans), timeBranch: -1, serverIdx: -1, serverBr: -1}
 	rec, ok := deref(s).(*avro.RecordSchema)
 	if !ok {
 		l.reason = fmt.Sprintf("the event schema is a %s, not a record", s.Type())
@@ -79,7 +81,7 @@ func NewHeaderLayout(s avro.Schema, field string) *HeaderLayout {
 		return l
 	}
 	for _, f := range rec.Fields()[:hi] {
-		l.fields = append(l.fields, f.Type())
+		l.fields = append(l.fields, compileWalkIn(f.Type(), plans))
 	}
 	ht := deref(rec.Fields()[hi].Type())
 	if u, ok := ht.(*avro.UnionSchema); ok {
@@ -129,7 +131,7 @@ func NewHeaderLayout(s avro.Schema, field string) *HeaderLayout {
 	}
 	l.timeIdx = ti
 	for _, f := range h.Fields()[:max(ti, l.serverIdx)+1] {
-		l.hfields = append(l.hfields, f.Type())
+		l.hfields = append(l.hfields, compileWalkIn(f.Type(), plans))
 	}
 	return l
 }
@@ -152,6 +154,17 @@ func (l *HeaderLayout) Micros() bool { return l.micros }
 // when the event has no usable time, ErrBadBody when the body is too short
 // or malformed up to the header fields read.
 func (l *HeaderLayout) Read(body []byte) (ms int64, server string, err error) {
+	return l.read(body, true)
+}
+
+// Time is Read without the server, for callers that file events by time
+// only: it allocates nothing.
+func (l *HeaderLayout) Time(body []byte) (ms int64, err error) {
+	ms, _, err = l.read(body, false)
+	return ms, err
+}
+
+func (l *HeaderLayout) read(body []byte, wantServer bool) (ms int64, server string, err error) {
 	if l.reason != "" {
 		return 0, "", fmt.Errorf("%w: %s", ErrNoHeaderTime, l.reason)
 	}
@@ -192,7 +205,9 @@ func (l *HeaderLayout) Read(body []byte) (ms int64, server string, err error) {
 				if err != nil {
 					return 0, "", err
 				}
-				server = string(b)
+				if wantServer {
+					server = string(b)
+				}
 			}
 		default:
 			if err := w.skip(f, 0); err != nil {
@@ -204,6 +219,26 @@ func (l *HeaderLayout) Read(body []byte) (ms int64, server string, err error) {
 		return 0, "", fmt.Errorf("%w: %s.time is null", ErrNoHeaderTime, l.Field)
 	}
 	return l.checked(ms, server)
+}
+
+// Check reports whether body is exactly one value of the layout's writer
+// schema: every length, count, union branch, enum index and boolean in
+// range, and no byte left over. It walks the body by its encodings and
+// decodes nothing, so it allocates nothing; what it accepts, every Avro
+// decoder of the schema decodes. The error wraps ErrBadBody.
+//
+// A body that passes can be copied as it is into an object container file
+// of the same schema (the loader does), which is why the loader needs no
+// decoder at all: Check, then Read for the time.
+func (l *HeaderLayout) Check(body []byte) error {
+	w := walker{b: body}
+	if err := w.skip(l.event, 0); err != nil {
+		return err
+	}
+	if len(w.b) > 0 {
+		return w.bad(fmt.Sprintf("%d bytes left over after the value", len(w.b)))
+	}
+	return nil
 }
 
 // checked converts and checks a time read by either path.

@@ -1,0 +1,116 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// `tributary acls` grants, lists and removes ACLs on a standalone broker
+// whose only listener is SASL_PLAINTEXT with ACLs enforced, and the broker
+// acts on them: alice may produce to a topic once the super user allows
+// it, only there, and no more once it is removed.
+func TestACLsCLI(t *testing.T) {
+	dataDir, dir := t.TempDir(), t.TempDir()
+	creds := broker.OpenCredentialFile(broker.CredentialFilePath(dataDir))
+	for _, u := range []string{"admin", "alice"} {
+		if err := creds.Set(u, "SCRAM-SHA-256", u+"-pw", broker.DefaultSCRAMIterations); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := testenv.FreeAddr(t)
+	p := testenv.StartProcess(t, "standalone", "--data-dir", dataDir, "--registry-listen=",
+		"--listeners", "SASL_PLAINTEXT://"+addr, "--authorizer", "--super-users", "User:admin")
+	testenv.WaitListening(t, p, addr, 60*time.Second)
+	as := func(user string, args ...string) []string {
+		pw := filepath.Join(dir, user+".pw")
+		os.WriteFile(pw, []byte(user+"-pw\n"), 0o600)
+		return append(args, "--brokers", addr, "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-user", user, "--sasl-password-file", pw)
+	}
+	acls := func(args ...string) string {
+		t.Helper()
+		return run(t, "", 0, as("admin", append([]string{"acls"}, args...)...)...)
+	}
+	// produce is alice producing one record to topic; refused, the
+	// broker's reason is on stderr.
+	produce := func(topic string, want int) string {
+		t.Helper()
+		_, stderr := runBoth(t, "hello\n", want, as("alice", "produce", "--topic", topic)...)
+		return stderr
+	}
+	refused := func(topic string) {
+		t.Helper()
+		if stderr := produce(topic, 1); !strings.Contains(stderr, "TOPIC_AUTHORIZATION_FAILED") {
+			t.Fatalf("alice producing to %s: want TOPIC_AUTHORIZATION_FAILED, got\n%s", topic, stderr)
+		}
+	}
+	run(t, "", 0, append(as("admin", "topics", "create"), "orders", "payments", "logs-web")...)
+	refused("orders")
+
+	out := acls("add", "--allow", "User:alice", "--operation", "write", "--topic", "orders")
+	if want := "added: ALLOW User:alice from * to WRITE topic orders\n"; out != want {
+		t.Fatalf("acls add printed %q, want %q", out, want)
+	}
+	acls("add", "--allow", "User:alice", "--operation", "read,describe", "--topic", "orders")
+	acls("add", "--allow", "User:alice", "--operation", "write", "--topic", "logs-", "--prefixed")
+	produce("orders", 0)
+	produce("logs-web", 0)
+	refused("payments")
+
+	out = acls("list")
+	for _, want := range []string{
+		"PERMISSION  PRINCIPAL   HOST  OPERATION  RESOURCE  PATTERN   NAME",
+		"ALLOW       User:alice  *     WRITE      topic     literal   orders",
+		"ALLOW       User:alice  *     READ       topic     literal   orders",
+		"ALLOW       User:alice  *     WRITE      topic     prefixed  logs-",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Fatalf("acls list lacks %q:\n%s", want, out)
+		}
+	}
+	if out := acls("list", "--topic", "logs-", "--prefixed"); strings.Contains(out, "orders") || !strings.Contains(out, "logs-") {
+		t.Fatalf("acls list --topic logs- --prefixed:\n%s", out)
+	}
+	if stderr := runStderr(t, 1, as("alice", "acls", "list")...); !strings.Contains(stderr, "CLUSTER_AUTHORIZATION_FAILED") {
+		t.Fatalf("acls list by alice, without DESCRIBE on the cluster: want the broker's refusal, got\n%s", stderr)
+	}
+
+	// remove takes exactly what its filter names: the write on orders,
+	// not the read beside it nor the prefixed write.
+	out = acls("remove", "--allow", "User:alice", "--operation", "write", "--topic", "orders")
+	if want := "removed: ALLOW User:alice from * to WRITE topic orders\n"; out != want {
+		t.Fatalf("acls remove printed %q, want %q", out, want)
+	}
+	refused("orders")
+	produce("logs-web", 0)
+	out = acls("list", "--allow", "User:alice")
+	if strings.Contains(out, "WRITE      topic     literal") || !strings.Contains(out, "READ") || !strings.Contains(out, "logs-") {
+		t.Fatalf("after removing alice's write on orders, list shows:\n%s", out)
+	}
+	if out := acls("remove", "--deny", "User:alice", "--topic", "orders"); out != "no ACL matches: nothing removed\n" {
+		t.Fatalf("acls remove matching nothing printed %q", out)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"add", "--allow", "alice", "--operation", "write", "--topic", "orders"}, "User:<name>"},
+		{[]string{"add", "--allow", "User:alice", "--operation", "wirte", "--topic", "orders"}, `--operation "wirte"`},
+		{[]string{"add", "--allow", "User:alice", "--topic", "orders"}, "needs --operation"},
+		{[]string{"add", "--allow", "User:alice", "--operation", "read"}, "needs a resource"},
+		{[]string{"add", "--operation", "read", "--topic", "orders"}, "needs a principal"},
+		{[]string{"add", "--allow", "User:alice", "--operation", "read", "--topic", "orders", "--host", "localhost"}, "IP address"},
+		{[]string{"add", "--allow", "User:alice", "--operation", "alter", "--cluster", "--prefixed"}, "--prefixed with --cluster"},
+		{[]string{"remove"}, "needs a principal"},
+	} {
+		if stderr := runStderr(t, 1, as("admin", append([]string{"acls"}, c.args...)...)...); !strings.Contains(stderr, c.want) {
+			t.Errorf("acls %v: want an error with %q, got\n%s", c.args, c.want, stderr)
+		}
+	}
+}

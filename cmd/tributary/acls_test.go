@@ -58,18 +58,24 @@ func TestACLsCLI(t *testing.T) {
 	}
 	acls("add", "--allow", "User:alice", "--operation", "read,describe", "--topic", "orders")
 	acls("add", "--allow", "User:alice", "--operation", "write", "--topic", "logs-", "--prefixed")
+	// A deny from another address leaves alice's own connections alone.
+	acls("add", "--deny", "User:alice", "--host", "10.0.0.7", "--operation", "all", "--topic", "orders")
 	produce("orders", 0)
 	produce("logs-web", 0)
 	refused("payments")
+	if out := acls("list", "--host", "10.0.0.7"); strings.Count(out, "\n") != 2 || !hasRow(out, "DENY User:alice 10.0.0.7 ALL topic literal orders") {
+		t.Fatalf("acls list --host 10.0.0.7: want the one deny, got\n%s", out)
+	}
 
 	out = acls("list")
 	for _, want := range []string{
-		"PERMISSION  PRINCIPAL   HOST  OPERATION  RESOURCE  PATTERN   NAME",
-		"ALLOW       User:alice  *     WRITE      topic     literal   orders",
-		"ALLOW       User:alice  *     READ       topic     literal   orders",
-		"ALLOW       User:alice  *     WRITE      topic     prefixed  logs-",
+		"PERMISSION PRINCIPAL HOST OPERATION RESOURCE PATTERN NAME",
+		"ALLOW User:alice * WRITE topic literal orders",
+		"ALLOW User:alice * READ topic literal orders",
+		"ALLOW User:alice * WRITE topic prefixed logs-",
+		"DENY User:alice 10.0.0.7 ALL topic literal orders",
 	} {
-		if !strings.Contains(out, want+"\n") {
+		if !hasRow(out, want) {
 			t.Fatalf("acls list lacks %q:\n%s", want, out)
 		}
 	}
@@ -89,8 +95,11 @@ func TestACLsCLI(t *testing.T) {
 	refused("orders")
 	produce("logs-web", 0)
 	out = acls("list", "--allow", "User:alice")
-	if strings.Contains(out, "WRITE      topic     literal") || !strings.Contains(out, "READ") || !strings.Contains(out, "logs-") {
+	if hasRow(out, "ALLOW User:alice * WRITE topic literal orders") || !hasRow(out, "ALLOW User:alice * READ topic literal orders") || !strings.Contains(out, "logs-") {
 		t.Fatalf("after removing alice's write on orders, list shows:\n%s", out)
+	}
+	if out := acls("remove", "--deny", "User:alice", "--topic", "orders"); out != "removed: DENY User:alice from 10.0.0.7 to ALL topic orders\n" {
+		t.Fatalf("acls remove of alice's denies on orders printed %q", out)
 	}
 	if out := acls("remove", "--deny", "User:alice", "--topic", "orders"); out != "no ACL matches: nothing removed\n" {
 		t.Fatalf("acls remove matching nothing printed %q", out)
@@ -113,4 +122,15 @@ func TestACLsCLI(t *testing.T) {
 			t.Errorf("acls %v: want an error with %q, got\n%s", c.args, c.want, stderr)
 		}
 	}
+}
+
+// hasRow reports whether a table printed by a command has a line whose
+// fields are those of row, however the columns are padded.
+func hasRow(table, row string) bool {
+	for _, l := range strings.Split(table, "\n") {
+		if strings.Join(strings.Fields(l), " ") == row {
+			return true
+		}
+	}
+	return false
 }

@@ -25,11 +25,13 @@ func init() {
 // combination of them; for list and remove a filter, where a field left
 // out matches anything.
 type aclFlags struct {
-	allow, deny, hosts, ops   multiFlag
-	topics, groups, txnIDs    multiFlag
-	cluster, prefixed         bool
-	parsedOps                 []kadm.ACLOperation
-	hostsGiven, resourceGiven bool
+	allow, deny, hosts, ops multiFlag
+	topics, groups, txnIDs  multiFlag
+	cluster, prefixed       bool
+	// Set by check: the operations parsed, and whether any resource
+	// flag was given.
+	parsedOps     []kadm.ACLOperation
+	resourceGiven bool
 }
 
 func (f *aclFlags) register(fs *flag.FlagSet) {
@@ -62,7 +64,6 @@ func (f *aclFlags) check(create bool) error {
 			return fmt.Errorf("--host %q: give a client's IP address, or * for any host (the broker compares the address a client connects from, not names)", h)
 		}
 	}
-	f.hostsGiven = len(f.hosts) > 0
 	for _, list := range f.ops {
 		for _, s := range splitList(list) {
 			op, err := kmsg.ParseACLOperation(s)

@@ -10,6 +10,7 @@
 set -euo pipefail
 
 need=()
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 [ -x /usr/share/zookeeper/bin/zkServer.sh ] || need+=(zookeeper)
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)

@@ -18,7 +18,9 @@ import (
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
-// gatherCollector collects c as a scrape would, by family name.
+// gatherCollector collects c as a scrape would, by family name, on a
+// pedantic registry (every series in a described family), and checks that
+// every family has a HELP line.
 func gatherCollector(t *testing.T, c prometheus.Collector) map[string]*dto.MetricFamily {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
@@ -30,6 +32,9 @@ func gatherCollector(t *testing.T, c prometheus.Collector) map[string]*dto.Metri
 	byName := map[string]*dto.MetricFamily{}
 	for _, f := range fams {
 		byName[f.GetName()] = f
+		if f.GetHelp() == "" {
+			t.Errorf("%s has no HELP", f.GetName())
+		}
 	}
 	return byName
 }

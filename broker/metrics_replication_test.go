@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,17 +16,7 @@ import (
 // gather collects a broker's metrics as a scrape would, by family name.
 func gather(t *testing.T, b *testenv.Broker) map[string]*dto.MetricFamily {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(b.Metrics())
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string]*dto.MetricFamily{}
-	for _, f := range fams {
-		byName[f.GetName()] = f
-	}
-	return byName
+	return gatherCollector(t, b.Metrics())
 }
 
 // The replication metrics follow a follower's death and return: with the

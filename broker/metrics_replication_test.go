@@ -70,14 +70,14 @@ func TestReplicationMetricsFollowAFollower(t *testing.T) {
 	old.Stop()
 	testenv.Eventually(t, 20*time.Second, "the leader reports the partition under-replicated and the shrink", func() bool {
 		f := gather(t, leader)
-		return sum(f, "tributary_partitions_under_replicated", nil) == 1 && sum(f, "tributary_isr_shrinks_total", nil) == 1
+		return sum(f, "tributary_partitions_under_replicated", nil) == 1 && sum(f, "tributary_isr_shrinks_total", nil) >= 1
 	})
 
 	testenv.StartClusterBroker(t, connect, follower, testenv.WithDataDir(old.DataDir), testenv.WithAddr(old.Addr),
 		testenv.WithConfig(func(c *broker.Config) { c.ReplicaLagMax = 3 * time.Second; c.MinInsyncReplicas = 2 }))
 	testenv.Eventually(t, 30*time.Second, "the leader reports the follower back in the isr", func() bool {
 		f := gather(t, leader)
-		return sum(f, "tributary_partitions_under_replicated", nil) == 0 && sum(f, "tributary_isr_expands_total", nil) == 1
+		return sum(f, "tributary_partitions_under_replicated", nil) == 0 && sum(f, "tributary_isr_expands_total", nil) >= 1
 	})
 }
 

@@ -193,6 +193,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.replicas = newReplicas(b)
 	go b.replicas.shrinkISRs()
+	go b.metrics.watchISRs() // replica_metrics.go
 	go b.followMetadata()
 	go b.sweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval)
 	if zs, ok := b.quotas.store.(quotaZooKeeper); ok {

@@ -51,6 +51,12 @@ type Config struct {
 	// DefaultPartitions is the partition count of auto-created topics and of
 	// CreateTopics requests that ask for -1 (num.partitions). Default 1.
 	DefaultPartitions int32
+	// DisableMetrics turns the metrics' event hooks (requests, bytes,
+	// flushes, throttles, refused logins, ISR changes) into no-ops; what
+	// is read at scrape time (partitions, connections, lag) is still
+	// served. It exists to measure what the hooks cost
+	// (BenchmarkProduceMetricsCost).
+	DisableMetrics bool
 	// Logger receives one line per event an operator would want.
 	Logger *slog.Logger
 	// Groups tunes the consumer group coordinator (session timeout bounds,

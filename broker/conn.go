@@ -243,6 +243,7 @@ func (c *conn) readLoop() {
 		if !ok {
 			return
 		}
+		start := time.Now() // the frame is read: queue and total time start (metrics.go)
 		req, err := decodeRequest(frame)
 		if err != nil {
 			c.b.budget.release(held)
@@ -256,7 +257,7 @@ func (c *conn) readLoop() {
 			c.logger.Warn("closing connection: malformed request", "err", err)
 			return
 		}
-		start := time.Now()
+		c.b.metrics.handlerStarts(req, start)
 		p := c.handle(req)
 		if p == nil {
 			c.b.budget.release(held)

@@ -43,6 +43,15 @@ type brokerMetrics struct {
 	accepted   prometheus.Counter
 	fsync      prometheus.Histogram
 	flushBatch prometheus.Histogram
+	queue      *prometheus.HistogramVec
+	throttle   *prometheus.CounterVec
+	refused    *prometheus.CounterVec
+	isrShrinks prometheus.Counter
+	isrExpands prometheus.Counter
+
+	// off makes the event hooks no-ops (Config.DisableMetrics); the state
+	// read at scrape time is still served.
+	off bool
 
 	// byKey holds each supported API's series, resolved once so that the
 	// request hook does no label lookup.
@@ -64,6 +73,7 @@ type apiSeries struct {
 	min        int16
 	unanswered prometheus.Counter
 	duration   prometheus.Observer
+	queue      prometheus.Observer
 }
 
 // Descriptions of the series read at scrape time.
@@ -94,7 +104,8 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 func newBrokerMetrics(b *Broker) *brokerMetrics {
 	m := &brokerMetrics{
-		b: b,
+		b:   b,
+		off: b.cfg.DisableMetrics,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tributary_broker_requests_total",
 			Help: "Requests read and handed to their handler, per Kafka API and version.",
@@ -138,6 +149,35 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 			Help:    "Records one flush made visible: how many appends each fsync covered (group commit).",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 10),
 		}),
+		queue: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tributary_broker_request_queue_seconds",
+			Help:    "Time from a request's frame being read to its handler starting (Kafka's RequestQueueTimeMs), per API: decoding it; the connection reads its next request only after.",
+			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .1},
+		}, []string{"api"}),
+		throttle: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_quota_throttle_seconds_total",
+			Help: "Throttle time given to clients over their byte-rate quota, by kind (produce, fetch): the broker stops reading their connection that long (Kafka's throttle-time). Not by user or client id: unbounded.",
+		}, []string{"kind"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_broker_logins_refused_total",
+			Help: "SASL logins refused, by mechanism and reason: bad_credentials (unknown user or wrong password), rate_limited (the client's address failed too often within a minute).",
+		}, []string{"mechanism", "reason"}),
+		isrShrinks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tributary_isr_shrinks_total",
+			Help: "ISR shrinks of partitions this broker leads (Kafka's IsrShrinksPerSec): a follower lagged longer than replica.lag.time.max.ms or its broker died.",
+		}),
+		isrExpands: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tributary_isr_expands_total",
+			Help: "ISR expansions of partitions this broker leads (Kafka's IsrExpandsPerSec): a follower caught up with the high watermark again.",
+		}),
+	}
+	for _, kind := range []string{"produce", "fetch"} {
+		m.throttle.WithLabelValues(kind)
+	}
+	for _, mech := range b.cfg.SASLMechanisms {
+		for _, reason := range []string{"bad_credentials", "rate_limited"} {
+			m.refused.WithLabelValues(mech, reason)
+		}
 	}
 	for key, vr := range supported {
 		name := kmsg.NameForKey(key)
@@ -145,6 +185,7 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 			min:        vr.min,
 			unanswered: m.unanswered.WithLabelValues(name),
 			duration:   m.duration.WithLabelValues(name),
+			queue:      m.queue.WithLabelValues(name),
 		}
 		for v := vr.min; v <= vr.max; v++ {
 			s.versions = append(s.versions, m.requests.WithLabelValues(name, strconv.Itoa(int(v))))
@@ -157,6 +198,9 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 // logConfig returns the storage configuration with the flush observer set,
 // keeping one the caller set.
 func (m *brokerMetrics) logConfig(c log.Config) log.Config {
+	if m.off {
+		return c
+	}
 	prev := c.OnFlush
 	c.OnFlush = func(f log.Flush) {
 		m.fsync.Observe(f.Duration.Seconds())
@@ -171,7 +215,7 @@ func (m *brokerMetrics) logConfig(c log.Config) log.Config {
 // requestDone records one request once its response is written or
 // dropped.
 func (m *brokerMetrics) requestDone(p *pending, dropped bool) {
-	if p.req == nil {
+	if m.off || p.req == nil {
 		return
 	}
 	key, v := p.req.Key(), p.req.GetVersion()
@@ -201,6 +245,9 @@ func (c *conn) dropped() bool {
 
 // produced records one partition of a Produce request after its append.
 func (m *brokerMetrics) produced(topic string, records []byte, code int16) {
+	if m.off {
+		return
+	}
 	if code != 0 {
 		m.partErrors.WithLabelValues("Produce", errorName(code)).Inc()
 		return
@@ -234,7 +281,7 @@ func (m *brokerMetrics) topicSeries(topic string) *topicSeries {
 // fetched records what a Fetch response carries, and returns it.
 func (m *brokerMetrics) fetched(r response) response {
 	f, ok := r.(*fetchResponse)
-	if !ok {
+	if !ok || m.off {
 		return r
 	}
 	for _, t := range f.topics {
@@ -252,6 +299,35 @@ func (m *brokerMetrics) fetched(r response) response {
 	return r
 }
 
+// handlerStarts records a request's queue time: from its frame read
+// (read) to its handler starting, now.
+func (m *brokerMetrics) handlerStarts(req *request, read time.Time) {
+	if m.off {
+		return
+	}
+	if key := req.Key(); key >= 0 && int(key) < len(m.byKey) && m.byKey[key] != nil {
+		m.byKey[key].queue.Observe(time.Since(read).Seconds())
+	}
+}
+
+// throttled records a throttle given to a client over its quota; kind is
+// produce or fetch.
+func (m *brokerMetrics) throttled(kind string, d time.Duration) {
+	if m.off || d <= 0 {
+		return
+	}
+	m.throttle.WithLabelValues(kind).Add(d.Seconds())
+}
+
+// loginRefused records a refused SASL login; reason is bad_credentials or
+// rate_limited.
+func (m *brokerMetrics) loginRefused(mechanism, reason string) {
+	if m.off {
+		return
+	}
+	m.refused.WithLabelValues(mechanism, reason).Inc()
+}
+
 func errorName(code int16) string {
 	if err := kerr.ErrorForCode(code); err != nil {
 		var ke *kerr.Error
@@ -265,7 +341,8 @@ func errorName(code int16) string {
 // events are the metrics recorded by hooks.
 func (m *brokerMetrics) events() []prometheus.Collector {
 	return []prometheus.Collector{m.requests, m.unanswered, m.duration, m.partErrors,
-		m.bytesIn, m.messagesIn, m.bytesOut, m.accepted, m.fsync, m.flushBatch}
+		m.bytesIn, m.messagesIn, m.bytesOut, m.accepted, m.fsync, m.flushBatch,
+		m.queue, m.throttle, m.refused, m.isrShrinks, m.isrExpands}
 }
 
 // Describe sends the description of every family, including those with
@@ -277,6 +354,9 @@ func (m *brokerMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnsOpen, descConnsRef, descQueued, descReading, descHW, descLEO,
 		descStart, descSize, descSegments, descUnflushed, descProducers, descLag, descCommitted, descMembers, descGeneration,
 		descPartFailure, descDiskFree, descDiskSize} {
+		ch <- d
+	}
+	for _, d := range replicaDescs {
 		ch <- d
 	}
 }
@@ -301,6 +381,7 @@ func (m *brokerMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	hw := map[string]map[int32]int64{}
+	logEnd := map[partKey]int64{}
 	for _, p := range m.b.openPartitions() {
 		st := p.log.Stats()
 		part := strconv.Itoa(int(p.partition))
@@ -323,8 +404,10 @@ func (m *brokerMetrics) Collect(ch chan<- prometheus.Metric) {
 			hw[p.topic] = map[int32]int64{}
 		}
 		hw[p.topic][p.partition] = st.HighWatermark
+		logEnd[partKey{p.topic, p.partition}] = st.LogEndOffset
 	}
 	m.collectLag(ch, hw)
+	m.collectReplication(ch, logEnd)
 }
 
 // collectLag reports the members of each group this broker coordinates,

@@ -205,6 +205,7 @@ func (b *Broker) throttleProduce(req *request, r *kmsg.ProduceRequest) int32 {
 	}
 	d := b.quotas.record(quotaUser(req.principal), req.clientID, quotaProducerByteRate, n)
 	req.quota.mute(d)
+	b.metrics.throttled("produce", d)
 	return throttleMillis(d)
 }
 
@@ -217,6 +218,7 @@ func (b *Broker) throttledFetch(req *request) *pending {
 		return nil
 	}
 	req.quota.mute(d)
+	b.metrics.throttled("fetch", d)
 	resp := kmsg.NewPtrFetchResponse()
 	resp.ThrottleMillis = throttleMillis(d)
 	return ready(encode(req, resp))
@@ -233,6 +235,7 @@ func (b *Broker) countFetch(req *request, r response) response {
 	d := b.quotas.record(quotaUser(req.principal), req.clientID, quotaConsumerByteRate, f.size)
 	if d > 0 {
 		req.quota.mute(d)
+		b.metrics.throttled("fetch", d)
 		setFetchThrottle(req, f, d)
 	}
 	return r

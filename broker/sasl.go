@@ -94,6 +94,7 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 		msg := fmt.Sprintf("too many failed logins from %s (%d within a minute): logins from it are refused for %s more", c.ip, n, wait.Round(time.Second))
 		resp.ErrorMessage = &msg
 		c.logger.Warn("closing connection: too many failed logins from its address", "failures", n, "refused_for", wait.Round(time.Second))
+		b.metrics.loginRefused(c.auth.mechanism, "rate_limited")
 		return closeAfter{encode(req, resp)}
 	}
 	var (
@@ -111,6 +112,7 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 	}
 	if err != nil {
 		b.logins.failed.Fail(c.ip)
+		b.metrics.loginRefused(c.auth.mechanism, "bad_credentials")
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		msg := fmt.Sprintf("authentication failed: invalid credentials with SASL mechanism %s", c.auth.mechanism)
 		resp.ErrorMessage = &msg

@@ -1,0 +1,173 @@
+package broker
+
+// Replication metrics (Kafka's ReplicaManager and KafkaController
+// families). Everything but the ISR change counters is read at scrape
+// time from the cluster view and the leader's replica state, so it costs
+// nothing between scrapes. The ISR changes are counted by following the
+// cluster view (watchISRs), not by a hook in the replication code: that
+// way a shrink written by the controller (a follower whose broker died)
+// counts as well as one written by this broker (a follower that lagged).
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tributary-io/tributary/cluster"
+)
+
+var (
+	descUnderReplicated = desc("partitions_under_replicated", "Partitions this broker leads whose ISR is smaller than their replica set (Kafka's UnderReplicatedPartitions): acks=all waits on fewer copies.")
+	descOffline         = desc("partitions_offline", "Partitions with no live leader, reported by the controller only (Kafka's OfflinePartitionsCount): they take neither produce nor fetch.")
+	descControllerOn    = desc("controller_active", "1 on the broker that is the cluster's controller (a standalone broker is its own), else 0: summed over a cluster it must be 1.")
+	descFollowerLag     = desc("replica_follower_lag_messages", "On a partition's leader, per follower: the leader's log end offset minus the follower's fetched (fsynced) end. A follower that has not fetched since this broker became leader has no series yet.", "topic", "partition", "replica")
+)
+
+// replicaDescs are the descriptions replica_metrics.go collects.
+var replicaDescs = []*prometheus.Desc{descUnderReplicated, descOffline, descControllerOn, descFollowerLag}
+
+// followerLag is one follower's lag as its leader sees it.
+type followerLag struct {
+	topic     string
+	partition int32
+	replica   int32
+	lag       int64
+}
+
+// followerLags reads, for every partition this broker leads in its
+// current leader epoch and whose log is open, each follower's lag.
+func (rs *replicas) followerLags(logEnd map[partKey]int64) []followerLag {
+	rs.mu.Lock()
+	led := make([]*leaderState, 0, len(rs.leading))
+	for _, ls := range rs.leading {
+		led = append(led, ls)
+	}
+	rs.mu.Unlock()
+	var out []followerLag
+	for _, ls := range led {
+		end, ok := logEnd[ls.key]
+		if !ok {
+			continue
+		}
+		t, ok := rs.b.meta.Topic(ls.key.topic)
+		st, sok := t.StateOf(ls.key.p)
+		if !ok || !sok || st.Leader != rs.b.selfID || st.LeaderEpoch != ls.epoch {
+			continue // no longer led: shrinkISRs drops it
+		}
+		ls.mu.Lock()
+		for id, f := range ls.followers {
+			if f.end >= 0 {
+				out = append(out, followerLag{ls.key.topic, ls.key.p, id, max(end-f.end, 0)})
+			}
+		}
+		ls.mu.Unlock()
+	}
+	return out
+}
+
+// isController tells whether this broker is the cluster's controller; a
+// standalone broker is.
+func (b *Broker) isController() bool {
+	c, ok := b.meta.(controllerReader)
+	if !ok {
+		return true
+	}
+	id, ok := c.Controller()
+	return ok && id == b.selfID
+}
+
+// collectReplication reports the replication state; logEnd holds the log
+// end offset of every open partition log.
+func (m *brokerMetrics) collectReplication(ch chan<- prometheus.Metric, logEnd map[partKey]int64) {
+	b := m.b
+	controller := b.isController()
+	live := map[int32]bool{}
+	for _, br := range b.meta.Brokers() {
+		live[br.ID] = true
+	}
+	var under, offline int
+	for _, t := range b.meta.Topics() {
+		for p := range t.Partitions() {
+			if !t.Replicated() {
+				if controller && !live[t.Leaders[p]] {
+					offline++
+				}
+				continue
+			}
+			st, ok := t.StateOf(p)
+			if !ok {
+				continue
+			}
+			if controller && (st.Leader < 0 || !live[st.Leader]) {
+				offline++
+			}
+			if st.Leader == b.selfID && len(st.ISR) < len(t.ReplicasOf(p)) {
+				under++
+			}
+		}
+	}
+	gauge := func(d *prometheus.Desc, v int, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	gauge(descUnderReplicated, under)
+	active := 0
+	if controller {
+		active = 1
+		gauge(descOffline, offline)
+	}
+	gauge(descControllerOn, active)
+	if b.replicas == nil {
+		return
+	}
+	for _, f := range b.replicas.followerLags(logEnd) {
+		ch <- prometheus.MustNewConstMetric(descFollowerLag, prometheus.GaugeValue, float64(f.lag),
+			f.topic, strconv.Itoa(int(f.partition)), strconv.Itoa(int(f.replica)))
+	}
+}
+
+// watchISRs runs until shutdown and counts the ISR shrinks and expansions
+// of the partitions this broker leads: an ISR that got smaller (larger)
+// within one leader epoch. Changes are seen as the cluster view reports
+// them, so a shrink and an expansion that both land between two views
+// are not seen; with replica.lag.time.max.ms in seconds that is rare.
+func (m *brokerMetrics) watchISRs() {
+	if m.off {
+		return
+	}
+	b := m.b
+	prev := map[partKey]cluster.PartitionState{}
+	for {
+		changed := b.meta.Changed()
+		cur := map[partKey]cluster.PartitionState{}
+		for _, t := range b.meta.Topics() {
+			if !t.Replicated() {
+				continue
+			}
+			for p := range t.Partitions() {
+				st, ok := t.StateOf(p)
+				if !ok || st.Leader != b.selfID {
+					continue
+				}
+				key := partKey{t.Name, p}
+				cur[key] = st
+				old, seen := prev[key]
+				if !seen || old.LeaderEpoch != st.LeaderEpoch || slices.Equal(old.ISR, st.ISR) {
+					continue
+				}
+				switch {
+				case len(st.ISR) < len(old.ISR):
+					m.isrShrinks.Inc()
+				case len(st.ISR) > len(old.ISR):
+					m.isrExpands.Inc()
+				}
+			}
+		}
+		prev = cur
+		select {
+		case <-b.stopSync:
+			return
+		case <-changed:
+		}
+	}
+}

@@ -160,7 +160,7 @@ func (s *source) rewriteValue(ctx context.Context, part *partition, r *kgo.Recor
 	if s.schemas == nil || r.Value == nil {
 		return r.Value, nil
 	}
-	value, err := retry(ctx, s.log, "resolving a schema id", func() ([]byte, error) {
+	value, err := retry(ctx, s.log, s.events.failures.WithLabelValues("registry"), "resolving a schema id", func() ([]byte, error) {
 		v, err := s.schemas.rewrite(ctx, r.Topic, r.Value)
 		var unresolved *unresolvedError
 		if errors.As(err, &unresolved) || errors.Is(err, errNotEnvelope) {

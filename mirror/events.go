@@ -11,6 +11,7 @@ import (
 type events struct {
 	ackLatency *prometheus.HistogramVec
 	translated *prometheus.CounterVec
+	failures   *prometheus.CounterVec
 }
 
 func newEvents() *events {
@@ -25,9 +26,14 @@ func newEvents() *events {
 			Name: "tributary_mirror_schema_ids_translated_total",
 			Help: "Records whose schema id was rewritten to the target registry's id for the same schema.",
 		}, []string{"source"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tributary_mirror_errors_total",
+			Help: "Failed attempts the mirror retries, by what failed: the source cluster, the target cluster or a schema registry. " +
+				"A growing count with a flat copy rate means the mirror is waiting on that side.",
+		}, []string{"side"}),
 	}
 }
 
 func (e *events) collectors() []prometheus.Collector {
-	return []prometheus.Collector{e.ackLatency, e.translated}
+	return []prometheus.Collector{e.ackLatency, e.translated, e.failures}
 }

@@ -41,7 +41,7 @@ func New(cfg Config) (*Mirror, error) {
 // id.
 func (m *Mirror) Run(ctx context.Context) error {
 	log := m.cfg.Logger
-	tgt, err := newTarget(m.cfg)
+	tgt, err := newTarget(m.cfg, m.events.failures.WithLabelValues("target"))
 	if err != nil {
 		return err
 	}

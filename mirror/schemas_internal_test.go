@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -126,5 +127,25 @@ func TestWindowCounter(t *testing.T) {
 	w.Copied("dc1", &kgo.Record{Topic: "a", Timestamp: at.Add(25 * time.Hour)})
 	if c := w.Counts(); len(c) != 1 || c[0].Start != at.Add(25*time.Hour).Truncate(time.Minute) {
 		t.Fatalf("after a day: %v", c)
+	}
+}
+
+// Every failed attempt that retry retries is counted in the mirror's error
+// metric, so an operator sees which side the mirror is waiting on.
+func TestRetryCountsFailures(t *testing.T) {
+	failures := newEvents().failures.WithLabelValues("target")
+	attempts := 0
+	v, err := retry(context.Background(), slog.New(slog.DiscardHandler), failures, "a flaky call", func() (int, error) {
+		attempts++
+		if attempts < 3 {
+			return 0, errors.New("not yet")
+		}
+		return 7, nil
+	})
+	if v != 7 || err != nil {
+		t.Fatalf("retry returned %d, %v", v, err)
+	}
+	if got := testutil.ToFloat64(failures); got != 2 {
+		t.Errorf("failures counted: %v, want 2", got)
 	}
 }

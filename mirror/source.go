@@ -194,7 +194,7 @@ func (s *source) prepare(ctx context.Context, part *partition) error {
 	n, ok := s.counts[part.topic]
 	if !ok {
 		var err error
-		n, err = retry(ctx, s.log, "reading topic "+part.topic, func() (int32, error) {
+		n, err = retry(ctx, s.log, s.events.failures.WithLabelValues("source"), "reading topic "+part.topic, func() (int32, error) {
 			data, _, err := s.zk.Conn.Get(s.zk.Paths.Topic(part.topic))
 			if err != nil {
 				return 0, fmt.Errorf("reading topic %s: %w", part.topic, err)

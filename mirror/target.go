@@ -1,6 +1,8 @@
 package mirror
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+
 	"context"
 	"errors"
 	"fmt"
@@ -18,16 +20,17 @@ import (
 // target is the analysis cluster: one idempotent acks=all producer for all
 // sources, and the topics it has seen.
 type target struct {
-	client *kgo.Client
-	log    *slog.Logger
-	strict bool
+	client   *kgo.Client
+	log      *slog.Logger
+	strict   bool
+	failures prometheus.Counter // failed attempts that are retried
 
 	mu     sync.Mutex
 	counts map[string]int32 // partition count of each target topic seen
 	warned map[string]bool  // source/topic pairs whose count mismatch was logged
 }
 
-func newTarget(cfg *compiled) (*target, error) {
+func newTarget(cfg *compiled, failures prometheus.Counter) (*target, error) {
 	opts, err := producer.Options(producer.Config{
 		Acks:   producer.AcksAll,
 		Logger: cfg.Logger,
@@ -54,7 +57,7 @@ func newTarget(cfg *compiled) (*target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target %v: %w", cfg.Target, err)
 	}
-	return &target{client: cl, log: cfg.Logger, strict: cfg.StrictPartitions, counts: map[string]int32{}, warned: map[string]bool{}}, nil
+	return &target{client: cl, log: cfg.Logger, strict: cfg.StrictPartitions, failures: failures, counts: map[string]int32{}, warned: map[string]bool{}}, nil
 }
 
 // ensureTopic returns the partition count of topic in the target, creating
@@ -67,7 +70,7 @@ func (t *target) ensureTopic(ctx context.Context, source, topic string, sourceN 
 	t.mu.Unlock()
 	if !ok {
 		var err error
-		n, err = retry(ctx, t.log, "looking up or creating topic "+topic+" in the target", func() (int32, error) {
+		n, err = retry(ctx, t.log, t.failures, "looking up or creating topic "+topic+" in the target", func() (int32, error) {
 			return t.lookupOrCreate(ctx, topic, sourceN)
 		})
 		if err != nil {
@@ -167,7 +170,7 @@ func (e *fatalError) Unwrap() error { return e.err }
 // retry calls fn until it succeeds, returns a fatalError, or ctx ends,
 // backing off from 100ms to 5s and logging the first failure and then every
 // 30s, so that a long outage is visible but not noisy.
-func retry[T any](ctx context.Context, log *slog.Logger, what string, fn func() (T, error)) (T, error) {
+func retry[T any](ctx context.Context, log *slog.Logger, failures prometheus.Counter, what string, fn func() (T, error)) (T, error) {
 	backoff := 100 * time.Millisecond
 	var lastLog time.Time
 	start := time.Now()
@@ -180,6 +183,7 @@ func retry[T any](ctx context.Context, log *slog.Logger, what string, fn func() 
 			}
 			return v, err
 		}
+		failures.Inc()
 		if ctx.Err() != nil {
 			return v, fmt.Errorf("%s: %w (last error: %v)", what, ctx.Err(), err)
 		}

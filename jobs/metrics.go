@@ -13,6 +13,7 @@ import (
 type Metrics struct {
 	runs     *prometheus.CounterVec
 	records  *prometheus.HistogramVec
+	bytes    *prometheus.HistogramVec
 	duration *prometheus.HistogramVec
 	lost     *prometheus.CounterVec
 
@@ -39,6 +40,11 @@ func NewMetrics() *Metrics {
 			Name:    "tributary_jobs_run_records",
 			Help:    "Records loaded by one committed attempt, by job.",
 			Buckets: prometheus.ExponentialBuckets(1, 10, 10),
+		}, []string{"job"}),
+		bytes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tributary_jobs_run_bytes",
+			Help:    "Bytes of warehouse files written by one committed attempt, by job.",
+			Buckets: prometheus.ExponentialBuckets(1024, 8, 10), // 1 KiB .. 128 TiB
 		}, []string{"job"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "tributary_jobs_run_duration_seconds",
@@ -68,6 +74,7 @@ func (m *Metrics) observe(e *Entry) {
 		return
 	}
 	m.records.WithLabelValues(e.Job).Observe(float64(e.Records))
+	m.bytes.WithLabelValues(e.Job).Observe(float64(e.Bytes))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	behind := map[string]int{}
@@ -87,6 +94,7 @@ func (m *Metrics) observe(e *Entry) {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.runs.Describe(ch)
 	m.records.Describe(ch)
+	m.bytes.Describe(ch)
 	m.duration.Describe(ch)
 	m.lost.Describe(ch)
 	ch <- descLastCommit
@@ -97,6 +105,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.runs.Collect(ch)
 	m.records.Collect(ch)
+	m.bytes.Collect(ch)
 	m.duration.Collect(ch)
 	m.lost.Collect(ch)
 	m.mu.Lock()

@@ -55,11 +55,17 @@ tributary_jobs_partitions_behind{topic="views"} 0
 	if err != nil {
 		t.Fatal(err)
 	}
-	var last float64
+	var last, bytes float64
 	for _, f := range fams {
-		if f.GetName() == "tributary_jobs_last_commit_timestamp_seconds" {
+		switch f.GetName() {
+		case "tributary_jobs_last_commit_timestamp_seconds":
 			last = f.GetMetric()[0].GetGauge().GetValue()
+		case "tributary_jobs_run_bytes":
+			bytes = f.GetMetric()[0].GetHistogram().GetSampleSum()
 		}
+	}
+	if bytes <= 0 {
+		t.Errorf("run bytes: %v, want the size of the files written", bytes)
 	}
 	if last < float64(before.Unix()) {
 		t.Errorf("last commit time %v is before the run (%v)", last, before.Unix())

@@ -133,3 +133,50 @@ func TestPrometheusScrapesStandalone(t *testing.T) {
 		t.Errorf("high watermarks add up to %v (%v), want %d", v, ok, n)
 	}
 }
+
+// A real Prometheus scrapes a mirror process and a standalone process with
+// its registry: the mirror's copied count reaches what the source holds
+// and its lag 0, and the registry reports itself ready with the schema
+// registered through it.
+func TestPrometheusScrapesMirrorAndRegistry(t *testing.T) {
+	const n = 200
+	connect, src := testenv.StartCluster(t, 1)
+	addr, regAddr, mon := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
+	target := testenv.StartProcess(t, "standalone", "--data-dir", t.TempDir(), "--listen", addr,
+		"--registry-listen", regAddr, "--metrics-listen", mon)
+	testenv.WaitListening(t, target, regAddr, 60*time.Second)
+	mirrorMon := testenv.FreeAddr(t)
+	m := testenv.StartProcess(t, "mirror", "--source", "dc1="+connect, "--target", addr,
+		"--topics", "^views$", "--metrics-listen", mirrorMon)
+	testenv.WaitListening(t, m, mirrorMon, 60*time.Second)
+	prom := startPrometheus(t, mon, mirrorMon)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(src[0].Addr), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	testenv.ProduceRange(t, cl, "views", 0, n)
+	testenv.Eventually(t, 60*time.Second, "the registry is ready (its /healthz answers 200)", func() bool {
+		resp, err := http.Get("http://" + regAddr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	run(t, "", 0, "schema", "register", "--registry=http://"+regAddr, "--subject", "views-value",
+		"--file", filepath.Join("..", "..", "testdata", "schemas", "pageview.avsc"))
+
+	testenv.Eventually(t, 90*time.Second, "PromQL sees every record copied by the mirror, no lag, and the target's messages in", func() bool {
+		copied, ok1 := promQuery(t, prom, `sum(tributary_mirror_records_copied_total{topic="views"})`)
+		lag, ok2 := promQuery(t, prom, `sum(tributary_mirror_lag{topic="views"})`)
+		in, ok3 := promQuery(t, prom, `sum(tributary_broker_topic_messages_in_total{topic="views"})`)
+		return ok1 && ok2 && ok3 && copied == n && lag == 0 && in == n
+	})
+	testenv.Eventually(t, 30*time.Second, "PromQL sees the registry ready with one schema", func() bool {
+		ready, ok1 := promQuery(t, prom, `tributary_registry_ready`)
+		schemas, ok2 := promQuery(t, prom, `tributary_registry_schemas`)
+		return ok1 && ok2 && ready == 1 && schemas == 1
+	})
+}

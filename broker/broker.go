@@ -197,7 +197,6 @@ func New(cfg Config) (*Broker, error) {
 		b.logs.closeAll()
 		return nil, err
 	}
-	b.logs.setBase(b.dynamicNow().eff.topic.log)
 	if err := b.recoverUnclean(); err != nil {
 		b.logs.closeAll()
 		return nil, err

@@ -255,8 +255,9 @@ func builtinBrokerSettings() brokerSettings {
 
 // dynamicConfigs holds the current state and where it is stored.
 type dynamicConfigs struct {
-	store brokerConfigStore
-	state atomic.Pointer[dynamicState]
+	store  brokerConfigStore
+	loadMu sync.Mutex
+	state  atomic.Pointer[dynamicState]
 	// applyMu makes applying the state to the open partitions one at a
 	// time, each reading the newest state once it holds the lock, so an
 	// older state never lands after a newer one.
@@ -272,10 +273,15 @@ func (b *Broker) staticBrokerSettings() brokerSettings {
 	}
 }
 
-// loadDynamicConfigs reads the stored configs and makes them current. A
+// loadDynamicConfigs reads the stored configs and makes them current,
+// for the partitions opened from now on too. A
 // value that does not apply (written by another version of Tributary) is
 // skipped with a warning rather than keeping the broker from starting.
 func (b *Broker) loadDynamicConfigs() error {
+	// Reads and stores in one order, so the last stored is the last read
+	// even when a watch and an alter reload at once.
+	b.dyn.loadMu.Lock()
+	defer b.dyn.loadMu.Unlock()
 	def, own, err := b.dyn.store.load()
 	if err != nil {
 		return err
@@ -288,6 +294,7 @@ func (b *Broker) loadDynamicConfigs() error {
 		b.logger.Warn("ignoring a stored dynamic broker config", "err", e)
 	}
 	b.dyn.state.Store(st)
+	b.logs.setBase(st.eff.topic.log)
 	return nil
 }
 
@@ -311,7 +318,6 @@ func (b *Broker) reloadDynamicConfigs() {
 		b.logger.Error("reading dynamic broker configs failed; keeping the last ones read", "err", err)
 		return
 	}
-	b.logs.setBase(b.dynamicNow().eff.topic.log)
 	b.reconfigureAll()
 }
 

@@ -173,6 +173,17 @@ func TestDynamicBrokerConfigsRefused(t *testing.T) {
 	if got := brokerConfigs(t, adm); len(got) != 0 {
 		t.Errorf("default resource holds %v after refusals only", got)
 	}
+
+	// AlterConfigs (not incremental) replaces the whole set.
+	ctx := context.Background()
+	for _, cs := range [][]kadm.AlterConfig{{set("log.segment.bytes", "2048"), set("log.roll.ms", "60000")}, {set("log.roll.hours", "2")}} {
+		if rs, err := adm.AlterBrokerConfigsState(ctx, cs); err != nil || rs[0].Err != nil {
+			t.Fatal(err, rs)
+		}
+	}
+	got := brokerConfigs(t, adm, 0)
+	wantConfig(t, "after AlterConfigs", got["log.roll.ms"], "7200000", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
+	wantConfig(t, "after AlterConfigs", got["log.segment.bytes"], "1073741824", kmsg.ConfigSourceDefaultConfig)
 }
 
 func TestDynamicConnectionLimit(t *testing.T) {
@@ -212,7 +223,6 @@ func TestDynamicBrokerConfigsReachEveryBrokerOfACluster(t *testing.T) {
 	wantConfig(t, "broker 1 keeps its segment size", brokerConfigs(t, adm, 1)["log.segment.bytes"], "1073741824", kmsg.ConfigSourceDefaultConfig)
 	wantConfig(t, "topic on broker 2", topicConfig(t, adm2, "cl-dynb", "retention.ms"), "120000", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
 }
-
 
 // Kafka's kafka-configs sets and reads the cluster-wide default and a
 // broker's own value as it does against Kafka.

@@ -199,6 +199,31 @@ func TestDynamicConnectionLimit(t *testing.T) {
 	dialFrom(t, "127.0.0.3", b.Addr).roundTrip(kmsg.NewPtrApiVersionsRequest())
 }
 
+// The checks Produce makes read the dynamic defaults as they are now.
+func TestDynamicProduceLimits(t *testing.T) {
+	b := testenv.StartBroker(t)
+	adm, _ := newAdmin(t, b.Addr)
+	createTopic(t, b.Addr, "limits", 1, nil)
+	cl := newClient(t, b.Addr, kgo.DefaultProduceTopic("limits"), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordRetries(1), kgo.RecordDeliveryTimeout(5*time.Second))
+	ctx := context.Background()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: randomBytes(3000)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := alterBroker(t, adm, []kadm.AlterConfig{set("message.max.bytes", "2000")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: randomBytes(3000)}).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Errorf("3000-byte record after message.max.bytes=2000: %v, want MESSAGE_TOO_LARGE", err)
+	}
+	if err := alterBroker(t, adm, []kadm.AlterConfig{set("min.insync.replicas", "2")}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.NotEnoughReplicas) {
+		t.Errorf("acks=all to one replica after min.insync.replicas=2: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+}
+
 func TestDynamicBrokerConfigsReachEveryBrokerOfACluster(t *testing.T) {
 	_, brokers := testenv.StartCluster(t, 2)
 	adm, _ := newAdmin(t, brokers[0].Addr)

@@ -119,7 +119,7 @@ func (b *Broker) brokerConfigEntries(own bool) []configEntry {
 	}
 	var entries []configEntry
 	for _, d := range dynamicSettings {
-		src, _ := st.levelOf(d)
+		src := st.levelOf(d)
 		syns := st.synonyms(d, true)
 		entries = append(entries, configEntry{name: d.keys[0], value: d.get(st.eff), typ: d.typ, source: src, synonyms: syns})
 		// A coarser name set dynamically (log.retention.hours) is listed

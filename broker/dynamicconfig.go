@@ -166,7 +166,7 @@ func errStaticKey(key string) error {
 // first of its keys present, and returns every value that did not apply.
 func applyLevel(s brokerSettings, configs map[string]string) (brokerSettings, []error) {
 	var errs []error
-	for k := range configs {
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
 		if _, ok := dynamicSettingOf(k); !ok {
 			errs = append(errs, errStaticKey(k))
 		}
@@ -203,22 +203,22 @@ type dynamicState struct {
 	eff      brokerSettings    // what applies
 }
 
-// levelOf says where the value of d comes from and which key set it.
-func (st *dynamicState) levelOf(d dynamicSetting) (kmsg.ConfigSource, string) {
+// levelOf says where the value of d comes from.
+func (st *dynamicState) levelOf(d dynamicSetting) kmsg.ConfigSource {
 	for _, lv := range []struct {
 		m   map[string]string
 		src kmsg.ConfigSource
 	}{{st.own, kmsg.ConfigSourceDynamicBrokerConfig}, {st.def, kmsg.ConfigSourceDynamicDefaultBrokerConfig}} {
 		for _, k := range d.keys {
 			if _, ok := lv.m[k]; ok {
-				return lv.src, k
+				return lv.src
 			}
 		}
 	}
 	if d.get(st.static) != d.get(builtinBrokerSettings()) {
-		return kmsg.ConfigSourceStaticBrokerConfig, d.keys[0]
+		return kmsg.ConfigSourceStaticBrokerConfig
 	}
-	return kmsg.ConfigSourceDefaultConfig, d.keys[0]
+	return kmsg.ConfigSourceDefaultConfig
 }
 
 // synonyms lists every value of d in precedence order, as DescribeConfigs
@@ -274,9 +274,9 @@ func (b *Broker) staticBrokerSettings() brokerSettings {
 }
 
 // loadDynamicConfigs reads the stored configs and makes them current,
-// for the partitions opened from now on too. A
-// value that does not apply (written by another version of Tributary) is
-// skipped with a warning rather than keeping the broker from starting.
+// for the partitions opened from now on too. A value that does not apply
+// (written by another version of Tributary) is skipped with a warning
+// rather than keeping the broker from starting.
 func (b *Broker) loadDynamicConfigs() error {
 	// Reads and stores in one order, so the last stored is the last read
 	// even when a watch and an alter reload at once.

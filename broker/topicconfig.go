@@ -254,7 +254,7 @@ func builtinTopicDefaults() topicSettings {
 }
 
 // topicSettingsOf is a topic's settings: its configs over the broker's
-// defaults (the broker's flags), or the broker's defaults alone if the
+// defaults (brokerTopicDefaults), or the broker's defaults alone if the
 // configs do not apply (they were refused when set, so that means a
 // broker of another version wrote them).
 func (b *Broker) topicSettingsOf(configs map[string]string) topicSettings {
@@ -358,7 +358,7 @@ func (b *Broker) topicConfigEntries(configs map[string]string) ([]configEntry, e
 			e.synonyms = append(e.synonyms, synonym(name, v, kmsg.ConfigSourceDynamicTopicConfig))
 		}
 		if d, ok := topicDefaultSetting(name); ok && st != nil {
-			e.source, _ = st.levelOf(d)
+			e.source = st.levelOf(d)
 			e.synonyms = append(e.synonyms, st.synonyms(d, true)...)
 		} else {
 			if def.get(broker) != def.get(builtin) {

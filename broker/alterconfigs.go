@@ -9,8 +9,9 @@ package broker
 // watches), and applied to the topic's open partitions without a restart.
 // IncrementalAlterConfigs sets, deletes (back to the broker's value),
 // appends to or subtracts from list values; AlterConfigs replaces the whole
-// set. validate_only checks without storing. Broker settings are
-// command-line flags and are refused with INVALID_CONFIG.
+// set. validate_only checks without storing. BROKER resources ("" for the
+// cluster-wide default, or a broker id) change the dynamic broker configs
+// (dynamicconfig.go).
 
 import (
 	"context"
@@ -47,13 +48,14 @@ func (b *Broker) incrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsReques
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		keys := configKeysOf(rr.ResourceType)
 		err := b.alterResource(rr.ResourceType, rr.ResourceName, req.ValidateOnly, func(cur map[string]string) (map[string]string, error) {
 			next := maps.Clone(cur)
 			if next == nil {
 				next = map[string]string{}
 			}
 			for _, c := range rr.Configs {
-				if err := applyConfigOp(next, c.Name, int8(c.Op), c.Value); err != nil {
+				if err := applyConfigOp(next, c.Name, int8(c.Op), c.Value, keys); err != nil {
 					return nil, err
 				}
 			}
@@ -93,10 +95,35 @@ func (b *Broker) alterConfigs(req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsR
 	return resp
 }
 
+// configKey says what a resource's key is: its type and the value a list
+// starts from when APPEND or SUBTRACT change it unset; an error for a key
+// the resource does not take.
+type configKey func(name string) (typ kmsg.ConfigType, unset string, err error)
+
+func configKeysOf(typ kmsg.ConfigResourceType) configKey {
+	if typ == kmsg.ConfigResourceTypeBroker {
+		return func(name string) (kmsg.ConfigType, string, error) {
+			d, ok := dynamicSettingOf(name)
+			if !ok {
+				return 0, "", errStaticKey(name)
+			}
+			return d.typ, d.get(builtinBrokerSettings()), nil
+		}
+	}
+	return func(name string) (kmsg.ConfigType, string, error) {
+		d, ok := topicConfigDefs[name]
+		if !ok {
+			return 0, "", coded(kerr.InvalidConfig, "unknown topic config %q (supported: %s)", name, supportedConfigNames())
+		}
+		return d.typ, d.get(topicSettings{}), nil
+	}
+}
+
 // applyConfigOp applies one IncrementalAlterConfigs operation to configs.
-func applyConfigOp(configs map[string]string, name string, op int8, value *string) error {
-	if _, ok := topicConfigDefs[name]; !ok {
-		return coded(kerr.InvalidConfig, "unknown topic config %q (supported: %s)", name, supportedConfigNames())
+func applyConfigOp(configs map[string]string, name string, op int8, value *string, keys configKey) error {
+	typ, unset, err := keys(name)
+	if err != nil {
+		return err
 	}
 	v := ""
 	if value != nil {
@@ -111,12 +138,12 @@ func applyConfigOp(configs map[string]string, name string, op int8, value *strin
 	case opDelete:
 		delete(configs, name)
 	case opAppend, opSubtract:
-		if topicConfigDefs[name].typ != kmsg.ConfigTypeList {
+		if typ != kmsg.ConfigTypeList {
 			return coded(kerr.InvalidConfig, "config %s is not a list: APPEND and SUBTRACT apply to list configs only", name)
 		}
 		cur, ok := configs[name]
 		if !ok {
-			cur = topicConfigDefs[name].get(topicSettings{})
+			cur = unset
 		}
 		var items []string
 		for _, it := range strings.Split(cur, ",") {
@@ -150,9 +177,9 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 		if err := b.checkBrokerResource(name); err != nil {
 			return err
 		}
-		return coded(kerr.InvalidConfig, "broker settings are command-line flags of `tributary standalone` and `tributary broker`; change them with a restart")
+		return b.alterBrokerConfigs(name, validateOnly, change)
 	default:
-		return coded(kerr.InvalidRequest, "Tributary alters topic configs only")
+		return coded(kerr.InvalidRequest, "Tributary alters topic and broker configs only")
 	}
 	t, ok := b.meta.Topic(name)
 	if !ok {
@@ -186,9 +213,12 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 	return nil
 }
 
-// reconfigureTopic applies a topic's current configs to its open partitions.
+// reconfigureTopic applies a topic's current configs, over the broker's
+// current defaults, to its open partitions.
 func (b *Broker) reconfigureTopic(t cluster.Topic) {
-	cfg, err := topicLogConfig(b.cfg.Log, t.Configs)
+	b.dyn.applyMu.Lock()
+	defer b.dyn.applyMu.Unlock()
+	cfg, err := topicLogConfig(b.brokerTopicDefaults().log, t.Configs)
 	if err != nil {
 		b.logger.Error("topic configs cannot be applied; partitions keep their settings", "topic", t.Name, "err", err)
 		return

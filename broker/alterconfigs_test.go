@@ -147,9 +147,16 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 	if c := got["log.segment.bytes"]; valueOf(c) != "1073741824" || c.Source != kmsg.ConfigSourceDefaultConfig {
 		t.Errorf("log.segment.bytes = %s from %v, want the default", valueOf(c), c.Source)
 	}
-	rs, err := adm.AlterBrokerConfigs(context.Background(), []kadm.AlterConfig{set("log.retention.ms", "1")}, 0)
+	rs, err := adm.AlterBrokerConfigs(context.Background(), []kadm.AlterConfig{set("log.flush.interval.ms", "1")}, 0)
+	if err != nil || len(rs) != 1 || rs[0].Err != nil {
+		t.Fatalf("altering a dynamic broker setting: %v %+v", err, rs)
+	}
+	if c := brokerConfigs(t, adm, 0)["log.flush.interval.ms"]; valueOf(c) != "1" || c.Source != kmsg.ConfigSourceDynamicBrokerConfig {
+		t.Errorf("log.flush.interval.ms = %s from %v, want 1 from the broker's dynamic configs", valueOf(c), c.Source)
+	}
+	rs, err = adm.AlterBrokerConfigs(context.Background(), []kadm.AlterConfig{set("socket.request.max.bytes", "1")}, 0)
 	if err != nil || len(rs) != 1 || !errors.Is(rs[0].Err, kerr.InvalidConfig) {
-		t.Errorf("altering a broker setting: %v %+v, want INVALID_CONFIG", err, rs)
+		t.Errorf("altering a static broker setting: %v %+v, want INVALID_CONFIG", err, rs)
 	}
 }
 

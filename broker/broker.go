@@ -60,6 +60,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -79,6 +80,10 @@ type Broker struct {
 	authz   *authorizer   // nil without Config.Authorizer
 	logins  *loginGuard   // failed-login limit and timing (sasl_limit.go)
 	quotas  *quotas       // client quotas (quota.go)
+	// staticLog is the partitions' configuration as the flags make it,
+	// dyn the dynamic broker configs over it (dynamicconfig.go).
+	staticLog log.Config
+	dyn       dynamicConfigs
 
 	mu        sync.Mutex
 	listeners []*boundListener
@@ -182,7 +187,16 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.metrics = newBrokerMetrics(b)
 	b.migrateInternalTopics()
-	b.logs = newPartitions(cfg.DataDir, b.metrics.logConfig(cfg.Log), fileBudget, b.logger)
+	b.staticLog = b.metrics.logConfig(cfg.Log)
+	b.logs = newPartitions(cfg.DataDir, b.staticLog, fileBudget, b.logger)
+	b.dyn.store = &brokerConfigFile{path: filepath.Join(cfg.DataDir, "broker-configs.json"), self: b.selfID}
+	if zs, ok := b.meta.(zkSessioner); ok {
+		b.dyn.store = brokerConfigZooKeeper{zk: cluster.NewZKBrokerConfigs(zs.Session()), self: b.selfID}
+	}
+	if err := b.loadDynamicConfigs(); err != nil {
+		b.logs.closeAll()
+		return nil, err
+	}
 	if err := b.recoverUnclean(); err != nil {
 		b.logs.closeAll()
 		return nil, err
@@ -196,6 +210,9 @@ func New(cfg Config) (*Broker, error) {
 	go b.metrics.watchISRs() // replica_metrics.go
 	go b.followMetadata()
 	go b.sweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval)
+	if zs, ok := b.dyn.store.(brokerConfigZooKeeper); ok {
+		go zs.watch(b.stopSync, b.reloadDynamicConfigs)
+	}
 	if zs, ok := b.quotas.store.(quotaZooKeeper); ok {
 		go zs.watch(b.stopSync, func() {
 			if err := b.quotas.reload(); err != nil {

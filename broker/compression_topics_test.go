@@ -199,7 +199,7 @@ func TestBrokerDefaultCompressionType(t *testing.T) {
 		{plain.Addr, "producer", kmsg.ConfigSourceDefaultConfig},
 	} {
 		adm, _ := newAdmin(t, tc.addr)
-		rcs, err := adm.DescribeBrokerConfigs(ctx)
+		rcs, err := adm.DescribeBrokerConfigs(ctx, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

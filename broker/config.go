@@ -24,8 +24,10 @@ type Config struct {
 	// ClusterID is reported in Metadata responses. Default: the cluster
 	// metadata's persistent random id (data directory or ZooKeeper).
 	ClusterID string
-	// Log is the default storage configuration of every partition; topic
-	// configs (retention.ms, segment.bytes, ...) override it per topic.
+	// Log is the default storage configuration of every partition; dynamic
+	// broker configs (log.retention.ms, ...; dynamicconfig.go) override it
+	// at run time, and topic configs (retention.ms, segment.bytes, ...)
+	// per topic.
 	Log log.Config
 	// MaxRequestBytes caps the size of one request frame
 	// (socket.request.max.bytes). Default 100 MiB.

@@ -61,10 +61,11 @@ func (b *Broker) ConnStats() ConnStats {
 // admitLocked registers c unless a connection cap is reached; it returns
 // the name of the setting that refused it, or "". b.mu must be held.
 func (b *Broker) admitLocked(c *conn) string {
-	if len(b.conns) >= b.cfg.MaxConnections {
+	maxConns, perIP := b.connLimits()
+	if len(b.conns) >= maxConns {
 		return "max.connections"
 	}
-	if b.perIP[c.ip] >= b.cfg.MaxConnectionsPerIP {
+	if b.perIP[c.ip] >= perIP {
 		return "max.connections.per.ip"
 	}
 	b.conns[c] = struct{}{}
@@ -89,9 +90,10 @@ func (b *Broker) logRefusal(remote net.Addr, setting string) {
 	if now-last < int64(refusalLogEvery) || !b.lastRefusalLog.CompareAndSwap(last, now) {
 		return
 	}
+	maxConns, perIP := b.connLimits()
 	b.logger.Warn("refusing connections: limit reached",
 		"setting", setting, "remote", remote.String(), "refused_total", n,
-		"max_connections", b.cfg.MaxConnections, "max_connections_per_ip", b.cfg.MaxConnectionsPerIP)
+		"max_connections", maxConns, "max_connections_per_ip", perIP)
 }
 
 // remoteIP is the key of the per-IP cap: the address without its port.

@@ -3,11 +3,15 @@ package broker
 // DescribeConfigs.
 //
 // Topics report the effective value of every setting of topicconfig.go with
-// its source: the topic's own value (DYNAMIC_TOPIC_CONFIG), a broker flag
-// (STATIC_BROKER_CONFIG) or the built-in default (DEFAULT_CONFIG). A broker
-// (resource name: its id) reports the settings its flags decide, under
-// Kafka's names, all read-only: they change with a restart, not with
-// AlterConfigs. Synonyms and documentation are not sent.
+// its source: the topic's own value (DYNAMIC_TOPIC_CONFIG), a dynamic
+// broker config (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG), a
+// broker flag (STATIC_BROKER_CONFIG) or the built-in default
+// (DEFAULT_CONFIG). A broker (resource name: its id) reports its settings
+// under Kafka's names the same way, the dynamic ones (dynamicconfig.go)
+// writable and the rest read-only; the resource "" (the cluster-wide
+// default) reports the dynamic defaults set, as Kafka does. Synonyms, when
+// asked for, list every level's value, highest precedence first.
+// Documentation is not sent.
 
 import (
 	"strconv"
@@ -29,7 +33,6 @@ func (b *Broker) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.Describ
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		var entries []configEntry
-		readOnly := false
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			t, code := b.lookupTopic(rr.ResourceName, false)
@@ -50,7 +53,7 @@ func (b *Broker) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.Describ
 				sr.ErrorMessage = &msg
 				break
 			}
-			entries, readOnly = b.brokerConfigEntries(), true
+			entries = b.brokerConfigEntries(rr.ResourceName != "")
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
 			msg := "Tributary describes topic and broker configs only"
@@ -62,10 +65,13 @@ func (b *Broker) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.Describ
 				continue
 			}
 			rc := kmsg.NewDescribeConfigsResponseResourceConfig()
-			rc.Name, rc.ConfigType, rc.Source, rc.ReadOnly = e.name, e.typ, e.source, readOnly
+			rc.Name, rc.ConfigType, rc.Source, rc.ReadOnly = e.name, e.typ, e.source, e.readOnly
 			v := e.value
 			rc.Value = &v
 			rc.IsDefault = e.source == kmsg.ConfigSourceDefaultConfig
+			if req.IncludeSynonyms {
+				rc.ConfigSynonyms = e.synonyms
+			}
 			sr.Configs = append(sr.Configs, rc)
 		}
 		resp.Resources = append(resp.Resources, sr)
@@ -94,9 +100,44 @@ func (b *Broker) checkBrokerResource(name string) error {
 	return coded(kerr.InvalidRequest, "broker %q: this broker is %d; ask each broker about itself", name, b.selfID)
 }
 
-// brokerConfigEntries are the broker's own settings under Kafka's names,
-// each STATIC_BROKER_CONFIG when a flag changed it, else DEFAULT_CONFIG.
-func (b *Broker) brokerConfigEntries() []configEntry {
+// brokerConfigEntries are the broker's settings under Kafka's names: with
+// own, this broker's (every setting, dynamic ones first); without, the
+// cluster-wide dynamic defaults set.
+func (b *Broker) brokerConfigEntries(own bool) []configEntry {
+	st := b.dynamicNow()
+	if !own {
+		var out []configEntry
+		for _, d := range dynamicSettings {
+			for _, k := range d.keys {
+				if v, ok := st.def[k]; ok {
+					out = append(out, configEntry{name: k, value: v, typ: d.typ,
+						source: kmsg.ConfigSourceDynamicDefaultBrokerConfig, synonyms: st.synonyms(d, false)})
+				}
+			}
+		}
+		return out
+	}
+	var entries []configEntry
+	for _, d := range dynamicSettings {
+		src := st.levelOf(d)
+		syns := st.synonyms(d, true)
+		entries = append(entries, configEntry{name: d.keys[0], value: d.get(st.eff), typ: d.typ, source: src, synonyms: syns})
+		// A coarser name set dynamically (log.retention.hours) is listed
+		// too, so that tools filtering by source find it.
+		for _, k := range d.keys[1:] {
+			if v, ok := st.own[k]; ok {
+				entries = append(entries, configEntry{name: k, value: v, typ: d.typ, source: kmsg.ConfigSourceDynamicBrokerConfig, synonyms: syns})
+			} else if v, ok := st.def[k]; ok {
+				entries = append(entries, configEntry{name: k, value: v, typ: d.typ, source: kmsg.ConfigSourceDynamicDefaultBrokerConfig, synonyms: syns})
+			}
+		}
+	}
+	return append(entries, b.staticConfigEntries()...)
+}
+
+// staticConfigEntries are the settings only flags change, read-only: each
+// STATIC_BROKER_CONFIG when a flag changed it, else DEFAULT_CONFIG.
+func (b *Broker) staticConfigEntries() []configEntry {
 	builtin := Config{}.withDefaults()
 	have, def := b.cfg.Log.WithDefaults(), log.Config{}.WithDefaults()
 	long := func(name string, v, d int64) configEntry {
@@ -107,31 +148,20 @@ func (b *Broker) brokerConfigEntries() []configEntry {
 		e.value = durationMs(v)
 		return e
 	}
-	boolean := func(name string, v, d bool) configEntry {
-		return configEntry{name: name, value: strconv.FormatBool(v), typ: kmsg.ConfigTypeBoolean, source: sourceOf(v == d)}
-	}
 	entries := []configEntry{
 		long("broker.id", int64(b.selfID), 0),
 		{name: "log.dirs", value: b.cfg.DataDir, typ: kmsg.ConfigTypeString, source: kmsg.ConfigSourceStaticBrokerConfig},
-		boolean("auto.create.topics.enable", b.cfg.AutoCreateTopics, true),
+		{name: "auto.create.topics.enable", value: strconv.FormatBool(b.cfg.AutoCreateTopics), typ: kmsg.ConfigTypeBoolean,
+			source: sourceOf(b.cfg.AutoCreateTopics)},
 		long("num.partitions", int64(b.cfg.DefaultPartitions), int64(builtin.DefaultPartitions)),
-		long("message.max.bytes", int64(b.cfg.MaxMessageBytes), int64(builtin.MaxMessageBytes)),
 		long("socket.request.max.bytes", int64(b.cfg.MaxRequestBytes), int64(builtin.MaxRequestBytes)),
-		long("log.segment.bytes", have.SegmentBytes, def.SegmentBytes),
-		ms("log.roll.ms", have.SegmentAge, def.SegmentAge),
-		long("log.flush.interval.messages", have.FlushMessages, def.FlushMessages),
-		ms("log.flush.interval.ms", have.FlushInterval, def.FlushInterval),
-		ms("log.retention.ms", have.RetentionAge, def.RetentionAge),
-		long("log.retention.bytes", have.RetentionBytes, def.RetentionBytes),
-		long("log.index.interval.bytes", have.IndexIntervalBytes, def.IndexIntervalBytes),
 		ms("log.retention.check.interval.ms", have.RetentionCheckInterval, def.RetentionCheckInterval),
 		ms("producer.id.expiration.ms", have.ProducerIDExpiry, def.ProducerIDExpiry),
-		{name: "log.cleanup.policy", value: "delete", typ: kmsg.ConfigTypeList, source: kmsg.ConfigSourceDefaultConfig},
-		// The default of topics that set no compression.type of their own.
-		{name: "compression.type", value: have.Compression.String(), typ: kmsg.ConfigTypeString,
-			source: sourceOf(have.Compression == def.Compression)},
 	}
-	entries[4].typ = kmsg.ConfigTypeInt
+	for i := range entries {
+		entries[i].readOnly = true
+		entries[i].synonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{synonym(entries[i].name, entries[i].value, entries[i].source)}
+	}
 	return entries
 }
 

@@ -30,7 +30,7 @@ import (
 // because Close flushes first.
 type partitions struct {
 	dir      string
-	base     log.Config
+	base     atomic.Pointer[log.Config] // of every partition, before its topic's configs (setBase)
 	logger   *slog.Logger
 	fdBudget int // descriptors the open logs may hold together; <= 0: no limit
 
@@ -62,13 +62,19 @@ type openLog struct {
 }
 
 func newPartitions(dir string, base log.Config, fdBudget int, logger *slog.Logger) *partitions {
-	return &partitions{
-		dir: dir, base: base, logger: logger, fdBudget: fdBudget,
+	ps := &partitions{
+		dir: dir, logger: logger, fdBudget: fdBudget,
 		logs:    map[partKey]*openLog{},
 		closing: map[partKey]chan struct{}{},
 		cleaner: log.NewCleaner(base.Cleaner, logger),
 	}
+	ps.base.Store(&base)
+	return ps
 }
+
+// setBase changes the configuration the logs opened from now on start
+// from (dynamic broker configs); the open ones are reconfigured apart.
+func (ps *partitions) setBase(base log.Config) { ps.base.Store(&base) }
 
 func (ps *partitions) partitionDir(topic string, p int32) string {
 	return filepath.Join(ps.dir, topic+"-"+strconv.Itoa(int(p)))
@@ -138,7 +144,7 @@ func (ps *partitions) startOpen(t cluster.Topic, key partKey, used bool) *openLo
 }
 
 func (ps *partitions) openLog(t cluster.Topic, key partKey) (*log.Log, int, error) {
-	cfg, err := topicLogConfig(ps.base, t.Configs)
+	cfg, err := topicLogConfig(*ps.base.Load(), t.Configs)
 	if err != nil {
 		return nil, 0, fmt.Errorf("topic %s: %w", t.Name, err)
 	}

@@ -268,14 +268,7 @@ func (rs *replicas) shrink(ls *leaderState) {
 
 // minISR is the topic's min.insync.replicas.
 func (b *Broker) minISR(t cluster.Topic) int {
-	if len(t.Configs) == 0 {
-		return b.cfg.MinInsyncReplicas
-	}
-	s, err := applyTopicConfigs(b.brokerTopicDefaults(), t.Configs)
-	if err != nil {
-		return b.cfg.MinInsyncReplicas
-	}
-	return max(s.minISR, 1)
+	return max(b.topicSettingsOf(t.Configs).minISR, 1)
 }
 
 // enoughReplicas is checked before an acks=all batch is appended:

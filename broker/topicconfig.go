@@ -238,9 +238,13 @@ func durationMs(d time.Duration) string {
 }
 
 // brokerTopicDefaults are the settings of a topic that sets nothing: the
-// broker's flags, filled in with the built-in defaults.
+// dynamic broker configs over the broker's flags over the built-in
+// defaults (dynamicconfig.go).
 func (b *Broker) brokerTopicDefaults() topicSettings {
-	return topicSettings{log: b.cfg.Log.WithDefaults(), maxMessageBytes: b.cfg.MaxMessageBytes, minISR: b.cfg.MinInsyncReplicas}
+	if st := b.dyn.state.Load(); st != nil {
+		return st.eff.topic
+	}
+	return b.staticBrokerSettings().topic // during New, before they are read
 }
 
 // builtinTopicDefaults are the settings of a broker started without flags:
@@ -250,7 +254,7 @@ func builtinTopicDefaults() topicSettings {
 }
 
 // topicSettingsOf is a topic's settings: its configs over the broker's
-// defaults (the broker's flags), or the broker's defaults alone if the
+// defaults (brokerTopicDefaults), or the broker's defaults alone if the
 // configs do not apply (they were refused when set, so that means a
 // broker of another version wrote them).
 func (b *Broker) topicSettingsOf(configs map[string]string) topicSettings {
@@ -322,33 +326,57 @@ func supportedConfigNames() string {
 
 // configEntry is one reported setting.
 type configEntry struct {
-	name   string
-	value  string
-	typ    kmsg.ConfigType
-	source kmsg.ConfigSource
+	name     string
+	value    string
+	typ      kmsg.ConfigType
+	source   kmsg.ConfigSource
+	readOnly bool
+	// synonyms are the values of every level the setting has, highest
+	// precedence first (DescribeConfigs' include_synonyms).
+	synonyms []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
 }
 
 // topicConfigEntries reports every topic setting with its effective value
 // and where that value comes from: the topic (DYNAMIC_TOPIC_CONFIG), a
-// broker flag (STATIC_BROKER_CONFIG) or the built-in default
-// (DEFAULT_CONFIG). Sorted by name.
+// dynamic broker config (DYNAMIC_BROKER_CONFIG, or
+// DYNAMIC_DEFAULT_BROKER_CONFIG for the cluster-wide default), a broker
+// flag (STATIC_BROKER_CONFIG) or the built-in default (DEFAULT_CONFIG).
+// Sorted by name.
 func (b *Broker) topicConfigEntries(configs map[string]string) ([]configEntry, error) {
 	broker := b.brokerTopicDefaults()
 	eff, err := applyTopicConfigs(broker, configs)
 	if err != nil {
 		return nil, err
 	}
+	st := b.dynamicNow()
 	builtin := builtinTopicDefaults()
 	out := make([]configEntry, 0, len(topicConfigDefs))
 	for name, def := range topicConfigDefs {
 		e := configEntry{name: name, value: def.get(eff), typ: def.typ, source: kmsg.ConfigSourceDefaultConfig}
-		if _, ok := configs[name]; ok {
+		v, own := configs[name]
+		if own {
+			e.synonyms = append(e.synonyms, synonym(name, v, kmsg.ConfigSourceDynamicTopicConfig))
+		}
+		if d, ok := topicDefaultSetting(name); ok && st != nil {
+			e.source = st.levelOf(d)
+			e.synonyms = append(e.synonyms, st.synonyms(d, true)...)
+		} else {
+			if def.get(broker) != def.get(builtin) {
+				e.source = kmsg.ConfigSourceStaticBrokerConfig
+			}
+			e.synonyms = append(e.synonyms, synonym(name, def.get(builtin), kmsg.ConfigSourceDefaultConfig))
+		}
+		if own {
 			e.source = kmsg.ConfigSourceDynamicTopicConfig
-		} else if def.get(broker) != def.get(builtin) {
-			e.source = kmsg.ConfigSourceStaticBrokerConfig
 		}
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil
+}
+
+func synonym(name, value string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+	syn.Name, syn.Value, syn.Source = name, kmsg.StringPtr(value), src
+	return syn
 }

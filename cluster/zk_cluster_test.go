@@ -127,7 +127,7 @@ func TestBrokerLeavesAndComesBackWithItsData(t *testing.T) {
 		return !ok
 	})
 	adm := kadm.NewClient(newClient(t, brokers[0].Addr))
-	testenv.Eventually(t, 5*time.Second, "Metadata stops listing broker 3", func() bool {
+	testenv.Eventually(t, 30*time.Second, "Metadata stops listing broker 3", func() bool {
 		meta, err := adm.Metadata(context.Background())
 		return err == nil && len(meta.Brokers) == 2
 	})

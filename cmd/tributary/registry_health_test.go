@@ -88,6 +88,14 @@ func TestStandaloneRegistryWritesInProcess(t *testing.T) {
 	addr, regAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	p := testenv.StartProcess(t, "standalone", "--data-dir", t.TempDir(), "--listen", addr, "--registry-listen", regAddr, "--internal-clients=")
 	testenv.WaitListening(t, p, regAddr, 60*time.Second)
+	testenv.Eventually(t, 60*time.Second, "the registry is ready (its /healthz answers 200)", func() bool {
+		resp, err := http.Get("http://" + regAddr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 	resp, err := http.Post("http://"+regAddr+"/subjects/s/versions", "application/json", strings.NewReader(`{"schema":"\"string\""}`))
 	if err != nil {
 		t.Fatal(err)

@@ -40,3 +40,10 @@ func CountInlineWrites() (stop func() int64) {
 		return n.Load()
 	}
 }
+
+// PauseReplication stops this broker's replica fetchers after their round
+// in flight; resume starts them again.
+func (b *Broker) PauseReplication() (resume func()) {
+	b.replicas.gate.Lock()
+	return b.replicas.gate.Unlock
+}

@@ -57,6 +57,10 @@ type replicas struct {
 	learned  map[partKey]int64 // high watermarks heard from leaders while following
 	fetchers map[int32]*fetcher
 	closed   bool // shutting down: no new fetchers
+
+	// gate is held for reading by every fetch round; tests hold it for
+	// writing to pause replication (export_test.go).
+	gate sync.RWMutex
 }
 
 // leaderState is one led partition in one leader epoch.
@@ -111,9 +115,25 @@ func (rs *replicas) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, 
 			}
 		}
 		rs.leading[key] = ls
+		// Before anything is appended in this epoch: followers truncate
+		// by where each epoch starts (offsetforleaderepoch.go).
+		if err := l.AssignLeaderEpoch(st.LeaderEpoch); err != nil {
+			rs.b.logger.Error("recording the leader epoch failed", "topic", t.Name, "partition", p, "leader_epoch", st.LeaderEpoch, "err", err)
+		}
 		rs.b.logger.Info("leading partition", "topic", t.Name, "partition", p, "leader_epoch", st.LeaderEpoch, "isr", st.ISR, "high_watermark", ls.hw)
 	}
 	return ls, st, nil
+}
+
+// leadForAppend is checked before a batch is appended to a partition
+// this broker leads: a replicated partition's leader epoch is then
+// recorded, so the batch carries it.
+func (b *Broker) leadForAppend(t cluster.Topic, p int32, l *log.Log) int16 {
+	if _, _, err := b.replicas.leader(t, p, l); err != nil {
+		code, _ := replicationErrorCode(err)
+		return code
+	}
+	return 0
 }
 
 // advance recomputes the high watermark over isr. Call with ls.mu held.

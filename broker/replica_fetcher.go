@@ -12,6 +12,10 @@ package broker
 // the leader what this broker holds on disk, which is what the leader's
 // high watermark and acks=all count.
 //
+// Before it fetches a partition in a new leader epoch, a fetcher cuts the
+// partition's log where it diverges from the leader's
+// (replica_truncate.go).
+//
 // The fetchers follow the cluster view (reconcileFetchers runs on every
 // change): a partition whose leader changes moves to the new leader's
 // fetcher, one this broker now leads leaves them.
@@ -52,6 +56,13 @@ type fetcher struct {
 	mu       sync.Mutex
 	parts    map[partKey]cluster.Topic
 	diverged map[partKey]bool // not fetched until the view changes (see store)
+
+	// Used by the run goroutine only: the leader epoch in which each
+	// partition was last truncated to the leader's log
+	// (replica_truncate.go), and the partitions checked again after the
+	// leader said the follower is past its end.
+	checked   map[partKey]int32
+	rechecked map[partKey]bool
 	wake     chan struct{}
 	conn     net.Conn // the current connection, closed to stop a fetch in flight
 
@@ -99,7 +110,8 @@ func (rs *replicas) reconcileFetchers() {
 	for id, parts := range want {
 		f := rs.fetchers[id]
 		if f == nil {
-			f = &fetcher{rs: rs, leader: id, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+			f = &fetcher{rs: rs, leader: id, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+				checked: map[partKey]int32{}, rechecked: map[partKey]bool{}}
 			rs.fetchers[id] = f
 			go f.run()
 		}
@@ -177,7 +189,9 @@ func (f *fetcher) run() {
 			c, err = f.dial()
 		}
 		if err == nil {
+			f.rs.gate.RLock()
 			err = f.round(c, parts)
+			f.rs.gate.RUnlock()
 		}
 		if err == nil {
 			failures = 0
@@ -257,6 +271,18 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 		if err != nil {
 			return fmt.Errorf("opening %s-%d to follow it: %w", k.topic, k.p, err)
 		}
+		if st, ok := parts[k].StateOf(k.p); ok {
+			if e, done := f.checked[k]; !done || e != st.LeaderEpoch {
+				err := f.truncateToLeader(c, parts[k], k.p, st.LeaderEpoch, l)
+				if errors.Is(err, errEpochUnsettled) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				f.checked[k] = st.LeaderEpoch
+			}
+		}
 		i, ok := byTopic[k.topic]
 		if !ok {
 			i = len(req.Topics)
@@ -272,6 +298,9 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 		rp.LogStartOffset = -1
 		rp.PartitionMaxBytes = replicaPartitionMax
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	if len(req.Topics) == 0 {
+		return errNothingServed
 	}
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = replicaFetchVersion
@@ -312,21 +341,27 @@ func (f *fetcher) store(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) er
 	if rp.ErrorCode != 0 {
 		err := kerr.ErrorForCode(rp.ErrorCode)
 		if errors.Is(err, kerr.OffsetOutOfRange) {
-			// The logs diverged (this broker holds records the leader
-			// does not); truncation by leader epoch is not implemented,
-			// so the partition waits for the next change of the view.
-			b.logger.Error("follower's log is ahead of its leader's; it cannot follow until truncation is implemented",
+			key := partKey{t.Name, rp.Partition}
+			if !f.rechecked[key] {
+				// The leader's log ends before this one: ask again where
+				// they diverge, once.
+				f.rechecked[key] = true
+				delete(f.checked, key)
+				return nil
+			}
+			b.logger.Error("follower's log is ahead of its leader's and the leader epochs do not say where they diverge; it waits for the next leader change",
 				"topic", t.Name, "partition", rp.Partition, "leader", f.leader)
 			f.mu.Lock()
 			if f.diverged == nil {
 				f.diverged = map[partKey]bool{}
 			}
-			f.diverged[partKey{t.Name, rp.Partition}] = true
+			f.diverged[key] = true
 			f.mu.Unlock()
 		}
 		return nil // a leader change: the view moves this partition
 	}
 	key := partKey{t.Name, rp.Partition}
+	delete(f.rechecked, key)
 	f.rs.mu.Lock()
 	f.rs.learned[key] = rp.HighWatermark
 	f.rs.mu.Unlock()

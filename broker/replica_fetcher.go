@@ -63,8 +63,8 @@ type fetcher struct {
 	// leader said the follower is past its end.
 	checked   map[partKey]int32
 	rechecked map[partKey]bool
-	wake     chan struct{}
-	conn     net.Conn // the current connection, closed to stop a fetch in flight
+	wake      chan struct{}
+	conn      net.Conn // the current connection, closed to stop a fetch in flight
 
 	stop chan struct{}
 	done chan struct{}

@@ -54,7 +54,10 @@ type replicas struct {
 
 	mu       sync.Mutex
 	leading  map[partKey]*leaderState
-	learned  map[partKey]int64 // high watermarks heard from leaders while following
+	learned  map[partKey]int64 // high watermarks heard from leaders while following, or checkpointed
+	// checkpointed is what replication-offset-checkpoint last got
+	// (replica_checkpoint.go).
+	checkpointed map[partKey]int64
 	fetchers map[int32]*fetcher
 	closed   bool // shutting down: no new fetchers
 
@@ -84,10 +87,12 @@ type followerState struct {
 }
 
 func newReplicas(b *Broker) *replicas {
-	return &replicas{
+	rs := &replicas{
 		b: b, lagMax: b.cfg.ReplicaLagMax,
 		leading: map[partKey]*leaderState{}, learned: map[partKey]int64{}, fetchers: map[int32]*fetcher{},
 	}
+	rs.loadHighWatermarks()
+	return rs
 }
 
 // leader returns the state of t's partition p if this broker leads it
@@ -232,14 +237,20 @@ func (rs *replicas) changeISR(ls *leaderState, topic string, p int32, isr []int3
 }
 
 // shrinkISRs runs until shutdown: every quarter of ReplicaLagMax it takes
-// out of the ISRs the followers that have lagged for longer than that.
+// out of the ISRs the followers that have lagged for longer than that, and
+// every hwCheckpointEvery it checkpoints the high watermarks.
 func (rs *replicas) shrinkISRs() {
 	tick := time.NewTicker(max(rs.lagMax/4, 10*time.Millisecond))
 	defer tick.Stop()
+	hwTick := time.NewTicker(hwCheckpointEvery)
+	defer hwTick.Stop()
 	for {
 		select {
 		case <-rs.b.stopSync:
 			return
+		case <-hwTick.C:
+			rs.checkpointHighWatermarks()
+			continue
 		case <-tick.C:
 		}
 		rs.mu.Lock()

@@ -122,7 +122,8 @@ func (rs *replicas) reconcileFetchers() {
 	}
 }
 
-// closeFetchers stops every fetcher (shutdown).
+// closeFetchers stops every fetcher and checkpoints the high watermarks
+// (shutdown, once no request is served any more).
 func (rs *replicas) closeFetchers() {
 	rs.mu.Lock()
 	fs := rs.fetchers
@@ -131,6 +132,7 @@ func (rs *replicas) closeFetchers() {
 	for _, f := range fs {
 		f.close()
 	}
+	rs.checkpointHighWatermarks()
 }
 
 func (f *fetcher) close() {

@@ -52,14 +52,14 @@ type replicas struct {
 	b      *Broker
 	lagMax time.Duration
 
-	mu       sync.Mutex
-	leading  map[partKey]*leaderState
-	learned  map[partKey]int64 // high watermarks heard from leaders while following, or checkpointed
+	mu      sync.Mutex
+	leading map[partKey]*leaderState
+	learned map[partKey]int64 // high watermarks heard from leaders while following, or checkpointed
 	// checkpointed is what replication-offset-checkpoint last got
 	// (replica_checkpoint.go).
 	checkpointed map[partKey]int64
-	fetchers map[int32]*fetcher
-	closed   bool // shutting down: no new fetchers
+	fetchers     map[int32]*fetcher
+	closed       bool // shutting down: no new fetchers
 
 	// gate is held for reading by every fetch round; tests hold it for
 	// writing to pause replication (export_test.go).

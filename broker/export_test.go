@@ -1,6 +1,9 @@
 package broker
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // PanicFor makes requests from clientID panic in place of their handler:
 // on the read goroutine, or inside a later response when inLater is set.
@@ -42,8 +45,8 @@ func CountInlineWrites() (stop func() int64) {
 }
 
 // PauseReplication stops this broker's replica fetchers after their round
-// in flight; resume starts them again.
+// in flight; resume (idempotent) starts them again.
 func (b *Broker) PauseReplication() (resume func()) {
 	b.replicas.gate.Lock()
-	return b.replicas.gate.Unlock
+	return sync.OnceFunc(b.replicas.gate.Unlock)
 }

@@ -2,8 +2,8 @@ package broker
 
 // Replication, the follower's side: one fetcher per leader broker copies
 // every partition this broker follows from that leader, with the Fetch
-// API (replica id set to this broker's id) on a plain connection to the
-// leader's PLAINTEXT listener.
+// API (replica id set to this broker's id) on a connection to the
+// leader's inter-broker listener (replica_conn.go).
 //
 // Each round asks for every followed partition from the offset up to
 // which its local log is fsynced, appends what comes back as it is
@@ -21,16 +21,13 @@ package broker
 // fetcher, one this broker now leads leaves them.
 
 import (
-	"bufio"
 	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -224,32 +221,6 @@ func (f *fetcher) run() {
 	}
 }
 
-// dial connects to the leader's PLAINTEXT listener.
-func (f *fetcher) dial() (*replicaConn, error) {
-	for _, br := range f.rs.b.meta.Brokers() {
-		if br.ID != f.leader {
-			continue
-		}
-		host, port, ok := br.Endpoint(string(Plaintext))
-		if !ok {
-			return nil, fmt.Errorf("leader %d has no PLAINTEXT listener to replicate from", f.leader)
-		}
-		nc, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(int(port))), 5*time.Second)
-		if err != nil {
-			return nil, err
-		}
-		f.mu.Lock()
-		f.conn = nc
-		f.mu.Unlock()
-		if f.stopped() {
-			nc.Close()
-			return nil, net.ErrClosed
-		}
-		return newReplicaConn(nc, f.rs.b.selfID), nil
-	}
-	return nil, fmt.Errorf("leader %d is not in the broker registry", f.leader)
-}
-
 // round is one fetch of every followed partition.
 func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 	b := f.rs.b
@@ -404,51 +375,4 @@ func splitRecordBatches(records []byte) ([][]byte, error) {
 		records = records[size:]
 	}
 	return out, nil
-}
-
-// replicaConn is a Kafka client connection of one fetcher: requests one
-// at a time, framed by kmsg.
-type replicaConn struct {
-	nc   net.Conn
-	r    *bufio.Reader
-	fmt  *kmsg.RequestFormatter
-	corr int32
-	buf  []byte
-}
-
-func newReplicaConn(nc net.Conn, self int32) *replicaConn {
-	return &replicaConn{
-		nc:  nc,
-		r:   bufio.NewReaderSize(nc, 64<<10),
-		fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID("tributary-replica-" + strconv.Itoa(int(self)))),
-	}
-}
-
-func (c *replicaConn) Close() error { return c.nc.Close() }
-
-// roundTrip sends req and decodes the answer into resp (request and
-// response header v0 and v1: the versions used here are not flexible).
-func (c *replicaConn) roundTrip(req kmsg.Request, resp kmsg.Response, timeout time.Duration) error {
-	c.corr++
-	c.buf = c.fmt.AppendRequest(c.buf[:0], req, c.corr)
-	c.nc.SetDeadline(time.Now().Add(timeout))
-	if _, err := c.nc.Write(c.buf); err != nil {
-		return err
-	}
-	var head [8]byte
-	if _, err := io.ReadFull(c.r, head[:]); err != nil {
-		return err
-	}
-	size := int32(binary.BigEndian.Uint32(head[:4]))
-	if corr := int32(binary.BigEndian.Uint32(head[4:])); corr != c.corr {
-		return fmt.Errorf("answer to request %d came for request %d", c.corr, corr)
-	}
-	if size < 4 || size > replicaFetchMaxBytes+1<<20 {
-		return fmt.Errorf("answer of %d bytes", size)
-	}
-	body := make([]byte, size-4)
-	if _, err := io.ReadFull(c.r, body); err != nil {
-		return err
-	}
-	return resp.ReadFrom(body)
 }

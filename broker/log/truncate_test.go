@@ -147,3 +147,66 @@ func mustRead(t testing.TB, l *Log, offset int64) Slice {
 	}
 	return s
 }
+
+// A power loss at any step of TruncateTo leaves a log cut at the new end
+// or not cut at all, never one holding records of an epoch its cache has
+// forgotten; once TruncateTo returned, the cut records never come back.
+func TestTruncateToSurvivesPowerLoss(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 400
+	build := func(dir string) {
+		l, _ := openLog(t, dir, cfg)
+		for i, epoch := range []int32{1, 1, 2, 2} {
+			if i%2 == 0 {
+				if err := l.AssignLeaderEpoch(epoch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 5 {
+				mustAppend(t, l, makeBatch(batchOpts{records: 2}))
+			}
+		}
+		if err := l.Close(); err != nil { // offsets 0-39, epoch 2 from 20
+			t.Fatal(err)
+		}
+	}
+	for n := 0; ; n++ {
+		dir := t.TempDir()
+		build(dir)
+		cfs := newCrashFS(t, dir)
+		ccfg := cfg
+		ccfg.FS = cfs
+		l, _, err := Open(dir, ccfg, quietLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfs.CrashAfter(n)
+		_, terr := l.TruncateTo(13)
+		done := !cfs.Crashed()
+		if done && terr != nil {
+			t.Fatalf("TruncateTo without a crash: %v", terr)
+		}
+		crash(l)
+		if err := cfs.PowerLoss(); err != nil {
+			t.Fatal(err)
+		}
+		l2, _ := openLog(t, dir, cfg)
+		end, latest := l2.LogEndOffset(), l2.LatestEpoch()
+		switch {
+		case end == 12 && latest == 1:
+		case end == 40 && latest == 2 && !done:
+			if e, off := l2.EndOffsetForEpoch(1); e != 1 || off != 20 {
+				t.Fatalf("step %d: uncut log's epoch 1 ends (%d, %d), want (1, 20)", n, e, off)
+			}
+		default:
+			t.Fatalf("power loss after %d steps (finished %v): log end %d, latest epoch %d", n, done, end, latest)
+		}
+		l2.Close()
+		if done {
+			if n < 3 {
+				t.Fatalf("TruncateTo finished in %d steps: the crash points were not reached", n)
+			}
+			return
+		}
+	}
+}

@@ -20,13 +20,14 @@ import (
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
-// With the authorizer on and only a SASL listener, followers log in to
-// their leader as the brokers' own super user and replicate (acks=all with
+// With the authorizer on and only a SASL_SSL listener, followers connect
+// over TLS, log in to their leader as the brokers' own super user and
+// replicate (acks=all with
 // min.insync.replicas 2 is answered); a user allowed to read the topic
 // but without ClusterAction who sends fetches with a replica id is
 // refused CLUSTER_AUTHORIZATION_FAILED, and its fetch moves neither the
 // high watermark nor the ISR.
-func TestReplicationOverSASLWithTheAuthorizer(t *testing.T) {
+func TestReplicationOverSASLSSLWithTheAuthorizer(t *testing.T) {
 	const topic = "secured"
 	connect := testenv.StartZooKeeper(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -46,6 +47,7 @@ func TestReplicationOverSASLWithTheAuthorizer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	pki := newTestPKI(t)
 	passFile := filepath.Join(t.TempDir(), "broker-password")
 	if err := os.WriteFile(passFile, []byte("broker-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -63,12 +65,14 @@ func TestReplicationOverSASLWithTheAuthorizer(t *testing.T) {
 			}
 			c.Metadata, c.Authorizer, c.SuperUsers = meta, true, []string{"User:broker", "User:admin"}
 			c.ReplicaLagMax, c.MinInsyncReplicas = time.Hour, 2
-			c.InterBroker = clientsec.Kafka{SASLMechanism: "SCRAM-SHA-256", SASLUser: "broker", SASLPasswordFile: passFile}
-		}, broker.SASLPlaintext)
-		addrs[i] = a[broker.SASLPlaintext]
+			c.TLS = broker.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile}
+			c.InterBroker = clientsec.Kafka{TLSCA: pki.caFile,
+				SASLMechanism: "SCRAM-SHA-256", SASLUser: "broker", SASLPasswordFile: passFile}
+		}, broker.SASLSSL)
+		addrs[i] = a[broker.SASLSSL]
 	}
 	as := func(user string, opts ...kgo.Opt) *kgo.Client {
-		return newClient(t, addrs[0], append([]kgo.Opt{kgo.SeedBrokers(addrs...),
+		return newClient(t, addrs[0], append([]kgo.Opt{kgo.SeedBrokers(addrs...), kgo.DialTLSConfig(pki.clientTLS(t, false)),
 			kgo.SASL(scram.Auth{User: user, Pass: user + "-secret"}.AsSha256Mechanism())}, opts...)...)
 	}
 	admin := kadm.NewClient(as("admin"))

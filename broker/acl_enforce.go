@@ -3,7 +3,9 @@ package broker
 // What each API checks when the authorizer is on, as Kafka checks it:
 //
 //	Produce            Write on the topic (produce.go, via internalRefusal)
-//	Fetch              Read on the topic
+//	Fetch              Read on the topic; a replica's (replica id >= 0)
+//	                   ClusterAction on the cluster
+//	OffsetForLeaderEpoch  Describe on the topic; a replica's ClusterAction
 //	Metadata           Describe on the topic; auto-creation needs Create (metadata.go)
 //	ListOffsets        Describe on the topic
 //	CreateTopics       Create on the cluster or the topic
@@ -63,6 +65,23 @@ func (b *Broker) authorize(req *request) *pending {
 
 	switch r := req.Request.(type) {
 	case *kmsg.FetchRequest:
+		if r.ReplicaID >= 0 {
+			// A replica's fetch moves the high watermark and the ISR:
+			// only brokers may send one.
+			if b.mayCluster(req, kmsg.ACLOperationClusterAction) {
+				break
+			}
+			var refused []fetchTopic
+			for _, t := range r.Topics {
+				ft := fetchTopic{name: t.Topic}
+				for _, p := range t.Partitions {
+					ft.partitions = append(ft.partitions, fetchPartition{partition: p.Partition,
+						errorCode: clusterCode, highWatermark: -1, logStart: -1})
+				}
+				refused = append(refused, ft)
+			}
+			return ready(newFetchResponse(req, refused))
+		}
 		kept := r.Topics[:0:0]
 		var refused []fetchTopic
 		for _, t := range r.Topics {

@@ -10,6 +10,7 @@ import (
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/clientsec"
 )
 
 // Config configures a broker. Zero values take the documented defaults.
@@ -40,6 +41,15 @@ type Config struct {
 	// its leader before the leader takes it out of the ISR
 	// (replica.lag.time.max.ms). Default 30 s.
 	ReplicaLagMax time.Duration
+	// InterBrokerListener is the listener of the leaders that followers
+	// replicate from (security.inter.broker.protocol). Empty: the one
+	// InterBroker's settings speak (PLAINTEXT when they are empty).
+	InterBrokerListener SecurityProtocol
+	// InterBroker is how this broker proves itself to the leaders it
+	// replicates from on that listener: TLS (a CA, a client certificate)
+	// and SASL credentials. With the authorizer on, its principal needs
+	// ClusterAction on the cluster (a super user has it).
+	InterBroker clientsec.Kafka
 	// MinInsyncReplicas is the default of the topic config
 	// min.insync.replicas: the fewest in-sync replicas an acks=all produce
 	// is accepted with (else NOT_ENOUGH_REPLICAS). Default 1.

@@ -1,6 +1,9 @@
 package broker
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // PanicFor makes requests from clientID panic in place of their handler:
 // on the read goroutine, or inside a later response when inLater is set.
@@ -39,4 +42,11 @@ func CountInlineWrites() (stop func() int64) {
 		testHookInlineWrite.Store(nil)
 		return n.Load()
 	}
+}
+
+// PauseReplication stops this broker's replica fetchers after their round
+// in flight; resume (idempotent) starts them again.
+func (b *Broker) PauseReplication() (resume func()) {
+	b.replicas.gate.Lock()
+	return sync.OnceFunc(b.replicas.gate.Unlock)
 }

@@ -96,6 +96,9 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 				setMessage(&sp, refusal)
 			default:
 				l, code := b.localPartition(t, rp.Partition)
+				if code == 0 {
+					code = b.leadForAppend(t, rp.Partition, l)
+				}
 				if code == 0 && acks == -1 {
 					code = b.enoughReplicas(t, rp.Partition)
 				}

@@ -52,11 +52,18 @@ type replicas struct {
 	b      *Broker
 	lagMax time.Duration
 
-	mu       sync.Mutex
-	leading  map[partKey]*leaderState
-	learned  map[partKey]int64 // high watermarks heard from leaders while following
-	fetchers map[int32]*fetcher
-	closed   bool // shutting down: no new fetchers
+	mu      sync.Mutex
+	leading map[partKey]*leaderState
+	learned map[partKey]int64 // high watermarks heard from leaders while following, or checkpointed
+	// checkpointed is what replication-offset-checkpoint last got
+	// (replica_checkpoint.go).
+	checkpointed map[partKey]int64
+	fetchers     map[int32]*fetcher
+	closed       bool // shutting down: no new fetchers
+
+	// gate is held for reading by every fetch round; tests hold it for
+	// writing to pause replication (export_test.go).
+	gate sync.RWMutex
 }
 
 // leaderState is one led partition in one leader epoch.
@@ -80,10 +87,12 @@ type followerState struct {
 }
 
 func newReplicas(b *Broker) *replicas {
-	return &replicas{
+	rs := &replicas{
 		b: b, lagMax: b.cfg.ReplicaLagMax,
 		leading: map[partKey]*leaderState{}, learned: map[partKey]int64{}, fetchers: map[int32]*fetcher{},
 	}
+	rs.loadHighWatermarks()
+	return rs
 }
 
 // leader returns the state of t's partition p if this broker leads it
@@ -111,9 +120,25 @@ func (rs *replicas) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, 
 			}
 		}
 		rs.leading[key] = ls
+		// Before anything is appended in this epoch: followers truncate
+		// by where each epoch starts (offsetforleaderepoch.go).
+		if err := l.AssignLeaderEpoch(st.LeaderEpoch); err != nil {
+			rs.b.logger.Error("recording the leader epoch failed", "topic", t.Name, "partition", p, "leader_epoch", st.LeaderEpoch, "err", err)
+		}
 		rs.b.logger.Info("leading partition", "topic", t.Name, "partition", p, "leader_epoch", st.LeaderEpoch, "isr", st.ISR, "high_watermark", ls.hw)
 	}
 	return ls, st, nil
+}
+
+// leadForAppend is checked before a batch is appended to a partition
+// this broker leads: a replicated partition's leader epoch is then
+// recorded, so the batch carries it.
+func (b *Broker) leadForAppend(t cluster.Topic, p int32, l *log.Log) int16 {
+	if _, _, err := b.replicas.leader(t, p, l); err != nil {
+		code, _ := replicationErrorCode(err)
+		return code
+	}
+	return 0
 }
 
 // advance recomputes the high watermark over isr. Call with ls.mu held.
@@ -212,14 +237,20 @@ func (rs *replicas) changeISR(ls *leaderState, topic string, p int32, isr []int3
 }
 
 // shrinkISRs runs until shutdown: every quarter of ReplicaLagMax it takes
-// out of the ISRs the followers that have lagged for longer than that.
+// out of the ISRs the followers that have lagged for longer than that, and
+// every hwCheckpointEvery it checkpoints the high watermarks.
 func (rs *replicas) shrinkISRs() {
 	tick := time.NewTicker(max(rs.lagMax/4, 10*time.Millisecond))
 	defer tick.Stop()
+	hwTick := time.NewTicker(hwCheckpointEvery)
+	defer hwTick.Stop()
 	for {
 		select {
 		case <-rs.b.stopSync:
 			return
+		case <-hwTick.C:
+			rs.checkpointHighWatermarks()
+			continue
 		case <-tick.C:
 		}
 		rs.mu.Lock()

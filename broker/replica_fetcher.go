@@ -2,8 +2,8 @@ package broker
 
 // Replication, the follower's side: one fetcher per leader broker copies
 // every partition this broker follows from that leader, with the Fetch
-// API (replica id set to this broker's id) on a plain connection to the
-// leader's PLAINTEXT listener.
+// API (replica id set to this broker's id) on a connection to the
+// leader's inter-broker listener (replica_conn.go).
 //
 // Each round asks for every followed partition from the offset up to
 // which its local log is fsynced, appends what comes back as it is
@@ -12,21 +12,22 @@ package broker
 // the leader what this broker holds on disk, which is what the leader's
 // high watermark and acks=all count.
 //
+// Before it fetches a partition in a new leader epoch, a fetcher cuts the
+// partition's log where it diverges from the leader's
+// (replica_truncate.go).
+//
 // The fetchers follow the cluster view (reconcileFetchers runs on every
 // change): a partition whose leader changes moves to the new leader's
 // fetcher, one this broker now leads leaves them.
 
 import (
-	"bufio"
 	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -52,8 +53,15 @@ type fetcher struct {
 	mu       sync.Mutex
 	parts    map[partKey]cluster.Topic
 	diverged map[partKey]bool // not fetched until the view changes (see store)
-	wake     chan struct{}
-	conn     net.Conn // the current connection, closed to stop a fetch in flight
+
+	// Used by the run goroutine only: the leader epoch in which each
+	// partition was last truncated to the leader's log
+	// (replica_truncate.go), and the partitions checked again after the
+	// leader said the follower is past its end.
+	checked   map[partKey]int32
+	rechecked map[partKey]bool
+	wake      chan struct{}
+	conn      net.Conn // the current connection, closed to stop a fetch in flight
 
 	stop chan struct{}
 	done chan struct{}
@@ -99,7 +107,8 @@ func (rs *replicas) reconcileFetchers() {
 	for id, parts := range want {
 		f := rs.fetchers[id]
 		if f == nil {
-			f = &fetcher{rs: rs, leader: id, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+			f = &fetcher{rs: rs, leader: id, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+				checked: map[partKey]int32{}, rechecked: map[partKey]bool{}}
 			rs.fetchers[id] = f
 			go f.run()
 		}
@@ -110,7 +119,8 @@ func (rs *replicas) reconcileFetchers() {
 	}
 }
 
-// closeFetchers stops every fetcher (shutdown).
+// closeFetchers stops every fetcher and checkpoints the high watermarks
+// (shutdown, once no request is served any more).
 func (rs *replicas) closeFetchers() {
 	rs.mu.Lock()
 	fs := rs.fetchers
@@ -119,6 +129,7 @@ func (rs *replicas) closeFetchers() {
 	for _, f := range fs {
 		f.close()
 	}
+	rs.checkpointHighWatermarks()
 }
 
 func (f *fetcher) close() {
@@ -177,7 +188,9 @@ func (f *fetcher) run() {
 			c, err = f.dial()
 		}
 		if err == nil {
+			f.rs.gate.RLock()
 			err = f.round(c, parts)
+			f.rs.gate.RUnlock()
 		}
 		if err == nil {
 			failures = 0
@@ -208,32 +221,6 @@ func (f *fetcher) run() {
 	}
 }
 
-// dial connects to the leader's PLAINTEXT listener.
-func (f *fetcher) dial() (*replicaConn, error) {
-	for _, br := range f.rs.b.meta.Brokers() {
-		if br.ID != f.leader {
-			continue
-		}
-		host, port, ok := br.Endpoint(string(Plaintext))
-		if !ok {
-			return nil, fmt.Errorf("leader %d has no PLAINTEXT listener to replicate from", f.leader)
-		}
-		nc, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(int(port))), 5*time.Second)
-		if err != nil {
-			return nil, err
-		}
-		f.mu.Lock()
-		f.conn = nc
-		f.mu.Unlock()
-		if f.stopped() {
-			nc.Close()
-			return nil, net.ErrClosed
-		}
-		return newReplicaConn(nc, f.rs.b.selfID), nil
-	}
-	return nil, fmt.Errorf("leader %d is not in the broker registry", f.leader)
-}
-
 // round is one fetch of every followed partition.
 func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 	b := f.rs.b
@@ -257,6 +244,18 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 		if err != nil {
 			return fmt.Errorf("opening %s-%d to follow it: %w", k.topic, k.p, err)
 		}
+		if st, ok := parts[k].StateOf(k.p); ok {
+			if e, done := f.checked[k]; !done || e != st.LeaderEpoch {
+				err := f.truncateToLeader(c, parts[k], k.p, st.LeaderEpoch, l)
+				if errors.Is(err, errEpochUnsettled) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				f.checked[k] = st.LeaderEpoch
+			}
+		}
 		i, ok := byTopic[k.topic]
 		if !ok {
 			i = len(req.Topics)
@@ -272,6 +271,9 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 		rp.LogStartOffset = -1
 		rp.PartitionMaxBytes = replicaPartitionMax
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	if len(req.Topics) == 0 {
+		return errNothingServed
 	}
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = replicaFetchVersion
@@ -312,21 +314,27 @@ func (f *fetcher) store(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) er
 	if rp.ErrorCode != 0 {
 		err := kerr.ErrorForCode(rp.ErrorCode)
 		if errors.Is(err, kerr.OffsetOutOfRange) {
-			// The logs diverged (this broker holds records the leader
-			// does not); truncation by leader epoch is not implemented,
-			// so the partition waits for the next change of the view.
-			b.logger.Error("follower's log is ahead of its leader's; it cannot follow until truncation is implemented",
+			key := partKey{t.Name, rp.Partition}
+			if !f.rechecked[key] {
+				// The leader's log ends before this one: ask again where
+				// they diverge, once.
+				f.rechecked[key] = true
+				delete(f.checked, key)
+				return nil
+			}
+			b.logger.Error("follower's log is ahead of its leader's and the leader epochs do not say where they diverge; it waits for the next leader change",
 				"topic", t.Name, "partition", rp.Partition, "leader", f.leader)
 			f.mu.Lock()
 			if f.diverged == nil {
 				f.diverged = map[partKey]bool{}
 			}
-			f.diverged[partKey{t.Name, rp.Partition}] = true
+			f.diverged[key] = true
 			f.mu.Unlock()
 		}
 		return nil // a leader change: the view moves this partition
 	}
 	key := partKey{t.Name, rp.Partition}
+	delete(f.rechecked, key)
 	f.rs.mu.Lock()
 	f.rs.learned[key] = rp.HighWatermark
 	f.rs.mu.Unlock()
@@ -367,51 +375,4 @@ func splitRecordBatches(records []byte) ([][]byte, error) {
 		records = records[size:]
 	}
 	return out, nil
-}
-
-// replicaConn is a Kafka client connection of one fetcher: requests one
-// at a time, framed by kmsg.
-type replicaConn struct {
-	nc   net.Conn
-	r    *bufio.Reader
-	fmt  *kmsg.RequestFormatter
-	corr int32
-	buf  []byte
-}
-
-func newReplicaConn(nc net.Conn, self int32) *replicaConn {
-	return &replicaConn{
-		nc:  nc,
-		r:   bufio.NewReaderSize(nc, 64<<10),
-		fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID("tributary-replica-" + strconv.Itoa(int(self)))),
-	}
-}
-
-func (c *replicaConn) Close() error { return c.nc.Close() }
-
-// roundTrip sends req and decodes the answer into resp (request and
-// response header v0 and v1: the versions used here are not flexible).
-func (c *replicaConn) roundTrip(req kmsg.Request, resp kmsg.Response, timeout time.Duration) error {
-	c.corr++
-	c.buf = c.fmt.AppendRequest(c.buf[:0], req, c.corr)
-	c.nc.SetDeadline(time.Now().Add(timeout))
-	if _, err := c.nc.Write(c.buf); err != nil {
-		return err
-	}
-	var head [8]byte
-	if _, err := io.ReadFull(c.r, head[:]); err != nil {
-		return err
-	}
-	size := int32(binary.BigEndian.Uint32(head[:4]))
-	if corr := int32(binary.BigEndian.Uint32(head[4:])); corr != c.corr {
-		return fmt.Errorf("answer to request %d came for request %d", c.corr, corr)
-	}
-	if size < 4 || size > replicaFetchMaxBytes+1<<20 {
-		return fmt.Errorf("answer of %d bytes", size)
-	}
-	body := make([]byte, size-4)
-	if _, err := io.ReadFull(c.r, body); err != nil {
-		return err
-	}
-	return resp.ReadFrom(body)
 }

@@ -54,6 +54,13 @@
 //     one or the cleaned one (swap.go). A Cleaner bounds the memory and
 //     threads all the logs of a broker clean with.
 //   - Verify checks a data directory offline without changing it.
+//   - For replication (replica.go, epochs.go, truncate.go): AppendReplica
+//     keeps the leader's offsets and bytes; a leader's appends carry its
+//     leader epoch (AssignLeaderEpoch) and every log remembers where each
+//     epoch starts (EndOffsetForEpoch), truncated with the log; TruncateTo
+//     cuts whole batches from the end, is durable when it returns, and a
+//     crash during it leaves the log cut or whole, never holding records of
+//     an epoch its cache forgot.
 //
 // Every file operation goes through Config.FS, so that crash tests can run
 // the log on a file system that keeps only what was fsynced and cut the
@@ -74,7 +81,8 @@
 // compacted log, cleaner-checkpoint (where the uncleaned part starts),
 // NNN.gaps also for the offsets compaction removed, and, only while a
 // cleaning swaps segments in, NNN.log.cleaned, NNN.gaps.cleaned and the
-// cleaning-swap marker.
+// cleaning-swap marker; for a replicated partition, leader-epoch-checkpoint
+// (the first offset of each leader epoch, replaced atomically on change).
 package log
 
 import (

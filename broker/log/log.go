@@ -61,6 +61,12 @@ type Log struct {
 	// the dirty section starts (persisted in cleaner-checkpoint).
 	cleaned int64
 
+	// epochs is the leader-epoch cache (epochs.go), guarded by mu;
+	// stampEpoch, when not -1, is written into every batch appended by
+	// Append (this broker leads the partition in that epoch).
+	epochs     []epochEntry
+	stampEpoch int32
+
 	// Counters for tests and metrics.
 	fsyncs  atomic.Int64 // segment files fsynced
 	flushes atomic.Int64 // flushes that fsynced something
@@ -222,6 +228,9 @@ func (l *Log) write(batch []byte, h *batchHeader, now time.Time, keepBase bool) 
 		base = h.baseOffset
 	} else {
 		binary.BigEndian.PutUint64(batch[offBaseOffset:], uint64(base))
+		if l.stampEpoch >= 0 {
+			binary.BigEndian.PutUint32(batch[offLeaderEpoch:], uint32(l.stampEpoch))
+		}
 	}
 	h.baseOffset = base
 	if _, err := s.w.WriteAt(batch, pos); err != nil {

@@ -240,6 +240,7 @@ func (l *Log) load() (RecoveryReport, error) {
 	l.start, l.leo = l.segs[0].base, l.active.next
 	l.start = l.restoredStartOffset() // DeleteRecordsBefore (startoffset.go)
 	l.hw, l.hwSeg, l.hwPos, l.flushTarget = l.leo, l.active, l.active.size, l.leo
+	l.loadEpochs()
 
 	if !rep.Clean {
 		// A process crash leaves unflushed bytes in the page cache: make what

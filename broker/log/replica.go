@@ -51,6 +51,9 @@ func (l *Log) AppendReplica(batches [][]byte) (AppendResult, error) {
 		if err != nil {
 			return res, err
 		}
+		if err := l.learnEpoch(batches[i], base); err != nil {
+			return res, err
+		}
 		if res.BaseOffset < 0 {
 			res.BaseOffset = base
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/clientsec"
 )
 
 func init() {
@@ -24,11 +25,17 @@ func runBroker(ctx context.Context, args []string) error {
 	lagMax := fs.Duration("replica-lag-time-max", 30*time.Second, "a follower that has not caught up with its leader for this long leaves the ISR (replica.lag.time.max.ms)")
 	minISR := fs.Int("min-insync-replicas", 1, "default of the topic config min.insync.replicas: acks=all needs this many in-sync replicas")
 	defaultRF := fs.Int("default-replication-factor", 1, "replication factor of auto-created topics and of CreateTopics asking for -1")
+	interListener := fs.String("inter-broker-listener", "", "listener of the leaders that followers replicate from: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (security.inter.broker.protocol); default: the one the --inter-broker-tls*/--inter-broker-sasl-* flags speak")
+	var inter clientsec.Kafka
+	inter.Register(fs, "inter-broker-")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *id < 0 || *zk == "" {
 		return errors.New("--id and --zookeeper are required: tributary broker --id 1 --zookeeper 127.0.0.1:2181/tributary --listen 127.0.0.1:9093")
+	}
+	if err := checkInterBroker(*interListener, inter); err != nil {
+		return err
 	}
 	ls, lns, err := bf.openListeners()
 	if err != nil {
@@ -47,6 +54,7 @@ func runBroker(ctx context.Context, args []string) error {
 	cfg := bf.config()
 	cfg.Metadata = meta
 	cfg.ReplicaLagMax, cfg.MinInsyncReplicas, cfg.DefaultReplicationFactor = *lagMax, *minISR, *defaultRF
+	cfg.InterBrokerListener, cfg.InterBroker = broker.SecurityProtocol(*interListener), inter
 	b, err := broker.New(cfg)
 	if err != nil {
 		meta.Close()
@@ -64,4 +72,26 @@ func runBroker(ctx context.Context, args []string) error {
 	ms.AddReadyCheck("zookeeper", zkReady(meta.Session().Conn))
 	fmt.Printf("tributary broker %d: listening on %s, cluster %s, data in %s\n", *id, describeListeners(ls, lns), *zk, bf.dataDir)
 	return serveBroker(ctx, b, ls, lns)
+}
+
+// checkInterBroker refuses, before the broker starts, inter-broker
+// settings its followers could not connect with.
+func checkInterBroker(listener string, sec clientsec.Kafka) error {
+	if _, err := sec.TLSConfig(); err != nil {
+		return fmt.Errorf("--inter-broker-tls-*: %w", err)
+	}
+	mech, err := sec.Mechanism()
+	if err != nil {
+		return fmt.Errorf("--inter-broker-sasl-*: %w", err)
+	}
+	p := broker.SecurityProtocol(listener)
+	switch p {
+	case "", broker.Plaintext, broker.SSL, broker.SASLPlaintext, broker.SASLSSL:
+	default:
+		return fmt.Errorf("--inter-broker-listener %q: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", listener)
+	}
+	if p.SASL() && mech == nil {
+		return fmt.Errorf("--inter-broker-listener %s needs --inter-broker-sasl-mechanism, --inter-broker-sasl-user and --inter-broker-sasl-password-file", p)
+	}
+	return nil
 }

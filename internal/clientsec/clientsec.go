@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -86,18 +87,41 @@ func (k Kafka) usesTLS() bool { return k.TLS || k.TLSCA != "" || k.TLSCert != ""
 // Opts returns the kgo options of k: none when k is empty.
 func (k Kafka) Opts() ([]kgo.Opt, error) {
 	var opts []kgo.Opt
-	if k.usesTLS() {
-		cfg, err := tlsConfig(k.TLSCA, k.TLSCert, k.TLSKey)
-		if err != nil {
-			return nil, err
-		}
+	cfg, err := k.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	if cfg != nil {
 		opts = append(opts, kgo.DialTLSConfig(cfg))
 	}
+	mech, err := k.Mechanism()
+	if err != nil {
+		return nil, err
+	}
+	if mech != nil {
+		opts = append(opts, kgo.SASL(mech))
+	}
+	return opts, nil
+}
+
+// TLSConfig is the client TLS configuration of k, nil when k asks for no
+// TLS: for a client that dials its own connections (the broker's replica
+// fetchers) rather than through kgo.
+func (k Kafka) TLSConfig() (*tls.Config, error) {
+	if !k.usesTLS() {
+		return nil, nil
+	}
+	return tlsConfig(k.TLSCA, k.TLSCert, k.TLSKey)
+}
+
+// Mechanism is the SASL mechanism of k with its credentials, nil when k
+// has none.
+func (k Kafka) Mechanism() (sasl.Mechanism, error) {
 	if k.SASLMechanism == "" {
 		if k.SASLUser != "" || k.SASLPasswordFile != "" {
 			return nil, errors.New("sasl_user / sasl_password_file need sasl_mechanism (--sasl-mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)")
 		}
-		return opts, nil
+		return nil, nil
 	}
 	if k.SASLUser == "" || k.SASLPasswordFile == "" {
 		return nil, fmt.Errorf("SASL %s needs sasl_user and sasl_password_file (--sasl-user, --sasl-password-file)", k.SASLMechanism)
@@ -108,15 +132,13 @@ func (k Kafka) Opts() ([]kgo.Opt, error) {
 	}
 	switch strings.ToUpper(k.SASLMechanism) {
 	case "PLAIN":
-		opts = append(opts, kgo.SASL(plain.Auth{User: k.SASLUser, Pass: pass}.AsMechanism()))
+		return plain.Auth{User: k.SASLUser, Pass: pass}.AsMechanism(), nil
 	case "SCRAM-SHA-256":
-		opts = append(opts, kgo.SASL(scram.Auth{User: k.SASLUser, Pass: pass}.AsSha256Mechanism()))
+		return scram.Auth{User: k.SASLUser, Pass: pass}.AsSha256Mechanism(), nil
 	case "SCRAM-SHA-512":
-		opts = append(opts, kgo.SASL(scram.Auth{User: k.SASLUser, Pass: pass}.AsSha512Mechanism()))
-	default:
-		return nil, fmt.Errorf("SASL mechanism %q: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", k.SASLMechanism)
+		return scram.Auth{User: k.SASLUser, Pass: pass}.AsSha512Mechanism(), nil
 	}
-	return opts, nil
+	return nil, fmt.Errorf("SASL mechanism %q: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", k.SASLMechanism)
 }
 
 // Registry is how a client reaches a secured schema registry.

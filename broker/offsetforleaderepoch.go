@@ -1,0 +1,84 @@
+package broker
+
+// OffsetForLeaderEpoch.
+//
+// Answers, for each partition this broker leads, where the requested leader
+// epoch ends in its log (log.EndOffsetForEpoch): the start of the next
+// epoch it knows, or its log end offset for its current epoch. A follower
+// that starts following asks it with its own latest epoch and truncates its
+// log there (replica_truncate.go), so that no two replicas hold different
+// records at one offset; a consumer may ask it to detect truncation
+// (KIP-320). CurrentLeaderEpoch, when set, fences a requester whose view
+// of the leadership is older (FENCED_LEADER_EPOCH) or newer
+// (UNKNOWN_LEADER_EPOCH) than this broker's. With the authorizer on, a
+// follower (replica id >= 0, v3+) needs ClusterAction on the cluster and a
+// consumer Describe on the topic, as in Kafka. Versions 0-4.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/cluster"
+)
+
+func init() {
+	register(23, 0, 4, func(b *Broker, _ *conn, req *request) *pending {
+		return ready(encode(req, b.offsetForLeaderEpoch(req, req.Request.(*kmsg.OffsetForLeaderEpochRequest))))
+	})
+}
+
+func (b *Broker) offsetForLeaderEpoch(req *request, r *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse {
+	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	follower := r.Version >= 3 && r.ReplicaID >= 0
+	clusterOK := !follower || b.mayCluster(req, kmsg.ACLOperationClusterAction)
+	for _, rt := range r.Topics {
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = rt.Topic
+		t, tcode := b.lookupTopic(rt.Topic, false)
+		switch {
+		case !clusterOK:
+			tcode = kerr.ClusterAuthorizationFailed.Code
+		case !follower && !b.may(req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, rt.Topic):
+			tcode = kerr.TopicAuthorizationFailed.Code
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.ErrorCode = tcode
+			if tcode == 0 {
+				sp.ErrorCode, sp.LeaderEpoch, sp.EndOffset = b.epochEnd(t, rp)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// epochEnd answers one partition.
+func (b *Broker) epochEnd(t cluster.Topic, rp kmsg.OffsetForLeaderEpochRequestTopicPartition) (int16, int32, int64) {
+	l, code := b.localPartition(t, rp.Partition)
+	if code != 0 {
+		return code, -1, -1
+	}
+	current := int32(-1)
+	if t.Replicated() {
+		// Leading: the epoch is recorded before it is answered for.
+		_, st, err := b.replicas.leader(t, rp.Partition, l)
+		if err != nil {
+			code, _ := replicationErrorCode(err)
+			return code, -1, -1
+		}
+		current = st.LeaderEpoch
+	}
+	if rp.CurrentLeaderEpoch >= 0 && current >= 0 {
+		switch {
+		case rp.CurrentLeaderEpoch < current:
+			return kerr.FencedLeaderEpoch.Code, -1, -1
+		case rp.CurrentLeaderEpoch > current:
+			return kerr.UnknownLeaderEpoch.Code, -1, -1
+		}
+	}
+	epoch, end := l.EndOffsetForEpoch(rp.LeaderEpoch)
+	return 0, epoch, end
+}

@@ -1,0 +1,129 @@
+package broker_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// twoReplicas starts brokers 1 and 2 on a real ZooKeeper, with a lag
+// bound long enough that a paused follower stays in the ISR, and creates
+// topic with one partition on both. It returns the brokers by id.
+func twoReplicas(t *testing.T, topic string, opts ...testenv.BrokerOption) (connect string, byID map[int32]*testenv.Broker, admin *kadm.Client) {
+	t.Helper()
+	connect = testenv.StartZooKeeper(t)
+	opts = append([]testenv.BrokerOption{testenv.WithConfig(replicaTestConfig)}, opts...)
+	byID = map[int32]*testenv.Broker{
+		1: testenv.StartClusterBroker(t, connect, 1, opts...),
+		2: testenv.StartClusterBroker(t, connect, 2, opts...),
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(byID[1].Addr, byID[2].Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	admin = kadm.NewClient(cl)
+	testenv.Eventually(t, 10*time.Second, "creating the topic with 2 replicas", func() bool {
+		resp, err := admin.CreateTopic(context.Background(), 1, 2, nil, topic)
+		return err == nil && (resp.Err == nil || errors.Is(resp.Err, kerr.TopicAlreadyExists))
+	})
+	testenv.Eventually(t, 10*time.Second, "both replicas in the isr", func() bool {
+		return len(partitionMeta(t, admin, topic).ISR) == 2
+	})
+	return connect, byID, admin
+}
+
+func replicaTestConfig(c *broker.Config) { c.ReplicaLagMax = time.Hour; c.MinInsyncReplicas = 1 }
+
+// produceTo writes values to topic through one broker with acks.
+func produceTo(t *testing.T, b *testenv.Broker, topic string, acks kgo.Acks, values ...string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(acks),
+		kgo.DisableIdempotentWrite(), kgo.RecordRetries(20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, v := range values {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("producing %q through %s: %v", v, b.Addr, err)
+		}
+	}
+}
+
+func numbered(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = prefix + strconv.Itoa(i)
+	}
+	return out
+}
+
+func firstSegment(t *testing.T, b *testenv.Broker, topic string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(b.DataDir, topic+"-0", fmt.Sprintf("%020d.log", 0)))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// The truncation test: leader A takes records that reach no
+// follower (acks=1, follower paused), A stops, follower B is elected and
+// takes other records at the same offsets; A, restarted, truncates its
+// log to where it diverged from B's and copies B's records, so both logs
+// are byte-identical, and a consumer reading from A once it leads again
+// never sees A's lost records.
+func TestRestartedLeaderTruncatesItsDivergedLog(t *testing.T) {
+	const topic = "diverge"
+	connect, byID, admin := twoReplicas(t, topic)
+	a := partitionMeta(t, admin, topic).Leader
+	bID := 3 - a
+	A, B := byID[a], byID[bID]
+
+	before, lost, after := numbered("before-", 10), numbered("lost-", 5), numbered("after-", 8)
+	produceTo(t, A, topic, kgo.AllISRAcks(), before...)
+	resume := B.PauseReplication()
+	produceTo(t, A, topic, kgo.LeaderAck(), lost...) // offsets 10-14, on A only
+	A.Stop()
+	resume()
+	testenv.Eventually(t, 30*time.Second, "B leads", func() bool {
+		p := partitionMeta(t, admin, topic)
+		return p.Leader == bID && p.LeaderEpoch == 1
+	})
+	produceTo(t, B, topic, kgo.AllISRAcks(), after...) // offsets 10-17, on B only
+
+	A = testenv.StartClusterBroker(t, connect, a, testenv.WithDataDir(A.DataDir), testenv.WithAddr(A.Addr),
+		testenv.WithConfig(replicaTestConfig))
+	testenv.Eventually(t, 30*time.Second, "A rejoins the isr", func() bool {
+		return slices.Contains(partitionMeta(t, admin, topic).ISR, a)
+	})
+	testenv.Eventually(t, 10*time.Second, "A's log is byte-identical to B's", func() bool {
+		return bytes.Equal(firstSegment(t, A, topic), firstSegment(t, B, topic))
+	})
+
+	// A leads again: what it serves is B's history.
+	B.Stop()
+	testenv.Eventually(t, 30*time.Second, "A leads again", func() bool {
+		p := partitionMeta(t, admin, topic)
+		return p.Leader == a && p.LeaderEpoch == 2
+	})
+	got := consumeValues(t, []string{A.Addr}, topic, len(before)+len(after))
+	if want := append(before, after...); !slices.Equal(got, want) {
+		t.Fatalf("read from A after it led again:\n got %q\nwant %q", got, want)
+	}
+}

@@ -130,6 +130,11 @@ type TopicNode struct {
 	// replication: every partition then has one replica, its leader.
 	Replicas [][]int32         `json:"replicas,omitempty"`
 	Configs  map[string]string `json:"configs,omitempty"`
+	// AddingReplicas and RemovingReplicas, keyed by partition, describe
+	// the reassignments under way (Kafka's fields): Replicas[p] is then
+	// the target replicas followed by the removing ones.
+	AddingReplicas   map[string][]int32 `json:"adding_replicas,omitempty"`
+	RemovingReplicas map[string][]int32 `json:"removing_replicas,omitempty"`
 }
 
 // ConsumerNode is the content of /consumers/<group>/ids/<consumer>.

@@ -24,6 +24,9 @@ func runBroker(ctx context.Context, args []string) error {
 	lagMax := fs.Duration("replica-lag-time-max", 30*time.Second, "a follower that has not caught up with its leader for this long leaves the ISR (replica.lag.time.max.ms)")
 	minISR := fs.Int("min-insync-replicas", 1, "default of the topic config min.insync.replicas: acks=all needs this many in-sync replicas")
 	defaultRF := fs.Int("default-replication-factor", 1, "replication factor of auto-created topics and of CreateTopics asking for -1")
+	rack := fs.String("rack", "", "the rack (or zone) this broker runs in: replicas of a partition go to different racks first")
+	rebalance := fs.Bool("auto-leader-rebalance", true, "the controller moves leaderships back to preferred replicas by itself (auto.leader.rebalance.enable)")
+	rebalanceEvery := fs.Duration("leader-rebalance-interval", cluster.DefaultLeaderRebalance, "how often the controller checks for leaderships to move back to preferred replicas")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -38,8 +41,11 @@ func runBroker(ctx context.Context, args []string) error {
 	for i := range ls {
 		eps[i] = broker.ListenerEndpoint(ls[i], lns[i])
 	}
-	self := broker.SelfWithEndpoints(cluster.Broker{ID: int32(*id)}, eps)
-	meta, err := cluster.JoinZooKeeper(ctx, *zk, self, slog.Default())
+	self := broker.SelfWithEndpoints(cluster.Broker{ID: int32(*id), Rack: *rack}, eps)
+	if !*rebalance {
+		*rebalanceEvery = 0
+	}
+	meta, err := cluster.JoinZooKeeper(ctx, *zk, self, slog.Default(), cluster.WithLeaderRebalance(*rebalanceEvery))
 	if err != nil {
 		closeAll(lns)
 		return fmt.Errorf("joining the cluster at %s: %w", *zk, err)

@@ -16,7 +16,12 @@
 // (ZooKeeper.CreateReplicatedTopic): then each partition's state node
 // (leader, leader epoch, ISR) decides who leads, kept by the controller
 // (controller.go) and the leader (SetISR), both with version-checked
-// writes, so a replaced controller or leader cannot overwrite newer state. The ZooKeeper
+// writes, so a replaced controller or leader cannot overwrite newer state.
+// The controller also gives partitions back to their preferred leaders
+// (preferred.go) and carries partition moves through (reassign.go), only
+// ever electing an in-sync replica unless a topic allows unclean
+// election; replicas of new partitions go to different racks first
+// (racks.go). The ZooKeeper
 // paths (ZKPaths) and node formats (Decode*Node, which refuse what no
 // writer makes) are defined once here, so every reader agrees on them.
 package cluster

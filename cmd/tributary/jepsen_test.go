@@ -234,19 +234,26 @@ func (j *jepsenCluster) healed(t *testing.T, topic string, partitions, round int
 	return false
 }
 
+// endOffsets reads the high watermarks, retrying while a leadership
+// moves (the controller rebalances leaders every 10s here).
 func (j *jepsenCluster) endOffsets(t *testing.T, topic string) map[int32]int64 {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ends, err := j.adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			t.Fatalf("end offset of %s-%d: %v", o.Topic, o.Partition, o.Err)
+	var out map[int32]int64
+	testenv.Eventually(t, 30*time.Second, "end offsets of every partition", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		ends, err := j.adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return false
 		}
-		out[o.Partition] = o.Offset
+		out = map[int32]int64{}
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil {
+				out = nil
+			} else if out != nil {
+				out[o.Partition] = o.Offset
+			}
+		})
+		return out != nil
 	})
 	return out
 }

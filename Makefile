@@ -60,3 +60,12 @@ bench-go:
 
 clean:
 	rm -rf bin
+
+# The Jepsen-style test of a replicated 3-broker cluster (kill -9 of
+# leaders, SIGSTOP past the session timeout, restarts) for SOAK_DURATION of
+# faults instead of the 30 s that `make test` runs; prints the records
+# acknowledged, the failovers and the longest failover.
+SOAK_DURATION ?= 10m
+.PHONY: soak
+soak:
+	SOAK_DURATION=$(SOAK_DURATION) GO=$(GO) ./scripts/soak.sh

@@ -323,6 +323,24 @@ func (b *Broker) authorize(req *request) *pending {
 			return refuse(resp)
 		}
 
+	case *kmsg.ElectLeadersRequest:
+		if !b.mayCluster(req, kmsg.ACLOperationAlter) {
+			resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
+			resp.ErrorCode = clusterCode
+			return refuse(resp)
+		}
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		if !b.mayCluster(req, kmsg.ACLOperationAlter) {
+			resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+			resp.ErrorCode = clusterCode
+			return refuse(resp)
+		}
+	case *kmsg.ListPartitionReassignmentsRequest:
+		if !b.mayCluster(req, kmsg.ACLOperationDescribe) {
+			resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+			resp.ErrorCode = clusterCode
+			return refuse(resp)
+		}
 	case *kmsg.CreateACLsRequest:
 		if !b.mayCluster(req, kmsg.ACLOperationAlter) {
 			resp := r.ResponseKind().(*kmsg.CreateACLsResponse)

@@ -52,6 +52,9 @@ func (b *Broker) metadata(listener SecurityProtocol, who *request, req *kmsg.Met
 		}
 		rb := kmsg.NewMetadataResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = br.ID, host, port
+		if br.Rack != "" {
+			rb.Rack = &br.Rack
+		}
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	resp.ClusterID = &b.cfg.ClusterID

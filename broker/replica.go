@@ -189,6 +189,11 @@ func (rs *replicas) followerFetched(t cluster.Topic, p int32, l *log.Log, replic
 	flushed := l.HighWatermark()
 	ls.mu.Lock()
 	f := ls.followers[replica]
+	if f == nil && slices.Contains(t.ReplicasOf(p), replica) {
+		// Added by a reassignment during this leader epoch.
+		f = &followerState{end: -1, caughtUp: now, prevFetch: now}
+		ls.followers[replica] = f
+	}
 	if f == nil {
 		ls.mu.Unlock()
 		return -1, errReplicaUnknown
@@ -205,7 +210,7 @@ func (rs *replicas) followerFetched(t cluster.Topic, p int32, l *log.Log, replic
 		f.prevEnd, f.prevFetch = flushed, now
 	}
 	hw := ls.advance(l, st.ISR, rs.b.selfID)
-	join := !slices.Contains(st.ISR, replica) && f.end >= hw && !ls.isrChange
+	join := !slices.Contains(st.ISR, replica) && slices.Contains(t.ReplicasOf(p), replica) && f.end >= hw && !ls.isrChange
 	if join {
 		ls.isrChange = true
 	}

@@ -16,7 +16,12 @@
 // (ZooKeeper.CreateReplicatedTopic): then each partition's state node
 // (leader, leader epoch, ISR) decides who leads, kept by the controller
 // (controller.go) and the leader (SetISR), both with version-checked
-// writes, so a replaced controller or leader cannot overwrite newer state. The ZooKeeper
+// writes, so a replaced controller or leader cannot overwrite newer state.
+// The controller also gives partitions back to their preferred leaders
+// (preferred.go) and carries partition moves through (reassign.go), only
+// ever electing an in-sync replica unless a topic allows unclean
+// election; replicas of new partitions go to different racks first
+// (racks.go). The ZooKeeper
 // paths (ZKPaths) and node formats (Decode*Node, which refuse what no
 // writer makes) are defined once here, so every reader agrees on them.
 package cluster
@@ -36,6 +41,9 @@ type Broker struct {
 	Host      string     `json:"host"`
 	Port      int32      `json:"port"`
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	// Rack is where the broker runs (a rack, a zone), "" unknown: the
+	// replicas of a partition go to different racks first (racks.go).
+	Rack string `json:"rack,omitempty"`
 }
 
 // Endpoint is where clients of one listener reach a broker. Listener is the
@@ -75,6 +83,8 @@ type Topic struct {
 	Replicas [][]int32         `json:"replicas,omitempty"`
 	States   []PartitionState  `json:"-"`
 	Configs  map[string]string `json:"configs,omitempty"`
+	// Reassigning holds the partitions being moved (reassign.go).
+	Reassigning map[int32]Reassignment `json:"-"`
 }
 
 // Partitions is the topic's partition count.
@@ -133,14 +143,19 @@ func Spread(name string, partitions int32, brokers []Broker) ([]int32, error) {
 		ids[i] = b.ID
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	var h uint32 = 2166136261
-	for i := 0; i < len(name); i++ {
-		h = (h ^ uint32(name[i])) * 16777619
-	}
-	start := int(h % uint32(len(ids)))
+	start := int(nameHash(name) % uint32(len(ids)))
 	leaders := make([]int32, partitions)
 	for p := range leaders {
 		leaders[p] = ids[(start+p)%len(ids)]
 	}
 	return leaders, nil
+}
+
+// nameHash is FNV-1a of a topic name: where its round-robin starts.
+func nameHash(name string) uint32 {
+	var h uint32 = 2166136261
+	for i := 0; i < len(name); i++ {
+		h = (h ^ uint32(name[i])) * 16777619
+	}
+	return h
 }

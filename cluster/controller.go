@@ -20,6 +20,11 @@ package cluster
 //   - leader alive, some ISR members dead: they leave the ISR (same
 //     epoch), so acks=all stops waiting for them at once rather than after
 //     replica.lag.time.max.ms.
+//   - leader alive but no longer a replica (a reassignment moved the
+//     partition off it, or was cancelled): elected away as if dead.
+//
+// Besides, it moves leaderships back to preferred leaders
+// (preferred.go) and carries reassignments through (reassign.go).
 
 import (
 	"errors"
@@ -40,13 +45,20 @@ type controller struct {
 	active       bool
 	epoch        int32
 	epochVersion int32 // version of /controller_epoch after our increment
+
+	rebalance     time.Duration // automatic preferred-leader election period; 0: off
+	lastRebalance time.Time
 }
 
 // runController contends for /controller until Close and, while it holds
 // it, keeps the replicated partitions led.
 func (z *ZooKeeper) runController() {
 	defer z.wg.Done()
-	c := &controller{z: z, watch: NewZKWatch(z.s.Conn)}
+	c := &controller{z: z, watch: NewZKWatch(z.s.Conn), rebalance: z.rebalance, lastRebalance: time.Now()}
+	resweep := controllerResweep
+	if c.rebalance > 0 {
+		resweep = min(resweep, c.rebalance)
+	}
 	for {
 		changed := z.Changed()
 		err := c.round()
@@ -63,7 +75,7 @@ func (z *ZooKeeper) runController() {
 			return
 		case <-c.watch.Fired():
 		case <-changed: // a new replicated topic, say
-		case <-time.After(controllerResweep):
+		case <-time.After(resweep):
 		}
 	}
 }
@@ -152,7 +164,8 @@ func (c *controller) win() error {
 }
 
 // elect applies the rules in the file comment to every replicated
-// partition.
+// partition, then runs the elections asked for on demand and the
+// reassignments' next steps.
 func (c *controller) elect() error {
 	z := c.z
 	ids, err := c.watch.Children(z.s.Paths.BrokerIDs())
@@ -165,25 +178,59 @@ func (c *controller) elect() error {
 			live[int32(n)] = true
 		}
 	}
-	// The replica lists come from this broker's view (they never change
-	// once written); the states are read afresh and watched.
+	asked, askedVersion, err := c.askedElections()
+	if err != nil {
+		return err
+	}
+	rebalance := c.rebalance > 0 && time.Since(c.lastRebalance) >= c.rebalance
+	// The replica lists come from this broker's view (a reassignment's
+	// writes reach it through the watch); the states are read afresh and
+	// watched.
 	for _, t := range z.Topics() {
 		if !t.Replicated() {
 			continue
 		}
 		for p, replicas := range t.Replicas {
-			if err := c.electPartition(t.Name, int32(p), replicas, live); err != nil {
+			tp := TopicPartition{t.Name, int32(p)}
+			_, reassigning := t.Reassigning[int32(p)]
+			mode, ok := asked.mode(tp)
+			if !ok && rebalance && !reassigning {
+				mode = electPreferred
+			}
+			if err := c.electPartition(t, int32(p), replicas, live, mode); err != nil {
 				return err
+			}
+			if c.active && reassigning {
+				if err := c.reassignStep(t, int32(p), live); err != nil {
+					return err
+				}
 			}
 			if !c.active {
 				return nil
 			}
 		}
 	}
+	if rebalance {
+		c.lastRebalance = time.Now()
+	}
+	if askedVersion >= 0 {
+		return c.electionsDone(askedVersion)
+	}
 	return nil
 }
 
-func (c *controller) electPartition(topic string, p int32, replicas []int32, live map[int32]bool) error {
+// electMode is what electPartition does beyond the rules every round
+// applies.
+type electMode int
+
+const (
+	electNone      electMode = iota
+	electPreferred           // move the leadership to the preferred replica if it is alive and in sync
+	electUnclean             // no live in-sync replica: let a live out-of-sync one lead
+)
+
+func (c *controller) electPartition(t Topic, p int32, replicas []int32, live map[int32]bool, mode electMode) error {
+	topic := t.Name
 	z := c.z
 	path := z.s.Paths.PartitionState(topic, p)
 	data, version, ok, err := c.watch.Get(path)
@@ -196,25 +243,55 @@ func (c *controller) electPartition(topic string, p int32, replicas []int32, liv
 		return nil
 	}
 	next, changed := nextState(st, replicas, live)
+	switch mode {
+	case electPreferred:
+		var moved bool
+		if next, moved = preferredState(next, replicas, live); moved {
+			changed = true
+		}
+	case electUnclean:
+		if t.Configs[uncleanConfig] == "true" {
+			var moved bool
+			if next, moved = uncleanState(next, replicas, live); moved {
+				changed = true
+			}
+		}
+	}
 	if !changed {
 		return nil
 	}
-	next.ControllerEpoch = c.epoch
-	_, err = z.s.Conn.Multi(
-		&zk.CheckVersionRequest{Path: z.s.Paths.ControllerEpoch(), Version: c.epochVersion},
-		&zk.SetDataRequest{Path: path, Data: encodeState(next), Version: version})
-	if err != nil {
-		if _, v, rerr := z.readControllerEpoch(); rerr == nil && v != c.epochVersion {
-			z.log.Warn("controller fenced: the controller epoch moved on", "controller_epoch", c.epoch)
-			c.active = false
-			notify(c.watch.fired) // next round: give up the node
-			return nil
-		}
-		return err // the state changed meanwhile: the watch brings us back
+	if err := c.write(&zk.SetDataRequest{Path: path, Data: encodeState(c.stamp(next)), Version: version}); err != nil || !c.active {
+		return err
 	}
 	z.log.Info("partition state changed by the controller", "topic", topic, "partition", p,
 		"leader", next.Leader, "leader_epoch", next.LeaderEpoch, "isr", next.ISR, "was_leader", st.Leader)
 	return nil
+}
+
+// stamp marks a state as written by this controller.
+func (c *controller) stamp(st PartitionState) PartitionState {
+	st.ControllerEpoch = c.epoch
+	return st
+}
+
+// write runs ops in a multi that also checks the controller epoch. A
+// fenced controller (the epoch moved on) steps down: c.active false, nil
+// error. Another failure (a node changed meanwhile) is returned; the
+// watch brings the controller back to it.
+func (c *controller) write(ops ...any) error {
+	z := c.z
+	ops = append([]any{&zk.CheckVersionRequest{Path: z.s.Paths.ControllerEpoch(), Version: c.epochVersion}}, ops...)
+	_, err := z.s.Conn.Multi(ops...)
+	if err == nil {
+		return nil
+	}
+	if _, v, rerr := z.readControllerEpoch(); rerr == nil && v != c.epochVersion {
+		z.log.Warn("controller fenced: the controller epoch moved on", "controller_epoch", c.epoch)
+		c.active = false
+		notify(c.watch.fired) // next round: give up the node
+		return nil
+	}
+	return err
 }
 
 // nextState is the controller's rule for one partition (see the file
@@ -222,13 +299,13 @@ func (c *controller) electPartition(topic string, p int32, replicas []int32, liv
 func nextState(st PartitionState, replicas []int32, live map[int32]bool) (PartitionState, bool) {
 	isr := make([]int32, 0, len(st.ISR))
 	for _, id := range st.ISR {
-		if live[id] {
+		if live[id] && slices.Contains(replicas, id) {
 			isr = append(isr, id)
 		}
 	}
 	next := st
 	next.ISR = isr
-	if st.Leader >= 0 && live[st.Leader] {
+	if st.Leader >= 0 && live[st.Leader] && slices.Contains(replicas, st.Leader) {
 		return next, len(isr) != len(st.ISR)
 	}
 	for _, id := range replicas {
@@ -238,7 +315,9 @@ func nextState(st PartitionState, replicas []int32, live map[int32]bool) (Partit
 			return next, true
 		}
 	}
-	if st.Leader == -1 {
+	if st.Leader == -1 || live[st.Leader] {
+		// No successor: a leader that is no longer a replica keeps
+		// leading until one of the replicas is in sync.
 		return st, false
 	}
 	next.Leader, next.ISR = -1, st.ISR

@@ -90,7 +90,8 @@ func DecodeControllerNode(data []byte) (ControllerNode, error) {
 }
 
 // checkReplicas checks a topic node's replica lists: one per partition,
-// all of the same length, no broker twice, the preferred leader first.
+// no broker twice, the preferred leader first. Lengths may differ: a
+// reassignment (reassign.go) changes one partition's replicas.
 func checkReplicas(leaders []int32, replicas [][]int32) error {
 	if len(replicas) != len(leaders) {
 		return fmt.Errorf("%d replica lists for %d partitions", len(replicas), len(leaders))
@@ -98,9 +99,6 @@ func checkReplicas(leaders []int32, replicas [][]int32) error {
 	for p, rs := range replicas {
 		if err := checkBrokerList("replicas", rs); err != nil {
 			return fmt.Errorf("partition %d: %w", p, err)
-		}
-		if len(rs) != len(replicas[0]) {
-			return fmt.Errorf("partition %d has %d replicas, partition 0 has %d", p, len(rs), len(replicas[0]))
 		}
 		if rs[0] != leaders[p] {
 			return fmt.Errorf("partition %d: leader %d is not its first replica %d", p, leaders[p], rs[0])
@@ -131,12 +129,17 @@ var ErrReplicationFactor = errors.New("replication factor larger than the number
 // SpreadReplicas assigns rf replicas to each partition: the leaders as
 // Spread places them, and the followers on the next brokers by id, so
 // every broker leads and follows about as many partitions as the others.
+// When brokers name their racks, replicas go to different racks first
+// (racks.go).
 func SpreadReplicas(name string, partitions int32, rf int, brokers []Broker) ([][]int32, error) {
 	if rf < 1 {
 		return nil, fmt.Errorf("replication factor %d: must be at least 1", rf)
 	}
 	if rf > len(brokers) {
 		return nil, fmt.Errorf("%w: %d replicas, %d brokers alive", ErrReplicationFactor, rf, len(brokers))
+	}
+	if hasRacks(brokers) {
+		return spreadOverRacks(name, partitions, rf, brokers), nil
 	}
 	leaders, err := Spread(name, partitions, brokers)
 	if err != nil {

@@ -8,6 +8,7 @@
 //	/cluster/id                                    persistent cluster id: {"version":"1","id":"<base64 uuid>"}
 //	/brokers/topics/<topic>                        persistent topic assignment: {"version":1,"topic_id":"<base64 uuid>","leaders":[1,2,3,...],"configs":{}}
 //	/config/topics/<topic>                         persistent topic configs: {"version":1,"config":{"retention.ms":"1000"}}
+//	/admin/preferred_replica_election              persistent leader elections asked of the controller (preferred.go)
 //	/consumers/<group>/ids/<consumer>              ephemeral  consumer registry: {"version":1,"group","topics":[...],"host","pid","started"}
 //	/consumers/<group>/owners/<topic>/<partition>  ephemeral  ownership registry: the owning consumer id, as text
 //	/consumers/<group>/offsets/<topic>/<partition> persistent offset registry: next offset to consume, as decimal text
@@ -130,6 +131,11 @@ type TopicNode struct {
 	// replication: every partition then has one replica, its leader.
 	Replicas [][]int32         `json:"replicas,omitempty"`
 	Configs  map[string]string `json:"configs,omitempty"`
+	// AddingReplicas and RemovingReplicas, keyed by partition, describe
+	// the reassignments under way (Kafka's fields): Replicas[p] is then
+	// the target replicas followed by the removing ones.
+	AddingReplicas   map[string][]int32 `json:"adding_replicas,omitempty"`
+	RemovingReplicas map[string][]int32 `json:"removing_replicas,omitempty"`
 }
 
 // ConsumerNode is the content of /consumers/<group>/ids/<consumer>.

@@ -50,8 +50,9 @@ type ZKSession struct {
 type ZKOption func(*zkOptions)
 
 type zkOptions struct {
-	timeout time.Duration
-	dialer  zk.Dialer
+	timeout   time.Duration
+	dialer    zk.Dialer
+	rebalance *time.Duration // JoinZooKeeper only: nil means DefaultLeaderRebalance
 }
 
 // WithSessionTimeout sets the session timeout (DefaultSessionTimeout when

@@ -36,7 +36,8 @@ type ZooKeeper struct {
 	topics  map[string]Topic
 	changed chan struct{}
 
-	controller atomic.Int32 // the elected controller's id, -1 unknown (controller.go)
+	controller atomic.Int32  // the elected controller's id, -1 unknown (controller.go)
+	rebalance  time.Duration // automatic preferred-leader election period, 0: off (preferred.go)
 
 	refreshMu sync.Mutex         // serializes refreshes so views publish in read order
 	published map[string][]int32 // own partitions last written to the broker node
@@ -75,6 +76,14 @@ func JoinZooKeeper(ctx context.Context, connect string, self Broker, logger *slo
 		stop:    make(chan struct{}),
 	}
 	z.controller.Store(-1)
+	z.rebalance = DefaultLeaderRebalance
+	o := zkOptions{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.rebalance != nil {
+		z.rebalance = max(*o.rebalance, 0)
+	}
 	if err := z.register(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("joining the cluster: %w", err)
@@ -266,7 +275,7 @@ func (z *ZooKeeper) readTopic(name string) (Topic, bool, error) {
 	if n.ID.IsZero() {
 		n = z.assignTopicID(name, n, version)
 	}
-	t := Topic{Name: name, ID: n.ID, Leaders: n.Leaders, Replicas: n.Replicas, Configs: n.Configs}
+	t := Topic{Name: name, ID: n.ID, Leaders: n.Leaders, Replicas: n.Replicas, Configs: n.Configs, Reassigning: n.reassignments()}
 	if t.Replicated() {
 		if err := z.readStates(&t); err != nil {
 			return Topic{}, false, err

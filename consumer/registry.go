@@ -124,6 +124,15 @@ func (g *Group) read() (view, error) {
 		// A dead broker's partitions come back, with their offsets, when it
 		// re-registers and everyone rebalances again.
 		for p, leader := range t.Leaders {
+			if len(t.Replicas) > p && len(t.Replicas[p]) > 1 {
+				// Replicated: Leaders holds the preferred leader, but the
+				// state node names the one serving now, which the controller
+				// replaces when it dies. Watched, so a new leader means a
+				// rebalance that takes the partition back.
+				if leader, err = g.currentLeader(topic, int32(p)); err != nil {
+					return v, err
+				}
+			}
 			if live[leader] {
 				v.partitions[topic] = append(v.partitions[topic], int32(p))
 			}
@@ -150,6 +159,24 @@ func (g *Group) read() (view, error) {
 		}
 	}
 	return v, nil
+}
+
+// currentLeader reads (and watches) a replicated partition's state node:
+// its leader, or -1 while it has none or the node is unreadable.
+func (g *Group) currentLeader(topic string, p int32) (int32, error) {
+	data, _, ok, err := g.watch.Get(g.paths.PartitionState(topic, p))
+	if err != nil {
+		return -1, fmt.Errorf("reading the state of %s-%d: %w", topic, p, err)
+	}
+	if !ok {
+		return -1, nil
+	}
+	st, err := cluster.DecodePartitionStateNode(data)
+	if err != nil {
+		g.log.Warn("ignoring unreadable partition state", "topic", topic, "partition", p, "err", err)
+		return -1, nil
+	}
+	return st.Leader, nil
 }
 
 // readRegistration reads the registration node of one broker or consumer

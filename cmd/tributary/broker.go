@@ -28,6 +28,9 @@ func runBroker(ctx context.Context, args []string) error {
 	interListener := fs.String("inter-broker-listener", "", "listener of the leaders that followers replicate from: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (security.inter.broker.protocol); default: the one the --inter-broker-tls*/--inter-broker-sasl-* flags speak")
 	var inter clientsec.Kafka
 	inter.Register(fs, "inter-broker-")
+	rack := fs.String("rack", "", "the rack (or zone) this broker runs in: replicas of a partition go to different racks first")
+	rebalance := fs.Bool("auto-leader-rebalance", true, "the controller moves leaderships back to preferred replicas by itself (auto.leader.rebalance.enable)")
+	rebalanceEvery := fs.Duration("leader-rebalance-interval", cluster.DefaultLeaderRebalance, "how often the controller checks for leaderships to move back to preferred replicas")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,8 +48,11 @@ func runBroker(ctx context.Context, args []string) error {
 	for i := range ls {
 		eps[i] = broker.ListenerEndpoint(ls[i], lns[i])
 	}
-	self := broker.SelfWithEndpoints(cluster.Broker{ID: int32(*id)}, eps)
-	meta, err := cluster.JoinZooKeeper(ctx, *zk, self, slog.Default())
+	self := broker.SelfWithEndpoints(cluster.Broker{ID: int32(*id), Rack: *rack}, eps)
+	if !*rebalance {
+		*rebalanceEvery = 0
+	}
+	meta, err := cluster.JoinZooKeeper(ctx, *zk, self, slog.Default(), cluster.WithLeaderRebalance(*rebalanceEvery))
 	if err != nil {
 		closeAll(lns)
 		return fmt.Errorf("joining the cluster at %s: %w", *zk, err)

@@ -14,12 +14,12 @@ import (
 )
 
 func init() {
-	register("topics", "create, list, describe or delete topics: topics create|list|describe|delete", runTopics)
+	register("topics", "create, list, describe or delete topics, elect leaders, move partitions: topics create|list|describe|delete|elect-leaders|reassign|reassignments", runTopics)
 }
 
 func runTopics(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("which action? topics create|list|describe|delete [flags] [topic ...]")
+		return errors.New("which action? topics create|list|describe|delete|elect-leaders|reassign|reassignments [flags] [topic ...]")
 	}
 	action, args := args[0], args[1:]
 	fs := newFlags("topics")
@@ -28,6 +28,8 @@ func runTopics(ctx context.Context, args []string) error {
 	rf := fs.Int("replication-factor", 1, "brokers that store each partition of a new topic (create; more than 1 needs a cluster; -1: the brokers' default)")
 	var configs multiFlag
 	fs.Var(&configs, "config", "topic config `key=value` for create, repeatable (retention.ms, segment.bytes, ...)")
+	var rf2 replicaFlags
+	rf2.register(fs)
 	var sec clientFlags
 	sec.register(fs, false)
 	if err := fs.Parse(args); err != nil {
@@ -94,8 +96,14 @@ func runTopics(ctx context.Context, args []string) error {
 		return nil
 	case "describe":
 		return describeTopics(ctx, adm, names)
+	case "elect-leaders":
+		return electLeaders(ctx, adm, rf2)
+	case "reassign":
+		return reassign(ctx, adm, rf2)
+	case "reassignments":
+		return listReassignments(ctx, adm)
 	}
-	return fmt.Errorf("unknown action %q: use create, list, describe or delete", action)
+	return fmt.Errorf("unknown action %q: use create, list, describe, delete, elect-leaders, reassign or reassignments", action)
 }
 
 func describeTopics(ctx context.Context, adm *kadm.Client, names []string) error {

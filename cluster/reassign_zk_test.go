@@ -1,0 +1,81 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// Starting a move records it in the topic node (target first, then the
+// replicas being removed, with Kafka's adding/removing fields) and lists
+// it; cancelling restores the replicas; targets Tributary cannot use are
+// refused.
+func TestReassignmentRecordAndCancel(t *testing.T) {
+	connect := testenv.StartZooKeeper(t)
+	m := join(t, connect, 1)
+	join(t, connect, 2)
+	join(t, connect, 3)
+	testenv.Eventually(t, 5*time.Second, "three brokers", func() bool { return len(m.Brokers()) == 3 })
+	ctx := context.Background()
+	created, err := m.CreateReplicatedTopic(ctx, "mv", 1, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := created.Replicas[0]
+	var third int32
+	for id := int32(1); id <= 3; id++ {
+		if !slices.Contains(orig, id) {
+			third = id
+		}
+	}
+	target := []int32{third, orig[0]}
+	if err := m.AlterReassignment(ctx, "mv", 0, target); err != nil {
+		t.Fatal(err)
+	}
+	s := session(t, connect)
+	data, _, err := s.Conn.Get(s.Paths.Topic("mv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := cluster.DecodeTopicNode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int32{third, orig[0], orig[1]}
+	if !slices.Equal(n.Replicas[0], want) || n.Leaders[0] != third ||
+		!slices.Equal(n.AddingReplicas["0"], []int32{third}) || !slices.Equal(n.RemovingReplicas["0"], []int32{orig[1]}) {
+		t.Fatalf("topic node during the move: %s, want replicas %v adding [%d] removing [%d]", data, want, third, orig[1])
+	}
+	if rs := m.Reassignments(); len(rs) != 1 || rs[0].Topic != "mv" || !slices.Equal(rs[0].Replicas, want) {
+		t.Fatalf("Reassignments: %+v", rs)
+	}
+
+	if err := m.AlterReassignment(ctx, "mv", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	tp, _ := m.Topic("mv")
+	if !slices.Equal(tp.ReplicasOf(0), orig) || len(tp.Reassigning) != 0 || len(m.Reassignments()) != 0 {
+		t.Fatalf("after cancelling: replicas %v, reassigning %v, want %v and none", tp.ReplicasOf(0), tp.Reassigning, orig)
+	}
+	for _, tt := range []struct {
+		target []int32
+		want   error
+	}{
+		{nil, cluster.ErrNoReassignment},
+		{[]int32{1}, cluster.ErrInvalidReplicas},
+		{[]int32{1, 1}, cluster.ErrInvalidReplicas},
+		{[]int32{1, 9}, cluster.ErrInvalidReplicas},
+	} {
+		if err := m.AlterReassignment(ctx, "mv", 0, tt.target); !errors.Is(err, tt.want) {
+			t.Errorf("target %v: %v, want %v", tt.target, err, tt.want)
+		}
+	}
+	if err := m.AlterReassignment(ctx, "mv", 5, target); !errors.Is(err, cluster.ErrUnknownTopic) {
+		t.Errorf("partition 5: %v, want unknown", err)
+	}
+}

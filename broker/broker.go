@@ -87,6 +87,7 @@ type Broker struct {
 
 	mu        sync.Mutex
 	listeners []*boundListener
+	serving   chan struct{} // closed once the first listeners are bound (Serving)
 	conns     map[*conn]struct{}
 	perIP     map[string]int // open connections per remote IP
 	connWG    sync.WaitGroup
@@ -126,6 +127,7 @@ func New(cfg Config) (*Broker, error) {
 		}
 	}
 	b := &Broker{
+		serving:  make(chan struct{}),
 		tls:      tlsState,
 		cfg:      cfg,
 		meta:     cfg.Metadata,
@@ -271,6 +273,11 @@ func (b *Broker) Serve(ln net.Listener) error {
 	return b.ServeListeners([]Listener{{Protocol: Plaintext}}, []net.Listener{ln})
 }
 
+// Serving is closed once the broker has bound its first listeners: from
+// then on DialInternal connects, so in-process clients (the standalone
+// registry) start after it rather than retrying.
+func (b *Broker) Serving() <-chan struct{} { return b.serving }
+
 // ServeListeners serves every listener ls[i] on lns[i] until Close, and
 // returns nil after Close, or the first listener's failure (after closing
 // the others' listeners).
@@ -293,6 +300,9 @@ func (b *Broker) ServeListeners(ls []Listener, lns []net.Listener) error {
 	if b.closed {
 		b.mu.Unlock()
 		return errors.New("broker: closed")
+	}
+	if len(b.listeners) == 0 {
+		close(b.serving)
 	}
 	b.listeners = append(b.listeners, bound...)
 	b.mu.Unlock()

@@ -88,10 +88,16 @@ func runStandalone(ctx context.Context, args []string) error {
 	defer stopRegistry()
 	brokerCtx, stopBroker := context.WithCancel(context.Background())
 	defer stopBroker()
-	regDone := make(chan error, 1)
-	go func() { regDone <- serveRegistry(regCtx, regLn, []string{brokerAddr}, rf, b, ms) }()
 	brokerDone := make(chan error, 1)
 	go func() { brokerDone <- serveBroker(brokerCtx, b, ls, lns) }()
+	select {
+	case <-b.Serving():
+	case err := <-brokerDone:
+		regLn.Close()
+		return err
+	}
+	regDone := make(chan error, 1)
+	go func() { regDone <- serveRegistry(regCtx, regLn, []string{brokerAddr}, rf, b, ms) }()
 	var err1, err2 error
 	select {
 	case err1 = <-regDone:

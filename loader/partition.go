@@ -199,7 +199,7 @@ func (p *partWriter) openFile(ctx context.Context, key fileKey, first int64) (*o
 	}
 	p.seq++
 	tmp := path.Join(runDir(p.r.id), "data", fmt.Sprintf("%s.p%d.%06d.avro", p.topic, p.part, p.seq))
-	out, err := p.r.w.Create(tmp)
+	out, err := p.r.batch.Create(tmp)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s in %s: %w", tmp, p.r.w, err)
 	}
@@ -267,7 +267,7 @@ func (p *partWriter) abandon() {
 func (p *partWriter) reject(rec *kgo.Record, cause error) error {
 	if p.errs == nil {
 		tmp := path.Join(runDir(p.r.id), "errors", fmt.Sprintf("%s.p%d.jsonl", p.topic, p.part))
-		f, err := p.r.w.Create(tmp)
+		f, err := p.r.batch.Create(tmp)
 		if err != nil {
 			return fmt.Errorf("creating %s in %s: %w", tmp, p.r.w, err)
 		}

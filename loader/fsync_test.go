@@ -35,6 +35,7 @@ func TestDirSyncsPerRunDoNotGrowWithFiles(t *testing.T) {
 		cfg := config(env, "", "syncs")
 		cfg.FS = w
 		cfg.FileMaxRecords = fileMaxRecords
+		cfg.LockTTL = time.Hour // no lease renewal (and its fsyncs) during the run
 		sum, err := loader.Run(context.Background(), cfg)
 		if err != nil || sum.Records != n {
 			t.Fatalf("run: %d records, %v", sum.Records, err)

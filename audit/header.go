@@ -26,8 +26,9 @@ func IsMalformed(err error) bool {
 
 // HeaderReaderConfig configures a HeaderReader.
 type HeaderReaderConfig struct {
-	// Strict readers decode every value completely, so a body that is
-	// broken after its header counts as malformed (tiers want this);
+	// Strict readers check every value completely (schema.HeaderLayout's
+	// Check), so a body that is broken after its header counts as
+	// malformed (tiers want this);
 	// otherwise only the fields up to the header's are read (a producer
 	// that just encoded the value wants this).
 	Strict bool
@@ -40,7 +41,6 @@ type HeaderReaderConfig struct {
 // of schema.HeaderLayout, which every tier shares. It is safe for
 // concurrent use.
 type HeaderReader struct {
-	des     *schema.Deserializer
 	strict  bool
 	layouts *schema.HeaderLayouts
 }
@@ -52,7 +52,7 @@ func NewHeaderReader(reg schema.Registry, cfg HeaderReaderConfig) (*HeaderReader
 	if err != nil {
 		return nil, err
 	}
-	return &HeaderReader{des: des, strict: cfg.Strict, layouts: schema.NewHeaderLayouts(des, cfg.HeaderField)}, nil
+	return &HeaderReader{strict: cfg.Strict, layouts: schema.NewHeaderLayouts(des, cfg.HeaderField)}, nil
 }
 
 // Read returns the header time and server of an envelope. The error wraps
@@ -68,8 +68,11 @@ func (h *HeaderReader) Read(ctx context.Context, value []byte) (time.Time, strin
 		return time.Time{}, "", err
 	}
 	if h.strict {
-		if _, err := h.des.Deserialize(ctx, value); err != nil {
-			return time.Time{}, "", err
+		// Walked by its encodings, not decoded: the same acceptance as a
+		// decoder's (and the loader's, which files exactly the bodies that
+		// pass), without building the value.
+		if err := l.Check(body); err != nil {
+			return time.Time{}, "", fmt.Errorf("schema id %d: %w", id, err)
 		}
 	}
 	ms, server, err := l.Read(body)

@@ -130,15 +130,21 @@ func (r *run) fetchLoop(ctx context.Context, cl *kgo.Client, plans []*partPlan, 
 			if pl == nil || pl.done || stop {
 				return
 			}
-			var batch []*kgo.Record
-			for _, rec := range fp.Records {
-				if rec.Offset < pl.next || rec.Offset >= pl.end {
-					continue
+			// The records come in offset order: the batch is the run of
+			// them in [next, end), handed on as it is, not copied.
+			recs := fp.Records
+			for len(recs) > 0 && recs[0].Offset < pl.next {
+				recs = recs[1:]
+			}
+			n := 0
+			for _, rec := range recs {
+				if rec.Offset >= pl.end {
+					break
 				}
+				n++
 				if rec.Offset > pl.next {
 					r.checkGap(ctx, pl, rec.Offset)
 				}
-				batch = append(batch, rec)
 				pl.next = rec.Offset + 1
 				pl.records++
 				pl.inputBytes += int64(len(rec.Value))
@@ -148,7 +154,7 @@ func (r *run) fetchLoop(ctx context.Context, cl *kgo.Client, plans []*partPlan, 
 					break
 				}
 			}
-			if len(batch) > 0 {
+			if batch := recs[:n]; len(batch) > 0 {
 				got += len(batch)
 				select {
 				case pl.in <- batch:

@@ -2,16 +2,19 @@ package loader
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tributary-io/tributary/loader/warehouse"
 	"github.com/tributary-io/tributary/schema"
@@ -41,6 +44,9 @@ type partWriter struct {
 	lastTime                           int64 // header time (ms) of the last record written
 	hours                              map[string]bool
 	audit                              *auditCounts // nil unless the run counts for the audit
+
+	layout   *schema.HeaderLayout // of the writer schema layoutID
+	layoutID int
 }
 
 type fileKey struct {
@@ -106,13 +112,19 @@ func isBadRecord(err error) bool {
 //
 // ok is false when the event has no usable time. err is a bad record's
 // (see isBadRecord) or the registry's.
-func (r *run) readRecord(ctx context.Context, value []byte) (id int, body []byte, ms int64, server string, ok bool, err error) {
+func (p *partWriter) readRecord(ctx context.Context, value []byte) (id int, body []byte, ms int64, server string, ok bool, err error) {
+	r := p.r
 	if id, body, err = schema.DecodeEnvelope(value); err != nil {
 		return 0, nil, 0, "", false, err
 	}
-	l, err := r.headers.Get(ctx, id)
-	if err != nil {
-		return 0, nil, 0, "", false, err
+	// A partition's records are almost all of one writer schema: the
+	// layout of the last is kept, sparing the shared cache's lock.
+	l := p.layout
+	if l == nil || id != p.layoutID {
+		if l, err = r.headers.Get(ctx, id); err != nil {
+			return 0, nil, 0, "", false, err
+		}
+		p.layout, p.layoutID = l, id
 	}
 	if err := l.Check(body); err != nil {
 		return 0, nil, 0, "", false, fmt.Errorf("schema id %d: %w", id, err)
@@ -126,7 +138,7 @@ func (r *run) readRecord(ctx context.Context, value []byte) (id int, body []byte
 }
 
 func (p *partWriter) add(ctx context.Context, rec *kgo.Record) error {
-	id, body, ms, server, ok, err := p.r.readRecord(ctx, rec.Value)
+	id, body, ms, server, ok, err := p.readRecord(ctx, rec.Value)
 	if err != nil {
 		if !isBadRecord(err) {
 			return fmt.Errorf("%s/%d offset %d: %w", p.topic, p.part, rec.Offset, err)
@@ -199,7 +211,7 @@ func (p *partWriter) openFile(ctx context.Context, key fileKey, first int64) (*o
 	}
 	p.seq++
 	tmp := path.Join(runDir(p.r.id), "data", fmt.Sprintf("%s.p%d.%06d.avro", p.topic, p.part, p.seq))
-	out, err := p.r.w.Create(tmp)
+	out, err := p.r.batch.Create(tmp)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s in %s: %w", tmp, p.r.w, err)
 	}
@@ -225,6 +237,12 @@ func (p *partWriter) closeFile(f *openFile) error {
 	if err := f.w.Close(); err != nil {
 		return fmt.Errorf("completing %s in %s: %w", f.tmp, p.r.w, err)
 	}
+	p.filed(f)
+	return nil
+}
+
+// filed records a completed file for the manifest.
+func (p *partWriter) filed(f *openFile) {
 	dir := warehouse.HourDir(p.topic, time.Unix(f.key.hour*3600, 0))
 	p.hours[dir] = true
 	p.bytes += f.w.size
@@ -233,15 +251,39 @@ func (p *partWriter) closeFile(f *openFile) error {
 		Topic: p.topic, Partition: p.part, First: f.first, Last: f.last,
 		Records: f.w.records, Bytes: f.w.size, SchemaID: f.key.schema, Kind: "data",
 	})
-	return nil
 }
 
+// parallelCloses bounds the files a partition completes at once at its
+// end.
+const parallelCloses = 8
+
 func (p *partWriter) closeAll() error {
+	// Each Close waits for its fsync: the files at the end of a run
+	// (one per hour and schema) are completed side by side, so that the
+	// run waits for about one fsync instead of one per file.
+	var g errgroup.Group
+	g.SetLimit(parallelCloses)
 	for _, f := range p.open {
-		if err := p.closeFile(f); err != nil {
-			return err
-		}
+		g.Go(func() error {
+			if err := f.w.Close(); err != nil {
+				return fmt.Errorf("completing %s in %s: %w", f.tmp, p.r.w, err)
+			}
+			return nil
+		})
 	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	keys := make([]fileKey, 0, len(p.open))
+	for k := range p.open {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b fileKey) int { return cmp.Or(cmp.Compare(a.hour, b.hour), cmp.Compare(a.schema, b.schema)) })
+	for _, k := range keys {
+		p.filed(p.open[k])
+		delete(p.open, k)
+	}
+	p.cur = nil
 	if p.errs != nil {
 		e, err := p.errs.close()
 		if err != nil {
@@ -267,7 +309,7 @@ func (p *partWriter) abandon() {
 func (p *partWriter) reject(rec *kgo.Record, cause error) error {
 	if p.errs == nil {
 		tmp := path.Join(runDir(p.r.id), "errors", fmt.Sprintf("%s.p%d.jsonl", p.topic, p.part))
-		f, err := p.r.w.Create(tmp)
+		f, err := p.r.batch.Create(tmp)
 		if err != nil {
 			return fmt.Errorf("creating %s in %s: %w", tmp, p.r.w, err)
 		}

@@ -22,9 +22,12 @@ import (
 
 // run is one load run in progress.
 type run struct {
-	cfg     Config
-	id      string
-	w       warehouse.FS
+	cfg Config
+	id  string
+	w   warehouse.FS
+	// batch is w for the run's own files and moves: their names are
+	// made durable together, before the commit and after the moves.
+	batch   *warehouse.Batch
 	deser   *schema.Deserializer
 	headers *schema.HeaderLayouts
 	log     *slog.Logger
@@ -92,7 +95,7 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 	}
 	sum.Lost = lost
 
-	if err := writeJSON(r.w, path.Join(runDir(r.id), runInfoName), runInfo{Run: r.id, Topics: topics, Started: r.started}); err != nil {
+	if err := writeJSON(r.batch, path.Join(runDir(r.id), runInfoName), runInfo{Run: r.id, Topics: topics, Started: r.started}); err != nil {
 		return sum, fmt.Errorf("starting run directory in %s: %w", r.w, err)
 	}
 	defer func() {
@@ -143,6 +146,7 @@ func (r *run) connect() (disconnect func(), err error) {
 		closers = append(closers, func() { w.Close() })
 	}
 	r.sum.Warehouse = r.w.String()
+	r.batch = warehouse.NewBatch(r.w)
 
 	reg := r.cfg.Registry
 	if reg == nil {

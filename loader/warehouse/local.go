@@ -22,6 +22,9 @@ import (
 //     old name's directory, so a rename that returned nil survives and a
 //     moved file does not come back at its old name.
 //
+// A Batch over a Local defers the directory syncs of many names to one
+// Sync (see Batch).
+//
 // The directories above a file are synced on every Close rather than only
 // when they were just created: another writer may have created one and not
 // yet synced its parent, and the loader creates few files per run.
@@ -30,6 +33,9 @@ import (
 type Local struct {
 	root  string
 	files LocalFiles
+	// deferred, in a Batch's view, collects the directories to sync
+	// instead of syncing them at once.
+	deferred *dirSet
 }
 
 // LocalFiles is the file layer under a Local warehouse: the operating
@@ -122,6 +128,10 @@ func (f syncFile) Close() error {
 	if err := f.File.Close(); err != nil {
 		return err
 	}
+	if f.l.deferred != nil {
+		f.l.deferred.add(f.dir)
+		return nil
+	}
 	return f.l.syncDirs(f.dir)
 }
 
@@ -156,7 +166,8 @@ func (l *Local) CreateExclusive(name string, data []byte) error {
 		f.Close()
 		return err
 	}
-	return syncFile{File: f, l: l, dir: filepath.Dir(p)}.Close()
+	// Never deferred, also in a batch: a lock is only held once durable.
+	return syncFile{File: f, l: &Local{root: l.root, files: l.files}, dir: filepath.Dir(p)}.Close()
 }
 
 func (l *Local) Open(name string) (io.ReadCloser, error) {
@@ -182,6 +193,10 @@ func (l *Local) Rename(oldname, newname string) error {
 	}
 	if err := l.files.Rename(op, np); err != nil {
 		return err
+	}
+	if l.deferred != nil {
+		l.deferred.add(dir, filepath.Dir(op))
+		return nil
 	}
 	if err := l.syncDirs(dir); err != nil {
 		return err
@@ -257,6 +272,10 @@ func (l *Local) MkdirAll(name string) error {
 	}
 	if err := l.files.MkdirAll(p, 0o755); err != nil {
 		return err
+	}
+	if l.deferred != nil {
+		l.deferred.add(filepath.Dir(p))
+		return nil
 	}
 	return l.syncDirs(filepath.Dir(p))
 }

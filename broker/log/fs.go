@@ -71,17 +71,7 @@ func (OSFS) RemoveAll(path string) error                  { return os.RemoveAll(
 func (OSFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
 func (OSFS) Truncate(name string, size int64) error       { return os.Truncate(name, size) }
 
-func (OSFS) SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func (OSFS) SyncDir(dir string) error { return atomicfile.OS{}.SyncDir(dir) }
 
 // syncFile fsyncs a file the log holds only a read descriptor of (segments
 // recovery kept).

@@ -410,57 +410,6 @@ func (m *brokerMetrics) Collect(ch chan<- prometheus.Metric) {
 	m.collectReplication(ch, logEnd)
 }
 
-// collectLag reports the members of each group this broker coordinates,
-// and the committed offset and lag of every group with commits on the
-// partitions stored here, whichever broker coordinates it: in a cluster
-// the offsets live in ZooKeeper, shared by both kinds of group (broker-side
-// and the paper's), so each partition's lag is reported once, by its
-// broker.
-func (m *brokerMetrics) collectLag(ch chan<- prometheus.Metric, hw map[string]map[int32]int64) {
-	if m.b.groups == nil {
-		return
-	}
-	if owned, kerrv := m.b.groups.List(); kerrv == nil {
-		for _, g := range owned {
-			members := 0
-			if d, kerrv := m.b.groups.Describe(g.Name); kerrv == nil {
-				members = len(d.Members)
-			}
-			ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(members), g.Name, g.State.String())
-			ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(g.Generation), g.Name)
-		}
-	}
-	if len(hw) == 0 {
-		return
-	}
-	store := m.b.groups.Store()
-	names, err := store.Groups()
-	if err != nil {
-		return
-	}
-	for _, name := range names {
-		offsets, err := store.Load(name)
-		if err != nil {
-			continue
-		}
-		for tp, off := range offsets {
-			h, ok := hw[tp.Topic][tp.Partition]
-			if !ok {
-				continue
-			}
-			part := strconv.Itoa(int(tp.Partition))
-			ch <- prometheus.MustNewConstMetric(descCommitted, prometheus.GaugeValue, float64(off.Offset), name, tp.Topic, part)
-			ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(max(h-off.Offset, 0)), name, tp.Topic, part)
-		}
-	}
-}
-
-type openPartition struct {
-	topic     string
-	partition int32
-	log       *log.Log
-}
-
 // openPartitions lists the open partition logs. Partitions whose logs are
 // closed (opened lazily, or closed to stay within the descriptor budget)
 // are not listed: a scrape must not open files.

@@ -183,19 +183,16 @@ retry: {attempts: 0}
 
 	produce()
 	var takeover *jobs.Entry
-	for deadline := time.Now().Add(30 * time.Second); takeover == nil; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the surviving daemon did not take the job over within 30s:\n%s", survivor.Output.String())
-		}
-		time.Sleep(200 * time.Millisecond)
+	testenv.Eventuallyf(t, 30*time.Second, func() (bool, string) {
 		hist, _ := jobs.History(spec, state, 0)
 		for _, e := range hist {
 			if e.PID == survivor.Cmd.Process.Pid && e.Started.After(killed) && e.Outcome == jobs.Committed {
 				takeover = e
-				break
+				return true, ""
 			}
 		}
-	}
+		return false, "the surviving daemon did not take the job over:\n" + survivor.Output.String()
+	})
 	if takeover.Started.Before(holder.Expires) {
 		t.Errorf("the survivor started at %s, before the dead holder's lease ran out at %s", takeover.Started, holder.Expires)
 	}

@@ -86,21 +86,14 @@ func groupOffsets(t *testing.T, s *cluster.ZKSession, group, topic string, parti
 // waitCommitted waits until the group has committed n in every partition.
 func waitCommitted(t *testing.T, s *cluster.ZKSession, topic string, partitions int32, n int64, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testenv.Eventuallyf(t, timeout, func() (bool, string) {
 		offs := committedOffsets(t, s, topic, partitions)
 		done := true
 		for _, o := range offs {
 			done = done && o >= n
 		}
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("committed offsets after %v: %v, want %d everywhere", timeout, offs, n)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return done, fmt.Sprintf("committed offsets %v, want %d everywhere", offs, n)
+	})
 }
 
 // checkRuns checks that seq holds every index in [0, n) and is a series of
@@ -159,17 +152,11 @@ func TestMirrorSurvivesSIGKILL(t *testing.T) {
 		at := held + total/4
 		// The default commit interval, so that there is something to repeat.
 		p, _ := startMirrorProcess(t, d, target.Addr, "--commit-interval", "1s")
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
+		testenv.Eventuallyf(t, 2*time.Minute, func() (bool, string) {
 			n, _ := endOffsets(t, tcl, topic)
-			if n >= at && sum(committedOffsets(t, zs, topic, partitions)) > committedBefore {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run %d: target holds %d records after 2 minutes, waiting for %d:\n%s", k+1, n, at, p.Output.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return n >= at && sum(committedOffsets(t, zs, topic, partitions)) > committedBefore,
+				fmt.Sprintf("run %d: target holds %d records, waiting for %d and a commit:\n%s", k+1, n, at, p.Output.String())
+		})
 		p.Kill()
 		time.Sleep(300 * time.Millisecond) // let the broker finish requests the mirror sent before dying
 		var copied map[int32]int64

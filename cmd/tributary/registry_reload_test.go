@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"crypto/tls"
+	"fmt"
 	"net/http"
 	"syscall"
 	"testing"
@@ -53,21 +54,14 @@ func TestRegistryCertificateReloadOnSIGHUP(t *testing.T) {
 
 	pki.Issue(t, "server", "127.0.0.1", 9) // overwrites the files the registry reads
 	reg.Cmd.Process.Signal(syscall.SIGHUP)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventuallyf(t, 30*time.Second, func() (bool, string) {
 		c, err := tls.Dial("tcp", regAddr, clientTLS)
 		if err != nil {
 			t.Fatalf("HTTPS connection after SIGHUP: %v\n%s", err, reg.Output.String())
 		}
 		s := serial(c)
 		c.Close()
-		if s == 9 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("new connections still get certificate serial %d 30s after SIGHUP\n%s", s, reg.Output.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return s == 9, fmt.Sprintf("new connections still get certificate serial %d after SIGHUP\n%s", s, reg.Output.String())
+	})
 	get() // the connection opened before the reload is still served
 }

@@ -291,7 +291,9 @@ func (w *walker) run(p *walkPlan, ops []walkOp, depth int) error {
 				return err
 			}
 		case walkBytes:
-			if _, err := w.bytes(); err != nil {
+			if b := w.b; len(b) > 0 && b[0] < 0x80 && b[0]&1 == 0 && int(b[0]>>1) < len(b) {
+				w.b = b[1+b[0]>>1:] // a string shorter than 64, as most are
+			} else if _, err := w.bytes(); err != nil {
 				return err
 			}
 		case walkBoolean:
@@ -313,12 +315,15 @@ func (w *walker) run(p *walkPlan, ops []walkOp, depth int) error {
 				return w.bad(fmt.Sprintf("enum %s index %d out of range", p.names[op.sub], n))
 			}
 		case walkOptLong, walkOptBytes:
-			ok, err := w.branch(op.br)
-			if err != nil || !ok {
-				if err != nil {
-					return err
-				}
-				continue
+			var ok bool
+			var err error
+			if b := w.b; len(b) > 0 && (b[0] == 0 || b[0] == 2) {
+				ok, w.b = int8(b[0]>>1) == op.br, b[1:] // branch 0 or 1 in one byte
+			} else if ok, err = w.branch(op.br); err != nil {
+				return err
+			}
+			if !ok {
+				continue // null
 			}
 			if op.kind == walkOptLong {
 				_, err = w.long()

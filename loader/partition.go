@@ -103,11 +103,11 @@ func isBadRecord(err error) bool {
 // a record is filed under and the window the warehouse tier counts it in
 // are those the producer counted it in.
 //
-// Nothing is decoded: the envelope gives the writer schema, the layout's
-// Check walks the body by its encodings to make sure it is one whole
-// value of that schema (a record that is not goes to _errors, as a
-// decoder would have refused it), and Read (or Time) reads the few header
-// fields. The body is then copied as it is into a file of the same writer
+// Nothing is decoded: the envelope gives the writer schema, and the
+// layout's CheckRead (or CheckTime) walks the body by its encodings once,
+// to make sure it is one whole value of that schema (a record that is not
+// goes to _errors, as a decoder would have refused it) and to read the
+// few header fields on the way. The body is then copied as it is into a file of the same writer
 // schema, which is what lets a load keep up with the fetch.
 //
 // ok is false when the event has no usable time. err is a bad record's
@@ -126,13 +126,13 @@ func (p *partWriter) readRecord(ctx context.Context, value []byte) (id int, body
 		}
 		p.layout, p.layoutID = l, id
 	}
-	if err := l.Check(body); err != nil {
-		return 0, nil, 0, "", false, fmt.Errorf("schema id %d: %w", id, err)
-	}
 	if r.cfg.Audit != nil {
-		ms, server, err = l.Read(body)
+		ms, server, err = l.CheckRead(body)
 	} else {
-		ms, err = l.Time(body) // the server is for the audit only
+		ms, err = l.CheckTime(body) // the server is for the audit only
+	}
+	if errors.Is(err, schema.ErrBadBody) {
+		return 0, nil, 0, "", false, fmt.Errorf("schema id %d: %w", id, err)
 	}
 	return id, body, ms, server, err == nil, nil
 }

@@ -41,19 +41,18 @@ type HeaderLayout struct {
 	// Field is the top-level field the header is looked for in.
 	Field string
 
-	event  *walkPlan // the whole writer schema, for Check
-	reason string    // why there is no time; "" when there is one
+	// The writer schema compiled for the walker, into two programs that
+	// read the header on their way: checkProg walks the whole event,
+	// readProg stops at the header's time and server.
+	plan                *walkPlan
+	checkProg, readProg int32
+	reason              string // why there is no time; "" when there is one
 
-	fields     []*walkPlan // the event's top-level fields up to the header
 	header     *avro.RecordSchema
-	headerNull bool // the header is a union: which branch is the record
-	headerIdx  int
-	hfields    []*walkPlan // the header's fields up to time and server
-	timeIdx    int
-	timeBranch int // -1: a plain long; else the union branch of the long
+	headerNull bool // the header is a union of null and the record
+	timeBranch int8 // -1: a plain long; else the union branch of the long
 	micros     bool
-	serverIdx  int // -1: no server
-	serverBr   int
+	serverBr   int8 // -1: a plain string or no server; else the union branch of the string
 }
 
 // NewHeaderLayout applies the rule to writer schema s, looking for the
@@ -62,13 +61,31 @@ func NewHeaderLayout(s avro.Schema, field string) *HeaderLayout {
 	if field == "" {
 		field = DefaultHeaderField
 	}
-	plans := map[avro.Schema]*walkPlan{}
-	l := &HeaderLayout{Field: field, event: compileWalkIn(s, plans), timeBranch: -1, serverIdx: -1, serverBr: -1}
+	l := &HeaderLayout{Field: field, timeBranch: -1, serverBr: -1}
+	c := newWalkCompiler()
+	l.plan = c.p
+	rec, ti, si := l.find(s)
+	if l.reason != "" {
+		l.checkProg = c.prog(func(ops []walkOp) []walkOp { return c.value(ops, s) })
+		c.finish()
+		return l
+	}
+	l.checkProg = c.prog(func(ops []walkOp) []walkOp { return l.compile(c, ops, rec, ti, si, false) })
+	l.readProg = c.prog(func(ops []walkOp) []walkOp { return l.compile(c, ops, rec, ti, si, true) })
+	c.finish()
+	return l
+}
+
+// find applies the rule to s: it returns the event record and the
+// indexes of the header's time and server fields (-1: no server), or sets
+// l.reason.
+func (l *HeaderLayout) find(s avro.Schema) (rec *avro.RecordSchema, ti, si int) {
 	rec, ok := deref(s).(*avro.RecordSchema)
 	if !ok {
 		l.reason = fmt.Sprintf("the event schema is a %s, not a record", s.Type())
-		return l
+		return nil, 0, 0
 	}
+	field := l.Field
 	hi := -1
 	for i, f := range rec.Fields() {
 		if f.Name() == field {
@@ -78,27 +95,24 @@ func NewHeaderLayout(s avro.Schema, field string) *HeaderLayout {
 	}
 	if hi < 0 {
 		l.reason = fmt.Sprintf("record %s has no top-level field %q (name the header field with --header-field)", rec.FullName(), field)
-		return l
-	}
-	for _, f := range rec.Fields()[:hi] {
-		l.fields = append(l.fields, compileWalkIn(f.Type(), plans))
+		return nil, 0, 0
 	}
 	ht := deref(rec.Fields()[hi].Type())
 	if u, ok := ht.(*avro.UnionSchema); ok {
 		br, inner := nullableBranch(u)
 		if br < 0 {
 			l.reason = fmt.Sprintf("field %s is a union that is not of null and a record", field)
-			return l
+			return nil, 0, 0
 		}
-		l.headerNull, l.headerIdx, ht = true, br, inner
+		l.headerNull, ht = true, inner
 	}
 	h, ok := ht.(*avro.RecordSchema)
 	if !ok {
 		l.reason = fmt.Sprintf("field %s is a %s, not a record", field, ht.Type())
-		return l
+		return nil, 0, 0
 	}
 	l.header = h
-	ti := -1
+	ti, si = -1, -1
 	for i, f := range h.Fields() {
 		switch f.Name() {
 		case "time":
@@ -109,31 +123,78 @@ func NewHeaderLayout(s avro.Schema, field string) *HeaderLayout {
 				br, t = nullableBranch(u)
 			}
 			if t != nil && t.Type() == avro.String {
-				l.serverIdx, l.serverBr = i, br
+				si, l.serverBr = i, int8(br)
 			}
 		}
 	}
 	if ti < 0 {
 		l.reason = fmt.Sprintf("header record %s has no field \"time\"", h.FullName())
-		return l
+		return nil, 0, 0
 	}
 	t := deref(h.Fields()[ti].Type())
 	if u, ok := t.(*avro.UnionSchema); ok {
-		l.timeBranch, t = nullableBranch(u)
+		var br int
+		br, t = nullableBranch(u)
+		l.timeBranch = int8(br)
 	}
 	p, ok := t.(*avro.PrimitiveSchema)
 	if !ok || p.Type() != avro.Long {
 		l.reason = fmt.Sprintf("%s.time is %s, want a long of epoch milliseconds", field, typeName(h.Fields()[ti].Type()))
-		return l
+		return nil, 0, 0
 	}
 	if lg := p.Logical(); lg != nil && (lg.Type() == avro.TimestampMicros || lg.Type() == avro.LocalTimestampMicros) {
 		l.micros = true
 	}
-	l.timeIdx = ti
-	for _, f := range h.Fields()[:max(ti, l.serverIdx)+1] {
-		l.hfields = append(l.hfields, compileWalkIn(f.Type(), plans))
+	return rec, ti, si
+}
+
+// compile appends the ops of event record rec with those of its header
+// field replaced by ops that read the header's time (field ti) and server
+// (field si). For Read (stop), the walk stops after them.
+func (l *HeaderLayout) compile(c *walkCompiler, ops []walkOp, rec *avro.RecordSchema, ti, si int, stop bool) []walkOp {
+	header := func(ops []walkOp) []walkOp {
+		ops = append(ops, walkOp{kind: walkHeader})
+		c.inlining[l.header] = true
+		for i, f := range l.header.Fields() {
+			switch i {
+			case ti:
+				ops = append(ops, walkOp{kind: walkTime, br: l.timeBranch})
+			case si:
+				ops = append(ops, walkOp{kind: walkServer, br: l.serverBr})
+			default:
+				ops = c.value(ops, f.Type())
+			}
+			if stop && i == max(ti, si) {
+				ops = append(ops, walkOp{kind: walkStop})
+				break
+			}
+		}
+		delete(c.inlining, l.header)
+		return ops
 	}
-	return l
+	c.inlining[rec] = true
+	defer delete(c.inlining, rec)
+	for _, f := range rec.Fields() {
+		if f.Name() != l.Field {
+			ops = c.value(ops, f.Type())
+			continue
+		}
+		if u, ok := deref(f.Type()).(*avro.UnionSchema); ok {
+			// A union of null and the header: its record branch reads it.
+			br, _ := nullableBranch(u)
+			first := int32(len(c.p.branches))
+			c.p.branches = append(c.p.branches, 0, 0)
+			c.p.branches[int(first)+1-br] = c.prog(func(ops []walkOp) []walkOp { return ops })
+			c.p.branches[int(first)+br] = c.prog(header)
+			ops = append(ops, walkOp{kind: walkUnion, n: 2, sub: first})
+		} else {
+			ops = header(ops)
+		}
+		if stop {
+			return append(ops, walkOp{kind: walkStop})
+		}
+	}
+	return ops
 }
 
 // HasTime reports whether events of this schema carry a header time.
@@ -169,76 +230,77 @@ func (l *HeaderLayout) read(body []byte, wantServer bool) (ms int64, server stri
 		return 0, "", fmt.Errorf("%w: %s", ErrNoHeaderTime, l.reason)
 	}
 	w := walker{b: body}
-	for _, f := range l.fields {
-		if err := w.skip(f, 0); err != nil {
-			return 0, "", err
-		}
+	if err := w.run(l.plan, l.plan.progs[l.readProg], 0); err != nil && err != errStop {
+		return 0, "", err
 	}
-	if l.headerNull {
-		br, err := w.long()
-		if err != nil {
-			return 0, "", err
-		}
-		if int(br) != l.headerIdx {
-			return 0, "", fmt.Errorf("%w: %s is null", ErrNoHeaderTime, l.Field)
-		}
-	}
-	var hasTime bool
-	for i, f := range l.hfields {
-		switch i {
-		case l.timeIdx:
-			if hasTime, err = w.branch(l.timeBranch); err != nil {
-				return 0, "", err
-			}
-			if hasTime {
-				if ms, err = w.long(); err != nil {
-					return 0, "", err
-				}
-			}
-		case l.serverIdx:
-			ok, err := w.branch(l.serverBr)
-			if err != nil {
-				return 0, "", err
-			}
-			if ok {
-				b, err := w.bytes()
-				if err != nil {
-					return 0, "", err
-				}
-				if wantServer {
-					server = string(b)
-				}
-			}
-		default:
-			if err := w.skip(f, 0); err != nil {
-				return 0, "", err
-			}
-		}
-	}
-	if !hasTime {
-		return 0, "", fmt.Errorf("%w: %s.time is null", ErrNoHeaderTime, l.Field)
-	}
-	return l.checked(ms, server)
+	return l.found(&w, wantServer)
 }
 
 // Check reports whether body is exactly one value of the layout's writer
 // schema: every length, count, union branch, enum index and boolean in
-// range, and no byte left over. It walks the body by its encodings and
-// decodes nothing, so it allocates nothing; what it accepts, every Avro
-// decoder of the schema decodes. The error wraps ErrBadBody.
+// range, no map key twice, and no byte left over. It walks the body by its
+// encodings and decodes nothing, so it allocates nothing; what it accepts,
+// every Avro decoder of the schema decodes. The error wraps ErrBadBody.
 //
 // A body that passes can be copied as it is into an object container file
 // of the same schema (the loader does), which is why the loader needs no
-// decoder at all: Check, then Read for the time.
+// decoder at all. CheckTime and CheckRead check the same and read the
+// header in the same walk.
 func (l *HeaderLayout) Check(body []byte) error {
+	_, err := l.walk(body)
+	return err
+}
+
+// CheckTime is Check and Time in one walk, for the loader, which runs it
+// on every record it loads. A body that fails Check gives Check's error
+// (ErrBadBody); one that passes gives Time's answer.
+func (l *HeaderLayout) CheckTime(body []byte) (ms int64, err error) {
+	w, err := l.walk(body)
+	if err != nil {
+		return 0, err
+	}
+	ms, _, err = l.found(&w, false)
+	return ms, err
+}
+
+// CheckRead is Check and Read in one walk: a body that fails Check gives
+// Check's error (ErrBadBody); one that passes gives Read's answer.
+func (l *HeaderLayout) CheckRead(body []byte) (ms int64, server string, err error) {
+	w, err := l.walk(body)
+	if err != nil {
+		return 0, "", err
+	}
+	return l.found(&w, true)
+}
+
+// walk runs the check program over body: what Check checks, with the
+// header read on the way.
+func (l *HeaderLayout) walk(body []byte) (walker, error) {
 	w := walker{b: body}
-	if err := w.skip(l.event, 0); err != nil {
-		return err
+	if err := w.run(l.plan, l.plan.progs[l.checkProg], 0); err != nil {
+		return w, err
 	}
 	if len(w.b) > 0 {
-		return w.bad(fmt.Sprintf("%d bytes left over after the value", len(w.b)))
+		return w, w.bad(fmt.Sprintf("%d bytes left over after the value", len(w.b)))
 	}
-	return nil
+	return w, nil
+}
+
+// found is the time and server a walk read, or why there is no time.
+func (l *HeaderLayout) found(w *walker, wantServer bool) (int64, string, error) {
+	switch {
+	case l.reason != "":
+		return 0, "", fmt.Errorf("%w: %s", ErrNoHeaderTime, l.reason)
+	case !w.header:
+		return 0, "", fmt.Errorf("%w: %s is null", ErrNoHeaderTime, l.Field)
+	case !w.hasTime:
+		return 0, "", fmt.Errorf("%w: %s.time is null", ErrNoHeaderTime, l.Field)
+	}
+	var server string
+	if wantServer {
+		server = string(w.server)
+	}
+	return l.checked(w.ms, server)
 }
 
 // checked converts and checks a time read by either path.

@@ -173,7 +173,7 @@ func testServe(t *testing.T, env *audittest.Env, common []string, ws []time.Time
 		return string(b)
 	}
 	var html string
-	waitFor(t, "the live page to catch up", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the live page to catch up", func() bool {
 		html = get("/")
 		return !strings.Contains(html, "Catching up")
 	})
@@ -185,7 +185,7 @@ func testServe(t *testing.T, env *audittest.Env, common []string, ws []time.Time
 	if _, stderr, code := tributary(t, "", append([]string{"audit", "count", "--tier", "mirror", "--topics", "pageview"}, common...)...); code != 0 {
 		t.Fatalf("audit count --tier mirror: exit %d\n%s", code, stderr)
 	}
-	waitFor(t, "the mirror tier on the live page", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the mirror tier on the live page", func() bool {
 		return strings.Contains(get("/report.json"), `"tier": "mirror"`)
 	})
 }

@@ -81,7 +81,7 @@ func TestEndToEnd(t *testing.T) {
 	go func() { done <- m.Run(mctx) }()
 	for _, topic := range []string{"pageview", audit.DefaultTopic} {
 		want := endOffsets(t, live[0].Addr, topic)
-		waitUntil(t, "the mirror to copy "+topic, 3*time.Minute, func() bool { return endOffsets(t, an.Addr, topic) >= want })
+		testenv.Eventually(t, 3*time.Minute, "the mirror to copy "+topic, func() bool { return endOffsets(t, an.Addr, topic) >= want })
 	}
 	stop()
 	if err := <-done; err != nil {

@@ -50,17 +50,6 @@ func loadEvents(t *testing.T, env *audittest.Env) *audit.Store {
 	return st
 }
 
-// waitFor polls until cond holds, for up to ten seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	waitUntil(t, what, 10*time.Second, cond)
-}
-
-func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	testenv.Eventually(t, timeout, what, cond)
-}
-
 // Events whose time lies in a window that already closed and was
 // published are published again for that window, by the background
 // flush, and counted there, not in the window in which they arrived.
@@ -74,7 +63,7 @@ func TestLateEventsCountInTheirWindow(t *testing.T) {
 		p.CountN("clicks", ws[0].Add(30*time.Second), "fe-1", 100)
 	}
 	clock.Set(ws[1].Add(time.Minute)) // window 0 closes: the loop publishes it
-	waitFor(t, "window 0 to be published", func() bool {
+	testenv.Eventually(t, 10*time.Second, "window 0 to be published", func() bool {
 		st := audit.NewStore()
 		if _, err := audit.Load(t.Context(), audit.Source{Brokers: []string{env.Broker.Addr}, Registry: env.Registry}, time.Time{}, st); err != nil {
 			return false // the first publish has not created the topic yet

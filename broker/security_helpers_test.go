@@ -1,101 +1,39 @@
 package broker_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"log/slog"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
-// testPKI is a CA with a server certificate for 127.0.0.1 and a client
-// certificate, as PEM files in a test directory.
+// testPKI is testenv's test CA, under the short names the broker tests
+// use, with a client certificate for CN=alice (principal User:alice).
 type testPKI struct {
+	*testenv.PKI
 	dir                   string
 	caFile                string
-	certFile, keyFile     string // server
+	certFile, keyFile     string // server, for 127.0.0.1
 	clientCert, clientKey string // CN=alice
 	pool                  *x509.CertPool
-
-	ca    *x509.Certificate
-	caKey *ecdsa.PrivateKey
 }
 
 func newTestPKI(t testing.TB) *testPKI {
 	t.Helper()
-	p := &testPKI{dir: t.TempDir()}
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "Tributary test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.ca, _ = x509.ParseCertificate(der)
-	p.caKey = key
-	p.caFile = filepath.Join(p.dir, "ca.pem")
-	writePEM(t, p.caFile, "CERTIFICATE", der)
-	p.pool = x509.NewCertPool()
-	p.pool.AddCert(p.ca)
-	p.certFile, p.keyFile = p.issue(t, "server", "127.0.0.1", 2)
-	p.clientCert, p.clientKey = p.issue(t, "alice", "", 3)
-	return p
+	p := testenv.NewPKI(t)
+	alice, aliceKey := p.Issue(t, "alice", "", 3)
+	return &testPKI{PKI: p, dir: p.Dir, caFile: p.CAFile, certFile: p.CertFile, keyFile: p.KeyFile,
+		clientCert: alice, clientKey: aliceKey, pool: p.Pool}
 }
 
-// issue writes a certificate for cn (a server certificate for ip when ip
-// is set, else a client one) and its key, and returns their paths.
 func (p *testPKI) issue(t testing.TB, cn, ip string, serial int64) (certFile, keyFile string) {
 	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if ip != "" {
-		tmpl.IPAddresses = []net.IP{net.ParseIP(ip)}
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalPKCS8PrivateKey(key)
-	certFile = filepath.Join(p.dir, cn+".pem")
-	keyFile = filepath.Join(p.dir, cn+"-key.pem")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "PRIVATE KEY", keyDER)
-	return certFile, keyFile
-}
-
-func writePEM(t testing.TB, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	return p.Issue(t, cn, ip, serial)
 }
 
 // clientTLS is a client configuration trusting the test CA, presenting

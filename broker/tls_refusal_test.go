@@ -9,15 +9,8 @@ package broker_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
 	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -29,34 +22,9 @@ import (
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
-// issueValid is testPKI.issue with the validity period given: it writes a
-// certificate for cn (a server one for ip when ip is set) valid from
-// notBefore to notAfter, under the file name base, and its key.
 func (p *testPKI) issueValid(t testing.TB, base, cn, ip string, serial int64, notBefore, notAfter time.Time) (certFile, keyFile string) {
 	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    notBefore,
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if ip != "" {
-		tmpl.IPAddresses = []net.IP{net.ParseIP(ip)}
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalPKCS8PrivateKey(key)
-	certFile = filepath.Join(p.dir, base+".pem")
-	keyFile = filepath.Join(p.dir, base+"-key.pem")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "PRIVATE KEY", keyDER)
-	return certFile, keyFile
+	return p.IssueValid(t, base, cn, ip, serial, notBefore, notAfter)
 }
 
 // withCertificate is cfg presenting the certificate in certFile/keyFile.

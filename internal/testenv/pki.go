@@ -59,16 +59,23 @@ func NewPKI(t testing.TB) *PKI {
 }
 
 // Issue writes a certificate for cn signed by the CA (a server
-// certificate for ip when ip is set, else a client one) and its key, and
-// returns their paths.
+// certificate for ip when ip is set, else a client one), valid for a day,
+// and its key, and returns their paths.
 func (p *PKI) Issue(t testing.TB, cn, ip string, serial int64) (certFile, keyFile string) {
+	t.Helper()
+	return p.IssueValid(t, cn, cn, ip, serial, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+}
+
+// IssueValid is Issue with the validity period given (an expired
+// certificate for refusal tests), written under the file name base.
+func (p *PKI) IssueValid(t testing.TB, base, cn, ip string, serial int64, notBefore, notAfter time.Time) (certFile, keyFile string) {
 	t.Helper()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial),
 		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
@@ -81,8 +88,8 @@ func (p *PKI) Issue(t testing.TB, cn, ip string, serial int64) (certFile, keyFil
 		t.Fatal(err)
 	}
 	keyDER, _ := x509.MarshalPKCS8PrivateKey(key)
-	certFile = filepath.Join(p.Dir, cn+".pem")
-	keyFile = filepath.Join(p.Dir, cn+"-key.pem")
+	certFile = filepath.Join(p.Dir, base+".pem")
+	keyFile = filepath.Join(p.Dir, base+"-key.pem")
 	writePEM(t, certFile, "CERTIFICATE", der)
 	writePEM(t, keyFile, "PRIVATE KEY", keyDER)
 	return certFile, keyFile

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -101,12 +100,8 @@ func (z aclZooKeeper) update(fn func([]ACL) []ACL) ([]ACL, error) {
 		}
 		acls = fn(acls)
 		data, _ := json.Marshal(acls)
-		if version < 0 {
-			_, err = z.s.Conn.Create(z.path(), data, 0, zk.WorldACL(zk.PermAll))
-		} else {
-			_, err = z.s.Conn.Set(z.path(), data, version)
-		}
-		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) {
+		retry, err := writeNodeCAS(z.s, z.path(), data, version)
+		if retry {
 			continue // changed under us: read again
 		}
 		if err != nil {
@@ -118,28 +113,7 @@ func (z aclZooKeeper) update(fn func([]ACL) []ACL) ([]ACL, error) {
 
 // watch calls changed whenever the ACL node changes, until stop closes.
 func (z aclZooKeeper) watch(stop <-chan struct{}, changed func()) {
-	for {
-		_, _, ev, err := z.s.Conn.ExistsW(z.path())
-		if err != nil {
-			// ZooKeeper out of reach: try again shortly, and re-read then,
-			// since a change may have been missed.
-			select {
-			case <-stop:
-				return
-			case <-z.s.Done():
-				return
-			case <-time.After(time.Second):
-			}
-			changed()
-			continue
-		}
-		select {
-		case <-stop:
-			return
-		case <-ev:
-			changed()
-		}
-	}
+	watchNode(z.s, z.path(), stop, changed)
 }
 
 // storeInZooKeeper returns the ZooKeeper store of a cluster's authorizer,

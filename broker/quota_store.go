@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -214,12 +213,8 @@ func (z quotaZooKeeper) update(fn func(quotaTable) error) (quotaTable, error) {
 			return nil, err
 		}
 		data := encodeQuotas(t)
-		if version < 0 {
-			_, err = z.s.Conn.Create(z.path(), data, 0, zk.WorldACL(zk.PermAll))
-		} else {
-			_, err = z.s.Conn.Set(z.path(), data, version)
-		}
-		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) {
+		retry, err := writeNodeCAS(z.s, z.path(), data, version)
+		if retry {
 			continue // changed under us: read again
 		}
 		if err != nil {
@@ -231,26 +226,5 @@ func (z quotaZooKeeper) update(fn func(quotaTable) error) (quotaTable, error) {
 
 // watch calls changed whenever the quota node changes, until stop closes.
 func (z quotaZooKeeper) watch(stop <-chan struct{}, changed func()) {
-	for {
-		_, _, ev, err := z.s.Conn.ExistsW(z.path())
-		if err != nil {
-			// ZooKeeper out of reach: try again shortly, and re-read then,
-			// since a change may have been missed.
-			select {
-			case <-stop:
-				return
-			case <-z.s.Done():
-				return
-			case <-time.After(time.Second):
-			}
-			changed()
-			continue
-		}
-		select {
-		case <-stop:
-			return
-		case <-ev:
-			changed()
-		}
-	}
+	watchNode(z.s, z.path(), stop, changed)
 }

@@ -43,6 +43,13 @@ func replicatedCluster(t *testing.T, topic string) (connect string, brokers []*t
 		last = errors.Join(err, resp.Err)
 		return last == nil || errors.Is(last, kerr.TopicAlreadyExists)
 	})
+	// Brokers learn of the topic through their ZooKeeper watch, a moment
+	// after the one that created it: wait until Metadata shows it led and
+	// fully in sync, whichever broker answers.
+	testenv.Eventually(t, 30*time.Second, "Metadata shows "+topic+" with a leader and 3 in-sync replicas", func() bool {
+		p := partitionMeta(t, admin, topic)
+		return p.Leader >= 1 && len(p.ISR) == 3
+	})
 	return connect, brokers, admin
 }
 
@@ -53,7 +60,7 @@ func partitionMeta(t *testing.T, admin *kadm.Client, topic string) kadm.Partitio
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m.Topics[topic].Partitions[0]
+	return m.Topics[topic].Partitions[0] // zero (leader 0) while the answering broker does not know the topic yet
 }
 
 // Metadata of a replicated partition lists its three replicas, all in

@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -30,46 +29,7 @@ func BenchmarkProduceWire(b *testing.B) {
 
 func benchmarkProduceWire(b *testing.B, records int) {
 	br := testenv.StartBroker(b)
-	conn, err := net.Dial("tcp", br.Addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	create := kmsg.NewPtrCreateTopicsRequest()
-	ct := kmsg.NewCreateTopicsRequestTopic()
-	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "wire", 1, 1
-	create.Topics = append(create.Topics, ct)
-	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("wire-bench"))
-	if _, err := conn.Write(f.AppendRequest(nil, create, 0)); err != nil {
-		b.Fatal(err)
-	}
-	buf := make([]byte, 64<<10)
-	if _, err := discardFrame(conn, buf); err != nil {
-		b.Fatal(err)
-	}
-	values := make([]string, records)
-	for i := range values {
-		values[i] = string(bytes.Repeat([]byte("w"), benchValueSize))
-	}
-	batch := makeBatch(-1, -1, -1, values...)
-	req := f.AppendRequest(nil, produceRequestBench(batch), 1)
-	b.SetBytes(int64(records * benchValueSize))
-	cpu := cpuTime()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := conn.Write(req); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := discardFrame(conn, buf); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.N*records)/b.Elapsed().Seconds(), "msgs/s")
-	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
-	if err := checkProduce(conn, f, batch); err != nil {
-		b.Fatal(err)
-	}
+	produceWire(b, br.Addr, records)
 }
 
 func produceRequestBench(batch []byte) *kmsg.ProduceRequest {

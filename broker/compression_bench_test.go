@@ -46,26 +46,7 @@ func BenchmarkProduceTopicCodec(b *testing.B) {
 				b.Fatalf("creating the topic: %v %+v", err, resp)
 			}
 			values := logLines(1024)
-			b.SetBytes(benchValueSize)
-			cpu := cpuTime()
-			b.ResetTimer()
-			var failed error
-			for i := range b.N {
-				cl.Produce(ctx, &kgo.Record{Value: values[i%len(values)]}, func(_ *kgo.Record, err error) {
-					if err != nil {
-						failed = err
-					}
-				})
-			}
-			if err := cl.Flush(ctx); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			if failed != nil {
-				b.Fatal(failed)
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
-			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+			timeProduce(b, cl, func(i int) []byte { return values[i%len(values)] })
 			segs, _ := filepath.Glob(filepath.Join(dir, "bench-0", "*.log"))
 			var stored int64
 			for _, s := range segs {

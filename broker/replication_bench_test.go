@@ -56,26 +56,7 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.SetBytes(benchValueSize)
-			cpu := cpuTime()
-			b.ResetTimer()
-			var failed error
-			for range b.N {
-				cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-					if err != nil {
-						failed = err
-					}
-				})
-			}
-			if err := cl.Flush(ctx); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			if failed != nil {
-				b.Fatal(failed)
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
-			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+			timeProduce(b, cl, func(int) []byte { return value })
 		})
 	}
 }

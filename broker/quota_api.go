@@ -163,12 +163,24 @@ func (b *Broker) alterClientQuotas(req *request, r *kmsg.AlterClientQuotasReques
 // not whole, positive byte counts.
 func checkQuotaOps(ops []kmsg.AlterClientQuotasRequestEntryOp) error {
 	for _, op := range ops {
-		if op.Key != quotaProducerByteRate && op.Key != quotaConsumerByteRate {
-			return fmt.Errorf("quota %q is not served: Tributary enforces %s and %s", op.Key, quotaProducerByteRate, quotaConsumerByteRate)
+		if err := checkQuota(op.Key, op.Value, op.Remove); err != nil {
+			return err
 		}
-		if !op.Remove && (op.Value < 1 || op.Value != math.Trunc(op.Value) || op.Value > math.MaxInt64) {
-			return fmt.Errorf("%s=%v: a rate must be a whole number of bytes per second, at least 1", op.Key, op.Value)
-		}
+	}
+	return nil
+}
+
+// checkQuota refuses a key Tributary does not enforce and, unless the
+// quota is being removed, a rate that is not a whole, positive byte count.
+// Stored quotas (quotas.json, the ZooKeeper node) are held to the same
+// rules when read, so a damaged store cannot give a zero, negative or NaN
+// rate to the throttle arithmetic.
+func checkQuota(key string, rate float64, removing bool) error {
+	if key != quotaProducerByteRate && key != quotaConsumerByteRate {
+		return fmt.Errorf("quota %q is not served: Tributary enforces %s and %s", key, quotaProducerByteRate, quotaConsumerByteRate)
+	}
+	if !removing && (rate < 1 || rate != math.Trunc(rate) || rate > math.MaxInt64) {
+		return fmt.Errorf("%s=%v: a rate must be a whole number of bytes per second, at least 1", key, rate)
 	}
 	return nil
 }

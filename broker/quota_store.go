@@ -130,6 +130,11 @@ func decodeQuotas(data []byte, where string) (quotaTable, error) {
 		if err != nil {
 			return nil, fmt.Errorf("quotas in %s: %w", where, err)
 		}
+		for key, rate := range q.Quotas {
+			if err := checkQuota(key, rate, false); err != nil {
+				return nil, fmt.Errorf("quotas in %s, entity %s: %w", where, entityString(q.Entity), err)
+			}
+		}
 		t[e] = q.Quotas
 	}
 	return t, nil

@@ -126,11 +126,7 @@ func (l *Log) truncateEpochs(offset int64) error {
 }
 
 func (l *Log) writeEpochs() error {
-	b := fmt.Appendf(nil, "0\n%d\n", len(l.epochs))
-	for _, e := range l.epochs {
-		b = fmt.Appendf(b, "%d %d\n", e.epoch, e.start)
-	}
-	if err := writeFileAtomic(l.fs, l.dir, leaderEpochFile, b); err != nil {
+	if err := writeFileAtomic(l.fs, l.dir, leaderEpochFile, encodeEpochs(l.epochs)); err != nil {
 		return fmt.Errorf("write %s: %w", leaderEpochFile, err)
 	}
 	return nil
@@ -164,6 +160,16 @@ func (l *Log) loadEpochs() {
 			l.logger.Warn("rewriting the leader-epoch checkpoint", "dir", l.dir, "err", err)
 		}
 	}
+}
+
+// encodeEpochs is the leader-epoch checkpoint's format: a version line
+// (0), an entry count, then one "epoch start" line per epoch.
+func encodeEpochs(epochs []epochEntry) []byte {
+	b := fmt.Appendf(nil, "0\n%d\n", len(epochs))
+	for _, e := range epochs {
+		b = fmt.Appendf(b, "%d %d\n", e.epoch, e.start)
+	}
+	return b
 }
 
 func decodeEpochs(b []byte) ([]epochEntry, error) {

@@ -1,14 +1,8 @@
 package main_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/tributary-io/tributary/broker"
-	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // `tributary acls` grants, lists and removes ACLs on a standalone broker
@@ -16,22 +10,8 @@ import (
 // acts on them: alice may produce to a topic once the super user allows
 // it, only there, and no more once it is removed.
 func TestACLsCLI(t *testing.T) {
-	dataDir, dir := t.TempDir(), t.TempDir()
-	creds := broker.OpenCredentialFile(broker.CredentialFilePath(dataDir))
-	for _, u := range []string{"admin", "alice"} {
-		if err := creds.Set(u, "SCRAM-SHA-256", u+"-pw", broker.DefaultSCRAMIterations); err != nil {
-			t.Fatal(err)
-		}
-	}
-	addr := testenv.FreeAddr(t)
-	p := testenv.StartProcess(t, "standalone", "--data-dir", dataDir, "--registry-listen=",
-		"--listeners", "SASL_PLAINTEXT://"+addr, "--authorizer", "--super-users", "User:admin")
-	testenv.WaitListening(t, p, addr, 60*time.Second)
-	as := func(user string, args ...string) []string {
-		pw := filepath.Join(dir, user+".pw")
-		os.WriteFile(pw, []byte(user+"-pw\n"), 0o600)
-		return append(args, "--brokers", addr, "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-user", user, "--sasl-password-file", pw)
-	}
+	_, login := startSASLStandalone(t, "alice")
+	as := func(user string, args ...string) []string { return append(args, login(user)...) }
 	acls := func(args ...string) string {
 		t.Helper()
 		return run(t, "", 0, as("admin", append([]string{"acls"}, args...)...)...)

@@ -1,14 +1,8 @@
 package main_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/tributary-io/tributary/broker"
-	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // `tributary quotas` sets, describes and deletes quotas on a standalone
@@ -16,22 +10,7 @@ import (
 // super user may, a user without ALTER_CONFIGS on the cluster is refused
 // with the broker's reason.
 func TestQuotasCLI(t *testing.T) {
-	dataDir, dir := t.TempDir(), t.TempDir()
-	creds := broker.OpenCredentialFile(broker.CredentialFilePath(dataDir))
-	for _, u := range []string{"admin", "bob"} {
-		if err := creds.Set(u, "SCRAM-SHA-256", u+"-pw", broker.DefaultSCRAMIterations); err != nil {
-			t.Fatal(err)
-		}
-	}
-	addr := testenv.FreeAddr(t)
-	p := testenv.StartProcess(t, "standalone", "--data-dir", dataDir, "--registry-listen=",
-		"--listeners", "SASL_PLAINTEXT://"+addr, "--authorizer", "--super-users", "User:admin")
-	testenv.WaitListening(t, p, addr, 60*time.Second)
-	as := func(user string) []string {
-		pw := filepath.Join(dir, user+".pw")
-		os.WriteFile(pw, []byte(user+"-pw\n"), 0o600)
-		return []string{"--brokers", addr, "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-user", user, "--sasl-password-file", pw}
-	}
+	_, as := startSASLStandalone(t, "bob")
 	quotas := func(want int, user string, args ...string) string {
 		t.Helper()
 		return run(t, "", want, append(args, as(user)...)...)

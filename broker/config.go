@@ -54,6 +54,12 @@ type Config struct {
 	// min.insync.replicas: the fewest in-sync replicas an acks=all produce
 	// is accepted with (else NOT_ENOUGH_REPLICAS). Default 1.
 	MinInsyncReplicas int
+	// UncleanLeaderElection is the default of the topic config
+	// unclean.leader.election.enable: whether the controller may let a
+	// replica outside the ISR lead a partition none of whose in-sync
+	// replicas is alive, losing the records acknowledged above its log
+	// end. Default false: the partition waits for an in-sync replica.
+	UncleanLeaderElection bool
 	// DefaultReplicationFactor is the replication factor of auto-created
 	// topics and of CreateTopics asking for -1. Default 1.
 	DefaultReplicationFactor int

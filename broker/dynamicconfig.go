@@ -122,6 +122,7 @@ var dynamicSettings = []dynamicSetting{
 	topicDefault("max.message.bytes", "message.max.bytes"),
 	topicDefault("compression.type", "compression.type"),
 	topicDefault("min.insync.replicas", "min.insync.replicas"),
+	topicDefault("unclean.leader.election.enable", "unclean.leader.election.enable"),
 	connLimit("max.connections", func(s *brokerSettings) *int { return &s.maxConns }),
 	connLimit("max.connections.per.ip", func(s *brokerSettings) *int { return &s.maxConnsPerIP }),
 }
@@ -267,7 +268,7 @@ type dynamicConfigs struct {
 // staticBrokerSettings are the settings the flags make.
 func (b *Broker) staticBrokerSettings() brokerSettings {
 	return brokerSettings{
-		topic:         topicSettings{log: b.staticLog.WithDefaults(), maxMessageBytes: b.cfg.MaxMessageBytes, minISR: b.cfg.MinInsyncReplicas},
+		topic:         topicSettings{log: b.staticLog.WithDefaults(), maxMessageBytes: b.cfg.MaxMessageBytes, minISR: b.cfg.MinInsyncReplicas, unclean: b.cfg.UncleanLeaderElection},
 		maxConns:      b.cfg.MaxConnections,
 		maxConnsPerIP: b.cfg.MaxConnectionsPerIP,
 	}
@@ -295,8 +296,16 @@ func (b *Broker) loadDynamicConfigs() error {
 	}
 	b.dyn.state.Store(st)
 	b.logs.setBase(st.eff.topic.log)
+	if c, ok := b.meta.(uncleanElector); ok {
+		c.SetUncleanLeaderElection(st.eff.topic.unclean)
+	}
 	return nil
 }
+
+// uncleanElector is the cluster metadata whose controller elects leaders
+// (cluster.ZooKeeper): it is told the broker-wide
+// unclean.leader.election.enable, which only it acts on.
+type uncleanElector interface{ SetUncleanLeaderElection(on bool) }
 
 // connLimits are max.connections and max.connections.per.ip as they are
 // now: a change applies to the next connection accepted.

@@ -28,6 +28,10 @@ type topicSettings struct {
 	maxMessageBytes int32 // largest record batch (max.message.bytes)
 	logAppendTime   bool  // the broker stamps batches with its own clock
 	minISR          int   // min.insync.replicas (0 reads as 1)
+	// unclean is unclean.leader.election.enable. The controller acts on
+	// it (cluster.ZooKeeper.SetUncleanLeaderElection takes the broker
+	// default; a topic's own value is read from its configs there).
+	unclean bool
 }
 
 // topicConfigDef is one topic setting: its type as DescribeConfigs reports
@@ -158,9 +162,27 @@ var topicConfigDefs = map[string]topicConfigDef{
 		},
 		get: func(s topicSettings) string { return s.log.Compression.String() },
 	},
-	// Settings whose only meaningful value is the one Tributary always has.
 	"min.insync.replicas":            minISRDef,
-	"unclean.leader.election.enable": fixedDef("unclean.leader.election.enable", "false", kmsg.ConfigTypeBoolean),
+	"unclean.leader.election.enable": boolDef("unclean.leader.election.enable", func(s *topicSettings) *bool { return &s.unclean }),
+}
+
+// boolDef is a boolean: true or false in any case, as Kafka reads them.
+func boolDef(name string, field func(*topicSettings) *bool) topicConfigDef {
+	return topicConfigDef{
+		typ: kmsg.ConfigTypeBoolean,
+		set: func(s *topicSettings, v string) error {
+			switch strings.ToLower(strings.TrimSpace(v)) {
+			case "true":
+				*field(s) = true
+			case "false":
+				*field(s) = false
+			default:
+				return fmt.Errorf("config %s=%q: must be true or false", name, v)
+			}
+			return nil
+		},
+		get: func(s topicSettings) string { return strconv.FormatBool(*field(&s)) },
+	}
 }
 
 func durationDef(name string, field func(*log.Config) *time.Duration, forever bool) topicConfigDef {
@@ -203,19 +225,6 @@ func int64Def(name string, field func(*log.Config) *int64, lo, hi int64) topicCo
 			return err
 		},
 		get: func(s topicSettings) string { return strconv.FormatInt(*field(&s.log), 10) },
-	}
-}
-
-func fixedDef(name, only string, typ kmsg.ConfigType) topicConfigDef {
-	return topicConfigDef{
-		typ: typ,
-		set: func(_ *topicSettings, v string) error {
-			if v != only {
-				return fmt.Errorf("config %s=%s is not supported: Tributary only offers %s=%s", name, v, name, only)
-			}
-			return nil
-		},
-		get: func(topicSettings) string { return only },
 	}
 }
 

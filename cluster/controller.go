@@ -15,8 +15,17 @@ package cluster
 //   - leader dead (or none): the first replica, in assignment order, that
 //     is in the ISR and alive becomes leader, the leader epoch grows by
 //     one, and the dead brokers leave the ISR. With no live ISR member the
-//     leader becomes -1 and the ISR stays as it was: unclean election is
-//     off, so only a broker that held every acknowledged record may lead.
+//     leader becomes -1 and the ISR stays as it was, so that only a broker
+//     that held every acknowledged record may lead: the partition stays
+//     offline until an ISR member returns.
+//   - unless the topic's unclean.leader.election.enable is true (its own
+//     config, else the broker default SetUncleanLeaderElection gives,
+//     false unless changed): then, with no live ISR member, the first
+//     live replica leads, alone in the ISR, with the next epoch. It
+//     trades the records acknowledged above its log end (they are lost,
+//     and a warning says so) for availability. Turning the config on for
+//     an offline partition elects at once: a topic config change, like
+//     the broker default's, wakes the controller.
 //   - leader alive, some ISR members dead: they leave the ISR (same
 //     epoch), so acks=all stops waiting for them at once rather than after
 //     replica.lag.time.max.ms.
@@ -30,6 +39,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -74,7 +84,8 @@ func (z *ZooKeeper) runController() {
 		case <-z.stop:
 			return
 		case <-c.watch.Fired():
-		case <-changed: // a new replicated topic, say
+		case <-changed: // a new replicated topic or topic config, say
+		case <-z.reelect: // the unclean default changed
 		case <-time.After(resweep):
 		}
 	}
@@ -242,19 +253,14 @@ func (c *controller) electPartition(t Topic, p int32, replicas []int32, live map
 		z.log.Warn("controller: unreadable partition state", "topic", topic, "partition", p, "err", err)
 		return nil
 	}
-	next, changed := nextState(st, replicas, live)
-	switch mode {
-	case electPreferred:
+	// An unclean election asked for on demand is refused beforehand
+	// (ElectLeaders) for a topic that does not allow it, so both come
+	// down to the topic's setting.
+	next, changed := nextState(st, replicas, live, z.uncleanAllowed(t))
+	if mode == electPreferred {
 		var moved bool
 		if next, moved = preferredState(next, replicas, live); moved {
 			changed = true
-		}
-	case electUnclean:
-		if t.Configs[uncleanConfig] == "true" {
-			var moved bool
-			if next, moved = uncleanState(next, replicas, live); moved {
-				changed = true
-			}
 		}
 	}
 	if !changed {
@@ -262,6 +268,11 @@ func (c *controller) electPartition(t Topic, p int32, replicas []int32, live map
 	}
 	if err := c.write(&zk.SetDataRequest{Path: path, Data: encodeState(c.stamp(next)), Version: version}); err != nil || !c.active {
 		return err
+	}
+	if next.Leader >= 0 && next.Leader != st.Leader && !slices.Contains(st.ISR, next.Leader) {
+		z.log.Warn("unclean leader election: a replica outside the ISR leads (unclean.leader.election.enable is true); records acknowledged above its log end are lost, and the old leader truncates them when it returns",
+			"topic", topic, "partition", p, "leader", next.Leader, "leader_epoch", next.LeaderEpoch, "old_isr", st.ISR, "old_leader", st.Leader)
+		return nil
 	}
 	z.log.Info("partition state changed by the controller", "topic", topic, "partition", p,
 		"leader", next.Leader, "leader_epoch", next.LeaderEpoch, "isr", next.ISR, "was_leader", st.Leader)
@@ -295,8 +306,9 @@ func (c *controller) write(ops ...any) error {
 }
 
 // nextState is the controller's rule for one partition (see the file
-// comment); changed false when st stays.
-func nextState(st PartitionState, replicas []int32, live map[int32]bool) (PartitionState, bool) {
+// comment), unclean saying whether a live replica outside the ISR may
+// lead; changed false when st stays.
+func nextState(st PartitionState, replicas []int32, live map[int32]bool, unclean bool) (PartitionState, bool) {
 	isr := make([]int32, 0, len(st.ISR))
 	for _, id := range st.ISR {
 		if live[id] && slices.Contains(replicas, id) {
@@ -315,14 +327,46 @@ func nextState(st PartitionState, replicas []int32, live map[int32]bool) (Partit
 			return next, true
 		}
 	}
-	if st.Leader == -1 || live[st.Leader] {
+	if st.Leader >= 0 && live[st.Leader] {
 		// No successor: a leader that is no longer a replica keeps
 		// leading until one of the replicas is in sync.
 		return st, false
 	}
+	if unclean {
+		down := st
+		down.Leader = -1
+		if next, ok := uncleanState(down, replicas, live); ok {
+			return next, true
+		}
+	}
+	if st.Leader == -1 {
+		return st, false
+	}
+	// The ISR stays as it was: its members are the brokers that may lead
+	// again without losing acknowledged records.
 	next.Leader, next.ISR = -1, st.ISR
 	next.LeaderEpoch++
 	return next, true
+}
+
+// SetUncleanLeaderElection sets unclean.leader.election.enable for the
+// topics that do not set it themselves (the broker's flag and dynamic
+// configs decide it; the broker package checks the values). Turning it
+// on elects a leader for the partitions that have none at once rather
+// than at the next broker change.
+func (z *ZooKeeper) SetUncleanLeaderElection(on bool) {
+	if z.unclean.Swap(on) != on {
+		notify(z.reelect)
+	}
+}
+
+// uncleanAllowed is t's unclean.leader.election.enable: its own config
+// (true or false in any case, as Kafka reads booleans), else the default.
+func (z *ZooKeeper) uncleanAllowed(t Topic) bool {
+	if v, ok := t.Configs[uncleanConfig]; ok {
+		return strings.EqualFold(strings.TrimSpace(v), "true")
+	}
+	return z.unclean.Load()
 }
 
 // Controller is the id of the elected controller as this broker last read

@@ -17,9 +17,9 @@ package cluster
 // A move is a state write like any other of the controller's: leader
 // epoch plus one, fenced by the controller epoch. Unclean election (a
 // live replica outside the ISR leads when no in-sync one is alive) is
-// only done on demand, and only for a topic whose
-// unclean.leader.election.enable is true: it may lose acknowledged
-// records.
+// only done for a topic whose unclean.leader.election.enable is true,
+// since it may lose acknowledged records; the controller then does it by
+// itself (controller.go), and asking for it on demand only wakes it.
 
 import (
 	"context"
@@ -173,7 +173,7 @@ func (z *ZooKeeper) ElectLeaders(ctx context.Context, unclean bool, parts []Topi
 	var ask []TopicPartition
 	for _, tp := range parts {
 		t, err := z.electable(tp)
-		if err == nil && unclean && t.Configs[uncleanConfig] != "true" {
+		if err == nil && unclean && !z.uncleanAllowed(t) {
 			err = fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, ErrUncleanDisabled)
 		}
 		if err == nil {

@@ -75,7 +75,7 @@ func TestControllerNextState(t *testing.T) {
 		{"still no live isr member", PartitionState{Version: 1, Leader: -1, LeaderEpoch: 5, ISR: []int32{1}}, live(2, 3), "leader -1 epoch 5 isr [1]", false},
 		{"isr member returns", PartitionState{Version: 1, Leader: -1, LeaderEpoch: 5, ISR: []int32{1}}, live(1, 2), "leader 1 epoch 6 isr [1]", true},
 	} {
-		next, changed := nextState(c.st, replicas, c.live)
+		next, changed := nextState(c.st, replicas, c.live, false)
 		got := fmt.Sprintf("leader %d epoch %d isr %v", next.Leader, next.LeaderEpoch, next.ISR)
 		if got != c.want || changed != c.changed {
 			t.Errorf("%s: %s (changed %v), want %s (changed %v)", c.name, got, changed, c.want, c.changed)

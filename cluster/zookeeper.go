@@ -38,6 +38,8 @@ type ZooKeeper struct {
 
 	controller atomic.Int32  // the elected controller's id, -1 unknown (controller.go)
 	rebalance  time.Duration // automatic preferred-leader election period, 0: off (preferred.go)
+	unclean    atomic.Bool   // unclean.leader.election.enable of topics that do not set it (controller.go)
+	reelect    chan struct{} // wakes the controller when the unclean default changes
 
 	refreshMu sync.Mutex         // serializes refreshes so views publish in read order
 	published map[string][]int32 // own partitions last written to the broker node
@@ -73,6 +75,7 @@ func JoinZooKeeper(ctx context.Context, connect string, self Broker, logger *slo
 		watch:   NewZKWatch(s.Conn),
 		topics:  map[string]Topic{},
 		changed: make(chan struct{}),
+		reelect: make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 	}
 	z.controller.Store(-1)

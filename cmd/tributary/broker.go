@@ -24,6 +24,7 @@ func runBroker(ctx context.Context, args []string) error {
 	zk := fs.String("zookeeper", "", "ZooKeeper connect string `host:port[,host:port]/chroot` (required)")
 	lagMax := fs.Duration("replica-lag-time-max", 30*time.Second, "a follower that has not caught up with its leader for this long leaves the ISR (replica.lag.time.max.ms)")
 	minISR := fs.Int("min-insync-replicas", 1, "default of the topic config min.insync.replicas: acks=all needs this many in-sync replicas")
+	unclean := fs.Bool("unclean-leader-election-enable", false, "default of the topic config unclean.leader.election.enable: when no in-sync replica of a partition is alive, let another live replica lead it, losing the records acknowledged above its log end, rather than keep it offline")
 	defaultRF := fs.Int("default-replication-factor", 1, "replication factor of auto-created topics and of CreateTopics asking for -1")
 	interListener := fs.String("inter-broker-listener", "", "listener of the leaders that followers replicate from: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (security.inter.broker.protocol); default: the one the --inter-broker-tls*/--inter-broker-sasl-* flags speak")
 	var inter clientsec.Kafka
@@ -60,6 +61,7 @@ func runBroker(ctx context.Context, args []string) error {
 	cfg := bf.config()
 	cfg.Metadata = meta
 	cfg.ReplicaLagMax, cfg.MinInsyncReplicas, cfg.DefaultReplicationFactor = *lagMax, *minISR, *defaultRF
+	cfg.UncleanLeaderElection = *unclean
 	cfg.InterBrokerListener, cfg.InterBroker = broker.SecurityProtocol(*interListener), inter
 	b, err := broker.New(cfg)
 	if err != nil {

@@ -1,0 +1,145 @@
+package broker_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// The unclean election test. Leader A takes records acknowledged
+// by it alone (follower B stopped, so the ISR is A), then A dies and B
+// returns. With unclean.leader.election.enable false the partition stays
+// offline: B refuses produce and fetch. Turned on through AlterConfigs,
+// B leads at once with a higher epoch and takes records; A, restarted,
+// truncates the records only it had and copies B's, so both logs end
+// byte-identical and nobody reads A's lost records.
+func TestUncleanLeaderElection(t *testing.T) {
+	const topic = "unclean"
+	connect, byID, admin := twoReplicas(t, topic)
+	a := partitionMeta(t, admin, topic).Leader
+	bID := 3 - a
+	A, B := byID[a], byID[bID]
+
+	before, lost, after := numbered("before-", 10), numbered("lost-", 5), numbered("after-", 8)
+	produceTo(t, A, topic, kgo.AllISRAcks(), before...)
+	B.Stop()
+	testenv.Eventually(t, 20*time.Second, "the isr shrinks to A", func() bool {
+		return slices.Equal(partitionMeta(t, admin, topic).ISR, []int32{a})
+	})
+	produceTo(t, A, topic, kgo.AllISRAcks(), lost...) // acknowledged, on A only
+	A.Stop()
+	B = testenv.StartClusterBroker(t, connect, bID, testenv.WithDataDir(B.DataDir), testenv.WithAddr(B.Addr),
+		testenv.WithConfig(replicaTestConfig))
+
+	// B is the only broker, so its controller elected: nobody, since the
+	// only ISR member is dead.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(B.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adminB := kadm.NewClient(cl)
+	var offline kadm.PartitionDetail
+	testenv.Eventuallyf(t, 30*time.Second, func() (bool, string) {
+		offline = partitionMeta(t, adminB, topic)
+		return offline.Leader == -1 && errors.Is(offline.Err, kerr.LeaderNotAvailable), "partition 0: " + describePartition(offline)
+	})
+	if !slices.Equal(offline.ISR, []int32{a}) {
+		t.Fatalf("offline partition's isr %v, want [%d] (the brokers that may lead without loss)", offline.ISR, a)
+	}
+	if code := produceRaw(t, cl, bID, topic, "refused"); code != kerr.NotLeaderForPartition.Code && code != kerr.LeaderNotAvailable.Code {
+		t.Fatalf("produce to B while offline: %v, want NOT_LEADER_OR_FOLLOWER or LEADER_NOT_AVAILABLE", kerr.ErrorForCode(code))
+	}
+	if code := fetchRaw(t, cl, bID, topic); code != kerr.NotLeaderForPartition.Code && code != kerr.LeaderNotAvailable.Code {
+		t.Fatalf("fetch from B while offline: %v, want NOT_LEADER_OR_FOLLOWER or LEADER_NOT_AVAILABLE", kerr.ErrorForCode(code))
+	}
+
+	// Allowing it elects B without any broker change.
+	v := "true"
+	resps, err := adminB.AlterTopicConfigsState(context.Background(), []kadm.AlterConfig{{Name: "unclean.leader.election.enable", Value: &v}}, topic)
+	if err == nil {
+		var r kadm.AlterConfigsResponse
+		if r, err = resps.On(topic, nil); err == nil && r.Err != nil {
+			err = fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+		}
+	}
+	if err != nil {
+		t.Fatalf("AlterConfigs unclean.leader.election.enable=true: %v", err)
+	}
+	testenv.Eventuallyf(t, 30*time.Second, func() (bool, string) {
+		p := partitionMeta(t, adminB, topic)
+		return p.Leader == bID && p.LeaderEpoch > offline.LeaderEpoch && slices.Equal(p.ISR, []int32{bID}), describePartition(p)
+	})
+	produceTo(t, B, topic, kgo.AllISRAcks(), after...)
+
+	A = testenv.StartClusterBroker(t, connect, a, testenv.WithDataDir(A.DataDir), testenv.WithAddr(A.Addr),
+		testenv.WithConfig(replicaTestConfig))
+	testenv.Eventually(t, 30*time.Second, "A rejoins the isr", func() bool {
+		return slices.Contains(partitionMeta(t, adminB, topic).ISR, a)
+	})
+	testenv.Eventually(t, 10*time.Second, "A's log is byte-identical to B's", func() bool {
+		return bytes.Equal(firstSegment(t, A, topic), firstSegment(t, B, topic))
+	})
+	if seg := firstSegment(t, A, topic); bytes.Contains(seg, []byte("lost-")) {
+		t.Fatal("A's log still holds the records only it had")
+	}
+	got := consumeValues(t, []string{B.Addr}, topic, len(before)+len(after))
+	if want := append(before, after...); !slices.Equal(got, want) {
+		t.Fatalf("read after the unclean election:\n got %q\nwant %q", got, want)
+	}
+}
+
+func describePartition(p kadm.PartitionDetail) string {
+	return fmt.Sprintf("leader %d epoch %d isr %v err %v", p.Leader, p.LeaderEpoch, p.ISR, p.Err)
+}
+
+// produceRaw sends one acks=all record to partition 0 of topic on broker
+// id and returns the partition's error code: no client retries in between.
+func produceRaw(t *testing.T, cl *kgo.Client, id int32, topic, value string) int16 {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 10_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = broker.EncodeBatchForTest([]broker.InternalRecord{{Value: []byte(value)}})
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl.Broker(int(id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// fetchRaw reads partition 0 of topic from offset 0 on broker id and
+// returns the partition's error code.
+func fetchRaw(t *testing.T, cl *kgo.Client, id int32, topic string) int16 {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 11
+	req.MaxBytes, req.MaxWaitMillis = 1<<20, 0
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl.Broker(int(id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
+}

@@ -28,44 +28,9 @@ import (
 // byte-identical and nobody reads A's lost records.
 func TestUncleanLeaderElection(t *testing.T) {
 	const topic = "unclean"
-	connect, byID, admin := twoReplicas(t, topic)
-	a := partitionMeta(t, admin, topic).Leader
-	bID := 3 - a
-	A, B := byID[a], byID[bID]
-
 	before, lost, after := numbered("before-", 10), numbered("lost-", 5), numbered("after-", 8)
-	produceTo(t, A, topic, kgo.AllISRAcks(), before...)
-	B.Stop()
-	testenv.Eventually(t, 20*time.Second, "the isr shrinks to A", func() bool {
-		return slices.Equal(partitionMeta(t, admin, topic).ISR, []int32{a})
-	})
-	produceTo(t, A, topic, kgo.AllISRAcks(), lost...) // acknowledged, on A only
-	A.Stop()
-	B = testenv.StartClusterBroker(t, connect, bID, testenv.WithDataDir(B.DataDir), testenv.WithAddr(B.Addr),
-		testenv.WithConfig(replicaTestConfig))
-
-	// B is the only broker, so its controller elected: nobody, since the
-	// only ISR member is dead.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(B.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adminB := kadm.NewClient(cl)
-	var offline kadm.PartitionDetail
-	testenv.Eventuallyf(t, 30*time.Second, func() (bool, string) {
-		offline = partitionMeta(t, adminB, topic)
-		return offline.Leader == -1 && errors.Is(offline.Err, kerr.LeaderNotAvailable), "partition 0: " + describePartition(offline)
-	})
-	if !slices.Equal(offline.ISR, []int32{a}) {
-		t.Fatalf("offline partition's isr %v, want [%d] (the brokers that may lead without loss)", offline.ISR, a)
-	}
-	if code := produceRaw(t, cl, bID, topic, "refused"); code != kerr.NotLeaderForPartition.Code && code != kerr.LeaderNotAvailable.Code {
-		t.Fatalf("produce to B while offline: %v, want NOT_LEADER_OR_FOLLOWER or LEADER_NOT_AVAILABLE", kerr.ErrorForCode(code))
-	}
-	if code := fetchRaw(t, cl, bID, topic); code != kerr.NotLeaderForPartition.Code && code != kerr.LeaderNotAvailable.Code {
-		t.Fatalf("fetch from B while offline: %v, want NOT_LEADER_OR_FOLLOWER or LEADER_NOT_AVAILABLE", kerr.ErrorForCode(code))
-	}
+	u := offlinePartition(t, topic, before, lost)
+	connect, A, B, a, bID, adminB, offline := u.connect, u.A, u.B, u.a, u.b, u.admin, u.offline
 
 	// Allowing it elects B without any broker change.
 	v := "true"
@@ -100,6 +65,81 @@ func TestUncleanLeaderElection(t *testing.T) {
 	if want := append(before, after...); !slices.Equal(got, want) {
 		t.Fatalf("read after the unclean election:\n got %q\nwant %q", got, want)
 	}
+}
+
+// uncleanSetup is a two-broker cluster whose partition 0 of a topic is
+// offline: its only in-sync replica, A, is stopped, and B, which missed
+// A's last acknowledged records, is alive.
+type uncleanSetup struct {
+	connect string
+	A, B    *testenv.Broker
+	a, b    int32
+	cl      *kgo.Client // to B
+	admin   *kadm.Client
+	offline kadm.PartitionDetail // the partition as B's Metadata shows it
+}
+
+// offlinePartition writes before to both replicas, stops follower B,
+// writes lost (acks=all, so acknowledged by A alone), stops A, restarts
+// B, and checks that the partition stays offline: no leader
+// (LEADER_NOT_AVAILABLE), the ISR still A, and B refusing produce and
+// fetch.
+func offlinePartition(t *testing.T, topic string, before, lost []string) uncleanSetup {
+	t.Helper()
+	connect, byID, admin := twoReplicas(t, topic)
+	a := partitionMeta(t, admin, topic).Leader
+	bID := 3 - a
+	A, B := byID[a], byID[bID]
+
+	produceTo(t, A, topic, kgo.AllISRAcks(), before...)
+	B.Stop()
+	testenv.Eventually(t, 20*time.Second, "the isr shrinks to A", func() bool {
+		return slices.Equal(partitionMeta(t, admin, topic).ISR, []int32{a})
+	})
+	produceTo(t, A, topic, kgo.AllISRAcks(), lost...) // acknowledged, on A only
+	A.Stop()
+	B = testenv.StartClusterBroker(t, connect, bID, testenv.WithDataDir(B.DataDir), testenv.WithAddr(B.Addr),
+		testenv.WithConfig(replicaTestConfig))
+
+	// B is the only broker, so its controller elected: nobody, since the
+	// only ISR member is dead.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(B.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	adminB := kadm.NewClient(cl)
+	var offline kadm.PartitionDetail
+	testenv.Eventuallyf(t, 30*time.Second, func() (bool, string) {
+		offline = partitionMeta(t, adminB, topic)
+		return offline.Leader == -1 && errors.Is(offline.Err, kerr.LeaderNotAvailable), "partition 0: " + describePartition(offline)
+	})
+	if !slices.Equal(offline.ISR, []int32{a}) {
+		t.Fatalf("offline partition's isr %v, want [%d] (the brokers that may lead without loss)", offline.ISR, a)
+	}
+	if code := produceRaw(t, cl, bID, topic, "refused"); code != kerr.NotLeaderForPartition.Code && code != kerr.LeaderNotAvailable.Code {
+		t.Fatalf("produce to B while offline: %v, want NOT_LEADER_OR_FOLLOWER or LEADER_NOT_AVAILABLE", kerr.ErrorForCode(code))
+	}
+	if code := fetchRaw(t, cl, bID, topic); code != kerr.NotLeaderForPartition.Code && code != kerr.LeaderNotAvailable.Code {
+		t.Fatalf("fetch from B while offline: %v, want NOT_LEADER_OR_FOLLOWER or LEADER_NOT_AVAILABLE", kerr.ErrorForCode(code))
+	}
+	return uncleanSetup{connect: connect, A: A, B: B, a: a, b: bID, cl: cl, admin: adminB, offline: offline}
+}
+
+// The cluster-wide dynamic default reaches the controller as a topic's
+// own config does: set to true, it elects B for the offline partition at
+// once.
+func TestUncleanLeaderElectionBrokerDefault(t *testing.T) {
+	const topic = "unclean-default"
+	u := offlinePartition(t, topic, numbered("before-", 3), numbered("lost-", 3))
+	if err := alterBroker(t, u.admin, []kadm.AlterConfig{set("unclean.leader.election.enable", "true")}); err != nil {
+		t.Fatalf("dynamic broker default unclean.leader.election.enable=true: %v", err)
+	}
+	testenv.Eventuallyf(t, 30*time.Second, func() (bool, string) {
+		p := partitionMeta(t, u.admin, topic)
+		return p.Leader == u.b && p.LeaderEpoch > u.offline.LeaderEpoch && slices.Equal(p.ISR, []int32{u.b}), describePartition(p)
+	})
+	produceTo(t, u.B, topic, kgo.AllISRAcks(), "after")
 }
 
 func describePartition(p kadm.PartitionDetail) string {

@@ -139,3 +139,63 @@ func TestStaleControllerIsFenced(t *testing.T) {
 		t.Fatalf("new state written under controller epoch %d (stale %s, raised to 100): %+v", st.ControllerEpoch, stale, st)
 	}
 }
+
+// With no live in-sync replica a partition stays offline until the
+// broker default of unclean.leader.election.enable turns on: then the
+// controller lets the live replica outside the ISR lead at once, with a
+// higher epoch and alone in the ISR, except for a topic whose own config
+// says false.
+func TestControllerUncleanElectionByDefault(t *testing.T) {
+	connect := testenv.StartZooKeeper(t)
+	members := map[int32]*cluster.ZooKeeper{1: join(t, connect, 1), 2: join(t, connect, 2)}
+	for _, m := range members {
+		testenv.Eventually(t, 5*time.Second, "two brokers", func() bool { return len(m.Brokers()) == 2 })
+	}
+	ctx := context.Background()
+	byDefault, err := members[1].CreateReplicatedTopic(ctx, "by-default", 1, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := members[1].CreateReplicatedTopic(ctx, "own-false", 1, 2, map[string]string{"unclean.leader.election.enable": "false"}); err != nil {
+		t.Fatal(err)
+	}
+	s := session(t, connect)
+	state := func(topic string) cluster.PartitionState {
+		data, _, err := s.Conn.Get(s.Paths.PartitionState(topic, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := cluster.DecodePartitionStateNode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	// Both topics place their replicas alike on two brokers: [x y] or
+	// [y x]. The follower of by-default leaves, then its leader.
+	leader := byDefault.Replicas[0][0]
+	follower := 3 - leader
+	members[follower].Close()
+	testenv.Eventually(t, 20*time.Second, "the follower leaves the isr", func() bool {
+		return slices.Equal(state("by-default").ISR, []int32{leader}) && len(state("own-false").ISR) == 1
+	})
+	members[leader].Close()
+	back := join(t, connect, follower)
+	var offline cluster.PartitionState
+	testenv.Eventually(t, 20*time.Second, "by-default goes offline", func() bool {
+		offline = state("by-default")
+		return offline.Leader == -1
+	})
+	if !slices.Equal(offline.ISR, []int32{leader}) {
+		t.Fatalf("offline state %+v: the isr should stay the dead leader", offline)
+	}
+
+	back.SetUncleanLeaderElection(true)
+	testenv.Eventuallyf(t, 20*time.Second, func() (bool, string) {
+		st := state("by-default")
+		return st.Leader == follower && st.LeaderEpoch > offline.LeaderEpoch && slices.Equal(st.ISR, []int32{follower}), fmt.Sprintf("%+v", st)
+	})
+	if st := state("own-false"); st.Leader != -1 {
+		t.Fatalf("own-false (unclean.leader.election.enable=false) got an unclean leader: %+v", st)
+	}
+}

@@ -351,9 +351,10 @@ func nextState(st PartitionState, replicas []int32, live map[int32]bool, unclean
 
 // SetUncleanLeaderElection sets unclean.leader.election.enable for the
 // topics that do not set it themselves (the broker's flag and dynamic
-// configs decide it; the broker package checks the values). Turning it
-// on elects a leader for the partitions that have none at once rather
-// than at the next broker change.
+// configs decide it; the broker package checks the values). As in Kafka
+// the controller's own value is the one that counts. Turning it on elects
+// a leader for the partitions that have none at once rather than at the
+// next broker change.
 func (z *ZooKeeper) SetUncleanLeaderElection(on bool) {
 	if z.unclean.Swap(on) != on {
 		notify(z.reelect)

@@ -195,20 +195,7 @@ func TestUncleanLeaderElectionConfig(t *testing.T) {
 	ctx := context.Background()
 	b := testenv.StartBroker(t)
 	adm, _ := newAdmin(t, b.Addr)
-	describe := func(topic string) kadm.Config {
-		t.Helper()
-		rcs, err := adm.DescribeTopicConfigs(ctx, topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return configsByName(t, rcs, topic)[key]
-	}
-	wantConfig := func(what string, c kadm.Config, value string, src kmsg.ConfigSource) {
-		t.Helper()
-		if valueOf(c) != value || c.Source != src {
-			t.Errorf("%s: %s = %s from %v, want %s from %v", what, key, valueOf(c), c.Source, value, src)
-		}
-	}
+	describe := func(topic string) kadm.Config { return topicConfig(t, adm, topic, key) }
 	refused := func(what string, err error) {
 		t.Helper()
 		if !errors.Is(err, kerr.InvalidConfig) || !strings.Contains(err.Error(), key) {
@@ -217,9 +204,9 @@ func TestUncleanLeaderElectionConfig(t *testing.T) {
 	}
 
 	createTopic(t, b.Addr, "plain", 1, nil)
-	wantConfig("a topic that sets nothing", describe("plain"), "false", kmsg.ConfigSourceDefaultConfig)
+	wantConfig(t, "a topic that sets nothing", describe("plain"), "false", kmsg.ConfigSourceDefaultConfig)
 	createTopic(t, b.Addr, "on", 1, map[string]*string{key: kmsg.StringPtr("true")})
-	wantConfig("created with true", describe("on"), "true", kmsg.ConfigSourceDynamicTopicConfig)
+	wantConfig(t, "created with true", describe("on"), "true", kmsg.ConfigSourceDynamicTopicConfig)
 
 	resp, _ := adm.CreateTopic(ctx, 1, 1, map[string]*string{key: kmsg.StringPtr("maybe")}, "bad")
 	refused("CreateTopics with maybe", errors.Join(resp.Err, errors.New(resp.ErrMessage)))
@@ -229,12 +216,12 @@ func TestUncleanLeaderElectionConfig(t *testing.T) {
 		err = errors.Join(rs[0].Err, errors.New(rs[0].ErrMessage))
 	}
 	refused("AlterConfigs with 1", err)
-	wantConfig("after refused changes", describe("plain"), "false", kmsg.ConfigSourceDefaultConfig)
+	wantConfig(t, "after refused changes", describe("plain"), "false", kmsg.ConfigSourceDefaultConfig)
 
 	if err := alterTopic(t, adm, "plain", set(key, "TRUE")); err != nil {
 		t.Fatalf("IncrementalAlterConfigs with TRUE: %v", err)
 	}
-	wantConfig("altered to TRUE", describe("plain"), "true", kmsg.ConfigSourceDynamicTopicConfig)
+	wantConfig(t, "altered to TRUE", describe("plain"), "true", kmsg.ConfigSourceDynamicTopicConfig)
 	if err := alterTopic(t, adm, "plain", kadm.AlterConfig{Op: kadm.DeleteConfig, Name: key}); err != nil {
 		t.Fatal(err)
 	}
@@ -244,14 +231,14 @@ func TestUncleanLeaderElectionConfig(t *testing.T) {
 	if err := alterBroker(t, adm, []kadm.AlterConfig{set(key, "true")}); err != nil {
 		t.Fatalf("dynamic broker default true: %v", err)
 	}
-	wantConfig("the cluster-wide default", describe("plain"), "true", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
-	wantConfig("the broker's own view", brokerConfigs(t, adm, 0)[key], "true", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
+	wantConfig(t, "the cluster-wide default", describe("plain"), "true", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
+	wantConfig(t, "the broker's own view", brokerConfigs(t, adm, 0)[key], "true", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
 	createTopic(t, b.Addr, "off", 1, map[string]*string{key: kmsg.StringPtr("false")})
-	wantConfig("a topic's own false over the default", describe("off"), "false", kmsg.ConfigSourceDynamicTopicConfig)
+	wantConfig(t, "a topic's own false over the default", describe("off"), "false", kmsg.ConfigSourceDynamicTopicConfig)
 
 	// The flag.
 	flagged := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) { c.UncleanLeaderElection = true }))
 	createTopic(t, flagged.Addr, "plain", 1, nil)
 	adm, _ = newAdmin(t, flagged.Addr)
-	wantConfig("--unclean-leader-election-enable", describe("plain"), "true", kmsg.ConfigSourceStaticBrokerConfig)
+	wantConfig(t, "--unclean-leader-election-enable", describe("plain"), "true", kmsg.ConfigSourceStaticBrokerConfig)
 }

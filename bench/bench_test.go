@@ -356,3 +356,84 @@ func TestTestsApplyBySystemSize(t *testing.T) {
 		t.Errorf("systems %v, want %v (no cluster without a three-node system)", got, want)
 	}
 }
+
+// TestTributaryClusterReplicated runs the replicated test on a real
+// ZooKeeper and three broker processes, and checks that no process of the
+// cluster outlives the run, whether it went well or its brokers could not
+// start.
+func TestTributaryClusterReplicated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ZooKeeper and three tributary processes")
+	}
+	work := t.TempDir()
+	rep, err := Run(context.Background(), Config{
+		Messages:        400,
+		Systems:         []string{"tributary-rf3"},
+		Tests:           []string{TestReplicated, TestMemory},
+		RowTime:         time.Minute,
+		WorkDir:         work,
+		Keep:            true,
+		TributaryBinary: testenv.Binary(t),
+		SkipCeiling:     true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := processesUnder(t, work); len(left) > 0 {
+		t.Errorf("processes left running after the run: %v", left)
+	}
+	var replicated int
+	for _, r := range rep.Rows {
+		switch {
+		case r.System == "tributary":
+			if !strings.HasPrefix(r.Status, "not applicable: ") {
+				t.Errorf("one-node row of a replicated run: %+v", r)
+			}
+		case r.Test == TestReplicated:
+			replicated++
+			if r.Status != "ok" || r.Messages != 400 || r.Ratio != 1 || (r.Replicas == 3) != (r.ReplicationRatio > 0) {
+				t.Errorf("replicated row: %+v", r)
+			}
+		case r.Test == TestMemory:
+			// three brokers and a JVM: surely more than one Go process's 10 MB
+			if r.Status != "ok" || r.PeakRSSMB < 30 {
+				t.Errorf("memory row: %+v", r)
+			}
+		}
+	}
+	if replicated != len(replicatedRows) {
+		t.Errorf("%d replicated rows, want %d", replicated, len(replicatedRows))
+	}
+
+	// Brokers that exit at once (an unknown flag) fail the start, and take
+	// the ZooKeeper started for them down with them.
+	bad := t.TempDir()
+	_, err = startTributaryCluster(context.Background(), Config{
+		TributaryBinary: testenv.Binary(t), TributaryArgs: []string{"--no-such-flag"}}, bad)
+	if err == nil {
+		t.Fatal("a cluster of brokers with an unknown flag started")
+	}
+	if left := processesUnder(t, bad); len(left) > 0 {
+		t.Errorf("processes left running after a failed start (%v): %v", err, left)
+	}
+}
+
+// processesUnder lists the processes whose command line names dir.
+func processesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	cmdlines, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, f := range cmdlines {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		if cmd := string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})); strings.Contains(cmd, dir) {
+			found = append(found, cmd)
+		}
+	}
+	return found
+}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // ClusterNodes is the size of the replicated systems (tributary-rf3,
@@ -99,8 +101,9 @@ func stopAll(brokers []*process, last *process) error {
 	return errors.Join(errs...)
 }
 
-// startZooKeeper runs Debian's ZooKeeper 3.8 on port, its data in dir.
-func startZooKeeper(ctx context.Context, dir string, port int) (*process, error) {
+// startZooKeeper runs Debian's ZooKeeper 3.8 on port, its data in dir, and
+// creates the node chroot, which also proves that it gives sessions.
+func startZooKeeper(ctx context.Context, dir string, port int, chroot string) (*process, error) {
 	jar := "/usr/share/java/zookeeper.jar"
 	if _, err := os.Stat(jar); err != nil {
 		return nil, fmt.Errorf("ZooKeeper is not installed (%s is missing): apt-get install zookeeper", jar)
@@ -128,7 +131,10 @@ func startZooKeeper(ctx context.Context, dir string, port int) (*process, error)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	deadline := time.Now().Add(60 * time.Second)
-	for !ruok(addr) {
+	// ZooKeeper answers ruok a moment before it gives sessions: brokers
+	// started then see their connections dropped, so the bench waits for
+	// a session of its own.
+	for !ruok(addr) || createNode(addr, chroot) != nil {
 		select {
 		case <-p.done:
 			return nil, p.failure(errors.New("exited before answering"))
@@ -144,6 +150,38 @@ func startZooKeeper(ctx context.Context, dir string, port int) (*process, error)
 	}
 	return p, nil
 }
+
+// createNode creates path on the ZooKeeper at addr, if it gets a session
+// within a few seconds.
+func createNode(addr, path string) error {
+	conn, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quietZK{}))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.State != zk.StateHasSession {
+				continue
+			}
+			_, err := conn.Create(path, nil, 0, zk.WorldACL(zk.PermAll))
+			if errors.Is(err, zk.ErrNodeExists) {
+				err = nil
+			}
+			return err
+		case <-timeout:
+			return errors.New("no ZooKeeper session within 5s")
+		}
+	}
+}
+
+// quietZK keeps the ZooKeeper client's reconnection chatter off the
+// bench's output.
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}
 
 // ruok sends ZooKeeper's four-letter health check.
 func ruok(addr string) bool {
@@ -169,7 +207,8 @@ func startTributaryCluster(ctx context.Context, cfg Config, dir string) (*server
 	if err != nil {
 		return nil, err
 	}
-	zk, err := startZooKeeper(ctx, filepath.Join(dir, "zookeeper"), base+ClusterNodes)
+	const chroot = "/tributary-bench"
+	zkProc, err := startZooKeeper(ctx, filepath.Join(dir, "zookeeper"), base+ClusterNodes, chroot)
 	if err != nil {
 		return nil, err
 	}
@@ -179,10 +218,10 @@ func startTributaryCluster(ctx context.Context, cfg Config, dir string) (*server
 		pids    []int
 	)
 	fail := func(err error) (*server, error) {
-		stopAll(brokers, zk)
+		stopAll(brokers, zkProc)
 		return nil, err
 	}
-	connect := fmt.Sprintf("127.0.0.1:%d/tributary-bench", base+ClusterNodes)
+	connect := fmt.Sprintf("127.0.0.1:%d%s", base+ClusterNodes, chroot)
 	for id := 1; id <= ClusterNodes; id++ {
 		addr := fmt.Sprintf("127.0.0.1:%d", base+id-1)
 		data := filepath.Join(dir, "data", fmt.Sprintf("b%d", id))
@@ -208,8 +247,8 @@ func startTributaryCluster(ctx context.Context, cfg Config, dir string) (*server
 	return &server{
 		addr:    strings.Join(addrs, ","),
 		pid:     pids[0],
-		pids:    append(pids, zk.pid()),
+		pids:    append(pids, zkProc.pid()),
 		dataDir: filepath.Join(dir, "data"),
-		stop:    func() error { return stopAll(brokers, zk) },
+		stop:    func() error { return stopAll(brokers, zkProc) },
 	}, nil
 }

@@ -226,7 +226,10 @@ func (r *runner) latency(ctx context.Context) Row {
 // an upper bound of what the cluster held at once).
 func (r *runner) memory() Row {
 	row := Row{System: r.system, Test: TestMemory}
-	var total int64
+	var (
+		total int64
+		each  []int64
+	)
 	for _, pid := range r.srv.pids {
 		kb, err := peakRSSKiB(pid)
 		if err != nil {
@@ -234,8 +237,10 @@ func (r *runner) memory() Row {
 			return row
 		}
 		total += kb
+		each = append(each, kb/1024)
 	}
 	row.PeakRSSMB = float64(total) / 1024
+	r.log.Info("memory", "peak_rss_mb", int(row.PeakRSSMB), "per_process_mb", each)
 	row.Status = "ok"
 	return row
 }

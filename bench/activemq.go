@@ -17,7 +17,7 @@ func init() {
 		notes: "ActiveMQ 5.17 (Debian package), KahaDB, persistent messages, journal fsync every 200 ms " +
 			"(journalDiskSyncStrategy=periodic, as Tributary's interval). Client: STOMP 1.2 (the one transport of the " +
 			"package a Go client can speak): batch N = N SEND frames in one write, acks=1 = a receipt on the last",
-		start:   startPeer("activemq"),
+		start:   startPeer("activemq", 1),
 		connect: connectActiveMQ,
 	})
 }

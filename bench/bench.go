@@ -13,13 +13,21 @@
 //   - consume: one consumer reading the batch-50 acks=1 data back from the
 //     page cache, prefetching about 200 KB (1000 messages) per request.
 //   - latency: produce-to-consume p50/p99 at a fixed moderate rate.
-//   - memory: the broker process's peak RSS (VmHWM) over all its tests.
+//   - replicated: on a three-broker system (tributary-rf3, kafka-rf3), one
+//     producer with acks=all at batch 1 and 50 into a topic of replication
+//     factor 3 (min.insync.replicas=2) and into one of replication factor 1,
+//     with the ratio of the two; the other tests run on the one-node systems
+//     and this one on the clusters, each reporting the other as not
+//     applicable.
+//   - memory: the broker processes' peak RSS (VmHWM) over all their tests,
+//     summed over the processes of a cluster (ZooKeeper included).
 //
 // The same client library, kgo, drives Tributary and Kafka, so those two
 // rows compare brokers, not clients. What is promised: a system that cannot
 // be started, or a test that fails, is a row with its reason, never a gap;
 // figures of different systems come from the same run and are compared as
-// ratios to Tributary beside their absolute values.
+// ratios to Tributary (to tributary-rf3 for the three-node systems) beside
+// their absolute values.
 package bench
 
 import (
@@ -38,11 +46,12 @@ const MessageSize = 200
 
 // Tests, as they appear in rows.
 const (
-	TestProduce = "produce"
-	TestConsume = "consume"
-	TestLatency = "latency"
-	TestMemory  = "memory"
-	TestCeiling = "ceiling"
+	TestProduce    = "produce"
+	TestConsume    = "consume"
+	TestLatency    = "latency"
+	TestReplicated = "replicated"
+	TestMemory     = "memory"
+	TestCeiling    = "ceiling"
 )
 
 // Config says what to run.
@@ -50,7 +59,8 @@ type Config struct {
 	// Messages per producer row (the paper: 10 million).
 	Messages int
 	// Systems to measure, in order; Tributary is always measured first
-	// since every ratio is to it. Empty means all of AllSystems.
+	// since every ratio is to it, and tributary-rf3 next when any
+	// three-node system is measured. Empty means all of AllSystems.
 	Systems []string
 	// Tests to run against each system, a subset of AllTests; empty means
 	// all. Consume reads back what produce wrote, so it needs produce.
@@ -82,11 +92,12 @@ type Config struct {
 }
 
 // AllSystems are the systems a run measures by default.
-var AllSystems = []string{"tributary", "kafka", "kafka-flush", "rabbitmq", "activemq", "nats"}
+var AllSystems = []string{"tributary", "kafka", "kafka-flush", "rabbitmq", "activemq", "nats",
+	"tributary-rf3", "kafka-rf3", "kafka-rf3-flush"}
 
 // AllTests are the tests a run can select, in the order they run; memory
 // is measured over whichever of the others ran.
-var AllTests = []string{TestProduce, TestConsume, TestLatency, TestMemory}
+var AllTests = []string{TestProduce, TestConsume, TestLatency, TestReplicated, TestMemory}
 
 func (c Config) withDefaults() Config {
 	if c.Messages <= 0 {
@@ -95,10 +106,14 @@ func (c Config) withDefaults() Config {
 	if len(c.Systems) == 0 {
 		c.Systems = AllSystems
 	}
-	// Tributary first, once: every ratio is to it.
+	// Tributary first, once: every ratio is to it; and tributary-rf3 as
+	// the reference of the three-node systems.
 	systems := []string{"tributary"}
+	if slices.ContainsFunc(c.Systems, func(s string) bool { return nodesOf(s) > 1 }) {
+		systems = append(systems, "tributary-rf3")
+	}
 	for _, s := range c.Systems {
-		if s != "tributary" && !slices.Contains(systems, s) {
+		if !slices.Contains(systems, s) {
 			systems = append(systems, s)
 		}
 	}
@@ -137,14 +152,18 @@ type Report struct {
 
 // Row is one measurement of one system. Throughput rows fill MsgsPerSec and
 // MBPerSec (payload megabytes, 10^6 bytes); latency rows P50Ms and P99Ms;
-// memory rows PeakRSSMB. Ratio is to Tributary's row of the same test,
-// batch and acks: of msgs/s for produce and consume, of p50 for latency,
-// of peak RSS for memory.
+// memory rows PeakRSSMB. Ratio is to the row of the same test, batch, acks
+// and replication factor of Tributary (of tributary-rf3 for a three-node
+// system): of msgs/s for produce, consume and replicated, of p50 for
+// latency, of peak RSS for memory.
 type Row struct {
-	System     string  `json:"system"`
-	Test       string  `json:"test"`
-	Batch      int     `json:"batch"`
-	Acks       int     `json:"acks"`
+	System string `json:"system"`
+	Test   string `json:"test"`
+	Batch  int    `json:"batch"`
+	// Acks is 0, 1, or AcksAll (-1).
+	Acks int `json:"acks"`
+	// Replicas is the replication factor of the replicated test's topic.
+	Replicas   int     `json:"replication_factor,omitempty"`
 	Messages   int     `json:"messages"`
 	Seconds    float64 `json:"seconds"`
 	MsgsPerSec float64 `json:"msgs_per_sec"`
@@ -156,8 +175,12 @@ type Row struct {
 	P99Ms         float64  `json:"p99_ms,omitempty"`
 	PeakRSSMB     float64  `json:"peak_rss_mb,omitempty"`
 	Ratio         float64  `json:"ratio_to_tributary,omitempty"`
+	// ReplicationRatio, on a replicated row of replication factor 3, is its
+	// msgs/s over the same system's replication factor 1 row of its batch.
+	ReplicationRatio float64 `json:"rf3_to_rf1,omitempty"`
 	// Status is "ok", or why the row has no figures ("not started: ...",
-	// "failed: ..."), or what went wrong beside them ("lost 12 of ...").
+	// "failed: ...", "not applicable: ..."), or what went wrong beside them
+	// ("lost 12 of ...").
 	Status string `json:"status"`
 }
 
@@ -224,12 +247,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("bench: unknown system %q (known: %s)", name, strings.Join(AllSystems, ", "))
 		}
 		rep.Notes[name] = sys.notes
-		if name == "tributary" && len(cfg.TributaryArgs) > 0 {
+		if strings.HasPrefix(name, "tributary") && len(cfg.TributaryArgs) > 0 {
 			rep.Notes[name] += ". Broker flags of this run: " + strings.Join(cfg.TributaryArgs, " ")
 		}
 		rep.Rows = append(rep.Rows, runSystem(ctx, cfg, sys, filepath.Join(work, name))...)
 	}
 	computeRatios(rep.Rows)
+	computeReplicationRatios(rep.Rows)
 	return rep, nil
 }
 
@@ -238,11 +262,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // missing.
 func runSystem(ctx context.Context, cfg Config, sys *system, dir string) []Row {
 	log := cfg.Logger.With("system", sys.name)
+	if !cfg.needsStart(sys) {
+		log.Info("no selected test applies", "nodes", max(1, sys.nodes))
+		return allRows(cfg, sys, "")
+	}
 	log.Info("starting")
 	srv, err := sys.start(ctx, cfg, dir)
 	if err != nil {
 		log.Warn("not started", "err", err)
-		return allRows(cfg, sys.name, "not started: "+oneLine(err.Error()))
+		return allRows(cfg, sys, "not started: "+oneLine(err.Error()))
 	}
 	defer func() {
 		if err := srv.stop(); err != nil {
@@ -252,26 +280,36 @@ func runSystem(ctx context.Context, cfg Config, sys *system, dir string) []Row {
 	drv, err := sys.connect(ctx, srv.addr)
 	if err != nil {
 		log.Warn("no client connection", "err", err)
-		return allRows(cfg, sys.name, "failed: "+oneLine(err.Error()))
+		return allRows(cfg, sys, "failed: "+oneLine(err.Error()))
 	}
 	defer drv.Close()
 
 	r := &runner{cfg: cfg, log: log, srv: srv, drv: drv, system: sys.name}
-	r.warmUp(ctx)
+	if sys.applies(TestProduce) {
+		r.warmUp(ctx) // the replicated test warms up on its own topics
+	}
 	var rows []Row
+	for _, t := range cfg.Tests {
+		if !sys.applies(t) {
+			rows = append(rows, testRows(sys.name, t, notApplicable(sys))...)
+		}
+	}
 	sent := map[[2]int]int{}
-	if cfg.runs(TestProduce) {
+	if cfg.runs(TestProduce) && sys.applies(TestProduce) {
 		for _, p := range producerRows {
 			row := r.produce(ctx, p.batch, p.acks)
 			sent[[2]int{p.batch, p.acks}] = row.Messages
 			rows = append(rows, row)
 		}
 	}
-	if cfg.runs(TestConsume) {
+	if cfg.runs(TestConsume) && sys.applies(TestConsume) {
 		rows = append(rows, r.consume(ctx, topicName(consumeFrom.batch, consumeFrom.acks), sent[[2]int{consumeFrom.batch, consumeFrom.acks}]))
 	}
-	if cfg.runs(TestLatency) {
+	if cfg.runs(TestLatency) && sys.applies(TestLatency) {
 		rows = append(rows, r.latency(ctx))
+	}
+	if cfg.runs(TestReplicated) && sys.applies(TestReplicated) {
+		rows = append(rows, r.replicated(ctx)...)
 	}
 	if cfg.runs(TestMemory) {
 		rows = append(rows, r.memory())
@@ -279,27 +317,70 @@ func runSystem(ctx context.Context, cfg Config, sys *system, dir string) []Row {
 	return rows
 }
 
+// needsStart reports whether a selected test applies to sys; memory alone
+// counts only when it is all that was selected.
+func (c Config) needsStart(sys *system) bool {
+	for _, t := range c.Tests {
+		if sys.applies(t) && (t != TestMemory || len(c.Tests) == 1) {
+			return true
+		}
+	}
+	return false
+}
+
 func (c Config) runs(test string) bool { return slices.Contains(c.Tests, test) }
 
 // allRows is the row set of a system with no figures: one per selected
-// test and variant.
-func allRows(cfg Config, system, status string) []Row {
+// test and variant, with status, or for a test that does not apply to sys
+// the reason why.
+func allRows(cfg Config, sys *system, status string) []Row {
 	var rows []Row
-	if cfg.runs(TestProduce) {
+	for _, t := range cfg.Tests {
+		st := status
+		if !sys.applies(t) || status == "" {
+			st = notApplicable(sys)
+		}
+		rows = append(rows, testRows(sys.name, t, st)...)
+	}
+	return rows
+}
+
+// testRows are the rows of one test of system, without figures.
+func testRows(system, test, status string) []Row {
+	switch test {
+	case TestProduce:
+		var rows []Row
 		for _, p := range producerRows {
 			rows = append(rows, Row{System: system, Test: TestProduce, Batch: p.batch, Acks: p.acks, Status: status})
 		}
+		return rows
+	case TestConsume:
+		return []Row{{System: system, Test: TestConsume, Batch: 1000, Status: status}}
+	case TestLatency:
+		return []Row{{System: system, Test: TestLatency, Batch: 1, Acks: 1, Status: status}}
+	case TestReplicated:
+		return replicatedTemplate(system, status)
+	case TestMemory:
+		return []Row{{System: system, Test: TestMemory, Status: status}}
 	}
-	if cfg.runs(TestConsume) {
-		rows = append(rows, Row{System: system, Test: TestConsume, Batch: 1000, Status: status})
+	return nil
+}
+
+// notApplicable is the status of a test that sys does not run.
+func notApplicable(sys *system) string {
+	if sys.nodes > 1 {
+		return "not applicable: measured on the one-node systems"
 	}
-	if cfg.runs(TestLatency) {
-		rows = append(rows, Row{System: system, Test: TestLatency, Batch: 1, Acks: 1, Status: status})
+	return "not applicable: needs a three-node system (tributary-rf3, kafka-rf3)"
+}
+
+// referenceSystem is the Tributary system the rows of system are compared
+// with: the one of the same number of nodes.
+func referenceSystem(system string) string {
+	if nodesOf(system) > 1 {
+		return "tributary-rf3"
 	}
-	if cfg.runs(TestMemory) {
-		rows = append(rows, Row{System: system, Test: TestMemory, Status: status})
-	}
-	return rows
+	return "tributary"
 }
 
 func computeRatios(rows []Row) {
@@ -318,7 +399,8 @@ func computeRatios(rows []Row) {
 			continue
 		}
 		for _, t := range rows {
-			if t.System == "tributary" && t.Test == rows[i].Test && t.Batch == rows[i].Batch && t.Acks == rows[i].Acks && t.OK() && metric(t) > 0 {
+			if t.System == referenceSystem(rows[i].System) && t.Test == rows[i].Test && t.Batch == rows[i].Batch &&
+				t.Acks == rows[i].Acks && t.Replicas == rows[i].Replicas && t.OK() && metric(t) > 0 {
 				rows[i].Ratio = metric(rows[i]) / metric(t)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,12 +95,14 @@ func TestBenchSmoke(t *testing.T) {
 	for _, r := range rep.Rows {
 		if r.System == "kafka" {
 			kafkaRows++
-			if !strings.HasPrefix(r.Status, "not started: ") || r.OK() || r.Ratio != 0 {
+			notStarted := strings.HasPrefix(r.Status, "not started: ") ||
+				r.Test == TestReplicated && strings.HasPrefix(r.Status, "not applicable: ")
+			if !notStarted || r.OK() || r.Ratio != 0 {
 				t.Errorf("kafka row without its peer: %+v", r)
 			}
 		}
 	}
-	if want := len(allRows(Config{Tests: AllTests}, "kafka", "")); kafkaRows != want {
+	if want := len(allRows(Config{Tests: AllTests}, systems["kafka"], "x")); kafkaRows != want {
 		t.Errorf("kafka has %d rows, want %d (a peer that cannot start keeps its rows)", kafkaRows, want)
 	}
 
@@ -238,4 +241,199 @@ func TestSTOMPWriteFrame(t *testing.T) {
 	if buf.String() != want {
 		t.Errorf("frame %q, want %q", buf.String(), want)
 	}
+}
+
+// The replicated rows are compared across systems with the Tributary system
+// of the same size, and each RF 3 row with its own system's RF 1 row; rows
+// of tests that do not apply carry no figures and no ratios.
+func TestReplicatedRatios(t *testing.T) {
+	repl := func(system string, batch, replicas int, rate float64) Row {
+		return Row{System: system, Test: TestReplicated, Batch: batch, Acks: AcksAll, Replicas: replicas, MsgsPerSec: rate, Status: "ok"}
+	}
+	rows := []Row{
+		{System: "tributary", Test: TestProduce, Batch: 50, Acks: 1, MsgsPerSec: 1000, Status: "ok"},
+		{System: "tributary", Test: TestMemory, PeakRSSMB: 100, Status: "ok"},
+		repl("tributary", 50, 1, 0), // stands for a not-applicable row below
+		repl("tributary-rf3", 50, 1, 4000),
+		repl("tributary-rf3", 50, 3, 1000),
+		repl("tributary-rf3", 1, 1, 800),
+		repl("tributary-rf3", 1, 3, 200),
+		{System: "tributary-rf3", Test: TestMemory, PeakRSSMB: 400, Status: "ok"},
+		{System: "kafka-rf3", Test: TestProduce, Batch: 50, Acks: 1, Status: notApplicable(systems["kafka-rf3"])},
+		repl("kafka-rf3", 50, 1, 8000),
+		repl("kafka-rf3", 50, 3, 4000),
+		{System: "kafka-rf3", Test: TestReplicated, Batch: 1, Acks: AcksAll, Replicas: 1, Status: "failed: boom"},
+		repl("kafka-rf3", 1, 3, 300),
+		{System: "kafka-rf3", Test: TestMemory, PeakRSSMB: 1200, Status: "ok"},
+	}
+	rows[2].Status = notApplicable(systems["tributary"])
+	computeRatios(rows)
+	computeReplicationRatios(rows)
+
+	for _, c := range []struct {
+		i              int
+		ratio, rfRatio float64
+	}{
+		{2, 0, 0},    // not applicable: nothing
+		{3, 1, 0},    // tributary-rf3 to itself; RF 1 has no rf3/rf1
+		{4, 1, 0.25}, // 1000 / 4000
+		{6, 1, 0.25}, // 200 / 800
+		{7, 1, 0},    // memory of the cluster to itself, not to one node
+		{8, 0, 0},    // kafka-rf3 runs no produce test
+		{9, 2, 0},    // 8000 / 4000
+		{10, 4, 0.5}, // 4000 / 1000 across systems; 4000 / 8000 within
+		{11, 0, 0},   // failed
+		{12, 1.5, 0}, // 300 / 200; its RF 1 row failed, so no rf3/rf1
+		{13, 3, 0},   // 1200 / 400 MB: to tributary-rf3, not tributary
+	} {
+		r := rows[c.i]
+		if r.Ratio != c.ratio || r.ReplicationRatio != c.rfRatio {
+			t.Errorf("%s %s b%d RF%d: ratio %v, rf3/rf1 %v; want %v, %v", r.System, r.Test, r.Batch, r.Replicas,
+				r.Ratio, r.ReplicationRatio, c.ratio, c.rfRatio)
+		}
+	}
+
+	rep := &Report{Messages: 1000, MessageSize: MessageSize, Rows: rows, Notes: map[string]string{}}
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"REPLICATED", "rf3/rf1", "0.25", "0.50", "4.00x", "n/a", "failed: boom"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table has no %q:\n%s", want, table.String())
+		}
+	}
+	var svg bytes.Buffer
+	if err := rep.WriteSVG(&svg); err != nil || !strings.Contains(svg.String(), "acks=all b50 RF3") {
+		t.Errorf("chart has no replicated group (%v):\n%s", err, svg.String())
+	}
+}
+
+// The replicated test runs on the three-node systems and the paper's tests
+// on the one-node systems; a system none of whose selected tests applies is
+// not started, and still has its rows, saying why they are empty.
+func TestTestsApplyBySystemSize(t *testing.T) {
+	one, three := systems["tributary"], systems["tributary-rf3"]
+	replicatedOnly := Config{Tests: []string{TestReplicated, TestMemory}}
+	if replicatedOnly.needsStart(one) || !replicatedOnly.needsStart(three) {
+		t.Errorf("replicated,memory: start one-node %v, three-node %v; want false, true",
+			replicatedOnly.needsStart(one), replicatedOnly.needsStart(three))
+	}
+	paper := Config{Tests: []string{TestProduce, TestMemory}}
+	if !paper.needsStart(one) || paper.needsStart(three) {
+		t.Errorf("produce,memory: start one-node %v, three-node %v; want true, false", paper.needsStart(one), paper.needsStart(three))
+	}
+	if m := (Config{Tests: []string{TestMemory}}); !m.needsStart(one) || !m.needsStart(three) {
+		t.Errorf("memory alone starts every system")
+	}
+
+	rows := allRows(replicatedOnly, one, "")
+	if len(rows) != len(replicatedRows)+1 {
+		t.Fatalf("%d rows, want %d replicated and one memory: %+v", len(rows), len(replicatedRows), rows)
+	}
+	for _, r := range rows {
+		if !strings.HasPrefix(r.Status, "not applicable: ") || r.OK() {
+			t.Errorf("row of a system not started for lack of tests: %+v", r)
+		}
+	}
+	rows = allRows(Config{Tests: AllTests}, three, "not started: no java")
+	for _, r := range rows {
+		wantPrefix := "not applicable: "
+		if three.applies(r.Test) {
+			wantPrefix = "not started: "
+		}
+		if !strings.HasPrefix(r.Status, wantPrefix) {
+			t.Errorf("%s row of a cluster that did not start: %q, want %q...", r.Test, r.Status, wantPrefix)
+		}
+	}
+
+	got := Config{Systems: []string{"kafka-rf3", "kafka"}}.withDefaults().Systems
+	if want := []string{"tributary", "tributary-rf3", "kafka-rf3", "kafka"}; !slices.Equal(got, want) {
+		t.Errorf("systems %v, want %v (each Tributary reference first)", got, want)
+	}
+	got = Config{Systems: []string{"kafka"}}.withDefaults().Systems
+	if want := []string{"tributary", "kafka"}; !slices.Equal(got, want) {
+		t.Errorf("systems %v, want %v (no cluster without a three-node system)", got, want)
+	}
+}
+
+// TestTributaryClusterReplicated runs the replicated test on a real
+// ZooKeeper and three broker processes, and checks that no process of the
+// cluster outlives the run, whether it went well or its brokers could not
+// start.
+func TestTributaryClusterReplicated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ZooKeeper and three tributary processes")
+	}
+	work := t.TempDir()
+	rep, err := Run(context.Background(), Config{
+		Messages:        400,
+		Systems:         []string{"tributary-rf3"},
+		Tests:           []string{TestReplicated, TestMemory},
+		RowTime:         time.Minute,
+		WorkDir:         work,
+		Keep:            true,
+		TributaryBinary: testenv.Binary(t),
+		SkipCeiling:     true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := processesUnder(t, work); len(left) > 0 {
+		t.Errorf("processes left running after the run: %v", left)
+	}
+	var replicated int
+	for _, r := range rep.Rows {
+		switch {
+		case r.System == "tributary":
+			if !strings.HasPrefix(r.Status, "not applicable: ") {
+				t.Errorf("one-node row of a replicated run: %+v", r)
+			}
+		case r.Test == TestReplicated:
+			replicated++
+			if r.Status != "ok" || r.Messages != 400 || r.Ratio != 1 || (r.Replicas == 3) != (r.ReplicationRatio > 0) {
+				t.Errorf("replicated row: %+v", r)
+			}
+		case r.Test == TestMemory:
+			// three brokers and a JVM: surely more than one Go process's 10 MB
+			if r.Status != "ok" || r.PeakRSSMB < 30 {
+				t.Errorf("memory row: %+v", r)
+			}
+		}
+	}
+	if replicated != len(replicatedRows) {
+		t.Errorf("%d replicated rows, want %d", replicated, len(replicatedRows))
+	}
+
+	// Brokers that exit at once (an unknown flag) fail the start, and take
+	// the ZooKeeper started for them down with them.
+	bad := t.TempDir()
+	_, err = startTributaryCluster(context.Background(), Config{
+		TributaryBinary: testenv.Binary(t), TributaryArgs: []string{"--no-such-flag"}}, bad)
+	if err == nil {
+		t.Fatal("a cluster of brokers with an unknown flag started")
+	}
+	if left := processesUnder(t, bad); len(left) > 0 {
+		t.Errorf("processes left running after a failed start (%v): %v", err, left)
+	}
+}
+
+// processesUnder lists the processes whose command line names dir.
+func processesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	cmdlines, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, f := range cmdlines {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		if cmd := string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})); strings.Contains(cmd, dir) {
+			found = append(found, cmd)
+		}
+	}
+	return found
 }

@@ -5,6 +5,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -15,9 +16,13 @@ var chartColors = map[string]string{
 	"rabbitmq":    "#2ca02c",
 	"activemq":    "#d62728",
 	"nats":        "#9467bd",
+	// the three-node systems: darker shades of their one-node colours
+	"tributary-rf3":   "#0b3c61",
+	"kafka-rf3":       "#a35200",
+	"kafka-rf3-flush": "#4d2f29",
 }
 
-// WriteSVG draws the throughput rows (produce and consume) as grouped bars
+// WriteSVG draws the throughput rows (produce, consume, replicated) as grouped bars
 // on a logarithmic msg/s axis, one colour per system. Written by hand: a
 // chart this simple does not need a plotting dependency.
 func (rep *Report) WriteSVG(w io.Writer) error {
@@ -31,6 +36,13 @@ func (rep *Report) WriteSVG(w io.Writer) error {
 			func(r Row) bool { return r.Test == TestProduce && r.Batch == p.batch && r.Acks == p.acks }})
 	}
 	groups = append(groups, group{"consume", func(r Row) bool { return r.Test == TestConsume }})
+	if slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.Test == TestReplicated }) {
+		for _, v := range replicatedRows {
+			groups = append(groups, group{fmt.Sprintf("acks=all b%d RF%d", v.batch, v.replicas), func(r Row) bool {
+				return r.Test == TestReplicated && r.Batch == v.batch && r.Replicas == v.replicas
+			}})
+		}
+	}
 
 	var systemsSeen []string
 	status := map[string]string{}
@@ -40,10 +52,10 @@ func (rep *Report) WriteSVG(w io.Writer) error {
 			systemsSeen = append(systemsSeen, r.System)
 			status[r.System] = ""
 		}
-		if !r.OK() && status[r.System] == "" && strings.HasPrefix(r.Status, "not started") {
+		if status[r.System] == "" && strings.HasPrefix(r.Status, "not started") {
 			status[r.System] = " (not started)"
 		}
-		if r.OK() && (r.Test == TestProduce || r.Test == TestConsume) && r.MsgsPerSec > 0 {
+		if r.OK() && (r.Test == TestProduce || r.Test == TestConsume || r.Test == TestReplicated) && r.MsgsPerSec > 0 {
 			lo, hi = math.Min(lo, r.MsgsPerSec), math.Max(hi, r.MsgsPerSec)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,36 +29,70 @@ func init() {
 		name: "kafka",
 		notes: "Apache Kafka " + kafkaVersion() + " KRaft, one node, its defaults: never fsyncs (durability from replication, " +
 			"of which one node has none); consumers see unflushed data. Client kgo, as for Tributary",
-		start:   startPeer("kafka"),
+		start:   startPeer("kafka", 1),
 		connect: connectKafka,
 	})
 	register(&system{
 		name: "kafka-flush",
 		notes: "Apache Kafka " + kafkaVersion() + " KRaft, one node; log.flush.interval.messages=10000, log.flush.interval.ms=200 " +
 			"(Tributary's --flush-policy interval bounds); consumers see unflushed data. Client kgo, as for Tributary",
-		start:   startPeer("kafka-flush"),
+		start:   startPeer("kafka-flush", 1),
+		connect: connectKafka,
+	})
+	register(&system{
+		name: "tributary-rf3",
+		notes: "three `tributary broker` processes and one ZooKeeper 3.8, continuous flush as for tributary; an acks=all write is answered " +
+			"once every in-sync replica has it on disk (fsynced), and consumers see it then too. Topics: one partition; RF3 with " +
+			"min.insync.replicas=2. Client kgo, idempotent producer, acks=all; memory: sum over the 3 brokers and ZooKeeper",
+		nodes:   ClusterNodes,
+		start:   startTributaryCluster,
+		connect: connectKafka,
+	})
+	register(&system{
+		name: "kafka-rf3",
+		notes: "Apache Kafka " + kafkaVersion() + " KRaft, three nodes each broker and controller (a 3-voter quorum), 1 GB heap each, " +
+			"its defaults: never fsyncs; an acks=all write is answered once every in-sync replica has it in memory (page cache). " +
+			"Topics, client and memory as for tributary-rf3 (sum over the 3 JVMs)",
+		nodes:   ClusterNodes,
+		start:   startPeer("kafka-rf3", ClusterNodes),
+		connect: connectKafka,
+	})
+	register(&system{
+		name: "kafka-rf3-flush",
+		notes: "as kafka-rf3, with log.flush.interval.messages=10000, log.flush.interval.ms=200 on every node (Tributary's flush " +
+			"bounds); acks=all still does not wait for an fsync",
+		nodes:   ClusterNodes,
+		start:   startPeer("kafka-rf3-flush", ClusterNodes),
 		connect: connectKafka,
 	})
 }
 
 // kafkaDriver drives Tributary and Apache Kafka with the same client, kgo.
 type kafkaDriver struct {
-	addr  string
+	seeds []string
 	admin *kadm.Client
 	rng   *rand.Rand
 }
 
+// connectKafka connects to addr, one host:port or a cluster's
+// host:port,host:port,..., and waits until every broker of it is in the
+// metadata.
 func connectKafka(ctx context.Context, addr string) (driver, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	seeds := strings.Split(addr, ",")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		return nil, err
 	}
 	adm := kadm.NewClient(cl)
 	// A freshly started KRaft node accepts connections a moment before it
-	// answers metadata; wait for that here, not inside a timed row.
+	// answers metadata, and a cluster's brokers register one by one; wait
+	// for that here, not inside a timed row.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		_, err := adm.BrokerMetadata(ctx)
+		m, err := adm.BrokerMetadata(ctx)
+		if err == nil && len(m.Brokers) < len(seeds) {
+			err = fmt.Errorf("%d of %d brokers registered", len(m.Brokers), len(seeds))
+		}
 		if err == nil {
 			break
 		}
@@ -66,13 +102,15 @@ func connectKafka(ctx context.Context, addr string) (driver, error) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	return &kafkaDriver{addr: addr, admin: adm, rng: rand.New(rand.NewPCG(1, 2))}, nil
+	return &kafkaDriver{seeds: seeds, admin: adm, rng: rand.New(rand.NewPCG(1, 2))}, nil
 }
 
 func (d *kafkaDriver) Close() { d.admin.Close() }
 
-func (d *kafkaDriver) createTopic(ctx context.Context, topic string) error {
-	resp, err := d.admin.CreateTopic(ctx, 1, 1, nil, topic)
+// createTopic creates topic with one partition of replicas replicas and the
+// given topic configs; an existing topic is left as it is.
+func (d *kafkaDriver) createTopic(ctx context.Context, topic string, replicas int, configs map[string]*string) error {
+	resp, err := d.admin.CreateTopic(ctx, 1, int16(replicas), configs, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -95,18 +133,56 @@ func (d *kafkaDriver) endOffset(ctx context.Context, topic string) (int64, error
 }
 
 func (d *kafkaDriver) Produce(ctx context.Context, topic string, n, batch int, acked bool, deadline time.Time) (int, int, error) {
-	if err := d.createTopic(ctx, topic); err != nil {
+	if err := d.createTopic(ctx, topic, 1, nil); err != nil {
 		return 0, 0, err
 	}
 	acks := kgo.NoAck()
 	if acked {
 		acks = kgo.LeaderAck()
 	}
+	return d.produce(ctx, topic, n, batch, deadline, kgo.RequiredAcks(acks), kgo.DisableIdempotentWrite())
+}
+
+func (d *kafkaDriver) CreateReplicated(ctx context.Context, topic string, replicas, minISR int) error {
+	isr := strconv.Itoa(minISR)
+	if err := d.createTopic(ctx, topic, replicas, map[string]*string{"min.insync.replicas": &isr}); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var inSync int
+		tds, err := d.admin.ListTopics(ctx, topic)
+		if err == nil {
+			err = tds.Error()
+		}
+		if err == nil {
+			if p, ok := tds[topic].Partitions[0]; ok && p.Err == nil && p.Leader >= 0 {
+				inSync = len(p.ISR)
+			}
+		}
+		if inSync >= replicas {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topic %s: %d of %d replicas in sync after 60s (last error: %v)", topic, inSync, replicas, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// ProduceAcksAll produces with kgo's defaults for acks (all) and
+// idempotence (on), so both systems serve the same idempotent producer.
+func (d *kafkaDriver) ProduceAcksAll(ctx context.Context, topic string, n, batch int, deadline time.Time) (int, int, error) {
+	return d.produce(ctx, topic, n, batch, deadline, kgo.RequiredAcks(kgo.AllISRAcks()))
+}
+
+// produce sends n messages to topic, batch at a time, with the producer
+// options opts.
+func (d *kafkaDriver) produce(ctx context.Context, topic string, n, batch int, deadline time.Time, opts ...kgo.Opt) (int, int, error) {
 	// Manual flushing makes a batch exactly `batch` records, sent in one
 	// request: the paper's producer, not kgo's linger heuristics.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(d.addr), kgo.DefaultProduceTopic(topic),
-		kgo.ManualFlushing(), kgo.RequiredAcks(acks), kgo.DisableIdempotentWrite(),
-		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(batch+1))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(d.seeds...), kgo.DefaultProduceTopic(topic),
+		kgo.ManualFlushing(), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(batch + 1)}, opts...)...)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -171,7 +247,7 @@ func pollStored(ctx context.Context, n int, count func() (int, error)) (int, err
 }
 
 func (d *kafkaDriver) consumer(topic string, extra ...kgo.Opt) (*kgo.Client, error) {
-	opts := append([]kgo.Opt{kgo.SeedBrokers(d.addr), kgo.ConsumeTopics(topic),
+	opts := append([]kgo.Opt{kgo.SeedBrokers(d.seeds...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// About 200 KB per fetch, as in the paper's consumer test.
 		kgo.FetchMaxBytes(200 << 10), kgo.FetchMaxPartitionBytes(200 << 10),
@@ -202,7 +278,7 @@ func (d *kafkaDriver) Consume(ctx context.Context, topic string, n int, deadline
 }
 
 func (d *kafkaDriver) Latency(ctx context.Context, topic string, every time.Duration, stop time.Time) ([]time.Duration, error) {
-	if err := d.createTopic(ctx, topic); err != nil {
+	if err := d.createTopic(ctx, topic, 1, nil); err != nil {
 		return nil, err
 	}
 	cons, err := d.consumer(topic)
@@ -210,7 +286,7 @@ func (d *kafkaDriver) Latency(ctx context.Context, topic string, every time.Dura
 		return nil, err
 	}
 	defer cons.Close()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(d.addr), kgo.DefaultProduceTopic(topic),
+	prod, err := kgo.NewClient(kgo.SeedBrokers(d.seeds...), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(0),
 		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {

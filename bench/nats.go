@@ -18,7 +18,7 @@ func init() {
 			"(2.9 has no sync_interval). Client nats.go: acks=1 batch 1 = synchronous publish, batch N = N async " +
 			"publishes then wait for their PubAcks; acks=0 = core publish into the stream's subject, which the " +
 			"client buffers itself (batch makes no difference)",
-		start:   startPeer("nats"),
+		start:   startPeer("nats", 1),
 		connect: connectNATS,
 	})
 }

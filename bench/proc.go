@@ -110,44 +110,26 @@ func startTributary(ctx context.Context, cfg Config, dir string) (*server, error
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(dir, "tributary.log"))
-	if err != nil {
-		return nil, err
-	}
 	// The bench measures the broker: no schema registry (whose fixed
 	// default port would also collide with anything else on 8081).
 	args := append([]string{"standalone", "--data-dir", data, "--listen", addr, "--registry-listen="}, cfg.TributaryArgs...)
-	cmd := exec.Command(cfg.TributaryBinary, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), "TRIBUTARY_LOG=warn")
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	p, err := startProcess("tributary", filepath.Join(dir, "tributary.log"), []string{"TRIBUTARY_LOG=warn"}, cfg.TributaryBinary, args...)
+	if err != nil {
 		return nil, err
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); logf.Close(); close(done) }()
-	stop := func() error {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-			return nil
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-			return errors.New("tributary did not stop within 30s of SIGTERM")
-		}
-	}
-	if err := waitListening(ctx, addr, done, 30*time.Second); err != nil {
+	stop := func() error { return p.stop(30 * time.Second) }
+	if err := waitListening(ctx, addr, p.done, 30*time.Second); err != nil {
 		stop()
-		out, _ := os.ReadFile(filepath.Join(dir, "tributary.log"))
-		return nil, fmt.Errorf("%w\n%s", err, lastLines(out, 5))
+		return nil, p.failure(err)
 	}
-	return &server{addr: addr, pid: cmd.Process.Pid, dataDir: data, stop: stop}, nil
+	return &server{addr: addr, pid: p.pid(), pids: []int{p.pid()}, dataDir: data, stop: stop}, nil
 }
 
 // startPeer starts a peer with scripts/bench/peer.sh, which knows how each
 // one is configured; see its header for the contract.
-func startPeer(name string) func(ctx context.Context, cfg Config, dir string) (*server, error) {
+// A peer of nodes nodes takes clients on every other port from its base
+// (see peer.sh).
+func startPeer(name string, nodes int) func(ctx context.Context, cfg Config, dir string) (*server, error) {
 	return func(ctx context.Context, cfg Config, dir string) (*server, error) {
 		script, err := filepath.Abs(filepath.Join(cfg.Scripts, "peer.sh"))
 		if err != nil {
@@ -156,7 +138,7 @@ func startPeer(name string) func(ctx context.Context, cfg Config, dir string) (*
 		if _, err := os.Stat(script); err != nil {
 			return nil, fmt.Errorf("%s: %w (run from the repository root, or pass the scripts directory)", script, err)
 		}
-		port, err := freePortRange(3)
+		port, err := freePortRange(max(3, 2*nodes))
 		if err != nil {
 			return nil, err
 		}
@@ -181,12 +163,24 @@ func startPeer(name string) func(ctx context.Context, cfg Config, dir string) (*
 			stop()
 			return nil, err
 		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
-		if err != nil {
-			stop()
-			return nil, fmt.Errorf("pid file: %w", err)
+		var pids []int
+		for _, f := range strings.Fields(string(pidText)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				stop()
+				return nil, fmt.Errorf("pid file: %w", err)
+			}
+			pids = append(pids, pid)
 		}
-		return &server{addr: fmt.Sprintf("127.0.0.1:%d", port), pid: pid, dataDir: filepath.Join(dir, "data"), stop: stop}, nil
+		if len(pids) != max(1, nodes) {
+			stop()
+			return nil, fmt.Errorf("pid file: %d pids for %d nodes", len(pids), nodes)
+		}
+		var addrs []string
+		for i := range max(1, nodes) {
+			addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port+2*i))
+		}
+		return &server{addr: strings.Join(addrs, ","), pid: pids[0], pids: pids, dataDir: filepath.Join(dir, "data"), stop: stop}, nil
 	}
 }
 

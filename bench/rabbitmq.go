@@ -16,7 +16,7 @@ func init() {
 		notes: "RabbitMQ (Debian package), durable classic queue, persistent messages (delivery mode 2), " +
 			"message store fsync on its own schedule. Client amqp091-go: batch N = N publishes, then (acks=1) " +
 			"wait for their N publisher confirms; acks=0 = no confirms",
-		start:   startPeer("rabbitmq"),
+		start:   startPeer("rabbitmq", 1),
 		connect: connectRabbitMQ,
 	})
 }

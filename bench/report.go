@@ -46,10 +46,10 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 func (rep *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	if slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.Test == TestProduce }) {
-		fmt.Fprintf(&b, "Paper benchmarks: %d messages of %d bytes per producer row; MB = 10^6 payload bytes; ×trib = ratio to Tributary in this run\n",
+		fmt.Fprintf(&b, "Paper benchmarks: %d messages of %d bytes per producer row; MB = 10^6 payload bytes; ×trib = ratio to Tributary in this run (to tributary-rf3 for three-node systems)\n",
 			rep.Messages, rep.MessageSize)
 	} else {
-		fmt.Fprintf(&b, "Paper benchmarks: messages of %d bytes; ×trib = ratio to Tributary in this run\n", rep.MessageSize)
+		fmt.Fprintf(&b, "Paper benchmarks: messages of %d bytes; ×trib = ratio to Tributary in this run (to tributary-rf3 for three-node systems)\n", rep.MessageSize)
 	}
 	if c := rep.Ceiling; c != nil {
 		fmt.Fprintf(&b, "Machine ceiling: loopback TCP %.0f MB/s, sequential disk write %.0f MB/s (256 MiB + fdatasync)\n",
@@ -72,10 +72,14 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		}
 		tw.Flush()
 	}
-	// A system that did not start says why once, below the table.
+	// A system that did not start says why once, below the table; a test
+	// that does not apply to a system is a short mark.
 	status := func(r Row) string {
-		if strings.HasPrefix(r.Status, "not started") {
+		switch {
+		case strings.HasPrefix(r.Status, "not started"):
 			return "not started (see below)"
+		case strings.HasPrefix(r.Status, "not applicable"):
+			return "n/a"
 		}
 		return r.Status
 	}
@@ -115,25 +119,56 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t  %s", r.System, figures(r, fmt.Sprint(r.Messages)),
 				figures(r, fmt.Sprintf("%.2f", r.P50Ms)), figures(r, fmt.Sprintf("%.2f", r.P99Ms)), ratio(r), status(r))
 		})
-	section("MEMORY: peak RSS (VmHWM) of the broker process over all its tests (×trib: RSS)",
+	section(fmt.Sprintf("REPLICATED: one producer, acks=all, idempotent, into one partition of RF 3 (min.insync.replicas=%d) and of RF 1, same cluster (×trib: msg/s; rf3/rf1: msg/s of RF 3 over RF 1)", replicatedMinISR),
+		"batch\tRF\tsystem\tmessages\tmsg/s\tMB/s\t×trib\trf3/rf1\t  status", TestReplicated,
+		func(r Row) string {
+			rf := "-"
+			if r.ReplicationRatio != 0 {
+				rf = fmt.Sprintf("%.2f", r.ReplicationRatio)
+			}
+			return fmt.Sprintf("%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t  %s", r.Batch, r.Replicas, r.System,
+				figures(r, fmt.Sprint(r.Messages)), figures(r, fmt.Sprintf("%.0f", r.MsgsPerSec)),
+				figures(r, fmt.Sprintf("%.1f", r.MBPerSec)), ratio(r), rf, status(r))
+		})
+	section("MEMORY: peak RSS (VmHWM) of the broker process over all its tests, summed over a cluster's processes (×trib: RSS)",
 		"system\tpeak RSS MB\t×trib\t  status", TestMemory,
 		func(r Row) string {
 			return fmt.Sprintf("%s\t%s\t%s\t  %s", r.System, figures(r, fmt.Sprintf("%.0f", r.PeakRSSMB)), ratio(r), status(r))
 		})
 
 	fmt.Fprintf(&b, "\nHow each system ran (durability, and what batch and acks mean for it):\n")
-	seen := map[string]bool{}
-	for _, r := range rep.Rows {
-		if !seen[r.System] {
-			seen[r.System] = true
-			fmt.Fprintf(&b, "  %s: %s\n", r.System, rep.Notes[r.System])
-			if strings.HasPrefix(r.Status, "not started") {
-				fmt.Fprintf(&b, "    NOT STARTED: %s\n", strings.TrimPrefix(r.Status, "not started: "))
-			}
+	for _, s := range rep.systems() {
+		fmt.Fprintf(&b, "  %s: %s\n", s, rep.Notes[s])
+		if why := rep.notStarted(s); why != "" {
+			fmt.Fprintf(&b, "    NOT STARTED: %s\n", why)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// systems are the systems of the rows, in order of first appearance.
+func (rep *Report) systems() []string {
+	var out []string
+	for _, r := range rep.Rows {
+		if !slices.Contains(out, r.System) {
+			out = append(out, r.System)
+		}
+	}
+	return out
+}
+
+// notStarted is why system did not start, or "" if it did (or had nothing
+// to run).
+func (rep *Report) notStarted(system string) string {
+	for _, r := range rep.Rows {
+		if r.System == system {
+			if why, ok := strings.CutPrefix(r.Status, "not started: "); ok {
+				return why
+			}
+		}
+	}
+	return ""
 }
 
 // WriteFiles writes bench.txt, bench.json and bench.svg into dir.

@@ -19,7 +19,10 @@ import (
 type system struct {
 	name string
 	// notes: durability as configured, and what batch and acks mean here.
-	notes   string
+	notes string
+	// nodes is how many brokers it runs (0 reads as 1); a system of
+	// several runs the replicated test, a system of one the others.
+	nodes   int
 	start   func(ctx context.Context, cfg Config, dir string) (*server, error)
 	connect func(ctx context.Context, addr string) (driver, error)
 }
@@ -28,10 +31,34 @@ var systems = map[string]*system{}
 
 func register(s *system) { systems[s.name] = s }
 
-// server is a running broker process.
+// nodesOf is the number of brokers of the named system, 1 if unknown.
+func nodesOf(name string) int {
+	if s, ok := systems[name]; ok && s.nodes > 1 {
+		return s.nodes
+	}
+	return 1
+}
+
+// applies reports whether test is measured on s: replication needs
+// several brokers, and the paper's single-broker tests are measured once,
+// on the one-node systems. Memory applies to every system.
+func (s *system) applies(test string) bool {
+	switch test {
+	case TestMemory:
+		return true
+	case TestReplicated:
+		return s.nodes > 1
+	default:
+		return s.nodes <= 1
+	}
+}
+
+// server is a running system: one broker process, or the processes of a
+// cluster.
 type server struct {
-	addr    string
-	pid     int    // the broker process itself, for VmHWM and profiles
+	addr    string // host:port, or host:port,host:port,... of a cluster
+	pid     int    // the (first) broker process itself, for profiles
+	pids    []int  // every process of the system, for VmHWM
 	dataDir string // what its storage is measured on
 	stop    func() error
 }
@@ -194,14 +221,26 @@ func (r *runner) latency(ctx context.Context) Row {
 	return row
 }
 
+// memory is the peak RSS of the system: of its one broker, or the sum over
+// the processes of a cluster (each peaks at its own moment, so the sum is
+// an upper bound of what the cluster held at once).
 func (r *runner) memory() Row {
 	row := Row{System: r.system, Test: TestMemory}
-	kb, err := peakRSSKiB(r.srv.pid)
-	if err != nil {
-		row.Status = "failed: " + oneLine(err.Error())
-		return row
+	var (
+		total int64
+		each  []int64
+	)
+	for _, pid := range r.srv.pids {
+		kb, err := peakRSSKiB(pid)
+		if err != nil {
+			row.Status = "failed: " + oneLine(err.Error())
+			return row
+		}
+		total += kb
+		each = append(each, kb/1024)
 	}
-	row.PeakRSSMB = float64(kb) / 1024
+	row.PeakRSSMB = float64(total) / 1024
+	r.log.Info("memory", "peak_rss_mb", int(row.PeakRSSMB), "per_process_mb", each)
 	row.Status = "ok"
 	return row
 }

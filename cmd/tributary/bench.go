@@ -18,7 +18,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
 	cfg := bench.Config{Logger: slog.Default()}
 	fs.IntVar(&cfg.Messages, "messages", 10_000_000, "messages per producer row (the paper: 10 million)")
-	systems := fs.String("systems", "", "comma-separated systems to measure (default: all of "+strings.Join(bench.AllSystems, ",")+"; tributary always runs)")
+	systems := fs.String("systems", "", "comma-separated systems to measure (default: all of "+strings.Join(bench.AllSystems, ",")+"; tributary always runs, tributary-rf3 too with any other three-node system)")
 	tests := fs.String("tests", "", "comma-separated tests to run (default: all of "+strings.Join(bench.AllTests, ",")+"; consume needs produce), e.g. latency")
 	format := fs.String("format", "table", "output on stdout: table or json")
 	out := fs.String("out", "", "also write bench.txt, bench.json and bench.svg into this directory")
@@ -28,7 +28,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Scripts, "scripts", "scripts/bench", "directory of peer.sh, which starts and stops the peers")
 	fs.StringVar(&cfg.WorkDir, "work-dir", "", "where the systems keep their data (default: a temporary directory)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (data and peer logs) afterwards")
-	tribArgs := fs.String("tributary-args", "", "extra flags for the Tributary broker, space-separated (e.g. \"--flush-interval 10ms\")")
+	tribArgs := fs.String("tributary-args", "", "extra flags for the Tributary brokers (standalone, and each broker of tributary-rf3), space-separated (e.g. \"--flush-interval 10ms\")")
 	fs.StringVar(&cfg.ProfileDir, "profile", "", "write a perf profile of the Tributary broker per row into this directory")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -35,3 +35,18 @@ stop_pid() {
   done
   kill -KILL "$pid" 2>/dev/null || true
 }
+
+# stop_pids SECONDS PID...: SIGTERM to all at once, then SIGKILL to those
+# still alive after SECONDS.
+stop_pids() {
+  local secs=$1 i pid alive
+  shift
+  kill -TERM "$@" 2>/dev/null || true
+  for ((i = 0; i < secs * 4; i++)); do
+    alive=0
+    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" -eq 0 ] && return 0
+    sleep 0.25
+  done
+  kill -KILL "$@" 2>/dev/null || true
+}

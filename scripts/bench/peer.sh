@@ -5,11 +5,14 @@
 #   peer.sh stop  SYSTEM DIR
 #
 # SYSTEM is kafka (Kafka's defaults), kafka-flush (Kafka fsyncing as
-# Tributary's interval policy does), rabbitmq, activemq or nats. Everything
-# the instance writes (config, data, logs) stays in DIR; DIR/pid holds the pid of the
-# broker process itself (the JVM, beam.smp, nats-server), whose VmHWM the
-# bench reads, and DIR/data is the directory whose size is its storage.
-# An instance uses the ports PORT, PORT+1 and PORT+2, all on 127.0.0.1.
+# Tributary's interval policy does), kafka-rf3 and kafka-rf3-flush (the same
+# as three nodes), rabbitmq, activemq or nats. Everything the instance writes
+# (config, data, logs) stays in DIR; DIR/pid holds the pid of each broker
+# process itself (the JVM, beam.smp, nats-server), one a line, whose VmHWM
+# the bench reads, and DIR/data is the directory whose size is its storage.
+# A one-node instance uses the ports PORT, PORT+1 and PORT+2; a three-node
+# Kafka uses PORT..PORT+5 (node N takes clients on PORT+2(N-1) and its
+# controller on the port after), all on 127.0.0.1.
 #
 # Durability is set to match Tributary's interval flush where the peer
 # allows it (fsync every 10000 messages or 200 ms), except for kafka, which
@@ -26,35 +29,56 @@ mkdir -p "$dir/data"
 dir="$(cd "$dir" && pwd)"
 log="$dir/$system.log"
 
-start_kafka() {
-  local home cp
-  home="$(kafka_home)"
-  [ -d "$home/libs" ] || { echo "Kafka $KAFKA_VERSION is not installed in $home: run scripts/bench/install.sh" >&2; return 1; }
-  cp="$home/libs/*"
-  cat >"$dir/server.properties" <<EOF
+# kafka_node N NODES: writes DIR/nN/server.properties for node N of a
+# cluster of NODES combined broker+controller nodes (a KRaft quorum of NODES
+# voters) and formats its data directory DIR/data/nN with cluster id $uuid.
+kafka_node() {
+  local n=$1 nodes=$2 voters="" i
+  for ((i = 1; i <= nodes; i++)); do
+    voters+="${voters:+,}$i@127.0.0.1:$((port + 2 * (i - 1) + 1))"
+  done
+  local p=$((port + 2 * (n - 1))) conf="$dir/n$n"
+  mkdir -p "$conf"
+  cat >"$conf/server.properties" <<EOF
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$((port + 1))
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$((port + 1))
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+node.id=$n
+controller.quorum.voters=$voters
+listeners=PLAINTEXT://127.0.0.1:$p,CONTROLLER://127.0.0.1:$((p + 1))
+advertised.listeners=PLAINTEXT://127.0.0.1:$p
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-log.dirs=$dir/data
+log.dirs=$dir/data/n$n
 num.partitions=1
+group.initial.rebalance.delay.ms=0
+EOF
+  if [ "$nodes" -eq 1 ]; then
+    # One node cannot hold Kafka's default three replicas of its own topics.
+    cat >>"$conf/server.properties" <<EOF
 offsets.topic.replication.factor=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
-group.initial.rebalance.delay.ms=0
 EOF
-  if [ "$system" = kafka-flush ]; then
+  fi
+  case "$system" in *-flush)
     # Tributary's flush bounds (flush.messages=10000, flush.ms=200); plain
     # kafka keeps Kafka's own default: never fsync, rely on replication.
-    cat >>"$dir/server.properties" <<EOF
+    cat >>"$conf/server.properties" <<EOF
 log.flush.interval.messages=10000
 log.flush.interval.ms=200
 log.flush.scheduler.interval.ms=200
 EOF
-  fi
+  esac
+  java -cp "$cp" -Dlog4j2.configurationFile="$dir/log4j2.yaml" kafka.tools.StorageTool \
+    format -t "$uuid" -c "$conf/server.properties" >>"$log" 2>&1
+}
+
+# start_kafka NODES: starts NODES Kafka JVMs, each a broker and a voter of
+# the KRaft quorum, and returns once every one takes connections.
+start_kafka() {
+  local nodes=$1 home cp uuid n pids=()
+  home="$(kafka_home)"
+  [ -d "$home/libs" ] || { echo "Kafka $KAFKA_VERSION is not installed in $home: run scripts/bench/install.sh" >&2; return 1; }
+  cp="$home/libs/*"
   cat >"$dir/log4j2.yaml" <<'EOF'
 Configuration:
   Appenders:
@@ -68,17 +92,27 @@ Configuration:
       AppenderRef:
         - ref: STDOUT
 EOF
-  local uuid
+  : >"$log"
   uuid="$(java -cp "$cp" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)"
-  java -cp "$cp" -Dlog4j2.configurationFile="$dir/log4j2.yaml" kafka.tools.StorageTool \
-    format -t "$uuid" -c "$dir/server.properties" >"$log" 2>&1
-  # The JVM settings of Kafka's own kafka-server-start.sh.
-  nohup java -Xmx1G -Xms1G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-    -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
-    -Dlog4j2.configurationFile="$dir/log4j2.yaml" -cp "$cp" kafka.Kafka "$dir/server.properties" \
-    >>"$log" 2>&1 </dev/null &
-  echo $! >"$dir/pid"
-  wait_port "$port" "$!" 90 "$log"
+  : >"$dir/pid"
+  for ((n = 1; n <= nodes; n++)); do
+    kafka_node "$n" "$nodes"
+    # The JVM settings of Kafka's own kafka-server-start.sh (1 GB heap),
+    # the same for every node.
+    nohup java -Xmx1G -Xms1G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+      -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
+      -Dlog4j2.configurationFile="$dir/log4j2.yaml" -cp "$cp" kafka.Kafka "$dir/n$n/server.properties" \
+      >>"$log" 2>&1 </dev/null &
+    # Written before any wait, so that stop finds every node a failed start
+    # left behind.
+    echo $! >>"$dir/pid"
+    pids+=($!)
+  done
+  # A quorum node takes connections only once a majority of voters runs, so
+  # every node starts before the first wait.
+  for ((n = 1; n <= nodes; n++)); do
+    wait_port "$((port + 2 * (n - 1)))" "${pids[n - 1]}" 120 "$log" || return 1
+  done
 }
 
 rabbit_env() {
@@ -185,10 +219,10 @@ EOF
 }
 
 case "$action:$system" in
-  start:kafka | start:kafka-flush)
+  start:kafka | start:kafka-flush | start:kafka-rf3 | start:kafka-rf3-flush)
     [ "$port" -gt 0 ] || { echo "start needs a PORT" >&2; exit 2; }
     echo "$port" >"$dir/port"
-    start_kafka
+    case "$system" in kafka-rf3*) start_kafka 3 ;; *) start_kafka 1 ;; esac
     ;;
   start:rabbitmq | start:activemq | start:nats)
     [ "$port" -gt 0 ] || { echo "start needs a PORT" >&2; exit 2; }
@@ -199,11 +233,13 @@ case "$action:$system" in
     port=$(cat "$dir/port" 2>/dev/null || echo 0)
     stop_rabbitmq
     ;;
-  stop:kafka | stop:kafka-flush | stop:activemq | stop:nats)
-    [ -s "$dir/pid" ] && stop_pid "$(cat "$dir/pid")" 30
+  stop:kafka | stop:kafka-flush | stop:kafka-rf3 | stop:kafka-rf3-flush | stop:activemq | stop:nats)
+    # Every node at once: a KRaft node stopped after its quorum lost its
+    # majority would wait for a controller that is gone.
+    if [ -s "$dir/pid" ]; then stop_pids 30 $(cat "$dir/pid"); fi
     ;;
   *)
-    echo "unknown: $action $system (systems: kafka kafka-flush rabbitmq activemq nats)" >&2
+    echo "unknown: $action $system (systems: kafka kafka-flush kafka-rf3 kafka-rf3-flush rabbitmq activemq nats)" >&2
     exit 2
     ;;
 esac

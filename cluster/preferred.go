@@ -274,7 +274,11 @@ func (z *ZooKeeper) readState(tp TopicPartition) (PartitionState, error) {
 	if err != nil {
 		return PartitionState{}, fmt.Errorf("reading the state of %s-%d: %w", tp.Topic, tp.Partition, err)
 	}
-	return DecodePartitionStateNode(data)
+	st, err := DecodePartitionStateNode(data)
+	if err != nil {
+		return PartitionState{}, fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, err)
+	}
+	return st, nil
 }
 
 // awaitElection writes the election node (waiting for an earlier

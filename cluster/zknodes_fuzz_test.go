@@ -288,7 +288,7 @@ func FuzzDecodeElectionNode(f *testing.F) {
 // What the controller and election targets found: an election type no
 // broker writes was run as a preferred election, and a request naming a
 // partition twice, or a partition no topic can have, was acted on.
-func TestElectionAndControllerNodesRefused(t *testing.T) {
+func TestDecodeRefusesBadElectionAndControllerNodes(t *testing.T) {
 	for _, node := range []string{
 		`{"version":1,"partitions":[{"topic":"a","partition":0}],"election_type":2}`,
 		`{"version":1,"partitions":[{"topic":"a","partition":0}],"election_type":-1}`,

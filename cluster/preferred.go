@@ -76,6 +76,37 @@ type ElectionNode struct {
 	Type       int8             `json:"election_type,omitempty"`
 }
 
+// DecodeElectionNode reads /admin/preferred_replica_election, refusing
+// what no writer makes: an unknown version or election type (an unknown
+// one read as preferred would run elections nobody asked for), an invalid
+// topic name, a negative partition, a partition listed twice.
+func DecodeElectionNode(data []byte) (ElectionNode, error) {
+	var n ElectionNode
+	if err := decodeNode("preferred replica election", data, &n); err != nil {
+		return ElectionNode{}, err
+	}
+	if err := checkVersion("preferred replica election", n.Version); err != nil {
+		return ElectionNode{}, err
+	}
+	if n.Type != 0 && n.Type != 1 {
+		return ElectionNode{}, fmt.Errorf("preferred replica election node: election_type %d is neither 0 (preferred) nor 1 (unclean)", n.Type)
+	}
+	seen := make(map[TopicPartition]bool, len(n.Partitions))
+	for _, tp := range n.Partitions {
+		if err := ValidateName("topic", tp.Topic); err != nil {
+			return ElectionNode{}, fmt.Errorf("preferred replica election node: %w", err)
+		}
+		if tp.Partition < 0 {
+			return ElectionNode{}, fmt.Errorf("preferred replica election node: %s: partition %d is negative", tp.Topic, tp.Partition)
+		}
+		if seen[tp] {
+			return ElectionNode{}, fmt.Errorf("preferred replica election node: %s-%d is listed twice", tp.Topic, tp.Partition)
+		}
+		seen[tp] = true
+	}
+	return n, nil
+}
+
 // PreferredElection is the node through which brokers ask the controller
 // for elections.
 func (p ZKPaths) PreferredElection() string { return p.Root + "/admin/preferred_replica_election" }
@@ -127,13 +158,16 @@ func (a askedSet) mode(tp TopicPartition) (electMode, bool) {
 // askedElections reads (and watches) the election node; version -1 when
 // there is none.
 func (c *controller) askedElections() (askedSet, int32, error) {
-	data, version, ok, err := c.watch.Get(c.z.s.Paths.PreferredElection())
+	path := c.z.s.Paths.PreferredElection()
+	data, version, ok, err := c.watch.Get(path)
 	if err != nil || !ok {
 		return askedSet{}, -1, err
 	}
-	var n ElectionNode
-	if err := json.Unmarshal(data, &n); err != nil {
-		c.z.log.Warn("controller: ignoring unreadable election request", "err", err)
+	n, err := DecodeElectionNode(data)
+	if err != nil {
+		// Deleted unread like a request that ran, so that the asking
+		// broker stops waiting and the next request can be written.
+		c.z.log.Warn("controller: ignoring unreadable election request", "node", path, "err", err)
 		return askedSet{}, version, nil
 	}
 	a := askedSet{parts: map[TopicPartition]bool{}, unclean: n.Type == 1}
@@ -172,6 +206,9 @@ func (z *ZooKeeper) ElectLeaders(ctx context.Context, unclean bool, parts []Topi
 	out := make(map[TopicPartition]error, len(parts))
 	var ask []TopicPartition
 	for _, tp := range parts {
+		if _, dup := out[tp]; dup {
+			continue // a request may name a partition twice; the node may not
+		}
 		t, err := z.electable(tp)
 		if err == nil && unclean && !z.uncleanAllowed(t) {
 			err = fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, ErrUncleanDisabled)
@@ -237,7 +274,11 @@ func (z *ZooKeeper) readState(tp TopicPartition) (PartitionState, error) {
 	if err != nil {
 		return PartitionState{}, fmt.Errorf("reading the state of %s-%d: %w", tp.Topic, tp.Partition, err)
 	}
-	return DecodePartitionStateNode(data)
+	st, err := DecodePartitionStateNode(data)
+	if err != nil {
+		return PartitionState{}, fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, err)
+	}
+	return st, nil
 }
 
 // awaitElection writes the election node (waiting for an earlier

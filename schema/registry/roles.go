@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -63,9 +64,9 @@ func (f *RolesFile) load() (map[string]Role, error) {
 	if f.roles != nil && st.ModTime().Equal(f.modTime) && st.Size() == f.size {
 		return f.roles, nil
 	}
-	data, err := os.ReadFile(f.path)
+	data, err := readRolesFile(f.path)
 	if err != nil {
-		return nil, fmt.Errorf("registry roles: %w", err)
+		return nil, err
 	}
 	roles, err := ParseRoles(data)
 	if err != nil {
@@ -75,11 +76,37 @@ func (f *RolesFile) load() (map[string]Role, error) {
 	return roles, nil
 }
 
+// MaxRolesFile is the largest roles file read (some 50,000 users): the
+// file is read again on every change, and a path given by mistake (a log,
+// a device) must not fill the registry's memory.
+const MaxRolesFile = 1 << 20
+
+// maxRolesLine is the longest line of a roles file.
+const maxRolesLine = 64 << 10
+
+func readRolesFile(path string) ([]byte, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("registry roles: %w", err)
+	}
+	defer file.Close()
+	data, err := io.ReadAll(io.LimitReader(file, MaxRolesFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("registry roles: %w", err)
+	}
+	if len(data) > MaxRolesFile {
+		return nil, fmt.Errorf("registry roles %s: larger than %d bytes; is it the roles file?", path, MaxRolesFile)
+	}
+	return data, nil
+}
+
 // ParseRoles reads the text of a roles file.
 func ParseRoles(data []byte) (map[string]Role, error) {
 	roles := map[string]Role{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
+	sc.Buffer(nil, maxRolesLine)
+	n := 1
+	for ; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
@@ -87,24 +114,35 @@ func ParseRoles(data []byte) (map[string]Role, error) {
 		user, role, ok := strings.Cut(line, "=")
 		user = strings.TrimSpace(user)
 		if !ok || user == "" {
-			return nil, fmt.Errorf("line %d: want `user = role`, got %q", n, line)
+			return nil, fmt.Errorf("line %d: want `user = role`, got %q", n, quoted(line))
 		}
 		r, err := ParseRole(role)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
+			return nil, fmt.Errorf("line %d: %q is not a role: use reader, writer or admin", n, quoted(strings.TrimSpace(role)))
 		}
 		if _, dup := roles[user]; dup {
-			return nil, fmt.Errorf("line %d: user %q has a role already", n, user)
+			return nil, fmt.Errorf("line %d: user %q has a role already", n, quoted(user))
 		}
 		roles[user] = r
 	}
 	if err := sc.Err(); err != nil {
-		return nil, err
+		// Scan stopped at line n: the only error reading memory is a line
+		// too long, which a line number lets the operator find.
+		return nil, fmt.Errorf("line %d: %w (a line holds at most %d bytes)", n, err, maxRolesLine)
 	}
 	if len(roles) == 0 {
 		return nil, errors.New("no user has a role: every request would be refused")
 	}
 	return roles, nil
+}
+
+// quoted shortens a line quoted in an error: a line may be 64 KiB, and
+// the error reaches a log line and every refused request.
+func quoted(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }
 
 // StaticRoles is a fixed user → role map, for tests and embedding.

@@ -37,6 +37,8 @@ type ZKSession struct {
 	Expired <-chan struct{}
 	// Renewed receives (coalesced) once there is a session again after
 	// Expired: re-register ephemeral nodes and re-read whatever was watched.
+	// It never becomes ready before the Expired it answers was received, so
+	// an owner may select on both and trust the order it sees.
 	Renewed <-chan struct{}
 
 	log      *slog.Logger
@@ -94,8 +96,8 @@ func DialZooKeeper(ctx context.Context, connect string, logger *slog.Logger, opt
 		Timeout: o.timeout,
 		Connect: connect,
 		log:     zlog,
-		expired: make(chan struct{}, 1),
-		renewed: make(chan struct{}, 1),
+		expired: make(chan struct{}),
+		renewed: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 	s.Expired, s.Renewed = s.expired, s.renewed
@@ -148,8 +150,19 @@ func (s *ZKSession) waitSession(ctx context.Context, events <-chan zk.Event) err
 // others are about to take over what it held. If the session survives after
 // all, Renewed still fires, and the owner re-registers (a no-op) and
 // re-reads.
+//
+// The owner sees Expired and Renewed strictly alternating, starting with
+// Expired, however late it reads. Two buffered signals would not promise
+// that: an owner busy while a session was lost and replaced found both
+// pending, and a select picking Renewed first, then Expired, left it
+// believing it had to wait for a session it already had, with its
+// ephemeral nodes gone and nothing left to wake it.
 func (s *ZKSession) watchEvents(events <-chan zk.Event) {
 	lost := false
+	// What the owner has yet to hear, in order: the loss, then the
+	// renewal. owedRenewed is only ever set after owedExpired was taken
+	// or together with it.
+	owedExpired, owedRenewed := false, false
 	var giveUp <-chan time.Time
 	var timer *time.Timer
 	stopTimer := func() {
@@ -159,16 +172,38 @@ func (s *ZKSession) watchEvents(events <-chan zk.Event) {
 		}
 	}
 	defer stopTimer()
+	markLost := func() {
+		lost = true
+		if owedRenewed {
+			// The owner heard of the previous loss but not yet of its
+			// renewal: it still counts itself lost, which is right again.
+			owedRenewed = false
+		} else {
+			owedExpired = true
+		}
+	}
 	for {
+		var out chan struct{}
+		switch {
+		case owedExpired:
+			out = s.expired
+		case owedRenewed:
+			out = s.renewed
+		}
 		select {
 		case <-s.done:
 			return
+		case out <- struct{}{}:
+			if owedExpired {
+				owedExpired = false
+			} else {
+				owedRenewed = false
+			}
 		case <-giveUp:
 			timer, giveUp = nil, nil
 			if !lost {
-				lost = true
 				s.log.Warn("no contact with zookeeper for half the session timeout; treating the session as lost", "timeout", s.Timeout)
-				notify(s.expired)
+				markLost()
 			}
 		case ev, ok := <-events:
 			if !ok {
@@ -181,8 +216,7 @@ func (s *ZKSession) watchEvents(events <-chan zk.Event) {
 			case zk.StateExpired:
 				stopTimer()
 				if !lost {
-					lost = true
-					notify(s.expired)
+					markLost()
 				}
 				s.log.Warn("zookeeper session expired; ephemeral nodes are gone and will be re-created")
 			case zk.StateDisconnected:
@@ -195,8 +229,8 @@ func (s *ZKSession) watchEvents(events <-chan zk.Event) {
 				stopTimer()
 				if lost {
 					lost = false
+					owedRenewed = true
 					s.log.Info("zookeeper session established again", "session", fmt.Sprintf("0x%x", s.Conn.SessionID()))
-					notify(s.renewed)
 				}
 			}
 		}

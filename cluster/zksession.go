@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -85,8 +86,9 @@ func DialZooKeeper(ctx context.Context, connect string, logger *slog.Logger, opt
 	if dialer == nil {
 		dialer = net.DialTimeout
 	}
+	clientLog := &zkLogger{l: zlog}
 	conn, events, err := zk.Connect(servers, o.timeout,
-		zk.WithLogger(zkLogger{zlog}), zk.WithLogInfo(false), zk.WithDialer(dialer))
+		zk.WithLogger(clientLog), zk.WithLogInfo(false), zk.WithDialer(dialer))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper %s: %w", connect, err)
 	}
@@ -102,14 +104,14 @@ func DialZooKeeper(ctx context.Context, connect string, logger *slog.Logger, opt
 	}
 	s.Expired, s.Renewed = s.expired, s.renewed
 
-	if err := s.waitSession(ctx, events); err != nil {
+	if err := s.waitSession(ctx, events, clientLog); err != nil {
 		conn.Close()
 		return nil, err
 	}
 	go s.watchEvents(events)
 
 	for _, p := range []string{chroot, s.Paths.BrokerIDs(), s.Paths.Topics(), s.Paths.Root + "/consumers"} {
-		if err := s.EnsurePath(p); err != nil {
+		if err := s.RetryLostContact(ctx, "creating "+p, func() error { return s.EnsurePath(p) }); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("zookeeper %s: creating %s: %w", connect, p, err)
 		}
@@ -117,7 +119,46 @@ func DialZooKeeper(ctx context.Context, connect string, logger *slog.Logger, opt
 	return s, nil
 }
 
-func (s *ZKSession) waitSession(ctx context.Context, events <-chan zk.Event) error {
+// RetryLostContact runs step until it succeeds, fails for a reason other
+// than lost contact with ZooKeeper, or ctx ends, waiting longer between
+// attempts and logging each. A ZooKeeper that is still starting, or that
+// restarts, can drop a connection right after giving a session; a member
+// joining then should wait for it rather than exit or, worse, carry on half
+// set up.
+func (s *ZKSession) RetryLostContact(ctx context.Context, what string, step func() error) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := step()
+		if err == nil || !LostContact(err) {
+			return err
+		}
+		s.log.Warn(what+": lost contact with zookeeper; retrying", "connect", s.Connect, "err", err, "in", backoff)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return fmt.Errorf("%w (gave up: %w)", err, ctx.Err())
+		case <-s.done:
+			return err
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// LostContact reports whether err only says that the connection to
+// ZooKeeper or the session went away, so that the same request may succeed
+// once the client has reconnected. The client passes on a failed socket
+// write as it is, hence the net.Error.
+func LostContact(err error) bool {
+	for _, lost := range []error{zk.ErrConnectionClosed, zk.ErrNoServer, zk.ErrSessionExpired, zk.ErrSessionMoved, io.EOF} {
+		if errors.Is(err, lost) {
+			return true
+		}
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr)
+}
+
+func (s *ZKSession) waitSession(ctx context.Context, events <-chan zk.Event, client *zkLogger) error {
 	warn := time.NewTicker(5 * time.Second)
 	defer warn.Stop()
 	start := time.Now()
@@ -132,10 +173,10 @@ func (s *ZKSession) waitSession(ctx context.Context, events <-chan zk.Event) err
 			}
 		case <-warn.C:
 			s.log.Warn("still waiting for a ZooKeeper session; is ZooKeeper running and is the connect string right?",
-				"connect", s.Connect, "waited", time.Since(start).Round(time.Second))
+				"connect", s.Connect, "waited", time.Since(start).Round(time.Second), "last", client.last())
 		case <-ctx.Done():
-			return fmt.Errorf("zookeeper %s: no session after %v (is ZooKeeper running at that address?): %w",
-				s.Connect, time.Since(start).Round(time.Millisecond), ctx.Err())
+			return fmt.Errorf("zookeeper %s: no session after %v (is ZooKeeper running at that address? last: %s): %w",
+				s.Connect, time.Since(start).Round(time.Millisecond), client.last(), ctx.Err())
 		}
 	}
 }
@@ -327,10 +368,29 @@ func (s *ZKSession) CreateEphemeral(ctx context.Context, p string, data []byte) 
 // zkLogger sends the go-zookeeper client's messages to slog. They are mostly
 // connection trouble, which an operator wants to see but not as errors: the
 // client retries by itself.
-type zkLogger struct{ l *slog.Logger }
+// The last message says why there is no session yet ("failed to connect
+// to ...: connection refused", "authentication failed: EOF").
+type zkLogger struct {
+	l   *slog.Logger
+	mu  sync.Mutex
+	msg string
+}
 
-func (z zkLogger) Printf(format string, args ...any) {
-	z.l.Info("zookeeper client: " + fmt.Sprintf(format, args...))
+func (z *zkLogger) Printf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	z.mu.Lock()
+	z.msg = msg
+	z.mu.Unlock()
+	z.l.Info("zookeeper client: " + msg)
+}
+
+func (z *zkLogger) last() string {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.msg == "" {
+		return "no answer yet"
+	}
+	return z.msg
 }
 
 // WithDialer sets how connections to ZooKeeper are made (a proxy, a

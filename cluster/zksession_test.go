@@ -112,6 +112,58 @@ func TestZooKeeperBrokersJoinAZooKeeperThatIsStillBooting(t *testing.T) {
 	}
 }
 
+// A ZooKeeper that drops the connection right after giving a session (one
+// that restarts while brokers start) delays the join; it neither fails it
+// nor leaves the broker half set up.
+func TestZooKeeperJoinOutlastsAConnectionDroppedAfterTheSession(t *testing.T) {
+	connect := testenv.StartZooKeeper(t)
+	var dials sync.Mutex
+	dropped := 0
+	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := net.DialTimeout(network, addr, timeout)
+		dials.Lock()
+		defer dials.Unlock()
+		if err != nil || dropped == 2 {
+			return c, err
+		}
+		dropped++
+		// The connect request goes through; the first request after it
+		// finds the connection closed.
+		return &dropAfterWrites{Conn: c, writes: 1}, nil
+	}
+	b1 := join(t, connect, 1, cluster.WithDialer(dial))
+	if err := b1.Registered(); err != nil {
+		t.Fatal(err)
+	}
+	observer := session(t, connect)
+	if ok, _, err := observer.Conn.Exists(observer.Paths.Broker(1)); !ok || err != nil {
+		t.Fatalf("broker 1 joined but is not in the registry: exists %v, %v", ok, err)
+	}
+	if dropped != 2 {
+		t.Errorf("%d connections dropped, want 2", dropped)
+	}
+}
+
+// dropAfterWrites closes its connection instead of making its next write
+// once it has made writes of them.
+type dropAfterWrites struct {
+	net.Conn
+	mu     sync.Mutex
+	writes int
+}
+
+func (c *dropAfterWrites) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.writes == 0 {
+		c.mu.Unlock()
+		c.Conn.Close()
+		return c.Conn.Write(p) // fails as a write to a closed socket does
+	}
+	c.writes--
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
 // bootingZK dials the way a booting ZooKeeper answers, in order: refusing,
 // then accepting and closing at once, then accepting and never answering,
 // then for real.

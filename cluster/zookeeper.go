@@ -57,7 +57,10 @@ var _ Metadata = (*ZooKeeper)(nil)
 // registers self in the broker registry and loads the cluster view. If self's
 // id is still registered by an earlier run that crashed, it waits for that
 // session to expire (up to ctx, or three session timeouts and at least 20s);
-// a live broker with the same id is an error.
+// a live broker with the same id is an error. ZooKeeper being unreachable,
+// or dropping the connection while the broker joins (as one that is still
+// starting does), only delays the join, with a log line per retry, until
+// ctx ends; then the error names the connect string.
 func JoinZooKeeper(ctx context.Context, connect string, self Broker, logger *slog.Logger, opts ...ZKOption) (*ZooKeeper, error) {
 	if self.ID < 0 || self.Host == "" || self.Port <= 0 {
 		return nil, fmt.Errorf("joining the cluster: broker needs an id >= 0, a host and a port; got id=%d host=%q port=%d", self.ID, self.Host, self.Port)
@@ -89,17 +92,21 @@ func JoinZooKeeper(ctx context.Context, connect string, self Broker, logger *slo
 	if o.rebalance != nil {
 		z.rebalance = max(*o.rebalance, 0)
 	}
-	if err := z.register(ctx); err != nil {
+	err = s.RetryLostContact(ctx, "joining the cluster", func() error {
+		if err := z.register(ctx); err != nil {
+			return err
+		}
+		if z.clusterID, err = z.ensureClusterID(); err != nil {
+			return err
+		}
+		if err := z.refresh(); err != nil {
+			return fmt.Errorf("reading the registries: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
 		s.Close()
-		return nil, fmt.Errorf("joining the cluster: %w", err)
-	}
-	if z.clusterID, err = z.ensureClusterID(); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("joining the cluster: %w", err)
-	}
-	if err := z.refresh(); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("joining the cluster: reading the registries: %w", err)
+		return nil, fmt.Errorf("joining the cluster at zookeeper %s: %w", connect, err)
 	}
 	z.registered.Store(true)
 	z.wg.Add(2)

@@ -111,7 +111,7 @@ func DialZooKeeper(ctx context.Context, connect string, logger *slog.Logger, opt
 	go s.watchEvents(events)
 
 	for _, p := range []string{chroot, s.Paths.BrokerIDs(), s.Paths.Topics(), s.Paths.Root + "/consumers"} {
-		if err := s.RetryLostContact(ctx, "creating "+p, func() error { return s.EnsurePath(p) }); err != nil {
+		if err := s.retryLostContact(ctx, "creating "+p, func() error { return s.EnsurePath(p) }); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("zookeeper %s: creating %s: %w", connect, p, err)
 		}
@@ -119,17 +119,17 @@ func DialZooKeeper(ctx context.Context, connect string, logger *slog.Logger, opt
 	return s, nil
 }
 
-// RetryLostContact runs step until it succeeds, fails for a reason other
+// retryLostContact runs step until it succeeds, fails for a reason other
 // than lost contact with ZooKeeper, or ctx ends, waiting longer between
 // attempts and logging each. A ZooKeeper that is still starting, or that
 // restarts, can drop a connection right after giving a session; a member
 // joining then should wait for it rather than exit or, worse, carry on half
 // set up.
-func (s *ZKSession) RetryLostContact(ctx context.Context, what string, step func() error) error {
+func (s *ZKSession) retryLostContact(ctx context.Context, what string, step func() error) error {
 	backoff := 100 * time.Millisecond
 	for {
 		err := step()
-		if err == nil || !LostContact(err) {
+		if err == nil || !lostContact(err) {
 			return err
 		}
 		s.log.Warn(what+": lost contact with zookeeper; retrying", "connect", s.Connect, "err", err, "in", backoff)
@@ -144,11 +144,11 @@ func (s *ZKSession) RetryLostContact(ctx context.Context, what string, step func
 	}
 }
 
-// LostContact reports whether err only says that the connection to
+// lostContact reports whether err only says that the connection to
 // ZooKeeper or the session went away, so that the same request may succeed
 // once the client has reconnected. The client passes on a failed socket
 // write as it is, hence the net.Error.
-func LostContact(err error) bool {
+func lostContact(err error) bool {
 	for _, lost := range []error{zk.ErrConnectionClosed, zk.ErrNoServer, zk.ErrSessionExpired, zk.ErrSessionMoved, io.EOF} {
 		if errors.Is(err, lost) {
 			return true
@@ -368,6 +368,7 @@ func (s *ZKSession) CreateEphemeral(ctx context.Context, p string, data []byte) 
 // zkLogger sends the go-zookeeper client's messages to slog. They are mostly
 // connection trouble, which an operator wants to see but not as errors: the
 // client retries by itself.
+//
 // The last message says why there is no session yet ("failed to connect
 // to ...: connection refused", "authentication failed: EOF").
 type zkLogger struct {

@@ -92,7 +92,7 @@ func JoinZooKeeper(ctx context.Context, connect string, self Broker, logger *slo
 	if o.rebalance != nil {
 		z.rebalance = max(*o.rebalance, 0)
 	}
-	err = s.RetryLostContact(ctx, "joining the cluster", func() error {
+	err = s.retryLostContact(ctx, "joining the cluster", func() error {
 		if err := z.register(ctx); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -37,6 +38,8 @@ type ZKSession struct {
 	Expired <-chan struct{}
 	// Renewed receives (coalesced) once there is a session again after
 	// Expired: re-register ephemeral nodes and re-read whatever was watched.
+	// It never becomes ready before the Expired it answers was received, so
+	// an owner may select on both and trust the order it sees.
 	Renewed <-chan struct{}
 
 	log      *slog.Logger
@@ -83,8 +86,9 @@ func DialZooKeeper(ctx context.Context, connect string, logger *slog.Logger, opt
 	if dialer == nil {
 		dialer = net.DialTimeout
 	}
+	clientLog := &zkLogger{l: zlog}
 	conn, events, err := zk.Connect(servers, o.timeout,
-		zk.WithLogger(zkLogger{zlog}), zk.WithLogInfo(false), zk.WithDialer(dialer))
+		zk.WithLogger(clientLog), zk.WithLogInfo(false), zk.WithDialer(dialer))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper %s: %w", connect, err)
 	}
@@ -94,20 +98,20 @@ func DialZooKeeper(ctx context.Context, connect string, logger *slog.Logger, opt
 		Timeout: o.timeout,
 		Connect: connect,
 		log:     zlog,
-		expired: make(chan struct{}, 1),
-		renewed: make(chan struct{}, 1),
+		expired: make(chan struct{}),
+		renewed: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 	s.Expired, s.Renewed = s.expired, s.renewed
 
-	if err := s.waitSession(ctx, events); err != nil {
+	if err := s.waitSession(ctx, events, clientLog); err != nil {
 		conn.Close()
 		return nil, err
 	}
 	go s.watchEvents(events)
 
 	for _, p := range []string{chroot, s.Paths.BrokerIDs(), s.Paths.Topics(), s.Paths.Root + "/consumers"} {
-		if err := s.EnsurePath(p); err != nil {
+		if err := s.retryLostContact(ctx, "creating "+p, func() error { return s.EnsurePath(p) }); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("zookeeper %s: creating %s: %w", connect, p, err)
 		}
@@ -115,7 +119,46 @@ func DialZooKeeper(ctx context.Context, connect string, logger *slog.Logger, opt
 	return s, nil
 }
 
-func (s *ZKSession) waitSession(ctx context.Context, events <-chan zk.Event) error {
+// retryLostContact runs step until it succeeds, fails for a reason other
+// than lost contact with ZooKeeper, or ctx ends, waiting longer between
+// attempts and logging each. A ZooKeeper that is still starting, or that
+// restarts, can drop a connection right after giving a session; a member
+// joining then should wait for it rather than exit or, worse, carry on half
+// set up.
+func (s *ZKSession) retryLostContact(ctx context.Context, what string, step func() error) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := step()
+		if err == nil || !lostContact(err) {
+			return err
+		}
+		s.log.Warn(what+": lost contact with zookeeper; retrying", "connect", s.Connect, "err", err, "in", backoff)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return fmt.Errorf("%w (gave up: %w)", err, ctx.Err())
+		case <-s.done:
+			return err
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// lostContact reports whether err only says that the connection to
+// ZooKeeper or the session went away, so that the same request may succeed
+// once the client has reconnected. The client passes on a failed socket
+// write as it is, hence the net.Error.
+func lostContact(err error) bool {
+	for _, lost := range []error{zk.ErrConnectionClosed, zk.ErrNoServer, zk.ErrSessionExpired, zk.ErrSessionMoved, io.EOF} {
+		if errors.Is(err, lost) {
+			return true
+		}
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr)
+}
+
+func (s *ZKSession) waitSession(ctx context.Context, events <-chan zk.Event, client *zkLogger) error {
 	warn := time.NewTicker(5 * time.Second)
 	defer warn.Stop()
 	start := time.Now()
@@ -130,10 +173,10 @@ func (s *ZKSession) waitSession(ctx context.Context, events <-chan zk.Event) err
 			}
 		case <-warn.C:
 			s.log.Warn("still waiting for a ZooKeeper session; is ZooKeeper running and is the connect string right?",
-				"connect", s.Connect, "waited", time.Since(start).Round(time.Second))
+				"connect", s.Connect, "waited", time.Since(start).Round(time.Second), "last", client.last())
 		case <-ctx.Done():
-			return fmt.Errorf("zookeeper %s: no session after %v (is ZooKeeper running at that address?): %w",
-				s.Connect, time.Since(start).Round(time.Millisecond), ctx.Err())
+			return fmt.Errorf("zookeeper %s: no session after %v (is ZooKeeper running at that address? last: %s): %w",
+				s.Connect, time.Since(start).Round(time.Millisecond), client.last(), ctx.Err())
 		}
 	}
 }
@@ -148,8 +191,19 @@ func (s *ZKSession) waitSession(ctx context.Context, events <-chan zk.Event) err
 // others are about to take over what it held. If the session survives after
 // all, Renewed still fires, and the owner re-registers (a no-op) and
 // re-reads.
+//
+// The owner sees Expired and Renewed strictly alternating, starting with
+// Expired, however late it reads. Two buffered signals would not promise
+// that: an owner busy while a session was lost and replaced found both
+// pending, and a select picking Renewed first, then Expired, left it
+// believing it had to wait for a session it already had, with its
+// ephemeral nodes gone and nothing left to wake it.
 func (s *ZKSession) watchEvents(events <-chan zk.Event) {
 	lost := false
+	// What the owner has yet to hear, in order: the loss, then the
+	// renewal. owedRenewed is only ever set after owedExpired was taken
+	// or together with it.
+	owedExpired, owedRenewed := false, false
 	var giveUp <-chan time.Time
 	var timer *time.Timer
 	stopTimer := func() {
@@ -159,16 +213,38 @@ func (s *ZKSession) watchEvents(events <-chan zk.Event) {
 		}
 	}
 	defer stopTimer()
+	markLost := func() {
+		lost = true
+		if owedRenewed {
+			// The owner heard of the previous loss but not yet of its
+			// renewal: it still counts itself lost, which is right again.
+			owedRenewed = false
+		} else {
+			owedExpired = true
+		}
+	}
 	for {
+		var out chan struct{}
+		switch {
+		case owedExpired:
+			out = s.expired
+		case owedRenewed:
+			out = s.renewed
+		}
 		select {
 		case <-s.done:
 			return
+		case out <- struct{}{}:
+			if owedExpired {
+				owedExpired = false
+			} else {
+				owedRenewed = false
+			}
 		case <-giveUp:
 			timer, giveUp = nil, nil
 			if !lost {
-				lost = true
 				s.log.Warn("no contact with zookeeper for half the session timeout; treating the session as lost", "timeout", s.Timeout)
-				notify(s.expired)
+				markLost()
 			}
 		case ev, ok := <-events:
 			if !ok {
@@ -181,8 +257,7 @@ func (s *ZKSession) watchEvents(events <-chan zk.Event) {
 			case zk.StateExpired:
 				stopTimer()
 				if !lost {
-					lost = true
-					notify(s.expired)
+					markLost()
 				}
 				s.log.Warn("zookeeper session expired; ephemeral nodes are gone and will be re-created")
 			case zk.StateDisconnected:
@@ -195,8 +270,8 @@ func (s *ZKSession) watchEvents(events <-chan zk.Event) {
 				stopTimer()
 				if lost {
 					lost = false
+					owedRenewed = true
 					s.log.Info("zookeeper session established again", "session", fmt.Sprintf("0x%x", s.Conn.SessionID()))
-					notify(s.renewed)
 				}
 			}
 		}
@@ -293,10 +368,30 @@ func (s *ZKSession) CreateEphemeral(ctx context.Context, p string, data []byte) 
 // zkLogger sends the go-zookeeper client's messages to slog. They are mostly
 // connection trouble, which an operator wants to see but not as errors: the
 // client retries by itself.
-type zkLogger struct{ l *slog.Logger }
+//
+// The last message says why there is no session yet ("failed to connect
+// to ...: connection refused", "authentication failed: EOF").
+type zkLogger struct {
+	l   *slog.Logger
+	mu  sync.Mutex
+	msg string
+}
 
-func (z zkLogger) Printf(format string, args ...any) {
-	z.l.Info("zookeeper client: " + fmt.Sprintf(format, args...))
+func (z *zkLogger) Printf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	z.mu.Lock()
+	z.msg = msg
+	z.mu.Unlock()
+	z.l.Info("zookeeper client: " + msg)
+}
+
+func (z *zkLogger) last() string {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.msg == "" {
+		return "no answer yet"
+	}
+	return z.msg
 }
 
 // WithDialer sets how connections to ZooKeeper are made (a proxy, a

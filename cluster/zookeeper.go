@@ -41,6 +41,8 @@ type ZooKeeper struct {
 	unclean    atomic.Bool   // unclean.leader.election.enable of topics that do not set it (controller.go)
 	reelect    chan struct{} // wakes the controller when the unclean default changes
 
+	registered atomic.Bool // listed in /brokers/ids as far as run knows (Registered)
+
 	refreshMu sync.Mutex         // serializes refreshes so views publish in read order
 	published map[string][]int32 // own partitions last written to the broker node
 
@@ -55,7 +57,10 @@ var _ Metadata = (*ZooKeeper)(nil)
 // registers self in the broker registry and loads the cluster view. If self's
 // id is still registered by an earlier run that crashed, it waits for that
 // session to expire (up to ctx, or three session timeouts and at least 20s);
-// a live broker with the same id is an error.
+// a live broker with the same id is an error. ZooKeeper being unreachable,
+// or dropping the connection while the broker joins (as one that is still
+// starting does), only delays the join, with a log line per retry, until
+// ctx ends; then the error names the connect string.
 func JoinZooKeeper(ctx context.Context, connect string, self Broker, logger *slog.Logger, opts ...ZKOption) (*ZooKeeper, error) {
 	if self.ID < 0 || self.Host == "" || self.Port <= 0 {
 		return nil, fmt.Errorf("joining the cluster: broker needs an id >= 0, a host and a port; got id=%d host=%q port=%d", self.ID, self.Host, self.Port)
@@ -87,18 +92,23 @@ func JoinZooKeeper(ctx context.Context, connect string, self Broker, logger *slo
 	if o.rebalance != nil {
 		z.rebalance = max(*o.rebalance, 0)
 	}
-	if err := z.register(ctx); err != nil {
+	err = s.retryLostContact(ctx, "joining the cluster", func() error {
+		if err := z.register(ctx); err != nil {
+			return err
+		}
+		if z.clusterID, err = z.ensureClusterID(); err != nil {
+			return err
+		}
+		if err := z.refresh(); err != nil {
+			return fmt.Errorf("reading the registries: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
 		s.Close()
-		return nil, fmt.Errorf("joining the cluster: %w", err)
+		return nil, fmt.Errorf("joining the cluster at zookeeper %s: %w", connect, err)
 	}
-	if z.clusterID, err = z.ensureClusterID(); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("joining the cluster: %w", err)
-	}
-	if err := z.refresh(); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("joining the cluster: reading the registries: %w", err)
-	}
+	z.registered.Store(true)
 	z.wg.Add(2)
 	go z.run()
 	go z.runController()
@@ -123,8 +133,21 @@ func (z *ZooKeeper) register(ctx context.Context) error {
 // run follows the registries until Close: re-reads on every watch event,
 // re-registers after a session expiry, and retries with backoff while
 // ZooKeeper is unreachable.
+//
+// Whether this broker is registered is checked against what it reads, not
+// only inferred from session events: after every read of the registry that
+// does not list it (its node went with a session, or someone deleted it),
+// it registers again, and keeps trying, logging why, until it is listed.
+// A broker that runs but is missing from the registry is invisible to
+// clients and to the controller, so that state must not last.
 func (z *ZooKeeper) run() {
 	defer z.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-z.stop
+		cancel()
+	}()
 	registered := true
 	backoff := 100 * time.Millisecond
 	var retry <-chan time.Time
@@ -134,6 +157,8 @@ func (z *ZooKeeper) run() {
 			return
 		case <-z.watch.Fired():
 		case <-z.s.Expired:
+			// Renewed follows once there is a session to register in.
+			z.registered.Store(false)
 			registered = false
 			continue
 		case <-z.s.Renewed: // registered is false since Expired
@@ -141,37 +166,60 @@ func (z *ZooKeeper) run() {
 		}
 		err := error(nil)
 		if !registered {
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() {
-				select {
-				case <-z.stop:
-					cancel()
-				case <-ctx.Done():
-				}
-			}()
-			err = z.register(ctx)
-			cancel()
-			if err == nil {
+			if err = z.register(ctx); err == nil {
 				registered = true
-				z.log.Info("re-registered in the broker registry after session expiry")
+				z.log.Info("registered again in the broker registry", "path", z.s.Paths.Broker(z.self.ID))
+			} else {
+				err = fmt.Errorf("not in the broker registry: %w", err)
 			}
 		}
 		if err == nil {
 			err = z.refresh()
 		}
-		if err != nil {
-			select {
-			case <-z.stop:
-				return
-			default:
+		if err == nil && !z.listed() {
+			// The read that just happened does not show this broker:
+			// its node is gone while the session lives on.
+			z.log.Warn("this broker's registry node is gone; registering again", "path", z.s.Paths.Broker(z.self.ID))
+			if err = z.register(ctx); err != nil {
+				registered = false
+				err = fmt.Errorf("not in the broker registry: %w", err)
 			}
-			z.log.Warn("cluster view may be stale; retrying", "err", err, "in", backoff)
+		}
+		z.registered.Store(registered)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			z.log.Warn("cluster view may be stale or this broker unregistered; retrying", "zookeeper", z.s.Connect, "err", err, "in", backoff)
 			retry = time.After(backoff)
 			backoff = min(2*backoff, 5*time.Second)
 			continue
 		}
 		retry, backoff = nil, 100*time.Millisecond
 	}
+}
+
+// listed reports whether the current view holds this broker's registration.
+func (z *ZooKeeper) listed() bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	for _, b := range z.brokers {
+		if b.ID == z.self.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// Registered returns nil while this broker is listed in the broker
+// registry, and otherwise why not: the readiness check of a broker process,
+// because a broker missing from the registry gets no clients and no
+// partitions even though it runs.
+func (z *ZooKeeper) Registered() error {
+	if z.registered.Load() {
+		return nil
+	}
+	return fmt.Errorf("broker %d is not registered at %s on zookeeper %s (yet); it keeps trying", z.self.ID, z.s.Paths.Broker(z.self.ID), z.s.Connect)
 }
 
 // refresh re-reads both registries, publishes the view if it changed, and

@@ -177,6 +177,26 @@ func TestZooKeeperSessionExpiryReRegisters(t *testing.T) {
 	})
 }
 
+// A broker whose registry node disappears while its session lives on (an
+// operator's delete, or a node lost with a session the broker did not
+// notice replaced) registers again instead of running on unlisted.
+func TestZooKeeperRegistersAgainWhenItsNodeIsGone(t *testing.T) {
+	connect := testenv.StartZooKeeper(t)
+	b1 := join(t, connect, 1)
+	b2 := join(t, connect, 2)
+	testenv.Eventually(t, 5*time.Second, "two brokers", func() bool { return len(b1.Brokers()) == 2 })
+
+	admin := session(t, connect)
+	if err := admin.Conn.Delete(admin.Paths.Broker(2), -1); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventuallyf(t, 10*time.Second, func() (bool, string) {
+		ok, _, err := admin.Conn.Exists(admin.Paths.Broker(2))
+		return ok && err == nil && len(b1.Brokers()) == 2 && b2.Registered() == nil,
+			fmt.Sprintf("node exists %v (%v), broker 1 sees %v, broker 2: %v", ok, err, b1.Brokers(), b2.Registered())
+	})
+}
+
 func TestZooKeeperRestartedBrokerWaitsForItsOldSession(t *testing.T) {
 	connect := testenv.StartZooKeeper(t)
 	b1 := join(t, connect, 1)

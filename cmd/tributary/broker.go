@@ -53,10 +53,12 @@ func runBroker(ctx context.Context, args []string) error {
 	if !*rebalance {
 		*rebalanceEvery = 0
 	}
+	// Until ctx ends (a signal), joining waits for ZooKeeper, logging why
+	// it cannot register yet; its errors name the connect string.
 	meta, err := cluster.JoinZooKeeper(ctx, *zk, self, slog.Default(), cluster.WithLeaderRebalance(*rebalanceEvery))
 	if err != nil {
 		closeAll(lns)
-		return fmt.Errorf("joining the cluster at %s: %w", *zk, err)
+		return err
 	}
 	cfg := bf.config()
 	cfg.Metadata = meta
@@ -78,6 +80,7 @@ func runBroker(ctx context.Context, args []string) error {
 	defer stopMetrics()
 	watchBroker(ms, b)
 	ms.AddReadyCheck("zookeeper", zkReady(meta.Session().Conn))
+	ms.AddReadyCheck("broker_registry", meta.Registered)
 	fmt.Printf("tributary broker %d: listening on %s, cluster %s, data in %s\n", *id, describeListeners(ls, lns), *zk, bf.dataDir)
 	return serveBroker(ctx, b, ls, lns)
 }

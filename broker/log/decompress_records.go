@@ -1,5 +1,12 @@
 package log
 
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/golang/snappy"
+)
+
 // DecompressRecords returns the records of a batch compressed with codec
 // (the low three bits of its attributes), decompressed into a new slice of
 // at most limit bytes. It is exported for Tributary's readers of fetched
@@ -7,5 +14,22 @@ package log
 // pooled decoders the broker checks them with instead of a second set.
 // Errors wrap ErrCorruptBatch.
 func DecompressRecords(codec int, data []byte, limit int64) ([]byte, error) {
+	if codec == codecSnappy && !bytes.HasPrefix(data, xerialMagic) {
+		// One raw block (what Kafka's clients send): decoded straight
+		// into the slice returned, not into a pooled one then copied.
+		size, err := snappy.DecodedLen(data)
+		if err != nil {
+			return nil, fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
+		}
+		if int64(size) > limit {
+			return nil, fmt.Errorf("%w: snappy block says it decompresses to %d bytes, more than the limit of %d",
+				ErrCorruptBatch, size, limit)
+		}
+		out, err := snappy.Decode(make([]byte, size), data)
+		if err != nil {
+			return nil, fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
+		}
+		return out, nil
+	}
 	return decompressAll(codec, data, limit)
 }

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 
 	"github.com/tributary-io/tributary/broker/log"
 )
@@ -66,6 +67,8 @@ const (
 	headerSize         = 61
 	lengthPrefix       = 12 // base offset and length: what the length does not count
 
+	minRecordSize = 7 // a length, attributes, two deltas, null key and value, no headers
+
 	codecMask     = 0x07
 	logAppendTime = 0x08
 	controlBatch  = 0x20
@@ -82,6 +85,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // whole batches before the bad one.
 func Walk(dst []Record, b []byte, from, maxDecompressed int64) (recs []Record, next int64, err error) {
 	next = from
+	dst = slices.Grow(dst, countRecords(b))
 	for len(b) >= lengthPrefix {
 		base := int64(binary.BigEndian.Uint64(b))
 		if len(b) > offMagic && b[offMagic] != 2 {
@@ -123,6 +127,9 @@ func Walk(dst []Record, b []byte, from, maxDecompressed int64) (recs []Record, n
 			bt.appendTime = int64(binary.BigEndian.Uint64(batch[offMaxTimestamp:]))
 			bt.useAppend = true
 		}
+		// Room for the batch's records at once, as many as its bytes can
+		// hold at most: one growth a batch, not a doubling every few.
+		dst = slices.Grow(dst, int(min(count, int64(len(data)/minRecordSize))))
 		n := len(dst)
 		if dst, err = walkRecords(dst, data, base, lastDelta, count, next, bt); err != nil {
 			return dst[:n], next, err
@@ -130,6 +137,26 @@ func Walk(dst []Record, b []byte, from, maxDecompressed int64) (recs []Record, n
 		next = max(next, end)
 	}
 	return dst, next, nil
+}
+
+// maxPresize bounds the records room made for a response up front: its
+// batches' counts are not checked yet and could claim billions.
+const maxPresize = 1 << 16
+
+// countRecords adds up the record counts of the whole batches in b, as
+// their headers say, up to maxPresize: the room to make for them at once
+// rather than growing the slice (and copying it) batch by batch.
+func countRecords(b []byte) int {
+	n := 0
+	for len(b) >= headerSize && n < maxPresize {
+		size := lengthPrefix + int64(int32(binary.BigEndian.Uint32(b[offLength:])))
+		if size < headerSize || size > int64(len(b)) {
+			break
+		}
+		n += int(max(0, int32(binary.BigEndian.Uint32(b[offRecordCount:]))))
+		b = b[size:]
+	}
+	return min(n, maxPresize)
 }
 
 type batchTimes struct {

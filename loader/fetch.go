@@ -9,8 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sync/errgroup"
-
-	"github.com/tributary-io/tributary/internal/batchwalk"
 )
 
 // stallTimeout fails a run whose fetches bring nothing while partitions
@@ -60,7 +58,7 @@ func (r *run) fetch(ctx context.Context, plans []*partPlan) error {
 		if pl.done {
 			continue
 		}
-		in := make(chan []batchwalk.Record, 4)
+		in := make(chan *chunk, 4)
 		pl.in = in // the fetch loop's end of it; it closes and clears it
 		g.Go(func() error {
 			err := pl.writer.run(gctx, in)

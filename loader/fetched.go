@@ -86,7 +86,9 @@ func (f *fetcher) take(ctx context.Context, res fetchResult) error {
 // [next, end) to its writer as they lie in the response.
 func (f *fetcher) takePartition(ctx context.Context, pl *partPlan, batches []byte) error {
 	r := f.r
-	recs, fetched, err := batchwalk.Walk(getRecords(), batches, pl.fetchAt, maxDecompressed)
+	c := getChunk(len(batches))
+	recs, fetched, err := batchwalk.WalkArena(c.recs, &c.arena, batches, pl.fetchAt, maxDecompressed)
+	c.recs = recs
 	if err != nil {
 		return fmt.Errorf("fetching %s/%d: %w", pl.topic, pl.part, err)
 	}
@@ -118,11 +120,12 @@ func (f *fetcher) takePartition(ctx context.Context, pl *partPlan, batches []byt
 		}
 	}
 	if hi == lo {
-		putRecords(recs)
+		c.release()
 	} else {
 		f.got += hi - lo
+		c.recs = recs[lo:hi]
 		select {
-		case pl.in <- recs[lo:hi]:
+		case pl.in <- c:
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
@@ -139,25 +142,43 @@ func (f *fetcher) takePartition(ctx context.Context, pl *partPlan, batches []byt
 	return nil
 }
 
-// recordsPool holds the slices of records handed to the writers, back from
-// them once written: a run's fetches reuse a few instead of allocating
-// (and the collector scanning) one a response.
-var recordsPool sync.Pool
-
-func getRecords() []batchwalk.Record {
-	if p, ok := recordsPool.Get().(*[]batchwalk.Record); ok {
-		return (*p)[:0]
-	}
-	return nil
+// chunk is what a writer gets of one fetch response for its partition:
+// records that point into the response or into arena, the buffer its
+// compressed batches were expanded into. The writer hands it back
+// (release) when done with it, and only then are records and arena
+// reused: the pools spare a run allocating (and the collector scanning)
+// both for every response.
+type chunk struct {
+	recs  []batchwalk.Record
+	arena []byte
 }
 
-// putRecords returns recs to the pool, its references to response bytes
+// maxArena bounds the room made for a partition's compressed batches of
+// one fetch (1 MiB compressed expands to a few); batches past it get their
+// own buffer.
+const maxArena = 4 << 20
+
+var chunkPool = sync.Pool{New: func() any { return new(chunk) }}
+
+// getChunk returns a chunk for a response's batches of n bytes, with room
+// for them to expand about fourfold: sized by the data, so that a run of
+// many sparse partitions does not hold an arena of the largest size for
+// each response.
+func getChunk(n int) *chunk {
+	c := chunkPool.Get().(*chunk)
+	if want := min(maxArena, 4*n); cap(c.arena) < want {
+		c.arena = make([]byte, 0, want)
+	}
+	return c
+}
+
+// release returns c to the pool, its references to response bytes
 // cleared so that the pool does not keep them alive.
-func putRecords(recs []batchwalk.Record) {
-	recs = recs[:cap(recs)]
+func (c *chunk) release() {
+	recs := c.recs[:cap(c.recs)]
 	clear(recs)
-	recs = recs[:0]
-	recordsPool.Put(&recs)
+	c.recs, c.arena = recs[:0], c.arena[:0]
+	chunkPool.Put(c)
 }
 
 // finish closes a partition read to its end.

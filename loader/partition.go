@@ -71,17 +71,17 @@ func newPartWriter(r *run, topic string, part int32) *partWriter {
 }
 
 // run consumes batches until in is closed, then completes every file.
-func (p *partWriter) run(ctx context.Context, in <-chan []batchwalk.Record) error {
-	for batch := range in {
+func (p *partWriter) run(ctx context.Context, in <-chan *chunk) error {
+	for c := range in {
 		if err := context.Cause(ctx); err != nil {
 			return err
 		}
-		for i := range batch {
-			if err := p.add(ctx, &batch[i]); err != nil {
+		for i := range c.recs {
+			if err := p.add(ctx, &c.recs[i]); err != nil {
 				return err
 			}
 		}
-		putRecords(batch)
+		c.release()
 		if err := p.r.hook(FaultMidWrite); err != nil {
 			return err
 		}

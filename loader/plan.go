@@ -7,8 +7,6 @@ import (
 	"slices"
 	"sort"
 	"time"
-
-	"github.com/tributary-io/tributary/internal/batchwalk"
 )
 
 // partPlan is what a run does on one partition.
@@ -21,7 +19,7 @@ type partPlan struct {
 	records    int64
 	prev       *PartitionState
 	writer     *partWriter
-	in         chan []batchwalk.Record
+	in         chan *chunk
 	done       bool
 
 	// The fetch loop's: where to fetch next (past every whole batch

@@ -14,6 +14,13 @@ import (
 // pooled decoders the broker checks them with instead of a second set.
 // Errors wrap ErrCorruptBatch.
 func DecompressRecords(codec int, data []byte, limit int64) ([]byte, error) {
+	return DecompressRecordsInto(nil, codec, data, limit)
+}
+
+// DecompressRecordsInto is DecompressRecords decoding into dst's capacity
+// when the records fit there (the loader reuses buffers that way); only
+// raw snappy, whose decoded size is known first, does so today.
+func DecompressRecordsInto(dst []byte, codec int, data []byte, limit int64) ([]byte, error) {
 	if codec == codecSnappy && !bytes.HasPrefix(data, xerialMagic) {
 		// One raw block (what Kafka's clients send): decoded straight
 		// into the slice returned, not into a pooled one then copied.
@@ -25,7 +32,10 @@ func DecompressRecords(codec int, data []byte, limit int64) ([]byte, error) {
 			return nil, fmt.Errorf("%w: snappy block says it decompresses to %d bytes, more than the limit of %d",
 				ErrCorruptBatch, size, limit)
 		}
-		out, err := snappy.Decode(make([]byte, size), data)
+		if cap(dst) < size {
+			dst = make([]byte, size)
+		}
+		out, err := snappy.Decode(dst[:size], data)
 		if err != nil {
 			return nil, fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
 		}

@@ -84,6 +84,15 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // On an error, the records already appended and next are those of the
 // whole batches before the bad one.
 func Walk(dst []Record, b []byte, from, maxDecompressed int64) (recs []Record, next int64, err error) {
+	return WalkArena(dst, nil, b, from, maxDecompressed)
+}
+
+// WalkArena is Walk expanding compressed batches into the spare capacity
+// of *arena when they fit there, and appending them to it: a caller that
+// keeps arena (and the records) until it is done with them can then reuse
+// it for another response instead of allocating per batch. Batches that
+// do not fit get a buffer of their own.
+func WalkArena(dst []Record, arena *[]byte, b []byte, from, maxDecompressed int64) (recs []Record, next int64, err error) {
 	next = from
 	dst = slices.Grow(dst, countRecords(b))
 	for len(b) >= lengthPrefix {
@@ -118,8 +127,16 @@ func Walk(dst []Record, b []byte, from, maxDecompressed int64) (recs []Record, n
 		}
 		data := batch[headerSize:]
 		if codec := int(attrs & codecMask); codec != 0 {
-			if data, err = log.DecompressRecords(codec, data, maxDecompressed); err != nil {
+			var spare []byte
+			if arena != nil {
+				spare = (*arena)[len(*arena):cap(*arena)]
+			}
+			if data, err = log.DecompressRecordsInto(spare, codec, data, maxDecompressed); err != nil {
 				return dst, next, &Error{base, err.Error()}
+			}
+			if len(data) > 0 && len(spare) >= len(data) && &spare[0] == &data[0] {
+				*arena = (*arena)[:len(*arena)+len(data)]
+				data = data[:len(data):len(data)]
 			}
 		}
 		bt := batchTimes{base: int64(binary.BigEndian.Uint64(batch[offBaseTimestamp:]))}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/gzip"
@@ -296,4 +298,35 @@ func TestWalkRefusesCorruptBatches(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Compressed batches expand into the arena's spare room while they fit,
+// one after the other, and into buffers of their own once they do not.
+func TestWalkArena(t *testing.T) {
+	raw := encodeRecords([]rec{kv("a", strings.Repeat("x", 100)), kv("b", strings.Repeat("y", 100))})
+	batch := func(base int64) []byte { return makeBatch(base, 2, 2, 1, compress(t, 2, raw)) }
+	resp := slices.Concat(batch(0), batch(2), batch(4))
+	arena := make([]byte, 0, 2*len(raw)+10)
+	recs, next, err := WalkArena(nil, &arena, resp, 0, 1<<20)
+	if err != nil || len(recs) != 6 || next != 6 {
+		t.Fatalf("%d records, next %d, %v", len(recs), next, err)
+	}
+	if len(arena) != 2*len(raw) {
+		t.Fatalf("arena holds %d bytes, want the first two batches' %d", len(arena), 2*len(raw))
+	}
+	for i, r := range recs {
+		if want := i < 4; inside(arena, r.Value) != want {
+			t.Errorf("record %d in the arena: %v, want %v", i, !want, want)
+		}
+	}
+}
+
+// inside says whether b's bytes lie within a's.
+func inside(a, b []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(&a[0]))
+	p := uintptr(unsafe.Pointer(&b[0]))
+	return p >= start && p+uintptr(len(b)) <= start+uintptr(len(a))
 }

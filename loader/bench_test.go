@@ -2,11 +2,18 @@ package loader_test
 
 import (
 	"context"
+	"encoding/binary"
+	"maps"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/loader"
@@ -72,6 +79,11 @@ func BenchmarkLoad(b *testing.B) {
 //
 //	go test -run '^$' -bench 'BenchmarkLoadVsFetch$' -benchtime 3x ./loader/
 //
+// A second baseline reads the topic with bare kmsg Fetch requests to each
+// partition's leader (the loader's own fetch sizes), the responses thrown
+// away unparsed but for the batch headers that give the next offset: what
+// fetching costs without any client's per-record work.
+//
 // fetch-records/s is the raw rate, records/s the load's (the whole run:
 // locks, planning, files, fsyncs, commit, moves), load/fetch their ratio.
 // fixed-ms is the wall time of the run that found nothing new: what every
@@ -102,13 +114,18 @@ func loadVsFetch(b *testing.B, n int, parts int32, codecs []string) {
 	env.Produce(b, "bench", loadertest.Schema(b, "pageview"), loadertest.PageViews(0, n, parts, from, 3*time.Hour))
 	for _, codec := range codecs {
 		b.Run(codec, func(b *testing.B) {
-			var fetchTime, loadTime, fixedTime, fetchCPU, loadCPU time.Duration
-			var fetched, loaded int64
+			var fetchTime, loadTime, fixedTime, fetchCPU, loadCPU, kmsgTime, kmsgCPU time.Duration
+			var fetched, loaded, kmsgFetched int64
 			for range b.N {
 				start, cpu := time.Now(), cpuTime()
 				fetched += rawFetch(b, env.Brokers, "bench", parts, int64(n))
 				fetchTime += time.Since(start)
 				fetchCPU += cpuTime() - cpu
+
+				start, cpu = time.Now(), cpuTime()
+				kmsgFetched += rawKmsgFetch(b, env.Brokers, "bench", parts)
+				kmsgTime += time.Since(start)
+				kmsgCPU += cpuTime() - cpu
 
 				cfg := loader.Config{
 					Brokers: env.Brokers, RegistryURL: env.RegistryURL, Topics: []string{"bench"},
@@ -134,6 +151,10 @@ func loadVsFetch(b *testing.B, n int, parts int32, codecs []string) {
 			b.ReportMetric(fetchRate, "fetch-records/s")
 			b.ReportMetric(loadRate, "records/s")
 			b.ReportMetric(loadRate/fetchRate, "load/fetch")
+			kmsgRate := float64(kmsgFetched) / kmsgTime.Seconds()
+			b.ReportMetric(kmsgRate, "kmsg-fetch-records/s")
+			b.ReportMetric(loadRate/kmsgRate, "load/kmsg-fetch")
+			b.ReportMetric(float64(kmsgCPU.Nanoseconds())/float64(kmsgFetched), "kmsg-fetch-cpu-ns/record")
 			b.ReportMetric(float64(fixedTime.Milliseconds())/float64(b.N), "fixed-ms")
 			if steady := loadTime - fixedTime; steady > 0 {
 				b.ReportMetric(float64(loaded)/steady.Seconds()/fetchRate, "steady-load/fetch")
@@ -169,6 +190,109 @@ func rawFetch(b testing.TB, brokers []string, topic string, parts int32, n int64
 		got += int64(fs.NumRecords())
 	}
 	return got
+}
+
+// rawKmsgFetch reads partitions 0..parts-1 of topic from their log start
+// to their high watermark with bare kmsg Fetch requests, one in flight per
+// leader, reading only the batch headers, and returns the records fetched
+// (offsets covered).
+func rawKmsgFetch(b testing.TB, brokers []string, topic string, parts int32) int64 {
+	b.Helper()
+	ctx := context.Background()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		b.Fatal(err)
+	}
+	next, end := map[int32]int64{}, map[int32]int64{}
+	leaders := map[int32][]int32{}
+	for _, t := range meta.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if p.Partition >= parts {
+				continue
+			}
+			s, _ := starts.Lookup(topic, p.Partition)
+			e, _ := ends.Lookup(topic, p.Partition)
+			next[p.Partition], end[p.Partition] = s.Offset, e.Offset
+			leaders[p.Leader] = append(leaders[p.Leader], p.Partition)
+		}
+	}
+	var mu sync.Mutex
+	var total int64
+	var g errgroup.Group
+	for leader, ps := range leaders {
+		next := maps.Clone(next) // this leader's goroutine's own
+		g.Go(func() error {
+			for {
+				req := kmsg.NewPtrFetchRequest()
+				req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, 500, 1, 64<<20, -1
+				t := kmsg.NewFetchRequestTopic()
+				t.Topic = topic
+				for _, p := range ps {
+					if next[p] < end[p] {
+						rp := kmsg.NewFetchRequestTopicPartition()
+						rp.Partition, rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes = p, next[p], -1, 1<<20
+						t.Partitions = append(t.Partitions, rp)
+					}
+				}
+				if len(t.Partitions) == 0 {
+					return nil
+				}
+				req.Topics = append(req.Topics, t)
+				resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
+				if err != nil {
+					return err
+				}
+				for _, rt := range resp.Topics {
+					for _, rp := range rt.Partitions {
+						if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+							return err
+						}
+						from := next[rp.Partition]
+						next[rp.Partition] = batchesEnd(rp.RecordBatches, from)
+						mu.Lock()
+						total += next[rp.Partition] - from
+						mu.Unlock()
+					}
+				}
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	return total
+}
+
+// batchesEnd returns the offset after the last whole batch in b, from the
+// batch headers alone (base offset at 0, length at 8, last offset delta at
+// 23).
+func batchesEnd(b []byte, from int64) int64 {
+	for len(b) >= 27 {
+		n := 12 + int(binary.BigEndian.Uint32(b[8:]))
+		if n > len(b) {
+			break
+		}
+		from = max(from, int64(binary.BigEndian.Uint64(b))+int64(int32(binary.BigEndian.Uint32(b[23:])))+1)
+		b = b[n:]
+	}
+	return from
 }
 
 // cpuTime is the CPU time the process has used, user and system.

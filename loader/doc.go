@@ -31,6 +31,10 @@
 //     the run. When retention deleted records before they were loaded, the
 //     exact lost offset range of each partition is in the Summary and the
 //     manifest, and the run continues as OnDataLoss says.
+//   - A record batch the brokers send damaged (CRC32C, lengths, counts)
+//     fails the run with the topic, partition and batch offset; it is never
+//     loaded in part. A partition's leader moving (or dying) mid-run is
+//     followed: the run asks the brokers again until stallTimeout.
 //   - One topic is loaded by one run at a time: a run holds a lease lock per
 //     topic in the warehouse, which expires if the run's process dies.
 //   - With Config.Audit, a run counts what it committed for the audit's

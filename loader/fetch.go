@@ -2,11 +2,12 @@ package loader
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -14,26 +15,28 @@ import (
 // are still behind: brokers gone, or a partition's leader unavailable.
 const stallTimeout = 30 * time.Second
 
+// retryBackoff spaces the metadata requests of a run waiting for a leader
+// (or a broker) to come back.
+const retryBackoff = 250 * time.Millisecond
+
 // fetch reads every partition from start to end (or the limits) and hands
 // the records to one writer goroutine per partition.
+//
+// The records are not decoded into a record object each: fetches go
+// straight to each partition's leader through the kgo client's connections
+// (which carry its TLS and SASL), and the batches are walked in place
+// (internal/batchwalk), the writers getting offsets, timestamps, keys and
+// values that point into the fetch response. A response's bytes are never
+// reused: they live as long as a writer holds records of them.
 func (r *run) fetch(ctx context.Context, plans []*partPlan) error {
-	offsets := map[string]map[int32]kgo.Offset{}
-	byTP := map[string]map[int32]*partPlan{}
 	remaining := 0
 	for _, pl := range plans {
 		pl.writer = newPartWriter(r, pl.topic, pl.part)
-		if byTP[pl.topic] == nil {
-			byTP[pl.topic] = map[int32]*partPlan{}
-		}
-		byTP[pl.topic][pl.part] = pl
+		pl.fetchAt, pl.leader = pl.start, -1
 		if pl.start >= pl.end {
 			pl.done = true
 			continue
 		}
-		if offsets[pl.topic] == nil {
-			offsets[pl.topic] = map[int32]kgo.Offset{}
-		}
-		offsets[pl.topic][pl.part] = kgo.NewOffset().At(pl.start)
 		remaining++
 	}
 	if remaining == 0 {
@@ -41,16 +44,6 @@ func (r *run) fetch(ctx context.Context, plans []*partPlan) error {
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(r.cfg.Brokers...),
-		kgo.ConsumePartitions(offsets),
-		// Out of range means retention deleted what was next; the gap is
-		// detected and reported below.
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		// Fetches of 1 MiB a partition (kgo's default) keep the writers
-		// busy while the next fetch is on its way; one fetch of a whole
-		// backlog would leave them idle until all of it was decoded.
-		kgo.FetchMaxPartitionBytes(1 << 20),
-		kgo.FetchMaxBytes(64 << 20),
-		kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.RequestTimeoutOverhead(r.cfg.BrokerTimeout),
 	}, r.cfg.kgoOpts...)...)
 	if err != nil {
@@ -65,7 +58,7 @@ func (r *run) fetch(ctx context.Context, plans []*partPlan) error {
 		if pl.done {
 			continue
 		}
-		in := make(chan []*kgo.Record, 4)
+		in := make(chan *chunk, 4)
 		pl.in = in // the fetch loop's end of it; it closes and clears it
 		g.Go(func() error {
 			err := pl.writer.run(gctx, in)
@@ -79,7 +72,8 @@ func (r *run) fetch(ctx context.Context, plans []*partPlan) error {
 		// Closing the inputs lets the writers complete their files, or
 		// see the error that ended the loop.
 		defer closeInputs(plans)
-		return r.fetchLoop(gctx, cl, plans, byTP, remaining)
+		f := newFetcher(r, cl, plans, remaining)
+		return f.loop(gctx)
 	})
 	if err := g.Wait(); err != nil {
 		return err
@@ -93,15 +87,64 @@ func (r *run) fetch(ctx context.Context, plans []*partPlan) error {
 	return nil
 }
 
-func (r *run) fetchLoop(ctx context.Context, cl *kgo.Client, plans []*partPlan, byTP map[string]map[int32]*partPlan, remaining int) error {
+// fetcher is the fetch loop's state. Only the loop's goroutine touches it
+// and the plans; the goroutines it starts only send a request and return
+// the response.
+type fetcher struct {
+	r         *run
+	cl        *kgo.Client
+	plans     []*partPlan
+	byTP      map[string]map[int32]*partPlan
+	byID      map[[16]byte]string // topic IDs, for brokers that answer by ID
+	remaining int
+
+	inFlight map[int32]bool // leader brokers with a fetch on its way
+	results  chan fetchResult
+	wg       sync.WaitGroup
+
+	needMeta bool
+	lastMeta time.Time
+	metaErr  error // of the last metadata request, for the stall message
+	lastErr  error // of the last failed fetch, for the stall message
+
+	total int64 // records handed to the writers
+	got   int   // in the response being taken
+	moved bool  // some partition's fetch offset moved in it
+	stop  bool  // max records reached
+}
+
+type fetchResult struct {
+	broker int32
+	parts  []*partPlan
+	resp   *kmsg.FetchResponse
+	err    error
+}
+
+func newFetcher(r *run, cl *kgo.Client, plans []*partPlan, remaining int) *fetcher {
+	f := &fetcher{r: r, cl: cl, plans: plans, remaining: remaining, byTP: map[string]map[int32]*partPlan{},
+		byID: map[[16]byte]string{}, inFlight: map[int32]bool{}, results: make(chan fetchResult, len(plans)), needMeta: true}
+	for _, pl := range plans {
+		if f.byTP[pl.topic] == nil {
+			f.byTP[pl.topic] = map[int32]*partPlan{}
+		}
+		f.byTP[pl.topic][pl.part] = pl
+	}
+	return f
+}
+
+func (f *fetcher) loop(ctx context.Context) error {
+	r := f.r
+	fctx, cancel := context.WithCancel(ctx)
+	defer func() { cancel(); f.wg.Wait() }()
 	var deadline time.Time
 	if r.cfg.MaxDuration > 0 {
 		deadline = r.started.Add(r.cfg.MaxDuration)
 	}
-	var total int64
 	lastProgress := time.Now()
 	lastReport := time.Time{}
-	for remaining > 0 {
+	wait := time.NewTimer(retryBackoff)
+	defer wait.Stop()
+	for f.remaining > 0 {
 		if err := context.Cause(ctx); err != nil {
 			return err
 		}
@@ -109,119 +152,126 @@ func (r *run) fetchLoop(ctx context.Context, cl *kgo.Client, plans []*partPlan, 
 			r.sum.Stopped = "max duration"
 			return nil
 		}
-		pctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
-		fetches := cl.PollRecords(pctx, 10000)
-		cancel()
-		var ferr error
-		fetches.EachError(func(t string, p int32, err error) {
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				return
+		if f.needMeta && time.Since(f.lastMeta) >= retryBackoff {
+			if err := f.refreshLeaders(ctx); err != nil {
+				return err
 			}
-			ferr = errors.Join(ferr, fmt.Errorf("fetching %s/%d: %w", t, p, err))
-		})
-		if ferr != nil {
-			return ferr
 		}
-		got := 0
-		var pause map[string][]int32
-		var stop bool
-		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-			pl := byTP[fp.Topic][fp.Partition]
-			if pl == nil || pl.done || stop {
-				return
+		f.send(fctx)
+		wait.Reset(retryBackoff)
+		f.got, f.moved = 0, false
+		select {
+		case res := <-f.results:
+			if err := f.take(ctx, res); err != nil {
+				return err
 			}
-			// The records come in offset order: the batch is the run of
-			// them in [next, end), handed on as it is, not copied.
-			recs := fp.Records
-			for len(recs) > 0 && recs[0].Offset < pl.next {
-				recs = recs[1:]
-			}
-			n := 0
-			for _, rec := range recs {
-				if rec.Offset >= pl.end {
-					break
-				}
-				n++
-				if rec.Offset > pl.next {
-					r.checkGap(ctx, pl, rec.Offset)
-				}
-				pl.next = rec.Offset + 1
-				pl.records++
-				pl.inputBytes += int64(len(rec.Value))
-				total++
-				if r.cfg.MaxRecords > 0 && total >= r.cfg.MaxRecords {
-					stop = true
-					break
-				}
-			}
-			if batch := recs[:n]; len(batch) > 0 {
-				got += len(batch)
-				select {
-				case pl.in <- batch:
-				case <-ctx.Done():
-				}
-			}
-			if pl.next >= pl.end {
-				pl.done = true
-				remaining--
-				close(pl.in)
-				pl.in = nil
-				if pause == nil {
-					pause = map[string][]int32{}
-				}
-				pause[pl.topic] = append(pause[pl.topic], pl.part)
-			}
-		})
-		if pause != nil {
-			cl.PauseFetchPartitions(pause)
+		case <-wait.C: // nothing back yet, or nothing sent: leaders unknown
+		case <-ctx.Done():
+			return context.Cause(ctx)
 		}
-		if got > 0 {
-			lastProgress = time.Now()
+		if f.got > 0 {
 			if err := r.hook(FaultMidFetch); err != nil {
 				return err
 			}
-		} else if time.Since(lastProgress) > stallTimeout {
-			return fmt.Errorf("no records fetched for %v while %s; are the brokers at %v up?", stallTimeout, behind(plans), r.cfg.Brokers)
 		}
-		if stop {
+		if f.got > 0 || f.moved {
+			lastProgress = time.Now()
+		} else if time.Since(lastProgress) > stallTimeout {
+			return f.stalled()
+		}
+		if f.stop {
 			r.sum.Stopped = "max records"
 			return nil
 		}
 		if r.cfg.Progress != nil && time.Since(lastReport) >= 250*time.Millisecond {
 			lastReport = time.Now()
-			r.cfg.Progress(r.progress(plans, total))
+			r.cfg.Progress(r.progress(f.plans, f.total))
 		}
 	}
 	if r.cfg.Progress != nil {
-		r.cfg.Progress(r.progress(plans, total))
+		r.cfg.Progress(r.progress(f.plans, f.total))
 	}
 	return nil
 }
 
-// checkGap is called when a partition's next record is past the expected
-// offset. Gaps are normal where records were never there (transaction
-// markers); if the log start moved past the expected offset, retention
-// deleted records while the run was reading, and the range is recorded.
-func (r *run) checkGap(ctx context.Context, pl *partPlan, got int64) {
-	tctx, cancel := context.WithTimeout(ctx, r.cfg.BrokerTimeout)
-	defer cancel()
-	starts, err := r.adm.ListStartOffsets(tctx, pl.topic)
-	logStart := int64(-1)
-	if err == nil {
-		if lo, ok := starts.Lookup(pl.topic, pl.part); ok && lo.Err == nil {
-			logStart = lo.Offset
+func (f *fetcher) stalled() error {
+	err := fmt.Errorf("no records fetched for %v while %s; are the brokers at %v up?", stallTimeout, behind(f.plans), f.r.cfg.Brokers)
+	if last := f.lastErr; last != nil {
+		err = fmt.Errorf("%w (last: %v)", err, last)
+	} else if f.metaErr != nil {
+		err = fmt.Errorf("%w (last: %v)", err, f.metaErr)
+	}
+	return err
+}
+
+// send starts one fetch to each leader broker that has partitions to read
+// and no fetch on its way: the writers work on what came while the next
+// comes.
+func (f *fetcher) send(ctx context.Context) {
+	var byLeader map[int32][]*partPlan
+	for _, pl := range f.plans {
+		if pl.done || pl.inFlight || pl.leader < 0 || f.inFlight[pl.leader] {
+			continue
 		}
+		if byLeader == nil {
+			byLeader = map[int32][]*partPlan{}
+		}
+		byLeader[pl.leader] = append(byLeader[pl.leader], pl)
 	}
-	if logStart >= 0 && logStart <= pl.next {
-		return // not retention
+	for id, parts := range byLeader {
+		f.inFlight[id] = true
+		for _, pl := range parts {
+			pl.inFlight = true
+		}
+		req := fetchRequest(parts)
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			resp, err := req.RequestWith(ctx, f.cl.Broker(int(id)))
+			f.results <- fetchResult{broker: id, parts: parts, resp: resp, err: err}
+		}()
 	}
-	l := LostRange{Topic: pl.topic, Partition: pl.part, From: pl.next, To: got - 1,
-		Reason: "deleted by retention while the run was reading it"}
-	if logStart < 0 {
-		l.Reason = fmt.Sprintf("missing from the log (could not list the log start: %v)", err)
+}
+
+// Fetch sizes: 1 MiB a partition (what Kafka's clients ask for) keeps the
+// writers busy while the next fetch is on its way; one fetch of a whole
+// backlog would leave them idle until all of it had been walked.
+const (
+	fetchPartitionBytes = 1 << 20
+	fetchMaxBytes       = 64 << 20
+	fetchMaxWait        = 500 * time.Millisecond
+)
+
+// maxDecompressed bounds what one compressed batch may expand to: the
+// broker's own default bound, so that any batch it accepted can be read.
+const maxDecompressed = 64 << 20
+
+func fetchRequest(parts []*partPlan) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(fetchMaxWait.Milliseconds())
+	req.MinBytes = 1
+	req.MaxBytes = fetchMaxBytes
+	req.SessionEpoch = -1 // no fetch session: every fetch names its partitions
+	byTopic := map[string]int{}
+	for _, pl := range parts {
+		i, ok := byTopic[pl.topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[pl.topic] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = pl.topic, pl.topicID
+			req.Topics = append(req.Topics, t)
+		}
+		p := kmsg.NewFetchRequestTopicPartition()
+		p.Partition = pl.part
+		p.CurrentLeaderEpoch = pl.epoch
+		p.FetchOffset = pl.fetchAt
+		p.LogStartOffset = -1
+		p.PartitionMaxBytes = fetchPartitionBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
 	}
-	r.log.Error("records lost before they were loaded", "topic", pl.topic, "partition", pl.part, "from", l.From, "to", l.To)
-	r.sum.Lost = append(r.sum.Lost, l)
+	return req
 }
 
 // closeInputs closes the writers' inputs the fetch loop has not closed.

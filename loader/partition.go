@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tributary-io/tributary/internal/batchwalk"
 	"github.com/tributary-io/tributary/loader/warehouse"
 	"github.com/tributary-io/tributary/schema"
 )
@@ -71,16 +71,17 @@ func newPartWriter(r *run, topic string, part int32) *partWriter {
 }
 
 // run consumes batches until in is closed, then completes every file.
-func (p *partWriter) run(ctx context.Context, in <-chan []*kgo.Record) error {
-	for batch := range in {
+func (p *partWriter) run(ctx context.Context, in <-chan *chunk) error {
+	for c := range in {
 		if err := context.Cause(ctx); err != nil {
 			return err
 		}
-		for _, rec := range batch {
-			if err := p.add(ctx, rec); err != nil {
+		for i := range c.recs {
+			if err := p.add(ctx, &c.recs[i]); err != nil {
 				return err
 			}
 		}
+		c.release()
 		if err := p.r.hook(FaultMidWrite); err != nil {
 			return err
 		}
@@ -137,7 +138,7 @@ func (p *partWriter) readRecord(ctx context.Context, value []byte) (id int, body
 	return id, body, ms, server, err == nil, nil
 }
 
-func (p *partWriter) add(ctx context.Context, rec *kgo.Record) error {
+func (p *partWriter) add(ctx context.Context, rec *batchwalk.Record) error {
 	id, body, ms, server, ok, err := p.readRecord(ctx, rec.Value)
 	if err != nil {
 		if !isBadRecord(err) {
@@ -146,7 +147,7 @@ func (p *partWriter) add(ctx context.Context, rec *kgo.Record) error {
 		return p.reject(rec, err)
 	}
 	if !ok {
-		ms = rec.Timestamp.UnixMilli()
+		ms = rec.Timestamp
 		p.noHeader++
 	}
 	key := fileKey{hour: floorDiv(ms, 3600_000), schema: id}
@@ -306,7 +307,7 @@ func (p *partWriter) abandon() {
 
 // reject writes an undecodable record to the partition's error file and
 // fails the run once the run's error budget is spent.
-func (p *partWriter) reject(rec *kgo.Record, cause error) error {
+func (p *partWriter) reject(rec *batchwalk.Record, cause error) error {
 	if p.errs == nil {
 		tmp := path.Join(runDir(p.r.id), "errors", fmt.Sprintf("%s.p%d.jsonl", p.topic, p.part))
 		f, err := p.r.batch.Create(tmp)
@@ -320,7 +321,7 @@ func (p *partWriter) reject(rec *kgo.Record, cause error) error {
 	}
 	p.errCount++
 	if p.audit != nil {
-		p.audit.malformed[p.window(rec.Timestamp.UnixMilli())]++
+		p.audit.malformed[p.window(rec.Timestamp)]++
 	}
 	n := p.r.errCount.Add(1)
 	if max := p.r.cfg.MaxErrors; max >= 0 && n > max {
@@ -352,10 +353,10 @@ type errorRecord struct {
 	Value     []byte `json:"value,omitempty"` // base64
 }
 
-func (e *errorWriter) add(rec *kgo.Record, cause error) error {
+func (e *errorWriter) add(rec *batchwalk.Record, cause error) error {
 	line, _ := json.Marshal(errorRecord{
-		Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
-		Timestamp: rec.Timestamp.UnixMilli(), Error: cause.Error(), Key: rec.Key, Value: rec.Value,
+		Topic: e.topic, Partition: e.part, Offset: rec.Offset,
+		Timestamp: rec.Timestamp, Error: cause.Error(), Key: rec.Key, Value: rec.Value,
 	})
 	line = append(line, '\n')
 	if _, err := e.w.Write(line); err != nil {

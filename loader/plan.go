@@ -7,8 +7,6 @@ import (
 	"slices"
 	"sort"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // partPlan is what a run does on one partition.
@@ -21,8 +19,16 @@ type partPlan struct {
 	records    int64
 	prev       *PartitionState
 	writer     *partWriter
-	in         chan []*kgo.Record
+	in         chan *chunk
 	done       bool
+
+	// The fetch loop's: where to fetch next (past every whole batch
+	// walked, markers included), and from whom.
+	fetchAt  int64
+	leader   int32 // broker id; -1 until the metadata names one
+	epoch    int32
+	topicID  [16]byte
+	inFlight bool
 }
 
 // resolveTopics returns the topics to load, sorted, checking that named

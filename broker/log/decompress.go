@@ -271,6 +271,9 @@ func decompressor(codec int, data []byte, limit int64) (src io.Reader, whole []b
 		if err != nil {
 			return nil, nil, release, fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
 		}
+		if out == nil {
+			out = []byte{} // an empty block: callers tell "whole" from "stream" by nil
+		}
 		return nil, out, release, nil
 	}
 	return nil, nil, release, fmt.Errorf("%w: unknown compression codec %d", ErrCorruptBatch, codec)

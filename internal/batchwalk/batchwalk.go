@@ -1,0 +1,279 @@
+// Package batchwalk reads the records of Kafka v2 record batches where they
+// lie, in a fetch response's bytes, without building a record object per
+// record: it is the loader's reader, whose cost per record decides how close
+// a load comes to the raw fetch rate.
+//
+// It promises:
+//   - records come out in offset order, each with its offset, timestamp
+//     (milliseconds), key and value; the key and value slices point into
+//     the bytes given (or into a batch's decompressed records), so those
+//     must stay unchanged while the records are used;
+//   - every batch's CRC32C is checked, and every length, count and varint
+//     is held to the bytes there are: bytes that lie give an *Error naming
+//     the batch's offset, never a panic, and nothing is allocated by what a
+//     batch claims (a compressed batch expands to at most the limit given);
+//   - a batch cut short at the end of the bytes ends the walk without an
+//     error: a fetch response stops where its byte limit falls;
+//   - control batches (transaction markers) yield no records; the offsets
+//     they cover count as read.
+//
+// Only magic 2 batches exist in a Tributary log (the broker refuses older
+// formats on produce), so magic 0 and 1 message sets are refused.
+package batchwalk
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"slices"
+
+	"github.com/tributary-io/tributary/broker/log"
+)
+
+// Record is one record of a batch.
+type Record struct {
+	Offset    int64
+	Timestamp int64 // milliseconds since the epoch
+	Key       []byte
+	Value     []byte
+}
+
+// ErrCorrupt is wrapped by every error of a batch that cannot be read.
+var ErrCorrupt = errors.New("corrupt record batch")
+
+// Error is a batch that cannot be read: Offset is its base offset.
+type Error struct {
+	Offset int64
+	Reason string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("record batch at offset %d: %s", e.Offset, e.Reason)
+}
+
+func (e *Error) Unwrap() error { return ErrCorrupt }
+
+// Where the fields of a v2 batch header lie.
+const (
+	offLength          = 8
+	offMagic           = 16
+	offCRC             = 17
+	offAttributes      = 21
+	offLastOffsetDelta = 23
+	offBaseTimestamp   = 27
+	offMaxTimestamp    = 35
+	offRecordCount     = 57
+	headerSize         = 61
+	lengthPrefix       = 12 // base offset and length: what the length does not count
+
+	minRecordSize = 7 // a length, attributes, two deltas, null key and value, no headers
+
+	codecMask     = 0x07
+	logAppendTime = 0x08
+	controlBatch  = 0x20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Walk appends to dst the records of the batches in b whose offsets are at
+// least from (and past those of the batches before them), and returns them with next, the offset after the last whole
+// batch (from when b holds none: the offset to fetch next). A compressed
+// batch may expand to at most maxDecompressed bytes.
+//
+// On an error, the records already appended and next are those of the
+// whole batches before the bad one.
+func Walk(dst []Record, b []byte, from, maxDecompressed int64) (recs []Record, next int64, err error) {
+	return WalkArena(dst, nil, b, from, maxDecompressed)
+}
+
+// WalkArena is Walk expanding compressed batches into the spare capacity
+// of *arena when they fit there, and appending them to it: a caller that
+// keeps arena (and the records) until it is done with them can then reuse
+// it for another response instead of allocating per batch. Batches that
+// do not fit get a buffer of their own.
+func WalkArena(dst []Record, arena *[]byte, b []byte, from, maxDecompressed int64) (recs []Record, next int64, err error) {
+	next = from
+	dst = slices.Grow(dst, countRecords(b))
+	for len(b) >= lengthPrefix {
+		base := int64(binary.BigEndian.Uint64(b))
+		if len(b) > offMagic && b[offMagic] != 2 {
+			return dst, next, &Error{base, fmt.Sprintf("message format magic %d; only v2 record batches (magic 2) can be read", int8(b[offMagic]))}
+		}
+		length := int64(int32(binary.BigEndian.Uint32(b[offLength:])))
+		if length < headerSize-lengthPrefix {
+			return dst, next, &Error{base, fmt.Sprintf("length %d is less than a batch header", length)}
+		}
+		if int64(len(b)) < lengthPrefix+length {
+			break // cut short by the fetch's byte limit
+		}
+		batch := b[:lengthPrefix+length]
+		b = b[lengthPrefix+length:]
+		if crc := binary.BigEndian.Uint32(batch[offCRC:]); crc32.Checksum(batch[offAttributes:], castagnoli) != crc {
+			return dst, next, &Error{base, "CRC32C does not match: the batch is damaged"}
+		}
+		attrs := binary.BigEndian.Uint16(batch[offAttributes:])
+		lastDelta := int64(int32(binary.BigEndian.Uint32(batch[offLastOffsetDelta:])))
+		count := int64(int32(binary.BigEndian.Uint32(batch[offRecordCount:])))
+		if lastDelta < 0 || count < 0 || count > lastDelta+1 {
+			return dst, next, &Error{base, fmt.Sprintf("%d records do not fit last offset delta %d", count, lastDelta)}
+		}
+		end := base + lastDelta + 1
+		// next, not from: a batch overlapping those before it (which a
+		// broker should never send) must not repeat their offsets.
+		if end <= next || attrs&controlBatch != 0 {
+			next = max(next, end)
+			continue
+		}
+		data := batch[headerSize:]
+		if codec := int(attrs & codecMask); codec != 0 {
+			var spare []byte
+			if arena != nil {
+				spare = (*arena)[len(*arena):cap(*arena)]
+			}
+			if data, err = log.DecompressRecordsInto(spare, codec, data, maxDecompressed); err != nil {
+				return dst, next, &Error{base, err.Error()}
+			}
+			if len(data) > 0 && len(spare) >= len(data) && &spare[0] == &data[0] {
+				*arena = (*arena)[:len(*arena)+len(data)]
+				data = data[:len(data):len(data)]
+			}
+		}
+		bt := batchTimes{base: int64(binary.BigEndian.Uint64(batch[offBaseTimestamp:]))}
+		if attrs&logAppendTime != 0 {
+			bt.appendTime = int64(binary.BigEndian.Uint64(batch[offMaxTimestamp:]))
+			bt.useAppend = true
+		}
+		// Room for the batch's records at once, as many as its bytes can
+		// hold at most: one growth a batch, not a doubling every few.
+		dst = slices.Grow(dst, int(min(count, int64(len(data)/minRecordSize))))
+		n := len(dst)
+		if dst, err = walkRecords(dst, data, base, lastDelta, count, next, bt); err != nil {
+			return dst[:n], next, err
+		}
+		next = max(next, end)
+	}
+	return dst, next, nil
+}
+
+// maxPresize bounds the records room made for a response up front: its
+// batches' counts are not checked yet and could claim billions.
+const maxPresize = 1 << 16
+
+// countRecords adds up the record counts of the whole batches in b, as
+// their headers say, up to maxPresize: the room to make for them at once
+// rather than growing the slice (and copying it) batch by batch.
+func countRecords(b []byte) int {
+	n := 0
+	for len(b) >= headerSize && n < maxPresize {
+		size := lengthPrefix + int64(int32(binary.BigEndian.Uint32(b[offLength:])))
+		if size < headerSize || size > int64(len(b)) {
+			break
+		}
+		n += int(max(0, int32(binary.BigEndian.Uint32(b[offRecordCount:]))))
+		b = b[size:]
+	}
+	return min(n, maxPresize)
+}
+
+type batchTimes struct {
+	base, appendTime int64
+	useAppend        bool // log append time: every record has the batch's
+}
+
+// walkRecords appends the count records in data, which must be exactly
+// them.
+func walkRecords(dst []Record, data []byte, base, lastDelta, count, from int64, bt batchTimes) ([]Record, error) {
+	pos := 0
+	prevDelta := int64(-1)
+	for i := range count {
+		length, p := varint(data, pos)
+		if p < 0 {
+			return dst, recordErr(base, i, count, "length cut short (%d bytes left)", len(data)-pos)
+		}
+		if length < 1 || length > int64(len(data)-p) {
+			return dst, recordErr(base, i, count, "length %d with %d bytes left", length, len(data)-p)
+		}
+		rec := data[p : p+int(length)]
+		pos = p + int(length)
+		q := 1 // attributes
+		tsDelta, q := varint(rec, q)
+		if q < 0 {
+			return dst, recordErr(base, i, count, "timestamp delta cut short")
+		}
+		delta, q := varint(rec, q)
+		if q < 0 || delta <= prevDelta || delta > lastDelta {
+			return dst, recordErr(base, i, count, "offset delta %d after %d, outside the batch's 0..%d", delta, prevDelta, lastDelta)
+		}
+		prevDelta = delta
+		key, q, ok := bytesField(rec, q)
+		if !ok {
+			return dst, recordErr(base, i, count, "key length does not fit the record")
+		}
+		value, q, ok := bytesField(rec, q)
+		if !ok {
+			return dst, recordErr(base, i, count, "value length does not fit the record")
+		}
+		headers, q := varint(rec, q)
+		if q < 0 || headers < 0 {
+			return dst, recordErr(base, i, count, "header count %d", headers)
+		}
+		for h := int64(0); h < headers; h++ {
+			var hk []byte
+			if hk, q, ok = bytesField(rec, q); !ok || hk == nil {
+				return dst, recordErr(base, i, count, "header %d's key does not fit the record", h)
+			}
+			if _, q, ok = bytesField(rec, q); !ok {
+				return dst, recordErr(base, i, count, "header %d's value does not fit the record", h)
+			}
+		}
+		if q != len(rec) {
+			return dst, recordErr(base, i, count, "%d bytes after the headers", len(rec)-q)
+		}
+		if off := base + delta; off >= from {
+			ts := bt.base + tsDelta
+			if bt.useAppend {
+				ts = bt.appendTime
+			}
+			dst = append(dst, Record{Offset: off, Timestamp: ts, Key: key, Value: value})
+		}
+	}
+	if pos != len(data) {
+		return dst, &Error{base, fmt.Sprintf("%d bytes after its %d records", len(data)-pos, count)}
+	}
+	return dst, nil
+}
+
+func recordErr(base, i, count int64, format string, args ...any) error {
+	return &Error{base, fmt.Sprintf("record %d of %d: ", i, count) + fmt.Sprintf(format, args...)}
+}
+
+// varint decodes the zigzag varint at b[pos:]; the position after it is
+// -1 when it is cut short or longer than 64 bits.
+func varint(b []byte, pos int) (int64, int) {
+	if uint(pos) < uint(len(b)) && b[pos] < 0x80 { // one byte: most lengths and deltas
+		x := int64(b[pos])
+		return x>>1 ^ -(x & 1), pos + 1
+	}
+	if pos < 0 || pos >= len(b) {
+		return 0, -1
+	}
+	x, n := binary.Varint(b[pos:])
+	if n <= 0 {
+		return 0, -1
+	}
+	return x, pos + n
+}
+
+// bytesField reads a varint length and that many bytes (nil for -1) at
+// b[pos:].
+func bytesField(b []byte, pos int) ([]byte, int, bool) {
+	n, p := varint(b, pos)
+	switch {
+	case p < 0 || n < -1 || n > int64(len(b)-p):
+		return nil, -1, false
+	case n == -1:
+		return nil, p, true
+	}
+	return b[p : p+int(n) : p+int(n)], p + int(n), true
+}

@@ -50,3 +50,7 @@ func (b *Broker) PauseReplication() (resume func()) {
 	b.replicas.gate.Lock()
 	return sync.OnceFunc(b.replicas.gate.Unlock)
 }
+
+// EpochRequestsSent is how many OffsetForLeaderEpoch requests this
+// broker's replica fetchers sent.
+func (b *Broker) EpochRequestsSent() int64 { return b.replicas.epochRequests.Load() }

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -64,6 +65,9 @@ type replicas struct {
 	// gate is held for reading by every fetch round; tests hold it for
 	// writing to pause replication (export_test.go).
 	gate sync.RWMutex
+	// epochRequests counts the OffsetForLeaderEpoch requests the fetchers
+	// sent (export_test.go).
+	epochRequests atomic.Int64
 }
 
 // leaderState is one led partition in one leader epoch.

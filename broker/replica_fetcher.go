@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -239,23 +240,39 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 	slices.SortFunc(keys, func(a, b partKey) int {
 		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.p, b.p))
 	})
+	logs := make(map[partKey]*log.Log, len(keys))
+	var checks []epochCheck
 	for _, k := range keys {
 		l, err := b.logs.get(parts[k], k.p)
 		if err != nil {
 			return fmt.Errorf("opening %s-%d to follow it: %w", k.topic, k.p, err)
 		}
+		logs[k] = l
 		if st, ok := parts[k].StateOf(k.p); ok {
 			if e, done := f.checked[k]; !done || e != st.LeaderEpoch {
-				err := f.truncateToLeader(c, parts[k], k.p, st.LeaderEpoch, l)
-				if errors.Is(err, errEpochUnsettled) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				f.checked[k] = st.LeaderEpoch
+				checks = append(checks, epochCheck{key: k, t: parts[k], l: l, leaderEpoch: st.LeaderEpoch})
 			}
 		}
+	}
+	unchecked := map[partKey]bool{}
+	if len(checks) > 0 {
+		for _, ec := range checks {
+			unchecked[ec.key] = true
+		}
+		settled, err := f.truncateToLeader(c, checks)
+		for _, ec := range settled {
+			f.checked[ec.key] = ec.leaderEpoch
+			delete(unchecked, ec.key)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, k := range keys {
+		if unchecked[k] {
+			continue // the leader could not answer for its epoch yet
+		}
+		l := logs[k]
 		i, ok := byTopic[k.topic]
 		if !ok {
 			i = len(req.Topics)

@@ -68,6 +68,12 @@ type replicas struct {
 	// epochRequests counts the OffsetForLeaderEpoch requests the fetchers
 	// sent (export_test.go).
 	epochRequests atomic.Int64
+
+	// The stray-replica remover (replica_stray.go), started with the
+	// fetchers: woken by every view change, done once it stopped.
+	strayOnce sync.Once
+	strayWake chan struct{}
+	strayDone chan struct{}
 }
 
 // leaderState is one led partition in one leader epoch.
@@ -94,6 +100,7 @@ func newReplicas(b *Broker) *replicas {
 	rs := &replicas{
 		b: b, lagMax: b.cfg.ReplicaLagMax,
 		leading: map[partKey]*leaderState{}, learned: map[partKey]int64{}, fetchers: map[int32]*fetcher{},
+		strayWake: make(chan struct{}, 1), strayDone: make(chan struct{}),
 	}
 	rs.loadHighWatermarks()
 	return rs

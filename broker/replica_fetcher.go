@@ -70,8 +70,15 @@ type fetcher struct {
 
 // reconcileFetchers makes the fetchers follow the view: for each
 // replicated partition of which this broker is a replica but not the
-// leader, the leader's fetcher copies it.
+// leader, the leader's fetcher copies it. Then copies of partitions this
+// broker is no longer a replica of are deleted (replica_stray.go).
 func (rs *replicas) reconcileFetchers() {
+	rs.followView()
+	rs.strayOnce.Do(func() { go rs.removeStrays() })
+	signal(rs.strayWake)
+}
+
+func (rs *replicas) followView() {
 	want := map[int32]map[partKey]cluster.Topic{}
 	for _, t := range rs.b.meta.Topics() {
 		if !t.Replicated() {
@@ -129,6 +136,11 @@ func (rs *replicas) closeFetchers() {
 	rs.mu.Unlock()
 	for _, f := range fs {
 		f.close()
+	}
+	started := true
+	rs.strayOnce.Do(func() { started = false })
+	if started {
+		<-rs.strayDone // stops at stopSync, closed before this
 	}
 	rs.checkpointHighWatermarks()
 }

@@ -368,12 +368,16 @@ func (f *fetcher) store(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) er
 	f.rs.learned[key] = rp.HighWatermark
 	f.rs.mu.Unlock()
 	batches, err := splitRecordBatches(rp.RecordBatches)
-	if err != nil || len(batches) == 0 {
+	if err != nil {
 		return err
 	}
 	l, err := b.logs.get(t, rp.Partition)
 	if err != nil {
 		return err
+	}
+	f.followLogStart(t.Name, rp.Partition, l, rp.LogStartOffset)
+	if len(batches) == 0 {
+		return nil
 	}
 	res, err := l.AppendReplica(batches)
 	if err != nil {
@@ -385,6 +389,21 @@ func (f *fetcher) store(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) er
 	ctx, cancel := b.ctx()
 	defer cancel()
 	return l.WaitFlushed(ctx, res.LastOffset)
+}
+
+// followLogStart moves a followed log's start offset up to the leader's
+// (records deleted there by DeleteRecords or retention), as far as this
+// log holds on disk, so that a follower elected leader never serves what
+// was deleted, and its leader-epoch cache is trimmed like the leader's.
+func (f *fetcher) followLogStart(topic string, p int32, l *log.Log, leaderStart int64) {
+	to := min(leaderStart, l.HighWatermark())
+	if to <= l.StartOffset() {
+		return
+	}
+	if _, err := l.DeleteRecordsBefore(to); err != nil {
+		f.rs.b.logger.Warn("moving a followed partition's log start to its leader's failed", "topic", topic,
+			"partition", p, "leader", f.leader, "start_offset", to, "err", err)
+	}
 }
 
 // splitRecordBatches cuts a fetch response's records into whole batches;

@@ -186,3 +186,31 @@ func TestRestartedFollowerBatchesEpochRequests(t *testing.T) {
 		t.Fatalf("broker 2 sent %d OffsetForLeaderEpoch requests for %d partitions led by one broker, want 1", n, partitions)
 	}
 }
+
+// DeleteRecords on a leader moves its followers' log start too, and both
+// trim their leader-epoch checkpoints to it: a follower elected later
+// neither serves the deleted records nor answers for epochs below them.
+func TestFollowerEpochsFollowDeleteRecords(t *testing.T) {
+	const topic = "trimmed"
+	_, byID, admin := twoReplicas(t, topic)
+	leader := partitionMeta(t, admin, topic).Leader
+	produceTo(t, byID[leader], topic, kgo.AllISRAcks(), numbered("v-", 20)...)
+	var offsets kadm.Offsets
+	offsets.Add(kadm.Offset{Topic: topic, Partition: 0, At: 15})
+	res, err := admin.DeleteRecords(context.Background(), offsets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := res.Lookup(topic, 0); r.Err != nil || r.LowWatermark != 15 {
+		t.Fatalf("DeleteRecords: %+v", r)
+	}
+	read := func(b *testenv.Broker, name string) string {
+		data, _ := os.ReadFile(filepath.Join(b.DataDir, topic+"-0", name))
+		return string(data)
+	}
+	for id, b := range byID {
+		testenv.Eventually(t, 10*time.Second, fmt.Sprintf("broker %d starts at 15, epoch 0 from 15", id), func() bool {
+			return read(b, "log-start-offset") == "15\n" && read(b, "leader-epoch-checkpoint") == "0\n1\n0 15\n"
+		})
+	}
+}

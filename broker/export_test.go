@@ -63,3 +63,7 @@ func BeforeStrayCheck(t testing.TB, fn func(topic string, p int32)) {
 	testHookBeforeStrayCheck.Store(&fn)
 	t.Cleanup(func() { testHookBeforeStrayCheck.Store(nil) })
 }
+
+// ThrottledFetches is how many partition fetches this broker's
+// replication throttles held back, as leader or as follower.
+func (b *Broker) ThrottledFetches() int64 { return b.replicas.throttledFetches.Load() }

@@ -74,6 +74,11 @@ type replicas struct {
 	strayOnce sync.Once
 	strayWake chan struct{}
 	strayDone chan struct{}
+
+	// The replication throttles (replica_throttle.go), and how many
+	// partition fetches they held back (export_test.go).
+	leaderQuota, followerQuota replicationQuota
+	throttledFetches           atomic.Int64
 }
 
 // leaderState is one led partition in one leader epoch.
@@ -102,6 +107,7 @@ func newReplicas(b *Broker) *replicas {
 		leading: map[partKey]*leaderState{}, learned: map[partKey]int64{}, fetchers: map[int32]*fetcher{},
 		strayWake: make(chan struct{}, 1), strayDone: make(chan struct{}),
 	}
+	rs.leaderQuota.now, rs.followerQuota.now = time.Now, time.Now
 	rs.loadHighWatermarks()
 	return rs
 }
@@ -395,6 +401,9 @@ func (b *Broker) fetchBounds(t cluster.Topic, p int32, l *log.Log, replica int32
 		if err != nil {
 			code, _ := replicationErrorCode(err)
 			return -1, -1, nil, code
+		}
+		if b.replicas.holdLeaderFetch(t, p, replica) {
+			return hw, offset, nil, 0 // no records this time (replica_throttle.go)
 		}
 		return hw, -1, nil, 0
 	}

@@ -280,9 +280,18 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 			return err
 		}
 	}
+	_, rate := b.throttleRates()
+	throttled := map[partKey]bool{}
 	for _, k := range keys {
 		if unchecked[k] {
 			continue // the leader could not answer for its epoch yet
+		}
+		if f.rs.followerThrottled(parts[k], k.p, rate) {
+			if f.rs.followerQuota.exceeded(rate) {
+				f.rs.throttledFetches.Add(1)
+				continue // over the follower throttle (replica_throttle.go)
+			}
+			throttled[k] = true
 		}
 		l := logs[k]
 		i, ok := byTopic[k.topic]
@@ -321,6 +330,9 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 				continue
 			}
 			served = served || rp.ErrorCode == 0
+			if throttled[k] {
+				f.rs.followerQuota.record(int64(len(rp.RecordBatches)))
+			}
 			if err := f.store(t, rp); err != nil {
 				return err
 			}

@@ -28,6 +28,9 @@ type topicSettings struct {
 	maxMessageBytes int32 // largest record batch (max.message.bytes)
 	logAppendTime   bool  // the broker stamps batches with its own clock
 	minISR          int   // min.insync.replicas (0 reads as 1)
+	// leader/follower.replication.throttled.replicas as set
+	// (replica_throttle.go reads them from the topic's configs).
+	leaderThrottled, followerThrottled string
 }
 
 // topicConfigDef is one topic setting: its type as DescribeConfigs reports
@@ -39,6 +42,8 @@ type topicConfigDef struct {
 }
 
 var topicConfigDefs = map[string]topicConfigDef{
+	"leader.replication.throttled.replicas":   throttledReplicasDef("leader.replication.throttled.replicas", func(s *topicSettings) *string { return &s.leaderThrottled }),
+	"follower.replication.throttled.replicas": throttledReplicasDef("follower.replication.throttled.replicas", func(s *topicSettings) *string { return &s.followerThrottled }),
 	"retention.ms":         durationDef("retention.ms", func(c *log.Config) *time.Duration { return &c.RetentionAge }, true),
 	"retention.bytes":      int64Def("retention.bytes", func(c *log.Config) *int64 { return &c.RetentionBytes }, -1, 1<<62),
 	"segment.bytes":        int64Def("segment.bytes", func(c *log.Config) *int64 { return &c.SegmentBytes }, 1024, log.MaxSegmentBytes),

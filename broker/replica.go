@@ -74,6 +74,11 @@ type replicas struct {
 	strayOnce sync.Once
 	strayWake chan struct{}
 	strayDone chan struct{}
+	// strayRefused (the remover's own) are the partitions whose deletion
+	// it could not confirm, warned about once; unconfirmed (under mu) the
+	// topics missing from the view whose deletion it could not confirm.
+	strayRefused map[partKey]bool
+	unconfirmed  map[string]bool
 
 	// The replication throttles (replica_throttle.go), and how many
 	// partition fetches they held back (export_test.go).
@@ -106,6 +111,7 @@ func newReplicas(b *Broker) *replicas {
 		b: b, lagMax: b.cfg.ReplicaLagMax,
 		leading: map[partKey]*leaderState{}, learned: map[partKey]int64{}, fetchers: map[int32]*fetcher{},
 		strayWake: make(chan struct{}, 1), strayDone: make(chan struct{}),
+		strayRefused: map[partKey]bool{}, unconfirmed: map[string]bool{},
 	}
 	rs.leaderQuota.now, rs.followerQuota.now = time.Now, time.Now
 	rs.loadHighWatermarks()

@@ -17,8 +17,11 @@ package broker
 // view lacks, a partition without an explicit replica list, a node that
 // cannot be read (a session hiccup, a connection cut) or decoded: all
 // keep the data, and an unreadable one is tried again after strayRetry.
+// A whole topic missing from the view goes by the same rule
+// (topicDeleted): only once ZooKeeper confirms its node is gone.
 
 import (
+	"maps"
 	"os"
 	"slices"
 	"sync/atomic"
@@ -54,7 +57,7 @@ func (rs *replicas) removeStrays() {
 		case <-retry:
 		}
 		retry = nil
-		if rs.deleteStrays() {
+		if rs.deleteStrays() || rs.recheckTopics() {
 			retry = time.After(strayRetry)
 		}
 	}
@@ -73,11 +76,15 @@ func (rs *replicas) deleteStrays() (retry bool) {
 		}
 		replicas, err := ar.AssignedReplicas(k.topic, k.p)
 		if err != nil {
-			rs.b.logger.Warn("keeping a partition this broker may no longer be a replica of: its assignment could not be confirmed",
-				"topic", k.topic, "partition", k.p, "err", err)
+			if !rs.strayRefused[k] { // once, not at every retry
+				rs.b.logger.Warn("keeping a partition this broker may no longer be a replica of: its assignment could not be confirmed; checking again",
+					"topic", k.topic, "partition", k.p, "err", err)
+			}
+			rs.strayRefused[k] = true
 			retry = true
 			continue
 		}
+		delete(rs.strayRefused, k)
 		if slices.Contains(replicas, rs.b.selfID) {
 			continue // the view was behind
 		}
@@ -161,4 +168,61 @@ func (rs *replicas) deleteStray(k partKey, replicas []int32) bool {
 	rs.b.logger.Info("deleted the local copy of a partition this broker is no longer a replica of",
 		"topic", k.topic, "partition", k.p, "replicas", replicas, "dir", dir, "bytes", size)
 	return true
+}
+
+// topicDeletionReader is cluster metadata that confirms a topic's
+// deletion from the shared record itself (cluster.ZooKeeper).
+type topicDeletionReader interface {
+	TopicDeleted(topic string) (bool, error)
+}
+
+// topicDeleted confirms that a topic missing from the view was deleted
+// before its local partitions go (followMetadata): a topic node that
+// exists but could not be read or decoded leaves the topic out of the
+// view too, and must not cost its data. An unconfirmed topic is checked
+// again by the stray remover until it is confirmed or back in the view.
+func (b *Broker) topicDeleted(topic string) bool {
+	r, ok := b.meta.(topicDeletionReader)
+	if !ok {
+		return true // the metadata is this broker's own: the view is the record
+	}
+	gone, err := r.TopicDeleted(topic)
+	if err == nil && gone {
+		return true
+	}
+	rs := b.replicas
+	rs.mu.Lock()
+	known := rs.unconfirmed[topic]
+	rs.unconfirmed[topic] = true
+	rs.mu.Unlock()
+	if !known {
+		b.logger.Warn("keeping the local partitions of a topic missing from the cluster view: its deletion is not confirmed; checking again",
+			"topic", topic, "node_exists", err == nil, "err", err)
+	}
+	signal(rs.strayWake)
+	return false
+}
+
+// recheckTopics deletes the local partitions of the topics topicDeleted
+// could not confirm, once it can, and forgets those back in the view. It
+// reports whether some are still unconfirmed.
+func (rs *replicas) recheckTopics() (retry bool) {
+	rs.mu.Lock()
+	topics := slices.Collect(maps.Keys(rs.unconfirmed))
+	rs.mu.Unlock()
+	r, _ := rs.b.meta.(topicDeletionReader)
+	for _, topic := range topics {
+		if _, ok := rs.b.meta.Topic(topic); !ok && r != nil {
+			if gone, err := r.TopicDeleted(topic); err != nil || !gone {
+				retry = true
+				continue
+			}
+			rs.b.logger.Info("topic deleted from the cluster; removing its local partitions", "topic", topic)
+			rs.b.logs.deleteTopic(topic)
+		}
+		rs.mu.Lock()
+		delete(rs.unconfirmed, topic)
+		rs.mu.Unlock()
+	}
+	return retry
 }

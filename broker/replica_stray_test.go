@@ -115,3 +115,54 @@ func TestReassignmentKeepsReplicaWhileAssignmentUnreadable(t *testing.T) {
 		return !hasPartitionDir(t, byID[1], topic)
 	})
 }
+
+// A topic left out of the view because its node cannot be decoded (not
+// deleted) keeps its data on every broker; deleted for real, it goes.
+func TestTopicLeftOutOfTheViewKeepsItsReplicas(t *testing.T) {
+	const topic = "undecodable"
+	connect, byID, admin := twoReplicas(t, topic)
+	produceTo(t, byID[1], topic, kgo.AllISRAcks(), numbered("v-", 10)...)
+	zs, err := cluster.DialZooKeeper(context.Background(), connect, testenv.Logger(t, slog.LevelWarn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { zs.Close() })
+	node, _, err := zs.Conn.Get(zs.Paths.Topic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zs.Conn.Set(zs.Paths.Topic(topic), []byte("not a topic node"), -1); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the topic left the view", func() bool {
+		m, err := admin.Metadata(context.Background(), topic)
+		return err == nil && m.Topics[topic].Err != nil
+	})
+	// The brokers follow the view in order: once they follow a later
+	// change (a new topic, copied by its follower), they have handled
+	// this one.
+	testenv.Eventually(t, 10*time.Second, "creating a later topic", func() bool {
+		resp, err := admin.CreateTopic(context.Background(), 1, 2, nil, "later")
+		return err == nil && resp.Err == nil
+	})
+	testenv.Eventually(t, 10*time.Second, "both brokers hold the later topic", func() bool {
+		return hasPartitionDir(t, byID[1], "later") && hasPartitionDir(t, byID[2], "later")
+	})
+	for id, b := range byID {
+		if !hasPartitionDir(t, b, topic) {
+			t.Errorf("broker %d deleted the partition of a topic that was not deleted", id)
+		}
+	}
+
+	// Deleted for real, through one broker: both remove their copies.
+	if _, err := zs.Conn.Set(zs.Paths.Topic(topic), node, -1); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the topic deleted", func() bool {
+		resp, err := admin.DeleteTopics(context.Background(), topic)
+		return err == nil && resp.Error() == nil
+	})
+	testenv.Eventually(t, 10*time.Second, "both brokers removed their copies", func() bool {
+		return !hasPartitionDir(t, byID[1], topic) && !hasPartitionDir(t, byID[2], topic)
+	})
+}

@@ -283,3 +283,15 @@ func (z *ZooKeeper) AssignedReplicas(topic string, p int32) ([]int32, error) {
 	}
 	return slices.Clone(n.Replicas[p]), nil
 }
+
+// TopicDeleted reports whether topic's node is gone from ZooKeeper, read
+// now rather than from the view: a broker removes its copy of a topic
+// missing from its view only when this confirms the topic was deleted,
+// not merely left out of the view (a node that could not be decoded).
+func (z *ZooKeeper) TopicDeleted(topic string) (bool, error) {
+	ok, _, err := z.s.Conn.Exists(z.s.Paths.Topic(topic))
+	if err != nil {
+		return false, fmt.Errorf("reading topic %s: %w", topic, err)
+	}
+	return !ok, nil
+}

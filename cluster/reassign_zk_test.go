@@ -69,6 +69,11 @@ func TestReassignmentRecordAndCancel(t *testing.T) {
 	if got, err := m.AssignedReplicas("mv", 0); err != nil || !slices.Equal(got, orig) {
 		t.Fatalf("AssignedReplicas after cancelling: %v, %v; want %v", got, err, orig)
 	}
+	for topic, want := range map[string]bool{"mv": false, "absent": true} {
+		if gone, err := m.TopicDeleted(topic); err != nil || gone != want {
+			t.Errorf("TopicDeleted(%s) = %v, %v; want %v", topic, gone, err, want)
+		}
+	}
 	for _, tp := range []struct {
 		topic string
 		p     int32

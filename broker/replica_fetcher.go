@@ -14,7 +14,9 @@ package broker
 //
 // Before it fetches a partition in a new leader epoch, a fetcher cuts the
 // partition's log where it diverges from the leader's
-// (replica_truncate.go).
+// (replica_truncate.go). A follower's log start follows the leader's
+// (DeleteRecords, retention), and a replica a reassignment adds may be
+// throttled (replica_throttle.go).
 //
 // The fetchers follow the cluster view (reconcileFetchers runs on every
 // change): a partition whose leader changes moves to the new leader's
@@ -78,6 +80,7 @@ func (rs *replicas) reconcileFetchers() {
 	signal(rs.strayWake)
 }
 
+// followView gives each fetcher the partitions it copies now.
 func (rs *replicas) followView() {
 	want := map[int32]map[partKey]cluster.Topic{}
 	for _, t := range rs.b.meta.Topics() {

@@ -57,7 +57,8 @@ func (rs *replicas) removeStrays() {
 		case <-retry:
 		}
 		retry = nil
-		if rs.deleteStrays() || rs.recheckTopics() {
+		strays, topics := rs.deleteStrays(), rs.recheckTopics()
+		if strays || topics {
 			retry = time.After(strayRetry)
 		}
 	}

@@ -234,7 +234,8 @@ func New(cfg Config) (*Broker, error) {
 
 // followMetadata deletes local partitions of topics that were deleted
 // through another broker of the cluster: topics that have open logs, or
-// were in the previous view, and are gone from this one.
+// were in the previous view, and are gone from this one and, in a
+// cluster, from ZooKeeper (topicDeleted).
 func (b *Broker) followMetadata() {
 	prev := map[string]bool{}
 	for _, t := range b.meta.Topics() {
@@ -258,7 +259,7 @@ func (b *Broker) followMetadata() {
 			prev[topic] = true
 		}
 		for topic := range prev {
-			if !live[topic] {
+			if !live[topic] && b.topicDeleted(topic) {
 				b.logger.Info("topic deleted from the cluster; removing its local partitions", "topic", topic)
 				b.logs.deleteTopic(topic)
 			}

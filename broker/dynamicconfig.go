@@ -18,13 +18,15 @@ package broker
 // open partitions of topics that do not set them through the partitions'
 // Reconfigure, and partitions opened later; connection limits apply to
 // the next connection accepted (max.connections.per.ip keeps its own
-// value when only max.connections changes). Storage (dynamicconfig_store.go): the data
+// value when only max.connections changes), replication throttle rates
+// (replica_throttle.go) to the next replica fetch. Storage (dynamicconfig_store.go): the data
 // directory, or ZooKeeper's /config/brokers nodes, which every broker
 // watches.
 
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +42,9 @@ type brokerSettings struct {
 	topic         topicSettings // what topics that set nothing get
 	maxConns      int           // max.connections
 	maxConnsPerIP int           // max.connections.per.ip
+	// leader/follower.replication.throttled.rate, bytes a second
+	// (replica_throttle.go); math.MaxInt64 is unthrottled.
+	leaderThrottleRate, followerThrottleRate int64
 }
 
 // dynamicSetting is one setting: the Kafka names that set it, finest
@@ -103,6 +108,19 @@ func connLimit(key string, field func(*brokerSettings) *int) dynamicSetting {
 	}
 }
 
+// throttleRate is a replication throttle's rate in bytes a second.
+func throttleRate(key string, field func(*brokerSettings) *int64) dynamicSetting {
+	return dynamicSetting{
+		keys: []string{key}, typ: kmsg.ConfigTypeLong,
+		set: func(s *brokerSettings, _, v string) error {
+			n, err := parseBounded(key, v, 1, math.MaxInt64)
+			*field(s) = n
+			return err
+		},
+		get: func(s brokerSettings) string { return strconv.FormatInt(*field(&s), 10) },
+	}
+}
+
 // dynamicSettings are the settings that change at run time, in the order
 // DescribeConfigs reports them.
 var dynamicSettings = []dynamicSetting{
@@ -125,6 +143,8 @@ var dynamicSettings = []dynamicSetting{
 	topicDefault("unclean.leader.election.enable", "unclean.leader.election.enable"),
 	connLimit("max.connections", func(s *brokerSettings) *int { return &s.maxConns }),
 	connLimit("max.connections.per.ip", func(s *brokerSettings) *int { return &s.maxConnsPerIP }),
+	throttleRate("leader.replication.throttled.rate", func(s *brokerSettings) *int64 { return &s.leaderThrottleRate }),
+	throttleRate("follower.replication.throttled.rate", func(s *brokerSettings) *int64 { return &s.followerThrottleRate }),
 }
 
 // dynamicSettingOf finds the setting a key names.
@@ -251,7 +271,8 @@ func (st *dynamicState) synonyms(d dynamicSetting, withOwn bool) []kmsg.Describe
 // builtinBrokerSettings are those of a broker started without flags.
 func builtinBrokerSettings() brokerSettings {
 	c := Config{}.withDefaults()
-	return brokerSettings{topic: builtinTopicDefaults(), maxConns: c.MaxConnections, maxConnsPerIP: c.MaxConnectionsPerIP}
+	return brokerSettings{topic: builtinTopicDefaults(), maxConns: c.MaxConnections, maxConnsPerIP: c.MaxConnectionsPerIP,
+		leaderThrottleRate: math.MaxInt64, followerThrottleRate: math.MaxInt64}
 }
 
 // dynamicConfigs holds the current state and where it is stored.
@@ -271,6 +292,8 @@ func (b *Broker) staticBrokerSettings() brokerSettings {
 		topic:         topicSettings{log: b.staticLog.WithDefaults(), maxMessageBytes: b.cfg.MaxMessageBytes, minISR: b.cfg.MinInsyncReplicas, unclean: b.cfg.UncleanLeaderElection},
 		maxConns:      b.cfg.MaxConnections,
 		maxConnsPerIP: b.cfg.MaxConnectionsPerIP,
+		// Set at run time only, as Kafka's reassignment tool does.
+		leaderThrottleRate: math.MaxInt64, followerThrottleRate: math.MaxInt64,
 	}
 }
 

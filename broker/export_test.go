@@ -3,6 +3,7 @@ package broker
 import (
 	"sync"
 	"sync/atomic"
+	"testing"
 )
 
 // PanicFor makes requests from clientID panic in place of their handler:
@@ -50,3 +51,19 @@ func (b *Broker) PauseReplication() (resume func()) {
 	b.replicas.gate.Lock()
 	return sync.OnceFunc(b.replicas.gate.Unlock)
 }
+
+// EpochRequestsSent is how many OffsetForLeaderEpoch requests this
+// broker's replica fetchers sent.
+func (b *Broker) EpochRequestsSent() int64 { return b.replicas.epochRequests.Load() }
+
+// BeforeStrayCheck runs fn before any broker of this process reads from
+// ZooKeeper the assignment of a partition it is about to delete as no
+// longer its replica (replica_stray.go), until the test ends.
+func BeforeStrayCheck(t testing.TB, fn func(topic string, p int32)) {
+	testHookBeforeStrayCheck.Store(&fn)
+	t.Cleanup(func() { testHookBeforeStrayCheck.Store(nil) })
+}
+
+// ThrottledFetches is how many partition fetches this broker's
+// replication throttles held back, as leader or as follower.
+func (b *Broker) ThrottledFetches() int64 { return b.replicas.throttledFetches.Load() }

@@ -147,6 +147,9 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 					fp.records = s
 					size += s.Size
 					budget -= s.Size
+					if r.ReplicaID >= 0 {
+						b.sentToFollower(t, rp.Partition, r.ReplicaID, s.Size)
+					}
 				}
 			}
 			ft.partitions = append(ft.partitions, fp)

@@ -4,7 +4,9 @@ package broker
 //
 // Answers, for each partition this broker leads, where the requested leader
 // epoch ends in its log (log.EndOffsetForEpoch): the start of the next
-// epoch it knows, or its log end offset for its current epoch. A follower
+// epoch it knows, or its log end offset for its current epoch; an epoch
+// older than every one the log still holds (DeleteRecords or retention
+// moved the log start past it) ends at the log start, as in Kafka. A follower
 // that starts following asks it with its own latest epoch and truncates its
 // log there (replica_truncate.go), so that no two replicas hold different
 // records at one offset; a consumer may ask it to detect truncation

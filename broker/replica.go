@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -64,6 +65,25 @@ type replicas struct {
 	// gate is held for reading by every fetch round; tests hold it for
 	// writing to pause replication (export_test.go).
 	gate sync.RWMutex
+	// epochRequests counts the OffsetForLeaderEpoch requests the fetchers
+	// sent (export_test.go).
+	epochRequests atomic.Int64
+
+	// The stray-replica remover (replica_stray.go), started with the
+	// fetchers: woken by every view change, done once it stopped.
+	strayOnce sync.Once
+	strayWake chan struct{}
+	strayDone chan struct{}
+	// strayRefused (the remover's own) are the partitions whose deletion
+	// it could not confirm, warned about once; unconfirmed (under mu) the
+	// topics missing from the view whose deletion it could not confirm.
+	strayRefused map[partKey]bool
+	unconfirmed  map[string]bool
+
+	// The replication throttles (replica_throttle.go), and how many
+	// partition fetches they held back (export_test.go).
+	leaderQuota, followerQuota replicationQuota
+	throttledFetches           atomic.Int64
 }
 
 // leaderState is one led partition in one leader epoch.
@@ -90,7 +110,10 @@ func newReplicas(b *Broker) *replicas {
 	rs := &replicas{
 		b: b, lagMax: b.cfg.ReplicaLagMax,
 		leading: map[partKey]*leaderState{}, learned: map[partKey]int64{}, fetchers: map[int32]*fetcher{},
+		strayWake: make(chan struct{}, 1), strayDone: make(chan struct{}),
+		strayRefused: map[partKey]bool{}, unconfirmed: map[string]bool{},
 	}
+	rs.leaderQuota.now, rs.followerQuota.now = time.Now, time.Now
 	rs.loadHighWatermarks()
 	return rs
 }
@@ -384,6 +407,9 @@ func (b *Broker) fetchBounds(t cluster.Topic, p int32, l *log.Log, replica int32
 		if err != nil {
 			code, _ := replicationErrorCode(err)
 			return -1, -1, nil, code
+		}
+		if b.replicas.holdLeaderFetch(t, p, replica) {
+			return hw, offset, nil, 0 // no records this time (replica_throttle.go)
 		}
 		return hw, -1, nil, 0
 	}

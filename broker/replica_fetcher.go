@@ -14,7 +14,9 @@ package broker
 //
 // Before it fetches a partition in a new leader epoch, a fetcher cuts the
 // partition's log where it diverges from the leader's
-// (replica_truncate.go).
+// (replica_truncate.go). A follower's log start follows the leader's
+// (DeleteRecords, retention), and a replica a reassignment adds may be
+// throttled (replica_throttle.go).
 //
 // The fetchers follow the cluster view (reconcileFetchers runs on every
 // change): a partition whose leader changes moves to the new leader's
@@ -34,6 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -69,8 +72,16 @@ type fetcher struct {
 
 // reconcileFetchers makes the fetchers follow the view: for each
 // replicated partition of which this broker is a replica but not the
-// leader, the leader's fetcher copies it.
+// leader, the leader's fetcher copies it. Then copies of partitions this
+// broker is no longer a replica of are deleted (replica_stray.go).
 func (rs *replicas) reconcileFetchers() {
+	rs.followView()
+	rs.strayOnce.Do(func() { go rs.removeStrays() })
+	signal(rs.strayWake)
+}
+
+// followView gives each fetcher the partitions it copies now.
+func (rs *replicas) followView() {
 	want := map[int32]map[partKey]cluster.Topic{}
 	for _, t := range rs.b.meta.Topics() {
 		if !t.Replicated() {
@@ -128,6 +139,11 @@ func (rs *replicas) closeFetchers() {
 	rs.mu.Unlock()
 	for _, f := range fs {
 		f.close()
+	}
+	started := true
+	rs.strayOnce.Do(func() { started = false })
+	if started {
+		<-rs.strayDone // stops at stopSync, closed before this
 	}
 	rs.checkpointHighWatermarks()
 }
@@ -239,23 +255,48 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 	slices.SortFunc(keys, func(a, b partKey) int {
 		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.p, b.p))
 	})
+	logs := make(map[partKey]*log.Log, len(keys))
+	var checks []epochCheck
 	for _, k := range keys {
 		l, err := b.logs.get(parts[k], k.p)
 		if err != nil {
 			return fmt.Errorf("opening %s-%d to follow it: %w", k.topic, k.p, err)
 		}
+		logs[k] = l
 		if st, ok := parts[k].StateOf(k.p); ok {
 			if e, done := f.checked[k]; !done || e != st.LeaderEpoch {
-				err := f.truncateToLeader(c, parts[k], k.p, st.LeaderEpoch, l)
-				if errors.Is(err, errEpochUnsettled) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				f.checked[k] = st.LeaderEpoch
+				checks = append(checks, epochCheck{key: k, t: parts[k], l: l, leaderEpoch: st.LeaderEpoch})
 			}
 		}
+	}
+	unchecked := map[partKey]bool{}
+	if len(checks) > 0 {
+		for _, ec := range checks {
+			unchecked[ec.key] = true
+		}
+		settled, err := f.truncateToLeader(c, checks)
+		for _, ec := range settled {
+			f.checked[ec.key] = ec.leaderEpoch
+			delete(unchecked, ec.key)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	_, rate := b.throttleRates()
+	throttled := map[partKey]bool{}
+	for _, k := range keys {
+		if unchecked[k] {
+			continue // the leader could not answer for its epoch yet
+		}
+		if f.rs.followerThrottled(parts[k], k.p, rate) {
+			if f.rs.followerQuota.exceeded(rate) {
+				f.rs.throttledFetches.Add(1)
+				continue // over the follower throttle (replica_throttle.go)
+			}
+			throttled[k] = true
+		}
+		l := logs[k]
 		i, ok := byTopic[k.topic]
 		if !ok {
 			i = len(req.Topics)
@@ -292,6 +333,9 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 				continue
 			}
 			served = served || rp.ErrorCode == 0
+			if throttled[k] {
+				f.rs.followerQuota.record(int64(len(rp.RecordBatches)))
+			}
 			if err := f.store(t, rp); err != nil {
 				return err
 			}
@@ -339,12 +383,16 @@ func (f *fetcher) store(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) er
 	f.rs.learned[key] = rp.HighWatermark
 	f.rs.mu.Unlock()
 	batches, err := splitRecordBatches(rp.RecordBatches)
-	if err != nil || len(batches) == 0 {
+	if err != nil {
 		return err
 	}
 	l, err := b.logs.get(t, rp.Partition)
 	if err != nil {
 		return err
+	}
+	f.followLogStart(t.Name, rp.Partition, l, rp.LogStartOffset)
+	if len(batches) == 0 {
+		return nil
 	}
 	res, err := l.AppendReplica(batches)
 	if err != nil {
@@ -356,6 +404,21 @@ func (f *fetcher) store(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) er
 	ctx, cancel := b.ctx()
 	defer cancel()
 	return l.WaitFlushed(ctx, res.LastOffset)
+}
+
+// followLogStart moves a followed log's start offset up to the leader's
+// (records deleted there by DeleteRecords or retention), as far as this
+// log holds on disk, so that a follower elected leader never serves what
+// was deleted, and its leader-epoch cache is trimmed like the leader's.
+func (f *fetcher) followLogStart(topic string, p int32, l *log.Log, leaderStart int64) {
+	to := min(leaderStart, l.HighWatermark())
+	if to <= l.StartOffset() {
+		return
+	}
+	if _, err := l.DeleteRecordsBefore(to); err != nil {
+		f.rs.b.logger.Warn("moving a followed partition's log start to its leader's failed", "topic", topic,
+			"partition", p, "leader", f.leader, "start_offset", to, "err", err)
+	}
 }
 
 // splitRecordBatches cuts a fetch response's records into whole batches;

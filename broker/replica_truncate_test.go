@@ -127,3 +127,90 @@ func TestRestartedLeaderTruncatesItsDivergedLog(t *testing.T) {
 		t.Fatalf("read from A after it led again:\n got %q\nwant %q", got, want)
 	}
 }
+
+// A restarted follower checks every partition it follows against its
+// leader before fetching: one OffsetForLeaderEpoch request carrying them
+// all, not one request per partition.
+func TestRestartedFollowerBatchesEpochRequests(t *testing.T) {
+	const topic, partitions = "epochbatch", 6
+	connect := testenv.StartZooKeeper(t)
+	opt := testenv.WithConfig(replicaTestConfig)
+	one := testenv.StartClusterBroker(t, connect, 1, opt)
+	two := testenv.StartClusterBroker(t, connect, 2, opt)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(one.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	admin := kadm.NewClient(cl)
+	inSync := func(want int) func() bool {
+		return func() bool {
+			m, err := admin.Metadata(context.Background(), topic)
+			if err != nil || len(m.Topics[topic].Partitions) != partitions {
+				return false
+			}
+			for _, p := range m.Topics[topic].Partitions {
+				if len(p.ISR) != want || p.Leader != 1 && want == 1 {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	testenv.Eventually(t, 10*time.Second, "creating the topic", func() bool {
+		resp, err := admin.CreateTopic(context.Background(), partitions, 2, nil, topic)
+		return err == nil && (resp.Err == nil || errors.Is(resp.Err, kerr.TopicAlreadyExists))
+	})
+	testenv.Eventually(t, 10*time.Second, "every partition on both brokers", inSync(2))
+
+	// Every partition gets records, so each of broker 2's logs knows a
+	// leader epoch and is checked after the restart.
+	pr, err := kgo.NewClient(kgo.SeedBrokers(one.Addr), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DisableIdempotentWrite(), kgo.RecordRetries(20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 * partitions {
+		r := &kgo.Record{Value: []byte(strconv.Itoa(i)), Partition: int32(i % partitions)}
+		if err := pr.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pr.Close()
+
+	two.Stop()
+	testenv.Eventually(t, 30*time.Second, "broker 1 leads every partition alone", inSync(1))
+	two = testenv.StartClusterBroker(t, connect, 2, testenv.WithDataDir(two.DataDir), testenv.WithAddr(two.Addr), opt)
+	testenv.Eventually(t, 30*time.Second, "broker 2 back in every isr", inSync(2))
+	if n := two.EpochRequestsSent(); n != 1 {
+		t.Fatalf("broker 2 sent %d OffsetForLeaderEpoch requests for %d partitions led by one broker, want 1", n, partitions)
+	}
+}
+
+// DeleteRecords on a leader moves its followers' log start too, and both
+// trim their leader-epoch checkpoints to it: a follower elected later
+// neither serves the deleted records nor answers for epochs below them.
+func TestFollowerEpochsFollowDeleteRecords(t *testing.T) {
+	const topic = "trimmed"
+	_, byID, admin := twoReplicas(t, topic)
+	leader := partitionMeta(t, admin, topic).Leader
+	produceTo(t, byID[leader], topic, kgo.AllISRAcks(), numbered("v-", 20)...)
+	var offsets kadm.Offsets
+	offsets.Add(kadm.Offset{Topic: topic, Partition: 0, At: 15})
+	res, err := admin.DeleteRecords(context.Background(), offsets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := res.Lookup(topic, 0); r.Err != nil || r.LowWatermark != 15 {
+		t.Fatalf("DeleteRecords: %+v", r)
+	}
+	read := func(b *testenv.Broker, name string) string {
+		data, _ := os.ReadFile(filepath.Join(b.DataDir, topic+"-0", name))
+		return string(data)
+	}
+	for id, b := range byID {
+		testenv.Eventually(t, 10*time.Second, fmt.Sprintf("broker %d starts at 15, epoch 0 from 15", id), func() bool {
+			return read(b, "log-start-offset") == "15\n" && read(b, "leader-epoch-checkpoint") == "0\n1\n0 15\n"
+		})
+	}
+}

@@ -32,6 +32,9 @@ type topicSettings struct {
 	// it (cluster.ZooKeeper.SetUncleanLeaderElection takes the broker
 	// default; a topic's own value is read from its configs there).
 	unclean bool
+	// leader/follower.replication.throttled.replicas as set
+	// (replica_throttle.go reads them from the topic's configs).
+	leaderThrottled, followerThrottled string
 }
 
 // topicConfigDef is one topic setting: its type as DescribeConfigs reports
@@ -43,6 +46,8 @@ type topicConfigDef struct {
 }
 
 var topicConfigDefs = map[string]topicConfigDef{
+	"leader.replication.throttled.replicas":   throttledReplicasDef("leader.replication.throttled.replicas", func(s *topicSettings) *string { return &s.leaderThrottled }),
+	"follower.replication.throttled.replicas": throttledReplicasDef("follower.replication.throttled.replicas", func(s *topicSettings) *string { return &s.followerThrottled }),
 	"retention.ms":         durationDef("retention.ms", func(c *log.Config) *time.Duration { return &c.RetentionAge }, true),
 	"retention.bytes":      int64Def("retention.bytes", func(c *log.Config) *int64 { return &c.RetentionBytes }, -1, 1<<62),
 	"segment.bytes":        int64Def("segment.bytes", func(c *log.Config) *int64 { return &c.SegmentBytes }, 1024, log.MaxSegmentBytes),

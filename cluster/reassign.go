@@ -22,7 +22,9 @@ package cluster
 // replicas only once they have every acknowledged record. Cancelling
 // (AlterReassignment with no replicas) restores the original replicas;
 // the controller moves the leadership back if an added replica led.
-// The removed brokers keep the partition's files (delete them by hand).
+// A removed broker then deletes its copy of the partition, once
+// AssignedReplicas, read from ZooKeeper itself, confirms it is no longer
+// a replica (broker/replica_stray.go).
 
 import (
 	"context"
@@ -247,4 +249,49 @@ func (c *controller) reassignStep(t Topic, p int32, live map[int32]bool) error {
 	}
 	z.log.Info("partition reassignment completed", "topic", t.Name, "partition", p, "replicas", target, "isr", next.ISR)
 	return nil
+}
+
+// ErrNoAssignment: a partition whose topic node holds no explicit,
+// settled replica list to decide from.
+var ErrNoAssignment = errors.New("no settled replica assignment")
+
+// AssignedReplicas reads partition p's replicas from its topic node in
+// ZooKeeper, not from the view, for decisions that must not rest on a
+// stale or partial view: a broker deletes its copy of a partition only
+// when this names replicas without it. Any doubt is an error, never an
+// empty list: the node unreadable (connection trouble, ACLs), missing
+// (ErrUnknownTopic), not decodable, without replicas for p, or p being
+// moved (ErrNoAssignment).
+func (z *ZooKeeper) AssignedReplicas(topic string, p int32) ([]int32, error) {
+	data, _, err := z.s.Conn.Get(z.s.Paths.Topic(topic))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, fmt.Errorf("%s-%d: %w", topic, p, ErrUnknownTopic)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading topic %s: %w", topic, err)
+	}
+	n, err := DecodeTopicNode(data)
+	if err != nil {
+		return nil, fmt.Errorf("topic %s: %w", topic, err)
+	}
+	key := strconv.Itoa(int(p))
+	switch {
+	case p < 0 || int(p) >= len(n.Replicas) || len(n.Replicas[p]) == 0:
+		return nil, fmt.Errorf("%s-%d: %w: the topic node lists no replicas for it", topic, p, ErrNoAssignment)
+	case len(n.AddingReplicas[key]) > 0 || len(n.RemovingReplicas[key]) > 0:
+		return nil, fmt.Errorf("%s-%d: %w: it is being reassigned", topic, p, ErrNoAssignment)
+	}
+	return slices.Clone(n.Replicas[p]), nil
+}
+
+// TopicDeleted reports whether topic's node is gone from ZooKeeper, read
+// now rather than from the view: a broker removes its copy of a topic
+// missing from its view only when this confirms the topic was deleted,
+// not merely left out of the view (a node that could not be decoded).
+func (z *ZooKeeper) TopicDeleted(topic string) (bool, error) {
+	ok, _, err := z.s.Conn.Exists(z.s.Paths.Topic(topic))
+	if err != nil {
+		return false, fmt.Errorf("reading topic %s: %w", topic, err)
+	}
+	return !ok, nil
 }

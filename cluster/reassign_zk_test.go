@@ -54,6 +54,10 @@ func TestReassignmentRecordAndCancel(t *testing.T) {
 	if rs := m.Reassignments(); len(rs) != 1 || rs[0].Topic != "mv" || !slices.Equal(rs[0].Replicas, want) {
 		t.Fatalf("Reassignments: %+v", rs)
 	}
+	// A partition being moved has no settled assignment to delete by.
+	if got, err := m.AssignedReplicas("mv", 0); !errors.Is(err, cluster.ErrNoAssignment) {
+		t.Fatalf("AssignedReplicas during the move: %v, %v; want ErrNoAssignment", got, err)
+	}
 
 	if err := m.AlterReassignment(ctx, "mv", 0, nil); err != nil {
 		t.Fatal(err)
@@ -61,6 +65,23 @@ func TestReassignmentRecordAndCancel(t *testing.T) {
 	tp, _ := m.Topic("mv")
 	if !slices.Equal(tp.ReplicasOf(0), orig) || len(tp.Reassigning) != 0 || len(m.Reassignments()) != 0 {
 		t.Fatalf("after cancelling: replicas %v, reassigning %v, want %v and none", tp.ReplicasOf(0), tp.Reassigning, orig)
+	}
+	if got, err := m.AssignedReplicas("mv", 0); err != nil || !slices.Equal(got, orig) {
+		t.Fatalf("AssignedReplicas after cancelling: %v, %v; want %v", got, err, orig)
+	}
+	for topic, want := range map[string]bool{"mv": false, "absent": true} {
+		if gone, err := m.TopicDeleted(topic); err != nil || gone != want {
+			t.Errorf("TopicDeleted(%s) = %v, %v; want %v", topic, gone, err, want)
+		}
+	}
+	for _, tp := range []struct {
+		topic string
+		p     int32
+		want  error
+	}{{"absent", 0, cluster.ErrUnknownTopic}, {"mv", 5, cluster.ErrNoAssignment}} {
+		if got, err := m.AssignedReplicas(tp.topic, tp.p); !errors.Is(err, tp.want) {
+			t.Errorf("AssignedReplicas(%s, %d): %v, %v; want %v", tp.topic, tp.p, got, err, tp.want)
+		}
 	}
 	for _, tt := range []struct {
 		target []int32

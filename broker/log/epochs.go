@@ -12,7 +12,11 @@ package log
 // partition leader epoch, outside the CRC); a follower learns the epochs
 // from the batches it copies. The cache is persisted as
 // leader-epoch-checkpoint, replaced atomically on every change (a change is
-// a leader election, rare), and truncated with the log.
+// a leader election, rare), and truncated with the log at both ends: when
+// the log start offset moves up (DeleteRecordsBefore, retention), the
+// epochs wholly below it go and the one covering it starts at the log
+// start, so the cache never describes records the log no longer has and an
+// epoch older than every remaining one ends at the log start.
 //
 //	0                 format version
 //	N                 number of entries
@@ -76,7 +80,9 @@ func (l *Log) LatestEpoch() int32 {
 // below the requested one that this log knows, and the offset where it
 // ends (the start of the next known epoch, or the log end offset for the
 // latest). A requested epoch below every known one ends where the first
-// known epoch starts. (-1, -1) when the log knows no epoch at or above the
+// known epoch starts: once the log start moved past it, the log start
+// (Kafka answers so, the requested epoch with the earliest entry's start,
+// rather than UNDEFINED_EPOCH_OFFSET). (-1, -1) when the log knows no epoch at or above the
 // requested one (the requester should fall back on the high watermark).
 func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	l.mu.RLock()
@@ -125,6 +131,25 @@ func (l *Log) truncateEpochs(offset int64) error {
 	return l.writeEpochs()
 }
 
+// trimEpochsToStart forgets the epochs wholly below the log start offset
+// and moves the start of the one covering it up to the log start, as
+// Kafka does when segments go from the front: a follower asking for an
+// epoch older than every remaining one is then told it ends at the log
+// start, the first offset this log can still serve. Call with mu held,
+// after l.start moved.
+func (l *Log) trimEpochsToStart() error {
+	i := 0 // entries starting at or below the log start
+	for i < len(l.epochs) && l.epochs[i].start <= l.start {
+		i++
+	}
+	if i == 0 || (i == 1 && l.epochs[0].start == l.start) {
+		return nil
+	}
+	covering := epochEntry{l.epochs[i-1].epoch, l.start}
+	l.epochs = append([]epochEntry{covering}, l.epochs[i:]...)
+	return l.writeEpochs()
+}
+
 func (l *Log) writeEpochs() error {
 	if err := writeFileAtomic(l.fs, l.dir, leaderEpochFile, encodeEpochs(l.epochs)); err != nil {
 		return fmt.Errorf("write %s: %w", leaderEpochFile, err)
@@ -132,8 +157,10 @@ func (l *Log) writeEpochs() error {
 	return nil
 }
 
-// loadEpochs reads the cache at Open and drops epochs starting past the
-// recovered log end (their records were lost in a crash). An unreadable
+// loadEpochs reads the cache at Open, drops epochs starting past the
+// recovered log end (their records were lost in a crash) and trims those
+// below the log start (a crash between moving the start and rewriting the
+// checkpoint). An unreadable
 // file is logged and the cache starts empty: the follower then falls back
 // on its high watermark.
 func (l *Log) loadEpochs() {
@@ -159,6 +186,9 @@ func (l *Log) loadEpochs() {
 		if err := l.writeEpochs(); err != nil {
 			l.logger.Warn("rewriting the leader-epoch checkpoint", "dir", l.dir, "err", err)
 		}
+	}
+	if err := l.trimEpochsToStart(); err != nil {
+		l.logger.Warn("rewriting the leader-epoch checkpoint", "dir", l.dir, "err", err)
 	}
 }
 

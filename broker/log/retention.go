@@ -2,6 +2,7 @@ package log
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -42,7 +43,7 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 		case l.cfg.RetentionAge >= 0 && segmentExpired(s, now, l.cfg.RetentionAge):
 			reason = "retention.ms"
 		default:
-			return deletedSegments, err
+			return deletedSegments, errors.Join(err, l.trimEpochsAfterRetention(deletedSegments))
 		}
 		l.segs = l.segs[1:]
 		l.start = l.segs[0].base
@@ -52,7 +53,19 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 			"bytes", s.size, "offsets", [2]int64{s.base, s.next - 1}, "start_offset", l.start)
 		err = errors.Join(err, s.remove())
 	}
-	return deletedSegments, err
+	return deletedSegments, errors.Join(err, l.trimEpochsAfterRetention(deletedSegments))
+}
+
+// trimEpochsAfterRetention follows the log start offset with the
+// leader-epoch cache once segments went. Call with mu held.
+func (l *Log) trimEpochsAfterRetention(deleted int) error {
+	if deleted == 0 {
+		return nil
+	}
+	if err := l.trimEpochsToStart(); err != nil {
+		return fmt.Errorf("after retention moved the log start to %d: %w", l.start, err)
+	}
+	return nil
 }
 
 func segmentExpired(s *segment, now time.Time, age time.Duration) bool {

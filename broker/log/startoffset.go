@@ -64,6 +64,15 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 	if err != nil {
 		err = fmt.Errorf("recording log start offset %d: %w", start, err)
 	}
+	// The epochs follow the recorded start; a crash before this leaves
+	// loadEpochs to trim them at Open.
+	l.mu.Lock()
+	if !l.closed {
+		if terr := l.trimEpochsToStart(); terr != nil {
+			err = errors.Join(err, fmt.Errorf("after moving the log start to %d: %w", start, terr))
+		}
+	}
+	l.mu.Unlock()
 	for _, s := range removed {
 		l.logger.Info("deleted segment", "dir", l.dir, "file", s.path, "reason", "delete records",
 			"bytes", s.size, "offsets", [2]int64{s.base, s.next - 1}, "start_offset", start)

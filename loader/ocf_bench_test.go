@@ -50,7 +50,7 @@ func BenchmarkOCFWriter(b *testing.B) {
 		write func(b *testing.B, codecName string)
 	}{
 		{"ours", func(b *testing.B, c string) {
-			w, err := newOCF(discard{}, text, c, meta)
+			w, err := newOCF(discard{}, text, c, 0, meta)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -32,6 +32,7 @@ import (
 //	  max_bytes: 128MiB
 //	  max_records: 5000000
 //	  codec: deflate                # null, deflate, snappy
+//	  deflate_level: 6              # 1 (fastest load, larger files) to 9 (smallest files)
 //	success_grace: 10m              # _SUCCESS an hour this long after it ends
 //	on_data_loss: earliest          # earliest, latest or fail
 //	start_at: earliest              # where a new partition starts: earliest or latest
@@ -93,6 +94,9 @@ type Files struct {
 	MaxBytes   Size   `yaml:"max_bytes"`
 	MaxRecords int64  `yaml:"max_records"`
 	Codec      string `yaml:"codec"`
+	// DeflateLevel is the deflate codec's level (loader.Config.DeflateLevel);
+	// 0 or absent: loader.DefaultDeflateLevel.
+	DeflateLevel int `yaml:"deflate_level"`
 }
 
 // Retry says how a failed run is retried.
@@ -189,6 +193,11 @@ func (s *Spec) validate() error {
 	default:
 		return fail("files.codec", "%q: use null, deflate or snappy", s.Files.Codec)
 	}
+	if s.Files.DeflateLevel != 0 {
+		if err := loader.CheckDeflateLevel(s.Files.DeflateLevel); err != nil {
+			return fail("files.deflate_level", "%v", err)
+		}
+	}
 	switch s.OnDataLoss {
 	case "", loader.Earliest, loader.Latest, loader.Fail:
 	default:
@@ -237,6 +246,7 @@ func (s *Spec) LoadConfig() loader.Config {
 		FileMaxBytes:   int64(s.Files.MaxBytes),
 		FileMaxRecords: s.Files.MaxRecords,
 		Codec:          s.Files.Codec,
+		DeflateLevel:   s.Files.DeflateLevel,
 		SuccessGrace:   time.Duration(s.SuccessGrace),
 		OnDataLoss:     s.OnDataLoss,
 		StartAt:        s.StartAt,

@@ -25,7 +25,7 @@ func TestParseExampleSpecs(t *testing.T) {
 	cfg := p.LoadConfig()
 	if p.Name != "pageviews" || strings.Join(cfg.Topics, ",") != "pageviews,clicks" ||
 		cfg.MaxRecords != 1000000 || cfg.MaxDuration != 10*time.Minute || cfg.MaxErrors != 100 ||
-		cfg.FileMaxBytes != 128<<20 || cfg.Codec != "deflate" || cfg.SuccessGrace != 10*time.Minute ||
+		cfg.FileMaxBytes != 128<<20 || cfg.Codec != "deflate" || cfg.DeflateLevel != 6 || cfg.SuccessGrace != 10*time.Minute ||
 		cfg.OnDataLoss != "earliest" || cfg.LockTTL != time.Minute || cfg.Warehouse != "hdfs://127.0.0.1:8020/data" ||
 		cfg.Audit != nil {
 		t.Errorf("pageviews.yaml gives %+v", cfg)

@@ -66,18 +66,19 @@ type ocfWriter struct {
 	size    int64 // bytes written to the file so far (header and blocks)
 }
 
-// deflateLevel is the level of the standard library's default: klauspost's
-// encoder at it writes files as small as the standard library's at under
-// half the CPU (page views: 120 against 54 MB/s a core, both 0.43 of the
-// input), and the loader's deflate loads are bound by it.
-const deflateLevel = 6
+// The deflate level is Config.DeflateLevel, 6 by default: the standard
+// library's default, at which klauspost's encoder writes files as small as
+// the standard library's at under half the CPU (page views: 120 against
+// 54 MB/s a core, both 0.43 of the input). Deflate loads are bound by it,
+// which is why the level is the user's choice.
 
 // blockRoom is the room kept before a block for its count and size.
 const blockRoom = 2 * binary.MaxVarintLen64
 
 // newOCF writes the file header: magic, metadata (schema, codec, and meta)
-// and the sync marker.
-func newOCF(f io.WriteCloser, schema, codec string, meta map[string]string) (*ocfWriter, error) {
+// and the sync marker. level is the deflate codec's (flate's levels; 0:
+// DefaultDeflateLevel).
+func newOCF(f io.WriteCloser, schema, codec string, level int, meta map[string]string) (*ocfWriter, error) {
 	switch codec {
 	case "", "null":
 		codec = "null"
@@ -91,7 +92,13 @@ func newOCF(f io.WriteCloser, schema, codec string, meta map[string]string) (*oc
 	o := &ocfWriter{f: f, codec: codec, block: make([]byte, blockRoom, blockRoom+blockTarget+blockTarget/8)}
 	rand.Read(o.sync[:])
 	if codec == "deflate" {
-		o.deflate, _ = flate.NewWriter(nil, deflateLevel)
+		if level == 0 {
+			level = DefaultDeflateLevel
+		}
+		var err error
+		if o.deflate, err = flate.NewWriter(nil, level); err != nil {
+			return nil, fmt.Errorf("avro codec deflate: %w", err)
+		}
 	}
 	all := map[string]string{"avro.schema": schema, "avro.codec": codec}
 	for k, v := range meta {

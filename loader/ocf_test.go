@@ -12,12 +12,12 @@ type nopCloser struct{ *bytes.Buffer }
 
 func (nopCloser) Close() error { return nil }
 
-// checkOCF writes values as Avro "bytes" records with the given codec and
-// reads them back with goavro's OCF reader.
-func checkOCF(t *testing.T, codec string, values [][]byte) {
+// checkOCF writes values as Avro "bytes" records with the given codec (and
+// deflate level) and reads them back with goavro's OCF reader.
+func checkOCF(t *testing.T, codec string, level int, values [][]byte) {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := newOCF(nopCloser{&buf}, `"bytes"`, codec, map[string]string{"tributary.topic": "t"})
+	w, err := newOCF(nopCloser{&buf}, `"bytes"`, codec, level, map[string]string{"tributary.topic": "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +63,13 @@ func TestOCFRoundTrip(t *testing.T) {
 		values = append(values, bytes.Repeat([]byte{byte(i)}, i%300))
 	}
 	for _, codec := range Codecs {
-		checkOCF(t, codec, values)
-		checkOCF(t, codec, nil)
+		checkOCF(t, codec, 0, values)
+		checkOCF(t, codec, 0, nil)
+	}
+	// Every deflate level writes a file any reader reads: the level is
+	// not recorded in it.
+	for level := MinDeflateLevel; level <= MaxDeflateLevel; level++ {
+		checkOCF(t, "deflate", level, values)
 	}
 }
 
@@ -79,6 +84,6 @@ func FuzzOCFRoundTrip(f *testing.F) {
 		for i := range n {
 			values = append(values, data[:len(data)*i/n])
 		}
-		checkOCF(t, Codecs[int(codec)%len(Codecs)], values)
+		checkOCF(t, Codecs[int(codec)%len(Codecs)], int(codec)%(MaxDeflateLevel+1), values)
 	})
 }

@@ -216,7 +216,7 @@ func (p *partWriter) openFile(ctx context.Context, key fileKey, first int64) (*o
 	if err != nil {
 		return nil, fmt.Errorf("creating %s in %s: %w", tmp, p.r.w, err)
 	}
-	w, err := newOCF(out, text, p.r.cfg.Codec, map[string]string{
+	w, err := newOCF(out, text, p.r.cfg.Codec, p.r.cfg.DeflateLevel, map[string]string{
 		"tributary.topic":     p.topic,
 		"tributary.partition": strconv.Itoa(int(p.part)),
 		"tributary.schema.id": strconv.Itoa(key.schema),

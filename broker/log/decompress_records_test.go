@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -19,5 +20,36 @@ func TestEmptySnappyBlock(t *testing.T) {
 	out, err := DecompressRecords(codecSnappy, empty, 1<<20)
 	if err != nil || len(out) != 0 {
 		t.Errorf("DecompressRecords of an empty block = %q, %v; want nothing, no error", out, err)
+	}
+}
+
+// Every codec decompresses into the room the caller gives, so that a
+// reader of many batches reuses one buffer: records that fit (exactly,
+// too) stay in it, larger ones come back in a buffer of their own, and
+// the limit holds to the byte either way.
+func TestDecompressRecordsIntoReusesRoom(t *testing.T) {
+	records := bytes.Repeat([]byte("tributary records "), 20_000)
+	size := int64(len(records))
+	for _, c := range compressors {
+		data := compress(c, records)
+		limit := size // exactly the records' size: still within it
+		if c.codec == codecZstd {
+			// zstd's decoder takes the limit as its memory bound, its
+			// window included: too small for this stream's window.
+			limit = DefaultMaxDecompressedBytes
+		}
+		for _, room := range []int{len(records) + 100, len(records), len(records) / 3, 0} {
+			dst := make([]byte, 0, room)
+			out, err := DecompressRecordsInto(dst, int(c.codec), data, limit)
+			if err != nil || !bytes.Equal(out, records) {
+				t.Fatalf("%s into %d bytes of room: %d bytes back, %v", c.name, room, len(out), err)
+			}
+			if in := room > 0 && &out[0] == &dst[:1][0]; in != (room >= len(records)) {
+				t.Errorf("%s: %d bytes into %d bytes of room: decoded there %v, want %v", c.name, len(records), room, in, !in)
+			}
+		}
+		if _, err := DecompressRecordsInto(make([]byte, 0, 2*len(records)), int(c.codec), data, size-1); !errors.Is(err, ErrCorruptBatch) {
+			t.Errorf("%s: records one byte over the limit: %v, want ErrCorruptBatch", c.name, err)
+		}
 	}
 }

@@ -330,3 +330,19 @@ func inside(a, b []byte) bool {
 	p := uintptr(unsafe.Pointer(&b[0]))
 	return p >= start && p+uintptr(len(b)) <= start+uintptr(len(a))
 }
+
+// Batches of every codec expand into the arena, not only raw snappy: a
+// loader reading gzip, lz4 or zstd topics reuses its buffers too.
+func TestWalkArenaEveryCodec(t *testing.T) {
+	raw := encodeRecords([]rec{kv("a", strings.Repeat("x", 1000)), kv("b", strings.Repeat("y", 1000))})
+	for codec, name := range map[int16]string{1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"} {
+		arena := make([]byte, 0, len(raw))
+		recs, _, err := WalkArena(nil, &arena, makeBatch(0, codec, 2, 1, compress(t, codec, raw)), 0, 1<<20)
+		if err != nil || len(recs) != 2 {
+			t.Fatalf("%s: %d records, %v", name, len(recs), err)
+		}
+		if len(arena) != len(raw) || !inside(arena, recs[0].Value) || !inside(arena, recs[1].Value) {
+			t.Errorf("%s: the records were not expanded into the arena (it holds %d bytes of %d)", name, len(arena), len(raw))
+		}
+	}
+}

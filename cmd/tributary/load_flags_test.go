@@ -1,0 +1,18 @@
+package main_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// A load flag out of its range is refused before the run reaches any
+// service, with a message naming the flag and what it accepts.
+func TestLoadRefusesBadDeflateLevel(t *testing.T) {
+	for _, level := range []string{"0", "10", "-3"} {
+		stderr := runStderr(t, 1, "load", "--brokers", "127.0.0.1:1", "--topics", "pageviews", "--deflate-level", level)
+		want := "--deflate-level: deflate level " + level + ": use 1 (fastest) to 9 (smallest)"
+		if !strings.Contains(stderr, want) {
+			t.Errorf("--deflate-level %s: stderr %q, want it to say %q", level, stderr, want)
+		}
+	}
+}

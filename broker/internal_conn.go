@@ -17,6 +17,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,9 +34,18 @@ func internalAllowed(typ kmsg.ACLResourceType, name string) bool {
 // DialInternal connects to the broker in-process, as InternalPrincipal:
 // a kgo.Dialer for this process's own clients. Whatever address it is
 // asked for, it reaches this broker, so the client may be given any seed
-// (the listeners' addresses, which Metadata also names). It fails until
-// the broker serves its listeners, and after Close; kgo retries.
-func (b *Broker) DialInternal(_ context.Context, _, _ string) (net.Conn, error) {
+// (the listeners' addresses, which Metadata also names). Before the
+// broker serves its listeners it waits for them as long as ctx allows (a
+// client made beside a starting broker should not spend its retries on
+// the start); after Close it fails.
+func (b *Broker) DialInternal(ctx context.Context, _, _ string) (net.Conn, error) {
+	select {
+	case <-b.serving:
+	case <-b.closing:
+		return nil, errors.New("broker: closed")
+	case <-ctx.Done():
+		return nil, fmt.Errorf("broker: not serving yet: %w", context.Cause(ctx))
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {

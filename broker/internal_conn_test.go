@@ -3,6 +3,8 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // Under an authorizer with no ACLs, a client dialing in-process
@@ -53,5 +56,42 @@ func TestDialInternalIsSuperUserForInternalTopicsOnly(t *testing.T) {
 	}
 	if !errors.Is(err, kerr.ClusterAuthorizationFailed) {
 		t.Fatalf("describing ACLs in-process: %v, want CLUSTER_AUTHORIZATION_FAILED (the internal principal has no cluster rights)", err)
+	}
+}
+
+// An in-process client made before its broker serves (as the standalone
+// registry's is) waits for the listeners instead of failing its first
+// requests; after Close, dialing fails at once.
+func TestDialInternalWaitsForTheBrokerToServe(t *testing.T) {
+	b, err := broker.New(broker.Config{DataDir: t.TempDir(), Logger: testenv.Logger(t, slog.LevelWarn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := b.DialInternal(ctx, "tcp", "anywhere:9092")
+		if err == nil {
+			c.Close()
+		}
+		dialed <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // let the dial start before the broker serves
+	served := make(chan error, 1)
+	go func() {
+		served <- b.ServeListeners([]broker.Listener{{Protocol: broker.Plaintext, Addr: ln.Addr().String()}}, []net.Listener{ln})
+	}()
+	if err := <-dialed; err != nil {
+		t.Fatalf("dialing in-process while the broker starts: %v, want a connection once it serves", err)
+	}
+	b.Close()
+	<-served
+	if _, err := b.DialInternal(context.Background(), "tcp", "anywhere:9092"); err == nil {
+		t.Fatal("dialing in-process after Close succeeded")
 	}
 }

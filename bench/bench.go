@@ -187,6 +187,19 @@ type Row struct {
 // OK reports whether the row carries figures.
 func (r Row) OK() bool { return r.Status == "ok" || strings.HasPrefix(r.Status, "lost ") }
 
+// produced fills a produce row's figures: stored of sent messages in
+// elapsed, and "lost ..." when the broker holds fewer than were sent.
+func (r *Row) produced(sent, stored int, elapsed time.Duration) {
+	r.Messages = stored
+	r.Seconds = elapsed.Seconds()
+	r.MsgsPerSec = float64(stored) / elapsed.Seconds()
+	r.MBPerSec = r.MsgsPerSec * MessageSize / 1e6
+	r.Status = "ok"
+	if stored < sent {
+		r.Status = fmt.Sprintf("lost %d of %d", sent-stored, sent)
+	}
+}
+
 // producerRows are the producer test's variants, in table order.
 var producerRows = []struct{ batch, acks int }{{1, 0}, {1, 1}, {50, 0}, {50, 1}}
 

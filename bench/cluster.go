@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tributary-io/tributary/internal/zkprobe"
 )
 
 // ClusterNodes is the size of the replicated systems (tributary-rf3,
@@ -134,7 +134,7 @@ func startZooKeeper(ctx context.Context, dir string, port int, chroot string) (*
 	// ZooKeeper answers ruok a moment before it gives sessions: brokers
 	// started then see their connections dropped, so the bench waits for
 	// a session of its own.
-	for !ruok(addr) || createNode(addr, chroot) != nil {
+	for !zkprobe.Ruok(addr) || createNode(addr, chroot) != nil {
 		select {
 		case <-p.done:
 			return nil, p.failure(errors.New("exited before answering"))
@@ -182,21 +182,6 @@ func createNode(addr, path string) error {
 type quietZK struct{}
 
 func (quietZK) Printf(string, ...any) {}
-
-// ruok sends ZooKeeper's four-letter health check.
-func ruok(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte("ruok")); err != nil {
-		return false
-	}
-	answer, _ := io.ReadAll(c)
-	return string(answer) == "imok"
-}
 
 // startTributaryCluster runs ZooKeeper and ClusterNodes `tributary broker`
 // processes with their default flush policy, each broker on its own port

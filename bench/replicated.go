@@ -87,14 +87,7 @@ func (r *runner) replicated(ctx context.Context) []Row {
 			r.log.Warn("replicated", "batch", row.Batch, "replicas", row.Replicas, "err", err)
 			continue
 		}
-		row.Messages = stored
-		row.Seconds = elapsed.Seconds()
-		row.MsgsPerSec = float64(stored) / elapsed.Seconds()
-		row.MBPerSec = row.MsgsPerSec * MessageSize / 1e6
-		row.Status = "ok"
-		if stored < sent {
-			row.Status = fmt.Sprintf("lost %d of %d", sent-stored, sent)
-		}
+		row.produced(sent, stored, elapsed)
 		r.log.Info("replicated", "batch", row.Batch, "replicas", row.Replicas, "messages", stored, "msgs_per_sec", int(row.MsgsPerSec))
 	}
 	return rows

@@ -145,14 +145,7 @@ func (r *runner) produce(ctx context.Context, batch, acks int) Row {
 		r.log.Warn("produce", "batch", batch, "acks", acks, "err", err)
 		return row
 	}
-	row.Messages = stored
-	row.Seconds = elapsed.Seconds()
-	row.MsgsPerSec = float64(stored) / elapsed.Seconds()
-	row.MBPerSec = row.MsgsPerSec * MessageSize / 1e6
-	row.Status = "ok"
-	if stored < sent {
-		row.Status = fmt.Sprintf("lost %d of %d", sent-stored, sent)
-	}
+	row.produced(sent, stored, elapsed)
 	// Brokers that write behind (RabbitMQ's message store, a flush timer)
 	// get a moment to put what they hold on disk before it is measured.
 	time.Sleep(time.Second)

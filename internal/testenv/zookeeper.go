@@ -19,6 +19,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/tributary-io/tributary/internal/zkprobe"
+
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -214,7 +216,7 @@ admin.enableServer=false
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if ruok(addr) {
+		if zkprobe.Ruok(addr) {
 			return &zkServer{addr: addr, stdin: stdin}, nil
 		}
 		select {
@@ -238,21 +240,6 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// ruok sends ZooKeeper's four-letter health check.
-func ruok(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte("ruok")); err != nil {
-		return false
-	}
-	answer, _ := io.ReadAll(c)
-	return string(answer) == "imok"
 }
 
 func logTail(path string) string {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/tributary-io/tributary/internal/zkprobe"
 )
 
 func TestStartZooKeeperGivesEachTestItsOwnChroot(t *testing.T) {
@@ -45,7 +47,7 @@ func TestStartZooKeeperGivesEachTestItsOwnChroot(t *testing.T) {
 
 func TestZooKeeperAnswersRuok(t *testing.T) {
 	addr := ZooKeeperAddr(t)
-	Eventually(t, 5*time.Second, "ZooKeeper at "+addr+" answers ruok", func() bool { return ruok(addr) })
+	Eventually(t, 5*time.Second, "ZooKeeper at "+addr+" answers ruok", func() bool { return zkprobe.Ruok(addr) })
 	if got := chrootName("TestX/sub case#1"); got != "TestX_sub_case_1" {
 		t.Fatalf("chrootName = %q", got)
 	}

@@ -77,9 +77,10 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Walk appends to dst the records of the batches in b whose offsets are at
-// least from (and past those of the batches before them), and returns them with next, the offset after the last whole
-// batch (from when b holds none: the offset to fetch next). A compressed
-// batch may expand to at most maxDecompressed bytes.
+// least from (and past those of the batches before them), and returns
+// them with next, the offset after the last whole batch (from when b holds
+// none: the offset to fetch next). A compressed batch may expand to at
+// most maxDecompressed bytes.
 //
 // On an error, the records already appended and next are those of the
 // whole batches before the bad one.

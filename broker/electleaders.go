@@ -5,12 +5,13 @@ package broker
 // Asks the controller to give each named partition (all partitions of
 // replicated topics when none are named) back to its preferred leader,
 // the first replica, if it is alive and in sync (type 0), or to let any
-// live replica lead a leaderless partition (type 1, unclean), which is
-// refused unless the topic's unclean.leader.election.enable allows it.
-// The answer comes once the controller ran the elections, per partition:
-// none, ELECTION_NOT_NEEDED (already led as asked),
-// PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE,
-// POLICY_VIOLATION (unclean refused) or UNKNOWN_TOPIC_OR_PARTITION. A
+// live replica lead a leaderless partition (type 1, unclean), whatever
+// the topic's unclean.leader.election.enable says (as in Kafka: the
+// operator accepts the loss for these partitions, once). The answer
+// comes once the controller ran the elections, per partition: none,
+// ELECTION_NOT_NEEDED (already led as asked),
+// PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE or
+// UNKNOWN_TOPIC_OR_PARTITION. A
 // standalone broker has nothing to elect: INVALID_REQUEST.
 
 import (
@@ -87,8 +88,6 @@ func electionErrorCode(err error) int16 {
 		return kerr.PreferredLeaderNotAvailable.Code
 	case errors.Is(err, cluster.ErrEligibleNotAvailable):
 		return kerr.EligibleLeadersNotAvailable.Code
-	case errors.Is(err, cluster.ErrUncleanDisabled):
-		return kerr.PolicyViolation.Code
 	case errors.Is(err, cluster.ErrUnknownTopic):
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, cluster.ErrNotReplicated):

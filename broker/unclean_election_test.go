@@ -142,6 +142,32 @@ func TestUncleanLeaderElectionBrokerDefault(t *testing.T) {
 	produceTo(t, u.B, topic, kgo.AllISRAcks(), "after")
 }
 
+// An unclean election asked for on demand (ElectLeaders, type unclean) is
+// done although the topic's unclean.leader.election.enable is false, as
+// in Kafka: the operator accepts the loss for this partition, once. The
+// config stays false.
+func TestUncleanElectLeadersOnDemand(t *testing.T) {
+	const topic = "unclean-asked"
+	u := offlinePartition(t, topic, numbered("before-", 3), numbered("lost-", 3))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := u.admin.ElectLeaders(ctx, kadm.ElectLiveReplica, kadm.TopicsSet{topic: {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res[topic][0]; r.Err != nil {
+		t.Fatalf("unclean ElectLeaders of the offline partition: %v %s, want it elected", r.Err, r.ErrMessage)
+	}
+	testenv.Eventuallyf(t, 30*time.Second, func() (bool, string) {
+		p := partitionMeta(t, u.admin, topic)
+		return p.Leader == u.b && p.LeaderEpoch > u.offline.LeaderEpoch && slices.Equal(p.ISR, []int32{u.b}), describePartition(p)
+	})
+	produceTo(t, u.B, topic, kgo.AllISRAcks(), "after")
+	if c := topicConfig(t, u.admin, topic, "unclean.leader.election.enable"); c.Value == nil || *c.Value != "false" {
+		t.Fatalf("unclean.leader.election.enable after an asked-for election: %+v, want false", c)
+	}
+}
+
 func describePartition(p kadm.PartitionDetail) string {
 	return fmt.Sprintf("leader %d epoch %d isr %v err %v", p.Leader, p.LeaderEpoch, p.ISR, p.Err)
 }

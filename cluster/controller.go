@@ -253,10 +253,10 @@ func (c *controller) electPartition(t Topic, p int32, replicas []int32, live map
 		z.log.Warn("controller: unreadable partition state", "topic", topic, "partition", p, "err", err)
 		return nil
 	}
-	// An unclean election asked for on demand is refused beforehand
-	// (ElectLeaders) for a topic that does not allow it, so both come
-	// down to the topic's setting.
-	next, changed := nextState(st, replicas, live, z.uncleanAllowed(t))
+	// An unclean election asked for on demand (ElectLeaders) is done
+	// whatever the topic's setting; otherwise the setting decides.
+	asked := mode == electUnclean
+	next, changed := nextState(st, replicas, live, asked || z.uncleanAllowed(t))
 	if mode == electPreferred {
 		var moved bool
 		if next, moved = preferredState(next, replicas, live); moved {
@@ -270,8 +270,12 @@ func (c *controller) electPartition(t Topic, p int32, replicas []int32, live map
 		return err
 	}
 	if next.Leader >= 0 && next.Leader != st.Leader && !slices.Contains(st.ISR, next.Leader) {
-		z.log.Warn("unclean leader election: a replica outside the ISR leads (unclean.leader.election.enable is true); records acknowledged above its log end are lost, and the old leader truncates them when it returns",
-			"topic", topic, "partition", p, "leader", next.Leader, "leader_epoch", next.LeaderEpoch, "old_isr", st.ISR, "old_leader", st.Leader)
+		why := "unclean.leader.election.enable is true"
+		if asked {
+			why = "asked for by ElectLeaders"
+		}
+		z.log.Warn("unclean leader election: a replica outside the ISR leads; records acknowledged above its log end are lost, and the old leader truncates them when it returns",
+			"reason", why, "topic", topic, "partition", p, "leader", next.Leader, "leader_epoch", next.LeaderEpoch, "old_isr", st.ISR, "old_leader", st.Leader)
 		return nil
 	}
 	z.log.Info("partition state changed by the controller", "topic", topic, "partition", p,

@@ -16,10 +16,13 @@ package cluster
 //
 // A move is a state write like any other of the controller's: leader
 // epoch plus one, fenced by the controller epoch. Unclean election (a
-// live replica outside the ISR leads when no in-sync one is alive) is
-// only done for a topic whose unclean.leader.election.enable is true,
-// since it may lose acknowledged records; the controller then does it by
-// itself (controller.go), and asking for it on demand only wakes it.
+// live replica outside the ISR leads when no in-sync one is alive) may
+// lose acknowledged records, so the controller does it by itself only for
+// a topic whose unclean.leader.election.enable is true (controller.go).
+// Asked for on demand it is done whatever the config says, as Kafka's
+// ElectLeaders does (KIP-460): an operator who accepts the loss for one
+// partition, once, need not turn the config on and remember to turn it
+// off again.
 
 import (
 	"context"
@@ -52,9 +55,6 @@ var (
 	// ErrPreferredNotAvailable: the preferred replica is dead or not in
 	// sync, so it cannot lead without losing records.
 	ErrPreferredNotAvailable = errors.New("the preferred replica is not alive and in sync")
-	// ErrUncleanDisabled: unclean election asked for a topic that does
-	// not allow it.
-	ErrUncleanDisabled = errors.New("unclean leader election is disabled for the topic (unclean.leader.election.enable=false)")
 	// ErrEligibleNotAvailable: no live replica could lead.
 	ErrEligibleNotAvailable = errors.New("no live replica can lead the partition")
 	// ErrNotReplicated: the partition has one replica, so there is
@@ -203,6 +203,10 @@ func (z *ZooKeeper) ElectLeaders(ctx context.Context, unclean bool, parts []Topi
 			}
 		}
 	}
+	live := map[int32]bool{}
+	for _, b := range z.Brokers() {
+		live[b.ID] = true
+	}
 	out := make(map[TopicPartition]error, len(parts))
 	var ask []TopicPartition
 	for _, tp := range parts {
@@ -210,12 +214,13 @@ func (z *ZooKeeper) ElectLeaders(ctx context.Context, unclean bool, parts []Topi
 			continue // a request may name a partition twice; the node may not
 		}
 		t, err := z.electable(tp)
-		if err == nil && unclean && !z.uncleanAllowed(t) {
-			err = fmt.Errorf("%s-%d: %w", tp.Topic, tp.Partition, ErrUncleanDisabled)
-		}
 		if err == nil {
-			st, _ := t.StateOf(tp.Partition)
-			if !unclean && st.Leader == t.Replicas[tp.Partition][0] || unclean && st.Leader >= 0 {
+			// A state this broker has not read yet is left to the
+			// controller, which reads it; a dead leader leads nothing
+			// (the controller may not have written that yet).
+			st, known := t.StateOf(tp.Partition)
+			leads := known && st.Leader >= 0 && live[st.Leader]
+			if leads && (unclean || st.Leader == t.Replicas[tp.Partition][0]) {
 				err = ErrElectionNotNeeded
 			}
 		}

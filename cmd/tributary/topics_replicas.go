@@ -28,7 +28,7 @@ func (f *replicaFlags) register(fs *flag.FlagSet) {
 	f.topic = fs.String("topic", "", "topic of elect-leaders (default: every replicated topic) or reassign")
 	f.partition = fs.Int("partition", -1, "partition to reassign")
 	f.replicas = fs.String("replicas", "", "reassign: the partition's new replicas, comma-separated broker ids, preferred leader first")
-	f.unclean = fs.Bool("unclean", false, "elect-leaders: let a live replica outside the ISR lead a leaderless partition (only where unclean.leader.election.enable allows it; may lose acknowledged records)")
+	f.unclean = fs.Bool("unclean", false, "elect-leaders: let a live replica outside the ISR lead a leaderless partition (whatever unclean.leader.election.enable says, this once; may lose acknowledged records)")
 	f.cancel = fs.Bool("cancel", false, "reassign: cancel the partition's reassignment")
 }
 

@@ -52,6 +52,12 @@ func (b *Broker) PauseReplication() (resume func()) {
 	return sync.OnceFunc(b.replicas.gate.Unlock)
 }
 
+// ReplicaDials and ReplicaRenewals are how many connections this broker's
+// fetchers made to leaders, and how many times they logged in again on
+// one before its SASL session ended.
+func (b *Broker) ReplicaDials() int64    { return b.replicas.dials.Load() }
+func (b *Broker) ReplicaRenewals() int64 { return b.replicas.renewals.Load() }
+
 // EpochRequestsSent is how many OffsetForLeaderEpoch requests this
 // broker's replica fetchers sent.
 func (b *Broker) EpochRequestsSent() int64 { return b.replicas.epochRequests.Load() }

@@ -68,6 +68,9 @@ type replicas struct {
 	// epochRequests counts the OffsetForLeaderEpoch requests the fetchers
 	// sent (export_test.go).
 	epochRequests atomic.Int64
+	// dials and renewals count the fetchers' connections to leaders and
+	// their re-authentications on them (KIP-368), for tests.
+	dials, renewals atomic.Int64
 
 	// The stray-replica remover (replica_stray.go), started with the
 	// fetchers: woken by every view change, done once it stopped.

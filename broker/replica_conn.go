@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -51,6 +52,7 @@ func (f *fetcher) dial() (*replicaConn, error) {
 		if err != nil {
 			return nil, err
 		}
+		f.rs.dials.Add(1)
 		f.mu.Lock()
 		f.conn = nc
 		f.mu.Unlock()
@@ -107,8 +109,11 @@ func openReplicaConn(nc net.Conn, host string, listener SecurityProtocol, sec cl
 	return c, nil
 }
 
-// login runs SaslHandshake and the SaslAuthenticate exchanges of mech.
+// login runs SaslHandshake and the SaslAuthenticate exchanges of mech,
+// and notes when to run them again if the leader limits the session.
 func (c *replicaConn) login(mech sasl.Mechanism, host string) error {
+	c.mech, c.host = mech, host
+	start := time.Now()
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version, hs.Mechanism = 1, mech.Name()
 	hsr := kmsg.NewPtrSASLHandshakeResponse()
@@ -145,10 +150,39 @@ func (c *replicaConn) login(mech sasl.Mechanism, host string) error {
 			return fmt.Errorf("SASL %s: %w", mech.Name(), err)
 		}
 		if done {
+			c.renewAt = renewTime(start, resp.SessionLifetimeMillis)
 			return nil
 		}
 		msg = next
 	}
+}
+
+// renewTime is when a login made at start whose session lasts lifetimeMs
+// (SaslAuthenticate's session_lifetime_ms; 0: for ever) is to be run
+// again: early enough that a fetch waiting at the leader for data still
+// reaches it inside the session, since the leader closes a connection
+// whose request arrives after it.
+func renewTime(start time.Time, lifetimeMs int64) time.Time {
+	if lifetimeMs <= 0 {
+		return time.Time{}
+	}
+	life := time.Duration(lifetimeMs) * time.Millisecond
+	margin := max(life*15/100, replicaFetchWait+time.Second)
+	return start.Add(max(life-margin, 0))
+}
+
+// renew logs in again on the connection, between fetch rounds, once its
+// session nears its end (KIP-368): a follower keeps its connection, and
+// the leader checks its credentials again, as it does any client's.
+func (c *replicaConn) renew(renewals *atomic.Int64) error {
+	if c.renewAt.IsZero() || time.Now().Before(c.renewAt) {
+		return nil
+	}
+	if err := c.login(c.mech, c.host); err != nil {
+		return fmt.Errorf("re-authenticating with the leader: %w", err)
+	}
+	renewals.Add(1)
+	return nil
 }
 
 // replicaConn is a Kafka client connection of one fetcher: requests one
@@ -159,6 +193,10 @@ type replicaConn struct {
 	fmt  *kmsg.RequestFormatter
 	corr int32
 	buf  []byte
+	// The login to repeat, and when (zero: never); see renew.
+	mech    sasl.Mechanism
+	host    string
+	renewAt time.Time
 }
 
 func newReplicaConn(nc net.Conn, self int32) *replicaConn {

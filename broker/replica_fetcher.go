@@ -204,6 +204,9 @@ func (f *fetcher) run() {
 			c, err = f.dial()
 		}
 		if err == nil {
+			err = c.renew(&f.rs.renewals)
+		}
+		if err == nil {
 			f.rs.gate.RLock()
 			err = f.round(c, parts)
 			f.rs.gate.RUnlock()

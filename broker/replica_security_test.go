@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,52 +30,9 @@ import (
 // high watermark nor the ISR.
 func TestReplicationOverSASLSSLWithTheAuthorizer(t *testing.T) {
 	const topic = "secured"
-	connect := testenv.StartZooKeeper(t)
+	brokers, as := startSASLPair(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	zs, err := cluster.DialZooKeeper(ctx, connect, testenv.Logger(t, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zs.Close()
-	users := broker.NewZooKeeperCredentials(zs)
-	for _, u := range []string{"broker", "admin", "frank"} {
-		cred, err := broker.NewSCRAMCredential("SCRAM-SHA-256", u, u+"-secret", broker.DefaultSCRAMIterations)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := users.Put(u, "SCRAM-SHA-256", cred); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pki := newTestPKI(t)
-	passFile := filepath.Join(t.TempDir(), "broker-password")
-	if err := os.WriteFile(passFile, []byte("broker-secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	brokers := make([]*broker.Broker, 2)
-	addrs := make([]string, 2)
-	for i := range brokers {
-		var a map[broker.SecurityProtocol]string
-		brokers[i], a = startMember(t, func(c *broker.Config, eps []cluster.Endpoint) {
-			self := broker.SelfWithEndpoints(cluster.Broker{ID: int32(i + 1)}, eps)
-			meta, err := cluster.JoinZooKeeper(context.Background(), connect, self, testenv.Logger(t, 0),
-				cluster.WithSessionTimeout(testenv.ClusterSessionTimeout))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.Metadata, c.Authorizer, c.SuperUsers = meta, true, []string{"User:broker", "User:admin"}
-			c.ReplicaLagMax, c.MinInsyncReplicas = time.Hour, 2
-			c.TLS = broker.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile}
-			c.InterBroker = clientsec.Kafka{TLSCA: pki.caFile,
-				SASLMechanism: "SCRAM-SHA-256", SASLUser: "broker", SASLPasswordFile: passFile}
-		}, broker.SASLSSL)
-		addrs[i] = a[broker.SASLSSL]
-	}
-	as := func(user string, opts ...kgo.Opt) *kgo.Client {
-		return newClient(t, addrs[0], append([]kgo.Opt{kgo.SeedBrokers(addrs...), kgo.DialTLSConfig(pki.clientTLS(t, false)),
-			kgo.SASL(scram.Auth{User: user, Pass: user + "-secret"}.AsSha256Mechanism())}, opts...)...)
-	}
 	admin := kadm.NewClient(as("admin"))
 	testenv.Eventually(t, 10*time.Second, "creating the topic with 2 replicas", func() bool {
 		resp, err := admin.CreateTopic(ctx, 1, 2, nil, topic)
@@ -148,6 +106,46 @@ func TestReplicationOverSASLSSLWithTheAuthorizer(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, "the resumed follower moves the high watermark", func() bool { return end() == 4 })
 }
 
+// With connections.max.reauth.ms set, a follower logs in to its leader
+// again on the same connection before its session ends (KIP-368), as
+// kgo does for clients: replication and acks=all go on without the
+// leader closing the follower's connection for an expired session.
+func TestFollowerReauthenticatesWithItsLeader(t *testing.T) {
+	const topic = "reauth"
+	brokers, as := startSASLPair(t, func(c *broker.Config) { c.ConnectionsMaxReauth = 2 * time.Second })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin := kadm.NewClient(as("admin"))
+	testenv.Eventually(t, 10*time.Second, "creating the topic with 2 replicas", func() bool {
+		resp, err := admin.CreateTopic(ctx, 1, 2, nil, topic)
+		return err == nil && (resp.Err == nil || resp.Err == kerr.TopicAlreadyExists)
+	})
+	producer := as("admin", kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produce := func(v string) {
+		t.Helper()
+		if err := producer.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("acks=all %s: %v", v, err)
+		}
+	}
+	produce("first")
+	follower := brokers[2-partitionMeta(t, admin, topic).Leader]
+	dials := follower.ReplicaDials()
+	// Three sessions' worth of replication, records coming all along.
+	for i := range 24 {
+		produce(fmt.Sprint(i))
+		time.Sleep(250 * time.Millisecond)
+	}
+	if got := follower.ReplicaDials(); got != dials {
+		t.Fatalf("the follower connected to its leader %d more times: its session expired instead of being renewed", got-dials)
+	}
+	if got := follower.ReplicaRenewals(); got < 2 {
+		t.Fatalf("the follower re-authenticated %d times in 6 s of 2 s sessions, want at least 2", got)
+	}
+	if isr := partitionMeta(t, admin, topic).ISR; len(isr) != 2 {
+		t.Fatalf("isr %v, want both replicas", isr)
+	}
+}
+
 // consumeAs reads n records of topic from the start through cl's seeds
 // and security.
 func consumeAs(t *testing.T, cl *kgo.Client, topic string, n int) []string {
@@ -168,4 +166,63 @@ func consumeAs(t *testing.T, cl *kgo.Client, topic string, n int) []string {
 		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
 	}
 	return got
+}
+
+// startSASLPair starts ZooKeeper and two brokers whose only listener is
+// SASL_SSL, with the authorizer on, users broker (their super user, whom
+// followers log in as), admin (a super user) and frank (password
+// <user>-secret), min.insync.replicas 2, and configure's settings. as
+// makes a client logged in as a user, seeded with both brokers.
+func startSASLPair(t *testing.T, configure func(*broker.Config)) (brokers []*broker.Broker, as func(user string, opts ...kgo.Opt) *kgo.Client) {
+	t.Helper()
+	connect := testenv.StartZooKeeper(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	zs, err := cluster.DialZooKeeper(ctx, connect, testenv.Logger(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zs.Close()
+	users := broker.NewZooKeeperCredentials(zs)
+	for _, u := range []string{"broker", "admin", "frank"} {
+		cred, err := broker.NewSCRAMCredential("SCRAM-SHA-256", u, u+"-secret", broker.DefaultSCRAMIterations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := users.Put(u, "SCRAM-SHA-256", cred); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pki := newTestPKI(t)
+	passFile := filepath.Join(t.TempDir(), "broker-password")
+	if err := os.WriteFile(passFile, []byte("broker-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	brokers = make([]*broker.Broker, 2)
+	addrs := make([]string, 2)
+	for i := range brokers {
+		var a map[broker.SecurityProtocol]string
+		brokers[i], a = startMember(t, func(c *broker.Config, eps []cluster.Endpoint) {
+			self := broker.SelfWithEndpoints(cluster.Broker{ID: int32(i + 1)}, eps)
+			meta, err := cluster.JoinZooKeeper(context.Background(), connect, self, testenv.Logger(t, 0),
+				cluster.WithSessionTimeout(testenv.ClusterSessionTimeout))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Metadata, c.Authorizer, c.SuperUsers = meta, true, []string{"User:broker", "User:admin"}
+			c.ReplicaLagMax, c.MinInsyncReplicas = time.Hour, 2
+			c.TLS = broker.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile}
+			c.InterBroker = clientsec.Kafka{TLSCA: pki.caFile,
+				SASLMechanism: "SCRAM-SHA-256", SASLUser: "broker", SASLPasswordFile: passFile}
+			if configure != nil {
+				configure(c)
+			}
+		}, broker.SASLSSL)
+		addrs[i] = a[broker.SASLSSL]
+	}
+	as = func(user string, opts ...kgo.Opt) *kgo.Client {
+		return newClient(t, addrs[0], append([]kgo.Opt{kgo.SeedBrokers(addrs...), kgo.DialTLSConfig(pki.clientTLS(t, false)),
+			kgo.SASL(scram.Auth{User: user, Pass: user + "-secret"}.AsSha256Mechanism())}, opts...)...)
+	}
+	return brokers, as
 }

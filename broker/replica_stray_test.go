@@ -39,7 +39,7 @@ func moveOff(t *testing.T, connect string, byID map[int32]*testenv.Broker, admin
 		return err == nil && res.Error() == nil
 	})
 	testenv.Eventually(t, 60*time.Second, "the move completes", func() bool {
-		l, err := admin.ListPartitionReassignments(context.Background(), nil)
+		l, err := admin.ListPartitionReassignments(context.Background(), kadm.TopicsSet{topic: {0: {}}})
 		p := partitionMeta(t, admin, topic)
 		return err == nil && len(l) == 0 && slices.Equal(p.Replicas, target) && slices.Contains(target, p.Leader)
 	})

@@ -56,7 +56,7 @@ func TestReassignmentUnderReplicationThrottle(t *testing.T) {
 				t.Fatal(err)
 			}
 			testenv.Eventually(t, 60*time.Second, "the move completes once the throttle is lifted", func() bool {
-				l, err := admin.ListPartitionReassignments(context.Background(), nil)
+				l, err := admin.ListPartitionReassignments(context.Background(), kadm.TopicsSet{topic: {0: {}}})
 				p := partitionMeta(t, admin, topic)
 				return err == nil && len(l) == 0 && slices.Equal(p.Replicas, []int32{2, 3})
 			})

@@ -58,6 +58,11 @@ type controller struct {
 
 	rebalance     time.Duration // automatic preferred-leader election period; 0: off
 	lastRebalance time.Time
+
+	// unreadable is the undecodable /controller content last warned
+	// about: a round runs on every change in the cluster, and the
+	// operator needs one line per bad content, not one per round.
+	unreadable string
 }
 
 // runController contends for /controller until Close and, while it holds
@@ -110,6 +115,11 @@ func (c *controller) round() error {
 	}
 	n, err := DecodeControllerNode(data)
 	if err != nil {
+		// Not deleted: its owner's session ends it, or an operator does.
+		if string(data) != c.unreadable {
+			z.log.Warn("ignoring unreadable controller node: no broker is controller until it is removed", "path", path, "err", err)
+			c.unreadable = string(data)
+		}
 		n.BrokerID = -1
 	}
 	z.controller.Store(n.BrokerID)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
@@ -197,5 +198,42 @@ func TestControllerUncleanElectionByDefault(t *testing.T) {
 	})
 	if st := state("own-false"); st.Leader != -1 {
 		t.Fatalf("own-false (unclean.leader.election.enable=false) got an unclean leader: %+v", st)
+	}
+}
+
+// An undecodable /controller node counts as no controller, and the
+// operator learns of it: one warning naming the node per content, not one
+// per controller round.
+func TestUnreadableControllerNodeWarnedOnce(t *testing.T) {
+	connect := testenv.StartZooKeeper(t)
+	s := session(t, connect)
+	bad := []byte(`{"version":1,"brokerid":"two"}`)
+	if _, err := s.Conn.Create(s.Paths.Controller(), bad, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	logs := &logLines{}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	m, err := cluster.JoinZooKeeper(ctx, connect, cluster.Broker{ID: 1, Host: "127.0.0.1", Port: 10001}, logs.logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	warned := func() int { return logs.count("ignoring unreadable controller node", "path="+s.Paths.Controller()) }
+	testenv.Eventually(t, 10*time.Second, "a warning naming the node", func() bool { return warned() == 1 })
+	// Each Controller change below proves a round read the node: the bad
+	// content again must not warn again.
+	for _, content := range [][]byte{[]byte(`{"version":1,"brokerid":7,"timestamp":"1"}`), bad} {
+		if _, err := s.Conn.Set(s.Paths.Controller(), content, -1); err != nil {
+			t.Fatal(err)
+		}
+		want := int32(-1)
+		if string(content) != string(bad) {
+			want = 7
+		}
+		testenv.Eventually(t, 10*time.Second, fmt.Sprintf("controller %d", want), func() bool { id, _ := m.Controller(); return id == want })
+	}
+	if n := warned(); n != 1 {
+		t.Errorf("%d warnings for one unreadable node, want 1", n)
 	}
 }

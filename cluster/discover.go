@@ -28,7 +28,8 @@ func DiscoverBrokers(ctx context.Context, connect string, logger *slog.Logger) (
 	}
 	var brokers []Broker
 	for _, id := range ids {
-		data, _, err := s.Conn.Get(s.Paths.BrokerIDs() + "/" + id)
+		path := s.Paths.BrokerIDs() + "/" + id
+		data, _, err := s.Conn.Get(path)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -37,6 +38,7 @@ func DiscoverBrokers(ctx context.Context, connect string, logger *slog.Logger) (
 		}
 		n, err := DecodeBrokerNode(data)
 		if err != nil {
+			logger.Warn("skipping unreadable broker registration", "path", path, "err", err)
 			continue
 		}
 		brokers = append(brokers, n.Broker)

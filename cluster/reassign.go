@@ -51,7 +51,8 @@ var (
 	ErrInvalidReplicas = errors.New("invalid replica assignment")
 )
 
-// reassignments reads the node's adding/removing fields.
+// reassignments reads the node's adding/removing fields, which
+// checkReassignments has found well formed.
 func (n TopicNode) reassignments() map[int32]Reassignment {
 	if len(n.AddingReplicas) == 0 && len(n.RemovingReplicas) == 0 {
 		return nil
@@ -59,14 +60,71 @@ func (n TopicNode) reassignments() map[int32]Reassignment {
 	out := map[int32]Reassignment{}
 	for _, m := range []map[string][]int32{n.AddingReplicas, n.RemovingReplicas} {
 		for k := range m {
-			p, err := strconv.ParseInt(k, 10, 32)
-			if err != nil || p < 0 || int(p) >= len(n.Leaders) {
-				continue
-			}
+			p, _ := strconv.Atoi(k)
 			out[int32(p)] = Reassignment{Adding: n.AddingReplicas[k], Removing: n.RemovingReplicas[k]}
 		}
 	}
 	return out
+}
+
+// checkReassignments refuses adding/removing entries the controller could
+// never carry out, which only a hand edit or a foreign writer makes: a
+// partition spelt otherwise than in decimal ("00" and "0" would both name
+// partition 0, and which one counts would depend on map order), a
+// partition the topic lacks, a negative or repeated id, an added broker
+// that is not a replica, a removed broker that is not a replica or is
+// also being added, and a move that would leave no replica. The
+// controller would wait forever for such a move to complete; refused, the
+// node is reported and left alone.
+func checkReassignments(n TopicNode) error {
+	for _, f := range []struct {
+		name string
+		m    map[string][]int32
+	}{{"adding_replicas", n.AddingReplicas}, {"removing_replicas", n.RemovingReplicas}} {
+		for k, ids := range f.m {
+			p, err := strconv.Atoi(k)
+			if err != nil || strconv.Itoa(p) != k {
+				return fmt.Errorf("%s: partition key %q is not a partition number in decimal", f.name, k)
+			}
+			if p < 0 || p >= len(n.Leaders) {
+				return fmt.Errorf("%s: partition %d: the topic has %d partitions", f.name, p, len(n.Leaders))
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			if err := checkBrokerList(f.name, ids); err != nil {
+				return fmt.Errorf("partition %d: %w", p, err)
+			}
+			replicas := []int32{n.Leaders[p]}
+			if n.Replicas != nil {
+				replicas = n.Replicas[p]
+			}
+			for _, id := range ids {
+				if !slices.Contains(replicas, id) {
+					return fmt.Errorf("partition %d: %s: broker %d is not one of its replicas %v", p, f.name, id, replicas)
+				}
+			}
+			if f.name == "removing_replicas" {
+				if id, both := firstCommon(ids, n.AddingReplicas[k]); both {
+					return fmt.Errorf("partition %d: broker %d is both being added and removed", p, id)
+				}
+				if len(ids) >= len(replicas) {
+					return fmt.Errorf("partition %d: removing_replicas %v removes every replica", p, ids)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// firstCommon returns an id listed in both a and b.
+func firstCommon(a, b []int32) (int32, bool) {
+	for _, id := range a {
+		if slices.Contains(b, id) {
+			return id, true
+		}
+	}
+	return 0, false
 }
 
 // PartitionReassignment is one partition's move as ListReassignments
@@ -119,7 +177,7 @@ func (z *ZooKeeper) AlterReassignment(ctx context.Context, topic string, partiti
 		}
 		n, err := DecodeTopicNode(data)
 		if err != nil {
-			return err
+			return fmt.Errorf("topic %s: %w", topic, err)
 		}
 		if partition < 0 || int(partition) >= len(n.Leaders) {
 			return fmt.Errorf("%s-%d: %w", topic, partition, ErrUnknownTopic)
@@ -230,7 +288,7 @@ func (c *controller) reassignStep(t Topic, p int32, live map[int32]bool) error {
 	}
 	n, err := DecodeTopicNode(data)
 	if err != nil {
-		return err
+		return fmt.Errorf("topic %s: %w", t.Name, err)
 	}
 	key := strconv.Itoa(int(p))
 	if int(p) >= len(n.Replicas) || !slices.Equal(n.Replicas[p], t.ReplicasOf(p)) || !slices.Equal(n.RemovingReplicas[key], r.Removing) {

@@ -84,7 +84,7 @@ func TestReassignPartitionOnline(t *testing.T) {
 	}
 	before := count()
 	testenv.Eventually(t, 60*time.Second, "the move completes", func() bool {
-		l, err := adm.ListPartitionReassignments(context.Background(), nil)
+		l, err := adm.ListPartitionReassignments(context.Background(), kadm.TopicsSet{"moving": {0: {}}})
 		pd, ok := partition(t, adm, "moving", 0)
 		return err == nil && len(l) == 0 && ok && slices.Equal(pd.Replicas, target) && pd.Leader == target[0]
 	})

@@ -3,7 +3,9 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +100,77 @@ func TestReassignmentRecordAndCancel(t *testing.T) {
 	}
 	if err := m.AlterReassignment(ctx, "mv", 5, target); !errors.Is(err, cluster.ErrUnknownTopic) {
 		t.Errorf("partition 5: %v, want unknown", err)
+	}
+}
+
+// A topic node with a move no controller can complete, written by hand
+// ("00" and "0" both naming partition 0), is refused: every broker logs
+// it naming the node, leaves the topic out of its view, keeps its data
+// (the node is not confirmed deleted, and AssignedReplicas refuses to
+// decide from it) and leaves the node as it is; the controller goes on
+// serving the other topics.
+func TestRefusedMoveLeavesTopicAndControllerAlone(t *testing.T) {
+	connect := testenv.StartZooKeeper(t)
+	logs := &logLines{}
+	members := map[int32]*cluster.ZooKeeper{}
+	for id := int32(1); id <= 3; id++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		z, err := cluster.JoinZooKeeper(ctx, connect, cluster.Broker{ID: id, Host: "127.0.0.1", Port: 10000 + id}, logs.logger(t))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { z.Close() })
+		members[id] = z
+	}
+	m := members[1]
+	testenv.Eventually(t, 5*time.Second, "three brokers", func() bool { return len(m.Brokers()) == 3 })
+	ctx := context.Background()
+	bad, err := m.CreateReplicatedTopic(ctx, "bad", 1, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := m.CreateReplicatedTopic(ctx, "good", 1, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := session(t, connect)
+	r := bad.Replicas[0]
+	node := fmt.Sprintf(`{"version":1,"topic_id":%q,"leaders":[%d],"replicas":[[%d,%d]],"adding_replicas":{"0":[%d]},"removing_replicas":{"00":[%d]}}`,
+		bad.ID, r[0], r[0], r[1], r[0], r[1])
+	path := s.Paths.Topic("bad")
+	if _, err := s.Conn.Set(path, []byte(node), -1); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the refused node logged by its path", func() bool {
+		return logs.count("ignoring unreadable topic assignment", "path="+path, `partition key "00"`) > 0
+	})
+	testenv.Eventually(t, 10*time.Second, "the topic left out of the view", func() bool { _, ok := m.Topic("bad"); return !ok })
+	if gone, err := m.TopicDeleted("bad"); err != nil || gone {
+		t.Errorf("TopicDeleted: %v, %v; want false: the data must stay", gone, err)
+	}
+	if got, err := m.AssignedReplicas("bad", 0); err == nil || !strings.Contains(err.Error(), "topic bad") {
+		t.Errorf("AssignedReplicas: %v, %v; want an error naming the topic", got, err)
+	}
+	if err := m.AlterReassignment(ctx, "bad", 0, nil); err == nil || !strings.Contains(err.Error(), "topic bad") {
+		t.Errorf("cancelling the refused move: %v; want an error naming the topic", err)
+	}
+
+	// The controller still serves "good": its leader leaves, another leads.
+	dead := good.Replicas[0][0]
+	members[dead].Close()
+	var alive *cluster.ZooKeeper
+	for id, z := range members {
+		if id != dead {
+			alive = z
+		}
+	}
+	testenv.Eventually(t, 20*time.Second, "good-0 led by a live broker", func() bool {
+		tp, ok := alive.Topic("good")
+		st, _ := tp.StateOf(0)
+		return ok && st.Leader == good.Replicas[0][1] && st.LeaderEpoch == 1
+	})
+	if data, _, err := s.Conn.Get(path); err != nil || string(data) != node {
+		t.Errorf("the refused node was rewritten: %s, %v", data, err)
 	}
 }

@@ -323,13 +323,10 @@ func TestDecodeRefusesBadElectionAndControllerNodes(t *testing.T) {
 // FuzzTopicNodeReassignments reads the reassignments under way
 // (adding_replicas, removing_replicas) out of whatever topic node
 // DecodeTopicNode accepts: never a panic, never a partition the topic
-// does not have, and each partition's move made of the node's own entries
-// for it.
-//
-// Known and left to reassign.go: the entries are not checked against the
-// partition's replicas, so a hand-written node can name a key twice ("0"
-// and "00", read in map order), move brokers that are not replicas, or
-// remove every replica; the controller then never completes the move.
+// does not have, each partition's move made of the node's own entries for
+// it, and only moves the controller can complete: partitions in decimal,
+// added and removed brokers among the replicas, none both, and at least
+// one replica left.
 func FuzzTopicNodeReassignments(f *testing.F) {
 	seedNodes(f,
 		`{"version":1,"leaders":[1,2],"replicas":[[1,2,3],[2,3,1]],"adding_replicas":{"0":[3]},"removing_replicas":{"0":[1]}}`,
@@ -340,11 +337,40 @@ func FuzzTopicNodeReassignments(f *testing.F) {
 		`{"version":1,"leaders":[1],"replicas":[[1,2]],"adding_replicas":{"+0":[3]," 0":[1],"2147483648":[1]}}`,
 		`{"version":1,"leaders":[1],"adding_replicas":{"0":[-3]},"removing_replicas":{"0":null}}`,
 		`{"version":1,"leaders":[1],"replicas":[[1,2]],"removing_replicas":{"0":[1,2]}}`,
-		`{"version":1,"leaders":[1],"replicas":[[1,2]],"adding_replicas":{"0":[1,1,1]},"adding_replicas":{"0":[2]}}`)
+		`{"version":1,"leaders":[1],"replicas":[[1,2]],"adding_replicas":{"0":[1,1,1]},"adding_replicas":{"0":[2]}}`,
+		`{"version":1,"leaders":[1],"replicas":[[1,2,3]],"adding_replicas":{"0":[1]},"removing_replicas":{"0":[1]}}`,
+		`{"version":1,"leaders":[1],"replicas":[[1,2,3]],"adding_replicas":{"0":[4]},"removing_replicas":{"0":[5]}}`,
+		`{"version":1,"leaders":[1],"adding_replicas":{"0":[1]}}`)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n, err := DecodeTopicNode(data)
 		if err != nil {
 			return
+		}
+		for _, m := range []map[string][]int32{n.AddingReplicas, n.RemovingReplicas} {
+			for key := range m {
+				p, err := strconv.Atoi(key)
+				if err != nil || strconv.Itoa(p) != key || p < 0 || p >= len(n.Leaders) {
+					t.Fatalf("accepted partition key %q of a topic of %d", key, len(n.Leaders))
+				}
+				replicas := []int32{n.Leaders[p]}
+				if n.Replicas != nil {
+					replicas = n.Replicas[p]
+				}
+				adding, removing := n.AddingReplicas[key], n.RemovingReplicas[key]
+				for _, id := range slices.Concat(adding, removing) {
+					if id < 0 || !slices.Contains(replicas, id) {
+						t.Fatalf("partition %d: accepted broker %d, not one of its replicas %v", p, id, replicas)
+					}
+				}
+				for i, id := range removing {
+					if slices.Contains(adding, id) || slices.Contains(removing[:i], id) {
+						t.Fatalf("partition %d: accepted removing %v with adding %v", p, removing, adding)
+					}
+				}
+				if len(removing) >= len(replicas) {
+					t.Fatalf("partition %d: accepted removing %v of replicas %v", p, removing, replicas)
+				}
+			}
 		}
 		for p, r := range n.reassignments() {
 			if p < 0 || int(p) >= len(n.Leaders) {
@@ -360,7 +386,34 @@ func FuzzTopicNodeReassignments(f *testing.F) {
 				t.Fatalf("partition %d: move %+v is not the node's entries for it", p, r)
 			}
 		}
+		roundTrip(t, n, DecodeTopicNode)
 	})
+}
+
+// What FuzzTopicNodeReassignments found: moves the controller would wait
+// on forever, or read differently in each round.
+func TestDecodeRefusesMovesNoControllerCompletes(t *testing.T) {
+	for _, tc := range []struct{ node, want string }{
+		{`{"version":1,"leaders":[1],"replicas":[[1,2]],"adding_replicas":{"0":[2]},"removing_replicas":{"00":[1]}}`, `partition key "00"`},
+		{`{"version":1,"leaders":[1],"replicas":[[1,2]],"adding_replicas":{"+0":[2]}}`, `partition key "+0"`},
+		{`{"version":1,"leaders":[1],"replicas":[[1,2]],"adding_replicas":{"1":[2]}}`, "the topic has 1 partitions"},
+		{`{"version":1,"leaders":[1],"replicas":[[1,2]],"adding_replicas":{"-1":[2]}}`, "partition -1"},
+		{`{"version":1,"leaders":[1],"replicas":[[1,2]],"removing_replicas":{"0":[1,2]}}`, "removes every replica"},
+		{`{"version":1,"leaders":[1],"replicas":[[1,2]],"adding_replicas":{"0":[3]}}`, "broker 3 is not one of its replicas"},
+		{`{"version":1,"leaders":[1],"replicas":[[1,2]],"removing_replicas":{"0":[3]}}`, "broker 3 is not one of its replicas"},
+		{`{"version":1,"leaders":[1],"replicas":[[1,2]],"adding_replicas":{"0":[-2]}}`, "negative"},
+		{`{"version":1,"leaders":[1],"replicas":[[1,2,3]],"removing_replicas":{"0":[2,2]}}`, "listed twice"},
+		{`{"version":1,"leaders":[1],"replicas":[[1,2,3]],"adding_replicas":{"0":[2]},"removing_replicas":{"0":[2]}}`, "both being added and removed"},
+	} {
+		_, err := DecodeTopicNode([]byte(tc.node))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error saying %q", tc.node, err, tc.want)
+		}
+	}
+	n, err := DecodeTopicNode([]byte(`{"version":1,"leaders":[3],"replicas":[[3,1,2]],"adding_replicas":{"0":[3]},"removing_replicas":{"0":[2]}}`))
+	if err != nil || !slices.Equal(n.reassignments()[0].Removing, []int32{2}) {
+		t.Errorf("a move as AlterReassignment writes it: %+v, %v", n, err)
+	}
 }
 
 // BenchmarkDecodeLargeISR decodes the largest state node ZooKeeper holds:

@@ -217,6 +217,9 @@ func DecodeTopicNode(data []byte) (TopicNode, error) {
 			return TopicNode{}, fmt.Errorf("topic assignment node: %w", err)
 		}
 	}
+	if err := checkReassignments(n); err != nil {
+		return TopicNode{}, fmt.Errorf("topic assignment node: %w", err)
+	}
 	return n, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -212,7 +213,8 @@ func (b *bootingZK) dial(network, addr string, timeout time.Duration) (net.Conn,
 }
 
 // logLines records the messages of a logger that also writes to the test
-// log, for tests that wait for a particular event.
+// log, for tests that wait for a particular event: each as its message
+// followed by its attributes (" key=value").
 type logLines struct {
 	mu   sync.Mutex
 	msgs []string
@@ -233,6 +235,20 @@ func (l *logLines) seen(prefix string) bool {
 	return false
 }
 
+// count tells how many recorded lines start with prefix and contain all
+// of the given texts.
+func (l *logLines) count(prefix string, texts ...string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, m := range l.msgs {
+		if strings.HasPrefix(m, prefix) && !slices.ContainsFunc(texts, func(s string) bool { return !strings.Contains(m, s) }) {
+			n++
+		}
+	}
+	return n
+}
+
 type recordingHandler struct {
 	slog.Handler
 	l *logLines
@@ -240,7 +256,12 @@ type recordingHandler struct {
 
 func (h *recordingHandler) Handle(ctx context.Context, r slog.Record) error {
 	h.l.mu.Lock()
-	h.l.msgs = append(h.l.msgs, r.Message)
+	line := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		line += " " + a.String()
+		return true
+	})
+	h.l.msgs = append(h.l.msgs, line)
 	h.l.mu.Unlock()
 	return h.Handler.Handle(ctx, r)
 }

@@ -311,7 +311,8 @@ func (z *ZooKeeper) readBrokers(children func(string) ([]string, error)) ([]Brok
 // watching both so that partition growth and config changes made through
 // any broker reach this one.
 func (z *ZooKeeper) readTopic(name string) (Topic, bool, error) {
-	data, version, ok, err := z.watch.Get(z.s.Paths.Topic(name))
+	path := z.s.Paths.Topic(name)
+	data, version, ok, err := z.watch.Get(path)
 	if err != nil {
 		return Topic{}, false, fmt.Errorf("reading topic %s: %w", name, err)
 	}
@@ -320,7 +321,10 @@ func (z *ZooKeeper) readTopic(name string) (Topic, bool, error) {
 	}
 	n, err := DecodeTopicNode(data)
 	if err != nil {
-		z.log.Warn("ignoring unreadable topic assignment", "topic", name, "err", err)
+		// Left out of the view, the topic is neither served nor moved by
+		// the controller, and its data stays: brokers delete a copy only
+		// when ZooKeeper confirms it (TopicDeleted, AssignedReplicas).
+		z.log.Warn("ignoring unreadable topic assignment", "topic", name, "path", path, "err", err)
 		return Topic{}, false, nil
 	}
 	if n.ID.IsZero() {

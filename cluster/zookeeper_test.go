@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
@@ -279,3 +280,24 @@ func session(t *testing.T, connect string) *cluster.ZKSession {
 }
 
 func testLogger(t *testing.T) *slog.Logger { return testenv.Logger(t, slog.LevelInfo) }
+
+// DiscoverBrokers skips a broker registration it cannot read, and says
+// which: otherwise a client finding fewer brokers than registered has
+// nothing to go on.
+func TestDiscoverBrokersWarnsOfUnreadableRegistration(t *testing.T) {
+	connect := testenv.StartZooKeeper(t)
+	join(t, connect, 1)
+	s := session(t, connect)
+	path := s.Paths.BrokerIDs() + "/2"
+	if _, err := s.Conn.Create(path, []byte(`{"id":2,"host":"","port":9092}`), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	logs := &logLines{}
+	brokers, err := cluster.DiscoverBrokers(context.Background(), connect, logs.logger(t))
+	if err != nil || len(brokers) != 1 || brokers[0].ID != 1 {
+		t.Fatalf("DiscoverBrokers: %+v, %v; want broker 1", brokers, err)
+	}
+	if n := logs.count("skipping unreadable broker registration", "path="+path, "no host"); n != 1 {
+		t.Errorf("%d warnings naming %s, want 1", n, path)
+	}
+}

@@ -32,7 +32,7 @@ import (
 //	  max_bytes: 128MiB
 //	  max_records: 5000000
 //	  codec: deflate                # null, deflate, snappy
-//	  deflate_level: 6              # 1 (fastest load, larger files) to 9 (smallest files)
+//	  deflate_level: 6              # codec deflate only: 1 (fastest load, larger files) to 9 (smallest files)
 //	success_grace: 10m              # _SUCCESS an hour this long after it ends
 //	on_data_loss: earliest          # earliest, latest or fail
 //	start_at: earliest              # where a new partition starts: earliest or latest
@@ -195,6 +195,9 @@ func (s *Spec) validate() error {
 	}
 	if s.Files.DeflateLevel != 0 {
 		if err := loader.CheckDeflateLevel(s.Files.DeflateLevel); err != nil {
+			return fail("files.deflate_level", "%v", err)
+		}
+		if err := loader.CheckCodecLevel(s.Files.Codec, s.Files.DeflateLevel); err != nil {
 			return fail("files.deflate_level", "%v", err)
 		}
 	}

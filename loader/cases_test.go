@@ -175,6 +175,9 @@ func TestRetentionLoss(t *testing.T) {
 	if len(sum.Lost) != 1 || sum.Lost[0].From != 10 || sum.Lost[0].To != logStart-1 {
 		t.Fatalf("lost %v, want exactly short/0 offsets 10-%d", sum.Lost, logStart-1)
 	}
+	if r := sum.Lost[0].Reason; !strings.Contains(r, "retention or DeleteRecords") {
+		t.Errorf("lost range's reason %q, want one allowing for retention or DeleteRecords", r)
+	}
 	if sum.Records != end-logStart {
 		t.Errorf("loaded %d records, want %d (the log start to the end)", sum.Records, end-logStart)
 	}

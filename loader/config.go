@@ -29,9 +29,9 @@ const (
 	DefaultBrokerTimeout  = 15 * time.Second
 )
 
-// What to do when records were deleted by retention before they were
-// loaded (Config.OnDataLoss), and where a partition starts the first time
-// (Config.StartAt).
+// What to do when records were deleted (by retention or DeleteRecords)
+// before they were loaded (Config.OnDataLoss), and where a partition
+// starts the first time (Config.StartAt).
 const (
 	Earliest = "earliest" // continue from the log start offset
 	Latest   = "latest"   // continue from the high watermark
@@ -91,7 +91,8 @@ type Config struct {
 	// DeflateLevel is the deflate codec's level, from 1 (fastest) to 9
 	// (smallest); 0 takes DefaultDeflateLevel. It trades the loader's CPU
 	// for warehouse bytes and is not recorded in the files: any Avro
-	// reader reads them all alike. Ignored by the other codecs.
+	// reader reads them all alike. Another level than the default with
+	// another codec is refused (CheckCodecLevel).
 	DeflateLevel int
 
 	// SuccessGrace is how long after an hour ends late events are still
@@ -100,8 +101,8 @@ type Config struct {
 	// DefaultSuccessGrace.
 	SuccessGrace time.Duration
 	// OnDataLoss is what to do when a partition's committed offset is
-	// below its log start (retention deleted records before they were
-	// loaded): Earliest (default), Latest or Fail. The lost range is
+	// below its log start (retention or DeleteRecords deleted records
+	// before they were loaded): Earliest (default), Latest or Fail. The lost range is
 	// reported in every case.
 	OnDataLoss string
 	// StartAt is where a partition never loaded before starts: Earliest
@@ -179,6 +180,9 @@ func (c *Config) withDefaults() (Config, error) {
 	if !slices.Contains(Codecs, cfg.Codec) {
 		return cfg, fmt.Errorf("codec %q: use one of %v", cfg.Codec, Codecs)
 	}
+	if err := CheckCodecLevel(cfg.Codec, cfg.DeflateLevel); err != nil {
+		return cfg, err
+	}
 	if cfg.DeflateLevel == 0 {
 		cfg.DeflateLevel = DefaultDeflateLevel
 	}
@@ -248,6 +252,20 @@ const (
 func CheckDeflateLevel(level int) error {
 	if level < MinDeflateLevel || level > MaxDeflateLevel {
 		return fmt.Errorf("deflate level %d: use %d (fastest) to %d (smallest); the default is %d", level, MinDeflateLevel, MaxDeflateLevel, DefaultDeflateLevel)
+	}
+	return nil
+}
+
+// CheckCodecLevel refuses a deflate level other than the default given
+// with another codec: the level would be ignored, and whoever set it
+// would believe the files trade CPU for size as asked. The default level
+// passes, so that a flag left at its default is no mistake.
+func CheckCodecLevel(codec string, level int) error {
+	if codec == "" {
+		codec = DefaultCodec
+	}
+	if codec != "deflate" && level != 0 && level != DefaultDeflateLevel {
+		return fmt.Errorf("deflate level %d applies to the deflate codec only, and the codec is %s: drop the level or use deflate", level, codec)
 	}
 	return nil
 }

@@ -13,8 +13,8 @@ import (
 // The deflate level trades the loader's CPU for warehouse bytes and
 // nothing else: files written at level 1 and at level 9 hold the same
 // records, both read back by an independent Avro reader (goavro), and the
-// level-9 files are smaller. A level outside 1-9 is refused before the run
-// touches anything.
+// level-9 files are smaller. A level outside 1-9, or other than the
+// default with another codec, is refused before the run touches anything.
 func TestDeflateLevel(t *testing.T) {
 	env := loadertest.Start(t)
 	env.CreateTopic(t, "levels", 2)
@@ -57,4 +57,13 @@ func TestDeflateLevel(t *testing.T) {
 			t.Fatalf("deflate level %d: the refused run left %d files and state %v", bad, len(c.Files), c.State)
 		}
 	}
+	// A level with another codec would be ignored: refused, unless it is
+	// the default.
+	cfg := config(env, "file://"+t.TempDir(), "levels")
+	cfg.Codec, cfg.DeflateLevel = "snappy", 9
+	if _, err := loader.Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "applies to the deflate codec only") {
+		t.Fatalf("snappy with deflate level 9: %v; want it refused", err)
+	}
+	cfg.DeflateLevel = loader.DefaultDeflateLevel
+	run(t, cfg)
 }

@@ -28,9 +28,10 @@
 //     limits), never further, so it ends even on a busy topic.
 //   - Nothing is dropped silently. Records that cannot be decoded go to
 //     _errors with their offsets and are counted; more than MaxErrors fail
-//     the run. When retention deleted records before they were loaded, the
-//     exact lost offset range of each partition is in the Summary and the
-//     manifest, and the run continues as OnDataLoss says.
+//     the run. When records were deleted (by retention or DeleteRecords)
+//     before they were loaded, the exact lost offset range of each
+//     partition is in the Summary and the manifest, and the run continues
+//     as OnDataLoss says.
 //   - A record batch the brokers send damaged (CRC32C, lengths, counts)
 //     fails the run with the topic, partition and batch offset; it is never
 //     loaded in part. A partition's leader moving (or dying) mid-run is

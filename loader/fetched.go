@@ -189,8 +189,8 @@ func (f *fetcher) finish(pl *partPlan) {
 	pl.in = nil
 }
 
-// outOfRange restarts a partition at its log start when retention deleted
-// the records it was to fetch next; the records lost are reported (by
+// outOfRange restarts a partition at its log start when retention or
+// DeleteRecords deleted the records it was to fetch next; the records lost are reported (by
 // checkGap). An offset out of range of a log
 // that still starts below it is a new leader not yet caught up: the
 // fetch is repeated once the metadata has been asked again.
@@ -205,7 +205,7 @@ func (f *fetcher) outOfRange(ctx context.Context, pl *partPlan) error {
 		pl.leader = -1
 		return nil
 	}
-	// Report the range now, as lost to retention while the run read it:
+	// Report the range now, as deleted while the run read it:
 	// the records past it may be markers, which hand nothing on.
 	restart := min(lo.Offset, pl.end)
 	f.r.checkGap(ctx, pl, restart)
@@ -275,8 +275,9 @@ func (f *fetcher) refreshLeaders(ctx context.Context) error {
 
 // checkGap is called when a partition's next record is past the expected
 // offset. Gaps are normal where records were never there (compaction); if
-// the log start moved past the expected offset, retention deleted records
-// while the run was reading, and the range is recorded.
+// the log start moved past the expected offset, records were deleted
+// while the run was reading (by retention, or by DeleteRecords: the log
+// start does not tell which), and the range is recorded.
 func (r *run) checkGap(ctx context.Context, pl *partPlan, got int64) {
 	tctx, cancel := context.WithTimeout(ctx, r.cfg.BrokerTimeout)
 	defer cancel()
@@ -288,10 +289,10 @@ func (r *run) checkGap(ctx context.Context, pl *partPlan, got int64) {
 		}
 	}
 	if logStart >= 0 && logStart <= pl.next {
-		return // not retention
+		return // nothing deleted
 	}
 	l := LostRange{Topic: pl.topic, Partition: pl.part, From: pl.next, To: got - 1,
-		Reason: "deleted by retention while the run was reading it"}
+		Reason: "deleted from the log (by retention or DeleteRecords) while the run was reading it"}
 	if logStart < 0 {
 		l.Reason = fmt.Sprintf("missing from the log (could not list the log start: %v)", err)
 	}

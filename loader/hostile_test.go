@@ -163,6 +163,11 @@ func TestLogStartMovesMidRun(t *testing.T) {
 	if l.Topic != topic || l.Partition != 0 || l.From <= 0 || l.From >= newStart || l.To != newStart-1 {
 		t.Fatalf("lost %+v, want %s/0 from where the first fetch ended to %d", l, topic, newStart-1)
 	}
+	// The loader cannot tell retention from DeleteRecords: the reason must
+	// not blame retention alone.
+	if !strings.Contains(l.Reason, "DeleteRecords") {
+		t.Errorf("lost range's reason %q does not allow for DeleteRecords", l.Reason)
+	}
 	if want := l.From + int64(len(events)-newStart); sum.Records != want {
 		t.Errorf("loaded %d records, want %d (the first fetch's and those from the new log start)", sum.Records, want)
 	}

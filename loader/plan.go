@@ -113,7 +113,7 @@ func (r *run) plan(ctx context.Context, topics []string, state map[string]*Topic
 				}
 			case prev.Next < logStart:
 				l := LostRange{Topic: t, Partition: p, From: prev.Next, To: logStart - 1,
-					Reason: "deleted by retention before it was loaded"}
+					Reason: "deleted from the log (by retention or DeleteRecords) before it was loaded"}
 				pl.start = logStart
 				if r.cfg.OnDataLoss == Latest {
 					l.To = end.Offset - 1

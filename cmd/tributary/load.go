@@ -129,6 +129,9 @@ func (f *loadFlags) config() (loader.Config, error) {
 	if err := loader.CheckDeflateLevel(f.deflateLevel); err != nil {
 		return loader.Config{}, fmt.Errorf("--deflate-level: %w", err)
 	}
+	if err := loader.CheckCodecLevel(f.codec, f.deflateLevel); err != nil {
+		return loader.Config{}, fmt.Errorf("--deflate-level: %w (--codec %s)", err, f.codec)
+	}
 	var ac *loader.AuditConfig
 	if f.audit {
 		ac = &loader.AuditConfig{Brokers: splitList(f.auditBrokers), RegistryURL: f.auditRegistry}

@@ -16,3 +16,15 @@ func TestLoadRefusesBadDeflateLevel(t *testing.T) {
 		}
 	}
 }
+
+// A deflate level given with another codec would be ignored: it is
+// refused, unless it is the default (a flag left as it was).
+func TestLoadRefusesDeflateLevelWithOtherCodec(t *testing.T) {
+	for _, codec := range []string{"snappy", "null"} {
+		stderr := runStderr(t, 1, "load", "--brokers", "127.0.0.1:1", "--topics", "pageviews", "--codec", codec, "--deflate-level", "9")
+		want := "--deflate-level: deflate level 9 applies to the deflate codec only, and the codec is " + codec
+		if !strings.Contains(stderr, want) {
+			t.Errorf("--codec %s --deflate-level 9: stderr %q, want it to say %q", codec, stderr, want)
+		}
+	}
+}

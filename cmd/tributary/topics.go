@@ -99,9 +99,9 @@ func runTopics(ctx context.Context, args []string) error {
 	case "elect-leaders":
 		return electLeaders(ctx, adm, rf2)
 	case "reassign":
-		return reassign(ctx, adm, rf2)
+		return reassign(ctx, cl, adm, rf2)
 	case "reassignments":
-		return listReassignments(ctx, adm)
+		return listReassignments(ctx, cl)
 	}
 	return fmt.Errorf("unknown action %q: use create, list, describe, delete, elect-leaders, reassign or reassignments", action)
 }

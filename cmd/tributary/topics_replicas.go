@@ -2,7 +2,8 @@ package main
 
 // topics elect-leaders, reassign and reassignments: the replicated
 // partitions' leaders and placement, through ElectLeaders,
-// AlterPartitionReassignments and ListPartitionReassignments.
+// AlterPartitionReassignments and ListPartitionReassignments (a move's
+// throttle: topics_throttle.go).
 
 import (
 	"context"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // replicaFlags are the flags of elect-leaders and reassign.
@@ -22,6 +24,8 @@ type replicaFlags struct {
 	replicas  *string
 	unclean   *bool
 	cancel    *bool
+	verify    *bool
+	throttle  *int64
 }
 
 func (f *replicaFlags) register(fs *flag.FlagSet) {
@@ -30,6 +34,8 @@ func (f *replicaFlags) register(fs *flag.FlagSet) {
 	f.replicas = fs.String("replicas", "", "reassign: the partition's new replicas, comma-separated broker ids, preferred leader first")
 	f.unclean = fs.Bool("unclean", false, "elect-leaders: let a live replica outside the ISR lead a leaderless partition (whatever unclean.leader.election.enable says, this once; may lose acknowledged records)")
 	f.cancel = fs.Bool("cancel", false, "reassign: cancel the partition's reassignment")
+	f.verify = fs.Bool("verify", false, "reassign: check that the partition's move is done (exit 1 while it is not), then lift its throttle")
+	f.throttle = fs.Int64("throttle", 0, "reassign with --replicas: hold the copying to `BYTES_PER_SEC` on every broker involved, until --verify finds the move done")
 }
 
 func electLeaders(ctx context.Context, adm *kadm.Client, f replicaFlags) error {
@@ -74,23 +80,41 @@ func electLeaders(ctx context.Context, adm *kadm.Client, f replicaFlags) error {
 	return failed
 }
 
-func reassign(ctx context.Context, adm *kadm.Client, f replicaFlags) error {
-	if *f.topic == "" || *f.partition < 0 || (*f.replicas == "") == !*f.cancel {
-		return errors.New("reassign needs --topic, --partition and either --replicas 1,2,3 or --cancel")
+func reassign(ctx context.Context, cl *kgo.Client, adm *kadm.Client, f replicaFlags) error {
+	actions := 0
+	for _, set := range []bool{*f.replicas != "", *f.cancel, *f.verify} {
+		if set {
+			actions++
+		}
+	}
+	if *f.topic == "" || *f.partition < 0 || actions != 1 {
+		return errors.New("reassign needs --topic, --partition and one of --replicas 1,2,3, --cancel or --verify")
+	}
+	if *f.throttle < 0 || *f.throttle > 0 && *f.replicas == "" {
+		return errors.New("--throttle takes a rate in bytes a second, with --replicas")
+	}
+	if *f.verify {
+		return verifyMove(ctx, cl, adm, *f.topic, int32(*f.partition))
 	}
 	var req kadm.AlterPartitionAssignmentsReq
+	var target []int32
 	if *f.cancel {
 		req.CancelAssign(*f.topic, int32(*f.partition))
 	} else {
-		var ids []int32
 		for _, s := range splitList(*f.replicas) {
 			id, err := strconv.ParseInt(s, 10, 32)
 			if err != nil {
 				return fmt.Errorf("--replicas %q: %q is not a broker id", *f.replicas, s)
 			}
-			ids = append(ids, int32(id))
+			target = append(target, int32(id))
 		}
-		req.Assign(*f.topic, int32(*f.partition), ids)
+		req.Assign(*f.topic, int32(*f.partition), target)
+	}
+	if *f.throttle > 0 {
+		// Before the move, so that the copying starts throttled.
+		if err := throttleMove(ctx, adm, *f.topic, int32(*f.partition), target, *f.throttle); err != nil {
+			return err
+		}
 	}
 	res, err := adm.AlterPartitionAssignments(ctx, req)
 	if err != nil {
@@ -100,24 +124,28 @@ func reassign(ctx context.Context, adm *kadm.Client, f replicaFlags) error {
 		if r.Err != nil {
 			return fmt.Errorf("%s-%d: %v: %s", r.Topic, r.Partition, r.Err, r.ErrMessage)
 		}
-		if *f.cancel {
+		switch {
+		case *f.cancel:
 			fmt.Printf("%s-%d: reassignment cancelled\n", r.Topic, r.Partition)
-		} else {
+		case *f.throttle > 0:
+			fmt.Printf("%s-%d: moving to replicas %s, copying at most %d bytes a second; `topics reassign --verify --topic %s --partition %d` lifts the throttle once the move is done\n",
+				r.Topic, r.Partition, *f.replicas, *f.throttle, r.Topic, r.Partition)
+		default:
 			fmt.Printf("%s-%d: moving to replicas %s (topics reassignments shows the progress)\n", r.Topic, r.Partition, *f.replicas)
 		}
 	}
 	return nil
 }
 
-func listReassignments(ctx context.Context, adm *kadm.Client) error {
-	res, err := adm.ListPartitionReassignments(ctx, nil)
+func listReassignments(ctx context.Context, cl *kgo.Client) error {
+	moving, topics, err := reassignmentsUnderWay(ctx, cl)
 	if err != nil {
 		return err
 	}
-	for _, r := range res.Sorted() {
-		fmt.Printf("%s-%d: replicas %v, adding %v, removing %v\n", r.Topic, r.Partition, r.Replicas, r.AddingReplicas, r.RemovingReplicas)
+	for i, r := range moving {
+		fmt.Printf("%s-%d: replicas %v, adding %v, removing %v\n", topics[i], r.Partition, r.Replicas, r.AddingReplicas, r.RemovingReplicas)
 	}
-	if len(res) == 0 {
+	if len(moving) == 0 {
 		fmt.Println("no reassignment in progress")
 	}
 	return nil

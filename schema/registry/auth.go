@@ -32,6 +32,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -105,6 +106,10 @@ type BasicAuth struct {
 	FailedLogins *loginlimit.Limiter
 
 	derivations atomic.Int64 // password key derivations, see Derivations
+
+	// rolesErr is the roles error last logged: the operator gets one line
+	// per distinct error, not one per refused request.
+	rolesErr atomic.Pointer[string]
 
 	once    sync.Once
 	key     []byte // hides passwords in the cache
@@ -238,8 +243,10 @@ func RequiredRole(method, path string) Role {
 	return RoleAdmin
 }
 
-// handler puts authentication and the role check in front of h.
-func (a *BasicAuth) handler(h http.Handler) http.Handler {
+// handler puts authentication and the role check in front of h. A roles
+// error reaches the client as a 500 naming the file; logger tells the
+// operator, who may not see the client's answer.
+func (a *BasicAuth) handler(h http.Handler, logger *slog.Logger) http.Handler {
 	if a == nil {
 		return h
 	}
@@ -275,8 +282,12 @@ func (a *BasicAuth) handler(h http.Handler) http.Handler {
 		need := RequiredRole(r.Method, r.URL.Path)
 		role, found, err := a.Roles.Role(user)
 		if err != nil {
+			a.logRolesError(logger, err)
 			writeError(w, &apiError{http.StatusInternalServerError, fmt.Sprintf("reading roles failed: %v", err)})
 			return
+		}
+		if a.rolesErr.Load() != nil && a.rolesErr.Swap(nil) != nil {
+			logger.Info("schema registry: roles readable again; requests are checked against them")
 		}
 		if !found || role < need {
 			writeError(w, &apiError{codeForbidden, fmt.Sprintf("User %s (role %s) is not permitted to %s %s: it needs the %s role", user, role, r.Method, r.URL.Path, need)})
@@ -284,4 +295,16 @@ func (a *BasicAuth) handler(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// logRolesError logs err unless it is the one logged last.
+func (a *BasicAuth) logRolesError(logger *slog.Logger, err error) {
+	msg := err.Error()
+	last := a.rolesErr.Load()
+	if last != nil && *last == msg {
+		return
+	}
+	if a.rolesErr.CompareAndSwap(last, &msg) {
+		logger.Error("schema registry: reading roles failed; every authenticated request is refused with 500 until it is fixed", "err", err)
+	}
 }

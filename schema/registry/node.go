@@ -111,7 +111,7 @@ func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Only users see why: the reason may name brokers and topics.
 		n.cfg.Auth.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errUnavailable(down))
-		})).ServeHTTP(w, r)
+		}), n.cfg.Logger).ServeHTTP(w, r)
 		return
 	}
 	srv.Handler().ServeHTTP(w, r)

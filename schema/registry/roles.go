@@ -25,7 +25,8 @@ import (
 // needs no registry role, and granting one must not touch the broker). The
 // file is read again whenever it changes, so a role granted or taken away
 // applies to the next request without a restart; while the file does not
-// parse, requests fail with 500 and the reason (never with a guess).
+// parse, requests fail with 500 and the reason (never with a guess), and
+// the registry logs the reason once.
 type RolesFile struct {
 	path string
 

@@ -1,11 +1,18 @@
 package registry_test
 
 import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/schema/registry"
 )
 
@@ -49,4 +56,74 @@ func TestRolesFileErrorsNameTheFileAndLine(t *testing.T) {
 	if _, err := registry.OpenRolesFile(write("alice = admin\n" + strings.Repeat("# padding\n", registry.MaxRolesFile/10-2))); err != nil {
 		t.Errorf("roles file just under the limit: %v", err)
 	}
+}
+
+// A roles file that stops parsing refuses requests with 500 naming it,
+// and tells the operator too: once per distinct error, not per request,
+// and once more when it reads again.
+func TestRolesFileErrorIsLoggedOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "roles")
+	if err := os.WriteFile(path, []byte("ada = admin\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	roles, err := registry.OpenRolesFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := broker.OpenCredentialFile(filepath.Join(t.TempDir(), "credentials.json"))
+	if err := creds.Set("ada", "SCRAM-SHA-512", "pw", broker.DefaultSCRAMIterations); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{&mu, &logged}, nil))
+	srv, err := registry.NewWithLog(context.Background(), registry.NewMemoryLog().Open(), registry.Config{Logger: logger,
+		Auth: &registry.BasicAuth{Credentials: creds, Roles: roles}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	get := func() int {
+		req := httptest.NewRequest("GET", "/subjects", nil)
+		req.SetBasicAuth("ada", "pw")
+		w := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(w, req)
+		return w.Code
+	}
+	count := func(s string) int { mu.Lock(); defer mu.Unlock(); return strings.Count(logged.String(), s) }
+	for i, text := range []string{"ada = root\n", "ada = root\n# same mistake, other size\n", "ada = admin\n"} {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// The file's size changes each time, so it is read again.
+		for range 3 {
+			want := 500
+			if i == 2 {
+				want = 200
+			}
+			if got := get(); got != want {
+				t.Fatalf("roles file %q: status %d, want %d", text, got, want)
+			}
+		}
+	}
+	if n := count("reading roles failed"); n != 1 {
+		t.Errorf("%d log lines for one roles error over 6 requests, want 1:\n%s", n, logged.String())
+	}
+	if count(path) == 0 || count(`\"root\" is not a role`) == 0 {
+		t.Errorf("the log line does not name %s and the mistake:\n%s", path, logged.String())
+	}
+	if n := count("roles readable again"); n != 1 {
+		t.Errorf("%d lines saying the roles read again, want 1:\n%s", n, logged.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -145,7 +145,7 @@ func NewWithLog(ctx context.Context, l Log, cfg Config) (*Server, error) {
 		done:    make(chan struct{}),
 	}
 	s.st.limits = cfg.limits()
-	s.handler = cfg.Auth.handler(s.routes())
+	s.handler = cfg.Auth.handler(s.routes(), cfg.Logger)
 	go s.tail(tailCtx)
 	// Replay is bounded by ctx alone, not SyncTimeout: a long-lived topic
 	// may take longer to read than any one request should wait.

@@ -45,6 +45,9 @@ type ZooKeeper struct {
 
 	refreshMu sync.Mutex         // serializes refreshes so views publish in read order
 	published map[string][]int32 // own partitions last written to the broker node
+	// unreadable holds the version of each undecodable topic node last
+	// warned of (under refreshMu): one warning per write, not per refresh.
+	unreadable map[string]int32
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -324,7 +327,13 @@ func (z *ZooKeeper) readTopic(name string) (Topic, bool, error) {
 		// Left out of the view, the topic is neither served nor moved by
 		// the controller, and its data stays: brokers delete a copy only
 		// when ZooKeeper confirms it (TopicDeleted, AssignedReplicas).
-		z.log.Warn("ignoring unreadable topic assignment", "topic", name, "path", path, "err", err)
+		if v, warned := z.unreadable[path]; !warned || v != version {
+			if z.unreadable == nil {
+				z.unreadable = map[string]int32{}
+			}
+			z.unreadable[path] = version
+			z.log.Warn("ignoring unreadable topic assignment", "topic", name, "path", path, "err", err)
+		}
 		return Topic{}, false, nil
 	}
 	if n.ID.IsZero() {

@@ -107,9 +107,9 @@ type BasicAuth struct {
 
 	derivations atomic.Int64 // password key derivations, see Derivations
 
-	// rolesErr is the roles error last logged: the operator gets one line
-	// per distinct error, not one per refused request.
-	rolesErr atomic.Pointer[string]
+	// The roles and credential-store errors last logged: the operator
+	// gets one line per distinct error, not one per refused request.
+	rolesErr, credErr failureLog
 
 	once    sync.Once
 	key     []byte // hides passwords in the cache
@@ -268,9 +268,11 @@ func (a *BasicAuth) handler(h http.Handler, logger *slog.Logger) http.Handler {
 		}
 		user, ok, err := a.authenticate(r)
 		if err != nil {
+			a.credErr.failed(logger, "schema registry: checking credentials failed; requests with credentials are refused with 500 until the credential store answers", err)
 			writeError(w, &apiError{http.StatusInternalServerError, fmt.Sprintf("checking credentials failed: %v", err)})
 			return
 		}
+		a.credErr.recovered(logger, "schema registry: credentials can be checked again")
 		if !ok {
 			if given {
 				a.FailedLogins.Fail(addr)
@@ -282,13 +284,11 @@ func (a *BasicAuth) handler(h http.Handler, logger *slog.Logger) http.Handler {
 		need := RequiredRole(r.Method, r.URL.Path)
 		role, found, err := a.Roles.Role(user)
 		if err != nil {
-			a.logRolesError(logger, err)
+			a.rolesErr.failed(logger, "schema registry: reading roles failed; every authenticated request is refused with 500 until it is fixed", err)
 			writeError(w, &apiError{http.StatusInternalServerError, fmt.Sprintf("reading roles failed: %v", err)})
 			return
 		}
-		if a.rolesErr.Load() != nil && a.rolesErr.Swap(nil) != nil {
-			logger.Info("schema registry: roles readable again; requests are checked against them")
-		}
+		a.rolesErr.recovered(logger, "schema registry: roles readable again; requests are checked against them")
 		if !found || role < need {
 			writeError(w, &apiError{codeForbidden, fmt.Sprintf("User %s (role %s) is not permitted to %s %s: it needs the %s role", user, role, r.Method, r.URL.Path, need)})
 			return
@@ -297,14 +297,25 @@ func (a *BasicAuth) handler(h http.Handler, logger *slog.Logger) http.Handler {
 	})
 }
 
-// logRolesError logs err unless it is the one logged last.
-func (a *BasicAuth) logRolesError(logger *slog.Logger, err error) {
+// failureLog logs a failure that repeats with every request once per
+// distinct error, and its end once.
+type failureLog struct{ last atomic.Pointer[string] }
+
+// failed logs what with err unless err is the one logged last.
+func (f *failureLog) failed(logger *slog.Logger, what string, err error) {
 	msg := err.Error()
-	last := a.rolesErr.Load()
+	last := f.last.Load()
 	if last != nil && *last == msg {
 		return
 	}
-	if a.rolesErr.CompareAndSwap(last, &msg) {
-		logger.Error("schema registry: reading roles failed; every authenticated request is refused with 500 until it is fixed", "err", err)
+	if f.last.CompareAndSwap(last, &msg) {
+		logger.Error(what, "err", err)
+	}
+}
+
+// recovered logs what once after a failure was logged.
+func (f *failureLog) recovered(logger *slog.Logger, what string) {
+	if f.last.Load() != nil && f.last.Swap(nil) != nil {
+		logger.Info(what)
 	}
 }

@@ -127,3 +127,52 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// A credential store that cannot be read (here a damaged credentials
+// file) refuses requests with 500 and tells the operator once, not at
+// every request, and once more when it reads again.
+func TestCredentialStoreErrorIsLoggedOnce(t *testing.T) {
+	credPath := filepath.Join(t.TempDir(), "credentials.json")
+	if err := os.WriteFile(credPath, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{&mu, &logged}, nil))
+	srv, err := registry.NewWithLog(context.Background(), registry.NewMemoryLog().Open(), registry.Config{Logger: logger,
+		Auth: &registry.BasicAuth{Credentials: broker.OpenCredentialFile(credPath), Roles: registry.StaticRoles{"ada": registry.RoleAdmin}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	get := func() int {
+		req := httptest.NewRequest("GET", "/subjects", nil)
+		req.SetBasicAuth("ada", "pw")
+		w := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(w, req)
+		return w.Code
+	}
+	count := func(s string) int { mu.Lock(); defer mu.Unlock(); return strings.Count(logged.String(), s) }
+	for range 3 {
+		if got := get(); got != 500 {
+			t.Fatalf("damaged credentials file: status %d, want 500", got)
+		}
+	}
+	if n := count("checking credentials failed"); n != 1 || count(credPath) == 0 {
+		t.Errorf("%d log lines (naming %s?) for one credentials error over 3 requests, want 1:\n%s", n, credPath, logged.String())
+	}
+	if err := os.Remove(credPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := broker.OpenCredentialFile(credPath).Set("ada", "SCRAM-SHA-512", "pw", broker.DefaultSCRAMIterations); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if got := get(); got != 200 {
+			t.Fatalf("repaired credentials file: status %d, want 200", got)
+		}
+	}
+	if n := count("credentials can be checked again"); n != 1 {
+		t.Errorf("%d lines saying credentials can be checked again, want 1:\n%s", n, logged.String())
+	}
+}

@@ -73,3 +73,17 @@ func BeforeStrayCheck(t testing.TB, fn func(topic string, p int32)) {
 // ThrottledFetches is how many partition fetches this broker's
 // replication throttles held back, as leader or as follower.
 func (b *Broker) ThrottledFetches() int64 { return b.replicas.throttledFetches.Load() }
+
+// LogEnds are this broker's copy of topic's partition p: the offset up to
+// which it is fsynced and its log end offset (-1, -1 when it holds none).
+func (b *Broker) LogEnds(topic string, p int32) (flushed, end int64) {
+	t, ok := b.meta.Topic(topic)
+	if !ok {
+		return -1, -1
+	}
+	l, err := b.logs.get(t, p)
+	if err != nil {
+		return -1, -1
+	}
+	return l.HighWatermark(), l.LogEndOffset()
+}

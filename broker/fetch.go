@@ -2,10 +2,11 @@ package broker
 
 // Fetch.
 //
-// Serves whole record batches of flushed data, from the batch containing the
-// requested offset. The response is long-polled: when fewer than MinBytes
-// are ready it waits until a requested partition's high watermark moves or
-// MaxWaitMillis passes. MaxBytes bounds the response and PartitionMaxBytes
+// Serves whole record batches of flushed data (to a follower, also what is
+// not flushed yet: see fetchBounds), from the batch containing the requested
+// offset. The response is long-polled: when fewer than MinBytes are ready it
+// waits until a requested partition's high watermark moves (for a follower,
+// until the leader appends) or MaxWaitMillis passes. MaxBytes bounds the response and PartitionMaxBytes
 // each partition, except that the first batch of the first partition with
 // data is always sent whole, so a consumer never sticks on a batch larger
 // than its limits. Fetch sessions (v7+) are declined with session id 0, which
@@ -32,6 +33,10 @@ func init() {
 // defaultFetchMaxBytes applies to versions before MaxBytes existed or when
 // a client sends 0 (fetch.max.bytes default).
 const defaultFetchMaxBytes = 50 << 20
+
+// toLogEnd is fetchBounds' read bound for a follower: the leader's log
+// end, flushed or not (replica.go).
+const toLogEnd = -2
 
 type fetchTopic struct {
 	name       string
@@ -130,9 +135,12 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 				limit := min(int64(rp.PartitionMaxBytes), budget)
 				var s log.Slice
 				var err error
-				if end < 0 {
+				switch {
+				case end == toLogEnd:
+					s, err = l.ReadToEnd(rp.FetchOffset, max(limit, 1))
+				case end < 0:
 					s, err = l.Read(rp.FetchOffset, max(limit, 1))
-				} else {
+				default:
 					s, err = l.ReadUpTo(rp.FetchOffset, max(limit, 1), end)
 				}
 				switch {

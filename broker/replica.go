@@ -12,7 +12,15 @@ package broker
 // disk of every in-sync replica. It never goes back; a follower that has
 // not fetched yet in this leader epoch holds it where it is.
 //
-// A follower that has not caught up with the leader's flushed end for
+// Followers read the leader's log up to its end, flushed or not
+// (fetchBounds), so a follower copies and fsyncs a batch while the leader
+// fsyncs it too: an acks=all produce waits for the slower of the two
+// fsyncs rather than their sum. A follower may so hold records the leader
+// loses in a crash; the high watermark never covered them, and the leader
+// epochs cut them from the follower's log once a leader without them leads
+// (replica_truncate.go).
+//
+// A follower that has not caught up with the leader's log end for
 // ReplicaLagMax leaves the ISR; one whose fetch offset reaches the high
 // watermark joins it again. The leader writes such changes to the
 // partition's state node, conditionally (cluster.ZooKeeper.SetISR), so a
@@ -104,8 +112,8 @@ type leaderState struct {
 // followerState is what the leader knows of one follower.
 type followerState struct {
 	end       int64     // the follower's fsynced end: its last fetch offset; -1 before its first fetch
-	caughtUp  time.Time // last time it had everything the leader had flushed
-	prevEnd   int64     // the leader's flushed end at the follower's previous fetch
+	caughtUp  time.Time // last time it had everything it could read: the leader's log end
+	prevEnd   int64     // the leader's log end at the follower's previous fetch
 	prevFetch time.Time
 }
 
@@ -212,7 +220,10 @@ func (rs *replicas) followerFetched(t cluster.Topic, p int32, l *log.Log, replic
 		return -1, errReplicaUnknown
 	}
 	now := time.Now()
-	flushed := l.HighWatermark()
+	// Caught up is measured against what the follower may read, the log
+	// end: against the flushed end, a follower as far behind as one fsync
+	// of the leader would count as caught up.
+	leo := l.LogEndOffset()
 	ls.mu.Lock()
 	f := ls.followers[replica]
 	if f == nil && slices.Contains(t.ReplicasOf(p), replica) {
@@ -226,14 +237,14 @@ func (rs *replicas) followerFetched(t cluster.Topic, p int32, l *log.Log, replic
 	}
 	// A fetch offset past the log end is a follower whose log diverged:
 	// it is not caught up, whatever its offset says.
-	if offset <= l.LogEndOffset() {
+	if offset <= leo {
 		f.end = offset
-		if offset >= flushed {
+		if offset >= leo {
 			f.caughtUp = now
 		} else if offset >= f.prevEnd && f.prevFetch.After(f.caughtUp) {
 			f.caughtUp = f.prevFetch
 		}
-		f.prevEnd, f.prevFetch = flushed, now
+		f.prevEnd, f.prevFetch = leo, now
 	}
 	hw := ls.advance(l, st.ISR, rs.b.selfID)
 	join := !slices.Contains(st.ISR, replica) && slices.Contains(t.ReplicasOf(p), replica) && f.end >= hw && !ls.isrChange
@@ -398,12 +409,18 @@ func replicationErrorCode(err error) (int16, bool) {
 }
 
 // fetchBounds decides what a Fetch may read from a partition this broker
-// leads: a follower (replica >= 0) reads up to this broker's flushed end
-// and is told the high watermark, a consumer of a replicated partition
-// reads up to the high watermark (end; -1: no bound but the flushed end,
-// for a partition with one replica). watch, when not nil, closes when the
-// high watermark moves. A replica id on a partition with one replica is
-// read as a consumer's fetch, as before replication.
+// leads: a follower (replica >= 0) reads up to this broker's log end,
+// flushed or not (end toLogEnd; watch closes at the next append), and is
+// told the high watermark; a consumer of a replicated partition reads up
+// to the high watermark (end; -1: no bound but the flushed end, for a
+// partition with one replica), watch closing when it moves. A replica id
+// on a partition with one replica is read as a consumer's fetch, as
+// before replication.
+//
+// Serving followers unflushed records lets their append and fsync overlap
+// this broker's own fsync instead of following it; the high watermark
+// still counts this broker's flushed end, so neither acks=all nor what
+// consumers see changes.
 func (b *Broker) fetchBounds(t cluster.Topic, p int32, l *log.Log, replica int32, offset int64) (hw, end int64, watch <-chan struct{}, code int16) {
 	if replica >= 0 && t.Replicated() {
 		hw, err := b.replicas.followerFetched(t, p, l, replica, offset)
@@ -414,7 +431,7 @@ func (b *Broker) fetchBounds(t cluster.Topic, p int32, l *log.Log, replica int32
 		if b.replicas.holdLeaderFetch(t, p, replica) {
 			return hw, offset, nil, 0 // no records this time (replica_throttle.go)
 		}
-		return hw, -1, nil, 0
+		return hw, toLogEnd, l.Appended(), 0
 	}
 	if !t.Replicated() {
 		return l.HighWatermark(), -1, nil, 0

@@ -10,7 +10,10 @@ package broker
 // (log.AppendReplica keeps the leader's offsets), and waits for the flush
 // that covers it before the next round: so the next fetch offset tells
 // the leader what this broker holds on disk, which is what the leader's
-// high watermark and acks=all count.
+// high watermark and acks=all count. The leader serves up to its log end,
+// flushed or not, so this fsync runs alongside the leader's own; records
+// the leader then loses in a crash are cut from this log by leader epoch
+// before it follows a leader without them (replica_truncate.go).
 //
 // Before it fetches a partition in a new leader epoch, a fetcher cuts the
 // partition's log where it diverges from the leader's

@@ -30,6 +30,7 @@ type Log struct {
 	hwPos          int64    // ...and its byte position there
 	size           int64
 	changed        chan struct{}
+	appended       chan struct{} // closed at the next append (Appended); nil until asked for
 	closed         bool
 	failed         error // a write or fsync failed: the log takes no more appends
 	producers      producers
@@ -257,6 +258,10 @@ func (l *Log) write(batch []byte, h *batchHeader, now time.Time, keepBase bool) 
 	}
 	wasFlushed := l.leo == l.flushTarget
 	l.leo = s.next
+	if l.appended != nil {
+		close(l.appended)
+		l.appended = nil
+	}
 	last = l.leo - 1
 	if h.producerID != -1 {
 		l.producers.record(h, base, last, now)

@@ -1,9 +1,10 @@
 package log
 
-// The two things replication needs from a partition's log: a follower
-// appends its leader's batches with the offsets the leader gave them
-// (AppendReplica), and a leader serves its consumers only up to the
-// replicated high watermark, below its own flushed end (ReadUpTo).
+// What replication needs from a partition's log: a follower appends its
+// leader's batches with the offsets the leader gave them (AppendReplica),
+// a leader serves its followers up to its log end, flushed or not
+// (ReadToEnd, Appended), and its consumers only up to the replicated high
+// watermark, below its own flushed end (ReadUpTo).
 
 import (
 	"fmt"
@@ -137,4 +138,53 @@ func (s *segment) positionOf(entries []indexEntry, offset, limit int64) (int64, 
 		pos += h.size()
 	}
 	return limit, nil
+}
+
+// ReadToEnd is Read up to the log end offset rather than the high
+// watermark: a leader serves its followers what it appended before its own
+// fsync covers it, so that their copy and fsync overlap its own. What it
+// returns may yet be lost by a crash of this broker; the replicated high
+// watermark, which counts this log's flushed end, never covers such
+// records, and a follower holding them past a returned leader's end is cut
+// back by leader epoch. An offset at the log end gives an empty Slice.
+func (l *Log) ReadToEnd(offset, maxBytes int64) (Slice, error) {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return Slice{}, ErrClosed
+	}
+	if offset < l.start || offset > l.leo {
+		err := fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, l.start, l.leo)
+		l.mu.RUnlock()
+		return Slice{}, err
+	}
+	if offset == l.leo {
+		l.mu.RUnlock()
+		return Slice{}, nil
+	}
+	s, offset := l.segmentServing(offset)
+	limit := s.size // only whole batches: size moves once a write is complete
+	entries := s.index
+	s.ref()
+	l.mu.RUnlock()
+
+	pos, end, err := s.readRange(entries, offset, limit, maxBytes)
+	if err != nil {
+		s.unref()
+		return Slice{}, err
+	}
+	return Slice{File: s.f, Pos: pos, Size: end - pos, release: s.releaser()}, nil
+}
+
+// Appended returns a channel closed at the next append, for a leader's
+// Fetch from a follower waiting on records not flushed yet (Changed waits
+// for the flush). It is made only when asked for, so appends nobody waits
+// on cost nothing.
+func (l *Log) Appended() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.appended == nil {
+		l.appended = make(chan struct{})
+	}
+	return l.appended
 }

@@ -98,3 +98,44 @@ func putBase(b []byte, base int64) {
 		b[i] = byte(base >> (56 - 8*i))
 	}
 }
+
+// ReadToEnd serves a follower what was appended but not flushed yet,
+// while Read keeps to the flushed end; Appended wakes a waiter at the
+// next append.
+func TestReadToEndServesUnflushedBatches(t *testing.T) {
+	l, _ := openLog(t, t.TempDir(), testConfig())
+	mustAppend(t, l, makeBatch(batchOpts{records: 2}))
+	mustFlush(t, l)
+	appended := l.Appended()
+	select {
+	case <-appended:
+		t.Fatal("Appended closed before any append")
+	default:
+	}
+	mustAppend(t, l, makeBatch(batchOpts{records: 3})) // offsets 2-4, unflushed
+	<-appended
+	if l.HighWatermark() != 2 || l.LogEndOffset() != 5 {
+		t.Fatalf("hw %d, end %d; want 2 and 5", l.HighWatermark(), l.LogEndOffset())
+	}
+	if s, err := l.Read(2, 1<<20); err != nil || s.Size != 0 {
+		t.Fatalf("Read past the flushed end: %d bytes, %v", s.Size, err)
+	}
+	s, err := l.ReadToEnd(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]byte, s.Size)
+	if _, err := s.File.ReadAt(raw, s.Pos); err != nil {
+		t.Fatal(err)
+	}
+	s.Release()
+	if batches := splitBatches(raw); len(batches) != 2 {
+		t.Fatalf("ReadToEnd from 0 gave %d batches, want both", len(batches))
+	}
+	if s, err := l.ReadToEnd(5, 1<<20); err != nil || s.Size != 0 {
+		t.Fatalf("ReadToEnd at the log end: %d bytes, %v", s.Size, err)
+	}
+	if _, err := l.ReadToEnd(6, 1<<20); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("ReadToEnd past the log end: %v, want ErrOffsetOutOfRange", err)
+	}
+}

@@ -107,6 +107,13 @@ type leaderState struct {
 	followers map[int32]*followerState
 	changed   chan struct{} // closed when hw advances
 	isrChange bool          // an ISR write is under way
+	// restarted: this broker led the partition in this very epoch before
+	// it restarted (the controller did not see it go), so a follower may
+	// hold records it lost, copied unflushed at the same offsets in the
+	// same epoch. Appends wait (leadForAppend) until every in-sync
+	// follower has fetched within this log's end: one that was ahead got
+	// OFFSET_OUT_OF_RANGE and truncated by leader epoch to this end first.
+	restarted bool
 }
 
 // followerState is what the leader knows of one follower.
@@ -146,7 +153,8 @@ func (rs *replicas) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, 
 	ls := rs.leading[key]
 	if ls == nil || ls.epoch != st.LeaderEpoch {
 		now := time.Now()
-		ls = &leaderState{key: key, epoch: st.LeaderEpoch, followers: map[int32]*followerState{}, changed: make(chan struct{})}
+		ls = &leaderState{key: key, epoch: st.LeaderEpoch, followers: map[int32]*followerState{}, changed: make(chan struct{}),
+			restarted: l.LatestEpoch() >= st.LeaderEpoch}
 		ls.hw = min(rs.learned[key], l.HighWatermark())
 		for _, id := range t.ReplicasOf(p) {
 			if id != rs.b.selfID {
@@ -168,11 +176,34 @@ func (rs *replicas) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, 
 // this broker leads: a replicated partition's leader epoch is then
 // recorded, so the batch carries it.
 func (b *Broker) leadForAppend(t cluster.Topic, p int32, l *log.Log) int16 {
-	if _, _, err := b.replicas.leader(t, p, l); err != nil {
+	ls, st, err := b.replicas.leader(t, p, l)
+	if err != nil {
 		code, _ := replicationErrorCode(err)
 		return code
 	}
+	if ls != nil && !ls.followersSettled(st.ISR, b.selfID) {
+		return kerr.NotEnoughReplicas.Code // retriable: the followers fetch within a round or two
+	}
 	return 0
+}
+
+// followersSettled is false while a leader restarted within its epoch
+// waits for every in-sync follower's first fetch within its log end (see
+// leaderState.restarted); an in-sync follower that never fetches leaves
+// the ISR after ReplicaLagMax.
+func (ls *leaderState) followersSettled(isr []int32, self int32) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if !ls.restarted {
+		return true
+	}
+	for _, id := range isr {
+		if f := ls.followers[id]; id != self && (f == nil || f.end < 0) {
+			return false
+		}
+	}
+	ls.restarted = false
+	return true
 }
 
 // advance recomputes the high watermark over isr. Call with ls.mu held.

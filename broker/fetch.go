@@ -6,10 +6,10 @@ package broker
 // not flushed yet: see fetchBounds), from the batch containing the requested
 // offset. The response is long-polled: when fewer than MinBytes are ready it
 // waits until a requested partition's high watermark moves (for a follower,
-// until the leader appends) or MaxWaitMillis passes. MaxBytes bounds the response and PartitionMaxBytes
-// each partition, except that the first batch of the first partition with
-// data is always sent whole, so a consumer never sticks on a batch larger
-// than its limits. Fetch sessions (v7+) are declined with session id 0, which
+// until the leader appends) or MaxWaitMillis passes. MaxBytes bounds the
+// response and PartitionMaxBytes each partition, except that the first
+// batch of the first partition with data is always sent whole, so a
+// consumer never sticks on a batch larger than its limits. Fetch sessions (v7+) are declined with session id 0, which
 // clients answer with full fetches; isolation levels are equivalent because
 // there are no transactions. Records go out with sendfile (fetchwrite.go).
 

@@ -17,6 +17,12 @@ import (
 // flushed yet. Offsets below StartOffset or above LogEndOffset give
 // ErrOffsetOutOfRange. Call Release on the Slice when done with it.
 func (l *Log) Read(offset int64, maxBytes int64) (Slice, error) {
+	return l.read(offset, maxBytes, false)
+}
+
+// read is Read, up to the log end instead of the high watermark when
+// toEnd (ReadToEnd).
+func (l *Log) read(offset, maxBytes int64, toEnd bool) (Slice, error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
@@ -27,13 +33,13 @@ func (l *Log) Read(offset int64, maxBytes int64) (Slice, error) {
 		l.mu.RUnlock()
 		return Slice{}, err
 	}
-	if offset >= l.hw {
+	if offset >= l.hw && !toEnd || offset == l.leo {
 		l.mu.RUnlock()
 		return Slice{}, nil
 	}
 	s, offset := l.segmentServing(offset)
-	limit := s.size
-	if s == l.hwSeg {
+	limit := s.size // whole batches only: size moves once a write is complete
+	if s == l.hwSeg && !toEnd {
 		limit = l.hwPos
 	}
 	entries := s.index

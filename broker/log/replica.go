@@ -148,32 +148,7 @@ func (s *segment) positionOf(entries []indexEntry, offset, limit int64) (int64, 
 // records, and a follower holding them past a returned leader's end is cut
 // back by leader epoch. An offset at the log end gives an empty Slice.
 func (l *Log) ReadToEnd(offset, maxBytes int64) (Slice, error) {
-	l.mu.RLock()
-	if l.closed {
-		l.mu.RUnlock()
-		return Slice{}, ErrClosed
-	}
-	if offset < l.start || offset > l.leo {
-		err := fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, l.start, l.leo)
-		l.mu.RUnlock()
-		return Slice{}, err
-	}
-	if offset == l.leo {
-		l.mu.RUnlock()
-		return Slice{}, nil
-	}
-	s, offset := l.segmentServing(offset)
-	limit := s.size // only whole batches: size moves once a write is complete
-	entries := s.index
-	s.ref()
-	l.mu.RUnlock()
-
-	pos, end, err := s.readRange(entries, offset, limit, maxBytes)
-	if err != nil {
-		s.unref()
-		return Slice{}, err
-	}
-	return Slice{File: s.f, Pos: pos, Size: end - pos, release: s.releaser()}, nil
+	return l.read(offset, maxBytes, true)
 }
 
 // Appended returns a channel closed at the next append, for a leader's

@@ -123,21 +123,7 @@ func (s *segment) positionOf(entries []indexEntry, offset, limit int64) (int64, 
 	defer func() { r.f = nil; readerPool.Put(r) }()
 	r.f, r.size, r.bufLen = s.f, limit, 0
 	pos := int64(lookup(entries, uint32(offset-s.base)).pos)
-	for pos < limit {
-		b, err := r.peek(pos, batchHeaderSize)
-		if err != nil {
-			return 0, fmt.Errorf("segment %s: batch header at byte %d: %w", s.path, pos, err)
-		}
-		h := parseHeader(b)
-		if h.length < minBatchLength {
-			return 0, fmt.Errorf("segment %s: %w: length %d at byte %d", s.path, ErrCorruptBatch, h.length, pos)
-		}
-		if h.baseOffset >= offset {
-			return pos, nil
-		}
-		pos += h.size()
-	}
-	return limit, nil
+	return s.scanTo(r, pos, limit, func(h batchHeader) bool { return h.baseOffset >= offset })
 }
 
 // ReadToEnd is Read up to the log end offset rather than the high

@@ -165,7 +165,14 @@ func (s *segment) firstBatchEndingAfter(offset int64) (int64, error) {
 		pos = int64(lookup(s.index, uint32(offset-s.base)).pos)
 	}
 	r := newReader(s.f, s.size, readWindow)
-	for pos < s.size {
+	return s.scanTo(r, pos, s.size, func(h batchHeader) bool { return h.nextOffset() > offset })
+}
+
+// scanTo walks the batch headers in the segment's bytes [pos, limit), read
+// through r, and returns the position of the first batch for which found
+// holds (limit when none does).
+func (s *segment) scanTo(r *reader, pos, limit int64, found func(batchHeader) bool) (int64, error) {
+	for pos < limit {
 		b, err := r.peek(pos, batchHeaderSize)
 		if err != nil {
 			return 0, fmt.Errorf("segment %s: batch header at byte %d: %w", s.path, pos, err)
@@ -174,12 +181,12 @@ func (s *segment) firstBatchEndingAfter(offset int64) (int64, error) {
 		if h.length < minBatchLength {
 			return 0, fmt.Errorf("segment %s: %w: length %d at byte %d", s.path, ErrCorruptBatch, h.length, pos)
 		}
-		if h.nextOffset() > offset {
+		if found(h) {
 			return pos, nil
 		}
 		pos += h.size()
 	}
-	return s.size, nil
+	return limit, nil
 }
 
 // cutSegment cuts s to its first pos bytes, durably, and makes its index,

@@ -74,23 +74,7 @@ func TestRolesFileErrorIsLoggedOnce(t *testing.T) {
 	if err := creds.Set("ada", "SCRAM-SHA-512", "pw", broker.DefaultSCRAMIterations); err != nil {
 		t.Fatal(err)
 	}
-	var logged bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(&lockedWriter{&mu, &logged}, nil))
-	srv, err := registry.NewWithLog(context.Background(), registry.NewMemoryLog().Open(), registry.Config{Logger: logger,
-		Auth: &registry.BasicAuth{Credentials: creds, Roles: roles}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	get := func() int {
-		req := httptest.NewRequest("GET", "/subjects", nil)
-		req.SetBasicAuth("ada", "pw")
-		w := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(w, req)
-		return w.Code
-	}
-	count := func(s string) int { mu.Lock(); defer mu.Unlock(); return strings.Count(logged.String(), s) }
+	get, count, logged := authServer(t, &registry.BasicAuth{Credentials: creds, Roles: roles})
 	for i, text := range []string{"ada = root\n", "ada = root\n# same mistake, other size\n", "ada = admin\n"} {
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
@@ -107,13 +91,13 @@ func TestRolesFileErrorIsLoggedOnce(t *testing.T) {
 		}
 	}
 	if n := count("reading roles failed"); n != 1 {
-		t.Errorf("%d log lines for one roles error over 6 requests, want 1:\n%s", n, logged.String())
+		t.Errorf("%d log lines for one roles error over 6 requests, want 1:\n%s", n, logged())
 	}
 	if count(path) == 0 || count(`\"root\" is not a role`) == 0 {
-		t.Errorf("the log line does not name %s and the mistake:\n%s", path, logged.String())
+		t.Errorf("the log line does not name %s and the mistake:\n%s", path, logged())
 	}
 	if n := count("roles readable again"); n != 1 {
-		t.Errorf("%d lines saying the roles read again, want 1:\n%s", n, logged.String())
+		t.Errorf("%d lines saying the roles read again, want 1:\n%s", n, logged())
 	}
 }
 
@@ -136,30 +120,14 @@ func TestCredentialStoreErrorIsLoggedOnce(t *testing.T) {
 	if err := os.WriteFile(credPath, []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logged bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(&lockedWriter{&mu, &logged}, nil))
-	srv, err := registry.NewWithLog(context.Background(), registry.NewMemoryLog().Open(), registry.Config{Logger: logger,
-		Auth: &registry.BasicAuth{Credentials: broker.OpenCredentialFile(credPath), Roles: registry.StaticRoles{"ada": registry.RoleAdmin}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	get := func() int {
-		req := httptest.NewRequest("GET", "/subjects", nil)
-		req.SetBasicAuth("ada", "pw")
-		w := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(w, req)
-		return w.Code
-	}
-	count := func(s string) int { mu.Lock(); defer mu.Unlock(); return strings.Count(logged.String(), s) }
+	get, count, logged := authServer(t, &registry.BasicAuth{Credentials: broker.OpenCredentialFile(credPath), Roles: registry.StaticRoles{"ada": registry.RoleAdmin}})
 	for range 3 {
 		if got := get(); got != 500 {
 			t.Fatalf("damaged credentials file: status %d, want 500", got)
 		}
 	}
 	if n := count("checking credentials failed"); n != 1 || count(credPath) == 0 {
-		t.Errorf("%d log lines (naming %s?) for one credentials error over 3 requests, want 1:\n%s", n, credPath, logged.String())
+		t.Errorf("%d log lines (naming %s?) for one credentials error over 3 requests, want 1:\n%s", n, credPath, logged())
 	}
 	if err := os.Remove(credPath); err != nil {
 		t.Fatal(err)
@@ -173,6 +141,31 @@ func TestCredentialStoreErrorIsLoggedOnce(t *testing.T) {
 		}
 	}
 	if n := count("credentials can be checked again"); n != 1 {
-		t.Errorf("%d lines saying credentials can be checked again, want 1:\n%s", n, logged.String())
+		t.Errorf("%d lines saying credentials can be checked again, want 1:\n%s", n, logged())
 	}
+}
+
+// authServer is a registry behind auth. get asks it for /subjects as ada
+// (password pw) and returns the status; count counts s in what it logged,
+// logged is all of that.
+func authServer(t *testing.T, auth *registry.BasicAuth) (get func() int, count func(s string) int, logged func() string) {
+	t.Helper()
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{&mu, &buf}, nil))
+	srv, err := registry.NewWithLog(context.Background(), registry.NewMemoryLog().Open(), registry.Config{Logger: logger, Auth: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	get = func() int {
+		req := httptest.NewRequest("GET", "/subjects", nil)
+		req.SetBasicAuth("ada", "pw")
+		w := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(w, req)
+		return w.Code
+	}
+	logged = func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
+	count = func(s string) int { return strings.Count(logged(), s) }
+	return get, count, logged
 }

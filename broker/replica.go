@@ -113,7 +113,9 @@ type leaderState struct {
 	// same epoch. Appends wait (leadForAppend) until every in-sync
 	// follower has fetched within this log's end: one that was ahead got
 	// OFFSET_OUT_OF_RANGE and truncated by leader epoch to this end first.
-	restarted bool
+	// Atomic so that the appends of every other leader read it without
+	// taking mu.
+	restarted atomic.Bool
 }
 
 // followerState is what the leader knows of one follower.
@@ -153,8 +155,8 @@ func (rs *replicas) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, 
 	ls := rs.leading[key]
 	if ls == nil || ls.epoch != st.LeaderEpoch {
 		now := time.Now()
-		ls = &leaderState{key: key, epoch: st.LeaderEpoch, followers: map[int32]*followerState{}, changed: make(chan struct{}),
-			restarted: l.LatestEpoch() >= st.LeaderEpoch}
+		ls = &leaderState{key: key, epoch: st.LeaderEpoch, followers: map[int32]*followerState{}, changed: make(chan struct{})}
+		ls.restarted.Store(l.LatestEpoch() >= st.LeaderEpoch)
 		ls.hw = min(rs.learned[key], l.HighWatermark())
 		for _, id := range t.ReplicasOf(p) {
 			if id != rs.b.selfID {
@@ -192,17 +194,17 @@ func (b *Broker) leadForAppend(t cluster.Topic, p int32, l *log.Log) int16 {
 // leaderState.restarted); an in-sync follower that never fetches leaves
 // the ISR after ReplicaLagMax.
 func (ls *leaderState) followersSettled(isr []int32, self int32) bool {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if !ls.restarted {
+	if !ls.restarted.Load() {
 		return true
 	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
 	for _, id := range isr {
 		if f := ls.followers[id]; id != self && (f == nil || f.end < 0) {
 			return false
 		}
 	}
-	ls.restarted = false
+	ls.restarted.Store(false)
 	return true
 }
 

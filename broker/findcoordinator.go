@@ -18,6 +18,7 @@ package broker
 import (
 	"encoding/binary"
 	"hash/fnv"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,10 +27,15 @@ import (
 )
 
 func init() {
-	register(10, 0, 6, now((*Broker).findCoordinator))
+	register(10, 0, 6, func(b *Broker, c *conn, req *request) *pending {
+		return ready(encode(req, b.findCoordinator(c.listener.Protocol, req.Request.(*kmsg.FindCoordinatorRequest))))
+	})
 }
 
-func (b *Broker) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+// findCoordinator answers a client of listener with the coordinator's
+// endpoint of that listener, as Metadata does: a SASL client sent to a
+// PLAINTEXT port beside it fails its handshake there.
+func (b *Broker) findCoordinator(listener SecurityProtocol, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := kmsg.NewPtrFindCoordinatorResponse()
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {
@@ -49,7 +55,13 @@ func (b *Broker) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoo
 			msg := "no live broker to coordinate the group; the cluster view may be catching up"
 			c.ErrorCode, c.ErrorMessage, c.NodeID = kerr.CoordinatorNotAvailable.Code, &msg, -1
 		default:
-			c.NodeID, c.Host, c.Port = br.ID, br.Host, br.Port
+			host, port, ok := br.Endpoint(string(listener))
+			if !ok {
+				msg := "the group's coordinator, broker " + strconv.Itoa(int(br.ID)) + ", has no " + string(listener) + " listener; give every broker the same listeners"
+				c.ErrorCode, c.ErrorMessage, c.NodeID = kerr.CoordinatorNotAvailable.Code, &msg, -1
+				break
+			}
+			c.NodeID, c.Host, c.Port = br.ID, host, port
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}

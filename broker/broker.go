@@ -97,6 +97,7 @@ type Broker struct {
 	budget         *byteBudget // queued.max.request.bytes
 	counters       connCounters
 	lastRefusalLog atomic.Int64 // unix nanos of the last refused-connection line
+	refusals       refusalLog   // refused features, logged once a minute each (refusals.go)
 
 	metrics *brokerMetrics // see metrics.go
 

@@ -9,11 +9,10 @@ package broker
 // ZooKeeper offset registry), and when one joins it takes about 1/n of the
 // groups and no other group moves. A standalone broker
 // coordinates every group. Transactions are not supported, and a
-// transactional producer must learn that at once: key type 1 is answered
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which librdkafka, Java and franz-go
-// all treat as fatal (any retriable code makes librdkafka's
-// init_transactions retry until its timeout). Share groups (type 2) get
-// INVALID_REQUEST. Both carry a message from v1.
+// transactional producer must learn that at once, and why: key type 1 is
+// answered with a fatal error and our reason (transactionRefusal). Share
+// groups (type 2) get INVALID_REQUEST. Both carry a message from v1, and
+// both are logged (refusals.go).
 
 import (
 	"encoding/binary"
@@ -47,10 +46,12 @@ func (b *Broker) findCoordinator(listener SecurityProtocol, req *kmsg.FindCoordi
 		switch br, ok := b.coordinatorFor(key); {
 		case req.CoordinatorType == 1:
 			msg := "Tributary does not support Kafka transactions; unset transactional.id (an idempotent producer still writes each batch exactly once per partition)"
-			c.ErrorCode, c.ErrorMessage, c.NodeID = kerr.TransactionalIDAuthorizationFailed.Code, &msg, -1
+			c.ErrorCode, c.ErrorMessage, c.NodeID = transactionRefusal(req.Version), &msg, -1
+			b.refuse("transactions", "a transactional producer (transactional.id set) looked for its transaction coordinator", "transactional_id", key)
 		case req.CoordinatorType != 0:
 			msg := "Tributary coordinates consumer groups only (key type 0); share groups are not supported"
 			c.ErrorCode, c.ErrorMessage, c.NodeID = kerr.InvalidRequest.Code, &msg, -1
+			b.refuse("share groups", "a client looked for a share group coordinator", "key", key)
 		case !ok:
 			msg := "no live broker to coordinate the group; the cluster view may be catching up"
 			c.ErrorCode, c.ErrorMessage, c.NodeID = kerr.CoordinatorNotAvailable.Code, &msg, -1
@@ -72,6 +73,18 @@ func (b *Broker) findCoordinator(listener SecurityProtocol, req *kmsg.FindCoordi
 		resp.Coordinators = nil
 	}
 	return resp
+}
+
+// transactionRefusal is the code a transactional FindCoordinator gets. Both
+// are fatal to the producer. From v4 (Java 3.0 and later) INVALID_REQUEST,
+// whose message Java shows as the reason; below it (librdkafka)
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which librdkafka shows with the
+// message too, while it retries INVALID_REQUEST until its own timeout.
+func transactionRefusal(version int16) int16 {
+	if version >= 4 {
+		return kerr.InvalidRequest.Code
+	}
+	return kerr.TransactionalIDAuthorizationFailed.Code
 }
 
 // coordinatorFor picks a group's coordinator among the live brokers.

@@ -98,6 +98,7 @@ type Broker struct {
 	counters       connCounters
 	lastRefusalLog atomic.Int64 // unix nanos of the last refused-connection line
 	refusals       refusalLog   // refused features, logged once a minute each (refusals.go)
+	startLevel     slog.Level   // the log level at start, which DELETE of a BROKER_LOGGER returns to
 
 	metrics *brokerMetrics // see metrics.go
 
@@ -176,6 +177,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.selfID = b.meta.Self().ID
+	b.startLevel = b.currentLogLevel()
 	if b.cfg.ClusterID == "" {
 		b.cfg.ClusterID = b.meta.ClusterID()
 	}

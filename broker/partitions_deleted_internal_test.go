@@ -84,3 +84,56 @@ func TestDeletedTopicIsNotReopened(t *testing.T) {
 		t.Fatalf("errors logged:\n%s", logs.String())
 	}
 }
+
+// DeleteTopics and the broker's view watcher both delete a topic's
+// partitions, often at once: one's removal of the directory must not run
+// while the other's close still writes the log's checkpoints into it
+// ("write recovery checkpoint: ... no such file or directory").
+func TestConcurrentDeletesOfATopicLogNoError(t *testing.T) {
+	var logs lockedLogs
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))
+	ps := newPartitions(t.TempDir(), log.Config{IntervalFlush: true, FlushInterval: time.Hour, RetentionCheckInterval: time.Hour}, 0, logger)
+	defer ps.closeAll()
+	for round := range 20 {
+		top := cluster.Topic{Name: "twice", ID: cluster.NewTopicID(), Leaders: []int32{1, 1, 1, 1}}
+		ps.current = func(string) (cluster.Topic, bool) { return top, true }
+		for p := range top.Partitions() {
+			l, err := ps.get(top, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Append(encodeBatch(time.Now(), []InternalRecord{{Value: []byte("a")}})); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ps.deleteTopic("twice")
+			}()
+		}
+		wg.Wait()
+		if s := logs.String(); s != "" {
+			t.Fatalf("round %d: errors logged:\n%s", round, s)
+		}
+	}
+}
+
+type lockedLogs struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedLogs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLogs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

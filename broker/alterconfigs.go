@@ -101,6 +101,9 @@ func (b *Broker) alterConfigs(req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsR
 type configKey func(name string) (typ kmsg.ConfigType, unset string, err error)
 
 func configKeysOf(typ kmsg.ConfigResourceType) configKey {
+	if typ == kmsg.ConfigResourceTypeBrokerLogger {
+		return func(string) (kmsg.ConfigType, string, error) { return kmsg.ConfigTypeString, "", nil } // names checked by alterBrokerLogger
+	}
 	if typ == kmsg.ConfigResourceTypeBroker {
 		return func(name string) (kmsg.ConfigType, string, error) {
 			d, ok := dynamicSettingOf(name)
@@ -178,8 +181,10 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 			return err
 		}
 		return b.alterBrokerConfigs(name, validateOnly, change)
+	case kmsg.ConfigResourceTypeBrokerLogger:
+		return b.alterBrokerLogger(name, validateOnly, change)
 	default:
-		return coded(kerr.InvalidRequest, "Tributary alters topic and broker configs only")
+		return coded(kerr.InvalidRequest, "Tributary alters topic, broker and broker logger configs only")
 	}
 	t, ok := b.meta.Topic(name)
 	if !ok {

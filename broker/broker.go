@@ -97,6 +97,8 @@ type Broker struct {
 	budget         *byteBudget // queued.max.request.bytes
 	counters       connCounters
 	lastRefusalLog atomic.Int64 // unix nanos of the last refused-connection line
+	refusals       refusalLog   // refused features, logged once a minute each (refusals.go)
+	startLevel     slog.Level   // the log level at start, which DELETE of a BROKER_LOGGER returns to
 
 	metrics *brokerMetrics // see metrics.go
 
@@ -175,6 +177,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.selfID = b.meta.Self().ID
+	b.startLevel = b.currentLogLevel()
 	if b.cfg.ClusterID == "" {
 		b.cfg.ClusterID = b.meta.ClusterID()
 	}
@@ -191,6 +194,7 @@ func New(cfg Config) (*Broker, error) {
 	b.migrateInternalTopics()
 	b.staticLog = b.metrics.logConfig(cfg.Log)
 	b.logs = newPartitions(cfg.DataDir, b.staticLog, fileBudget, b.logger)
+	b.logs.current = b.meta.Topic
 	b.dyn.store = &brokerConfigFile{path: filepath.Join(cfg.DataDir, "broker-configs.json"), self: b.selfID}
 	if zs, ok := b.meta.(zkSessioner); ok {
 		b.dyn.store = brokerConfigZooKeeper{zk: cluster.NewZKBrokerConfigs(zs.Session()), self: b.selfID}

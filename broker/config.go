@@ -77,6 +77,9 @@ type Config struct {
 	DisableMetrics bool
 	// Logger receives one line per event an operator would want.
 	Logger *slog.Logger
+	// LogLevel, when set, is the level Logger's handler filters by: BROKER_LOGGER
+	// configs change it at run time (brokerlogger.go). Nil: the level is fixed.
+	LogLevel *slog.LevelVar
 	// Groups tunes the consumer group coordinator (session timeout bounds,
 	// initial rebalance delay); zero values are Kafka's defaults.
 	Groups group.Config

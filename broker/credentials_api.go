@@ -61,7 +61,10 @@ func (b *Broker) describeUserSCRAMCredentials(req *kmsg.DescribeUserSCRAMCredent
 		}
 		return r
 	}
-	if req.Users == nil {
+	if len(req.Users) == 0 {
+		// Null or empty: every user, as Kafka answers; Java's
+		// describeUserScramCredentials() sends an empty list
+		// (kafka-configs --describe --entity-type users).
 		for _, u := range all {
 			resp.Results = append(resp.Results, result(u))
 		}

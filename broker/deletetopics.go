@@ -3,7 +3,9 @@ package broker
 // DeleteTopics.
 //
 // Deleting a topic removes it from the cluster metadata, then closes and
-// removes its partitions' files. Internal topics (internal_topics.go) are
+// removes its partitions' files and, before answering, every group's
+// committed offsets of it (a topic created again under the name must not
+// be read from the old positions). Internal topics (internal_topics.go) are
 // deleted only by the client ids admitted to them.
 
 import (
@@ -53,9 +55,25 @@ func (b *Broker) deleteTopics(who *request, req *kmsg.DeleteTopicsRequest) *kmsg
 			st.ErrorMessage = &msg
 		default:
 			b.logs.deleteTopic(name)
+			b.forgetTopicOffsets(name)
 			b.logger.Info("topic deleted", "topic", name)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
+}
+
+// forgetTopicOffsets drops every group's committed offsets of a deleted
+// topic. The topic is gone whatever happens here, so a failure is logged
+// with what the operator can do rather than answered.
+func (b *Broker) forgetTopicOffsets(topic string) {
+	n, err := b.groups.ForgetTopic(topic)
+	if err != nil {
+		b.logger.Error("deleted topic: some groups' committed offsets of it remain; a topic created again under its name would be read from them until they are deleted (kafka-consumer-groups --delete-offsets)",
+			"topic", topic, "groups_cleared", n, "err", err)
+		return
+	}
+	if n > 0 {
+		b.logger.Info("deleted topic: committed offsets dropped", "topic", topic, "groups", n)
+	}
 }

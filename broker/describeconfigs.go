@@ -54,9 +54,16 @@ func (b *Broker) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.Describ
 				break
 			}
 			entries = b.brokerConfigEntries(rr.ResourceName != "")
+		case kmsg.ConfigResourceTypeBrokerLogger:
+			var err error
+			if entries, err = b.brokerLoggerEntries(rr.ResourceName); err != nil {
+				sr.ErrorCode = errorCode(err)
+				msg := err.Error()
+				sr.ErrorMessage = &msg
+			}
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
-			msg := "Tributary describes topic and broker configs only"
+			msg := "Tributary describes topic, broker and broker logger configs only"
 			sr.ErrorMessage = &msg
 		}
 		want := wantedNames(rr.ConfigNames)

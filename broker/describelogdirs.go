@@ -4,16 +4,21 @@ package broker
 //
 // A broker has one log directory, its data directory; the answer lists the
 // size in bytes of each local partition asked for (all when the request
-// names no topics) and, from v4, the file system's total and usable bytes.
-// There are no replicas, so offset lag is 0 and nothing is "future".
+// names no topics), whether this broker leads it or follows, and, from v4,
+// the file system's total and usable bytes. With one directory no replica
+// moves between directories, so offset lag is 0 and nothing is "future".
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
+	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -52,10 +57,10 @@ func (b *Broker) describeLogDirs(req *kmsg.DescribeLogDirsRequest) *kmsg.Describ
 		dt := kmsg.NewDescribeLogDirsResponseDirTopic()
 		dt.Topic = w.t.Name
 		for _, p := range w.parts {
-			if p < 0 || p >= w.t.Partitions() || w.t.Leaders[p] != b.selfID {
+			if p < 0 || p >= w.t.Partitions() || !slices.Contains(w.t.ReplicasOf(p), b.selfID) {
 				continue // not in this broker's directory
 			}
-			l, code := b.localPartition(w.t, p)
+			l, code := b.storedPartition(w.t, p)
 			if code != 0 {
 				if code == kerr.KafkaStorageError.Code {
 					dir.ErrorCode = code
@@ -74,13 +79,35 @@ func (b *Broker) describeLogDirs(req *kmsg.DescribeLogDirsRequest) *kmsg.Describ
 	return resp
 }
 
-// ownPartitions lists the partitions of t this broker stores.
+// ownPartitions lists the partitions of t this broker stores, as leader
+// or follower.
 func (b *Broker) ownPartitions(t cluster.Topic) []int32 {
 	var ps []int32
-	for p, leader := range t.Leaders {
-		if leader == b.selfID {
-			ps = append(ps, int32(p))
+	for p := range t.Partitions() {
+		if slices.Contains(t.ReplicasOf(p), b.selfID) {
+			ps = append(ps, p)
 		}
 	}
 	return ps
+}
+
+// storedPartition returns the log of a partition this broker stores,
+// leading it or not. A follower that has not written the partition yet (a
+// replica just added) is skipped: describing it must not create it.
+func (b *Broker) storedPartition(t cluster.Topic, p int32) (*log.Log, int16) {
+	if t.Leaders[p] == b.selfID {
+		return b.localPartition(t, p)
+	}
+	if _, err := os.Stat(b.logs.partitionDir(t.Name, p)); errors.Is(err, os.ErrNotExist) {
+		return nil, kerr.UnknownTopicOrPartition.Code
+	}
+	l, err := b.logs.get(t, p)
+	switch {
+	case errors.Is(err, errTopicDeleted):
+		return nil, kerr.UnknownTopicOrPartition.Code
+	case err != nil:
+		b.logger.Error("partition unavailable", "topic", t.Name, "partition", p, "err", err)
+		return nil, kerr.KafkaStorageError.Code
+	}
+	return l, 0
 }

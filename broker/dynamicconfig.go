@@ -45,6 +45,11 @@ type brokerSettings struct {
 	// leader/follower.replication.throttled.rate, bytes a second
 	// (replica_throttle.go); math.MaxInt64 is unthrottled.
 	leaderThrottleRate, followerThrottleRate int64
+	// replica.alter.log.dirs.io.max.bytes.per.second: kept and described,
+	// and without effect, since a broker has one log directory and so no
+	// moves between them. Kafka's reassignment tool sets and removes it
+	// with the replication throttles; refusing it failed --verify.
+	alterLogDirsRate int64
 }
 
 // dynamicSetting is one setting: the Kafka names that set it, finest
@@ -145,6 +150,7 @@ var dynamicSettings = []dynamicSetting{
 	connLimit("max.connections.per.ip", func(s *brokerSettings) *int { return &s.maxConnsPerIP }),
 	throttleRate("leader.replication.throttled.rate", func(s *brokerSettings) *int64 { return &s.leaderThrottleRate }),
 	throttleRate("follower.replication.throttled.rate", func(s *brokerSettings) *int64 { return &s.followerThrottleRate }),
+	throttleRate("replica.alter.log.dirs.io.max.bytes.per.second", func(s *brokerSettings) *int64 { return &s.alterLogDirsRate }),
 }
 
 // dynamicSettingOf finds the setting a key names.
@@ -272,7 +278,7 @@ func (st *dynamicState) synonyms(d dynamicSetting, withOwn bool) []kmsg.Describe
 func builtinBrokerSettings() brokerSettings {
 	c := Config{}.withDefaults()
 	return brokerSettings{topic: builtinTopicDefaults(), maxConns: c.MaxConnections, maxConnsPerIP: c.MaxConnectionsPerIP,
-		leaderThrottleRate: math.MaxInt64, followerThrottleRate: math.MaxInt64}
+		leaderThrottleRate: math.MaxInt64, followerThrottleRate: math.MaxInt64, alterLogDirsRate: math.MaxInt64}
 }
 
 // dynamicConfigs holds the current state and where it is stored.
@@ -293,7 +299,7 @@ func (b *Broker) staticBrokerSettings() brokerSettings {
 		maxConns:      b.cfg.MaxConnections,
 		maxConnsPerIP: b.cfg.MaxConnectionsPerIP,
 		// Set at run time only, as Kafka's reassignment tool does.
-		leaderThrottleRate: math.MaxInt64, followerThrottleRate: math.MaxInt64,
+		leaderThrottleRate: math.MaxInt64, followerThrottleRate: math.MaxInt64, alterLogDirsRate: math.MaxInt64,
 	}
 }
 

@@ -9,15 +9,15 @@ package broker
 // ZooKeeper offset registry), and when one joins it takes about 1/n of the
 // groups and no other group moves. A standalone broker
 // coordinates every group. Transactions are not supported, and a
-// transactional producer must learn that at once: key type 1 is answered
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which librdkafka, Java and franz-go
-// all treat as fatal (any retriable code makes librdkafka's
-// init_transactions retry until its timeout). Share groups (type 2) get
-// INVALID_REQUEST. Both carry a message from v1.
+// transactional producer must learn that at once, and why: key type 1 is
+// answered with a fatal error and our reason (transactionRefusal). Share
+// groups (type 2) get INVALID_REQUEST. Both carry a message from v1, and
+// both are logged (refusals.go).
 
 import (
 	"encoding/binary"
 	"hash/fnv"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,10 +26,15 @@ import (
 )
 
 func init() {
-	register(10, 0, 6, now((*Broker).findCoordinator))
+	register(10, 0, 6, func(b *Broker, c *conn, req *request) *pending {
+		return ready(encode(req, b.findCoordinator(c.listener.Protocol, req.Request.(*kmsg.FindCoordinatorRequest))))
+	})
 }
 
-func (b *Broker) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+// findCoordinator answers a client of listener with the coordinator's
+// endpoint of that listener, as Metadata does: a SASL client sent to a
+// PLAINTEXT port beside it fails its handshake there.
+func (b *Broker) findCoordinator(listener SecurityProtocol, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := kmsg.NewPtrFindCoordinatorResponse()
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {
@@ -41,15 +46,23 @@ func (b *Broker) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoo
 		switch br, ok := b.coordinatorFor(key); {
 		case req.CoordinatorType == 1:
 			msg := "Tributary does not support Kafka transactions; unset transactional.id (an idempotent producer still writes each batch exactly once per partition)"
-			c.ErrorCode, c.ErrorMessage, c.NodeID = kerr.TransactionalIDAuthorizationFailed.Code, &msg, -1
+			c.ErrorCode, c.ErrorMessage, c.NodeID = transactionRefusal(req.Version), &msg, -1
+			b.refuse("transactions", "a transactional producer (transactional.id set) looked for its transaction coordinator", "transactional_id", key)
 		case req.CoordinatorType != 0:
 			msg := "Tributary coordinates consumer groups only (key type 0); share groups are not supported"
 			c.ErrorCode, c.ErrorMessage, c.NodeID = kerr.InvalidRequest.Code, &msg, -1
+			b.refuse("share groups", "a client looked for a share group coordinator", "key", key)
 		case !ok:
 			msg := "no live broker to coordinate the group; the cluster view may be catching up"
 			c.ErrorCode, c.ErrorMessage, c.NodeID = kerr.CoordinatorNotAvailable.Code, &msg, -1
 		default:
-			c.NodeID, c.Host, c.Port = br.ID, br.Host, br.Port
+			host, port, ok := br.Endpoint(string(listener))
+			if !ok {
+				msg := "the group's coordinator, broker " + strconv.Itoa(int(br.ID)) + ", has no " + string(listener) + " listener; give every broker the same listeners"
+				c.ErrorCode, c.ErrorMessage, c.NodeID = kerr.CoordinatorNotAvailable.Code, &msg, -1
+				break
+			}
+			c.NodeID, c.Host, c.Port = br.ID, host, port
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
@@ -60,6 +73,18 @@ func (b *Broker) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoo
 		resp.Coordinators = nil
 	}
 	return resp
+}
+
+// transactionRefusal is the code a transactional FindCoordinator gets. Both
+// are fatal to the producer. From v4 (Java 3.0 and later) INVALID_REQUEST,
+// whose message Java shows as the reason; below it (librdkafka)
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which librdkafka shows with the
+// message too, while it retries INVALID_REQUEST until its own timeout.
+func transactionRefusal(version int16) int16 {
+	if version >= 4 {
+		return kerr.InvalidRequest.Code
+	}
+	return kerr.TransactionalIDAuthorizationFailed.Code
 }
 
 // coordinatorFor picks a group's coordinator among the live brokers.

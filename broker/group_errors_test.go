@@ -134,11 +134,18 @@ func TestGroupBadInput(t *testing.T) {
 		}
 	})
 	t.Run("FindCoordinator for transactions", func(t *testing.T) {
+		// v4+ (Java) INVALID_REQUEST, whose message Java shows; below
+		// (librdkafka) TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.SetVersion(4)
 		req.CoordinatorType = 1
 		req.CoordinatorKeys = []string{"txn"}
-		wantCode(t, "transactional id", w.roundTrip(req).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed)
+		wantCode(t, "transactional id, v4", w.roundTrip(req).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode, kerr.InvalidRequest)
+		req = kmsg.NewPtrFindCoordinatorRequest()
+		req.SetVersion(2)
+		req.CoordinatorType = 1
+		req.CoordinatorKey = "txn"
+		wantCode(t, "transactional id, v2", w.roundTrip(req).(*kmsg.FindCoordinatorResponse).ErrorCode, kerr.TransactionalIDAuthorizationFailed)
 	})
 }
 

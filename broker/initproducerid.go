@@ -42,7 +42,7 @@ func (b *Broker) initProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProdu
 	if req.TransactionalID != nil {
 		// Kafka's code for a broker that will not serve transactions.
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		b.logger.Warn("refused a transactional producer: Tributary does not support transactions", "transactional_id", *req.TransactionalID)
+		b.refuse("transactions", "a transactional producer asked for a producer id", "transactional_id", *req.TransactionalID)
 		return resp
 	}
 	if req.Version >= 3 && req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < 1<<15-1 {

@@ -235,6 +235,9 @@ func (b *Broker) localPartition(t cluster.Topic, p int32) (*log.Log, int16) {
 		return nil, kerr.NotLeaderForPartition.Code
 	}
 	l, err := b.logs.get(t, p)
+	if errors.Is(err, errTopicDeleted) {
+		return nil, kerr.UnknownTopicOrPartition.Code // looked up just before a delete
+	}
 	if err != nil {
 		b.logger.Error("partition unavailable", "topic", t.Name, "partition", p, "err", err)
 		return nil, kerr.KafkaStorageError.Code

@@ -66,7 +66,8 @@ type topicSeries struct {
 	bytesIn, messagesIn prometheus.Counter
 }
 
-const maxAPIKey = 64
+// maxAPIKey is the largest API key served (DescribeTopicPartitions, 75).
+const maxAPIKey = 75
 
 type apiSeries struct {
 	versions   []prometheus.Counter // by version - min

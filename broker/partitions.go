@@ -42,6 +42,12 @@ type partitions struct {
 	closing map[partKey]chan struct{} // logs being closed: wait before reopening
 
 	cleaner *log.Cleaner // compacts the open logs whose cleanup policy says so
+
+	// dead holds the topics deleted by this process (partitions_deleted.go);
+	// current is the cluster view's lookup that tells a stale request's
+	// topic from one created again under the same name.
+	dead    tombstones
+	current func(name string) (cluster.Topic, bool)
 }
 
 type partKey struct {
@@ -114,6 +120,12 @@ func (ps *partitions) startOpen(t cluster.Topic, key partKey, used bool) *openLo
 	ps.mu.Lock()
 	if o := ps.logs[key]; o != nil {
 		ps.mu.Unlock()
+		return o
+	}
+	if err := ps.refuseDeletedLocked(t); err != nil {
+		ps.mu.Unlock()
+		o := &openLog{key: key, ready: make(chan struct{}), err: fmt.Errorf("partition %s-%d: %w", key.topic, key.p, err)}
+		close(o.ready)
 		return o
 	}
 	o := &openLog{key: key, ready: make(chan struct{}), fds: 3}
@@ -310,7 +322,16 @@ func (ps *partitions) topics() []string {
 // take removes every entry matching match from the open set and returns
 // them, waiting for their opening to finish, and for closes in progress.
 func (ps *partitions) take(match func(partKey) bool) []*openLog {
+	return ps.takeWith(match, nil)
+}
+
+// takeWith is take; bury, if set, is called under the same lock, so no
+// open can slip in between.
+func (ps *partitions) takeWith(match func(partKey) bool, bury func()) []*openLog {
 	ps.mu.Lock()
+	if bury != nil {
+		bury()
+	}
 	var taken []*openLog
 	var waits []chan struct{}
 	for k, o := range ps.logs {
@@ -340,9 +361,13 @@ func (ps *partitions) take(match func(partKey) bool) []*openLog {
 }
 
 // deleteTopic closes and removes every local partition of topic, including
-// partitions not open in this process.
+// partitions not open in this process, and leaves a tombstone so that a
+// request that looked the topic up before the delete cannot open it again.
 func (ps *partitions) deleteTopic(topic string) {
-	for _, o := range ps.take(func(k partKey) bool { return k.topic == topic }) {
+	ps.dead.deleting.Lock()
+	defer ps.dead.deleting.Unlock()
+	taken := ps.takeWith(func(k partKey) bool { return k.topic == topic }, func() { ps.buryLocked(topic) })
+	for _, o := range taken {
 		if err := o.l.Delete(); err != nil {
 			ps.logger.Error("deleting partition", "topic", topic, "partition", o.key.p, "err", err)
 		}

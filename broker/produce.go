@@ -89,6 +89,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 			case r.TransactionID != nil:
 				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				setMessage(&sp, "Tributary does not support transactions")
+				b.refuse("transactions", "a produce request named a transactional id", "transactional_id", *r.TransactionID)
 			case tcode != 0:
 				sp.ErrorCode = tcode
 			case refusal != "":

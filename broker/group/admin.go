@@ -41,6 +41,12 @@ func (c *Coordinator) List() ([]Summary, *kerr.Error) {
 	for _, name := range stored {
 		if !seen[name] && c.cfg.Owns(name) {
 			out = append(out, Summary{Name: name, State: Empty})
+			seen[name] = true
+		}
+	}
+	for name := range c.emptied {
+		if !seen[name] && c.cfg.Owns(name) && c.emptiedLocked(name) {
+			out = append(out, Summary{Name: name, State: Empty})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -78,7 +84,10 @@ func (c *Coordinator) Describe(name string) (Description, *kerr.Error) {
 		c.log.Error("reading committed offsets", "group", name, "err", err)
 		return Description{}, kerr.CoordinatorNotAvailable
 	}
-	if len(offsets) > 0 {
+	c.mu.Lock()
+	emptied := c.emptiedLocked(name)
+	c.mu.Unlock()
+	if len(offsets) > 0 || emptied {
 		return Description{Name: name, State: Empty}, nil
 	}
 	return Description{Name: name, State: Dead}, nil
@@ -121,11 +130,15 @@ func (c *Coordinator) Delete(name string) *kerr.Error {
 	}
 	c.mu.Unlock()
 
+	c.mu.Lock()
+	emptied := c.emptiedLocked(name)
+	delete(c.emptied, name)
+	c.mu.Unlock()
 	err := c.store.Delete(name)
 	switch {
 	case errors.Is(err, ErrGroupInUse):
 		return kerr.NonEmptyGroup
-	case errors.Is(err, ErrNoGroup) && g == nil:
+	case errors.Is(err, ErrNoGroup) && g == nil && !emptied:
 		return kerr.GroupIDNotFound
 	case err != nil && !errors.Is(err, ErrNoGroup):
 		c.log.Error("deleting committed offsets", "group", name, "err", err)

@@ -84,9 +84,10 @@ type Coordinator struct {
 	log   *slog.Logger
 	now   func() time.Time // replaced by tests
 
-	mu     sync.Mutex
-	groups map[string]*group
-	closed bool
+	mu      sync.Mutex
+	groups  map[string]*group
+	emptied map[string]time.Time // groups left without members or offsets, listed until then (emptied.go)
+	closed  bool
 
 	started bool // run is going (not in tests that drive tick themselves)
 	stop    chan struct{}
@@ -193,8 +194,10 @@ func (c *Coordinator) tick(now time.Time) {
 		}
 		if g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 {
 			delete(c.groups, name)
+			c.markEmptiedLocked(name)
 		}
 	}
+	c.pruneEmptiedLocked(now)
 }
 
 // check applies the checks every group request starts with.

@@ -44,6 +44,7 @@ func (c *Coordinator) DeleteOffsets(name string, partitions []TopicPartition) (m
 		}
 	}
 	live := subscribed != nil
+	emptied := c.emptiedLocked(name)
 	c.mu.Unlock()
 
 	stored, err := c.store.Load(name)
@@ -51,7 +52,7 @@ func (c *Coordinator) DeleteOffsets(name string, partitions []TopicPartition) (m
 		c.log.Error("reading committed offsets", "group", name, "err", err)
 		return nil, kerr.CoordinatorNotAvailable
 	}
-	if len(stored) == 0 && !live {
+	if len(stored) == 0 && !live && !emptied {
 		return nil, kerr.GroupIDNotFound
 	}
 	out := make(map[TopicPartition]*kerr.Error, len(partitions))
@@ -73,6 +74,9 @@ func (c *Coordinator) DeleteOffsets(name string, partitions []TopicPartition) (m
 			return out, nil
 		}
 		c.log.Info("committed offsets deleted", "group", name, "partitions", len(forget))
+		if !live {
+			c.markEmptiedIfGone(name)
+		}
 	}
 	return out, nil
 }

@@ -22,10 +22,19 @@ func envLogFormat() string {
 	return "text"
 }
 
+// logLevelVar is the level of every handler newLogHandler makes: the
+// TRIBUTARY_LOG level at start, and a broker's BROKER_LOGGER config
+// (kafka-configs --entity-type broker-loggers) changes it at run time.
+var logLevelVar = func() *slog.LevelVar {
+	v := new(slog.LevelVar)
+	v.Set(logLevel())
+	return v
+}()
+
 // newLogHandler is the handler of every log line the command writes to w, in
-// the chosen format and at the TRIBUTARY_LOG level.
+// the chosen format and at logLevelVar's level.
 func newLogHandler(w io.Writer) slog.Handler {
-	opts := &slog.HandlerOptions{Level: logLevel()}
+	opts := &slog.HandlerOptions{Level: logLevelVar}
 	if logFormat == "json" {
 		return slog.NewJSONHandler(w, opts)
 	}

@@ -120,6 +120,7 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 
 func (f *brokerFlags) config() broker.Config {
 	return broker.Config{
+		LogLevel:          logLevelVar,
 		DataDir:           f.dataDir,
 		AutoCreateTopics:  f.autoCreate,
 		DefaultPartitions: int32(f.partitions),

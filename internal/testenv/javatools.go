@@ -25,6 +25,7 @@ const (
 	KafkaDeleteRecords   = "org.apache.kafka.tools.DeleteRecordsCommand"                // kafka-delete-records.sh
 	KafkaConsumerGroups  = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand" // kafka-consumer-groups.sh
 	KafkaLogDirs         = "org.apache.kafka.tools.LogDirsCommand"                      // kafka-log-dirs.sh
+	KafkaReassign        = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"  // kafka-reassign-partitions.sh
 	KafkaAcls            = "org.apache.kafka.tools.AclCommand"                          // kafka-acls.sh
 	KafkaConsoleProducer = "org.apache.kafka.tools.ConsoleProducer"                     // kafka-console-producer.sh
 	KafkaConsoleConsumer = "org.apache.kafka.tools.consumer.ConsoleConsumer"            // kafka-console-consumer.sh

@@ -1,0 +1,61 @@
+package broker
+
+// DescribeProducers (key 61, version 0): the idempotent producers each
+// partition tracks (kafka-transactions describe-producers, kafka-python's
+// admin client). Asked of the partition's leader, as in Kafka; another
+// broker answers NOT_LEADER_OR_FOLLOWER. There are no transactions, so
+// coordinator epoch is -1 and no transaction is open (-1).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/cluster"
+)
+
+func init() {
+	register(61, 0, 0, func(b *Broker, _ *conn, req *request) *pending {
+		r := req.Request.(*kmsg.DescribeProducersRequest)
+		return later(func() response { return encode(req, b.describeProducers(req, r)) })
+	})
+}
+
+func (b *Broker) describeProducers(who *request, req *kmsg.DescribeProducersRequest) *kmsg.DescribeProducersResponse {
+	resp := kmsg.NewPtrDescribeProducersResponse()
+	for _, rt := range req.Topics {
+		st := kmsg.NewDescribeProducersResponseTopic()
+		st.Topic = rt.Topic
+		var t cluster.Topic
+		var code int16
+		if !b.may(who, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, rt.Topic) {
+			code = kerr.TopicAuthorizationFailed.Code
+		} else {
+			t, code = b.lookupTopic(rt.Topic, false)
+		}
+		for _, p := range rt.Partitions {
+			sp := kmsg.NewDescribeProducersResponseTopicPartition()
+			sp.Partition = p
+			if code != 0 {
+				sp.ErrorCode = code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			l, pcode := b.localPartition(t, p)
+			if pcode != 0 {
+				sp.ErrorCode = pcode
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			for _, ap := range l.ActiveProducers() {
+				a := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+				a.ProducerID, a.ProducerEpoch = ap.ID, int32(ap.Epoch)
+				a.LastSequence, a.LastTimestamp = ap.LastSequence, ap.LastTimestamp
+				a.CoordinatorEpoch, a.CurrentTxnStartOffset = -1, -1
+				sp.ActiveProducers = append(sp.ActiveProducers, a)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}

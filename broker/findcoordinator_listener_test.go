@@ -1,0 +1,56 @@
+package broker_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/broker"
+)
+
+// FindCoordinator answers with the coordinator's address on the listener
+// the client came in on, as Metadata does. With SASL_PLAINTEXT beside
+// PLAINTEXT, `kcat -G` over SASL was sent to the PLAINTEXT port and failed
+// with "All broker connections are down"; a PLAINTEXT client beside it
+// must still be sent to its own port.
+func TestFindCoordinatorAnswersOnTheClientsListener(t *testing.T) {
+	if _, err := exec.LookPath(kcatPath); err != nil {
+		t.Fatalf("kcat is missing: apt-get install -y kcat (.ci/run installs it)")
+	}
+	dir := t.TempDir()
+	setUser(t, dir, "alice", "SCRAM-SHA-512", "alice-secret")
+	_, addrs := startListeners(t, func(c *broker.Config) { c.DataDir = dir }, broker.SASLPlaintext, broker.Plaintext)
+	conf := filepath.Join(t.TempDir(), "sasl.conf")
+	if err := os.WriteFile(conf, []byte("security.protocol=SASL_PLAINTEXT\nsasl.mechanisms=SCRAM-SHA-512\nsasl.username=alice\nsasl.password=alice-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kcat := func(stdin string, args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, kcatPath, args...)
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("kcat %v: %v\n%s", args, err, stderr.String())
+		}
+		return out.String()
+	}
+	sasl := []string{"-F", conf, "-b", addrs[broker.SASLPlaintext]}
+	kcat("one\ntwo\nthree\n", append(sasl, "-P", "-t", "listeners")...)
+	group := func(base []string, name string) []string {
+		return append(base, "-G", name, "-X", "auto.offset.reset=earliest", "-e", "-q", "-f", "%s\n", "listeners")
+	}
+	if got := kcat("", group(sasl, "over-sasl")...); got != "one\ntwo\nthree\n" {
+		t.Fatalf("kcat -G over SASL_PLAINTEXT read %q", got)
+	}
+	if got := kcat("", group([]string{"-b", addrs[broker.Plaintext]}, "over-plaintext")...); got != "one\ntwo\nthree\n" {
+		t.Fatalf("kcat -G over PLAINTEXT read %q", got)
+	}
+}

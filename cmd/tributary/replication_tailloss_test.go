@@ -130,4 +130,3 @@ func (pr *jepsenProducer) waitAcked(t *testing.T, p int32, n int, within time.Du
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-

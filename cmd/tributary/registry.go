@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -72,9 +73,12 @@ func runSchemaRegistry(ctx context.Context, args []string) error {
 // registryFlags are the registry's limits and security, shared by
 // schema-registry and standalone.
 type registryFlags struct {
-	maxSchemaBytes, maxSchemaDepth int
-	tlsCert, tlsKey                string
-	auth, rolesFile                string
+	maxSchemaBytes, maxSchemaDepth   int
+	maxSchemaNodes, maxUnionBranches int
+	maxSchemaFields                  int
+	checkTimeout                     time.Duration
+	tlsCert, tlsKey                  string
+	auth, rolesFile                  string
 
 	// credentials are where --registry-auth basic checks passwords: the
 	// broker's users. Set by the command, not by a flag.
@@ -90,6 +94,10 @@ func (f *registryFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.rolesFile, "registry-roles", "", "`file` of `user = reader|writer|admin` lines (with --registry-auth basic); re-read when it changes")
 	fs.IntVar(&f.maxSchemaBytes, "schema-max-bytes", registry.DefaultMaxSchemaBytes, "largest schema text the registry parses; larger ones get 42201")
 	fs.IntVar(&f.maxSchemaDepth, "schema-max-depth", registry.DefaultMaxSchemaDepth, "deepest nesting of JSON objects and arrays in a schema the registry parses; deeper ones get 42201")
+	fs.IntVar(&f.maxSchemaNodes, "schema-max-nodes", registry.DefaultMaxSchemaNodes, "most types, fields and unions in a schema the registry parses; more get 42201")
+	fs.IntVar(&f.maxUnionBranches, "schema-max-union-branches", registry.DefaultMaxUnionBranches, "widest union in a schema the registry parses (several unions count as the square root of the sum of their widths squared); wider get 42201")
+	fs.IntVar(&f.maxSchemaFields, "schema-max-fields", registry.DefaultMaxSchemaFields, "widest record or enum, in fields or symbols, in a schema the registry parses (several count as the square root of the sum of their widths squared); wider get 42201")
+	fs.DurationVar(&f.checkTimeout, "schema-check-timeout", registry.DefaultCheckTimeout, "longest a compatibility check may take; longer ones get 42201")
 }
 
 // security returns the registry's certificate (nil: plain HTTP) and
@@ -198,7 +206,9 @@ func serveRegistry(ctx context.Context, ln net.Listener, bootstrap []string, rf 
 			return b.AppendInternal(ctx, registry.DefaultTopic, 0, irs)
 		}
 	}
-	node, err := registry.Start(registry.Config{Logger: slog.Default(), MaxSchemaBytes: rf.maxSchemaBytes, MaxSchemaDepth: rf.maxSchemaDepth, TLS: tc, Auth: auth},
+	node, err := registry.Start(registry.Config{Logger: slog.Default(), MaxSchemaBytes: rf.maxSchemaBytes, MaxSchemaDepth: rf.maxSchemaDepth,
+		MaxSchemaNodes: rf.maxSchemaNodes, MaxUnionBranches: rf.maxUnionBranches, MaxSchemaFields: rf.maxSchemaFields, CheckTimeout: rf.checkTimeout,
+		TLS: tc, Auth: auth},
 		func(ctx context.Context) (registry.Log, error) { return registry.OpenKafkaLog(ctx, kcfg) })
 	if err != nil {
 		ln.Close()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -33,6 +34,18 @@ type Config struct {
 	// DefaultMaxSchemaBytes, DefaultMaxSchemaDepth.
 	MaxSchemaBytes int
 	MaxSchemaDepth int
+	// MaxSchemaNodes, MaxUnionBranches and MaxSchemaFields bound the
+	// number of types, fields and branches in a schema and how wide its
+	// unions, and its records and enums, are (limits.go), measured before
+	// it is parsed; past one, 42201 naming it. Defaults:
+	// DefaultMaxSchemaNodes, DefaultMaxUnionBranches, DefaultMaxSchemaFields.
+	MaxSchemaNodes   int
+	MaxUnionBranches int
+	MaxSchemaFields  int
+	// CheckTimeout bounds a compatibility check (registration, or
+	// /compatibility); past it the request gets 42201 naming it, and at most
+	// GOMAXPROCS checks run at once (compat.go). Default: 5s.
+	CheckTimeout time.Duration
 	// ReadTimeout bounds reading a whole request, body included, so a
 	// client trickling its body is cut off. Default: 30s.
 	ReadTimeout time.Duration
@@ -49,7 +62,8 @@ type Config struct {
 }
 
 func (c *Config) limits() schemaLimits {
-	return schemaLimits{maxBytes: c.MaxSchemaBytes, maxDepth: c.MaxSchemaDepth}
+	return schemaLimits{maxBytes: c.MaxSchemaBytes, maxDepth: c.MaxSchemaDepth, maxNodes: c.MaxSchemaNodes,
+		maxBranches: c.MaxUnionBranches, maxFields: c.MaxSchemaFields}
 }
 
 // DefaultTopic is where registry nodes keep their state unless configured
@@ -80,6 +94,18 @@ func (c *Config) setDefaults() error {
 	if c.MaxSchemaDepth <= 0 {
 		c.MaxSchemaDepth = DefaultMaxSchemaDepth
 	}
+	if c.MaxSchemaNodes <= 0 {
+		c.MaxSchemaNodes = DefaultMaxSchemaNodes
+	}
+	if c.MaxUnionBranches <= 0 {
+		c.MaxUnionBranches = DefaultMaxUnionBranches
+	}
+	if c.MaxSchemaFields <= 0 {
+		c.MaxSchemaFields = DefaultMaxSchemaFields
+	}
+	if c.CheckTimeout <= 0 {
+		c.CheckTimeout = DefaultCheckTimeout
+	}
 	if c.ReadTimeout <= 0 {
 		c.ReadTimeout = 30 * time.Second
 	}
@@ -103,6 +129,9 @@ type Server struct {
 	st      *state
 	advance chan struct{} // closed and replaced whenever st.next moves
 	readErr error         // why reading the log failed last, nil once it reads again
+
+	// checks holds a slot per compatibility check running (compat.go).
+	checks chan struct{}
 
 	// writeMu keeps one write in flight per node: two writes from the same
 	// node would only race each other for the same version slot.
@@ -141,6 +170,7 @@ func NewWithLog(ctx context.Context, l Log, cfg Config) (*Server, error) {
 		log:     l,
 		st:      newState(),
 		advance: make(chan struct{}),
+		checks:  make(chan struct{}, runtime.GOMAXPROCS(0)),
 		stop:    stop,
 		done:    make(chan struct{}),
 	}

@@ -69,6 +69,7 @@ func FuzzApplyRecord(f *testing.F) {
 		configRecord("s", ""),
 		deleteSubjectRecord("s", 1),
 		{Key: []byte(`{"keytype":"NOOP","magic":0}`)},
+		idFloorRecord(5),
 		{Key: []byte(`{"keytype":"SCHEMA","subject":"s","version":1e99}`), Value: []byte(`{}`)},
 	} {
 		f.Add(r.Key, r.Value, r.Value == nil)

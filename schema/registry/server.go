@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -54,6 +55,15 @@ type Config struct {
 	WriteTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection idle this long. Default: 2m.
 	IdleTimeout time.Duration
+	// Checkpoint is the file, apart from the topic, where the node keeps the
+	// highest schema id handed out and which topic it read (checkpoint.go):
+	// with it, a topic deleted or rewound never makes an id be reused.
+	// Empty: none, and a lost topic's ids may be handed out again.
+	Checkpoint string
+	// AcceptReset accepts, at start, that the topic lost records the
+	// checkpoint knew of: an id floor is appended and writes resume above
+	// it. Without it such a node refuses writes.
+	AcceptReset bool
 	// TLS, when set, makes Serve answer HTTPS only.
 	TLS *tls.Config
 	// Auth, when set, admits only requests with HTTP basic credentials of
@@ -133,6 +143,16 @@ type Server struct {
 	// checks holds a slot per compatibility check running (compat.go).
 	checks chan struct{}
 
+	// The checkpoint (checkpoint.go): the topic's id when the node
+	// started, why writes are refused (nil: they are not), and the
+	// checkpoint as last written.
+	topicID string
+	refused atomic.Pointer[string]
+	cpOpen  atomic.Bool
+	cpMu    sync.Mutex
+	cp      *checkpoint
+	cpErr   failureLog
+
 	// writeMu keeps one write in flight per node: two writes from the same
 	// node would only race each other for the same version slot.
 	writeMu sync.Mutex
@@ -188,6 +208,10 @@ func NewWithLog(ctx context.Context, l Log, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, fmt.Errorf("registry: replay %s: %w", cfg.Topic, err)
 	}
+	if err := s.openCheckpoint(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.mu.RLock()
 	cfg.Logger.Info("schema registry replayed its log", "topic", cfg.Topic, "records", s.st.next,
 		"subjects", len(s.st.subjects), "schemas", len(s.st.schemas), "took", time.Since(start).Round(time.Millisecond))
@@ -236,6 +260,11 @@ func (s *Server) tail(ctx context.Context) {
 		close(s.advance)
 		s.advance = make(chan struct{})
 		s.mu.Unlock()
+		if err := s.saveCheckpoint(0); err != nil {
+			s.cpErr.failed(s.cfg.Logger, "schema registry: could not record how far it read in its checkpoint; registrations of new schemas fail until it can", err)
+		} else {
+			s.cpErr.recovered(s.cfg.Logger, "schema registry: its checkpoint is written again")
+		}
 	}
 }
 

@@ -33,12 +33,19 @@ func (s *Server) append(ctx context.Context, op string, recs ...Record) *apiErro
 	return nil
 }
 
-// sync is catchUp with the error a request returns.
+// sync prepares a write: it refuses it while writes are refused, catches
+// up, and checks that the topic is the one the node has been reading
+// (checkpoint.go).
 func (s *Server) sync(ctx context.Context, op string) *apiError {
+	if err := s.writesRefused(); err != nil {
+		return err
+	}
 	if err := s.catchUp(ctx); err != nil {
 		return storeErr(op, err)
 	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.SyncTimeout)
+	defer cancel()
+	return s.checkTopic(ctx)
 }
 
 // register registers sch under subject and returns its id: the id the
@@ -75,6 +82,10 @@ func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema)
 			}
 			checked = &p
 			continue // plan again: the state may have moved during the check
+		}
+		// The id goes into the checkpoint before any record hands it out.
+		if err := s.saveCheckpoint(p.id); err != nil {
+			return 0, errStore("Register", err)
 		}
 		rec := schemaRecord(schemaValue{Subject: subject, Version: p.num, ID: p.id, Schema: sch.Text})
 		if err := s.append(ctx, "Register", rec); err != nil {

@@ -95,8 +95,14 @@ func (s *Server) openCheckpoint(ctx context.Context) error {
 		s.refuseWrites(fmt.Sprintf("its checkpoint %s cannot be used (%v), so it cannot tell which schema ids were handed out. Restore the file, or, if topic %s is intact, remove it and restart", path, err, s.cfg.Topic))
 		return nil
 	}
+	// The topic's end, not the offset after the last record read: a
+	// compacted topic may have lost its last records, never its end.
+	end, err := s.log.End(ctx)
+	if err != nil {
+		return fmt.Errorf("registry: read the end of topic %s: %w", s.cfg.Topic, err)
+	}
 	s.mu.RLock()
-	end, highest := s.st.next, s.st.nextID()-1
+	highest := s.st.nextID() - 1
 	s.mu.RUnlock()
 	var lost string
 	switch {

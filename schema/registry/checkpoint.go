@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/tributary-io/tributary/internal/atomicfile"
 )
@@ -97,9 +98,11 @@ func (s *Server) openCheckpoint(ctx context.Context) error {
 	}
 	// The topic's end, not the offset after the last record read: a
 	// compacted topic may have lost its last records, never its end.
-	end, err := s.log.End(ctx)
-	if err != nil {
-		return fmt.Errorf("registry: read the end of topic %s: %w", s.cfg.Topic, err)
+	var end int64
+	if cp != nil {
+		if end, err = s.endReaches(ctx, cp.EndOffset); err != nil {
+			return fmt.Errorf("registry: read the end of topic %s: %w", s.cfg.Topic, err)
+		}
 	}
 	s.mu.RLock()
 	highest := s.st.nextID() - 1
@@ -190,13 +193,13 @@ func (s *Server) checkTopic(ctx context.Context) *apiError {
 	if err != nil {
 		return storeErr("Check topic", err)
 	}
-	end, err := s.log.End(ctx)
-	if err != nil {
-		return storeErr("Check topic", err)
-	}
 	s.mu.RLock()
 	applied, highest := s.st.next, s.st.nextID()-1
 	s.mu.RUnlock()
+	end, err := s.endReaches(ctx, applied)
+	if err != nil {
+		return storeErr("Check topic", err)
+	}
 	switch {
 	case id != s.topicID:
 		s.refuseWrites(fmt.Sprintf("topic %s was deleted and created again while this node ran (its id was %s, now %s). Schema ids up to %d were handed out and may be in records. Restore the topic if you can; otherwise restart this node with --registry-accept-reset (Config.AcceptReset, with a checkpoint): new ids continue above the highest handed out",
@@ -206,4 +209,27 @@ func (s *Server) checkTopic(ctx context.Context) *apiError {
 			s.cfg.Topic, end, applied, highest))
 	}
 	return s.writesRefused()
+}
+
+// rewindGrace is how long the topic's end may stay below an offset the
+// node has read before the topic counts as rewound. The end a broker
+// reports can trail, for a moment, records a fetch already returned
+// (seen with several nodes writing at once); a rewound topic stays short.
+const rewindGrace = 2 * time.Second
+
+// endReaches returns the topic's end once it reaches offset, or the end
+// it still has after rewindGrace.
+func (s *Server) endReaches(ctx context.Context, offset int64) (int64, error) {
+	deadline := time.Now().Add(rewindGrace)
+	for {
+		end, err := s.log.End(ctx)
+		if err != nil || end >= offset || time.Now().After(deadline) {
+			return end, err
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
 }

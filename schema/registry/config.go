@@ -108,12 +108,7 @@ func (s *Server) checkCompatibilityHandler(w http.ResponseWriter, r *http.Reques
 		ref = &v
 	}
 	verbose := boolParam(r, "verbose")
-	var req schemaRequest
-	if aerr := readJSON(w, r, &req); aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	sch, aerr := req.parse(s.cfg.limits())
+	_, sch, aerr := s.readSchema(w, r)
 	if aerr != nil {
 		if verbose && aerr.Code == codeInvalidSchema {
 			writeJSON(w, compatResponse{Compatible: false, Messages: []string{aerr.Message}})

@@ -140,8 +140,9 @@ type Server struct {
 	advance chan struct{} // closed and replaced whenever st.next moves
 	readErr error         // why reading the log failed last, nil once it reads again
 
-	// checks holds a slot per compatibility check running (compat.go).
-	checks chan struct{}
+	// checks holds a slot per compatibility check running (compat.go),
+	// parses one per request reading or parsing a schema (readSchema).
+	checks, parses chan struct{}
 
 	// The checkpoint (checkpoint.go): the topic's id when the node
 	// started, why writes are refused (nil: they are not), and the
@@ -191,6 +192,7 @@ func NewWithLog(ctx context.Context, l Log, cfg Config) (*Server, error) {
 		st:      newState(),
 		advance: make(chan struct{}),
 		checks:  make(chan struct{}, runtime.GOMAXPROCS(0)),
+		parses:  make(chan struct{}, 4*runtime.GOMAXPROCS(0)),
 		stop:    stop,
 		done:    make(chan struct{}),
 	}

@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"runtime/debug"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -204,4 +207,82 @@ func TestMeasure(t *testing.T) {
 				tc.schema, sh.nodes, sh.branches(), sh.fields(), deep, tc.nodes, tc.branches, tc.width)
 		}
 	}
+}
+
+// Requests that carry schemas read and parse a few at a time, so many
+// clients sending large bodies at once hold bounded memory: 48 clients
+// sending 9 MiB bodies slowly (6 MiB, a pause, the rest), each read up to
+// the 8 MiB limit before it is refused. Before, the heap grew by 280 MB
+// (every client's 6 MiB held at once); now by about 120 MB.
+func TestConcurrentSchemaRequestsHoldBoundedMemory(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))  // 8 slots, whatever the machine
+	defer debug.SetGCPercent(debug.SetGCPercent(20)) // the heap near what is live
+	// A long SyncTimeout: under the race detector the requests wait their
+	// turn longer than the default lets them.
+	srv, err := NewWithLog(t.Context(), NewMemoryLog().Open(), Config{Logger: quiet(), SyncTimeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	body := `{"schema":"` + strings.Repeat("x", 9<<20) + `"}`
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range 48 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := httptest.NewRecorder()
+			slow := &pausingReader{first: strings.NewReader(body[:6<<20]), rest: strings.NewReader(body[6<<20:])}
+			srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/subjects/s", slow))
+			if rec.Code != 422 {
+				t.Errorf("a 9 MiB body: %d %s, want 422", rec.Code, rec.Body)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-sampled
+	grew := (peak.Load() - min(peak.Load(), base.HeapInuse)) >> 20
+	t.Logf("48 concurrent 9 MiB bodies: heap grew by at most %d MB (%d requests at a time)", grew, cap(srv.parses))
+	if grew > 200 {
+		t.Errorf("heap grew by %d MB, want at most 200 MB (for 8 requests at a time)", grew)
+	}
+}
+
+// pausingReader reads first, pauses, then reads rest: a client sending
+// slowly, holding what the server has read of its body meanwhile.
+type pausingReader struct {
+	first, rest *strings.Reader
+	paused      bool
+}
+
+func (p *pausingReader) Read(b []byte) (int, error) {
+	if p.first.Len() > 0 {
+		return p.first.Read(b)
+	}
+	if !p.paused {
+		p.paused = true
+		time.Sleep(200 * time.Millisecond)
+	}
+	return p.rest.Read(b)
 }

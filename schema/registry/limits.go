@@ -46,6 +46,17 @@ var defaultLimits = schemaLimits{
 	maxBranches: DefaultMaxUnionBranches, maxFields: DefaultMaxSchemaFields,
 }
 
+// replay returns the limits a node applies to schemas read back from its
+// log: size and depth only, the parser's own costs. A schema already
+// stored (registered before the width limits existed, or under higher
+// ones) must stay readable by id, or records carrying it could not be
+// decoded; a wide one costs its parse once per replay, and the checks
+// against it are bounded by CheckTimeout.
+func (l schemaLimits) replay() schemaLimits {
+	l.maxNodes, l.maxBranches, l.maxFields = math.MaxInt, math.MaxInt, math.MaxInt
+	return l
+}
+
 // check returns an error naming the limit that text exceeds, or nil.
 func (l schemaLimits) check(text string) error {
 	if len(text) > l.maxBytes {

@@ -38,7 +38,8 @@ type Config struct {
 	// MaxSchemaNodes, MaxUnionBranches and MaxSchemaFields bound the
 	// number of types, fields and branches in a schema and how wide its
 	// unions, and its records and enums, are (limits.go), measured before
-	// it is parsed; past one, 42201 naming it. Defaults:
+	// it is parsed; past one, 42201 naming it. They bound requests only:
+	// a schema already stored is served whatever its shape. Defaults:
 	// DefaultMaxSchemaNodes, DefaultMaxUnionBranches, DefaultMaxSchemaFields.
 	MaxSchemaNodes   int
 	MaxUnionBranches int
@@ -196,7 +197,7 @@ func NewWithLog(ctx context.Context, l Log, cfg Config) (*Server, error) {
 		stop:    stop,
 		done:    make(chan struct{}),
 	}
-	s.st.limits = cfg.limits()
+	s.st.limits = cfg.limits().replay()
 	s.handler = cfg.Auth.handler(s.routes(), cfg.Logger)
 	go s.tail(tailCtx)
 	// Replay is bounded by ctx alone, not SyncTimeout: a long-lived topic

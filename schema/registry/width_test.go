@@ -286,3 +286,28 @@ func (p *pausingReader) Read(b []byte) (int, error) {
 	}
 	return p.rest.Read(b)
 }
+
+// A schema already on the topic is served whatever its width: the width
+// and node limits bound requests, not replay, so a schema registered
+// before them (or under higher ones) stays readable by id, and records
+// carrying it can still be decoded.
+func TestReplayServesSchemasOverTheRequestLimits(t *testing.T) {
+	mem := NewMemoryLog()
+	wide := unionOfRecords(600)
+	if _, err := mem.Open().Append(t.Context(), schemaRecord(schemaValue{Subject: "wide", Version: 1, ID: 1, Schema: wide})); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewWithLog(t.Context(), mem.Open(), Config{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/schemas/ids/1/schema", nil))
+	if rec.Code != 200 || rec.Body.String() != wide {
+		t.Fatalf("GET /schemas/ids/1/schema: %d, %d bytes; want the stored 600-branch union", rec.Code, rec.Body.Len())
+	}
+	if code, body, _ := post(t, srv.Handler(), "/subjects/other/versions", wide); code != 422 || !strings.Contains(body, "--schema-max-union-branches") {
+		t.Fatalf("registering it anew: %d %s; want 42201 naming --schema-max-union-branches", code, body)
+	}
+}

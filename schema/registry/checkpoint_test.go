@@ -68,10 +68,12 @@ func TestCheckpointDeletedTopicNeverReusesIDs(t *testing.T) {
 
 	lost := NewMemoryLog()
 	wantRefused(t, checkpointNode(t, lost, path, false), "deleted and created again", "ids up to 2")
-	rec := httptest.NewRecorder()
-	checkpointNode(t, lost, path, false).Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/subjects", nil))
-	if rec.Code != 200 {
-		t.Errorf("reads while writes are refused: %d %s", rec.Code, rec.Body)
+	for _, url := range []string{"/subjects", "/healthz"} {
+		rec := httptest.NewRecorder()
+		checkpointNode(t, lost, path, false).Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, nil))
+		if rec.Code != 200 || url == "/healthz" && !strings.Contains(rec.Body.String(), `"writes_refused":"Schema registry refuses writes`) {
+			t.Errorf("GET %s while writes are refused: %d %s, want 200 (saying so on /healthz)", url, rec.Code, rec.Body)
+		}
 	}
 
 	// One node per checkpoint, as in production: each is closed before
@@ -127,4 +129,28 @@ func TestCheckpointDamagedRefusesWrites(t *testing.T) {
 			t.Errorf("checkpoint %q: register answered %d %s, want 50001 naming %s", content, code, body, path)
 		}
 	}
+}
+
+// failingAppends is a log whose appends fail: the broker refused or
+// timed out.
+type failingAppends struct{ Log }
+
+func (failingAppends) Append(context.Context, ...Record) (int64, error) {
+	return 0, fmt.Errorf("broker unreachable")
+}
+
+// An id recorded in the checkpoint whose record never reached the topic
+// (the append failed) is no loss: the restarted node takes writes.
+func TestCheckpointReservedIDWithoutRecordIsNoLoss(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "schema-registry-checkpoint")
+	mem := NewMemoryLog()
+	srv, err := NewWithLog(t.Context(), failingAppends{mem.Open()}, Config{Logger: quiet(), Checkpoint: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := registerOn(srv, "a", "A"); code != 500 {
+		t.Fatalf("register with failing appends: %d %s", code, body)
+	}
+	srv.Close()
+	wantID(t, checkpointNode(t, mem, path, false), "a", "A", 1)
 }

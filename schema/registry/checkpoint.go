@@ -121,8 +121,8 @@ func (s *Server) openCheckpoint(ctx context.Context) error {
 	}
 	switch {
 	case lost != "" && !s.cfg.AcceptReset:
-		s.refuseWrites(fmt.Sprintf("%s. Schema ids up to %d were handed out and may be in records, so no id at or below %d may be given out again. Restore the topic if you can; otherwise restart this node with --registry-accept-reset (Config.AcceptReset): the schemas the topic lost stay lost, and new ids continue above %d on every node",
-			lost, cp.HighestID, cp.HighestID, cp.HighestID))
+		s.refuseWrites(fmt.Sprintf("%s. Schema ids up to %d were handed out and may be in records, so no id at or below %d may be given out again. Restore the topic if you can; otherwise restart this node with --registry-accept-reset (Config.AcceptReset), or POST %s as an admin: the schemas the topic lost stay lost, and new ids continue above %d on every node",
+			lost, cp.HighestID, cp.HighestID, AcceptResetPath, cp.HighestID))
 		return nil
 	case lost != "":
 		if aerr := s.append(ctx, "Accept reset", idFloorRecord(cp.HighestID)); aerr != nil {
@@ -204,11 +204,11 @@ func (s *Server) checkTopic(ctx context.Context) *apiError {
 	}
 	switch {
 	case id != s.topicID:
-		s.refuseWrites(fmt.Sprintf("topic %s was deleted and created again while this node ran (its id was %s, now %s). Schema ids up to %d were handed out and may be in records. Restore the topic if you can; otherwise restart this node with --registry-accept-reset (Config.AcceptReset, with a checkpoint): new ids continue above the highest handed out",
-			s.cfg.Topic, s.topicID, id, highest))
+		s.refuseWrites(fmt.Sprintf("topic %s was deleted and created again while this node ran (its id was %s, now %s). Schema ids up to %d were handed out and may be in records. Restore the topic if you can; otherwise restart this node with --registry-accept-reset (Config.AcceptReset, with a checkpoint), or POST %s as an admin: new ids continue above the highest handed out",
+			s.cfg.Topic, s.topicID, id, highest, AcceptResetPath))
 	case end < applied:
-		s.refuseWrites(fmt.Sprintf("topic %s ends at offset %d, but this node has read up to offset %d: it was rewound. Schema ids up to %d were handed out and may be in records. Restore the topic if you can; otherwise restart this node with --registry-accept-reset (Config.AcceptReset, with a checkpoint): new ids continue above the highest handed out",
-			s.cfg.Topic, end, applied, highest))
+		s.refuseWrites(fmt.Sprintf("topic %s ends at offset %d, but this node has read up to offset %d: it was rewound. Schema ids up to %d were handed out and may be in records. Restore the topic if you can; otherwise restart this node with --registry-accept-reset (Config.AcceptReset, with a checkpoint), or POST %s as an admin: new ids continue above the highest handed out",
+			s.cfg.Topic, end, applied, highest, AcceptResetPath))
 	}
 	return s.writesRefused()
 }

@@ -154,3 +154,45 @@ func TestCheckpointReservedIDWithoutRecordIsNoLoss(t *testing.T) {
 	srv.Close()
 	wantID(t, checkpointNode(t, mem, path, false), "a", "A", 1)
 }
+
+// POST /tributary/accept-reset does what a restart with AcceptReset does,
+// without stopping the process (in standalone, the broker): the node
+// reads the topic afresh, appends the id floor and takes writes again. It
+// refuses when there is nothing to accept.
+func TestAcceptResetEndpoint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "schema-registry-checkpoint")
+	old := checkpointNode(t, NewMemoryLog(), path, false)
+	wantID(t, old, "a", "A", 1)
+	wantID(t, old, "b", "B", 2)
+	old.Close()
+
+	if need := RequiredRole(http.MethodPost, AcceptResetPath); need != RoleAdmin {
+		t.Fatalf("POST %s needs role %s, want admin", AcceptResetPath, need)
+	}
+	lost := NewMemoryLog()
+	node, err := Start(Config{Logger: quiet(), Checkpoint: path}, func(context.Context) (Log, error) { return lost.Open(), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	do := func(method, url, body string) (int, string) {
+		rec := httptest.NewRecorder()
+		node.ServeHTTP(rec, httptest.NewRequest(method, url, strings.NewReader(body)))
+		return rec.Code, rec.Body.String()
+	}
+	register := func(name string) (int, string) {
+		return do(http.MethodPost, "/subjects/s/versions", fmt.Sprintf(`{"schema":"{\"type\":\"record\",\"name\":\"%s\",\"fields\":[]}"}`, name))
+	}
+	if code, body := register("C"); code != 500 || !strings.Contains(body, AcceptResetPath) {
+		t.Fatalf("register after the topic was lost: %d %s, want 50001 naming %s", code, body, AcceptResetPath)
+	}
+	if code, body := do(http.MethodPost, AcceptResetPath, ""); code != 200 || !strings.Contains(body, `"accepted":true`) {
+		t.Fatalf("POST %s: %d %s", AcceptResetPath, code, body)
+	}
+	if code, body := register("C"); code != 200 || strings.TrimSpace(body) != `{"id":3}` {
+		t.Fatalf("register after accepting: %d %s, want id 3", code, body)
+	}
+	if code, body := do(http.MethodPost, AcceptResetPath, ""); code != 422 || !strings.Contains(body, "not refused") {
+		t.Fatalf("POST %s with nothing to accept: %d %s, want 42205", AcceptResetPath, code, body)
+	}
+}

@@ -89,7 +89,8 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 		c.logger.Warn("closing connection: SASL exchange out of order")
 		return closeAfter{encode(req, resp)}
 	}
-	if ok, wait, n := b.logins.failed.Allow(c.ip); !ok {
+	named, asUser := saslUser(c, r.SASLAuthBytes)
+	if ok, wait, n := b.logins.failed.Allow(c.ip, named); asUser && !ok {
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		msg := fmt.Sprintf("too many failed logins from %s (%d within a minute): logins from it are refused for %s more", c.ip, n, wait.Round(time.Second))
 		resp.ErrorMessage = &msg
@@ -111,7 +112,7 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 		user = c.auth.scram.user
 	}
 	if err != nil {
-		b.logins.failed.Fail(c.ip)
+		b.logins.failed.Fail(c.ip, user)
 		b.metrics.loginRefused(c.auth.mechanism, "bad_credentials")
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		msg := fmt.Sprintf("authentication failed: invalid credentials with SASL mechanism %s", c.auth.mechanism)
@@ -136,12 +137,27 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 		} else {
 			c.logger.Info("SASL authentication succeeded", "user", user, "mechanism", c.auth.mechanism)
 		}
+		b.logins.failed.Succeed(c.ip, user)
 		c.auth.authenticated, c.auth.reauth = true, false
 		c.auth.principal = "User:" + user
 		c.auth.scram = nil
 		resp.SessionLifetimeMillis = b.startSession(c)
 	}
 	return encode(req, resp)
+}
+
+// saslUser returns the user a SASL step logs in as, and whether the step
+// checks a password (PLAIN's only step, SCRAM's proof): failed logins are
+// limited per address and user (internal/loginlimit), and SCRAM's first
+// step, which names the user, guesses nothing.
+func saslUser(c *conn, token []byte) (string, bool) {
+	if c.auth.mechanism == mechPlain {
+		if parts := bytes.SplitN(token, []byte{0}, 3); len(parts) == 3 {
+			return string(parts[1]), true
+		}
+		return "", true
+	}
+	return c.auth.scram.user, c.auth.scram.user != ""
 }
 
 // plainLogin checks a PLAIN token (authzid NUL user NUL password) against

@@ -11,10 +11,13 @@ package broker
 // checks the proof against it. So neither the answers nor their timing
 // tell which users exist.
 //
-// Failed logins are counted per client IP (internal/loginlimit): past
-// loginlimit.DefaultMax within a minute, the address's further logins are
-// refused with SASL_AUTHENTICATION_FAILED, unchecked, saying how long to
-// wait, until its minute is over.
+// Failed logins are counted per client IP and user (internal/loginlimit):
+// past loginlimit.DefaultMax within a minute, that user's further logins
+// from the address are refused with SASL_AUTHENTICATION_FAILED, unchecked,
+// saying how long to wait, until its minute is over; past
+// loginlimit.DefaultMaxPerAddr across users, everyone's from the address
+// but users who logged in from it lately. A burst for one user never
+// locks out the others at a shared address.
 
 import (
 	"crypto/hmac"

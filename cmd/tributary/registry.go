@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -31,6 +32,7 @@ func runSchemaRegistry(ctx context.Context, args []string) error {
 	listen := fs.String("listen", "127.0.0.1:8081", "HTTP listen address `host:port`")
 	var rf registryFlags
 	rf.register(fs)
+	fs.StringVar(&rf.checkpoint, "registry-checkpoint", "", "`file` where this node keeps the highest schema id handed out and which _schemas it read, so that ids are never reused if _schemas is deleted or rewound (standalone: <data-dir>/"+registryCheckpointFile+"); one file per node")
 	credDir := fs.String("credentials-data-dir", "", "with --registry-auth basic: check passwords against the users of the standalone broker with this data directory (`tributary users set`)")
 	credZK := fs.String("credentials-zookeeper", "", "with --registry-auth basic: check passwords against a cluster's users, ZooKeeper `host:port/chroot` /config/users")
 	var ksec clientsec.Kafka
@@ -56,6 +58,9 @@ func runSchemaRegistry(ctx context.Context, args []string) error {
 		defer zk.Close()
 		rf.credentials = broker.NewZooKeeperCredentials(zk)
 	}
+	if rf.checkpoint == "" {
+		slog.Warn("schema registry: no --registry-checkpoint; if _schemas is deleted or rewound, this node can hand out schema ids already in records once restarted")
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("registry listener: %w", err)
@@ -69,12 +74,24 @@ func runSchemaRegistry(ctx context.Context, args []string) error {
 	return serveRegistry(ctx, ln, splitList(*bootstrap), rf, nil, ms)
 }
 
+// registryCheckpointFile is the registry's checkpoint in a standalone
+// data directory.
+const registryCheckpointFile = "schema-registry-checkpoint"
+
 // registryFlags are the registry's limits and security, shared by
 // schema-registry and standalone.
 type registryFlags struct {
-	maxSchemaBytes, maxSchemaDepth int
-	tlsCert, tlsKey                string
-	auth, rolesFile                string
+	maxSchemaBytes, maxSchemaDepth   int
+	maxSchemaNodes, maxUnionBranches int
+	maxSchemaFields                  int
+	checkTimeout                     time.Duration
+	tlsCert, tlsKey                  string
+	auth, rolesFile                  string
+	acceptReset                      bool
+
+	// checkpoint is the registry's checkpoint file: a flag of
+	// schema-registry, in the data directory for standalone.
+	checkpoint string
 
 	// credentials are where --registry-auth basic checks passwords: the
 	// broker's users. Set by the command, not by a flag.
@@ -90,6 +107,11 @@ func (f *registryFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.rolesFile, "registry-roles", "", "`file` of `user = reader|writer|admin` lines (with --registry-auth basic); re-read when it changes")
 	fs.IntVar(&f.maxSchemaBytes, "schema-max-bytes", registry.DefaultMaxSchemaBytes, "largest schema text the registry parses; larger ones get 42201")
 	fs.IntVar(&f.maxSchemaDepth, "schema-max-depth", registry.DefaultMaxSchemaDepth, "deepest nesting of JSON objects and arrays in a schema the registry parses; deeper ones get 42201")
+	fs.IntVar(&f.maxSchemaNodes, "schema-max-nodes", registry.DefaultMaxSchemaNodes, "most types, fields and unions in a schema the registry parses; more get 42201")
+	fs.IntVar(&f.maxUnionBranches, "schema-max-union-branches", registry.DefaultMaxUnionBranches, "widest union in a schema the registry parses (several unions count as the square root of the sum of their widths squared); wider get 42201")
+	fs.IntVar(&f.maxSchemaFields, "schema-max-fields", registry.DefaultMaxSchemaFields, "widest record or enum, in fields or symbols, in a schema the registry parses (several count as the square root of the sum of their widths squared); wider get 42201")
+	fs.BoolVar(&f.acceptReset, "registry-accept-reset", false, "accept that _schemas lost records its checkpoint knew of (deleted, or restored from an older copy): new schema ids continue above the highest handed out; without it such a registry serves reads and refuses writes")
+	fs.DurationVar(&f.checkTimeout, "schema-check-timeout", registry.DefaultCheckTimeout, "longest a compatibility check may take; longer ones get 42201")
 }
 
 // security returns the registry's certificate (nil: plain HTTP) and
@@ -198,7 +220,9 @@ func serveRegistry(ctx context.Context, ln net.Listener, bootstrap []string, rf 
 			return b.AppendInternal(ctx, registry.DefaultTopic, 0, irs)
 		}
 	}
-	node, err := registry.Start(registry.Config{Logger: slog.Default(), MaxSchemaBytes: rf.maxSchemaBytes, MaxSchemaDepth: rf.maxSchemaDepth, TLS: tc, Auth: auth},
+	node, err := registry.Start(registry.Config{Logger: slog.Default(), MaxSchemaBytes: rf.maxSchemaBytes, MaxSchemaDepth: rf.maxSchemaDepth,
+		MaxSchemaNodes: rf.maxSchemaNodes, MaxUnionBranches: rf.maxUnionBranches, MaxSchemaFields: rf.maxSchemaFields, CheckTimeout: rf.checkTimeout,
+		Checkpoint: rf.checkpoint, AcceptReset: rf.acceptReset, TLS: tc, Auth: auth},
 		func(ctx context.Context) (registry.Log, error) { return registry.OpenKafkaLog(ctx, kcfg) })
 	if err != nil {
 		ln.Close()

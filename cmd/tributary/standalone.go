@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -41,6 +42,7 @@ func runStandalone(ctx context.Context, args []string) error {
 		return fmt.Errorf("--registry-kafka-*: %w", err)
 	}
 	rf.credentials = broker.OpenCredentialFile(broker.CredentialFilePath(bf.dataDir)) // the broker's own users
+	rf.checkpoint = filepath.Join(bf.dataDir, registryCheckpointFile)
 	b, err := broker.New(bf.config())
 	if err != nil {
 		return err

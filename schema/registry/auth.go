@@ -21,10 +21,12 @@ package registry
 // Password guessing is bounded two ways. A name that is no user costs the
 // same key derivation as a wrong password (against a fixed dummy salt and
 // the default iterations), so the time of a 401 does not tell which users
-// exist. And once a client address has sent wrong credentials
-// loginlimit.DefaultMax times within a minute, its requests with
-// credentials get 429 (42901) with Retry-After, unchecked, until the
-// minute is over.
+// exist. And once a user's credentials have been wrong
+// loginlimit.DefaultMax times within a minute from one client address (or
+// anyone's loginlimit.DefaultMaxPerAddr times, for users that have not
+// logged in from it lately), those requests get 429 (42901) with
+// Retry-After, unchecked, until the minute is over; other users at that
+// address are not affected (internal/loginlimit).
 
 import (
 	"crypto/hmac"
@@ -101,11 +103,15 @@ type BasicAuth struct {
 	Roles       Roles
 	// Realm is named in the 401 challenge. Default: "Tributary Schema Registry".
 	Realm string
-	// FailedLogins limits wrong credentials per client address. Default:
-	// loginlimit's defaults (10 a minute, 10000 addresses tracked).
+	// FailedLogins limits wrong credentials per client address and user.
+	// Default: loginlimit's defaults (10 a minute per user and address,
+	// 100 per address across users).
 	FailedLogins *loginlimit.Limiter
 
 	derivations atomic.Int64 // password key derivations, see Derivations
+	// Logins refused: wrong credentials, and attempts refused unchecked
+	// by FailedLogins (the tributary_registry_logins_refused_total metric).
+	badCredentials, rateLimited atomic.Int64
 
 	// The roles and credential-store errors last logged: the operator
 	// gets one line per distinct error, not one per refused request.
@@ -257,12 +263,13 @@ func (a *BasicAuth) handler(h http.Handler, logger *slog.Logger) http.Handler {
 	a.init()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		addr := clientAddr(r)
-		_, _, given := r.BasicAuth()
+		name, _, given := r.BasicAuth()
 		if given {
-			if ok, wait, n := a.FailedLogins.Allow(addr); !ok {
+			if ok, wait, n := a.FailedLogins.Allow(addr, name); !ok {
 				secs := int(wait.Round(time.Second) / time.Second)
 				w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-				writeError(w, &apiError{codeTooManyLogins, fmt.Sprintf("Too many failed logins from %s (%d within the limit's window): try again in %s", addr, n, wait.Round(time.Second))})
+				a.rateLimited.Add(1)
+				writeError(w, &apiError{codeTooManyLogins, fmt.Sprintf("Too many failed logins from %s (%d within the limit's window, counted per user and for the address as a whole): try again in %s", addr, n, wait.Round(time.Second))})
 				return
 			}
 		}
@@ -273,9 +280,13 @@ func (a *BasicAuth) handler(h http.Handler, logger *slog.Logger) http.Handler {
 			return
 		}
 		a.credErr.recovered(logger, "schema registry: credentials can be checked again")
+		if ok {
+			a.FailedLogins.Succeed(addr, user)
+		}
 		if !ok {
 			if given {
-				a.FailedLogins.Fail(addr)
+				a.FailedLogins.Fail(addr, name)
+				a.badCredentials.Add(1)
 			}
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Basic realm=%q, charset=\"UTF-8\"", realm))
 			writeError(w, &apiError{codeUnauthorized, "Unauthorized: send HTTP basic credentials of a registry user"})

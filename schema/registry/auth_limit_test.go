@@ -85,3 +85,23 @@ func TestBasicAuthFailedLoginLimit(t *testing.T) {
 		t.Fatalf("after the window: %d, want 200", w.Code)
 	}
 }
+
+// A burst of wrong passwords for one user from a shared address locks out
+// that user there, not the administrator at the same address. Before, the
+// administrator got 429 with the right password for the rest of the
+// minute.
+func TestBasicAuthBurstDoesNotLockOutOtherUsers(t *testing.T) {
+	now := time.Unix(1000, 0)
+	_, get := limitedRegistry(t, &now)
+	for i := 0; i < 10; i++ {
+		if w := get("192.0.2.7", "bob", "guess"); w.Code != 401 && w.Code != 429 {
+			t.Fatalf("bob's guess %d: %d, want 401 or 429", i+1, w.Code)
+		}
+	}
+	if w := get("192.0.2.7", "bob", "guess"); w.Code != 429 {
+		t.Fatalf("bob after his burst: %d, want 429", w.Code)
+	}
+	if w := get("192.0.2.7", "ada", "right"); w.Code != 200 {
+		t.Fatalf("ada at the same address after bob's burst: %d %s, want 200", w.Code, w.Body)
+	}
+}

@@ -1,8 +1,10 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
@@ -73,4 +75,61 @@ func checkCompatibility(level string, s *avsc.Schema, prev []previous) []string 
 		}
 	}
 	return nil
+}
+
+// DefaultCheckTimeout is the default of Config.CheckTimeout.
+const DefaultCheckTimeout = 5 * time.Second
+
+// checkWithin runs checkCompatibility within Config.CheckTimeout.
+//
+// The Avro library's check cannot be interrupted, so a check that runs out
+// of time is abandoned, not stopped: it keeps its slot in s.checks until
+// it ends. At most GOMAXPROCS checks thus run at once, abandoned or not,
+// and a request waiting for a slot counts that wait against its deadline;
+// the schema limits bound how long any one check can run. A panic in the
+// library is the input's fault and is answered as an invalid schema, never
+// allowed to end the process (in standalone, the broker).
+func (s *Server) checkWithin(ctx context.Context, level string, sch *avsc.Schema, prev []previous) ([]string, *apiError) {
+	if level == None || len(prev) == 0 {
+		return nil, nil
+	}
+	deadline := time.NewTimer(s.cfg.CheckTimeout)
+	defer deadline.Stop()
+	tooLong := func() *apiError {
+		return errInvalidSchema("checking compatibility took longer than %s (CheckTimeout, --schema-check-timeout): the schema, or the versions it is checked against, are too large to check in time; make it smaller, or raise the limit", s.cfg.CheckTimeout)
+	}
+	select {
+	case s.checks <- struct{}{}:
+	case <-deadline.C:
+		return nil, tooLong()
+	case <-ctx.Done():
+		return nil, storeErr("Compatibility check", ctx.Err())
+	}
+	type result struct {
+		msgs  []string
+		panic any
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() { <-s.checks }()
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{panic: p}
+			}
+		}()
+		done <- result{msgs: checkCompatibility(level, sch, prev)}
+	}()
+	select {
+	case r := <-done:
+		if r.panic != nil {
+			s.cfg.Logger.Error("schema registry: the compatibility check panicked; the request is refused", "panic", r.panic)
+			return nil, errInvalidSchema("checking compatibility failed: %v", r.panic)
+		}
+		return r.msgs, nil
+	case <-deadline.C:
+		s.cfg.Logger.Warn("schema registry: a compatibility check ran out of time; it goes on in the background until it ends", "timeout", s.cfg.CheckTimeout)
+		return nil, tooLong()
+	case <-ctx.Done():
+		return nil, storeErr("Compatibility check", ctx.Err())
+	}
 }

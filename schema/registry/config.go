@@ -108,12 +108,7 @@ func (s *Server) checkCompatibilityHandler(w http.ResponseWriter, r *http.Reques
 		ref = &v
 	}
 	verbose := boolParam(r, "verbose")
-	var req schemaRequest
-	if aerr := readJSON(w, r, &req); aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	sch, aerr := req.parse(s.cfg.limits())
+	_, sch, aerr := s.readSchema(w, r)
 	if aerr != nil {
 		if verbose && aerr.Code == codeInvalidSchema {
 			writeJSON(w, compatResponse{Compatible: false, Messages: []string{aerr.Message}})
@@ -122,9 +117,12 @@ func (s *Server) checkCompatibilityHandler(w http.ResponseWriter, r *http.Reques
 		writeError(w, aerr)
 		return
 	}
-	var msgs []string
+	var (
+		level string
+		prev  []previous
+	)
 	err := s.view(r.Context(), func(st *state) error {
-		prev := st.previous(subject)
+		prev = st.previous(subject)
 		if ref != nil {
 			sub := st.subjects[subject]
 			switch {
@@ -143,11 +141,16 @@ func (s *Server) checkCompatibilityHandler(w http.ResponseWriter, r *http.Reques
 				prev = []previous{{version: v.num, schema: st.schemas[v.id].schema}}
 			}
 		}
-		msgs = checkCompatibility(st.level(subject, s.cfg.DefaultCompatibility), sch, prev)
+		level = st.level(subject, s.cfg.DefaultCompatibility)
 		return nil
 	})
 	if err != nil {
 		writeError(w, err.(*apiError))
+		return
+	}
+	msgs, aerr := s.checkWithin(r.Context(), level, sch, prev) // outside the lock: it may take CheckTimeout
+	if aerr != nil {
+		writeError(w, aerr)
 		return
 	}
 	if !verbose {

@@ -17,7 +17,9 @@
 //     topic to its end before deciding a registration, records are applied
 //     first-writer-wins, and a registration that lost a race is decided
 //     again. The same schema gets the same id under every subject.
-//   - Ids are never reused, even after a hard delete.
+//   - Ids are never reused, even after a hard delete; with a checkpoint
+//     (Config.Checkpoint), not even after the topic is deleted or rewound:
+//     such a node refuses writes until Config.AcceptReset (checkpoint.go).
 //   - A node answers "not found" only after reading the topic to its end,
 //     so what any node acknowledged is found on every node; lists reflect
 //     what the node has read so far (milliseconds behind).
@@ -25,8 +27,10 @@
 //     read back with an id or version outside 1..2^31-1, an id ahead of the
 //     counter, a tombstone for a live version, or a schema that does not
 //     parse within the limits is skipped and logged with its offset.
-//   - A schema text is measured (MaxSchemaBytes, MaxSchemaDepth) before it
-//     is parsed, so no request costs more than the limits allow.
+//   - A schema text is measured (bytes, depth, nodes, widths of unions,
+//     records and enums) before it is parsed, and a compatibility check
+//     runs within CheckTimeout outside the state's lock, so no request
+//     costs more than the limits allow or holds up the others.
 //   - A Node serves HTTP whatever state its log is in: while the log cannot
 //     be opened or replayed it answers 503 with the reason, and retries.
 //   - With Config.Auth, no request is served, and no reason for a 503

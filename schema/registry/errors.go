@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // apiError is an error in Confluent's shape: an HTTP status and a body
@@ -130,6 +131,10 @@ func errStore(op string, err error) *apiError {
 
 func errTimeout(op string) *apiError {
 	return &apiError{codeOperationTimeout, op + " timed out waiting for the _schemas topic"}
+}
+
+func errBusy(slots int, waited time.Duration) *apiError {
+	return &apiError{codeOperationTimeout, fmt.Sprintf("Schema registry is busy: %d other requests were reading or parsing schemas for %s; retry", slots, waited)}
 }
 
 func errBadRequest(format string, args ...any) *apiError {

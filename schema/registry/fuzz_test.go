@@ -8,6 +8,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
 
 // FuzzSchemaRequest sends arbitrary bodies to the endpoints that take a
@@ -66,6 +69,7 @@ func FuzzApplyRecord(f *testing.F) {
 		configRecord("s", ""),
 		deleteSubjectRecord("s", 1),
 		{Key: []byte(`{"keytype":"NOOP","magic":0}`)},
+		idFloorRecord(5),
 		{Key: []byte(`{"keytype":"SCHEMA","subject":"s","version":1e99}`), Value: []byte(`{}`)},
 	} {
 		f.Add(r.Key, r.Value, r.Value == nil)
@@ -75,7 +79,7 @@ func FuzzApplyRecord(f *testing.F) {
 			value = nil
 		}
 		st := newState()
-		st.limits = schemaLimits{maxBytes: 64 << 10, maxDepth: 32}
+		st.limits = schemaLimits{maxBytes: 64 << 10, maxDepth: 32, maxNodes: 1000, maxBranches: 100, maxFields: 100}
 		if why := st.apply(schemaRecord(schemaValue{Subject: "s", Version: 1, ID: 1, Schema: schemaA})); why != "" {
 			t.Fatal(why)
 		}
@@ -94,3 +98,48 @@ func FuzzApplyRecord(f *testing.F) {
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// FuzzCompatibility checks arbitrary pairs of schema texts against each
+// other as a registration would, under small limits: whatever the texts,
+// no panic escapes (a panic in the check's goroutine would end the
+// process), the answer comes back, and a schema that passes the limits
+// and parses is compatible with itself under FULL.
+func FuzzCompatibility(f *testing.F) {
+	for _, seed := range [][2]string{
+		{`"int"`, `"long"`},
+		{`["null","string"]`, `["string","null","int"]`},
+		{`{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`, `{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"string","default":""}]}`},
+		{`{"type":"record","name":"L","fields":[{"name":"next","type":["null","L"]}]}`, `{"type":"record","name":"L","fields":[{"name":"next","type":["null","L"]},{"name":"v","type":"int","default":0}]}`},
+		{`{"type":"enum","name":"E","symbols":["A","B"],"default":"A"}`, `{"type":"enum","name":"E","symbols":["A","B","C"]}`},
+		{`{"type":"array","items":{"type":"map","values":["null",{"type":"fixed","name":"F","size":4}]}}`, `{"type":"array","items":{"type":"map","values":{"type":"fixed","name":"F","size":4}}}`},
+		{`[{"type":"record","name":"A","fields":[]},{"type":"record","name":"B","fields":[]}]`, `{"type":"record","name":"B","aliases":["A"],"fields":[]}`},
+		{`{"type":"bytes","logicalType":"decimal","precision":4,"scale":2}`, `"bytes"`},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	lim := schemaLimits{maxBytes: 16 << 10, maxDepth: 32, maxNodes: 500, maxBranches: 50, maxFields: 50}
+	srv := &Server{cfg: Config{Logger: quiet(), CheckTimeout: 10 * time.Second}, checks: make(chan struct{}, 1)}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		var parsed []*avsc.Schema
+		for _, text := range []string{a, b} {
+			if lim.check(text) != nil {
+				return
+			}
+			s, err := avsc.Parse(text)
+			if err != nil {
+				return
+			}
+			parsed = append(parsed, s)
+		}
+		for _, level := range []string{Backward, Forward, FullTransitive} {
+			if _, aerr := srv.checkWithin(t.Context(), level, parsed[0], []previous{{version: 1, schema: parsed[1]}}); aerr != nil {
+				t.Fatalf("%s check of %s against %s: %v", level, a, b, aerr)
+			}
+		}
+		for _, s := range parsed {
+			if msgs, aerr := srv.checkWithin(t.Context(), Full, s, []previous{{version: 1, schema: s}}); aerr != nil || len(msgs) > 0 {
+				t.Fatalf("%s is not compatible with itself: %v %v", s.Text, aerr, msgs)
+			}
+		}
+	})
+}

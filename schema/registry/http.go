@@ -209,7 +209,14 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errUnavailable(fmt.Errorf("reading the %s topic fails: %w", s.cfg.Topic, err)))
 		return
 	}
+	// Writes refused (checkpoint.go) leave the node healthy — it serves
+	// reads — but say so, with what to do.
+	var refused string
+	if msg := s.refused.Load(); msg != nil {
+		refused = *msg
+	}
 	writeJSON(w, struct {
-		Status string `json:"status"`
-	}{"ok"})
+		Status        string `json:"status"`
+		WritesRefused string `json:"writes_refused,omitempty"`
+	}{"ok", refused})
 }

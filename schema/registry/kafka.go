@@ -185,6 +185,20 @@ func (l *kafkaLog) Next(ctx context.Context) ([]Record, error) {
 	}
 }
 
+// TopicID returns the topic's id, which a topic deleted and created again
+// under the same name does not keep.
+func (l *kafkaLog) TopicID(ctx context.Context) (string, error) {
+	details, err := l.adm.ListTopics(ctx, l.topic)
+	if err != nil {
+		return "", fmt.Errorf("describe topic %s: %w", l.topic, err)
+	}
+	d := details[l.topic]
+	if d.Err != nil {
+		return "", fmt.Errorf("describe topic %s: %w", l.topic, d.Err)
+	}
+	return d.ID.String(), nil
+}
+
 func (l *kafkaLog) Close() error {
 	l.cl.Close()
 	return nil

@@ -3,6 +3,7 @@ package registry_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -221,4 +222,65 @@ func TestKafkaHelperNode(t *testing.T) {
 	}
 	fmt.Printf("listening http://%s\n", ln.Addr())
 	srv.Serve(ctx, ln) // until killed
+}
+
+// TestKafkaDeletedSchemasTopicNeverReusesIDs: _schemas deleted on a real
+// broker, then the registry restarted. Before, the first new schema got id
+// 1 again, and old records carrying id 1 decoded with it. Now the node
+// serves reads but refuses writes, saying what happened and what to do;
+// restarted with AcceptReset, it continues above the highest id handed
+// out, and so does a node without a checkpoint that replays the topic.
+func TestKafkaDeletedSchemasTopicNeverReusesIDs(t *testing.T) {
+	broker, topic := testBroker(t), uniqueTopic(t)
+	checkpoint := t.TempDir() + "/schema-registry-checkpoint"
+	ctx := context.Background()
+	start := func(checkpoint string, accept bool) *srtest.Registry {
+		t.Helper()
+		srv, err := registry.New(ctx, registry.Config{Bootstrap: []string{broker}, Topic: topic, Logger: srtest.Quiet(),
+			Checkpoint: checkpoint, AcceptReset: accept})
+		if err != nil {
+			t.Fatalf("start registry node: %v", err)
+		}
+		return srtest.Serve(t, srv)
+	}
+	register := func(reg *srtest.Registry, subject, name string) (int, error) {
+		ss, err := reg.Client.CreateSchema(ctx, subject, sr.Schema{Schema: fmt.Sprintf(`{"type":"record","name":%q,"fields":[]}`, name)})
+		return ss.ID, err
+	}
+
+	first := start(checkpoint, false)
+	for i, name := range []string{"A", "B"} {
+		if id, err := register(first, name, name); err != nil || id != i+1 {
+			t.Fatalf("register %s: id %d, %v", name, id, err)
+		}
+	}
+	first.Server.Close()
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).DeleteTopic(ctx, topic); err != nil {
+		t.Fatalf("delete %s: %v", topic, err)
+	}
+
+	refusing := start(checkpoint, false)
+	id, err := register(refusing, "C", "C")
+	var re *sr.ResponseError
+	if !errors.As(err, &re) || re.ErrorCode != 50001 || !strings.Contains(re.Message, "deleted and created again") || !strings.Contains(re.Message, "--registry-accept-reset") {
+		t.Fatalf("register after the topic was deleted: id %d, %v; want 50001 saying the topic was deleted and naming --registry-accept-reset", id, err)
+	}
+	if _, err := refusing.Client.Subjects(ctx); err != nil {
+		t.Errorf("reads while writes are refused: %v", err)
+	}
+	refusing.Server.Close()
+
+	accepted := start(checkpoint, true)
+	if id, err := register(accepted, "C", "C"); err != nil || id != 3 {
+		t.Fatalf("register after accepting the reset: id %d, %v; want 3", id, err)
+	}
+	if id, err := register(start("", false), "D", "D"); err != nil || id != 4 {
+		t.Fatalf("register on a node without a checkpoint: id %d, %v; want 4", id, err)
+	}
 }

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"sync"
 )
@@ -36,6 +37,7 @@ type Log interface {
 // by several registry nodes, each reading it from the start, just as nodes
 // share the _schemas topic. It forgets everything when dropped.
 type MemoryLog struct {
+	id      string // as a topic's id: another MemoryLog is another topic
 	mu      sync.Mutex
 	recs    []Record
 	changed chan struct{} // closed and replaced on every append
@@ -43,7 +45,7 @@ type MemoryLog struct {
 
 // NewMemoryLog returns an empty MemoryLog.
 func NewMemoryLog() *MemoryLog {
-	return &MemoryLog{changed: make(chan struct{})}
+	return &MemoryLog{id: rand.Text(), changed: make(chan struct{})}
 }
 
 // Open returns a reader of m positioned at its beginning.
@@ -111,6 +113,13 @@ func (c *memCursor) Next(ctx context.Context) ([]Record, error) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// TopicID tells MemoryLogs apart as a broker tells topics apart.
+func (c *memCursor) TopicID(context.Context) (string, error) {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	return c.m.id, nil
 }
 
 func (c *memCursor) Close() error {

@@ -27,6 +27,8 @@ var (
 	descVersions = prometheus.NewDesc("tributary_registry_versions", "Schema versions over all subjects, soft-deleted ones included.", nil, nil)
 	descReplayed = prometheus.NewDesc("tributary_registry_replayed_offset", "Offset of the next _schemas record this node will apply: how far it has read its state.", nil, nil)
 	descReady    = prometheus.NewDesc("tributary_registry_ready", "1 once the node has replayed _schemas and serves; 0 while it answers 503.", nil, nil)
+	descRefused  = prometheus.NewDesc("tributary_registry_writes_refused", "1 while the node refuses writes because _schemas was deleted or rewound (see its log, and --registry-accept-reset); 0 otherwise.", nil, nil)
+	descLogins   = prometheus.NewDesc("tributary_registry_logins_refused_total", "Requests with HTTP basic credentials refused, by reason: bad_credentials (unknown user or wrong password), rate_limited (too many failures of that user, or from that address, within a minute).", []string{"reason"}, nil)
 )
 
 func newMetrics(n *Node) *metrics {
@@ -83,7 +85,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.requests.Describe(ch)
 	m.duration.Describe(ch)
 	m.rejections.Describe(ch)
-	for _, d := range []*prometheus.Desc{descSchemas, descSubjects, descVersions, descReplayed, descReady} {
+	for _, d := range []*prometheus.Desc{descSchemas, descSubjects, descVersions, descReplayed, descReady, descRefused, descLogins} {
 		ch <- d
 	}
 }
@@ -92,6 +94,10 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.requests.Collect(ch)
 	m.duration.Collect(ch)
 	m.rejections.Collect(ch)
+	if a := m.node.cfg.Auth; a != nil {
+		ch <- prometheus.MustNewConstMetric(descLogins, prometheus.CounterValue, float64(a.badCredentials.Load()), "bad_credentials")
+		ch <- prometheus.MustNewConstMetric(descLogins, prometheus.CounterValue, float64(a.rateLimited.Load()), "rate_limited")
+	}
 	srv, _ := m.node.Server()
 	if srv == nil {
 		ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, 0)
@@ -117,6 +123,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSubjects, prometheus.GaugeValue, float64(subjects))
 	ch <- prometheus.MustNewConstMetric(descVersions, prometheus.GaugeValue, float64(versions))
 	ch <- prometheus.MustNewConstMetric(descReplayed, prometheus.GaugeValue, float64(next))
+	refused := 0.0
+	if srv.refused.Load() != nil {
+		refused = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.GaugeValue, refused)
 }
 
 // ServeWithMetrics is Serve with the node's metrics registered on reg.

@@ -5,10 +5,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/loginlimit"
 	"github.com/tributary-io/tributary/internal/metrics"
 	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/schema/internal/srtest"
@@ -79,5 +82,58 @@ func TestRegistryMetrics(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("scrape:\n%s", text)
+	}
+}
+
+// Refused logins are counted by reason: each wrong password as
+// bad_credentials, and each attempt refused unchecked past the limit as
+// rate_limited.
+func TestRegistryLoginMetrics(t *testing.T) {
+	creds := broker.OpenCredentialFile(filepath.Join(t.TempDir(), "credentials.json"))
+	if err := creds.Set("ada", "SCRAM-SHA-512", "right", broker.DefaultSCRAMIterations); err != nil {
+		t.Fatal(err)
+	}
+	auth := &registry.BasicAuth{Credentials: creds, Roles: registry.StaticRoles{"ada": registry.RoleAdmin},
+		FailedLogins: &loginlimit.Limiter{Max: 2}}
+	mem := registry.NewMemoryLog()
+	node, err := registry.Start(registry.Config{Logger: srtest.Quiet(), Auth: auth}, func(context.Context) (registry.Log, error) { return mem.Open(), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	ms := metrics.New()
+	if err := ms.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close(context.Background())
+	addr := serve(t, func(ctx context.Context, ln net.Listener) error {
+		return node.ServeWithMetrics(ctx, ln, ms.Registry())
+	})
+	for _, want := range []int{401, 401, 429} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/subjects", nil)
+		req.SetBasicAuth("ada", "guess")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("wrong password: %d, want %d", resp.StatusCode, want)
+		}
+	}
+	resp, err := http.Get("http://" + ms.Addr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`tributary_registry_logins_refused_total{reason="bad_credentials"} 2`,
+		`tributary_registry_logins_refused_total{reason="rate_limited"} 1`,
+		"tributary_registry_writes_refused 0",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("scrape lacks %q", want)
+		}
 	}
 }

@@ -26,6 +26,8 @@ type Node struct {
 	srv  *Server
 	down error // why the node does not serve yet; nil once srv is set
 
+	resetMu sync.Mutex // one acceptReset at a time (node_reset.go)
+
 	tried chan struct{} // closed when the first attempt to open has ended
 	stop  context.CancelFunc
 	done  chan struct{}
@@ -105,6 +107,10 @@ func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case <-n.tried:
 	case <-r.Context().Done():
 	case <-time.After(n.cfg.SyncTimeout):
+	}
+	if r.Method == http.MethodPost && r.URL.Path == AcceptResetPath {
+		n.cfg.Auth.handler(http.HandlerFunc(n.acceptReset), n.cfg.Logger).ServeHTTP(w, r) // admins only
+		return
 	}
 	srv, down := n.Server()
 	if srv == nil {

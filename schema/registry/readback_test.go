@@ -60,9 +60,9 @@ func TestApplyRefusesForgedRecords(t *testing.T) {
 			if st.next != 2 {
 				t.Errorf("next offset %d, want 2", st.next)
 			}
-			id, num, aerr := st.planRegister("t", mustParse(t, schemaB), Backward)
-			if aerr != nil || id != 2 || num != 1 {
-				t.Errorf("next registration: id %d version %d (%v), want id 2 version 1", id, num, aerr)
+			p, aerr := st.planRegister("t", mustParse(t, schemaB), Backward)
+			if aerr != nil || p.id != 2 || p.num != 1 {
+				t.Errorf("next registration: id %d version %d (%v), want id 2 version 1", p.id, p.num, aerr)
 			}
 		})
 	}

@@ -16,11 +16,17 @@ import (
 //	DELETE_SUBJECT  key {subject}           value {subject, version}: soft-delete all
 //	                                         versions up to version, in one record
 //
-// Other key types (NOOP, MODE, ...) are skipped on replay.
+//	NOOP            key {tributaryIdFloor}    value {tributaryIdFloor}: schema ids up to
+//	                                         the floor were handed out (checkpoint.go)
+//
+// Other key types (MODE, ...) and NOOP keys without a floor are skipped on
+// replay. The floor is in the key so that compaction keeps it: Confluent's
+// registry writes NOOP records with a key of their own.
 const (
 	keySchema        = "SCHEMA"
 	keyConfig        = "CONFIG"
 	keyDeleteSubject = "DELETE_SUBJECT"
+	keyNoop          = "NOOP"
 )
 
 // recordKey is the union of the key layouts; which fields are set depends
@@ -30,6 +36,7 @@ type recordKey struct {
 	Subject *string `json:"subject"`
 	Version int     `json:"version,omitempty"`
 	Magic   int     `json:"magic"`
+	IDFloor int     `json:"tributaryIdFloor,omitempty"` // NOOP
 }
 
 type schemaValue struct {
@@ -89,5 +96,15 @@ func deleteSubjectRecord(subject string, upTo int) Record {
 	return Record{
 		Key:   mustJSON(recordKey{Type: keyDeleteSubject, Subject: &subject}),
 		Value: mustJSON(deleteSubjectValue{Subject: subject, Version: upTo}),
+	}
+}
+
+// idFloorRecord says that schema ids up to floor were handed out.
+func idFloorRecord(floor int) Record {
+	return Record{
+		Key: mustJSON(recordKey{Type: keyNoop, IDFloor: floor}),
+		Value: mustJSON(struct {
+			IDFloor int `json:"tributaryIdFloor"`
+		}{floor}),
 	}
 }

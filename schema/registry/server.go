@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,6 +35,19 @@ type Config struct {
 	// DefaultMaxSchemaBytes, DefaultMaxSchemaDepth.
 	MaxSchemaBytes int
 	MaxSchemaDepth int
+	// MaxSchemaNodes, MaxUnionBranches and MaxSchemaFields bound the
+	// number of types, fields and branches in a schema and how wide its
+	// unions, and its records and enums, are (limits.go), measured before
+	// it is parsed; past one, 42201 naming it. They bound requests only:
+	// a schema already stored is served whatever its shape. Defaults:
+	// DefaultMaxSchemaNodes, DefaultMaxUnionBranches, DefaultMaxSchemaFields.
+	MaxSchemaNodes   int
+	MaxUnionBranches int
+	MaxSchemaFields  int
+	// CheckTimeout bounds a compatibility check (registration, or
+	// /compatibility); past it the request gets 42201 naming it, and at most
+	// GOMAXPROCS checks run at once (compat.go). Default: 5s.
+	CheckTimeout time.Duration
 	// ReadTimeout bounds reading a whole request, body included, so a
 	// client trickling its body is cut off. Default: 30s.
 	ReadTimeout time.Duration
@@ -41,6 +56,15 @@ type Config struct {
 	WriteTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection idle this long. Default: 2m.
 	IdleTimeout time.Duration
+	// Checkpoint is the file, apart from the topic, where the node keeps the
+	// highest schema id handed out and which topic it read (checkpoint.go):
+	// with it, a topic deleted or rewound never makes an id be reused.
+	// Empty: none, and a lost topic's ids may be handed out again.
+	Checkpoint string
+	// AcceptReset accepts, at start, that the topic lost records the
+	// checkpoint knew of: an id floor is appended and writes resume above
+	// it. Without it such a node refuses writes.
+	AcceptReset bool
 	// TLS, when set, makes Serve answer HTTPS only.
 	TLS *tls.Config
 	// Auth, when set, admits only requests with HTTP basic credentials of
@@ -49,7 +73,8 @@ type Config struct {
 }
 
 func (c *Config) limits() schemaLimits {
-	return schemaLimits{maxBytes: c.MaxSchemaBytes, maxDepth: c.MaxSchemaDepth}
+	return schemaLimits{maxBytes: c.MaxSchemaBytes, maxDepth: c.MaxSchemaDepth, maxNodes: c.MaxSchemaNodes,
+		maxBranches: c.MaxUnionBranches, maxFields: c.MaxSchemaFields}
 }
 
 // DefaultTopic is where registry nodes keep their state unless configured
@@ -80,6 +105,18 @@ func (c *Config) setDefaults() error {
 	if c.MaxSchemaDepth <= 0 {
 		c.MaxSchemaDepth = DefaultMaxSchemaDepth
 	}
+	if c.MaxSchemaNodes <= 0 {
+		c.MaxSchemaNodes = DefaultMaxSchemaNodes
+	}
+	if c.MaxUnionBranches <= 0 {
+		c.MaxUnionBranches = DefaultMaxUnionBranches
+	}
+	if c.MaxSchemaFields <= 0 {
+		c.MaxSchemaFields = DefaultMaxSchemaFields
+	}
+	if c.CheckTimeout <= 0 {
+		c.CheckTimeout = DefaultCheckTimeout
+	}
 	if c.ReadTimeout <= 0 {
 		c.ReadTimeout = 30 * time.Second
 	}
@@ -103,6 +140,20 @@ type Server struct {
 	st      *state
 	advance chan struct{} // closed and replaced whenever st.next moves
 	readErr error         // why reading the log failed last, nil once it reads again
+
+	// checks holds a slot per compatibility check running (compat.go),
+	// parses one per request reading or parsing a schema (readSchema).
+	checks, parses chan struct{}
+
+	// The checkpoint (checkpoint.go): the topic's id when the node
+	// started, why writes are refused (nil: they are not), and the
+	// checkpoint as last written.
+	topicID string
+	refused atomic.Pointer[string]
+	cpOpen  atomic.Bool
+	cpMu    sync.Mutex
+	cp      *checkpoint
+	cpErr   failureLog
 
 	// writeMu keeps one write in flight per node: two writes from the same
 	// node would only race each other for the same version slot.
@@ -141,10 +192,12 @@ func NewWithLog(ctx context.Context, l Log, cfg Config) (*Server, error) {
 		log:     l,
 		st:      newState(),
 		advance: make(chan struct{}),
+		checks:  make(chan struct{}, runtime.GOMAXPROCS(0)),
+		parses:  make(chan struct{}, 4*runtime.GOMAXPROCS(0)),
 		stop:    stop,
 		done:    make(chan struct{}),
 	}
-	s.st.limits = cfg.limits()
+	s.st.limits = cfg.limits().replay()
 	s.handler = cfg.Auth.handler(s.routes(), cfg.Logger)
 	go s.tail(tailCtx)
 	// Replay is bounded by ctx alone, not SyncTimeout: a long-lived topic
@@ -157,6 +210,10 @@ func NewWithLog(ctx context.Context, l Log, cfg Config) (*Server, error) {
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("registry: replay %s: %w", cfg.Topic, err)
+	}
+	if err := s.openCheckpoint(ctx); err != nil {
+		s.Close()
+		return nil, err
 	}
 	s.mu.RLock()
 	cfg.Logger.Info("schema registry replayed its log", "topic", cfg.Topic, "records", s.st.next,
@@ -206,6 +263,11 @@ func (s *Server) tail(ctx context.Context) {
 		close(s.advance)
 		s.advance = make(chan struct{})
 		s.mu.Unlock()
+		if err := s.saveCheckpoint(0); err != nil {
+			s.cpErr.failed(s.cfg.Logger, "schema registry: could not record how far it read in its checkpoint; registrations of new schemas fail until it can", err)
+		} else {
+			s.cpErr.recovered(s.cfg.Logger, "schema registry: its checkpoint is written again")
+		}
 	}
 }
 

@@ -136,6 +136,14 @@ func (st *state) apply(r Record) string {
 			return fmt.Sprintf("unknown compatibility level %q", v.Level)
 		}
 		st.configs[name] = level
+	case keyNoop:
+		if k.IDFloor == 0 {
+			return ""
+		}
+		if !validNumber(k.IDFloor) {
+			return fmt.Sprintf("id floor %d is outside 1..2^31-1", k.IDFloor)
+		}
+		st.idFloor = max(st.idFloor, k.IDFloor)
 	case keyDeleteSubject:
 		if r.Value == nil {
 			return ""

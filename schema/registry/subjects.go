@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
@@ -197,8 +198,25 @@ func writeRawSchema(w http.ResponseWriter, text string) {
 }
 
 // readSchema reads and parses the schema in a request body.
+//
+// A body may be 8 MiB and parsing a schema within the limits allocates
+// tens of megabytes, so at most cap(s.parses) requests read and parse at
+// once: what they hold together is bounded however many clients send
+// schemas at the same moment. The slot is released before the request
+// goes on to the store or a compatibility check, which have bounds of
+// their own.
 func (s *Server) readSchema(w http.ResponseWriter, r *http.Request) (schemaRequest, *avsc.Schema, *apiError) {
 	var req schemaRequest
+	wait := time.NewTimer(s.cfg.SyncTimeout)
+	defer wait.Stop()
+	select {
+	case s.parses <- struct{}{}:
+		defer func() { <-s.parses }()
+	case <-wait.C:
+		return req, nil, errBusy(cap(s.parses), s.cfg.SyncTimeout)
+	case <-r.Context().Done():
+		return req, nil, errBusy(cap(s.parses), s.cfg.SyncTimeout)
+	}
 	if aerr := readJSON(w, r, &req); aerr != nil {
 		return req, nil, aerr
 	}

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
@@ -32,78 +33,118 @@ func (s *Server) append(ctx context.Context, op string, recs ...Record) *apiErro
 	return nil
 }
 
-// sync is catchUp with the error a request returns.
+// sync prepares a write: it refuses it while writes are refused, catches
+// up, and checks that the topic is the one the node has been reading
+// (checkpoint.go).
 func (s *Server) sync(ctx context.Context, op string) *apiError {
+	if err := s.writesRefused(); err != nil {
+		return err
+	}
 	if err := s.catchUp(ctx); err != nil {
 		return storeErr(op, err)
 	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.SyncTimeout)
+	defer cancel()
+	return s.checkTopic(ctx)
 }
 
 // register registers sch under subject and returns its id: the id the
 // subject already has for it, else the id the schema has under any
 // subject, else a new one.
+//
+// The compatibility check runs outside the state's lock (it may take up
+// to CheckTimeout), so the plan is made again after it: if the subject's
+// level or live versions changed meanwhile, the check is repeated.
 func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema) (int, *apiError) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	var checked *regPlan
 	for attempt := 1; ; attempt++ {
+		if attempt > 2*maxRegisterAttempts { // a check and a write per attempt
+			return 0, storeErr("Register", fmt.Errorf("lost %d races in a row to other registry nodes writing subject %q", maxRegisterAttempts, subject))
+		}
 		if err := s.sync(ctx, "Register"); err != nil {
 			return 0, err
 		}
 		s.mu.RLock()
-		id, num, aerr := s.st.planRegister(subject, sch, s.cfg.DefaultCompatibility)
+		p, aerr := s.st.planRegister(subject, sch, s.cfg.DefaultCompatibility)
 		s.mu.RUnlock()
-		if aerr != nil || num == 0 {
-			return id, aerr
+		if aerr != nil || p.num == 0 {
+			return p.id, aerr
 		}
-		rec := schemaRecord(schemaValue{Subject: subject, Version: num, ID: id, Schema: sch.Text})
+		if checked == nil || !p.sameCheck(checked) {
+			msgs, aerr := s.checkWithin(ctx, p.level, sch, p.prev)
+			if aerr != nil {
+				return 0, aerr
+			}
+			if len(msgs) > 0 {
+				return 0, errIncompatible(subject, msgs)
+			}
+			checked = &p
+			continue // plan again: the state may have moved during the check
+		}
+		// The id goes into the checkpoint before any record hands it out.
+		if err := s.saveCheckpoint(p.id); err != nil {
+			return 0, errStore("Register", err)
+		}
+		rec := schemaRecord(schemaValue{Subject: subject, Version: p.num, ID: p.id, Schema: sch.Text})
 		if err := s.append(ctx, "Register", rec); err != nil {
 			return 0, err
 		}
 		s.mu.RLock()
 		won := false
 		if sub := s.st.subjects[subject]; sub != nil {
-			v := sub.find(num)
-			won = v != nil && v.id == id && !v.deleted && s.st.schemas[id].schema.Key == sch.Key
+			v := sub.find(p.num)
+			won = v != nil && v.id == p.id && !v.deleted && s.st.schemas[p.id].schema.Key == sch.Key
 		}
 		s.mu.RUnlock()
 		if won {
-			s.cfg.Logger.Info("schema registered", "subject", subject, "version", num, "id", id)
-			return id, nil
-		}
-		if attempt == maxRegisterAttempts {
-			return 0, storeErr("Register", fmt.Errorf("lost %d races in a row to other registry nodes writing subject %q", attempt, subject))
+			s.cfg.Logger.Info("schema registered", "subject", subject, "version", p.num, "id", p.id)
+			return p.id, nil
 		}
 	}
 }
 
-// planRegister decides a registration against the current state: the id
-// and the version to write, or version 0 when the subject already has the
-// schema under id.
-func (st *state) planRegister(subject string, sch *avsc.Schema, dflt string) (id, num int, err *apiError) {
+// regPlan is a registration decided against one state: the id and version
+// to write, or version 0 when the subject already has the schema under id;
+// and what the schema must be compatible with before it is written.
+type regPlan struct {
+	id, num int
+	level   string
+	prev    []previous
+}
+
+// sameCheck reports whether p needs the same compatibility check as q.
+func (p *regPlan) sameCheck(q *regPlan) bool {
+	return p.level == q.level && slices.EqualFunc(p.prev, q.prev, func(a, b previous) bool {
+		return a.version == b.version && a.schema == b.schema
+	})
+}
+
+// planRegister plans a registration against the current state; the
+// compatibility check is left to the caller.
+func (st *state) planRegister(subject string, sch *avsc.Schema, dflt string) (regPlan, *apiError) {
 	sub := st.subjects[subject]
 	if sub != nil {
 		for i := len(sub.versions) - 1; i >= 0; i-- {
 			v := sub.versions[i]
 			if !v.deleted && st.schemas[v.id].schema.Key == sch.Key {
-				return v.id, 0, nil
+				return regPlan{id: v.id}, nil
 			}
 		}
 	}
-	if msgs := checkCompatibility(st.level(subject, dflt), sch, st.previous(subject)); len(msgs) > 0 {
-		return 0, 0, errIncompatible(subject, msgs)
-	}
+	p := regPlan{level: st.level(subject, dflt), prev: st.previous(subject), num: 1}
 	id, ok := st.byKey[sch.Key]
 	if !ok {
 		if id = st.nextID(); id > maxID31 {
-			return 0, 0, errStore("Register", fmt.Errorf("every schema id up to 2^31-1 is used; the 4-byte envelope cannot carry a larger one"))
+			return regPlan{}, errStore("Register", fmt.Errorf("every schema id up to 2^31-1 is used; the 4-byte envelope cannot carry a larger one"))
 		}
 	}
-	num = 1
+	p.id = id
 	if sub != nil {
-		num = sub.latest(true) + 1
+		p.num = sub.latest(true) + 1
 	}
-	return id, num, nil
+	return p, nil
 }
 
 // deleteVersion soft-deletes a version, or hard-deletes a soft-deleted one.

@@ -1,7 +1,6 @@
 package warehouse
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,74 +11,146 @@ import (
 	"os/user"
 	"path"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/colinmarc/hdfs/v2"
 )
 
 // HDFS is a warehouse in HDFS, reached through the NameNode's RPC protocol
-// (github.com/colinmarc/hdfs/v2); no Hadoop installation is needed.
+// (github.com/colinmarc/hdfs/v2); no Hadoop installation is needed, only
+// its client configuration for nameservices and Kerberos (HDFSOptions).
 //
-// The user is the URL's user (hdfs://etl@namenode:8020/data), else
-// HADOOP_USER_NAME, else the current user: the same rule as Hadoop's own
-// client with simple authentication.
+// With simple authentication the user is the URL's user
+// (hdfs://etl@namenode:8020/data), else HADOOP_USER_NAME, else the
+// current user: the same rule as Hadoop's own client. With Kerberos it is
+// the principal's.
+//
+// High availability: the client tries the nameservice's NameNodes in turn
+// and follows a failover by itself; while none is active (a failover in
+// progress), namespace calls, a file's first block and its completion are
+// retried for up to FailoverWait. A failover while a block is being
+// written fails that write: the run fails and commits nothing, and the
+// next run loads the same records.
 type HDFS struct {
 	client *hdfs.Client
 	root   string // absolute path in HDFS
 	url    string
 }
 
-// OpenHDFS connects to the NameNode in u and creates the root directory if
-// it is missing.
-func OpenHDFS(u *url.URL) (*HDFS, error) { return openHDFS(u, true) }
+// FailoverWait bounds how long calls wait for an active NameNode: a
+// failover takes seconds; longer means the cluster is down.
+var FailoverWait = 30 * time.Second
 
-func openHDFS(u *url.URL, create bool) (*HDFS, error) {
-	if u.Host == "" {
-		return nil, fmt.Errorf("warehouse URL %q: no namenode host:port", u.String())
+func openHDFS(u *url.URL, o HDFSOptions, create bool) (*HDFS, error) {
+	if err := CheckDataTransferProtection(o.DataTransferProtection); err != nil {
+		return nil, fmt.Errorf("warehouse %s: %w", u.Redacted(), err)
 	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "8020")
-	}
-	name := u.User.Username()
-	if name == "" {
-		name = os.Getenv("HADOOP_USER_NAME")
-	}
-	if name == "" {
-		cur, err := user.Current()
-		if err != nil {
-			return nil, fmt.Errorf("warehouse %s: no user name: %w", u, err)
-		}
-		name = cur.Username
-	}
-	dialer := &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}
-	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
-		return dialer.DialContext(ctx, network, address)
-	}
-	client, err := hdfs.NewClient(hdfs.ClientOptions{
-		Addresses:        []string{addr},
-		User:             name,
-		NamenodeDialFunc: dial,
-		DatanodeDialFunc: dial,
-	})
+	conf, err := loadHadoopConf(o.HadoopConf)
 	if err != nil {
-		return nil, fmt.Errorf("warehouse %s: cannot reach the HDFS NameNode at %s: %w", u.Redacted(), addr, err)
+		return nil, fmt.Errorf("warehouse %s: %w", u.Redacted(), err)
+	}
+	authority := u.Host
+	if authority == "" {
+		if authority, err = conf.defaultFS(); err != nil {
+			return nil, fmt.Errorf("warehouse %s: %w", u.Redacted(), err)
+		}
+	}
+	addrs, err := conf.namenodes(authority)
+	if err != nil {
+		return nil, fmt.Errorf("warehouse %s: %w", u.Redacted(), err)
 	}
 	root := path.Clean("/" + u.Path)
-	h := &HDFS{client: client, root: root, url: "hdfs://" + addr + root}
-	// The first NameNode call is where an unreachable or wrong address shows.
+	where := "hdfs://" + authority + root
+	opts := hdfs.ClientOptionsFromConf(conf.props) // data transfer settings
+	opts.Addresses = addrs
+	if o.DataTransferProtection != "" {
+		opts.DataTransferProtection = o.DataTransferProtection
+	}
+	if opts.KerberosClient, err = kerberosLogin(o, conf); err != nil {
+		return nil, fmt.Errorf("warehouse %s: %w", where, err)
+	}
+	if opts.KerberosClient != nil {
+		if opts.KerberosServicePrincipleName == "" {
+			return nil, fmt.Errorf("warehouse %s: Kerberos needs the NameNodes' principal: %s sets no dfs.namenode.kerberos.principal (e.g. nn/_HOST@REALM)", where, conf.where())
+		}
+	} else {
+		if opts.User = u.User.Username(); opts.User == "" {
+			opts.User = os.Getenv("HADOOP_USER_NAME")
+		}
+		if opts.User == "" {
+			cur, err := user.Current()
+			if err != nil {
+				return nil, fmt.Errorf("warehouse %s: no user name: %w", where, err)
+			}
+			opts.User = cur.Username
+		}
+	}
+	dialer := &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}
+	opts.NamenodeDialFunc = dialer.DialContext
+	opts.DatanodeDialFunc = dialer.DialContext
+	nns := strings.Join(addrs, ", ")
+	var client *hdfs.Client
+	err = retryFailover(func() (err error) { client, err = hdfs.NewClient(opts); return err })
+	if err != nil {
+		return nil, fmt.Errorf("warehouse %s: cannot reach the HDFS NameNode at %s: %w", where, nns, err)
+	}
+	h := &HDFS{client: client, root: root, url: where}
+	// The first NameNode call is where an unreachable or wrong address,
+	// or refused credentials, show.
 	if !create {
-		if _, err := client.Stat(root); err != nil {
+		if _, err := h.stat(root); err != nil {
 			client.Close()
 			return nil, fmt.Errorf("warehouse %s: %w", h.url, err)
 		}
 		return h, nil
 	}
-	if err := client.MkdirAll(root, 0o755); err != nil {
+	if err := h.mkdirAll(root); err != nil {
 		client.Close()
-		return nil, fmt.Errorf("warehouse %s: cannot use %s on the HDFS NameNode at %s: %w", h.url, root, addr, err)
+		return nil, fmt.Errorf("warehouse %s: cannot use %s on the HDFS NameNode at %s: %w", h.url, root, nns, err)
 	}
 	return h, nil
+}
+
+// noActiveNameNode tells the client's error when every NameNode it knows
+// is down, standby, or failed within the last few seconds.
+func noActiveNameNode(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "no available namenodes")
+}
+
+// retryFailover calls f until it returns something other than "no active
+// NameNode", for up to FailoverWait.
+func retryFailover(f func() error) error {
+	deadline := time.Now().Add(FailoverWait)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := f()
+		if !noActiveNameNode(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w (no NameNode became active within %v)", err, FailoverWait)
+		}
+		time.Sleep(wait)
+	}
+}
+
+func (h *HDFS) stat(p string) (fi fs.FileInfo, err error) {
+	err = retryFailover(func() error { fi, err = h.client.Stat(p); return err })
+	return fi, err
+}
+
+func (h *HDFS) mkdirAll(p string) error {
+	return retryFailover(func() error { return h.client.MkdirAll(p, 0o755) })
+}
+
+func (h *HDFS) remove(p string) error {
+	return retryFailover(func() error { return h.client.Remove(p) })
+}
+
+func (h *HDFS) create(p string) (f hdfsFile, err error) {
+	var w *hdfs.FileWriter
+	err = retryFailover(func() error { w, err = h.client.Create(p); return err })
+	return hdfsFile{w, new(bool)}, err
 }
 
 func (h *HDFS) String() string { return h.url }
@@ -102,37 +173,59 @@ func (h *HDFS) Create(name string) (io.WriteCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := h.client.MkdirAll(path.Dir(p), 0o755); err != nil {
+	if err := h.mkdirAll(path.Dir(p)); err != nil {
 		return nil, err
 	}
-	if err := h.client.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := h.remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	f, err := h.client.Create(p)
+	f, err := h.create(p)
 	if err != nil {
 		return nil, err
 	}
-	return hdfsFile{f}, nil
+	return f, nil
 }
 
 // hdfsFile retries Close while the NameNode has not yet heard from the
 // DataNodes that the last block is stored: the data is acknowledged, but
 // the file is complete (and durable) only once Close returns nil. Hadoop's
-// own client retries the same way.
+// own client retries the same way. It also retries, for up to
+// FailoverWait, the allocation of the first block and the completion
+// while no NameNode is active: nothing of the file is in flight then.
 //
 // An empty Write is dropped: the client would allocate a block for it that
 // no DataNode ever receives, and the file could never be completed.
-type hdfsFile struct{ *hdfs.FileWriter }
+type hdfsFile struct {
+	*hdfs.FileWriter
+	started *bool // a block was allocated
+}
 
 func (f hdfsFile) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	return f.FileWriter.Write(p)
+	if *f.started {
+		return f.FileWriter.Write(p)
+	}
+	var n int
+	err := retryFailover(func() (err error) {
+		// Before its first block the writer sends nothing but the
+		// allocation, so a failed one leaves nothing behind to resend.
+		n, err = f.FileWriter.Write(p)
+		if n > 0 || !noActiveNameNode(err) {
+			*f.started = true
+		}
+		return err
+	})
+	return n, err
 }
 
 func (f hdfsFile) Close() error {
-	err := f.FileWriter.Close()
+	var err error
+	retryErr := retryFailover(func() error { err = f.FileWriter.Close(); return err })
+	if noActiveNameNode(err) {
+		return retryErr
+	}
 	for wait := 10 * time.Millisecond; hdfs.IsErrReplicating(err); wait *= 2 {
 		if wait > 5*time.Second {
 			return fmt.Errorf("%w (the NameNode did not confirm the file's last block)", err)
@@ -150,14 +243,13 @@ func (h *HDFS) CreateExclusive(name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := h.client.MkdirAll(path.Dir(p), 0o755); err != nil {
+	if err := h.mkdirAll(path.Dir(p)); err != nil {
 		return err
 	}
-	f, err := h.client.Create(p)
+	hf, err := h.create(p)
 	if err != nil {
 		return err
 	}
-	hf := hdfsFile{f}
 	if _, err := hf.Write(data); err != nil {
 		hf.Close()
 		return err
@@ -170,7 +262,12 @@ func (h *HDFS) Open(name string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.client.Open(p)
+	var f *hdfs.FileReader
+	err = retryFailover(func() (err error) { f, err = h.client.Open(p); return err })
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // Rename uses the NameNode's rename2 with OVERWRITE: one atomic namespace
@@ -184,10 +281,10 @@ func (h *HDFS) Rename(oldname, newname string) error {
 	if err != nil {
 		return err
 	}
-	if err := h.client.MkdirAll(path.Dir(np), 0o755); err != nil {
+	if err := h.mkdirAll(path.Dir(np)); err != nil {
 		return err
 	}
-	return h.client.Rename(op, np)
+	return retryFailover(func() error { return h.client.Rename(op, np) })
 }
 
 func (h *HDFS) Remove(name string) error {
@@ -195,7 +292,7 @@ func (h *HDFS) Remove(name string) error {
 	if err != nil {
 		return err
 	}
-	if err := h.client.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := h.remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -209,7 +306,7 @@ func (h *HDFS) RemoveAll(name string) error {
 	if p == h.root {
 		return errors.New("warehouse: refusing to remove the warehouse root")
 	}
-	if err := h.client.RemoveAll(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := retryFailover(func() error { return h.client.RemoveAll(p) }); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -220,7 +317,8 @@ func (h *HDFS) ReadDir(name string) ([]fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	infos, err := h.client.ReadDir(p)
+	var infos []fs.FileInfo
+	err = retryFailover(func() (err error) { infos, err = h.client.ReadDir(p); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +331,7 @@ func (h *HDFS) Stat(name string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.client.Stat(p)
+	return h.stat(p)
 }
 
 func (h *HDFS) MkdirAll(name string) error {
@@ -241,5 +339,5 @@ func (h *HDFS) MkdirAll(name string) error {
 	if err != nil {
 		return err
 	}
-	return h.client.MkdirAll(p, 0o755)
+	return h.mkdirAll(p)
 }

@@ -1,0 +1,126 @@
+package warehouse_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tributary-io/tributary/internal/testenv"
+	"github.com/tributary-io/tributary/loader/warehouse"
+)
+
+// A warehouse on a nameservice (hdfs://tributary-ns/...) of two NameNodes
+// follows failovers back and forth: every operation after one succeeds,
+// files written before it read back, and the configuration's fs.defaultFS
+// (hdfs:///path) reaches the same cluster.
+func TestHDFSFollowsFailover(t *testing.T) {
+	c := testenv.StartHDFSHA(t)
+	url := c.Warehouse(t)
+	opts := warehouse.Options{HDFS: warehouse.HDFSOptions{HadoopConf: c.ConfDir}}
+	w, err := warehouse.OpenWith(url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if want := url; w.String() != want {
+		t.Fatalf("String() = %q, want the nameservice URL %q", w.String(), want)
+	}
+	for i := range 3 {
+		name := fmt.Sprintf("f/%d", i)
+		if err := warehouse.WriteFile(w, name, []byte(name)); err != nil {
+			t.Fatalf("write before failover %d: %v", i, err)
+		}
+		c.Failover(t)
+		// A writer racing the failover's aftermath: each file completes.
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for j := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n := fmt.Sprintf("g/%d-%d", i, j)
+				errs <- warehouse.WriteFile(w, n, []byte(n))
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("write after failover %d: %v", i, err)
+			}
+		}
+		if err := w.Rename(name, name+".moved"); err != nil {
+			t.Fatalf("rename after failover %d: %v", i, err)
+		}
+	}
+	for i := range 3 {
+		name := fmt.Sprintf("f/%d", i)
+		if got, err := warehouse.ReadFile(w, name+".moved"); err != nil || string(got) != name {
+			t.Fatalf("%s read back %q, %v", name, got, err)
+		}
+	}
+	infos, err := w.ReadDir("g")
+	if err != nil || len(infos) != 12 {
+		t.Fatalf("ReadDir(g): %d files, %v; want 12", len(infos), err)
+	}
+
+	// hdfs:///path: the nameservice comes from fs.defaultFS.
+	path := strings.TrimPrefix(url, "hdfs://"+c.Nameservice)
+	d, err := warehouse.OpenWith("hdfs://"+path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got, err := warehouse.ReadFile(d, "f/0.moved"); err != nil || string(got) != "f/0" {
+		t.Fatalf("through fs.defaultFS: %q, %v", got, err)
+	}
+	// And from HADOOP_CONF_DIR when no directory is given.
+	t.Setenv("HADOOP_CONF_DIR", c.ConfDir)
+	e, err := warehouse.Open(url)
+	if err != nil {
+		t.Fatalf("with HADOOP_CONF_DIR: %v", err)
+	}
+	e.Close()
+}
+
+// Without the configuration that defines it, a nameservice is an error
+// that says where the configuration was looked for, not a DNS failure
+// minutes later.
+func TestHDFSConfigurationErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, props string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("<configuration>"+props+"</configuration>"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prop := func(k, v string) string {
+		return "<property><name>" + k + "</name><value>" + v + "</value></property>"
+	}
+	write("core-site.xml", prop("fs.defaultFS", "file:///tmp"))
+	write("hdfs-site.xml", prop("dfs.nameservices", "prod-ns")+prop("dfs.ha.namenodes.prod-ns", "nn1,nn2")+
+		prop("dfs.namenode.rpc-address.prod-ns.nn1", "127.0.0.1:1"))
+	t.Setenv("HADOOP_CONF_DIR", "")
+	t.Setenv("HADOOP_HOME", "")
+	for _, c := range []struct {
+		url, conf, want string
+	}{
+		{"hdfs:///data", dir, "is not an hdfs:// URL"},
+		{"hdfs:///data", "", "sets no fs.defaultFS"},
+		{"hdfs://prod-ns/data", dir, "sets no dfs.namenode.rpc-address.prod-ns.nn2"},
+		{"hdfs://x/data", filepath.Join(dir, "missing"), "Hadoop configuration directory"},
+		{"hdfs://127.0.0.1:1/data", "", "data transfer protection \"secret\""},
+	} {
+		o := warehouse.HDFSOptions{HadoopConf: c.conf}
+		if strings.Contains(c.want, "secret") {
+			o.DataTransferProtection = "secret"
+		}
+		_, err := warehouse.OpenWith(c.url, warehouse.Options{HDFS: o})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s with conf %q: %v, want an error containing %q", c.url, c.conf, err, c.want)
+		}
+	}
+}

@@ -195,3 +195,30 @@ registry_security:
 		t.Fatalf("loader security %+v, registry %+v", cfg.Security, cfg.RegistrySecurity)
 	}
 }
+
+// A spec's hdfs section reaches the loader's configuration, its files
+// found beside the spec.
+func TestSpecHDFS(t *testing.T) {
+	dir := t.TempDir()
+	spec := `brokers: [127.0.0.1:9093]
+registry: http://127.0.0.1:8081
+topics: [pageviews]
+warehouse: hdfs://prod-ns/data
+schedule: every 15m
+hdfs:
+  hadoop_conf: conf
+  principal: etl@EXAMPLE.COM
+  keytab: etl.keytab
+  krb5_conf: /etc/krb5.conf
+  data_transfer_protection: privacy
+`
+	s, err := jobs.ParseSpec(filepath.Join(dir, "pageviews.yaml"), []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.LoadConfig().WarehouseOptions.HDFS
+	if got.HadoopConf != filepath.Join(dir, "conf") || got.Keytab != filepath.Join(dir, "etl.keytab") ||
+		got.Krb5Conf != "/etc/krb5.conf" || got.Principal != "etl@EXAMPLE.COM" || got.DataTransferProtection != "privacy" {
+		t.Fatalf("loader HDFS options %+v", got)
+	}
+}

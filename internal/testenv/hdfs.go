@@ -120,24 +120,23 @@ func (c *HDFSCluster) Warehouse(t testing.TB) string {
 
 // Failover makes the active NameNode of an HA cluster standby and the
 // other one active, as an administrator's hdfs haadmin -failover does, and
-// returns the address of the newly active one.
-func (c *HDFSCluster) Failover(t testing.TB) string {
-	t.Helper()
+// returns the address of the newly active one. It may be called from any
+// goroutine (a loader's fault hook, say).
+func (c *HDFSCluster) Failover() (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := io.WriteString(c.stdin, "failover\n"); err != nil {
-		t.Fatalf("asking the mini cluster to fail over: %v", err)
+		return "", fmt.Errorf("asking the mini cluster to fail over: %w", err)
 	}
 	select {
 	case r := <-c.replies:
 		f := strings.Fields(r)
 		if len(f) != 3 || f[0] != "ACTIVE" {
-			t.Fatalf("failover: the mini cluster answered %q", r)
+			return "", fmt.Errorf("failover: the mini cluster answered %q", r)
 		}
-		return f[2]
+		return f[2], nil
 	case <-time.After(2 * time.Minute):
-		t.Fatal("failover: the mini cluster did not answer within 2 minutes")
-		return ""
+		return "", errors.New("failover: the mini cluster did not answer within 2 minutes")
 	}
 }
 

@@ -33,7 +33,9 @@ func TestHDFSFollowsFailover(t *testing.T) {
 		if err := warehouse.WriteFile(w, name, []byte(name)); err != nil {
 			t.Fatalf("write before failover %d: %v", i, err)
 		}
-		c.Failover(t)
+		if _, err := c.Failover(); err != nil {
+			t.Fatal(err)
+		}
 		// A writer racing the failover's aftermath: each file completes.
 		var wg sync.WaitGroup
 		errs := make(chan error, 4)

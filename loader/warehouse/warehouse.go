@@ -75,21 +75,21 @@ type HDFSOptions struct {
 	// HadoopConf is the directory of core-site.xml and hdfs-site.xml
 	// (fs.defaultFS, nameservices, NameNode addresses, security); empty:
 	// HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop.
-	HadoopConf string `json:"hadoop_conf,omitempty"`
+	HadoopConf string `yaml:"hadoop_conf" json:"hadoop_conf,omitempty"`
 	// Principal is the Kerberos principal to log in as (user@REALM, the
 	// realm defaulting to krb5.conf's default_realm). With Keytab, the
 	// login uses its keys; without, the ticket cache must hold its tickets.
-	Principal string `json:"principal,omitempty"`
+	Principal string `yaml:"principal" json:"principal,omitempty"`
 	// Keytab is a keytab file holding Principal's keys; empty: the ticket
 	// cache (KRB5CCNAME, else /tmp/krb5cc_<uid>) that kinit filled.
-	Keytab string `json:"keytab,omitempty"`
+	Keytab string `yaml:"keytab" json:"keytab,omitempty"`
 	// Krb5Conf is the Kerberos configuration; empty: KRB5_CONFIG, else
 	// /etc/krb5.conf.
-	Krb5Conf string `json:"krb5_conf,omitempty"`
+	Krb5Conf string `yaml:"krb5_conf" json:"krb5_conf,omitempty"`
 	// DataTransferProtection is authentication, integrity or privacy, as
 	// the DataNodes' dfs.data.transfer.protection requires; empty: the
 	// Hadoop configuration's.
-	DataTransferProtection string `json:"data_transfer_protection,omitempty"`
+	DataTransferProtection string `yaml:"data_transfer_protection" json:"data_transfer_protection,omitempty"`
 }
 
 // Open returns the file system a warehouse URL names:

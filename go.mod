@@ -56,3 +56,6 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+// A patched copy of colinmarc/hdfs v2.4.0: see third_party/colinmarc-hdfs/TRIBUTARY.md.
+replace github.com/colinmarc/hdfs/v2 => ./third_party/colinmarc-hdfs

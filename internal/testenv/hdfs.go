@@ -122,21 +122,34 @@ func (c *HDFSCluster) Warehouse(t testing.TB) string {
 // other one active, as an administrator's hdfs haadmin -failover does, and
 // returns the address of the newly active one. It may be called from any
 // goroutine (a loader's fault hook, say).
-func (c *HDFSCluster) Failover() (string, error) {
+func (c *HDFSCluster) Failover() (string, error) { return c.command("failover") }
+
+// Standby makes the active NameNode of an HA cluster standby, leaving none
+// active until Activate: a failover that takes its time.
+func (c *HDFSCluster) Standby() error {
+	_, err := c.command("standby")
+	return err
+}
+
+// Activate ends a Standby, making the other NameNode active, and returns
+// its address.
+func (c *HDFSCluster) Activate() (string, error) { return c.command("activate") }
+
+func (c *HDFSCluster) command(cmd string) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, err := io.WriteString(c.stdin, "failover\n"); err != nil {
-		return "", fmt.Errorf("asking the mini cluster to fail over: %w", err)
+	if _, err := io.WriteString(c.stdin, cmd+"\n"); err != nil {
+		return "", fmt.Errorf("mini cluster command %s: %w", cmd, err)
 	}
 	select {
 	case r := <-c.replies:
 		f := strings.Fields(r)
 		if len(f) != 3 || f[0] != "ACTIVE" {
-			return "", fmt.Errorf("failover: the mini cluster answered %q", r)
+			return "", fmt.Errorf("mini cluster command %s: answered %q", cmd, r)
 		}
 		return f[2], nil
 	case <-time.After(2 * time.Minute):
-		return "", errors.New("failover: the mini cluster did not answer within 2 minutes")
+		return "", fmt.Errorf("mini cluster command %s: no answer within 2 minutes", cmd)
 	}
 }
 

@@ -1,12 +1,14 @@
 package warehouse_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/loader/warehouse"
@@ -124,5 +126,69 @@ func TestHDFSConfigurationErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s with conf %q: %v, want an error containing %q", c.url, c.conf, err, c.want)
 		}
+	}
+}
+
+// While no NameNode is active (a failover taking seconds), namespace
+// calls, a file's first block and its completion wait for one, for up to
+// FailoverWait, and then succeed: nothing of the file is lost.
+func TestHDFSWaitsForAnActiveNameNode(t *testing.T) {
+	c := testenv.StartHDFSHA(t)
+	w, err := warehouse.OpenWith(c.Warehouse(t), warehouse.Options{HDFS: warehouse.HDFSOptions{HadoopConf: c.ConfDir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	data := []byte(strings.Repeat("tributary ", 1000))
+	// A file whose block is written, to be completed while none is active.
+	done, err := w.Create("done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := done.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	// A file created, its first block still to be allocated.
+	fresh, err := w.Create("fresh")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.Standby(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for _, op := range []func() error{
+		func() error { return done.Close() },
+		func() error {
+			if _, err := fresh.Write(data); err != nil {
+				return fmt.Errorf("first block: %w", err)
+			}
+			return fresh.Close()
+		},
+		func() error { return w.MkdirAll("made/while/standby") },
+	} {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- op() }()
+	}
+	time.Sleep(3 * time.Second) // every operation is waiting now
+	if _, err := c.Activate(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("an operation begun while no NameNode was active: %v", err)
+		}
+	}
+	for _, name := range []string{"done", "fresh"} {
+		if got, err := warehouse.ReadFile(w, name); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s: %d bytes back (%v), want %d", name, len(got), err, len(data))
+		}
+	}
+	if ok, err := warehouse.Exists(w, "made/while/standby"); !ok {
+		t.Fatalf("the directory made while no NameNode was active is missing (%v)", err)
 	}
 }

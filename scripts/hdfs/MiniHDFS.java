@@ -17,6 +17,10 @@
 //
 //	failover   (-ha) the active NameNode becomes standby and the other one
 //	           active; answers "MINIHDFS ACTIVE <n> <host:port>"
+//	standby    (-ha) the active NameNode becomes standby, leaving none
+//	           active; answers "MINIHDFS ACTIVE -1 none"
+//	activate   (-ha) after standby, the other NameNode becomes active;
+//	           answers as failover does
 //
 // It runs until its standard input closes: the test binary holds the other
 // end of that pipe, so the cluster stops (and its directory is removed)
@@ -138,14 +142,22 @@ public class MiniHDFS {
         System.out.flush();
 
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        int activeNN = 0;
+        int activeNN = 0, lastActive = 0; // activeNN -1: none
         for (String line; (line = in.readLine()) != null; ) {
-            if (line.equals("failover") && ha) {
+            if (line.equals("failover") && ha && activeNN >= 0) {
                 int next = 1 - activeNN;
                 cluster.transitionToStandby(activeNN);
                 cluster.transitionToActive(next);
-                activeNN = next;
+                activeNN = lastActive = next;
                 System.out.println("MINIHDFS ACTIVE " + next + " 127.0.0.1:" + cluster.getNameNodePort(next));
+            } else if (line.equals("standby") && ha && activeNN >= 0) {
+                cluster.transitionToStandby(activeNN);
+                activeNN = -1;
+                System.out.println("MINIHDFS ACTIVE -1 none");
+            } else if (line.equals("activate") && ha && activeNN < 0) {
+                activeNN = lastActive = 1 - lastActive;
+                cluster.transitionToActive(activeNN);
+                System.out.println("MINIHDFS ACTIVE " + activeNN + " 127.0.0.1:" + cluster.getNameNodePort(activeNN));
             } else {
                 System.out.println("MINIHDFS ERROR unknown command " + line);
             }

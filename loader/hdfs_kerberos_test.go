@@ -1,0 +1,94 @@
+package loader_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/internal/testenv"
+	"github.com/tributary-io/tributary/loader"
+	"github.com/tributary-io/tributary/loader/loadertest"
+	"github.com/tributary-io/tributary/loader/warehouse"
+)
+
+// Loads into a Kerberized HDFS (a real KDC, privacy on the data transfer):
+// a run without credentials, and one with a stale keytab, fail with a
+// message that says what to do and commit nothing; a run with a keytab,
+// then one with the ticket cache kinit filled, each load their records
+// exactly once, read back through the same encrypted data transfer.
+func TestHDFSKerberos(t *testing.T) {
+	kinit, err := exec.LookPath("kinit")
+	if err != nil {
+		t.Fatal("kinit is not installed: run make deps (scripts/install-deps.sh installs krb5-user)")
+	}
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "secured", 2)
+	c := testenv.StartKerberizedHDFS(t)
+	url := c.Warehouse(t)
+	principal := "tributary@" + c.Realm
+	base := warehouse.HDFSOptions{HadoopConf: c.ConfDir, Krb5Conf: c.Krb5Conf}
+	withKeytab := base
+	withKeytab.Principal, withKeytab.Keytab = principal, c.Keytab
+	// No ticket cache unless a case makes one.
+	t.Setenv("KRB5CCNAME", "FILE:"+filepath.Join(t.TempDir(), "no-cache"))
+
+	schema := loadertest.Schema(t, "pageview")
+	from := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+	first := loadertest.PageViews(0, 3000, 2, from, time.Hour)
+	env.Produce(t, "secured", schema, first)
+
+	for _, bad := range []struct {
+		name string
+		o    warehouse.HDFSOptions
+		want string
+	}{
+		{"no credentials", base, "the cluster uses Kerberos (hadoop.security.authentication in the Hadoop configuration in " + c.ConfDir + "), but no credentials were given: give --hdfs-principal and --hdfs-keytab, or run kinit first"},
+		{"stale keytab", func() warehouse.HDFSOptions { o := withKeytab; o.Keytab = c.StaleKeytab; return o }(),
+			"Kerberos login of " + principal + " with keytab " + c.StaleKeytab + " failed (are its keys current?"},
+	} {
+		cfg := config(env, url, "secured")
+		cfg.WarehouseOptions = warehouse.Options{HDFS: bad.o}
+		sum, err := loader.Run(context.Background(), cfg)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Fatalf("%s: %v, want an error saying %q", bad.name, err, bad.want)
+		}
+		if sum != nil && sum.Committed {
+			t.Fatalf("%s: the run committed", bad.name)
+		}
+	}
+	w, err := warehouse.OpenWith(url, warehouse.Options{HDFS: withKeytab})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if infos, err := w.ReadDir(""); err != nil || len(infos) != 0 {
+		t.Fatalf("after the refused runs the warehouse holds %d entries (%v), want none", len(infos), err)
+	}
+
+	cfg := config(env, url, "secured")
+	cfg.WarehouseOptions = warehouse.Options{HDFS: withKeytab}
+	if sum := run(t, cfg); sum.Records != int64(len(first)) {
+		t.Fatalf("with a keytab: loaded %d records, want %d", sum.Records, len(first))
+	}
+	loadertest.CheckExactlyOnce(t, loadertest.Read(t, w), "secured", first)
+
+	// kinit, as a user would, then a run with no keytab.
+	cache := filepath.Join(t.TempDir(), "krb5cc")
+	cmd := exec.Command(kinit, "-k", "-t", c.Keytab, "-c", "FILE:"+cache, principal)
+	cmd.Env = append(os.Environ(), "KRB5_CONFIG="+c.Krb5Conf)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kinit: %v\n%s", err, out)
+	}
+	t.Setenv("KRB5CCNAME", "FILE:"+cache)
+	second := loadertest.PageViews(len(first), 2000, 2, from, time.Hour)
+	env.Produce(t, "secured", schema, second)
+	cfg.WarehouseOptions = warehouse.Options{HDFS: base}
+	if sum := run(t, cfg); sum.Records != int64(len(second)) {
+		t.Fatalf("with the ticket cache: loaded %d records, want %d", sum.Records, len(second))
+	}
+	loadertest.CheckExactlyOnce(t, loadertest.Read(t, w), "secured", append(first, second...))
+}

@@ -48,7 +48,7 @@ func TestHDFSKerberos(t *testing.T) {
 	}{
 		{"no credentials", base, "the cluster uses Kerberos (hadoop.security.authentication in the Hadoop configuration in " + c.ConfDir + "), but no credentials were given: give --hdfs-principal and --hdfs-keytab, or run kinit first"},
 		{"stale keytab", func() warehouse.HDFSOptions { o := withKeytab; o.Keytab = c.StaleKeytab; return o }(),
-			"Kerberos login of " + principal + " with keytab " + c.StaleKeytab + " failed (are its keys current?"},
+			"the Kerberos login of " + principal + " with keytab " + c.StaleKeytab + " failed (are its keys current?"},
 	} {
 		cfg := config(env, url, "secured")
 		cfg.WarehouseOptions = warehouse.Options{HDFS: bad.o}

@@ -45,3 +45,19 @@ func TestLoadRefusesBadHDFSFlags(t *testing.T) {
 		}
 	}
 }
+
+// load and audit count take the HDFS flags to their warehouse: a Hadoop
+// configuration directory that does not exist is named in the error.
+func TestHDFSFlagsReachTheWarehouse(t *testing.T) {
+	missing := t.TempDir() + "/no-such-conf"
+	want := "the Hadoop configuration directory: stat " + missing + ": no such file or directory"
+	for _, args := range [][]string{
+		{"load", "--brokers", "127.0.0.1:1", "--topics", "pageviews"},
+		{"audit", "count", "--brokers", "127.0.0.1:1", "--tier", "warehouse", "--dry-run"},
+	} {
+		args = append(args, "--warehouse", "hdfs://prod-ns/warehouse", "--hadoop-conf", missing)
+		if stderr := runStderr(t, 1, args...); !strings.Contains(stderr, want) {
+			t.Errorf("%v: stderr %q, want it to say %q", args, stderr, want)
+		}
+	}
+}

@@ -37,13 +37,13 @@ func loadHadoopConf(dir string) (*hadoopConf, error) {
 	}
 	if _, err := os.Stat(dir); err != nil {
 		if named {
-			return nil, fmt.Errorf("Hadoop configuration directory: %w", err)
+			return nil, fmt.Errorf("the Hadoop configuration directory: %w", err)
 		}
 		return &hadoopConf{}, nil
 	}
 	props, err := hadoopconf.Load(dir)
 	if err != nil {
-		return nil, fmt.Errorf("Hadoop configuration %s: %w", dir, err)
+		return nil, fmt.Errorf("the Hadoop configuration in %s: %w", dir, err)
 	}
 	return &hadoopConf{dir: dir, props: props}, nil
 }

@@ -36,7 +36,7 @@ func kerberosLogin(o HDFSOptions, conf *hadoopConf) (*krb.Client, error) {
 	}
 	cfg, err := krbconfig.Load(cfgPath)
 	if err != nil {
-		return nil, fmt.Errorf("Kerberos configuration %s: %w (give --krb5-conf or set KRB5_CONFIG)", cfgPath, err)
+		return nil, fmt.Errorf("the Kerberos configuration %s: %w (give --krb5-conf or set KRB5_CONFIG)", cfgPath, err)
 	}
 	settings := []func(*krb.Settings){krb.DisablePAFXFAST(true)}
 
@@ -54,7 +54,7 @@ func kerberosLogin(o HDFSOptions, conf *hadoopConf) (*krb.Client, error) {
 		}
 		cl := krb.NewWithKeytab(user, realm, kt, cfg, settings...)
 		if err := cl.Login(); err != nil {
-			return nil, fmt.Errorf("Kerberos login of %s@%s with keytab %s failed (are its keys current? klist -k -e %s shows them): %w", user, realm, o.Keytab, o.Keytab, err)
+			return nil, fmt.Errorf("the Kerberos login of %s@%s with keytab %s failed (are its keys current? klist -k -e %s shows them): %w", user, realm, o.Keytab, o.Keytab, err)
 		}
 		return cl, nil
 	}

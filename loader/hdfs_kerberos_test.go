@@ -15,11 +15,13 @@ import (
 	"github.com/tributary-io/tributary/loader/warehouse"
 )
 
-// Loads into a Kerberized HDFS (a real KDC, privacy on the data transfer):
+// Loads into a Kerberized HDFS (a real KDC, privacy on the data transfer,
+// two NameNodes behind a nameservice):
 // a run without credentials, and one with a stale keytab, fail with a
 // message that says what to do and commit nothing; a run with a keytab,
-// then one with the ticket cache kinit filled, each load their records
-// exactly once, read back through the same encrypted data transfer.
+// then (after a NameNode failover) one with the ticket cache kinit filled,
+// each load their records exactly once, read back through the same
+// encrypted data transfer.
 func TestHDFSKerberos(t *testing.T) {
 	kinit, err := exec.LookPath("kinit")
 	if err != nil {
@@ -76,6 +78,10 @@ func TestHDFSKerberos(t *testing.T) {
 	}
 	loadertest.CheckExactlyOnce(t, loadertest.Read(t, w), "secured", first)
 
+	// The client logs in to the other NameNode after a failover.
+	if _, err := c.Failover(); err != nil {
+		t.Fatal(err)
+	}
 	// kinit, as a user would, then a run with no keytab.
 	cache := filepath.Join(t.TempDir(), "krb5cc")
 	cmd := exec.Command(kinit, "-k", "-t", c.Keytab, "-c", "FILE:"+cache, principal)

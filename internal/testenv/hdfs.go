@@ -98,10 +98,11 @@ func StartHDFSHA(t testing.TB) *HDFSCluster {
 // StartKerberizedHDFS returns a mini cluster secured by Kerberos, with a
 // real KDC (Hadoop's MiniKdc) and dfs.data.transfer.protection privacy
 // (SASL with encryption between client and DataNode), shared by the test
-// binary.
+// binary. Like StartHDFSHA's, it has two NameNodes behind the nameservice
+// tributary-ns: production clusters are both secured and highly available.
 func StartKerberizedHDFS(t testing.TB) *HDFSCluster {
 	t.Helper()
-	hdfsKrbOnce.Do(func() { hdfsKrb, hdfsKrbErr = startHDFS("-kerberos", "-protection", "privacy") })
+	hdfsKrbOnce.Do(func() { hdfsKrb, hdfsKrbErr = startHDFS("-ha", "-kerberos", "-protection", "privacy") })
 	if hdfsKrbErr != nil {
 		t.Fatalf("starting a Kerberized HDFS: %v", hdfsKrbErr)
 	}

@@ -119,7 +119,11 @@ func noActiveNameNode(err error) bool {
 }
 
 // retryFailover calls f until it returns something other than "no active
-// NameNode", for up to FailoverWait.
+// NameNode", for up to FailoverWait. Retrying is safe even for calls that
+// are not idempotent (create, rename): the client returns that error only
+// when it found no NameNode to send the call to, and a StandbyException
+// (a call refused by a standby, not carried out) it retries by itself. A
+// call cut off after it was sent fails with another error, not retried.
 func retryFailover(f func() error) error {
 	deadline := time.Now().Add(FailoverWait)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {

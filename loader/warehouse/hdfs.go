@@ -29,13 +29,14 @@ import (
 // High availability: the client tries the nameservice's NameNodes in turn
 // and follows a failover by itself; while none is active (a failover in
 // progress), namespace calls, a file's first block and its completion are
-// retried for up to FailoverWait. A failover while a block is being
-// written fails that write: the run fails and commits nothing, and the
-// next run loads the same records.
+// retried for up to FailoverWait (a single NameNode is not waited for). A
+// failover while a block is being written may fail that write: the run
+// fails and commits nothing, and the next run loads the same records.
 type HDFS struct {
 	client *hdfs.Client
 	root   string // absolute path in HDFS
 	url    string
+	wait   time.Duration // for an active NameNode: FailoverWait with several, else 0
 }
 
 // FailoverWait bounds how long calls wait for an active NameNode: a
@@ -91,11 +92,21 @@ func openHDFS(u *url.URL, o HDFSOptions, create bool) (*HDFS, error) {
 	opts.DatanodeDialFunc = dialer.DialContext
 	nns := strings.Join(addrs, ", ")
 	var client *hdfs.Client
-	err = retryFailover(func() (err error) { client, err = hdfs.NewClient(opts); return err })
+	// Only a nameservice has another NameNode to wait for; a single one
+	// that cannot be reached fails the run at once.
+	wait := time.Duration(0)
+	if len(addrs) > 1 {
+		wait = FailoverWait
+	}
+	err = retryFailover(wait, func() (err error) { client, err = hdfs.NewClient(opts); return err })
 	if err != nil {
+		if len(addrs) == 1 && !strings.Contains(authority, ":") && strings.Contains(err.Error(), "no such host") {
+			// Most likely a nameservice whose configuration was not found.
+			return nil, fmt.Errorf("warehouse %s: no host %s, and it is not a nameservice of %s: %w", where, authority, conf.where(), err)
+		}
 		return nil, fmt.Errorf("warehouse %s: cannot reach the HDFS NameNode at %s: %w", where, nns, err)
 	}
-	h := &HDFS{client: client, root: root, url: where}
+	h := &HDFS{client: client, root: root, url: where, wait: wait}
 	// The first NameNode call is where an unreachable or wrong address,
 	// or refused credentials, show.
 	if !create {
@@ -124,37 +135,40 @@ func noActiveNameNode(err error) bool {
 // when it found no NameNode to send the call to, and a StandbyException
 // (a call refused by a standby, not carried out) it retries by itself. A
 // call cut off after it was sent fails with another error, not retried.
-func retryFailover(f func() error) error {
-	deadline := time.Now().Add(FailoverWait)
-	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+func retryFailover(wait time.Duration, f func() error) error {
+	deadline := time.Now().Add(wait)
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
 		err := f()
 		if !noActiveNameNode(err) {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w (no NameNode became active within %v)", err, FailoverWait)
+			if wait > 0 {
+				err = fmt.Errorf("%w (no NameNode became active within %v)", err, wait)
+			}
+			return err
 		}
-		time.Sleep(wait)
+		time.Sleep(pause)
 	}
 }
 
 func (h *HDFS) stat(p string) (fi fs.FileInfo, err error) {
-	err = retryFailover(func() error { fi, err = h.client.Stat(p); return err })
+	err = retryFailover(h.wait, func() error { fi, err = h.client.Stat(p); return err })
 	return fi, err
 }
 
 func (h *HDFS) mkdirAll(p string) error {
-	return retryFailover(func() error { return h.client.MkdirAll(p, 0o755) })
+	return retryFailover(h.wait, func() error { return h.client.MkdirAll(p, 0o755) })
 }
 
 func (h *HDFS) remove(p string) error {
-	return retryFailover(func() error { return h.client.Remove(p) })
+	return retryFailover(h.wait, func() error { return h.client.Remove(p) })
 }
 
 func (h *HDFS) create(p string) (f hdfsFile, err error) {
 	var w *hdfs.FileWriter
-	err = retryFailover(func() error { w, err = h.client.Create(p); return err })
-	return hdfsFile{w, new(bool)}, err
+	err = retryFailover(h.wait, func() error { w, err = h.client.Create(p); return err })
+	return hdfsFile{w, new(bool), h.wait}, err
 }
 
 func (h *HDFS) String() string { return h.url }
@@ -201,7 +215,8 @@ func (h *HDFS) Create(name string) (io.WriteCloser, error) {
 // no DataNode ever receives, and the file could never be completed.
 type hdfsFile struct {
 	*hdfs.FileWriter
-	started *bool // a block was allocated
+	started *bool         // a block was allocated
+	wait    time.Duration // HDFS.wait
 }
 
 func (f hdfsFile) Write(p []byte) (int, error) {
@@ -212,7 +227,7 @@ func (f hdfsFile) Write(p []byte) (int, error) {
 		return f.FileWriter.Write(p)
 	}
 	var n int
-	err := retryFailover(func() (err error) {
+	err := retryFailover(f.wait, func() (err error) {
 		// Before its first block the writer sends nothing but the
 		// allocation, so a failed one leaves nothing behind to resend.
 		n, err = f.FileWriter.Write(p)
@@ -226,7 +241,7 @@ func (f hdfsFile) Write(p []byte) (int, error) {
 
 func (f hdfsFile) Close() error {
 	var err error
-	retryErr := retryFailover(func() error { err = f.FileWriter.Close(); return err })
+	retryErr := retryFailover(f.wait, func() error { err = f.FileWriter.Close(); return err })
 	if noActiveNameNode(err) {
 		return retryErr
 	}
@@ -267,7 +282,7 @@ func (h *HDFS) Open(name string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	var f *hdfs.FileReader
-	err = retryFailover(func() (err error) { f, err = h.client.Open(p); return err })
+	err = retryFailover(h.wait, func() (err error) { f, err = h.client.Open(p); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +303,7 @@ func (h *HDFS) Rename(oldname, newname string) error {
 	if err := h.mkdirAll(path.Dir(np)); err != nil {
 		return err
 	}
-	return retryFailover(func() error { return h.client.Rename(op, np) })
+	return retryFailover(h.wait, func() error { return h.client.Rename(op, np) })
 }
 
 func (h *HDFS) Remove(name string) error {
@@ -310,7 +325,7 @@ func (h *HDFS) RemoveAll(name string) error {
 	if p == h.root {
 		return errors.New("warehouse: refusing to remove the warehouse root")
 	}
-	if err := retryFailover(func() error { return h.client.RemoveAll(p) }); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := retryFailover(h.wait, func() error { return h.client.RemoveAll(p) }); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -322,7 +337,7 @@ func (h *HDFS) ReadDir(name string) ([]fs.FileInfo, error) {
 		return nil, err
 	}
 	var infos []fs.FileInfo
-	err = retryFailover(func() (err error) { infos, err = h.client.ReadDir(p); return err })
+	err = retryFailover(h.wait, func() (err error) { infos, err = h.client.ReadDir(p); return err })
 	if err != nil {
 		return nil, err
 	}

@@ -116,6 +116,8 @@ func TestHDFSConfigurationErrors(t *testing.T) {
 		{"hdfs:///data", "", "sets no fs.defaultFS"},
 		{"hdfs://prod-ns/data", dir, "sets no dfs.namenode.rpc-address.prod-ns.nn2"},
 		{"hdfs://x/data", filepath.Join(dir, "missing"), "Hadoop configuration directory"},
+		{"hdfs://no-such-ns.invalid/data", dir, "no host no-such-ns.invalid, and it is not a nameservice of the Hadoop configuration in " + dir},
+		{"hdfs://no-such-ns.invalid/data", "", "and it is not a nameservice of no Hadoop configuration (give --hadoop-conf or set HADOOP_CONF_DIR)"},
 		{"hdfs://127.0.0.1:1/data", "", "data transfer protection \"secret\""},
 	} {
 		o := warehouse.HDFSOptions{HadoopConf: c.conf}

@@ -59,21 +59,18 @@ import (
 //	  user_info_file: registry.auth # user:password on its first line
 //	  tls_ca: ca.pem
 type Spec struct {
-	Name      string `yaml:"name"`
-	Brokers   List   `yaml:"brokers"`
-	Registry  string `yaml:"registry"`
-	Topics    Topics `yaml:"topics"`
-	Warehouse string `yaml:"warehouse"`
-	// HDFS is how an HDFS warehouse's cluster is reached: its Hadoop
-	// configuration and Kerberos credentials (loader.Config.WarehouseOptions).
-	HDFS         warehouse.HDFSOptions `yaml:"hdfs"`
-	Schedule     string                `yaml:"schedule"`
-	Limits       Limits                `yaml:"limits"`
-	Files        Files                 `yaml:"files"`
-	SuccessGrace Duration              `yaml:"success_grace"`
-	OnDataLoss   string                `yaml:"on_data_loss"`
-	StartAt      string                `yaml:"start_at"`
-	LockTTL      Duration              `yaml:"lock_ttl"`
+	Name         string   `yaml:"name"`
+	Brokers      List     `yaml:"brokers"`
+	Registry     string   `yaml:"registry"`
+	Topics       Topics   `yaml:"topics"`
+	Warehouse    string   `yaml:"warehouse"`
+	Schedule     string   `yaml:"schedule"`
+	Limits       Limits   `yaml:"limits"`
+	Files        Files    `yaml:"files"`
+	SuccessGrace Duration `yaml:"success_grace"`
+	OnDataLoss   string   `yaml:"on_data_loss"`
+	StartAt      string   `yaml:"start_at"`
+	LockTTL      Duration `yaml:"lock_ttl"`
 	// Audit publishes each committed run's counts to the _audit topic of
 	// the job's brokers, through its registry (loader.AuditConfig).
 	Audit bool `yaml:"audit"`
@@ -85,6 +82,9 @@ type Spec struct {
 	// brokers and registry (loader.Config.Security, RegistrySecurity).
 	Security         clientsec.Kafka    `yaml:"security"`
 	RegistrySecurity clientsec.Registry `yaml:"registry_security"`
+	// HDFS is how an HDFS warehouse's cluster is reached: its Hadoop
+	// configuration and Kerberos credentials (loader.Config.WarehouseOptions).
+	HDFS warehouse.HDFSOptions `yaml:"hdfs"`
 
 	// File is where the spec was read from.
 	File string `yaml:"-"`
@@ -259,27 +259,27 @@ func (s *Spec) validate() error {
 // LoadConfig is the loader configuration of one run of the job.
 func (s *Spec) LoadConfig() loader.Config {
 	cfg := loader.Config{
-		Brokers:          s.Brokers,
-		RegistryURL:      s.Registry,
-		Topics:           s.Topics.Names,
-		TopicRegex:       s.Topics.Regex,
-		Warehouse:        s.Warehouse,
-		WarehouseOptions: warehouse.Options{HDFS: s.HDFS},
-		MaxRecords:       s.Limits.MaxRecords,
-		MaxDuration:      time.Duration(s.Limits.MaxDuration),
-		FileMaxBytes:     int64(s.Files.MaxBytes),
-		FileMaxRecords:   s.Files.MaxRecords,
-		Codec:            s.Files.Codec,
-		DeflateLevel:     s.Files.DeflateLevel,
-		SuccessGrace:     time.Duration(s.SuccessGrace),
-		OnDataLoss:       s.OnDataLoss,
-		StartAt:          s.StartAt,
-		LockTTL:          s.lockTTL(),
-		Holder:           "job " + s.Name,
-		HeaderField:      s.HeaderField,
+		Brokers:        s.Brokers,
+		RegistryURL:    s.Registry,
+		Topics:         s.Topics.Names,
+		TopicRegex:     s.Topics.Regex,
+		Warehouse:      s.Warehouse,
+		MaxRecords:     s.Limits.MaxRecords,
+		MaxDuration:    time.Duration(s.Limits.MaxDuration),
+		FileMaxBytes:   int64(s.Files.MaxBytes),
+		FileMaxRecords: s.Files.MaxRecords,
+		Codec:          s.Files.Codec,
+		DeflateLevel:   s.Files.DeflateLevel,
+		SuccessGrace:   time.Duration(s.SuccessGrace),
+		OnDataLoss:     s.OnDataLoss,
+		StartAt:        s.StartAt,
+		LockTTL:        s.lockTTL(),
+		Holder:         "job " + s.Name,
+		HeaderField:    s.HeaderField,
 
 		Security:         s.Security,
 		RegistrySecurity: s.RegistrySecurity,
+		WarehouseOptions: warehouse.Options{HDFS: s.HDFS},
 	}
 	if s.Audit {
 		cfg.Audit = &loader.AuditConfig{}

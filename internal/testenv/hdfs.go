@@ -53,6 +53,9 @@ var (
 	hdfsKrbOnce sync.Once
 	hdfsKrb     *HDFSCluster
 	hdfsKrbErr  error
+	hdfsIntOnce sync.Once
+	hdfsInt     *HDFSCluster
+	hdfsIntErr  error
 )
 
 // StartHDFS returns the address (127.0.0.1:port) of the NameNode of a real
@@ -107,6 +110,18 @@ func StartKerberizedHDFS(t testing.TB) *HDFSCluster {
 		t.Fatalf("starting a Kerberized HDFS: %v", hdfsKrbErr)
 	}
 	return hdfsKrb
+}
+
+// StartKerberizedHDFSIntegrity is StartKerberizedHDFS with one NameNode
+// and dfs.data.transfer.protection integrity: every DataNode exchange
+// signed (SASL with an HMAC a frame), not encrypted.
+func StartKerberizedHDFSIntegrity(t testing.TB) *HDFSCluster {
+	t.Helper()
+	hdfsIntOnce.Do(func() { hdfsInt, hdfsIntErr = startHDFS("-kerberos", "-protection", "integrity") })
+	if hdfsIntErr != nil {
+		t.Fatalf("starting a Kerberized HDFS with integrity: %v", hdfsIntErr)
+	}
+	return hdfsInt
 }
 
 // Warehouse returns an hdfs:// URL of a directory of its own for this test

@@ -13,7 +13,10 @@ import (
 )
 
 func kerberized(t *testing.T) (*testenv.HDFSCluster, warehouse.Options) {
-	c := testenv.StartKerberizedHDFS(t)
+	return keytabOptions(testenv.StartKerberizedHDFS(t))
+}
+
+func keytabOptions(c *testenv.HDFSCluster) (*testenv.HDFSCluster, warehouse.Options) {
 	return c, warehouse.Options{HDFS: warehouse.HDFSOptions{
 		HadoopConf: c.ConfDir, Krb5Conf: c.Krb5Conf,
 		Principal: "tributary@" + c.Realm, Keytab: c.Keytab,
@@ -24,7 +27,17 @@ func kerberized(t *testing.T) (*testenv.HDFSCluster, warehouse.Options) {
 // of every size read back byte for byte, whatever the reader's buffer size:
 // a read that spans two frames returns the bytes of both.
 func TestHDFSKerberosPrivacy(t *testing.T) {
-	c, opts := kerberized(t)
+	readBackByteForByte(t, testenv.StartKerberizedHDFS(t))
+}
+
+// The same under integrity (every DataNode exchange signed in SASL
+// frames, not encrypted).
+func TestHDFSKerberosIntegrity(t *testing.T) {
+	readBackByteForByte(t, testenv.StartKerberizedHDFSIntegrity(t))
+}
+
+func readBackByteForByte(t *testing.T, cluster *testenv.HDFSCluster) {
+	c, opts := keytabOptions(cluster)
 	w, err := warehouse.OpenWith(c.Warehouse(t), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -140,6 +140,12 @@ func (c *HDFSCluster) Warehouse(t testing.TB) string {
 // goroutine (a loader's fault hook, say).
 func (c *HDFSCluster) Failover() (string, error) { return c.command("failover") }
 
+// Crash stops the active NameNode of an HA cluster dead, cutting its
+// connections (calls in flight fail), makes the other one active, and
+// restarts the dead one as standby; it returns the newly active one's
+// address.
+func (c *HDFSCluster) Crash() (string, error) { return c.command("crash") }
+
 // Standby makes the active NameNode of an HA cluster standby, leaving none
 // active until Activate: a failover that takes its time.
 func (c *HDFSCluster) Standby() error {

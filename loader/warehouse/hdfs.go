@@ -12,6 +12,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/colinmarc/hdfs/v2"
@@ -29,9 +30,12 @@ import (
 // High availability: the client tries the nameservice's NameNodes in turn
 // and follows a failover by itself; while none is active (a failover in
 // progress), namespace calls, a file's first block and its completion are
-// retried for up to FailoverWait (a single NameNode is not waited for). A
-// failover while a block is being written may fail that write: the run
-// fails and commits nothing, and the next run loads the same records.
+// retried for up to FailoverWait (a single NameNode is not waited for).
+// When the active NameNode dies under a call, reads, mkdir, delete and
+// Create (which replaces) are repeated on the other one; a rename, an
+// exclusive create or a block write cut that way, or a failover while a
+// block is being written, may fail the write: the run fails and commits
+// nothing, and the next run loads the same records.
 type HDFS struct {
 	client *hdfs.Client
 	root   string // absolute path in HDFS
@@ -130,16 +134,35 @@ func noActiveNameNode(err error) bool {
 }
 
 // retryFailover calls f until it returns something other than "no active
-// NameNode", for up to FailoverWait. Retrying is safe even for calls that
-// are not idempotent (create, rename): the client returns that error only
-// when it found no NameNode to send the call to, and a StandbyException
-// (a call refused by a standby, not carried out) it retries by itself. A
-// call cut off after it was sent fails with another error, not retried.
+// NameNode", for up to wait. Retrying is safe even for calls that are not
+// idempotent (create, rename): the client returns that error only when it
+// found no NameNode to send the call to, and a StandbyException (a call
+// refused by a standby, not carried out) it retries by itself. A call cut
+// off after it was sent fails with another error, not retried.
 func retryFailover(wait time.Duration, f func() error) error {
+	return retry(wait, noActiveNameNode, f)
+}
+
+// retryIdempotent is retryFailover for calls that may also be repeated
+// after a NameNode died under them (the connection cut, the call maybe
+// carried out): reads, and mkdir and delete, whose repetition does nothing
+// more.
+func retryIdempotent(wait time.Duration, f func() error) error {
+	return retry(wait, func(err error) bool { return noActiveNameNode(err) || connectionCut(err) }, f)
+}
+
+// connectionCut tells an error of a connection its NameNode closed or
+// reset, as when the NameNode process dies.
+func connectionCut(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+}
+
+func retry(wait time.Duration, retriable func(error) bool, f func() error) error {
 	deadline := time.Now().Add(wait)
 	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
 		err := f()
-		if !noActiveNameNode(err) {
+		if err == nil || !retriable(err) {
 			return err
 		}
 		if time.Now().After(deadline) {
@@ -153,16 +176,16 @@ func retryFailover(wait time.Duration, f func() error) error {
 }
 
 func (h *HDFS) stat(p string) (fi fs.FileInfo, err error) {
-	err = retryFailover(h.wait, func() error { fi, err = h.client.Stat(p); return err })
+	err = retryIdempotent(h.wait, func() error { fi, err = h.client.Stat(p); return err })
 	return fi, err
 }
 
 func (h *HDFS) mkdirAll(p string) error {
-	return retryFailover(h.wait, func() error { return h.client.MkdirAll(p, 0o755) })
+	return retryIdempotent(h.wait, func() error { return h.client.MkdirAll(p, 0o755) })
 }
 
 func (h *HDFS) remove(p string) error {
-	return retryFailover(h.wait, func() error { return h.client.Remove(p) })
+	return retryIdempotent(h.wait, func() error { return h.client.Remove(p) })
 }
 
 func (h *HDFS) create(p string) (f hdfsFile, err error) {
@@ -194,10 +217,16 @@ func (h *HDFS) Create(name string) (io.WriteCloser, error) {
 	if err := h.mkdirAll(path.Dir(p)); err != nil {
 		return nil, err
 	}
-	if err := h.remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	f, err := h.create(p)
+	// Create replaces what is there, so a create cut off with its
+	// NameNode, carried out or not, is done again from the remove.
+	var f hdfsFile
+	err = retryIdempotent(h.wait, func() error {
+		if err := h.remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		f, err = h.create(p)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +311,7 @@ func (h *HDFS) Open(name string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	var f *hdfs.FileReader
-	err = retryFailover(h.wait, func() (err error) { f, err = h.client.Open(p); return err })
+	err = retryIdempotent(h.wait, func() (err error) { f, err = h.client.Open(p); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +354,7 @@ func (h *HDFS) RemoveAll(name string) error {
 	if p == h.root {
 		return errors.New("warehouse: refusing to remove the warehouse root")
 	}
-	if err := retryFailover(h.wait, func() error { return h.client.RemoveAll(p) }); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := retryIdempotent(h.wait, func() error { return h.client.RemoveAll(p) }); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -337,7 +366,7 @@ func (h *HDFS) ReadDir(name string) ([]fs.FileInfo, error) {
 		return nil, err
 	}
 	var infos []fs.FileInfo
-	err = retryFailover(h.wait, func() (err error) { infos, err = h.client.ReadDir(p); return err })
+	err = retryIdempotent(h.wait, func() (err error) { infos, err = h.client.ReadDir(p); return err })
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,8 @@ import (
 )
 
 // A warehouse on a nameservice (hdfs://tributary-ns/...) of two NameNodes
-// follows failovers back and forth: every operation after one succeeds,
+// follows failovers back and forth, one of them a crash of the active
+// NameNode under a stream of calls: every operation after one succeeds,
 // files written before it read back, and the configuration's fs.defaultFS
 // (hdfs:///path) reaches the same cluster.
 func TestHDFSFollowsFailover(t *testing.T) {
@@ -35,7 +36,9 @@ func TestHDFSFollowsFailover(t *testing.T) {
 		if err := warehouse.WriteFile(w, name, []byte(name)); err != nil {
 			t.Fatalf("write before failover %d: %v", i, err)
 		}
-		if _, err := c.Failover(); err != nil {
+		if i == 1 {
+			crashUnderReaders(t, c, w, name)
+		} else if _, err := c.Failover(); err != nil {
 			t.Fatal(err)
 		}
 		// A writer racing the failover's aftermath: each file completes.
@@ -192,5 +195,53 @@ func TestHDFSWaitsForAnActiveNameNode(t *testing.T) {
 	}
 	if ok, err := warehouse.Exists(w, "made/while/standby"); !ok {
 		t.Fatalf("the directory made while no NameNode was active is missing (%v)", err)
+	}
+}
+
+// crashUnderReaders crashes the active NameNode while calls that may be
+// repeated (reads, mkdir, delete) run without a pause: none of them fails,
+// each carried over to the other NameNode.
+func crashUnderReaders(t *testing.T, c *testenv.HDFSCluster, w warehouse.FS, file string) {
+	t.Helper()
+	stop := make(chan struct{})
+	errs := make(chan error, 1)
+	calls := 0
+	go func() {
+		defer close(errs)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			calls++
+			dir := fmt.Sprintf("crash/%d", calls%10)
+			if err := w.MkdirAll(dir); err != nil {
+				errs <- fmt.Errorf("mkdir: %w", err)
+				return
+			}
+			if _, err := w.ReadDir(dir); err != nil {
+				errs <- fmt.Errorf("readdir: %w", err)
+				return
+			}
+			if err := w.Remove(dir + "/missing"); err != nil {
+				errs <- fmt.Errorf("remove: %w", err)
+				return
+			}
+			if _, err := warehouse.ReadFile(w, file); err != nil {
+				errs <- fmt.Errorf("read: %w", err)
+				return
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	_, cerr := c.Crash()
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	if cerr != nil {
+		t.Fatal(cerr)
+	}
+	if err := <-errs; err != nil {
+		t.Fatalf("a call made while the active NameNode crashed (call %d): %v", calls, err)
 	}
 }

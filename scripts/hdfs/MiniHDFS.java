@@ -17,6 +17,9 @@
 //
 //	failover   (-ha) the active NameNode becomes standby and the other one
 //	           active; answers "MINIHDFS ACTIVE <n> <host:port>"
+//	crash      (-ha) the active NameNode stops dead (its connections cut),
+//	           the other one becomes active, and the dead one restarts as
+//	           standby; answers as failover does
 //	standby    (-ha) the active NameNode becomes standby, leaving none
 //	           active; answers "MINIHDFS ACTIVE -1 none"
 //	activate   (-ha) after standby, the other NameNode becomes active;
@@ -148,6 +151,15 @@ public class MiniHDFS {
                 int next = 1 - activeNN;
                 cluster.transitionToStandby(activeNN);
                 cluster.transitionToActive(next);
+                activeNN = lastActive = next;
+                System.out.println("MINIHDFS ACTIVE " + next + " 127.0.0.1:" + cluster.getNameNodePort(next));
+            } else if (line.equals("crash") && ha && activeNN >= 0) {
+                int next = 1 - activeNN;
+                cluster.shutdownNameNode(activeNN);
+                cluster.transitionToActive(next);
+                // The crashed one comes back, as standby, so that the
+                // next failover has somewhere to go.
+                cluster.restartNameNode(activeNN, false);
                 activeNN = lastActive = next;
                 System.out.println("MINIHDFS ACTIVE " + next + " 127.0.0.1:" + cluster.getNameNodePort(next));
             } else if (line.equals("standby") && ha && activeNN >= 0) {

@@ -16,8 +16,10 @@ import (
 )
 
 // Loads into a Kerberized HDFS (a real KDC, privacy on the data transfer,
-// two NameNodes behind a nameservice):
-// a run without credentials, and one with a stale keytab, fail with a
+// two NameNodes behind a nameservice): a run without credentials, one
+// with expired tickets, one with a stale keytab, and one whose
+// configuration names a NameNode principal the KDC does not know, fail
+// at once with a
 // message that says what to do and commit nothing; a run with a keytab,
 // then (after a NameNode failover) one with the ticket cache kinit filled,
 // each load their records exactly once, read back through the same
@@ -35,6 +37,14 @@ func TestHDFSKerberos(t *testing.T) {
 	base := warehouse.HDFSOptions{HadoopConf: c.ConfDir, Krb5Conf: c.Krb5Conf}
 	withKeytab := base
 	withKeytab.Principal, withKeytab.Keytab = principal, c.Keytab
+	// A ticket cache whose tickets expire in 5 s (the shortest the KDC gives).
+	expired := filepath.Join(t.TempDir(), "expired")
+	kinitCmd := exec.Command(kinit, "-l", "5s", "-k", "-t", c.Keytab, "-c", "FILE:"+expired, principal)
+	kinitCmd.Env = append(os.Environ(), "KRB5_CONFIG="+c.Krb5Conf)
+	if out, err := kinitCmd.CombinedOutput(); err != nil {
+		t.Fatalf("kinit: %v\n%s", err, out)
+	}
+	expiredAt := time.Now().Add(6 * time.Second)
 	// No ticket cache unless a case makes one.
 	t.Setenv("KRB5CCNAME", "FILE:"+filepath.Join(t.TempDir(), "no-cache"))
 
@@ -43,15 +53,38 @@ func TestHDFSKerberos(t *testing.T) {
 	first := loadertest.PageViews(0, 3000, 2, from, time.Hour)
 	env.Produce(t, "secured", schema, first)
 
+	// A configuration naming a NameNode principal the KDC does not know.
+	wrongConf := t.TempDir()
+	for _, f := range []string{"core-site.xml", "hdfs-site.xml"} {
+		b, err := os.ReadFile(filepath.Join(c.ConfDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = []byte(strings.ReplaceAll(string(b), "hdfs/localhost@", "nn/localhost@"))
+		if err := os.WriteFile(filepath.Join(wrongConf, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wrongSPN := withKeytab
+	wrongSPN.HadoopConf = wrongConf
+
+	time.Sleep(time.Until(expiredAt)) // the 5 s tickets of the cache expired have run out
+
 	for _, bad := range []struct {
 		name string
 		o    warehouse.HDFSOptions
+		env  string // KRB5CCNAME
 		want string
 	}{
-		{"no credentials", base, "the cluster uses Kerberos (hadoop.security.authentication in the Hadoop configuration in " + c.ConfDir + "), but no credentials were given: give --hdfs-principal and --hdfs-keytab, or run kinit first"},
-		{"stale keytab", func() warehouse.HDFSOptions { o := withKeytab; o.Keytab = c.StaleKeytab; return o }(),
+		{"no credentials", base, "", "the cluster uses Kerberos (hadoop.security.authentication in the Hadoop configuration in " + c.ConfDir + "), but no credentials were given: give --hdfs-principal and --hdfs-keytab, or run kinit first"},
+		{"expired tickets", base, "FILE:" + expired, "the tickets in the cache " + expired + " expired at "},
+		{"unknown NameNode principal", wrongSPN, "", "the Kerberos login to the NameNode at "},
+		{"stale keytab", func() warehouse.HDFSOptions { o := withKeytab; o.Keytab = c.StaleKeytab; return o }(), "",
 			"the Kerberos login of " + principal + " with keytab " + c.StaleKeytab + " failed (are its keys current?"},
 	} {
+		if bad.env != "" {
+			t.Setenv("KRB5CCNAME", bad.env)
+		}
 		cfg := config(env, url, "secured")
 		cfg.WarehouseOptions = warehouse.Options{HDFS: bad.o}
 		sum, err := loader.Run(context.Background(), cfg)
@@ -61,6 +94,7 @@ func TestHDFSKerberos(t *testing.T) {
 		if sum != nil && sum.Committed {
 			t.Fatalf("%s: the run committed", bad.name)
 		}
+		t.Setenv("KRB5CCNAME", "FILE:"+filepath.Join(t.TempDir(), "no-cache"))
 	}
 	w, err := warehouse.OpenWith(url, warehouse.Options{HDFS: withKeytab})
 	if err != nil {

@@ -108,6 +108,9 @@ func openHDFS(u *url.URL, o HDFSOptions, create bool) (*HDFS, error) {
 			// Most likely a nameservice whose configuration was not found.
 			return nil, fmt.Errorf("warehouse %s: no host %s, and it is not a nameservice of %s: %w", where, authority, conf.where(), err)
 		}
+		if loginRefused(err) {
+			return nil, fmt.Errorf("warehouse %s: the Kerberos login to the NameNode at %s failed (check the principal's tickets with klist, and dfs.namenode.kerberos.principal in %s): %w", where, nns, conf.where(), err)
+		}
 		return nil, fmt.Errorf("warehouse %s: cannot reach the HDFS NameNode at %s: %w", where, nns, err)
 	}
 	h := &HDFS{client: client, root: root, url: where, wait: wait}
@@ -130,7 +133,13 @@ func openHDFS(u *url.URL, o HDFSOptions, create bool) (*HDFS, error) {
 // noActiveNameNode tells the client's error when every NameNode it knows
 // is down, standby, or failed within the last few seconds.
 func noActiveNameNode(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "no available namenodes")
+	return err != nil && strings.Contains(err.Error(), "no available namenodes") && !loginRefused(err)
+}
+
+// loginRefused tells the client's error when the NameNodes refused the
+// Kerberos login: no failover ends that.
+func loginRefused(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "SASL handshake")
 }
 
 // retryFailover calls f until it returns something other than "no active

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/colinmarc/hdfs/v2"
 	krb "github.com/jcmturner/gokrb5/v8/client"
 	krbconfig "github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/credentials"
+	"github.com/jcmturner/gokrb5/v8/iana/nametype"
 	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/jcmturner/gokrb5/v8/types"
 )
 
 // kerberosLogin returns a Kerberos client logged in as o says: with a
@@ -77,6 +80,12 @@ func kerberosLogin(o HDFSOptions, conf *hadoopConf) (*krb.Client, error) {
 	cl, err := krb.NewFromCCache(cc, cfg, settings...)
 	if err != nil {
 		return nil, fmt.Errorf("ticket cache %s: %w (run kinit again)", path, err)
+	}
+	// The client would only find out at the NameNode, with a message about
+	// a rejected ticket.
+	tgt := types.PrincipalName{NameType: nametype.KRB_NT_SRV_INST, NameString: []string{"krbtgt", cc.DefaultPrincipal.Realm}}
+	if e, ok := cc.GetEntry(tgt); ok && !e.EndTime.IsZero() && time.Now().After(e.EndTime) {
+		return nil, fmt.Errorf("the tickets in the cache %s expired at %s: run kinit again", path, e.EndTime.Format(time.RFC3339))
 	}
 	if o.Principal != "" {
 		user, realm := splitPrincipal(o.Principal, cfg.LibDefaults.DefaultRealm)

@@ -19,11 +19,10 @@ import (
 // two NameNodes behind a nameservice): a run without credentials, one
 // with expired tickets, one with a stale keytab, and one whose
 // configuration names a NameNode principal the KDC does not know, fail
-// at once with a
-// message that says what to do and commit nothing; a run with a keytab,
-// then (after a NameNode failover) one with the ticket cache kinit filled,
-// each load their records exactly once, read back through the same
-// encrypted data transfer.
+// at once with a message that says what to do and commit nothing; a run
+// with a keytab, then (after a NameNode failover) one with the ticket
+// cache kinit filled, each load their records exactly once, read back
+// through the same encrypted data transfer.
 func TestHDFSKerberos(t *testing.T) {
 	kinit, err := exec.LookPath("kinit")
 	if err != nil {

@@ -31,6 +31,7 @@ vet:
 
 test: deps vet
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	cd third_party/colinmarc-hdfs && $(GO) test -race ./internal/transfer/
 
 # Unit tests only, no services (quick feedback while editing).
 test-short:

@@ -8,6 +8,7 @@ require (
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/golang/snappy v1.0.0
 	github.com/hamba/avro/v2 v2.31.0
+	github.com/jcmturner/gokrb5/v8 v8.4.4
 	github.com/klauspost/compress v1.20.3
 	github.com/linkedin/goavro/v2 v2.15.0
 	github.com/nats-io/nats.go v1.49.0
@@ -40,7 +41,6 @@ require (
 	github.com/jcmturner/dnsutils/v2 v2.0.0 // indirect
 	github.com/jcmturner/gofork v1.7.6 // indirect
 	github.com/jcmturner/goidentity/v6 v6.0.1 // indirect
-	github.com/jcmturner/gokrb5/v8 v8.4.4 // indirect
 	github.com/jcmturner/rpc/v2 v2.0.3 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
@@ -57,4 +57,8 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
+// Patched copies of two dependencies, each until upstream fixes what its
+// TRIBUTARY.md names.
 replace github.com/go-zookeeper/zk => ./third_party/go-zookeeper-zk
+
+replace github.com/colinmarc/hdfs/v2 => ./third_party/colinmarc-hdfs

@@ -69,7 +69,7 @@ func (r *Runner) RunOnce(ctx context.Context, spec *Spec, trigger string, attemp
 		return e, err
 	}
 
-	w, err := warehouse.Open(spec.Warehouse)
+	w, err := warehouse.OpenWith(spec.Warehouse, warehouse.Options{HDFS: spec.HDFS})
 	if err != nil {
 		return finish(nil, err)
 	}

@@ -242,3 +242,46 @@ func openFS(t *testing.T, url string) warehouse.FS {
 	t.Cleanup(func() { w.Close() })
 	return w
 }
+
+// A job whose hdfs: section names a Kerberized, highly available cluster
+// (its Hadoop configuration, a keytab beside the spec) loads there, and
+// its history is read back from there.
+func TestJobOnKerberizedHDFS(t *testing.T) {
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "secured", 2)
+	events := loadertest.PageViews(0, 1000, 2, time.Now().UTC().Add(-3*time.Hour), time.Hour)
+	env.Produce(t, "secured", loadertest.Schema(t, "pageview"), events)
+	c := testenv.StartKerberizedHDFS(t)
+	dir := t.TempDir()
+	keytab, err := os.ReadFile(c.Keytab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "etl.keytab"), keytab, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := writeSpec(t, dir, "secured", fmt.Sprintf(`
+brokers: [%s]
+registry: %s
+topics: [secured]
+warehouse: %s
+schedule: every 15m
+hdfs:
+  hadoop_conf: %s
+  principal: tributary@%s
+  keytab: etl.keytab
+  krb5_conf: %s
+`, env.Brokers[0], env.RegistryURL, c.Warehouse(t), c.ConfDir, c.Realm, c.Krb5Conf))
+	r := &jobs.Runner{StateDir: t.TempDir()}
+	entries, err := r.Run(context.Background(), spec, "manual")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Outcome != jobs.Committed || entries[0].Records != 1000 {
+		t.Fatalf("attempts: %+v", entries)
+	}
+	hist, err := jobs.History(spec, r.StateDir, 0)
+	if err != nil || len(hist) != 1 || hist[0].Records != 1000 {
+		t.Fatalf("history: %v, %v", hist, err)
+	}
+}

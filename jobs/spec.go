@@ -14,6 +14,7 @@ import (
 
 	"github.com/tributary-io/tributary/internal/clientsec"
 	"github.com/tributary-io/tributary/loader"
+	"github.com/tributary-io/tributary/loader/warehouse"
 )
 
 // Spec is a load job, read from a YAML file:
@@ -22,7 +23,13 @@ import (
 //	brokers: [127.0.0.1:9092]       # a list, or "host:port,host:port"
 //	registry: http://127.0.0.1:8081
 //	topics: [pageviews, clicks]     # a list of names, or a regular expression: "page.*|clicks"
-//	warehouse: hdfs://127.0.0.1:8020/data   # or file:///var/warehouse
+//	warehouse: hdfs://prod-ns/data  # or hdfs://namenode:8020/data, hdfs:///data (fs.defaultFS), file:///var/warehouse
+//	hdfs:                           # an HDFS warehouse's cluster (warehouse.HDFSOptions); paths are relative to this file
+//	  hadoop_conf: /etc/hadoop/conf # core-site.xml, hdfs-site.xml; default HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop
+//	  principal: etl@EXAMPLE.COM    # Kerberos: log in with keytab, or from the ticket cache kinit filled
+//	  keytab: etl.keytab
+//	  krb5_conf: /etc/krb5.conf     # default KRB5_CONFIG, else /etc/krb5.conf
+//	  data_transfer_protection: privacy # authentication, integrity, privacy; default: the configuration's
 //	schedule: every 15m             # or a cron expression: "*/15 * * * *", "@hourly"
 //	limits:
 //	  max_records: 1000000          # per run; 0: up to the high watermark
@@ -75,6 +82,9 @@ type Spec struct {
 	// brokers and registry (loader.Config.Security, RegistrySecurity).
 	Security         clientsec.Kafka    `yaml:"security"`
 	RegistrySecurity clientsec.Registry `yaml:"registry_security"`
+	// HDFS is how an HDFS warehouse's cluster is reached: its Hadoop
+	// configuration and Kerberos credentials (loader.Config.WarehouseOptions).
+	HDFS warehouse.HDFSOptions `yaml:"hdfs"`
 
 	// File is where the spec was read from.
 	File string `yaml:"-"`
@@ -175,10 +185,19 @@ func (s *Spec) validate() error {
 		return fail("topics", "required (a list of names or a regular expression)")
 	}
 	if s.Warehouse == "" {
-		return fail("warehouse", "required (file:///path or hdfs://namenode:port/path)")
+		return fail("warehouse", "required (file:///path, hdfs://namenode:port/path or hdfs://nameservice/path)")
 	}
 	if !strings.HasPrefix(s.Warehouse, "file://") && !strings.HasPrefix(s.Warehouse, "hdfs://") && strings.Contains(s.Warehouse, "://") {
-		return fail("warehouse", "%q: use file:///path or hdfs://namenode:port/path", s.Warehouse)
+		return fail("warehouse", "%q: use file:///path, hdfs://namenode:port/path or hdfs://nameservice/path", s.Warehouse)
+	}
+	if s.HDFS != (warehouse.HDFSOptions{}) && !strings.HasPrefix(s.Warehouse, "hdfs://") {
+		return fail("hdfs", "the warehouse %q is not in HDFS", s.Warehouse)
+	}
+	if s.HDFS.Keytab != "" && s.HDFS.Principal == "" {
+		return fail("hdfs.principal", "required with hdfs.keytab (the principal whose keys it holds, user@REALM)")
+	}
+	if err := warehouse.CheckDataTransferProtection(s.HDFS.DataTransferProtection); err != nil {
+		return fail("hdfs.data_transfer_protection", "%v", err)
 	}
 	if s.Schedule == "" {
 		return fail("schedule", `required ("every 15m" or a cron expression such as "*/15 * * * *")`)
@@ -222,7 +241,8 @@ func (s *Spec) validate() error {
 	}
 	// Files named in a spec are found beside it, wherever the daemon runs.
 	for _, p := range []*string{&s.Security.TLSCA, &s.Security.TLSCert, &s.Security.TLSKey, &s.Security.SASLPasswordFile,
-		&s.RegistrySecurity.UserInfoFile, &s.RegistrySecurity.TLSCA} {
+		&s.RegistrySecurity.UserInfoFile, &s.RegistrySecurity.TLSCA,
+		&s.HDFS.HadoopConf, &s.HDFS.Keytab, &s.HDFS.Krb5Conf} {
 		if *p != "" && !filepath.IsAbs(*p) && s.File != "" {
 			*p = filepath.Join(filepath.Dir(s.File), *p)
 		}
@@ -259,6 +279,7 @@ func (s *Spec) LoadConfig() loader.Config {
 
 		Security:         s.Security,
 		RegistrySecurity: s.RegistrySecurity,
+		WarehouseOptions: warehouse.Options{HDFS: s.HDFS},
 	}
 	if s.Audit {
 		cfg.Audit = &loader.AuditConfig{}

@@ -195,3 +195,55 @@ registry_security:
 		t.Fatalf("loader security %+v, registry %+v", cfg.Security, cfg.RegistrySecurity)
 	}
 }
+
+// A spec's hdfs section reaches the loader's configuration, its files
+// found beside the spec.
+func TestSpecHDFS(t *testing.T) {
+	dir := t.TempDir()
+	spec := `brokers: [127.0.0.1:9093]
+registry: http://127.0.0.1:8081
+topics: [pageviews]
+warehouse: hdfs://prod-ns/data
+schedule: every 15m
+hdfs:
+  hadoop_conf: conf
+  principal: etl@EXAMPLE.COM
+  keytab: etl.keytab
+  krb5_conf: /etc/krb5.conf
+  data_transfer_protection: privacy
+`
+	s, err := jobs.ParseSpec(filepath.Join(dir, "pageviews.yaml"), []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.LoadConfig().WarehouseOptions.HDFS
+	if got.HadoopConf != filepath.Join(dir, "conf") || got.Keytab != filepath.Join(dir, "etl.keytab") ||
+		got.Krb5Conf != "/etc/krb5.conf" || got.Principal != "etl@EXAMPLE.COM" || got.DataTransferProtection != "privacy" {
+		t.Fatalf("loader HDFS options %+v", got)
+	}
+}
+
+// The README's job spec recipe for HDFS (the yaml block after the marker
+// <!-- hdfs-recipe:job-spec -->) is a valid spec once given the fields it
+// leaves out, and means what the README says.
+func TestREADMEHDFSJobSpec(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "<!-- hdfs-recipe:job-spec -->\n```yaml\n")
+	block, _, closed := strings.Cut(after, "```")
+	if !ok || !closed {
+		t.Fatal("README.md has no yaml block after <!-- hdfs-recipe:job-spec -->")
+	}
+	dir := t.TempDir()
+	s, err := jobs.ParseSpec(filepath.Join(dir, "etl.yaml"), []byte("brokers: [127.0.0.1:9092]\nregistry: http://127.0.0.1:8081\ntopics: [pageviews]\nschedule: every 15m\n"+block))
+	if err != nil {
+		t.Fatalf("the README's job spec: %v\n%s", err, block)
+	}
+	o := s.LoadConfig().WarehouseOptions.HDFS
+	if s.Warehouse != "hdfs://prod-ns/warehouse" || o.HadoopConf != "/etc/hadoop/conf" || o.Principal != "etl@EXAMPLE.COM" ||
+		o.Keytab != filepath.Join(dir, "etl.keytab") || o.DataTransferProtection != "privacy" {
+		t.Fatalf("the README's job spec gives warehouse %s, %+v", s.Warehouse, o)
+	}
+}

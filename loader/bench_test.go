@@ -20,10 +20,12 @@ import (
 	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/loadertest"
+	"github.com/tributary-io/tributary/loader/warehouse"
 )
 
 // BenchmarkLoad measures a whole run, broker to warehouse, of 200k page
-// views (4 partitions, 3 hours) into a fresh local or HDFS warehouse:
+// views (4 partitions, 3 hours) into a fresh local or HDFS warehouse (plain,
+// or Kerberized with privacy on a nameservice of two NameNodes):
 //
 //	go test -run '^$' -bench BenchmarkLoad -benchtime 3x ./loader/
 //
@@ -38,14 +40,26 @@ func BenchmarkLoad(b *testing.B) {
 	kinds := []struct {
 		name string
 		url  func(b *testing.B) string
+		opts func(b *testing.B) warehouse.Options
 	}{
-		{"local", func(b *testing.B) string { return "file://" + b.TempDir() }},
-		{"hdfs", func(b *testing.B) string { return testenv.HDFSWarehouse(b) }},
+		{"local", func(b *testing.B) string { return "file://" + b.TempDir() }, nil},
+		{"hdfs", func(b *testing.B) string { return testenv.HDFSWarehouse(b) }, nil},
+		// Kerberos, two NameNodes, and every block encrypted (privacy).
+		{"hdfs-kerberos-privacy", func(b *testing.B) string { return testenv.StartKerberizedHDFS(b).Warehouse(b) },
+			func(b *testing.B) warehouse.Options {
+				c := testenv.StartKerberizedHDFS(b)
+				return warehouse.Options{HDFS: warehouse.HDFSOptions{HadoopConf: c.ConfDir, Krb5Conf: c.Krb5Conf,
+					Principal: "tributary@" + c.Realm, Keytab: c.Keytab}}
+			}},
 	}
 	for _, kind := range kinds {
 		for _, codec := range []string{"deflate", "snappy"} {
 			b.Run(kind.name+"/"+codec, func(b *testing.B) {
 				kind.url(b) // start HDFS outside the timing
+				var opts warehouse.Options
+				if kind.opts != nil {
+					opts = kind.opts(b)
+				}
 				var records, in, out int64
 				b.ResetTimer()
 				for range b.N {
@@ -54,7 +68,7 @@ func BenchmarkLoad(b *testing.B) {
 					b.StartTimer()
 					sum, err := loader.Run(context.Background(), loader.Config{
 						Brokers: env.Brokers, RegistryURL: env.RegistryURL, Topics: []string{"bench"},
-						Warehouse: url, Codec: codec, Logger: quiet,
+						Warehouse: url, WarehouseOptions: opts, Codec: codec, Logger: quiet,
 					})
 					if err != nil {
 						b.Fatal(err)

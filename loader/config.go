@@ -50,8 +50,12 @@ type Config struct {
 	TopicRegex string
 
 	// Warehouse is the warehouse URL: file:///path (or a plain path) or
-	// hdfs://namenode:port/path. Ignored when FS is set.
+	// hdfs://namenode:port/path, hdfs://nameservice/path, hdfs:///path.
+	// Ignored when FS is set.
 	Warehouse string
+	// WarehouseOptions are the Hadoop configuration and Kerberos
+	// credentials of an HDFS warehouse.
+	WarehouseOptions warehouse.Options
 	// FS is an open warehouse; the caller keeps ownership of it.
 	FS warehouse.FS
 

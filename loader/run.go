@@ -139,7 +139,7 @@ func (r *run) connect() (disconnect func(), err error) {
 	}
 	r.w = r.cfg.FS
 	if r.w == nil {
-		if r.w, err = warehouse.Open(r.cfg.Warehouse); err != nil {
+		if r.w, err = warehouse.OpenWith(r.cfg.Warehouse, r.cfg.WarehouseOptions); err != nil {
 			return disconnect, err
 		}
 		w := r.w

@@ -2,8 +2,8 @@
 # Installs the real services and clients the tests talk to, if missing:
 # kcat (a librdkafka client), ZooKeeper 3.8, Chromium and Prometheus (promtool),
 # all Debian packages; Python's confluent-kafka from PyPI (librdkafka's admin client);
-# Maven and a JDK fetch, compile and run the HDFS mini cluster (scripts/hdfs;
-# its jars are cached in ~/.m2 after the first run) and Apache Kafka's
+# Maven and a JDK fetch, compile and run the HDFS mini cluster and its KDC
+# (scripts/hdfs; Hadoop's jars are cached in ~/.m2, fetched here) and Apache Kafka's
 # command-line tools, Connect and Streams (scripts/kafka, fetched here so
 # tests do not wait on Maven Central).
 # Safe to run repeatedly; does nothing when everything is present.
@@ -20,6 +20,9 @@ command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v chromium >/dev/null 2>&1 || need+=(chromium chromium-driver)
 # promtool lints the metrics exposition and the alert rules (deploy/).
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+# kinit fills the ticket cache the Kerberized HDFS tests load with
+# (loader/hdfs_kerberos_test.go); the KDC itself is Hadoop's MiniKdc.
+command -v kinit >/dev/null 2>&1 || need+=(krb5-user)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
@@ -30,11 +33,18 @@ if [ ${#need[@]} -gt 0 ]; then
   $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
+here="$(cd "$(dirname "$0")" && pwd)"
+
+# Hadoop's HDFS mini cluster and MiniKdc (internal/testenv/hdfs.go), resolved
+# once into ~/.m2 like Kafka's jars below.
+[ -f "$HOME/.m2/repository/org/apache/hadoop/hadoop-minikdc/3.3.6/hadoop-minikdc-3.3.6.jar" ] ||
+  mvn -q -B -f "$here/hdfs/pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||
+  echo "warning: could not fetch Hadoop's mini cluster from Maven Central now; the tests will try again" >&2
+
 # Apache Kafka's tools, Connect worker and Streams for the compatibility
 # tests (internal/testenv/javatools.go, kafkaconnect.go, kafkastreams.go):
 # resolved once into ~/.m2; a failure here only delays the download to the
 # first test that needs them.
-here="$(cd "$(dirname "$0")" && pwd)"
 for jar in kafka-tools:tools connect-runtime:connect kafka-streams:streams; do
   [ -f "$HOME/.m2/repository/org/apache/kafka/${jar%%:*}/4.4.0/${jar%%:*}-4.4.0.jar" ] ||
     mvn -q -B -f "$here/kafka/${jar#*:}-pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||

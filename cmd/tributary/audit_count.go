@@ -25,7 +25,9 @@ func runAuditCount(ctx context.Context, args []string) error {
 	// registries (each datacenter keeps its own).
 	auditRegistry := fs.String("audit-registry", "", "schema registry `URL` for the monitoring events (default: --registry)")
 	dryRun := fs.Bool("dry-run", false, "print the counts without publishing them")
-	wh := fs.String("warehouse", "", "count this warehouse (`URL` file:///path or hdfs://namenode:port/path, the loader's layout) instead of --brokers")
+	wh := fs.String("warehouse", "", "count this warehouse (`URL` file:///path, hdfs://namenode:port/path or hdfs://nameservice/path, the loader's layout) instead of --brokers")
+	var hf hdfsFlags // an HDFS warehouse's cluster, as for load
+	hf.register(fs)
 	headerField := fs.String("header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood")
 	var tr timeRange
 	tr.register(fs, "publish")
@@ -60,7 +62,7 @@ func runAuditCount(ctx context.Context, args []string) error {
 	var counts *audit.Counts
 	var topics []string
 	if *wh != "" {
-		fsys, err := warehouse.Open(*wh)
+		fsys, err := warehouse.OpenWith(*wh, hf.options())
 		if err != nil {
 			return fmt.Errorf("--warehouse: %w", err)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/loader"
+	"github.com/tributary-io/tributary/loader/warehouse"
 )
 
 func init() {
@@ -47,6 +48,7 @@ type loadFlags struct {
 	auditBrokers, auditRegistry          string
 	headerField                          string
 	sec                                  clientFlags
+	hdfs                                 hdfsFlags
 }
 
 func runLoad(ctx context.Context, args []string) error {
@@ -55,7 +57,7 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.StringVar(&f.brokers, "brokers", "127.0.0.1:9092", "comma-separated broker addresses")
 	fs.StringVar(&f.registry, "registry", "http://127.0.0.1:8081", "schema registry URL")
 	fs.StringVar(&f.topics, "topics", "", "topics to load: a regular expression matching whole names, e.g. 'pageviews|clicks' (required)")
-	fs.StringVar(&f.warehouse, "warehouse", "file:///var/warehouse", "warehouse URL: file:///path or hdfs://namenode:port/path")
+	fs.StringVar(&f.warehouse, "warehouse", "file:///var/warehouse", "warehouse URL: file:///path, hdfs://namenode:port/path, hdfs://nameservice/path or hdfs:///path (fs.defaultFS)")
 	fs.Int64Var(&f.maxRecords, "max-records", 0, "stop after this many records and commit them (0: up to the high watermark)")
 	fs.DurationVar(&f.maxDuration, "max-duration", 0, "stop fetching after this long and commit what was fetched (0: no limit)")
 	fs.Int64Var(&f.maxErrors, "max-errors", loader.DefaultMaxErrors, "fail the run when more records than this cannot be decoded (-1: no limit)")
@@ -72,6 +74,7 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.StringVar(&f.auditRegistry, "audit-registry", "", "with --audit: schema registry of the monitoring events (default: --registry)")
 	fs.StringVar(&f.headerField, "header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood")
 	f.sec.register(fs, true)
+	f.hdfs.register(fs)
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress display")
 	if err := fs.Parse(args); err != nil {
@@ -132,6 +135,12 @@ func (f *loadFlags) config() (loader.Config, error) {
 	if err := loader.CheckCodecLevel(f.codec, f.deflateLevel); err != nil {
 		return loader.Config{}, fmt.Errorf("--deflate-level: %w (--codec %s)", err, f.codec)
 	}
+	if err := warehouse.CheckDataTransferProtection(f.hdfs.o.DataTransferProtection); err != nil {
+		return loader.Config{}, fmt.Errorf("--hdfs-data-transfer-protection: %w", err)
+	}
+	if f.hdfs.o.Keytab != "" && f.hdfs.o.Principal == "" {
+		return loader.Config{}, errors.New("--hdfs-keytab needs --hdfs-principal (the principal whose keys it holds, user@REALM)")
+	}
 	var ac *loader.AuditConfig
 	if f.audit {
 		ac = &loader.AuditConfig{Brokers: splitList(f.auditBrokers), RegistryURL: f.auditRegistry}
@@ -158,6 +167,7 @@ func (f *loadFlags) config() (loader.Config, error) {
 
 		Security:         f.sec.kafka,
 		RegistrySecurity: f.sec.registry,
+		WarehouseOptions: f.hdfs.options(),
 	}, nil
 }
 

@@ -28,3 +28,36 @@ func TestLoadRefusesDeflateLevelWithOtherCodec(t *testing.T) {
 		}
 	}
 }
+
+// HDFS flags that cannot work are refused before the run reaches any
+// service.
+func TestLoadRefusesBadHDFSFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--hdfs-data-transfer-protection", "secret"}, `--hdfs-data-transfer-protection: data transfer protection "secret": want one of authentication, integrity, privacy`},
+		{[]string{"--hdfs-keytab", "etl.keytab"}, "--hdfs-keytab needs --hdfs-principal"},
+	} {
+		stderr := runStderr(t, 1, append([]string{"load", "--brokers", "127.0.0.1:1", "--topics", "pageviews", "--warehouse", "hdfs://127.0.0.1:1/w"}, c.args...)...)
+		if !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: stderr %q, want it to say %q", c.args, stderr, c.want)
+		}
+	}
+}
+
+// load and audit count take the HDFS flags to their warehouse: a Hadoop
+// configuration directory that does not exist is named in the error.
+func TestHDFSFlagsReachTheWarehouse(t *testing.T) {
+	missing := t.TempDir() + "/no-such-conf"
+	want := "the Hadoop configuration directory: stat " + missing + ": no such file or directory"
+	for _, args := range [][]string{
+		{"load", "--brokers", "127.0.0.1:1", "--topics", "pageviews"},
+		{"audit", "count", "--brokers", "127.0.0.1:1", "--tier", "warehouse", "--dry-run"},
+	} {
+		args = append(args, "--warehouse", "hdfs://prod-ns/warehouse", "--hadoop-conf", missing)
+		if stderr := runStderr(t, 1, args...); !strings.Contains(stderr, want) {
+			t.Errorf("%v: stderr %q, want it to say %q", args, stderr, want)
+		}
+	}
+}

@@ -62,21 +62,59 @@ type FS interface {
 // one fails a run within seconds instead of hanging.
 const DialTimeout = 10 * time.Second
 
+// Options say how to reach a warehouse beyond what its URL says. The zero
+// value reads the Hadoop configuration from the environment.
+type Options struct {
+	HDFS HDFSOptions
+}
+
+// HDFSOptions are an HDFS warehouse's cluster configuration and
+// credentials; each field left empty takes the value Hadoop's own client
+// would.
+type HDFSOptions struct {
+	// HadoopConf is the directory of core-site.xml and hdfs-site.xml
+	// (fs.defaultFS, nameservices, NameNode addresses, security); empty:
+	// HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop.
+	HadoopConf string `yaml:"hadoop_conf" json:"hadoop_conf,omitempty"`
+	// Principal is the Kerberos principal to log in as (user@REALM, the
+	// realm defaulting to krb5.conf's default_realm). With Keytab, the
+	// login uses its keys; without, the ticket cache must hold its tickets.
+	Principal string `yaml:"principal" json:"principal,omitempty"`
+	// Keytab is a keytab file holding Principal's keys; empty: the ticket
+	// cache (KRB5CCNAME, else /tmp/krb5cc_<uid>) that kinit filled.
+	Keytab string `yaml:"keytab" json:"keytab,omitempty"`
+	// Krb5Conf is the Kerberos configuration; empty: KRB5_CONFIG, else
+	// /etc/krb5.conf.
+	Krb5Conf string `yaml:"krb5_conf" json:"krb5_conf,omitempty"`
+	// DataTransferProtection is authentication, integrity or privacy, as
+	// the DataNodes' dfs.data.transfer.protection requires; empty: the
+	// Hadoop configuration's.
+	DataTransferProtection string `yaml:"data_transfer_protection" json:"data_transfer_protection,omitempty"`
+}
+
 // Open returns the file system a warehouse URL names:
 //
 //	file:///var/warehouse, /var/warehouse or a relative path  a local directory
-//	hdfs://namenode:8020/data                                  HDFS
+//	hdfs://namenode:8020/data                                  HDFS, one NameNode
+//	hdfs://prod-ns/data                                        HDFS, the NameNodes of a nameservice of the Hadoop configuration
+//	hdfs:///data                                               HDFS, the configuration's fs.defaultFS
 //
 // It checks that the warehouse is reachable (and, for a local directory,
 // creates it), so that a wrong URL fails here with a clear message.
-func Open(rawURL string) (FS, error) { return open(rawURL, true) }
+func Open(rawURL string) (FS, error) { return open(rawURL, Options{}, true) }
+
+// OpenWith is Open with options.
+func OpenWith(rawURL string, o Options) (FS, error) { return open(rawURL, o, true) }
 
 // OpenExisting is Open for readers: it creates nothing, and fails with an
 // error satisfying errors.Is(err, fs.ErrNotExist) when the warehouse's
 // root directory does not exist.
-func OpenExisting(rawURL string) (FS, error) { return open(rawURL, false) }
+func OpenExisting(rawURL string) (FS, error) { return open(rawURL, Options{}, false) }
 
-func open(rawURL string, create bool) (FS, error) {
+// OpenExistingWith is OpenExisting with options.
+func OpenExistingWith(rawURL string, o Options) (FS, error) { return open(rawURL, o, false) }
+
+func open(rawURL string, o Options, create bool) (FS, error) {
 	if rawURL == "" {
 		return nil, errors.New("warehouse: no URL given")
 	}
@@ -94,7 +132,7 @@ func open(rawURL string, create bool) (FS, error) {
 		}
 		return openLocal(u.Path, create)
 	case "hdfs":
-		return openHDFS(u, create)
+		return openHDFS(u, o.HDFS, create)
 	default:
 		return nil, fmt.Errorf("warehouse URL %q: scheme %q is not supported (use file:// or hdfs://)", rawURL, u.Scheme)
 	}

@@ -365,6 +365,9 @@ func (b *Broker) alterBrokerConfigs(name string, validateOnly bool, change func(
 		if err := checkBrokerConfigs(next); err != nil {
 			return nil, err
 		}
+		if err := b.checkBrokerConfigBounds(next); err != nil {
+			return nil, err
+		}
 		return next, nil
 	}
 	if validateOnly {

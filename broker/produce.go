@@ -106,6 +106,11 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 					sp.ErrorCode = code
 					break
 				}
+				if code, msg := b.producerIDRefusal(req.principal, rp.Records); code != 0 {
+					sp.ErrorCode = code
+					setMessage(&sp, msg)
+					break
+				}
 				last := b.appendBatches(l, rp.Records, r.Version, &sp, b.produceLimitsFor(t))
 				b.storageWritten(l, sp.ErrorCode)
 				if sp.ErrorCode == 0 && acks == -1 && last >= 0 {

@@ -73,9 +73,17 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
-		t, tcode := b.lookupTopic(rt.Topic, b.mayCreateTopic(req, rt.Topic))
 		// Internal topics are written only by their owners (internal_topics.go).
+		// The refusal comes before the lookup, as in Kafka, so that a
+		// client may not write tells nothing of whether the topic exists
+		// (UNKNOWN_TOPIC_OR_PARTITION against TOPIC_AUTHORIZATION_FAILED),
+		// nor auto-creates it.
 		refusal := b.internalRefusal(req, rt.Topic, "write")
+		var t cluster.Topic
+		var tcode int16
+		if refusal == "" {
+			t, tcode = b.lookupTopic(rt.Topic, b.mayCreateTopic(req, rt.Topic))
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -89,11 +97,11 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 			case r.TransactionID != nil:
 				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				setMessage(&sp, "Tributary does not support transactions")
-			case tcode != 0:
-				sp.ErrorCode = tcode
 			case refusal != "":
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				setMessage(&sp, refusal)
+			case tcode != 0:
+				sp.ErrorCode = tcode
 			default:
 				l, code := b.localPartition(t, rp.Partition)
 				if code == 0 {

@@ -312,6 +312,13 @@ func (l *Log) maybeRoll(h *batchHeader, now time.Time) error {
 	ns.firstTime = now
 	l.segs = append(l.segs, ns)
 	l.active = ns
+	if !s.dirty {
+		// Already fsynced: the next flush takes it anyway, to close its
+		// writers (flushes seal what they sync), which a log rolling per
+		// batch otherwise piled up until it was closed.
+		s.dirty = true
+		l.dirty = append(l.dirty, s)
+	}
 	l.dirDirty = true
 	l.snapshotProducers() // a failure is logged: it only lengthens the next Open's scan
 	l.logger.Debug("rolled segment", "dir", l.dir, "base_offset", ns.base, "reason", why, "previous_bytes", s.size)

@@ -95,6 +95,8 @@ type Broker struct {
 	stopSync  chan struct{}
 
 	budget         *byteBudget // queued.max.request.bytes
+	preAuthBudget  *byteBudget // requests before login (conn_preauth.go)
+	ipBudgets      ipBudgets   // per-address shares of budget; guarded by mu
 	counters       connCounters
 	lastRefusalLog atomic.Int64 // unix nanos of the last refused-connection line
 
@@ -127,17 +129,18 @@ func New(cfg Config) (*Broker, error) {
 		}
 	}
 	b := &Broker{
-		serving:  make(chan struct{}),
-		tls:      tlsState,
-		cfg:      cfg,
-		meta:     cfg.Metadata,
-		logger:   cfg.Logger,
-		closing:  make(chan struct{}),
-		conns:    map[*conn]struct{}{},
-		perIP:    map[string]int{},
-		stopSync: make(chan struct{}),
-		budget:   newByteBudget(cfg.QueuedMaxRequestBytes),
-		logins:   newLoginGuard(),
+		serving:       make(chan struct{}),
+		tls:           tlsState,
+		cfg:           cfg,
+		meta:          cfg.Metadata,
+		logger:        cfg.Logger,
+		closing:       make(chan struct{}),
+		conns:         map[*conn]struct{}{},
+		perIP:         map[string]int{},
+		stopSync:      make(chan struct{}),
+		budget:        newByteBudget(cfg.QueuedMaxRequestBytes),
+		preAuthBudget: newByteBudget(preAuthBudgetFrames * int64(cfg.SASLMaxReceiveSize)),
+		logins:        newLoginGuard(),
 	}
 	var err error
 	if b.meta == nil {

@@ -94,8 +94,20 @@ type Config struct {
 	// more are closed as soon as they are accepted. Default 10000.
 	MaxConnections int
 	// MaxConnectionsPerIP caps the connections from one IP address
-	// (max.connections.per.ip). Default: MaxConnections.
+	// (max.connections.per.ip). Default (0): a tenth of the max.connections
+	// in force, at least one, so one address cannot take every slot.
 	MaxConnectionsPerIP int
+	// QueuedMaxRequestBytesPerIP is the part of QueuedMaxRequestBytes the
+	// requests of one IP address may hold at once. Default: a quarter.
+	QueuedMaxRequestBytesPerIP int64
+	// SASLMaxReceiveSize caps a request frame on a SASL listener before the
+	// client has logged in (Kafka's sasl.server.max.receive.size); larger
+	// closes the connection. Default 512 KiB.
+	SASLMaxReceiveSize int32
+	// ConnectionsMaxIdleUnauthenticated closes a connection of a SASL
+	// listener that has not logged in and sends nothing for this long.
+	// Default 10 s.
+	ConnectionsMaxIdleUnauthenticated time.Duration
 	// ConnectionsMaxIdle closes a connection that has sent nothing and
 	// awaits no response for this long (connections.max.idle.ms).
 	// Default 10 minutes.
@@ -170,8 +182,15 @@ func (c Config) withDefaults() Config {
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = 10000
 	}
-	if c.MaxConnectionsPerIP <= 0 {
-		c.MaxConnectionsPerIP = c.MaxConnections
+	c.MaxConnectionsPerIP = max(c.MaxConnectionsPerIP, 0) // 0: follows max.connections (connLimits)
+	if c.QueuedMaxRequestBytesPerIP <= 0 {
+		c.QueuedMaxRequestBytesPerIP = max(c.QueuedMaxRequestBytes/4, 1)
+	}
+	if c.SASLMaxReceiveSize <= 0 {
+		c.SASLMaxReceiveSize = 512 << 10
+	}
+	if c.ConnectionsMaxIdleUnauthenticated <= 0 {
+		c.ConnectionsMaxIdleUnauthenticated = 10 * time.Second
 	}
 	if c.ConnectionsMaxIdle <= 0 {
 		c.ConnectionsMaxIdle = 10 * time.Minute

@@ -65,6 +65,9 @@ type connFlags struct {
 	maxIdle             time.Duration
 	maxReauthMillis     int64
 	queuedMaxBytes      int64
+	queuedMaxBytesPerIP int64
+	saslMaxReceive      int
+	maxIdleUnauth       time.Duration
 }
 
 func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
@@ -93,10 +96,13 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.DurationVar(&f.producerExpiry, "producer-id-expiration", d.ProducerIDExpiry, "forget an idempotent producer's sequences after it is idle this long (producer.id.expiration.ms)")
 	fs.IntVar(&f.maxProducerIDs, "max-producer-ids", d.MaxProducerIDs, "idempotent producer ids tracked per partition; past it the least recently active is forgotten")
 	fs.IntVar(&f.conns.maxConnections, "max-connections", 10000, "connections served at once; more are refused (max.connections)")
-	fs.IntVar(&f.conns.maxConnectionsPerIP, "max-connections-per-ip", 10000, "connections served at once from one IP address (max.connections.per.ip)")
+	fs.IntVar(&f.conns.maxConnectionsPerIP, "max-connections-per-ip", 0, "connections served at once from one IP address; 0: a tenth of max.connections as it is now (max.connections.per.ip)")
 	fs.DurationVar(&f.conns.maxIdle, "connections-max-idle", 10*time.Minute, "close connections idle this long (connections.max.idle.ms)")
 	fs.Int64Var(&f.conns.maxReauthMillis, "connections-max-reauth-ms", 0, "SASL clients must log in again on their connection within this many milliseconds or are disconnected at their next request; 0: never (connections.max.reauth.ms)")
 	fs.Int64Var(&f.conns.queuedMaxBytes, "queued-max-request-bytes", 512<<20, "bytes all requests in flight may hold; more wait (queued.max.request.bytes)")
+	fs.Int64Var(&f.conns.queuedMaxBytesPerIP, "queued-max-request-bytes-per-ip", 0, "bytes the requests of one IP address may hold at once; 0: a quarter of --queued-max-request-bytes")
+	fs.IntVar(&f.conns.saslMaxReceive, "sasl-max-receive-size", 512<<10, "largest request frame on a SASL listener before login; larger closes the connection (sasl.server.max.receive.size)")
+	fs.DurationVar(&f.conns.maxIdleUnauth, "connections-max-idle-unauthenticated", 10*time.Second, "close connections of SASL listeners that have not logged in and are idle this long")
 	fs.StringVar(&f.security.listeners, "listeners", "", "listeners `PROTOCOL://host:port,...` with PROTOCOL one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL (listeners); replaces --listen")
 	fs.StringVar(&f.security.advertised, "advertised-listeners", "", "addresses told to clients, `PROTOCOL://host:port,...`, one per listener that clients must reach elsewhere than where it binds (advertised.listeners)")
 	fs.StringVar(&f.security.tlsCert, "tls-cert", "", "PEM certificate chain of the SSL and SASL_SSL listeners; re-read on SIGHUP")
@@ -126,13 +132,16 @@ func (f *brokerFlags) config() broker.Config {
 		MaxRequestBytes:   int32(f.maxRequestBytes),
 		MaxMessageBytes:   int32(f.maxMessageBytes),
 
-		MaxConnections:        f.conns.maxConnections,
-		MaxConnectionsPerIP:   f.conns.maxConnectionsPerIP,
-		ConnectionsMaxIdle:    f.conns.maxIdle,
-		ConnectionsMaxReauth:  time.Duration(f.conns.maxReauthMillis) * time.Millisecond,
-		QueuedMaxRequestBytes: f.conns.queuedMaxBytes,
-		MaxTopics:             f.maxTopics,
-		MaxPartitions:         f.maxPartitions,
+		MaxConnections:                    f.conns.maxConnections,
+		MaxConnectionsPerIP:               f.conns.maxConnectionsPerIP,
+		ConnectionsMaxIdle:                f.conns.maxIdle,
+		ConnectionsMaxReauth:              time.Duration(f.conns.maxReauthMillis) * time.Millisecond,
+		QueuedMaxRequestBytes:             f.conns.queuedMaxBytes,
+		QueuedMaxRequestBytesPerIP:        f.conns.queuedMaxBytesPerIP,
+		SASLMaxReceiveSize:                int32(min(f.conns.saslMaxReceive, 1<<30)),
+		ConnectionsMaxIdleUnauthenticated: f.conns.maxIdleUnauth,
+		MaxTopics:                         f.maxTopics,
+		MaxPartitions:                     f.maxPartitions,
 		Log: log.Config{
 			SegmentBytes:     f.segmentBytes,
 			SegmentAge:       f.segmentAge,

@@ -100,6 +100,11 @@ type Config struct {
 	// QueuedMaxRequestBytesPerIP is the part of QueuedMaxRequestBytes the
 	// requests of one IP address may hold at once. Default: a quarter.
 	QueuedMaxRequestBytesPerIP int64
+	// MaxDecompressionMemory bounds, across all partitions, the memory of
+	// records decompressed to be re-encoded in a topic's compression.type
+	// (log.MemoryBudget): concurrent decompression bombs wait for room
+	// instead of growing the heap. Default 256 MiB.
+	MaxDecompressionMemory int64
 	// SASLMaxReceiveSize caps a request frame on a SASL listener before the
 	// client has logged in (Kafka's sasl.server.max.receive.size); larger
 	// closes the connection. Default 512 KiB.
@@ -185,6 +190,12 @@ func (c Config) withDefaults() Config {
 	c.MaxConnectionsPerIP = max(c.MaxConnectionsPerIP, 0) // 0: follows max.connections (connLimits)
 	if c.QueuedMaxRequestBytesPerIP <= 0 {
 		c.QueuedMaxRequestBytesPerIP = max(c.QueuedMaxRequestBytes/4, 1)
+	}
+	if c.MaxDecompressionMemory <= 0 {
+		c.MaxDecompressionMemory = 256 << 20
+	}
+	if c.Log.DecompressMemory == nil {
+		c.Log.DecompressMemory = log.NewMemoryBudget(c.MaxDecompressionMemory)
 	}
 	if c.SASLMaxReceiveSize <= 0 {
 		c.SASLMaxReceiveSize = 512 << 10

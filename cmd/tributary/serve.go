@@ -67,6 +67,7 @@ type connFlags struct {
 	queuedMaxBytes      int64
 	queuedMaxBytesPerIP int64
 	saslMaxReceive      int
+	maxDecompressMemory int64
 	maxIdleUnauth       time.Duration
 }
 
@@ -101,6 +102,7 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.Int64Var(&f.conns.maxReauthMillis, "connections-max-reauth-ms", 0, "SASL clients must log in again on their connection within this many milliseconds or are disconnected at their next request; 0: never (connections.max.reauth.ms)")
 	fs.Int64Var(&f.conns.queuedMaxBytes, "queued-max-request-bytes", 512<<20, "bytes all requests in flight may hold; more wait (queued.max.request.bytes)")
 	fs.Int64Var(&f.conns.queuedMaxBytesPerIP, "queued-max-request-bytes-per-ip", 0, "bytes the requests of one IP address may hold at once; 0: a quarter of --queued-max-request-bytes")
+	fs.Int64Var(&f.conns.maxDecompressMemory, "max-decompression-memory", 256<<20, "bytes that records decompressed to be re-encoded in a topic's compression.type may take across all partitions; more wait")
 	fs.IntVar(&f.conns.saslMaxReceive, "sasl-max-receive-size", 512<<10, "largest request frame on a SASL listener before login; larger closes the connection (sasl.server.max.receive.size)")
 	fs.DurationVar(&f.conns.maxIdleUnauth, "connections-max-idle-unauthenticated", 10*time.Second, "close connections of SASL listeners that have not logged in and are idle this long")
 	fs.StringVar(&f.security.listeners, "listeners", "", "listeners `PROTOCOL://host:port,...` with PROTOCOL one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL (listeners); replaces --listen")
@@ -140,6 +142,7 @@ func (f *brokerFlags) config() broker.Config {
 		QueuedMaxRequestBytesPerIP:        f.conns.queuedMaxBytesPerIP,
 		SASLMaxReceiveSize:                int32(min(f.conns.saslMaxReceive, 1<<30)),
 		ConnectionsMaxIdleUnauthenticated: f.conns.maxIdleUnauth,
+		MaxDecompressionMemory:            f.conns.maxDecompressMemory,
 		MaxTopics:                         f.maxTopics,
 		MaxPartitions:                     f.maxPartitions,
 		Log: log.Config{

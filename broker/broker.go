@@ -96,7 +96,8 @@ type Broker struct {
 
 	budget         *byteBudget // queued.max.request.bytes
 	preAuthBudget  *byteBudget // requests before login (conn_preauth.go)
-	ipBudgets      ipBudgets   // per-address shares of budget; guarded by mu
+	autoCreate     *autoCreateLimit
+	ipBudgets      ipBudgets // per-address shares of budget; guarded by mu
 	counters       connCounters
 	lastRefusalLog atomic.Int64 // unix nanos of the last refused-connection line
 
@@ -140,6 +141,7 @@ func New(cfg Config) (*Broker, error) {
 		stopSync:      make(chan struct{}),
 		budget:        newByteBudget(cfg.QueuedMaxRequestBytes),
 		preAuthBudget: newByteBudget(preAuthBudgetFrames * int64(cfg.SASLMaxReceiveSize)),
+		autoCreate:    newAutoCreateLimit(cfg.AutoCreateRate),
 		logins:        newLoginGuard(),
 	}
 	var err error

@@ -133,6 +133,15 @@ type Config struct {
 	// (--max-topics): CreateTopics and auto-creation beyond it are refused.
 	// Default 10000; negative: no limit.
 	MaxTopics int
+	// AutoCreateMaxTopics stops auto-creation once the cluster has this
+	// many topics, so CreateTopics keeps room below MaxTopics
+	// (autocreate_limit.go). Default: half of MaxTopics; negative: no cap
+	// of its own.
+	AutoCreateMaxTopics int
+	// AutoCreateRate bounds auto-creations a second across the broker,
+	// with ten seconds' worth of burst; beyond it the client gets
+	// THROTTLING_QUOTA_EXCEEDED. Default 10; negative: no limit.
+	AutoCreateRate float64
 	// MaxPartitions caps the partitions this broker hosts
 	// (--max-partitions). Default 20000; negative: no limit.
 	MaxPartitions int
@@ -217,6 +226,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxTopics == 0 {
 		c.MaxTopics = 10000
+	}
+	if c.AutoCreateMaxTopics == 0 && c.MaxTopics > 0 {
+		c.AutoCreateMaxTopics = max(c.MaxTopics/2, 1)
+	}
+	if c.AutoCreateRate == 0 {
+		c.AutoCreateRate = 10
 	}
 	if c.MaxPartitions == 0 {
 		c.MaxPartitions = 20000

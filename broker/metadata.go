@@ -193,6 +193,9 @@ func (b *Broker) lookupTopic(name string, autoCreate bool) (cluster.Topic, int16
 	if !autoCreate || !b.cfg.AutoCreateTopics {
 		return cluster.Topic{}, kerr.UnknownTopicOrPartition.Code
 	}
+	if code := b.autoCreateRefusal(name); code != 0 {
+		return cluster.Topic{}, code
+	}
 	if err := b.checkCapacity(name, b.cfg.DefaultPartitions); err != nil {
 		return b.refuseAutoCreate(name, err)
 	}

@@ -19,31 +19,33 @@ import (
 // brokerFlags are the settings shared by `standalone` and `broker`, named
 // after Kafka's where one exists so that operators recognise them.
 type brokerFlags struct {
-	dataDir         string
-	listen          string
-	autoCreate      bool
-	partitions      int
-	segmentBytes    int64
-	segmentAge      time.Duration
-	intervalFlush   bool
-	flushMessages   int64
-	flushInterval   time.Duration
-	retention       time.Duration
-	retentionBytes  int64
-	maxRequestBytes int
-	maxMessageBytes int
-	producerExpiry  time.Duration
-	maxProducerIDs  int
-	internalClients string
-	scrubInterval   time.Duration
-	scrubRate       int64
-	maxTopics       int
-	maxPartitions   int
-	compression     log.Compression
-	cleaner         log.CleanerConfig
-	conns           connFlags
-	security        securityFlags
-	metricsListen   *string
+	dataDir             string
+	listen              string
+	autoCreate          bool
+	partitions          int
+	segmentBytes        int64
+	segmentAge          time.Duration
+	intervalFlush       bool
+	flushMessages       int64
+	flushInterval       time.Duration
+	retention           time.Duration
+	retentionBytes      int64
+	maxRequestBytes     int
+	maxMessageBytes     int
+	producerExpiry      time.Duration
+	maxProducerIDs      int
+	internalClients     string
+	scrubInterval       time.Duration
+	scrubRate           int64
+	maxTopics           int
+	autoCreateMaxTopics int
+	autoCreateRate      float64
+	maxPartitions       int
+	compression         log.Compression
+	cleaner             log.CleanerConfig
+	conns               connFlags
+	security            securityFlags
+	metricsListen       *string
 }
 
 // securityFlags are the listeners and what secures them.
@@ -118,6 +120,8 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.DurationVar(&f.scrubInterval, "scrub-interval", 0, "re-verify sealed segments this often and quarantine damaged batches; 0: off")
 	fs.Int64Var(&f.scrubRate, "scrub-rate", log.DefaultScrubRate, "bytes a second the scrubber may read per partition")
 	fs.IntVar(&f.maxTopics, "max-topics", 10000, "refuse creating topics beyond this many; -1: no limit")
+	fs.IntVar(&f.autoCreateMaxTopics, "auto-create-max-topics", 0, "auto-create topics only while the cluster has fewer than this many, so CreateTopics keeps room; 0: half of --max-topics, -1: no cap of its own")
+	fs.Float64Var(&f.autoCreateRate, "auto-create-rate", 10, "topics auto-created a second at most (ten seconds' worth of burst); more get THROTTLING_QUOTA_EXCEEDED; -1: no limit")
 	fs.IntVar(&f.maxPartitions, "max-partitions", 20000, "refuse creating topics that would make this broker host more partitions; -1: no limit")
 	fs.TextVar(&f.compression, "compression-type", log.CompressionProducer, "codec batches are stored in: `producer` (as each producer sent them), uncompressed, gzip, snappy, lz4 or zstd; the default of topics that set no compression.type (compression.type)")
 	fs.IntVar(&f.cleaner.Threads, "log-cleaner-threads", log.DefaultCleanerThreads, "compacted logs cleaned at once (log.cleaner.threads)")
@@ -144,6 +148,8 @@ func (f *brokerFlags) config() broker.Config {
 		ConnectionsMaxIdleUnauthenticated: f.conns.maxIdleUnauth,
 		MaxDecompressionMemory:            f.conns.maxDecompressMemory,
 		MaxTopics:                         f.maxTopics,
+		AutoCreateMaxTopics:               f.autoCreateMaxTopics,
+		AutoCreateRate:                    f.autoCreateRate,
 		MaxPartitions:                     f.maxPartitions,
 		Log: log.Config{
 			SegmentBytes:     f.segmentBytes,

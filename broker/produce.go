@@ -69,6 +69,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 	resp := kmsg.NewPtrProduceResponse()
 	resp.ThrottleMillis = b.throttleProduce(req, r) // quota_api.go
 	acks := r.Acks
+	allow := b.decompressAllowance(r) // produce_bombs.go
 	var waits []appended
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
@@ -119,7 +120,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 					setMessage(&sp, msg)
 					break
 				}
-				last := b.appendBatches(l, rp.Records, r.Version, &sp, b.produceLimitsFor(t))
+				last := b.appendBatches(l, rp.Records, r.Version, &sp, b.produceLimitsFor(t), allow)
 				b.storageWritten(l, sp.ErrorCode)
 				if sp.ErrorCode == 0 && acks == -1 && last >= 0 {
 					waits = append(waits, appended{log: l, last: last, ti: len(resp.Topics), pi: len(st.Partitions), topic: t, p: rp.Partition})
@@ -176,7 +177,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 // validation) before any is written, so a refused request leaves nothing
 // behind for the client's retry to duplicate. It returns the last offset
 // written (or already present, for duplicates), -1 if none.
-func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *kmsg.ProduceResponseTopicPartition, lim produceLimits) int64 {
+func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *kmsg.ProduceResponseTopicPartition, lim produceLimits, allow *log.Allowance) int64 {
 	var small [2][]byte
 	batches := small[:0]
 	for len(records) > 0 {
@@ -228,9 +229,9 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 	var err error
 	if lim.recompress {
 		// The topic's compression.type decides the stored codec.
-		res, err = l.AppendBatchesIn(batches, lim.codec, int64(lim.maxMessageBytes))
+		res, err = l.AppendBatchesInWithin(batches, lim.codec, int64(lim.maxMessageBytes), allow)
 	} else {
-		res, err = l.AppendBatches(batches)
+		res, err = l.AppendBatchesWithin(batches, allow)
 	}
 	if err != nil {
 		sp.ErrorCode = b.storageError(l, err)

@@ -225,20 +225,3 @@ func (c *fileCache) forget(sf *segFile) {
 	delete(c.open, sf)
 	c.mu.Unlock()
 }
-
-// OpenSealedSegmentFiles is how many sealed-segment descriptors the logs
-// of dir hold open now (for tests and metrics).
-func OpenSealedSegmentFiles(dir string) int {
-	c := fileCacheOf(dir)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for sf := range c.open {
-		sf.mu.RLock()
-		if sf.sealed.Load() && sf.f != nil {
-			n++
-		}
-		sf.mu.RUnlock()
-	}
-	return n
-}

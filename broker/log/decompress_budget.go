@@ -97,6 +97,7 @@ func (l *Log) decompressBudgeted(codec int, data []byte) (records []byte, releas
 		return records, func() {}, err
 	}
 	grant, large := min(smallDecompressGrant, limit), limit
+	var declared int64 // a zstd frame's content size, to size the output once
 	if codec == codecZstd {
 		// A zstd decoder sizes its history by what the frame declares,
 		// at the first read, and keeps it beside the output: a frame
@@ -104,6 +105,9 @@ func (l *Log) decompressBudgeted(codec int, data []byte) (records []byte, releas
 		// decoder memory is taken.
 		var zh zstd.Header
 		if zh.Decode(data) == nil {
+			if zh.HasFCS && zh.FrameContentSize <= uint64(limit) {
+				declared = int64(zh.FrameContentSize)
+			}
 			if window := min(max(zh.FrameContentSize, zh.WindowSize), uint64(limit)); window > uint64(grant) {
 				large += int64(window)
 				grant = large
@@ -131,6 +135,7 @@ func (l *Log) decompressBudgeted(codec int, data []byte) (records []byte, releas
 		return bytes.Clone(whole), releaseHeld, nil
 	}
 	var buf bytes.Buffer
+	buf.Grow(int(declared) + bytes.MinRead) // no doubling past what the frame says (ReadFrom wants MinRead spare)
 	first := held
 	if held >= limit {
 		first = limit + 1 // one byte more tells a batch over the limit

@@ -37,6 +37,9 @@ type segFile struct {
 	closed bool     // closed for good: the segment is gone
 
 	sealed  atomic.Bool   // no writer: the descriptor may be closed when idle
+	// released: the log let go of the segment (removed, replaced, closed);
+	// refs are then readers only, and the descriptor stays theirs.
+	released atomic.Bool
 	lastUse atomic.Uint64 // the cache's tick at the last read
 }
 
@@ -135,16 +138,21 @@ func (sf *segFile) Close() error {
 // closeIdle closes the descriptor if nobody but the log holds the segment
 // and nobody is reading it; it reports whether it did.
 func (sf *segFile) closeIdle() bool {
-	if !sf.sealed.Load() || sf.refs.Load() > 1 || !sf.mu.TryLock() {
+	if !sf.idle() || !sf.mu.TryLock() {
 		return false
 	}
 	defer sf.mu.Unlock()
-	if sf.f == nil || sf.refs.Load() > 1 {
+	if sf.f == nil || !sf.idle() {
 		return false
 	}
 	sf.f.Close()
 	sf.f = nil
 	return true
+}
+
+// idle: sealed, still the log's, and held by nobody else.
+func (sf *segFile) idle() bool {
+	return sf.sealed.Load() && !sf.released.Load() && sf.refs.Load() <= 1
 }
 
 // fileCache is one log directory's open sealed-segment files.
@@ -200,7 +208,7 @@ func (c *fileCache) trimLocked(keep *segFile) {
 	for len(c.open) > maxOpenSealedSegments {
 		var victim *segFile
 		for o := range c.open {
-			if o != keep && !busy[o] && o.sealed.Load() && o.refs.Load() <= 1 && (victim == nil || o.lastUse.Load() < victim.lastUse.Load()) {
+			if o != keep && !busy[o] && o.idle() && (victim == nil || o.lastUse.Load() < victim.lastUse.Load()) {
 				victim = o
 			}
 		}

@@ -96,3 +96,36 @@ func readAllKeep(t *testing.T, s Slice) []byte {
 	}
 	return b
 }
+
+// A Slice handed out before its segment was deleted (DeleteRecords) keeps
+// reading the file, however many other segments are opened and closed
+// meanwhile: the log's bound applies to segments it still holds, never to
+// a descriptor a reader holds alone.
+func TestSliceOutlivesItsDeletedSegment(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	cfg.SegmentBytes = 1024
+	l, _ := openLog(t, dir, cfg)
+	for range 60 {
+		mustAppend(t, l, makeBatch(batchOpts{valueSize: 600}))
+	}
+	mustFlush(t, l)
+	held, err := l.Read(2, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	if _, err := l.DeleteRecordsBefore(10); err != nil {
+		t.Fatal(err)
+	}
+	for off := int64(10); off < 60; off++ { // opens and closes the others
+		s, err := l.Read(off, 1<<20)
+		if err != nil {
+			t.Fatalf("reading offset %d: %v", off, err)
+		}
+		readAll(t, s)
+	}
+	if hs := batchesIn(t, readAllKeep(t, held)); len(hs) != 1 || hs[0].baseOffset != 2 {
+		t.Fatalf("the held Slice of a deleted segment reads %v", hs)
+	}
+}

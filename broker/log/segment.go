@@ -160,6 +160,7 @@ func (s *segment) unref() {
 // descriptor once no Slice holds it.
 func (s *segment) close() error {
 	err := s.seal()
+	s.f.released.Store(true) // what readers still hold stays open for them
 	s.unref()
 	return err
 }

@@ -36,11 +36,11 @@ type segFile struct {
 	f      *os.File // nil while closed for idleness
 	closed bool     // closed for good: the segment is gone
 
-	sealed  atomic.Bool   // no writer: the descriptor may be closed when idle
+	sealed atomic.Bool // no writer: the descriptor may be closed when idle
 	// released: the log let go of the segment (removed, replaced, closed);
 	// refs are then readers only, and the descriptor stays theirs.
 	released atomic.Bool
-	lastUse atomic.Uint64 // the cache's tick at the last read
+	lastUse  atomic.Uint64 // the cache's tick at the last read
 }
 
 // openSegFile opens path and registers it with the log of dir.

@@ -94,12 +94,16 @@ type Broker struct {
 	closed    bool
 	stopSync  chan struct{}
 
-	budget         *byteBudget // queued.max.request.bytes
-	preAuthBudget  *byteBudget // requests before login (conn_preauth.go)
-	autoCreate     *autoCreateLimit
-	ipBudgets      ipBudgets // per-address shares of budget; guarded by mu
-	counters       connCounters
-	lastRefusalLog atomic.Int64 // unix nanos of the last refused-connection line
+	budget        *byteBudget // queued.max.request.bytes
+	preAuthBudget *byteBudget // requests before login (conn_preauth.go)
+	autoCreate    *autoCreateLimit
+	// principalBudgets are the logged-in principals' shares of budget
+	// (conn_preauth.go): one per principal ever seen, which only
+	// credentials or certificates make.
+	principalBudgets sync.Map  // string -> *byteBudget
+	ipBudgets        ipBudgets // per-address shares of budget; guarded by mu
+	counters         connCounters
+	lastRefusalLog   atomic.Int64 // unix nanos of the last refused-connection line
 
 	metrics *brokerMetrics // see metrics.go
 

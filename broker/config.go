@@ -100,6 +100,10 @@ type Config struct {
 	// QueuedMaxRequestBytesPerIP is the part of QueuedMaxRequestBytes the
 	// requests of one IP address may hold at once. Default: a quarter.
 	QueuedMaxRequestBytesPerIP int64
+	// QueuedMaxRequestBytesPerPrincipal is the part the requests of one
+	// logged-in principal (not ANONYMOUS) may hold at once, whatever
+	// addresses it connects from. Default: a quarter.
+	QueuedMaxRequestBytesPerPrincipal int64
 	// MaxDecompressionMemory bounds, across all partitions, the memory of
 	// records decompressed to be re-encoded in a topic's compression.type
 	// (log.MemoryBudget): concurrent decompression bombs wait for room
@@ -199,6 +203,9 @@ func (c Config) withDefaults() Config {
 	c.MaxConnectionsPerIP = max(c.MaxConnectionsPerIP, 0) // 0: follows max.connections (connLimits)
 	if c.QueuedMaxRequestBytesPerIP <= 0 {
 		c.QueuedMaxRequestBytesPerIP = max(c.QueuedMaxRequestBytes/4, 1)
+	}
+	if c.QueuedMaxRequestBytesPerPrincipal <= 0 {
+		c.QueuedMaxRequestBytesPerPrincipal = max(c.QueuedMaxRequestBytes/4, 1)
 	}
 	if c.MaxDecompressionMemory <= 0 {
 		c.MaxDecompressionMemory = 256 << 20

@@ -52,6 +52,9 @@ type conn struct {
 	// ipBudget is the address's share of the request budget; nil for
 	// in-process connections (conn_preauth.go).
 	ipBudget *byteBudget
+	// princBudget is the logged-in principal's share, set at its first
+	// request (read goroutine only).
+	princBudget *byteBudget
 
 	queue    chan *pending
 	inFlight atomic.Int64 // requests read whose responses are not written yet

@@ -14,7 +14,11 @@ package broker
 //     is closed;
 //   - the requests of one address hold at most QueuedMaxRequestBytesPerIP
 //     (a quarter of the budget) at once, so one host cannot starve the
-//     others.
+//     others, and those of one logged-in principal at most
+//     QueuedMaxRequestBytesPerPrincipal (a quarter too), so one account
+//     cannot from many hosts either. ANONYMOUS (every client of a listener
+//     without authentication) and in-process clients have no share of
+//     their own: there the address is all that tells clients apart.
 
 import (
 	"time"
@@ -52,9 +56,9 @@ func (c *conn) idleLimit() time.Duration {
 // budget alone (pre is set); after, from the address's share and the
 // broker-wide budget.
 type requestHold struct {
-	n   int64
-	ip  *byteBudget
-	pre bool
+	n         int64
+	ip, princ *byteBudget
+	pre       bool
 }
 
 // acquireHold waits until size bytes fit every budget the connection
@@ -64,26 +68,36 @@ func (c *conn) acquireHold(size int) (h requestHold, ok bool) {
 		h = requestHold{n: c.b.preAuthBudget.clamp(int64(size)), pre: true}
 		return h, c.b.preAuthBudget.acquire(h.n, c.gone, c.stopped)
 	}
-	h = requestHold{n: c.b.budget.clamp(int64(size)), ip: c.ipBudget}
+	h = requestHold{n: c.b.budget.clamp(int64(size)), ip: c.ipBudget, princ: c.principalBudget()}
+	// The shares first: a host or an account over its share waits
+	// without holding any of the broker-wide budget.
 	if h.ip != nil {
-		// The address's share first: a host over it waits without
-		// holding any of the broker-wide budget.
 		h.n = h.ip.clamp(h.n)
-		if !h.ip.acquire(h.n, c.gone, c.stopped) {
-			return requestHold{}, false
-		}
+	}
+	if h.princ != nil {
+		h.n = h.princ.clamp(h.n)
+	}
+	if h.ip != nil && !h.ip.acquire(h.n, c.gone, c.stopped) {
+		return requestHold{}, false
+	}
+	if h.princ != nil && !h.princ.acquire(h.n, c.gone, c.stopped) {
+		h.princ = nil
+		h.releaseShares(c.b, false)
+		return requestHold{}, false
 	}
 	if !c.b.budget.acquire(h.n, c.gone, c.stopped) {
-		if h.ip != nil {
-			h.ip.release(h.n)
-		}
+		h.releaseShares(c.b, false)
 		return requestHold{}, false
 	}
 	return h, true
 }
 
 // release gives the hold back.
-func (h requestHold) release(b *Broker) {
+func (h requestHold) release(b *Broker) { h.releaseShares(b, true) }
+
+// releaseShares gives back the shares, and the broker-wide budget too
+// when global (false: acquireHold undoing what it had taken).
+func (h requestHold) releaseShares(b *Broker, global bool) {
 	if h.n == 0 {
 		return
 	}
@@ -91,10 +105,27 @@ func (h requestHold) release(b *Broker) {
 		b.preAuthBudget.release(h.n)
 		return
 	}
-	b.budget.release(h.n)
+	if global {
+		b.budget.release(h.n)
+	}
 	if h.ip != nil {
 		h.ip.release(h.n)
 	}
+	if h.princ != nil {
+		h.princ.release(h.n)
+	}
+}
+
+// principalBudget is the share of the connection's principal, nil for
+// ANONYMOUS and in-process clients. A connection's principal never changes
+// once logged in (sasl.go), so it is looked up once.
+func (c *conn) principalBudget() *byteBudget {
+	if c.princBudget != nil || c.auth.principal == anonymous || c.auth.principal == InternalPrincipal {
+		return c.princBudget
+	}
+	v, _ := c.b.principalBudgets.LoadOrStore(c.auth.principal, newByteBudget(c.b.cfg.QueuedMaxRequestBytesPerPrincipal))
+	c.princBudget = v.(*byteBudget)
+	return c.princBudget
 }
 
 // ipBudgets are the per-address shares of the request budget, one per

@@ -159,3 +159,50 @@ func closedOrServed(w *wire) bool {
 	_, err := w.conn.Read(size[:])
 	return err != nil
 }
+
+// loginPlain logs w in with SASL PLAIN.
+func loginPlain(t *testing.T, w *wire, user, password string) {
+	t.Helper()
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.SetVersion(1)
+	hs.Mechanism = "PLAIN"
+	wantCode(t, "SaslHandshake", w.roundTrip(hs).(*kmsg.SASLHandshakeResponse).ErrorCode, nil)
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.SetVersion(2)
+	auth.SASLAuthBytes = []byte("\x00" + user + "\x00" + password)
+	wantCode(t, "SaslAuthenticate", w.roundTrip(auth).(*kmsg.SASLAuthenticateResponse).ErrorCode, nil)
+}
+
+// One logged-in principal holds at most its share of the request budget
+// (a quarter), from however many addresses it connects: before, four
+// connections of one account from two hosts held the whole budget.
+func TestOnePrincipalCannotTakeEveryoneElsesShare(t *testing.T) {
+	dir := t.TempDir()
+	setUser(t, dir, "alice", "SCRAM-SHA-256", "alice-secret")
+	setUser(t, dir, "mallory", "SCRAM-SHA-256", "mallory-secret")
+	b, addrs := startListeners(t, func(c *broker.Config) {
+		c.DataDir = dir
+		c.QueuedMaxRequestBytes = 8 << 20
+		c.QueuedMaxRequestBytesPerIP = 8 << 20 // the principal's share alone here
+		c.RequestReadTimeout = 20 * time.Second
+	}, broker.SASLPlaintext)
+	addr := addrs[broker.SASLPlaintext]
+	alice := newClient(t, addr, kgo.SASL(mechanisms("alice", "alice-secret")["SCRAM-SHA-256"]), kgo.AllowAutoTopicCreation())
+	timedProduce(t, alice, "legit")
+	for _, host := range []string{"127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"} {
+		w := dialFrom(t, host, addr)
+		loginPlain(t, w, "mallory", "mallory-secret")
+		var frame [4]byte
+		binary.BigEndian.PutUint32(frame[:], 2<<20)
+		w.send(frame[:])
+	}
+	testenv.Eventually(t, 10*time.Second, "mallory's frames to be announced", func() bool {
+		return b.ConnStats().ReadingRequests == 4
+	})
+	if used := b.ConnStats().QueuedRequestBytes; used > 2<<20 {
+		t.Errorf("one principal holds %d bytes of the request budget, want at most a quarter (2 MiB)", used)
+	}
+	if took := timedProduce(t, alice, "legit"); took > 10*time.Second {
+		t.Fatalf("alice's produce took %v while mallory stalled big requests", took)
+	}
+}

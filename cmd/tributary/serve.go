@@ -68,6 +68,7 @@ type connFlags struct {
 	maxReauthMillis     int64
 	queuedMaxBytes      int64
 	queuedMaxBytesPerIP int64
+	queuedMaxBytesPerPr int64
 	saslMaxReceive      int
 	maxDecompressMemory int64
 	maxIdleUnauth       time.Duration
@@ -105,6 +106,7 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.Int64Var(&f.conns.queuedMaxBytes, "queued-max-request-bytes", 512<<20, "bytes all requests in flight may hold; more wait (queued.max.request.bytes)")
 	fs.Int64Var(&f.conns.queuedMaxBytesPerIP, "queued-max-request-bytes-per-ip", 0, "bytes the requests of one IP address may hold at once; 0: a quarter of --queued-max-request-bytes")
 	fs.Int64Var(&f.conns.maxDecompressMemory, "max-decompression-memory", 256<<20, "bytes that records decompressed to be re-encoded in a topic's compression.type may take across all partitions; more wait")
+	fs.Int64Var(&f.conns.queuedMaxBytesPerPr, "queued-max-request-bytes-per-principal", 0, "bytes the requests of one logged-in principal (not ANONYMOUS) may hold at once, from any address; 0: a quarter of --queued-max-request-bytes")
 	fs.IntVar(&f.conns.saslMaxReceive, "sasl-max-receive-size", 512<<10, "largest request frame on a SASL listener before login; larger closes the connection (sasl.server.max.receive.size)")
 	fs.DurationVar(&f.conns.maxIdleUnauth, "connections-max-idle-unauthenticated", 10*time.Second, "close connections of SASL listeners that have not logged in and are idle this long")
 	fs.StringVar(&f.security.listeners, "listeners", "", "listeners `PROTOCOL://host:port,...` with PROTOCOL one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL (listeners); replaces --listen")
@@ -144,6 +146,7 @@ func (f *brokerFlags) config() broker.Config {
 		ConnectionsMaxReauth:              time.Duration(f.conns.maxReauthMillis) * time.Millisecond,
 		QueuedMaxRequestBytes:             f.conns.queuedMaxBytes,
 		QueuedMaxRequestBytesPerIP:        f.conns.queuedMaxBytesPerIP,
+		QueuedMaxRequestBytesPerPrincipal: f.conns.queuedMaxBytesPerPr,
 		SASLMaxReceiveSize:                int32(min(f.conns.saslMaxReceive, 1<<30)),
 		ConnectionsMaxIdleUnauthenticated: f.conns.maxIdleUnauth,
 		MaxDecompressionMemory:            f.conns.maxDecompressMemory,

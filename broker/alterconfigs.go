@@ -200,6 +200,9 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 	if err := checkTopicConfigs(next); err != nil {
 		return coded(kerr.InvalidConfig, "topic %s: %v", name, err)
 	}
+	if err := b.checkTopicConfigBounds(next, replicasOf(t.Replicas)); err != nil {
+		return err
+	}
 	if validateOnly {
 		return nil
 	}

@@ -94,11 +94,18 @@ type Broker struct {
 	closed    bool
 	stopSync  chan struct{}
 
-	budget         *byteBudget // queued.max.request.bytes
-	counters       connCounters
-	lastRefusalLog atomic.Int64 // unix nanos of the last refused-connection line
-	refusals       refusalLog   // refused features, logged once a minute each (refusals.go)
-	startLevel     slog.Level   // the log level at start, which DELETE of a BROKER_LOGGER returns to
+	budget        *byteBudget // queued.max.request.bytes
+	preAuthBudget *byteBudget // requests before login (conn_preauth.go)
+	autoCreate    *autoCreateLimit
+	// principalBudgets are the logged-in principals' shares of budget
+	// (conn_preauth.go): one per principal ever seen, which only
+	// credentials or certificates make.
+	principalBudgets sync.Map  // string -> *byteBudget
+	ipBudgets        ipBudgets // per-address shares of budget; guarded by mu
+	counters         connCounters
+	lastRefusalLog   atomic.Int64 // unix nanos of the last refused-connection line
+	refusals         refusalLog   // refused features, logged once a minute each (refusals.go)
+	startLevel       slog.Level   // the log level at start, which DELETE of a BROKER_LOGGER returns to
 
 	metrics *brokerMetrics // see metrics.go
 
@@ -129,17 +136,19 @@ func New(cfg Config) (*Broker, error) {
 		}
 	}
 	b := &Broker{
-		serving:  make(chan struct{}),
-		tls:      tlsState,
-		cfg:      cfg,
-		meta:     cfg.Metadata,
-		logger:   cfg.Logger,
-		closing:  make(chan struct{}),
-		conns:    map[*conn]struct{}{},
-		perIP:    map[string]int{},
-		stopSync: make(chan struct{}),
-		budget:   newByteBudget(cfg.QueuedMaxRequestBytes),
-		logins:   newLoginGuard(),
+		serving:       make(chan struct{}),
+		tls:           tlsState,
+		cfg:           cfg,
+		meta:          cfg.Metadata,
+		logger:        cfg.Logger,
+		closing:       make(chan struct{}),
+		conns:         map[*conn]struct{}{},
+		perIP:         map[string]int{},
+		stopSync:      make(chan struct{}),
+		budget:        newByteBudget(cfg.QueuedMaxRequestBytes),
+		preAuthBudget: newByteBudget(preAuthBudgetFrames * int64(cfg.SASLMaxReceiveSize)),
+		autoCreate:    newAutoCreateLimit(cfg.AutoCreateRate),
+		logins:        newLoginGuard(),
 	}
 	var err error
 	if b.meta == nil {

@@ -97,8 +97,29 @@ type Config struct {
 	// more are closed as soon as they are accepted. Default 10000.
 	MaxConnections int
 	// MaxConnectionsPerIP caps the connections from one IP address
-	// (max.connections.per.ip). Default: MaxConnections.
+	// (max.connections.per.ip). Default (0): a tenth of the max.connections
+	// in force, at least one, so one address cannot take every slot.
 	MaxConnectionsPerIP int
+	// QueuedMaxRequestBytesPerIP is the part of QueuedMaxRequestBytes the
+	// requests of one IP address may hold at once. Default: a quarter.
+	QueuedMaxRequestBytesPerIP int64
+	// QueuedMaxRequestBytesPerPrincipal is the part the requests of one
+	// logged-in principal (not ANONYMOUS) may hold at once, whatever
+	// addresses it connects from. Default: a quarter.
+	QueuedMaxRequestBytesPerPrincipal int64
+	// MaxDecompressionMemory bounds, across all partitions, the memory of
+	// records decompressed to be re-encoded in a topic's compression.type
+	// (log.MemoryBudget): concurrent decompression bombs wait for room
+	// instead of growing the heap. Default 256 MiB.
+	MaxDecompressionMemory int64
+	// SASLMaxReceiveSize caps a request frame on a SASL listener before the
+	// client has logged in (Kafka's sasl.server.max.receive.size); larger
+	// closes the connection. Default 512 KiB.
+	SASLMaxReceiveSize int32
+	// ConnectionsMaxIdleUnauthenticated closes a connection of a SASL
+	// listener that has not logged in and sends nothing for this long.
+	// Default 10 s.
+	ConnectionsMaxIdleUnauthenticated time.Duration
 	// ConnectionsMaxIdle closes a connection that has sent nothing and
 	// awaits no response for this long (connections.max.idle.ms).
 	// Default 10 minutes.
@@ -119,6 +140,15 @@ type Config struct {
 	// (--max-topics): CreateTopics and auto-creation beyond it are refused.
 	// Default 10000; negative: no limit.
 	MaxTopics int
+	// AutoCreateMaxTopics stops auto-creation once the cluster has this
+	// many topics, so CreateTopics keeps room below MaxTopics
+	// (autocreate_limit.go). Default: half of MaxTopics; negative: no cap
+	// of its own.
+	AutoCreateMaxTopics int
+	// AutoCreateRate bounds auto-creations a second across the broker,
+	// with ten seconds' worth of burst; beyond it the client gets
+	// THROTTLING_QUOTA_EXCEEDED. Default 10; negative: no limit.
+	AutoCreateRate float64
 	// MaxPartitions caps the partitions this broker hosts
 	// (--max-partitions). Default 20000; negative: no limit.
 	MaxPartitions int
@@ -173,8 +203,24 @@ func (c Config) withDefaults() Config {
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = 10000
 	}
-	if c.MaxConnectionsPerIP <= 0 {
-		c.MaxConnectionsPerIP = c.MaxConnections
+	c.MaxConnectionsPerIP = max(c.MaxConnectionsPerIP, 0) // 0: follows max.connections (connLimits)
+	if c.QueuedMaxRequestBytesPerIP <= 0 {
+		c.QueuedMaxRequestBytesPerIP = max(c.QueuedMaxRequestBytes/4, 1)
+	}
+	if c.QueuedMaxRequestBytesPerPrincipal <= 0 {
+		c.QueuedMaxRequestBytesPerPrincipal = max(c.QueuedMaxRequestBytes/4, 1)
+	}
+	if c.MaxDecompressionMemory <= 0 {
+		c.MaxDecompressionMemory = 256 << 20
+	}
+	if c.Log.DecompressMemory == nil {
+		c.Log.DecompressMemory = log.NewMemoryBudget(c.MaxDecompressionMemory)
+	}
+	if c.SASLMaxReceiveSize <= 0 {
+		c.SASLMaxReceiveSize = 512 << 10
+	}
+	if c.ConnectionsMaxIdleUnauthenticated <= 0 {
+		c.ConnectionsMaxIdleUnauthenticated = 10 * time.Second
 	}
 	if c.ConnectionsMaxIdle <= 0 {
 		c.ConnectionsMaxIdle = 10 * time.Minute
@@ -190,6 +236,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxTopics == 0 {
 		c.MaxTopics = 10000
+	}
+	if c.AutoCreateMaxTopics == 0 && c.MaxTopics > 0 {
+		c.AutoCreateMaxTopics = max(c.MaxTopics/2, 1)
+	}
+	if c.AutoCreateRate == 0 {
+		c.AutoCreateRate = 10
 	}
 	if c.MaxPartitions == 0 {
 		c.MaxPartitions = 20000

@@ -49,6 +49,12 @@ type conn struct {
 	// SASL listener the exchange in progress. Only the read goroutine
 	// changes it, before it reads the next request.
 	auth connAuth
+	// ipBudget is the address's share of the request budget; nil for
+	// in-process connections (conn_preauth.go).
+	ipBudget *byteBudget
+	// princBudget is the logged-in principal's share, set at its first
+	// request (read goroutine only).
+	princBudget *byteBudget
 
 	queue    chan *pending
 	inFlight atomic.Int64 // requests read whose responses are not written yet
@@ -72,7 +78,7 @@ type pending struct {
 
 	req      *request    // set by the read loop, for the panic log
 	start    time.Time   // when the request was read, for the latency metric
-	held     int64       // bytes of the request budget, released once written
+	held     requestHold // the request's share of the budgets, released once written (conn_preauth.go)
 	frame    []byte      // a Produce request's frame, pooled again once written (conn_buffers.go)
 	panicked *panicValue // the handler panicked: no response, drop the connection
 }
@@ -176,7 +182,7 @@ func (c *conn) setReadDeadline(t time.Time) {
 // connection busy would otherwise pay for that on every request. The idle
 // limit is thereby enforced to within 1/idleSlackDivisor of it.
 func (c *conn) setIdleDeadline() {
-	idle := c.b.cfg.ConnectionsMaxIdle
+	idle := c.idleLimit()
 	want := time.Now().Add(idle)
 	if d := c.readDeadline; !d.After(want) && want.Sub(d) <= idle/idleSlackDivisor {
 		return
@@ -239,6 +245,9 @@ func (c *conn) readLoop() {
 				"size", size, "max", c.b.cfg.MaxRequestBytes, "setting", "socket.request.max.bytes")
 			return
 		}
+		if !c.frameSizeAllowed(size) {
+			return
+		}
 		frame, held, ok := c.readBody(r, int(size))
 		if !ok {
 			return
@@ -246,7 +255,7 @@ func (c *conn) readLoop() {
 		start := time.Now() // the frame is read: queue and total time start (metrics.go)
 		req, err := decodeRequest(frame)
 		if err != nil {
-			c.b.budget.release(held)
+			held.release(c.b)
 			var unsup *unsupportedVersion
 			if errors.As(err, &unsup) && unsup.key == apiVersionsKey {
 				// Clients probe ApiVersions with versions newer than ours;
@@ -260,7 +269,7 @@ func (c *conn) readLoop() {
 		c.b.metrics.handlerStarts(req, start)
 		p := c.handle(req)
 		if p == nil {
-			c.b.budget.release(held)
+			held.release(c.b)
 			return // the handler panicked
 		}
 		p.req, p.held, p.start = req, held, start
@@ -298,8 +307,8 @@ func (c *conn) awaitRequest(r *bufio.Reader) bool {
 			return false
 		}
 		if c.inFlight.Load() == 0 {
-			c.logger.Info("closing idle connection",
-				"idle", c.b.cfg.ConnectionsMaxIdle, "setting", "connections.max.idle.ms")
+			c.logger.Info("closing idle connection", "idle", c.idleLimit(), "logged_in", !c.preAuth(),
+				"setting", "connections.max.idle.ms (before login: --connections-max-idle-unauthenticated)")
 			return false
 		}
 	}
@@ -309,13 +318,12 @@ func (c *conn) awaitRequest(r *bufio.Reader) bool {
 // room for it. The buffer grows as bytes really arrive, so a frame that
 // announces a large size and then stalls costs one chunk, not its size.
 // On success the caller owns held bytes of the budget.
-func (c *conn) readBody(r *bufio.Reader, size int) (body []byte, held int64, ok bool) {
+func (c *conn) readBody(r *bufio.Reader, size int) (body []byte, held requestHold, ok bool) {
 	c.b.counters.reading.Add(1)
 	defer c.b.counters.reading.Add(-1)
-	held = c.b.budget.clamp(int64(size))
 	// Dropping the connection or shutting down ends the wait.
-	if !c.b.budget.acquire(held, c.gone, c.stopped) {
-		return nil, 0, false
+	if held, ok = c.acquireHold(size); !ok {
+		return nil, requestHold{}, false
 	}
 	// The wait for budget was the broker's: the client gets the whole read
 	// timeout for the body.
@@ -328,12 +336,12 @@ func (c *conn) readBody(r *bufio.Reader, size int) (body []byte, held int64, ok 
 		n, err := r.Read(buf[len(buf):min(cap(buf), size)])
 		buf = buf[:len(buf)+n]
 		if err != nil && len(buf) < size {
-			c.b.budget.release(held)
+			held.release(c.b)
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
 			c.logReadEnd(err)
-			return nil, 0, false
+			return nil, requestHold{}, false
 		}
 	}
 	return buf, held, true

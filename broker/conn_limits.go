@@ -70,12 +70,14 @@ func (b *Broker) admitLocked(c *conn) string {
 	}
 	b.conns[c] = struct{}{}
 	b.perIP[c.ip]++
+	b.attachIPBudgetLocked(c)
 	return ""
 }
 
 // forgetLocked unregisters c. b.mu must be held.
 func (b *Broker) forgetLocked(c *conn) {
 	delete(b.conns, c)
+	b.detachIPBudgetLocked(c)
 	if b.perIP[c.ip]--; b.perIP[c.ip] <= 0 {
 		delete(b.perIP, c.ip)
 	}

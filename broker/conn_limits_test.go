@@ -81,7 +81,7 @@ func dialFrom(t *testing.T, local, addr string) *wire {
 func TestConnectionCaps(t *testing.T) {
 	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) {
 		c.MaxConnections = 3
-		c.MaxConnectionsPerIP = 2
+		c.MaxConnectionsPerIP = 2 // set: the default would be a tenth
 	}))
 	served := func(w *wire) { w.roundTrip(kmsg.NewPtrApiVersionsRequest()) }
 

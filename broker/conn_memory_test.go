@@ -52,6 +52,7 @@ func TestAnnouncedFramesDoNotAllocate(t *testing.T) {
 func TestRequestBudgetMakesConnectionsWait(t *testing.T) {
 	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) {
 		c.QueuedMaxRequestBytes = 1 << 20
+		c.QueuedMaxRequestBytesPerIP = 1 << 20 // every connection is from 127.0.0.1
 	}))
 	hog := announce(t, b.Addr, 1<<20, []byte{0, 18, 0, 0})
 	testenv.Eventually(t, 10*time.Second, "the first request to take the budget", func() bool {

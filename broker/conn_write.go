@@ -108,7 +108,7 @@ func (c *conn) finish(p *pending) {
 	if r, ok := p.resp.(releaser); ok {
 		r.release()
 	}
-	c.b.budget.release(p.held)
+	p.held.release(c.b)
 	if p.frame != nil {
 		putFrame(p.frame)
 		p.frame = nil

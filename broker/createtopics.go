@@ -121,6 +121,9 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	if err := checkTopicConfigs(configs); err != nil {
 		return cluster.Topic{}, coded(kerr.InvalidConfig, "%v", err)
 	}
+	if err := b.checkTopicConfigBounds(configs, rf); err != nil {
+		return cluster.Topic{}, err
+	}
 	if len(configs) == 0 {
 		configs = nil
 	}

@@ -109,7 +109,12 @@ func connLimit(key string, field func(*brokerSettings) *int) dynamicSetting {
 			*field(s) = int(n)
 			return err
 		},
-		get: func(s brokerSettings) string { return strconv.Itoa(*field(&s)) },
+		get: func(s brokerSettings) string {
+			if key == "max.connections.per.ip" {
+				return strconv.Itoa(perIPLimit(s.maxConns, s.maxConnsPerIP))
+			}
+			return strconv.Itoa(*field(&s))
+		},
 	}
 }
 
@@ -339,10 +344,21 @@ type uncleanElector interface{ SetUncleanLeaderElection(on bool) }
 // connLimits are max.connections and max.connections.per.ip as they are
 // now: a change applies to the next connection accepted.
 func (b *Broker) connLimits() (maxConns, perIP int) {
+	maxConns, perIP = b.cfg.MaxConnections, b.cfg.MaxConnectionsPerIP
 	if st := b.dyn.state.Load(); st != nil {
-		return st.eff.maxConns, st.eff.maxConnsPerIP
+		maxConns, perIP = st.eff.maxConns, st.eff.maxConnsPerIP
 	}
-	return b.cfg.MaxConnections, b.cfg.MaxConnectionsPerIP
+	return maxConns, perIPLimit(maxConns, perIP)
+}
+
+// perIPLimit is max.connections.per.ip: as set, or when unset (0) a tenth
+// of max.connections, so that one address (a leaking client, a flood of
+// idle sockets) leaves nine tenths of the slots to everyone else.
+func perIPLimit(maxConns, perIP int) int {
+	if perIP > 0 {
+		return perIP
+	}
+	return max(maxConns/10, 1)
 }
 
 // dynamicNow is the current state.
@@ -369,6 +385,9 @@ func (b *Broker) alterBrokerConfigs(name string, validateOnly bool, change func(
 			return nil, err
 		}
 		if err := checkBrokerConfigs(next); err != nil {
+			return nil, err
+		}
+		if err := b.checkBrokerConfigBounds(next); err != nil {
 			return nil, err
 		}
 		return next, nil

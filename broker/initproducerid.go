@@ -5,14 +5,20 @@ package broker
 // Hands idempotent producers a producer id; the per-partition sequence
 // checks live in the storage engine (broker/log), which sees every batch in
 // order. Ids must never be reused, even across restarts: a recycled id would
-// meet the sequence state of its previous owner. So ids are taken from
-// blocks whose upper bound is written to the data directory before any id of
-// the block is handed out, and a broker's id sits in the upper bits so that
-// brokers of a cluster never hand out the same id. A producer that asks with
-// its current id and epoch (v3+, after an error) gets the next epoch.
+// meet the sequence state of its previous owner. So ids come from a counter
+// taken in blocks whose upper bound is written to the data directory before
+// any id of the block is handed out, passed through a keyed permutation so
+// that nobody can guess another producer's id (producerid_key.go); a
+// broker's id sits in the upper bits so that brokers of a cluster never hand
+// out the same id. As Kafka does for a producer without a transactional id,
+// a request naming an existing id and epoch (v3+, after an error) gets a new
+// id: bumping the epoch of a named id would let anyone fence a stranger.
+// Each id remembers the principal it was handed to, and a batch with it
+// from another principal is refused (checkProducerIDs).
 // Transactions are not supported: a transactional id is refused.
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,7 +33,9 @@ import (
 )
 
 func init() {
-	register(22, 0, 4, now((*Broker).initProducerID))
+	register(22, 0, 4, func(b *Broker, _ *conn, req *request) *pending {
+		return ready(encode(req, b.initProducerID(req.principal, req.Request.(*kmsg.InitProducerIDRequest))))
+	})
 }
 
 const (
@@ -36,7 +44,7 @@ const (
 	producerIDBrokerShift = 40
 )
 
-func (b *Broker) initProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
+func (b *Broker) initProducerID(principal string, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
 	resp := kmsg.NewPtrInitProducerIDResponse()
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
@@ -45,11 +53,7 @@ func (b *Broker) initProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProdu
 		b.refuse("transactions", "a transactional producer asked for a producer id", "transactional_id", *req.TransactionalID)
 		return resp
 	}
-	if req.Version >= 3 && req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < 1<<15-1 {
-		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1
-		return resp
-	}
-	id, err := b.pids.next()
+	id, err := b.pids.next(principal)
 	if err != nil {
 		b.logger.Error("allocating a producer id", "err", err)
 		resp.ErrorCode = kerr.KafkaStorageError.Code
@@ -63,9 +67,13 @@ func (b *Broker) initProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProdu
 type producerIDs struct {
 	path   string
 	prefix int64
+	key    *producerIDKey
 	mu     sync.Mutex
-	nextID int64 // next id to hand out
-	limit  int64 // first id of the next unreserved block
+	nextID int64 // next counter value to use, plus prefix
+	limit  int64 // first counter value (plus prefix) of the next unreserved block
+	// owners is read on every idempotent produce, written per new id.
+	ownersMu sync.RWMutex
+	owners   idOwners
 }
 
 func openProducerIDs(dir string, brokerID int32) (*producerIDs, error) {
@@ -84,20 +92,91 @@ func openProducerIDs(dir string, brokerID int32) (*producerIDs, error) {
 		p.limit = max(n, p.prefix)
 	}
 	p.nextID = p.limit
+	if p.key, err = loadProducerIDKey(dir, p.limit-p.prefix); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
-func (p *producerIDs) next() (int64, error) {
+// next hands out a new id to principal.
+func (p *producerIDs) next(principal string) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.nextID >= p.limit {
-		limit := p.nextID + producerIDBlock
-		if err := atomicfile.Write(p.path, []byte(strconv.FormatInt(limit, 10))); err != nil {
-			return 0, err
+	for {
+		if p.nextID >= p.limit {
+			limit := p.nextID + producerIDBlock
+			if err := atomicfile.Write(p.path, []byte(strconv.FormatInt(limit, 10))); err != nil {
+				return 0, err
+			}
+			p.limit = limit
 		}
-		p.limit = limit
+		c := p.key.permute(p.nextID - p.prefix)
+		p.nextID++
+		if c >= p.key.floor {
+			id := p.prefix | c
+			p.ownersMu.Lock()
+			p.owners.add(id, principal)
+			p.ownersMu.Unlock()
+			return id, nil
+		}
 	}
-	id := p.nextID
-	p.nextID++
-	return id, nil
+}
+
+// ownerOf is the principal an id was handed to, if this broker handed it
+// out since it started and still remembers it.
+func (p *producerIDs) ownerOf(id int64) (string, bool) {
+	p.ownersMu.RLock()
+	defer p.ownersMu.RUnlock()
+	return p.owners.get(id)
+}
+
+// idOwners remembers the principal of the last maxIDOwners ids handed out
+// (a client asking for ids in a loop pushes out only the oldest).
+type idOwners struct {
+	by   map[int64]string
+	ring []int64
+	at   int
+}
+
+const maxIDOwners = 1 << 16
+
+func (o *idOwners) add(id int64, principal string) {
+	if o.by == nil {
+		o.by = make(map[int64]string)
+	}
+	if len(o.ring) < maxIDOwners {
+		o.ring = append(o.ring, id)
+	} else {
+		delete(o.by, o.ring[o.at])
+		o.ring[o.at] = id
+		o.at = (o.at + 1) % maxIDOwners
+	}
+	o.by[id] = principal
+}
+
+func (o *idOwners) get(id int64) (string, bool) {
+	p, ok := o.by[id]
+	return p, ok
+}
+
+// producerIDRefusal checks the producer ids of a partition's batches: one
+// handed to another principal is refused with INVALID_PRODUCER_ID_MAPPING,
+// so a client that learnt a producer's id cannot write batches in its name
+// (and so have its next real batch acknowledged as a duplicate). Ids this
+// broker does not know (handed out before its last start, or by another
+// broker) pass: their unguessability is the guard there.
+func (b *Broker) producerIDRefusal(principal string, records []byte) (int16, string) {
+	for len(records) >= 61 {
+		size := int64(int32(binary.BigEndian.Uint32(records[8:]))) + 12
+		if size < 61 || size > int64(len(records)) {
+			return 0, "" // appendBatches refuses the framing
+		}
+		if id := int64(binary.BigEndian.Uint64(records[43:])); id >= 0 {
+			if owner, ok := b.pids.ownerOf(id); ok && owner != principal {
+				return kerr.InvalidProducerIDMapping.Code, fmt.Sprintf("producer id %d was handed to another principal than %s", id, principal)
+			}
+		}
+		records = records[size:]
+	}
+	return 0, ""
 }

@@ -81,11 +81,17 @@ func (b *Broker) metadata(listener SecurityProtocol, who *request, req *kmsg.Met
 			if rt.Topic == nil {
 				st := kmsg.NewMetadataResponseTopic()
 				st.TopicID = rt.TopicID
-				if t, ok := b.topicByID(rt.TopicID); ok {
+				t, ok := b.topicByID(rt.TopicID)
+				switch {
+				case ok && b.may(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Name):
 					topics = append(topics, t)
 					continue
+				case ok:
+					// As Kafka: the id is no secret, the name is.
+					st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				default:
+					st.ErrorCode = kerr.UnknownTopicID.Code
 				}
-				st.ErrorCode = kerr.UnknownTopicID.Code
 				resp.Topics = append(resp.Topics, st)
 				continue
 			}
@@ -186,6 +192,9 @@ func (b *Broker) lookupTopic(name string, autoCreate bool) (cluster.Topic, int16
 	}
 	if !autoCreate || !b.cfg.AutoCreateTopics {
 		return cluster.Topic{}, kerr.UnknownTopicOrPartition.Code
+	}
+	if code := b.autoCreateRefusal(name); code != 0 {
+		return cluster.Topic{}, code
 	}
 	if err := b.checkCapacity(name, b.cfg.DefaultPartitions); err != nil {
 		return b.refuseAutoCreate(name, err)

@@ -9,6 +9,11 @@ package broker
 // transactions, so every offset is stable and RequireStable changes nothing.
 // v9's member id and epoch belong to the KIP-848 protocol and are ignored.
 // v10 (topic ids) is not served.
+//
+// With an authorizer, as Kafka: a topic the principal may not Describe is
+// left out of an all-topics answer and answered TOPIC_AUTHORIZATION_FAILED
+// (without an offset) when named, so a group's offsets do not reveal the
+// topics a member alone may see.
 
 import (
 	"sort"
@@ -20,7 +25,13 @@ import (
 )
 
 func init() {
-	register(9, 0, 9, async((*Broker).offsetFetch))
+	register(9, 0, 9, func(b *Broker, _ *conn, req *request) *pending {
+		r := req.Request.(*kmsg.OffsetFetchRequest)
+		describe := func(topic string) bool {
+			return b.may(req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
+		}
+		return later(func() response { return encode(req, b.offsetFetch(r, describe)) })
+	})
 }
 
 // fetchedTopic is one topic of an OffsetFetch answer before it takes the
@@ -38,12 +49,14 @@ type fetchedPartition struct {
 
 // fetchOffsets answers one group: for the requested topics (nil: every
 // committed partition), each partition's offset or the group's error.
-func (b *Broker) fetchOffsets(name string, requested map[string][]int32, all bool) ([]fetchedTopic, *kerr.Error) {
+func (b *Broker) fetchOffsets(name string, requested map[string][]int32, all bool, describe func(string) bool) ([]fetchedTopic, *kerr.Error) {
 	offsets, err := b.groups.Fetch(name)
 	if all {
 		requested = map[string][]int32{}
 		for tp := range offsets {
-			requested[tp.Topic] = append(requested[tp.Topic], tp.Partition)
+			if describe(tp.Topic) {
+				requested[tp.Topic] = append(requested[tp.Topic], tp.Partition)
+			}
 		}
 	}
 	topics := make([]string, 0, len(requested))
@@ -54,11 +67,14 @@ func (b *Broker) fetchOffsets(name string, requested map[string][]int32, all boo
 	var out []fetchedTopic
 	for _, t := range topics {
 		ft := fetchedTopic{topic: t}
+		allowed := all || describe(t)
 		parts := requested[t]
 		sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
 		for _, p := range parts {
 			fp := fetchedPartition{partition: p, offset: group.Offset{Offset: -1}, code: codeOf(err)}
-			if o, ok := offsets[group.TopicPartition{Topic: t, Partition: p}]; ok && err == nil {
+			if !allowed {
+				fp.code = kerr.TopicAuthorizationFailed.Code
+			} else if o, ok := offsets[group.TopicPartition{Topic: t, Partition: p}]; ok && err == nil {
 				fp.offset = o
 			}
 			ft.partitions = append(ft.partitions, fp)
@@ -68,7 +84,7 @@ func (b *Broker) fetchOffsets(name string, requested map[string][]int32, all boo
 	return out, err
 }
 
-func (b *Broker) offsetFetch(r *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+func (b *Broker) offsetFetch(r *kmsg.OffsetFetchRequest, describe func(string) bool) *kmsg.OffsetFetchResponse {
 	resp := kmsg.NewPtrOffsetFetchResponse()
 	if r.Version >= 8 {
 		for _, rg := range r.Groups {
@@ -76,7 +92,7 @@ func (b *Broker) offsetFetch(r *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchRespon
 			for _, t := range rg.Topics {
 				requested[t.Topic] = append(requested[t.Topic], t.Partitions...)
 			}
-			topics, err := b.fetchOffsets(rg.Group, requested, rg.Topics == nil)
+			topics, err := b.fetchOffsets(rg.Group, requested, rg.Topics == nil, describe)
 			sg := kmsg.NewOffsetFetchResponseGroup()
 			sg.Group = rg.Group
 			sg.ErrorCode = codeOf(err)
@@ -100,7 +116,7 @@ func (b *Broker) offsetFetch(r *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchRespon
 	for _, t := range r.Topics {
 		requested[t.Topic] = append(requested[t.Topic], t.Partitions...)
 	}
-	topics, err := b.fetchOffsets(r.Group, requested, r.Topics == nil && r.Version >= 2)
+	topics, err := b.fetchOffsets(r.Group, requested, r.Topics == nil && r.Version >= 2, describe)
 	resp.ErrorCode = codeOf(err)
 	for _, ft := range topics {
 		st := kmsg.NewOffsetFetchResponseTopic()

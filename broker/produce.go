@@ -69,13 +69,22 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 	resp := kmsg.NewPtrProduceResponse()
 	resp.ThrottleMillis = b.throttleProduce(req, r) // quota_api.go
 	acks := r.Acks
+	allow := b.decompressAllowance(r) // produce_bombs.go
 	var waits []appended
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
-		t, tcode := b.lookupTopic(rt.Topic, b.mayCreateTopic(req, rt.Topic))
 		// Internal topics are written only by their owners (internal_topics.go).
+		// The refusal comes before the lookup, as in Kafka, so that a
+		// client may not write tells nothing of whether the topic exists
+		// (UNKNOWN_TOPIC_OR_PARTITION against TOPIC_AUTHORIZATION_FAILED),
+		// nor auto-creates it.
 		refusal := b.internalRefusal(req, rt.Topic, "write")
+		var t cluster.Topic
+		var tcode int16
+		if refusal == "" {
+			t, tcode = b.lookupTopic(rt.Topic, b.mayCreateTopic(req, rt.Topic))
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -90,11 +99,11 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				setMessage(&sp, "Tributary does not support transactions")
 				b.refuse("transactions", "a produce request named a transactional id", "transactional_id", *r.TransactionID)
-			case tcode != 0:
-				sp.ErrorCode = tcode
 			case refusal != "":
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				setMessage(&sp, refusal)
+			case tcode != 0:
+				sp.ErrorCode = tcode
 			default:
 				l, code := b.localPartition(t, rp.Partition)
 				if code == 0 {
@@ -107,7 +116,12 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 					sp.ErrorCode = code
 					break
 				}
-				last := b.appendBatches(l, rp.Records, r.Version, &sp, b.produceLimitsFor(t))
+				if code, msg := b.producerIDRefusal(req.principal, rp.Records); code != 0 {
+					sp.ErrorCode = code
+					setMessage(&sp, msg)
+					break
+				}
+				last := b.appendBatches(l, rp.Records, r.Version, &sp, b.produceLimitsFor(t), allow)
 				b.storageWritten(l, sp.ErrorCode)
 				if sp.ErrorCode == 0 && acks == -1 && last >= 0 {
 					waits = append(waits, appended{log: l, last: last, ti: len(resp.Topics), pi: len(st.Partitions), topic: t, p: rp.Partition})
@@ -164,7 +178,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 // validation) before any is written, so a refused request leaves nothing
 // behind for the client's retry to duplicate. It returns the last offset
 // written (or already present, for duplicates), -1 if none.
-func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *kmsg.ProduceResponseTopicPartition, lim produceLimits) int64 {
+func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *kmsg.ProduceResponseTopicPartition, lim produceLimits, allow *log.Allowance) int64 {
 	var small [2][]byte
 	batches := small[:0]
 	for len(records) > 0 {
@@ -216,9 +230,9 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 	var err error
 	if lim.recompress {
 		// The topic's compression.type decides the stored codec.
-		res, err = l.AppendBatchesIn(batches, lim.codec, int64(lim.maxMessageBytes))
+		res, err = l.AppendBatchesInWithin(batches, lim.codec, int64(lim.maxMessageBytes), allow)
 	} else {
-		res, err = l.AppendBatches(batches)
+		res, err = l.AppendBatchesWithin(batches, allow)
 	}
 	if err != nil {
 		sp.ErrorCode = b.storageError(l, err)

@@ -51,7 +51,7 @@ var topicConfigDefs = map[string]topicConfigDef{
 	"retention.ms":         durationDef("retention.ms", func(c *log.Config) *time.Duration { return &c.RetentionAge }, true),
 	"retention.bytes":      int64Def("retention.bytes", func(c *log.Config) *int64 { return &c.RetentionBytes }, -1, 1<<62),
 	"segment.bytes":        int64Def("segment.bytes", func(c *log.Config) *int64 { return &c.SegmentBytes }, 1024, log.MaxSegmentBytes),
-	"segment.ms":           durationDef("segment.ms", func(c *log.Config) *time.Duration { return &c.SegmentAge }, false),
+	"segment.ms":           segmentMsDef,
 	"flush.messages":       int64Def("flush.messages", func(c *log.Config) *int64 { return &c.FlushMessages }, 1, 1<<62),
 	"flush.ms":             durationDef("flush.ms", func(c *log.Config) *time.Duration { return &c.FlushInterval }, false),
 	"index.interval.bytes": int64Def("index.interval.bytes", func(c *log.Config) *int64 { return &c.IndexIntervalBytes }, 1, 1<<31-1),
@@ -114,7 +114,7 @@ var topicConfigDefs = map[string]topicConfigDef{
 		typ: kmsg.ConfigTypeDouble,
 		set: func(s *topicSettings, v string) error {
 			r, err := strconv.ParseFloat(v, 64)
-			if err != nil || r < 0 || r > 1 {
+			if err != nil || !(r >= 0 && r <= 1) { // NaN fails both
 				return fmt.Errorf("config min.cleanable.dirty.ratio=%q: must be a number between 0 and 1", v)
 			}
 			// log.Config reads zero as "default": the smallest positive
@@ -170,6 +170,20 @@ var topicConfigDefs = map[string]topicConfigDef{
 	"min.insync.replicas":            minISRDef,
 	"unclean.leader.election.enable": boolDef("unclean.leader.election.enable", func(s *topicSettings) *bool { return &s.unclean }),
 }
+
+// segmentMsDef is segment.ms. A value below MinSegmentMs is refused when
+// set (topicconfig_bounds.go); one stored before that floor existed reads
+// as the floor, so a topic that rolled a segment per batch stops doing so.
+var segmentMsDef = func() topicConfigDef {
+	d := durationDef("segment.ms", func(c *log.Config) *time.Duration { return &c.SegmentAge }, false)
+	set := d.set
+	d.set = func(s *topicSettings, v string) error {
+		err := set(s, v)
+		s.log.SegmentAge = max(s.log.SegmentAge, MinSegmentMs*time.Millisecond)
+		return err
+	}
+	return d
+}()
 
 // boolDef is a boolean: true or false in any case, as Kafka reads them.
 func boolDef(name string, field func(*topicSettings) *bool) topicConfigDef {

@@ -149,6 +149,10 @@ type Config struct {
 	// Default 64 MiB: far above what a producer's 1 MiB batch of ordinary
 	// data expands to, low enough that a bomb is cut off in milliseconds.
 	MaxDecompressedBytes int64
+	// DecompressMemory, when set, bounds the memory of the records being
+	// decompressed for re-encoding across every log sharing it
+	// (decompress_budget.go). Nil: each batch is bounded alone.
+	DecompressMemory *MemoryBudget
 	// ScrubInterval re-verifies the CRCs of sealed segments this often and
 	// repairs damage found (see Log.Scrub). Default 0: off.
 	ScrubInterval time.Duration

@@ -130,31 +130,35 @@ func validateBatch(b []byte, limit int64) (batchHeader, error) {
 	return validateRecords(b, limit, false)
 }
 
-// validateKeyedBatch is validateBatch for a compacted log, which also
-// refuses a record without a key: compaction keeps the last record of each
-// key, and a keyless record has none to be kept by. Only compacted logs pay
-// for the check (they skip fastWalk).
-func validateKeyedBatch(b []byte, limit int64) (batchHeader, error) {
-	return validateRecords(b, limit, true)
+func validateRecords(b []byte, limit int64, requireKey bool) (batchHeader, error) {
+	h, _, err := validateRecordsSized(b, limit, requireKey)
+	return h, err
 }
 
-func validateRecords(b []byte, limit int64, requireKey bool) (batchHeader, error) {
+// validateRecordsSized is validateRecords that also says how many bytes
+// the records decompressed to (0 for an uncompressed batch). With
+// requireKey (a compacted log) a record without a key is refused:
+// compaction keeps the last record of each key, and a keyless record has
+// none to be kept by. Only compacted logs pay for that check (they skip
+// fastWalk).
+func validateRecordsSized(b []byte, limit int64, requireKey bool) (batchHeader, int64, error) {
 	h, err := checkFraming(b)
 	if err != nil {
-		return h, err
+		return h, 0, err
 	}
 	if h.recordCount != h.lastOffsetDelta+1 {
-		return h, fmt.Errorf("%w: last offset delta %d does not match record count %d",
+		return h, 0, fmt.Errorf("%w: last offset delta %d does not match record count %d",
 			ErrCorruptBatch, h.lastOffsetDelta, h.recordCount)
 	}
 	attrs := binary.BigEndian.Uint16(b[offAttributes:])
 	records := b[batchHeaderSize:]
 	if codec := int(attrs & codecMask); codec != codecNone {
-		return h, walkCompressed(codec, records, h.recordCount, limit, requireKey)
+		n, err := walkCompressedSized(codec, records, h.recordCount, limit, requireKey)
+		return h, n, err
 	}
 	if !requireKey && fastWalk(records, h.recordCount) {
-		return h, nil
+		return h, 0, nil
 	}
 	w := recordWalker{buf: records, requireKey: requireKey}
-	return h, w.walk(h.recordCount)
+	return h, 0, w.walk(h.recordCount)
 }

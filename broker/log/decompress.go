@@ -162,15 +162,22 @@ func (x *xerialReader) Read(p []byte) (int, error) {
 // at most limit bytes of them, and walks them; with requireKey a record
 // without a key is refused (a compacted log's rule).
 func walkCompressed(codec int, data []byte, count int32, limit int64, requireKey bool) error {
+	_, err := walkCompressedSized(codec, data, count, limit, requireKey)
+	return err
+}
+
+// walkCompressedSized is walkCompressed that also says how many bytes it
+// decompressed (a request's allowance is charged them: decompress_allowance.go).
+func walkCompressedSized(codec int, data []byte, count int32, limit int64, requireKey bool) (int64, error) {
 	src, whole, release, err := decompressor(codec, data, limit)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer release()
 	var w recordWalker
 	if whole != nil {
 		if !requireKey && fastWalk(whole, count) {
-			return nil
+			return int64(len(whole)), nil
 		}
 		w = recordWalker{buf: whole, requireKey: requireKey}
 	} else {
@@ -179,10 +186,14 @@ func walkCompressed(codec int, data []byte, count int32, limit int64, requireKey
 		w = recordWalker{window: (*wp)[:0], buf: (*wp)[:0], limit: limit, src: src, requireKey: requireKey}
 	}
 	err = w.walk(count)
-	if errors.Is(err, ErrInvalidRecord) {
-		return fmt.Errorf("%s-compressed records: %w", codecName(codec), err)
+	n := w.read
+	if whole != nil {
+		n = int64(len(whole))
 	}
-	return err
+	if errors.Is(err, ErrInvalidRecord) {
+		return n, fmt.Errorf("%s-compressed records: %w", codecName(codec), err)
+	}
+	return n, err
 }
 
 // decompressAll returns the records of a compressed batch decompressed, at

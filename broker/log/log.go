@@ -92,7 +92,7 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 // one already in the log. The batches are readable once a flush covers them
 // (HighWatermark); WaitFlushed waits for that.
 func (l *Log) AppendBatches(batches [][]byte) (AppendResult, error) {
-	return l.appendBatches(batches, nil)
+	return l.appendBatches(batches, nil, nil)
 }
 
 // AppendBatchesIn is AppendBatches for a topic that stores every batch in
@@ -101,7 +101,7 @@ func (l *Log) AppendBatches(batches [][]byte) (AppendResult, error) {
 // bytes are written instead. A batch that re-encoding grows past maxSize
 // bytes is refused with ErrBatchTooLarge, and then none is written.
 func (l *Log) AppendBatchesIn(batches [][]byte, codec Codec, maxSize int64) (AppendResult, error) {
-	return l.appendBatches(batches, &recoding{codec: codec, maxSize: maxSize})
+	return l.appendBatches(batches, &recoding{codec: codec, maxSize: maxSize}, nil)
 }
 
 // recoding is what AppendBatchesIn asks of appendBatches.
@@ -110,19 +110,16 @@ type recoding struct {
 	maxSize int64
 }
 
-func (l *Log) appendBatches(batches [][]byte, rc *recoding) (AppendResult, error) {
+func (l *Log) appendBatches(batches [][]byte, rc *recoding, allow *Allowance) (AppendResult, error) {
 	if len(batches) == 0 {
 		return AppendResult{}, fmt.Errorf("%w: no record batch to append", ErrCorruptBatch)
 	}
 	var small [2]plannedBatch
 	plan := small[:0]
-	validate := validateBatch
-	if l.keyed.Load() {
-		validate = validateKeyedBatch
-	}
+	keyed := l.keyed.Load()
 	recoded := false
 	for i, b := range batches {
-		h, err := validate(b, l.cfg.MaxDecompressedBytes)
+		h, err := allow.validate(b, l.cfg.MaxDecompressedBytes, keyed) // decompress_allowance.go
 		if err == nil && rc != nil && BatchCodec(b) != rc.codec {
 			// Validated as sent: the re-encoded records are the same bytes.
 			var nb []byte
@@ -312,6 +309,13 @@ func (l *Log) maybeRoll(h *batchHeader, now time.Time) error {
 	ns.firstTime = now
 	l.segs = append(l.segs, ns)
 	l.active = ns
+	if !s.dirty {
+		// Already fsynced: the next flush takes it anyway, to close its
+		// writers (flushes seal what they sync), which a log rolling per
+		// batch otherwise piled up until it was closed.
+		s.dirty = true
+		l.dirty = append(l.dirty, s)
+	}
 	l.dirDirty = true
 	l.snapshotProducers() // a failure is logged: it only lengthens the next Open's scan
 	l.logger.Debug("rolled segment", "dir", l.dir, "base_offset", ns.base, "reason", why, "previous_bytes", s.size)

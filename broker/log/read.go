@@ -51,7 +51,12 @@ func (l *Log) read(offset, maxBytes int64, toEnd bool) (Slice, error) {
 		s.unref()
 		return Slice{}, err
 	}
-	return Slice{File: s.f, Pos: pos, Size: end - pos, release: s.releaser()}, nil
+	f, err := s.f.file()
+	if err != nil {
+		s.unref()
+		return Slice{}, err
+	}
+	return Slice{File: f, Pos: pos, Size: end - pos, release: s.releaser()}, nil
 }
 
 // readRange finds the bytes [pos, end) for Read in a segment whose first

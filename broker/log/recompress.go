@@ -80,10 +80,13 @@ func (l *Log) reencode(batch []byte, h *batchHeader, to Codec, maxSize int64) ([
 	}
 	records := batch[batchHeaderSize:]
 	if from != CodecNone && h.recordCount > 0 {
+		var release func()
 		var err error
-		if records, err = decompressAll(int(from), records, l.cfg.MaxDecompressedBytes); err != nil {
+		// Under the broker-wide budget (decompress_budget.go).
+		if records, release, err = l.decompressBudgeted(int(from), records); err != nil {
 			return nil, err
 		}
+		defer release()
 	}
 	out := &cappedBuffer{max: maxSize}
 	out.Write(batch[:batchHeaderSize])

@@ -110,7 +110,12 @@ func (l *Log) ReadUpTo(offset, maxBytes, end int64) (Slice, error) {
 		s.unref()
 		return Slice{}, err
 	}
-	return Slice{File: s.f, Pos: pos, Size: stop - pos, release: s.releaser()}, nil
+	f, err := s.f.file()
+	if err != nil {
+		s.unref()
+		return Slice{}, err
+	}
+	return Slice{File: f, Pos: pos, Size: stop - pos, release: s.releaser()}, nil
 }
 
 // positionOf is the byte position of the first batch at or past offset

@@ -22,7 +22,7 @@ type segment struct {
 	path      string
 	indexPath string
 
-	f    *os.File // read-only; Slices point at it
+	f    *segFile // read-only, opened on demand (segfile.go); Slices point at it
 	refs atomic.Int32
 
 	// Guarded by Log.mu.
@@ -47,13 +47,8 @@ func segmentPaths(dir string, base int64) (logPath, indexPath string) {
 func openSegment(fsys FS, dir string, base int64) (*segment, error) {
 	s := &segment{fs: fsys, base: base, next: base, maxTs: -1}
 	s.path, s.indexPath = segmentPaths(dir, base)
-	f, err := fsys.Open(s.path)
+	f, fi, err := openSegFile(fsys, dir, s.path, &s.refs)
 	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	s.f, s.size = f, fi.Size()
@@ -106,6 +101,7 @@ func (s *segment) openWriters() error {
 		}
 	}
 	s.w, s.idx, s.indexStale = w, idx, false
+	s.f.sealed.Store(false) // the active segment keeps its descriptor
 	return nil
 }
 
@@ -147,6 +143,7 @@ func (s *segment) seal() error {
 	}
 	err := errors.Join(s.w.Close(), s.idx.Close())
 	s.w, s.idx = nil, nil
+	s.f.markSealed()
 	return err
 }
 
@@ -163,6 +160,7 @@ func (s *segment) unref() {
 // descriptor once no Slice holds it.
 func (s *segment) close() error {
 	err := s.seal()
+	s.f.released.Store(true) // what readers still hold stays open for them
 	s.unref()
 	return err
 }

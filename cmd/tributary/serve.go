@@ -19,31 +19,33 @@ import (
 // brokerFlags are the settings shared by `standalone` and `broker`, named
 // after Kafka's where one exists so that operators recognise them.
 type brokerFlags struct {
-	dataDir         string
-	listen          string
-	autoCreate      bool
-	partitions      int
-	segmentBytes    int64
-	segmentAge      time.Duration
-	intervalFlush   bool
-	flushMessages   int64
-	flushInterval   time.Duration
-	retention       time.Duration
-	retentionBytes  int64
-	maxRequestBytes int
-	maxMessageBytes int
-	producerExpiry  time.Duration
-	maxProducerIDs  int
-	internalClients string
-	scrubInterval   time.Duration
-	scrubRate       int64
-	maxTopics       int
-	maxPartitions   int
-	compression     log.Compression
-	cleaner         log.CleanerConfig
-	conns           connFlags
-	security        securityFlags
-	metricsListen   *string
+	dataDir             string
+	listen              string
+	autoCreate          bool
+	partitions          int
+	segmentBytes        int64
+	segmentAge          time.Duration
+	intervalFlush       bool
+	flushMessages       int64
+	flushInterval       time.Duration
+	retention           time.Duration
+	retentionBytes      int64
+	maxRequestBytes     int
+	maxMessageBytes     int
+	producerExpiry      time.Duration
+	maxProducerIDs      int
+	internalClients     string
+	scrubInterval       time.Duration
+	scrubRate           int64
+	maxTopics           int
+	autoCreateMaxTopics int
+	autoCreateRate      float64
+	maxPartitions       int
+	compression         log.Compression
+	cleaner             log.CleanerConfig
+	conns               connFlags
+	security            securityFlags
+	metricsListen       *string
 }
 
 // securityFlags are the listeners and what secures them.
@@ -65,6 +67,11 @@ type connFlags struct {
 	maxIdle             time.Duration
 	maxReauthMillis     int64
 	queuedMaxBytes      int64
+	queuedMaxBytesPerIP int64
+	queuedMaxBytesPerPr int64
+	saslMaxReceive      int
+	maxDecompressMemory int64
+	maxIdleUnauth       time.Duration
 }
 
 func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
@@ -93,10 +100,15 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.DurationVar(&f.producerExpiry, "producer-id-expiration", d.ProducerIDExpiry, "forget an idempotent producer's sequences after it is idle this long (producer.id.expiration.ms)")
 	fs.IntVar(&f.maxProducerIDs, "max-producer-ids", d.MaxProducerIDs, "idempotent producer ids tracked per partition; past it the least recently active is forgotten")
 	fs.IntVar(&f.conns.maxConnections, "max-connections", 10000, "connections served at once; more are refused (max.connections)")
-	fs.IntVar(&f.conns.maxConnectionsPerIP, "max-connections-per-ip", 10000, "connections served at once from one IP address (max.connections.per.ip)")
+	fs.IntVar(&f.conns.maxConnectionsPerIP, "max-connections-per-ip", 0, "connections served at once from one IP address; 0: a tenth of max.connections as it is now (max.connections.per.ip)")
 	fs.DurationVar(&f.conns.maxIdle, "connections-max-idle", 10*time.Minute, "close connections idle this long (connections.max.idle.ms)")
 	fs.Int64Var(&f.conns.maxReauthMillis, "connections-max-reauth-ms", 0, "SASL clients must log in again on their connection within this many milliseconds or are disconnected at their next request; 0: never (connections.max.reauth.ms)")
 	fs.Int64Var(&f.conns.queuedMaxBytes, "queued-max-request-bytes", 512<<20, "bytes all requests in flight may hold; more wait (queued.max.request.bytes)")
+	fs.Int64Var(&f.conns.queuedMaxBytesPerIP, "queued-max-request-bytes-per-ip", 0, "bytes the requests of one IP address may hold at once; 0: a quarter of --queued-max-request-bytes")
+	fs.Int64Var(&f.conns.maxDecompressMemory, "max-decompression-memory", 256<<20, "bytes that records decompressed to be re-encoded in a topic's compression.type may take across all partitions; more wait")
+	fs.Int64Var(&f.conns.queuedMaxBytesPerPr, "queued-max-request-bytes-per-principal", 0, "bytes the requests of one logged-in principal (not ANONYMOUS) may hold at once, from any address; 0: a quarter of --queued-max-request-bytes")
+	fs.IntVar(&f.conns.saslMaxReceive, "sasl-max-receive-size", 512<<10, "largest request frame on a SASL listener before login; larger closes the connection (sasl.server.max.receive.size)")
+	fs.DurationVar(&f.conns.maxIdleUnauth, "connections-max-idle-unauthenticated", 10*time.Second, "close connections of SASL listeners that have not logged in and are idle this long")
 	fs.StringVar(&f.security.listeners, "listeners", "", "listeners `PROTOCOL://host:port,...` with PROTOCOL one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL (listeners); replaces --listen")
 	fs.StringVar(&f.security.advertised, "advertised-listeners", "", "addresses told to clients, `PROTOCOL://host:port,...`, one per listener that clients must reach elsewhere than where it binds (advertised.listeners)")
 	fs.StringVar(&f.security.tlsCert, "tls-cert", "", "PEM certificate chain of the SSL and SASL_SSL listeners; re-read on SIGHUP")
@@ -110,6 +122,8 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.DurationVar(&f.scrubInterval, "scrub-interval", 0, "re-verify sealed segments this often and quarantine damaged batches; 0: off")
 	fs.Int64Var(&f.scrubRate, "scrub-rate", log.DefaultScrubRate, "bytes a second the scrubber may read per partition")
 	fs.IntVar(&f.maxTopics, "max-topics", 10000, "refuse creating topics beyond this many; -1: no limit")
+	fs.IntVar(&f.autoCreateMaxTopics, "auto-create-max-topics", 0, "auto-create topics only while the cluster has fewer than this many, so CreateTopics keeps room; 0: half of --max-topics, -1: no cap of its own")
+	fs.Float64Var(&f.autoCreateRate, "auto-create-rate", 10, "topics auto-created a second at most (ten seconds' worth of burst); more get THROTTLING_QUOTA_EXCEEDED; -1: no limit")
 	fs.IntVar(&f.maxPartitions, "max-partitions", 20000, "refuse creating topics that would make this broker host more partitions; -1: no limit")
 	fs.TextVar(&f.compression, "compression-type", log.CompressionProducer, "codec batches are stored in: `producer` (as each producer sent them), uncompressed, gzip, snappy, lz4 or zstd; the default of topics that set no compression.type (compression.type)")
 	fs.IntVar(&f.cleaner.Threads, "log-cleaner-threads", log.DefaultCleanerThreads, "compacted logs cleaned at once (log.cleaner.threads)")
@@ -127,13 +141,20 @@ func (f *brokerFlags) config() broker.Config {
 		MaxRequestBytes:   int32(f.maxRequestBytes),
 		MaxMessageBytes:   int32(f.maxMessageBytes),
 
-		MaxConnections:        f.conns.maxConnections,
-		MaxConnectionsPerIP:   f.conns.maxConnectionsPerIP,
-		ConnectionsMaxIdle:    f.conns.maxIdle,
-		ConnectionsMaxReauth:  time.Duration(f.conns.maxReauthMillis) * time.Millisecond,
-		QueuedMaxRequestBytes: f.conns.queuedMaxBytes,
-		MaxTopics:             f.maxTopics,
-		MaxPartitions:         f.maxPartitions,
+		MaxConnections:                    f.conns.maxConnections,
+		MaxConnectionsPerIP:               f.conns.maxConnectionsPerIP,
+		ConnectionsMaxIdle:                f.conns.maxIdle,
+		ConnectionsMaxReauth:              time.Duration(f.conns.maxReauthMillis) * time.Millisecond,
+		QueuedMaxRequestBytes:             f.conns.queuedMaxBytes,
+		QueuedMaxRequestBytesPerIP:        f.conns.queuedMaxBytesPerIP,
+		QueuedMaxRequestBytesPerPrincipal: f.conns.queuedMaxBytesPerPr,
+		SASLMaxReceiveSize:                int32(min(f.conns.saslMaxReceive, 1<<30)),
+		ConnectionsMaxIdleUnauthenticated: f.conns.maxIdleUnauth,
+		MaxDecompressionMemory:            f.conns.maxDecompressMemory,
+		MaxTopics:                         f.maxTopics,
+		AutoCreateMaxTopics:               f.autoCreateMaxTopics,
+		AutoCreateRate:                    f.autoCreateRate,
+		MaxPartitions:                     f.maxPartitions,
 		Log: log.Config{
 			SegmentBytes:     f.segmentBytes,
 			SegmentAge:       f.segmentAge,

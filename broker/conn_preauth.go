@@ -1,0 +1,167 @@
+package broker
+
+// What a client may hold before it has logged in, and what one address may
+// hold at all. Before these bounds, eight connections announcing 64 MiB
+// frames filled the broker-wide request budget (512 MiB) and a legitimate
+// produce waited 27 s; on a SASL listener the eight did not even need a
+// password. Now:
+//
+//   - on a SASL listener, a frame sent before login may be at most
+//     SASLMaxReceiveSize (512 KiB, as Kafka's sasl.server.max.receive.size),
+//     and its bytes come from a small budget of their own, so no number of
+//     unauthenticated connections touches the budget of logged-in clients;
+//     such a connection idle for ConnectionsMaxIdleUnauthenticated (10 s)
+//     is closed;
+//   - the requests of one address hold at most QueuedMaxRequestBytesPerIP
+//     (a quarter of the budget) at once, so one host cannot starve the
+//     others, and those of one logged-in principal at most
+//     QueuedMaxRequestBytesPerPrincipal (a quarter too), so one account
+//     cannot from many hosts either. ANONYMOUS (every client of a listener
+//     without authentication) and in-process clients have no share of
+//     their own: there the address is all that tells clients apart.
+
+import (
+	"time"
+)
+
+// preAuthBudgetFrames is how many largest pre-login frames the
+// unauthenticated budget holds at once.
+const preAuthBudgetFrames = 16
+
+// preAuth reports whether c is on a SASL listener and has not logged in.
+// Read goroutine only (the SASL handlers run there).
+func (c *conn) preAuth() bool { return !c.auth.authenticated }
+
+// frameSizeAllowed checks a frame's announced size against what the
+// connection may send now, logging and refusing a larger one.
+func (c *conn) frameSizeAllowed(size int32) bool {
+	if c.preAuth() && size > c.b.cfg.SASLMaxReceiveSize {
+		c.logger.Warn("closing connection: request before login larger than allowed",
+			"size", size, "max", c.b.cfg.SASLMaxReceiveSize, "setting", "sasl.server.max.receive.size (--sasl-max-receive-size)")
+		return false
+	}
+	return true
+}
+
+// idleLimit is how long the connection may send nothing.
+func (c *conn) idleLimit() time.Duration {
+	if c.preAuth() {
+		return min(c.b.cfg.ConnectionsMaxIdleUnauthenticated, c.b.cfg.ConnectionsMaxIdle)
+	}
+	return c.b.cfg.ConnectionsMaxIdle
+}
+
+// requestHold is a request's share of the budgets, returned once its
+// response is written. Before login it is taken from the unauthenticated
+// budget alone (pre is set); after, from the address's share and the
+// broker-wide budget.
+type requestHold struct {
+	n         int64
+	ip, princ *byteBudget
+	pre       bool
+}
+
+// acquireHold waits until size bytes fit every budget the connection
+// draws on; ok is false if the connection or the broker went first.
+func (c *conn) acquireHold(size int) (h requestHold, ok bool) {
+	if c.preAuth() {
+		h = requestHold{n: c.b.preAuthBudget.clamp(int64(size)), pre: true}
+		return h, c.b.preAuthBudget.acquire(h.n, c.gone, c.stopped)
+	}
+	h = requestHold{n: c.b.budget.clamp(int64(size)), ip: c.ipBudget, princ: c.principalBudget()}
+	// The shares first: a host or an account over its share waits
+	// without holding any of the broker-wide budget.
+	if h.ip != nil {
+		h.n = h.ip.clamp(h.n)
+	}
+	if h.princ != nil {
+		h.n = h.princ.clamp(h.n)
+	}
+	if h.ip != nil && !h.ip.acquire(h.n, c.gone, c.stopped) {
+		return requestHold{}, false
+	}
+	if h.princ != nil && !h.princ.acquire(h.n, c.gone, c.stopped) {
+		h.princ = nil
+		h.releaseShares(c.b, false)
+		return requestHold{}, false
+	}
+	if !c.b.budget.acquire(h.n, c.gone, c.stopped) {
+		h.releaseShares(c.b, false)
+		return requestHold{}, false
+	}
+	return h, true
+}
+
+// release gives the hold back.
+func (h requestHold) release(b *Broker) { h.releaseShares(b, true) }
+
+// releaseShares gives back the shares, and the broker-wide budget too
+// when global (false: acquireHold undoing what it had taken).
+func (h requestHold) releaseShares(b *Broker, global bool) {
+	if h.n == 0 {
+		return
+	}
+	if h.pre {
+		b.preAuthBudget.release(h.n)
+		return
+	}
+	if global {
+		b.budget.release(h.n)
+	}
+	if h.ip != nil {
+		h.ip.release(h.n)
+	}
+	if h.princ != nil {
+		h.princ.release(h.n)
+	}
+}
+
+// principalBudget is the share of the connection's principal, nil for
+// ANONYMOUS and in-process clients. A connection's principal never changes
+// once logged in (sasl.go), so it is looked up once.
+func (c *conn) principalBudget() *byteBudget {
+	if c.princBudget != nil || c.auth.principal == anonymous || c.auth.principal == InternalPrincipal {
+		return c.princBudget
+	}
+	v, _ := c.b.principalBudgets.LoadOrStore(c.auth.principal, newByteBudget(c.b.cfg.QueuedMaxRequestBytesPerPrincipal))
+	c.princBudget = v.(*byteBudget)
+	return c.princBudget
+}
+
+// ipBudgets are the per-address shares of the request budget, one per
+// address with a connection open.
+type ipBudgets struct {
+	by map[string]*ipBudget
+}
+
+type ipBudget struct {
+	*byteBudget
+	conns int
+}
+
+// attachLocked gives c its address's share. b.mu must be held.
+func (b *Broker) attachIPBudgetLocked(c *conn) {
+	if b.ipBudgets.by == nil {
+		b.ipBudgets.by = map[string]*ipBudget{}
+	}
+	ib := b.ipBudgets.by[c.ip]
+	if ib == nil {
+		ib = &ipBudget{byteBudget: newByteBudget(b.cfg.QueuedMaxRequestBytesPerIP)}
+		b.ipBudgets.by[c.ip] = ib
+	}
+	ib.conns++
+	c.ipBudget = ib.byteBudget
+}
+
+// detachLocked drops c's hold on its address's share. b.mu must be held.
+func (b *Broker) detachIPBudgetLocked(c *conn) {
+	ib := b.ipBudgets.by[c.ip]
+	if ib == nil || c.ipBudget == nil {
+		return
+	}
+	// The share stays while requests of c are unwritten: they release
+	// into c.ipBudget, which a new connection may then share or not.
+	if ib.conns--; ib.conns <= 0 {
+		delete(b.ipBudgets.by, c.ip)
+	}
+}

@@ -1,0 +1,161 @@
+package log
+
+// A broker-wide bound on the memory that re-encoding takes. A topic whose
+// compression.type names a codec decompresses each batch whole before
+// compressing it again; MaxDecompressedBytes bounds one batch (64 MiB), but
+// nothing bounded how many run at once, and 40 concurrent 2 KB bombs on a
+// gzip topic took the broker past 5 GB. Now the records being decompressed
+// for re-encoding hold bytes of a MemoryBudget shared by every log
+// (Config.DecompressMemory): a batch starts with a small grant and, if its
+// records grow past it, gives that back and waits, holding no grant, for
+// room for the full MaxDecompressedBytes. So at most a budget's worth of
+// large batches decompress at once, the rest wait (the producer sees a
+// slower acknowledgement, never a failure), and no set of waiters can
+// deadlock on grants they each hold.
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// smallDecompressGrant is what a batch takes first: ordinary batches
+// (a producer's 1 MiB of records) fit in it and never wait.
+const smallDecompressGrant = 1 << 20
+
+// MemoryBudget bounds the bytes held by decompressions across logs.
+type MemoryBudget struct {
+	mu       sync.Mutex
+	capacity int64
+	used     int64
+	peak     int64
+	wake     chan struct{} // closed (and replaced) when bytes are released
+}
+
+// NewMemoryBudget makes a budget of capacity bytes.
+func NewMemoryBudget(capacity int64) *MemoryBudget {
+	return &MemoryBudget{capacity: capacity, wake: make(chan struct{})}
+}
+
+// acquire takes min(n, capacity) bytes, waiting for room; it gives up,
+// taking nothing, when cancel is closed. It returns what it took.
+func (m *MemoryBudget) acquire(n int64, cancel <-chan struct{}) (int64, bool) {
+	n = min(n, m.capacity)
+	for {
+		m.mu.Lock()
+		if m.used+n <= m.capacity {
+			m.used += n
+			m.peak = max(m.peak, m.used)
+			m.mu.Unlock()
+			return n, true
+		}
+		wake := m.wake
+		m.mu.Unlock()
+		select {
+		case <-wake:
+		case <-cancel:
+			return 0, false
+		}
+	}
+}
+
+func (m *MemoryBudget) release(n int64) {
+	if n == 0 {
+		return
+	}
+	m.mu.Lock()
+	m.used -= n
+	close(m.wake)
+	m.wake = make(chan struct{})
+	m.mu.Unlock()
+}
+
+// Peak is the most the budget has held at once.
+func (m *MemoryBudget) Peak() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.peak
+}
+
+// InUse is what the budget holds now.
+func (m *MemoryBudget) InUse() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.used
+}
+
+// decompressBudgeted is decompressAll under the log's budget; release
+// gives back what the records hold once they are no longer needed.
+func (l *Log) decompressBudgeted(codec int, data []byte) (records []byte, release func(), err error) {
+	limit := l.cfg.MaxDecompressedBytes
+	m := l.cfg.DecompressMemory
+	if m == nil {
+		records, err = decompressAll(codec, data, limit)
+		return records, func() {}, err
+	}
+	grant, large := min(smallDecompressGrant, limit), limit
+	var declared int64 // a zstd frame's content size, to size the output once
+	if codec == codecZstd {
+		// A zstd decoder sizes its history by what the frame declares,
+		// at the first read, and keeps it beside the output: a frame
+		// declaring more than the small grant waits for both before any
+		// decoder memory is taken.
+		var zh zstd.Header
+		if zh.Decode(data) == nil {
+			if zh.HasFCS && zh.FrameContentSize <= uint64(limit) {
+				declared = int64(zh.FrameContentSize)
+			}
+			if window := min(max(zh.FrameContentSize, zh.WindowSize), uint64(limit)); window > uint64(grant) {
+				large += int64(window)
+				grant = large
+			}
+		}
+	}
+	held, ok := m.acquire(grant, l.done)
+	if !ok {
+		return nil, nil, ErrClosed
+	}
+	releaseHeld := func() { m.release(held) }
+	src, whole, put, err := decompressor(codec, data, limit)
+	if err != nil {
+		releaseHeld()
+		return nil, nil, err
+	}
+	defer put()
+	if whole != nil { // raw snappy: decoded whole, within limit, by decompressor
+		if int64(len(whole)) > held {
+			m.release(held)
+			if held, ok = m.acquire(int64(len(whole)), l.done); !ok {
+				return nil, nil, ErrClosed
+			}
+		}
+		return bytes.Clone(whole), releaseHeld, nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(declared) + bytes.MinRead) // no doubling past what the frame says (ReadFrom wants MinRead spare)
+	first := held
+	if held >= limit {
+		first = limit + 1 // one byte more tells a batch over the limit
+	}
+	if _, err = io.Copy(&buf, io.LimitReader(src, first)); err == nil && int64(buf.Len()) == held && held < limit {
+		// Larger than the small grant: wait for room for the largest
+		// batch allowed, holding nothing meanwhile.
+		m.release(held)
+		if held, ok = m.acquire(large, l.done); !ok {
+			return nil, nil, ErrClosed
+		}
+		_, err = io.Copy(&buf, io.LimitReader(src, limit+1-int64(buf.Len())))
+	}
+	switch {
+	case err != nil:
+		releaseHeld()
+		return nil, nil, fmt.Errorf("%w: decompressing %s records: %v", ErrCorruptBatch, codecName(codec), err)
+	case int64(buf.Len()) > limit:
+		releaseHeld()
+		return nil, nil, fmt.Errorf("%w: records decompress to more than %d bytes", ErrCorruptBatch, limit)
+	}
+	return buf.Bytes(), releaseHeld, nil
+}

@@ -91,7 +91,11 @@ func (p *Publisher) append(now, w time.Time, counts []Count, noTime, malformed [
 		Covers:    p.covers,
 		Previous:  slices.Clone(p.prev),
 	}
-	rand.Read(e.ID[:])
+	if p.fixedIDs {
+		e.ID = EventID(p.id, e.Sequence)
+	} else {
+		rand.Read(e.ID[:])
+	}
 	p.prev = slices.Insert(p.prev, 0, Prior{Sequence: e.Sequence, Window: w, Topics: eventTopics(e)})
 	if len(p.prev) > maxPrevious {
 		p.prev = p.prev[:maxPrevious]

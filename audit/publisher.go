@@ -56,6 +56,7 @@ type Publisher struct {
 	id       string
 	source   string
 	snapshot bool
+	fixedIDs bool // event ids derive from id and sequence (PublishOnce)
 	covers   []string
 	ser      *schema.Serializer
 	log      *slog.Logger

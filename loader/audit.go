@@ -2,14 +2,19 @@ package loader
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"path"
+	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/tributary-io/tributary/audit"
+	"github.com/tributary-io/tributary/loader/warehouse"
 	"github.com/tributary-io/tributary/schema"
 )
 
@@ -17,13 +22,16 @@ import (
 // "warehouse" tier (audit.TierWarehouse): events per topic, window of
 // header time and header server, as monitoring events on the audit topic.
 //
-// Counts are published only after the run's manifest is committed, so a
-// run that fails or is killed before its commit counts nothing, and the
-// next run, which loads the same records again, counts them once. A run
-// killed between its commit and the publish leaves its records uncounted;
-// `tributary audit count --tier warehouse --warehouse URL` states what the
-// warehouse holds as a snapshot, which covers that case (and any other
-// difference between the running counts and the files).
+// The counts are part of the run's manifest, so they are committed with
+// the data and the offsets they describe: a run that fails or is killed
+// before its commit counts nothing (the next run loads and counts the same
+// records once), and a committed run's counts are never lost. They are
+// published after the commit under the publisher "loader-run/<run>" with
+// event ids derived from that name (audit.PublishOnce), then marked
+// published in _tributary/audit/<run>. A run killed in between leaves them
+// unmarked, and the next run with an AuditConfig publishes them again: the
+// events it sends the second time are ones the reconciler already holds,
+// so the counts are in the audit exactly once.
 type AuditConfig struct {
 	// Brokers of the cluster holding the audit topic. Default: the
 	// run's brokers.
@@ -62,17 +70,117 @@ func newAuditCounts() *auditCounts {
 	return &auditCounts{events: map[auditKey]int64{}, noTime: map[int64]int64{}, malformed: map[int64]int64{}}
 }
 
-// publishAudit publishes what the committed run wrote, through a publisher
-// of its own that it closes (which publishes everything, the last event
-// marked final). The run is committed whatever happens here: a failure is
-// returned for the summary and the log, not as the run's.
-func (r *run) publishAudit(ctx context.Context, plans []*partPlan) error {
+// ManifestAudit is what a run counted for the audit's warehouse tier,
+// committed in its manifest.
+type ManifestAudit struct {
+	// WindowMS is the width of the counting windows.
+	WindowMS  int64        `json:"window_ms"`
+	Events    []AuditCount `json:"events,omitempty"`
+	NoTime    []AuditCount `json:"no_time,omitempty"`
+	Malformed []AuditCount `json:"malformed,omitempty"`
+}
+
+// AuditCount is a number of events of a topic in a window (and, for
+// Events, of a header server).
+type AuditCount struct {
+	Topic  string `json:"topic"`
+	Window int64  `json:"window"` // start, epoch ms
+	Server string `json:"server,omitempty"`
+	N      int64  `json:"n"`
+}
+
+// auditRecord gathers what the run's writers counted, or returns nil when
+// the run does not count or counted nothing (there is nothing to publish).
+func (r *run) auditRecord(plans []*partPlan) *ManifestAudit {
+	if r.cfg.Audit == nil {
+		return nil
+	}
+	a := &ManifestAudit{WindowMS: r.cfg.Audit.Window.Milliseconds()}
+	for _, pl := range plans {
+		c := pl.writer.audit
+		if c == nil {
+			continue
+		}
+		for k, n := range c.events {
+			a.Events = append(a.Events, AuditCount{Topic: pl.topic, Window: k.window, Server: k.server, N: n})
+		}
+		for w, n := range c.noTime {
+			a.NoTime = append(a.NoTime, AuditCount{Topic: pl.topic, Window: w, N: n})
+		}
+		for w, n := range c.malformed {
+			a.Malformed = append(a.Malformed, AuditCount{Topic: pl.topic, Window: w, N: n})
+		}
+	}
+	if len(a.Events)+len(a.NoTime)+len(a.Malformed) == 0 {
+		return nil
+	}
+	for _, l := range [][]AuditCount{a.Events, a.NoTime, a.Malformed} {
+		sort.Slice(l, func(i, j int) bool {
+			if l[i].Topic != l[j].Topic {
+				return l[i].Topic < l[j].Topic
+			}
+			if l[i].Window != l[j].Window {
+				return l[i].Window < l[j].Window
+			}
+			return l[i].Server < l[j].Server
+		})
+	}
+	return a
+}
+
+// check refuses counts the loader cannot have written.
+func (a *ManifestAudit) check() error {
+	if a.WindowMS <= 0 {
+		return fmt.Errorf("audit window_ms %d is not positive", a.WindowMS)
+	}
+	for _, l := range [][]AuditCount{a.Events, a.NoTime, a.Malformed} {
+		for _, c := range l {
+			if c.N < 0 || c.Window%a.WindowMS != 0 {
+				return fmt.Errorf("audit count %+v: not a count of a %d ms window", c, a.WindowMS)
+			}
+		}
+	}
+	return nil
+}
+
+// counts returns the record as the audit's Counts.
+func (a *ManifestAudit) counts() *audit.Counts {
+	c := audit.NewCounts()
+	for _, e := range a.Events {
+		c.Events[audit.Key{Topic: e.Topic, Window: time.UnixMilli(e.Window).UTC(), Server: e.Server}] += e.N
+	}
+	for _, e := range a.NoTime {
+		c.NoTime[audit.TopicWindow{Topic: e.Topic, Window: time.UnixMilli(e.Window).UTC()}] += e.N
+	}
+	for _, e := range a.Malformed {
+		c.Malformed[audit.TopicWindow{Topic: e.Topic, Window: time.UnixMilli(e.Window).UTC()}] += e.N
+	}
+	return c
+}
+
+// auditDir holds a marker per committed run whose counts were published.
+const auditDir = stateDir + "/audit"
+
+func auditMarker(run string) string { return path.Join(auditDir, run) }
+
+// AuditPublisherName is the publisher of a committed run's counts.
+func AuditPublisherName(run string) string { return "loader-run/" + run }
+
+// publishAudit publishes the counts of every committed run that has not
+// had them published (the run's own, and those of runs killed before they
+// published), oldest first, and marks each published. The runs are
+// committed whatever happens here: a failure is returned for the summary
+// and the log, and the next run with an AuditConfig tries again.
+func (r *run) publishAudit(ctx context.Context) error {
 	ac := r.cfg.Audit
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ac.Timeout)
 	defer cancel()
+	pending, err := r.unpublished()
+	if err != nil || len(pending) == 0 {
+		return err
+	}
 	reg := ac.Registry
 	if reg == nil {
-		var err error
 		if reg, err = sr.NewClient(append([]sr.ClientOpt{sr.URLs(ac.RegistryURL), sr.HTTPClient(&http.Client{Timeout: ac.Timeout})}, r.cfg.srOpts...)...); err != nil {
 			return fmt.Errorf("audit registry %s: %w", ac.RegistryURL, err)
 		}
@@ -82,40 +190,69 @@ func (r *run) publishAudit(ctx context.Context, plans []*partPlan) error {
 		return fmt.Errorf("audit brokers %v: %w", ac.Brokers, err)
 	}
 	defer cl.Close()
-	pub, err := audit.NewPublisher(audit.PublisherConfig{
-		Client: cl, Registry: reg, Tier: audit.TierWarehouse, Topic: ac.Topic,
-		Window: ac.Window, Logger: r.log,
-	})
-	if err != nil {
-		return err
+	for _, m := range pending {
+		if m.Run == r.id {
+			if err := r.hook(FaultBeforeAudit); err != nil {
+				return err
+			}
+		}
+		c := m.Audit.counts()
+		pcfg := audit.PublisherConfig{
+			Client: cl, Registry: reg, Tier: audit.TierWarehouse, Topic: ac.Topic,
+			Window: time.Duration(m.Audit.WindowMS) * time.Millisecond, Logger: r.log,
+		}
+		if err := audit.PublishOnce(ctx, pcfg, AuditPublisherName(m.Run), m.Committed, c); err != nil {
+			return fmt.Errorf("publishing the warehouse tier's counts of run %s to %v: %w", m.Run, ac.Brokers, err)
+		}
+		if m.Run == r.id {
+			if err := r.hook(FaultAfterAudit); err != nil {
+				return err
+			}
+		}
+		if err := warehouse.WriteFile(r.w, auditMarker(m.Run), []byte(m.Committed.UTC().Format(time.RFC3339Nano)+"\n")); err != nil {
+			return fmt.Errorf("run %s: its counts are published, but marking them so failed (they will be published again, which is harmless): %w", m.Run, err)
+		}
+		events, noTime, malformed := c.Total()
+		if m.Run != r.id {
+			r.log.Info("audit counts of an earlier committed run published", "tier", audit.TierWarehouse, "of_run", m.Run, "events", events, "no_time_or_malformed", noTime+malformed)
+		} else {
+			r.log.Info("audit counts published", "tier", audit.TierWarehouse, "events", events, "no_time_or_malformed", noTime+malformed)
+		}
+		r.sum.AuditPublished = append(r.sum.AuditPublished, m.Run)
 	}
-	var events, apart int64
-	for _, pl := range plans {
-		c := pl.writer.audit
-		if c == nil {
+	return nil
+}
+
+// unpublished returns the committed manifests whose counts are not marked
+// published, in commit order.
+func (r *run) unpublished() ([]*Manifest, error) {
+	commits, err := listCommits(r.w)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := r.w.ReadDir(auditDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("listing %s in %s: %w", auditDir, r.w, err)
+	}
+	published := make(map[string]bool, len(infos))
+	for _, fi := range infos {
+		published[fi.Name()] = true
+	}
+	var out []*Manifest
+	for _, c := range commits {
+		if published[c.run] {
 			continue
 		}
-		for k, n := range c.events {
-			pub.CountN(pl.topic, time.UnixMilli(k.window), k.server, n)
-			events += n
+		m, err := readManifest(r.w, c.name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // pruned meanwhile
 		}
-		// The publisher has no NoTimeN or MalformedN; these are rare.
-		for w, n := range c.noTime {
-			for range n {
-				pub.NoTime(pl.topic, time.UnixMilli(w))
-			}
-			apart += n
+		if err != nil {
+			return nil, err
 		}
-		for w, n := range c.malformed {
-			for range n {
-				pub.Malformed(pl.topic, time.UnixMilli(w))
-			}
-			apart += n
+		if m.Audit != nil {
+			out = append(out, m)
 		}
 	}
-	if err := pub.Close(ctx); err != nil {
-		return fmt.Errorf("publishing the warehouse tier's counts to %v: %w", ac.Brokers, err)
-	}
-	r.log.Info("audit counts published", "tier", audit.TierWarehouse, "events", events, "no_time_or_malformed", apart)
-	return nil
+	return out, nil
 }

@@ -67,22 +67,24 @@ func (r *run) commit(m *Manifest) error {
 // afterCommit moves the committed run's files into place, publishes its
 // audit counts and prunes superseded manifests. A failure here leaves the
 // run committed: the next run finishes it.
-func (r *run) afterCommit(ctx context.Context, mv *mover, m *Manifest, plans []*partPlan) error {
+func (r *run) afterCommit(ctx context.Context, mv *mover, m *Manifest) error {
 	if err := r.hook(FaultAfterCommit); err != nil {
 		return err
 	}
-	moveErr := mv.finish(m)
-	if r.cfg.Audit != nil && !r.crashed.Load() {
-		// Only now: what a run counts is what it committed. A crash
-		// before this line is covered by an audit snapshot of the
-		// warehouse (see AuditConfig).
-		if err := r.publishAudit(ctx, plans); err != nil {
-			r.sum.AuditError = err.Error()
-			r.log.Error("the run's warehouse tier counts were not published; count the warehouse with `tributary audit count --tier warehouse`", "err", err)
-		}
+	if err := mv.finish(m); err != nil {
+		return fmt.Errorf("run %s is committed, but %w; the next run finishes it", r.id, err)
 	}
-	if moveErr != nil {
-		return fmt.Errorf("run %s is committed, but %w; the next run finishes it", r.id, moveErr)
+	if r.cfg.Audit != nil {
+		// The counts are in the committed manifest: publishing them
+		// may fail or be cut short, and the next run publishes them.
+		if err := r.publishAudit(ctx); err != nil {
+			var crash errCrash
+			if errors.As(err, &crash) {
+				return err
+			}
+			r.sum.AuditError = err.Error()
+			r.log.Error("the warehouse tier's counts were not published; they are in the run's manifest, and the next run with --audit publishes them", "err", err)
+		}
 	}
 	if err := mv.prune(r.held); err != nil {
 		r.log.Warn("pruning old manifests", "err", err)
@@ -345,6 +347,17 @@ func (mv *mover) prune(held map[string]bool) error {
 		}
 		if ok, err := warehouse.Exists(mv.w, runDir(m.Run)); err != nil || ok {
 			continue // not finished yet
+		}
+		if m.Audit != nil {
+			// Its counts must be published first; the marker goes
+			// before the manifest, so a crash between the two can
+			// only make the counts be published again (a no-op).
+			if ok, err := warehouse.Exists(mv.w, auditMarker(m.Run)); err != nil || !ok {
+				continue
+			}
+			if err := mv.w.Remove(auditMarker(m.Run)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
 		}
 		if err := mv.w.Remove(commits[i].name); err != nil {
 			return err

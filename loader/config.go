@@ -286,10 +286,19 @@ const (
 	FaultAfterCommit FaultPoint = "after-commit"
 	// FaultMidMove: some files have been moved into place, not all.
 	FaultMidMove FaultPoint = "mid-move"
+	// FaultBeforeAudit (runs with an AuditConfig that counted something):
+	// the files are in place, the counts not yet published.
+	FaultBeforeAudit FaultPoint = "before-audit"
+	// FaultAfterAudit: the counts are published, not yet marked so.
+	FaultAfterAudit FaultPoint = "after-audit"
 )
 
 // FaultPoints lists every FaultPoint in the order a run passes them.
 var FaultPoints = []FaultPoint{FaultMidFetch, FaultMidWrite, FaultBeforeCommit, FaultAfterCommit, FaultMidMove}
+
+// AuditFaultPoints are the points only a run that publishes audit counts
+// passes, after FaultPoints.
+var AuditFaultPoints = []FaultPoint{FaultBeforeAudit, FaultAfterAudit}
 
 // errCrash wraps the error a Fault hook returned.
 type errCrash struct{ err error }

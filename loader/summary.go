@@ -44,6 +44,10 @@ type Summary struct {
 	// AuditError says why the warehouse tier's counts of a committed run
 	// were not published (Config.Audit); the run itself succeeded.
 	AuditError string `json:"audit_error,omitempty"`
+	// AuditPublished are the committed runs whose warehouse tier counts
+	// this run published: its own and those of earlier runs cut short
+	// before they published theirs.
+	AuditPublished []string `json:"audit_published,omitempty"`
 }
 
 // PartitionSummary is what a run did on one partition: it read offsets
@@ -110,7 +114,7 @@ func (s *Summary) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  stopped early by %s: the next run continues\n", s.Stopped)
 	}
 	if s.AuditError != "" {
-		fmt.Fprintf(w, "  AUDIT counts not published: %s (count the warehouse with `tributary audit count --tier warehouse`)\n", s.AuditError)
+		fmt.Fprintf(w, "  AUDIT counts not published: %s (they are in the run's manifest: the next run with --audit publishes them)\n", s.AuditError)
 	}
 	parts := append([]PartitionSummary(nil), s.Partitions...)
 	sort.Slice(parts, func(i, j int) bool {

@@ -67,7 +67,7 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.StringVar(&f.onDataLoss, "on-data-loss", loader.Earliest, "when retention deleted records before they were loaded: earliest (continue at the log start), latest or fail; the lost range is reported either way")
 	fs.StringVar(&f.startAt, "start-at", loader.Earliest, "where a partition loaded for the first time starts: earliest or latest")
 	fs.DurationVar(&f.lockTTL, "lock-ttl", loader.DefaultLockTTL, "lease of the per-topic locks: how soon a killed run's topics can be loaded again")
-	fs.BoolVar(&f.audit, "audit", false, "after the commit, publish what the run loaded as the audit's \"warehouse\" tier (counts per topic, window of header time and server) to the _audit topic")
+	fs.BoolVar(&f.audit, "audit", false, "count what the run loads as the audit's \"warehouse\" tier (per topic, window of header time and server), commit the counts with the run and publish them to the _audit topic; counts of earlier runs cut short before publishing are published too")
 	fs.StringVar(&f.auditBrokers, "audit-brokers", "", "with --audit: brokers of the _audit topic (default: --brokers)")
 	fs.StringVar(&f.auditRegistry, "audit-registry", "", "with --audit: schema registry of the monitoring events (default: --registry)")
 	fs.StringVar(&f.headerField, "header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood")
@@ -166,13 +166,14 @@ func (f *loadFlags) config() (loader.Config, error) {
 // time a run reaches point, so a test can SIGKILL it exactly there;
 // TRIBUTARY_LOAD_DELAY_AT=<point>:<duration> makes every run wait there,
 // so that runs last long enough for overlap tests. Points:
-// loader.FaultPoints.
+// loader.FaultPoints and loader.AuditFaultPoints.
 func faultFromEnv() func(loader.FaultPoint) error {
+	points := slices.Concat(loader.FaultPoints, loader.AuditFaultPoints)
 	var hooks []func(loader.FaultPoint) error
 	if v := os.Getenv(pauseEnv); v != "" {
 		point := loader.FaultPoint(v)
-		if !slices.Contains(loader.FaultPoints, point) {
-			fmt.Fprintf(os.Stderr, "tributary: %s=%q is not a fault point (%v); ignored\n", pauseEnv, v, loader.FaultPoints)
+		if !slices.Contains(points, point) {
+			fmt.Fprintf(os.Stderr, "tributary: %s=%q is not a fault point (%v); ignored\n", pauseEnv, v, points)
 		} else {
 			var once sync.Once
 			hooks = append(hooks, func(p loader.FaultPoint) error {
@@ -189,7 +190,7 @@ func faultFromEnv() func(loader.FaultPoint) error {
 	if v := os.Getenv(delayEnv); v != "" {
 		p, ds, _ := strings.Cut(v, ":")
 		d, err := time.ParseDuration(ds)
-		if err != nil || !slices.Contains(loader.FaultPoints, loader.FaultPoint(p)) {
+		if err != nil || !slices.Contains(points, loader.FaultPoint(p)) {
 			fmt.Fprintf(os.Stderr, "tributary: %s=%q: want <fault point>:<duration>; ignored\n", delayEnv, v)
 		} else {
 			hooks = append(hooks, func(fp loader.FaultPoint) error {

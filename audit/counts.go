@@ -28,6 +28,10 @@ type Counts struct {
 	Events    map[Key]int64
 	NoTime    map[TopicWindow]int64
 	Malformed map[TopicWindow]int64
+	// Distinct, when not nil, says how many of Events are distinct events
+	// (by their header), the rest being duplicates: scans know it,
+	// running counters do not.
+	Distinct map[Key]int64
 }
 
 // NewCounts returns empty Counts.
@@ -37,7 +41,7 @@ func NewCounts() *Counts {
 
 // Clone returns a copy of c.
 func (c *Counts) Clone() *Counts {
-	return &Counts{Events: maps.Clone(c.Events), NoTime: maps.Clone(c.NoTime), Malformed: maps.Clone(c.Malformed)}
+	return &Counts{Events: maps.Clone(c.Events), NoTime: maps.Clone(c.NoTime), Malformed: maps.Clone(c.Malformed), Distinct: maps.Clone(c.Distinct)}
 }
 
 // Empty reports whether nothing was counted.
@@ -84,8 +88,13 @@ func (c *Counts) Windows() []time.Time {
 func (c *Counts) take(w time.Time) (counts []Count, noTime, malformed []TopicCount) {
 	for k, n := range c.Events {
 		if k.Window.Equal(w) {
-			counts = append(counts, Count{Topic: k.Topic, Server: k.Server, N: n})
+			d, ok := c.Distinct[k]
+			if !ok {
+				d = -1
+			}
+			counts = append(counts, Count{Topic: k.Topic, Server: k.Server, N: n, Distinct: d})
 			delete(c.Events, k)
+			delete(c.Distinct, k)
 		}
 	}
 	slices.SortFunc(counts, func(a, b Count) int {

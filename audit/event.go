@@ -60,6 +60,10 @@ type Count struct {
 	Topic  string
 	Server string
 	N      int64
+	// Distinct is how many of the N are distinct events, the rest being
+	// duplicates; -1 (or 0 with N > 0) when not known: running counters,
+	// events published before the field existed.
+	Distinct int64
 }
 
 // TopicCount is a number of events of one topic.
@@ -82,7 +86,7 @@ const serviceName = "tributary-audit"
 func (e *Event) native() map[string]any {
 	counts := make([]any, len(e.Counts))
 	for i, c := range e.Counts {
-		counts[i] = map[string]any{"topic": c.Topic, "server": c.Server, "count": c.N}
+		counts[i] = map[string]any{"topic": c.Topic, "server": c.Server, "count": c.N, "distinct": c.Distinct}
 	}
 	prev := make([]any, len(e.Previous))
 	for i, p := range e.Previous {
@@ -157,7 +161,7 @@ func eventFromNative(v any) (*Event, error) {
 	copy(e.ID[:], h.bytes("guid"))
 	for _, c := range d.records("counts") {
 		cd := decoder{m: c}
-		e.Counts = append(e.Counts, Count{Topic: cd.string("topic"), Server: cd.string("server"), N: cd.long("count")})
+		e.Counts = append(e.Counts, Count{Topic: cd.string("topic"), Server: cd.string("server"), N: cd.long("count"), Distinct: cd.optLong("distinct", -1)})
 		d.merge(cd.err)
 	}
 	for _, f := range []struct {
@@ -216,6 +220,15 @@ func (d *decoder) long(name string) int64 {
 		d.fail(name, d.m[name], "long")
 	}
 	return n
+}
+
+// optLong reads a field added to the schema later: events written before
+// it lack it (read under their own writer schema) and get def.
+func (d *decoder) optLong(name string, def int64) int64 {
+	if _, ok := d.m[name]; !ok {
+		return def
+	}
+	return d.long(name)
 }
 
 func (d *decoder) bool(name string) bool {

@@ -19,11 +19,11 @@ var update = flag.Bool("update", false, "rewrite the expected output of data-dri
 // TestReconcile runs the cases in testdata/audit/reconcile: each file is a
 // story of monitoring events and the report expected after it. Commands:
 //
-//	event pub=P [tier=T] [seq=N] window=HH:MM [counts=topic/server=n,...]
+//	event pub=P [tier=T] [seq=N] window=HH:MM [counts=topic/server[~distinct]=n,...]
 //	      [no_time=topic=n,...] [malformed=topic=n,...] [published=HH:MM]
 //	      [size=10m] [final] [lost] [dup] [snapshot source=S covers=t,...]
 //	report now=HH:MM [from=HH:MM] [to=HH:MM] [grace=1h] [window=10m]
-//	       [topics=a,b] [tiers=a,b] [threshold=99.9]
+//	       [topics=a,b] [tiers=a,b] [expect=a,b] [threshold=99.9] [max_excess=0]
 //
 // An event marked lost is numbered and listed in its publisher's later
 // events' previous list, but never reaches the store; dup adds the
@@ -161,7 +161,12 @@ func buildEvent(t *testing.T, args map[string]string, flags map[string]bool, pub
 	for _, c := range list(args["counts"]) {
 		ts, n := splitCount(t, c)
 		topic, server, _ := strings.Cut(ts, "/")
-		e.Counts = append(e.Counts, audit.Count{Topic: topic, Server: server, N: n})
+		distinct := int64(-1)
+		if s, d, ok := strings.Cut(server, "~"); ok { // clicks/s1~70=100: 70 of 100 distinct
+			server = s
+			distinct, _ = strconv.ParseInt(d, 10, 64)
+		}
+		e.Counts = append(e.Counts, audit.Count{Topic: topic, Server: server, N: n, Distinct: distinct})
 	}
 	for _, c := range list(args["no_time"]) {
 		topic, n := splitCount(t, c)
@@ -219,7 +224,7 @@ func cmpOr(a, b string) string {
 
 func runReport(t *testing.T, st *audit.Store, args map[string]string) string {
 	t.Helper()
-	o := audit.Options{Now: clock(t, args["now"]), Topics: list(args["topics"]), Tiers: list(args["tiers"])}
+	o := audit.Options{Now: clock(t, args["now"]), Topics: list(args["topics"]), Tiers: list(args["tiers"]), Expect: list(args["expect"])}
 	if s, ok := args["from"]; ok {
 		o.From = clock(t, s)
 	}
@@ -236,8 +241,11 @@ func runReport(t *testing.T, st *audit.Store, args map[string]string) string {
 	var b strings.Builder
 	hm := func(w time.Time) string { return w.Format("15:04") }
 	for _, row := range r.Rows {
-		fmt.Fprintf(&b, "%s %s %s produced=%d received=%d missing=%d excess=%d completeness=%v no_time=%d malformed=%d %s",
-			row.Topic, hm(row.WindowStart), row.Tier, row.Produced, row.Received, row.Missing, row.Excess, row.Completeness, row.NoTime, row.Malformed, row.Status)
+		fmt.Fprintf(&b, "%s %s %s produced=%d received=%d missing=%d excess=%d", row.Topic, hm(row.WindowStart), row.Tier, row.Produced, row.Received, row.Missing, row.Excess)
+		if row.Duplicates > 0 {
+			fmt.Fprintf(&b, " duplicates=%d", row.Duplicates)
+		}
+		fmt.Fprintf(&b, " completeness=%v no_time=%d malformed=%d %s", row.Completeness, row.NoTime, row.Malformed, row.Status)
 		if row.Note != "" {
 			fmt.Fprintf(&b, " (%s)", row.Note)
 		}
@@ -257,6 +265,12 @@ func runReport(t *testing.T, st *audit.Store, args map[string]string) string {
 		th, _ := strconv.ParseFloat(s, 64)
 		for _, row := range r.Below(th) {
 			fmt.Fprintf(&b, "below %s: %s %s %s completeness=%v missing=%d\n", s, row.Topic, hm(row.WindowStart), row.Tier, row.Completeness, row.Missing)
+		}
+	}
+	if s, ok := args["max_excess"]; ok {
+		m, _ := strconv.ParseInt(s, 10, 64)
+		for _, row := range r.Over(m) {
+			fmt.Fprintf(&b, "over %s: %s %s %s duplicates=%d excess=%d\n", s, row.Topic, hm(row.WindowStart), row.Tier, row.Duplicates, row.Excess)
 		}
 	}
 	return b.String()

@@ -13,6 +13,9 @@ type Options struct {
 	// Topics and Tiers restrict the report; empty means all. The
 	// baseline tier is always included.
 	Topics, Tiers []string
+	// Expect names the tiers every topic is expected in (besides the
+	// baseline). Default: for each topic, the tiers that counted it.
+	Expect []string
 	// Baseline is the tier every other is compared with. Default:
 	// TierProducer.
 	Baseline string
@@ -32,7 +35,8 @@ const DefaultGrace = time.Hour
 const (
 	StatusOK             = "ok"
 	StatusMissing        = "missing"
-	StatusExcess         = "excess"
+	StatusExcess         = "excess"     // events the producers did not count (foreign)
+	StatusDuplicates     = "duplicates" // copies of counted events, nothing missing or foreign
 	StatusMissingExcess  = "missing+excess"
 	StatusOpen           = "open"            // inside the grace period: not judged
 	StatusMonitoringLost = "monitoring-lost" // a monitoring event for it was lost: its counts are incomplete
@@ -49,7 +53,12 @@ type Row struct {
 	Produced    int64     `json:"produced"`
 	Received    int64     `json:"received"`
 	Missing     int64     `json:"missing"`
-	Excess      int64     `json:"excess"`
+	// Excess counts events the producers did not count (foreign events;
+	// and duplicates, where the tier cannot tell them apart: running
+	// counters). Duplicates counts copies of events the tier holds more
+	// than once, known where the tier was counted by a scan.
+	Excess     int64 `json:"excess"`
+	Duplicates int64 `json:"duplicates"`
 	// Completeness is the percentage of produced events the tier holds,
 	// duplicates not counted (they are Excess), rounded down so that a
 	// shown 100 is never a loss.
@@ -104,6 +113,18 @@ func (r *Report) Below(threshold float64) []Row {
 	var out []Row
 	for _, row := range r.Rows {
 		if row.Tier != r.Baseline && row.Closed() && row.Completeness < threshold {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// Over returns the closed rows of tiers other than the baseline with more
+// duplicates or more excess (foreign) events than max.
+func (r *Report) Over(max int64) []Row {
+	var out []Row
+	for _, row := range r.Rows {
+		if row.Tier != r.Baseline && row.Closed() && (row.Excess > max || row.Duplicates > max) {
 			out = append(out, row)
 		}
 	}

@@ -58,6 +58,9 @@ type snapKey struct {
 type snapState struct {
 	at      stamp
 	servers map[string]int64
+	// distinct holds, for the servers whose count said, how many of
+	// their events are distinct.
+	distinct map[string]int64
 	anomalies
 }
 
@@ -192,11 +195,22 @@ func (s *Store) addSnapshot(e *Event) {
 		if old := s.snaps[k]; old != nil && !old.at.before(at) {
 			continue
 		}
-		st := &snapState{at: at, servers: map[string]int64{}}
+		st := &snapState{at: at, servers: map[string]int64{}, distinct: map[string]int64{}}
+		unknown := map[string]bool{}
 		for _, c := range e.Counts {
 			if c.Topic == t {
 				st.servers[c.Server] += c.N
+				// A count of at least one event has at least one
+				// distinct event: 0 (an Event built without it) is
+				// as unknown as -1.
+				if c.N > 0 && (c.Distinct <= 0 || c.Distinct > c.N) {
+					unknown[c.Server] = true
+				}
+				st.distinct[c.Server] += max(c.Distinct, 0)
 			}
+		}
+		for srv := range unknown {
+			delete(st.distinct, srv)
 		}
 		for _, c := range e.NoTime {
 			if c.Topic == t {

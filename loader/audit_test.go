@@ -103,8 +103,8 @@ func TestAuditWarehouseTier(t *testing.T) {
 		t.Errorf("the warehouse holds %d (window, server) counts, want %d", len(scanned.Events), len(want.Events))
 	}
 	for k, c := range want.Events {
-		if scanned.Events[k] != c {
-			t.Errorf("warehouse holds %d events of %v, want %d", scanned.Events[k], k, c)
+		if scanned.Events[k] != c || scanned.Distinct[k] != c {
+			t.Errorf("warehouse holds %d events (%d distinct) of %v, want %d", scanned.Events[k], scanned.Distinct[k], k, c)
 		}
 	}
 

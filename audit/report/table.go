@@ -21,10 +21,10 @@ func Table(w io.Writer, r *audit.Report, o Options) error {
 		fmt.Fprintln(w, "No counts in this range.")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tWINDOW\tTIER\tPRODUCED\tRECEIVED\tMISSING\tEXCESS\tCOMPLETE%\tNO_TIME\tMALFORMED\tSTATUS")
+		fmt.Fprintln(tw, "TOPIC\tWINDOW\tTIER\tPRODUCED\tRECEIVED\tMISSING\tEXCESS\tDUPLICATES\tCOMPLETE%\tNO_TIME\tMALFORMED\tSTATUS")
 		for _, row := range r.Rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\n", row.Topic, stamp(row.WindowStart), row.Tier,
-				row.Produced, row.Received, row.Missing, row.Excess, pct(row.Completeness), row.NoTime, row.Malformed, row.Status)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\n", row.Topic, stamp(row.WindowStart), row.Tier,
+				row.Produced, row.Received, row.Missing, row.Excess, row.Duplicates, pct(row.Completeness), row.NoTime, row.Malformed, row.Status)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -62,9 +62,18 @@ func BelowLine(row audit.Row) string {
 	fmt.Fprintf(&b, "topic %s, window %s, tier %s: %d of %d missing (%s%% complete)",
 		row.Topic, stamp(row.WindowStart), row.Tier, row.Missing, row.Produced, pct(row.Completeness))
 	if row.Excess > 0 {
-		fmt.Fprintf(&b, ", %d duplicates", row.Excess)
+		fmt.Fprintf(&b, ", %d in excess", row.Excess)
+	}
+	if row.Duplicates > 0 {
+		fmt.Fprintf(&b, ", %d duplicates", row.Duplicates)
 	}
 	return b.String()
+}
+
+// OverLine names a row with more duplicates or excess events than allowed.
+func OverLine(row audit.Row) string {
+	return fmt.Sprintf("topic %s, window %s, tier %s: %d duplicates, %d events in excess (not counted by any producer)",
+		row.Topic, stamp(row.WindowStart), row.Tier, row.Duplicates, row.Excess)
 }
 
 func lostLine(l audit.LostEvent) string {

@@ -179,11 +179,9 @@ func (r *run) publishAudit(ctx context.Context) error {
 	if err != nil || len(pending) == 0 {
 		return err
 	}
-	reg := ac.Registry
-	if reg == nil {
-		if reg, err = sr.NewClient(append([]sr.ClientOpt{sr.URLs(ac.RegistryURL), sr.HTTPClient(&http.Client{Timeout: ac.Timeout})}, r.cfg.srOpts...)...); err != nil {
-			return fmt.Errorf("audit registry %s: %w", ac.RegistryURL, err)
-		}
+	reg, err := r.auditRegistry()
+	if err != nil {
+		return err
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(ac.Brokers...), kgo.RequestTimeoutOverhead(ac.Timeout)}, r.cfg.kgoOpts...)...)
 	if err != nil {
@@ -221,6 +219,19 @@ func (r *run) publishAudit(ctx context.Context) error {
 		r.sum.AuditPublished = append(r.sum.AuditPublished, m.Run)
 	}
 	return nil
+}
+
+// auditRegistry returns the registry of the monitoring event schema.
+func (r *run) auditRegistry() (schema.Registry, error) {
+	ac := r.cfg.Audit
+	if ac.Registry != nil {
+		return ac.Registry, nil
+	}
+	reg, err := sr.NewClient(append([]sr.ClientOpt{sr.URLs(ac.RegistryURL), sr.HTTPClient(&http.Client{Timeout: ac.Timeout})}, r.cfg.srOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("audit registry %s: %w", ac.RegistryURL, err)
+	}
+	return reg, nil
 }
 
 // unpublished returns the committed manifests whose counts are not marked

@@ -84,6 +84,11 @@ func (r *run) afterCommit(ctx context.Context, mv *mover, m *Manifest) error {
 			}
 			r.sum.AuditError = err.Error()
 			r.log.Error("the warehouse tier's counts were not published; they are in the run's manifest, and the next run with --audit publishes them", "err", err)
+		} else if r.cfg.CompleteBy == CompleteByAudit {
+			if err := r.completeHours(ctx, m); err != nil {
+				r.sum.AuditError = err.Error()
+				r.log.Error("hours not marked complete; the next run tries again", "err", err)
+			}
 		}
 	}
 	if err := mv.prune(r.held); err != nil {
@@ -96,7 +101,7 @@ func (r *run) afterCommit(ctx context.Context, mv *mover, m *Manifest) error {
 // may also clean up a dead run over more topics than this run holds: it
 // takes their locks too, without waiting, and lets them go when done.
 func (r *run) newMover() *mover {
-	return &mover{w: r.batch, log: r.log, fault: r.hook, tryLock: func(more []string) (func(), bool) {
+	return &mover{w: r.batch, log: r.log, grace: r.cfg.SuccessGrace, fault: r.hook, tryLock: func(more []string) (func(), bool) {
 		var extra []*warehouse.Lock
 		release := func() {
 			for _, l := range extra {
@@ -121,6 +126,7 @@ func (r *run) newMover() *mover {
 type mover struct {
 	w     *warehouse.Batch // moves and markers are made durable together
 	log   *slog.Logger
+	grace time.Duration // Config.SuccessGrace, for what _SUCCESS says
 	fault func(FaultPoint) error
 	// tryLock takes the locks of topics this run does not hold, without
 	// waiting, so that a dead run over more topics than this one can be
@@ -183,6 +189,9 @@ func (mv *mover) finish(m *Manifest) error {
 	if err := mv.w.Sync(); err != nil {
 		return fmt.Errorf("run %s: %w", m.Run, err)
 	}
+	if err := mv.writeLate(m); err != nil {
+		return err
+	}
 	for _, dir := range m.Markers {
 		g.Go(func() error {
 			marker := path.Join(dir, warehouse.SuccessName)
@@ -191,7 +200,7 @@ func (mv *mover) finish(m *Manifest) error {
 				return fmt.Errorf("run %s: %w", m.Run, err)
 			}
 			if !ok {
-				if err := warehouse.WriteFile(mv.w, marker, nil); err != nil {
+				if err := warehouse.WriteFile(mv.w, marker, mv.progressMarker(m, dir)); err != nil {
 					return fmt.Errorf("run %s: writing %s: %w", m.Run, marker, err)
 				}
 			}

@@ -3,7 +3,9 @@
 // laid out for Hive and Spark:
 //
 //	<warehouse>/<topic>/YYYY/MM/DD/HH/<topic>.p<partition>.<first>-<last>.s<schema id>.avro
-//	<warehouse>/<topic>/YYYY/MM/DD/HH/_SUCCESS         the hour is complete
+//	<warehouse>/<topic>/YYYY/MM/DD/HH/_SUCCESS         the hour is complete (JSON: what it certifies)
+//	<warehouse>/<topic>/YYYY/MM/DD/HH/_INCOMPLETE      the audit found it short after the maximum wait (JSON: the figures)
+//	<warehouse>/<topic>/YYYY/MM/DD/HH/_LATE-<run>      records run loaded into it after its _SUCCESS
 //	<warehouse>/_errors/<topic>/YYYY/MM/DD/...jsonl   records that could not be decoded
 //	<warehouse>/_tributary/                           the loader's own state
 //
@@ -45,6 +47,10 @@
 //     are published by it or, if it was cut short, by the next run with
 //     Config.Audit, under event ids that make a second publish a no-op
 //     (see AuditConfig).
+//   - An hour's _SUCCESS certifies what Config.CompleteBy says: with the
+//     audit (the default with Config.Audit), that the warehouse tier holds
+//     every event the producers counted in the hour; records loaded into
+//     an hour after it are recorded in _LATE-<run>, never silently.
 //
 // The state in _tributary:
 //

@@ -42,6 +42,9 @@ type Manifest struct {
 	// with an AuditConfig that loaded something): committed here, with
 	// the data and offsets it describes, so no crash loses or doubles it.
 	Audit *ManifestAudit `json:"audit,omitempty"`
+	// Late counts, per hour directory that already had its _SUCCESS, the
+	// records the run loaded into it (recorded in _LATE-<run> there).
+	Late map[string]int64 `json:"late,omitempty"`
 }
 
 // TopicState is where a topic stands in the warehouse.
@@ -225,6 +228,11 @@ func decodeManifest(data []byte, run string) (*Manifest, error) {
 	for _, dir := range m.Markers {
 		if !inWarehouse(dir) || isState(dir) {
 			return bad("marker directory %q is outside the warehouse's data", dir)
+		}
+	}
+	for dir, n := range m.Late {
+		if !inWarehouse(dir) || isState(dir) || n < 0 {
+			return bad("late records %d in %q, outside the warehouse's data", n, dir)
 		}
 	}
 	if m.Audit != nil {

@@ -121,6 +121,9 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 		return sum, err
 	}
 	m := r.manifest(plans, state, listedAt)
+	if err := r.checkHours(m); err != nil {
+		return sum, err
+	}
 	if err := r.commit(m); err != nil {
 		return sum, err
 	}

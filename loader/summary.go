@@ -32,8 +32,12 @@ type Summary struct {
 	Partitions   []PartitionSummary `json:"partitions"`
 	// Lost lists offset ranges that will never be loaded.
 	Lost []LostRange `json:"lost,omitempty"`
-	// Markers are hour directories that got a _SUCCESS marker.
-	Markers []string `json:"markers,omitempty"`
+	// Markers are hour directories that got a _SUCCESS marker;
+	// Incomplete those that got _INCOMPLETE (Config.CompleteMaxWait);
+	// Late those that had _SUCCESS and got records (a _LATE-<run> file).
+	Markers    []string `json:"markers,omitempty"`
+	Incomplete []string `json:"incomplete,omitempty"`
+	Late       []string `json:"late,omitempty"`
 	// Recovered are earlier committed runs whose moves this run finished;
 	// Discarded are earlier uncommitted runs whose files it deleted.
 	Recovered []string `json:"recovered,omitempty"`
@@ -142,6 +146,12 @@ func (s *Summary) WriteText(w io.Writer) {
 	}
 	for _, l := range s.Lost {
 		fmt.Fprintf(w, "  LOST %s\n", l)
+	}
+	if len(s.Incomplete) > 0 {
+		fmt.Fprintf(w, "  INCOMPLETE hours (the audit did not find them complete in time): %s\n", strings.Join(s.Incomplete, ", "))
+	}
+	if len(s.Late) > 0 {
+		fmt.Fprintf(w, "  late records loaded into hours already marked complete (_LATE-%s): %s\n", s.Run, strings.Join(s.Late, ", "))
 	}
 	if len(s.Markers) > 0 {
 		fmt.Fprintf(w, "  complete hours (_SUCCESS): %s\n", strings.Join(s.Markers, ", "))

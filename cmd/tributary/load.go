@@ -44,6 +44,9 @@ type loadFlags struct {
 	onDataLoss, startAt                  string
 	lockTTL                              time.Duration
 	audit                                bool
+	completeBy                           string
+	completeThreshold                    float64
+	completeMaxWait                      time.Duration
 	auditBrokers, auditRegistry          string
 	headerField                          string
 	sec                                  clientFlags
@@ -68,6 +71,9 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.StringVar(&f.startAt, "start-at", loader.Earliest, "where a partition loaded for the first time starts: earliest or latest")
 	fs.DurationVar(&f.lockTTL, "lock-ttl", loader.DefaultLockTTL, "lease of the per-topic locks: how soon a killed run's topics can be loaded again")
 	fs.BoolVar(&f.audit, "audit", false, "count what the run loads as the audit's \"warehouse\" tier (per topic, window of header time and server), commit the counts with the run and publish them to the _audit topic; counts of earlier runs cut short before publishing are published too")
+	fs.StringVar(&f.completeBy, "complete-by", "", "what an hour's _SUCCESS certifies: audit (the default with --audit: the audit's warehouse tier holds every event the producers counted in the hour) or progress (the default without: every partition loaded --success-grace past the hour)")
+	fs.Float64Var(&f.completeThreshold, "complete-threshold", 100, "with --complete-by audit: the percentage of the producers' counted events an hour must hold for _SUCCESS")
+	fs.DurationVar(&f.completeMaxWait, "complete-max-wait", loader.DefaultCompleteMaxWait, "with --complete-by audit: an hour not complete this long after its end gets _INCOMPLETE, with the audit's figures, instead of _SUCCESS")
 	fs.StringVar(&f.auditBrokers, "audit-brokers", "", "with --audit: brokers of the _audit topic (default: --brokers)")
 	fs.StringVar(&f.auditRegistry, "audit-registry", "", "with --audit: schema registry of the monitoring events (default: --registry)")
 	fs.StringVar(&f.headerField, "header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood")
@@ -151,10 +157,15 @@ func (f *loadFlags) config() (loader.Config, error) {
 		Codec:          f.codec,
 		DeflateLevel:   f.deflateLevel,
 		SuccessGrace:   f.grace,
-		OnDataLoss:     f.onDataLoss,
-		StartAt:        f.startAt,
-		LockTTL:        f.lockTTL,
-		Holder:         "tributary load",
+
+		CompleteBy:        f.completeBy,
+		CompleteThreshold: f.completeThreshold,
+		CompleteMaxWait:   f.completeMaxWait,
+
+		OnDataLoss: f.onDataLoss,
+		StartAt:    f.startAt,
+		LockTTL:    f.lockTTL,
+		Holder:     "tributary load",
 
 		Security:         f.sec.kafka,
 		RegistrySecurity: f.sec.registry,

@@ -29,8 +29,10 @@ func PublishOnce(ctx context.Context, cfg PublisherConfig, name string, at time.
 	p.mu.Lock()
 	p.build(true, true)
 	p.mu.Unlock()
-	p.sendMu.Lock()
-	defer p.sendMu.Unlock()
+	if err := p.sendMu.lock(ctx); err != nil {
+		return err
+	}
+	defer p.sendMu.unlock()
 	for {
 		err := p.sendOutbox(ctx)
 		if err == nil || ctx.Err() != nil {

@@ -240,7 +240,9 @@ func PublishSnapshot(ctx context.Context, cfg PublisherConfig, source string, c 
 	}
 	p.outbox[len(p.outbox)-1].Final = true
 	p.mu.Unlock()
-	p.sendMu.Lock()
-	defer p.sendMu.Unlock()
+	if err := p.sendMu.lock(ctx); err != nil {
+		return err
+	}
+	defer p.sendMu.unlock()
 	return p.sendOutbox(ctx)
 }

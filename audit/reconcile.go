@@ -78,6 +78,7 @@ func (s *Store) Report(o Options) *Report {
 	}
 	lost, marks := s.lostEvents(o)
 	r.Lost = lost
+	incomplete := s.producerIncomplete(o)
 	for _, t := range o.Expect {
 		tiers[t] = true
 	}
@@ -90,7 +91,7 @@ func (s *Store) Report(o Options) *Report {
 			if tier != o.Baseline && !o.expects(published, p.topic, tier) {
 				continue
 			}
-			r.Rows = append(r.Rows, s.row(o, tier, p, cells, marks))
+			r.Rows = append(r.Rows, s.row(o, tier, p, cells, marks, incomplete))
 		}
 	}
 	for t := range topics {
@@ -241,7 +242,7 @@ func (o Options) wantTier(t string) bool {
 }
 
 // row compares tier with the baseline for one topic and window.
-func (s *Store) row(o Options, tier string, p topicWindow, cells map[cellKey]*cell, marks map[cellKey]string) Row {
+func (s *Store) row(o Options, tier string, p topicWindow, cells map[cellKey]*cell, marks, incomplete map[cellKey]string) Row {
 	base := cells[cellKey{o.Baseline, p.topic, p.window}]
 	got := cells[cellKey{tier, p.topic, p.window}]
 	r := Row{Topic: p.topic, WindowStart: p.window, WindowEnd: p.window.Add(o.Window), Tier: tier}
@@ -285,9 +286,12 @@ func (s *Store) row(o Options, tier string, p topicWindow, cells map[cellKey]*ce
 	if !lost {
 		note, lost = marks[cellKey{o.Baseline, p.topic, p.window}]
 	}
+	shortNote, short := incomplete[cellKey{o.Baseline, p.topic, p.window}]
 	switch {
 	case lost:
 		r.Status, r.Note = StatusMonitoringLost, note
+	case short:
+		r.Status, r.Note = StatusProducerIncomplete, shortNote
 	case o.Now.Before(r.WindowEnd.Add(o.Grace)):
 		r.Status = StatusOpen
 	case r.Missing > 0 && r.Excess > 0:

@@ -40,6 +40,9 @@ const (
 	StatusMissingExcess  = "missing+excess"
 	StatusOpen           = "open"            // inside the grace period: not judged
 	StatusMonitoringLost = "monitoring-lost" // a monitoring event for it was lost: its counts are incomplete
+	// StatusProducerIncomplete: a producer stopped before publishing its
+	// counts of the window; shown, never judged.
+	StatusProducerIncomplete = "producer-incomplete"
 )
 
 // Row compares one tier with the baseline for one topic and window.
@@ -71,7 +74,9 @@ type Row struct {
 
 // Closed reports whether the row can be judged: its window is past the
 // grace period and its counts are not known to be incomplete.
-func (r Row) Closed() bool { return r.Status != StatusOpen && r.Status != StatusMonitoringLost }
+func (r Row) Closed() bool {
+	return r.Status != StatusOpen && r.Status != StatusMonitoringLost && r.Status != StatusProducerIncomplete
+}
 
 // LostEvent is a monitoring event that never arrived: a gap in its
 // publisher's sequence numbers. Window and Topics are known when a later

@@ -88,6 +88,8 @@ type pubState struct {
 	final      bool
 	last       time.Time // latest header time of its events
 	lastSeq    int64
+	lastSize   time.Duration   // window width of its events
+	topics     map[string]bool // every topic it counted
 }
 
 type seqInfo struct {
@@ -168,7 +170,7 @@ func (s *Store) Add(e *Event) bool {
 func (s *Store) addPublisher(e *Event) {
 	p := s.pubs[e.Publisher]
 	if p == nil {
-		p = &pubState{tier: e.Tier, host: e.Host, seqs: map[int64]seqInfo{}}
+		p = &pubState{tier: e.Tier, host: e.Host, seqs: map[int64]seqInfo{}, topics: map[string]bool{}}
 		s.pubs[e.Publisher] = p
 	}
 	p.seqs[e.Sequence] = seqInfo{window: e.Window, size: e.Size, previous: e.Previous}
@@ -177,6 +179,10 @@ func (s *Store) addPublisher(e *Event) {
 		p.last = e.Published
 	}
 	p.lastSeq = max(p.lastSeq, e.Sequence)
+	p.lastSize = e.Size
+	for _, t := range eventTopics(e) {
+		p.topics[t] = true
+	}
 }
 
 // addSnapshot replaces, for every topic the event covers, an older

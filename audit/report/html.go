@@ -198,6 +198,8 @@ func cellFor(row audit.Row, ok bool, w time.Time, threshold float64) heatCell {
 	case row.Status == audit.StatusMonitoringLost:
 		// The numbers are known to be wrong; the attributes keep them.
 		c.Text, c.Sub = "?", "lost event"
+	case row.Status == audit.StatusProducerIncomplete:
+		c.Text, c.Sub = "?", "producer counts short"
 	case row.Missing > 0 && row.Excess > 0:
 		c.Sub = fmt.Sprintf("−%d +%d", row.Missing, row.Excess)
 	case row.Missing > 0:
@@ -220,7 +222,7 @@ func cellFor(row audit.Row, ok bool, w time.Time, threshold float64) heatCell {
 // for open windows and windows whose monitoring was lost.
 func colour(row audit.Row, threshold float64) string {
 	switch {
-	case row.Status == audit.StatusMonitoringLost:
+	case row.Status == audit.StatusMonitoringLost, row.Status == audit.StatusProducerIncomplete:
 		return "lost"
 	case row.Status == audit.StatusOpen:
 		return "open"

@@ -251,7 +251,7 @@ func (r *run) unpublished() ([]*Manifest, error) {
 	}
 	var out []*Manifest
 	for _, c := range commits {
-		if published[c.run] {
+		if published[c.run] && !r.republish {
 			continue
 		}
 		m, err := readManifest(r.w, c.name)
@@ -266,4 +266,38 @@ func (r *run) unpublished() ([]*Manifest, error) {
 		}
 	}
 	return out, nil
+}
+
+// PublishAudit publishes, without loading anything, the warehouse tier's
+// counts of every committed run in the warehouse that has not had them
+// published (`tributary audit republish`): for when the loader is not
+// running and its counts are wanted now. With again, it publishes those
+// already marked published too, which restores what the audit topic lost
+// (to retention, say) and is a no-op for the rest. Only runs whose
+// manifests are still in the warehouse can be published: superseded ones
+// are pruned once their counts are published. c needs a warehouse, brokers
+// and a registry; its topics and audit settings are optional. It returns
+// the runs whose counts it published.
+func PublishAudit(ctx context.Context, c Config, again bool) ([]string, error) {
+	if c.Audit == nil {
+		c.Audit = &AuditConfig{}
+	}
+	if len(c.Topics) == 0 && c.TopicRegex == "" {
+		c.TopicRegex = ".*" // every run's counts, whatever it loaded
+	}
+	cfg, err := c.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("publishing audit counts: %w", err)
+	}
+	r := newRun(cfg)
+	r.republish = again
+	r.w = cfg.FS
+	if r.w == nil {
+		if r.w, err = warehouse.Open(cfg.Warehouse); err != nil {
+			return nil, err
+		}
+		defer r.w.Close()
+	}
+	err = r.publishAudit(ctx)
+	return r.sum.AuditPublished, err
 }

@@ -3,6 +3,7 @@ package loader_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -199,5 +200,34 @@ func checkWarehouseTier(t *testing.T, env *loadertest.Env, topic string, events 
 	}
 	if len(rep.Lost) > 0 {
 		t.Errorf("monitoring events lost: %+v", rep.Lost)
+	}
+}
+
+// `tributary audit republish` publishes, without loading, the counts of a
+// committed run that was killed before publishing them; with --all it
+// publishes them again, which the reconciler counts once.
+func TestAuditRepublish(t *testing.T) {
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "republished", 2)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	events := loadertest.PageViews(0, 500, 2, from, 3*audit.DefaultWindow)
+	env.Produce(t, "republished", loadertest.Schema(t, "pageview"), events)
+	publishProducerCounts(t, env, "republished", events)
+	url := "file://" + t.TempDir()
+	cfg := config(env, url, "republished")
+	cfg.Audit = &loader.AuditConfig{}
+	cfg.Fault = crashAt(loader.FaultBeforeAudit)
+	sum, err := loader.Run(context.Background(), cfg)
+	if err == nil || !sum.Committed {
+		t.Fatalf("run killed before publishing: committed %v, err %v", sum.Committed, err)
+	}
+
+	args := []string{"audit", "republish", "--warehouse", url, "--brokers", env.Brokers[0], "--registry", env.RegistryURL}
+	for _, extra := range [][]string{nil, {"--all"}} {
+		out, err := exec.Command(testenv.Binary(t), append(args, extra...)...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "published the counts of run "+sum.Run) {
+			t.Fatalf("tributary %v: %v\n%s", append(args, extra...), err, out)
+		}
+		checkWarehouseTier(t, env, "republished", events)
 	}
 }

@@ -40,6 +40,9 @@ type run struct {
 
 	errCount atomic.Int64
 	crashed  atomic.Bool
+	// republish makes publishAudit publish counts already marked
+	// published too (PublishAudit).
+	republish bool
 }
 
 // hook calls the Fault hook at point; an error from it means "die here".

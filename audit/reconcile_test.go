@@ -22,6 +22,7 @@ var update = flag.Bool("update", false, "rewrite the expected output of data-dri
 //	event pub=P [tier=T] [seq=N] window=HH:MM [counts=topic/server[~distinct]=n,...]
 //	      [no_time=topic=n,...] [malformed=topic=n,...] [published=HH:MM]
 //	      [size=10m] [final] [lost] [dup] [snapshot source=S covers=t,...]
+//	inspect tier=T now=HH:MM (then, like report, its expected output)
 //	report now=HH:MM [from=HH:MM] [to=HH:MM] [grace=1h] [window=10m]
 //	       [topics=a,b] [tiers=a,b] [expect=a,b] [threshold=99.9] [max_excess=0]
 //
@@ -86,8 +87,11 @@ func runReconcileFile(t *testing.T, path string) {
 			if !flags["lost"] {
 				st.Add(e)
 			}
-		case "report":
+		case "report", "inspect":
 			got := runReport(t, st, args)
+			if fields[0] == "inspect" {
+				got = runInspect(t, st, args)
+			}
 			// Expected output: "----" then lines up to a blank line.
 			if i+1 >= len(lines) || lines[i+1] != "----" {
 				t.Fatalf("%s:%d: report without ---- and expected output", path, i+1)
@@ -272,6 +276,19 @@ func runReport(t *testing.T, st *audit.Store, args map[string]string) string {
 		for _, row := range r.Over(m) {
 			fmt.Fprintf(&b, "over %s: %s %s %s duplicates=%d excess=%d\n", s, row.Topic, hm(row.WindowStart), row.Tier, row.Duplicates, row.Excess)
 		}
+	}
+	return b.String()
+}
+
+func runInspect(t *testing.T, st *audit.Store, args map[string]string) string {
+	t.Helper()
+	in := st.Inspect(args["tier"], audit.Options{Now: clock(t, args["now"])})
+	var b strings.Builder
+	for _, p := range in.Publishers {
+		fmt.Fprintf(&b, "publisher %s events=%d seq=%d-%d missing=%d final=%v\n", p.ID, p.Events, p.First, p.Last, p.Missing, p.Final)
+	}
+	for _, c := range in.Counts {
+		fmt.Fprintf(&b, "count %s %s %s n=%d distinct=%d\n", c.Topic, c.Window.Format("15:04"), c.Server, c.N, c.Distinct)
 	}
 	return b.String()
 }

@@ -53,6 +53,7 @@ type Event struct {
 	Malformed []TopicCount
 	Covers    []string
 	Previous  []Prior
+	Latency   []LatencyCount
 }
 
 // Count is the number of events of one topic and server in a window.
@@ -92,6 +93,14 @@ func (e *Event) native() map[string]any {
 	for i, p := range e.Previous {
 		prev[i] = map[string]any{"sequence": p.Sequence, "window_start": p.Window, "topics": anyStrings(p.Topics)}
 	}
+	latency := make([]any, len(e.Latency))
+	for i, l := range e.Latency {
+		b := make([]any, len(l.Buckets))
+		for j, n := range l.Buckets {
+			b[j] = n
+		}
+		latency[i] = map[string]any{"topic": l.Topic, "buckets": b}
+	}
 	mode := "DELTA"
 	if e.Snapshot {
 		mode = "SNAPSHOT"
@@ -116,6 +125,7 @@ func (e *Event) native() map[string]any {
 		"malformed":    topicCounts(e.Malformed),
 		"covers":       anyStrings(e.Covers),
 		"previous":     prev,
+		"latency":      latency,
 	}
 }
 
@@ -178,6 +188,26 @@ func eventFromNative(v any) (*Event, error) {
 		pd := decoder{m: p}
 		e.Previous = append(e.Previous, Prior{Sequence: pd.long("sequence"), Window: pd.time("window_start"), Topics: pd.strings("topics")})
 		d.merge(pd.err)
+	}
+	if _, ok := d.m["latency"]; ok { // absent from events written before it existed
+		for _, l := range d.records("latency") {
+			ld := decoder{m: l}
+			lc := LatencyCount{Topic: ld.string("topic")}
+			arr, ok := l["buckets"].([]any)
+			if !ok || len(arr) > latencyBuckets {
+				ld.fail("buckets", l["buckets"], fmt.Sprintf("array of at most %d longs", latencyBuckets))
+			}
+			for _, x := range arr {
+				n, ok := x.(int64)
+				if !ok || n < 0 {
+					ld.fail("buckets", x, "non-negative long")
+					break
+				}
+				lc.Buckets = append(lc.Buckets, n)
+			}
+			e.Latency = append(e.Latency, lc)
+			d.merge(ld.err)
+		}
 	}
 	d.merge(h.err)
 	if d.err != nil {

@@ -56,7 +56,8 @@ func (p *Publisher) build(all, final bool) {
 			continue
 		}
 		counts, noTime, malformed := p.pending.take(w)
-		p.append(now, w, counts, noTime, malformed)
+		lat := p.pending.takeLatency(w)
+		p.append(now, w, counts, noTime, malformed).Latency = lat
 		built++
 	}
 	if !all && built == 0 && lastClosed.After(p.beat) {

@@ -167,9 +167,23 @@ func (p *Publisher) Count(topic string, eventTime time.Time, server string) {
 }
 
 // CountN counts n events at once, e.g. one file of a load run.
+// The latency of the events, now minus eventTime, goes into the window's
+// histogram.
 func (p *Publisher) CountN(topic string, eventTime time.Time, server string, n int64) {
+	lat := latencyBucket(p.cfg.Now().Sub(eventTime))
+	w := WindowStart(eventTime, p.cfg.Window)
 	p.mu.Lock()
-	p.pending.Events[Key{Topic: topic, Window: WindowStart(eventTime, p.cfg.Window), Server: server}] += n
+	p.pending.Events[Key{Topic: topic, Window: w, Server: server}] += n
+	if p.pending.Latency == nil {
+		p.pending.Latency = map[TopicWindow][]int64{}
+	}
+	k := TopicWindow{Topic: topic, Window: w}
+	b := p.pending.Latency[k]
+	for len(b) <= lat {
+		b = append(b, 0)
+	}
+	b[lat] += n
+	p.pending.Latency[k] = b
 	p.mu.Unlock()
 }
 

@@ -19,6 +19,7 @@ type cell struct {
 	// unknown lists the servers where one did not.
 	distinct map[string]int64
 	unknown  map[string]bool
+	latency  []int64 // histogram, see latencyBucket
 	anomalies
 }
 
@@ -202,6 +203,11 @@ func (s *Store) cells(o Options) (map[cellKey]*cell, []string) {
 			c.malformed += a.malformed
 		}
 	}
+	for k, b := range s.latency {
+		if c := get(k.tier, k.topic, k.window, k.size); c != nil {
+			addBuckets(&c.latency, b)
+		}
+	}
 	for k, st := range s.snaps {
 		c := get(k.tier, k.topic, k.window, k.size)
 		if c == nil {
@@ -257,6 +263,8 @@ func (s *Store) row(o Options, tier string, p topicWindow, cells map[cellKey]*ce
 			servers[srv] = true
 		}
 		r.NoTime, r.Malformed = got.noTime, got.malformed
+		r.LatencyP50 = latencyPercentile(got.latency, 0.50).Milliseconds()
+		r.LatencyP99 = latencyPercentile(got.latency, 0.99).Milliseconds()
 	}
 	for srv := range servers {
 		var pn, rn int64

@@ -68,8 +68,14 @@ type Row struct {
 	Completeness float64 `json:"completeness"`
 	NoTime       int64   `json:"no_time"`
 	Malformed    int64   `json:"malformed"`
-	Status       string  `json:"status"`
-	Note         string  `json:"note,omitempty"`
+	// LatencyP50 and LatencyP99 are how long after their header time the
+	// tier counted the window's events, in milliseconds, as the top of a
+	// power-of-two bucket (never understated by more than half); 0 when
+	// the tier does not measure it (scans, the loader).
+	LatencyP50 int64  `json:"latency_p50_ms"`
+	LatencyP99 int64  `json:"latency_p99_ms"`
+	Status     string `json:"status"`
+	Note       string `json:"note,omitempty"`
 }
 
 // Closed reports whether the row can be judged: its window is past the

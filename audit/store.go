@@ -29,6 +29,7 @@ type Store struct {
 	nextForget time.Time
 	delta      map[countKey]int64
 	deltaAnom  map[anomKey]anomalies
+	latency    map[anomKey][]int64 // running counters' latency histograms
 	snaps      map[snapKey]*snapState
 	pubs       map[string]*pubState
 }
@@ -104,6 +105,7 @@ func NewStore() *Store {
 		ids:       map[[16]byte]time.Time{},
 		delta:     map[countKey]int64{},
 		deltaAnom: map[anomKey]anomalies{},
+		latency:   map[anomKey][]int64{},
 		snaps:     map[snapKey]*snapState{},
 		pubs:      map[string]*pubState{},
 	}
@@ -163,6 +165,12 @@ func (s *Store) Add(e *Event) bool {
 		a := s.deltaAnom[k]
 		a.malformed += c.N
 		s.deltaAnom[k] = a
+	}
+	for _, l := range e.Latency {
+		k := anomKey{e.Tier, l.Topic, e.Window, e.Size}
+		b := s.latency[k]
+		addBuckets(&b, l.Buckets)
+		s.latency[k] = b
 	}
 	return true
 }
@@ -256,6 +264,7 @@ func (s *Store) forget(horizon time.Time) {
 	s.ids = keep(s.ids, func(_ [16]byte, end time.Time) bool { return !end.Before(horizon) })
 	s.delta = keep(s.delta, func(k countKey, _ int64) bool { return !k.window.Add(k.size).Before(horizon) })
 	s.deltaAnom = keep(s.deltaAnom, func(k anomKey, _ anomalies) bool { return !k.window.Add(k.size).Before(horizon) })
+	s.latency = keep(s.latency, func(k anomKey, _ []int64) bool { return !k.window.Add(k.size).Before(horizon) })
 	s.snaps = keep(s.snaps, func(k snapKey, _ *snapState) bool { return !k.window.Add(k.size).Before(horizon) })
 	for id, p := range s.pubs {
 		seqs := make([]int64, 0, len(p.seqs))

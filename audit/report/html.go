@@ -212,6 +212,9 @@ func cellFor(row audit.Row, ok bool, w time.Time, threshold float64) heatCell {
 	c.Class = colour(row, threshold)
 	c.Title = fmt.Sprintf("%s %s, tier %s: produced %d, received %d, missing %d, excess %d, duplicates %d, %s%% complete (%s)",
 		row.Topic, stamp(w), row.Tier, row.Produced, row.Received, row.Missing, row.Excess, row.Duplicates, c.Completeness, row.Status)
+	if row.LatencyP99 > 0 {
+		c.Title += fmt.Sprintf("; latency p50 %s, p99 %s", latency(row.LatencyP50), latency(row.LatencyP99))
+	}
 	if row.Note != "" {
 		c.Title += ". " + row.Note
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"sort"
 	"time"
@@ -86,11 +87,13 @@ func (r *run) checkHours(m *Manifest) error {
 		marked[dir] = false
 		return false, nil
 	}
+	wrote := map[string]bool{}
 	for _, f := range m.Files {
 		if f.Kind != "data" {
 			continue
 		}
 		dir := path.Dir(f.Final)
+		wrote[dir] = true
 		ok, err := hasMarker(dir, warehouse.SuccessName)
 		if err != nil {
 			return err
@@ -114,7 +117,13 @@ func (r *run) checkHours(m *Manifest) error {
 	for _, ts := range m.Topics {
 		keep := ts.PendingHours[:0]
 		for _, h := range ts.PendingHours {
-			done, err := hasMarker(h, warehouse.SuccessName, incompleteName)
+			// An hour marked incomplete that gets records is judged
+			// again: it may be complete now.
+			names := []string{warehouse.SuccessName, incompleteName}
+			if wrote[h] {
+				names = names[:1]
+			}
+			done, err := hasMarker(h, names...)
 			if err != nil {
 				return err
 			}
@@ -248,6 +257,12 @@ func (r *run) completeHours(ctx context.Context, m *Manifest) error {
 		}
 		if err := warehouse.WriteFile(r.w, path.Join(h.dir, name), markerJSON(marker)); err != nil {
 			return fmt.Errorf("writing %s: %w", path.Join(h.dir, name), err)
+		}
+		if name == warehouse.SuccessName {
+			// Complete after all: the earlier verdict no longer holds.
+			if err := r.w.Remove(path.Join(h.dir, incompleteName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("removing %s: %w", path.Join(h.dir, incompleteName), err)
+			}
 		}
 		if name == incompleteName {
 			r.log.Warn("hour marked incomplete: the audit did not find it complete in time", "dir", h.dir,

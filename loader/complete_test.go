@@ -18,7 +18,8 @@ import (
 // partition is loaded far past the hour; then the last 5: _SUCCESS, whose
 // content says what it certifies). A late event after it is loaded into its
 // hour and recorded in _LATE-<run>. An hour still short after the maximum
-// wait gets _INCOMPLETE with the figures instead.
+// wait gets _INCOMPLETE with the figures instead, and _SUCCESS in its place
+// once the missing events are loaded after all.
 func TestHoursCompletedByTheAudit(t *testing.T) {
 	env := loadertest.Start(t)
 	env.CreateTopic(t, "complete", 2)
@@ -76,6 +77,15 @@ func TestHoursCompletedByTheAudit(t *testing.T) {
 		t.Fatalf("an hour 5 short after the maximum wait: summary incomplete %v, _INCOMPLETE %+v; want 205 produced, 200 in the warehouse, 5 missing, 97.5609 %%", sum.Incomplete, inc)
 	}
 	t.Logf("_INCOMPLETE: %s", inc.Certifies)
+
+	// The five arrive after all: the hour is judged again, and is complete.
+	env.Produce(t, "short", schemaText, short[200:])
+	sum = run(t, cfg)
+	if m := marker(t, w, sdir, "_SUCCESS"); m == nil || m.Audit == nil || m.Audit.Warehouse != 205 || marker(t, w, sdir, "_INCOMPLETE") != nil ||
+		!slices.Contains(sum.Markers, sdir) {
+		t.Errorf("the missing events loaded after _INCOMPLETE: _SUCCESS %+v, _INCOMPLETE still there: %v; want _SUCCESS for 205 events instead",
+			m, marker(t, w, sdir, "_INCOMPLETE") != nil)
+	}
 }
 
 // marker reads an hour's marker, nil if it does not exist.

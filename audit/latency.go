@@ -23,6 +23,13 @@ func latencyBucket(d time.Duration) int {
 	return min(bits.Len64(uint64(ms)), latencyBuckets-1)
 }
 
+// LatencyBucket returns the histogram bucket of latency d, for counters
+// that keep their own histograms (the loader's, in its manifests).
+func LatencyBucket(d time.Duration) int { return latencyBucket(d) }
+
+// LatencyBuckets is the most buckets a histogram has.
+const LatencyBuckets = latencyBuckets
+
 // LatencyCount is the latency histogram of a topic's events in one window.
 type LatencyCount struct {
 	Topic   string

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"slices"
 	"sort"
 	"time"
 
@@ -64,10 +65,22 @@ type auditCounts struct {
 	events    map[auditKey]int64
 	noTime    map[int64]int64
 	malformed map[int64]int64
+	latency   map[int64][]int64 // window → histogram (audit.LatencyBucket)
 }
 
 func newAuditCounts() *auditCounts {
-	return &auditCounts{events: map[auditKey]int64{}, noTime: map[int64]int64{}, malformed: map[int64]int64{}}
+	return &auditCounts{events: map[auditKey]int64{}, noTime: map[int64]int64{}, malformed: map[int64]int64{}, latency: map[int64][]int64{}}
+}
+
+// addLatency counts one event of window w read d after its header time.
+func (c *auditCounts) addLatency(w int64, d time.Duration) {
+	i := audit.LatencyBucket(d)
+	b := c.latency[w]
+	for len(b) <= i {
+		b = append(b, 0)
+	}
+	b[i]++
+	c.latency[w] = b
 }
 
 // ManifestAudit is what a run counted for the audit's warehouse tier,
@@ -78,6 +91,16 @@ type ManifestAudit struct {
 	Events    []AuditCount `json:"events,omitempty"`
 	NoTime    []AuditCount `json:"no_time,omitempty"`
 	Malformed []AuditCount `json:"malformed,omitempty"`
+	// Latency holds per topic and window how long after their header
+	// time the run read the events (audit.LatencyBucket buckets).
+	Latency []AuditLatency `json:"latency,omitempty"`
+}
+
+// AuditLatency is a latency histogram of a topic's events in a window.
+type AuditLatency struct {
+	Topic   string  `json:"topic"`
+	Window  int64   `json:"window"`
+	Buckets []int64 `json:"buckets"`
 }
 
 // AuditCount is a number of events of a topic in a window (and, for
@@ -110,7 +133,16 @@ func (r *run) auditRecord(plans []*partPlan) *ManifestAudit {
 		for w, n := range c.malformed {
 			a.Malformed = append(a.Malformed, AuditCount{Topic: pl.topic, Window: w, N: n})
 		}
+		for w, b := range c.latency {
+			a.Latency = append(a.Latency, AuditLatency{Topic: pl.topic, Window: w, Buckets: b})
+		}
 	}
+	sort.Slice(a.Latency, func(i, j int) bool {
+		if a.Latency[i].Topic != a.Latency[j].Topic {
+			return a.Latency[i].Topic < a.Latency[j].Topic
+		}
+		return a.Latency[i].Window < a.Latency[j].Window
+	})
 	if len(a.Events)+len(a.NoTime)+len(a.Malformed) == 0 {
 		return nil
 	}
@@ -140,6 +172,11 @@ func (a *ManifestAudit) check() error {
 			}
 		}
 	}
+	for _, l := range a.Latency {
+		if l.Window%a.WindowMS != 0 || len(l.Buckets) > audit.LatencyBuckets || slices.ContainsFunc(l.Buckets, func(n int64) bool { return n < 0 }) {
+			return fmt.Errorf("audit latency of %s at %d: not a histogram of a %d ms window", l.Topic, l.Window, a.WindowMS)
+		}
+	}
 	return nil
 }
 
@@ -154,6 +191,20 @@ func (a *ManifestAudit) counts() *audit.Counts {
 	}
 	for _, e := range a.Malformed {
 		c.Malformed[audit.TopicWindow{Topic: e.Topic, Window: time.UnixMilli(e.Window).UTC()}] += e.N
+	}
+	if len(a.Latency) > 0 {
+		c.Latency = map[audit.TopicWindow][]int64{}
+		for _, l := range a.Latency { // one per partition: added up
+			k := audit.TopicWindow{Topic: l.Topic, Window: time.UnixMilli(l.Window).UTC()}
+			b := c.Latency[k]
+			for len(b) < len(l.Buckets) {
+				b = append(b, 0)
+			}
+			for i, n := range l.Buckets {
+				b[i] += n
+			}
+			c.Latency[k] = b
+		}
 	}
 	return c
 }

@@ -131,6 +131,12 @@ func TestAuditWarehouseTier(t *testing.T) {
 			r.Completeness != 100 || r.Status != audit.StatusOK {
 			t.Errorf("window %s: %+v; want %d produced and received, 100 %% complete", r.WindowStart.Format(time.TimeOnly), r, inWindow)
 		}
+		// The events were read two to three hours after their header
+		// time: p50 and p99 are the top of the power-of-two bucket of
+		// milliseconds holding that, 2^23 ms (2 h 20 min) or 2^24.
+		if ago := time.Since(r.WindowStart); r.LatencyP50 < ago.Milliseconds()/2 || r.LatencyP99 > 2*(ago+audit.DefaultWindow).Milliseconds() || r.LatencyP99 < r.LatencyP50 {
+			t.Errorf("window %s: the warehouse tier's latency p50 %d ms, p99 %d ms; want about %v", r.WindowStart.Format(time.TimeOnly), r.LatencyP50, r.LatencyP99, ago.Round(time.Minute))
+		}
 	}
 	if rows != len(windows) || received != n {
 		t.Errorf("warehouse tier: %d rows, %d events received; want %d rows, %d events", rows, received, len(windows), n)

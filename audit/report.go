@@ -71,7 +71,8 @@ type Row struct {
 	// LatencyP50 and LatencyP99 are how long after their header time the
 	// tier counted the window's events, in milliseconds, as the top of a
 	// power-of-two bucket (never understated by more than half); 0 when
-	// the tier does not measure it (scans, the loader).
+	// the tier does not measure it (scans: files and logs keep no arrival
+	// time).
 	LatencyP50 int64  `json:"latency_p50_ms"`
 	LatencyP99 int64  `json:"latency_p99_ms"`
 	Status     string `json:"status"`

@@ -3,6 +3,7 @@ package loader
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -146,6 +147,9 @@ func (s *Summary) WriteText(w io.Writer) {
 	}
 	for _, l := range s.Lost {
 		fmt.Fprintf(w, "  LOST %s\n", l)
+	}
+	if earlier := slices.DeleteFunc(slices.Clone(s.AuditPublished), func(r string) bool { return r == s.Run }); len(earlier) > 0 {
+		fmt.Fprintf(w, "  published the audit counts of earlier runs cut short: %s\n", strings.Join(earlier, ", "))
 	}
 	if len(s.Incomplete) > 0 {
 		fmt.Fprintf(w, "  INCOMPLETE hours (the audit did not find them complete in time): %s\n", strings.Join(s.Incomplete, ", "))

@@ -241,3 +241,31 @@ func TestAuditRepublish(t *testing.T) {
 		checkWarehouseTier(t, env, "republished", events)
 	}
 }
+
+// A run whose audit brokers accept connections and never answer still
+// commits, within its audit timeout, saying its counts were not published;
+// they are in its manifest, and the next run with reachable audit brokers
+// publishes them.
+func TestAuditBrokersHang(t *testing.T) {
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "hung", 2)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	events := loadertest.PageViews(0, 400, 2, from, 2*audit.DefaultWindow)
+	env.Produce(t, "hung", loadertest.Schema(t, "pageview"), events)
+	publishProducerCounts(t, env, "hung", events)
+	url := "file://" + t.TempDir()
+
+	cfg := config(env, url, "hung")
+	cfg.Audit = &loader.AuditConfig{Brokers: []string{testenv.HangingBroker(t)}, Timeout: 2 * time.Second}
+	start := time.Now()
+	sum := run(t, cfg)
+	if took := time.Since(start); sum.Records != 400 || sum.AuditError == "" || took > 15*time.Second {
+		t.Fatalf("run with hanging audit brokers: %d records, audit error %q, after %v; want 400 committed, the error, within the timeouts",
+			sum.Records, sum.AuditError, took.Round(time.Millisecond))
+	}
+	cfg.Audit = &loader.AuditConfig{}
+	if next := run(t, cfg); !slices.Equal(next.AuditPublished, []string{sum.Run}) {
+		t.Fatalf("next run published the counts of %v, want the run %s", next.AuditPublished, sum.Run)
+	}
+	checkWarehouseTier(t, env, "hung", events)
+}

@@ -314,6 +314,10 @@ func (r *run) unpublished() ([]*Manifest, error) {
 		}
 		if m.Audit != nil {
 			out = append(out, m)
+		} else if !published[c.run] {
+			// A run that counted nothing: marked so that later runs
+			// need not read its manifest again. Best effort.
+			warehouse.WriteFile(r.w, auditMarker(c.run), []byte("no audit counts\n"))
 		}
 	}
 	return out, nil

@@ -357,16 +357,16 @@ func (mv *mover) prune(held map[string]bool) error {
 		if ok, err := warehouse.Exists(mv.w, runDir(m.Run)); err != nil || ok {
 			continue // not finished yet
 		}
+		// Counts must be published first. The audit marker goes before
+		// the manifest, so a crash between the two can only make the
+		// counts be published again (a no-op).
 		if m.Audit != nil {
-			// Its counts must be published first; the marker goes
-			// before the manifest, so a crash between the two can
-			// only make the counts be published again (a no-op).
 			if ok, err := warehouse.Exists(mv.w, auditMarker(m.Run)); err != nil || !ok {
 				continue
 			}
-			if err := mv.w.Remove(auditMarker(m.Run)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
+		}
+		if err := mv.w.Remove(auditMarker(m.Run)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
 		if err := mv.w.Remove(commits[i].name); err != nil {
 			return err

@@ -151,6 +151,14 @@ func TestCommands(t *testing.T) {
 		t.Errorf("--fail-below on the complete live tier: exit %d\n%s", code, stderr)
 	}
 
+	// inspect shows what the analysis tier's snapshot stated: its
+	// publisher and the counts of the window that lost five events.
+	out, stderr, code = tributary(t, "", append([]string{"audit", "inspect", "--tier", "analysis", "--from", from, "--to", to}, common...)...)
+	wantCount := fmt.Sprintf("pageview  %s", ws[1].Format("2006-01-02 15:04"))
+	if code != 0 || !strings.Contains(out, "Tier analysis: 1 publishers") || !strings.Contains(out, wantCount) {
+		t.Errorf("audit inspect --tier analysis: exit %d, want its publisher and %q\n%s%s", code, wantCount, out, stderr)
+	}
+
 	testServe(t, env, common, ws)
 }
 

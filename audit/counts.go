@@ -28,6 +28,14 @@ type Counts struct {
 	Events    map[Key]int64
 	NoTime    map[TopicWindow]int64
 	Malformed map[TopicWindow]int64
+	// Distinct, when not nil, says how many of Events are distinct events
+	// (by their header), the rest being duplicates: scans know it,
+	// running counters do not.
+	Distinct map[Key]int64
+	// Latency, when not nil, holds per topic and window the histogram of
+	// how long after their header time the events were counted (see
+	// latencyBucket): running counters know it.
+	Latency map[TopicWindow][]int64
 }
 
 // NewCounts returns empty Counts.
@@ -37,7 +45,14 @@ func NewCounts() *Counts {
 
 // Clone returns a copy of c.
 func (c *Counts) Clone() *Counts {
-	return &Counts{Events: maps.Clone(c.Events), NoTime: maps.Clone(c.NoTime), Malformed: maps.Clone(c.Malformed)}
+	out := &Counts{Events: maps.Clone(c.Events), NoTime: maps.Clone(c.NoTime), Malformed: maps.Clone(c.Malformed), Distinct: maps.Clone(c.Distinct)}
+	if c.Latency != nil {
+		out.Latency = make(map[TopicWindow][]int64, len(c.Latency))
+		for k, b := range c.Latency {
+			out.Latency[k] = slices.Clone(b)
+		}
+	}
+	return out
 }
 
 // Empty reports whether nothing was counted.
@@ -84,8 +99,13 @@ func (c *Counts) Windows() []time.Time {
 func (c *Counts) take(w time.Time) (counts []Count, noTime, malformed []TopicCount) {
 	for k, n := range c.Events {
 		if k.Window.Equal(w) {
-			counts = append(counts, Count{Topic: k.Topic, Server: k.Server, N: n})
+			d, ok := c.Distinct[k]
+			if !ok {
+				d = -1
+			}
+			counts = append(counts, Count{Topic: k.Topic, Server: k.Server, N: n, Distinct: d})
 			delete(c.Events, k)
+			delete(c.Distinct, k)
 		}
 	}
 	slices.SortFunc(counts, func(a, b Count) int {
@@ -121,4 +141,17 @@ func eventTopics(e *Event) []string {
 	ts = append(ts, e.Covers...)
 	slices.Sort(ts)
 	return slices.Compact(ts)
+}
+
+// takeLatency moves the latency histograms of window w out of c.
+func (c *Counts) takeLatency(w time.Time) []LatencyCount {
+	var out []LatencyCount
+	for k, b := range c.Latency {
+		if k.Window.Equal(w) {
+			out = append(out, LatencyCount{Topic: k.Topic, Buckets: b})
+			delete(c.Latency, k)
+		}
+	}
+	slices.SortFunc(out, func(a, b LatencyCount) int { return cmp.Compare(a.Topic, b.Topic) })
+	return out
 }

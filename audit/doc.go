@@ -43,9 +43,19 @@
 //   - Events without a usable time and events that do not decode are
 //     counted apart (no_time, malformed) by the window they were seen in,
 //     never folded into a window of event time.
-//   - Missing and excess (duplicates) are computed per header server, and
+//   - Missing and excess are computed per header server, and
 //     completeness never counts duplicates, so duplicates cannot hide a
-//     loss.
+//     loss. Where a tier was counted by a scan, which knows each event's
+//     identity (Counts.Distinct), copies of one event are reported as
+//     duplicates apart from excess events no producer counted.
+//   - A topic is expected in the tiers that ever counted it
+//     (Options.Expect overrides), so a topic no loader counts is not
+//     reported missing from the warehouse.
+//   - Counts that are part of a durable record (a load run's manifest)
+//     are published with PublishOnce, under ids derived from the record:
+//     publishing them again after a crash is a no-op.
+//   - A Publisher's Flush and Close return by their context's deadline,
+//     whatever the brokers do; Unpublished says what was left.
 //   - Windows inside the grace period are reported open and judged by no
 //     threshold.
 //

@@ -53,6 +53,7 @@ type Event struct {
 	Malformed []TopicCount
 	Covers    []string
 	Previous  []Prior
+	Latency   []LatencyCount
 }
 
 // Count is the number of events of one topic and server in a window.
@@ -60,6 +61,10 @@ type Count struct {
 	Topic  string
 	Server string
 	N      int64
+	// Distinct is how many of the N are distinct events, the rest being
+	// duplicates; -1 (or 0 with N > 0) when not known: running counters,
+	// events published before the field existed.
+	Distinct int64
 }
 
 // TopicCount is a number of events of one topic.
@@ -82,11 +87,19 @@ const serviceName = "tributary-audit"
 func (e *Event) native() map[string]any {
 	counts := make([]any, len(e.Counts))
 	for i, c := range e.Counts {
-		counts[i] = map[string]any{"topic": c.Topic, "server": c.Server, "count": c.N}
+		counts[i] = map[string]any{"topic": c.Topic, "server": c.Server, "count": c.N, "distinct": c.Distinct}
 	}
 	prev := make([]any, len(e.Previous))
 	for i, p := range e.Previous {
 		prev[i] = map[string]any{"sequence": p.Sequence, "window_start": p.Window, "topics": anyStrings(p.Topics)}
+	}
+	latency := make([]any, len(e.Latency))
+	for i, l := range e.Latency {
+		b := make([]any, len(l.Buckets))
+		for j, n := range l.Buckets {
+			b[j] = n
+		}
+		latency[i] = map[string]any{"topic": l.Topic, "buckets": b}
 	}
 	mode := "DELTA"
 	if e.Snapshot {
@@ -112,6 +125,7 @@ func (e *Event) native() map[string]any {
 		"malformed":    topicCounts(e.Malformed),
 		"covers":       anyStrings(e.Covers),
 		"previous":     prev,
+		"latency":      latency,
 	}
 }
 
@@ -157,7 +171,7 @@ func eventFromNative(v any) (*Event, error) {
 	copy(e.ID[:], h.bytes("guid"))
 	for _, c := range d.records("counts") {
 		cd := decoder{m: c}
-		e.Counts = append(e.Counts, Count{Topic: cd.string("topic"), Server: cd.string("server"), N: cd.long("count")})
+		e.Counts = append(e.Counts, Count{Topic: cd.string("topic"), Server: cd.string("server"), N: cd.long("count"), Distinct: cd.optLong("distinct", -1)})
 		d.merge(cd.err)
 	}
 	for _, f := range []struct {
@@ -174,6 +188,26 @@ func eventFromNative(v any) (*Event, error) {
 		pd := decoder{m: p}
 		e.Previous = append(e.Previous, Prior{Sequence: pd.long("sequence"), Window: pd.time("window_start"), Topics: pd.strings("topics")})
 		d.merge(pd.err)
+	}
+	if _, ok := d.m["latency"]; ok { // absent from events written before it existed
+		for _, l := range d.records("latency") {
+			ld := decoder{m: l}
+			lc := LatencyCount{Topic: ld.string("topic")}
+			arr, ok := l["buckets"].([]any)
+			if !ok || len(arr) > latencyBuckets {
+				ld.fail("buckets", l["buckets"], fmt.Sprintf("array of at most %d longs", latencyBuckets))
+			}
+			for _, x := range arr {
+				n, ok := x.(int64)
+				if !ok || n < 0 {
+					ld.fail("buckets", x, "non-negative long")
+					break
+				}
+				lc.Buckets = append(lc.Buckets, n)
+			}
+			e.Latency = append(e.Latency, lc)
+			d.merge(ld.err)
+		}
 	}
 	d.merge(h.err)
 	if d.err != nil {
@@ -216,6 +250,15 @@ func (d *decoder) long(name string) int64 {
 		d.fail(name, d.m[name], "long")
 	}
 	return n
+}
+
+// optLong reads a field added to the schema later: events written before
+// it lack it (read under their own writer schema) and get def.
+func (d *decoder) optLong(name string, def int64) int64 {
+	if _, ok := d.m[name]; !ok {
+		return def
+	}
+	return d.long(name)
 }
 
 func (d *decoder) bool(name string) bool {

@@ -17,9 +17,9 @@ func EventNative(e *Event) map[string]any { return e.native() }
 // SetDrop makes p lose the monitoring events f returns true for, as a
 // network would: never sent, yet taken for acknowledged.
 func SetDrop(p *Publisher, f func(*Event) bool) {
-	p.sendMu.Lock() // send reads drop with sendMu held
+	p.sendMu.lock(context.Background()) // send reads drop with sendMu held
 	p.drop = f
-	p.sendMu.Unlock()
+	p.sendMu.unlock()
 }
 
 // ErrNotEvent is errNotEvent.

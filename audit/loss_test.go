@@ -2,6 +2,8 @@ package audit_test
 
 import (
 	"context"
+	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/tributary-io/tributary/audit"
 	"github.com/tributary-io/tributary/audit/internal/audittest"
 	"github.com/tributary-io/tributary/internal/testenv"
+	"github.com/tributary-io/tributary/schema"
 )
 
 // injection says what a copy from one cluster to another does wrong.
@@ -86,10 +89,13 @@ func createTopic(t *testing.T, addr, topic string, partitions int32) {
 }
 
 // A copy from the live cluster to the analysis cluster loses 7 pageviews
-// of fe-2 in the second window, duplicates fe-1's pageviews of the third
-// window, and skips partition 1 of clicks. The report names each topic,
-// window and tier with its exact count, the live tier is complete, and
-// only the losses fall below the threshold.
+// of fe-2 in the second window, replays 30 of fe-1's pageviews of the
+// third window, and skips partition 1 of clicks; 20 pageviews no audited
+// producer sent are written to the analysis cluster in the first window.
+// The report names each topic, window and tier with its exact count: the
+// replayed range as 30 duplicates, the foreign events as 20 in excess; the
+// live tier is complete, only the losses fall below the threshold, and
+// both the duplicates and the excess are over a --max-excess of 0.
 func TestInjectedLossAndDuplicatesAreNamed(t *testing.T) {
 	live := audittest.Start(t)
 	analysis := testenv.StartBroker(t)
@@ -108,7 +114,7 @@ func TestInjectedLossAndDuplicatesAreNamed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dropCount := 0
+	dropCount, dupCount := 0, 0
 	dropped, duplicated := copyTopics(t, live.Broker.Addr, analysis.Addr, live.Registry, injection{
 		drop: func(topic string, p int32, w time.Time, server string) bool {
 			if topic == "clicks" {
@@ -121,9 +127,14 @@ func TestInjectedLossAndDuplicatesAreNamed(t *testing.T) {
 			return false
 		},
 		duplicate: func(topic string, w time.Time, server string) bool {
-			return topic == "pageview" && w.Equal(ws[2]) && server == "fe-1"
+			if topic == "pageview" && w.Equal(ws[2]) && server == "fe-1" && dupCount < 30 {
+				dupCount++
+				return true
+			}
+			return false
 		},
 	}, "pageview", "clicks")
+	produceForeign(t, analysis.Addr, live.Registry, "pageview", "fe-1", ws[0], 20)
 	snapshot(t, live.Broker.Addr, live.Broker.Addr, live.Registry, audit.TierLive, ws, "pageview", "clicks")
 	snapshot(t, analysis.Addr, live.Broker.Addr, live.Registry, audit.TierAnalysis, ws, "pageview", "clicks")
 
@@ -135,16 +146,34 @@ func TestInjectedLossAndDuplicatesAreNamed(t *testing.T) {
 			}
 			tw := audit.TopicWindow{Topic: topic, Window: w}
 			got := row(t, r, topic, w, audit.TierAnalysis)
-			if got.Missing != dropped[tw] || got.Excess != duplicated[tw] {
-				t.Errorf("analysis tier, %s %s: missing %d excess %d, want %d and %d", topic, w.Format(time.TimeOnly), got.Missing, got.Excess, dropped[tw], duplicated[tw])
+			foreign := int64(0)
+			if topic == "pageview" && w.Equal(ws[0]) {
+				foreign = 20
+			}
+			if got.Missing != dropped[tw] || got.Duplicates != duplicated[tw] || got.Excess != foreign {
+				t.Errorf("analysis tier, %s %s: missing %d, duplicates %d, excess %d; want %d, %d, %d",
+					topic, w.Format(time.TimeOnly), got.Missing, got.Duplicates, got.Excess, dropped[tw], duplicated[tw], foreign)
 			}
 		}
 	}
 	if got := row(t, r, "pageview", ws[1], audit.TierAnalysis); got.Missing != 7 || got.Status != audit.StatusMissing {
 		t.Errorf("pageview window 2: %+v, want 7 missing", got)
 	}
-	if got := row(t, r, "pageview", ws[2], audit.TierAnalysis); got.Excess != 60 || got.Completeness != 100 || got.Status != audit.StatusExcess {
-		t.Errorf("pageview window 3: %+v, want 60 duplicates, 100%% complete", got)
+	if got := row(t, r, "pageview", ws[2], audit.TierAnalysis); got.Duplicates != 30 || got.Excess != 0 || got.Completeness != 100 || got.Status != audit.StatusDuplicates {
+		t.Errorf("pageview window 3: %+v, want exactly 30 duplicates, no excess, 100%% complete", got)
+	}
+	if got := row(t, r, "pageview", ws[0], audit.TierAnalysis); got.Excess != 20 || got.Duplicates != 0 || got.Completeness != 100 || got.Status != audit.StatusExcess {
+		t.Errorf("pageview window 1: %+v, want exactly 20 in excess, no duplicates, 100%% complete", got)
+	}
+	var over []string
+	for _, o := range r.Over(0) {
+		over = append(over, o.Topic+" "+o.WindowStart.Format(time.TimeOnly)+" "+o.Tier)
+	}
+	if wantOver := []string{"pageview " + ws[0].Format(time.TimeOnly) + " analysis", "pageview " + ws[2].Format(time.TimeOnly) + " analysis"}; !slices.Equal(over, wantOver) {
+		t.Errorf("over a max excess of 0: %v, want %v", over, wantOver)
+	}
+	if len(r.Over(30)) != 0 {
+		t.Errorf("over a max excess of 30: %v, want none", r.Over(30))
 	}
 	var below []string
 	for _, b := range r.Below(99.9) {
@@ -164,6 +193,33 @@ func TestInjectedLossAndDuplicatesAreNamed(t *testing.T) {
 	for _, w := range ws {
 		if dropped[audit.TopicWindow{Topic: "clicks", Window: w}] == 0 {
 			t.Errorf("partition 1 of clicks held nothing of window %s: the skipped partition tests nothing", w.Format(time.TimeOnly))
+		}
+	}
+}
+
+// produceForeign writes n pageviews of server with header times in window
+// w straight to the broker at addr, counted by no producer: events that
+// should not be there.
+func produceForeign(t *testing.T, addr string, reg *sr.Client, topic, server string, w time.Time, n int) {
+	t.Helper()
+	text, err := os.ReadFile(pageviewSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ser, err := schema.NewSerializer(reg, schema.SerializerConfig{Schema: string(text), Service: "web", Server: server})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := audittest.Client(t, addr)
+	for i := range n {
+		v, err := ser.Serialize(t.Context(), topic, map[string]any{
+			"header": map[string]any{"time": w.Add(time.Duration(i) * time.Second)}, "memberId": int64(-i), "pageKey": "foreign",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: topic, Value: v}).FirstErr(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

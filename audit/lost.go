@@ -66,6 +66,40 @@ func (s *Store) lostEvents(o Options) ([]LostEvent, map[cellKey]string) {
 	return lost, marks
 }
 
+// producerIncomplete marks the windows whose baseline counts are known to
+// be short: a baseline publisher (a producer) that stopped without a final
+// event had counted, and not published, the events of the window current
+// at its last event and possibly of the next one (a running publisher
+// publishes a window once it closes). Other tiers may hold those events,
+// which would read as excess, and a loss there would be hidden: such rows
+// are shown as producer-incomplete and never judged.
+func (s *Store) producerIncomplete(o Options) map[cellKey]string {
+	marks := map[cellKey]string{}
+	for id, p := range s.pubs {
+		if p.final || p.tier != o.Baseline || p.lastSize <= 0 {
+			continue
+		}
+		if !p.last.Before(o.Now.Add(-o.Grace - o.Window)) {
+			continue // may still be running
+		}
+		note := fmt.Sprintf("producer %s stopped without publishing its last counts (after event %d at %s): producer counts incomplete, not judged",
+			id, p.lastSeq, p.last.Format(time.RFC3339))
+		w0 := WindowStart(p.last, p.lastSize)
+		for _, w := range []time.Time{w0, w0.Add(p.lastSize)} {
+			rw, ok := o.place(w, p.lastSize)
+			if !ok {
+				continue
+			}
+			for t := range p.topics {
+				if o.wantTopic(t) {
+					marks[cellKey{o.Baseline, t, rw}] = note
+				}
+			}
+		}
+	}
+	return marks
+}
+
 // publisherNotes names publishers that stopped without a final event:
 // whatever they had counted but not yet published is gone, so a tier may
 // show excess (a producer's counts lost) or loss (a tier's counts lost)

@@ -24,11 +24,12 @@ var (
 	descWindowEnd      = prometheus.NewDesc("tributary_audit_closed_window_end_timestamp_seconds", "Unix time the newest closed window of the topic and tier ends: completeness is judged up to here.", auditLabels, nil)
 	descMissing        = prometheus.NewDesc("tributary_audit_missing_events", "Events produced but missing in the tier, over the closed windows of the reported range.", auditLabels, nil)
 	descBelow          = prometheus.NewDesc("tributary_audit_windows_below_threshold", "Closed windows of the reported range whose completeness is below the threshold.", auditLabels, nil)
+	descLatencyP99     = prometheus.NewDesc("tributary_audit_latency_p99_seconds", "99th percentile of how long after their header time the tier counted the events of the newest closed window (top of a power-of-two bucket); absent for tiers that do not measure it.", auditLabels, nil)
 	descMonitoringLost = prometheus.NewDesc("tributary_audit_monitoring_events_lost", "Monitoring events that never arrived (gaps in publishers' sequences) in the reported range: their windows are not judged.", nil, nil)
 )
 
 func (c auditCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descCompleteness, descWindowEnd, descMissing, descBelow, descMonitoringLost} {
+	for _, d := range []*prometheus.Desc{descCompleteness, descWindowEnd, descMissing, descBelow, descLatencyP99, descMonitoringLost} {
 		ch <- d
 	}
 }
@@ -60,6 +61,9 @@ func (c auditCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descWindowEnd, prometheus.GaugeValue, float64(r.WindowEnd.UnixNano())/1e9, k.topic, k.tier)
 		ch <- prometheus.MustNewConstMetric(descMissing, prometheus.GaugeValue, float64(missing[k]), k.topic, k.tier)
 		ch <- prometheus.MustNewConstMetric(descBelow, prometheus.GaugeValue, float64(below[k]), k.topic, k.tier)
+		if r.LatencyP99 > 0 {
+			ch <- prometheus.MustNewConstMetric(descLatencyP99, prometheus.GaugeValue, float64(r.LatencyP99)/1e3, k.topic, k.tier)
+		}
 	}
 	ch <- prometheus.MustNewConstMetric(descMonitoringLost, prometheus.GaugeValue, float64(len(rep.Lost)))
 }

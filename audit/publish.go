@@ -16,8 +16,10 @@ import (
 // publish turns pending counts into monitoring events (all windows, or
 // only closed ones) and sends every event not yet acknowledged.
 func (p *Publisher) publish(ctx context.Context, all, final bool) error {
-	p.sendMu.Lock()
-	defer p.sendMu.Unlock()
+	if err := p.sendMu.lock(ctx); err != nil {
+		return err
+	}
+	defer p.sendMu.unlock()
 	p.mu.Lock()
 	p.build(all, final)
 	p.mu.Unlock()
@@ -54,7 +56,8 @@ func (p *Publisher) build(all, final bool) {
 			continue
 		}
 		counts, noTime, malformed := p.pending.take(w)
-		p.append(now, w, counts, noTime, malformed)
+		lat := p.pending.takeLatency(w)
+		p.append(now, w, counts, noTime, malformed).Latency = lat
 		built++
 	}
 	if !all && built == 0 && lastClosed.After(p.beat) {
@@ -91,7 +94,11 @@ func (p *Publisher) append(now, w time.Time, counts []Count, noTime, malformed [
 		Covers:    p.covers,
 		Previous:  slices.Clone(p.prev),
 	}
-	rand.Read(e.ID[:])
+	if p.fixedIDs {
+		e.ID = EventID(p.id, e.Sequence)
+	} else {
+		rand.Read(e.ID[:])
+	}
 	p.prev = slices.Insert(p.prev, 0, Prior{Sequence: e.Sequence, Window: w, Topics: eventTopics(e)})
 	if len(p.prev) > maxPrevious {
 		p.prev = p.prev[:maxPrevious]
@@ -124,10 +131,24 @@ func (p *Publisher) send(ctx context.Context, events []*Event) (map[*Event]bool,
 	if len(recs) == 0 {
 		return acked, nil
 	}
-	p.ensureTopic(ctx)
+	// kgo waits for an answer to a request already sent, whatever ctx
+	// says; brokers that accept and never answer must not keep a
+	// shutdown waiting, so the send is left behind at ctx's deadline (its
+	// events stay in the outbox; a later send of them is counted once).
+	done := make(chan kgo.ProduceResults, 1)
+	go func() {
+		p.ensureTopic(ctx)
+		done <- p.client.ProduceSync(ctx, recs...)
+	}()
+	var results kgo.ProduceResults
+	select {
+	case results = <-done:
+	case <-ctx.Done():
+		return acked, fmt.Errorf("audit: publishing %d monitoring events to %s: the brokers did not answer in time: %w", len(recs), p.cfg.Topic, context.Cause(ctx))
+	}
 	var firstErr error
 	// Results come back in completion order, not in the order sent.
-	for _, r := range p.client.ProduceSync(ctx, recs...) {
+	for _, r := range results {
 		e := sent[r.Record]
 		if r.Err != nil {
 			if firstErr == nil {
@@ -146,13 +167,29 @@ func (p *Publisher) send(ctx context.Context, events []*Event) (map[*Event]bool,
 // A failure is only logged: the topic may exist or be auto-created anyway,
 // and the produce that follows says what is really wrong.
 func (p *Publisher) ensureTopic(ctx context.Context) {
-	if p.topicReady {
+	if p.topicReady.Load() {
 		return
 	}
 	_, err := kadm.NewClient(p.client).CreateTopic(ctx, 1, -1, nil, p.cfg.Topic)
 	if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
-		p.topicReady = true
+		p.topicReady.Store(true)
 		return
 	}
 	p.log.Debug("audit: could not create the audit topic", "topic", p.cfg.Topic, "err", err)
 }
+
+// sendLock is a mutex whose lock gives up when ctx is done: a send stuck
+// on brokers that never answer must not keep Flush or Close past their
+// deadline.
+type sendLock chan struct{}
+
+func (l sendLock) lock(ctx context.Context) error {
+	select {
+	case l <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("audit: an earlier publish is still waiting for the brokers: %w", context.Cause(ctx))
+	}
+}
+
+func (l sendLock) unlock() { <-l }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -56,6 +57,7 @@ type Publisher struct {
 	id       string
 	source   string
 	snapshot bool
+	fixedIDs bool // event ids derive from id and sequence (PublishOnce)
 	covers   []string
 	ser      *schema.Serializer
 	log      *slog.Logger
@@ -69,9 +71,13 @@ type Publisher struct {
 	beat    time.Time // latest closed window announced
 	closed  bool
 
-	sendMu     sync.Mutex // one send at a time keeps events in sequence order
-	topicReady bool       // the audit topic exists; guarded by sendMu
+	sendMu     sendLock    // one send at a time keeps events in sequence order
+	topicReady atomic.Bool // the audit topic exists
 	stop       chan struct{}
+	// stopCtx is cancelled by Close, so that a background publish stuck
+	// on brokers that never answer does not hold Close up.
+	stopCtx    context.Context
+	stopCancel context.CancelFunc
 	done       chan struct{}
 
 	// drop, set by tests, loses the events it returns true for as a
@@ -129,7 +135,9 @@ func newPublisher(cfg PublisherConfig) (*Publisher, error) {
 	var r [4]byte
 	rand.Read(r[:])
 	id := fmt.Sprintf("%s/%d/%s", cfg.Host, os.Getpid(), hex.EncodeToString(r[:]))
+	stopCtx, stopCancel := context.WithCancel(context.Background())
 	return &Publisher{
+		stopCtx: stopCtx, stopCancel: stopCancel,
 		cfg:     cfg,
 		id:      id,
 		source:  id,
@@ -137,6 +145,7 @@ func newPublisher(cfg PublisherConfig) (*Publisher, error) {
 		client:  client,
 		log:     cfg.Logger.With("audit_tier", cfg.Tier, "audit_publisher", id),
 		pending: NewCounts(),
+		sendMu:  make(sendLock, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}, nil
@@ -158,9 +167,23 @@ func (p *Publisher) Count(topic string, eventTime time.Time, server string) {
 }
 
 // CountN counts n events at once, e.g. one file of a load run.
+// The latency of the events, now minus eventTime, goes into the window's
+// histogram.
 func (p *Publisher) CountN(topic string, eventTime time.Time, server string, n int64) {
+	lat := latencyBucket(p.cfg.Now().Sub(eventTime))
+	w := WindowStart(eventTime, p.cfg.Window)
 	p.mu.Lock()
-	p.pending.Events[Key{Topic: topic, Window: WindowStart(eventTime, p.cfg.Window), Server: server}] += n
+	p.pending.Events[Key{Topic: topic, Window: w, Server: server}] += n
+	if p.pending.Latency == nil {
+		p.pending.Latency = map[TopicWindow][]int64{}
+	}
+	k := TopicWindow{Topic: topic, Window: w}
+	b := p.pending.Latency[k]
+	for len(b) <= lat {
+		b = append(b, 0)
+	}
+	b[lat] += n
+	p.pending.Latency[k] = b
 	p.mu.Unlock()
 }
 
@@ -181,14 +204,15 @@ func (p *Publisher) Malformed(topic string, seen time.Time) {
 }
 
 // Flush publishes everything counted so far, closed windows or not, and
-// waits for the acknowledgements.
+// waits for the acknowledgements, or until ctx is done.
 func (p *Publisher) Flush(ctx context.Context) error {
 	return p.publish(ctx, true, false)
 }
 
 // Close stops the background publishing and publishes everything still
-// pending, the last event marked final, retrying until ctx is done. Counts
-// made after Close are dropped.
+// pending, the last event marked final, retrying until ctx is done. It
+// returns by ctx's deadline whatever the brokers do (Unpublished then says
+// what was not published). Counts made after Close are dropped.
 func (p *Publisher) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.closed {
@@ -197,6 +221,7 @@ func (p *Publisher) Close(ctx context.Context) error {
 	}
 	p.closed = true
 	p.mu.Unlock()
+	p.stopCancel()
 	close(p.stop)
 	<-p.done
 	defer p.client.Close()
@@ -206,9 +231,10 @@ func (p *Publisher) Close(ctx context.Context) error {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
 			// The final event is built; only sending is retried.
-			p.sendMu.Lock()
-			err = p.sendOutbox(ctx)
-			p.sendMu.Unlock()
+			if err = p.sendMu.lock(ctx); err == nil {
+				err = p.sendOutbox(ctx)
+				p.sendMu.unlock()
+			}
 		}
 	}
 	return err
@@ -250,7 +276,7 @@ func (p *Publisher) loop() {
 		case <-t.C:
 			// Registering the schema and an acks=all produce may take
 			// longer than a short interval; the next tick simply waits.
-			ctx, cancel := context.WithTimeout(context.Background(), max(p.cfg.FlushInterval, 10*time.Second))
+			ctx, cancel := context.WithTimeout(p.stopCtx, max(p.cfg.FlushInterval, 10*time.Second))
 			if err := p.publish(ctx, false, false); err != nil {
 				p.log.Warn("audit: monitoring events not published yet; retrying at the next flush", "err", err)
 			}

@@ -14,7 +14,23 @@ var tierOrder = map[string]int{TierProducer: 1, TierLive: 2, TierMirror: 3, Tier
 // cell is what one tier holds for one topic and report window.
 type cell struct {
 	servers map[string]int64
+	// distinct is, per server, how many of its events are distinct,
+	// where every count of the server said (snapshots of scans);
+	// unknown lists the servers where one did not.
+	distinct map[string]int64
+	unknown  map[string]bool
+	latency  []int64 // histogram, see latencyBucket
 	anomalies
+}
+
+// distinctOf returns how many distinct events the cell holds of srv, if
+// known.
+func (c *cell) distinctOf(srv string) (int64, bool) {
+	if c.unknown[srv] {
+		return 0, false
+	}
+	d, ok := c.distinct[srv]
+	return d, ok
 }
 
 func (c *cell) empty() bool {
@@ -61,15 +77,22 @@ func (s *Store) Report(o Options) *Report {
 	for _, t := range o.Tiers {
 		tiers[t] = true
 	}
-	r.Tiers = sortTiers(tiers)
 	lost, marks := s.lostEvents(o)
 	r.Lost = lost
-
+	incomplete := s.producerIncomplete(o)
+	for _, t := range o.Expect {
+		tiers[t] = true
+	}
+	r.Tiers = sortTiers(tiers)
+	published := s.publishedTiers()
 	topics := map[string]bool{}
 	for p := range pairs {
 		topics[p.topic] = true
 		for _, tier := range r.Tiers {
-			r.Rows = append(r.Rows, s.row(o, tier, p, cells, marks))
+			if tier != o.Baseline && !o.expects(published, p.topic, tier) {
+				continue
+			}
+			r.Rows = append(r.Rows, s.row(o, tier, p, cells, marks, incomplete))
 		}
 	}
 	for t := range topics {
@@ -89,6 +112,39 @@ func (s *Store) Report(o Options) *Report {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d monitoring events were delivered more than once; each was counted once", s.duplicates))
 	}
 	return r
+}
+
+// publishedTiers returns, per topic, the tiers that ever counted it
+// (whatever the window: a tier that is behind is still expected).
+func (s *Store) publishedTiers() map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	add := func(topic, tier string) {
+		if out[topic] == nil {
+			out[topic] = map[string]bool{}
+		}
+		out[topic][tier] = true
+	}
+	for k := range s.delta {
+		add(k.topic, k.tier)
+	}
+	for k := range s.deltaAnom {
+		add(k.topic, k.tier)
+	}
+	for k := range s.snaps {
+		add(k.topic, k.tier)
+	}
+	return out
+}
+
+// expects says whether topic is expected in tier: the tiers of
+// Options.Expect, or by default those that ever counted the topic, so that
+// a topic no loader counts (loaded without --audit) is not reported
+// missing from the warehouse.
+func (o Options) expects(published map[string]map[string]bool, topic, tier string) bool {
+	if len(o.Expect) > 0 {
+		return slices.Contains(o.Expect, tier)
+	}
+	return published[topic][tier]
 }
 
 func (o Options) withDefaults() Options {
@@ -130,7 +186,7 @@ func (s *Store) cells(o Options) (map[cellKey]*cell, []string) {
 		k := cellKey{tier, topic, rw}
 		c := cells[k]
 		if c == nil {
-			c = &cell{servers: map[string]int64{}}
+			c = &cell{servers: map[string]int64{}, distinct: map[string]int64{}, unknown: map[string]bool{}}
 			cells[k] = c
 		}
 		return c
@@ -138,12 +194,18 @@ func (s *Store) cells(o Options) (map[cellKey]*cell, []string) {
 	for k, n := range s.delta {
 		if c := get(k.tier, k.topic, k.window, k.size); c != nil {
 			c.servers[k.server] += n
+			c.unknown[k.server] = true // running counters cannot tell duplicates
 		}
 	}
 	for k, a := range s.deltaAnom {
 		if c := get(k.tier, k.topic, k.window, k.size); c != nil {
 			c.noTime += a.noTime
 			c.malformed += a.malformed
+		}
+	}
+	for k, b := range s.latency {
+		if c := get(k.tier, k.topic, k.window, k.size); c != nil {
+			addBuckets(&c.latency, b)
 		}
 	}
 	for k, st := range s.snaps {
@@ -153,6 +215,11 @@ func (s *Store) cells(o Options) (map[cellKey]*cell, []string) {
 		}
 		for srv, n := range st.servers {
 			c.servers[srv] += n
+			if d, ok := st.distinct[srv]; ok {
+				c.distinct[srv] += d
+			} else {
+				c.unknown[srv] = true
+			}
 		}
 		c.noTime += st.noTime
 		c.malformed += st.malformed
@@ -181,7 +248,7 @@ func (o Options) wantTier(t string) bool {
 }
 
 // row compares tier with the baseline for one topic and window.
-func (s *Store) row(o Options, tier string, p topicWindow, cells map[cellKey]*cell, marks map[cellKey]string) Row {
+func (s *Store) row(o Options, tier string, p topicWindow, cells map[cellKey]*cell, marks, incomplete map[cellKey]string) Row {
 	base := cells[cellKey{o.Baseline, p.topic, p.window}]
 	got := cells[cellKey{tier, p.topic, p.window}]
 	r := Row{Topic: p.topic, WindowStart: p.window, WindowEnd: p.window.Add(o.Window), Tier: tier}
@@ -196,6 +263,8 @@ func (s *Store) row(o Options, tier string, p topicWindow, cells map[cellKey]*ce
 			servers[srv] = true
 		}
 		r.NoTime, r.Malformed = got.noTime, got.malformed
+		r.LatencyP50 = latencyPercentile(got.latency, 0.50).Milliseconds()
+		r.LatencyP99 = latencyPercentile(got.latency, 0.99).Milliseconds()
 	}
 	for srv := range servers {
 		var pn, rn int64
@@ -207,6 +276,16 @@ func (s *Store) row(o Options, tier string, p topicWindow, cells map[cellKey]*ce
 		}
 		r.Produced += pn
 		r.Received += rn
+		// Where the tier knows which of its events are the same event
+		// (a scan), copies are duplicates and only distinct events can
+		// be missing or foreign (excess); otherwise every event beyond
+		// the produced count is excess.
+		if got != nil {
+			if d, ok := got.distinctOf(srv); ok {
+				r.Duplicates += rn - d
+				rn = d
+			}
+		}
 		r.Missing += max(0, pn-rn)
 		r.Excess += max(0, rn-pn)
 	}
@@ -215,9 +294,12 @@ func (s *Store) row(o Options, tier string, p topicWindow, cells map[cellKey]*ce
 	if !lost {
 		note, lost = marks[cellKey{o.Baseline, p.topic, p.window}]
 	}
+	shortNote, short := incomplete[cellKey{o.Baseline, p.topic, p.window}]
 	switch {
 	case lost:
 		r.Status, r.Note = StatusMonitoringLost, note
+	case short:
+		r.Status, r.Note = StatusProducerIncomplete, shortNote
 	case o.Now.Before(r.WindowEnd.Add(o.Grace)):
 		r.Status = StatusOpen
 	case r.Missing > 0 && r.Excess > 0:
@@ -226,6 +308,8 @@ func (s *Store) row(o Options, tier string, p topicWindow, cells map[cellKey]*ce
 		r.Status = StatusMissing
 	case r.Excess > 0:
 		r.Status = StatusExcess
+	case r.Duplicates > 0:
+		r.Status = StatusDuplicates
 	default:
 		r.Status = StatusOK
 	}

@@ -19,11 +19,12 @@ var update = flag.Bool("update", false, "rewrite the expected output of data-dri
 // TestReconcile runs the cases in testdata/audit/reconcile: each file is a
 // story of monitoring events and the report expected after it. Commands:
 //
-//	event pub=P [tier=T] [seq=N] window=HH:MM [counts=topic/server=n,...]
+//	event pub=P [tier=T] [seq=N] window=HH:MM [counts=topic/server[~distinct]=n,...]
 //	      [no_time=topic=n,...] [malformed=topic=n,...] [published=HH:MM]
 //	      [size=10m] [final] [lost] [dup] [snapshot source=S covers=t,...]
+//	inspect tier=T now=HH:MM (then, like report, its expected output)
 //	report now=HH:MM [from=HH:MM] [to=HH:MM] [grace=1h] [window=10m]
-//	       [topics=a,b] [tiers=a,b] [threshold=99.9]
+//	       [topics=a,b] [tiers=a,b] [expect=a,b] [threshold=99.9] [max_excess=0]
 //
 // An event marked lost is numbered and listed in its publisher's later
 // events' previous list, but never reaches the store; dup adds the
@@ -86,8 +87,11 @@ func runReconcileFile(t *testing.T, path string) {
 			if !flags["lost"] {
 				st.Add(e)
 			}
-		case "report":
+		case "report", "inspect":
 			got := runReport(t, st, args)
+			if fields[0] == "inspect" {
+				got = runInspect(t, st, args)
+			}
 			// Expected output: "----" then lines up to a blank line.
 			if i+1 >= len(lines) || lines[i+1] != "----" {
 				t.Fatalf("%s:%d: report without ---- and expected output", path, i+1)
@@ -161,7 +165,12 @@ func buildEvent(t *testing.T, args map[string]string, flags map[string]bool, pub
 	for _, c := range list(args["counts"]) {
 		ts, n := splitCount(t, c)
 		topic, server, _ := strings.Cut(ts, "/")
-		e.Counts = append(e.Counts, audit.Count{Topic: topic, Server: server, N: n})
+		distinct := int64(-1)
+		if s, d, ok := strings.Cut(server, "~"); ok { // clicks/s1~70=100: 70 of 100 distinct
+			server = s
+			distinct, _ = strconv.ParseInt(d, 10, 64)
+		}
+		e.Counts = append(e.Counts, audit.Count{Topic: topic, Server: server, N: n, Distinct: distinct})
 	}
 	for _, c := range list(args["no_time"]) {
 		topic, n := splitCount(t, c)
@@ -219,7 +228,7 @@ func cmpOr(a, b string) string {
 
 func runReport(t *testing.T, st *audit.Store, args map[string]string) string {
 	t.Helper()
-	o := audit.Options{Now: clock(t, args["now"]), Topics: list(args["topics"]), Tiers: list(args["tiers"])}
+	o := audit.Options{Now: clock(t, args["now"]), Topics: list(args["topics"]), Tiers: list(args["tiers"]), Expect: list(args["expect"])}
 	if s, ok := args["from"]; ok {
 		o.From = clock(t, s)
 	}
@@ -236,8 +245,11 @@ func runReport(t *testing.T, st *audit.Store, args map[string]string) string {
 	var b strings.Builder
 	hm := func(w time.Time) string { return w.Format("15:04") }
 	for _, row := range r.Rows {
-		fmt.Fprintf(&b, "%s %s %s produced=%d received=%d missing=%d excess=%d completeness=%v no_time=%d malformed=%d %s",
-			row.Topic, hm(row.WindowStart), row.Tier, row.Produced, row.Received, row.Missing, row.Excess, row.Completeness, row.NoTime, row.Malformed, row.Status)
+		fmt.Fprintf(&b, "%s %s %s produced=%d received=%d missing=%d excess=%d", row.Topic, hm(row.WindowStart), row.Tier, row.Produced, row.Received, row.Missing, row.Excess)
+		if row.Duplicates > 0 {
+			fmt.Fprintf(&b, " duplicates=%d", row.Duplicates)
+		}
+		fmt.Fprintf(&b, " completeness=%v no_time=%d malformed=%d %s", row.Completeness, row.NoTime, row.Malformed, row.Status)
 		if row.Note != "" {
 			fmt.Fprintf(&b, " (%s)", row.Note)
 		}
@@ -258,6 +270,25 @@ func runReport(t *testing.T, st *audit.Store, args map[string]string) string {
 		for _, row := range r.Below(th) {
 			fmt.Fprintf(&b, "below %s: %s %s %s completeness=%v missing=%d\n", s, row.Topic, hm(row.WindowStart), row.Tier, row.Completeness, row.Missing)
 		}
+	}
+	if s, ok := args["max_excess"]; ok {
+		m, _ := strconv.ParseInt(s, 10, 64)
+		for _, row := range r.Over(m) {
+			fmt.Fprintf(&b, "over %s: %s %s %s duplicates=%d excess=%d\n", s, row.Topic, hm(row.WindowStart), row.Tier, row.Duplicates, row.Excess)
+		}
+	}
+	return b.String()
+}
+
+func runInspect(t *testing.T, st *audit.Store, args map[string]string) string {
+	t.Helper()
+	in := st.Inspect(args["tier"], audit.Options{Now: clock(t, args["now"])})
+	var b strings.Builder
+	for _, p := range in.Publishers {
+		fmt.Fprintf(&b, "publisher %s events=%d seq=%d-%d missing=%d final=%v\n", p.ID, p.Events, p.First, p.Last, p.Missing, p.Final)
+	}
+	for _, c := range in.Counts {
+		fmt.Fprintf(&b, "count %s %s %s n=%d distinct=%d\n", c.Topic, c.Window.Format("15:04"), c.Server, c.N, c.Distinct)
 	}
 	return b.String()
 }

@@ -13,6 +13,9 @@ type Options struct {
 	// Topics and Tiers restrict the report; empty means all. The
 	// baseline tier is always included.
 	Topics, Tiers []string
+	// Expect names the tiers every topic is expected in (besides the
+	// baseline). Default: for each topic, the tiers that counted it.
+	Expect []string
 	// Baseline is the tier every other is compared with. Default:
 	// TierProducer.
 	Baseline string
@@ -32,10 +35,14 @@ const DefaultGrace = time.Hour
 const (
 	StatusOK             = "ok"
 	StatusMissing        = "missing"
-	StatusExcess         = "excess"
+	StatusExcess         = "excess"     // events the producers did not count (foreign)
+	StatusDuplicates     = "duplicates" // copies of counted events, nothing missing or foreign
 	StatusMissingExcess  = "missing+excess"
 	StatusOpen           = "open"            // inside the grace period: not judged
 	StatusMonitoringLost = "monitoring-lost" // a monitoring event for it was lost: its counts are incomplete
+	// StatusProducerIncomplete: a producer stopped before publishing its
+	// counts of the window; shown, never judged.
+	StatusProducerIncomplete = "producer-incomplete"
 )
 
 // Row compares one tier with the baseline for one topic and window.
@@ -49,20 +56,34 @@ type Row struct {
 	Produced    int64     `json:"produced"`
 	Received    int64     `json:"received"`
 	Missing     int64     `json:"missing"`
-	Excess      int64     `json:"excess"`
+	// Excess counts events the producers did not count (foreign events;
+	// and duplicates, where the tier cannot tell them apart: running
+	// counters). Duplicates counts copies of events the tier holds more
+	// than once, known where the tier was counted by a scan.
+	Excess     int64 `json:"excess"`
+	Duplicates int64 `json:"duplicates"`
 	// Completeness is the percentage of produced events the tier holds,
 	// duplicates not counted (they are Excess), rounded down so that a
 	// shown 100 is never a loss.
 	Completeness float64 `json:"completeness"`
 	NoTime       int64   `json:"no_time"`
 	Malformed    int64   `json:"malformed"`
-	Status       string  `json:"status"`
-	Note         string  `json:"note,omitempty"`
+	// LatencyP50 and LatencyP99 are how long after their header time the
+	// tier counted the window's events, in milliseconds, as the top of a
+	// power-of-two bucket (never understated by more than half); 0 when
+	// the tier does not measure it (scans: files and logs keep no arrival
+	// time).
+	LatencyP50 int64  `json:"latency_p50_ms"`
+	LatencyP99 int64  `json:"latency_p99_ms"`
+	Status     string `json:"status"`
+	Note       string `json:"note,omitempty"`
 }
 
 // Closed reports whether the row can be judged: its window is past the
 // grace period and its counts are not known to be incomplete.
-func (r Row) Closed() bool { return r.Status != StatusOpen && r.Status != StatusMonitoringLost }
+func (r Row) Closed() bool {
+	return r.Status != StatusOpen && r.Status != StatusMonitoringLost && r.Status != StatusProducerIncomplete
+}
 
 // LostEvent is a monitoring event that never arrived: a gap in its
 // publisher's sequence numbers. Window and Topics are known when a later
@@ -104,6 +125,18 @@ func (r *Report) Below(threshold float64) []Row {
 	var out []Row
 	for _, row := range r.Rows {
 		if row.Tier != r.Baseline && row.Closed() && row.Completeness < threshold {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// Over returns the closed rows of tiers other than the baseline with more
+// duplicates or more excess (foreign) events than max.
+func (r *Report) Over(max int64) []Row {
+	var out []Row
+	for _, row := range r.Rows {
+		if row.Tier != r.Baseline && row.Closed() && (row.Excess > max || row.Duplicates > max) {
 			out = append(out, row)
 		}
 	}

@@ -33,6 +33,9 @@ type ScanConfig struct {
 	// HeaderField is the top-level field holding the events' header.
 	// Default: schema.DefaultHeaderField.
 	HeaderField string
+	// MaxDistinct bounds the event identities held to tell duplicates
+	// apart. Default: DefaultMaxDistinct; -1: do not tell them apart.
+	MaxDistinct int
 }
 
 // Scan counts what a cluster holds now: every record of the topics, from
@@ -57,6 +60,8 @@ func Scan(ctx context.Context, cfg ScanConfig) (*Counts, []string, error) {
 		return nil, nil, err
 	}
 	c := NewCounts()
+	dc := newDistinctCounter(cfg.MaxDistinct, cfg.Logger)
+	defer dc.fill(c)
 	parts := map[string]map[int32]kgo.Offset{}
 	remaining := 0
 	left := map[string]map[int32]int64{}
@@ -102,7 +107,7 @@ func Scan(ctx context.Context, cfg ScanConfig) (*Counts, []string, error) {
 			if fatal != nil {
 				return
 			}
-			if err := countRecord(ctx, hr, c, r, cfg.Window); err != nil {
+			if err := countRecord(ctx, hr, c, dc, r, cfg.Window); err != nil {
 				fatal = err
 			}
 		})
@@ -114,11 +119,15 @@ func Scan(ctx context.Context, cfg ScanConfig) (*Counts, []string, error) {
 }
 
 // countRecord counts one record by its header, or apart.
-func countRecord(ctx context.Context, hr *HeaderReader, c *Counts, r *kgo.Record, window time.Duration) error {
+func countRecord(ctx context.Context, hr *HeaderReader, c *Counts, dc *distinctCounter, r *kgo.Record, window time.Duration) error {
 	t, server, err := hr.Read(ctx, r.Value)
 	switch {
 	case err == nil:
-		c.Events[Key{Topic: r.Topic, Window: WindowStart(t, window), Server: server}]++
+		k := Key{Topic: r.Topic, Window: WindowStart(t, window), Server: server}
+		c.Events[k]++
+		// The body without the envelope's schema id, which the mirror
+		// may rewrite.
+		dc.add(k, bytesID(r.Value[5:]))
 	case errors.Is(err, ErrNoTime):
 		c.NoTime[TopicWindow{Topic: r.Topic, Window: WindowStart(r.Timestamp, window)}]++
 	case IsMalformed(err):
@@ -231,7 +240,9 @@ func PublishSnapshot(ctx context.Context, cfg PublisherConfig, source string, c 
 	}
 	p.outbox[len(p.outbox)-1].Final = true
 	p.mu.Unlock()
-	p.sendMu.Lock()
-	defer p.sendMu.Unlock()
+	if err := p.sendMu.lock(ctx); err != nil {
+		return err
+	}
+	defer p.sendMu.unlock()
 	return p.sendOutbox(ctx)
 }

@@ -29,6 +29,7 @@ type Store struct {
 	nextForget time.Time
 	delta      map[countKey]int64
 	deltaAnom  map[anomKey]anomalies
+	latency    map[anomKey][]int64 // running counters' latency histograms
 	snaps      map[snapKey]*snapState
 	pubs       map[string]*pubState
 }
@@ -58,6 +59,9 @@ type snapKey struct {
 type snapState struct {
 	at      stamp
 	servers map[string]int64
+	// distinct holds, for the servers whose count said, how many of
+	// their events are distinct.
+	distinct map[string]int64
 	anomalies
 }
 
@@ -85,6 +89,8 @@ type pubState struct {
 	final      bool
 	last       time.Time // latest header time of its events
 	lastSeq    int64
+	lastSize   time.Duration   // window width of its events
+	topics     map[string]bool // every topic it counted
 }
 
 type seqInfo struct {
@@ -99,6 +105,7 @@ func NewStore() *Store {
 		ids:       map[[16]byte]time.Time{},
 		delta:     map[countKey]int64{},
 		deltaAnom: map[anomKey]anomalies{},
+		latency:   map[anomKey][]int64{},
 		snaps:     map[snapKey]*snapState{},
 		pubs:      map[string]*pubState{},
 	}
@@ -159,13 +166,19 @@ func (s *Store) Add(e *Event) bool {
 		a.malformed += c.N
 		s.deltaAnom[k] = a
 	}
+	for _, l := range e.Latency {
+		k := anomKey{e.Tier, l.Topic, e.Window, e.Size}
+		b := s.latency[k]
+		addBuckets(&b, l.Buckets)
+		s.latency[k] = b
+	}
 	return true
 }
 
 func (s *Store) addPublisher(e *Event) {
 	p := s.pubs[e.Publisher]
 	if p == nil {
-		p = &pubState{tier: e.Tier, host: e.Host, seqs: map[int64]seqInfo{}}
+		p = &pubState{tier: e.Tier, host: e.Host, seqs: map[int64]seqInfo{}, topics: map[string]bool{}}
 		s.pubs[e.Publisher] = p
 	}
 	p.seqs[e.Sequence] = seqInfo{window: e.Window, size: e.Size, previous: e.Previous}
@@ -174,6 +187,10 @@ func (s *Store) addPublisher(e *Event) {
 		p.last = e.Published
 	}
 	p.lastSeq = max(p.lastSeq, e.Sequence)
+	p.lastSize = e.Size
+	for _, t := range eventTopics(e) {
+		p.topics[t] = true
+	}
 }
 
 // addSnapshot replaces, for every topic the event covers, an older
@@ -192,11 +209,22 @@ func (s *Store) addSnapshot(e *Event) {
 		if old := s.snaps[k]; old != nil && !old.at.before(at) {
 			continue
 		}
-		st := &snapState{at: at, servers: map[string]int64{}}
+		st := &snapState{at: at, servers: map[string]int64{}, distinct: map[string]int64{}}
+		unknown := map[string]bool{}
 		for _, c := range e.Counts {
 			if c.Topic == t {
 				st.servers[c.Server] += c.N
+				// A count of at least one event has at least one
+				// distinct event: 0 (an Event built without it) is
+				// as unknown as -1.
+				if c.N > 0 && (c.Distinct <= 0 || c.Distinct > c.N) {
+					unknown[c.Server] = true
+				}
+				st.distinct[c.Server] += max(c.Distinct, 0)
 			}
+		}
+		for srv := range unknown {
+			delete(st.distinct, srv)
 		}
 		for _, c := range e.NoTime {
 			if c.Topic == t {
@@ -236,6 +264,7 @@ func (s *Store) forget(horizon time.Time) {
 	s.ids = keep(s.ids, func(_ [16]byte, end time.Time) bool { return !end.Before(horizon) })
 	s.delta = keep(s.delta, func(k countKey, _ int64) bool { return !k.window.Add(k.size).Before(horizon) })
 	s.deltaAnom = keep(s.deltaAnom, func(k anomKey, _ anomalies) bool { return !k.window.Add(k.size).Before(horizon) })
+	s.latency = keep(s.latency, func(k anomKey, _ []int64) bool { return !k.window.Add(k.size).Before(horizon) })
 	s.snaps = keep(s.snaps, func(k snapKey, _ *snapState) bool { return !k.window.Add(k.size).Before(horizon) })
 	for id, p := range s.pubs {
 		seqs := make([]int64, 0, len(p.seqs))

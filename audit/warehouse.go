@@ -33,6 +33,9 @@ type WarehouseScanConfig struct {
 	// HeaderField is the top-level field holding the events' header.
 	// Default: schema.DefaultHeaderField.
 	HeaderField string
+	// MaxDistinct bounds the event identities held to tell duplicates
+	// apart. Default: DefaultMaxDistinct; -1: do not tell them apart.
+	MaxDistinct int
 }
 
 // ScanWarehouse counts what a warehouse holds, the loader's layout as
@@ -59,6 +62,8 @@ func ScanWarehouse(ctx context.Context, cfg WarehouseScanConfig) (*Counts, []str
 	}
 	slices.Sort(topics)
 	c := NewCounts()
+	dc := newDistinctCounter(cfg.MaxDistinct, cfg.Logger)
+	defer dc.fill(c)
 	for _, topic := range topics {
 		hours, err := warehouse.Hours(cfg.FS, topic)
 		if err != nil {
@@ -80,7 +85,7 @@ func ScanWarehouse(ctx context.Context, cfg WarehouseScanConfig) (*Counts, []str
 				if err := ctx.Err(); err != nil {
 					return nil, nil, err
 				}
-				if err := countFile(cfg.FS, path.Join(h.Dir, e.Name()), topic, h.Start, cfg.Window, cfg.HeaderField, c); err != nil {
+				if err := countFile(cfg.FS, path.Join(h.Dir, e.Name()), topic, h.Start, cfg.Window, cfg.HeaderField, c, dc); err != nil {
 					return nil, nil, err
 				}
 				files++
@@ -94,7 +99,7 @@ func ScanWarehouse(ctx context.Context, cfg WarehouseScanConfig) (*Counts, []str
 // countFile counts the events of one object container file, reading
 // their header by the rule every tier shares (schema.HeaderLayout) under
 // the file's own writer schema.
-func countFile(w warehouse.FS, name, topic string, hour time.Time, window time.Duration, field string, c *Counts) error {
+func countFile(w warehouse.FS, name, topic string, hour time.Time, window time.Duration, field string, c *Counts, dc *distinctCounter) error {
 	f, err := w.Open(name)
 	if err != nil {
 		return fmt.Errorf("audit: open %s: %w", name, err)
@@ -119,7 +124,9 @@ func countFile(w warehouse.FS, name, topic string, hour time.Time, window time.D
 			c.NoTime[TopicWindow{Topic: topic, Window: WindowStart(hour, window)}]++
 			continue
 		}
-		c.Events[Key{Topic: topic, Window: WindowStart(time.UnixMilli(ms), window), Server: server}]++
+		k := Key{Topic: topic, Window: WindowStart(time.UnixMilli(ms), window), Server: server}
+		c.Events[k]++
+		dc.add(k, headerID(v.(map[string]any)[layout.Field]))
 	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("audit: %s: %w", name, err)

@@ -44,7 +44,11 @@ import (
 //	on_data_loss: earliest          # earliest, latest or fail
 //	start_at: earliest              # where a new partition starts: earliest or latest
 //	lock_ttl: 1m
-//	audit: true                     # publish each committed run's counts as the audit's "warehouse" tier
+//	audit: true                     # commit each run's counts with it and publish them as the audit's "warehouse" tier
+//	complete:                       # what an hour's _SUCCESS certifies
+//	  by: audit                     # audit (default with audit: true): every event the producers counted is loaded; progress: loaded past the hour + success_grace
+//	  threshold: 100                # by audit: the percentage of counted events the hour must hold
+//	  max_wait: 6h                  # by audit: after this long past the hour's end, _INCOMPLETE with the figures instead
 //	header_field: header            # top-level field holding the events' header (its time files and counts them)
 //	retry:
 //	  attempts: 3                   # retries after a failed run
@@ -74,6 +78,9 @@ type Spec struct {
 	// Audit publishes each committed run's counts to the _audit topic of
 	// the job's brokers, through its registry (loader.AuditConfig).
 	Audit bool `yaml:"audit"`
+	// Complete says what an hour's _SUCCESS certifies
+	// (loader.Config.CompleteBy, CompleteThreshold, CompleteMaxWait).
+	Complete Complete `yaml:"complete"`
 	// HeaderField names the top-level field holding the events' header,
 	// for users whose schemas call it otherwise (loader.Config.HeaderField).
 	HeaderField string `yaml:"header_field"`
@@ -90,6 +97,13 @@ type Spec struct {
 	File string `yaml:"-"`
 	// Sched is the parsed Schedule.
 	Sched Schedule `yaml:"-"`
+}
+
+// Complete says when an hour is complete.
+type Complete struct {
+	By        string   `yaml:"by"`
+	Threshold float64  `yaml:"threshold"`
+	MaxWait   Duration `yaml:"max_wait"`
 }
 
 // Limits bound one run.
@@ -230,6 +244,18 @@ func (s *Spec) validate() error {
 	default:
 		return fail("start_at", "%q: use earliest or latest", s.StartAt)
 	}
+	switch s.Complete.By {
+	case "", loader.CompleteByProgress:
+	case loader.CompleteByAudit:
+		if !s.Audit {
+			return fail("complete.by", "audit needs audit: true (the runs must count for the audit)")
+		}
+	default:
+		return fail("complete.by", "%q: use audit or progress", s.Complete.By)
+	}
+	if s.Complete.Threshold < 0 || s.Complete.Threshold > 100 {
+		return fail("complete.threshold", "%v: a percentage, above 0 and at most 100", s.Complete.Threshold)
+	}
 	if s.Limits.MaxRecords < 0 {
 		return fail("limits.max_records", "must not be negative")
 	}
@@ -259,23 +285,26 @@ func (s *Spec) validate() error {
 // LoadConfig is the loader configuration of one run of the job.
 func (s *Spec) LoadConfig() loader.Config {
 	cfg := loader.Config{
-		Brokers:        s.Brokers,
-		RegistryURL:    s.Registry,
-		Topics:         s.Topics.Names,
-		TopicRegex:     s.Topics.Regex,
-		Warehouse:      s.Warehouse,
-		MaxRecords:     s.Limits.MaxRecords,
-		MaxDuration:    time.Duration(s.Limits.MaxDuration),
-		FileMaxBytes:   int64(s.Files.MaxBytes),
-		FileMaxRecords: s.Files.MaxRecords,
-		Codec:          s.Files.Codec,
-		DeflateLevel:   s.Files.DeflateLevel,
-		SuccessGrace:   time.Duration(s.SuccessGrace),
-		OnDataLoss:     s.OnDataLoss,
-		StartAt:        s.StartAt,
-		LockTTL:        s.lockTTL(),
-		Holder:         "job " + s.Name,
-		HeaderField:    s.HeaderField,
+		Brokers:           s.Brokers,
+		RegistryURL:       s.Registry,
+		Topics:            s.Topics.Names,
+		TopicRegex:        s.Topics.Regex,
+		Warehouse:         s.Warehouse,
+		MaxRecords:        s.Limits.MaxRecords,
+		MaxDuration:       time.Duration(s.Limits.MaxDuration),
+		FileMaxBytes:      int64(s.Files.MaxBytes),
+		FileMaxRecords:    s.Files.MaxRecords,
+		Codec:             s.Files.Codec,
+		DeflateLevel:      s.Files.DeflateLevel,
+		SuccessGrace:      time.Duration(s.SuccessGrace),
+		CompleteBy:        s.Complete.By,
+		CompleteThreshold: s.Complete.Threshold,
+		CompleteMaxWait:   time.Duration(s.Complete.MaxWait),
+		OnDataLoss:        s.OnDataLoss,
+		StartAt:           s.StartAt,
+		LockTTL:           s.lockTTL(),
+		Holder:            "job " + s.Name,
+		HeaderField:       s.HeaderField,
 
 		Security:         s.Security,
 		RegistrySecurity: s.RegistrySecurity,

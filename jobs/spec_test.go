@@ -22,6 +22,10 @@ func TestParseExampleSpecs(t *testing.T) {
 	if h.Name != "hourly-services" || h.Topics.Regex != "service.*" || len(h.Brokers) != 1 {
 		t.Errorf("hourly-services.yaml: %+v", h)
 	}
+	if hc := h.LoadConfig(); hc.Audit == nil || hc.CompleteBy != "" || hc.CompleteThreshold != 99.9 || hc.CompleteMaxWait != 2*time.Hour {
+		t.Errorf("hourly-services.yaml: audit %v, complete by %q, threshold %v, max wait %v; want audit, the default (audit), 99.9, 2h",
+			hc.Audit, hc.CompleteBy, hc.CompleteThreshold, hc.CompleteMaxWait)
+	}
 	cfg := p.LoadConfig()
 	if p.Name != "pageviews" || strings.Join(cfg.Topics, ",") != "pageviews,clicks" ||
 		cfg.MaxRecords != 1000000 || cfg.MaxDuration != 10*time.Minute || cfg.MaxErrors != 100 ||

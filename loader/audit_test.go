@@ -103,8 +103,8 @@ func TestAuditWarehouseTier(t *testing.T) {
 		t.Errorf("the warehouse holds %d (window, server) counts, want %d", len(scanned.Events), len(want.Events))
 	}
 	for k, c := range want.Events {
-		if scanned.Events[k] != c {
-			t.Errorf("warehouse holds %d events of %v, want %d", scanned.Events[k], k, c)
+		if scanned.Events[k] != c || scanned.Distinct[k] != c {
+			t.Errorf("warehouse holds %d events (%d distinct) of %v, want %d", scanned.Events[k], scanned.Distinct[k], k, c)
 		}
 	}
 
@@ -130,6 +130,12 @@ func TestAuditWarehouseTier(t *testing.T) {
 		if r.Received != inWindow || r.Produced != inWindow || r.Missing != 0 || r.Excess != 0 ||
 			r.Completeness != 100 || r.Status != audit.StatusOK {
 			t.Errorf("window %s: %+v; want %d produced and received, 100 %% complete", r.WindowStart.Format(time.TimeOnly), r, inWindow)
+		}
+		// The events were read two to three hours after their header
+		// time: p50 and p99 are the top of the power-of-two bucket of
+		// milliseconds holding that, 2^23 ms (2 h 20 min) or 2^24.
+		if ago := time.Since(r.WindowStart); r.LatencyP50 < ago.Milliseconds()/2 || r.LatencyP99 > 2*(ago+audit.DefaultWindow).Milliseconds() || r.LatencyP99 < r.LatencyP50 {
+			t.Errorf("window %s: the warehouse tier's latency p50 %d ms, p99 %d ms; want about %v", r.WindowStart.Format(time.TimeOnly), r.LatencyP50, r.LatencyP99, ago.Round(time.Minute))
 		}
 	}
 	if rows != len(windows) || received != n {

@@ -67,22 +67,29 @@ func (r *run) commit(m *Manifest) error {
 // afterCommit moves the committed run's files into place, publishes its
 // audit counts and prunes superseded manifests. A failure here leaves the
 // run committed: the next run finishes it.
-func (r *run) afterCommit(ctx context.Context, mv *mover, m *Manifest, plans []*partPlan) error {
+func (r *run) afterCommit(ctx context.Context, mv *mover, m *Manifest) error {
 	if err := r.hook(FaultAfterCommit); err != nil {
 		return err
 	}
-	moveErr := mv.finish(m)
-	if r.cfg.Audit != nil && !r.crashed.Load() {
-		// Only now: what a run counts is what it committed. A crash
-		// before this line is covered by an audit snapshot of the
-		// warehouse (see AuditConfig).
-		if err := r.publishAudit(ctx, plans); err != nil {
-			r.sum.AuditError = err.Error()
-			r.log.Error("the run's warehouse tier counts were not published; count the warehouse with `tributary audit count --tier warehouse`", "err", err)
-		}
+	if err := mv.finish(m); err != nil {
+		return fmt.Errorf("run %s is committed, but %w; the next run finishes it", r.id, err)
 	}
-	if moveErr != nil {
-		return fmt.Errorf("run %s is committed, but %w; the next run finishes it", r.id, moveErr)
+	if r.cfg.Audit != nil {
+		// The counts are in the committed manifest: publishing them
+		// may fail or be cut short, and the next run publishes them.
+		if err := r.publishAudit(ctx); err != nil {
+			var crash errCrash
+			if errors.As(err, &crash) {
+				return err
+			}
+			r.sum.AuditError = err.Error()
+			r.log.Error("the warehouse tier's counts were not published; they are in the run's manifest, and the next run with --audit publishes them", "err", err)
+		} else if r.cfg.CompleteBy == CompleteByAudit {
+			if err := r.completeHours(ctx, m); err != nil {
+				r.sum.AuditError = err.Error()
+				r.log.Error("hours not marked complete; the next run tries again", "err", err)
+			}
+		}
 	}
 	if err := mv.prune(r.held); err != nil {
 		r.log.Warn("pruning old manifests", "err", err)
@@ -94,7 +101,7 @@ func (r *run) afterCommit(ctx context.Context, mv *mover, m *Manifest, plans []*
 // may also clean up a dead run over more topics than this run holds: it
 // takes their locks too, without waiting, and lets them go when done.
 func (r *run) newMover() *mover {
-	return &mover{w: r.batch, log: r.log, fault: r.hook, tryLock: func(more []string) (func(), bool) {
+	return &mover{w: r.batch, log: r.log, grace: r.cfg.SuccessGrace, fault: r.hook, tryLock: func(more []string) (func(), bool) {
 		var extra []*warehouse.Lock
 		release := func() {
 			for _, l := range extra {
@@ -119,6 +126,7 @@ func (r *run) newMover() *mover {
 type mover struct {
 	w     *warehouse.Batch // moves and markers are made durable together
 	log   *slog.Logger
+	grace time.Duration // Config.SuccessGrace, for what _SUCCESS says
 	fault func(FaultPoint) error
 	// tryLock takes the locks of topics this run does not hold, without
 	// waiting, so that a dead run over more topics than this one can be
@@ -181,6 +189,9 @@ func (mv *mover) finish(m *Manifest) error {
 	if err := mv.w.Sync(); err != nil {
 		return fmt.Errorf("run %s: %w", m.Run, err)
 	}
+	if err := mv.writeLate(m); err != nil {
+		return err
+	}
 	for _, dir := range m.Markers {
 		g.Go(func() error {
 			marker := path.Join(dir, warehouse.SuccessName)
@@ -189,7 +200,7 @@ func (mv *mover) finish(m *Manifest) error {
 				return fmt.Errorf("run %s: %w", m.Run, err)
 			}
 			if !ok {
-				if err := warehouse.WriteFile(mv.w, marker, nil); err != nil {
+				if err := warehouse.WriteFile(mv.w, marker, mv.progressMarker(m, dir)); err != nil {
 					return fmt.Errorf("run %s: writing %s: %w", m.Run, marker, err)
 				}
 			}
@@ -345,6 +356,17 @@ func (mv *mover) prune(held map[string]bool) error {
 		}
 		if ok, err := warehouse.Exists(mv.w, runDir(m.Run)); err != nil || ok {
 			continue // not finished yet
+		}
+		// Counts must be published first. The audit marker goes before
+		// the manifest, so a crash between the two can only make the
+		// counts be published again (a no-op).
+		if m.Audit != nil {
+			if ok, err := warehouse.Exists(mv.w, auditMarker(m.Run)); err != nil || !ok {
+				continue
+			}
+		}
+		if err := mv.w.Remove(auditMarker(m.Run)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
 		if err := mv.w.Remove(commits[i].name); err != nil {
 			return err

@@ -25,8 +25,11 @@ const (
 	DefaultCodec          = "deflate"
 	DefaultDeflateLevel   = 6 // Avro's Java tools' default, and zlib's
 	DefaultSuccessGrace   = 10 * time.Minute
-	DefaultLockTTL        = time.Minute
-	DefaultBrokerTimeout  = 15 * time.Second
+	// DefaultCompleteMaxWait: an hour the audit has not found complete
+	// six hours after its end is marked _INCOMPLETE.
+	DefaultCompleteMaxWait = 6 * time.Hour
+	DefaultLockTTL         = time.Minute
+	DefaultBrokerTimeout   = 15 * time.Second
 )
 
 // What to do when records were deleted (by retention or DeleteRecords)
@@ -104,6 +107,21 @@ type Config struct {
 	// been loaded up to the end of the hour plus this. Default
 	// DefaultSuccessGrace.
 	SuccessGrace time.Duration
+	// CompleteBy decides what an hour's _SUCCESS certifies:
+	// CompleteByProgress, that every partition was loaded SuccessGrace
+	// past the hour's end; CompleteByAudit, that too and that the audit's
+	// warehouse tier holds every event the producers counted in the hour
+	// (CompleteThreshold percent of them), so that a job waiting for
+	// _SUCCESS never reads an hour the audit knows to be short. Default:
+	// CompleteByAudit with Audit, CompleteByProgress without.
+	CompleteBy string
+	// CompleteThreshold is the completeness in percent CompleteByAudit
+	// asks of an hour. Default 100.
+	CompleteThreshold float64
+	// CompleteMaxWait is how long after its end an hour that the audit
+	// does not find complete gets an _INCOMPLETE marker with the figures
+	// instead of _SUCCESS. Default DefaultCompleteMaxWait.
+	CompleteMaxWait time.Duration
 	// OnDataLoss is what to do when a partition's committed offset is
 	// below its log start (retention or DeleteRecords deleted records
 	// before they were loaded): Earliest (default), Latest or Fail. The lost range is
@@ -196,6 +214,29 @@ func (c *Config) withDefaults() (Config, error) {
 	if cfg.SuccessGrace <= 0 {
 		cfg.SuccessGrace = DefaultSuccessGrace
 	}
+	switch cfg.CompleteBy {
+	case "":
+		cfg.CompleteBy = CompleteByProgress
+		if cfg.Audit != nil {
+			cfg.CompleteBy = CompleteByAudit
+		}
+	case CompleteByProgress:
+	case CompleteByAudit:
+		if cfg.Audit == nil {
+			return cfg, errors.New("complete by audit needs the run to count for the audit (--audit)")
+		}
+	default:
+		return cfg, fmt.Errorf("complete by %q: use %s or %s", cfg.CompleteBy, CompleteByProgress, CompleteByAudit)
+	}
+	if cfg.CompleteThreshold == 0 {
+		cfg.CompleteThreshold = 100
+	}
+	if cfg.CompleteThreshold < 0 || cfg.CompleteThreshold > 100 {
+		return cfg, fmt.Errorf("complete threshold %v: a percentage, above 0 and at most 100", cfg.CompleteThreshold)
+	}
+	if cfg.CompleteMaxWait <= 0 {
+		cfg.CompleteMaxWait = DefaultCompleteMaxWait
+	}
 	switch cfg.OnDataLoss {
 	case "":
 		cfg.OnDataLoss = Earliest
@@ -274,6 +315,12 @@ func CheckCodecLevel(codec string, level int) error {
 	return nil
 }
 
+// What an hour's _SUCCESS certifies (Config.CompleteBy).
+const (
+	CompleteByProgress = "progress"
+	CompleteByAudit    = "audit"
+)
+
 // FaultPoint names a moment of a run where a crash test can stop it.
 type FaultPoint string
 
@@ -290,10 +337,19 @@ const (
 	FaultAfterCommit FaultPoint = "after-commit"
 	// FaultMidMove: some files have been moved into place, not all.
 	FaultMidMove FaultPoint = "mid-move"
+	// FaultBeforeAudit (runs with an AuditConfig that counted something):
+	// the files are in place, the counts not yet published.
+	FaultBeforeAudit FaultPoint = "before-audit"
+	// FaultAfterAudit: the counts are published, not yet marked so.
+	FaultAfterAudit FaultPoint = "after-audit"
 )
 
 // FaultPoints lists every FaultPoint in the order a run passes them.
 var FaultPoints = []FaultPoint{FaultMidFetch, FaultMidWrite, FaultBeforeCommit, FaultAfterCommit, FaultMidMove}
+
+// AuditFaultPoints are the points only a run that publishes audit counts
+// passes, after FaultPoints.
+var AuditFaultPoints = []FaultPoint{FaultBeforeAudit, FaultAfterAudit}
 
 // errCrash wraps the error a Fault hook returned.
 type errCrash struct{ err error }

@@ -3,7 +3,9 @@
 // laid out for Hive and Spark:
 //
 //	<warehouse>/<topic>/YYYY/MM/DD/HH/<topic>.p<partition>.<first>-<last>.s<schema id>.avro
-//	<warehouse>/<topic>/YYYY/MM/DD/HH/_SUCCESS         the hour is complete
+//	<warehouse>/<topic>/YYYY/MM/DD/HH/_SUCCESS         the hour is complete (JSON: what it certifies)
+//	<warehouse>/<topic>/YYYY/MM/DD/HH/_INCOMPLETE      the audit found it short after the maximum wait (JSON: the figures)
+//	<warehouse>/<topic>/YYYY/MM/DD/HH/_LATE-<run>      records run loaded into it after its _SUCCESS
 //	<warehouse>/_errors/<topic>/YYYY/MM/DD/...jsonl   records that could not be decoded
 //	<warehouse>/_tributary/                           the loader's own state
 //
@@ -38,10 +40,17 @@
 //     followed: the run asks the brokers again until stallTimeout.
 //   - One topic is loaded by one run at a time: a run holds a lease lock per
 //     topic in the warehouse, which expires if the run's process dies.
-//   - With Config.Audit, a run counts what it committed for the audit's
-//     warehouse tier and publishes the counts only after its commit: a run
-//     that fails before it counts nothing (see AuditConfig for a crash
-//     between the two).
+//   - With Config.Audit, a run's counts for the audit's warehouse tier are
+//     committed in its manifest with the data and offsets they describe,
+//     and are in the audit exactly once whatever the crash: a run that
+//     fails before its commit counts nothing, and a committed run's counts
+//     are published by it or, if it was cut short, by the next run with
+//     Config.Audit, under event ids that make a second publish a no-op
+//     (see AuditConfig).
+//   - An hour's _SUCCESS certifies what Config.CompleteBy says: with the
+//     audit (the default with Config.Audit), that the warehouse tier holds
+//     every event the producers counted in the hour; records loaded into
+//     an hour after it are recorded in _LATE-<run>, never silently.
 //
 // The state in _tributary:
 //
@@ -49,4 +58,5 @@
 //	_tributary/commits/<seq>-<run>.json    committed manifests: the newest holding a topic
 //	                                       has its offsets and hour progress
 //	_tributary/locks/topic-<topic>/        the topic's lease lock
+//	_tributary/audit/<run>                 the run's audit counts are published
 package loader

@@ -38,6 +38,13 @@ type Manifest struct {
 	Markers []string    `json:"markers,omitempty"`
 	Lost    []LostRange `json:"lost,omitempty"`
 	Summary *Summary    `json:"summary,omitempty"`
+	// Audit is what the run counted for the audit's warehouse tier (runs
+	// with an AuditConfig that loaded something): committed here, with
+	// the data and offsets it describes, so no crash loses or doubles it.
+	Audit *ManifestAudit `json:"audit,omitempty"`
+	// Late counts, per hour directory that already had its _SUCCESS, the
+	// records the run loaded into it (recorded in _LATE-<run> there).
+	Late map[string]int64 `json:"late,omitempty"`
 }
 
 // TopicState is where a topic stands in the warehouse.
@@ -223,6 +230,16 @@ func decodeManifest(data []byte, run string) (*Manifest, error) {
 			return bad("marker directory %q is outside the warehouse's data", dir)
 		}
 	}
+	for dir, n := range m.Late {
+		if !inWarehouse(dir) || isState(dir) || n < 0 {
+			return bad("late records %d in %q, outside the warehouse's data", n, dir)
+		}
+	}
+	if m.Audit != nil {
+		if err := m.Audit.check(); err != nil {
+			return bad("%v", err)
+		}
+	}
 	return &m, nil
 }
 
@@ -290,7 +307,7 @@ func loadState(w warehouse.FS, topics []string) (map[string]*TopicState, int64, 
 // manifest builds the run's commit record: files, the topics' new state,
 // and the hours that are now complete.
 func (r *run) manifest(plans []*partPlan, state map[string]*TopicState, listedAt time.Time) *Manifest {
-	m := &Manifest{Version: manifestVersion, Run: r.id, Started: r.started, Topics: map[string]*TopicState{}, Lost: r.sum.Lost}
+	m := &Manifest{Version: manifestVersion, Run: r.id, Started: r.started, Topics: map[string]*TopicState{}, Lost: r.sum.Lost, Audit: r.auditRecord(plans)}
 	hours := map[string]map[string]bool{}
 	for _, pl := range plans {
 		ts := m.Topics[pl.topic]

@@ -110,6 +110,10 @@ var manifestsRecoveryWouldMisuse = []struct{ name, json string }{
 	{"file moved into _tributary", `{"version":1,"run":"r","files":[{"tmp":"_tributary/runs/r/x","final":"_tributary/commits/000000000001-r.json"}]}`},
 	{"file moved out of the warehouse", `{"version":1,"run":"r","files":[{"tmp":"_tributary/runs/r/x","final":"../x"}]}`},
 	{"marker in _tributary", `{"version":1,"run":"r","markers":["_tributary/runs"]}`},
+	{"audit counts without a window", `{"version":1,"run":"r","audit":{"events":[{"topic":"t","window":0,"n":1}]}}`},
+	{"negative audit count", `{"version":1,"run":"r","audit":{"window_ms":600000,"events":[{"topic":"t","window":0,"n":-5}]}}`},
+	{"audit count off the window grid", `{"version":1,"run":"r","audit":{"window_ms":600000,"no_time":[{"topic":"t","window":12345,"n":1}]}}`},
+	{"negative latency bucket", `{"version":1,"run":"r","audit":{"window_ms":600000,"latency":[{"topic":"t","window":0,"buckets":[1,-2]}]}}`},
 }
 
 func TestManifestRefusesWhatRecoveryWouldMisuse(t *testing.T) {

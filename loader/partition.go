@@ -44,6 +44,7 @@ type partWriter struct {
 	lastTime                           int64 // header time (ms) of the last record written
 	hours                              map[string]bool
 	audit                              *auditCounts // nil unless the run counts for the audit
+	readAt                             int64        // epoch ms the current chunk was taken up
 
 	layout   *schema.HeaderLayout // of the writer schema layoutID
 	layoutID int
@@ -76,6 +77,9 @@ func (p *partWriter) run(ctx context.Context, in <-chan *chunk) error {
 		if err := context.Cause(ctx); err != nil {
 			return err
 		}
+		// The loader's latency is measured when it reads an event:
+		// once per chunk, not per record.
+		p.readAt = p.r.cfg.Now().UnixMilli()
 		for i := range c.recs {
 			if err := p.add(ctx, &c.recs[i]); err != nil {
 				return err
@@ -169,7 +173,9 @@ func (p *partWriter) add(ctx context.Context, rec *batchwalk.Record) error {
 	p.lastTime = ms
 	if p.audit != nil {
 		if ok {
-			p.audit.events[auditKey{window: p.window(ms), server: server}]++
+			w := p.window(ms)
+			p.audit.events[auditKey{window: w, server: server}]++
+			p.audit.addLatency(w, time.Duration(p.readAt-ms)*time.Millisecond)
 		} else {
 			p.audit.noTime[p.window(ms)]++
 		}

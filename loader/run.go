@@ -40,6 +40,9 @@ type run struct {
 
 	errCount atomic.Int64
 	crashed  atomic.Bool
+	// republish makes publishAudit publish counts already marked
+	// published too (PublishAudit).
+	republish bool
 }
 
 // hook calls the Fault hook at point; an error from it means "die here".
@@ -85,6 +88,16 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 	if sum.Recovered, sum.Discarded, err = mv.recoverRuns(r.held); err != nil {
 		return sum, fmt.Errorf("recovering earlier runs: %w", err)
 	}
+	if r.cfg.Audit != nil {
+		// Counts of committed runs cut short before they published
+		// go out now, whether or not this run gets to commit.
+		if err := r.publishAudit(ctx); err != nil {
+			if r.crashed.Load() {
+				return sum, err
+			}
+			r.log.Warn("earlier runs' warehouse tier counts were not published; retrying after this run's commit", "err", err)
+		}
+	}
 	state, _, err := loadState(r.w, topics)
 	if err != nil {
 		return sum, fmt.Errorf("reading committed offsets: %w", err)
@@ -111,10 +124,13 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 		return sum, err
 	}
 	m := r.manifest(plans, state, listedAt)
+	if err := r.checkHours(m); err != nil {
+		return sum, err
+	}
 	if err := r.commit(m); err != nil {
 		return sum, err
 	}
-	return sum, r.afterCommit(ctx, mv, m, plans)
+	return sum, r.afterCommit(ctx, mv, m)
 }
 
 func newRun(cfg Config) *run {

@@ -3,6 +3,7 @@ package loader
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,8 +33,12 @@ type Summary struct {
 	Partitions   []PartitionSummary `json:"partitions"`
 	// Lost lists offset ranges that will never be loaded.
 	Lost []LostRange `json:"lost,omitempty"`
-	// Markers are hour directories that got a _SUCCESS marker.
-	Markers []string `json:"markers,omitempty"`
+	// Markers are hour directories that got a _SUCCESS marker;
+	// Incomplete those that got _INCOMPLETE (Config.CompleteMaxWait);
+	// Late those that had _SUCCESS and got records (a _LATE-<run> file).
+	Markers    []string `json:"markers,omitempty"`
+	Incomplete []string `json:"incomplete,omitempty"`
+	Late       []string `json:"late,omitempty"`
 	// Recovered are earlier committed runs whose moves this run finished;
 	// Discarded are earlier uncommitted runs whose files it deleted.
 	Recovered []string `json:"recovered,omitempty"`
@@ -44,6 +49,10 @@ type Summary struct {
 	// AuditError says why the warehouse tier's counts of a committed run
 	// were not published (Config.Audit); the run itself succeeded.
 	AuditError string `json:"audit_error,omitempty"`
+	// AuditPublished are the committed runs whose warehouse tier counts
+	// this run published: its own and those of earlier runs cut short
+	// before they published theirs.
+	AuditPublished []string `json:"audit_published,omitempty"`
 }
 
 // PartitionSummary is what a run did on one partition: it read offsets
@@ -110,7 +119,7 @@ func (s *Summary) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  stopped early by %s: the next run continues\n", s.Stopped)
 	}
 	if s.AuditError != "" {
-		fmt.Fprintf(w, "  AUDIT counts not published: %s (count the warehouse with `tributary audit count --tier warehouse`)\n", s.AuditError)
+		fmt.Fprintf(w, "  AUDIT counts not published: %s (they are in the run's manifest: the next run with --audit publishes them)\n", s.AuditError)
 	}
 	parts := append([]PartitionSummary(nil), s.Partitions...)
 	sort.Slice(parts, func(i, j int) bool {
@@ -138,6 +147,15 @@ func (s *Summary) WriteText(w io.Writer) {
 	}
 	for _, l := range s.Lost {
 		fmt.Fprintf(w, "  LOST %s\n", l)
+	}
+	if earlier := slices.DeleteFunc(slices.Clone(s.AuditPublished), func(r string) bool { return r == s.Run }); len(earlier) > 0 {
+		fmt.Fprintf(w, "  published the audit counts of earlier runs cut short: %s\n", strings.Join(earlier, ", "))
+	}
+	if len(s.Incomplete) > 0 {
+		fmt.Fprintf(w, "  INCOMPLETE hours (the audit did not find them complete in time): %s\n", strings.Join(s.Incomplete, ", "))
+	}
+	if len(s.Late) > 0 {
+		fmt.Fprintf(w, "  late records loaded into hours already marked complete (_LATE-%s): %s\n", s.Run, strings.Join(s.Late, ", "))
 	}
 	if len(s.Markers) > 0 {
 		fmt.Fprintf(w, "  complete hours (_SUCCESS): %s\n", strings.Join(s.Markers, ", "))

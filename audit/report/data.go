@@ -23,7 +23,7 @@ func JSON(w io.Writer, r *audit.Report) error {
 }
 
 // csvHeader names the CSV columns, the JSON fields in the same order.
-var csvHeader = []string{"topic", "window_start", "window_end", "tier", "produced", "received", "missing", "excess", "completeness", "no_time", "malformed", "status", "note"}
+var csvHeader = []string{"topic", "window_start", "window_end", "tier", "produced", "received", "missing", "excess", "duplicates", "completeness", "no_time", "malformed", "latency_p50_ms", "latency_p99_ms", "status", "note"}
 
 // CSV prints the rows with a header line.
 func CSV(w io.Writer, r *audit.Report) error {
@@ -32,7 +32,7 @@ func CSV(w io.Writer, r *audit.Report) error {
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	for _, row := range r.Rows {
 		cw.Write([]string{row.Topic, row.WindowStart.UTC().Format(time.RFC3339), row.WindowEnd.UTC().Format(time.RFC3339), row.Tier,
-			n(row.Produced), n(row.Received), n(row.Missing), n(row.Excess), pct(row.Completeness), n(row.NoTime), n(row.Malformed), row.Status, row.Note})
+			n(row.Produced), n(row.Received), n(row.Missing), n(row.Excess), n(row.Duplicates), pct(row.Completeness), n(row.NoTime), n(row.Malformed), n(row.LatencyP50), n(row.LatencyP99), row.Status, row.Note})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -65,6 +65,7 @@ type heatCell struct {
 	Class, Text, Sub, Title, Window     string
 	Completeness                        string
 	Produced, Received, Missing, Excess int64
+	Duplicates                          int64
 	Status                              string
 }
 
@@ -191,21 +192,29 @@ func cellFor(row audit.Row, ok bool, w time.Time, threshold float64) heatCell {
 	c.Has = true
 	c.Completeness = pct(row.Completeness)
 	c.Produced, c.Received, c.Missing, c.Excess, c.Status = row.Produced, row.Received, row.Missing, row.Excess, row.Status
+	c.Duplicates = row.Duplicates
 	c.Text = shortPct(row.Completeness)
 	switch {
 	case row.Status == audit.StatusMonitoringLost:
 		// The numbers are known to be wrong; the attributes keep them.
 		c.Text, c.Sub = "?", "lost event"
+	case row.Status == audit.StatusProducerIncomplete:
+		c.Text, c.Sub = "?", "producer counts short"
 	case row.Missing > 0 && row.Excess > 0:
 		c.Sub = fmt.Sprintf("−%d +%d", row.Missing, row.Excess)
 	case row.Missing > 0:
 		c.Sub = fmt.Sprintf("−%d", row.Missing)
 	case row.Excess > 0:
 		c.Sub = fmt.Sprintf("+%d", row.Excess)
+	case row.Duplicates > 0:
+		c.Sub = fmt.Sprintf("×%d", row.Duplicates)
 	}
 	c.Class = colour(row, threshold)
-	c.Title = fmt.Sprintf("%s %s, tier %s: produced %d, received %d, missing %d, excess %d, %s%% complete (%s)",
-		row.Topic, stamp(w), row.Tier, row.Produced, row.Received, row.Missing, row.Excess, c.Completeness, row.Status)
+	c.Title = fmt.Sprintf("%s %s, tier %s: produced %d, received %d, missing %d, excess %d, duplicates %d, %s%% complete (%s)",
+		row.Topic, stamp(w), row.Tier, row.Produced, row.Received, row.Missing, row.Excess, row.Duplicates, c.Completeness, row.Status)
+	if row.LatencyP99 > 0 {
+		c.Title += fmt.Sprintf("; latency p50 %s, p99 %s", latency(row.LatencyP50), latency(row.LatencyP99))
+	}
 	if row.Note != "" {
 		c.Title += ". " + row.Note
 	}
@@ -216,11 +225,11 @@ func cellFor(row audit.Row, ok bool, w time.Time, threshold float64) heatCell {
 // for open windows and windows whose monitoring was lost.
 func colour(row audit.Row, threshold float64) string {
 	switch {
-	case row.Status == audit.StatusMonitoringLost:
+	case row.Status == audit.StatusMonitoringLost, row.Status == audit.StatusProducerIncomplete:
 		return "lost"
 	case row.Status == audit.StatusOpen:
 		return "open"
-	case row.Completeness >= 100 && row.Excess > 0:
+	case row.Completeness >= 100 && (row.Excess > 0 || row.Duplicates > 0):
 		return "dup"
 	case row.Completeness >= 100:
 		return "full"

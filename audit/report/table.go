@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/tributary-io/tributary/audit"
 )
@@ -21,10 +22,11 @@ func Table(w io.Writer, r *audit.Report, o Options) error {
 		fmt.Fprintln(w, "No counts in this range.")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tWINDOW\tTIER\tPRODUCED\tRECEIVED\tMISSING\tEXCESS\tCOMPLETE%\tNO_TIME\tMALFORMED\tSTATUS")
+		fmt.Fprintln(tw, "TOPIC\tWINDOW\tTIER\tPRODUCED\tRECEIVED\tMISSING\tEXCESS\tDUPLICATES\tCOMPLETE%\tNO_TIME\tMALFORMED\tP50\tP99\tSTATUS")
 		for _, row := range r.Rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\n", row.Topic, stamp(row.WindowStart), row.Tier,
-				row.Produced, row.Received, row.Missing, row.Excess, pct(row.Completeness), row.NoTime, row.Malformed, row.Status)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", row.Topic, stamp(row.WindowStart), row.Tier,
+				row.Produced, row.Received, row.Missing, row.Excess, row.Duplicates, pct(row.Completeness), row.NoTime, row.Malformed,
+				latency(row.LatencyP50), latency(row.LatencyP99), row.Status)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -62,9 +64,18 @@ func BelowLine(row audit.Row) string {
 	fmt.Fprintf(&b, "topic %s, window %s, tier %s: %d of %d missing (%s%% complete)",
 		row.Topic, stamp(row.WindowStart), row.Tier, row.Missing, row.Produced, pct(row.Completeness))
 	if row.Excess > 0 {
-		fmt.Fprintf(&b, ", %d duplicates", row.Excess)
+		fmt.Fprintf(&b, ", %d in excess", row.Excess)
+	}
+	if row.Duplicates > 0 {
+		fmt.Fprintf(&b, ", %d duplicates", row.Duplicates)
 	}
 	return b.String()
+}
+
+// OverLine names a row with more duplicates or excess events than allowed.
+func OverLine(row audit.Row) string {
+	return fmt.Sprintf("topic %s, window %s, tier %s: %d duplicates, %d events in excess (not counted by any producer)",
+		row.Topic, stamp(row.WindowStart), row.Tier, row.Duplicates, row.Excess)
 }
 
 func lostLine(l audit.LostEvent) string {
@@ -72,4 +83,12 @@ func lostLine(l audit.LostEvent) string {
 		return fmt.Sprintf("tier %s, publisher %s, event %d: window unknown (no later event of this publisher names it)", l.Tier, l.Publisher, l.Sequence)
 	}
 	return fmt.Sprintf("tier %s, publisher %s, event %d: window %s, topics %s", l.Tier, l.Publisher, l.Sequence, stamp(l.Window), strings.Join(l.Topics, ", "))
+}
+
+// latency prints a latency in milliseconds short, "-" when not measured.
+func latency(ms int64) string {
+	if ms <= 0 {
+		return "-"
+	}
+	return time.Duration(ms * int64(time.Millisecond)).String()
 }

@@ -15,15 +15,17 @@ import (
 )
 
 func init() {
-	register("audit", "count tiers and report completeness against producers: audit count|report|serve", runAudit)
+	register("audit", "count tiers and report completeness against producers: audit count|report|serve|inspect|republish", runAudit)
 }
 
 func runAudit(ctx context.Context, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return errors.New(`which action? audit count|report|serve [flags]
-  count   count a cluster's topics by header time window and publish the counts as a tier
-  report  compare every tier with the producers' counts and print completeness
-  serve   serve the report as a live page that refreshes`)
+		return errors.New(`which action? audit count|report|serve|inspect|republish [flags]
+  count      count a cluster's topics by header time window and publish the counts as a tier
+  report     compare every tier with the producers' counts and print completeness
+  serve      serve the report as a live page that refreshes
+  inspect    print what one tier's publishers stated, per topic, window and server
+  republish  publish the warehouse tier's counts kept in a warehouse's committed load runs`)
 	}
 	action, args := args[0], args[1:]
 	switch action {
@@ -33,8 +35,12 @@ func runAudit(ctx context.Context, args []string) error {
 		return runAuditReport(ctx, args)
 	case "serve":
 		return runAuditServe(ctx, args)
+	case "inspect":
+		return runAuditInspect(ctx, args)
+	case "republish":
+		return runAuditRepublish(ctx, args)
 	}
-	return fmt.Errorf("unknown audit action %q: use count, report or serve", action)
+	return fmt.Errorf("unknown audit action %q: use count, report, serve, inspect or republish", action)
 }
 
 // auditFlags are the flags every audit action shares.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -18,22 +19,28 @@ import (
 
 // reportFlags are the flags report and serve share.
 type reportFlags struct {
-	tiers string
-	grace time.Duration
+	tiers, expect string
+	grace         time.Duration
+}
+
+func (r *reportFlags) register(fs *flag.FlagSet, judged string) {
+	fs.StringVar(&r.tiers, "tiers", "", "comma-separated tiers to report (default: all that published)")
+	fs.StringVar(&r.expect, "expect", "", "comma-separated tiers every topic is expected in (default: for each topic, the tiers that ever counted it, so a topic loaded without --audit has no warehouse rows)")
+	fs.DurationVar(&r.grace, "grace", audit.DefaultGrace, "windows that ended less than this ago are open: "+judged)
 }
 
 func (r *reportFlags) options(f *auditFlags, from, to, now time.Time) audit.Options {
-	return audit.Options{From: from, To: to, Window: f.window, Topics: splitList(f.topics), Tiers: splitList(r.tiers), Grace: r.grace, Now: now}
+	return audit.Options{From: from, To: to, Window: f.window, Topics: splitList(f.topics), Tiers: splitList(r.tiers), Expect: splitList(r.expect), Grace: r.grace, Now: now}
 }
 
 func runAuditReport(ctx context.Context, args []string) error {
 	fs, f := newAuditFlags("report", "compare every tier with the producers' counts and print completeness")
 	var rf reportFlags
-	fs.StringVar(&rf.tiers, "tiers", "", "comma-separated tiers to report (default: all that published)")
-	fs.DurationVar(&rf.grace, "grace", audit.DefaultGrace, "windows that ended less than this ago are open: reported, never judged")
+	rf.register(fs, "reported, never judged")
 	format := fs.String("format", "table", "table, json, csv or html")
 	output := fs.String("output", "", "write the report to this file (default: stdout)")
-	failBelow := fs.Float64("fail-below", 0, "exit with status 1 when a closed window of a tier is below this completeness in percent, e.g. 99.9")
+	failBelow := fs.Float64("fail-below", 0, "exit with status 1 when a closed window of a tier is below this completeness in percent, e.g. 99.9, or has more duplicates or excess events than --max-excess")
+	maxExcess := fs.Int64("max-excess", 0, "with --fail-below: the duplicates, and apart the excess events (counted by no producer), a closed window of a tier may hold")
 	problems := fs.Bool("problems-only", false, "print only rows that are not ok (every format)")
 	scanFrom := fs.String("scan-from", "", "read monitoring events published since this time (default: an hour before --from)")
 	var tr timeRange
@@ -89,16 +96,24 @@ func runAuditReport(ctx context.Context, args []string) error {
 	if *failBelow <= 0 {
 		return nil
 	}
-	below := rep.Below(*failBelow)
-	if len(below) == 0 {
+	below, over := rep.Below(*failBelow), rep.Over(*maxExcess)
+	if len(below) == 0 && len(over) == 0 {
 		if !slices.ContainsFunc(rep.Rows, func(r audit.Row) bool { return r.Tier != rep.Baseline && r.Closed() }) {
 			fmt.Fprintln(os.Stderr, "warning: no closed window of any tier in this range: nothing was judged")
 		}
 		return nil
 	}
-	fmt.Fprintf(os.Stderr, "%d closed windows below %v%%:\n", len(below), *failBelow)
-	for _, r := range below {
-		fmt.Fprintf(os.Stderr, "  %s\n", report.BelowLine(r))
+	if len(below) > 0 {
+		fmt.Fprintf(os.Stderr, "%d closed windows below %v%%:\n", len(below), *failBelow)
+		for _, r := range below {
+			fmt.Fprintf(os.Stderr, "  %s\n", report.BelowLine(r))
+		}
+	}
+	if len(over) > 0 {
+		fmt.Fprintf(os.Stderr, "%d closed windows with more than %d duplicates or excess events:\n", len(over), *maxExcess)
+		for _, r := range over {
+			fmt.Fprintf(os.Stderr, "  %s\n", report.OverLine(r))
+		}
 	}
 	return exitError(1)
 }
@@ -106,8 +121,7 @@ func runAuditReport(ctx context.Context, args []string) error {
 func runAuditServe(ctx context.Context, args []string) error {
 	fs, f := newAuditFlags("serve", "serve the completeness report as a live page that refreshes")
 	var rf reportFlags
-	fs.StringVar(&rf.tiers, "tiers", "", "comma-separated tiers to report (default: all that published)")
-	fs.DurationVar(&rf.grace, "grace", audit.DefaultGrace, "windows that ended less than this ago are open: shown, never judged")
+	rf.register(fs, "shown, never judged")
 	listen := fs.String("listen", "127.0.0.1:8090", "HTTP listen address")
 	last := fs.Duration("last", 24*time.Hour, "report the windows of this long before now")
 	threshold := fs.Float64("threshold", report.DefaultThreshold, "completeness in percent a closed window should reach (colours the page)")

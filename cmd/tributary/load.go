@@ -45,6 +45,9 @@ type loadFlags struct {
 	onDataLoss, startAt                  string
 	lockTTL                              time.Duration
 	audit                                bool
+	completeBy                           string
+	completeThreshold                    float64
+	completeMaxWait                      time.Duration
 	auditBrokers, auditRegistry          string
 	headerField                          string
 	sec                                  clientFlags
@@ -69,7 +72,10 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.StringVar(&f.onDataLoss, "on-data-loss", loader.Earliest, "when retention deleted records before they were loaded: earliest (continue at the log start), latest or fail; the lost range is reported either way")
 	fs.StringVar(&f.startAt, "start-at", loader.Earliest, "where a partition loaded for the first time starts: earliest or latest")
 	fs.DurationVar(&f.lockTTL, "lock-ttl", loader.DefaultLockTTL, "lease of the per-topic locks: how soon a killed run's topics can be loaded again")
-	fs.BoolVar(&f.audit, "audit", false, "after the commit, publish what the run loaded as the audit's \"warehouse\" tier (counts per topic, window of header time and server) to the _audit topic")
+	fs.BoolVar(&f.audit, "audit", false, "count what the run loads as the audit's \"warehouse\" tier (per topic, window of header time and server), commit the counts with the run and publish them to the _audit topic; counts of earlier runs cut short before publishing are published too")
+	fs.StringVar(&f.completeBy, "complete-by", "", "what an hour's _SUCCESS certifies: audit (the default with --audit: the audit's warehouse tier holds every event the producers counted in the hour) or progress (the default without: every partition loaded --success-grace past the hour)")
+	fs.Float64Var(&f.completeThreshold, "complete-threshold", 100, "with --complete-by audit: the percentage of the producers' counted events an hour must hold for _SUCCESS")
+	fs.DurationVar(&f.completeMaxWait, "complete-max-wait", loader.DefaultCompleteMaxWait, "with --complete-by audit: an hour not complete this long after its end gets _INCOMPLETE, with the audit's figures, instead of _SUCCESS")
 	fs.StringVar(&f.auditBrokers, "audit-brokers", "", "with --audit: brokers of the _audit topic (default: --brokers)")
 	fs.StringVar(&f.auditRegistry, "audit-registry", "", "with --audit: schema registry of the monitoring events (default: --registry)")
 	fs.StringVar(&f.headerField, "header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood")
@@ -160,10 +166,15 @@ func (f *loadFlags) config() (loader.Config, error) {
 		Codec:          f.codec,
 		DeflateLevel:   f.deflateLevel,
 		SuccessGrace:   f.grace,
-		OnDataLoss:     f.onDataLoss,
-		StartAt:        f.startAt,
-		LockTTL:        f.lockTTL,
-		Holder:         "tributary load",
+
+		CompleteBy:        f.completeBy,
+		CompleteThreshold: f.completeThreshold,
+		CompleteMaxWait:   f.completeMaxWait,
+
+		OnDataLoss: f.onDataLoss,
+		StartAt:    f.startAt,
+		LockTTL:    f.lockTTL,
+		Holder:     "tributary load",
 
 		Security:         f.sec.kafka,
 		RegistrySecurity: f.sec.registry,
@@ -176,13 +187,14 @@ func (f *loadFlags) config() (loader.Config, error) {
 // time a run reaches point, so a test can SIGKILL it exactly there;
 // TRIBUTARY_LOAD_DELAY_AT=<point>:<duration> makes every run wait there,
 // so that runs last long enough for overlap tests. Points:
-// loader.FaultPoints.
+// loader.FaultPoints and loader.AuditFaultPoints.
 func faultFromEnv() func(loader.FaultPoint) error {
+	points := slices.Concat(loader.FaultPoints, loader.AuditFaultPoints)
 	var hooks []func(loader.FaultPoint) error
 	if v := os.Getenv(pauseEnv); v != "" {
 		point := loader.FaultPoint(v)
-		if !slices.Contains(loader.FaultPoints, point) {
-			fmt.Fprintf(os.Stderr, "tributary: %s=%q is not a fault point (%v); ignored\n", pauseEnv, v, loader.FaultPoints)
+		if !slices.Contains(points, point) {
+			fmt.Fprintf(os.Stderr, "tributary: %s=%q is not a fault point (%v); ignored\n", pauseEnv, v, points)
 		} else {
 			var once sync.Once
 			hooks = append(hooks, func(p loader.FaultPoint) error {
@@ -199,7 +211,7 @@ func faultFromEnv() func(loader.FaultPoint) error {
 	if v := os.Getenv(delayEnv); v != "" {
 		p, ds, _ := strings.Cut(v, ":")
 		d, err := time.ParseDuration(ds)
-		if err != nil || !slices.Contains(loader.FaultPoints, loader.FaultPoint(p)) {
+		if err != nil || !slices.Contains(points, loader.FaultPoint(p)) {
 			fmt.Fprintf(os.Stderr, "tributary: %s=%q: want <fault point>:<duration>; ignored\n", delayEnv, v)
 		} else {
 			hooks = append(hooks, func(fp loader.FaultPoint) error {

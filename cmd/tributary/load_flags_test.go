@@ -61,3 +61,19 @@ func TestHDFSFlagsReachTheWarehouse(t *testing.T) {
 		}
 	}
 }
+
+// --complete-by audit certifies hours by the audit's counts, which a run
+// without --audit does not make: refused, saying why; so are an unknown
+// way to complete hours and a threshold that is no percentage.
+func TestLoadRefusesCompleteByAuditWithoutAudit(t *testing.T) {
+	for args, want := range map[string]string{
+		"--complete-by audit":              "complete by audit needs the run to count for the audit (--audit)",
+		"--complete-by audited":            `complete by "audited": use progress or audit`,
+		"--audit --complete-threshold 120": "complete threshold 120: a percentage, above 0 and at most 100",
+	} {
+		stderr := runStderr(t, 1, append([]string{"load", "--brokers", "127.0.0.1:1", "--warehouse", "file://" + t.TempDir(), "--topics", "pageviews"}, strings.Fields(args)...)...)
+		if !strings.Contains(stderr, want) {
+			t.Errorf("%s: stderr %q, want it to say %q", args, stderr, want)
+		}
+	}
+}

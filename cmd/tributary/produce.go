@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -22,6 +22,7 @@ func runProduce(ctx context.Context, args []string) error {
 	topic := fs.String("topic", "", "topic to produce to (required)")
 	keySep := fs.String("key-separator", "", "split each line at the first occurrence into key and value")
 	acks := fs.String("acks", "all", "acknowledgement: all (after fsync), 1 (after append) or 0 (fire and forget)")
+	shutdown := fs.Duration("shutdown-timeout", 10*time.Second, "on SIGTERM (or at the end of stdin, for the audit counts), wait at most this long for acknowledgements and for the audit counts to be published; counts left unpublished are named")
 	var af avroFlags
 	af.register(fs)
 	af.sec.register(fs, true)
@@ -49,19 +50,25 @@ func runProduce(ctx context.Context, args []string) error {
 		return err
 	}
 	defer cl.Close()
+	if *shutdown <= 0 {
+		return errors.New("--shutdown-timeout must be positive")
+	}
 	if af.schema != "" {
-		return produceAvro(ctx, cl, *topic, splitList(*brokers), af)
+		return produceAvro(ctx, cl, *topic, splitList(*brokers), af, *shutdown)
 	}
 
 	var (
-		mu      sync.Mutex
-		failed  error
-		sent    int
-		scanner = bufio.NewScanner(os.Stdin)
+		mu     sync.Mutex
+		failed error
+		sent   int
+		in     = readLines(os.Stdin)
 	)
-	scanner.Buffer(make([]byte, 64<<10), 16<<20)
-	for scanner.Scan() {
-		line := scanner.Text()
+	for {
+		b, ok := in.next(ctx)
+		if !ok {
+			break
+		}
+		line := string(b)
 		rec := &kgo.Record{Value: []byte(line)}
 		if *keySep != "" {
 			if k, v, ok := strings.Cut(line, *keySep); ok {
@@ -79,14 +86,31 @@ func runProduce(ctx context.Context, args []string) error {
 			}
 		})
 	}
-	if err := scanner.Err(); err != nil {
-		return fmt.Errorf("reading stdin: %w", err)
+	if ctx.Err() == nil && in.err != nil {
+		return fmt.Errorf("reading stdin: %w", in.err)
 	}
-	if err := cl.Flush(ctx); err != nil {
+	if err := flushBounded(ctx, cl.Flush, *shutdown); err != nil {
 		return err
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	fmt.Fprintf(os.Stderr, "produced %d records to %s\n", sent, *topic)
 	return failed
+}
+
+// flushBounded waits for every record produced to be acknowledged: for as
+// long as it takes while ctx runs, and at most timeout once it is done
+// (SIGTERM), so that what was sent is still acknowledged, but the process
+// exits in time whatever the brokers do.
+func flushBounded(ctx context.Context, flush func(context.Context) error, timeout time.Duration) error {
+	err := flush(ctx)
+	if ctx.Err() == nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if err := flush(sctx); err != nil {
+		return fmt.Errorf("stopped: records not acknowledged within --shutdown-timeout %v: %w", timeout, err)
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -40,7 +39,7 @@ func (f *avroFlags) register(fs *flag.FlagSet) {
 // the counts are published to the audit topic when their window closes
 // and when stdin ends. A line that is not a valid event is skipped,
 // counted malformed, and makes the command fail at the end.
-func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []string, f avroFlags) error {
+func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []string, f avroFlags, shutdown time.Duration) error {
 	text, err := os.ReadFile(f.schema)
 	if err != nil {
 		return fmt.Errorf("--schema: %w", err)
@@ -77,13 +76,16 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 		failed        error
 		sent, skipped int
 	)
-	scanner := bufio.NewScanner(os.Stdin)
-	scanner.Buffer(make([]byte, 64<<10), 16<<20)
-	for line := 1; scanner.Scan(); line++ {
-		if len(scanner.Bytes()) == 0 {
+	in := readLines(os.Stdin)
+	for line := 1; ; line++ {
+		b, ok := in.next(ctx)
+		if !ok {
+			break
+		}
+		if len(b) == 0 {
 			continue
 		}
-		ev, err := events.Decode(scanner.Bytes())
+		ev, err := events.Decode(b)
 		if err == nil {
 			err = prod.Produce(ctx, topic, ev, func(r *kgo.Record, err error) {
 				mu.Lock()
@@ -106,15 +108,21 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 			slog.Warn("produce: skipping a line that is not a valid event", "line", line, "err", err)
 		}
 	}
-	if err := scanner.Err(); err != nil {
-		return fmt.Errorf("reading stdin: %w", err)
+	if ctx.Err() == nil && in.err != nil {
+		return fmt.Errorf("reading stdin: %w", in.err)
 	}
-	ferr := prod.Flush(ctx)
+	ferr := flushBounded(ctx, prod.Flush, shutdown)
 	// Publish the counts even when interrupted: what was acknowledged is
-	// in the cluster and must be counted.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	// in the cluster and must be counted. Within the shutdown timeout:
+	// brokers that never answer must not keep the process.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdown)
 	defer cancel()
 	perr := pub.Close(cctx)
+	if perr != nil {
+		for _, u := range pub.Unpublished() {
+			fmt.Fprintf(os.Stderr, "audit counts NOT published: topic %s, window %s: %d events\n", u.Topic, u.Window.UTC().Format(time.RFC3339), u.N)
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	fmt.Fprintf(os.Stderr, "produced %d events to %s", sent, topic)

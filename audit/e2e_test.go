@@ -160,7 +160,15 @@ func TestEndToEnd(t *testing.T) {
 // endOffsets adds up the high watermarks of a topic's partitions.
 func endOffsets(t *testing.T, addr, topic string) int64 {
 	t.Helper()
-	ends, err := kadm.NewClient(audittest.Client(t, addr)).ListEndOffsets(t.Context(), topic)
+	// A client of its own, closed here: callers poll this every few
+	// milliseconds, and a client per poll left open until the test ends
+	// runs into the broker's per-address connection cap.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(t.Context(), topic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -223,7 +223,9 @@ func parseOrigin(t testing.TB, r *kgo.Record) origin {
 	var o origin
 	for _, h := range r.Headers {
 		if h.Key == mirror.OriginHeader {
-			o.header = string(h.Value)
+			// The first hop names the cluster the record was produced in.
+			first, _, _ := strings.Cut(string(h.Value), ",")
+			o.header, _, _ = strings.Cut(first, "/")
 		}
 	}
 	f := strings.SplitN(string(r.Value), "|", 4)

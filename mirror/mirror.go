@@ -33,8 +33,8 @@ func New(cfg Config) (*Mirror, error) {
 }
 
 // Run connects to every source and the target and copies until ctx ends,
-// then stops cleanly: it waits up to Config.ShutdownTimeout for the target
-// to acknowledge what was sent, commits that, and leaves the groups. It
+// then stops: it waits up to Config.ShutdownTimeout for the target to
+// acknowledge what was sent and leaves the groups. It
 // returns nil after ctx ended, or the error that stopped the mirror: a
 // source that cannot be reached at start, a topic that cannot be mirrored
 // (strict partitions), a record the target refuses, an unresolvable schema
@@ -94,8 +94,8 @@ func (m *Mirror) Run(ctx context.Context) error {
 	<-runCtx.Done()
 	wg.Wait()
 
-	// Shut down: what the target acknowledges now is committed when the
-	// sources leave their groups.
+	// Shut down: what the target does not acknowledge now is found
+	// missing by the next run.
 	fctx, cancel := context.WithTimeout(context.Background(), m.cfg.ShutdownTimeout)
 	if err := tgt.client.Flush(fctx); err != nil {
 		log.Warn("the target did not acknowledge everything before the shutdown timeout; the rest is copied again by the next run",

@@ -225,3 +225,121 @@ func schemaID(t *testing.T, url, subject string) int {
 	}
 	return ss.ID
 }
+
+// bootstrapSource is a standalone Tributary source reached by its brokers.
+func bootstrapSource(name string, b *testenv.Broker) mirror.Source {
+	return mirror.Source{Name: name, Bootstrap: []string{b.Addr}}
+}
+
+// A mirror pointed at a new target with an old mirror's settings (same
+// group) copies everything: where a copy resumes comes from the target,
+// and this target holds nothing.
+func TestMirrorNewTargetCopiesEverything(t *testing.T) {
+	const topic, partitions, perPart = "views", 4, 500
+	needServices(t)
+	src := testenv.StartBroker(t)
+	createTopic(t, []string{src.Addr}, topic, partitions)
+	produce(t, []string{src.Addr}, "dc1", topic, partitions, 0, perPart)
+	source := readTopic(t, []string{src.Addr}, topic)
+	for _, name := range []string{"first", "second"} {
+		dst := testenv.StartBroker(t)
+		_, stop := runMirror(t, mirror.Config{Sources: []mirror.Source{bootstrapSource("dc1", src)}, Target: []string{dst.Addr}})
+		waitForCount(t, []string{dst.Addr}, topic, partitions*perPart, time.Minute)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		checkExactCopy(t, source, readTopic(t, []string{dst.Addr}, topic), "dc1", 0, 0)
+		t.Logf("%s target: every record copied once", name)
+	}
+}
+
+// Stopped and started again, a mirror copies only what the source got in
+// between, and says where it resumed.
+func TestMirrorRestartCopiesOnlyWhatIsNew(t *testing.T) {
+	const topic, partitions, perPart = "views", 4, 500
+	needServices(t)
+	src := testenv.StartBroker(t)
+	dst := testenv.StartBroker(t)
+	createTopic(t, []string{src.Addr}, topic, partitions)
+	cfg := mirror.Config{Sources: []mirror.Source{bootstrapSource("dc1", src)}, Target: []string{dst.Addr}}
+	for run := range 3 {
+		produce(t, []string{src.Addr}, "dc1", topic, partitions, run*perPart, (run+1)*perPart)
+		m, stop := runMirror(t, cfg)
+		waitForCount(t, []string{dst.Addr}, topic, int64((run+1)*partitions*perPart), time.Minute)
+		for _, p := range m.Status().Sources[0].Partitions {
+			if p.Resumed != int64(run*perPart) {
+				t.Fatalf("run %d: partition %d resumed at %d, want %d", run+1, p.Partition, p.Resumed, run*perPart)
+			}
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkExactCopy(t, readTopic(t, []string{src.Addr}, topic), readTopic(t, []string{dst.Addr}, topic), "dc1", 0, 0)
+}
+
+// A target topic with fewer partitions than the source: records go by key
+// hash, so one source partition feeds every target partition and their
+// acknowledgements come in any order. Killed at random moments, the mirror
+// still copies each source record exactly once, each source partition in
+// order within every target partition.
+func TestMirrorByKeyHashRestartsExactlyOnce(t *testing.T) {
+	const (
+		topic      = "orders"
+		partitions = 6
+		kills      = 8
+	)
+	needServices(t)
+	testenv.Binary(t)
+	src := testenv.StartBroker(t)
+	dst := testenv.StartBroker(t)
+	createTopic(t, []string{src.Addr}, topic, partitions)
+	createTopic(t, []string{dst.Addr}, topic, 4)
+	stop := liveProducer(t, src.Addr, "dc1", topic, partitions, 0)
+	for k := range kills {
+		p, status := mirrorProcess(t, "dc1", src.Addr, dst.Addr, "--instance-id", "m1")
+		if k%2 == 1 {
+			testenv.Eventually(t, time.Minute, "the mirror copies", func() bool {
+				st, err := fetchStatus(t, status)
+				return err == nil && len(st.Sources) == 1 && len(st.Sources[0].Partitions) == partitions
+			})
+		}
+		time.Sleep(time.Duration(rand.IntN(800)) * time.Millisecond)
+		p.Kill()
+	}
+	counts := stop()
+	p, _ := mirrorProcess(t, "dc1", src.Addr, dst.Addr, "--instance-id", "m1")
+	var n int64
+	for _, c := range counts {
+		n += int64(c)
+	}
+	waitForCount(t, []string{dst.Addr}, topic, n, 2*time.Minute)
+	time.Sleep(500 * time.Millisecond)
+	if err := p.Stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int32]map[int]bool{}
+	for tp, recs := range readTopic(t, []string{dst.Addr}, topic) {
+		last := map[int32]int{}
+		for _, r := range recs {
+			o := parseOrigin(t, r)
+			if seen[o.partition] == nil {
+				seen[o.partition] = map[int]bool{}
+			}
+			if seen[o.partition][o.i] {
+				t.Fatalf("source record %d/%d copied twice (again in target partition %d)", o.partition, o.i, tp)
+			}
+			seen[o.partition][o.i] = true
+			if prev, ok := last[o.partition]; ok && o.i < prev {
+				t.Fatalf("target partition %d: source partition %d's record %d after %d", tp, o.partition, o.i, prev)
+			}
+			last[o.partition] = o.i
+		}
+	}
+	for p, c := range counts {
+		if len(seen[p]) != c {
+			t.Fatalf("source partition %d: %d of %d records in the target", p, len(seen[p]), c)
+		}
+	}
+	t.Logf("%d kills, placement by key hash: %d records, each exactly once", kills, n)
+}

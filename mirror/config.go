@@ -69,6 +69,10 @@ type Config struct {
 	TargetName string
 	// TargetRegistry is the URL of the target datacenter's schema registry.
 	TargetRegistry string
+	// KeepSchemaIDs copies schema-registry envelopes unchanged when no
+	// TargetRegistry is given: the datacenters share one registry. Without
+	// it (and without a target registry) the mirror refuses envelopes.
+	KeepSchemaIDs bool
 	// Topics selects the topics to copy (a regular expression, matched
 	// anywhere in the name; anchor it with ^...$ for exact names).
 	// Default: every topic.

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/schema"
 )
 
 // consume polls the source and hands each record to the target producer,
@@ -16,6 +19,8 @@ import (
 // polling too. Between polls (no revocation can run then) it restarts the
 // partitions whose copies the target refused.
 func (s *source) consume(ctx context.Context) {
+	// Leaving the group waits for the rebalance the polls block.
+	defer s.client.AllowRebalance()
 	var lastErr time.Time
 	for ctx.Err() == nil {
 		s.restartFailed(ctx)
@@ -33,6 +38,10 @@ func (s *source) consume(ctx context.Context) {
 				s.log.Warn("fetching from the source failed; retrying", "topic", topic, "partition", p, "err", err)
 			}
 		})
+		if err := s.checkEnvelopes(fs); err != nil {
+			s.stop(ctx, err)
+			return
+		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if part := s.lookup(r.Topic, r.Partition); part != nil {
 				s.copyPartition(ctx, part, r)
@@ -40,6 +49,30 @@ func (s *source) consume(ctx context.Context) {
 		})
 		s.client.AllowRebalance()
 	}
+}
+
+// checkEnvelopes refuses to copy schema-registry envelopes when there is no
+// registry to translate their ids: a source id names another schema, or
+// none, in the analysis datacenter's registry, and consumers there would
+// decode wrong data without a word. The whole poll is checked before any of
+// it is copied.
+func (s *source) checkEnvelopes(fs kgo.Fetches) error {
+	if s.cfg.TargetRegistry != "" || s.cfg.KeepSchemaIDs {
+		return nil
+	}
+	var err error
+	fs.EachRecord(func(r *kgo.Record) {
+		if err != nil || strings.HasPrefix(r.Topic, "_") {
+			return
+		}
+		if id, _, derr := schema.DecodeEnvelope(r.Value); derr == nil {
+			err = &fatalError{fmt.Errorf("source %s: %s/%d offset %d holds a schema-registry envelope (schema id %d) and no target registry is given: "+
+				"copied as it is, its id would name another schema, or none, in the analysis datacenter. Give --target-registry URL and --source-registry %s=URL "+
+				"to translate schema ids, or --keep-schema-ids if both datacenters share one registry; nothing of this poll was copied",
+				s.Name, r.Topic, r.Partition, r.Offset, id, s.Name)}
+		}
+	})
+	return err
 }
 
 func sleep(ctx context.Context, d time.Duration) {

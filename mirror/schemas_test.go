@@ -217,3 +217,43 @@ func TestMirrorUnknownSchemaID(t *testing.T) {
 		}
 	})
 }
+
+// Envelopes and no target registry: copied as they are, their ids would
+// name other schemas in the analysis datacenter. The mirror refuses before
+// copying anything, naming the flags that fix it.
+func TestMirrorRefusesEnvelopesWithoutTargetRegistry(t *testing.T) {
+	needServices(t)
+	src := testenv.StartBroker(t)
+	dst := testenv.StartBroker(t)
+	createTopic(t, []string{src.Addr}, "pageviews", 2)
+	cl := newClient(t, []string{src.Addr})
+	for i := range 10 {
+		v := schema.AppendEnvelope(nil, 1)
+		v = fmt.Appendf(v, "body %d", i)
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "pageviews", Value: v}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := mirror.New(mirror.Config{Sources: []mirror.Source{{Name: "dc1", Bootstrap: []string{src.Addr}}}, Target: []string{dst.Addr}, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = m.Run(ctx)
+	for _, want := range []string{"schema id 1", "--target-registry", "--source-registry dc1=URL", "--keep-schema-ids"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Run: %v; want an error naming %q", err, want)
+		}
+	}
+	if n := total(t, dst.Addr, "pageviews"); n != 0 {
+		t.Fatalf("the target holds %d records; nothing may be copied", n)
+	}
+
+	// --keep-schema-ids: the datacenters share a registry; ids are kept.
+	_, stop := runMirror(t, mirror.Config{Sources: []mirror.Source{{Name: "dc1", Bootstrap: []string{src.Addr}}}, Target: []string{dst.Addr}, KeepSchemaIDs: true})
+	waitForCount(t, []string{dst.Addr}, "pageviews", 10, time.Minute)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -31,6 +31,7 @@ func runMirror(ctx context.Context, args []string) error {
 	target := fs.String("target", "127.0.0.1:9092", "brokers of the analysis cluster, `host:port[,host:port]`")
 	targetName := fs.String("target-name", "analysis", "the target cluster's name, as other mirrors name it in --source: records that originated there are not copied back")
 	targetRegistry := fs.String("target-registry", "", "the analysis datacenter's schema registry `URL`")
+	keepIDs := fs.Bool("keep-schema-ids", false, "copy schema-registry envelopes unchanged without --target-registry: the datacenters share one registry (otherwise they are refused)")
 	topics := fs.String("topics", ".*", "regular expression selecting the topics to copy (unanchored)")
 	exclude := fs.String("exclude", "^_schemas$", "regular expression of topics not to copy, applied after --topics")
 	group := fs.String("group", "tributary-mirror", "consumer group in every source, for assignment only (nothing is committed); mirrors with the same group share the partitions")
@@ -70,6 +71,7 @@ func runMirror(ctx context.Context, args []string) error {
 		Target:                 splitList(*target),
 		TargetName:             *targetName,
 		TargetRegistry:         *targetRegistry,
+		KeepSchemaIDs:          *keepIDs,
 		Topics:                 *topics,
 		Exclude:                *exclude,
 		Group:                  *group,

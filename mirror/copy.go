@@ -24,12 +24,16 @@ func (s *source) consume(ctx context.Context) {
 	var lastErr time.Time
 	for ctx.Err() == nil {
 		s.restartFailed(ctx)
-		fs := s.client.PollRecords(ctx, 10000)
+		// Polls time out so that a failed partition restarts while the
+		// others are idle.
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := s.client.PollRecords(pctx, 10000)
+		cancel()
 		if fs.IsClientClosed() {
 			return
 		}
 		fs.EachError(func(topic string, p int32, err error) {
-			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+			if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return
 			}
 			s.events.failures.WithLabelValues("source").Inc()
@@ -94,7 +98,7 @@ const maxAttempts = 3
 func (s *source) restartFailed(ctx context.Context) {
 	for _, part := range s.partitions() {
 		part.mu.Lock()
-		failed, at, revoked := part.failed, part.failedAt, part.revoked
+		failed, at, hi, revoked, alone := part.failed, part.failedAt, part.failedHi, part.revoked, part.careful >= part.failedAt
 		part.mu.Unlock()
 		if failed == nil || revoked || part.inflight.Load() > 0 {
 			continue
@@ -102,8 +106,9 @@ func (s *source) restartFailed(ctx context.Context) {
 		part.mu.Lock()
 		part.attempts++
 		attempts := part.attempts
+		part.careful = max(part.careful, hi)
 		part.mu.Unlock()
-		if attempts >= maxAttempts || isPoison(failed) {
+		if attempts >= maxAttempts || isPoison(failed) && alone {
 			s.stopPartition(part, at, failed)
 			continue
 		}
@@ -217,6 +222,10 @@ func (s *source) copyRecord(ctx context.Context, part *partition, r *kgo.Record)
 		}
 		s.acked(ctx, part, seq, offset, rec, err)
 	})
+	if r.Offset <= part.careful {
+		// After a refusal: one record at a time up to where it happened.
+		drain(ctx, []*partition{part})
+	}
 	return nil
 }
 
@@ -231,7 +240,9 @@ func (s *source) acked(ctx context.Context, part *partition, seq uint64, offset 
 			return
 		}
 		part.mu.Lock()
+		part.failedHi = max(part.failedHi, offset)
 		if part.failed == nil {
+			part.failedHi = offset
 			part.failed = fmt.Errorf("source %s: %s/%d offset %d: the target did not accept the record (target %s/%d): %w",
 				s.Name, part.topic, part.partition, offset, rec.Topic, rec.Partition, err)
 			if part.failedAt != offset {

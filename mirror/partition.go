@@ -36,8 +36,13 @@ type partition struct {
 	// flight, and resumes from the target's tail (or, after
 	// maxAttempts at the same offset, stops the partition for good).
 	failed   error
-	failedAt int64
+	failedAt int64 // the lowest offset refused in this round
+	failedHi int64 // the highest
 	attempts int
+	// careful is the highest offset of the last refused round: records up
+	// to it are sent one at a time, so that a poison record is refused
+	// alone and the records batched with it get through.
+	careful int64
 	stopped  error // non-nil: this partition no longer copies (a poison record)
 
 	copied   atomic.Int64 // records acknowledged by the target
@@ -51,7 +56,7 @@ type partition struct {
 func newPartition(source, topic string, p int32, start int64) *partition {
 	return &partition{
 		source: source, topic: topic, partition: p, dstTopic: topic,
-		target: -1, next: start, resumed: start, hwm: -1,
+		target: -1, next: start, resumed: start, hwm: -1, careful: -1,
 		acks: ackWindow{safe: start},
 	}
 }

@@ -43,7 +43,7 @@ type partition struct {
 	// to it are sent one at a time, so that a poison record is refused
 	// alone and the records batched with it get through.
 	careful int64
-	stopped  error // non-nil: this partition no longer copies (a poison record)
+	stopped error // non-nil: this partition no longer copies (a poison record)
 
 	copied   atomic.Int64 // records acknowledged by the target
 	bytes    atomic.Int64 // their key+value bytes

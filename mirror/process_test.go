@@ -113,3 +113,31 @@ func TestMirrorGroupSharesAndTakesOver(t *testing.T) {
 		t.Fatalf("take-over: %d records copied twice", dups)
 	}
 }
+
+// SIGTERM while the source, the target and the audit's brokers (the
+// target's) are all stopped, with records waiting for the target: the
+// process exits within --shutdown-timeout all the same.
+func TestMirrorSIGTERMWithEverythingDown(t *testing.T) {
+	needServices(t)
+	testenv.Binary(t)
+	src := testenv.StartBroker(t)
+	dst := testenv.StartBroker(t)
+	_, regURL := startRegistry(t)
+	createTopic(t, []string{src.Addr}, "views", 2)
+	produce(t, []string{src.Addr}, "dc1", "views", 2, 0, 100)
+	p, _ := mirrorProcess(t, "dc1", src.Addr, dst.Addr, "--target-registry", regURL, "--audit", "--shutdown-timeout", "3s")
+	waitForCount(t, []string{dst.Addr}, "views", 200, time.Minute)
+	dst.Stop()
+	produce(t, []string{src.Addr}, "dc1", "views", 2, 100, 200) // waits for a target that is gone
+	time.Sleep(2 * time.Second)
+	src.Stop()
+	start := time.Now()
+	if err := p.Stop(10 * time.Second); err != nil {
+		t.Fatalf("after SIGTERM: %v\n%s", err, p.Output.String())
+	}
+	if took := time.Since(start); took > 3*time.Second+500*time.Millisecond {
+		t.Fatalf("exited %v after SIGTERM; --shutdown-timeout is 3s\n%s", took, p.Output.String())
+	} else {
+		t.Logf("exited %v after SIGTERM with source, target and audit brokers down", took.Round(time.Millisecond))
+	}
+}

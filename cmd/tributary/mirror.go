@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -169,6 +170,24 @@ func runMirror(ctx context.Context, args []string) error {
 		defer srv.Close()
 		fmt.Printf("tributary mirror: status on http://%s/\n", ln.Addr())
 	}
+	// The shutdown as a whole (the target's acknowledgements, leaving the
+	// groups, the last audit counts) ends by --shutdown-timeout after the
+	// signal, whatever the brokers do; a watchdog makes sure of it.
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-finished:
+			return
+		}
+		select {
+		case <-time.After(*shutdown):
+			slog.Error("still shutting down after --shutdown-timeout; exiting now: the next run copies what the target did not acknowledge", "timeout", *shutdown)
+			os.Exit(0)
+		case <-finished:
+		}
+	}()
 	err = m.Run(ctx)
 	if errors.Is(err, context.Canceled) {
 		return nil
@@ -201,7 +220,7 @@ func newAuditTier(cfg mirror.Config, window time.Duration, headerField string) (
 		return nil, nil, err
 	}
 	return mirror.NewAuditTier(pub, headers, slog.Default()), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), max(time.Second, cfg.ShutdownTimeout/4))
 		defer cancel()
 		if err := pub.Close(ctx); err != nil {
 			slog.Warn("publishing the last audit counts", "err", err)

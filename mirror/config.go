@@ -101,6 +101,9 @@ type Config struct {
 	// and "{topic}" are replaced, e.g. "{source}.{topic}". Default
 	// "{topic}".
 	Rename string
+	// TopicSyncInterval is how often topic config changes and partition
+	// increases in the sources are carried to the target. Default 30s.
+	TopicSyncInterval time.Duration
 	// FetchMaxPartitionBytes and FetchMaxBytes bound one fetch from a
 	// source, per partition and in all. One fetch per source broker is in
 	// flight, so across a WAN a partition gets at most one fetch's bytes
@@ -238,6 +241,7 @@ func (c Config) compile() (*compiled, error) {
 		}
 	}
 	def(&c.SessionTimeout, 10*time.Second)
+	def(&c.TopicSyncInterval, 30*time.Second)
 	def(&c.ConnectTimeout, 30*time.Second)
 	def(&c.ShutdownTimeout, 30*time.Second)
 	if c.LogInterval == 0 {

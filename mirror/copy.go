@@ -89,7 +89,7 @@ func sleep(ctx context.Context, d time.Duration) {
 // maxAttempts is how often a partition is resumed from the target's tail
 // after the target refused the same record, before the record is taken
 // for poison and the partition stopped.
-const maxAttempts = 3
+const maxAttempts = 5
 
 // restartFailed handles the partitions a produce callback marked failed:
 // once nothing of theirs is in flight, each resumes from what the target
@@ -100,13 +100,14 @@ func (s *source) restartFailed(ctx context.Context) {
 		part.mu.Lock()
 		failed, at, hi, revoked, alone := part.failed, part.failedAt, part.failedHi, part.revoked, part.careful >= part.failedAt
 		part.mu.Unlock()
-		if failed == nil || revoked || part.inflight.Load() > 0 {
+		if failed == nil || revoked || part.inflight.Load() > 0 || time.Now().Before(part.retryAt) {
 			continue
 		}
 		part.mu.Lock()
 		part.attempts++
 		attempts := part.attempts
 		part.careful = max(part.careful, hi)
+		part.retryAt = time.Now().Add(min(time.Duration(1<<attempts)*250*time.Millisecond, 5*time.Second))
 		part.mu.Unlock()
 		if attempts >= maxAttempts || isPoison(failed) && alone {
 			s.stopPartition(part, at, failed)
@@ -239,6 +240,9 @@ func (s *source) acked(ctx context.Context, part *partition, seq uint64, offset 
 		if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
 			return
 		}
+		// The refusal may come of a stale view of the target (a topic
+		// just grown): look again before the partition resumes.
+		s.tgt.client.ForceMetadataRefresh()
 		part.mu.Lock()
 		part.failedHi = max(part.failedHi, offset)
 		if part.failed == nil {

@@ -3,6 +3,7 @@ package mirror
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // partition is one source partition this process copies, from one claim
@@ -39,6 +40,7 @@ type partition struct {
 	failedAt int64 // the lowest offset refused in this round
 	failedHi int64 // the highest
 	attempts int
+	retryAt  time.Time // not resumed before, so that a passing cause can pass
 	// careful is the highest offset of the last refused round: records up
 	// to it are sent one at a time, so that a poison record is refused
 	// alone and the records batched with it get through.

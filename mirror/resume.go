@@ -33,8 +33,14 @@ func (s *source) resume(ctx context.Context, topic string, ps []int32) (map[int3
 	if err != nil {
 		return nil, err
 	}
+	configs, err := retry(ctx, s.log, s.events.failures.WithLabelValues("source"), "reading the configs of topic "+topic, func() (map[string]string, error) {
+		return topicConfigs(ctx, s.adm, topic)
+	})
+	if err != nil {
+		return nil, err
+	}
 	dst := s.cfg.targetTopic(s.Name, topic)
-	targetN, err := s.tgt.ensureTopic(ctx, s.Name, dst, n)
+	targetN, err := s.tgt.ensureTopic(ctx, s.Name, dst, n, configs)
 	if err != nil {
 		return nil, err
 	}

@@ -159,12 +159,18 @@ func (s *source) zkBrokers(ctx context.Context) ([]string, error) {
 	}
 }
 
-// manage keeps the watermarks fresh until ctx ends.
+// manage keeps the watermarks fresh and carries topic configs and
+// partition increases over (topicsync.go) until ctx ends.
 func (s *source) manage(ctx context.Context) {
 	tick := time.NewTicker(watermarkPoll)
 	defer tick.Stop()
+	var lastSync time.Time
 	for {
 		s.refreshWatermarks(ctx)
+		if time.Since(lastSync) >= s.cfg.TopicSyncInterval {
+			lastSync = time.Now()
+			s.syncTopics(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return

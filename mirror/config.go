@@ -101,6 +101,12 @@ type Config struct {
 	// and "{topic}" are replaced, e.g. "{source}.{topic}". Default
 	// "{topic}".
 	Rename string
+	// Groups selects the source consumer groups whose committed offsets
+	// are translated into the target every GroupSyncInterval (default
+	// 10s), so that their consumers can fail over to the analysis
+	// datacenter (a regular expression; empty: none).
+	Groups            string
+	GroupSyncInterval time.Duration
 	// TopicSyncInterval is how often topic config changes and partition
 	// increases in the sources are carried to the target. Default 30s.
 	TopicSyncInterval time.Duration
@@ -150,6 +156,7 @@ type Config struct {
 type compiled struct {
 	Config
 	topics, exclude *regexp.Regexp
+	groups          *regexp.Regexp // nil: no offsets translated
 }
 
 func (c Config) compile() (*compiled, error) {
@@ -250,7 +257,14 @@ func (c Config) compile() (*compiled, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	return &compiled{Config: c, topics: topics, exclude: exclude}, nil
+	var groups *regexp.Regexp
+	if c.Groups != "" {
+		if groups, err = regexp.Compile(c.Groups); err != nil {
+			return nil, fmt.Errorf("mirror: --groups %q is not a valid regular expression: %w", c.Groups, err)
+		}
+	}
+	def(&c.GroupSyncInterval, 10*time.Second)
+	return &compiled{Config: c, topics: topics, exclude: exclude, groups: groups}, nil
 }
 
 // selects reports whether a topic is to be mirrored.

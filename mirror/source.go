@@ -164,12 +164,16 @@ func (s *source) zkBrokers(ctx context.Context) ([]string, error) {
 func (s *source) manage(ctx context.Context) {
 	tick := time.NewTicker(watermarkPoll)
 	defer tick.Stop()
-	var lastSync time.Time
+	var lastSync, lastGroups time.Time
 	for {
 		s.refreshWatermarks(ctx)
 		if time.Since(lastSync) >= s.cfg.TopicSyncInterval {
 			lastSync = time.Now()
 			s.syncTopics(ctx)
+		}
+		if time.Since(lastGroups) >= s.cfg.GroupSyncInterval {
+			lastGroups = time.Now()
+			s.syncGroups(ctx)
 		}
 		select {
 		case <-ctx.Done():

@@ -146,3 +146,41 @@ func (t *target) leader(ctx context.Context, topic string, tp int32) (int32, [16
 	}
 	return 0, [16]byte{}, fmt.Errorf("target topic %s has no partition %d", topic, tp)
 }
+
+// copyBefore returns the target offset of the newest copy, in target
+// partition tp of topic, of a record of source partition sp of cluster
+// below source offset below; found is false when the partition holds none.
+func (t *target) copyBefore(ctx context.Context, topic string, tp int32, cluster string, sp int32, below int64) (offset int64, found bool, err error) {
+	adm := kadm.NewClient(t.client)
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return 0, false, err
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, false, err
+	}
+	start, ok1 := starts.Lookup(topic, tp)
+	end, ok2 := ends.Lookup(topic, tp)
+	if !ok1 || !ok2 || start.Err != nil || end.Err != nil {
+		return 0, false, fmt.Errorf("listing the offsets of target partition %s/%d: %v %v", topic, tp, start.Err, end.Err)
+	}
+	hi := end.Offset
+	for w := int64(firstWindow); hi > start.Offset; w = min(4*w, maxWindow) {
+		lo := max(start.Offset, hi-w)
+		err := t.read(ctx, topic, tp, lo, hi, func(r *kgo.Record) {
+			v, ok := header(r.Headers, OriginHeader)
+			if !ok {
+				return
+			}
+			if h, ok := lastHop([]byte(v)); ok && h.cluster == cluster && h.partition == sp && h.offset < below {
+				offset, found = r.Offset, true
+			}
+		})
+		if err != nil || found {
+			return offset, found, err
+		}
+		hi = lo
+	}
+	return start.Offset, false, nil
+}

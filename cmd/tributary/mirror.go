@@ -42,6 +42,8 @@ func runMirror(ctx context.Context, args []string) error {
 	session := fs.Duration("session-timeout", 10*time.Second, "group session timeout: how soon other mirrors take over after a crash")
 	connect := fs.Duration("connect-timeout", 30*time.Second, "give up at start when a source's ZooKeeper or brokers cannot be reached within this")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, wait this long for the target's acknowledgements, then exit whatever still waits")
+	groups := fs.String("groups", "", "`REGEX` of source consumer groups whose committed offsets are translated into the target, so their consumers can fail over to it")
+	groupSync := fs.Duration("groups-interval", 10*time.Second, "how often --groups' offsets are translated")
 	topicSync := fs.Duration("topic-sync-interval", 30*time.Second, "how often topic config changes and partition increases in the sources are carried to the target")
 	rename := fs.String("rename", "{topic}", "target topic name `PATTERN`: {source} and {topic} are replaced, e.g. {source}.{topic}")
 	fetchPartition := fs.Int("fetch-max-partition-bytes", 32<<20, "bytes per partition in one fetch from a source; across a WAN a partition gets at most this per round trip")
@@ -81,6 +83,8 @@ func runMirror(ctx context.Context, args []string) error {
 		SessionTimeout:         *session,
 		Rename:                 *rename,
 		TopicSyncInterval:      *topicSync,
+		Groups:                 *groups,
+		GroupSyncInterval:      *groupSync,
 		FetchMaxPartitionBytes: int32(min(*fetchPartition, 1<<30)),
 		FetchMaxBytes:          int32(min(*fetchMax, 1<<30)),
 		ConnectTimeout:         *connect,

@@ -79,13 +79,6 @@ func (s *source) checkEnvelopes(fs kgo.Fetches) error {
 	return err
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
-}
-
 // maxAttempts is how often a partition is resumed from the target's tail
 // after the target refused the same record, before the record is taken
 // for poison and the partition stopped.

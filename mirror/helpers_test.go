@@ -133,24 +133,6 @@ func produceErr(t testing.TB, addrs []string, cluster, topic string, partitions 
 	return nil
 }
 
-// produceSlowly writes records [0, n) of every partition in steps of step
-// records per partition, pausing between steps, so that a mirror copies
-// while the source is being written; the returned channel gets the outcome.
-func produceSlowly(t testing.TB, addrs []string, cluster, topic string, partitions int32, n, step int, pause time.Duration) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		for i := 0; i < n; i += step {
-			if err := produceErr(t, addrs, cluster, topic, partitions, i, min(n, i+step)); err != nil {
-				done <- err
-				return
-			}
-			time.Sleep(pause)
-		}
-		done <- nil
-	}()
-	return done
-}
-
 // endOffsets sums the end offsets of a topic (0 if it does not exist yet).
 func endOffsets(t testing.TB, cl *kgo.Client, topic string) (int64, map[int32]int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

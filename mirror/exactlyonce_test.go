@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/tributary-io/tributary/consumer"
 	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/mirror"
 )
@@ -342,4 +343,31 @@ func TestMirrorByKeyHashRestartsExactlyOnce(t *testing.T) {
 		}
 	}
 	t.Logf("%d kills, placement by key hash: %d records, each exactly once", kills, n)
+}
+
+// With Start largest, a partition the target holds no copy of starts at
+// the source's end: only what is produced afterwards is copied. Once
+// something is copied, the target's tail decides, as always.
+func TestMirrorStartLargestCopiesOnlyNewRecords(t *testing.T) {
+	const topic, partitions = "views", 2
+	needServices(t)
+	src := testenv.StartBroker(t)
+	dst := testenv.StartBroker(t)
+	createTopic(t, []string{src.Addr}, topic, partitions)
+	produce(t, []string{src.Addr}, "dc1", topic, partitions, 0, 100)
+	m, stop := runMirror(t, mirror.Config{Sources: []mirror.Source{bootstrapSource("dc1", src)}, Target: []string{dst.Addr}, Start: consumer.Largest})
+	testenv.Eventually(t, time.Minute, "the mirror resumes both partitions", func() bool {
+		st := m.Status()
+		return len(st.Sources) == 1 && len(st.Sources[0].Partitions) == partitions
+	})
+	produce(t, []string{src.Addr}, "dc1", topic, partitions, 100, 150)
+	waitForCount(t, []string{dst.Addr}, topic, partitions*50, time.Minute)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for p, recs := range readTopic(t, []string{dst.Addr}, topic) {
+		if len(recs) != 50 || parseOrigin(t, recs[0]).i != 100 {
+			t.Fatalf("target partition %d holds %d records starting with %d; want the 50 produced after the start", p, len(recs), parseOrigin(t, recs[0]).i)
+		}
+	}
 }

@@ -108,7 +108,9 @@ func (s *source) restartFailed(ctx context.Context) {
 		}
 		s.log.Warn("the target refused a copy; resuming the partition from what the target holds",
 			"topic", part.topic, "partition", part.partition, "offset", at, "attempt", attempts, "err", failed)
-		parts, err := s.resume(ctx, part.topic, []int32{part.partition})
+		// An upgraded partition that has no new copy yet keeps the older
+		// mirror's commit it started from (resume uses it only then).
+		parts, err := s.resume(ctx, part.topic, []int32{part.partition}, map[int32]int64{part.partition: part.resumed})
 		if err != nil {
 			return // ctx ended, or a fatal error already stopped the mirror
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -368,6 +369,55 @@ func TestMirrorStartLargestCopiesOnlyNewRecords(t *testing.T) {
 	for p, recs := range readTopic(t, []string{dst.Addr}, topic) {
 		if len(recs) != 50 || parseOrigin(t, recs[0]).i != 100 {
 			t.Fatalf("target partition %d holds %d records starting with %d; want the 50 produced after the start", p, len(recs), parseOrigin(t, recs[0]).i)
+		}
+	}
+}
+
+// Upgrading from the mirror that committed source offsets: the target
+// holds its copies (origin header "dc1", no hop) and the source its group's
+// commit. The new mirror resumes at that commit once, then from its own
+// hops; a new target with the same settings still gets everything.
+func TestMirrorUpgradeResumesAtTheOlderMirrorsCommit(t *testing.T) {
+	const topic = "views"
+	needServices(t)
+	src := testenv.StartBroker(t)
+	dst := testenv.StartBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	createTopic(t, []string{src.Addr}, topic, 1)
+	createTopic(t, []string{dst.Addr}, topic, 1)
+	produce(t, []string{src.Addr}, "dc1", topic, 1, 0, 150)
+	// What the older mirror left: copies of 0..99 and a commit of 100.
+	old := newClient(t, []string{dst.Addr}, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := range 100 {
+		r := testRecord("dc1", topic, 0, i)
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: mirror.OriginHeader, Value: []byte("dc1")})
+		old.Produce(ctx, r, nil)
+	}
+	if err := old.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	commit := kadm.Offsets{}
+	commit.AddOffset(topic, 0, 100, -1)
+	if resp, err := kadm.NewClient(newClient(t, []string{src.Addr})).CommitOffsets(ctx, "tributary-mirror", commit); err != nil || resp.Error() != nil {
+		t.Fatalf("committing: %v %v", err, resp.Error())
+	}
+
+	for _, target := range []*testenv.Broker{dst, testenv.StartBroker(t)} {
+		_, stop := runMirror(t, mirror.Config{Sources: []mirror.Source{bootstrapSource("dc1", src)}, Target: []string{target.Addr}})
+		waitForCount(t, []string{target.Addr}, topic, 150, time.Minute)
+		time.Sleep(300 * time.Millisecond)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		recs := readTopic(t, []string{target.Addr}, topic)[0]
+		if len(recs) != 150 {
+			t.Fatalf("target %s holds %d records, want 150 (each once)", target.Addr, len(recs))
+		}
+		for i, r := range recs {
+			if o := parseOrigin(t, r); o.i != i {
+				t.Fatalf("target %s: offset %d holds record %d", target.Addr, i, o.i)
+			}
 		}
 	}
 }

@@ -27,7 +27,11 @@ func (s *source) assigned(ctx context.Context, offsets map[string]map[int32]kgo.
 				}
 			}
 		})
-		parts, err := s.resume(ctx, topic, ps)
+		committed := map[int32]int64{} // by an older mirror (this one commits nothing)
+		for p, o := range offsets[topic] {
+			committed[p] = o.EpochOffset().Offset
+		}
+		parts, err := s.resume(ctx, topic, ps, committed)
 		if err != nil {
 			var fatal *fatalError
 			if errors.As(err, &fatal) {

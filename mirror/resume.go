@@ -24,9 +24,16 @@ import (
 // the copy resumes at the smallest of those, and a record is skipped when
 // its placement says it goes to a t that already holds it.
 
+// Upgrading from a mirror that committed source offsets: its copies carry
+// a name-only origin header, so the target holds no hop to resume after.
+// When a target partition holds such copies from this source and no newer
+// ones, the offset that mirror committed for the group (committed, -1 if
+// none) is where the copy resumes, once; a new target, holding none, still
+// starts at the source's beginning whatever was committed.
+
 // resume builds the copy state of the source partitions ps of topic, each
 // starting where the target says it stopped.
-func (s *source) resume(ctx context.Context, topic string, ps []int32) (map[int32]*partition, error) {
+func (s *source) resume(ctx context.Context, topic string, ps []int32, committed map[int32]int64) (map[int32]*partition, error) {
 	n, err := retry(ctx, s.log, s.events.failures.WithLabelValues("source"), "reading topic "+topic, func() (int32, error) {
 		return s.partitionCount(ctx, topic)
 	})
@@ -63,19 +70,24 @@ func (s *source) resume(ctx context.Context, topic string, ps []int32) (map[int3
 	failures := s.events.failures.WithLabelValues("target")
 	if n == targetN {
 		for _, p := range ps {
+			var legacy bool
 			found, err := retry(ctx, s.log, failures, fmt.Sprintf("reading the tail of target partition %s/%d", dst, p), func() (map[int32]int64, error) {
-				return s.tgt.lastCopies(ctx, dst, p, s.Name, map[int32]bool{p: true})
+				found, l, err := s.tgt.lastCopies(ctx, dst, p, s.Name, map[int32]bool{p: true})
+				legacy = l
+				return found, err
 			})
 			if err != nil {
 				return nil, err
 			}
-			from, copied := edges[p], false
+			from, why := edges[p], "the target holds no copy of it"
 			if last, ok := found[p]; ok {
-				from, copied = last+1, true
+				from, why = last+1, "right after its last copy in the target"
+			} else if c, ok := committed[p]; ok && c >= 0 && legacy {
+				from, why = c, "the target holds copies by an older mirror only: where it committed"
 			}
 			part := newPartition(s.Name, topic, p, from)
 			part.dstTopic, part.target, part.targetN = dst, p, targetN
-			s.logResume(part, copied)
+			s.logResume(part, why)
 			out[p] = part
 		}
 		return out, nil
@@ -87,7 +99,8 @@ func (s *source) resume(ctx context.Context, topic string, ps []int32) (map[int3
 	perTarget := make([]map[int32]int64, targetN)
 	for t := range targetN {
 		perTarget[t], err = retry(ctx, s.log, failures, fmt.Sprintf("reading the tail of target partition %s/%d", dst, t), func() (map[int32]int64, error) {
-			return s.tgt.lastCopies(ctx, dst, t, s.Name, want)
+			found, _, err := s.tgt.lastCopies(ctx, dst, t, s.Name, want)
+			return found, err
 		})
 		if err != nil {
 			return nil, err
@@ -116,17 +129,17 @@ func (s *source) resume(ctx context.Context, topic string, ps []int32) (map[int3
 		}
 		part := newPartition(s.Name, topic, p, from)
 		part.dstTopic, part.target, part.targetN, part.copiedTo = dst, -1, targetN, copiedTo
-		s.logResume(part, len(copiedTo) > 0)
+		why := "the target holds no copy of it"
+		if len(copiedTo) > 0 {
+			why = "right after its last copies in the target"
+		}
+		s.logResume(part, why)
 		out[p] = part
 	}
 	return out, nil
 }
 
-func (s *source) logResume(part *partition, copied bool) {
-	why := "the target holds no copy of it"
-	if copied {
-		why = "right after its last copy in the target"
-	}
+func (s *source) logResume(part *partition, why string) {
 	s.log.Info("resuming partition", "topic", part.topic, "partition", part.partition, "from", part.next, "why", why)
 }
 

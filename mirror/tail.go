@@ -27,23 +27,25 @@ const (
 // lastCopies reads target partition tp of topic backwards and returns, for
 // each source partition in want, the source offset of its newest copy from
 // cluster (the last hop of the copy's origin header). A partition absent
-// from the result has no copy in the target partition.
-func (t *target) lastCopies(ctx context.Context, topic string, tp int32, cluster string, want map[int32]bool) (map[int32]int64, error) {
+// from the result has no copy in the target partition; legacy is then true
+// when the scan met copies from cluster by an older mirror, whose origin
+// header named the cluster only.
+func (t *target) lastCopies(ctx context.Context, topic string, tp int32, cluster string, want map[int32]bool) (found map[int32]int64, legacy bool, err error) {
 	adm := kadm.NewClient(t.client)
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
-		return nil, fmt.Errorf("listing the start offsets of target topic %s: %w", topic, err)
+		return nil, false, fmt.Errorf("listing the start offsets of target topic %s: %w", topic, err)
 	}
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
-		return nil, fmt.Errorf("listing the end offsets of target topic %s: %w", topic, err)
+		return nil, false, fmt.Errorf("listing the end offsets of target topic %s: %w", topic, err)
 	}
 	start, ok1 := starts.Lookup(topic, tp)
 	end, ok2 := ends.Lookup(topic, tp)
 	if !ok1 || !ok2 || start.Err != nil || end.Err != nil {
-		return nil, fmt.Errorf("listing the offsets of target partition %s/%d: %v %v", topic, tp, start.Err, end.Err)
+		return nil, false, fmt.Errorf("listing the offsets of target partition %s/%d: %v %v", topic, tp, start.Err, end.Err)
 	}
-	found := map[int32]int64{}
+	found = map[int32]int64{}
 	hi := end.Offset
 	for w := int64(firstWindow); hi > start.Offset && len(found) < len(want); w = min(4*w, maxWindow) {
 		lo := max(start.Offset, hi-w)
@@ -54,12 +56,15 @@ func (t *target) lastCopies(ctx context.Context, topic string, tp int32, cluster
 				return
 			}
 			h, ok := lastHop([]byte(v))
-			if ok && h.cluster == cluster && h.partition >= 0 && want[h.partition] {
+			switch {
+			case ok && h.cluster == cluster && h.partition >= 0 && want[h.partition]:
 				window[h.partition] = max(window[h.partition], h.offset)
+			case ok && h.cluster == cluster && h.partition < 0:
+				legacy = true
 			}
 		})
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for p, o := range window {
 			if _, newer := found[p]; !newer {
@@ -68,7 +73,7 @@ func (t *target) lastCopies(ctx context.Context, topic string, tp int32, cluster
 		}
 		hi = lo
 	}
-	return found, nil
+	return found, legacy, nil
 }
 
 // read calls fn for every record of target partition tp in [lo, hi), in

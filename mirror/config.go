@@ -47,9 +47,10 @@ type Source struct {
 type UnknownSchemaPolicy int
 
 const (
-	// StopOnUnknown stops the mirror with an error naming source, topic,
-	// partition and offset. Nothing after the record is committed, so the
-	// mirror resumes there once the registry is fixed.
+	// StopOnUnknown stops the record's partition (the others go on), with
+	// an error naming source, topic, partition and offset in the log and
+	// the status. Nothing after the record is copied, so the partition
+	// resumes there once the registry is fixed and the mirror restarts.
 	StopOnUnknown UnknownSchemaPolicy = iota
 	// CopyUnknown copies the record unchanged and counts it in the status
 	// (PartitionStatus.UnknownSchemas); a log line names the first one of

@@ -37,8 +37,9 @@ func New(cfg Config) (*Mirror, error) {
 // acknowledge what was sent and leaves the groups. It
 // returns nil after ctx ended, or the error that stopped the mirror: a
 // source that cannot be reached at start, a topic that cannot be mirrored
-// (strict partitions), a record the target refuses, an unresolvable schema
-// id.
+// (strict partitions), schema-registry envelopes with no registry to
+// translate their ids. A record that cannot be copied stops its partition
+// only (see Status).
 func (m *Mirror) Run(ctx context.Context) error {
 	log := m.cfg.Logger
 	tgt, err := newTarget(m.cfg, m.events.failures.WithLabelValues("target"))

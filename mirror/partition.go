@@ -71,8 +71,8 @@ func (p *partition) placed(t int32, offset int64) bool {
 }
 
 // ackWindow tracks, for one source partition, the records handed to the
-// producer and not yet acknowledged, so that the offset committed is always
-// one below which everything is in the target. Acknowledgements can arrive
+// producer and not yet acknowledged, so that the safe offset (status, lag)
+// is always one below which everything is in the target. Acknowledgements can arrive
 // out of order when one source partition feeds several target partitions
 // (placement by key hash); the window only advances over a contiguous
 // acknowledged prefix.

@@ -12,9 +12,9 @@ import (
 // Auditor is how the audit counts the analysis cluster as a tier: the
 // mirror calls Copied once for every record the target acknowledged, with
 // the record as it was written there (value with the target's schema id,
-// origin header added), before the source offset that covers it is
-// committed. A record copied twice (after a crash) is reported twice, which
-// is what lets the audit see duplicates.
+// origin hop added). The copy is exactly once (see the package doc), so a
+// record is reported twice only in the windows the package doc names,
+// which the audit then sees as duplicates.
 //
 // Copied is called from the producer's acknowledgement path, concurrently
 // for different partitions: it must be safe for concurrent use and fast

@@ -61,7 +61,7 @@ func TestMirrorCountsForTheAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, stop := runMirror(t, mirror.Config{Sources: []mirror.Source{d.source()}, Target: []string{target.Addr},
+	_, stop := runMirror(t, mirror.Config{Sources: []mirror.Source{d.source()}, Target: []string{target.Addr}, KeepSchemaIDs: true,
 		Auditor: mirror.NewAuditTier(mirrorPub, headers, testLogger(t))})
 	waitForCount(t, []string{target.Addr}, "pageviews", events, time.Minute)
 	liveAudit, _ := endOffsets(t, newClient(t, d.addrs()), audit.DefaultTopic)

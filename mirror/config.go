@@ -16,9 +16,10 @@ import (
 	"github.com/tributary-io/tributary/consumer"
 )
 
-// OriginHeader is the record header the mirror adds, naming the cluster a
-// record was first produced in (a Source.Name, or whatever an upstream
-// mirror wrote).
+// OriginHeader is the record header the mirror adds: the hops of a copy,
+// "NAME/PARTITION/OFFSET" of each cluster it was copied from, comma
+// separated, the first naming the cluster it was produced in (see
+// origin.go).
 const OriginHeader = "tributary.origin"
 
 // Source is one live cluster to copy from.
@@ -27,7 +28,13 @@ type Source struct {
 	// e.g. "dc1". Another mirror copying out of the target uses the target's
 	// name (Config.TargetName) the same way, which is how loops are broken.
 	Name string
-	// ZooKeeper is the cluster's connect string, host:port[,...]/chroot.
+	// Bootstrap lists brokers of the cluster, host:port: any
+	// Kafka-protocol cluster (Tributary standalone or clustered, Apache
+	// Kafka).
+	Bootstrap []string
+	// ZooKeeper is a Tributary cluster's connect string,
+	// host:port[,...]/chroot, from which its brokers are read instead
+	// (the older form). Exactly one of Bootstrap and ZooKeeper is set.
 	ZooKeeper string
 	// Registry is the URL of the schema registry the cluster's producers
 	// use. Empty, or equal to Config.TargetRegistry: ids are copied as they
@@ -40,9 +47,10 @@ type Source struct {
 type UnknownSchemaPolicy int
 
 const (
-	// StopOnUnknown stops the mirror with an error naming source, topic,
-	// partition and offset. Nothing after the record is committed, so the
-	// mirror resumes there once the registry is fixed.
+	// StopOnUnknown stops the record's partition (the others go on), with
+	// an error naming source, topic, partition and offset in the log and
+	// the status. Nothing after the record is copied, so the partition
+	// resumes there once the registry is fixed and the mirror restarts.
 	StopOnUnknown UnknownSchemaPolicy = iota
 	// CopyUnknown copies the record unchanged and counts it in the status
 	// (PartitionStatus.UnknownSchemas); a log line names the first one of
@@ -62,6 +70,10 @@ type Config struct {
 	TargetName string
 	// TargetRegistry is the URL of the target datacenter's schema registry.
 	TargetRegistry string
+	// KeepSchemaIDs copies schema-registry envelopes unchanged when no
+	// TargetRegistry is given: the datacenters share one registry. Without
+	// it (and without a target registry) the mirror refuses envelopes.
+	KeepSchemaIDs bool
 	// Topics selects the topics to copy (a regular expression, matched
 	// anywhere in the name; anchor it with ^...$ for exact names).
 	// Default: every topic.
@@ -69,27 +81,49 @@ type Config struct {
 	// Exclude removes topics that Topics selected. Default "^_schemas$":
 	// each datacenter's registry keeps its own _schemas topic.
 	Exclude string
-	// Group names the consumer group in every source cluster; mirror
-	// processes with the same group share the work. Default
-	// "tributary-mirror".
+	// Group names the broker-side consumer group in every source; mirror
+	// processes with the same group share the work. The group is used for
+	// assignment only: nothing is committed. Default "tributary-mirror".
 	Group string
-	// Start applies to source partitions the group has never committed.
-	// Default consumer.Smallest (everything retained).
+	// InstanceID makes this process a static member of the groups
+	// (KIP-345): restarted with the same id within the session timeout,
+	// it gets its partitions back without a rebalance. Unique per process.
+	InstanceID string
+	// Start applies to source partitions of which the target holds no
+	// copy. Default consumer.Smallest (everything retained).
 	Start consumer.Start
-	// CommitInterval is how often acknowledged offsets are committed to the
-	// sources; it bounds what a killed mirror copies twice. Default 1s.
+	// CommitInterval is ignored: the mirror commits nothing (kept so that
+	// older configurations still load).
 	CommitInterval time.Duration
-	// SessionTimeout is the ZooKeeper session timeout of the mirror's
-	// group membership: how long after a crash its partitions are taken
-	// over. Default cluster.DefaultSessionTimeout.
+	// SessionTimeout is the group session timeout: how long after a crash
+	// the process's partitions are taken over. Default 10s.
 	SessionTimeout time.Duration
+	// Rename gives the target topic's name from the source's: "{source}"
+	// and "{topic}" are replaced, e.g. "{source}.{topic}". Default
+	// "{topic}".
+	Rename string
+	// Groups selects the source consumer groups whose committed offsets
+	// are translated into the target every GroupSyncInterval (default
+	// 10s), so that their consumers can fail over to the analysis
+	// datacenter (a regular expression; empty: none).
+	Groups            string
+	GroupSyncInterval time.Duration
+	// TopicSyncInterval is how often topic config changes and partition
+	// increases in the sources are carried to the target. Default 30s.
+	TopicSyncInterval time.Duration
+	// FetchMaxPartitionBytes and FetchMaxBytes bound one fetch from a
+	// source, per partition and in all. One fetch per source broker is in
+	// flight, so across a WAN a partition gets at most one fetch's bytes
+	// per round trip. Defaults 32 MiB and 64 MiB.
+	FetchMaxPartitionBytes int32
+	FetchMaxBytes          int32
 	// ConnectTimeout bounds the wait for each source's ZooKeeper and
 	// brokers at start, so that a wrong address fails instead of hanging.
 	// Default 30s.
 	ConnectTimeout time.Duration
 	// ShutdownTimeout bounds the wait for the target's acknowledgements on
-	// shutdown; whatever is unacknowledged then is not committed and is
-	// copied again by the next run. Default 30s.
+	// shutdown; whatever is unacknowledged then is found missing in the
+	// target and copied by the next run. Default 30s.
 	ShutdownTimeout time.Duration
 	// StrictPartitions refuses to copy a topic whose target has a different
 	// partition count, instead of placing its records by key hash.
@@ -123,6 +157,7 @@ type Config struct {
 type compiled struct {
 	Config
 	topics, exclude *regexp.Regexp
+	groups          *regexp.Regexp // nil: no offsets translated
 }
 
 func (c Config) compile() (*compiled, error) {
@@ -150,8 +185,15 @@ func (c Config) compile() (*compiled, error) {
 		if s.Name == c.TargetName {
 			return nil, fmt.Errorf("mirror: source %q has the target's name: every record from it would look like one of the target's own and be skipped; name the target differently (--target-name)", s.Name)
 		}
-		if _, _, err := cluster.ParseZKConnect(s.ZooKeeper); err != nil || s.ZooKeeper == "" {
-			return nil, fmt.Errorf("mirror: source %s: ZooKeeper connect string %q: want host:port[,host:port]/chroot (%v)", s.Name, s.ZooKeeper, err)
+		switch {
+		case s.ZooKeeper == "" && len(s.Bootstrap) == 0:
+			return nil, fmt.Errorf("mirror: source %s: give its brokers (host:port[,host:port]) or its ZooKeeper connect string (host:port/chroot)", s.Name)
+		case s.ZooKeeper != "" && len(s.Bootstrap) > 0:
+			return nil, fmt.Errorf("mirror: source %s: give its brokers or its ZooKeeper connect string, not both", s.Name)
+		case s.ZooKeeper != "":
+			if _, _, err := cluster.ParseZKConnect(s.ZooKeeper); err != nil {
+				return nil, fmt.Errorf("mirror: source %s: ZooKeeper connect string %q: want host:port[,host:port]/chroot (%v)", s.Name, s.ZooKeeper, err)
+			}
 		}
 		if err := validURL(s.Registry); err != nil {
 			return nil, fmt.Errorf("mirror: source %s: registry: %w", s.Name, err)
@@ -183,6 +225,18 @@ func (c Config) compile() (*compiled, error) {
 	if err := cluster.ValidateName("group", c.Group); err != nil {
 		return nil, fmt.Errorf("mirror: %w", err)
 	}
+	if c.Rename == "" {
+		c.Rename = "{topic}"
+	}
+	if !strings.Contains(c.Rename, "{topic}") {
+		return nil, fmt.Errorf("mirror: --rename %q must contain {topic}, e.g. {source}.{topic}", c.Rename)
+	}
+	if c.FetchMaxPartitionBytes <= 0 {
+		c.FetchMaxPartitionBytes = 32 << 20
+	}
+	if c.FetchMaxBytes <= 0 {
+		c.FetchMaxBytes = max(64<<20, c.FetchMaxPartitionBytes)
+	}
 	if c.Start != consumer.Smallest && c.Start != consumer.Largest {
 		return nil, fmt.Errorf("mirror: unknown Start %d", c.Start)
 	}
@@ -194,8 +248,8 @@ func (c Config) compile() (*compiled, error) {
 			*d = v
 		}
 	}
-	def(&c.CommitInterval, time.Second)
-	def(&c.SessionTimeout, cluster.DefaultSessionTimeout)
+	def(&c.SessionTimeout, 10*time.Second)
+	def(&c.TopicSyncInterval, 30*time.Second)
 	def(&c.ConnectTimeout, 30*time.Second)
 	def(&c.ShutdownTimeout, 30*time.Second)
 	if c.LogInterval == 0 {
@@ -204,12 +258,24 @@ func (c Config) compile() (*compiled, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	return &compiled{Config: c, topics: topics, exclude: exclude}, nil
+	var groups *regexp.Regexp
+	if c.Groups != "" {
+		if groups, err = regexp.Compile(c.Groups); err != nil {
+			return nil, fmt.Errorf("mirror: --groups %q is not a valid regular expression: %w", c.Groups, err)
+		}
+	}
+	def(&c.GroupSyncInterval, 10*time.Second)
+	return &compiled{Config: c, topics: topics, exclude: exclude, groups: groups}, nil
 }
 
 // selects reports whether a topic is to be mirrored.
 func (c *compiled) selects(topic string) bool {
 	return c.topics.MatchString(topic) && !c.exclude.MatchString(topic)
+}
+
+// targetTopic is the name of a source topic in the target.
+func (c *compiled) targetTopic(source, topic string) string {
+	return strings.NewReplacer("{source}", source, "{topic}", topic).Replace(c.Rename)
 }
 
 // validName keeps cluster names printable and short: they travel in every
@@ -237,12 +303,22 @@ func validURL(s string) error {
 	return nil
 }
 
-// ParseSource parses the command line's NAME=CONNECT form, e.g.
-// "dc1=zk1:2181/tributary".
+// ParseSource parses the command line's NAME=BROKERS form, e.g.
+// "dc1=kafka1:9092,kafka2:9092", or NAME=ZOOKEEPER for a Tributary cluster,
+// e.g. "dc1=zk1:2181/tributary" (told apart by the chroot's '/').
 func ParseSource(s string) (Source, error) {
 	name, connect, ok := strings.Cut(s, "=")
 	if !ok || name == "" || connect == "" {
-		return Source{}, fmt.Errorf("source %q: want NAME=host:port/chroot, e.g. dc1=zk1:2181/tributary", s)
+		return Source{}, fmt.Errorf("source %q: want NAME=host:port[,host:port] (its brokers) or NAME=host:port/chroot (its ZooKeeper), e.g. dc1=kafka1:9092", s)
 	}
-	return Source{Name: name, ZooKeeper: connect}, nil
+	if strings.Contains(connect, "/") {
+		return Source{Name: name, ZooKeeper: connect}, nil
+	}
+	var brokers []string
+	for b := range strings.SplitSeq(connect, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			brokers = append(brokers, b)
+		}
+	}
+	return Source{Name: name, Bootstrap: brokers}, nil
 }

@@ -24,7 +24,10 @@ func TestConfigErrors(t *testing.T) {
 		{"duplicate source", func(c *Config) { c.Sources = append(c.Sources, c.Sources[0]) }, `source "dc1" is given twice`},
 		{"source named like the target", func(c *Config) { c.TargetName = "dc1" }, "has the target's name"},
 		{"bad name", func(c *Config) { c.Sources[0].Name = "dc 1" }, `source name "dc 1"`},
-		{"bad connect string", func(c *Config) { c.Sources[0].ZooKeeper = "" }, "ZooKeeper connect string"},
+		{"no brokers", func(c *Config) { c.Sources[0].ZooKeeper = "" }, "give its brokers"},
+		{"brokers and ZooKeeper", func(c *Config) { c.Sources[0].Bootstrap = []string{"k:9092"} }, "not both"},
+		{"bootstrap", func(c *Config) { c.Sources[0].ZooKeeper, c.Sources[0].Bootstrap = "", []string{"k:9092"} }, ""},
+		{"rename without topic", func(c *Config) { c.Rename = "{source}" }, "must contain {topic}"},
 		{"registry without target registry", func(c *Config) { c.Sources[0].Registry = "http://r:8081" }, "no target registry"},
 		{"registry not a URL", func(c *Config) { c.Sources[0].Registry = "r:8081"; c.TargetRegistry = "http://t:8081" }, "not an http(s) URL"},
 		{"bad group", func(c *Config) { c.Group = "a/b" }, "group"},
@@ -59,6 +62,10 @@ func TestTopicSelection(t *testing.T) {
 func TestParseSource(t *testing.T) {
 	s, err := ParseSource("dc1=zk1:2181,zk2:2181/tributary")
 	if err != nil || s.Name != "dc1" || s.ZooKeeper != "zk1:2181,zk2:2181/tributary" {
+		t.Fatalf("got %+v, %v", s, err)
+	}
+	s, err = ParseSource("dc1=kafka1:9092, kafka2:9092")
+	if err != nil || s.Name != "dc1" || s.ZooKeeper != "" || len(s.Bootstrap) != 2 || s.Bootstrap[1] != "kafka2:9092" {
 		t.Fatalf("got %+v, %v", s, err)
 	}
 	for _, bad := range []string{"dc1", "=zk:2181", "dc1="} {

@@ -4,86 +4,184 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/schema"
 )
 
-// consume takes the group's records and hands each to the target
-// producer, until ctx ends. Back-pressure is the producer's: Produce blocks
-// while the target has too much unacknowledged (MaxBufferedBytes), which
-// stops the consuming too.
+// consume polls the source and hands each record to the target producer,
+// until ctx ends. Back-pressure is the producer's: Produce blocks while the
+// target has too much unacknowledged (MaxBufferedBytes), which stops the
+// polling too. Between polls (no revocation can run then) it restarts the
+// partitions whose copies the target refused.
 func (s *source) consume(ctx context.Context) {
+	// Leaving the group waits for the rebalance the polls block.
+	defer s.client.AllowRebalance()
+	var lastErr time.Time
 	for ctx.Err() == nil {
-		g := s.currentGroup()
-		if g == nil {
-			sleep(ctx, 100*time.Millisecond) // not a member yet, or rejoining
-			continue
+		s.restartFailed(ctx)
+		// Polls time out so that a failed partition restarts while the
+		// others are idle.
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := s.client.PollRecords(pctx, 10000)
+		cancel()
+		if fs.IsClientClosed() {
+			return
 		}
-		r, err := g.Next(ctx)
-		if err != nil {
-			// Closed for a rejoin, or failed (checkGroup rejoins).
-			sleep(ctx, 100*time.Millisecond)
-			continue
-		}
-		part := s.lookup(r.Topic, r.Partition)
-		if part == nil {
-			continue // revoked since Next returned it
-		}
-		if err := s.copyPartition(ctx, part, r); err != nil {
+		fs.EachError(func(topic string, p int32, err error) {
+			if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return
+			}
+			s.events.failures.WithLabelValues("source").Inc()
+			if time.Since(lastErr) > 30*time.Second {
+				lastErr = time.Now()
+				s.log.Warn("fetching from the source failed; retrying", "topic", topic, "partition", p, "err", err)
+			}
+		})
+		if err := s.checkEnvelopes(fs); err != nil {
 			s.stop(ctx, err)
 			return
 		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if part := s.lookup(r.Topic, r.Partition); part != nil {
+				s.copyPartition(ctx, part, r)
+			}
+		})
+		s.client.AllowRebalance()
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
+// checkEnvelopes refuses to copy schema-registry envelopes when there is no
+// registry to translate their ids: a source id names another schema, or
+// none, in the analysis datacenter's registry, and consumers there would
+// decode wrong data without a word. The whole poll is checked before any of
+// it is copied.
+func (s *source) checkEnvelopes(fs kgo.Fetches) error {
+	if s.cfg.TargetRegistry != "" || s.cfg.KeepSchemaIDs {
+		return nil
 	}
-}
-
-// copyPartition copies one record of a partition. The group delivers each
-// partition's records in order from where it was committed; a record beyond
-// the next expected offset means the source's retention deleted records
-// before they were copied, which is logged as the loss it is.
-func (s *source) copyPartition(ctx context.Context, part *partition, r *kgo.Record) error {
-	if part.targetN == 0 {
-		if err := s.prepare(ctx, part); err != nil {
-			return err
+	var err error
+	fs.EachRecord(func(r *kgo.Record) {
+		if err != nil || strings.HasPrefix(r.Topic, "_") {
+			return
 		}
+		if id, _, derr := schema.DecodeEnvelope(r.Value); derr == nil {
+			err = &fatalError{fmt.Errorf("source %s: %s/%d offset %d holds a schema-registry envelope (schema id %d) and no target registry is given: "+
+				"copied as it is, its id would name another schema, or none, in the analysis datacenter. Give --target-registry URL and --source-registry %s=URL "+
+				"to translate schema ids, or --keep-schema-ids if both datacenters share one registry; nothing of this poll was copied",
+				s.Name, r.Topic, r.Partition, r.Offset, id, s.Name)}
+		}
+	})
+	return err
+}
+
+// maxAttempts is how often a partition is resumed from the target's tail
+// after the target refused the same record, before the record is taken
+// for poison and the partition stopped.
+const maxAttempts = 5
+
+// restartFailed handles the partitions a produce callback marked failed:
+// once nothing of theirs is in flight, each resumes from what the target
+// holds (so that nothing is copied twice and nothing skipped), or, refused
+// maxAttempts times at the same offset, stops.
+func (s *source) restartFailed(ctx context.Context) {
+	for _, part := range s.partitions() {
+		part.mu.Lock()
+		failed, at, hi, revoked, alone := part.failed, part.failedAt, part.failedHi, part.revoked, part.careful >= part.failedAt
+		part.mu.Unlock()
+		if failed == nil || revoked || part.inflight.Load() > 0 || time.Now().Before(part.retryAt) {
+			continue
+		}
+		part.mu.Lock()
+		part.attempts++
+		attempts := part.attempts
+		part.careful = max(part.careful, hi)
+		part.retryAt = time.Now().Add(min(time.Duration(1<<attempts)*250*time.Millisecond, 5*time.Second))
+		part.mu.Unlock()
+		if attempts >= maxAttempts || isPoison(failed) && alone {
+			s.stopPartition(part, at, failed)
+			continue
+		}
+		s.log.Warn("the target refused a copy; resuming the partition from what the target holds",
+			"topic", part.topic, "partition", part.partition, "offset", at, "attempt", attempts, "err", failed)
+		// An upgraded partition that has no new copy yet keeps the older
+		// mirror's commit it started from (resume uses it only then).
+		parts, err := s.resume(ctx, part.topic, []int32{part.partition}, map[int32]int64{part.partition: part.resumed})
+		if err != nil {
+			return // ctx ended, or a fatal error already stopped the mirror
+		}
+		fresh := parts[part.partition]
+		part.mu.Lock()
+		part.next, part.resumed, part.copiedTo, part.failed = fresh.next, fresh.next, fresh.copiedTo, nil
+		part.acks = ackWindow{safe: fresh.next}
+		part.targetN, part.target = fresh.targetN, fresh.target
+		part.mu.Unlock()
+		s.client.SetOffsets(map[string]map[int32]kgo.EpochOffset{part.topic: {part.partition: {Epoch: -1, Offset: fresh.next}}})
+		s.client.ResumeFetchPartitions(map[string][]int32{part.topic: {part.partition}})
 	}
+}
+
+// stopPartition stops copying one partition for good (until the mirror
+// restarts): its record at offset cannot be copied. The others go on.
+func (s *source) stopPartition(part *partition, offset int64, err error) {
+	s.client.PauseFetchPartitions(map[string][]int32{part.topic: {part.partition}})
 	part.mu.Lock()
-	next, revoked := part.next, part.revoked
-	if next < 0 {
-		next, part.next = r.Offset, r.Offset
+	already := part.stopped != nil
+	part.stopped, part.failed = err, nil
+	part.mu.Unlock()
+	if !already {
+		s.log.Error("stopped copying a partition: one of its records cannot be copied; the other partitions go on, and this one resumes at this record when the mirror restarts",
+			"topic", part.topic, "partition", part.partition, "offset", offset, "err", err)
 	}
+}
+
+// copyPartition copies one record of a partition. Records come in order
+// from where the partition resumed; a record beyond the next expected
+// offset means the source's retention deleted records before they were
+// copied, which is logged as the loss it is.
+func (s *source) copyPartition(ctx context.Context, part *partition, r *kgo.Record) {
+	part.mu.Lock()
+	next, failed, halted := part.next, part.failed != nil, part.revoked || part.failed != nil || part.stopped != nil
 	part.mu.Unlock()
 	switch {
-	case revoked, r.Offset < next:
-		return nil
+	case halted, r.Offset < next:
+		if failed {
+			s.client.PauseFetchPartitions(map[string][]int32{part.topic: {part.partition}})
+		}
+		return
 	case r.Offset > next:
 		s.log.Error("the source deleted records before they were copied (retention shorter than the mirror's lag); they are lost to the target",
 			"topic", part.topic, "partition", part.partition, "from", next, "to", r.Offset-1, "lost", r.Offset-next)
 		part.lost.Add(r.Offset - next)
 	}
-	return s.copyRecord(ctx, part, r)
+	if err := s.copyRecord(ctx, part, r); err != nil {
+		var fatal *fatalError
+		if errors.As(err, &fatal) {
+			s.stopPartition(part, r.Offset, err)
+		}
+	}
 }
 
 // copyRecord produces one record to the target, or skips it when it came
-// from the target in the first place.
+// from the target in the first place, or is there already.
 func (s *source) copyRecord(ctx context.Context, part *partition, r *kgo.Record) error {
 	origin, hasOrigin := header(r.Headers, OriginHeader)
-	if hasOrigin && origin == s.cfg.TargetName {
+	target := part.target
+	if target < 0 {
+		target = byKey(r.Key, r.Partition, part.targetN)
+	}
+	if hasOrigin && visited([]byte(origin), s.cfg.TargetName) || part.placed(target, r.Offset) {
 		part.mu.Lock()
 		part.acks.skip(r.Offset)
 		part.next = r.Offset + 1
-		safe := part.acks.safe
 		part.mu.Unlock()
-		part.skipped.Add(1)
-		s.markProcessed(part, safe)
+		if hasOrigin && visited([]byte(origin), s.cfg.TargetName) {
+			part.skipped.Add(1)
+		}
 		return nil
 	}
 	value, err := s.rewriteValue(ctx, part, r)
@@ -91,19 +189,23 @@ func (s *source) copyRecord(ctx context.Context, part *partition, r *kgo.Record)
 		return err
 	}
 	out := &kgo.Record{
-		Topic:     r.Topic,
-		Partition: part.target,
+		Topic:     part.dstTopic,
+		Partition: target,
 		Key:       r.Key,
 		Value:     value,
 		Timestamp: r.Timestamp,
-		Headers:   r.Headers,
+		Headers:   make([]kgo.RecordHeader, 0, len(r.Headers)+1),
 	}
-	if part.target < 0 {
-		out.Partition = byKey(r.Key, r.Partition, part.targetN)
+	var prev []byte
+	for _, h := range r.Headers {
+		if h.Key == OriginHeader {
+			prev = h.Value
+			continue
+		}
+		out.Headers = append(out.Headers, h)
 	}
-	if !hasOrigin {
-		out.Headers = append(slices.Clip(r.Headers), kgo.RecordHeader{Key: OriginHeader, Value: []byte(s.Name)})
-	}
+	out.Headers = append(out.Headers, kgo.RecordHeader{Key: OriginHeader,
+		Value: appendHop(prev, hop{cluster: s.Name, partition: r.Partition, offset: r.Offset})})
 	part.mu.Lock()
 	seq := part.acks.add(r.Offset)
 	part.next = r.Offset + 1
@@ -116,27 +218,43 @@ func (s *source) copyRecord(ctx context.Context, part *partition, r *kgo.Record)
 		}
 		s.acked(ctx, part, seq, offset, rec, err)
 	})
+	if r.Offset <= part.careful {
+		// After a refusal: one record at a time up to where it happened.
+		drain(ctx, []*partition{part})
+	}
 	return nil
 }
 
 // acked is the producer's callback: the record is in the target (err nil),
 // or could not be written.
 func (s *source) acked(ctx context.Context, part *partition, seq uint64, offset int64, rec *kgo.Record, err error) {
-	part.inflight.Add(-1)
+	defer part.inflight.Add(-1)
 	if err != nil {
-		// A record failed by our own shutdown is simply not copied: its
-		// offset is never committed, so the next run copies it.
-		if !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
-			s.stop(ctx, &fatalError{fmt.Errorf("source %s: %s/%d offset %d: the target did not accept the record (target partition %d): %w",
-				s.Name, part.topic, part.partition, offset, rec.Partition, err)})
+		// A record failed by our own shutdown is simply not copied: the
+		// next run finds it missing in the target.
+		if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
+			return
 		}
+		// The refusal may come of a stale view of the target (a topic
+		// just grown): look again before the partition resumes.
+		s.tgt.client.ForceMetadataRefresh()
+		part.mu.Lock()
+		part.failedHi = max(part.failedHi, offset)
+		if part.failed == nil {
+			part.failedHi = offset
+			part.failed = fmt.Errorf("source %s: %s/%d offset %d: the target did not accept the record (target %s/%d): %w",
+				s.Name, part.topic, part.partition, offset, rec.Topic, rec.Partition, err)
+			if part.failedAt != offset {
+				part.attempts = 0
+			}
+			part.failedAt = offset
+		}
+		part.mu.Unlock()
 		return
 	}
 	part.mu.Lock()
 	part.acks.ack(seq)
-	safe := part.acks.safe
 	part.mu.Unlock()
-	s.markProcessed(part, safe)
 	part.copied.Add(1)
 	part.bytes.Add(int64(len(rec.Key) + len(rec.Value)))
 	s.lastAck.Store(time.Now().UnixNano())
@@ -145,13 +263,16 @@ func (s *source) acked(ctx context.Context, part *partition, seq uint64, offset 
 	}
 }
 
-// markProcessed tells the group that everything of part below safe is in
-// the target, so that its next commit may write safe. A mark for a
-// partition the group no longer owns is ignored.
-func (s *source) markProcessed(part *partition, safe int64) {
-	if g := s.currentGroup(); g != nil && safe >= 0 {
-		g.MarkProcessed(part.topic, part.partition, safe)
+// isPoison tells an error about the record itself (too large, invalid for
+// the target) from one a resume may get past.
+func isPoison(err error) bool {
+	for _, e := range []error{kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord, kerr.CorruptMessage,
+		kerr.InvalidTimestamp, kerr.PolicyViolation, kerr.TopicAuthorizationFailed, kerr.InvalidRequiredAcks} {
+		if errors.Is(err, e) {
+			return true
+		}
 	}
+	return false
 }
 
 // rewriteValue carries the value's schema id over to the target registry,
@@ -179,7 +300,7 @@ func (s *source) rewriteValue(ctx context.Context, part *partition, r *kgo.Recor
 		}
 		return r.Value, nil
 	case errors.As(err, &unresolved):
-		return nil, &fatalError{fmt.Errorf("source %s: %s/%d offset %d: %w; the mirror stopped here and resumes here once the schema is in the source registry (or run with --unknown-schemas=copy to copy such records unchanged)",
+		return nil, &fatalError{fmt.Errorf("source %s: %s/%d offset %d: %w; the partition stopped here and resumes here once the schema is in the source registry and the mirror restarts (or run with --unknown-schemas=copy to copy such records unchanged)",
 			s.Name, r.Topic, r.Partition, r.Offset, err)}
 	default:
 		return nil, err // ctx ended

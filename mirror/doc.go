@@ -1,55 +1,52 @@
 // Package mirror copies topics from live clusters into the analysis cluster,
-// the paper's cross-datacenter mirror: for each source cluster an embedded
-// consumer group (package consumer, coordinated in the source's ZooKeeper)
-// decides which mirror process copies which partition, and one idempotent
-// acks=all producer writes into the target.
+// the paper's cross-datacenter mirror, exactly once and with no state of its
+// own anywhere.
 //
 // What a caller may rely on:
 //
-//   - Nothing is lost. A source offset is committed (to the group's offset
-//     registry, consumers/<group>/offsets/<topic>/<partition> in the source's
-//     ZooKeeper) only when every record below it was acknowledged by the
-//     target with acks=all, or was deliberately not copied (see the loop rule
-//     below). A mirror killed at any moment repeats, on restart, at most the
-//     records copied since its last commit (Config.CommitInterval): it may
-//     duplicate, never skip. A rebalance first waits a few seconds for the
-//     target to acknowledge what was sent and commits that, so the
-//     partition's next owner repeats only what was not acknowledged by then.
-//   - Order within a source partition is kept: a source partition's records
-//     are produced in offset order by one idempotent producer, so each
-//     target partition receives them in that order.
-//   - Placement: a record goes to the topic of the same name. When the
-//     source and target topics have the same number of partitions it goes
-//     to the same partition number. Otherwise it goes by key hash, exactly
-//     where the Java client's default partitioner would put it
-//     (producer.PartitionForKey), and a record without a key goes to its
-//     source partition number modulo the target's partition count, so that
-//     one source partition still lands in one target partition, in order.
-//     This includes a target topic with fewer partitions than the source:
-//     it is mirrored by key hash, with a warning per topic, unless
-//     Config.StrictPartitions makes it an error.
-//   - A topic missing in the target is created with the source's partition
-//     count (and the target's default configuration) before its first record
-//     is copied.
-//   - Key, value, timestamp and headers are kept; the mirror adds the header
-//     OriginHeader naming the source cluster, unless the record already has
-//     one (it then keeps naming where the record was first produced). A
-//     record whose origin is the target itself is not copied: two mirrors
-//     running in opposite directions do not loop.
+//   - Exactly once. Every copy carries, in its OriginHeader, the hop
+//     "NAME/PARTITION/OFFSET" it was copied from (origin.go). At start,
+//     after a rebalance gives this process a partition, and after the target
+//     refused a copy, the mirror reads each target partition's tail
+//     backwards (tail.go) for the last copy of each source partition and
+//     resumes right after it (resume.go). A mirror killed at any moment, any
+//     number of times, leaves the target holding each source record once, in
+//     source order per partition. No offsets are committed in the source; a
+//     new target starts at the source's beginning (Config.Start), never where
+//     another target's mirror stopped. The windows this leaves without
+//     transactions are a produce request a dead process had fully sent that
+//     the target appends after the next owner read the tail, and a process
+//     cut off from its group past the session timeout that still reaches the
+//     target: each can duplicate what was in flight.
+//   - Any Kafka-protocol source, by its brokers (Source.Bootstrap) or, for a
+//     Tributary cluster, its ZooKeeper. Mirror processes with the same
+//     Config.Group share each source's partitions through the source's own
+//     broker-side consumer group, used for assignment only (source.go);
+//     Config.InstanceID makes a restarted process take its partitions back
+//     at once.
+//   - Order within a source partition is kept: one idempotent acks=all
+//     producer writes each source partition's records in offset order.
+//   - Placement: the topic named by Config.Rename (default the same name).
+//     With the same partition count, the same partition number; otherwise
+//     by key hash, where the Java client's default partitioner would put it
+//     (producer.PartitionForKey), a keyless record by its source partition
+//     modulo the target's count, unless Config.StrictPartitions makes a
+//     mismatch an error. A missing target topic is created with the source's
+//     partition count before its first record is copied.
+//   - Key, value, timestamp and headers are kept; the origin header gains
+//     a hop. A record that was in the target before (a hop names
+//     Config.TargetName) is not copied: mirrors in opposite directions do
+//     not loop.
 //   - With a schema registry per datacenter (Source.Registry and
 //     Config.TargetRegistry), every value that is a Confluent envelope has
 //     its schema id rewritten to the target registry's id for the same
-//     schema, registered under the same subject (<topic>-value) if needed.
-//     Keys are never rewritten, because their bytes decide the partition.
-//     An id the source registry does not know stops the mirror with an
-//     error naming source, topic, partition and offset (so does an id the
-//     target registry refuses, e.g. as incompatible); with
-//     Config.UnknownSchemas = CopyUnknown such a record is copied unchanged
-//     and counted instead. A registry that cannot be reached is waited for,
-//     like the target.
-//   - Several mirror processes with the same Config.Group share each source's
-//     partitions by the paper's rebalance, and take over the partitions of
-//     one that died once its ZooKeeper session expires.
+//     schema. Keys are never rewritten: their bytes decide the partition.
+//   - A record that cannot be copied (an id the source registry does not
+//     know, a record the target refuses as too large or invalid) stops its
+//     partition only, reported in the status and the metric
+//     tributary_mirror_partition_stopped; the others go on. With
+//     Config.UnknownSchemas = CopyUnknown such an id is copied unchanged and
+//     counted instead.
 //
 // Progress (lag and rate per source partition) is available from
 // Mirror.Status, as JSON from Mirror.Handler, and as one log line per source

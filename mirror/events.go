@@ -19,7 +19,7 @@ func newEvents() *events {
 		ackLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "tributary_mirror_ack_latency_seconds",
 			Help: "Time from sending a record to the target to the target's acknowledgement (acks=all: the record is on the target's disk). " +
-				"The mirror commits a source offset only after this, so it bounds how far commits trail the copy.",
+				"The lag counts a record as copied only after this.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms .. 16 s
 		}, []string{"source"}),
 		translated: prometheus.NewCounterVec(prometheus.CounterOpts{

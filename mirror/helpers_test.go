@@ -133,24 +133,6 @@ func produceErr(t testing.TB, addrs []string, cluster, topic string, partitions 
 	return nil
 }
 
-// produceSlowly writes records [0, n) of every partition in steps of step
-// records per partition, pausing between steps, so that a mirror copies
-// while the source is being written; the returned channel gets the outcome.
-func produceSlowly(t testing.TB, addrs []string, cluster, topic string, partitions int32, n, step int, pause time.Duration) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		for i := 0; i < n; i += step {
-			if err := produceErr(t, addrs, cluster, topic, partitions, i, min(n, i+step)); err != nil {
-				done <- err
-				return
-			}
-			time.Sleep(pause)
-		}
-		done <- nil
-	}()
-	return done
-}
-
 // endOffsets sums the end offsets of a topic (0 if it does not exist yet).
 func endOffsets(t testing.TB, cl *kgo.Client, topic string) (int64, map[int32]int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -223,7 +205,9 @@ func parseOrigin(t testing.TB, r *kgo.Record) origin {
 	var o origin
 	for _, h := range r.Headers {
 		if h.Key == mirror.OriginHeader {
-			o.header = string(h.Value)
+			// The first hop names the cluster the record was produced in.
+			first, _, _ := strings.Cut(string(h.Value), ",")
+			o.header, _, _ = strings.Cut(first, "/")
 		}
 	}
 	f := strings.SplitN(string(r.Value), "|", 4)

@@ -26,8 +26,10 @@ var (
 		"Records of the source partition not yet safely in the target: the source's high watermark minus the acknowledged offset.", mirrorLabels, nil)
 	descMirrorInFlight = prometheus.NewDesc("tributary_mirror_in_flight",
 		"Records of the source partition sent to the target and not yet acknowledged.", mirrorLabels, nil)
-	descMirrorCommitted = prometheus.NewDesc("tributary_mirror_committed_offset",
-		"Offset committed in the source's offset registry for the partition (-1: nothing yet); it trails the acknowledged offset by at most a commit interval.", mirrorLabels, nil)
+	descMirrorResumed = prometheus.NewDesc("tributary_mirror_resumed_offset",
+		"Source offset where this process started copying the partition, found in the target's tail (the mirror keeps no offsets).", mirrorLabels, nil)
+	descMirrorStopped = prometheus.NewDesc("tributary_mirror_partition_stopped",
+		"1 when the partition stopped copying because one of its records cannot be copied (refused by the target, unresolvable schema id); the other partitions go on. The log says which record.", mirrorLabels, nil)
 	descMirrorSkipped = prometheus.NewDesc("tributary_mirror_records_skipped_total",
 		"Records not copied because they originated in the target cluster (the loop rule).", mirrorLabels, nil)
 	descMirrorUnknown = prometheus.NewDesc("tributary_mirror_unknown_schemas_total",
@@ -40,7 +42,7 @@ var (
 
 func (c mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descMirrorCopied, descMirrorBytes, descMirrorLag, descMirrorInFlight,
-		descMirrorCommitted, descMirrorSkipped, descMirrorUnknown, descMirrorLost, descMirrorPartitions} {
+		descMirrorResumed, descMirrorStopped, descMirrorSkipped, descMirrorUnknown, descMirrorLost, descMirrorPartitions} {
 		ch <- d
 	}
 	for _, e := range c.m.events.collectors() {
@@ -65,7 +67,12 @@ func (c mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 			put(descMirrorUnknown, prometheus.CounterValue, p.UnknownSchemas)
 			put(descMirrorLost, prometheus.CounterValue, p.Lost)
 			put(descMirrorInFlight, prometheus.GaugeValue, p.InFlight)
-			put(descMirrorCommitted, prometheus.GaugeValue, p.Committed)
+			put(descMirrorResumed, prometheus.GaugeValue, p.Resumed)
+			stopped := int64(0)
+			if p.Stopped != "" {
+				stopped = 1
+			}
+			put(descMirrorStopped, prometheus.GaugeValue, stopped)
 			if p.HighWatermark >= 0 {
 				put(descMirrorLag, prometheus.GaugeValue, p.Lag)
 			}

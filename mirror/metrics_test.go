@@ -88,7 +88,7 @@ func TestMirrorMetricsCountLostRecords(t *testing.T) {
 	waitForCount(t, []string{target.Addr}, "events", 10, time.Minute)
 	testenv.Eventually(t, 30*time.Second, "the mirror commits what it copied", func() bool {
 		st := m.Status()
-		return len(st.Sources) == 1 && len(st.Sources[0].Partitions) == 1 && st.Sources[0].Partitions[0].Committed == 10
+		return len(st.Sources) == 1 && len(st.Sources[0].Partitions) == 1 && st.Sources[0].Partitions[0].Safe == 10
 	})
 	if err := stop(); err != nil {
 		t.Fatal(err)

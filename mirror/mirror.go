@@ -33,32 +33,44 @@ func New(cfg Config) (*Mirror, error) {
 }
 
 // Run connects to every source and the target and copies until ctx ends,
-// then stops cleanly: it waits up to Config.ShutdownTimeout for the target
-// to acknowledge what was sent, commits that, and leaves the groups. It
+// then stops: it waits up to Config.ShutdownTimeout for the target to
+// acknowledge what was sent and leaves the groups. It
 // returns nil after ctx ended, or the error that stopped the mirror: a
 // source that cannot be reached at start, a topic that cannot be mirrored
-// (strict partitions), a record the target refuses, an unresolvable schema
-// id.
+// (strict partitions), schema-registry envelopes with no registry to
+// translate their ids. A record that cannot be copied stops its partition
+// only (see Status).
 func (m *Mirror) Run(ctx context.Context) error {
 	log := m.cfg.Logger
 	tgt, err := newTarget(m.cfg, m.events.failures.WithLabelValues("target"))
 	if err != nil {
 		return err
 	}
-	defer tgt.client.Close()
+	running := false // from then on, the shutdown below closes everything
+	defer func() {
+		if !running {
+			tgt.client.Close()
+		}
+	}()
 
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	fail := func(err error) { stop(err) }
 
 	var sources []*source
+	var closeOnce sync.Once
 	closeSources := func() {
-		for _, s := range sources {
-			s.close()
-		}
-		sources = nil
+		closeOnce.Do(func() {
+			for _, s := range sources {
+				s.close()
+			}
+		})
 	}
-	defer closeSources()
+	defer func() {
+		if !running {
+			closeSources()
+		}
+	}()
 	for _, sc := range m.cfg.Sources {
 		s := &source{Source: sc, cfg: m.cfg, log: log.With("source", sc.Name), tgt: tgt, fail: fail, lastAck: &m.lastAck, events: m.events}
 		if sc.Registry != "" && sc.Registry != m.cfg.TargetRegistry {
@@ -85,6 +97,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 	log.Info("mirror running", "sources", len(sources), "target", m.cfg.Target, "target_name", m.cfg.TargetName,
 		"group", m.cfg.Group, "topics", m.cfg.Topics, "exclude", m.cfg.Exclude)
 
+	running = true
 	var wg sync.WaitGroup
 	for _, s := range sources {
 		wg.Go(func() { s.manage(runCtx) })
@@ -94,15 +107,23 @@ func (m *Mirror) Run(ctx context.Context) error {
 	<-runCtx.Done()
 	wg.Wait()
 
-	// Shut down: what the target acknowledges now is committed when the
-	// sources leave their groups.
+	// Shut down within ShutdownTimeout whatever the brokers do: what the
+	// target does not acknowledge by then is found missing by the next run.
 	fctx, cancel := context.WithTimeout(context.Background(), m.cfg.ShutdownTimeout)
+	defer cancel()
 	if err := tgt.client.Flush(fctx); err != nil {
-		log.Warn("the target did not acknowledge everything before the shutdown timeout; the rest is copied again by the next run",
+		log.Warn("the target did not acknowledge everything before the shutdown timeout; the next run copies the rest",
 			"timeout", m.cfg.ShutdownTimeout)
 	}
-	cancel()
-	closeSources()
+	// Leaving a source's group needs its brokers; one that does not answer
+	// is left behind (its session expires).
+	closed := make(chan struct{})
+	go func() { closeSources(); tgt.client.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-fctx.Done():
+		log.Warn("a source did not answer the group leave before the shutdown timeout; its session expires on its own")
+	}
 	cause := context.Cause(runCtx)
 	if cause == nil || errors.Is(cause, ctx.Err()) && ctx.Err() != nil {
 		log.Info("mirror stopped")

@@ -76,7 +76,7 @@ func allCommitted(st mirror.Status, perPart int) bool {
 	n := 0
 	for _, s := range st.Sources {
 		for _, p := range s.Partitions {
-			if p.Committed != int64(perPart) {
+			if p.Safe != int64(perPart) {
 				return false
 			}
 			n++
@@ -137,7 +137,7 @@ func TestMirrorWaitsForTheTarget(t *testing.T) {
 func committed(st mirror.Status) (n int64) {
 	for _, s := range st.Sources {
 		for _, p := range s.Partitions {
-			n += p.Committed
+			n += p.Safe
 		}
 	}
 	return n

@@ -3,6 +3,7 @@ package mirror
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // partition is one source partition this process copies, from one claim
@@ -14,17 +15,37 @@ type partition struct {
 	source    string
 	topic     string
 	partition int32
+	dstTopic  string // the topic in the target (see Config.Rename)
 	// target is the partition number in the target topic, or -1 when
 	// records are placed by key hash (partition counts differ).
 	target  int32
 	targetN int32 // partitions of the target topic
 
-	mu        sync.Mutex
-	next      int64 // next offset expected from the group; -1 until the first record
-	acks      ackWindow
-	committed int64 // what the offset registry held at the claim, -1 if nothing (later commits: Group.Committed)
-	hwm       int64 // latest high watermark seen, -1 if unknown
-	revoked   bool  // released by the group: stop copying
+	mu      sync.Mutex
+	next    int64 // next offset expected from the source
+	acks    ackWindow
+	resumed int64 // where the copy resumed, as read from the target
+	hwm     int64 // latest high watermark seen, -1 if unknown
+	revoked bool  // released by the group: stop copying
+	// copiedTo holds, under placement by key hash, the source offset of
+	// the newest copy found in each target partition when the copy
+	// resumed: a record placed in t at or below copiedTo[t] is there
+	// already. Nil with the same partition counts.
+	copiedTo map[int32]int64
+	// failed is set by a produce callback that saw the target refuse a
+	// record: the copy loop stops the partition, waits for what is in
+	// flight, and resumes from the target's tail (or, after
+	// maxAttempts at the same offset, stops the partition for good).
+	failed   error
+	failedAt int64 // the lowest offset refused in this round
+	failedHi int64 // the highest
+	attempts int
+	retryAt  time.Time // not resumed before, so that a passing cause can pass
+	// careful is the highest offset of the last refused round: records up
+	// to it are sent one at a time, so that a poison record is refused
+	// alone and the records batched with it get through.
+	careful int64
+	stopped error // non-nil: this partition no longer copies (a poison record)
 
 	copied   atomic.Int64 // records acknowledged by the target
 	bytes    atomic.Int64 // their key+value bytes
@@ -34,17 +55,24 @@ type partition struct {
 	inflight atomic.Int64 // produced, not yet acknowledged
 }
 
-func newPartition(source, topic string, p int32, start, committed int64) *partition {
+func newPartition(source, topic string, p int32, start int64) *partition {
 	return &partition{
-		source: source, topic: topic, partition: p,
-		target: -1, next: start, committed: committed, hwm: -1,
+		source: source, topic: topic, partition: p, dstTopic: topic,
+		target: -1, next: start, resumed: start, hwm: -1, careful: -1,
 		acks: ackWindow{safe: start},
 	}
 }
 
+// placed reports whether a record at offset placed in target partition t
+// is in the target already (placement by key hash after a resume).
+func (p *partition) placed(t int32, offset int64) bool {
+	last, ok := p.copiedTo[t]
+	return ok && offset <= last
+}
+
 // ackWindow tracks, for one source partition, the records handed to the
-// producer and not yet acknowledged, so that the offset committed is always
-// one below which everything is in the target. Acknowledgements can arrive
+// producer and not yet acknowledged, so that the safe offset (status, lag)
+// is always one below which everything is in the target. Acknowledgements can arrive
 // out of order when one source partition feeds several target partitions
 // (placement by key hash); the window only advances over a contiguous
 // acknowledged prefix.

@@ -154,14 +154,15 @@ func TestMirrorRewritesSchemaIDs(t *testing.T) {
 	}
 }
 
-// An envelope whose id the source registry does not know: by default the
-// mirror stops and says where; with CopyUnknown it copies and counts it.
+// An envelope whose id the source registry does not know: by default its
+// partition stops there, says where, and the other partitions go on; with
+// CopyUnknown it is copied and counted.
 func TestMirrorUnknownSchemaID(t *testing.T) {
 	_, srcURL := startRegistry(t)
 	_, dstURL := startRegistry(t)
 	d := startDC(t, "dc1", 1)
-	createTopic(t, d.addrs(), "broken", 1)
-	cl := newClient(t, d.addrs())
+	createTopic(t, d.addrs(), "broken", 2)
+	cl := newClient(t, d.addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx := context.Background()
 	for _, v := range [][]byte{[]byte("not an envelope"), schema.AppendEnvelope(nil, 999), []byte("after")} {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "broken", Value: v}).FirstErr(); err != nil {
@@ -173,22 +174,29 @@ func TestMirrorUnknownSchemaID(t *testing.T) {
 
 	t.Run("stop", func(t *testing.T) {
 		target := testenv.StartBroker(t)
-		m, err := mirror.New(mirror.Config{Sources: []mirror.Source{src}, Target: []string{target.Addr}, TargetRegistry: dstURL,
-			Group: "stop", Logger: testLogger(t)})
-		if err != nil {
+		m, stop := runMirror(t, mirror.Config{Sources: []mirror.Source{src}, Target: []string{target.Addr}, TargetRegistry: dstURL,
+			Group: "stop"})
+		// Partition 1 flows while partition 0 is stopped at its poison record.
+		for i := range 20 {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "broken", Partition: 1, Value: fmt.Appendf(nil, "ok %d", i)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		testenv.Eventuallyf(t, time.Minute, func() (bool, string) {
+			st := m.Status()
+			if len(st.Sources) == 0 || len(st.Sources[0].Partitions) != 2 {
+				return false, fmt.Sprintf("%+v", st)
+			}
+			p0, p1 := st.Sources[0].Partitions[0], st.Sources[0].Partitions[1]
+			return strings.Contains(p0.Stopped, "broken/0 offset 1") && strings.Contains(p0.Stopped, "schema id 999") && p1.Safe == 20,
+				fmt.Sprintf("partition 0 stopped %q, partition 1 safe at %d", p0.Stopped, p1.Safe)
+		})
+		if err := stop(); err != nil {
 			t.Fatal(err)
 		}
-		rctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		err = m.Run(rctx)
-		if err == nil || !strings.Contains(err.Error(), "broken/0 offset 1") || !strings.Contains(err.Error(), "schema id 999") {
-			t.Fatalf("Run: %v; want an error naming broken/0 offset 1 and schema id 999", err)
-		}
-		if rctx.Err() != nil {
-			t.Fatal("the mirror ran until the timeout instead of stopping")
-		}
-		if off := groupOffsets(t, zkSession(t, d), "stop", "broken", 1)[0]; off > 1 {
-			t.Fatalf("committed %d: past the record that stopped the mirror", off)
+		got := readTopic(t, []string{target.Addr}, "broken")
+		if len(got[0]) != 1 || len(got[1]) != 20 {
+			t.Fatalf("target holds %d records in partition 0 (want 1: the one before the poison) and %d in partition 1 (want 20)", len(got[0]), len(got[1]))
 		}
 	})
 
@@ -208,4 +216,44 @@ func TestMirrorUnknownSchemaID(t *testing.T) {
 			t.Fatalf("target holds %d records; the unknown one must be copied unchanged", len(recs))
 		}
 	})
+}
+
+// Envelopes and no target registry: copied as they are, their ids would
+// name other schemas in the analysis datacenter. The mirror refuses before
+// copying anything, naming the flags that fix it.
+func TestMirrorRefusesEnvelopesWithoutTargetRegistry(t *testing.T) {
+	needServices(t)
+	src := testenv.StartBroker(t)
+	dst := testenv.StartBroker(t)
+	createTopic(t, []string{src.Addr}, "pageviews", 2)
+	cl := newClient(t, []string{src.Addr})
+	for i := range 10 {
+		v := schema.AppendEnvelope(nil, 1)
+		v = fmt.Appendf(v, "body %d", i)
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "pageviews", Value: v}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := mirror.New(mirror.Config{Sources: []mirror.Source{{Name: "dc1", Bootstrap: []string{src.Addr}}}, Target: []string{dst.Addr}, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = m.Run(ctx)
+	for _, want := range []string{"schema id 1", "--target-registry", "--source-registry dc1=URL", "--keep-schema-ids"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Run: %v; want an error naming %q", err, want)
+		}
+	}
+	if n := total(t, dst.Addr, "pageviews"); n != 0 {
+		t.Fatalf("the target holds %d records; nothing may be copied", n)
+	}
+
+	// --keep-schema-ids: the datacenters share a registry; ids are kept.
+	_, stop := runMirror(t, mirror.Config{Sources: []mirror.Source{{Name: "dc1", Bootstrap: []string{src.Addr}}}, Target: []string{dst.Addr}, KeepSchemaIDs: true})
+	waitForCount(t, []string{dst.Addr}, "pageviews", 10, time.Minute)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
 }

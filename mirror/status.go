@@ -36,11 +36,14 @@ type PartitionStatus struct {
 	// TargetPartition is -1 when records are placed by key hash.
 	TargetPartition int32 `json:"target_partition"`
 	// Next is the next offset to fetch; Safe is the offset below which the
-	// target has everything; Committed is what the source's offset registry
-	// holds (-1: nothing yet).
-	Next      int64 `json:"next"`
-	Safe      int64 `json:"safe"`
-	Committed int64 `json:"committed"`
+	// target has everything; Resumed is where this process started
+	// copying the partition, as read from the target's tail.
+	Next    int64 `json:"next"`
+	Safe    int64 `json:"safe"`
+	Resumed int64 `json:"resumed"`
+	// Stopped says why the partition no longer copies (a record the
+	// target refuses, an unresolvable schema id); empty while it copies.
+	Stopped string `json:"stopped,omitempty"`
 	// HighWatermark is the source's, -1 while unknown; Lag is HighWatermark
 	// minus Safe: records not yet safely in the target.
 	HighWatermark int64 `json:"high_watermark"`
@@ -71,12 +74,8 @@ func (m *Mirror) Status() Status {
 	st := Status{Started: started, Sources: []SourceStatus{}}
 	for _, s := range sources {
 		ss := SourceStatus{Name: s.Name, Partitions: []PartitionStatus{}}
-		g := s.currentGroup()
 		for _, p := range s.partitions() {
 			ps := p.status()
-			if g != nil {
-				ps.Committed = max(ps.Committed, g.Committed(p.topic, p.partition))
-			}
 			ps.Rate, ps.ByteRate = rates[p].records, rates[p].bytes
 			ss.Copied += ps.Copied
 			ss.Bytes += ps.Bytes
@@ -104,9 +103,12 @@ func (p *partition) status() PartitionStatus {
 	defer p.mu.Unlock()
 	ps := PartitionStatus{
 		Topic: p.topic, Partition: p.partition, TargetPartition: p.target,
-		Next: p.next, Safe: p.acks.safe, Committed: p.committed, HighWatermark: p.hwm,
+		Next: p.next, Safe: p.acks.safe, Resumed: p.resumed, HighWatermark: p.hwm,
 		InFlight: p.inflight.Load(), Copied: p.copied.Load(), Bytes: p.bytes.Load(),
 		Skipped: p.skipped.Load(), UnknownSchemas: p.unknown.Load(), Lost: p.lost.Load(),
+	}
+	if p.stopped != nil {
+		ps.Stopped = p.stopped.Error()
 	}
 	if p.hwm >= 0 {
 		ps.Lag = max(0, p.hwm-max(p.acks.safe, 0))
@@ -171,7 +173,7 @@ func (m *Mirror) watch(ctx context.Context) {
 			switch {
 			case stalled.IsZero() && inflight > 0 && now.Sub(lastAck) > stallAfter:
 				stalled = lastAck
-				m.cfg.Logger.Warn("the target has not acknowledged anything for a while; waiting for it (nothing is committed meanwhile)",
+				m.cfg.Logger.Warn("the target has not acknowledged anything for a while; waiting for it",
 					"since", now.Sub(lastAck).Round(time.Second), "in_flight", inflight, "target", m.cfg.Target)
 			case !stalled.IsZero() && lastAck.After(stalled):
 				m.cfg.Logger.Info("the target acknowledges again; resuming", "waited", lastAck.Sub(stalled).Round(time.Second))

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,9 +26,10 @@ type target struct {
 	strict   bool
 	failures prometheus.Counter // failed attempts that are retried
 
-	mu     sync.Mutex
-	counts map[string]int32 // partition count of each target topic seen
-	warned map[string]bool  // source/topic pairs whose count mismatch was logged
+	mu       sync.Mutex
+	counts   map[string]int32 // partition count of each target topic seen
+	oneToOne map[string]int32 // topics seen with the source's partition count, and that count
+	warned   map[string]bool  // source/topic pairs whose count mismatch was logged
 }
 
 func newTarget(cfg *compiled, failures prometheus.Counter) (*target, error) {
@@ -57,29 +59,47 @@ func newTarget(cfg *compiled, failures prometheus.Counter) (*target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target %v: %w", cfg.Target, err)
 	}
-	return &target{client: cl, log: cfg.Logger, strict: cfg.StrictPartitions, failures: failures, counts: map[string]int32{}, warned: map[string]bool{}}, nil
+	return &target{client: cl, log: cfg.Logger, strict: cfg.StrictPartitions, failures: failures, counts: map[string]int32{}, oneToOne: map[string]int32{}, warned: map[string]bool{}}, nil
 }
 
 // ensureTopic returns the partition count of topic in the target, creating
-// the topic with the source's count when it is missing. It retries while
-// the target cannot be reached, as long as ctx allows: a target that is
-// down delays the mirror, it does not stop it.
-func (t *target) ensureTopic(ctx context.Context, source, topic string, sourceN int32) (int32, error) {
+// the topic with the source's count and configs when it is missing, and
+// growing it when the source grew a topic this process mirrored partition
+// for partition. It retries while the target cannot be reached, as long as
+// ctx allows: a target that is down delays the mirror, it does not stop it.
+func (t *target) ensureTopic(ctx context.Context, source, topic string, sourceN int32, configs map[string]string) (int32, error) {
 	t.mu.Lock()
 	n, ok := t.counts[topic]
 	t.mu.Unlock()
-	if !ok {
+	if !ok || n < sourceN {
 		var err error
 		n, err = retry(ctx, t.log, t.failures, "looking up or creating topic "+topic+" in the target", func() (int32, error) {
-			return t.lookupOrCreate(ctx, topic, sourceN)
+			return t.lookupOrCreate(ctx, topic, sourceN, configs)
 		})
 		if err != nil {
 			return 0, err
 		}
-		t.mu.Lock()
-		t.counts[topic] = n
-		t.mu.Unlock()
 	}
+	t.mu.Lock()
+	oneToOne := t.oneToOne[topic]
+	t.mu.Unlock()
+	if n < sourceN && oneToOne == n {
+		// The source grew a topic mirrored partition for partition: grow
+		// the target alike, so that placement stays the same.
+		if _, err := retry(ctx, t.log, t.failures, "adding partitions to topic "+topic+" in the target", func() (int32, error) {
+			return sourceN, t.grow(ctx, topic, sourceN)
+		}); err != nil {
+			return 0, err
+		}
+		t.log.Info("added partitions to the target topic, as the source did", "topic", topic, "from", n, "to", sourceN)
+		n = sourceN
+	}
+	t.mu.Lock()
+	t.counts[topic] = n
+	if n == sourceN {
+		t.oneToOne[topic] = n
+	}
+	t.mu.Unlock()
 	if n != sourceN {
 		if t.strict {
 			return 0, &fatalError{fmt.Errorf("topic %s has %d partitions in source %s but %d in the target, and strict partitions are on: "+
@@ -98,10 +118,22 @@ func (t *target) ensureTopic(ctx context.Context, source, topic string, sourceN 
 	return n, nil
 }
 
+// grow gives topic n partitions in the target.
+func (t *target) grow(ctx context.Context, topic string, n int32) error {
+	r, err := kadm.NewClient(t.client).UpdatePartitions(ctx, int(n), topic)
+	if err != nil {
+		return err
+	}
+	if e := r[topic].Err; e != nil && !errors.Is(e, kerr.InvalidPartitions) {
+		return &fatalError{fmt.Errorf("adding partitions to %s in the target: %w", topic, e)}
+	}
+	return nil
+}
+
 // lookupOrCreate asks the target for the topic, without letting the broker
 // auto-create it (it would use its default partition count), and creates
 // it with n partitions if it does not exist.
-func (t *target) lookupOrCreate(ctx context.Context, topic string, n int32) (int32, error) {
+func (t *target) lookupOrCreate(ctx context.Context, topic string, n int32, configs map[string]string) (int32, error) {
 	for attempt := 0; ; attempt++ {
 		req := kmsg.NewPtrMetadataRequest()
 		rt := kmsg.NewMetadataRequestTopic()
@@ -124,6 +156,11 @@ func (t *target) lookupOrCreate(ctx context.Context, topic string, n int32) (int
 		creq := kmsg.NewPtrCreateTopicsRequest()
 		ct := kmsg.NewCreateTopicsRequestTopic()
 		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, n, -1
+		for _, k := range sortedKeys(configs) {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = k, kmsg.StringPtr(configs[k])
+			ct.Configs = append(ct.Configs, c)
+		}
 		creq.Topics = append(creq.Topics, ct)
 		creq.TimeoutMillis = 30000
 		cresp, err := creq.RequestWith(ctx, t.client)
@@ -136,7 +173,7 @@ func (t *target) lookupOrCreate(ctx context.Context, topic string, n int32) (int
 		cerr := kerr.ErrorForCode(cresp.Topics[0].ErrorCode)
 		switch {
 		case cerr == nil:
-			t.log.Info("created topic in the target", "topic", topic, "partitions", n)
+			t.log.Info("created topic in the target", "topic", topic, "partitions", n, "configs", configs)
 		case errors.Is(cerr, kerr.TopicAlreadyExists): // another mirror won the race
 		default:
 			msg := ""

@@ -51,6 +51,11 @@ for jar in kafka-tools:tools connect-runtime:connect kafka-streams:streams; do
     echo "warning: could not fetch ${jar%%:*} from Maven Central now; the tests will try again" >&2
 done
 
+# The Apache Kafka broker, a source of the mirror's tests (mirror/kafka_test.go)
+# and the bench's peer.
+"$here/bench/install-kafka.sh" ||
+  echo "warning: could not install Apache Kafka now; the tests that need it fail until it is" >&2
+
 # librdkafka's admin client and Confluent's schema registry client, through
 # Python (broker/librdkafka_admin_test.go, cmd/tributary/registry_security_test.go).
 if ! python3 -c 'import confluent_kafka.schema_registry' >/dev/null 2>&1; then

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -14,32 +15,39 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/tributary-io/tributary/audit"
-	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/consumer"
 	"github.com/tributary-io/tributary/internal/clientsec"
 	"github.com/tributary-io/tributary/mirror"
 )
 
 func init() {
-	register("mirror", "copy topics from live clusters into the analysis cluster (acks=all, commit after ack)", runMirror)
+	register("mirror", "copy topics from live clusters into the analysis cluster, exactly once (resumes from what the target holds)", runMirror)
 }
 
 func runMirror(ctx context.Context, args []string) error {
 	fs := newFlags("mirror")
 	var sources, registries multiFlag
-	fs.Var(&sources, "source", "a live cluster to copy from, `NAME=host:port/chroot` of its ZooKeeper (repeat for several)")
+	fs.Var(&sources, "source", "a live cluster to copy from, `NAME=host:port[,host:port]` of its brokers (any Kafka-protocol cluster), or NAME=host:port/chroot of a Tributary cluster's ZooKeeper (repeat for several)")
 	fs.Var(&registries, "source-registry", "the schema registry of a source, `NAME=URL`; schema ids are rewritten to --target-registry's (repeatable)")
 	target := fs.String("target", "127.0.0.1:9092", "brokers of the analysis cluster, `host:port[,host:port]`")
 	targetName := fs.String("target-name", "analysis", "the target cluster's name, as other mirrors name it in --source: records that originated there are not copied back")
 	targetRegistry := fs.String("target-registry", "", "the analysis datacenter's schema registry `URL`")
+	keepIDs := fs.Bool("keep-schema-ids", false, "copy schema-registry envelopes unchanged without --target-registry: the datacenters share one registry (otherwise they are refused)")
 	topics := fs.String("topics", ".*", "regular expression selecting the topics to copy (unanchored)")
 	exclude := fs.String("exclude", "^_schemas$", "regular expression of topics not to copy, applied after --topics")
-	group := fs.String("group", "tributary-mirror", "consumer group in every source; mirrors with the same group share the partitions")
-	start := fs.String("start", "smallest", "where a partition never copied before starts: smallest (all retained) or largest (new records only)")
-	commit := fs.Duration("commit-interval", time.Second, "how often acknowledged offsets are committed; bounds what a crash copies twice")
-	session := fs.Duration("session-timeout", cluster.DefaultSessionTimeout, "ZooKeeper session timeout: how soon other mirrors take over after a crash")
+	group := fs.String("group", "tributary-mirror", "consumer group in every source, for assignment only (nothing is committed); mirrors with the same group share the partitions")
+	instanceID := fs.String("instance-id", "", "static group membership `ID`, unique per mirror process: restarted within --session-timeout, it gets its partitions back without a rebalance")
+	start := fs.String("start", "smallest", "where a partition the target holds no copy of starts: smallest (all retained) or largest (new records only)")
+	fs.Duration("commit-interval", time.Second, "ignored: the mirror commits no offsets, it resumes from what the target holds")
+	session := fs.Duration("session-timeout", 10*time.Second, "group session timeout: how soon other mirrors take over after a crash")
 	connect := fs.Duration("connect-timeout", 30*time.Second, "give up at start when a source's ZooKeeper or brokers cannot be reached within this")
-	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, wait this long for the target's acknowledgements before exiting")
+	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, wait this long for the target's acknowledgements, then exit whatever still waits")
+	groups := fs.String("groups", "", "`REGEX` of source consumer groups whose committed offsets are translated into the target, so their consumers can fail over to it")
+	groupSync := fs.Duration("groups-interval", 10*time.Second, "how often --groups' offsets are translated")
+	topicSync := fs.Duration("topic-sync-interval", 30*time.Second, "how often topic config changes and partition increases in the sources are carried to the target")
+	rename := fs.String("rename", "{topic}", "target topic name `PATTERN`: {source} and {topic} are replaced, e.g. {source}.{topic}")
+	fetchPartition := fs.Int("fetch-max-partition-bytes", 32<<20, "bytes per partition in one fetch from a source; across a WAN a partition gets at most this per round trip")
+	fetchMax := fs.Int("fetch-max-bytes", 64<<20, "bytes in one fetch from a source broker")
 	strict := fs.Bool("strict-partitions", false, "stop instead of placing records by key hash when a target topic's partition count differs from the source's")
 	unknown := fs.String("unknown-schemas", "stop", "a value whose schema id the source registry cannot resolve: stop (with topic, partition, offset) or copy (unchanged, counted)")
 	status := fs.String("status", "", "serve the status (lag, rate, per-window counts) as JSON over HTTP on `host:port`")
@@ -64,19 +72,26 @@ func runMirror(ctx context.Context, args []string) error {
 		return fmt.Errorf("unexpected argument %q (flags only; repeat --source for several clusters)", fs.Arg(0))
 	}
 	cfg := mirror.Config{
-		Target:           splitList(*target),
-		TargetName:       *targetName,
-		TargetRegistry:   *targetRegistry,
-		Topics:           *topics,
-		Exclude:          *exclude,
-		Group:            *group,
-		CommitInterval:   *commit,
-		SessionTimeout:   *session,
-		ConnectTimeout:   *connect,
-		ShutdownTimeout:  *shutdown,
-		StrictPartitions: *strict,
-		LogInterval:      *logEvery,
-		Logger:           slog.Default(),
+		Target:                 splitList(*target),
+		TargetName:             *targetName,
+		TargetRegistry:         *targetRegistry,
+		KeepSchemaIDs:          *keepIDs,
+		Topics:                 *topics,
+		Exclude:                *exclude,
+		Group:                  *group,
+		InstanceID:             *instanceID,
+		SessionTimeout:         *session,
+		Rename:                 *rename,
+		TopicSyncInterval:      *topicSync,
+		Groups:                 *groups,
+		GroupSyncInterval:      *groupSync,
+		FetchMaxPartitionBytes: int32(min(*fetchPartition, 1<<30)),
+		FetchMaxBytes:          int32(min(*fetchMax, 1<<30)),
+		ConnectTimeout:         *connect,
+		ShutdownTimeout:        *shutdown,
+		StrictPartitions:       *strict,
+		LogInterval:            *logEvery,
+		Logger:                 slog.Default(),
 	}
 	if *logEvery == 0 {
 		cfg.LogInterval = -1
@@ -161,6 +176,24 @@ func runMirror(ctx context.Context, args []string) error {
 		defer srv.Close()
 		fmt.Printf("tributary mirror: status on http://%s/\n", ln.Addr())
 	}
+	// The shutdown as a whole (the target's acknowledgements, leaving the
+	// groups, the last audit counts) ends by --shutdown-timeout after the
+	// signal, whatever the brokers do; a watchdog makes sure of it.
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-finished:
+			return
+		}
+		select {
+		case <-time.After(*shutdown):
+			slog.Error("still shutting down after --shutdown-timeout; exiting now: the next run copies what the target did not acknowledge", "timeout", *shutdown)
+			os.Exit(0)
+		case <-finished:
+		}
+	}()
 	err = m.Run(ctx)
 	if errors.Is(err, context.Canceled) {
 		return nil
@@ -193,7 +226,7 @@ func newAuditTier(cfg mirror.Config, window time.Duration, headerField string) (
 		return nil, nil, err
 	}
 	return mirror.NewAuditTier(pub, headers, slog.Default()), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), max(time.Second, cfg.ShutdownTimeout/4))
 		defer cancel()
 		if err := pub.Close(ctx); err != nil {
 			slog.Warn("publishing the last audit counts", "err", err)

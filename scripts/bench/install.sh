@@ -37,17 +37,5 @@ if [ ${#need[@]} -gt 0 ]; then
   done
 fi
 
-kafka_dir="$(kafka_home)"
-if [ ! -f "$kafka_dir/libs/kafka_2.13-$KAFKA_VERSION.jar" ]; then
-  echo "bench install: Apache Kafka $KAFKA_VERSION from Maven Central into $kafka_dir"
-  mkdir -p "$kafka_dir"
-  if mvn -q -B -f "$here/kafka-pom.xml" -Dkafka.version="$KAFKA_VERSION" \
-      dependency:copy-dependencies -DincludeScope=runtime \
-      -DoutputDirectory="$kafka_dir/libs.tmp" >"$kafka_dir/mvn.log" 2>&1; then
-    rm -rf "$kafka_dir/libs" && mv "$kafka_dir/libs.tmp" "$kafka_dir/libs"
-  else
-    echo "bench install: mvn failed, see $kafka_dir/mvn.log" >&2
-    status=1
-  fi
-fi
+"$here/install-kafka.sh" || status=1
 exit $status

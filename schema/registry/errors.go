@@ -112,7 +112,7 @@ func errInvalidCompatibility(got string) *apiError {
 }
 
 func errInvalidMode(got string) *apiError {
-	return &apiError{codeInvalidMode, fmt.Sprintf("Invalid mode %q. This registry runs only in READWRITE mode", got)}
+	return &apiError{codeInvalidMode, fmt.Sprintf("Invalid mode %q. Valid values are %s", got, validModesText)}
 }
 
 func errNotPermitted(msg string) *apiError { return &apiError{codeOperationNotPermitted, msg} }

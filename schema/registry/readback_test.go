@@ -60,7 +60,7 @@ func TestApplyRefusesForgedRecords(t *testing.T) {
 			if st.next != 2 {
 				t.Errorf("next offset %d, want 2", st.next)
 			}
-			p, aerr := st.planRegister("t", mustParse(t, schemaB), Backward)
+			p, aerr := st.planRegister("t", mustParse(t, schemaB), Backward, imported{})
 			if aerr != nil || p.id != 2 || p.num != 1 {
 				t.Errorf("next registration: id %d version %d (%v), want id 2 version 1", p.id, p.num, aerr)
 			}

@@ -23,6 +23,7 @@ type state struct {
 	schemas  map[int]*stored
 	byKey    map[string]int    // avsc.Key → id
 	configs  map[string]string // subject → level; "" is the global level
+	modes    map[string]string // subject → mode; "" is the global mode (mode.go)
 	maxID    int               // ids are never reused, even after hard deletes
 	// idFloor bounds the ids that records compaction removed: see apply.
 	idFloor int
@@ -54,6 +55,7 @@ func newState() *state {
 		schemas:  make(map[int]*stored),
 		byKey:    make(map[string]int),
 		configs:  make(map[string]string),
+		modes:    make(map[string]string),
 		limits:   defaultLimits,
 	}
 }
@@ -136,6 +138,12 @@ func (st *state) apply(r Record) string {
 			return fmt.Sprintf("unknown compatibility level %q", v.Level)
 		}
 		st.configs[name] = level
+	case keyMode:
+		name := ""
+		if k.Subject != nil {
+			name = *k.Subject
+		}
+		return st.applyMode(name, r.Value)
 	case keyNoop:
 		if k.IDFloor == 0 {
 			return ""
@@ -170,6 +178,11 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 	if v.SchemaType != "" && !strings.EqualFold(v.SchemaType, "AVRO") {
 		return fmt.Sprintf("subject %q version %d is a %s schema; only AVRO is served", name, num, v.SchemaType)
 	}
+	// In IMPORT mode a registration carries the id and version it had in
+	// the registry it is copied from: versions may arrive in any order and
+	// ids ahead of the counter, which then moves past them.
+	mode := st.mode(name)
+	importing := mode == modeImport
 	s := st.subjects[name]
 	if s != nil {
 		if ver := s.find(num); ver != nil {
@@ -182,12 +195,17 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 			ver.deleted = v.Deleted
 			return ""
 		}
-		if num <= s.latest(true) {
+		if num <= s.latest(true) && !importing {
 			return fmt.Sprintf("subject %q version %d is below its latest version %d; a concurrent write lost", name, num, s.latest(true))
 		}
 	}
 	if v.Deleted {
 		return "" // soft delete of a version hard-deleted meanwhile
+	}
+	if readOnly(mode) {
+		// Whoever wrote this decided before it read the mode change; every
+		// node skips it alike, and the writer is told when it reads back.
+		return fmt.Sprintf("subject %q version %d was written while the subject is in %s mode", name, num, mode)
 	}
 	if err := st.limits.check(v.Schema); err != nil {
 		return fmt.Sprintf("subject %q version %d: %v", name, num, err)
@@ -196,7 +214,7 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 	if err != nil {
 		return fmt.Sprintf("subject %q version %d: schema does not parse: %v", name, num, err)
 	}
-	if _, known := st.schemas[v.ID]; !known && v.ID > st.nextID() {
+	if _, known := st.schemas[v.ID]; !known && v.ID > st.nextID() && !importing {
 		// Registries give a new schema the next id, so a record that jumps
 		// ahead did not come from one; applied, it would use up the ids
 		// (a forged id 2^31-1 leaves none the envelope can carry).
@@ -212,7 +230,7 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 		s = &subject{}
 		st.subjects[name] = s
 	}
-	s.versions = append(s.versions, &version{num: num, id: v.ID})
+	s.insert(&version{num: num, id: v.ID})
 	sch := st.schemas[v.ID]
 	if sch == nil {
 		sch = &stored{id: v.ID, schema: parsed}
@@ -267,6 +285,12 @@ func (st *state) hardDelete(name string, num int) string {
 		}
 	}
 	return ""
+}
+
+// insert adds v in version order; outside IMPORT mode it is always last.
+func (s *subject) insert(v *version) {
+	i, _ := slices.BinarySearchFunc(s.versions, v.num, func(a *version, n int) int { return a.num - n })
+	s.versions = slices.Insert(s.versions, i, v)
 }
 
 func (s *subject) find(num int) *version {

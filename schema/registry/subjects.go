@@ -236,11 +236,7 @@ func (s *Server) registerHandler(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	if req.ID > 0 || req.Version > 0 {
-		writeError(w, errNotPermitted("choosing the id or version of a schema needs IMPORT mode, which this registry does not offer; leave both out"))
-		return
-	}
-	id, aerr := s.register(r.Context(), subject, sch)
+	id, aerr := s.register(r.Context(), subject, sch, imported{req.ID, req.Version})
 	if aerr != nil {
 		writeError(w, aerr)
 		return

@@ -55,7 +55,10 @@ func (s *Server) sync(ctx context.Context, op string) *apiError {
 // The compatibility check runs outside the state's lock (it may take up
 // to CheckTimeout), so the plan is made again after it: if the subject's
 // level or live versions changed meanwhile, the check is repeated.
-func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema) (int, *apiError) {
+//
+// imp carries the id and version a registration asks for, which only
+// IMPORT mode grants (zero: none asked for).
+func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema, imp imported) (int, *apiError) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	var checked *regPlan
@@ -67,12 +70,12 @@ func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema)
 			return 0, err
 		}
 		s.mu.RLock()
-		p, aerr := s.st.planRegister(subject, sch, s.cfg.DefaultCompatibility)
+		p, aerr := s.st.planRegister(subject, sch, s.cfg.DefaultCompatibility, imp)
 		s.mu.RUnlock()
 		if aerr != nil || p.num == 0 {
 			return p.id, aerr
 		}
-		if checked == nil || !p.sameCheck(checked) {
+		if !p.imported && (checked == nil || !p.sameCheck(checked)) {
 			msgs, aerr := s.checkWithin(ctx, p.level, sch, p.prev)
 			if aerr != nil {
 				return 0, aerr
@@ -99,19 +102,23 @@ func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema)
 		}
 		s.mu.RUnlock()
 		if won {
-			s.cfg.Logger.Info("schema registered", "subject", subject, "version", p.num, "id", p.id)
+			s.cfg.Logger.Info("schema registered", "subject", subject, "version", p.num, "id", p.id, "imported", p.imported)
 			return p.id, nil
 		}
 	}
 }
 
+// imported is the id and version a registration asks for (IMPORT mode).
+type imported struct{ id, version int }
+
 // regPlan is a registration decided against one state: the id and version
 // to write, or version 0 when the subject already has the schema under id;
 // and what the schema must be compatible with before it is written.
 type regPlan struct {
-	id, num int
-	level   string
-	prev    []previous
+	id, num  int
+	level    string
+	prev     []previous
+	imported bool // IMPORT mode: no compatibility check
 }
 
 // sameCheck reports whether p needs the same compatibility check as q.
@@ -123,7 +130,16 @@ func (p *regPlan) sameCheck(q *regPlan) bool {
 
 // planRegister plans a registration against the current state; the
 // compatibility check is left to the caller.
-func (st *state) planRegister(subject string, sch *avsc.Schema, dflt string) (regPlan, *apiError) {
+func (st *state) planRegister(subject string, sch *avsc.Schema, dflt string, imp imported) (regPlan, *apiError) {
+	if aerr := st.writable(subject); aerr != nil {
+		return regPlan{}, aerr
+	}
+	if st.mode(subject) == modeImport {
+		return st.planImport(subject, sch, imp)
+	}
+	if imp.id > 0 || imp.version > 0 {
+		return regPlan{}, errNotPermitted(fmt.Sprintf("Subject %s is not in import mode: a registration may carry its id and version only in IMPORT mode (PUT /mode {\"mode\": \"IMPORT\"}); leave both out", subject))
+	}
 	sub := st.subjects[subject]
 	if sub != nil {
 		for i := len(sub.versions) - 1; i >= 0; i-- {
@@ -168,6 +184,9 @@ func (s *Server) deleteVersion(ctx context.Context, subject string, ref versionR
 }
 
 func (st *state) planDeleteVersion(subject string, ref versionRef, permanent bool) (Record, int, *apiError) {
+	if aerr := st.writable(subject); aerr != nil {
+		return Record{}, 0, aerr
+	}
 	sub := st.subjects[subject]
 	if sub == nil {
 		return Record{}, 0, errSubjectNotFound(subject)
@@ -217,6 +236,9 @@ func (s *Server) deleteSubject(ctx context.Context, subject string, permanent bo
 }
 
 func (st *state) planDeleteSubject(subject string, permanent bool) ([]Record, []int, *apiError) {
+	if aerr := st.writable(subject); aerr != nil {
+		return nil, nil, aerr
+	}
 	sub := st.subjects[subject]
 	if sub == nil {
 		return nil, nil, errSubjectNotFound(subject)

@@ -107,7 +107,7 @@ func (s *Server) checkCompatibilityHandler(w http.ResponseWriter, r *http.Reques
 		ref = &v
 	}
 	verbose := boolParam(r, "verbose")
-	_, sch, aerr := s.readSchema(w, r)
+	_, sch, _, aerr := s.readSchema(w, r)
 	if aerr != nil {
 		if verbose && aerr.Code == codeInvalidSchema {
 			writeJSON(w, compatResponse{Compatible: false, Messages: []string{aerr.Message}})

@@ -2,9 +2,9 @@
 // Registry REST API (subjects, versions, global ids, compatibility levels,
 // soft and hard deletes, Confluent's error codes), so existing serializers
 // and tools work against it unchanged, and Confluent's modes (READWRITE,
-// READONLY, READONLY_OVERRIDE, IMPORT; mode.go). Only AVRO schemas are
-// stored; schema references and data contracts are refused with an error
-// that says so.
+// READONLY, READONLY_OVERRIDE, IMPORT; mode.go) and schema references
+// (references.go). Only AVRO schemas are stored; data contracts are
+// refused with an error that says so.
 //
 // A node (Server) keeps no state of its own: it rebuilds everything by
 // reading a Log, in production the one-partition _schemas topic on the

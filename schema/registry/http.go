@@ -44,6 +44,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /schemas/ids/{id}/schema", s.schemaTextByID)
 	mux.HandleFunc("GET /schemas/ids/{id}/subjects", s.subjectsByID)
 	mux.HandleFunc("GET /schemas/ids/{id}/versions", s.versionsByID)
+	mux.HandleFunc("GET /schemas/ids/{id}/referencedby", s.referencedByID)
 
 	mux.HandleFunc("GET /config", s.getConfig)
 	mux.HandleFunc("PUT /config", s.putConfig)

@@ -31,14 +31,18 @@ func (s *Server) idRequest(r *http.Request, fn func(st *state, sch *stored) erro
 // while any version uses it, soft-deleted or not, so old data can always
 // be read.
 func (s *Server) schemaByID(w http.ResponseWriter, r *http.Request) {
-	var text string
-	if err := s.idRequest(r, func(_ *state, sch *stored) error { text = sch.schema.Text; return nil }); err != nil {
+	var out struct {
+		Schema     string      `json:"schema"`
+		References []schemaRef `json:"references,omitempty"`
+	}
+	if err := s.idRequest(r, func(_ *state, sch *stored) error {
+		out.Schema, out.References = sch.schema.Text, sch.refs
+		return nil
+	}); err != nil {
 		writeError(w, err.(*apiError))
 		return
 	}
-	writeJSON(w, struct {
-		Schema string `json:"schema"`
-	}{text})
+	writeJSON(w, out)
 }
 
 // GET /schemas/ids/{id}/schema answers with the schema itself.

@@ -46,6 +46,7 @@ type version struct {
 type stored struct {
 	id     int
 	schema *avsc.Schema
+	refs   []schemaRef // references.go
 	uses   int
 }
 
@@ -210,7 +211,15 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 	if err := st.limits.check(v.Schema); err != nil {
 		return fmt.Sprintf("subject %q version %d: %v", name, num, err)
 	}
-	parsed, err := avsc.Parse(v.Schema)
+	refs, err := decodeRecordRefs(v.References)
+	if err != nil {
+		return fmt.Sprintf("subject %q version %d: %v", name, num, err)
+	}
+	deps, err := st.resolveRefs(refs, st.limits)
+	if err != nil {
+		return fmt.Sprintf("subject %q version %d: %v", name, num, err)
+	}
+	parsed, err := parseReferencing(v.Schema, refs, deps)
 	if err != nil {
 		return fmt.Sprintf("subject %q version %d: schema does not parse: %v", name, num, err)
 	}
@@ -233,7 +242,7 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 	s.insert(&version{num: num, id: v.ID})
 	sch := st.schemas[v.ID]
 	if sch == nil {
-		sch = &stored{id: v.ID, schema: parsed}
+		sch = &stored{id: v.ID, schema: parsed, refs: refs}
 		st.schemas[v.ID] = sch
 		st.byKey[parsed.Key] = v.ID
 	}
@@ -272,6 +281,9 @@ func (st *state) hardDelete(name string, num int) string {
 	}
 	if !s.versions[i].deleted {
 		return fmt.Sprintf("tombstone for subject %q version %d, which is live: a version is soft-deleted before it is hard-deleted", name, num)
+	}
+	if ids := st.referencedBy(name, num); len(ids) > 0 {
+		return fmt.Sprintf("tombstone for subject %q version %d, which schema ids %v reference", name, num, ids)
 	}
 	id := s.versions[i].id
 	s.versions = slices.Delete(s.versions, i, i+1)

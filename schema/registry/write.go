@@ -58,7 +58,7 @@ func (s *Server) sync(ctx context.Context, op string) *apiError {
 //
 // imp carries the id and version a registration asks for, which only
 // IMPORT mode grants (zero: none asked for).
-func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema, imp imported) (int, *apiError) {
+func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema, refs []schemaRef, imp imported) (int, *apiError) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	var checked *regPlan
@@ -90,7 +90,7 @@ func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema,
 		if err := s.saveCheckpoint(p.id); err != nil {
 			return 0, errStore("Register", err)
 		}
-		rec := schemaRecord(schemaValue{Subject: subject, Version: p.num, ID: p.id, Schema: sch.Text})
+		rec := schemaRecord(schemaValue{Subject: subject, Version: p.num, ID: p.id, Schema: sch.Text, References: refsJSON(refs)})
 		if err := s.append(ctx, "Register", rec); err != nil {
 			return 0, err
 		}
@@ -205,13 +205,17 @@ func (st *state) planDeleteVersion(subject string, ref versionRef, permanent boo
 		return Record{}, 0, errVersionNotFound(num)
 	case permanent && !v.deleted:
 		return Record{}, 0, errVersionNotSoftDeleted(subject, num)
-	case permanent:
-		return tombstoneRecord(subject, num), num, nil
-	case v.deleted:
+	case v.deleted && !permanent:
 		return Record{}, 0, errVersionSoftDeleted(subject, num)
 	}
-	sch := st.schemas[v.id].schema
-	return schemaRecord(schemaValue{Subject: subject, Version: num, ID: v.id, Schema: sch.Text, Deleted: true}), num, nil
+	if aerr := st.notReferenced(subject, num); aerr != nil {
+		return Record{}, 0, aerr
+	}
+	if permanent {
+		return tombstoneRecord(subject, num), num, nil
+	}
+	sch := st.schemas[v.id]
+	return schemaRecord(schemaValue{Subject: subject, Version: num, ID: v.id, Schema: sch.schema.Text, References: refsJSON(sch.refs), Deleted: true}), num, nil
 }
 
 // deleteSubject soft-deletes every version of a subject, or hard-deletes a
@@ -242,6 +246,11 @@ func (st *state) planDeleteSubject(subject string, permanent bool) ([]Record, []
 	sub := st.subjects[subject]
 	if sub == nil {
 		return nil, nil, errSubjectNotFound(subject)
+	}
+	for _, v := range sub.versions {
+		if aerr := st.notReferenced(subject, v.num); aerr != nil {
+			return nil, nil, aerr
+		}
 	}
 	var nums []int
 	if permanent {

@@ -3,7 +3,8 @@
 // soft and hard deletes, Confluent's error codes), so existing serializers
 // and tools work against it unchanged, and Confluent's modes (READWRITE,
 // READONLY, READONLY_OVERRIDE, IMPORT; mode.go) and schema references
-// (references.go). Only AVRO schemas are stored; data contracts are
+// (references.go, AVRO). AVRO and JSON schemas (jsonschema.go) are
+// stored; Protobuf, references from JSON schemas and data contracts are
 // refused with an error that says so.
 //
 // A node (Server) keeps no state of its own: it rebuilds everything by
@@ -40,8 +41,10 @@
 //     without the role. Passwords are checked against the broker's SCRAM
 //     keys; none is stored. With Config.TLS, only HTTPS is served.
 //
-// "The same schema" means the same parsing canonical form extended with
-// what changes a reader's view (logical types, defaults, aliases): see
-// schema/internal/avsc.Key. Compatibility follows the Avro specification's
-// resolution rules as implemented by github.com/hamba/avro.
+// "The same schema" means, for Avro, the same parsing canonical form
+// extended with what changes a reader's view (logical types, defaults,
+// aliases; see schema/internal/avsc.Key) and the same references; for
+// JSON, the same canonical JSON. Avro compatibility follows the Avro
+// specification's resolution rules as implemented by github.com/hamba/avro;
+// JSON compatibility, Confluent's rules (jsoncompat.go).
 package registry

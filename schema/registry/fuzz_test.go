@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
 
 // FuzzSchemaRequest sends arbitrary bodies to the endpoints that take a
@@ -26,6 +24,8 @@ func FuzzSchemaRequest(f *testing.F) {
 		`{"schema":"{\"type\":\"fixed\",\"name\":\"F\",\"size\":16,\"logicalType\":\"decimal\",\"precision\":4}"}`,
 		`{"schema":"` + strings.Repeat(`[`, 200) + `"}`,
 		`{"schema":"\"string\"","schemaType":"PROTOBUF"}`,
+		`{"schema":"{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#/definitions/x\"}},\"definitions\":{\"x\":{\"type\":\"string\",\"pattern\":\"^a+$\"}}}","schemaType":"JSON"}`,
+		`{"schema":"{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$ref\":\"#\"}","schemaType":"JSON"}`,
 		`{"schema":"\"string\"","references":[{"name":"x"}]}`,
 		`{"schema":null}`, `[]`, `{`, ``,
 	} {
@@ -122,17 +122,26 @@ func FuzzCompatibility(f *testing.F) {
 		{`[{"type":"record","name":"A","fields":[]},{"type":"record","name":"B","fields":[]}]`, `{"type":"record","name":"B","aliases":["A"],"fields":[]}`},
 		{`{"type":"bytes","logicalType":"decimal","precision":4,"scale":2}`, `"bytes"`},
 	} {
-		f.Add(seed[0], seed[1])
+		f.Add(seed[0], seed[1], false)
+	}
+	for _, seed := range [][2]string{
+		{`{"type":"object","properties":{"a":{"type":"string"}}}`, `{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}},"additionalProperties":false}`},
+		{`{"type":"object","properties":{"a":{"$ref":"#/definitions/n"}},"definitions":{"n":{"type":"number","maximum":5}}}`, `{"$ref":"#"}`},
+		{`{"oneOf":[{"type":"string"},{"enum":[1,2]}]}`, `{"type":["string","null"],"minLength":2,"pattern":"^a"}`},
+		{`true`, `false`},
+	} {
+		f.Add(seed[0], seed[1], true)
 	}
 	lim := schemaLimits{maxBytes: 16 << 10, maxDepth: 32, maxNodes: 500, maxBranches: 50, maxFields: 50}
 	srv := &Server{cfg: Config{Logger: quiet(), CheckTimeout: 10 * time.Second}, checks: make(chan struct{}, 1)}
-	f.Fuzz(func(t *testing.T, a, b string) {
-		var parsed []*avsc.Schema
+	f.Fuzz(func(t *testing.T, a, b string, jsonType bool) {
+		typ := typeAvro
+		if jsonType {
+			typ = typeJSON
+		}
+		var parsed []*schemaDoc
 		for _, text := range []string{a, b} {
-			if lim.check(text) != nil {
-				return
-			}
-			s, err := avsc.Parse(text)
+			s, err := parseSchema(typ, text, lim, nil, nil)
 			if err != nil {
 				return
 			}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-
-	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
 
 // Modes, as Confluent names them. A subject's mode is its own if it has
@@ -200,7 +198,7 @@ func (s *Server) resetMode(w http.ResponseWriter, r *http.Request) {
 // request carries, the version too if it carries one (else the next). A
 // copy run again finds what it copied and gets the same answer; anything
 // that would change an id's schema or a version's is refused.
-func (st *state) planImport(subject string, sch *avsc.Schema, imp imported) (regPlan, *apiError) {
+func (st *state) planImport(subject string, sch *schemaDoc, imp imported) (regPlan, *apiError) {
 	if imp.id <= 0 {
 		return regPlan{}, errNotPermitted(fmt.Sprintf("Subject %s is in import mode: a registration must carry the schema's id (and may carry its version) from the registry it is copied from", subject))
 	}

@@ -35,3 +35,9 @@ func pythonSerde(t *testing.T, script string) {
 // (a schema reference); the reference is served back, and the referenced
 // subject cannot be deleted while used (42206).
 func TestPythonAvroReferences(t *testing.T) { pythonSerde(t, "avro_references.py") }
+
+// TestPythonJSONSchema: Confluent's JSONSerializer and JSONDeserializer
+// round-trip a record through a broker and the registry (schemaType JSON),
+// the serializer refuses a record its schema refuses, and the registry
+// refuses an incompatible evolution naming the rule.
+func TestPythonJSONSchema(t *testing.T) { pythonSerde(t, "json_schema.py") }

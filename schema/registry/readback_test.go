@@ -3,8 +3,6 @@ package registry
 import (
 	"strings"
 	"testing"
-
-	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
 
 // TestApplyRefusesForgedRecords feeds the state records that no registry
@@ -68,9 +66,9 @@ func TestApplyRefusesForgedRecords(t *testing.T) {
 	}
 }
 
-func mustParse(t *testing.T, text string) *avsc.Schema {
+func mustParse(t *testing.T, text string) *schemaDoc {
 	t.Helper()
-	s, err := avsc.Parse(text)
+	s, err := parseSchema(typeAvro, text, defaultLimits, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,11 +32,12 @@ func (s *Server) idRequest(r *http.Request, fn func(st *state, sch *stored) erro
 // be read.
 func (s *Server) schemaByID(w http.ResponseWriter, r *http.Request) {
 	var out struct {
+		SchemaType string      `json:"schemaType,omitempty"`
 		Schema     string      `json:"schema"`
 		References []schemaRef `json:"references,omitempty"`
 	}
 	if err := s.idRequest(r, func(_ *state, sch *stored) error {
-		out.Schema, out.References = sch.schema.Text, sch.refs
+		out.SchemaType, out.Schema, out.References = sch.schema.showType(), sch.schema.Text, sch.refs
 		return nil
 	}); err != nil {
 		writeError(w, err.(*apiError))

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-
-	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
 
 // state is what a node knows after applying a prefix of the log. It does no
@@ -45,7 +43,7 @@ type version struct {
 // that use it; it is forgotten when the last one is hard-deleted.
 type stored struct {
 	id     int
-	schema *avsc.Schema
+	schema *schemaDoc
 	refs   []schemaRef // references.go
 	uses   int
 }
@@ -176,8 +174,8 @@ func (st *state) apply(r Record) string {
 }
 
 func (st *state) applySchema(name string, num int, v schemaValue) string {
-	if v.SchemaType != "" && !strings.EqualFold(v.SchemaType, "AVRO") {
-		return fmt.Sprintf("subject %q version %d is a %s schema; only AVRO is served", name, num, v.SchemaType)
+	if _, ok := parseType(v.SchemaType); !ok {
+		return fmt.Sprintf("subject %q version %d is a %s schema; only AVRO and JSON are served", name, num, v.SchemaType)
 	}
 	// In IMPORT mode a registration carries the id and version it had in
 	// the registry it is copied from: versions may arrive in any order and
@@ -208,9 +206,6 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 		// node skips it alike, and the writer is told when it reads back.
 		return fmt.Sprintf("subject %q version %d was written while the subject is in %s mode", name, num, mode)
 	}
-	if err := st.limits.check(v.Schema); err != nil {
-		return fmt.Sprintf("subject %q version %d: %v", name, num, err)
-	}
 	refs, err := decodeRecordRefs(v.References)
 	if err != nil {
 		return fmt.Sprintf("subject %q version %d: %v", name, num, err)
@@ -219,7 +214,7 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 	if err != nil {
 		return fmt.Sprintf("subject %q version %d: %v", name, num, err)
 	}
-	parsed, err := parseReferencing(v.Schema, refs, deps)
+	parsed, err := parseSchema(v.SchemaType, v.Schema, st.limits, refs, deps)
 	if err != nil {
 		return fmt.Sprintf("subject %q version %d: schema does not parse: %v", name, num, err)
 	}
@@ -260,10 +255,11 @@ func (st *state) sameSchema(id int, text string) bool {
 	if have.schema.Text == text {
 		return true
 	}
-	if st.limits.check(text) != nil {
+	deps, err := st.resolveRefs(have.refs, st.limits)
+	if err != nil {
 		return false
 	}
-	p, err := avsc.Parse(text)
+	p, err := parseSchema(have.schema.Type, text, st.limits, have.refs, deps)
 	return err == nil && p.Key == have.schema.Key
 }
 

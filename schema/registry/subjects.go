@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
 
 // Handlers for /subjects: registration, lookup, versions and deletes.
@@ -26,20 +24,14 @@ type schemaRequest struct {
 // parse validates the request's schema against deps, the texts of the
 // schemas its references reach (references.go). Everything the registry
 // would otherwise have to drop silently is refused instead.
-func (req *schemaRequest) parse(lim schemaLimits, refs []schemaRef, deps []string) (*avsc.Schema, *apiError) {
-	if req.SchemaType != "" && !strings.EqualFold(req.SchemaType, "AVRO") {
-		return nil, errInvalidSchema("schema type %s is not supported; this registry stores only AVRO schemas", req.SchemaType)
-	}
+func (req *schemaRequest) parse(lim schemaLimits, refs []schemaRef, deps []string) (*schemaDoc, *apiError) {
 	if !isJSONNull(req.Metadata) || !isJSONNull(req.RuleSet) {
 		return nil, errInvalidSchema("data contract metadata and rule sets are not supported")
 	}
 	if req.Schema == nil || strings.TrimSpace(*req.Schema) == "" {
-		return nil, errInvalidSchema("empty schema: the request needs a \"schema\" field holding the Avro schema as a JSON string")
+		return nil, errInvalidSchema("empty schema: the request needs a \"schema\" field holding the schema as a JSON string")
 	}
-	if err := lim.check(*req.Schema); err != nil {
-		return nil, errInvalidSchema("%v", err)
-	}
-	sch, err := parseReferencing(*req.Schema, refs, deps)
+	sch, err := parseSchema(req.SchemaType, *req.Schema, lim, refs, deps)
 	if err != nil {
 		return nil, errInvalidSchema("%v", err)
 	}
@@ -56,13 +48,14 @@ type subjectSchema struct {
 	Subject    string      `json:"subject"`
 	Version    int         `json:"version"`
 	ID         int         `json:"id"`
+	SchemaType string      `json:"schemaType,omitempty"`
 	Schema     string      `json:"schema"`
 	References []schemaRef `json:"references,omitempty"`
 }
 
 func (st *state) show(subject string, v *version) subjectSchema {
 	sch := st.schemas[v.id]
-	return subjectSchema{Subject: subject, Version: v.num, ID: v.id, Schema: sch.schema.Text, References: sch.refs}
+	return subjectSchema{Subject: subject, Version: v.num, ID: v.id, SchemaType: sch.schema.showType(), Schema: sch.schema.Text, References: sch.refs}
 }
 
 // GET /subjects?deleted=&deletedOnly=&subjectPrefix=
@@ -195,7 +188,7 @@ func writeRawSchema(w http.ResponseWriter, text string) {
 // schemas at the same moment. The slot is released before the request
 // goes on to the store or a compatibility check, which have bounds of
 // their own.
-func (s *Server) readSchema(w http.ResponseWriter, r *http.Request) (schemaRequest, *avsc.Schema, []schemaRef, *apiError) {
+func (s *Server) readSchema(w http.ResponseWriter, r *http.Request) (schemaRequest, *schemaDoc, []schemaRef, *apiError) {
 	var req schemaRequest
 	wait := time.NewTimer(s.cfg.SyncTimeout)
 	defer wait.Stop()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-
-	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
 
 // Every write follows the same steps: read the log to its end, decide
@@ -58,7 +56,7 @@ func (s *Server) sync(ctx context.Context, op string) *apiError {
 //
 // imp carries the id and version a registration asks for, which only
 // IMPORT mode grants (zero: none asked for).
-func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema, refs []schemaRef, imp imported) (int, *apiError) {
+func (s *Server) register(ctx context.Context, subject string, sch *schemaDoc, refs []schemaRef, imp imported) (int, *apiError) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	var checked *regPlan
@@ -90,7 +88,7 @@ func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema,
 		if err := s.saveCheckpoint(p.id); err != nil {
 			return 0, errStore("Register", err)
 		}
-		rec := schemaRecord(schemaValue{Subject: subject, Version: p.num, ID: p.id, Schema: sch.Text, References: refsJSON(refs)})
+		rec := schemaRecord(schemaValue{Subject: subject, Version: p.num, ID: p.id, Schema: sch.Text, SchemaType: sch.showType(), References: refsJSON(refs)})
 		if err := s.append(ctx, "Register", rec); err != nil {
 			return 0, err
 		}
@@ -130,7 +128,7 @@ func (p *regPlan) sameCheck(q *regPlan) bool {
 
 // planRegister plans a registration against the current state; the
 // compatibility check is left to the caller.
-func (st *state) planRegister(subject string, sch *avsc.Schema, dflt string, imp imported) (regPlan, *apiError) {
+func (st *state) planRegister(subject string, sch *schemaDoc, dflt string, imp imported) (regPlan, *apiError) {
 	if aerr := st.writable(subject); aerr != nil {
 		return regPlan{}, aerr
 	}
@@ -215,7 +213,7 @@ func (st *state) planDeleteVersion(subject string, ref versionRef, permanent boo
 		return tombstoneRecord(subject, num), num, nil
 	}
 	sch := st.schemas[v.id]
-	return schemaRecord(schemaValue{Subject: subject, Version: num, ID: v.id, Schema: sch.schema.Text, References: refsJSON(sch.refs), Deleted: true}), num, nil
+	return schemaRecord(schemaValue{Subject: subject, Version: num, ID: v.id, Schema: sch.schema.Text, SchemaType: sch.schema.showType(), References: refsJSON(sch.refs), Deleted: true}), num, nil
 }
 
 // deleteSubject soft-deletes every version of a subject, or hard-deletes a

@@ -1,0 +1,69 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tributary-io/tributary/schema/internal/avsc"
+)
+
+// Schema types the registry stores, as Confluent names them in
+// "schemaType" (absent means AVRO).
+const (
+	typeAvro = "AVRO"
+	typeJSON = "JSON"
+)
+
+// schemaDoc is a parsed schema of any type the registry serves. Key is
+// its identity: equal keys are the same schema, with one id; keys of
+// different types never meet.
+type schemaDoc struct {
+	Type string // typeAvro or typeJSON
+	Text string // as registered
+	Key  string
+	avro *avsc.Schema // AVRO
+	json any          // JSON: the decoded document (jsonschema.go)
+}
+
+// parseType returns the canonical schema type of a request or record, or
+// false if the registry does not serve it.
+func parseType(t string) (string, bool) {
+	switch u := strings.ToUpper(strings.TrimSpace(t)); u {
+	case "", typeAvro:
+		return typeAvro, true
+	case typeJSON:
+		return typeJSON, true
+	}
+	return "", false
+}
+
+// parseSchema parses text as a schema of type typ within lim, with deps
+// the texts its references reach (references.go).
+func parseSchema(typ, text string, lim schemaLimits, refs []schemaRef, deps []string) (*schemaDoc, error) {
+	t, ok := parseType(typ)
+	if !ok {
+		return nil, fmt.Errorf("schema type %s is not supported; this registry stores AVRO and JSON schemas", typ)
+	}
+	if err := lim.check(text); err != nil {
+		return nil, err
+	}
+	if t == typeJSON {
+		if len(refs) > 0 {
+			return nil, fmt.Errorf("references are served for AVRO schemas only; put the definitions of a JSON schema in its \"$defs\"")
+		}
+		return parseJSONSchema(text, lim)
+	}
+	a, err := parseReferencing(text, refs, deps)
+	if err != nil {
+		return nil, err
+	}
+	return &schemaDoc{Type: typeAvro, Text: text, Key: a.Key, avro: a}, nil
+}
+
+// showType is the schemaType the API shows: none for AVRO, as Confluent.
+func (d *schemaDoc) showType() string {
+	if d.Type == typeAvro {
+		return ""
+	}
+	return d.Type
+}

@@ -85,6 +85,8 @@ func canRead(reader, writer *schemaDoc) error {
 		return fmt.Errorf("the schema type changed from %s to %s", writer.Type, reader.Type)
 	case reader.Type == typeJSON:
 		return jsonCompatible(reader.json, writer.json)
+	case reader.Type == typeProtobuf:
+		return protoCompatible(reader.proto, writer.proto)
 	}
 	return avsc.Compatible(reader.avro.Avro, writer.avro.Avro)
 }

@@ -3,9 +3,9 @@
 // soft and hard deletes, Confluent's error codes), so existing serializers
 // and tools work against it unchanged, and Confluent's modes (READWRITE,
 // READONLY, READONLY_OVERRIDE, IMPORT; mode.go) and schema references
-// (references.go, AVRO). AVRO and JSON schemas (jsonschema.go) are
-// stored; Protobuf, references from JSON schemas and data contracts are
-// refused with an error that says so.
+// (references.go, AVRO). AVRO, JSON (jsonschema.go) and PROTOBUF
+// (protobuf.go) schemas are stored; references from JSON and Protobuf
+// schemas and data contracts are refused with an error that says so.
 //
 // A node (Server) keeps no state of its own: it rebuilds everything by
 // reading a Log, in production the one-partition _schemas topic on the
@@ -44,7 +44,8 @@
 // "The same schema" means, for Avro, the same parsing canonical form
 // extended with what changes a reader's view (logical types, defaults,
 // aliases; see schema/internal/avsc.Key) and the same references; for
-// JSON, the same canonical JSON. Avro compatibility follows the Avro
-// specification's resolution rules as implemented by github.com/hamba/avro;
-// JSON compatibility, Confluent's rules (jsoncompat.go).
+// JSON, the same canonical JSON; for Protobuf, the same compiled
+// descriptor. Avro compatibility follows the Avro specification's
+// resolution rules as implemented by github.com/hamba/avro; JSON and
+// Protobuf compatibility, Confluent's rules (jsoncompat.go, protobuf.go).
 package registry

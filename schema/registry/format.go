@@ -18,11 +18,12 @@ const (
 // its identity: equal keys are the same schema, with one id; keys of
 // different types never meet.
 type schemaDoc struct {
-	Type string // typeAvro or typeJSON
-	Text string // as registered
-	Key  string
-	avro *avsc.Schema // AVRO
-	json any          // JSON: the decoded document (jsonschema.go)
+	Type  string // typeAvro or typeJSON
+	Text  string // as registered
+	Key   string
+	avro  *avsc.Schema // AVRO
+	json  any          // JSON: the decoded document (jsonschema.go)
+	proto *protoDoc    // PROTOBUF (protobuf.go)
 }
 
 // parseType returns the canonical schema type of a request or record, or
@@ -33,6 +34,8 @@ func parseType(t string) (string, bool) {
 		return typeAvro, true
 	case typeJSON:
 		return typeJSON, true
+	case typeProtobuf:
+		return typeProtobuf, true
 	}
 	return "", false
 }
@@ -42,16 +45,25 @@ func parseType(t string) (string, bool) {
 func parseSchema(typ, text string, lim schemaLimits, refs []schemaRef, deps []string) (*schemaDoc, error) {
 	t, ok := parseType(typ)
 	if !ok {
-		return nil, fmt.Errorf("schema type %s is not supported; this registry stores AVRO and JSON schemas", typ)
+		return nil, fmt.Errorf("schema type %s is not supported; this registry stores AVRO, JSON and PROTOBUF schemas", typ)
 	}
-	if err := lim.check(text); err != nil {
+	// The widths measured in a text are those of Avro's JSON; a JSON
+	// schema's are measured again once decoded, a Protobuf schema's once
+	// compiled, so for .proto text only its size and nesting count here.
+	pre := lim
+	if t == typeProtobuf {
+		pre = lim.replay()
+	}
+	if err := pre.check(text); err != nil {
 		return nil, err
 	}
-	if t == typeJSON {
-		if len(refs) > 0 {
-			return nil, fmt.Errorf("references are served for AVRO schemas only; put the definitions of a JSON schema in its \"$defs\"")
-		}
+	switch {
+	case t != typeAvro && len(refs) > 0:
+		return nil, fmt.Errorf("references are served for AVRO schemas only; put what a %s schema uses in the schema itself", t)
+	case t == typeJSON:
 		return parseJSONSchema(text, lim)
+	case t == typeProtobuf:
+		return parseProtobuf(text, lim)
 	}
 	a, err := parseReferencing(text, refs, deps)
 	if err != nil {

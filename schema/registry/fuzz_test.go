@@ -24,6 +24,7 @@ func FuzzSchemaRequest(f *testing.F) {
 		`{"schema":"{\"type\":\"fixed\",\"name\":\"F\",\"size\":16,\"logicalType\":\"decimal\",\"precision\":4}"}`,
 		`{"schema":"` + strings.Repeat(`[`, 200) + `"}`,
 		`{"schema":"\"string\"","schemaType":"PROTOBUF"}`,
+		`{"schema":"syntax = \"proto3\"; package p; import \"google/protobuf/timestamp.proto\"; message M { google.protobuf.Timestamp t = 1; map<string, M> m = 2; }","schemaType":"PROTOBUF"}`,
 		`{"schema":"{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#/definitions/x\"}},\"definitions\":{\"x\":{\"type\":\"string\",\"pattern\":\"^a+$\"}}}","schemaType":"JSON"}`,
 		`{"schema":"{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$ref\":\"#\"}","schemaType":"JSON"}`,
 		`{"schema":"\"string\"","references":[{"name":"x"}]}`,
@@ -65,6 +66,8 @@ func FuzzApplyRecord(f *testing.F) {
 		schemaRecord(schemaValue{Subject: "s", Version: 1, ID: 1, Schema: schemaA, Deleted: true}),
 		schemaRecord(schemaValue{Subject: "t", Version: 1, ID: maxID31, Schema: schemaB}),
 		tombstoneRecord("s", 1),
+		schemaRecord(schemaValue{Subject: "p", Version: 1, ID: 2, Schema: `syntax = "proto3"; message M { string a = 1; }`, SchemaType: "PROTOBUF"}),
+		schemaRecord(schemaValue{Subject: "j", Version: 1, ID: 2, Schema: `{"type":"object"}`, SchemaType: "JSON"}),
 		configRecord("", "FULL"),
 		configRecord("s", ""),
 		modeRecord("", "IMPORT"),
@@ -122,7 +125,7 @@ func FuzzCompatibility(f *testing.F) {
 		{`[{"type":"record","name":"A","fields":[]},{"type":"record","name":"B","fields":[]}]`, `{"type":"record","name":"B","aliases":["A"],"fields":[]}`},
 		{`{"type":"bytes","logicalType":"decimal","precision":4,"scale":2}`, `"bytes"`},
 	} {
-		f.Add(seed[0], seed[1], false)
+		f.Add(seed[0], seed[1], uint8(0))
 	}
 	for _, seed := range [][2]string{
 		{`{"type":"object","properties":{"a":{"type":"string"}}}`, `{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}},"additionalProperties":false}`},
@@ -130,15 +133,18 @@ func FuzzCompatibility(f *testing.F) {
 		{`{"oneOf":[{"type":"string"},{"enum":[1,2]}]}`, `{"type":["string","null"],"minLength":2,"pattern":"^a"}`},
 		{`true`, `false`},
 	} {
-		f.Add(seed[0], seed[1], true)
+		f.Add(seed[0], seed[1], uint8(1))
+	}
+	for _, seed := range [][2]string{
+		{`syntax = "proto3"; package p; message A { int32 a = 1; oneof o { string s = 2; } }`, `syntax = "proto3"; package p; message A { int64 a = 1; string s = 2; message B { repeated A x = 1; } }`},
+		{`syntax = "proto2"; message M { required group G = 1 { optional int32 a = 2; } map<string, M> m = 3; }`, `syntax = "proto3"; import "google/protobuf/any.proto"; message M { google.protobuf.Any a = 1; }`},
+	} {
+		f.Add(seed[0], seed[1], uint8(2))
 	}
 	lim := schemaLimits{maxBytes: 16 << 10, maxDepth: 32, maxNodes: 500, maxBranches: 50, maxFields: 50}
 	srv := &Server{cfg: Config{Logger: quiet(), CheckTimeout: 10 * time.Second}, checks: make(chan struct{}, 1)}
-	f.Fuzz(func(t *testing.T, a, b string, jsonType bool) {
-		typ := typeAvro
-		if jsonType {
-			typ = typeJSON
-		}
+	f.Fuzz(func(t *testing.T, a, b string, kind uint8) {
+		typ := []string{typeAvro, typeJSON, typeProtobuf}[kind%3]
 		var parsed []*schemaDoc
 		for _, text := range []string{a, b} {
 			s, err := parseSchema(typ, text, lim, nil, nil)

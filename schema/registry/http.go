@@ -39,7 +39,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("DELETE /subjects/{subject}/versions/{version}", s.deleteVersionHandler)
 
 	mux.HandleFunc("GET /schemas", s.listSchemas)
-	mux.HandleFunc("GET /schemas/types", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, []string{typeJSON, typeAvro}) })
+	mux.HandleFunc("GET /schemas/types", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, []string{typeJSON, typeProtobuf, typeAvro}) })
 	mux.HandleFunc("GET /schemas/ids/{id}", s.schemaByID)
 	mux.HandleFunc("GET /schemas/ids/{id}/schema", s.schemaTextByID)
 	mux.HandleFunc("GET /schemas/ids/{id}/subjects", s.subjectsByID)

@@ -175,7 +175,7 @@ func (st *state) apply(r Record) string {
 
 func (st *state) applySchema(name string, num int, v schemaValue) string {
 	if _, ok := parseType(v.SchemaType); !ok {
-		return fmt.Sprintf("subject %q version %d is a %s schema; only AVRO and JSON are served", name, num, v.SchemaType)
+		return fmt.Sprintf("subject %q version %d is a %s schema; only AVRO, JSON and PROTOBUF are served", name, num, v.SchemaType)
 	}
 	// In IMPORT mode a registration carries the id and version it had in
 	// the registry it is copied from: versions may arrive in any order and

@@ -2,14 +2,28 @@ package registry
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/bufbuild/protocompile"
 	"github.com/bufbuild/protocompile/reporter"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
+
+	// The well-known types, which a descriptor sent in serialized form
+	// may import, resolve from the global registry.
+	_ "google.golang.org/protobuf/types/known/anypb"
+	_ "google.golang.org/protobuf/types/known/durationpb"
+	_ "google.golang.org/protobuf/types/known/emptypb"
+	_ "google.golang.org/protobuf/types/known/fieldmaskpb"
+	_ "google.golang.org/protobuf/types/known/structpb"
+	_ "google.golang.org/protobuf/types/known/timestamppb"
+	_ "google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // Protobuf (schemaType PROTOBUF): .proto text, proto2 or proto3, compiled
@@ -18,9 +32,11 @@ import (
 // references, which are served for Avro only, and are refused. The
 // identity of a schema is its compiled descriptor without comments or
 // positions, serialized deterministically: spacing and comments do not
-// make another schema. Not served yet: the base64 descriptor form of
-// schemas (?format=serialized), which Confluent's Protobuf serializers
-// send, and our own clients' Protobuf serde.
+// make another schema.
+//
+// Confluent's Protobuf serializers send, and ask for (?format=serialized),
+// a schema as its FileDescriptorProto in base64; such a text is taken as
+// that descriptor, and the same schema in either form is one schema.
 
 const typeProtobuf = "PROTOBUF"
 
@@ -33,6 +49,47 @@ type protoDoc struct {
 }
 
 func parseProtobuf(text string, lim schemaLimits) (*schemaDoc, error) {
+	fd, err := compileProto(text)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < fd.Imports().Len(); i++ {
+		if imp := fd.Imports().Get(i); !isWellKnown(imp.Path()) {
+			return nil, fmt.Errorf("import %q: only the well-known types (google/protobuf/*.proto) may be imported", imp.Path())
+		}
+	}
+	n, depth := protoNodes(fd)
+	if n > lim.maxNodes {
+		return nil, fmt.Errorf("schema has %d messages, enums and fields; the limit is %d (MaxSchemaNodes, --schema-max-nodes)", n, lim.maxNodes)
+	}
+	if depth > lim.maxDepth {
+		// A base64 descriptor is not measured as text: its nesting counts here.
+		return nil, fmt.Errorf("schema nests messages %d deep; the limit is %d (MaxSchemaDepth, --schema-max-depth)", depth, lim.maxDepth)
+	}
+	fdp := protodesc.ToFileDescriptorProto(fd)
+	fdp.SourceCodeInfo = nil
+	fdp.Name = proto.String(protoFile) // the name a sender gave its file is not the schema
+	key, err := proto.MarshalOptions{Deterministic: true}.Marshal(fdp)
+	if err != nil {
+		return nil, err
+	}
+	return &schemaDoc{Type: typeProtobuf, Text: text, Key: typeProtobuf + "\x00" + string(key), proto: &protoDoc{file: fd}}, nil
+}
+
+// compileProto compiles .proto text, or decodes a base64 descriptor.
+func compileProto(text string) (protoreflect.FileDescriptor, error) {
+	if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text)); err == nil && len(b) > 0 {
+		var fdp descriptorpb.FileDescriptorProto
+		if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, &fdp); err != nil {
+			return nil, fmt.Errorf("base64 text that is not a serialized FileDescriptorProto: %v", err)
+		}
+		for _, dep := range fdp.GetDependency() {
+			if !isWellKnown(dep) {
+				return nil, fmt.Errorf("import %q: only the well-known types (google/protobuf/*.proto) may be imported", dep)
+			}
+		}
+		return protodesc.NewFile(&fdp, protoregistry.GlobalFiles)
+	}
 	c := protocompile.Compiler{
 		Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
 			Accessor: protocompile.SourceAccessorFromMap(map[string]string{protoFile: text}),
@@ -48,47 +105,48 @@ func parseProtobuf(text string, lim schemaLimits) (*schemaDoc, error) {
 	if fd == nil {
 		return nil, fmt.Errorf("%s did not compile", protoFile)
 	}
-	for i := 0; i < fd.Imports().Len(); i++ {
-		if imp := fd.Imports().Get(i); !imp.IsPlaceholder() && !isWellKnown(imp.Path()) {
-			return nil, fmt.Errorf("import %q: only the well-known types (google/protobuf/*.proto) may be imported", imp.Path())
-		}
+	return fd, nil
+}
+
+// serialized is the schema as Confluent's ?format=serialized gives it:
+// its FileDescriptorProto in base64 (as sent, if it was sent so).
+func (p *protoDoc) serialized(text string) string {
+	if _, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text)); err == nil {
+		return strings.TrimSpace(text)
 	}
-	if n := protoNodes(fd); n > lim.maxNodes {
-		return nil, fmt.Errorf("schema has %d messages, enums and fields; the limit is %d (MaxSchemaNodes, --schema-max-nodes)", n, lim.maxNodes)
-	}
-	fdp := protodesc.ToFileDescriptorProto(fd)
+	fdp := protodesc.ToFileDescriptorProto(p.file)
 	fdp.SourceCodeInfo = nil
-	key, err := proto.MarshalOptions{Deterministic: true}.Marshal(fdp)
-	if err != nil {
-		return nil, err
-	}
-	return &schemaDoc{Type: typeProtobuf, Text: text, Key: typeProtobuf + "\x00" + string(key), proto: &protoDoc{file: fd}}, nil
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(fdp)
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 func isWellKnown(path string) bool {
 	return len(path) > len("google/protobuf/") && path[:len("google/protobuf/")] == "google/protobuf/"
 }
 
-// protoNodes counts a file's messages, enums, fields and enum values.
-func protoNodes(fd protoreflect.FileDescriptor) int {
-	n := 0
-	var msgs func(ms protoreflect.MessageDescriptors)
+// protoNodes counts a file's messages, enums, fields and enum values, and
+// how deep its messages nest.
+func protoNodes(fd protoreflect.FileDescriptor) (n, depth int) {
+	var msgs func(ms protoreflect.MessageDescriptors, d int)
 	enums := func(es protoreflect.EnumDescriptors) {
 		for i := 0; i < es.Len(); i++ {
 			n += 1 + es.Get(i).Values().Len()
 		}
 	}
-	msgs = func(ms protoreflect.MessageDescriptors) {
+	msgs = func(ms protoreflect.MessageDescriptors, d int) {
+		if ms.Len() > 0 {
+			depth = max(depth, d)
+		}
 		for i := 0; i < ms.Len(); i++ {
 			m := ms.Get(i)
 			n += 1 + m.Fields().Len()
 			enums(m.Enums())
-			msgs(m.Messages())
+			msgs(m.Messages(), d+1)
 		}
 	}
-	msgs(fd.Messages())
+	msgs(fd.Messages(), 1)
 	enums(fd.Enums())
-	return n
+	return n, depth
 }
 
 // protoCompatible returns nil when data written with writer reads with

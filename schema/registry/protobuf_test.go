@@ -98,3 +98,37 @@ func TestProtobufParse(t *testing.T) {
 		t.Error("a Protobuf schema with references was accepted")
 	}
 }
+
+// TestProtobufSerializedForm: a schema sent as a base64 descriptor (as
+// Confluent's serializers send it) is the same schema as its .proto text,
+// and ?format=serialized gives a descriptor that parses back to it.
+func TestProtobufSerializedForm(t *testing.T) {
+	text, err := parseSchema(typeProtobuf, `syntax = "proto3"; package ex; import "google/protobuf/timestamp.proto"; message M { string a = 1; google.protobuf.Timestamp at = 2; }`, defaultLimits, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ser := text.proto.serialized(text.Text)
+	back, err := parseSchema(typeProtobuf, ser, defaultLimits, nil, nil)
+	if err != nil {
+		t.Fatalf("the serialized form does not parse: %v", err)
+	}
+	if back.Key != text.Key {
+		t.Error("the serialized form is another schema")
+	}
+	if got := back.proto.serialized(back.Text); got != ser {
+		t.Error("a schema sent serialized is not served back as sent")
+	}
+	lim := defaultLimits
+	lim.maxDepth = 2
+	deep := `syntax = "proto3"; message A { message B { message C { string x = 1; } } }`
+	d, err := parseSchema(typeProtobuf, deep, defaultLimits, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parseSchema(typeProtobuf, d.proto.serialized(deep), lim, nil, nil); err == nil || !strings.Contains(err.Error(), "--schema-max-depth") {
+		t.Errorf("a descriptor nesting 3 deep under a limit of 2: %v", err)
+	}
+	if _, err := parseSchema(typeProtobuf, "AAAA", defaultLimits, nil, nil); err == nil {
+		t.Error("base64 that is no descriptor was accepted")
+	}
+}

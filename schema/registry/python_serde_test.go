@@ -14,8 +14,8 @@ import (
 // broker, passing the registry's URL, the broker and a fresh topic.
 func pythonSerde(t *testing.T, script string) {
 	t.Helper()
-	if err := exec.Command("python3", "-c", "import confluent_kafka.schema_registry, fastavro, jsonschema").Run(); err != nil {
-		t.Fatalf("Python's confluent-kafka with its Avro and JSON serializers is missing: python3 -m pip install 'confluent-kafka[schemaregistry,avro,json]' (scripts/install-deps.sh does it)")
+	if err := exec.Command("python3", "-c", "import confluent_kafka.schema_registry, fastavro, jsonschema, google.protobuf").Run(); err != nil {
+		t.Fatalf("Python's confluent-kafka with its Avro, JSON and Protobuf serializers is missing: python3 -m pip install 'confluent-kafka[schemaregistry,avro,json,protobuf]' (scripts/install-deps.sh does it)")
 	}
 	broker := testBroker(t)
 	node := kafkaNode(t, broker, uniqueTopic(t))
@@ -41,3 +41,8 @@ func TestPythonAvroReferences(t *testing.T) { pythonSerde(t, "avro_references.py
 // the serializer refuses a record its schema refuses, and the registry
 // refuses an incompatible evolution naming the rule.
 func TestPythonJSONSchema(t *testing.T) { pythonSerde(t, "json_schema.py") }
+
+// TestPythonProtobuf: Confluent's ProtobufSerializer registers a schema as
+// a base64 descriptor and ProtobufDeserializer fetches it back
+// (?format=serialized); a record round-trips through a broker.
+func TestPythonProtobuf(t *testing.T) { pythonSerde(t, "protobuf.py") }

@@ -38,6 +38,9 @@ func (s *Server) schemaByID(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.idRequest(r, func(_ *state, sch *stored) error {
 		out.SchemaType, out.Schema, out.References = sch.schema.showType(), sch.schema.Text, sch.refs
+		if r.URL.Query().Get("format") == "serialized" && sch.schema.proto != nil {
+			out.Schema = sch.schema.proto.serialized(sch.schema.Text)
+		}
 		return nil
 	}); err != nil {
 		writeError(w, err.(*apiError))

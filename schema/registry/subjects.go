@@ -145,6 +145,9 @@ func (s *Server) versionRequest(r *http.Request) (subjectSchema, *apiError) {
 			return aerr
 		}
 		out = st.show(subject, v)
+		if doc := st.schemas[v.id].schema; doc.proto != nil && r.URL.Query().Get("format") == "serialized" {
+			out.Schema = doc.proto.serialized(doc.Text) // as Confluent's Protobuf clients ask
+		}
 		return nil
 	})
 	if err != nil {

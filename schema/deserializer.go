@@ -9,6 +9,7 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/linkedin/goavro/v2"
 	"github.com/tributary-io/tributary/schema/internal/avsc"
+	"github.com/twmb/franz-go/pkg/sr"
 )
 
 // DefaultMaxValueBytes bounds what one string, bytes or array in a value may
@@ -213,6 +214,11 @@ func (d *Deserializer) writer(ctx context.Context, id int) (*writer, error) {
 			return nil, fmt.Errorf("%w: %d: %v", ErrUnknownID, id, err)
 		}
 		return nil, fmt.Errorf("schema: fetch writer schema id %d: %w", id, err)
+	}
+	if s.Type != sr.TypeAvro {
+		// The registry stores JSON and Protobuf schemas too; their records
+		// are not Avro, and decoding them as Avro would yield garbage.
+		return nil, fmt.Errorf("schema: writer schema id %d is a %s schema; this deserializer reads Avro records only", id, s.Type)
 	}
 	if len(s.References) > 0 {
 		return nil, fmt.Errorf("schema: writer schema id %d uses schema references, which this deserializer does not resolve", id)

@@ -57,9 +57,11 @@ done
   echo "warning: could not install Apache Kafka now; the tests that need it fail until it is" >&2
 
 # librdkafka's admin client and Confluent's schema registry client, through
-# Python (broker/librdkafka_admin_test.go, cmd/tributary/registry_security_test.go).
-if ! python3 -c 'import confluent_kafka.schema_registry' >/dev/null 2>&1; then
-  echo "installing: confluent-kafka[schemaregistry] (PyPI)"
-  python3 -m pip install -q 'confluent-kafka[schemaregistry]==2.16.1' ||
-    python3 -m pip install -q --break-system-packages 'confluent-kafka[schemaregistry]==2.16.1'
+# Python (broker/librdkafka_admin_test.go, cmd/tributary/registry_security_test.go);
+# the avro, json and protobuf extras bring the serializers' fastavro,
+# jsonschema and protobuf (schema/registry/python_serde_test.go).
+if ! python3 -c 'import confluent_kafka.schema_registry, fastavro, jsonschema, google.protobuf' >/dev/null 2>&1; then
+  echo "installing: confluent-kafka[schemaregistry,avro,json,protobuf] (PyPI)"
+  python3 -m pip install -q 'confluent-kafka[schemaregistry,avro,json,protobuf]==2.16.1' ||
+    python3 -m pip install -q --break-system-packages 'confluent-kafka[schemaregistry,avro,json,protobuf]==2.16.1'
 fi

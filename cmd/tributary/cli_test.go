@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -78,8 +79,18 @@ func TestStandaloneCLI(t *testing.T) {
 		t.Fatalf("get --id 1 said %q", out)
 	}
 	run(t, "", 0, "schema", "check", registry, "--subject", "pageviews-value", "--file", filepath.Join(schemas, "pageview-v2.avsc"))
-	if out := run(t, "", 1, "schema", "check", registry, "--subject", "pageviews-value", "--file", filepath.Join(schemas, "servicecall.avsc")); !strings.Contains(out, "incompatible") {
-		t.Fatalf("check of an unrelated schema said %q", out)
+	// The reason is printed, not only the verdict.
+	if out := run(t, "", 1, "schema", "check", registry, "--subject", "pageviews-value", "--file", filepath.Join(schemas, "servicecall.avsc")); !strings.Contains(out, "incompatible") || !strings.Contains(out, "cannot read data written with version 1") {
+		t.Fatalf("check of an unrelated schema said %q, want the verdict and its reason", out)
+	}
+	// JSON Schema, with the rule that was broken and where.
+	dir := t.TempDir()
+	v1, v2 := filepath.Join(dir, "v1.json"), filepath.Join(dir, "v2.json")
+	os.WriteFile(v1, []byte(`{"type":"object","properties":{"page":{"type":"string"}}}`), 0o644)
+	os.WriteFile(v2, []byte(`{"type":"object","properties":{"page":{"type":"string"},"member":{"type":"integer"}}}`), 0o644)
+	run(t, "", 0, "schema", "register", registry, "--type", "json", "--subject", "clicks-value", "--file", v1)
+	if out := run(t, "", 1, "schema", "check", registry, "--type", "json", "--subject", "clicks-value", "--file", v2); !strings.Contains(out, "#/properties/member: property added to an open content model") {
+		t.Fatalf("check of a JSON schema adding a property to an open model said %q, want the rule and where", out)
 	}
 	if err := p.Stop(30 * time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.Output.String())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -14,7 +15,7 @@ import (
 )
 
 func init() {
-	register("schema", "register, get, list or check Avro schemas: schema register|get|list|check", runSchema)
+	register("schema", "register, get, list or check Avro and JSON schemas: schema register|get|list|check", runSchema)
 }
 
 func runSchema(ctx context.Context, args []string) error {
@@ -25,7 +26,8 @@ func runSchema(ctx context.Context, args []string) error {
 	fs := newFlags("schema")
 	url := fs.String("registry", "http://127.0.0.1:8081", "schema registry URL")
 	subject := fs.String("subject", "", "subject, e.g. pageviews-value")
-	file := fs.String("file", "", "Avro schema file (.avsc) for register and check")
+	file := fs.String("file", "", "schema file (Avro .avsc, or a JSON schema with --type json) for register and check")
+	typ := fs.String("type", "avro", "schema type of --file: avro or json (JSON Schema)")
 	version := fs.String("version", "latest", "version for get and check: a number or latest")
 	id := fs.Int("id", 0, "global schema id for get")
 	var sec clientsec.Registry
@@ -45,7 +47,13 @@ func runSchema(ctx context.Context, args []string) error {
 		if err != nil {
 			return sr.Schema{}, err
 		}
-		return sr.Schema{Schema: string(text), Type: sr.TypeAvro}, nil
+		switch strings.ToLower(*typ) {
+		case "avro":
+			return sr.Schema{Schema: string(text), Type: sr.TypeAvro}, nil
+		case "json":
+			return sr.Schema{Schema: string(text), Type: sr.TypeJSON}, nil
+		}
+		return sr.Schema{}, fmt.Errorf("--type %q: use avro or json", *typ)
 	}
 	ver := -1
 	if *version != "latest" {
@@ -104,7 +112,8 @@ func runSchema(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		res, err := cl.CheckCompatibility(ctx, *subject, ver, s)
+		// Verbose: the registry says why a schema is incompatible.
+		res, err := cl.CheckCompatibility(sr.WithParams(ctx, sr.Verbose), *subject, ver, s)
 		if err != nil {
 			return err
 		}
@@ -112,6 +121,9 @@ func runSchema(ctx context.Context, args []string) error {
 			fmt.Printf("incompatible with %s version %s:\n", *subject, *version)
 			for _, m := range res.Messages {
 				fmt.Println("  " + m)
+			}
+			if len(res.Messages) == 0 {
+				fmt.Println("  (the registry gave no reason)")
 			}
 			return exitError(1)
 		}

@@ -40,13 +40,13 @@ func parseLevel(s string) (string, bool) {
 // previous is an earlier, live version of a subject.
 type previous struct {
 	version int
-	schema  *avsc.Schema
+	schema  *schemaDoc
 }
 
 // checkCompatibility returns why s may not follow prev (oldest first) under
 // level, or nil when it may. Transitive levels check every version, the
 // others only the latest; the newest failure is reported first.
-func checkCompatibility(level string, s *avsc.Schema, prev []previous) []string {
+func checkCompatibility(level string, s *schemaDoc, prev []previous) []string {
 	if level == None || len(prev) == 0 {
 		return nil
 	}
@@ -58,12 +58,12 @@ func checkCompatibility(level string, s *avsc.Schema, prev []previous) []string 
 		p := prev[i]
 		var msgs []string
 		if base == Backward || base == Full {
-			if err := avsc.Compatible(s.Avro, p.schema.Avro); err != nil {
+			if err := canRead(s, p.schema); err != nil {
 				msgs = append(msgs, fmt.Sprintf("the new schema cannot read data written with version %d: %v", p.version, err))
 			}
 		}
 		if base == Forward || base == Full {
-			if err := avsc.Compatible(p.schema.Avro, s.Avro); err != nil {
+			if err := canRead(p.schema, s); err != nil {
 				msgs = append(msgs, fmt.Sprintf("version %d cannot read data written with the new schema: %v", p.version, err))
 			}
 		}
@@ -75,6 +75,20 @@ func checkCompatibility(level string, s *avsc.Schema, prev []previous) []string 
 		}
 	}
 	return nil
+}
+
+// canRead returns nil when data written with writer is valid, or readable,
+// under reader, else why not.
+func canRead(reader, writer *schemaDoc) error {
+	switch {
+	case reader.Type != writer.Type:
+		return fmt.Errorf("the schema type changed from %s to %s", writer.Type, reader.Type)
+	case reader.Type == typeJSON:
+		return jsonCompatible(reader.json, writer.json)
+	case reader.Type == typeProtobuf:
+		return protoCompatible(reader.proto, writer.proto)
+	}
+	return avsc.Compatible(reader.avro.Avro, writer.avro.Avro)
 }
 
 // DefaultCheckTimeout is the default of Config.CheckTimeout.
@@ -89,7 +103,7 @@ const DefaultCheckTimeout = 5 * time.Second
 // the schema limits bound how long any one check can run. A panic in the
 // library is the input's fault and is answered as an invalid schema, never
 // allowed to end the process (in standalone, the broker).
-func (s *Server) checkWithin(ctx context.Context, level string, sch *avsc.Schema, prev []previous) ([]string, *apiError) {
+func (s *Server) checkWithin(ctx context.Context, level string, sch *schemaDoc, prev []previous) ([]string, *apiError) {
 	if level == None || len(prev) == 0 {
 		return nil, nil
 	}

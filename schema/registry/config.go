@@ -2,11 +2,10 @@ package registry
 
 import (
 	"net/http"
-	"strings"
 )
 
-// Handlers for /config (compatibility levels), /compatibility (dry-run
-// checks) and /mode (always READWRITE).
+// Handlers for /config (compatibility levels) and /compatibility (dry-run
+// checks); /mode is in mode.go.
 
 type levelResponse struct {
 	Level string `json:"compatibilityLevel"`
@@ -108,7 +107,7 @@ func (s *Server) checkCompatibilityHandler(w http.ResponseWriter, r *http.Reques
 		ref = &v
 	}
 	verbose := boolParam(r, "verbose")
-	_, sch, aerr := s.readSchema(w, r)
+	_, sch, _, aerr := s.readSchema(w, r)
 	if aerr != nil {
 		if verbose && aerr.Code == codeInvalidSchema {
 			writeJSON(w, compatResponse{Compatible: false, Messages: []string{aerr.Message}})
@@ -161,47 +160,4 @@ func (s *Server) checkCompatibilityHandler(w http.ResponseWriter, r *http.Reques
 		Compatible bool     `json:"is_compatible"`
 		Messages   []string `json:"messages"` // [] rather than absent when compatible
 	}{len(msgs) == 0, append([]string{}, msgs...)})
-}
-
-const readWrite = "READWRITE"
-
-// GET /mode and GET /mode/{subject}?defaultToGlobal=: this registry is
-// always READWRITE, and subjects have no mode of their own.
-func (s *Server) getMode(w http.ResponseWriter, r *http.Request) {
-	if subject := r.PathValue("subject"); subject != "" && !boolParam(r, "defaultToGlobal") {
-		writeError(w, errSubjectModeNotSet(subject))
-		return
-	}
-	writeJSON(w, struct {
-		Mode string `json:"mode"`
-	}{readWrite})
-}
-
-// PUT /mode accepts only READWRITE, which changes nothing.
-func (s *Server) putMode(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Mode string `json:"mode"`
-	}
-	if aerr := readJSON(w, r, &req); aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	switch m := strings.ToUpper(req.Mode); m {
-	case readWrite:
-		writeJSON(w, struct {
-			Mode string `json:"mode"`
-		}{m})
-	case "READONLY", "READONLY_OVERRIDE", "IMPORT":
-		writeError(w, errNotPermitted("mode "+m+" is not supported: this registry runs only in READWRITE mode"))
-	default:
-		writeError(w, errInvalidMode(req.Mode))
-	}
-}
-
-// DELETE /mode and DELETE /mode/{subject} have no mode to reset and
-// answer with the one in force.
-func (s *Server) resetMode(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, struct {
-		Mode string `json:"mode"`
-	}{readWrite})
 }

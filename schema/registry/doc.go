@@ -1,9 +1,11 @@
 // Package registry is a schema registry that speaks the Confluent Schema
 // Registry REST API (subjects, versions, global ids, compatibility levels,
 // soft and hard deletes, Confluent's error codes), so existing serializers
-// and tools work against it unchanged. Only AVRO schemas are stored;
-// schema references, data contracts and modes other than READWRITE are
-// refused with an error that says so.
+// and tools work against it unchanged, and Confluent's modes (READWRITE,
+// READONLY, READONLY_OVERRIDE, IMPORT; mode.go) and schema references
+// (references.go, AVRO). AVRO, JSON (jsonschema.go) and PROTOBUF
+// (protobuf.go) schemas are stored; references from JSON and Protobuf
+// schemas and data contracts are refused with an error that says so.
 //
 // A node (Server) keeps no state of its own: it rebuilds everything by
 // reading a Log, in production the one-partition _schemas topic on the
@@ -39,8 +41,11 @@
 //     without the role. Passwords are checked against the broker's SCRAM
 //     keys; none is stored. With Config.TLS, only HTTPS is served.
 //
-// "The same schema" means the same parsing canonical form extended with
-// what changes a reader's view (logical types, defaults, aliases): see
-// schema/internal/avsc.Key. Compatibility follows the Avro specification's
-// resolution rules as implemented by github.com/hamba/avro.
+// "The same schema" means, for Avro, the same parsing canonical form
+// extended with what changes a reader's view (logical types, defaults,
+// aliases; see schema/internal/avsc.Key) and the same references; for
+// JSON, the same canonical JSON; for Protobuf, the same compiled
+// descriptor. Avro compatibility follows the Avro specification's
+// resolution rules as implemented by github.com/hamba/avro; JSON and
+// Protobuf compatibility, Confluent's rules (jsoncompat.go, protobuf.go).
 package registry

@@ -45,6 +45,7 @@ const (
 	codeInvalidCompatibility     = 42203
 	codeInvalidMode              = 42204
 	codeOperationNotPermitted    = 42205
+	codeReferenceExists          = 42206
 	codeInvalidSubject           = 42208
 	codeSchemaTooLarge           = 42209
 	codeStoreError               = 50001
@@ -112,10 +113,14 @@ func errInvalidCompatibility(got string) *apiError {
 }
 
 func errInvalidMode(got string) *apiError {
-	return &apiError{codeInvalidMode, fmt.Sprintf("Invalid mode %q. This registry runs only in READWRITE mode", got)}
+	return &apiError{codeInvalidMode, fmt.Sprintf("Invalid mode %q. Valid values are %s", got, validModesText)}
 }
 
 func errNotPermitted(msg string) *apiError { return &apiError{codeOperationNotPermitted, msg} }
+
+func errReferenceExists(subject string, num int, ids []int) *apiError {
+	return &apiError{codeReferenceExists, fmt.Sprintf("One or more references exist to the schema {subject=%s,version=%d}: schema ids %v reference it; delete them first", subject, num, ids)}
+}
 
 func errInvalidSubject(s string) *apiError {
 	return &apiError{codeInvalidSubject, fmt.Sprintf("The specified subject '%s' is not a valid subject name: it must be non-empty and contain no control characters", s)}

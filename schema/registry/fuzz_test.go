@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
 
 // FuzzSchemaRequest sends arbitrary bodies to the endpoints that take a
@@ -26,6 +24,9 @@ func FuzzSchemaRequest(f *testing.F) {
 		`{"schema":"{\"type\":\"fixed\",\"name\":\"F\",\"size\":16,\"logicalType\":\"decimal\",\"precision\":4}"}`,
 		`{"schema":"` + strings.Repeat(`[`, 200) + `"}`,
 		`{"schema":"\"string\"","schemaType":"PROTOBUF"}`,
+		`{"schema":"syntax = \"proto3\"; package p; import \"google/protobuf/timestamp.proto\"; message M { google.protobuf.Timestamp t = 1; map<string, M> m = 2; }","schemaType":"PROTOBUF"}`,
+		`{"schema":"{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#/definitions/x\"}},\"definitions\":{\"x\":{\"type\":\"string\",\"pattern\":\"^a+$\"}}}","schemaType":"JSON"}`,
+		`{"schema":"{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$ref\":\"#\"}","schemaType":"JSON"}`,
 		`{"schema":"\"string\"","references":[{"name":"x"}]}`,
 		`{"schema":null}`, `[]`, `{`, ``,
 	} {
@@ -65,8 +66,17 @@ func FuzzApplyRecord(f *testing.F) {
 		schemaRecord(schemaValue{Subject: "s", Version: 1, ID: 1, Schema: schemaA, Deleted: true}),
 		schemaRecord(schemaValue{Subject: "t", Version: 1, ID: maxID31, Schema: schemaB}),
 		tombstoneRecord("s", 1),
+		schemaRecord(schemaValue{Subject: "p", Version: 1, ID: 2, Schema: `syntax = "proto3"; message M { string a = 1; }`, SchemaType: "PROTOBUF"}),
+		schemaRecord(schemaValue{Subject: "j", Version: 1, ID: 2, Schema: `{"type":"object"}`, SchemaType: "JSON"}),
 		configRecord("", "FULL"),
 		configRecord("s", ""),
+		modeRecord("", "IMPORT"),
+		schemaRecord(schemaValue{Subject: "t", Version: 1, ID: 2, Schema: `{"type":"record","name":"T","fields":[{"name":"a","type":"A"}]}`,
+			References: json.RawMessage(`[{"name":"A","subject":"s","version":1}]`)}),
+		tombstoneRecord("s", 1),
+		modeRecord("s", "READONLY"),
+		modeRecord("s", ""),
+		{Key: []byte(`{"keytype":"MODE","subject":null,"magic":0}`), Value: []byte(`{"mode":"SIDEWAYS"}`)},
 		deleteSubjectRecord("s", 1),
 		{Key: []byte(`{"keytype":"NOOP","magic":0}`)},
 		idFloorRecord(5),
@@ -115,17 +125,29 @@ func FuzzCompatibility(f *testing.F) {
 		{`[{"type":"record","name":"A","fields":[]},{"type":"record","name":"B","fields":[]}]`, `{"type":"record","name":"B","aliases":["A"],"fields":[]}`},
 		{`{"type":"bytes","logicalType":"decimal","precision":4,"scale":2}`, `"bytes"`},
 	} {
-		f.Add(seed[0], seed[1])
+		f.Add(seed[0], seed[1], uint8(0))
+	}
+	for _, seed := range [][2]string{
+		{`{"type":"object","properties":{"a":{"type":"string"}}}`, `{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}},"additionalProperties":false}`},
+		{`{"type":"object","properties":{"a":{"$ref":"#/definitions/n"}},"definitions":{"n":{"type":"number","maximum":5}}}`, `{"$ref":"#"}`},
+		{`{"oneOf":[{"type":"string"},{"enum":[1,2]}]}`, `{"type":["string","null"],"minLength":2,"pattern":"^a"}`},
+		{`true`, `false`},
+	} {
+		f.Add(seed[0], seed[1], uint8(1))
+	}
+	for _, seed := range [][2]string{
+		{`syntax = "proto3"; package p; message A { int32 a = 1; oneof o { string s = 2; } }`, `syntax = "proto3"; package p; message A { int64 a = 1; string s = 2; message B { repeated A x = 1; } }`},
+		{`syntax = "proto2"; message M { required group G = 1 { optional int32 a = 2; } map<string, M> m = 3; }`, `syntax = "proto3"; import "google/protobuf/any.proto"; message M { google.protobuf.Any a = 1; }`},
+	} {
+		f.Add(seed[0], seed[1], uint8(2))
 	}
 	lim := schemaLimits{maxBytes: 16 << 10, maxDepth: 32, maxNodes: 500, maxBranches: 50, maxFields: 50}
 	srv := &Server{cfg: Config{Logger: quiet(), CheckTimeout: 10 * time.Second}, checks: make(chan struct{}, 1)}
-	f.Fuzz(func(t *testing.T, a, b string) {
-		var parsed []*avsc.Schema
+	f.Fuzz(func(t *testing.T, a, b string, kind uint8) {
+		typ := []string{typeAvro, typeJSON, typeProtobuf}[kind%3]
+		var parsed []*schemaDoc
 		for _, text := range []string{a, b} {
-			if lim.check(text) != nil {
-				return
-			}
-			s, err := avsc.Parse(text)
+			s, err := parseSchema(typ, text, lim, nil, nil)
 			if err != nil {
 				return
 			}

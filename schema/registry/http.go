@@ -39,11 +39,12 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("DELETE /subjects/{subject}/versions/{version}", s.deleteVersionHandler)
 
 	mux.HandleFunc("GET /schemas", s.listSchemas)
-	mux.HandleFunc("GET /schemas/types", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, []string{"AVRO"}) })
+	mux.HandleFunc("GET /schemas/types", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, []string{typeJSON, typeProtobuf, typeAvro}) })
 	mux.HandleFunc("GET /schemas/ids/{id}", s.schemaByID)
 	mux.HandleFunc("GET /schemas/ids/{id}/schema", s.schemaTextByID)
 	mux.HandleFunc("GET /schemas/ids/{id}/subjects", s.subjectsByID)
 	mux.HandleFunc("GET /schemas/ids/{id}/versions", s.versionsByID)
+	mux.HandleFunc("GET /schemas/ids/{id}/referencedby", s.referencedByID)
 
 	mux.HandleFunc("GET /config", s.getConfig)
 	mux.HandleFunc("PUT /config", s.putConfig)

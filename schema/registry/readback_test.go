@@ -3,8 +3,6 @@ package registry
 import (
 	"strings"
 	"testing"
-
-	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
 
 // TestApplyRefusesForgedRecords feeds the state records that no registry
@@ -60,7 +58,7 @@ func TestApplyRefusesForgedRecords(t *testing.T) {
 			if st.next != 2 {
 				t.Errorf("next offset %d, want 2", st.next)
 			}
-			p, aerr := st.planRegister("t", mustParse(t, schemaB), Backward)
+			p, aerr := st.planRegister("t", mustParse(t, schemaB), Backward, imported{})
 			if aerr != nil || p.id != 2 || p.num != 1 {
 				t.Errorf("next registration: id %d version %d (%v), want id 2 version 1", p.id, p.num, aerr)
 			}
@@ -68,9 +66,9 @@ func TestApplyRefusesForgedRecords(t *testing.T) {
 	}
 }
 
-func mustParse(t *testing.T, text string) *avsc.Schema {
+func mustParse(t *testing.T, text string) *schemaDoc {
 	t.Helper()
-	s, err := avsc.Parse(text)
+	s, err := parseSchema(typeAvro, text, defaultLimits, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

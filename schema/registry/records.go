@@ -15,11 +15,12 @@ import (
 //	CONFIG          key {subject|null}      value {compatibilityLevel}; null value: reset
 //	DELETE_SUBJECT  key {subject}           value {subject, version}: soft-delete all
 //	                                         versions up to version, in one record
+//	MODE            key {subject|null}      value {mode}; null value: reset (mode.go)
 //
 //	NOOP            key {tributaryIdFloor}    value {tributaryIdFloor}: schema ids up to
 //	                                         the floor were handed out (checkpoint.go)
 //
-// Other key types (MODE, ...) and NOOP keys without a floor are skipped on
+// Other key types and NOOP keys without a floor are skipped on
 // replay. The floor is in the key so that compaction keeps it: Confluent's
 // registry writes NOOP records with a key of their own.
 const (
@@ -27,6 +28,7 @@ const (
 	keyConfig        = "CONFIG"
 	keyDeleteSubject = "DELETE_SUBJECT"
 	keyNoop          = "NOOP"
+	keyMode          = "MODE"
 )
 
 // recordKey is the union of the key layouts; which fields are set depends
@@ -88,6 +90,24 @@ func configRecord(subject, level string) Record {
 	r := Record{Key: mustJSON(k)}
 	if level != "" {
 		r.Value = mustJSON(configValue{Level: level})
+	}
+	return r
+}
+
+type modeValue struct {
+	Mode string `json:"mode"`
+}
+
+// modeRecord sets (mode != "") or resets the mode of subject, or the
+// global mode when subject is "".
+func modeRecord(subject, mode string) Record {
+	k := recordKey{Type: keyMode}
+	if subject != "" {
+		k.Subject = &subject
+	}
+	r := Record{Key: mustJSON(k)}
+	if mode != "" {
+		r.Value = mustJSON(modeValue{Mode: mode})
 	}
 	return r
 }

@@ -31,14 +31,22 @@ func (s *Server) idRequest(r *http.Request, fn func(st *state, sch *stored) erro
 // while any version uses it, soft-deleted or not, so old data can always
 // be read.
 func (s *Server) schemaByID(w http.ResponseWriter, r *http.Request) {
-	var text string
-	if err := s.idRequest(r, func(_ *state, sch *stored) error { text = sch.schema.Text; return nil }); err != nil {
+	var out struct {
+		SchemaType string      `json:"schemaType,omitempty"`
+		Schema     string      `json:"schema"`
+		References []schemaRef `json:"references,omitempty"`
+	}
+	if err := s.idRequest(r, func(_ *state, sch *stored) error {
+		out.SchemaType, out.Schema, out.References = sch.schema.showType(), sch.schema.Text, sch.refs
+		if r.URL.Query().Get("format") == "serialized" && sch.schema.proto != nil {
+			out.Schema = sch.schema.proto.serialized(sch.schema.Text)
+		}
+		return nil
+	}); err != nil {
 		writeError(w, err.(*apiError))
 		return
 	}
-	writeJSON(w, struct {
-		Schema string `json:"schema"`
-	}{text})
+	writeJSON(w, out)
 }
 
 // GET /schemas/ids/{id}/schema answers with the schema itself.

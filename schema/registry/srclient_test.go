@@ -33,7 +33,7 @@ func TestThroughSRClient(t *testing.T) {
 
 	types, err := cl.SupportedTypes(ctx)
 	must(err)
-	if !slices.Equal(types, []sr.SchemaType{sr.TypeAvro}) {
+	if !slices.Equal(types, []sr.SchemaType{sr.TypeAvro, sr.TypeProtobuf, sr.TypeJSON}) {
 		t.Errorf("SupportedTypes = %v", types)
 	}
 

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-
-	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
 
 // state is what a node knows after applying a prefix of the log. It does no
@@ -23,6 +21,7 @@ type state struct {
 	schemas  map[int]*stored
 	byKey    map[string]int    // avsc.Key → id
 	configs  map[string]string // subject → level; "" is the global level
+	modes    map[string]string // subject → mode; "" is the global mode (mode.go)
 	maxID    int               // ids are never reused, even after hard deletes
 	// idFloor bounds the ids that records compaction removed: see apply.
 	idFloor int
@@ -44,7 +43,8 @@ type version struct {
 // that use it; it is forgotten when the last one is hard-deleted.
 type stored struct {
 	id     int
-	schema *avsc.Schema
+	schema *schemaDoc
+	refs   []schemaRef // references.go
 	uses   int
 }
 
@@ -54,6 +54,7 @@ func newState() *state {
 		schemas:  make(map[int]*stored),
 		byKey:    make(map[string]int),
 		configs:  make(map[string]string),
+		modes:    make(map[string]string),
 		limits:   defaultLimits,
 	}
 }
@@ -136,6 +137,12 @@ func (st *state) apply(r Record) string {
 			return fmt.Sprintf("unknown compatibility level %q", v.Level)
 		}
 		st.configs[name] = level
+	case keyMode:
+		name := ""
+		if k.Subject != nil {
+			name = *k.Subject
+		}
+		return st.applyMode(name, r.Value)
 	case keyNoop:
 		if k.IDFloor == 0 {
 			return ""
@@ -167,9 +174,14 @@ func (st *state) apply(r Record) string {
 }
 
 func (st *state) applySchema(name string, num int, v schemaValue) string {
-	if v.SchemaType != "" && !strings.EqualFold(v.SchemaType, "AVRO") {
-		return fmt.Sprintf("subject %q version %d is a %s schema; only AVRO is served", name, num, v.SchemaType)
+	if _, ok := parseType(v.SchemaType); !ok {
+		return fmt.Sprintf("subject %q version %d is a %s schema; only AVRO, JSON and PROTOBUF are served", name, num, v.SchemaType)
 	}
+	// In IMPORT mode a registration carries the id and version it had in
+	// the registry it is copied from: versions may arrive in any order and
+	// ids ahead of the counter, which then moves past them.
+	mode := st.mode(name)
+	importing := mode == modeImport
 	s := st.subjects[name]
 	if s != nil {
 		if ver := s.find(num); ver != nil {
@@ -182,21 +194,31 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 			ver.deleted = v.Deleted
 			return ""
 		}
-		if num <= s.latest(true) {
+		if num <= s.latest(true) && !importing {
 			return fmt.Sprintf("subject %q version %d is below its latest version %d; a concurrent write lost", name, num, s.latest(true))
 		}
 	}
 	if v.Deleted {
 		return "" // soft delete of a version hard-deleted meanwhile
 	}
-	if err := st.limits.check(v.Schema); err != nil {
+	if readOnly(mode) {
+		// Whoever wrote this decided before it read the mode change; every
+		// node skips it alike, and the writer is told when it reads back.
+		return fmt.Sprintf("subject %q version %d was written while the subject is in %s mode", name, num, mode)
+	}
+	refs, err := decodeRecordRefs(v.References)
+	if err != nil {
 		return fmt.Sprintf("subject %q version %d: %v", name, num, err)
 	}
-	parsed, err := avsc.Parse(v.Schema)
+	deps, err := st.resolveRefs(refs, st.limits)
+	if err != nil {
+		return fmt.Sprintf("subject %q version %d: %v", name, num, err)
+	}
+	parsed, err := parseSchema(v.SchemaType, v.Schema, st.limits, refs, deps)
 	if err != nil {
 		return fmt.Sprintf("subject %q version %d: schema does not parse: %v", name, num, err)
 	}
-	if _, known := st.schemas[v.ID]; !known && v.ID > st.nextID() {
+	if _, known := st.schemas[v.ID]; !known && v.ID > st.nextID() && !importing {
 		// Registries give a new schema the next id, so a record that jumps
 		// ahead did not come from one; applied, it would use up the ids
 		// (a forged id 2^31-1 leaves none the envelope can carry).
@@ -212,10 +234,10 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 		s = &subject{}
 		st.subjects[name] = s
 	}
-	s.versions = append(s.versions, &version{num: num, id: v.ID})
+	s.insert(&version{num: num, id: v.ID})
 	sch := st.schemas[v.ID]
 	if sch == nil {
-		sch = &stored{id: v.ID, schema: parsed}
+		sch = &stored{id: v.ID, schema: parsed, refs: refs}
 		st.schemas[v.ID] = sch
 		st.byKey[parsed.Key] = v.ID
 	}
@@ -233,10 +255,11 @@ func (st *state) sameSchema(id int, text string) bool {
 	if have.schema.Text == text {
 		return true
 	}
-	if st.limits.check(text) != nil {
+	deps, err := st.resolveRefs(have.refs, st.limits)
+	if err != nil {
 		return false
 	}
-	p, err := avsc.Parse(text)
+	p, err := parseSchema(have.schema.Type, text, st.limits, have.refs, deps)
 	return err == nil && p.Key == have.schema.Key
 }
 
@@ -255,6 +278,9 @@ func (st *state) hardDelete(name string, num int) string {
 	if !s.versions[i].deleted {
 		return fmt.Sprintf("tombstone for subject %q version %d, which is live: a version is soft-deleted before it is hard-deleted", name, num)
 	}
+	if ids := st.referencedBy(name, num); len(ids) > 0 {
+		return fmt.Sprintf("tombstone for subject %q version %d, which schema ids %v reference", name, num, ids)
+	}
 	id := s.versions[i].id
 	s.versions = slices.Delete(s.versions, i, i+1)
 	if len(s.versions) == 0 {
@@ -267,6 +293,12 @@ func (st *state) hardDelete(name string, num int) string {
 		}
 	}
 	return ""
+}
+
+// insert adds v in version order; outside IMPORT mode it is always last.
+func (s *subject) insert(v *version) {
+	i, _ := slices.BinarySearchFunc(s.versions, v.num, func(a *version, n int) int { return a.num - n })
+	s.versions = slices.Insert(s.versions, i, v)
 }
 
 func (s *subject) find(num int) *version {

@@ -99,7 +99,7 @@ func TestApplyFirstWriterWins(t *testing.T) {
 		{
 			name: "records of schema types this registry does not serve",
 			recs: []Record{
-				schemaRecord(schemaValue{Subject: "s", Version: 1, ID: 1, Schema: `syntax = "proto3";`, SchemaType: "PROTOBUF"}),
+				schemaRecord(schemaValue{Subject: "s", Version: 1, ID: 1, Schema: `<schema/>`, SchemaType: "XML"}),
 			},
 			skipped: "only AVRO",
 		},

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
 
 // Handlers for /subjects: registration, lookup, versions and deletes.
@@ -23,25 +21,17 @@ type schemaRequest struct {
 	RuleSet    json.RawMessage   `json:"ruleSet"`
 }
 
-// parse validates the request's schema. Everything the registry would
-// otherwise have to drop silently is refused instead.
-func (req *schemaRequest) parse(lim schemaLimits) (*avsc.Schema, *apiError) {
-	if req.SchemaType != "" && !strings.EqualFold(req.SchemaType, "AVRO") {
-		return nil, errInvalidSchema("schema type %s is not supported; this registry stores only AVRO schemas", req.SchemaType)
-	}
-	if len(req.References) > 0 {
-		return nil, errInvalidSchema("schema references are not supported; inline the referenced named types into the schema")
-	}
+// parse validates the request's schema against deps, the texts of the
+// schemas its references reach (references.go). Everything the registry
+// would otherwise have to drop silently is refused instead.
+func (req *schemaRequest) parse(lim schemaLimits, refs []schemaRef, deps []string) (*schemaDoc, *apiError) {
 	if !isJSONNull(req.Metadata) || !isJSONNull(req.RuleSet) {
 		return nil, errInvalidSchema("data contract metadata and rule sets are not supported")
 	}
 	if req.Schema == nil || strings.TrimSpace(*req.Schema) == "" {
-		return nil, errInvalidSchema("empty schema: the request needs a \"schema\" field holding the Avro schema as a JSON string")
+		return nil, errInvalidSchema("empty schema: the request needs a \"schema\" field holding the schema as a JSON string")
 	}
-	if err := lim.check(*req.Schema); err != nil {
-		return nil, errInvalidSchema("%v", err)
-	}
-	sch, err := avsc.Parse(*req.Schema)
+	sch, err := parseSchema(req.SchemaType, *req.Schema, lim, refs, deps)
 	if err != nil {
 		return nil, errInvalidSchema("%v", err)
 	}
@@ -55,14 +45,17 @@ func isJSONNull(m json.RawMessage) bool {
 
 // subjectSchema is a version as the API shows it.
 type subjectSchema struct {
-	Subject string `json:"subject"`
-	Version int    `json:"version"`
-	ID      int    `json:"id"`
-	Schema  string `json:"schema"`
+	Subject    string      `json:"subject"`
+	Version    int         `json:"version"`
+	ID         int         `json:"id"`
+	SchemaType string      `json:"schemaType,omitempty"`
+	Schema     string      `json:"schema"`
+	References []schemaRef `json:"references,omitempty"`
 }
 
 func (st *state) show(subject string, v *version) subjectSchema {
-	return subjectSchema{Subject: subject, Version: v.num, ID: v.id, Schema: st.schemas[v.id].schema.Text}
+	sch := st.schemas[v.id]
+	return subjectSchema{Subject: subject, Version: v.num, ID: v.id, SchemaType: sch.schema.showType(), Schema: sch.schema.Text, References: sch.refs}
 }
 
 // GET /subjects?deleted=&deletedOnly=&subjectPrefix=
@@ -152,6 +145,9 @@ func (s *Server) versionRequest(r *http.Request) (subjectSchema, *apiError) {
 			return aerr
 		}
 		out = st.show(subject, v)
+		if doc := st.schemas[v.id].schema; doc.proto != nil && r.URL.Query().Get("format") == "serialized" {
+			out.Schema = doc.proto.serialized(doc.Text) // as Confluent's Protobuf clients ask
+		}
 		return nil
 	})
 	if err != nil {
@@ -181,16 +177,6 @@ func (s *Server) getVersionSchema(w http.ResponseWriter, r *http.Request) {
 	writeRawSchema(w, ss.Schema)
 }
 
-// GET /subjects/{subject}/versions/{version}/referencedby is always empty:
-// schemas here cannot reference others.
-func (s *Server) referencedBy(w http.ResponseWriter, r *http.Request) {
-	if _, aerr := s.versionRequest(r); aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	writeJSON(w, []int{})
-}
-
 func writeRawSchema(w http.ResponseWriter, text string) {
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(http.StatusOK)
@@ -205,7 +191,7 @@ func writeRawSchema(w http.ResponseWriter, text string) {
 // schemas at the same moment. The slot is released before the request
 // goes on to the store or a compatibility check, which have bounds of
 // their own.
-func (s *Server) readSchema(w http.ResponseWriter, r *http.Request) (schemaRequest, *avsc.Schema, *apiError) {
+func (s *Server) readSchema(w http.ResponseWriter, r *http.Request) (schemaRequest, *schemaDoc, []schemaRef, *apiError) {
 	var req schemaRequest
 	wait := time.NewTimer(s.cfg.SyncTimeout)
 	defer wait.Stop()
@@ -213,15 +199,40 @@ func (s *Server) readSchema(w http.ResponseWriter, r *http.Request) (schemaReque
 	case s.parses <- struct{}{}:
 		defer func() { <-s.parses }()
 	case <-wait.C:
-		return req, nil, errBusy(cap(s.parses), s.cfg.SyncTimeout)
+		return req, nil, nil, errBusy(cap(s.parses), s.cfg.SyncTimeout)
 	case <-r.Context().Done():
-		return req, nil, errBusy(cap(s.parses), s.cfg.SyncTimeout)
+		return req, nil, nil, errBusy(cap(s.parses), s.cfg.SyncTimeout)
 	}
 	if aerr := readJSON(w, r, &req); aerr != nil {
-		return req, nil, aerr
+		return req, nil, nil, aerr
 	}
-	sch, aerr := req.parse(s.cfg.limits())
-	return req, sch, aerr
+	refs, err := decodeRefs(req.References)
+	if err != nil {
+		return req, nil, nil, errInvalidSchema("%v", err)
+	}
+	var deps []string
+	if len(refs) > 0 {
+		// Only the texts are gathered under the lock; they are parsed
+		// outside it, with the schema, within this request's parse slot.
+		err := s.view(r.Context(), func(st *state) error {
+			var err error
+			if deps, err = st.resolveRefs(refs, s.cfg.limits()); err != nil {
+				if _, ok := err.(*refsNotFound); ok {
+					return &apiError{codeNotFound, err.Error()} // caught up and asked again
+				}
+				return errInvalidSchema("%v", err)
+			}
+			return nil
+		})
+		if err != nil {
+			if ae := err.(*apiError); ae.Code == codeNotFound {
+				return req, nil, nil, errInvalidSchema("%s", ae.Message)
+			}
+			return req, nil, nil, err.(*apiError)
+		}
+	}
+	sch, aerr := req.parse(s.cfg.limits(), refs, deps)
+	return req, sch, refs, aerr
 }
 
 // POST /subjects/{subject}/versions registers a schema and answers {"id": n}.
@@ -231,16 +242,12 @@ func (s *Server) registerHandler(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	req, sch, aerr := s.readSchema(w, r)
+	req, sch, refs, aerr := s.readSchema(w, r)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
 	}
-	if req.ID > 0 || req.Version > 0 {
-		writeError(w, errNotPermitted("choosing the id or version of a schema needs IMPORT mode, which this registry does not offer; leave both out"))
-		return
-	}
-	id, aerr := s.register(r.Context(), subject, sch)
+	id, aerr := s.register(r.Context(), subject, sch, refs, imported{req.ID, req.Version})
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -258,7 +265,7 @@ func (s *Server) lookupSchema(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	_, sch, aerr := s.readSchema(w, r)
+	_, sch, _, aerr := s.readSchema(w, r)
 	if aerr != nil {
 		writeError(w, aerr)
 		return

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-
-	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
 
 // Every write follows the same steps: read the log to its end, decide
@@ -55,7 +53,10 @@ func (s *Server) sync(ctx context.Context, op string) *apiError {
 // The compatibility check runs outside the state's lock (it may take up
 // to CheckTimeout), so the plan is made again after it: if the subject's
 // level or live versions changed meanwhile, the check is repeated.
-func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema) (int, *apiError) {
+//
+// imp carries the id and version a registration asks for, which only
+// IMPORT mode grants (zero: none asked for).
+func (s *Server) register(ctx context.Context, subject string, sch *schemaDoc, refs []schemaRef, imp imported) (int, *apiError) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	var checked *regPlan
@@ -67,12 +68,12 @@ func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema)
 			return 0, err
 		}
 		s.mu.RLock()
-		p, aerr := s.st.planRegister(subject, sch, s.cfg.DefaultCompatibility)
+		p, aerr := s.st.planRegister(subject, sch, s.cfg.DefaultCompatibility, imp)
 		s.mu.RUnlock()
 		if aerr != nil || p.num == 0 {
 			return p.id, aerr
 		}
-		if checked == nil || !p.sameCheck(checked) {
+		if !p.imported && (checked == nil || !p.sameCheck(checked)) {
 			msgs, aerr := s.checkWithin(ctx, p.level, sch, p.prev)
 			if aerr != nil {
 				return 0, aerr
@@ -87,7 +88,7 @@ func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema)
 		if err := s.saveCheckpoint(p.id); err != nil {
 			return 0, errStore("Register", err)
 		}
-		rec := schemaRecord(schemaValue{Subject: subject, Version: p.num, ID: p.id, Schema: sch.Text})
+		rec := schemaRecord(schemaValue{Subject: subject, Version: p.num, ID: p.id, Schema: sch.Text, SchemaType: sch.showType(), References: refsJSON(refs)})
 		if err := s.append(ctx, "Register", rec); err != nil {
 			return 0, err
 		}
@@ -99,19 +100,23 @@ func (s *Server) register(ctx context.Context, subject string, sch *avsc.Schema)
 		}
 		s.mu.RUnlock()
 		if won {
-			s.cfg.Logger.Info("schema registered", "subject", subject, "version", p.num, "id", p.id)
+			s.cfg.Logger.Info("schema registered", "subject", subject, "version", p.num, "id", p.id, "imported", p.imported)
 			return p.id, nil
 		}
 	}
 }
 
+// imported is the id and version a registration asks for (IMPORT mode).
+type imported struct{ id, version int }
+
 // regPlan is a registration decided against one state: the id and version
 // to write, or version 0 when the subject already has the schema under id;
 // and what the schema must be compatible with before it is written.
 type regPlan struct {
-	id, num int
-	level   string
-	prev    []previous
+	id, num  int
+	level    string
+	prev     []previous
+	imported bool // IMPORT mode: no compatibility check
 }
 
 // sameCheck reports whether p needs the same compatibility check as q.
@@ -123,7 +128,16 @@ func (p *regPlan) sameCheck(q *regPlan) bool {
 
 // planRegister plans a registration against the current state; the
 // compatibility check is left to the caller.
-func (st *state) planRegister(subject string, sch *avsc.Schema, dflt string) (regPlan, *apiError) {
+func (st *state) planRegister(subject string, sch *schemaDoc, dflt string, imp imported) (regPlan, *apiError) {
+	if aerr := st.writable(subject); aerr != nil {
+		return regPlan{}, aerr
+	}
+	if st.mode(subject) == modeImport {
+		return st.planImport(subject, sch, imp)
+	}
+	if imp.id > 0 || imp.version > 0 {
+		return regPlan{}, errNotPermitted(fmt.Sprintf("Subject %s is not in import mode: a registration may carry its id and version only in IMPORT mode (PUT /mode {\"mode\": \"IMPORT\"}); leave both out", subject))
+	}
 	sub := st.subjects[subject]
 	if sub != nil {
 		for i := len(sub.versions) - 1; i >= 0; i-- {
@@ -168,6 +182,9 @@ func (s *Server) deleteVersion(ctx context.Context, subject string, ref versionR
 }
 
 func (st *state) planDeleteVersion(subject string, ref versionRef, permanent bool) (Record, int, *apiError) {
+	if aerr := st.writable(subject); aerr != nil {
+		return Record{}, 0, aerr
+	}
 	sub := st.subjects[subject]
 	if sub == nil {
 		return Record{}, 0, errSubjectNotFound(subject)
@@ -186,13 +203,17 @@ func (st *state) planDeleteVersion(subject string, ref versionRef, permanent boo
 		return Record{}, 0, errVersionNotFound(num)
 	case permanent && !v.deleted:
 		return Record{}, 0, errVersionNotSoftDeleted(subject, num)
-	case permanent:
-		return tombstoneRecord(subject, num), num, nil
-	case v.deleted:
+	case v.deleted && !permanent:
 		return Record{}, 0, errVersionSoftDeleted(subject, num)
 	}
-	sch := st.schemas[v.id].schema
-	return schemaRecord(schemaValue{Subject: subject, Version: num, ID: v.id, Schema: sch.Text, Deleted: true}), num, nil
+	if aerr := st.notReferenced(subject, num); aerr != nil {
+		return Record{}, 0, aerr
+	}
+	if permanent {
+		return tombstoneRecord(subject, num), num, nil
+	}
+	sch := st.schemas[v.id]
+	return schemaRecord(schemaValue{Subject: subject, Version: num, ID: v.id, Schema: sch.schema.Text, SchemaType: sch.schema.showType(), References: refsJSON(sch.refs), Deleted: true}), num, nil
 }
 
 // deleteSubject soft-deletes every version of a subject, or hard-deletes a
@@ -217,9 +238,17 @@ func (s *Server) deleteSubject(ctx context.Context, subject string, permanent bo
 }
 
 func (st *state) planDeleteSubject(subject string, permanent bool) ([]Record, []int, *apiError) {
+	if aerr := st.writable(subject); aerr != nil {
+		return nil, nil, aerr
+	}
 	sub := st.subjects[subject]
 	if sub == nil {
 		return nil, nil, errSubjectNotFound(subject)
+	}
+	for _, v := range sub.versions {
+		if aerr := st.notReferenced(subject, v.num); aerr != nil {
+			return nil, nil, aerr
+		}
 	}
 	var nums []int
 	if permanent {

@@ -153,3 +153,35 @@ func keepField(v any) any {
 func Compatible(reader, writer avro.Schema) error {
 	return avro.NewSchemaCompatibility().Compatible(reader, writer)
 }
+
+// ParseReferencing parses a schema that uses named types defined in other
+// schemas (Confluent's schema references): deps are those schemas' texts,
+// each after the ones it uses itself. Names resolve only to types that
+// text or deps define, through a cache private to the call.
+//
+// goavro cannot take named types from outside a schema, so such a schema
+// has no Codec: the registry stores, checks and serves it, and Confluent's
+// serializers, which resolve references themselves, use it.
+func ParseReferencing(text string, deps []string) (*Schema, error) {
+	if len(deps) == 0 {
+		return Parse(text)
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil, fmt.Errorf("empty schema")
+	}
+	cache := &avro.SchemaCache{}
+	for i, d := range deps {
+		if _, err := avro.ParseWithCache(d, "", cache); err != nil {
+			return nil, fmt.Errorf("referenced schema %d of %d: %w", i+1, len(deps), err)
+		}
+	}
+	s, err := avro.ParseWithCache(text, "", cache)
+	if err != nil {
+		return nil, err
+	}
+	key, err := Key(s)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{Text: text, Avro: s, Key: key}, nil
+}

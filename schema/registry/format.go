@@ -1,0 +1,81 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tributary-io/tributary/schema/internal/avsc"
+)
+
+// Schema types the registry stores, as Confluent names them in
+// "schemaType" (absent means AVRO).
+const (
+	typeAvro = "AVRO"
+	typeJSON = "JSON"
+)
+
+// schemaDoc is a parsed schema of any type the registry serves. Key is
+// its identity: equal keys are the same schema, with one id; keys of
+// different types never meet.
+type schemaDoc struct {
+	Type  string // typeAvro or typeJSON
+	Text  string // as registered
+	Key   string
+	avro  *avsc.Schema // AVRO
+	json  any          // JSON: the decoded document (jsonschema.go)
+	proto *protoDoc    // PROTOBUF (protobuf.go)
+}
+
+// parseType returns the canonical schema type of a request or record, or
+// false if the registry does not serve it.
+func parseType(t string) (string, bool) {
+	switch u := strings.ToUpper(strings.TrimSpace(t)); u {
+	case "", typeAvro:
+		return typeAvro, true
+	case typeJSON:
+		return typeJSON, true
+	case typeProtobuf:
+		return typeProtobuf, true
+	}
+	return "", false
+}
+
+// parseSchema parses text as a schema of type typ within lim, with deps
+// the texts its references reach (references.go).
+func parseSchema(typ, text string, lim schemaLimits, refs []schemaRef, deps []string) (*schemaDoc, error) {
+	t, ok := parseType(typ)
+	if !ok {
+		return nil, fmt.Errorf("schema type %s is not supported; this registry stores AVRO, JSON and PROTOBUF schemas", typ)
+	}
+	// The widths measured in a text are those of Avro's JSON; a JSON
+	// schema's are measured again once decoded, a Protobuf schema's once
+	// compiled, so for .proto text only its size and nesting count here.
+	pre := lim
+	if t == typeProtobuf {
+		pre = lim.replay()
+	}
+	if err := pre.check(text); err != nil {
+		return nil, err
+	}
+	switch {
+	case t != typeAvro && len(refs) > 0:
+		return nil, fmt.Errorf("references are served for AVRO schemas only; put what a %s schema uses in the schema itself", t)
+	case t == typeJSON:
+		return parseJSONSchema(text, lim)
+	case t == typeProtobuf:
+		return parseProtobuf(text, lim)
+	}
+	a, err := parseReferencing(text, refs, deps)
+	if err != nil {
+		return nil, err
+	}
+	return &schemaDoc{Type: typeAvro, Text: text, Key: a.Key, avro: a}, nil
+}
+
+// showType is the schemaType the API shows: none for AVRO, as Confluent.
+func (d *schemaDoc) showType() string {
+	if d.Type == typeAvro {
+		return ""
+	}
+	return d.Type
+}

@@ -1,0 +1,272 @@
+package registry
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/bufbuild/protocompile"
+	"github.com/bufbuild/protocompile/reporter"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
+
+	// The well-known types, which a descriptor sent in serialized form
+	// may import, resolve from the global registry.
+	_ "google.golang.org/protobuf/types/known/anypb"
+	_ "google.golang.org/protobuf/types/known/durationpb"
+	_ "google.golang.org/protobuf/types/known/emptypb"
+	_ "google.golang.org/protobuf/types/known/fieldmaskpb"
+	_ "google.golang.org/protobuf/types/known/structpb"
+	_ "google.golang.org/protobuf/types/known/timestamppb"
+	_ "google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// Protobuf (schemaType PROTOBUF): .proto text, proto2 or proto3, compiled
+// by github.com/bufbuild/protocompile. It may import the well-known types
+// (google/protobuf/*.proto, built in); other imports would need schema
+// references, which are served for Avro only, and are refused. The
+// identity of a schema is its compiled descriptor without comments or
+// positions, serialized deterministically: spacing and comments do not
+// make another schema.
+//
+// Confluent's Protobuf serializers send, and ask for (?format=serialized),
+// a schema as its FileDescriptorProto in base64; such a text is taken as
+// that descriptor, and the same schema in either form is one schema.
+
+const typeProtobuf = "PROTOBUF"
+
+// protoFile is the name the compiled schema has; imports resolve next to it.
+const protoFile = "schema.proto"
+
+// protoDoc is a compiled Protobuf schema.
+type protoDoc struct {
+	file protoreflect.FileDescriptor
+}
+
+func parseProtobuf(text string, lim schemaLimits) (*schemaDoc, error) {
+	fd, err := compileProto(text)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < fd.Imports().Len(); i++ {
+		if imp := fd.Imports().Get(i); !isWellKnown(imp.Path()) {
+			return nil, fmt.Errorf("import %q: only the well-known types (google/protobuf/*.proto) may be imported", imp.Path())
+		}
+	}
+	n, depth := protoNodes(fd)
+	if n > lim.maxNodes {
+		return nil, fmt.Errorf("schema has %d messages, enums and fields; the limit is %d (MaxSchemaNodes, --schema-max-nodes)", n, lim.maxNodes)
+	}
+	if depth > lim.maxDepth {
+		// A base64 descriptor is not measured as text: its nesting counts here.
+		return nil, fmt.Errorf("schema nests messages %d deep; the limit is %d (MaxSchemaDepth, --schema-max-depth)", depth, lim.maxDepth)
+	}
+	fdp := protodesc.ToFileDescriptorProto(fd)
+	fdp.SourceCodeInfo = nil
+	fdp.Name = proto.String(protoFile) // the name a sender gave its file is not the schema
+	key, err := proto.MarshalOptions{Deterministic: true}.Marshal(fdp)
+	if err != nil {
+		return nil, err
+	}
+	return &schemaDoc{Type: typeProtobuf, Text: text, Key: typeProtobuf + "\x00" + string(key), proto: &protoDoc{file: fd}}, nil
+}
+
+// compileProto compiles .proto text, or decodes a base64 descriptor.
+func compileProto(text string) (protoreflect.FileDescriptor, error) {
+	if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text)); err == nil && len(b) > 0 {
+		var fdp descriptorpb.FileDescriptorProto
+		if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, &fdp); err != nil {
+			return nil, fmt.Errorf("base64 text that is not a serialized FileDescriptorProto: %v", err)
+		}
+		for _, dep := range fdp.GetDependency() {
+			if !isWellKnown(dep) {
+				return nil, fmt.Errorf("import %q: only the well-known types (google/protobuf/*.proto) may be imported", dep)
+			}
+		}
+		return protodesc.NewFile(&fdp, protoregistry.GlobalFiles)
+	}
+	c := protocompile.Compiler{
+		Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
+			Accessor: protocompile.SourceAccessorFromMap(map[string]string{protoFile: text}),
+		}),
+		Reporter:       reporter.NewReporter(func(err reporter.ErrorWithPos) error { return err }, nil),
+		MaxParallelism: 1,
+	}
+	files, err := c.Compile(context.Background(), protoFile)
+	if err != nil {
+		return nil, err
+	}
+	fd := files.FindFileByPath(protoFile)
+	if fd == nil {
+		return nil, fmt.Errorf("%s did not compile", protoFile)
+	}
+	return fd, nil
+}
+
+// serialized is the schema as Confluent's ?format=serialized gives it:
+// its FileDescriptorProto in base64 (as sent, if it was sent so).
+func (p *protoDoc) serialized(text string) string {
+	if _, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text)); err == nil {
+		return strings.TrimSpace(text)
+	}
+	fdp := protodesc.ToFileDescriptorProto(p.file)
+	fdp.SourceCodeInfo = nil
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(fdp)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+func isWellKnown(path string) bool {
+	return len(path) > len("google/protobuf/") && path[:len("google/protobuf/")] == "google/protobuf/"
+}
+
+// protoNodes counts a file's messages, enums, fields and enum values, and
+// how deep its messages nest.
+func protoNodes(fd protoreflect.FileDescriptor) (n, depth int) {
+	var msgs func(ms protoreflect.MessageDescriptors, d int)
+	enums := func(es protoreflect.EnumDescriptors) {
+		for i := 0; i < es.Len(); i++ {
+			n += 1 + es.Get(i).Values().Len()
+		}
+	}
+	msgs = func(ms protoreflect.MessageDescriptors, d int) {
+		if ms.Len() > 0 {
+			depth = max(depth, d)
+		}
+		for i := 0; i < ms.Len(); i++ {
+			m := ms.Get(i)
+			n += 1 + m.Fields().Len()
+			enums(m.Enums())
+			msgs(m.Messages(), d+1)
+		}
+	}
+	msgs(fd.Messages(), 1)
+	enums(fd.Enums())
+	return n, depth
+}
+
+// protoCompatible returns nil when data written with writer reads with
+// reader, after Confluent's rules for Protobuf:
+//
+//	package changed                                   incompatible
+//	message the writer has, reader lacks               incompatible (message removed)
+//	field added or removed                             compatible (unknown fields are skipped)
+//	field removed from a oneof; required field added or removed (proto2)   incompatible
+//	field renamed, same number and type                compatible
+//	scalar type changed within a wire-compatible group compatible (int32, uint32, int64, uint64, bool;
+//	                                                   sint32, sint64; fixed32, sfixed32; fixed64, sfixed64;
+//	                                                   string, bytes)
+//	other type changes, message or enum type changed   incompatible
+//	repeated ↔ singular; moved into or out of a oneof  incompatible
+func protoCompatible(reader, writer *protoDoc) error {
+	r, w := reader.file, writer.file
+	if r.Package() != w.Package() {
+		return fmt.Errorf("package changed from %q to %q", w.Package(), r.Package())
+	}
+	return compareMessages(r.Messages(), w.Messages())
+}
+
+func compareMessages(rs, ws protoreflect.MessageDescriptors) error {
+	for i := 0; i < ws.Len(); i++ {
+		wm := ws.Get(i)
+		rm := rs.ByName(wm.Name())
+		if rm == nil {
+			return fmt.Errorf("message %s removed", wm.FullName())
+		}
+		if err := compareFields(rm, wm); err != nil {
+			return err
+		}
+		if err := compareMessages(rm.Messages(), wm.Messages()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func compareFields(rm, wm protoreflect.MessageDescriptor) error {
+	for i := 0; i < wm.Fields().Len(); i++ {
+		wf := wm.Fields().Get(i)
+		rf := rm.Fields().ByNumber(wf.Number())
+		if rf == nil {
+			switch {
+			case wf.ContainingOneof() != nil && !wf.ContainingOneof().IsSynthetic():
+				return fmt.Errorf("%s: field %d (%s) removed from oneof %s", wm.FullName(), wf.Number(), wf.Name(), wf.ContainingOneof().Name())
+			case wf.Cardinality() == protoreflect.Required:
+				return fmt.Errorf("%s: required field %d (%s) removed", wm.FullName(), wf.Number(), wf.Name())
+			}
+			continue
+		}
+		if err := compareField(wm, rf, wf); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < rm.Fields().Len(); i++ {
+		rf := rm.Fields().Get(i)
+		if wm.Fields().ByNumber(rf.Number()) == nil && rf.Cardinality() == protoreflect.Required {
+			return fmt.Errorf("%s: required field %d (%s) added", rm.FullName(), rf.Number(), rf.Name())
+		}
+	}
+	return nil
+}
+
+func compareField(m protoreflect.MessageDescriptor, rf, wf protoreflect.FieldDescriptor) error {
+	at := fmt.Sprintf("%s: field %d (%s)", m.FullName(), wf.Number(), wf.Name())
+	if (rf.Cardinality() == protoreflect.Repeated) != (wf.Cardinality() == protoreflect.Repeated) || rf.IsMap() != wf.IsMap() {
+		return fmt.Errorf("%s changed between repeated and singular", at)
+	}
+	if realOneof(rf) != realOneof(wf) {
+		return fmt.Errorf("%s moved into or out of a oneof", at)
+	}
+	rk, wk := rf.Kind(), wf.Kind()
+	switch {
+	case rk == protoreflect.MessageKind || rk == protoreflect.GroupKind || wk == protoreflect.MessageKind || wk == protoreflect.GroupKind:
+		if rk != wk || rf.Message().FullName() != wf.Message().FullName() {
+			return fmt.Errorf("%s changed type from %s to %s", at, kindName(wf), kindName(rf))
+		}
+	case rk == protoreflect.EnumKind || wk == protoreflect.EnumKind:
+		if rk != wk || rf.Enum().FullName() != wf.Enum().FullName() {
+			return fmt.Errorf("%s changed type from %s to %s", at, kindName(wf), kindName(rf))
+		}
+	case rk != wk && scalarGroup(rk) != scalarGroup(wk):
+		return fmt.Errorf("%s changed type from %s to %s, which read its bytes differently", at, kindName(wf), kindName(rf))
+	}
+	return nil
+}
+
+func realOneof(f protoreflect.FieldDescriptor) string {
+	if o := f.ContainingOneof(); o != nil && !o.IsSynthetic() {
+		return string(o.Name())
+	}
+	return ""
+}
+
+func kindName(f protoreflect.FieldDescriptor) string {
+	switch f.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return string(f.Message().FullName())
+	case protoreflect.EnumKind:
+		return string(f.Enum().FullName())
+	}
+	return f.Kind().String()
+}
+
+// scalarGroup names the scalar kinds whose encodings read as each other.
+func scalarGroup(k protoreflect.Kind) string {
+	groups := [][]protoreflect.Kind{
+		{protoreflect.Int32Kind, protoreflect.Uint32Kind, protoreflect.Int64Kind, protoreflect.Uint64Kind, protoreflect.BoolKind},
+		{protoreflect.Sint32Kind, protoreflect.Sint64Kind},
+		{protoreflect.Fixed32Kind, protoreflect.Sfixed32Kind},
+		{protoreflect.Fixed64Kind, protoreflect.Sfixed64Kind},
+		{protoreflect.StringKind, protoreflect.BytesKind},
+	}
+	for i, g := range groups {
+		if slices.Contains(g, k) {
+			return fmt.Sprint(i)
+		}
+	}
+	return k.String()
+}

@@ -16,6 +16,8 @@ import (
 //
 //	<topic>/YYYY/MM/DD/HH/<topic>.p<partition>.<first>-<last>.s<schema id>.avro
 //	<topic>/YYYY/MM/DD/HH/_SUCCESS                  the hour is complete
+//	<topic>/dt=YYYY-MM-DD/hr=HH/<topic>.p<partition>.<first>-<last>.s<schema id>.parquet
+//	                                                Parquet loads: Hive-style partitions
 //	_errors/<topic>/YYYY/MM/DD/...jsonl             records that could not be decoded
 //	_tributary/                                     the loader's own state
 //
@@ -31,7 +33,23 @@ const (
 	dataExt = ".avro"
 	// hourLayout is an hour directory below its topic, as a time layout.
 	hourLayout = "2006/01/02/15"
+	// partitionLayout is a Parquet load's hour directory, Hive-style so
+	// that Spark, Hive and pyarrow find the partition columns dt and hr.
+	partitionLayout = "dt=2006-01-02/hr=15"
+	parquetExt      = ".parquet"
 )
+
+// PartitionDir is the directory of a topic's hour in a Parquet load:
+// topic/dt=YYYY-MM-DD/hr=HH (UTC).
+func PartitionDir(topic string, hour time.Time) string {
+	return topic + "/" + hour.UTC().Format(partitionLayout)
+}
+
+// ParquetFileName names a Parquet data file as DataFileName names an Avro
+// one; the schema id is the one the file is written in.
+func ParquetFileName(topic string, partition int32, first, last int64, schemaID int) string {
+	return fmt.Sprintf("%s.p%d.%d-%d.s%d%s", topic, partition, first, last, schemaID, parquetExt)
+}
 
 // LockDir is where locks live in a warehouse: one directory per lock.
 const LockDir = StateDir + "/locks"
@@ -42,15 +60,20 @@ func IsTopicDir(name string) bool { return !strings.HasPrefix(name, "_") }
 
 // IsDataFile reports whether a file name in an hour directory is a data
 // file (an Avro object container file), not a marker.
-func IsDataFile(name string) bool { return strings.HasSuffix(name, dataExt) }
+func IsDataFile(name string) bool {
+	return strings.HasSuffix(name, dataExt) || strings.HasSuffix(name, parquetExt)
+}
 
 // HourDir is the directory of a topic's hour: topic/YYYY/MM/DD/HH (UTC).
 func HourDir(topic string, hour time.Time) string {
 	return topic + "/" + hour.UTC().Format(hourLayout)
 }
 
-// HourStart parses the hour back out of an HourDir.
+// HourStart parses the hour back out of an HourDir or a PartitionDir.
 func HourStart(dir string) (time.Time, error) {
+	if i := strings.LastIndex(dir, "/dt="); i >= 0 {
+		return time.Parse(partitionLayout, dir[i+1:])
+	}
 	parts := strings.Split(dir, "/")
 	n := strings.Count(hourLayout, "/") + 1
 	if len(parts) < n+1 {

@@ -1,0 +1,147 @@
+package loader_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/internal/testenv"
+	"github.com/tributary-io/tributary/loader"
+	"github.com/tributary-io/tributary/loader/loadertest"
+)
+
+// checkParquetExactlyOnce reads a topic's Parquet files with pyarrow:
+// every event once, none else, in the partition of its header time, and
+// nothing but committed manifests left in the loader's state.
+func checkParquetExactlyOnce(t *testing.T, dir, topic string, events []loadertest.Event) {
+	t.Helper()
+	tab := pyarrowRead(t, filepath.Join(dir, topic))
+	want := map[string]int{}
+	for _, e := range events {
+		want[loadertest.GUID(e.Value)]++
+	}
+	got := map[string]int{}
+	for _, row := range tab.Rows {
+		h := row["header"].(map[string]any)
+		got[h["guid"].(string)]++
+		at, err := time.Parse("2006-01-02T15:04:05.000000+00:00", h["time"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row["dt"] != at.Format("2006-01-02") || row["hr"] != float64(at.Hour()) {
+			t.Errorf("event at %v in partition dt=%v/hr=%v", at, row["dt"], row["hr"])
+		}
+	}
+	missing, extra := 0, 0
+	for g, n := range want {
+		if got[g] < n {
+			missing++
+		}
+	}
+	for g, n := range got {
+		if n > want[g] {
+			extra++
+		}
+	}
+	if missing > 0 || extra > 0 || len(tab.Rows) != len(events) {
+		t.Errorf("%s: pyarrow read %d rows for %d events: %d missing, %d duplicated or unknown", topic, len(tab.Rows), len(events), missing, extra)
+	}
+	filepath.WalkDir(filepath.Join(dir, "_tributary"), func(p string, d os.DirEntry, err error) error {
+		rel := strings.TrimPrefix(p, dir+"/")
+		if err == nil && !d.IsDir() && !isCommit(rel) && !strings.HasPrefix(rel, "_tributary/locks/") {
+			t.Errorf("left behind: %s", rel)
+		}
+		return nil
+	})
+}
+
+// TestCrashAtEachPoint for Parquet loads: killed at each named point after
+// a first run committed half, then run again, every event is in the
+// Parquet files exactly once (read by pyarrow).
+func TestParquetCrashAtEachPoint(t *testing.T) {
+	const n = 4000
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "pqcrash", 4)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-4 * time.Hour)
+	events := loadertest.PageViews(0, n, 4, from, 3*time.Hour)
+	env.Produce(t, "pqcrash", loadertest.Schema(t, "pageview"), events)
+
+	for _, point := range loader.FaultPoints {
+		t.Run(string(point), func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := config(env, "file://"+dir, "pqcrash")
+			cfg.Format = loader.FormatParquet
+			cfg.FileMaxRecords = 300
+			cfg.LockTTL = 2 * time.Second // local: renewals are never late; the next run waits one TTL
+			first := cfg
+			first.MaxRecords = n / 2
+			run(t, first)
+
+			crashing := cfg
+			crashing.Fault = crashAt(point)
+			sum, err := loader.Run(context.Background(), crashing)
+			if err == nil {
+				t.Fatalf("the fault at %s did not stop the run", point)
+			}
+			committed := point == loader.FaultAfterCommit || point == loader.FaultMidMove
+			if sum.Committed != committed {
+				t.Fatalf("killed at %s: committed=%v, want %v (%v)", point, sum.Committed, committed, err)
+			}
+			next := runAfterExpiry(t, cfg)
+			if committed && (!slices.Contains(next.Recovered, sum.Run) || next.Records != 0) {
+				t.Errorf("next run: recovered %v, loaded %d; want the killed run %s finished and nothing new", next.Recovered, next.Records, sum.Run)
+			}
+			if !committed && (!slices.Contains(next.Discarded, sum.Run) || next.Records != n-n/2) {
+				t.Errorf("next run: discarded %v, loaded %d; want the killed run %s discarded and %d loaded", next.Discarded, next.Records, sum.Run, n-n/2)
+			}
+			checkParquetExactlyOnce(t, dir, "pqcrash", events)
+		})
+	}
+}
+
+// `tributary load --format parquet` killed with a real SIGKILL, mid-write
+// and mid-move, then run again: every event exactly once in the Parquet
+// files.
+func TestParquetKillProcess(t *testing.T) {
+	const n = 6000
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "pqkilled", 4)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-4 * time.Hour)
+	events := loadertest.PageViews(0, n, 4, from, 3*time.Hour)
+	env.Produce(t, "pqkilled", loadertest.Schema(t, "pageview"), events)
+
+	for _, point := range []loader.FaultPoint{loader.FaultMidWrite, loader.FaultBeforeCommit, loader.FaultMidMove} {
+		t.Run(string(point), func(t *testing.T) {
+			dir := t.TempDir()
+			url := "file://" + dir
+			t.Setenv("TRIBUTARY_LOAD_PAUSE_AT", string(point))
+			p := testenv.StartProcess(t, "load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
+				"--topics", "pqkilled", "--warehouse", url, "--format", "parquet", "--codec", "zstd",
+				"--file-max-records", "300", "--lock-ttl", "2s", "--quiet")
+			testenv.Eventually(t, 60*time.Second, "tributary load reaches "+string(point), func() bool {
+				select {
+				case <-p.Done():
+					t.Fatalf("tributary load exited before reaching %s", point)
+				default:
+				}
+				return strings.Contains(p.Output.String(), "paused at "+string(point))
+			})
+			p.Kill()
+			os.Unsetenv("TRIBUTARY_LOAD_PAUSE_AT")
+			cfg := config(env, url, "pqkilled")
+			cfg.Format = loader.FormatParquet
+			next := runAfterExpiry(t, cfg)
+			if point == loader.FaultMidMove && len(next.Recovered) != 1 {
+				t.Errorf("killed mid-move: the next run recovered %v, want the killed run", next.Recovered)
+			}
+			if point != loader.FaultMidMove && (len(next.Discarded) != 1 || next.Records != n) {
+				t.Errorf("killed at %s: the next run discarded %v and loaded %d, want the killed run discarded and %d loaded", point, next.Discarded, next.Records, n)
+			}
+			checkParquetExactlyOnce(t, dir, "pqkilled", events)
+		})
+	}
+}

@@ -43,8 +43,13 @@ func BenchmarkLoad(b *testing.B) {
 		{"hdfs", func(b *testing.B) string { return testenv.HDFSWarehouse(b) }},
 	}
 	for _, kind := range kinds {
-		for _, codec := range []string{"deflate", "snappy"} {
-			b.Run(kind.name+"/"+codec, func(b *testing.B) {
+		// parquet-<codec>: the same records as Parquet files.
+		for _, codec := range []string{"deflate", "snappy", "parquet-snappy", "parquet-zstd"} {
+			format := loader.FormatAvro
+			if c, ok := strings.CutPrefix(codec, "parquet-"); ok {
+				format, codec = loader.FormatParquet, c
+			}
+			b.Run(kind.name+"/"+format+"-"+codec, func(b *testing.B) {
 				kind.url(b) // start HDFS outside the timing
 				var records, in, out int64
 				b.ResetTimer()
@@ -54,7 +59,7 @@ func BenchmarkLoad(b *testing.B) {
 					b.StartTimer()
 					sum, err := loader.Run(context.Background(), loader.Config{
 						Brokers: env.Brokers, RegistryURL: env.RegistryURL, Topics: []string{"bench"},
-						Warehouse: url, Codec: codec, Logger: quiet,
+						Warehouse: url, Format: format, Codec: codec, Logger: quiet,
 					})
 					if err != nil {
 						b.Fatal(err)

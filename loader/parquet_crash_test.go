@@ -2,7 +2,9 @@ package loader_test
 
 import (
 	"context"
+	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/loadertest"
+	"github.com/tributary-io/tributary/loader/warehouse"
 )
 
 // checkParquetExactlyOnce reads a topic's Parquet files with pyarrow:
@@ -143,5 +146,63 @@ func TestParquetKillProcess(t *testing.T) {
 			}
 			checkParquetExactlyOnce(t, dir, "pqkilled", events)
 		})
+	}
+}
+
+// A Parquet load into the HDFS mini cluster, killed mid-move and run again:
+// the files, copied out of HDFS as they lie, are read by pyarrow with
+// every event exactly once in its partition.
+func TestParquetOnHDFS(t *testing.T) {
+	const n = 3000
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "pqhdfs", 2)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	events := loadertest.PageViews(0, n, 2, from, 2*time.Hour)
+	env.Produce(t, "pqhdfs", loadertest.Schema(t, "pageview"), events)
+
+	url := testenv.HDFSWarehouse(t)
+	cfg := config(env, url, "pqhdfs")
+	cfg.Format, cfg.Codec, cfg.FileMaxRecords = loader.FormatParquet, "gzip", 500
+	crashing := cfg
+	crashing.Fault = crashAt(loader.FaultMidMove)
+	if sum, err := loader.Run(context.Background(), crashing); err == nil || !sum.Committed {
+		t.Fatalf("killed mid-move: committed=%v, %v", sum.Committed, err)
+	}
+	if next := runAfterExpiry(t, cfg); len(next.Recovered) != 1 {
+		t.Errorf("the next run recovered %v, want the killed run", next.Recovered)
+	}
+	dir := t.TempDir()
+	copyOut(t, openWarehouse(t, url), ".", dir)
+	checkParquetExactlyOnce(t, dir, "pqhdfs", events)
+}
+
+// copyOut copies a warehouse directory tree into a local directory.
+func copyOut(t *testing.T, w warehouse.FS, from, to string) {
+	t.Helper()
+	infos, err := w.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fi := range infos {
+		src, dst := path.Join(from, fi.Name()), filepath.Join(to, fi.Name())
+		if fi.IsDir() {
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			copyOut(t, w, src, dst)
+			continue
+		}
+		r, err := w.Open(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -61,7 +61,7 @@ const (
 
 // parquetSchema compiles an Avro schema for Parquet files.
 func parquetSchema(s avro.Schema) (*parquet.Schema, *pqNode, error) {
-	root, err := pqCompile(s, "")
+	root, err := pqCompile(s, "", map[string]bool{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -101,15 +101,22 @@ func (n *pqNode) number(col *int, rep int) {
 	n.last = *col - 1
 }
 
-func pqCompile(s avro.Schema, path string) (*pqNode, error) {
+// open holds the records being compiled: a record that holds itself (a
+// linked list, a tree) has no Parquet form, whose nesting is fixed.
+func pqCompile(s avro.Schema, path string, open map[string]bool) (*pqNode, error) {
 	switch t := s.(type) {
 	case *avro.RefSchema:
-		return pqCompile(t.Schema(), path)
+		return pqCompile(t.Schema(), path, open)
 	case *avro.RecordSchema:
+		if open[t.FullName()] {
+			return nil, fmt.Errorf("field %s: record %s contains itself, which Parquet's fixed nesting cannot hold", strings.TrimPrefix(path, "."), t.FullName())
+		}
+		open[t.FullName()] = true
+		defer delete(open, t.FullName())
 		g := parquet.Group{}
 		byName := map[string]*pqNode{}
 		for _, f := range t.Fields() {
-			c, err := pqCompile(f.Type(), path+"."+f.Name())
+			c, err := pqCompile(f.Type(), path+"."+f.Name(), open)
 			if err != nil {
 				return nil, err
 			}
@@ -127,15 +134,15 @@ func pqCompile(s avro.Schema, path string) (*pqNode, error) {
 		}
 		return n, nil
 	case *avro.UnionSchema:
-		return pqUnion(t, path)
+		return pqUnion(t, path, open)
 	case *avro.ArraySchema:
-		e, err := pqCompile(t.Items(), path+"[]")
+		e, err := pqCompile(t.Items(), path+"[]", open)
 		if err != nil {
 			return nil, err
 		}
 		return &pqNode{node: parquet.List(e.node), kind: pqList, elem: e}, nil
 	case *avro.MapSchema:
-		v, err := pqCompile(t.Values(), path+"{}")
+		v, err := pqCompile(t.Values(), path+"{}", open)
 		if err != nil {
 			return nil, err
 		}
@@ -172,7 +179,7 @@ func pqLeafNode(node parquet.Node, conv func(any) (parquet.Value, error)) *pqNod
 	return &pqNode{node: node, kind: pqLeaf, leaf: conv}
 }
 
-func pqUnion(u *avro.UnionSchema, path string) (*pqNode, error) {
+func pqUnion(u *avro.UnionSchema, path string, open map[string]bool) (*pqNode, error) {
 	var branches []avro.Schema
 	hasNull := false
 	for _, b := range u.Types() {
@@ -186,7 +193,7 @@ func pqUnion(u *avro.UnionSchema, path string) (*pqNode, error) {
 		return nil, fmt.Errorf("field %s: a union of null alone has no Parquet type", strings.TrimPrefix(path, "."))
 	}
 	if len(branches) == 1 {
-		n, err := pqCompile(branches[0], path)
+		n, err := pqCompile(branches[0], path, open)
 		if err != nil {
 			return nil, err
 		}
@@ -200,7 +207,7 @@ func pqUnion(u *avro.UnionSchema, path string) (*pqNode, error) {
 	byName := map[string]*pqNode{}
 	keys := map[string]string{}
 	for i, b := range branches {
-		c, err := pqCompile(b, fmt.Sprintf("%s.member%d", path, i))
+		c, err := pqCompile(b, fmt.Sprintf("%s.member%d", path, i), open)
 		if err != nil {
 			return nil, err
 		}

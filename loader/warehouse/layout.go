@@ -60,9 +60,10 @@ func IsTopicDir(name string) bool { return !strings.HasPrefix(name, "_") }
 
 // IsDataFile reports whether a file name in an hour directory is a data
 // file (an Avro object container file), not a marker.
-func IsDataFile(name string) bool {
-	return strings.HasSuffix(name, dataExt) || strings.HasSuffix(name, parquetExt)
-}
+//
+// Parquet files are not: the audit's warehouse tier, which reads these,
+// reads Avro only, and Hours does not list Parquet's partition directories.
+func IsDataFile(name string) bool { return strings.HasSuffix(name, dataExt) }
 
 // HourDir is the directory of a topic's hour: topic/YYYY/MM/DD/HH (UTC).
 func HourDir(topic string, hour time.Time) string {

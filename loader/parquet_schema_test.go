@@ -1,0 +1,62 @@
+package loader
+
+import (
+	"encoding/hex"
+	"math/big"
+	"strings"
+	"testing"
+
+	"github.com/hamba/avro/v2"
+)
+
+// Schemas with no Parquet form are refused with the field that has none,
+// never looped on: a record that contains itself would otherwise recurse
+// until the stack overflows and kill the loader.
+func TestParquetSchemaRefusals(t *testing.T) {
+	for _, c := range []struct{ schema, want string }{
+		{`{"type":"record","name":"Node","fields":[{"name":"v","type":"int"},{"name":"next","type":["null","Node"]}]}`,
+			"field next: record Node contains itself"},
+		{`{"type":"record","name":"T","fields":[{"name":"kids","type":{"type":"array","items":"T"}}]}`,
+			"field kids[]: record T contains itself"},
+		{`{"type":"record","name":"N","fields":[{"name":"nothing","type":"null"}]}`,
+			"field nothing: a field that is always null has no Parquet type"},
+		{`"string"`, "a Parquet file holds records"},
+	} {
+		s, err := avro.ParseWithCache(c.schema, "", &avro.SchemaCache{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := parquetSchema(s); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", c.schema, err, c.want)
+		}
+	}
+	// A named type used twice is no recursion.
+	s := avro.MustParse(`{"type":"record","name":"R","fields":[
+		{"name":"a","type":{"type":"record","name":"P","fields":[{"name":"x","type":"int"}]}},
+		{"name":"b","type":"P"}]}`)
+	if _, _, err := parquetSchema(s); err != nil {
+		t.Errorf("a record type used twice: %v", err)
+	}
+}
+
+// Decimals are written in two's complement, sign-extended to their width.
+func TestTwosComplement(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		size int
+		want string
+	}{{0, 2, "0000"}, {1, 2, "0001"}, {-1, 2, "ffff"}, {-2493, 4, "fffff643"}, {32767, 2, "7fff"}, {-32768, 2, "8000"}} {
+		got := twosComplement(bigInt(c.n), c.size)
+		if hexs := hexOf(got); hexs != c.want {
+			t.Errorf("%d in %d bytes: %s, want %s", c.n, c.size, hexs, c.want)
+		}
+	}
+	for p, want := range map[int]int{1: 1, 2: 1, 3: 2, 9: 4, 18: 8, 38: 16} {
+		if got := decimalBytes(p); got != want {
+			t.Errorf("precision %d: %d bytes, want %d", p, got, want)
+		}
+	}
+}
+
+func bigInt(n int64) *big.Int { return big.NewInt(n) }
+func hexOf(b []byte) string   { return hex.EncodeToString(b) }

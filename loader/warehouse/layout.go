@@ -89,6 +89,12 @@ func DataFileName(topic string, partition int32, first, last int64, schemaID int
 	return fmt.Sprintf("%s.p%d.%d-%d.s%d%s", topic, partition, first, last, schemaID, dataExt)
 }
 
+// CompactedFileName names the file a compaction merged an hour's files of
+// one schema into; compaction is the compaction's id.
+func CompactedFileName(topic, compaction string, schemaID int) string {
+	return fmt.Sprintf("%s.compacted-%s.s%d%s", topic, compaction, schemaID, parquetExt)
+}
+
 // ErrorFilePath is where a partition's undecodable records of one run go,
 // by the day the run started.
 func ErrorFilePath(topic string, partition int32, first, last int64, started time.Time) string {

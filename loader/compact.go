@@ -77,6 +77,9 @@ const (
 	CompactAfterSwap FaultPoint = "compact-after-swap"
 )
 
+// CompactFaultPoints lists compaction's fault points in order.
+var CompactFaultPoints = []FaultPoint{CompactBeforeSwap, CompactAfterSwap}
+
 // CompactedHour is what Compact did to one hour.
 type CompactedHour struct {
 	Dir     string `json:"dir"`

@@ -14,6 +14,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/loadertest"
 )
@@ -148,6 +149,49 @@ func TestParquetCompact(t *testing.T) {
 			if sum := run(t, cfg); sum.Records != 0 {
 				t.Errorf("a load after the compaction loaded %d records again", sum.Records)
 			}
+		})
+	}
+}
+
+// `tributary compact` killed with a real SIGKILL before and after its
+// swap, then run again: every event once, one file an hour.
+func TestParquetCompactKillProcess(t *testing.T) {
+	const n = 1200
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "pqcompkill", 2)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-4 * time.Hour)
+	events := loadertest.PageViews(0, n, 2, from, 2*time.Hour)
+	env.Produce(t, "pqcompkill", loadertest.Schema(t, "pageview"), events)
+
+	for _, point := range loader.CompactFaultPoints {
+		t.Run(string(point), func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := config(env, "file://"+dir, "pqcompkill")
+			cfg.Format, cfg.FileMaxRecords = loader.FormatParquet, 100
+			run(t, cfg)
+			t.Setenv("TRIBUTARY_LOAD_PAUSE_AT", string(point))
+			p := testenv.StartProcess(t, "compact", "--warehouse", "file://"+dir, "--topic", "pqcompkill", "--lock-ttl", "1s")
+			testenv.Eventually(t, 30*time.Second, "tributary compact reaches "+string(point), func() bool {
+				select {
+				case <-p.Done():
+					t.Fatalf("tributary compact exited before reaching %s", point)
+				default:
+				}
+				return strings.Contains(p.Output.String(), "paused at "+string(point))
+			})
+			p.Kill()
+			os.Unsetenv("TRIBUTARY_LOAD_PAUSE_AT")
+			if rows, _, _ := countRows(filepath.Join(dir, "pqcompkill")); rows != n {
+				t.Fatalf("killed at %s: readers see %d rows, want %d", point, rows, n)
+			}
+			time.Sleep(1500 * time.Millisecond) // the killed process's lock expires
+			if _, err := loader.Compact(context.Background(), loader.CompactConfig{Warehouse: "file://" + dir, Topic: "pqcompkill", Logger: quiet}); err != nil {
+				t.Fatal(err)
+			}
+			if rows, files, _ := countRows(filepath.Join(dir, "pqcompkill")); rows != n || files != 2 {
+				t.Errorf("after the next compaction: %d rows in %d files, want %d in 2", rows, files, n)
+			}
+			checkParquetExactlyOnce(t, dir, "pqcompkill", events)
 		})
 	}
 }

@@ -29,7 +29,8 @@ func runCompact(ctx context.Context, args []string) error {
 	if *topic == "" {
 		return fmt.Errorf("--topic is required")
 	}
-	cfg := loader.CompactConfig{Warehouse: *warehouse, Topic: *topic, MinFiles: *minFiles, Codec: *codec, LockTTL: *lockTTL}
+	cfg := loader.CompactConfig{Warehouse: *warehouse, Topic: *topic, MinFiles: *minFiles, Codec: *codec, LockTTL: *lockTTL,
+		Fault: faultFromEnv()}
 	if *hour != "" {
 		h, err := time.Parse("2006-01-02T15", *hour)
 		if err != nil {

@@ -174,13 +174,13 @@ func (f *loadFlags) config() (loader.Config, error) {
 // time a run reaches point, so a test can SIGKILL it exactly there;
 // TRIBUTARY_LOAD_DELAY_AT=<point>:<duration> makes every run wait there,
 // so that runs last long enough for overlap tests. Points:
-// loader.FaultPoints.
+// loader.FaultPoints, and loader.CompactFaultPoints for tributary compact.
 func faultFromEnv() func(loader.FaultPoint) error {
 	var hooks []func(loader.FaultPoint) error
 	if v := os.Getenv(pauseEnv); v != "" {
 		point := loader.FaultPoint(v)
-		if !slices.Contains(loader.FaultPoints, point) {
-			fmt.Fprintf(os.Stderr, "tributary: %s=%q is not a fault point (%v); ignored\n", pauseEnv, v, loader.FaultPoints)
+		if !slices.Contains(loader.FaultPoints, point) && !slices.Contains(loader.CompactFaultPoints, point) {
+			fmt.Fprintf(os.Stderr, "tributary: %s=%q is not a fault point (%v, %v); ignored\n", pauseEnv, v, loader.FaultPoints, loader.CompactFaultPoints)
 		} else {
 			var once sync.Once
 			hooks = append(hooks, func(p loader.FaultPoint) error {

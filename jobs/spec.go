@@ -33,6 +33,7 @@ import (
 //	  max_records: 5000000
 //	  format: avro                  # avro or parquet (Hive partitions topic/dt=YYYY-MM-DD/hr=HH)
 //	  codec: deflate                # avro: null, deflate (default), snappy; parquet: snappy (default), zstd, gzip, none
+//	  compact: false                # parquet, local warehouse: merge each hour's files once it is marked _SUCCESS
 //	  deflate_level: 6              # codec deflate only: 1 (fastest load, larger files) to 9 (smallest files)
 //	success_grace: 10m              # _SUCCESS an hour this long after it ends
 //	on_data_loss: earliest          # earliest, latest or fail
@@ -97,6 +98,10 @@ type Files struct {
 	// Format is loader.Config.Format: avro (default) or parquet.
 	Format string `yaml:"format"`
 	Codec  string `yaml:"codec"`
+	// Compact, with Format parquet on a local warehouse, merges each
+	// hour's small files (loader.Compact) right after the run that marks
+	// the hour _SUCCESS.
+	Compact bool `yaml:"compact"`
 	// DeflateLevel is the deflate codec's level (loader.Config.DeflateLevel);
 	// 0 or absent: loader.DefaultDeflateLevel.
 	DeflateLevel int `yaml:"deflate_level"`
@@ -196,6 +201,12 @@ func (s *Spec) validate() error {
 	}
 	if err := loader.CheckFormatCodec(s.Files.Format, s.Files.Codec); err != nil {
 		return fail("files.codec", "%v", err)
+	}
+	if s.Files.Compact && s.Files.Format != loader.FormatParquet {
+		return fail("files.compact", "compacts Parquet files only: add files.format: parquet")
+	}
+	if s.Files.Compact && strings.HasPrefix(s.Warehouse, "hdfs://") {
+		return fail("files.compact", "needs a local warehouse: HDFS has no atomic exchange of two directories")
 	}
 	if s.Files.DeflateLevel != 0 {
 		if err := loader.CheckDeflateLevel(s.Files.DeflateLevel); err != nil {

@@ -3,6 +3,8 @@ package loader
 import (
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"math/big"
 	"strings"
 	"time"
@@ -257,7 +259,13 @@ func goavroBranch(s avro.Schema) string {
 		return n.FullName()
 	}
 	if p, ok := s.(*avro.PrimitiveSchema); ok && p.Logical() != nil {
-		return string(p.Type()) + "." + string(p.Logical().Type())
+		// goavro keys the logical types it decodes as type.logicalType;
+		// others (uuid, local-timestamp-*) by their base type.
+		key := string(p.Type()) + "." + string(p.Logical().Type())
+		switch key {
+		case "long.timestamp-millis", "long.timestamp-micros", "int.time-millis", "long.time-micros", "int.date", "bytes.decimal":
+			return key
+		}
 	}
 	return string(s.Type())
 }
@@ -450,8 +458,12 @@ func (n *pqNode) shred(v any, rep, def int, cols [][]parquet.Value) error {
 			return fmt.Errorf("record: %T", v)
 		}
 		if n.union {
-			if len(m) != 1 {
-				return fmt.Errorf("union value with %d branches", len(m))
+			// A branch key that names no member would write the value as
+			// null in every member: lost without a word.
+			for k := range m {
+				if len(m) != 1 || !slices.Contains(n.names, k) {
+					return fmt.Errorf("union value %v: want one of the branches %v", slices.Collect(maps.Keys(m)), n.names)
+				}
 			}
 		}
 		for i, f := range n.fields {

@@ -4,8 +4,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"slices"
 	"math/big"
+	"slices"
 	"strings"
 	"time"
 

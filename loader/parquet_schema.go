@@ -393,6 +393,7 @@ func decimalBytes(precision int) int {
 
 func pqDecimal(precision, scale, size int) *pqNode {
 	mul := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)
+	limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil)
 	return pqLeafNode(parquet.Decimal(scale, precision, parquet.FixedLenByteArrayType(size)), func(v any) (parquet.Value, error) {
 		r, ok := v.(*big.Rat)
 		if !ok {
@@ -401,6 +402,11 @@ func pqDecimal(precision, scale, size int) *pqNode {
 		n := new(big.Rat).Mul(r, new(big.Rat).SetInt(mul))
 		if !n.IsInt() {
 			return parquet.Value{}, fmt.Errorf("decimal %s has more than %d digits after the point", r.FloatString(scale+2), scale)
+		}
+		// A body may hold more digits than the schema's precision (Avro
+		// decoders do not check); they would not fit the column.
+		if n.Num().BitLen()+1 > 8*size || new(big.Int).Abs(n.Num()).Cmp(limit) >= 0 {
+			return parquet.Value{}, fmt.Errorf("decimal %s has more than the %d digits of its precision", r.FloatString(scale), precision)
 		}
 		return parquet.FixedLenByteArrayValue(twosComplement(n.Num(), size)), nil
 	})

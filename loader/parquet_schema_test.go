@@ -117,3 +117,17 @@ func TestParquetUnionBranches(t *testing.T) {
 		t.Error("a branch key of no member was written (as nulls)")
 	}
 }
+
+// A decimal with more digits than its precision (Avro decoders do not
+// check) is a bad record, not a panic of a too-small buffer.
+func TestParquetDecimalBeyondPrecision(t *testing.T) {
+	n := pqDecimal(9, 2, decimalBytes(9))
+	for _, r := range []*big.Rat{big.NewRat(1_000_000_000, 100), big.NewRat(-1_000_000_000, 100), new(big.Rat).SetInt(new(big.Int).Lsh(big.NewInt(1), 200))} {
+		if _, err := n.leaf(r); err == nil || !strings.Contains(err.Error(), "more than the 9 digits") {
+			t.Errorf("%s: %v, want it refused", r.FloatString(2), err)
+		}
+	}
+	if _, err := n.leaf(big.NewRat(999_999_999, 100)); err != nil {
+		t.Errorf("the largest decimal(9,2): %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package loader_test
 import (
 	"context"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
@@ -205,4 +206,45 @@ func copyOut(t *testing.T, w warehouse.FS, from, to string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// Twenty SIGKILLs of `tributary load --format parquet` at random moments,
+// each run slowed down at one of the fault points in turn (so that kills
+// land inside the write, the commit and the moves), then a last run: every
+// event exactly once in the Parquet files.
+func TestParquetKillLoop(t *testing.T) {
+	const n, kills = 6000, 20
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "pqloop", 3)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-4 * time.Hour)
+	events := loadertest.PageViews(0, n, 3, from, 3*time.Hour)
+	env.Produce(t, "pqloop", loadertest.Schema(t, "pageview"), events)
+
+	dir := t.TempDir()
+	url := "file://" + dir
+	rng := rand.New(rand.NewPCG(26, uint64(time.Now().UnixNano())))
+	exited := 0
+	for i := range kills {
+		point := loader.FaultPoints[i%len(loader.FaultPoints)]
+		t.Setenv("TRIBUTARY_LOAD_DELAY_AT", string(point)+":500ms")
+		p := testenv.StartProcess(t, "load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
+			"--topics", "pqloop", "--warehouse", url, "--format", "parquet", "--max-records", "400",
+			"--file-max-records", "100", "--lock-ttl", "500ms", "--quiet")
+		select {
+		case <-p.Done():
+			exited++ // locked out by the last one's lock, or done: no kill this time
+		case <-time.After(time.Duration(50+rng.IntN(650)) * time.Millisecond):
+		}
+		p.Kill()
+		time.Sleep(600 * time.Millisecond) // the killed run's lock expires
+	}
+	os.Unsetenv("TRIBUTARY_LOAD_DELAY_AT")
+	if exited > kills/2 {
+		t.Fatalf("%d of %d runs ended before their kill: the loop killed too few", exited, kills)
+	}
+	cfg := config(env, url, "pqloop")
+	cfg.Format = loader.FormatParquet
+	last := runAfterExpiry(t, cfg)
+	t.Logf("%d kills, %d runs ended first; the last run loaded %d, recovered %v, discarded %v", kills-exited, exited, last.Records, last.Recovered, last.Discarded)
+	checkParquetExactlyOnce(t, dir, "pqloop", events)
 }

@@ -12,10 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/tributary-io/tributary/loader"
@@ -271,4 +273,73 @@ func latestID(t *testing.T, env *loadertest.Env, topic string) int {
 		t.Fatal(err)
 	}
 	return ss.ID
+}
+
+// Three writer schemas where the latest (registered with compatibility
+// checks off) cannot read the older two: the latest is the table schema,
+// and the older records keep their own writer schema in files of their own
+// rather than being refused or altered. Every record is loaded.
+func TestParquetIncompatibleWritersKeepTheirSchema(t *testing.T) {
+	env := loadertest.Start(t)
+	const topic = "pvthree"
+	env.CreateTopic(t, topic, 1)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+	ctx := context.Background()
+	v1 := loadertest.PageViews(0, 50, 1, from, time.Hour)
+	env.Produce(t, topic, loadertest.Schema(t, "pageview"), v1)
+	v2 := loadertest.PageViews(50, 50, 1, from, time.Hour)
+	for _, e := range v2 {
+		delete(e.Value, "userAgent")
+		e.Value["durationMs"] = int64(e.Value["durationMs"].(int32))
+		e.Value["sessionId"] = nil
+	}
+	env.Produce(t, topic, loadertest.Schema(t, "pageview-v2"), v2)
+	for _, r := range env.Registry.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, topic+"-value") {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	v3text := strings.Replace(loadertest.Schema(t, "pageview-v2"), `{"name": "memberId", "type": "long"`, `{"name": "memberId", "type": "string"`, 1)
+	v3 := loadertest.PageViews(100, 30, 1, from, time.Hour)
+	for _, e := range v3 {
+		delete(e.Value, "userAgent")
+		e.Value["durationMs"] = int64(e.Value["durationMs"].(int32))
+		e.Value["sessionId"] = nil
+		e.Value["memberId"] = fmt.Sprint(e.Value["memberId"])
+	}
+	env.Produce(t, topic, v3text, v3)
+
+	dir := t.TempDir()
+	cfg := config(env, "file://"+dir, topic)
+	cfg.Format = loader.FormatParquet
+	if sum := run(t, cfg); sum.Records != 130 || sum.Errors != 0 {
+		t.Fatalf("loaded %d records, %d errors; want 130, 0", sum.Records, sum.Errors)
+	}
+	ids := map[string]int{}
+	for _, name := range []string{"pageview", "pageview-v2"} {
+		ss, err := env.Registry.LookupSchema(ctx, topic+"-value", sr.Schema{Schema: loadertest.Schema(t, name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = ss.ID
+	}
+	ids["v3"] = latestID(t, env, topic)
+	rows := map[int]int64{}
+	filepath.WalkDir(filepath.Join(dir, topic), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !strings.HasSuffix(p, ".parquet") {
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := strings.LastIndex(p, ".s")
+		id, _ := strconv.Atoi(strings.TrimSuffix(p[i+2:], ".parquet"))
+		rows[id] += f.NumRows()
+		return nil
+	})
+	if want := map[int]int64{ids["pageview"]: 50, ids["pageview-v2"]: 50, ids["v3"]: 30}; !reflect.DeepEqual(rows, want) {
+		t.Errorf("rows by the schema id of their file: %v, want %v (ids %v)", rows, want, ids)
+	}
 }

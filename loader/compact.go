@@ -175,7 +175,12 @@ func unfinishedRuns(w warehouse.FS, topic string) error {
 	}
 	for _, r := range runs {
 		var info runInfo
-		if err := readJSON(w, path.Join(runsDir, r.Name(), runInfoName), &info); err != nil || slices.Contains(info.Topics, topic) {
+		if err := readJSON(w, path.Join(runsDir, r.Name(), runInfoName), &info); err != nil {
+			// A run of another topic may be starting: its topics are not
+			// known yet, so it may be this one's.
+			return fmt.Errorf("compact: cannot tell which topics load run %s holds (%v): try again once it has started, or run tributary load for %s, which finishes or discards it", r.Name(), err, topic)
+		}
+		if slices.Contains(info.Topics, topic) {
 			return fmt.Errorf("compact: load run %s of %s is unfinished: run tributary load for the topic first, which finishes or discards it", r.Name(), topic)
 		}
 	}

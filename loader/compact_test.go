@@ -195,3 +195,35 @@ func TestParquetCompactKillProcess(t *testing.T) {
 		})
 	}
 }
+
+// A load run of the topic killed before its end may still move files into
+// an hour or mark it: compaction refuses the topic until a load has
+// finished or discarded that run.
+func TestParquetCompactWaitsForUnfinishedRuns(t *testing.T) {
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "pqunfinished", 1)
+	events := loadertest.PageViews(0, 600, 1, time.Now().UTC().Truncate(time.Hour).Add(-4*time.Hour), time.Hour)
+	env.Produce(t, "pqunfinished", loadertest.Schema(t, "pageview"), events)
+	dir := t.TempDir()
+	cfg := config(env, "file://"+dir, "pqunfinished")
+	cfg.Format, cfg.FileMaxRecords, cfg.LockTTL = loader.FormatParquet, 100, time.Second
+	first := cfg
+	first.MaxRecords = 300
+	run(t, first)
+	killed := cfg
+	killed.Fault = crashAt(loader.FaultAfterCommit)
+	if _, err := loader.Run(context.Background(), killed); err == nil {
+		t.Fatal("the fault did not stop the run")
+	}
+	time.Sleep(1200 * time.Millisecond) // its lock expires
+	cc := loader.CompactConfig{Warehouse: "file://" + dir, Topic: "pqunfinished", LockTTL: time.Second, Logger: quiet}
+	if _, err := loader.Compact(context.Background(), cc); err == nil || !strings.Contains(err.Error(), "is unfinished: run tributary load for the topic first") {
+		t.Fatalf("compaction over an unfinished run: %v", err)
+	}
+	runAfterExpiry(t, cfg)
+	done, err := loader.Compact(context.Background(), cc)
+	if err != nil || len(done) != 1 {
+		t.Fatalf("compaction after the load finished the run: %v, %v", done, err)
+	}
+	checkParquetExactlyOnce(t, dir, "pqunfinished", events)
+}

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tributary-io/tributary/loader"
@@ -107,6 +110,9 @@ func (r *Runner) RunOnce(ctx context.Context, spec *Spec, trigger string, attemp
 	cfg.Holder = holder + " job " + spec.Name
 	sum, err := loader.Run(runCtx, cfg)
 	e.fill(sum)
+	if err == nil && spec.Files.Compact {
+		err = compactMarked(runCtx, w, cfg, sum.Markers)
+	}
 	if err != nil && context.Cause(runCtx) != nil && ctx.Err() == nil {
 		err = fmt.Errorf("%w (%v)", err, context.Cause(runCtx))
 	}
@@ -174,6 +180,30 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	for range d.Specs {
 		<-done
+	}
+	return nil
+}
+
+// compactMarked merges the small files of the hours a run has just marked
+// complete, topic by topic. The run is committed whatever happens here; a
+// failure fails the attempt so that it is seen and retried (the retry's
+// load finds nothing new).
+func compactMarked(ctx context.Context, w warehouse.FS, cfg loader.Config, markers []string) error {
+	hours := map[string][]time.Time{}
+	for _, m := range markers {
+		topic, _, _ := strings.Cut(m, "/")
+		start, err := warehouse.HourStart(m)
+		if err != nil {
+			continue
+		}
+		hours[topic] = append(hours[topic], start)
+	}
+	topics := slices.Sorted(maps.Keys(hours))
+	for _, topic := range topics {
+		if _, err := loader.Compact(ctx, loader.CompactConfig{FS: w, Topic: topic, Hours: hours[topic],
+			Codec: cfg.Codec, LockTTL: cfg.LockTTL, Logger: cfg.Logger}); err != nil {
+			return fmt.Errorf("the run is committed; compacting its completed hours of %s: %w", topic, err)
+		}
 	}
 	return nil
 }

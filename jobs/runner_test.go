@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"bytes"
+	"github.com/parquet-go/parquet-go"
 	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/jobs"
 	"github.com/tributary-io/tributary/loader"
@@ -283,5 +285,53 @@ hdfs:
 	hist, err := jobs.History(spec, r.StateDir, 0)
 	if err != nil || len(hist) != 1 || hist[0].Records != 1000 {
 		t.Fatalf("history: %v, %v", hist, err)
+	}
+}
+
+// files.compact: the run that marks hours complete merges their Parquet
+// files, one file an hour, every record kept.
+func TestRunCompactsMarkedHours(t *testing.T) {
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "pqviews", 3)
+	events := loadertest.PageViews(0, 900, 3, time.Now().UTC().Truncate(time.Hour).Add(-4*time.Hour), 2*time.Hour)
+	env.Produce(t, "pqviews", loadertest.Schema(t, "pageview"), events)
+	dir := t.TempDir()
+	spec := writeSpec(t, t.TempDir(), "pqviews", fmt.Sprintf(`
+brokers: [%s]
+registry: %s
+topics: [pqviews]
+warehouse: file://%s
+schedule: every 15m
+files:
+  format: parquet
+  max_records: 50
+  compact: true
+`, env.Brokers[0], env.RegistryURL, dir))
+	r := &jobs.Runner{StateDir: t.TempDir()}
+	entries, err := r.Run(context.Background(), spec, "manual")
+	if err != nil || len(entries) != 1 || entries[0].Records != 900 {
+		t.Fatalf("attempts %+v: %v", entries, err)
+	}
+	perHour := map[string]int{}
+	var rows int64
+	filepath.WalkDir(filepath.Join(dir, "pqviews"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".parquet") {
+			perHour[filepath.Dir(p)]++
+			b, _ := os.ReadFile(p)
+			f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows += f.NumRows()
+		}
+		return nil
+	})
+	if len(perHour) != 2 || rows != 900 {
+		t.Errorf("%d rows in hours %v, want 900 in two hours", rows, perHour)
+	}
+	for h, n := range perHour {
+		if n != 1 {
+			t.Errorf("%s has %d files after the job, want 1", h, n)
+		}
 	}
 }

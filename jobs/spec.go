@@ -38,7 +38,9 @@ import (
 //	files:
 //	  max_bytes: 128MiB
 //	  max_records: 5000000
-//	  codec: deflate                # null, deflate, snappy
+//	  format: avro                  # avro or parquet (Hive partitions topic/dt=YYYY-MM-DD/hr=HH)
+//	  codec: deflate                # avro: null, deflate (default), snappy; parquet: snappy (default), zstd, gzip, none
+//	  compact: false                # parquet, local warehouse: merge each hour's files once it is marked _SUCCESS
 //	  deflate_level: 6              # codec deflate only: 1 (fastest load, larger files) to 9 (smallest files)
 //	success_grace: 10m              # _SUCCESS an hour this long after it ends
 //	on_data_loss: earliest          # earliest, latest or fail
@@ -115,9 +117,15 @@ type Limits struct {
 
 // Files says how data files are written.
 type Files struct {
-	MaxBytes   Size   `yaml:"max_bytes"`
-	MaxRecords int64  `yaml:"max_records"`
-	Codec      string `yaml:"codec"`
+	MaxBytes   Size  `yaml:"max_bytes"`
+	MaxRecords int64 `yaml:"max_records"`
+	// Format is loader.Config.Format: avro (default) or parquet.
+	Format string `yaml:"format"`
+	Codec  string `yaml:"codec"`
+	// Compact, with Format parquet on a local warehouse, merges each
+	// hour's small files (loader.Compact) right after the run that marks
+	// the hour _SUCCESS.
+	Compact bool `yaml:"compact"`
 	// DeflateLevel is the deflate codec's level (loader.Config.DeflateLevel);
 	// 0 or absent: loader.DefaultDeflateLevel.
 	DeflateLevel int `yaml:"deflate_level"`
@@ -221,16 +229,26 @@ func (s *Spec) validate() error {
 		return fail("schedule", "%v", err)
 	}
 	s.Sched = sched
-	switch s.Files.Codec {
-	case "", "null", "deflate", "snappy":
-	default:
-		return fail("files.codec", "%q: use null, deflate or snappy", s.Files.Codec)
+	if err := loader.CheckFormatCodec(s.Files.Format, ""); err != nil {
+		return fail("files.format", "%v", err)
+	}
+	if err := loader.CheckFormatCodec(s.Files.Format, s.Files.Codec); err != nil {
+		return fail("files.codec", "%v", err)
+	}
+	if s.Files.Compact && s.Files.Format != loader.FormatParquet {
+		return fail("files.compact", "compacts Parquet files only: add files.format: parquet")
+	}
+	if s.Files.Compact && strings.HasPrefix(s.Warehouse, "hdfs://") {
+		return fail("files.compact", "needs a local warehouse: HDFS has no atomic exchange of two directories")
 	}
 	if s.Files.DeflateLevel != 0 {
 		if err := loader.CheckDeflateLevel(s.Files.DeflateLevel); err != nil {
 			return fail("files.deflate_level", "%v", err)
 		}
-		if err := loader.CheckCodecLevel(s.Files.Codec, s.Files.DeflateLevel); err != nil {
+		if s.Files.Format == loader.FormatParquet && s.Files.DeflateLevel != loader.DefaultDeflateLevel {
+			return fail("files.deflate_level", "applies to files.format avro only")
+		}
+		if err := loader.CheckCodecLevel(s.Files.Codec, s.Files.DeflateLevel); err != nil && s.Files.Format != loader.FormatParquet {
 			return fail("files.deflate_level", "%v", err)
 		}
 	}
@@ -294,6 +312,7 @@ func (s *Spec) LoadConfig() loader.Config {
 		MaxDuration:       time.Duration(s.Limits.MaxDuration),
 		FileMaxBytes:      int64(s.Files.MaxBytes),
 		FileMaxRecords:    s.Files.MaxRecords,
+		Format:            s.Files.Format,
 		Codec:             s.Files.Codec,
 		DeflateLevel:      s.Files.DeflateLevel,
 		SuccessGrace:      time.Duration(s.SuccessGrace),

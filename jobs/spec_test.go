@@ -251,3 +251,15 @@ func TestREADMEHDFSJobSpec(t *testing.T) {
 		t.Fatalf("the README's job spec gives warehouse %s, %+v", s.Warehouse, o)
 	}
 }
+
+// files.format parquet reaches the load, with Parquet's default codec left
+// to the loader and a Parquet codec accepted.
+func TestSpecParquet(t *testing.T) {
+	s, err := jobs.ParseSpec("pq.yaml", []byte("brokers: [127.0.0.1:9092]\nregistry: http://127.0.0.1:8081\ntopics: [pageviews]\nwarehouse: file:///tmp/w\nschedule: every 15m\nfiles:\n  format: parquet\n  codec: zstd\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := s.LoadConfig(); cfg.Format != "parquet" || cfg.Codec != "zstd" {
+		t.Errorf("format %q codec %q, want parquet and zstd", cfg.Format, cfg.Codec)
+	}
+}

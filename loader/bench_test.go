@@ -53,8 +53,13 @@ func BenchmarkLoad(b *testing.B) {
 			}},
 	}
 	for _, kind := range kinds {
-		for _, codec := range []string{"deflate", "snappy"} {
-			b.Run(kind.name+"/"+codec, func(b *testing.B) {
+		// parquet-<codec>: the same records as Parquet files.
+		for _, codec := range []string{"deflate", "snappy", "parquet-snappy", "parquet-zstd"} {
+			format := loader.FormatAvro
+			if c, ok := strings.CutPrefix(codec, "parquet-"); ok {
+				format, codec = loader.FormatParquet, c
+			}
+			b.Run(kind.name+"/"+format+"-"+codec, func(b *testing.B) {
 				kind.url(b) // start HDFS outside the timing
 				var opts warehouse.Options
 				if kind.opts != nil {
@@ -68,7 +73,7 @@ func BenchmarkLoad(b *testing.B) {
 					b.StartTimer()
 					sum, err := loader.Run(context.Background(), loader.Config{
 						Brokers: env.Brokers, RegistryURL: env.RegistryURL, Topics: []string{"bench"},
-						Warehouse: url, WarehouseOptions: opts, Codec: codec, Logger: quiet,
+						Warehouse: url, WarehouseOptions: opts, Format: format, Codec: codec, Logger: quiet,
 					})
 					if err != nil {
 						b.Fatal(err)

@@ -92,8 +92,12 @@ type Config struct {
 	// FileMaxRecords rolls a file once it holds this many records. Default
 	// DefaultFileMaxRecords.
 	FileMaxRecords int64
-	// Codec compresses file blocks: null, deflate or snappy. Default
-	// deflate.
+	// Format is the data files' format: FormatAvro (default) or
+	// FormatParquet.
+	Format string
+	// Codec compresses file blocks: null, deflate or snappy for Avro
+	// (default deflate); snappy, zstd, gzip or none for Parquet (default
+	// snappy).
 	Codec string
 	// DeflateLevel is the deflate codec's level, from 1 (fastest) to 9
 	// (smallest); 0 takes DefaultDeflateLevel. It trades the loader's CPU
@@ -196,13 +200,24 @@ func (c *Config) withDefaults() (Config, error) {
 	if cfg.FileMaxRecords <= 0 {
 		cfg.FileMaxRecords = DefaultFileMaxRecords
 	}
+	if cfg.Format == "" {
+		cfg.Format = FormatAvro
+	}
+	if err := CheckFormatCodec(cfg.Format, cfg.Codec); err != nil {
+		return cfg, err
+	}
+	if cfg.Format == FormatParquet {
+		if cfg.Codec == "" {
+			cfg.Codec = DefaultParquetCodec
+		}
+		if cfg.DeflateLevel != 0 && cfg.DeflateLevel != DefaultDeflateLevel {
+			return cfg, fmt.Errorf("deflate level %d applies to Avro files with the deflate codec only, and the format is parquet: drop the level", cfg.DeflateLevel)
+		}
+	}
 	if cfg.Codec == "" {
 		cfg.Codec = DefaultCodec
 	}
-	if !slices.Contains(Codecs, cfg.Codec) {
-		return cfg, fmt.Errorf("codec %q: use one of %v", cfg.Codec, Codecs)
-	}
-	if err := CheckCodecLevel(cfg.Codec, cfg.DeflateLevel); err != nil {
+	if err := CheckCodecLevel(cfg.Codec, cfg.DeflateLevel); err != nil && cfg.Format == FormatAvro {
 		return cfg, err
 	}
 	if cfg.DeflateLevel == 0 {
@@ -283,6 +298,24 @@ func (c *Config) withDefaults() (Config, error) {
 		cfg.Audit = &a
 	}
 	return cfg, nil
+}
+
+// CheckFormatCodec says why format and codec (either may be empty: the
+// default) cannot go together, for the command and job specs.
+func CheckFormatCodec(format, codec string) error {
+	switch format {
+	case "", FormatAvro:
+		if codec != "" && !slices.Contains(Codecs, codec) {
+			return fmt.Errorf("codec %q: Avro files take one of %v", codec, Codecs)
+		}
+	case FormatParquet:
+		if codec != "" && !slices.Contains(ParquetCodecs, codec) {
+			return fmt.Errorf("codec %q: Parquet files take one of %v", codec, ParquetCodecs)
+		}
+	default:
+		return fmt.Errorf("format %q: use one of %v", format, Formats)
+	}
+	return nil
 }
 
 // MinDeflateLevel and MaxDeflateLevel bound Config.DeflateLevel.

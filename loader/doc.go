@@ -9,6 +9,12 @@
 //	<warehouse>/_errors/<topic>/YYYY/MM/DD/...jsonl   records that could not be decoded
 //	<warehouse>/_tributary/                           the loader's own state
 //
+// With Config.Format FormatParquet the data files are Parquet instead,
+// in Hive partitions, each topic's records decoded and resolved to its
+// table schema (parquet.go, parquet_schema.go):
+//
+//	<warehouse>/<topic>/dt=YYYY-MM-DD/hr=HH/<topic>.p<partition>.<first>-<last>.s<schema id>.parquet
+//
 // Files are grouped by the hour of each event's header time (UTC), by
 // writer schema (one schema per file, so evolution never mixes shapes in a
 // file) and by partition; they roll by size and record count as well.

@@ -57,7 +57,8 @@ type fileKey struct {
 
 type openFile struct {
 	key         fileKey
-	w           *ocfWriter
+	w           *ocfWriter   // Avro files
+	pq          *parquetFile // Parquet files
 	tmp         string
 	first, last int64
 	used        int64
@@ -150,6 +151,17 @@ func (p *partWriter) add(ctx context.Context, rec *batchwalk.Record) error {
 		}
 		return p.reject(rec, err)
 	}
+	var native any
+	var tf *tableFile // the schema of the record's Parquet file
+	if p.r.tables != nil {
+		if native, tf, err = p.r.tables.decode(ctx, p.topic, id, rec.Value); err != nil {
+			if !isBadRecord(err) {
+				return fmt.Errorf("%s/%d offset %d: %w", p.topic, p.part, rec.Offset, err)
+			}
+			return p.reject(rec, err)
+		}
+		id = tf.id
+	}
 	if !ok {
 		ms = rec.Timestamp
 		p.noHeader++
@@ -158,13 +170,20 @@ func (p *partWriter) add(ctx context.Context, rec *batchwalk.Record) error {
 	f := p.cur
 	if f == nil || f.key != key {
 		if f = p.open[key]; f == nil {
-			if f, err = p.openFile(ctx, key, rec.Offset); err != nil {
+			if f, err = p.openFile(ctx, key, rec.Offset, tf); err != nil {
 				return err
 			}
 		}
 		p.cur = f
 	}
-	if err := f.w.Append(body); err != nil {
+	if f.pq != nil {
+		if err := f.pq.Append(native, len(body)); err != nil {
+			if isBadRecord(err) {
+				return p.reject(rec, err)
+			}
+			return fmt.Errorf("writing %s: %w", f.tmp, err)
+		}
+	} else if err := f.w.Append(body); err != nil {
 		return fmt.Errorf("writing %s: %w", f.tmp, err)
 	}
 	p.clock++
@@ -180,7 +199,7 @@ func (p *partWriter) add(ctx context.Context, rec *batchwalk.Record) error {
 			p.audit.noTime[p.window(ms)]++
 		}
 	}
-	if f.w.records >= p.r.cfg.FileMaxRecords || f.w.Size() >= p.r.cfg.FileMaxBytes {
+	if f.records() >= p.r.cfg.FileMaxRecords || f.size() >= p.r.cfg.FileMaxBytes {
 		return p.closeFile(f)
 	}
 	return nil
@@ -200,7 +219,7 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-func (p *partWriter) openFile(ctx context.Context, key fileKey, first int64) (*openFile, error) {
+func (p *partWriter) openFile(ctx context.Context, key fileKey, first int64, tf *tableFile) (*openFile, error) {
 	if len(p.open) >= maxOpenFiles {
 		var lru *openFile
 		for _, f := range p.open {
@@ -217,21 +236,23 @@ func (p *partWriter) openFile(ctx context.Context, key fileKey, first int64) (*o
 		return nil, fmt.Errorf("%s/%d offset %d: %w", p.topic, p.part, first, err)
 	}
 	p.seq++
-	tmp := path.Join(runDir(p.r.id), "data", fmt.Sprintf("%s.p%d.%06d.avro", p.topic, p.part, p.seq))
+	tmp := path.Join(runDir(p.r.id), "data", fmt.Sprintf("%s.p%d.%06d.%s", p.topic, p.part, p.seq, p.r.cfg.Format))
 	out, err := p.r.batch.Create(tmp)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s in %s: %w", tmp, p.r.w, err)
 	}
-	w, err := newOCF(out, text, p.r.cfg.Codec, p.r.cfg.DeflateLevel, map[string]string{
+	meta := map[string]string{
 		"tributary.topic":     p.topic,
 		"tributary.partition": strconv.Itoa(int(p.part)),
 		"tributary.schema.id": strconv.Itoa(key.schema),
-	})
-	if err != nil {
+	}
+	f := &openFile{key: key, tmp: tmp, first: first}
+	if tf != nil {
+		f.pq = newParquetFile(out, tf, p.r.cfg.Codec, meta)
+	} else if f.w, err = newOCF(out, text, p.r.cfg.Codec, p.r.cfg.DeflateLevel, meta); err != nil {
 		out.Close()
 		return nil, err
 	}
-	f := &openFile{key: key, w: w, tmp: tmp, first: first}
 	p.open[key] = f
 	return f, nil
 }
@@ -241,7 +262,7 @@ func (p *partWriter) closeFile(f *openFile) error {
 	if p.cur == f {
 		p.cur = nil
 	}
-	if err := f.w.Close(); err != nil {
+	if err := f.close(); err != nil {
 		return fmt.Errorf("completing %s in %s: %w", f.tmp, p.r.w, err)
 	}
 	p.filed(f)
@@ -250,14 +271,39 @@ func (p *partWriter) closeFile(f *openFile) error {
 
 // filed records a completed file for the manifest.
 func (p *partWriter) filed(f *openFile) {
-	dir := warehouse.HourDir(p.topic, time.Unix(f.key.hour*3600, 0))
+	hour := time.Unix(f.key.hour*3600, 0)
+	dir, name := warehouse.HourDir(p.topic, hour), warehouse.DataFileName(p.topic, p.part, f.first, f.last, f.key.schema)
+	if f.pq != nil {
+		dir, name = warehouse.PartitionDir(p.topic, hour), warehouse.ParquetFileName(p.topic, p.part, f.first, f.last, f.key.schema)
+	}
 	p.hours[dir] = true
-	p.bytes += f.w.size
+	p.bytes += f.size()
 	p.files = append(p.files, FileEntry{
-		Tmp: f.tmp, Final: path.Join(dir, warehouse.DataFileName(p.topic, p.part, f.first, f.last, f.key.schema)),
+		Tmp: f.tmp, Final: path.Join(dir, name),
 		Topic: p.topic, Partition: p.part, First: f.first, Last: f.last,
-		Records: f.w.records, Bytes: f.w.size, SchemaID: f.key.schema, Kind: "data",
+		Records: f.records(), Bytes: f.size(), SchemaID: f.key.schema, Kind: "data",
 	})
+}
+
+func (f *openFile) records() int64 {
+	if f.pq != nil {
+		return f.pq.records
+	}
+	return f.w.records
+}
+
+func (f *openFile) size() int64 {
+	if f.pq != nil {
+		return f.pq.Size()
+	}
+	return f.w.Size()
+}
+
+func (f *openFile) close() error {
+	if f.pq != nil {
+		return f.pq.Close()
+	}
+	return f.w.Close()
 }
 
 // parallelCloses bounds the files a partition completes at once at its
@@ -272,7 +318,7 @@ func (p *partWriter) closeAll() error {
 	g.SetLimit(parallelCloses)
 	for _, f := range p.open {
 		g.Go(func() error {
-			if err := f.w.Close(); err != nil {
+			if err := f.close(); err != nil {
 				return fmt.Errorf("completing %s in %s: %w", f.tmp, p.r.w, err)
 			}
 			return nil
@@ -304,7 +350,11 @@ func (p *partWriter) closeAll() error {
 // abandon closes open files without completing them, after a failure.
 func (p *partWriter) abandon() {
 	for _, f := range p.open {
-		f.w.abandon()
+		if f.pq != nil {
+			f.pq.abandon()
+		} else {
+			f.w.abandon()
+		}
 	}
 	if p.errs != nil {
 		p.errs.f.Close()

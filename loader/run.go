@@ -29,6 +29,8 @@ type run struct {
 	// made durable together, before the commit and after the moves.
 	batch   *warehouse.Batch
 	deser   *schema.Deserializer
+	reg     schema.Registry
+	tables  *tables // Parquet loads only: each topic's table schema
 	headers *schema.HeaderLayouts
 	log     *slog.Logger
 	started time.Time
@@ -172,6 +174,10 @@ func (r *run) connect() (disconnect func(), err error) {
 	}
 	if r.deser, err = schema.NewDeserializer(reg, schema.DeserializerConfig{}); err != nil {
 		return disconnect, err
+	}
+	r.reg = reg
+	if r.cfg.Format == FormatParquet {
+		r.tables = &tables{r: r, by: map[string]*topicTable{}}
 	}
 	r.headers = schema.NewHeaderLayouts(r.deser, r.cfg.HeaderField)
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real services and clients the tests talk to, if missing:
 # kcat (a librdkafka client), ZooKeeper 3.8, Chromium and Prometheus (promtool),
-# all Debian packages; Python's confluent-kafka from PyPI (librdkafka's admin client);
+# all Debian packages; Python's confluent-kafka (librdkafka's admin client) and pyarrow
+# (a Parquet reader) from PyPI;
 # Maven and a JDK fetch, compile and run the HDFS mini cluster and its KDC
 # (scripts/hdfs; Hadoop's jars are cached in ~/.m2, fetched here) and Apache Kafka's
 # command-line tools, Connect and Streams (scripts/kafka, fetched here so
@@ -64,4 +65,12 @@ if ! python3 -c 'import confluent_kafka.schema_registry, fastavro, jsonschema, g
   echo "installing: confluent-kafka[schemaregistry,avro,json,protobuf] (PyPI)"
   python3 -m pip install -q 'confluent-kafka[schemaregistry,avro,json,protobuf]==2.16.1' ||
     python3 -m pip install -q --break-system-packages 'confluent-kafka[schemaregistry,avro,json,protobuf]==2.16.1'
+fi
+
+# pyarrow reads the loader's Parquet files back, as analysts' tools do
+# (loader/parquet_test.go, loader/testdata/read_parquet.py).
+if ! python3 -c 'import pyarrow.dataset' >/dev/null 2>&1; then
+  echo "installing: pyarrow (PyPI)"
+  python3 -m pip install -q 'pyarrow==23.0.1' ||
+    python3 -m pip install -q --break-system-packages 'pyarrow==23.0.1'
 fi

@@ -39,7 +39,7 @@ type loadFlags struct {
 	maxErrors                            int64
 	fileMaxBytes                         string
 	fileMaxRecords                       int64
-	codec                                string
+	format, codec                        string
 	deflateLevel                         int
 	grace                                time.Duration
 	onDataLoss, startAt                  string
@@ -66,7 +66,8 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.Int64Var(&f.maxErrors, "max-errors", loader.DefaultMaxErrors, "fail the run when more records than this cannot be decoded (-1: no limit)")
 	fs.StringVar(&f.fileMaxBytes, "file-max-bytes", "128MiB", "roll a file at this size")
 	fs.Int64Var(&f.fileMaxRecords, "file-max-records", loader.DefaultFileMaxRecords, "roll a file at this many records")
-	fs.StringVar(&f.codec, "codec", loader.DefaultCodec, "Avro block compression: null, deflate or snappy")
+	fs.StringVar(&f.format, "format", loader.FormatAvro, "data file format: avro (object container files, bodies as sent) or parquet (columns, in Hive partitions topic/dt=YYYY-MM-DD/hr=HH)")
+	fs.StringVar(&f.codec, "codec", "", "compression: null, deflate or snappy for avro (default deflate); snappy, zstd, gzip or none for parquet (default snappy)")
 	fs.IntVar(&f.deflateLevel, "deflate-level", loader.DefaultDeflateLevel, "with --codec deflate: 1 (fastest load, larger files) to 9 (smallest files, slowest load); any Avro reader reads every level")
 	fs.DurationVar(&f.grace, "success-grace", loader.DefaultSuccessGrace, "mark an hour _SUCCESS once every partition is loaded this long past its end")
 	fs.StringVar(&f.onDataLoss, "on-data-loss", loader.Earliest, "when retention deleted records before they were loaded: earliest (continue at the log start), latest or fail; the lost range is reported either way")
@@ -135,10 +136,16 @@ func (f *loadFlags) config() (loader.Config, error) {
 	if err != nil {
 		return loader.Config{}, fmt.Errorf("--file-max-bytes: %w", err)
 	}
+	if err := loader.CheckFormatCodec(f.format, f.codec); err != nil {
+		return loader.Config{}, fmt.Errorf("--format, --codec: %w", err)
+	}
 	if err := loader.CheckDeflateLevel(f.deflateLevel); err != nil {
 		return loader.Config{}, fmt.Errorf("--deflate-level: %w", err)
 	}
-	if err := loader.CheckCodecLevel(f.codec, f.deflateLevel); err != nil {
+	if f.format == loader.FormatParquet && f.deflateLevel != loader.DefaultDeflateLevel {
+		return loader.Config{}, fmt.Errorf("--deflate-level: applies to --format avro only")
+	}
+	if err := loader.CheckCodecLevel(f.codec, f.deflateLevel); err != nil && f.format != loader.FormatParquet {
 		return loader.Config{}, fmt.Errorf("--deflate-level: %w (--codec %s)", err, f.codec)
 	}
 	if err := warehouse.CheckDataTransferProtection(f.hdfs.o.DataTransferProtection); err != nil {
@@ -163,6 +170,7 @@ func (f *loadFlags) config() (loader.Config, error) {
 		MaxErrors:      f.maxErrors,
 		FileMaxBytes:   size,
 		FileMaxRecords: f.fileMaxRecords,
+		Format:         f.format,
 		Codec:          f.codec,
 		DeflateLevel:   f.deflateLevel,
 		SuccessGrace:   f.grace,
@@ -187,9 +195,10 @@ func (f *loadFlags) config() (loader.Config, error) {
 // time a run reaches point, so a test can SIGKILL it exactly there;
 // TRIBUTARY_LOAD_DELAY_AT=<point>:<duration> makes every run wait there,
 // so that runs last long enough for overlap tests. Points:
-// loader.FaultPoints and loader.AuditFaultPoints.
+// loader.FaultPoints, loader.AuditFaultPoints, and loader.CompactFaultPoints
+// for tributary compact.
 func faultFromEnv() func(loader.FaultPoint) error {
-	points := slices.Concat(loader.FaultPoints, loader.AuditFaultPoints)
+	points := slices.Concat(loader.FaultPoints, loader.AuditFaultPoints, loader.CompactFaultPoints)
 	var hooks []func(loader.FaultPoint) error
 	if v := os.Getenv(pauseEnv); v != "" {
 		point := loader.FaultPoint(v)

@@ -77,3 +77,22 @@ func TestLoadRefusesCompleteByAuditWithoutAudit(t *testing.T) {
 		}
 	}
 }
+
+// Each format has its own codecs, and a deflate level means nothing to
+// Parquet: a mismatch is refused with the codecs the format takes.
+func TestLoadRefusesCodecOfOtherFormat(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--format", "parquet", "--codec", "deflate"}, `--format, --codec: codec "deflate": Parquet files take one of [snappy zstd gzip none]`},
+		{[]string{"--codec", "zstd"}, `--format, --codec: codec "zstd": Avro files take one of [null deflate snappy]`},
+		{[]string{"--format", "orc"}, `--format, --codec: format "orc": use one of [avro parquet]`},
+		{[]string{"--format", "parquet", "--deflate-level", "9"}, "--deflate-level: applies to --format avro only"},
+	} {
+		args := append([]string{"load", "--brokers", "127.0.0.1:1", "--topics", "pageviews"}, c.args...)
+		if stderr := runStderr(t, 1, args...); !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: stderr %q, want it to say %q", c.args, stderr, c.want)
+		}
+	}
+}

@@ -16,6 +16,8 @@ import (
 //
 //	<topic>/YYYY/MM/DD/HH/<topic>.p<partition>.<first>-<last>.s<schema id>.avro
 //	<topic>/YYYY/MM/DD/HH/_SUCCESS                  the hour is complete
+//	<topic>/dt=YYYY-MM-DD/hr=HH/<topic>.p<partition>.<first>-<last>.s<schema id>.parquet
+//	                                                Parquet loads: Hive-style partitions
 //	_errors/<topic>/YYYY/MM/DD/...jsonl             records that could not be decoded
 //	_tributary/                                     the loader's own state
 //
@@ -31,7 +33,23 @@ const (
 	dataExt = ".avro"
 	// hourLayout is an hour directory below its topic, as a time layout.
 	hourLayout = "2006/01/02/15"
+	// partitionLayout is a Parquet load's hour directory, Hive-style so
+	// that Spark, Hive and pyarrow find the partition columns dt and hr.
+	partitionLayout = "dt=2006-01-02/hr=15"
+	parquetExt      = ".parquet"
 )
+
+// PartitionDir is the directory of a topic's hour in a Parquet load:
+// topic/dt=YYYY-MM-DD/hr=HH (UTC).
+func PartitionDir(topic string, hour time.Time) string {
+	return topic + "/" + hour.UTC().Format(partitionLayout)
+}
+
+// ParquetFileName names a Parquet data file as DataFileName names an Avro
+// one; the schema id is the one the file is written in.
+func ParquetFileName(topic string, partition int32, first, last int64, schemaID int) string {
+	return fmt.Sprintf("%s.p%d.%d-%d.s%d%s", topic, partition, first, last, schemaID, parquetExt)
+}
 
 // LockDir is where locks live in a warehouse: one directory per lock.
 const LockDir = StateDir + "/locks"
@@ -42,6 +60,9 @@ func IsTopicDir(name string) bool { return !strings.HasPrefix(name, "_") }
 
 // IsDataFile reports whether a file name in an hour directory is a data
 // file (an Avro object container file), not a marker.
+//
+// Parquet files are not: the audit's warehouse tier, which reads these,
+// reads Avro only, and Hours does not list Parquet's partition directories.
 func IsDataFile(name string) bool { return strings.HasSuffix(name, dataExt) }
 
 // HourDir is the directory of a topic's hour: topic/YYYY/MM/DD/HH (UTC).
@@ -49,8 +70,11 @@ func HourDir(topic string, hour time.Time) string {
 	return topic + "/" + hour.UTC().Format(hourLayout)
 }
 
-// HourStart parses the hour back out of an HourDir.
+// HourStart parses the hour back out of an HourDir or a PartitionDir.
 func HourStart(dir string) (time.Time, error) {
+	if i := strings.LastIndex(dir, "/dt="); i >= 0 {
+		return time.Parse(partitionLayout, dir[i+1:])
+	}
 	parts := strings.Split(dir, "/")
 	n := strings.Count(hourLayout, "/") + 1
 	if len(parts) < n+1 {
@@ -63,6 +87,12 @@ func HourStart(dir string) (time.Time, error) {
 // writer schema id. Names never collide: each offset is in one file.
 func DataFileName(topic string, partition int32, first, last int64, schemaID int) string {
 	return fmt.Sprintf("%s.p%d.%d-%d.s%d%s", topic, partition, first, last, schemaID, dataExt)
+}
+
+// CompactedFileName names the file a compaction merged an hour's files of
+// one schema into; compaction is the compaction's id.
+func CompactedFileName(topic, compaction string, schemaID int) string {
+	return fmt.Sprintf("%s.compacted-%s.s%d%s", topic, compaction, schemaID, parquetExt)
 }
 
 // ErrorFilePath is where a partition's undecodable records of one run go,

@@ -39,7 +39,13 @@ type fetchedPartition struct {
 // fetchOffsets answers one group: for the requested topics (nil: every
 // committed partition), each partition's offset or the group's error.
 func (b *Broker) fetchOffsets(name string, requested map[string][]int32, all bool) ([]fetchedTopic, *kerr.Error) {
-	offsets, err := b.groups.Fetch(name)
+	return b.fetchOffsetsAs(name, nil, -1, requested, all)
+}
+
+// fetchOffsetsAs is fetchOffsets for a member naming itself (v9), checked
+// against a consumer-protocol group's member epochs.
+func (b *Broker) fetchOffsetsAs(name string, memberID *string, epoch int32, requested map[string][]int32, all bool) ([]fetchedTopic, *kerr.Error) {
+	offsets, err := b.groups.FetchAs(name, memberID, epoch)
 	if all {
 		requested = map[string][]int32{}
 		for tp := range offsets {
@@ -76,7 +82,7 @@ func (b *Broker) offsetFetch(r *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchRespon
 			for _, t := range rg.Topics {
 				requested[t.Topic] = append(requested[t.Topic], t.Partitions...)
 			}
-			topics, err := b.fetchOffsets(rg.Group, requested, rg.Topics == nil)
+			topics, err := b.fetchOffsetsAs(rg.Group, rg.MemberID, rg.MemberEpoch, requested, rg.Topics == nil)
 			sg := kmsg.NewOffsetFetchResponseGroup()
 			sg.Group = rg.Group
 			sg.ErrorCode = codeOf(err)

@@ -2,6 +2,9 @@ package broker_test
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,5 +106,105 @@ func TestKgoConsumerProtocolShareAndTakeOver(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Two Java 4.4 console consumers with group.protocol=consumer share a
+// topic: a leaves after 100 records (max.poll.records=1, so its auto-commit
+// on close covers exactly what it printed), c takes its partitions over
+// from its commits, and between them every record is printed exactly once.
+// A kgo member subscribed to another topic keeps the group live, so that
+// kafka-consumer-groups --describe, run after a leaves, always finds
+// members to show through ConsumerGroupDescribe (the uniform assignor gives
+// members of different subscriptions their own topics).
+func TestJavaConsumerProtocolShareAndTakeOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two JVMs with Apache Kafka's clients")
+	}
+	const partitions, total = 4, 400
+	b := testenv.StartBroker(t, testenv.WithConfig(consumerGroups))
+	createTopic(t, b.Addr, "kip848-java", partitions, nil)
+	produceValues(t, b.Addr, "kip848-java", 0, total)
+	createTopic(t, b.Addr, "kip848-side", 1, nil)
+	side := newLedger()
+	sideMember := startKgoMember(t, b.Addr, "java-848", "kip848-side", "kgo-side", side,
+		kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()))
+	testenv.Eventually(t, 30*time.Second, "the kgo member owning its topic", func() bool { return len(sideMember.owned(side)) == 1 })
+	consumer := func(extra ...string) testenv.KafkaToolRun {
+		return testenv.KafkaToolRun{Class: testenv.KafkaConsoleConsumer, Args: append([]string{
+			"--bootstrap-server", b.Addr, "--topic", "kip848-java", "--group", "java-848", "--from-beginning",
+			"--command-property", "group.protocol=consumer"}, extra...)}
+	}
+	var first []testenv.KafkaToolResult
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		first = testenv.RunKafkaTools(t,
+			consumer("--max-messages", "100", "--timeout-ms", "60000", "--command-property", "max.poll.records=1"),
+			testenv.KafkaToolRun{Class: testenv.KafkaConsumerGroups, Args: []string{
+				"--bootstrap-server", b.Addr, "--describe", "--group", "java-848", "--members"}})
+	}()
+	second := testenv.RunKafkaTools(t, consumer("--timeout-ms", "15000"))
+	<-done
+	if len(first) != 2 || len(second) != 1 {
+		t.Fatal("the Java tools did not run")
+	}
+	printed := func(r testenv.KafkaToolResult) []string {
+		var out []string
+		for _, line := range strings.Fields(r.Stdout) {
+			if strings.HasPrefix(line, "v0") { // produceValues' records
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	seen := map[string]int{}
+	for _, r := range []testenv.KafkaToolResult{first[0], second[0]} {
+		for _, v := range printed(r) {
+			seen[v]++
+		}
+	}
+	if len(seen) != total {
+		t.Errorf("%d distinct records printed, want %d:\n%v\n%v", len(seen), total, first[0], second[0])
+	}
+	for v, n := range seen {
+		if n != 1 {
+			t.Errorf("record %s printed %d times", v, n)
+		}
+	}
+	if n := len(printed(first[0])); n != 100 {
+		t.Errorf("the first consumer printed %d records, want 100:\n%v", n, first[0])
+	}
+	if d := first[1]; d.Exit != 0 || !strings.Contains(d.Stdout, "kgo-side") {
+		t.Errorf("kafka-consumer-groups --describe of a consumer-protocol group:\n%v", d)
+	} else {
+		t.Logf("kafka-consumer-groups --describe --members:\n%s", d.Stdout)
+	}
+}
+
+// A librdkafka 2.16 consumer with group.protocol=consumer consumes every
+// record and commits; it used to wait silently, reading nothing.
+func TestLibrdkafkaConsumerProtocol(t *testing.T) {
+	if err := exec.Command("python3", "-c", "import confluent_kafka").Run(); err != nil {
+		t.Fatalf("Python's confluent-kafka is missing: python3 -m pip install confluent-kafka (scripts/install-deps.sh does it)")
+	}
+	b := testenv.StartBroker(t, testenv.WithConfig(consumerGroups))
+	createTopic(t, b.Addr, "kip848-rd", 2, nil)
+	produceValues(t, b.Addr, "kip848-rd", 0, 200)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	script := filepath.Join("..", "scripts", "kafka", "librdkafka_consumer_protocol.py")
+	out, err := exec.CommandContext(ctx, "python3", script, b.Addr, "kip848-rd", "rd-848", "200").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "consumed 200 distinct 200") || strings.Contains(string(out), "error") {
+		t.Fatalf("librdkafka with group.protocol=consumer:\n%s", out)
+	}
+	offs := committed(t, b.Addr, "rd-848")
+	for p := int32(0); p < 2; p++ {
+		if o, ok := offs.Lookup("kip848-rd", p); !ok || o.At != 100 {
+			t.Errorf("partition %d committed at %v, want 100", p, o.At)
+		}
 	}
 }

@@ -165,7 +165,8 @@ func (c *Coordinator) consumerJoin(g *cgroup, r ConsumerHeartbeat) (*cmember, Co
 			}
 			if prev != nil { // take its place without a rebalance
 				delete(g.members, prevID)
-				m.epoch, m.prevEpoch, m.assigned = prev.epoch, prev.prevEpoch, prev.assigned
+				m.epoch, m.prevEpoch, m.assigned, m.revoking = prev.epoch, prev.prevEpoch, prev.assigned, prev.revoking
+				m.topics, m.regex, m.re, m.assignor = prev.topics, prev.regex, prev.re, prev.assignor
 				g.target[id] = g.target[prevID]
 				delete(g.target, prevID)
 				g.members[id] = m

@@ -7,7 +7,8 @@ package broker
 // are also given at the top level. v8+ batches groups, each with its own
 // error (NOT_COORDINATOR for groups another broker coordinates). There are no
 // transactions, so every offset is stable and RequireStable changes nothing.
-// v9's member id and epoch belong to the KIP-848 protocol and are ignored.
+// v9's member id and epoch are checked in a consumer-protocol group
+// (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) and ignored in a classic one.
 // v10 (topic ids) is not served.
 
 import (

@@ -42,7 +42,16 @@ const (
 	maxRegexBytes       = 1024
 	maxMemberIDBytes    = 255
 	maxTopicNameBytes   = 249
+	// maxSubscriptionBytes bounds the names of one member's subscription
+	// together, so that a group of ConsumerMaxSize members holds at most
+	// 256 MiB of them even when every member is hostile.
+	maxSubscriptionBytes = 256 << 10
 )
+
+// topicCheckInterval is how often a group's subscribed topics are looked up
+// again for created, grown or deleted topics when nothing else changed: a
+// lookup scans every topic for every member, too much for each heartbeat.
+const topicCheckInterval = time.Second
 
 // Assignors served, by the name a client's ServerAssignor gives.
 const (
@@ -152,6 +161,7 @@ type cgroup struct {
 	instances   map[string]string // instance id -> member id
 	target      map[string]tpSet  // member id -> partitions
 	fingerprint string            // the subscribed topics' partition counts target was computed from
+	checkedAt   time.Time         // when fingerprint was last computed
 }
 
 func newCGroup(name string) *cgroup {

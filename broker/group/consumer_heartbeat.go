@@ -112,10 +112,15 @@ func validHeartbeat(r ConsumerHeartbeat) (ConsumerHeartbeatResult, bool) {
 	case r.ServerAssignor != nil && *r.ServerAssignor != AssignorUniform && *r.ServerAssignor != AssignorRange:
 		return refuse(kerr.UnsupportedAssignor, "server assignor %q: Tributary serves %q (default) and %q", *r.ServerAssignor, AssignorUniform, AssignorRange), true
 	}
+	size := 0
 	for _, t := range r.SubscribedTopics {
 		if t == "" || len(t) > maxTopicNameBytes {
 			return refuse(kerr.InvalidRequest, "subscribed topic name of %d bytes: names have 1 to %d", len(t), maxTopicNameBytes), true
 		}
+		size += len(t)
+	}
+	if size > maxSubscriptionBytes {
+		return refuse(kerr.InvalidRequest, "subscription of %d bytes of topic names: at most %d", size, maxSubscriptionBytes), true
 	}
 	if r.SubscribedRegex != nil && *r.SubscribedRegex != "" {
 		if _, err := regexp.Compile(*r.SubscribedRegex); err != nil {
@@ -276,7 +281,12 @@ func (c *Coordinator) subscribedTopics(g *cgroup) ([]TopicInfo, string) {
 // moved past it, or when the subscribed topics changed shape (which itself
 // bumps the epoch).
 func (c *Coordinator) refreshTarget(g *cgroup) {
+	now := c.now()
+	if g.targetEpoch == g.epoch && now.Sub(g.checkedAt) < topicCheckInterval {
+		return
+	}
 	topics, fp := c.subscribedTopics(g)
+	g.checkedAt = now
 	if fp != g.fingerprint {
 		g.fingerprint = fp
 		g.epoch++

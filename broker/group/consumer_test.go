@@ -113,6 +113,10 @@ func TestConsumerHostileHeartbeats(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprintf("t%d", i)
 	}
+	long := make([]string, 2000)
+	for i := range long {
+		long[i] = fmt.Sprintf("%0240d", i)
+	}
 	for _, tc := range []struct {
 		name string
 		id   string
@@ -126,6 +130,7 @@ func TestConsumerHostileHeartbeats(t *testing.T) {
 		{"epoch without member id", "", 3, nil, kerr.InvalidRequest},
 		{"join without subscription", "x", 0, func(r *ConsumerHeartbeat) { r.SubscribedTopics = nil }, kerr.InvalidRequest},
 		{"too many topics", "x", 0, func(r *ConsumerHeartbeat) { r.SubscribedTopics = many }, kerr.InvalidRequest},
+		{"too many topic bytes", "x", 0, func(r *ConsumerHeartbeat) { r.SubscribedTopics = long }, kerr.InvalidRequest},
 		{"huge member id", strings.Repeat("m", 300), 0, nil, kerr.InvalidRequest},
 		{"bad regex", "x", 0, func(r *ConsumerHeartbeat) { r.SubscribedRegex = ptr("(") }, kerr.InvalidRegularExpression},
 		{"huge regex", "x", 0, func(r *ConsumerHeartbeat) { r.SubscribedRegex = ptr(strings.Repeat("a", 2000)) }, kerr.InvalidRegularExpression},
@@ -252,6 +257,7 @@ func TestConsumerRegexSubscription(t *testing.T) {
 		t.Fatalf("regex .*s.*: %+v", r)
 	}
 	topics = []TopicInfo{topics[0], topics[1], {Name: "logs-b", Partitions: 2}, topics[2]} // sorted by name, as Metadata lists them
+	h.now = h.now.Add(topicCheckInterval)
 	r2 := h.hb("a", r.MemberEpoch, r.Assignment)
 	if r2.Err != nil || len(r2.Assignment) != 4 || r2.MemberEpoch <= r.MemberEpoch {
 		t.Fatalf("after logs-b was created: %+v; want 4 partitions at a new epoch", r2)

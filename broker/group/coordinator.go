@@ -1,6 +1,7 @@
 // Package group is the broker-side group coordinator of Kafka's classic
-// consumer group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), and
-// the committed offsets of the groups it coordinates. It knows nothing of
+// consumer group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and
+// of KIP-848's consumer protocol (consumer.go), and the committed offsets of
+// the groups it coordinates. It knows nothing of
 // sockets or wire formats: package broker decodes requests and calls it.
 //
 // What the coordinator promises:

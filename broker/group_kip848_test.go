@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -9,7 +10,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/internal/testenv"
@@ -206,5 +209,129 @@ func TestLibrdkafkaConsumerProtocol(t *testing.T) {
 		if o, ok := offs.Lookup("kip848-rd", p); !ok || o.At != 100 {
 			t.Errorf("partition %d committed at %v, want 100", p, o.At)
 		}
+	}
+}
+
+// Heartbeats no honest client sends, over the wire: each gets its error
+// with a reason, and the broker keeps serving the group's real members.
+func TestConsumerGroupHeartbeatHostile(t *testing.T) {
+	b := testenv.StartBroker(t, testenv.WithConfig(consumerGroups))
+	createTopic(t, b.Addr, "hostile", 2, nil)
+	cl := newClient(t, b.Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	send := func(edit func(*kmsg.ConsumerGroupHeartbeatRequest)) *kmsg.ConsumerGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis = "hostile-g", "honest-member-id-0000000", 30000
+		req.SubscribedTopicNames, req.Topics = []string{"hostile"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		edit(req)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	joined := send(func(*kmsg.ConsumerGroupHeartbeatRequest) {})
+	if joined.ErrorCode != 0 || joined.Assignment == nil || len(joined.Assignment.Topics) != 1 || len(joined.Assignment.Topics[0].Partitions) != 2 {
+		t.Fatalf("join: %+v", joined)
+	}
+	huge := make([]string, 10001)
+	for i := range huge {
+		huge[i] = fmt.Sprintf("topic-%d", i)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*kmsg.ConsumerGroupHeartbeatRequest)
+		want *kerr.Error
+	}{
+		{"unknown member", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID, r.MemberEpoch = "stranger", 7 }, kerr.UnknownMemberID},
+		{"huge subscription", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID, r.SubscribedTopicNames = "other", huge }, kerr.InvalidRequest},
+		{"bad regex", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID, r.SubscribedTopicRegex = "other", kmsg.StringPtr("[") }, kerr.InvalidRegularExpression},
+		{"unknown assignor", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID, r.ServerAssignor = "other", kmsg.StringPtr("sticky") }, kerr.UnsupportedAssignor},
+		{"lying epoch", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = joined.MemberEpoch + 1000 }, kerr.FencedMemberEpoch},
+	} {
+		resp := send(tc.edit)
+		if resp.ErrorCode != tc.want.Code || resp.ErrorMessage == nil || *resp.ErrorMessage == "" {
+			t.Errorf("%s: %v %v, want %s with a reason", tc.name, kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage, tc.want.Message)
+		} else {
+			t.Logf("%s: %s: %s", tc.name, tc.want.Message, *resp.ErrorMessage)
+		}
+	}
+	// The lying heartbeat fenced the member; it rejoins and is served.
+	if again := send(func(*kmsg.ConsumerGroupHeartbeatRequest) {}); again.ErrorCode != 0 || again.Assignment == nil {
+		t.Fatalf("rejoin after the fence: %+v", again)
+	}
+}
+
+// A Java consumer subscribed by pattern (--include; Java resolves a
+// java.util.regex pattern itself and sends topic names) reads the matching
+// topics and nothing else. TestKgoConsumerProtocolRegex covers a regex the
+// coordinator resolves.
+func TestJavaConsumerProtocolRegex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a JVM with Apache Kafka's clients")
+	}
+	b := testenv.StartBroker(t, testenv.WithConfig(consumerGroups))
+	for _, topic := range []string{"rx-a", "rx-b", "other"} {
+		createTopic(t, b.Addr, topic, 1, nil)
+	}
+	produceValues(t, b.Addr, "rx-a", 0, 10)
+	produceValues(t, b.Addr, "rx-b", 10, 20)
+	produceValues(t, b.Addr, "other", 100, 110)
+	res := testenv.RunKafkaTools(t, testenv.KafkaToolRun{Class: testenv.KafkaConsoleConsumer, Args: []string{
+		"--bootstrap-server", b.Addr, "--include", "rx-.*", "--group", "java-regex", "--from-beginning",
+		"--command-property", "group.protocol=consumer", "--max-messages", "20", "--timeout-ms", "30000"}})
+	got := map[string]bool{}
+	for _, line := range strings.Fields(res[0].Stdout) {
+		if strings.HasPrefix(line, "v0") {
+			got[line] = true
+		}
+	}
+	if len(got) != 20 || got["v000100"] {
+		t.Errorf("want the 20 records of rx-a and rx-b only, got %d:\n%v", len(got), res[0])
+	}
+}
+
+// A kgo consumer subscribed by regex sends it to the coordinator
+// (ConsumerGroupHeartbeat v1 SubscribedTopicRegex), which resolves it: the
+// member reads the matching topics only, a matching topic created later
+// joins its assignment, and ConsumerGroupDescribe shows the regex.
+func TestKgoConsumerProtocolRegex(t *testing.T) {
+	b := testenv.StartBroker(t, testenv.WithConfig(consumerGroups))
+	for _, topic := range []string{"rx-a", "other"} {
+		createTopic(t, b.Addr, topic, 1, nil)
+	}
+	produceValues(t, b.Addr, "rx-a", 0, 10)
+	produceValues(t, b.Addr, "other", 100, 110)
+	cl := newClient(t, b.Addr, kgo.ConsumerGroup("kgo-regex"), kgo.ConsumeRegex(), kgo.ConsumeTopics("rx-.*"),
+		kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMinAge(100*time.Millisecond))
+	got := map[string]string{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	poll := func(want int) {
+		for len(got) < want && ctx.Err() == nil {
+			cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got[string(r.Value)] = r.Topic })
+		}
+	}
+	poll(10)
+	createTopic(t, b.Addr, "rx-b", 1, nil)
+	produceValues(t, b.Addr, "rx-b", 10, 20)
+	poll(20)
+	for v, topic := range got {
+		if !strings.HasPrefix(topic, "rx-") {
+			t.Errorf("record %s of %s consumed; the regex does not match it", v, topic)
+		}
+	}
+	if len(got) != 20 {
+		t.Errorf("%d records consumed, want the 20 of rx-a and rx-b", len(got))
+	}
+	described, err := kadm.NewClient(newClient(t, b.Addr)).DescribeConsumerGroups(ctx, "kgo-regex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := described["kgo-regex"].Members; len(ms) != 1 || ms[0].SubscribedTopicRegex == nil || !strings.Contains(*ms[0].SubscribedTopicRegex, "rx-.*") {
+		t.Errorf("ConsumerGroupDescribe members: %+v, want one subscribed to a regex of rx-.* (kgo wraps it for Kafka's whole-name match)", ms)
 	}
 }

@@ -123,12 +123,18 @@ func validHeartbeat(r ConsumerHeartbeat) (ConsumerHeartbeatResult, bool) {
 		return refuse(kerr.InvalidRequest, "subscription of %d bytes of topic names: at most %d", size, maxSubscriptionBytes), true
 	}
 	if r.SubscribedRegex != nil && *r.SubscribedRegex != "" {
-		if _, err := regexp.Compile(*r.SubscribedRegex); err != nil {
+		if _, err := regexp.Compile(anchored(*r.SubscribedRegex)); err != nil {
 			return refuse(kerr.InvalidRegularExpression, "subscription regex %q: %v", *r.SubscribedRegex, err), true
 		}
 	}
 	return ConsumerHeartbeatResult{}, false
 }
+
+// anchored makes a subscription regex match whole topic names, as Kafka's
+// coordinator matches them ("logs" does not subscribe to "old-logs-2").
+func anchored(re string) string { return "^(?:" + re + ")$" }
+
+func compileSubscription(re string) *regexp.Regexp { return regexp.MustCompile(anchored(re)) }
 
 // epochOK accepts the member's current epoch, or its previous one when the
 // member owns nothing it was not told (the answer that moved it on was
@@ -226,7 +232,7 @@ func (c *Coordinator) updateSubscription(g *cgroup, m *cmember, r ConsumerHeartb
 	if r.SubscribedRegex != nil && *r.SubscribedRegex != m.regex {
 		m.regex, m.re, changed = *r.SubscribedRegex, nil, true
 		if m.regex != "" {
-			m.re = regexp.MustCompile(m.regex) // validHeartbeat compiled it
+			m.re = compileSubscription(m.regex) // validHeartbeat compiled it
 		}
 	}
 	if r.ServerAssignor != nil && *r.ServerAssignor != m.assignor {

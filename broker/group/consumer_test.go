@@ -250,13 +250,13 @@ func TestConsumerGroupProtocolsDoNotMix(t *testing.T) {
 // Regex subscriptions match topics (internal ones never), and a topic
 // created later joins the assignment.
 func TestConsumerRegexSubscription(t *testing.T) {
-	topics := []TopicInfo{{Name: "_schemas", Partitions: 1, Internal: true}, {Name: "logs-a", Partitions: 1}, {Name: "metrics", Partitions: 1}}
+	topics := []TopicInfo{{Name: "_logs-internal", Partitions: 1, Internal: true}, {Name: "logs-a", Partitions: 1}, {Name: "metrics", Partitions: 1}, {Name: "old-logs-a", Partitions: 1}}
 	h := newHarness(t, Config{Topics: func() []TopicInfo { return topics }})
-	r := h.hb("a", 0, []TopicPartition{}, func(r *ConsumerHeartbeat) { r.SubscribedTopics, r.SubscribedRegex = nil, ptr(".*s.*") })
+	r := h.hb("a", 0, []TopicPartition{}, func(r *ConsumerHeartbeat) { r.SubscribedTopics, r.SubscribedRegex = nil, ptr("logs-.*|metrics") })
 	if want := tps("logs-a", 0); r.Err != nil || fmt.Sprint(r.Assignment) != fmt.Sprint(append(want, tps("metrics", 0)...)) {
-		t.Fatalf("regex .*s.*: %+v", r)
+		t.Fatalf("regex logs-.*|metrics: %+v; want logs-a and metrics (not internal, not old-logs-a)", r)
 	}
-	topics = []TopicInfo{topics[0], topics[1], {Name: "logs-b", Partitions: 2}, topics[2]} // sorted by name, as Metadata lists them
+	topics = []TopicInfo{topics[0], topics[1], {Name: "logs-b", Partitions: 2}, topics[2], topics[3]} // sorted by name, as Metadata lists them
 	h.now = h.now.Add(topicCheckInterval)
 	r2 := h.hb("a", r.MemberEpoch, r.Assignment)
 	if r2.Err != nil || len(r2.Assignment) != 4 || r2.MemberEpoch <= r.MemberEpoch {

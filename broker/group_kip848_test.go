@@ -247,8 +247,12 @@ func TestConsumerGroupHeartbeatHostile(t *testing.T) {
 	}{
 		{"unknown member", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID, r.MemberEpoch = "stranger", 7 }, kerr.UnknownMemberID},
 		{"huge subscription", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID, r.SubscribedTopicNames = "other", huge }, kerr.InvalidRequest},
-		{"bad regex", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID, r.SubscribedTopicRegex = "other", kmsg.StringPtr("[") }, kerr.InvalidRegularExpression},
-		{"unknown assignor", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID, r.ServerAssignor = "other", kmsg.StringPtr("sticky") }, kerr.UnsupportedAssignor},
+		{"bad regex", func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.MemberID, r.SubscribedTopicRegex = "other", kmsg.StringPtr("[")
+		}, kerr.InvalidRegularExpression},
+		{"unknown assignor", func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.MemberID, r.ServerAssignor = "other", kmsg.StringPtr("sticky")
+		}, kerr.UnsupportedAssignor},
 		{"lying epoch", func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = joined.MemberEpoch + 1000 }, kerr.FencedMemberEpoch},
 	} {
 		resp := send(tc.edit)

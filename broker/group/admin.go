@@ -92,8 +92,16 @@ type MemberDescription struct {
 	Assignment []byte
 }
 
-// Describe returns a group's state and members.
+// Describe returns a group's state and members. A consumer-protocol group
+// with members is not described here (GROUP_ID_NOT_FOUND, as Kafka answers
+// DescribeGroups for it): DescribeConsumer does.
 func (c *Coordinator) Describe(name string) (Description, *kerr.Error) {
+	c.mu.Lock()
+	consumer := c.isConsumerGroupLocked(name)
+	c.mu.Unlock()
+	if consumer {
+		return Description{}, kerr.GroupIDNotFound
+	}
 	if d, found, err := c.describeLive(name); err != nil || found {
 		return d, err
 	}

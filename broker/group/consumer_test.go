@@ -233,6 +233,9 @@ func TestConsumerGroupProtocolsDoNotMix(t *testing.T) {
 	if _, err := h.c.FetchAs("g", ptr("a"), a.MemberEpoch+7); err != kerr.StaleMemberEpoch {
 		t.Errorf("fetch at a wrong epoch: %v, want STALE_MEMBER_EPOCH", err)
 	}
+	if _, err := h.c.Describe("g"); err != kerr.GroupIDNotFound {
+		t.Errorf("classic describe of a live consumer group: %v, want GROUP_ID_NOT_FOUND", err)
+	}
 	if err := h.c.Delete("g"); err != kerr.NonEmptyGroup {
 		t.Errorf("delete of a live consumer group: %v, want NON_EMPTY_GROUP", err)
 	}

@@ -339,3 +339,39 @@ func TestKgoConsumerProtocolRegex(t *testing.T) {
 		t.Errorf("ConsumerGroupDescribe members: %+v, want one subscribed to a regex of rx-.* (kgo wraps it for Kafka's whole-name match)", ms)
 	}
 }
+
+// Consumer-protocol membership lives in memory: after a broker restart the
+// members get UNKNOWN_MEMBER_ID, rejoin and resume from their commits, and
+// every record is consumed, none twice.
+func TestKgoConsumerProtocolSurvivesRestart(t *testing.T) {
+	const partitions, half = 2, 200
+	dir := t.TempDir()
+	b := testenv.StartBroker(t, testenv.WithConfig(consumerGroups), testenv.WithDataDir(dir))
+	addr := b.Addr
+	createTopic(t, addr, "kip848-restart", partitions, nil)
+	produceValues(t, addr, "kip848-restart", 0, half)
+	l := newLedger()
+	startKgoMember(t, addr, "restart-848", "kip848-restart", "m", l,
+		kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()))
+	testenv.Eventually(t, 30*time.Second, "the first half consumed", func() bool { return l.distinct() == half })
+	// Let an auto-commit cover everything before the restart.
+	testenv.Eventually(t, 10*time.Second, "the first half committed", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.committed[0]+l.committed[1] == half
+	})
+	b.Stop()
+	b = testenv.StartBroker(t, testenv.WithConfig(consumerGroups), testenv.WithDataDir(dir), testenv.WithAddr(addr))
+	produceValues(t, addr, "kip848-restart", half, 2*half)
+	testenv.Eventually(t, 60*time.Second, "every record consumed after the restart", func() bool { return l.distinct() == 2*half })
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for v, n := range l.seen {
+		if n != 1 {
+			t.Errorf("record %s consumed %d times", v, n)
+		}
+	}
+	for _, v := range l.violations {
+		t.Error(v)
+	}
+}

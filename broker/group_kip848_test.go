@@ -375,3 +375,57 @@ func TestKgoConsumerProtocolSurvivesRestart(t *testing.T) {
 		t.Error(v)
 	}
 }
+
+// A group is classic or consumer while it has members: a classic JoinGroup
+// into a live consumer-protocol group gets INCONSISTENT_GROUP_PROTOCOL, a
+// consumer heartbeat into a live classic group GROUP_ID_NOT_FOUND with the
+// reason. Once the classic members left, the consumer protocol takes the
+// group and resumes from the offsets they committed.
+func TestConsumerProtocolAndClassicDoNotMix(t *testing.T) {
+	const partitions, half = 2, 100
+	b := testenv.StartBroker(t, testenv.WithConfig(consumerGroups))
+	createTopic(t, b.Addr, "mix", partitions, nil)
+	produceValues(t, b.Addr, "mix", 0, half)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	raw := newClient(t, b.Addr)
+
+	l := newLedger()
+	classic := startKgoMember(t, b.Addr, "mixed", "mix", "classic", l)
+	testenv.Eventually(t, 30*time.Second, "the classic member consuming everything", func() bool { return l.distinct() == half })
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis, hb.SubscribedTopicNames = "mixed", "newcomer-000000000000000", 30000, []string{"mix"}
+	resp, err := hb.RequestWith(ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != kerr.GroupIDNotFound.Code || resp.ErrorMessage == nil || !strings.Contains(*resp.ErrorMessage, "classic") {
+		t.Fatalf("consumer heartbeat into a live classic group: %v %v", kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
+	}
+	classic.stop()
+	<-classic.done
+	classic.cl.Close() // commits and leaves
+
+	next := newLedger()
+	startKgoMember(t, b.Addr, "mixed", "mix", "next", next, kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()))
+	produceValues(t, b.Addr, "mix", half, 2*half)
+	testenv.Eventually(t, 30*time.Second, "the consumer-protocol member reading the second half", func() bool { return next.distinct() == half })
+	next.mu.Lock()
+	for v := range next.seen {
+		if l.seen[v] > 0 {
+			t.Errorf("record %s consumed again: the classic members' commits were not used", v)
+		}
+	}
+	next.mu.Unlock()
+
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = "mixed", 10000, 10000, "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0}}}
+	jresp, err := join.RequestWith(ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jresp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("classic JoinGroup into a live consumer-protocol group: %v", kerr.ErrorForCode(jresp.ErrorCode))
+	}
+}

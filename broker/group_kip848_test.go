@@ -74,6 +74,10 @@ func TestKgoConsumerProtocolShareAndTakeOver(t *testing.T) {
 				t.Errorf("ConsumerGroupDescribe: err %v, assignor %q, %d members; want %s and 2", d.Err, d.AssignorName, len(d.Members), tc.assignor)
 			}
 
+			if got := sum(gather(t, b), "tributary_group_members", map[string]string{"group": "next-gen"}); got != 2 {
+				t.Errorf("tributary_group_members of the consumer-protocol group: %v, want 2", got)
+			}
+
 			// a leaves (its client closes: commit, then epoch -1).
 			a.stop()
 			<-a.done

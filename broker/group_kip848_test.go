@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/internal/testenv"
@@ -431,5 +433,82 @@ func TestConsumerProtocolAndClassicDoNotMix(t *testing.T) {
 	}
 	if jresp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
 		t.Fatalf("classic JoinGroup into a live consumer-protocol group: %v", kerr.ErrorForCode(jresp.ErrorCode))
+	}
+}
+
+// Under --authorizer, ConsumerGroupHeartbeat needs Read on the group and
+// ConsumerGroupDescribe Describe on it (which Read implies), as in Kafka.
+func TestConsumerProtocolACLs(t *testing.T) {
+	dir := t.TempDir()
+	for _, u := range []string{"admin", "alice"} {
+		setUser(t, dir, u, "SCRAM-SHA-512", u+"-secret")
+	}
+	_, addrs := startListeners(t, func(c *broker.Config) {
+		c.DataDir, c.Authorizer, c.SuperUsers = dir, true, []string{"User:admin"}
+		consumerGroups(c)
+	}, broker.SASLPlaintext)
+	addr := addrs[broker.SASLPlaintext]
+	as := func(user string) *kgo.Client {
+		return newClient(t, addr, kgo.SASL(scram.Auth{User: user, Pass: user + "-secret"}.AsSha512Mechanism()), kgo.RequestRetries(0))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin := kadm.NewClient(as("admin"))
+	if _, err := admin.CreateTopics(ctx, 1, 1, nil, "acl-848"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := admin.CreateACLs(ctx, kadm.NewACLs().Groups("readers").Operations(kadm.OpRead).Allow("User:alice").AllowHosts("*"))
+	if err == nil {
+		for _, r := range res {
+			err = r.Err
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := as("alice")
+	heartbeat := func(g string) int16 {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis, req.SubscribedTopicNames = g, "alice-member-000000000000", 30000, []string{"acl-848"}
+		resp, err := req.RequestWith(ctx, alice)
+		var kerrv *kerr.Error
+		switch {
+		case errors.As(err, &kerrv): // kgo's FindCoordinator was refused first
+			return kerrv.Code
+		case err != nil:
+			t.Fatal(err)
+		}
+		return resp.ErrorCode
+	}
+	// The coordinator itself checks too, whatever FindCoordinator said.
+	direct := func(g string) int16 {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis, req.SubscribedTopicNames = g, "alice-member-000000000000", 30000, []string{"acl-848"}
+		resp, err := req.RequestWith(ctx, alice.Broker(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.ErrorCode
+	}
+	if code := heartbeat("readers"); code != 0 {
+		t.Errorf("alice joining readers: %v", kerr.ErrorForCode(code))
+	}
+	if code := heartbeat("writers"); code != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("alice joining writers: %v, want GROUP_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+	if code := direct("writers"); code != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("alice's heartbeat for writers sent to the broker directly: %v, want GROUP_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+	describe := kmsg.NewPtrConsumerGroupDescribeRequest()
+	describe.Groups = []string{"readers", "writers"}
+	resp, err := describe.RequestWith(ctx, alice.Broker(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := resp.Groups[0]; g.ErrorCode != 0 || len(g.Members) != 1 {
+		t.Errorf("alice describing readers (Read implies Describe): %v, %d members", kerr.ErrorForCode(g.ErrorCode), len(g.Members))
+	}
+	if code := resp.Groups[1].ErrorCode; code != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("alice describing writers: %v, want GROUP_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
 	}
 }

@@ -12,7 +12,10 @@ package group
 //     first ones one partition more; members subscribed to the same topics
 //     get the same partition numbers of each (co-partitioned joins).
 
-import "sort"
+import (
+	"container/heap"
+	"sort"
+)
 
 // assign computes the target assignment of every member (left static
 // members included: their partitions wait for them).
@@ -99,42 +102,77 @@ func assignUniform(ids []string, members map[string]*cmember, topics []TopicInfo
 			owner[tp] = id
 		}
 	}
-	// The rest go to the least loaded subscriber, ties by id.
-	least := func(subs []string) string {
-		best := ""
-		for _, id := range subs {
-			if best == "" || len(out[id]) < len(out[best]) {
-				best = id
-			}
-		}
-		return best
-	}
+	// The rest go to the least loaded subscriber, ties by id; then one
+	// balancing pass moves a partition whose owner has two more than the
+	// least loaded subscriber there. A heap per topic keeps both at
+	// O(P log M): a join into a group of 1,000 members over 20,000
+	// partitions must not cost P×M.
 	for _, t := range topics {
 		subs := subsOf[t.Name]
-		for p := int32(0); p < t.Partitions && len(subs) > 0; p++ {
+		if len(subs) == 0 {
+			continue
+		}
+		h := newLoadHeap(subs, out)
+		for p := int32(0); p < t.Partitions; p++ {
 			tp := TopicPartition{Topic: t.Name, Partition: p}
 			if owner[tp] != "" {
 				continue
 			}
-			id := least(subs)
+			id := h.ids[0]
 			out[id][tp] = true
 			owner[tp] = id
+			heap.Fix(h, 0)
 		}
-	}
-	// One balancing pass: a partition whose owner has two more than the
-	// least loaded subscriber moves there.
-	for _, t := range topics {
-		subs := subsOf[t.Name]
-		for p := int32(0); p < t.Partitions && len(subs) > 0; p++ {
+		for p := int32(0); p < t.Partitions; p++ {
 			tp := TopicPartition{Topic: t.Name, Partition: p}
-			from, to := owner[tp], least(subs)
+			from, to := owner[tp], h.ids[0]
 			if len(out[from]) > len(out[to])+1 {
 				delete(out[from], tp)
 				out[to][tp] = true
 				owner[tp] = to
+				heap.Fix(h, 0)
+				if i, ok := h.pos[from]; ok {
+					heap.Fix(h, i)
+				}
 			}
 		}
 	}
+}
+
+// loadHeap orders members by how many partitions they have, then by id.
+type loadHeap struct {
+	ids []string
+	pos map[string]int
+	out map[string]tpSet
+}
+
+func newLoadHeap(ids []string, out map[string]tpSet) *loadHeap {
+	h := &loadHeap{ids: append([]string(nil), ids...), pos: make(map[string]int, len(ids)), out: out}
+	for i, id := range h.ids {
+		h.pos[id] = i
+	}
+	heap.Init(h)
+	return h
+}
+
+func (h *loadHeap) Len() int { return len(h.ids) }
+func (h *loadHeap) Less(i, j int) bool {
+	li, lj := len(h.out[h.ids[i]]), len(h.out[h.ids[j]])
+	if li != lj {
+		return li < lj
+	}
+	return h.ids[i] < h.ids[j]
+}
+func (h *loadHeap) Swap(i, j int) {
+	h.ids[i], h.ids[j] = h.ids[j], h.ids[i]
+	h.pos[h.ids[i]], h.pos[h.ids[j]] = i, j
+}
+func (h *loadHeap) Push(x any) { h.pos[x.(string)] = len(h.ids); h.ids = append(h.ids, x.(string)) }
+func (h *loadHeap) Pop() any {
+	id := h.ids[len(h.ids)-1]
+	h.ids = h.ids[:len(h.ids)-1]
+	delete(h.pos, id)
+	return id
 }
 
 // topicOf finds tp's topic in topics (sorted by name), if tp exists.

@@ -53,6 +53,17 @@ const (
 // lookup scans every topic for every member, too much for each heartbeat.
 const topicCheckInterval = time.Second
 
+// A target computation that took more than minThrottledAssign is not
+// repeated before assignDutyCycle times its cost has passed: a burst of
+// joins into a group of 1,000 members over 20,000 partitions (~25 ms each)
+// then costs a tenth of a core, not all of it. Members keep reconciling
+// towards the previous target meanwhile and get the new one at a later
+// heartbeat. Small groups (microseconds) are never held back.
+const (
+	minThrottledAssign = time.Millisecond
+	assignDutyCycle    = 10
+)
+
 // Assignors served, by the name a client's ServerAssignor gives.
 const (
 	AssignorUniform = "uniform"
@@ -162,6 +173,8 @@ type cgroup struct {
 	target      map[string]tpSet  // member id -> partitions
 	fingerprint string            // the subscribed topics' partition counts target was computed from
 	checkedAt   time.Time         // when fingerprint was last computed
+	assignedAt  time.Time         // wall time of the last target computation
+	assignCost  time.Duration     // what it took
 }
 
 func newCGroup(name string) *cgroup {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -284,27 +285,31 @@ func (c *Coordinator) subscribedTopics(g *cgroup) ([]TopicInfo, string) {
 }
 
 // refreshTarget computes the target assignment again when the group epoch
-// moved past it, or when the subscribed topics changed shape (which itself
-// bumps the epoch).
+// moved past it. At most once a second it also looks whether the subscribed
+// topics changed shape (created, grown, deleted), which bumps the epoch.
 func (c *Coordinator) refreshTarget(g *cgroup) {
-	now := c.now()
-	if g.targetEpoch == g.epoch && now.Sub(g.checkedAt) < topicCheckInterval {
-		return
-	}
-	topics, fp := c.subscribedTopics(g)
-	g.checkedAt = now
-	if fp != g.fingerprint {
-		g.fingerprint = fp
-		g.epoch++
+	if now := c.now(); g.checkedAt.IsZero() || now.Sub(g.checkedAt) >= topicCheckInterval {
+		g.checkedAt = now
+		if _, fp := c.subscribedTopics(g); fp != g.fingerprint {
+			g.fingerprint = fp
+			g.epoch++
+		}
 	}
 	if g.targetEpoch == g.epoch {
 		return
 	}
+	start := time.Now() // wall time: the cost is real CPU, whatever c.now says
+	if g.assignCost > minThrottledAssign && start.Sub(g.assignedAt) < assignDutyCycle*g.assignCost {
+		return
+	}
+	topics, fp := c.subscribedTopics(g)
+	g.fingerprint = fp
 	g.assignor = chooseAssignor(g)
 	g.target = assign(g.assignor, g.members, topics, g.target)
 	g.targetEpoch = g.epoch
+	g.assignedAt, g.assignCost = start, time.Since(start)
 	c.log.Info("consumer group target assignment computed", "group", g.name, "group_epoch", g.epoch,
-		"assignor", g.assignor, "members", len(g.members), "topics", len(topics))
+		"assignor", g.assignor, "members", len(g.members), "topics", len(topics), "took", g.assignCost)
 }
 
 // chooseAssignor takes the assignor most members ask for, the default

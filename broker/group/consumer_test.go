@@ -266,3 +266,22 @@ func TestConsumerRegexSubscription(t *testing.T) {
 		t.Fatalf("after logs-b was created: %+v; want 4 partitions at a new epoch", r2)
 	}
 }
+
+// A costly target computation is not repeated at once: a member joining
+// right after one waits (with nothing), and gets its partitions at a
+// heartbeat once the duty cycle allows.
+func TestConsumerAssignmentThrottle(t *testing.T) {
+	h := consumerHarness(t, TopicInfo{Name: "t", Partitions: 2})
+	a := h.hb("a", 0, []TopicPartition{})
+	g := h.c.consumers["g"]
+	g.assignCost, g.assignedAt = 20*time.Millisecond, time.Now() // as if it had taken 20ms
+	b := h.hb("b", 0, []TopicPartition{})
+	if g.targetEpoch == g.epoch || len(b.Assignment) != 0 {
+		t.Fatalf("target computed again within the duty cycle: %+v", b)
+	}
+	time.Sleep(assignDutyCycle * 20 * time.Millisecond)
+	h.hb("a", a.MemberEpoch, a.Assignment)
+	if g.targetEpoch != g.epoch || len(g.target["b"]) != 1 {
+		t.Fatalf("target not computed after the duty cycle: epoch %d, target epoch %d, %v", g.epoch, g.targetEpoch, g.target)
+	}
+}

@@ -16,6 +16,8 @@ package broker
 //	OffsetFetch        Describe on the group
 //	FindCoordinator    Describe on the group
 //	DescribeGroups     Describe on the group; DeleteGroups Delete on the group
+//	ConsumerGroupHeartbeat  Read on the group; ConsumerGroupDescribe
+//	                   Describe on each group (in their own files)
 //	ListGroups         Describe on the cluster, else only groups it may Describe
 //	InitProducerId     IdempotentWrite on the cluster, or Write on some topic
 //	Create/DeleteAcls, AlterUserScramCredentials     Alter on the cluster

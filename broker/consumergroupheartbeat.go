@@ -1,31 +1,127 @@
 package broker
 
 // ConsumerGroupHeartbeat (key 68, versions 0-1): the KIP-848 consumer
-// group protocol, which Tributary does not serve yet. It is advertised
-// all the same, and every heartbeat is answered UNSUPPORTED_VERSION with
-// the reason: a client with group.protocol=consumer then stops at once
-// with that message (Java and librdkafka both treat it as fatal), where a
-// broker that did not advertise the API left librdkafka waiting silently
-// for a coordinator forever.
+// group protocol, served by the group coordinator (broker/group,
+// consumer*.go): members join with epoch 0, leave with -1 (-2 for a static
+// member that will come back), and receive their partitions from the
+// coordinator's assignor (uniform by default, or range), revocation first.
+// v0 members get their id from the coordinator; v1 members bring their own
+// and may subscribe by regular expression (RE2 syntax, which is what Java's
+// RE2J and librdkafka accept; internal topics never match, as in Kafka).
+// Partitions travel by topic id: an owned partition of an unknown id is
+// ignored (its topic was deleted).
+//
+// Requires Read on the group when the authorizer is on.
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/group"
 )
 
 func init() {
-	register(68, 0, 1, func(b *Broker, _ *conn, req *request) *pending {
-		return ready(encode(req, b.consumerGroupHeartbeat(req, req.Request.(*kmsg.ConsumerGroupHeartbeatRequest))))
+	register(68, 0, 1, func(b *Broker, c *conn, req *request) *pending {
+		return ready(encode(req, b.consumerGroupHeartbeat(c, req, req.Request.(*kmsg.ConsumerGroupHeartbeatRequest))))
 	})
 }
 
-const consumerProtocolRefusal = "Tributary serves the classic consumer group protocol only: set group.protocol=classic (the default) on this consumer"
-
-func (b *Broker) consumerGroupHeartbeat(who *request, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+func (b *Broker) consumerGroupHeartbeat(c *conn, req *request, r *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
-	msg := consumerProtocolRefusal
-	resp.ErrorCode, resp.ErrorMessage = kerr.UnsupportedVersion.Code, &msg
-	b.refuse("consumer group protocol", "a consumer with group.protocol=consumer (KIP-848) sent a heartbeat",
-		"group", req.Group, "client_id", who.clientID)
+	if !b.may(req, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, r.Group) {
+		resp.ErrorCode, resp.MemberEpoch = kerr.GroupAuthorizationFailed.Code, -1
+		return resp
+	}
+	hb := group.ConsumerHeartbeat{
+		Group: r.Group, MemberID: r.MemberID, MemberEpoch: r.MemberEpoch,
+		InstanceID: r.InstanceID, RackID: r.RackID,
+		ClientID: req.clientID, ClientHost: clientHost(c.nc.RemoteAddr()),
+		SubscribedTopics: r.SubscribedTopicNames, ServerAssignor: r.ServerAssignor,
+	}
+	if r.RebalanceTimeoutMillis > 0 {
+		hb.RebalanceTimeout = time.Duration(r.RebalanceTimeoutMillis) * time.Millisecond
+	}
+	if r.Version >= 1 {
+		hb.SubscribedRegex = r.SubscribedTopicRegex
+	}
+	if r.Topics != nil {
+		hb.Owned = []group.TopicPartition{}
+		names := b.topicNamesByID()
+		for _, t := range r.Topics {
+			name, ok := names[t.TopicID]
+			if !ok {
+				continue
+			}
+			for _, p := range t.Partitions {
+				hb.Owned = append(hb.Owned, group.TopicPartition{Topic: name, Partition: p})
+			}
+		}
+	}
+	res := b.groups.ConsumerHeartbeat(hb)
+	resp.ErrorCode, resp.MemberEpoch = codeOf(res.Err), res.MemberEpoch
+	resp.HeartbeatIntervalMillis = int32(res.HeartbeatInterval / time.Millisecond)
+	if res.Message != "" {
+		msg := res.Message
+		resp.ErrorMessage = &msg
+	}
+	if res.MemberID != "" {
+		id := res.MemberID
+		resp.MemberID = &id
+	}
+	if res.Err != nil || res.Assignment == nil {
+		return resp
+	}
+	a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
+	a.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
+	for _, tps := range byTopic(res.Assignment) {
+		t, ok := b.meta.Topic(tps[0].Topic)
+		if !ok {
+			continue
+		}
+		at := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
+		at.TopicID = t.ID
+		for _, tp := range tps {
+			at.Partitions = append(at.Partitions, tp.Partition)
+		}
+		a.Topics = append(a.Topics, at)
+	}
+	resp.Assignment = &a
 	return resp
+}
+
+// topicNamesByID maps every topic's id to its name.
+func (b *Broker) topicNamesByID() map[[16]byte]string {
+	topics := b.meta.Topics()
+	out := make(map[[16]byte]string, len(topics))
+	for _, t := range topics {
+		out[t.ID] = t.Name
+	}
+	return out
+}
+
+// byTopic splits partitions sorted by topic into one run per topic.
+func byTopic(tps []group.TopicPartition) [][]group.TopicPartition {
+	var out [][]group.TopicPartition
+	for i := 0; i < len(tps); {
+		j := i
+		for j < len(tps) && tps[j].Topic == tps[i].Topic {
+			j++
+		}
+		out = append(out, tps[i:j])
+		i = j
+	}
+	return out
+}
+
+// groupTopics lists the cluster's topics for the server-side assignors,
+// marking internal ones, which a regex never matches (as in Kafka).
+func (b *Broker) groupTopics() []group.TopicInfo {
+	topics := b.meta.Topics()
+	out := make([]group.TopicInfo, 0, len(topics))
+	for _, t := range topics {
+		out = append(out, group.TopicInfo{Name: t.Name, Partitions: t.Partitions(), Internal: IsInternalTopic(t.Name)})
+	}
+	return out
 }

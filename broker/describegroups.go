@@ -5,8 +5,9 @@ package broker
 // A group's state, protocol and members, with each member's metadata and
 // assignment once the group is Stable. A group that does not exist is
 // described as Dead (v0-5) or answered with GROUP_ID_NOT_FOUND (v6, as
-// Kafka does since KIP-1043). Authorized operations are not computed: there
-// are no ACLs.
+// Kafka does since KIP-1043). A consumer-protocol group with members gets
+// GROUP_ID_NOT_FOUND, as in Kafka: ConsumerGroupDescribe describes it.
+// Authorized operations are not computed: there are no ACLs.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -27,6 +28,9 @@ func (b *Broker) describeGroups(r *kmsg.DescribeGroupsRequest) *kmsg.DescribeGro
 		d, err := b.groups.Describe(name)
 		sg.ErrorCode = codeOf(err)
 		switch {
+		case err == kerr.GroupIDNotFound && r.Version >= 6:
+			msg := "group " + name + " uses the consumer group protocol: describe it with ConsumerGroupDescribe (kafka-consumer-groups does)"
+			sg.ErrorMessage = &msg
 		case err != nil:
 		case d.State == group.Dead && r.Version >= 6:
 			msg := "group " + name + " has neither members nor committed offsets"

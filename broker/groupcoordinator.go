@@ -39,6 +39,7 @@ func (b *Broker) startGroups() error {
 	}
 	cfg := b.cfg.Groups
 	cfg.Owns = b.ownsGroup
+	cfg.Topics = b.groupTopics
 	if cfg.Logger == nil {
 		cfg.Logger = b.logger
 	}

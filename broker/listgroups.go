@@ -4,7 +4,9 @@ package broker
 //
 // Lists the groups this broker coordinates, with members or with only
 // committed offsets (state Empty); in a cluster, ask every broker, as Kafka's
-// tools do. v4 filters by state, v5 by type: every group here is "classic".
+// tools do. v4 filters by state, v5 by type: "consumer" for a group of the
+// consumer protocol with members (its state is then Assigning, Reconciling
+// or Stable), "classic" for every other.
 
 import (
 	"strings"
@@ -18,17 +20,19 @@ func init() {
 
 func (b *Broker) listGroups(r *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := kmsg.NewPtrListGroupsResponse()
-	if len(r.TypesFilter) > 0 && !containsFold(r.TypesFilter, "classic") {
-		return resp
-	}
 	groups, err := b.groups.List()
 	resp.ErrorCode = codeOf(err)
 	for _, g := range groups {
-		if len(r.StatesFilter) > 0 && !containsFold(r.StatesFilter, g.State.String()) {
+		state := g.State.String()
+		if g.ConsumerState != "" {
+			state = g.ConsumerState
+		}
+		if len(r.StatesFilter) > 0 && !containsFold(r.StatesFilter, state) ||
+			len(r.TypesFilter) > 0 && !containsFold(r.TypesFilter, g.Type) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.Name, g.ProtocolType, g.State.String(), "classic"
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.Name, g.ProtocolType, state, g.Type
 		resp.Groups = append(resp.Groups, lg)
 	}
 	return resp

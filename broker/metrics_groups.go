@@ -22,11 +22,16 @@ func (m *brokerMetrics) collectLag(ch chan<- prometheus.Metric, hw map[string]ma
 	}
 	if owned, kerrv := m.b.groups.List(); kerrv == nil {
 		for _, g := range owned {
-			members := 0
-			if d, kerrv := m.b.groups.Describe(g.Name); kerrv == nil {
+			members, state := 0, g.State.String()
+			if g.Type == "consumer" { // the consumer protocol: its own states and description
+				state = g.ConsumerState
+				if d, kerrv, _ := m.b.groups.DescribeConsumer(g.Name); kerrv == nil {
+					members = len(d.Members)
+				}
+			} else if d, kerrv := m.b.groups.Describe(g.Name); kerrv == nil {
 				members = len(d.Members)
 			}
-			ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(members), g.Name, g.State.String())
+			ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(members), g.Name, state)
 			ch <- prometheus.MustNewConstMetric(descGeneration, prometheus.GaugeValue, float64(g.Generation), g.Name)
 		}
 	}

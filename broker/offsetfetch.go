@@ -7,7 +7,8 @@ package broker
 // are also given at the top level. v8+ batches groups, each with its own
 // error (NOT_COORDINATOR for groups another broker coordinates). There are no
 // transactions, so every offset is stable and RequireStable changes nothing.
-// v9's member id and epoch belong to the KIP-848 protocol and are ignored.
+// v9's member id and epoch are checked in a consumer-protocol group
+// (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) and ignored in a classic one.
 // v10 (topic ids) is not served.
 //
 // With an authorizer, as Kafka: a topic the principal may not Describe is
@@ -50,7 +51,13 @@ type fetchedPartition struct {
 // fetchOffsets answers one group: for the requested topics (nil: every
 // committed partition), each partition's offset or the group's error.
 func (b *Broker) fetchOffsets(name string, requested map[string][]int32, all bool, describe func(string) bool) ([]fetchedTopic, *kerr.Error) {
-	offsets, err := b.groups.Fetch(name)
+	return b.fetchOffsetsAs(name, nil, -1, requested, all, describe)
+}
+
+// fetchOffsetsAs is fetchOffsets for a member naming itself (v9), checked
+// against a consumer-protocol group's member epochs.
+func (b *Broker) fetchOffsetsAs(name string, memberID *string, epoch int32, requested map[string][]int32, all bool, describe func(string) bool) ([]fetchedTopic, *kerr.Error) {
+	offsets, err := b.groups.FetchAs(name, memberID, epoch)
 	if all {
 		requested = map[string][]int32{}
 		for tp := range offsets {
@@ -92,7 +99,7 @@ func (b *Broker) offsetFetch(r *kmsg.OffsetFetchRequest, describe func(string) b
 			for _, t := range rg.Topics {
 				requested[t.Topic] = append(requested[t.Topic], t.Partitions...)
 			}
-			topics, err := b.fetchOffsets(rg.Group, requested, rg.Topics == nil, describe)
+			topics, err := b.fetchOffsetsAs(rg.Group, rg.MemberID, rg.MemberEpoch, requested, rg.Topics == nil, describe)
 			sg := kmsg.NewOffsetFetchResponseGroup()
 			sg.Group = rg.Group
 			sg.ErrorCode = codeOf(err)

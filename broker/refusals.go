@@ -1,11 +1,11 @@
 package broker
 
-// Features Tributary refuses (transactions, share groups, the KIP-848
-// consumer group protocol) are refused with an error the client shows and
-// a broker log line that says what is not supported, so that an operator
-// learns why an application fails without asking its owners. A client
-// retrying in a loop must not flood the log: each feature is logged at
-// most once a minute, with the number of refusals the line stands for.
+// Features Tributary refuses (transactions, share groups) are refused with
+// an error the client shows and a broker log line that says what is not
+// supported, so that an operator learns why an application fails without
+// asking its owners. A client retrying in a loop must not flood the log:
+// each feature is logged at most once a minute, with the number of
+// refusals the line stands for.
 
 import (
 	"sync"

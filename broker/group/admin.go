@@ -13,8 +13,15 @@ type Summary struct {
 	State        State
 	ProtocolType string
 	// Generation counts the group's completed rebalances since this
-	// coordinator took it (0 for a group with only committed offsets).
+	// coordinator took it (0 for a group with only committed offsets); the
+	// group epoch of a consumer-protocol group.
 	Generation int32
+	// Type is "consumer" for a consumer-protocol group with members,
+	// "classic" otherwise.
+	Type string
+	// ConsumerState is a consumer-protocol group's state (Assigning,
+	// Reconciling, Stable), which State cannot name.
+	ConsumerState string
 }
 
 // List returns the groups this broker coordinates: those with members and
@@ -38,6 +45,12 @@ func (c *Coordinator) List() ([]Summary, *kerr.Error) {
 			seen[name] = true
 		}
 	}
+	for name, g := range c.consumers {
+		if c.cfg.Owns(name) && len(g.members) > 0 {
+			out = append(out, Summary{Name: name, State: Stable, ProtocolType: "consumer", Generation: g.epoch, Type: "consumer", ConsumerState: g.state()})
+			seen[name] = true
+		}
+	}
 	for _, name := range stored {
 		if !seen[name] && c.cfg.Owns(name) {
 			out = append(out, Summary{Name: name, State: Empty})
@@ -47,6 +60,11 @@ func (c *Coordinator) List() ([]Summary, *kerr.Error) {
 	for name := range c.emptied {
 		if !seen[name] && c.cfg.Owns(name) && c.emptiedLocked(name) {
 			out = append(out, Summary{Name: name, State: Empty})
+		}
+	}
+	for i := range out {
+		if out[i].Type == "" {
+			out[i].Type = "classic"
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -74,8 +92,16 @@ type MemberDescription struct {
 	Assignment []byte
 }
 
-// Describe returns a group's state and members.
+// Describe returns a group's state and members. A consumer-protocol group
+// with members is not described here (GROUP_ID_NOT_FOUND, as Kafka answers
+// DescribeGroups for it): DescribeConsumer does.
 func (c *Coordinator) Describe(name string) (Description, *kerr.Error) {
+	c.mu.Lock()
+	consumer := c.isConsumerGroupLocked(name)
+	c.mu.Unlock()
+	if consumer {
+		return Description{}, kerr.GroupIDNotFound
+	}
 	if d, found, err := c.describeLive(name); err != nil || found {
 		return d, err
 	}
@@ -124,7 +150,7 @@ func (c *Coordinator) Delete(name string) *kerr.Error {
 		return err
 	}
 	g := c.groups[name]
-	if g != nil && len(g.members) > 0 {
+	if g != nil && len(g.members) > 0 || c.isConsumerGroupLocked(name) {
 		c.mu.Unlock()
 		return kerr.NonEmptyGroup
 	}

@@ -1,6 +1,7 @@
 // Package group is the broker-side group coordinator of Kafka's classic
-// consumer group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), and
-// the committed offsets of the groups it coordinates. It knows nothing of
+// consumer group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and
+// of KIP-848's consumer protocol (consumer.go), and the committed offsets of
+// the groups it coordinates. It knows nothing of
 // sockets or wire formats: package broker decodes requests and calls it.
 //
 // What the coordinator promises:
@@ -51,6 +52,20 @@ type Config struct {
 	Owns func(group string) bool
 	// Logger receives one line per membership change.
 	Logger *slog.Logger
+
+	// ConsumerSessionTimeout removes a consumer-protocol member that has
+	// not heartbeated for it (group.consumer.session.timeout.ms; 45s).
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is the interval consumer-protocol members
+	// are told to heartbeat at (group.consumer.heartbeat.interval.ms; 5s):
+	// how soon a member learns of a partition another member released.
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerMaxSize bounds the members of one consumer-protocol group
+	// (group.consumer.max.size; default 1,000 here, Kafka has no bound).
+	ConsumerMaxSize int
+	// Topics lists the cluster's topics sorted by name, for the server-side
+	// assignors (nil: none, so consumer groups are assigned nothing).
+	Topics func() []TopicInfo
 }
 
 func (c Config) withDefaults() Config {
@@ -72,6 +87,18 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.ConsumerSessionTimeout <= 0 {
+		c.ConsumerSessionTimeout = 45 * time.Second
+	}
+	if c.ConsumerHeartbeatInterval <= 0 {
+		c.ConsumerHeartbeatInterval = 5 * time.Second
+	}
+	if c.ConsumerMaxSize <= 0 {
+		c.ConsumerMaxSize = 1000
+	}
+	if c.Topics == nil {
+		c.Topics = func() []TopicInfo { return nil }
+	}
 	return c
 }
 
@@ -84,10 +111,13 @@ type Coordinator struct {
 	log   *slog.Logger
 	now   func() time.Time // replaced by tests
 
-	mu      sync.Mutex
-	groups  map[string]*group
-	emptied map[string]time.Time // groups left without members or offsets, listed until then (emptied.go)
-	closed  bool
+	mu     sync.Mutex
+	groups map[string]*group
+	// consumers are the consumer-protocol groups (consumer.go); a name is
+	// in at most one of groups and consumers.
+	consumers map[string]*cgroup
+	emptied   map[string]time.Time // groups left without members or offsets, listed until then (emptied.go)
+	closed    bool
 
 	started bool // run is going (not in tests that drive tick themselves)
 	stop    chan struct{}
@@ -112,8 +142,10 @@ func newCoordinator(cfg Config, store OffsetStore) *Coordinator {
 		log:    cfg.Logger,
 		now:    time.Now,
 		groups: map[string]*group{},
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+
+		consumers: map[string]*cgroup{},
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	return c
 }
@@ -149,6 +181,7 @@ func (c *Coordinator) Close() {
 		g.failWaiters(kerr.CoordinatorNotAvailable)
 		delete(c.groups, name)
 	}
+	clear(c.consumers)
 	c.mu.Unlock()
 	close(c.stop)
 	if c.started {
@@ -197,6 +230,7 @@ func (c *Coordinator) tick(now time.Time) {
 			c.markEmptiedLocked(name)
 		}
 	}
+	c.tickConsumers(now)
 	c.pruneEmptiedLocked(now)
 }
 

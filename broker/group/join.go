@@ -67,6 +67,11 @@ func (c *Coordinator) join(r JoinRequest, ch chan JoinResult) (JoinResult, bool)
 	if err := c.check(r.Group); err != nil {
 		return fail(err)
 	}
+	if c.isConsumerGroupLocked(r.Group) {
+		c.log.Info("refusing a classic member: the group uses the consumer group protocol", "group", r.Group, "client", r.ClientID)
+		return fail(kerr.InconsistentGroupProtocol)
+	}
+	delete(c.consumers, r.Group) // without members: the classic protocol may take it
 	if r.SessionTimeout < c.cfg.MinSessionTimeout || r.SessionTimeout > c.cfg.MaxSessionTimeout {
 		return fail(kerr.InvalidSessionTimeout)
 	}

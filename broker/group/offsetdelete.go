@@ -43,6 +43,16 @@ func (c *Coordinator) DeleteOffsets(name string, partitions []TopicPartition) (m
 			}
 		}
 	}
+	if cg := c.consumers[name]; cg != nil && len(cg.members) > 0 {
+		subscribed = map[string]bool{}
+		for _, t := range c.cfg.Topics() {
+			for _, m := range cg.members {
+				if m.subscribesTo(t) {
+					subscribed[t.Name] = true
+				}
+			}
+		}
+	}
 	live := subscribed != nil
 	emptied := c.emptiedLocked(name)
 	c.mu.Unlock()

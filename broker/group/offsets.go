@@ -45,6 +45,9 @@ func (c *Coordinator) admitCommit(r CommitRequest) *kerr.Error {
 	if err := c.check(r.Group); err != nil {
 		return err
 	}
+	if cg := c.consumers[r.Group]; cg != nil {
+		return c.admitConsumerCommit(cg, r)
+	}
 	g := c.groups[r.Group]
 	if r.Generation < 0 && r.MemberID == "" && r.InstanceID == nil {
 		if g != nil && len(g.members) > 0 {
@@ -77,8 +80,24 @@ func (c *Coordinator) admitCommit(r CommitRequest) *kerr.Error {
 
 // Fetch returns the group's committed offsets.
 func (c *Coordinator) Fetch(group string) (map[TopicPartition]Offset, *kerr.Error) {
+	return c.FetchAs(group, nil, -1)
+}
+
+// FetchAs is Fetch for a member that names itself (OffsetFetch v9): in a
+// consumer-protocol group it must be a member at its current epoch
+// (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH), so that a fenced member does not
+// read offsets it no longer owns. Classic groups are not checked, as Kafka.
+func (c *Coordinator) FetchAs(group string, memberID *string, epoch int32) (map[TopicPartition]Offset, *kerr.Error) {
 	c.mu.Lock()
 	err := c.check(group)
+	if cg := c.consumers[group]; err == nil && cg != nil && memberID != nil && *memberID != "" {
+		switch m := cg.members[*memberID]; {
+		case m == nil:
+			err = kerr.UnknownMemberID
+		case epoch != m.epoch && epoch != m.prevEpoch:
+			err = kerr.StaleMemberEpoch
+		}
+	}
 	c.mu.Unlock()
 	if err != nil {
 		return nil, err

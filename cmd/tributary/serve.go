@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 )
 
@@ -43,6 +44,7 @@ type brokerFlags struct {
 	maxPartitions       int
 	compression         log.Compression
 	cleaner             log.CleanerConfig
+	groups              group.Config
 	conns               connFlags
 	security            securityFlags
 	metricsListen       *string
@@ -130,6 +132,10 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.Int64Var(&f.cleaner.DedupeBufferBytes, "log-cleaner-dedupe-buffer-size", log.DefaultCleanerBufferBytes,
 		"bytes of the cleaner's offset maps, split across its threads; 24 bytes a key, a dirty section with more keys is cleaned in parts (log.cleaner.dedupe.buffer.size)")
 	fs.DurationVar(&f.cleaner.Backoff, "log-cleaner-backoff", log.DefaultCleanerBackoff, "how long the cleaner waits when no log needs cleaning (log.cleaner.backoff.ms)")
+	fs.DurationVar(&f.groups.ConsumerSessionTimeout, "group-consumer-session-timeout", 45*time.Second,
+		"a member of a consumer-protocol group (group.protocol=consumer) that does not heartbeat this long is removed and its partitions reassigned (group.consumer.session.timeout.ms)")
+	fs.DurationVar(&f.groups.ConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", 5*time.Second,
+		"interval consumer-protocol members heartbeat at: how soon one learns of partitions another released; below --group-consumer-session-timeout (group.consumer.heartbeat.interval.ms)")
 }
 
 func (f *brokerFlags) config() broker.Config {
@@ -155,6 +161,7 @@ func (f *brokerFlags) config() broker.Config {
 		AutoCreateMaxTopics:               f.autoCreateMaxTopics,
 		AutoCreateRate:                    f.autoCreateRate,
 		MaxPartitions:                     f.maxPartitions,
+		Groups:                            f.groups,
 		Log: log.Config{
 			SegmentBytes:     f.segmentBytes,
 			SegmentAge:       f.segmentAge,

@@ -204,6 +204,14 @@ func applyQuotaOps(t quotaTable, e quotaEntity, ops []kmsg.AlterClientQuotasRequ
 	}
 }
 
+// quotaExempt is true for the broker's own in-process clients (the
+// standalone registry, the audit and loader helpers it hosts): they are
+// not among the users a default-user quota is meant for, and throttling
+// them would slow the registry's writes for every user's traffic. The
+// principal, not the quota user, is compared, so that no SASL user can
+// name itself into the exemption.
+func quotaExempt(req *request) bool { return req.principal == InternalPrincipal }
+
 // throttleProduce counts a produce request's record bytes against its
 // client's producer quota and returns the response's throttle_time_ms; a
 // client over its quota has its connection muted for that long. The
@@ -215,6 +223,9 @@ func (b *Broker) throttleProduce(req *request, r *kmsg.ProduceRequest) int32 {
 			n += int64(len(p.Records))
 		}
 	}
+	if quotaExempt(req) {
+		return 0
+	}
 	d := b.quotas.record(quotaUser(req.principal), req.clientID, quotaProducerByteRate, n)
 	req.quota.mute(d)
 	b.metrics.throttled("produce", d)
@@ -225,6 +236,9 @@ func (b *Broker) throttleProduce(req *request, r *kmsg.ProduceRequest) int32 {
 // must wait, a fetch by a client that still owes bytes of its consumer
 // quota; nil when it owes nothing.
 func (b *Broker) throttledFetch(req *request) *pending {
+	if quotaExempt(req) {
+		return nil
+	}
 	d := b.quotas.owing(quotaUser(req.principal), req.clientID, quotaConsumerByteRate)
 	if d <= 0 {
 		return nil
@@ -241,7 +255,7 @@ func (b *Broker) throttledFetch(req *request) *pending {
 // throttle and the connection is muted for it.
 func (b *Broker) countFetch(req *request, r response) response {
 	f, ok := r.(*fetchResponse)
-	if !ok {
+	if !ok || quotaExempt(req) {
 		return r
 	}
 	d := b.quotas.record(quotaUser(req.principal), req.clientID, quotaConsumerByteRate, f.size)

@@ -374,3 +374,39 @@ func TestQuotaAPIsNeedClusterACLs(t *testing.T) {
 		t.Errorf("admin describing quotas: %q", got)
 	}
 }
+
+// A default-user quota throttles every user but the broker's own
+// in-process clients (Internal:tributary): the standalone registry's
+// writes to _schemas go at full speed while an ordinary client writing the
+// same bytes is told to wait.
+func TestDefaultUserQuotaSparesInternalClients(t *testing.T) {
+	b := testenv.StartBroker(t)
+	if code, msg := alterQuota(t, newClient(t, b.Addr), "user=<default>", "producer_byte_rate", 1024); code != 0 {
+		t.Fatalf("setting the quota: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	produce := func(cl *kgo.Client, topic string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		value := make([]byte, 16<<10)
+		for range 8 {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("k"), Value: value}).FirstErr(); err != nil {
+				t.Fatalf("producing to %s: %v", topic, err)
+			}
+		}
+	}
+	var internal, ordinary atomic.Int64
+	in, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.Dialer(b.DialInternal), kgo.ClientID(broker.RegistryClientID), kgo.ProducerLinger(0),
+		kgo.AllowAutoTopicCreation(), kgo.WithHooks(throttleHook{&internal}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	produce(in, "_schemas")
+	produce(newClient(t, b.Addr, kgo.ProducerLinger(0), kgo.AllowAutoTopicCreation(), kgo.WithHooks(throttleHook{&ordinary})), "clicks")
+	if internal.Load() != 0 {
+		t.Errorf("%d responses to the in-process client carried a throttle time, want none", internal.Load())
+	}
+	if ordinary.Load() == 0 {
+		t.Error("no response to the ordinary client carried a throttle time: the default-user quota did not apply")
+	}
+}

@@ -82,7 +82,9 @@
 // NNN.gaps also for the offsets compaction removed, and, only while a
 // cleaning swaps segments in, NNN.log.cleaned, NNN.gaps.cleaned and the
 // cleaning-swap marker; for a replicated partition, leader-epoch-checkpoint
-// (the first offset of each leader epoch, replaced atomically on change).
+// (the first offset of each leader epoch, replaced atomically on change)
+// and, after damage was found and until the replica has cut its log back
+// to fetch it again from its leader, repair-from (repairmarker.go).
 package log
 
 import (
@@ -158,6 +160,17 @@ type Config struct {
 	// FS is the file system the log lives on. Default OSFS; tests give a
 	// file system that simulates power loss.
 	FS FS
+	// BeforeLoss, if set, is called by recovery, the scrubber and the
+	// read check (readcheck.go) with the first offset of damage they are
+	// about to quarantine, before any of it is made durable; an error
+	// stops the quarantine (recovery fails, the scrubber logs it, the
+	// read fails). A replicated partition records there where to fetch
+	// again from its leader (RecordRepairFrom). It may be called during
+	// Open and with the log's repair locks held: it must not call the log.
+	BeforeLoss func(firstLost int64) error
+	// OnLost, if set, is told of every range of offsets quarantined (for
+	// metrics); it must only record.
+	OnLost func(LostRange)
 
 	// CleanupPolicy says whether old data goes by retention (delete, the
 	// default), by compaction (compact: only the last record of each key

@@ -163,3 +163,34 @@ func snapshotDir(t *testing.T, dir string) string {
 	}
 	return b.String()
 }
+
+// A segment rolled right after the flush that covered it was never sealed
+// (the flush that sealed segments only looked at those it synced), and the
+// scrubber stopped at the first segment still holding its writers: under
+// acks=all traffic, which flushes after every batch, nothing was ever
+// scrubbed.
+func TestScrubCoversSegmentsRolledAfterTheirFlush(t *testing.T) {
+	dir := t.TempDir()
+	cfg := fixtureConfig()
+	l, _ := openLog(t, dir, cfg)
+	for range fixtureBatches {
+		mustAppend(t, l, fixtureBatch())
+		mustFlush(t, l) // as acks=all does: every batch flushed before the next arrives
+	}
+	S := fixtureBatchSize()
+	flipByte(t, segPath(dir, 6), S+S/2)
+	lost, err := l.Scrub()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lost) != 1 || lost[0].FirstOffset != 8 || lost[0].NextOffset != 10 {
+		t.Fatalf("scrub lost %v, want offsets [8, 10)", lost)
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, s := range l.segs[:len(l.segs)-1] {
+		if s.w != nil {
+			t.Errorf("segment %d is sealed and flushed but still holds its writers", s.base)
+		}
+	}
+}

@@ -20,25 +20,29 @@ type Log struct {
 	cfg    Config
 	logger *slog.Logger
 
-	mu             sync.RWMutex
-	segs           []*segment // sorted by base offset; the last is active
-	active         *segment
-	start          int64
-	leo            int64
-	hw             int64
-	hwSeg          *segment // segment holding the high watermark...
-	hwPos          int64    // ...and its byte position there
-	size           int64
-	changed        chan struct{}
-	appended       chan struct{} // closed at the next append (Appended); nil until asked for
-	closed         bool
-	failed         error // a write or fsync failed: the log takes no more appends
-	producers      producers
-	dirty          []*segment // segments with bytes not yet fsynced
-	dirDirty       bool       // a segment file was created since the last flush
-	flushTarget    int64      // log end offset covered by the last flush started
-	lastFlushStart time.Time  // when the last flush started
-	flushIsBusy    bool       // the last flush found the partition busy (flushBusy)
+	mu        sync.RWMutex
+	segs      []*segment // sorted by base offset; the last is active
+	active    *segment
+	start     int64
+	leo       int64
+	hw        int64
+	hwSeg     *segment // segment holding the high watermark...
+	hwPos     int64    // ...and its byte position there
+	size      int64
+	changed   chan struct{}
+	appended  chan struct{} // closed at the next append (Appended); nil until asked for
+	closed    bool
+	failed    error // a write or fsync failed: the log takes no more appends
+	producers producers
+	dirty     []*segment // segments with bytes not yet fsynced
+	// unsealed are segments rolled while clean (the flush that covered
+	// them ended before the roll): no flush syncs them again, so the next
+	// one seals them.
+	unsealed       []*segment
+	dirDirty       bool      // a segment file was created since the last flush
+	flushTarget    int64     // log end offset covered by the last flush started
+	lastFlushStart time.Time // when the last flush started
+	flushIsBusy    bool      // the last flush found the partition busy (flushBusy)
 
 	// flushMu serializes flushes so that each knows what the previous one
 	// covered; it is taken before mu, never while holding it.
@@ -310,6 +314,9 @@ func (l *Log) maybeRoll(h *batchHeader, now time.Time) error {
 		return fmt.Errorf("roll segment at offset %d: %w", l.leo, err)
 	}
 	ns.firstTime = now
+	if !s.dirty {
+		l.unsealed = append(l.unsealed, s)
+	}
 	l.segs = append(l.segs, ns)
 	l.active = ns
 	l.dirDirty = true

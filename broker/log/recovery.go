@@ -191,6 +191,9 @@ func (l *Log) load() (RecoveryReport, error) {
 		end, damaged, tail := s.scan(newReader(s.f, s.size, scanWindow), l.cfg.IndexIntervalBytes, below, nil)
 		cut := s.size - end
 		if len(damaged) > 0 {
+			if err := l.beforeLoss(damaged); err != nil {
+				return rep, err
+			}
 			ns, lost, err := repairSegment(l.fs, s, damaged, end, l.cfg.IndexIntervalBytes)
 			if err != nil {
 				return rep, err
@@ -345,4 +348,9 @@ func (l *Log) reportLost(rep *RecoveryReport, lost []LostRange) {
 	}
 	rep.Clean = false
 	rep.Lost = append(rep.Lost, lost...)
+	if l.cfg.OnLost != nil {
+		for _, r := range lost {
+			l.cfg.OnLost(r)
+		}
+	}
 }

@@ -99,6 +99,9 @@ func (l *Log) scrubSegment(s *segment, below int64) ([]LostRange, error) {
 	if !present {
 		return nil, nil // deleted by retention meanwhile
 	}
+	if err := l.beforeLoss(damaged); err != nil {
+		return nil, err
+	}
 	ns, lost, err := repairSegment(l.fs, s, damaged, s.size, l.cfg.IndexIntervalBytes)
 	if err != nil {
 		return nil, fmt.Errorf("repair %s: %w", s.path, err)

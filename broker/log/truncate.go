@@ -127,7 +127,12 @@ func (l *Log) truncateData(offset int64) error {
 	l.active = keep
 	l.leo = keep.next
 	l.hw, l.hwSeg, l.hwPos, l.flushTarget = l.leo, keep, keep.size, l.leo
-	l.dirty, l.dirDirty = nil, false
+	for _, s := range l.unsealed {
+		if s != keep {
+			s.seal() // flushed before the cut: nothing left to sync
+		}
+	}
+	l.dirty, l.dirDirty, l.unsealed = nil, false, nil
 	l.size = 0
 	for _, s := range l.segs {
 		l.size += s.size

@@ -43,7 +43,12 @@
 //     valid batch, moves the damaged bytes to NNN.log.quarantine-<byte>,
 //     rewrites the segment without them in one atomic rename and reports the
 //     lost offset range. Offsets are never reassigned: the log has a gap there,
-//     recorded in NNN.gaps, which Read skips.
+//     recorded in NNN.gaps, which Read skips. Every read does the same with
+//     damage it meets: each stretch of a segment is CRC-checked the first
+//     time this process serves it (appended and recovered bytes count as
+//     checked), so bit rot in an old segment costs that batch only, by
+//     default (readcheck.go). Config.BeforeLoss runs before any such loss is
+//     made durable (a replicated partition fetches it again, repairmarker.go).
 //   - A log whose CleanupPolicy compacts keeps, once cleaned, the last record
 //     of every key and drops tombstones DeleteRetention after they were
 //     written (clean.go); it refuses records without a key. Cleaning rewrites

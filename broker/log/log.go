@@ -252,6 +252,7 @@ func (l *Log) write(batch []byte, h *batchHeader, now time.Time, keepBase bool) 
 	if s.size == 0 {
 		s.firstTime = now
 	}
+	s.checked.add(pos, pos+h.size()) // validated before it was written
 	s.size += h.size()
 	s.maxTs = maxTs
 	s.next = h.nextOffset()

@@ -222,6 +222,9 @@ func (l *Log) load() (RecoveryReport, error) {
 		// in it is acknowledged: the first flush syncs the directory.
 		l.dirDirty = true
 	}
+	for _, s := range scanned {
+		s.checked.add(0, s.size) // every batch CRC-checked by the scan
+	}
 	for _, s := range l.segs {
 		l.size += s.size
 		if s.indexStale && s != l.segs[len(l.segs)-1] {

@@ -68,6 +68,10 @@ func (l *Log) AppendReplica(batches [][]byte) (AppendResult, error) {
 // own flushed end is further. An offset at or past end gives an empty
 // Slice.
 func (l *Log) ReadUpTo(offset, maxBytes, end int64) (Slice, error) {
+	return readRepaired(func() (Slice, error) { return l.readUpToOnce(offset, maxBytes, end) })
+}
+
+func (l *Log) readUpToOnce(offset, maxBytes, end int64) (Slice, error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
@@ -91,13 +95,14 @@ func (l *Log) ReadUpTo(offset, maxBytes, end int64) (Slice, error) {
 	if s == l.hwSeg {
 		limit = l.hwPos
 	}
-	entries := s.index
+	entries, gaps := s.index, s.gaps
 	s.ref()
 	l.mu.RUnlock()
 
 	// end may lie in this segment: stop at the batch starting there.
 	limit, err := s.positionOf(entries, end, limit)
 	if err != nil {
+		err = l.checkRange(s, gaps, 0, 0, s.size, err)
 		s.unref()
 		return Slice{}, err
 	}
@@ -106,6 +111,7 @@ func (l *Log) ReadUpTo(offset, maxBytes, end int64) (Slice, error) {
 		return Slice{}, nil
 	}
 	pos, stop, err := s.readRange(entries, offset, limit, maxBytes)
+	err = l.checkRange(s, gaps, pos, stop, limit, err)
 	if err != nil {
 		s.unref()
 		return Slice{}, err

@@ -8,6 +8,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -209,6 +210,7 @@ func (l *Log) cutSegment(s *segment, pos int64) error {
 	n := sort.Search(len(s.index), func(i int) bool { return int64(s.index[i].pos) >= pos })
 	s.index = s.index[:n]
 	s.size = pos
+	s.checked.clip(pos)
 	from, next := int64(0), s.base
 	s.maxTs = -1
 	if n > 0 {
@@ -219,6 +221,7 @@ func (l *Log) cutSegment(s *segment, pos int64) error {
 		return fmt.Errorf("segment %s after truncation: %s", s.path, p)
 	}
 	gaps := len(s.gaps)
+	s.gaps = maps.Clone(s.gaps) // reads use the map they took without the log's lock
 	for from := range s.gaps {
 		if from >= s.next {
 			delete(s.gaps, from)

@@ -42,6 +42,8 @@ type partitions struct {
 	closing map[partKey]chan struct{} // logs being closed: wait before reopening
 
 	cleaner *log.Cleaner // compacts the open logs whose cleanup policy says so
+
+	repair repairState // damaged replicas fetching again (replica_repair.go)
 }
 
 type partKey struct {
@@ -149,10 +151,12 @@ func (ps *partitions) openLog(t cluster.Topic, key partKey) (*log.Log, int, erro
 		return nil, 0, fmt.Errorf("topic %s: %w", t.Name, err)
 	}
 	dir := ps.partitionDir(key.topic, key.p)
+	cfg.BeforeLoss = ps.repair.beforeLoss(t, key, dir, cfg.FS)
 	l, rep, err := log.Open(dir, cfg, ps.logger.With("topic", key.topic, "partition", key.p))
 	if err != nil {
 		return nil, 0, fmt.Errorf("opening partition %s-%d: %w", key.topic, key.p, err)
 	}
+	ps.repair.opened(t, key, l)
 	if !rep.Clean && rep.TruncatedBytes > 0 {
 		ps.logger.Warn("partition recovered with data cut from its tail",
 			"topic", key.topic, "partition", key.p, "truncated_bytes", rep.TruncatedBytes,

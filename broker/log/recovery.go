@@ -344,8 +344,12 @@ func (l *Log) truncate(rep *RecoveryReport, last, bad *segment, p *scanProblem, 
 // error line each (data is gone; an operator must hear of it), and adds them
 // to the report.
 func (l *Log) reportLost(rep *RecoveryReport, lost []LostRange) {
+	msg := "damaged batches quarantined: offsets lost"
+	if l.cfg.BeforeLoss != nil {
+		msg = "damaged batches quarantined: offsets lost on this replica until fetched again from another"
+	}
 	for _, r := range lost {
-		l.logger.Error("damaged batches quarantined: offsets lost",
+		l.logger.Error(msg,
 			"dir", l.dir, "file", r.Segment, "bytes", [2]int64{r.FromByte, r.ToByte},
 			"offsets", [2]int64{r.FirstOffset, r.NextOffset - 1}, "quarantine", r.Quarantine, "reason", r.Reason)
 	}

@@ -40,7 +40,15 @@ func TestRecoveryRecordsWhereToRepairFrom(t *testing.T) {
 	if off, ok, err := l.RepairFrom(); err != nil || !ok || off != 8 {
 		t.Fatalf("RepairFrom = %d, %v, %v; want 8", off, ok, err)
 	}
+	// log verify says the replica lacks what it must fetch again.
+	if r, err := Verify(dir); err != nil || !r.Damaged() || len(r.Partitions[0].Problems) != 1 ||
+		r.Partitions[0].Problems[0].File != RepairMarkerFile || r.Partitions[0].Problems[0].FirstOffset != 8 {
+		t.Fatalf("verify with a repair pending: %+v, %v", r, err)
+	}
 	checkRepairedFrom8(t, l)
+	if r, err := Verify(dir); err != nil || r.Damaged() {
+		t.Fatalf("verify after the repair: %+v, %v", r, err)
+	}
 }
 
 // checkRepairedFrom8 cuts the fixture's log back for repair, checks what

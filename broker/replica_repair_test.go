@@ -157,3 +157,29 @@ func TestDamagedLoneLeaderServesTheGap(t *testing.T) {
 		t.Fatalf("consumed %v, want every record but 20", got)
 	}
 }
+
+// A follower's scrubber finds a damaged batch in its own copy: it records
+// where to fetch again, cuts its log back there at its next fetch and
+// copies everything from the leader; the leadership does not move.
+func TestDamagedFollowerFetchesTheBatchBack(t *testing.T) {
+	const topic, n = "damaged-follower", 120
+	brokers, admin := scrubbedCluster(t, topic, n)
+	p := partitionMeta(t, admin, topic)
+	follower := p.Replicas[0]
+	if follower == p.Leader {
+		follower = p.Replicas[1]
+	}
+	dir := filepath.Join(brokers[follower-1].DataDir, topic+"-0")
+	flipLastByteOfBatch(t, dir, 20)
+	testenv.Eventually(t, 30*time.Second, "the follower quarantined the batch", func() bool {
+		q, _ := filepath.Glob(filepath.Join(dir, "*.quarantine-*"))
+		return len(q) > 0
+	})
+	testenv.Eventually(t, 30*time.Second, "the follower holds offset 20 again, intact, with no repair pending", func() bool {
+		_, err := os.Stat(filepath.Join(dir, log.RepairMarkerFile))
+		return os.IsNotExist(err) && holdsBatch(t, dir, 20) && holdsBatch(t, dir, n-1)
+	})
+	if now := partitionMeta(t, admin, topic); now.Leader != p.Leader || now.LeaderEpoch != p.LeaderEpoch {
+		t.Fatalf("the leadership moved: %+v, was %+v", now, p)
+	}
+}

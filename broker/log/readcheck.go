@@ -151,19 +151,19 @@ func checkStretch(s *segment, gaps map[int64]int64, from, to int64) *scanProblem
 // segment, and returns errRepairedRead so that the read is served again.
 func (l *Log) repairFound(s *segment, p *scanProblem) error {
 	l.logger.Warn("a read found a damaged batch: quarantining it", "dir", l.dir, "file", s.path, "problem", p.String())
-	below, err := l.sealForRepair(s)
+	below, size, gaps, err := l.sealForRepair(s)
 	if err != nil {
 		return err
 	}
 	if below < 0 {
 		return errRepairedRead // replaced meanwhile (retention, cleaning, another repair)
 	}
-	r := newReader(s.f, s.size, scanWindow)
-	scratch := &segment{base: s.base, path: s.path, gaps: s.gaps, maxTs: -1}
+	r := newReader(s.f, size, scanWindow)
+	scratch := &segment{base: s.base, path: s.path, gaps: gaps, maxTs: -1}
 	_, damaged, _ := scratch.scan(r, math.MaxInt64, below, nil)
 	if len(damaged) == 0 {
 		// The bytes read fine now: the read failed, not the disk.
-		s.checked.add(0, s.size)
+		s.checked.add(0, size)
 		return fmt.Errorf("segment %s: %w: %s, but a scan of the whole segment found nothing wrong", s.path, ErrCorruptBatch, p)
 	}
 	if _, err := l.quarantine(s, damaged); err != nil {
@@ -174,22 +174,23 @@ func (l *Log) repairFound(s *segment, p *scanProblem) error {
 
 // sealForRepair makes s a sealed, flushed segment, rolling the log first
 // when s is its active segment, and returns the base offset of the
-// segment after it (-1 when s is no longer in the log).
-func (l *Log) sealForRepair(s *segment) (int64, error) {
+// segment after it (-1 when s is no longer in the log), its size and its
+// gaps.
+func (l *Log) sealForRepair(s *segment) (below, size int64, gaps map[int64]int64, err error) {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	if err := l.flushLocked(); err != nil {
-		return 0, err
+		return 0, 0, nil, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return 0, ErrClosed
+		return 0, 0, nil, ErrClosed
 	}
 	if s == l.active {
 		ns, err := createSegment(l.fs, l.dir, l.leo)
 		if err != nil {
-			return 0, fmt.Errorf("roll segment at offset %d to repair %s: %w", l.leo, s.path, err)
+			return 0, 0, nil, fmt.Errorf("roll segment at offset %d to repair %s: %w", l.leo, s.path, err)
 		}
 		ns.firstTime = l.cfg.Clock()
 		l.segs = append(l.segs, ns)
@@ -200,12 +201,12 @@ func (l *Log) sealForRepair(s *segment) (int64, error) {
 	for i, c := range l.segs {
 		if c == s {
 			if err := s.seal(); err != nil { // flushed above, and no flush runs: nothing to sync
-				return 0, err
+				return 0, 0, nil, err
 			}
-			return l.segs[i+1].base, nil
+			return l.segs[i+1].base, s.size, s.gaps, nil
 		}
 	}
-	return -1, nil
+	return -1, 0, nil, nil
 }
 
 // quarantine moves the damaged stretches of the sealed segment s out of the

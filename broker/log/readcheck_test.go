@@ -210,3 +210,41 @@ func TestReadRepairsADamagedLength(t *testing.T) {
 	}
 	checkRecovered(t, l, 22, 4, true, [2]int64{8, 10})
 }
+
+// Readers meeting the same damage at once: one repair, every reader
+// served from the repaired segment, the loss reported once.
+func TestConcurrentReadsOfDamageRepairOnce(t *testing.T) {
+	dir := writeFixture(t)
+	damageFixture(t, dir)
+	S := fixtureBatchSize()
+	flipByte(t, segPath(dir, 18), S/2) // the active segment too
+	var rec lossRecorder
+	l, _ := openLog(t, dir, rec.config(fixtureConfig()))
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			off := []int64{6, 8, 18, 0}[i%4]
+			s, err := l.Read(off, 1<<20)
+			if err != nil {
+				errs <- fmt.Errorf("Read(%d): %w", off, err)
+				return
+			}
+			s.Release()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	rec.mu.Lock()
+	lost := fmt.Sprint(rec.lost)
+	rec.mu.Unlock()
+	if lost != "[[8 10] [18 20]]" && lost != "[[18 20] [8 10]]" {
+		t.Fatalf("lost %s, want [8, 10) and [18, 20) once each", lost)
+	}
+	checkRecovered(t, l, 22, 5, true, [2]int64{8, 10}, [2]int64{18, 20})
+}

@@ -100,9 +100,10 @@ func (l *Log) readUpToOnce(offset, maxBytes, end int64) (Slice, error) {
 	l.mu.RUnlock()
 
 	// end may lie in this segment: stop at the batch starting there.
+	readable := limit
 	limit, err := s.positionOf(entries, end, limit)
 	if err != nil {
-		err = l.checkRange(s, gaps, 0, 0, s.size, err)
+		err = l.checkRange(s, gaps, 0, 0, readable, err)
 		s.unref()
 		return Slice{}, err
 	}

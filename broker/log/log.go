@@ -231,6 +231,11 @@ func (l *Log) write(batch []byte, h *batchHeader, now time.Time, keepBase bool) 
 	base = l.leo
 	if keepBase {
 		base = h.baseOffset
+		if base > l.leo {
+			if err := l.recordLeadersGap(s, l.leo, base); err != nil {
+				return 0, 0, err
+			}
+		}
 	} else {
 		binary.BigEndian.PutUint64(batch[offBaseOffset:], uint64(base))
 		if l.stampEpoch >= 0 {

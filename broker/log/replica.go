@@ -8,6 +8,8 @@ package log
 
 import (
 	"fmt"
+	"maps"
+	"path/filepath"
 )
 
 // AppendReplica appends batches copied from the partition's leader,
@@ -19,8 +21,10 @@ import (
 // checked (the leader did). A batch that ends at or below the log end is
 // one already held and is skipped; one that starts inside the log but
 // ends past it means the logs diverged, which is refused
-// (ErrOffsetOutOfRange). Batches become readable, and count as held
-// for the leader, once flushed.
+// (ErrOffsetOutOfRange); one that starts past the log end, where the
+// leader's log has a gap (compaction, damage no replica held), is written
+// with that gap recorded (recordLeadersGap). Batches become readable, and
+// count as held for the leader, once flushed.
 func (l *Log) AppendReplica(batches [][]byte) (AppendResult, error) {
 	plan := make([]batchHeader, len(batches))
 	for i, b := range batches {
@@ -155,4 +159,22 @@ func (l *Log) Appended() <-chan struct{} {
 		l.appended = make(chan struct{})
 	}
 	return l.appended
+}
+
+// recordLeadersGap records in s, the active segment, that the offsets
+// [from, to) are missing from the leader's log too (quarantined damage no
+// replica held, or compaction), before the batch after them is written:
+// every later scan of this log then accepts the jump, as it does the
+// leader's. Call with mu held.
+func (l *Log) recordLeadersGap(s *segment, from, to int64) error {
+	gaps := maps.Clone(s.gaps) // readers use the map they took without the lock
+	if gaps == nil {
+		gaps = map[int64]int64{}
+	}
+	gaps[from] = to
+	if err := writeFileAtomic(l.fs, l.dir, filepath.Base(gapsPath(l.dir, s.base)), encodeGaps(gaps)); err != nil {
+		return fmt.Errorf("recording the leader's gap [%d, %d) in %s: %w", from, to, s.path, err)
+	}
+	s.gaps = gaps
+	return nil
 }

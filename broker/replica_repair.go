@@ -18,8 +18,9 @@ package broker
 //     too) and asks the controller to hand the leadership to another
 //     in-sync replica (cluster.ZooKeeper.StepDown). It then follows, and
 //     repairs as a follower. With no other in-sync replica it serves the
-//     partition with the gap for the rest of that leader epoch, and says
-//     so: the batch exists nowhere else.
+//     partition with the gap, and says so, until the ISR grows (a replica
+//     that returns may hold the batch: it tries again) or the leader
+//     epoch changes.
 //
 // A read that found the damage is not served either: a consumer handed the
 // batches after the gap would commit past offsets that a repair brings
@@ -62,9 +63,10 @@ type repairState struct {
 	// refusing: led partitions not served in that leader epoch because
 	// they hold a gap another replica may fill (stepping down).
 	refusing map[partKey]int32
-	// gapServed: led partitions that could not step down in that leader
-	// epoch, served with the gap.
-	gapServed map[partKey]int32
+	// gapServed: led partitions that could not step down, served with the
+	// gap, until the leader epoch changes or the ISR grows (a replica that
+	// returns may hold the batch).
+	gapServed map[partKey]gapServed
 	// cutFailed: the last cut-back error of each partition, logged once.
 	cutFailed map[partKey]string
 }
@@ -103,10 +105,16 @@ func (rp *repairState) setPending(key partKey) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	if rp.pending == nil {
-		rp.pending, rp.refusing, rp.gapServed, rp.cutFailed = map[partKey]bool{}, map[partKey]int32{}, map[partKey]int32{}, map[partKey]string{}
+		rp.pending, rp.refusing, rp.gapServed, rp.cutFailed = map[partKey]bool{}, map[partKey]int32{}, map[partKey]gapServed{}, map[partKey]string{}
 	}
 	rp.pending[key] = true
 	rp.any.Store(true)
+}
+
+// gapServed is when a leader last failed to step down.
+type gapServed struct {
+	epoch int32
+	isr   int
 }
 
 // damageFound starts a step-down when this broker leads key.
@@ -121,13 +129,14 @@ func (rp *repairState) damageFound(key partKey, first int64) {
 		b.logger.Warn("found a damaged batch: fetching it again from the leader", "topic", key.topic, "partition", key.p, "from_offset", first)
 		return
 	}
-	rp.refuses(key, st.LeaderEpoch)
+	rp.refuses(key, st.LeaderEpoch, len(st.ISR))
 }
 
-// refuses reports whether the led partition key, in leaderEpoch, is not
-// to be served: it is pending repair and a step-down is under way (one is
-// started here if none was tried in this epoch).
-func (rp *repairState) refuses(key partKey, leaderEpoch int32) bool {
+// refuses reports whether the led partition key, in leaderEpoch with isr
+// in-sync replicas, is not to be served: it is pending repair and a
+// step-down is under way (one is started here unless one failed in this
+// epoch with as many in-sync replicas).
+func (rp *repairState) refuses(key partKey, leaderEpoch int32, isr int) bool {
 	if !rp.any.Load() {
 		return false
 	}
@@ -139,17 +148,17 @@ func (rp *repairState) refuses(key partKey, leaderEpoch int32) bool {
 	if !rp.pending[key] {
 		return false
 	}
-	if e, ok := rp.gapServed[key]; ok && e == leaderEpoch {
+	if g, ok := rp.gapServed[key]; ok && g.epoch == leaderEpoch && isr <= g.isr {
 		return false
 	}
 	rp.refusing[key] = leaderEpoch
-	go rp.stepDown(key, leaderEpoch)
+	go rp.stepDown(key, leaderEpoch, isr)
 	return true
 }
 
 // damagedLeader is repairState.refuses for the leader's checks.
-func (rs *replicas) damagedLeader(key partKey, leaderEpoch int32) bool {
-	return rs.b.logs != nil && rs.b.logs.repair.refuses(key, leaderEpoch)
+func (rs *replicas) damagedLeader(key partKey, st cluster.PartitionState) bool {
+	return rs.b.logs != nil && rs.b.logs.repair.refuses(key, st.LeaderEpoch, len(st.ISR))
 }
 
 // refusingNow is refuses for a read already made: was key's damage found
@@ -164,7 +173,7 @@ func (rp *repairState) refusingNow(key partKey) bool {
 	return ok
 }
 
-func (rp *repairState) stepDown(key partKey, epoch int32) {
+func (rp *repairState) stepDown(key partKey, epoch int32, isr int) {
 	b := rp.b
 	err := errors.New("the cluster metadata cannot move leaderships")
 	if sd, ok := b.meta.(stepDowner); ok {
@@ -185,7 +194,7 @@ func (rp *repairState) stepDown(key partKey, epoch int32) {
 		delete(rp.refusing, key)
 	default:
 		delete(rp.refusing, key)
-		rp.gapServed[key] = epoch
+		rp.gapServed[key] = gapServed{epoch, isr}
 		b.logger.Error("a damaged batch cannot be repaired: no other in-sync replica can lead; serving the partition with the quarantined offsets missing",
 			"topic", key.topic, "partition", key.p, "leader_epoch", epoch, "err", err)
 	}

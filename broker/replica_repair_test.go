@@ -27,8 +27,15 @@ import (
 // small segments and scrub every 100 ms, and topic on all three with
 // n acknowledged records "0".."n-1", one batch each.
 func scrubbedCluster(t *testing.T, topic string, n int, extra ...func(*broker.Config)) ([]*testenv.Broker, *kadm.Client) {
+	_, brokers, admin, _ := scrubbedClusterTo(t, topic, n, extra...)
+	return brokers, admin
+}
+
+// scrubbedClusterTo is scrubbedCluster that also returns the ZooKeeper
+// address and the brokers' configuration, to restart one.
+func scrubbedClusterTo(t *testing.T, topic string, n int, extra ...func(*broker.Config)) (string, []*testenv.Broker, *kadm.Client, testenv.BrokerOption) {
 	t.Helper()
-	_, brokers := testenv.StartCluster(t, 3, testenv.WithConfig(func(c *broker.Config) {
+	config := testenv.WithConfig(func(c *broker.Config) {
 		c.ReplicaLagMax = 3 * time.Second
 		c.MinInsyncReplicas = 2
 		c.Log.SegmentBytes = 2048
@@ -36,7 +43,8 @@ func scrubbedCluster(t *testing.T, topic string, n int, extra ...func(*broker.Co
 		for _, fn := range extra {
 			fn(c)
 		}
-	}))
+	})
+	connect, brokers := testenv.StartCluster(t, 3, config)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers[0].Addr, brokers[1].Addr, brokers[2].Addr))
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +71,7 @@ func scrubbedCluster(t *testing.T, topic string, n int, extra ...func(*broker.Co
 			t.Fatal(err)
 		}
 	}
-	return brokers, admin
+	return connect, brokers, admin, config
 }
 
 // holdsBatch reports whether the segments in dir hold an intact batch
@@ -130,12 +138,13 @@ func TestDamagedLeaderStepsDownAndRepairsFromAReplica(t *testing.T) {
 }
 
 // With no other in-sync replica the leader cannot hand over: it serves the
-// partition with the damaged batch missing (nobody else holds it) and says
-// so, rather than serving nothing.
+// partition with the damaged batch missing and says so, rather than
+// serving nothing. Once replicas that still hold the batch return and
+// rejoin the ISR, it steps down after all and fetches the batch back.
 func TestDamagedLoneLeaderServesTheGap(t *testing.T) {
 	const topic, n = "lone-leader", 120
 	logs := &logBuffer{}
-	brokers, admin := scrubbedCluster(t, topic, n, func(c *broker.Config) { c.Logger = logs.logger() })
+	connect, brokers, admin, config := scrubbedClusterTo(t, topic, n, func(c *broker.Config) { c.Logger = logs.logger() })
 	p := partitionMeta(t, admin, topic)
 	var seeds []string
 	for i, b := range brokers {
@@ -155,6 +164,23 @@ func TestDamagedLoneLeaderServesTheGap(t *testing.T) {
 	got := consumeValues(t, seeds, topic, n-1)
 	if slices.Contains(got, "20") || len(got) != n-1 || got[19] != "19" || got[20] != "21" {
 		t.Fatalf("consumed %v, want every record but 20", got)
+	}
+
+	for i, b := range brokers {
+		if id := int32(i + 1); id != p.Leader {
+			testenv.StartClusterBroker(t, connect, id, testenv.WithDataDir(b.DataDir), testenv.WithAddr(b.Addr), config)
+		}
+	}
+	dir := filepath.Join(brokers[p.Leader-1].DataDir, topic+"-0")
+	testenv.Eventually(t, 60*time.Second, "a returned replica leads and the old leader holds offset 20 again", func() bool {
+		now := partitionMeta(t, admin, topic)
+		return now.Leader >= 1 && now.Leader != p.Leader && holdsBatch(t, dir, 20)
+	})
+	got = consumeValues(t, []string{brokers[0].Addr, brokers[1].Addr, brokers[2].Addr}, topic, n)
+	for i, v := range got {
+		if v != strconv.Itoa(i) {
+			t.Fatalf("offset %d holds %q after the replicas returned", i, v)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -94,13 +95,13 @@ func (pr *ackedProducer) produce(t *testing.T, n, batch int) {
 
 // checkRepaired checks, with the cluster healed, that consumers read every
 // acknowledged record exactly once, then stops the brokers and checks that
-// the repaired broker's files hold every offset below the end (no gap
+// the repaired brokers' files hold every offset below the end (no gap
 // left) and that the replicas agree.
-func checkRepaired(t *testing.T, j *jepsenCluster, topic string, pr *ackedProducer, repaired int32) {
+func checkRepaired(t *testing.T, j *jepsenCluster, topic string, pr *ackedProducer, repaired ...int32) {
 	t.Helper()
 	if !j.waitInSync(topic, 1, 60*time.Second) {
 		ps, _ := j.partitions(topic)
-		t.Fatalf("broker %d did not rejoin the isr after its repair: %+v", repaired, ps)
+		t.Fatalf("brokers %v did not rejoin the isr after their repair: %+v", repaired, ps)
 	}
 	ends := j.endOffsets(t, topic)
 	got := readPartitions(t, j.addrs(), topic, ends)[0]
@@ -121,21 +122,23 @@ func checkRepaired(t *testing.T, j *jepsenCluster, topic string, pr *ackedProduc
 	}
 	t.Logf("%d records acknowledged, every one read exactly once; the log ends at %d", len(pr.acked), ends[0])
 	j.stopAll(t)
-	dir := filepath.Join(j.brokers[repaired].dir, topic+"-0")
-	recs, err := readSegments(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for o := int64(0); o < ends[0]; o++ {
-		if _, ok := recs[o]; !ok {
-			t.Fatalf("broker %d: offset %d of [0, %d) missing after the repair", repaired, o, ends[0])
+	for _, id := range repaired {
+		dir := filepath.Join(j.brokers[id].dir, topic+"-0")
+		recs, err := readSegments(dir)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if q, _ := filepath.Glob(filepath.Join(dir, "*.quarantine-*")); len(q) == 0 {
-		t.Fatalf("broker %d quarantined nothing: the damage was never found", repaired)
-	}
-	if rep, err := log.Verify(dir); err != nil || rep.Damaged() {
-		t.Fatalf("broker %d's log after the repair: %+v, %v", repaired, rep, err)
+		for o := int64(0); o < ends[0]; o++ {
+			if _, ok := recs[o]; !ok {
+				t.Fatalf("broker %d: offset %d of [0, %d) missing after the repair", id, o, ends[0])
+			}
+		}
+		if q, _ := filepath.Glob(filepath.Join(dir, "*.quarantine-*")); len(q) == 0 {
+			t.Fatalf("broker %d quarantined nothing: the damage was never found", id)
+		}
+		if rep, err := log.Verify(dir); err != nil || rep.Damaged() {
+			t.Fatalf("broker %d's log after the repair: %+v, %v", id, rep, err)
+		}
 	}
 	compareReplicas(t, j.dataDirs(), topic, 1)
 }
@@ -221,7 +224,8 @@ func mustBase(t *testing.T, seg string) int64 {
 // middle of its newest segment is flipped, and it is restarted at once,
 // within its ZooKeeper session: recovery quarantines the batch, and the
 // broker, instead of serving the gap, hands the leadership over and
-// fetches the batch back from a replica that holds it.
+// fetches the batch back from a replica that holds it. Three times, each
+// round on the partition's leader then, with traffic in between.
 func TestLeaderRestartedWithDamagedBatch(t *testing.T) {
 	const topic = "repair-restarted"
 	j := startRepairCluster(t)
@@ -232,13 +236,22 @@ func TestLeaderRestartedWithDamagedBatch(t *testing.T) {
 	}
 	pr := newAckedProducer(t, j.addrs(), topic)
 	pr.produce(t, 400, 5)
-	leader := j.leader(t, topic, 0)
-	b := j.brokers[leader]
-	b.p.Kill()
-	segs := segmentsOf(t, filepath.Join(b.dir, topic+"-0"))
-	flipInBatch(t, segs[len(segs)-1], 200)
-	startRepairBroker(t, j, leader)
-
-	pr.produce(t, 200, 5)
-	checkRepaired(t, j, topic, pr, leader)
+	var damaged []int32
+	for round := range 3 {
+		leader := j.leader(t, topic, 0)
+		b := j.brokers[leader]
+		b.p.Kill()
+		segs := segmentsOf(t, filepath.Join(b.dir, topic+"-0"))
+		flipInBatch(t, segs[len(segs)-1], int64(pr.next-150)) // acknowledged, with batches after it
+		startRepairBroker(t, j, leader)
+		if !slices.Contains(damaged, leader) {
+			damaged = append(damaged, leader)
+		}
+		pr.produce(t, 200, 5)
+		if !j.waitInSync(topic, 1, 60*time.Second) {
+			ps, _ := j.partitions(topic)
+			t.Fatalf("round %d: broker %d did not rejoin the isr after its repair: %+v", round, leader, ps)
+		}
+	}
+	checkRepaired(t, j, topic, pr, damaged...)
 }

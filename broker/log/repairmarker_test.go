@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -178,4 +179,24 @@ func TestRepairMarkerKeepsTheLowerOffset(t *testing.T) {
 	if err := RecordRepairFrom(OSFS{}, dir, -1); err == nil {
 		t.Fatal("a negative offset was recorded")
 	}
+}
+
+// The marker is read as hostile input: whatever its bytes, it is refused
+// or it is exactly what RecordRepairFrom writes for the offset it gives.
+func FuzzRepairMarker(f *testing.F) {
+	for _, s := range []string{"0\n", "8\n", "9223372036854775807\n", "9223372036854775808\n", "", "-1\n", "12", "1 2\n", "\x00", "+5\n", "05\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		off, err := parseRepairMarker(b)
+		if err != nil {
+			return
+		}
+		if off < 0 {
+			t.Fatalf("%q accepted as negative offset %d", b, off)
+		}
+		if n, err := parseRepairMarker([]byte(strconv.FormatInt(off, 10) + "\n")); err != nil || n != off {
+			t.Fatalf("%q accepted as %d, which does not read back: %d, %v", b, off, n, err)
+		}
+	})
 }

@@ -24,7 +24,16 @@ package broker
 // ReplicaLagMax leaves the ISR; one whose fetch offset reaches the high
 // watermark joins it again. The leader writes such changes to the
 // partition's state node, conditionally (cluster.ZooKeeper.SetISR), so a
-// leader that was replaced cannot overwrite its successor's state.
+// leader that was replaced cannot overwrite its successor's state. An
+// in-sync follower that fetches below the high watermark lost records it
+// had acknowledged (a disk that lost its last writes): it leaves the ISR
+// at once.
+//
+// A broker leads only in the broker epoch the state node names it in
+// (cluster/brokerepochs.go): restarted, it serves nothing it led before
+// until the controller has elected again, so followers never truncate to
+// what a restarted leader kept; they hold every acknowledged record, and
+// one of them leads.
 
 import (
 	"context"
@@ -107,15 +116,6 @@ type leaderState struct {
 	followers map[int32]*followerState
 	changed   chan struct{} // closed when hw advances
 	isrChange bool          // an ISR write is under way
-	// restarted: this broker led the partition in this very epoch before
-	// it restarted (the controller did not see it go), so a follower may
-	// hold records it lost, copied unflushed at the same offsets in the
-	// same epoch. Appends wait (leadForAppend) until every in-sync
-	// follower has fetched within this log's end: one that was ahead got
-	// OFFSET_OUT_OF_RANGE and truncated by leader epoch to this end first.
-	// Atomic so that the appends of every other leader read it without
-	// taking mu.
-	restarted atomic.Bool
 }
 
 // followerState is what the leader knows of one follower.
@@ -146,7 +146,7 @@ func (rs *replicas) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, 
 		return nil, cluster.PartitionState{}, nil
 	}
 	st, ok := t.StateOf(p)
-	if !ok || st.Leader != rs.b.selfID {
+	if !ok || !rs.b.leads(st) {
 		return nil, st, errNotLeader
 	}
 	key := partKey{t.Name, p}
@@ -159,7 +159,6 @@ func (rs *replicas) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, 
 	if ls == nil || ls.epoch != st.LeaderEpoch {
 		now := time.Now()
 		ls = &leaderState{key: key, epoch: st.LeaderEpoch, followers: map[int32]*followerState{}, changed: make(chan struct{})}
-		ls.restarted.Store(l.LatestEpoch() >= st.LeaderEpoch)
 		ls.hw = min(rs.learned[key], l.HighWatermark())
 		for _, id := range t.ReplicasOf(p) {
 			if id != rs.b.selfID {
@@ -181,34 +180,30 @@ func (rs *replicas) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, 
 // this broker leads: a replicated partition's leader epoch is then
 // recorded, so the batch carries it.
 func (b *Broker) leadForAppend(t cluster.Topic, p int32, l *log.Log) int16 {
-	ls, st, err := b.replicas.leader(t, p, l)
-	if err != nil {
+	if _, _, err := b.replicas.leader(t, p, l); err != nil {
 		code, _ := replicationErrorCode(err)
 		return code
-	}
-	if ls != nil && !ls.followersSettled(st.ISR, b.selfID) {
-		return kerr.NotEnoughReplicas.Code // retriable: the followers fetch within a round or two
 	}
 	return 0
 }
 
-// followersSettled is false while a leader restarted within its epoch
-// waits for every in-sync follower's first fetch within its log end (see
-// leaderState.restarted); an in-sync follower that never fetches leaves
-// the ISR after ReplicaLagMax.
-func (ls *leaderState) followersSettled(isr []int32, self int32) bool {
-	if !ls.restarted.Load() {
-		return true
+// brokerEpocher is cluster metadata that knows this broker's epoch
+// (cluster.ZooKeeper; cluster/brokerepochs.go).
+type brokerEpocher interface {
+	BrokerEpoch() int64
+}
+
+// leads reports whether st names this broker as leader in its current
+// broker epoch. A broker that restarted (or registered again after a lost
+// session) does not lead what it led before until the controller elects
+// it again: it may have lost records it acknowledged, and its followers
+// must not truncate to it.
+func (b *Broker) leads(st cluster.PartitionState) bool {
+	var epoch int64
+	if e, ok := b.meta.(brokerEpocher); ok {
+		epoch = e.BrokerEpoch()
 	}
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	for _, id := range isr {
-		if f := ls.followers[id]; id != self && (f == nil || f.end < 0) {
-			return false
-		}
-	}
-	ls.restarted.Store(false)
-	return true
+	return st.LedBy(b.selfID, epoch)
 }
 
 // advance recomputes the high watermark over isr. Call with ls.mu held.
@@ -282,14 +277,24 @@ func (rs *replicas) followerFetched(t cluster.Topic, p int32, l *log.Log, replic
 		}
 		f.prevEnd, f.prevFetch = leo, now
 	}
+	// An in-sync follower below the high watermark lost records it had
+	// acknowledged (a disk that lost its last writes, a damaged tail cut
+	// by recovery): it must not stay electable.
+	inSync := slices.Contains(st.ISR, replica)
+	leave := inSync && offset < ls.hw && !ls.isrChange
 	hw := ls.advance(l, st.ISR, rs.b.selfID)
-	join := !slices.Contains(st.ISR, replica) && slices.Contains(t.ReplicasOf(p), replica) && f.end >= hw && !ls.isrChange
-	if join {
+	join := !inSync && slices.Contains(t.ReplicasOf(p), replica) && f.end >= hw && !ls.isrChange
+	if join || leave {
 		ls.isrChange = true
 	}
 	ls.mu.Unlock()
-	if join {
+	switch {
+	case join:
 		go rs.changeISR(ls, t.Name, p, append(slices.Clone(st.ISR), replica))
+	case leave:
+		rs.b.logger.Warn("follower left the isr: it fetches below the high watermark, so it lost records it held",
+			"topic", t.Name, "partition", p, "follower", replica, "fetch_offset", offset, "high_watermark", hw)
+		go rs.changeISR(ls, t.Name, p, slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return id == replica }))
 	}
 	return hw, nil
 }
@@ -346,7 +351,7 @@ func (rs *replicas) shrinkISRs() {
 func (rs *replicas) shrink(ls *leaderState) {
 	t, ok := rs.b.meta.Topic(ls.key.topic)
 	st, sok := t.StateOf(ls.key.p)
-	if !ok || !sok || st.Leader != rs.b.selfID || st.LeaderEpoch != ls.epoch {
+	if !ok || !sok || !rs.b.leads(st) || st.LeaderEpoch != ls.epoch {
 		rs.mu.Lock()
 		if rs.leading[ls.key] == ls {
 			delete(rs.leading, ls.key)

@@ -52,7 +52,7 @@ func (rs *replicas) followerLags(logEnd map[partKey]int64) []followerLag {
 		}
 		t, ok := rs.b.meta.Topic(ls.key.topic)
 		st, sok := t.StateOf(ls.key.p)
-		if !ok || !sok || st.Leader != rs.b.selfID || st.LeaderEpoch != ls.epoch {
+		if !ok || !sok || !rs.b.leads(st) || st.LeaderEpoch != ls.epoch {
 			continue // no longer led: shrinkISRs drops it
 		}
 		ls.mu.Lock()

@@ -16,7 +16,10 @@
 // (ZooKeeper.CreateReplicatedTopic): then each partition's state node
 // (leader, leader epoch, ISR) decides who leads, kept by the controller
 // (controller.go) and the leader (SetISR), both with version-checked
-// writes, so a replaced controller or leader cannot overwrite newer state.
+// writes, so a replaced controller or leader cannot overwrite newer state,
+// and broker epochs (brokerepochs.go) that tell a restarted broker from
+// the incarnation the state recorded, so it neither leads nor stays in
+// sync on what it may have lost.
 // The controller also gives partitions back to their preferred leaders
 // (preferred.go) and carries partition moves through (reassign.go), only
 // ever electing an in-sync replica unless a topic allows unclean

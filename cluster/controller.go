@@ -31,6 +31,11 @@ package cluster
 //     replica.lag.time.max.ms.
 //   - leader alive but no longer a replica (a reassignment moved the
 //     partition off it, or was cancelled): elected away as if dead.
+//   - a broker alive in another broker epoch than the state records
+//     (it restarted, brokerepochs.go) counts as dead for all of the
+//     above, except that when no valid in-sync replica is alive, a
+//     restarted one leads (the old leader first), alone in the ISR, with
+//     the next leader epoch and a warning.
 //
 // Besides, it moves leaderships back to preferred leaders
 // (preferred.go) and carries reassignments through (reassign.go).
@@ -193,11 +198,10 @@ func (c *controller) elect() error {
 	if err != nil {
 		return err
 	}
-	live := map[int32]bool{}
-	for _, id := range ids {
-		if n, err := strconv.Atoi(id); err == nil {
-			live[int32(n)] = true
-		}
+	// Epochs are read afresh every round (brokerepochs.go).
+	live, err := z.readBrokerEpochs(ids)
+	if err != nil {
+		return err
 	}
 	asked, askedVersion, err := c.askedElections()
 	if err != nil {
@@ -251,7 +255,7 @@ const (
 	electAway                // move the leadership away from its (damaged) leader (stepdown.go)
 )
 
-func (c *controller) electPartition(t Topic, p int32, replicas []int32, live map[int32]bool, mode electMode) error {
+func (c *controller) electPartition(t Topic, p int32, replicas []int32, live liveBrokers, mode electMode) error {
 	topic := t.Name
 	z := c.z
 	path := z.s.Paths.PartitionState(topic, p)
@@ -285,6 +289,17 @@ func (c *controller) electPartition(t Topic, p int32, replicas []int32, live map
 	}
 	if err := c.write(&zk.SetDataRequest{Path: path, Data: encodeState(c.stamp(next)), Version: version}); err != nil || !c.active {
 		return err
+	}
+	if next.Leader >= 0 && st.restarted(next.Leader, live) {
+		z.log.Warn("a restarted broker leads alone: no other in-sync replica is alive; records it lost when it went down are lost unless another in-sync replica returns before new ones are written",
+			"topic", topic, "partition", p, "leader", next.Leader, "leader_epoch", next.LeaderEpoch, "broker_epoch", next.LeaderBrokerEpoch, "old_isr", st.ISR, "old_leader", st.Leader)
+		return nil
+	}
+	for _, id := range st.ISR {
+		if st.restarted(id, live) {
+			z.log.Warn("a restarted broker left the isr: it may have lost records it held", "topic", topic, "partition", p, "broker", id,
+				"recorded_broker_epoch", st.recordedEpoch(id), "broker_epoch", live[id])
+		}
 	}
 	if next.Leader >= 0 && next.Leader != st.Leader && !slices.Contains(st.ISR, next.Leader) {
 		why := "unclean.leader.election.enable is true"
@@ -329,29 +344,36 @@ func (c *controller) write(ops ...any) error {
 // nextState is the controller's rule for one partition (see the file
 // comment), unclean saying whether a live replica outside the ISR may
 // lead; changed false when st stays.
-func nextState(st PartitionState, replicas []int32, live map[int32]bool, unclean bool) (PartitionState, bool) {
-	isr := make([]int32, 0, len(st.ISR))
-	for _, id := range st.ISR {
-		if live[id] && slices.Contains(replicas, id) {
-			isr = append(isr, id)
-		}
+func nextState(st PartitionState, replicas []int32, live liveBrokers, unclean bool) (PartitionState, bool) {
+	valid := func(id int32) bool {
+		_, alive := live[id]
+		return alive && slices.Contains(replicas, id) && !st.restarted(id, live)
 	}
-	next := st
-	next.ISR = isr
-	if st.Leader >= 0 && live[st.Leader] && slices.Contains(replicas, st.Leader) {
-		return next, len(isr) != len(st.ISR)
+	// Dead, removed and restarted members leave the ISR; the others keep
+	// (or, on a node written before broker epochs, get) their epochs.
+	isr := slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return !valid(id) })
+	next := st.withISR(isr, func(id int32) int64 { return live[id] })
+	if st.Leader >= 0 && valid(st.Leader) {
+		next.LeaderBrokerEpoch = live[st.Leader]
+		return next, !sameState(next, st)
 	}
 	for _, id := range replicas {
-		if live[id] && slices.Contains(isr, id) {
-			next.Leader = id
-			next.LeaderEpoch++
-			return next, true
+		if slices.Contains(isr, id) {
+			return next.lead(id, live[id]), true
 		}
 	}
-	if st.Leader >= 0 && live[st.Leader] {
+	if _, alive := live[st.Leader]; st.Leader >= 0 && alive && !st.restarted(st.Leader, live) {
 		// No successor: a leader that is no longer a replica keeps
 		// leading until one of the replicas is in sync.
 		return st, false
+	}
+	// No valid in-sync replica is alive: a restarted one leads, the old
+	// leader first, alone, since the others may hold less.
+	for _, id := range append([]int32{st.Leader}, replicas...) {
+		if slices.Contains(st.ISR, id) && slices.Contains(replicas, id) && st.restarted(id, live) {
+			lone := st.withISR([]int32{id}, func(int32) int64 { return live[id] })
+			return lone.lead(id, live[id]), true
+		}
 	}
 	if unclean {
 		down := st
@@ -363,11 +385,17 @@ func nextState(st PartitionState, replicas []int32, live map[int32]bool, unclean
 	if st.Leader == -1 {
 		return st, false
 	}
-	// The ISR stays as it was: its members are the brokers that may lead
-	// again without losing acknowledged records.
-	next.Leader, next.ISR = -1, st.ISR
+	// The ISR stays as it was, with its epochs: its members are the
+	// brokers that may lead again without losing acknowledged records.
+	next = st
+	next.Leader, next.LeaderBrokerEpoch = -1, 0
 	next.LeaderEpoch++
 	return next, true
+}
+
+// sameState reports whether a and b would be written alike.
+func sameState(a, b PartitionState) bool {
+	return string(encodeState(a)) == string(encodeState(b))
 }
 
 // SetUncleanLeaderElection sets unclean.leader.election.enable for the

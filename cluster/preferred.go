@@ -113,28 +113,27 @@ func DecodeElectionNode(data []byte) (ElectionNode, error) {
 func (p ZKPaths) PreferredElection() string { return p.Root + "/admin/preferred_replica_election" }
 
 // preferredState moves st's leadership to the preferred replica when it
-// is alive, in sync and not leading yet.
-func preferredState(st PartitionState, replicas []int32, live map[int32]bool) (PartitionState, bool) {
+// is alive (in the incarnation the ISR records), in sync and not leading
+// yet.
+func preferredState(st PartitionState, replicas []int32, live liveBrokers) (PartitionState, bool) {
 	pref := replicas[0]
-	if st.Leader == pref || !live[pref] || !slices.Contains(st.ISR, pref) {
+	e, alive := live[pref]
+	if st.Leader == pref || !alive || !slices.Contains(st.ISR, pref) || st.restarted(pref, live) {
 		return st, false
 	}
-	st.Leader = pref
-	st.LeaderEpoch++
-	return st, true
+	return st.lead(pref, e), true
 }
 
 // uncleanState lets the first live replica lead a partition that has no
 // leader, with itself as the only in-sync replica.
-func uncleanState(st PartitionState, replicas []int32, live map[int32]bool) (PartitionState, bool) {
+func uncleanState(st PartitionState, replicas []int32, live liveBrokers) (PartitionState, bool) {
 	if st.Leader >= 0 {
 		return st, false
 	}
 	for _, id := range replicas {
-		if live[id] {
-			st.Leader, st.ISR = id, []int32{id}
-			st.LeaderEpoch++
-			return st, true
+		if e, alive := live[id]; alive {
+			lone := st.withISR([]int32{id}, func(int32) int64 { return e })
+			return lone.lead(id, e), true
 		}
 	}
 	return st, false

@@ -245,7 +245,7 @@ func (z *ZooKeeper) checkTarget(target []int32) error {
 
 // reassignStep carries partition p of t one step further (see the file
 // comment); it does nothing until the target replicas are in sync.
-func (c *controller) reassignStep(t Topic, p int32, live map[int32]bool) error {
+func (c *controller) reassignStep(t Topic, p int32, live liveBrokers) error {
 	z := c.z
 	r := t.Reassigning[p]
 	target := slices.DeleteFunc(slices.Clone(t.ReplicasOf(p)), func(id int32) bool { return slices.Contains(r.Removing, id) })
@@ -266,9 +266,8 @@ func (c *controller) reassignStep(t Topic, p int32, live map[int32]bool) error {
 	if !slices.Contains(target, st.Leader) {
 		next := st
 		for _, id := range target {
-			if live[id] {
-				next.Leader = id
-				next.LeaderEpoch++
+			if e, alive := live[id]; alive && !st.restarted(id, live) {
+				next = st.lead(id, e)
 				break
 			}
 		}
@@ -298,8 +297,7 @@ func (c *controller) reassignStep(t Topic, p int32, live map[int32]bool) error {
 	delete(n.AddingReplicas, key)
 	delete(n.RemovingReplicas, key)
 	topicData, _ := json.Marshal(n)
-	next := st
-	next.ISR = slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return !slices.Contains(target, id) })
+	next := st.withISR(slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return !slices.Contains(target, id) }), st.recordedEpoch)
 	if err := c.write(
 		&zk.SetDataRequest{Path: topicPath, Data: topicData, Version: stat.Version},
 		&zk.SetDataRequest{Path: statePath, Data: encodeState(c.stamp(next)), Version: stateVersion}); err != nil || !c.active {

@@ -24,12 +24,20 @@ import (
 // (unclean election is off). LeaderEpoch grows by one at every leader
 // change; ControllerEpoch is the epoch of the controller that wrote the
 // node last (the leader's own ISR changes keep it).
+//
+// LeaderBrokerEpoch and ISRBrokerEpochs tell incarnations of a broker
+// apart (brokerepochs.go): the leader's broker epoch when it was given
+// this leader epoch, and each ISR member's (in ISR order) when it was
+// found in sync; 0 is unknown (a node written before broker epochs, whose
+// members are trusted as before). Both are absent from such nodes.
 type PartitionState struct {
-	Version         int     `json:"version"`
-	Leader          int32   `json:"leader"`
-	LeaderEpoch     int32   `json:"leader_epoch"`
-	ISR             []int32 `json:"isr"`
-	ControllerEpoch int32   `json:"controller_epoch"`
+	Version           int     `json:"version"`
+	Leader            int32   `json:"leader"`
+	LeaderEpoch       int32   `json:"leader_epoch"`
+	ISR               []int32 `json:"isr"`
+	ControllerEpoch   int32   `json:"controller_epoch"`
+	LeaderBrokerEpoch int64   `json:"leader_broker_epoch,omitempty"`
+	ISRBrokerEpochs   []int64 `json:"isr_broker_epochs,omitempty"`
 }
 
 // ZooKeeper paths of the replication nodes.
@@ -54,7 +62,8 @@ type ControllerNode struct {
 
 // DecodePartitionStateNode reads a state node, refusing what no writer
 // makes: an unknown version, an empty, duplicated or negative ISR, a
-// leader outside the ISR, negative epochs.
+// leader outside the ISR, negative epochs, broker epochs for a partition
+// without a leader or not one per ISR member.
 func DecodePartitionStateNode(data []byte) (PartitionState, error) {
 	var n PartitionState
 	if err := decodeNode("partition state", data, &n); err != nil {
@@ -73,6 +82,12 @@ func DecodePartitionStateNode(data []byte) (PartitionState, error) {
 	}
 	if n.Leader >= 0 && !slices.Contains(n.ISR, n.Leader) {
 		return PartitionState{}, fmt.Errorf("partition state node: leader %d is not in the isr %v", n.Leader, n.ISR)
+	}
+	if err := checkBrokerEpochs(n); err != nil {
+		return PartitionState{}, fmt.Errorf("partition state node: %w", err)
+	}
+	if len(n.ISRBrokerEpochs) == 0 {
+		n.ISRBrokerEpochs = nil // written as absent
 	}
 	return n, nil
 }
@@ -200,8 +215,17 @@ func (t Topic) StateOf(p int32) (PartitionState, bool) {
 	return t.States[p], true
 }
 
+// encodeState is the one way a state node is written: a partition
+// without a leader has no leader broker epoch, and broker epochs that are
+// all unknown are left out.
 func encodeState(s PartitionState) []byte {
 	s.Version = nodeVersion
+	if s.Leader < 0 {
+		s.LeaderBrokerEpoch = 0
+	}
+	if len(s.ISRBrokerEpochs) != len(s.ISR) || !slices.ContainsFunc(s.ISRBrokerEpochs, func(e int64) bool { return e != 0 }) {
+		s.ISRBrokerEpochs = nil
+	}
 	data, _ := json.Marshal(s)
 	return data
 }

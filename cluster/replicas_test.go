@@ -52,10 +52,10 @@ func TestOldTopicNodeReadsAsOneReplica(t *testing.T) {
 // the ISR; with no live ISR member nobody leads (no unclean election).
 func TestControllerNextState(t *testing.T) {
 	replicas := []int32{1, 2, 3}
-	live := func(ids ...int32) map[int32]bool {
-		m := map[int32]bool{}
+	live := func(ids ...int32) liveBrokers {
+		m := liveBrokers{}
 		for _, id := range ids {
-			m[id] = true
+			m[id] = 7
 		}
 		return m
 	}
@@ -63,7 +63,7 @@ func TestControllerNextState(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		st      PartitionState
-		live    map[int32]bool
+		live    liveBrokers
 		want    string
 		changed bool
 	}{
@@ -75,6 +75,11 @@ func TestControllerNextState(t *testing.T) {
 		{"still no live isr member", PartitionState{Version: 1, Leader: -1, LeaderEpoch: 5, ISR: []int32{1}}, live(2, 3), "leader -1 epoch 5 isr [1]", false},
 		{"isr member returns", PartitionState{Version: 1, Leader: -1, LeaderEpoch: 5, ISR: []int32{1}}, live(1, 2), "leader 1 epoch 6 isr [1]", true},
 	} {
+		// Every member in broker epoch 7, as recorded.
+		c.st = c.st.withISR(c.st.ISR, func(int32) int64 { return 7 })
+		if c.st.Leader >= 0 {
+			c.st.LeaderBrokerEpoch = 7
+		}
 		next, changed := nextState(c.st, replicas, c.live, false)
 		got := fmt.Sprintf("leader %d epoch %d isr %v", next.Leader, next.LeaderEpoch, next.ISR)
 		if got != c.want || changed != c.changed {

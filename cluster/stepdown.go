@@ -27,19 +27,26 @@ const electionAway = 2
 var ErrNotLeading = errors.New("this broker does not lead the partition")
 
 // awayState moves st's leadership to the first live in-sync replica other
-// than its leader, which leaves the ISR.
-func awayState(st PartitionState, replicas []int32, live map[int32]bool) (PartitionState, bool) {
+// than its leader (alive in the incarnation the ISR records), which leaves
+// the ISR; the others keep their recorded broker epochs.
+func awayState(st PartitionState, replicas []int32, live liveBrokers) (PartitionState, bool) {
 	if st.Leader < 0 {
 		return st, false
 	}
 	for _, id := range replicas {
-		if id != st.Leader && live[id] && slices.Contains(st.ISR, id) {
-			old := st.Leader
-			st.ISR = slices.DeleteFunc(slices.Clone(st.ISR), func(m int32) bool { return m == old })
-			st.Leader = id
-			st.LeaderEpoch++
-			return st, true
+		e, alive := live[id]
+		if id == st.Leader || !alive || !slices.Contains(st.ISR, id) || st.restarted(id, live) {
+			continue
 		}
+		old := st.Leader
+		isr := slices.DeleteFunc(slices.Clone(st.ISR), func(m int32) bool { return m == old })
+		next := st.withISR(isr, func(m int32) int64 {
+			if r := st.recordedEpoch(m); r != 0 {
+				return r
+			}
+			return live[m]
+		})
+		return next.lead(id, e), true
 	}
 	return st, false
 }
@@ -59,12 +66,12 @@ func (z *ZooKeeper) StepDown(ctx context.Context, topic string, p int32) error {
 	if err != nil {
 		return err
 	}
-	if st.Leader != z.self.ID {
+	if !st.LedBy(z.self.ID, z.BrokerEpoch()) {
 		return ErrNotLeading
 	}
-	live := map[int32]bool{}
-	for _, b := range z.Brokers() {
-		live[b.ID] = true
+	live, err := z.brokerEpochsOf(t.ReplicasOf(p))
+	if err != nil {
+		return err
 	}
 	if _, ok := awayState(st, t.ReplicasOf(p), live); !ok {
 		return ErrEligibleNotAvailable
@@ -76,7 +83,7 @@ func (z *ZooKeeper) StepDown(ctx context.Context, topic string, p int32) error {
 	if st, err = z.readState(tp); err != nil {
 		return err
 	}
-	if st.Leader == z.self.ID {
+	if st.LedBy(z.self.ID, z.BrokerEpoch()) {
 		return ErrEligibleNotAvailable
 	}
 	return nil

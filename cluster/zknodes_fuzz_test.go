@@ -200,7 +200,17 @@ func FuzzDecodePartitionStateNode(f *testing.F) {
 		`{"version":1,"leader":1,"leader_epoch":0,"isr":[1,1],"controller_epoch":0}`,
 		`{"version":1,"leader":1,"leader_epoch":-1,"isr":[1],"controller_epoch":0}`,
 		`{"version":0,"leader":1,"isr":[1]}`, `{"version":1,"leader":-2,"isr":[1]}`,
-		`{"version":1,"leader":1,"isr":[]}`, `null`)
+		`{"version":1,"leader":1,"isr":[]}`, `null`,
+		// Broker epochs: the czxids of the registrations (brokerepochs.go).
+		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2,3],"controller_epoch":4,"leader_broker_epoch":4294967302,"isr_broker_epochs":[4294967302,4294967310]}`,
+		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2,3],"controller_epoch":4,"isr_broker_epochs":[0,12]}`,
+		`{"version":1,"leader":-1,"leader_epoch":3,"isr":[2],"controller_epoch":4,"isr_broker_epochs":[12]}`,
+		`{"version":1,"leader":-1,"leader_epoch":3,"isr":[2],"controller_epoch":4,"leader_broker_epoch":12}`,
+		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2,3],"controller_epoch":4,"isr_broker_epochs":[12]}`,
+		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":4,"leader_broker_epoch":-5}`,
+		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":4,"isr_broker_epochs":[-1]}`,
+		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":4,"isr_broker_epochs":[]}`,
+		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":4,"leader_broker_epoch":1e30}`)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n, err := DecodePartitionStateNode(data)
 		if err != nil {
@@ -219,7 +229,20 @@ func FuzzDecodePartitionStateNode(f *testing.F) {
 		if !inISR {
 			t.Fatalf("accepted leader %d outside the isr %v", n.Leader, n.ISR)
 		}
+		if n.LeaderBrokerEpoch < 0 || (n.Leader < 0 && n.LeaderBrokerEpoch != 0) || (n.ISRBrokerEpochs != nil && len(n.ISRBrokerEpochs) != len(n.ISR)) {
+			t.Fatalf("accepted broker epochs no writer makes: %+v", n)
+		}
+		for _, e := range n.ISRBrokerEpochs {
+			if e < 0 {
+				t.Fatalf("accepted isr broker epochs %v", n.ISRBrokerEpochs)
+			}
+		}
 		roundTrip(t, n, DecodePartitionStateNode)
+		if again, err := DecodePartitionStateNode(encodeState(n)); err != nil {
+			t.Fatalf("accepted node %+v, written as a writer does, is refused: %v", n, err)
+		} else if again.Leader != n.Leader || again.LeaderBrokerEpoch != n.LeaderBrokerEpoch {
+			t.Fatalf("node %+v written as a writer does reads back as %+v", n, again)
+		}
 	})
 }
 

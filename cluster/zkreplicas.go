@@ -54,6 +54,10 @@ func (z *ZooKeeper) CreateReplicatedTopic(ctx context.Context, name string, part
 	if err != nil {
 		return Topic{}, fmt.Errorf("creating topic %s: %w", name, err)
 	}
+	live, err := z.brokerEpochsOf(idsOf(brokers))
+	if err != nil {
+		return Topic{}, fmt.Errorf("creating topic %s: %w", name, err)
+	}
 	leaders := make([]int32, partitions)
 	for p := range replicas {
 		leaders[p] = replicas[p][0]
@@ -69,8 +73,7 @@ func (z *ZooKeeper) CreateReplicatedTopic(ctx context.Context, name string, part
 		state := z.s.Paths.PartitionState(name, int32(p))
 		ops = append(ops,
 			&zk.CreateRequest{Path: state[:len(state)-len("/state")], Acl: acl},
-			&zk.CreateRequest{Path: state, Acl: acl, Data: encodeState(PartitionState{
-				Leader: replicas[p][0], ISR: slices.Clone(replicas[p]), ControllerEpoch: ctrlEpoch})})
+			&zk.CreateRequest{Path: state, Acl: acl, Data: encodeState(firstState(replicas[p], ctrlEpoch, live))})
 	}
 	if _, err := z.s.Conn.Multi(ops...); err != nil {
 		if errors.Is(err, zk.ErrNodeExists) {
@@ -147,10 +150,13 @@ func (z *ZooKeeper) SetISR(ctx context.Context, topic string, partition int32, l
 		if err != nil {
 			return PartitionState{}, err
 		}
-		if st.Leader != z.self.ID || st.LeaderEpoch != leaderEpoch {
-			return st, fmt.Errorf("%w: %s-%d is led by %d in epoch %d", ErrNotLeader, topic, partition, st.Leader, st.LeaderEpoch)
+		if !st.LedBy(z.self.ID, z.BrokerEpoch()) || st.LeaderEpoch != leaderEpoch {
+			return st, fmt.Errorf("%w: %s-%d is led by %d in epoch %d (broker epoch %d; this broker's is %d)",
+				ErrNotLeader, topic, partition, st.Leader, st.LeaderEpoch, st.LeaderBrokerEpoch, z.BrokerEpoch())
 		}
-		st.ISR = slices.Clone(isr)
+		if st, err = z.withJoiners(st, isr); err != nil {
+			return PartitionState{}, err
+		}
 		_, err = z.s.Conn.Set(path, encodeState(st), stat.Version)
 		if errors.Is(err, zk.ErrBadVersion) {
 			continue // the controller wrote meanwhile: read its state again
@@ -164,6 +170,51 @@ func (z *ZooKeeper) SetISR(ctx context.Context, topic string, partition int32, l
 		}
 		return st, nil
 	}
+}
+
+// withJoiners is st with isr as its ISR: members already in sync keep the
+// broker epoch recorded for them, and a joining one gets the epoch of its
+// registration now, read from ZooKeeper: the incarnation whose fetch just
+// reached the high watermark (an older one's would have been refused by
+// the controller). A joining broker that is not registered is an error.
+func (z *ZooKeeper) withJoiners(st PartitionState, isr []int32) (PartitionState, error) {
+	var joining []int32
+	for _, id := range isr {
+		if !slices.Contains(st.ISR, id) {
+			joining = append(joining, id)
+		}
+	}
+	live, err := z.brokerEpochsOf(joining)
+	if err != nil {
+		return PartitionState{}, err
+	}
+	for _, id := range joining {
+		if _, ok := live[id]; !ok {
+			return PartitionState{}, fmt.Errorf("broker %d joins the isr but is not registered", id)
+		}
+	}
+	return st.withISR(isr, func(id int32) int64 {
+		if e, ok := live[id]; ok {
+			return e
+		}
+		return st.recordedEpoch(id)
+	}), nil
+}
+
+// firstState is the state of a new partition: its first replica leads,
+// every replica is in sync, each in its current broker epoch.
+func firstState(replicas []int32, ctrlEpoch int32, live liveBrokers) PartitionState {
+	st := PartitionState{Leader: replicas[0], LeaderBrokerEpoch: live[replicas[0]], ControllerEpoch: ctrlEpoch}
+	return st.withISR(replicas, func(id int32) int64 { return live[id] })
+}
+
+// idsOf lists the brokers' ids.
+func idsOf(brokers []Broker) []int32 {
+	ids := make([]int32, len(brokers))
+	for i, b := range brokers {
+		ids[i] = b.ID
+	}
+	return ids
 }
 
 // readControllerEpoch reads /controller_epoch: 0 (and version -1) while
@@ -206,6 +257,10 @@ func (z *ZooKeeper) addReplicatedPartitions(name string, n TopicNode, version in
 	if err != nil {
 		return Topic{}, err
 	}
+	live, err := z.brokerEpochsOf(idsOf(brokers))
+	if err != nil {
+		return Topic{}, fmt.Errorf("adding partitions to %s: %w", name, err)
+	}
 	acl := zk.WorldACL(zk.PermAll)
 	var ops []any
 	for p := old; p < total; p++ {
@@ -214,8 +269,7 @@ func (z *ZooKeeper) addReplicatedPartitions(name string, n TopicNode, version in
 		state := z.s.Paths.PartitionState(name, p)
 		ops = append(ops,
 			&zk.CreateRequest{Path: state[:len(state)-len("/state")], Acl: acl},
-			&zk.CreateRequest{Path: state, Acl: acl, Data: encodeState(PartitionState{
-				Leader: placed[p][0], ISR: slices.Clone(placed[p]), ControllerEpoch: ctrlEpoch})})
+			&zk.CreateRequest{Path: state, Acl: acl, Data: encodeState(firstState(placed[p], ctrlEpoch, live))})
 	}
 	data, _ := json.Marshal(n)
 	ops = append([]any{&zk.SetDataRequest{Path: z.s.Paths.Topic(name), Data: data, Version: version}}, ops...)

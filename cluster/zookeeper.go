@@ -41,7 +41,8 @@ type ZooKeeper struct {
 	unclean    atomic.Bool   // unclean.leader.election.enable of topics that do not set it (controller.go)
 	reelect    chan struct{} // wakes the controller when the unclean default changes
 
-	registered atomic.Bool // listed in /brokers/ids as far as run knows (Registered)
+	registered atomic.Bool  // listed in /brokers/ids as far as run knows (Registered)
+	epoch      atomic.Int64 // broker epoch: czxid of the registration node last created (brokerepochs.go)
 
 	refreshMu sync.Mutex         // serializes refreshes so views publish in read order
 	published map[string][]int32 // own partitions last written to the broker node
@@ -127,8 +128,16 @@ func (z *ZooKeeper) register(ctx context.Context) error {
 	node := BrokerNode{Broker: z.self, Topics: z.published}
 	z.refreshMu.Unlock()
 	data, _ := json.Marshal(node)
-	if err := z.s.CreateEphemeral(ctx, z.s.Paths.Broker(z.self.ID), data); err != nil {
+	path := z.s.Paths.Broker(z.self.ID)
+	if err := z.s.CreateEphemeral(ctx, path, data); err != nil {
 		return fmt.Errorf("registering broker %d: %w", z.self.ID, err)
+	}
+	epoch, err := z.s.registrationEpoch(path)
+	if err != nil {
+		return fmt.Errorf("registering broker %d: %w", z.self.ID, err)
+	}
+	if old := z.epoch.Swap(epoch); old != epoch {
+		z.log.Info("registered in the broker registry", "broker_epoch", epoch, "previous_broker_epoch", old)
 	}
 	return nil
 }

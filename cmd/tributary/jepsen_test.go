@@ -23,8 +23,10 @@ import (
 // real ZooKeeper, a topic of three partitions with three replicas and
 // min.insync.replicas 2, idempotent acks=all producers and a consumer
 // group, while it kill -9s the current leader of a partition (and
-// restarts it) and SIGSTOPs a broker past its ZooKeeper session timeout
-// (and SIGCONTs it), round after round. Afterwards:
+// restarts it), SIGSTOPs a broker past its ZooKeeper session timeout
+// (and SIGCONTs it), and kill -9s the leader of another partition, cuts
+// the tails of its segments (a disk that lost its last writes) and
+// restarts it at once, within its session, round after round. Afterwards:
 //   - every acknowledged record is in its partition exactly once, in the
 //     order it was produced;
 //   - the consumer never saw an offset go backwards within an assignment,
@@ -58,8 +60,9 @@ func TestJepsenReplicatedCluster(t *testing.T) {
 	cons := newJepsenConsumer(t, j.addrs(), topic)
 
 	// Faults, round after round, until the duration is spent.
-	var failovers int
+	var failovers, tailCuts int
 	var maxFailover time.Duration
+	var cut int64
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	deadline := time.Now().Add(faults)
 	for round := 0; round == 0 || time.Now().Before(deadline); round++ {
@@ -90,6 +93,23 @@ func TestJepsenReplicatedCluster(t *testing.T) {
 		if !j.healed(t, topic, partitions, round, "pause") {
 			break
 		}
+		// kill -9 the leader of another partition, cut the tails of its
+		// segments, restart it before its session expires.
+		q := (p + 1) % partitions
+		if leader := j.leader(t, topic, q); leader > 0 {
+			j.brokers[leader].p.Kill()
+			var n int64
+			for part := range partitions {
+				n += cutSegmentTail(t, j.brokers[leader].dir, topic, part, 64<<10)
+			}
+			j.start(t, leader)
+			tailCuts++
+			cut += n
+			t.Logf("round %d: killed broker %d, leader of %s-%d, cut %d bytes from its segments' tails, restarted it", round, leader, topic, q, n)
+		}
+		if !j.healed(t, topic, partitions, round, "tail-loss restart") {
+			break
+		}
 	}
 
 	prod.stop(t)
@@ -97,14 +117,14 @@ func TestJepsenReplicatedCluster(t *testing.T) {
 	cons.stopAt(t, end, 60*time.Second)
 	final := readPartitions(t, j.addrs(), topic, end)
 	acked := prod.check(t, final)
-	cons.check(t, final)
+	cons.check(t, final, end)
 	j.stopAll(t)
 	compareReplicas(t, j.dataDirs(), topic, partitions)
-	t.Logf("figures: %d records acknowledged, %d failovers, max failover %v (kill -9 to the next acknowledgement on that partition, ZooKeeper session timeout %v included), %d consumer records",
-		acked, failovers, maxFailover.Round(time.Millisecond), cluster.DefaultSessionTimeout, cons.count())
+	t.Logf("figures: %d records acknowledged, %d failovers, max failover %v (kill -9 to the next acknowledgement on that partition, ZooKeeper session timeout %v included), %d tail-loss restarts (%d bytes cut), %d consumer records",
+		acked, failovers, maxFailover.Round(time.Millisecond), cluster.DefaultSessionTimeout, tailCuts, cut, cons.count())
 	if os.Getenv("SOAK_DURATION") != "" {
-		fmt.Printf("soak: %v of faults: %d records acknowledged, %d failovers, max failover %v\n",
-			faults, acked, failovers, maxFailover.Round(time.Millisecond))
+		fmt.Printf("soak: %v of faults: %d records acknowledged, %d failovers, max failover %v, %d tail-loss restarts (%d bytes cut)\n",
+			faults, acked, failovers, maxFailover.Round(time.Millisecond), tailCuts, cut)
 	}
 }
 

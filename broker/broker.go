@@ -204,6 +204,7 @@ func New(cfg Config) (*Broker, error) {
 	b.staticLog = b.metrics.logConfig(cfg.Log)
 	b.logs = newPartitions(cfg.DataDir, b.staticLog, fileBudget, b.logger)
 	b.logs.current = b.meta.Topic
+	b.logs.repair.b = b
 	b.dyn.store = &brokerConfigFile{path: filepath.Join(cfg.DataDir, "broker-configs.json"), self: b.selfID}
 	if zs, ok := b.meta.(zkSessioner); ok {
 		b.dyn.store = brokerConfigZooKeeper{zk: cluster.NewZKBrokerConfigs(zs.Session()), self: b.selfID}

@@ -48,6 +48,7 @@ type brokerMetrics struct {
 	refused    *prometheus.CounterVec
 	isrShrinks prometheus.Counter
 	isrExpands prometheus.Counter
+	quarantine quarantineMetrics
 
 	// off makes the event hooks no-ops (Config.DisableMetrics); the state
 	// read at scrape time is still served.
@@ -167,6 +168,7 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 			Name: "tributary_isr_shrinks_total",
 			Help: "ISR shrinks of partitions this broker leads (Kafka's IsrShrinksPerSec): a follower lagged longer than replica.lag.time.max.ms or its broker died.",
 		}),
+		quarantine: newQuarantineMetrics(),
 		isrExpands: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tributary_isr_expands_total",
 			Help: "ISR expansions of partitions this broker leads (Kafka's IsrExpandsPerSec): a follower caught up with the high watermark again.",
@@ -208,6 +210,13 @@ func (m *brokerMetrics) logConfig(c log.Config) log.Config {
 		m.flushBatch.Observe(float64(f.Messages))
 		if prev != nil {
 			prev(f)
+		}
+	}
+	prevLost := c.OnLost
+	c.OnLost = func(r log.LostRange) {
+		m.quarantine.onLost(r)
+		if prevLost != nil {
+			prevLost(r)
 		}
 	}
 	return c
@@ -343,7 +352,7 @@ func errorName(code int16) string {
 func (m *brokerMetrics) events() []prometheus.Collector {
 	return []prometheus.Collector{m.requests, m.unanswered, m.duration, m.partErrors,
 		m.bytesIn, m.messagesIn, m.bytesOut, m.accepted, m.fsync, m.flushBatch,
-		m.queue, m.throttle, m.refused, m.isrShrinks, m.isrExpands}
+		m.queue, m.throttle, m.refused, m.isrShrinks, m.isrExpands, m.quarantine.ranges, m.quarantine.offsets}
 }
 
 // Describe sends the description of every family, including those with

@@ -48,6 +48,7 @@ type partitions struct {
 	// topic from one created again under the same name.
 	dead    tombstones
 	current func(name string) (cluster.Topic, bool)
+	repair  repairState // damaged replicas fetching again (replica_repair.go)
 }
 
 type partKey struct {
@@ -161,10 +162,12 @@ func (ps *partitions) openLog(t cluster.Topic, key partKey) (*log.Log, int, erro
 		return nil, 0, fmt.Errorf("topic %s: %w", t.Name, err)
 	}
 	dir := ps.partitionDir(key.topic, key.p)
+	cfg.BeforeLoss = ps.repair.beforeLoss(t, key, dir, cfg.FS)
 	l, rep, err := log.Open(dir, cfg, ps.logger.With("topic", key.topic, "partition", key.p))
 	if err != nil {
 		return nil, 0, fmt.Errorf("opening partition %s-%d: %w", key.topic, key.p, err)
 	}
+	ps.repair.opened(t, key, l)
 	if !rep.Clean && rep.TruncatedBytes > 0 {
 		ps.logger.Warn("partition recovered with data cut from its tail",
 			"topic", key.topic, "partition", key.p, "truncated_bytes", rep.TruncatedBytes,

@@ -150,6 +150,9 @@ func (rs *replicas) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, 
 		return nil, st, errNotLeader
 	}
 	key := partKey{t.Name, p}
+	if rs.damagedLeader(key, st) { // a damaged leader steps down (replica_repair.go)
+		return nil, st, errNotLeader
+	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	ls := rs.leading[key]

@@ -268,6 +268,9 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 		if err != nil {
 			return fmt.Errorf("opening %s-%d to follow it: %w", k.topic, k.p, err)
 		}
+		if !f.rs.b.logs.repair.repairBeforeFollowing(k, l) {
+			continue // not fetched until its log can be cut back (replica_repair.go)
+		}
 		logs[k] = l
 		if st, ok := parts[k].StateOf(k.p); ok {
 			if e, done := f.checked[k]; !done || e != st.LeaderEpoch {
@@ -292,8 +295,8 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 	_, rate := b.throttleRates()
 	throttled := map[partKey]bool{}
 	for _, k := range keys {
-		if unchecked[k] {
-			continue // the leader could not answer for its epoch yet
+		if unchecked[k] || logs[k] == nil {
+			continue // the leader could not answer for its epoch yet, or a repair waits
 		}
 		if f.rs.followerThrottled(parts[k], k.p, rate) {
 			if f.rs.followerQuota.exceeded(rate) {

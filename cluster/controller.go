@@ -252,6 +252,7 @@ const (
 	electNone      electMode = iota
 	electPreferred           // move the leadership to the preferred replica if it is alive and in sync
 	electUnclean             // no live in-sync replica: let a live out-of-sync one lead
+	electAway                // move the leadership away from its (damaged) leader (stepdown.go)
 )
 
 func (c *controller) electPartition(t Topic, p int32, replicas []int32, live liveBrokers, mode electMode) error {
@@ -274,6 +275,12 @@ func (c *controller) electPartition(t Topic, p int32, replicas []int32, live liv
 	if mode == electPreferred {
 		var moved bool
 		if next, moved = preferredState(next, replicas, live); moved {
+			changed = true
+		}
+	}
+	if mode == electAway {
+		var moved bool
+		if next, moved = awayState(next, replicas, live); moved {
 			changed = true
 		}
 	}

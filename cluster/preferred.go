@@ -69,7 +69,8 @@ type TopicPartition struct {
 }
 
 // ElectionNode is the content of /admin/preferred_replica_election:
-// Kafka's format, plus the election type (1: unclean).
+// Kafka's format, plus the election type (1: unclean; 2: away from the
+// current leader, StepDown).
 type ElectionNode struct {
 	Version    int              `json:"version"`
 	Partitions []TopicPartition `json:"partitions"`
@@ -88,8 +89,8 @@ func DecodeElectionNode(data []byte) (ElectionNode, error) {
 	if err := checkVersion("preferred replica election", n.Version); err != nil {
 		return ElectionNode{}, err
 	}
-	if n.Type != 0 && n.Type != 1 {
-		return ElectionNode{}, fmt.Errorf("preferred replica election node: election_type %d is neither 0 (preferred) nor 1 (unclean)", n.Type)
+	if n.Type < 0 || n.Type > electionAway {
+		return ElectionNode{}, fmt.Errorf("preferred replica election node: election_type %d is none of 0 (preferred), 1 (unclean) and 2 (away from the leader, stepdown.go)", n.Type)
 	}
 	seen := make(map[TopicPartition]bool, len(n.Partitions))
 	for _, tp := range n.Partitions {
@@ -140,16 +141,19 @@ func uncleanState(st PartitionState, replicas []int32, live liveBrokers) (Partit
 
 // askedSet is the content of the election node, looked up by partition.
 type askedSet struct {
-	parts   map[TopicPartition]bool
-	unclean bool
+	parts map[TopicPartition]bool
+	typ   int8 // the node's election type
 }
 
 func (a askedSet) mode(tp TopicPartition) (electMode, bool) {
 	if !a.parts[tp] {
 		return electNone, false
 	}
-	if a.unclean {
+	switch a.typ {
+	case 1:
 		return electUnclean, true
+	case electionAway:
+		return electAway, true
 	}
 	return electPreferred, true
 }
@@ -169,7 +173,7 @@ func (c *controller) askedElections() (askedSet, int32, error) {
 		c.z.log.Warn("controller: ignoring unreadable election request", "node", path, "err", err)
 		return askedSet{}, version, nil
 	}
-	a := askedSet{parts: map[TopicPartition]bool{}, unclean: n.Type == 1}
+	a := askedSet{parts: map[TopicPartition]bool{}, typ: n.Type}
 	for _, tp := range n.Partitions {
 		a.parts[tp] = true
 	}

@@ -294,7 +294,7 @@ func FuzzDecodeElectionNode(f *testing.F) {
 			}
 			return
 		}
-		if n.Version < 0 || n.Version > nodeVersion || (n.Type != 0 && n.Type != 1) || len(n.Partitions) > len(data) {
+		if n.Version < 0 || n.Version > nodeVersion || (n.Type < 0 || n.Type > 2) || len(n.Partitions) > len(data) {
 			t.Fatalf("accepted an election request no broker writes: %+v", n)
 		}
 		seen := map[TopicPartition]bool{}
@@ -313,7 +313,7 @@ func FuzzDecodeElectionNode(f *testing.F) {
 // partition twice, or a partition no topic can have, was acted on.
 func TestDecodeRefusesBadElectionAndControllerNodes(t *testing.T) {
 	for _, node := range []string{
-		`{"version":1,"partitions":[{"topic":"a","partition":0}],"election_type":2}`,
+		`{"version":1,"partitions":[{"topic":"a","partition":0}],"election_type":3}`,
 		`{"version":1,"partitions":[{"topic":"a","partition":0}],"election_type":-1}`,
 		`{"version":2,"partitions":[{"topic":"a","partition":0}]}`,
 		`{"version":1,"partitions":[{"topic":"a","partition":-1}]}`,

@@ -43,7 +43,12 @@
 //     valid batch, moves the damaged bytes to NNN.log.quarantine-<byte>,
 //     rewrites the segment without them in one atomic rename and reports the
 //     lost offset range. Offsets are never reassigned: the log has a gap there,
-//     recorded in NNN.gaps, which Read skips.
+//     recorded in NNN.gaps, which Read skips. Every read does the same with
+//     damage it meets: each stretch of a segment is CRC-checked the first
+//     time this process serves it (appended and recovered bytes count as
+//     checked), so bit rot in an old segment costs that batch only, by
+//     default (readcheck.go). Config.BeforeLoss runs before any such loss is
+//     made durable (a replicated partition fetches it again, repairmarker.go).
 //   - A log whose CleanupPolicy compacts keeps, once cleaned, the last record
 //     of every key and drops tombstones DeleteRetention after they were
 //     written (clean.go); it refuses records without a key. Cleaning rewrites
@@ -82,7 +87,9 @@
 // NNN.gaps also for the offsets compaction removed, and, only while a
 // cleaning swaps segments in, NNN.log.cleaned, NNN.gaps.cleaned and the
 // cleaning-swap marker; for a replicated partition, leader-epoch-checkpoint
-// (the first offset of each leader epoch, replaced atomically on change).
+// (the first offset of each leader epoch, replaced atomically on change)
+// and, after damage was found and until the replica has cut its log back
+// to fetch it again from its leader, repair-from (repairmarker.go).
 package log
 
 import (
@@ -162,6 +169,17 @@ type Config struct {
 	// FS is the file system the log lives on. Default OSFS; tests give a
 	// file system that simulates power loss.
 	FS FS
+	// BeforeLoss, if set, is called by recovery, the scrubber and the
+	// read check (readcheck.go) with the first offset of damage they are
+	// about to quarantine, before any of it is made durable; an error
+	// stops the quarantine (recovery fails, the scrubber logs it, the
+	// read fails). A replicated partition records there where to fetch
+	// again from its leader (RecordRepairFrom). It may be called during
+	// Open and with the log's repair locks held: it must not call the log.
+	BeforeLoss func(firstLost int64) error
+	// OnLost, if set, is told of every range of offsets quarantined (for
+	// metrics); it must only record.
+	OnLost func(LostRange)
 
 	// CleanupPolicy says whether old data goes by retention (delete, the
 	// default), by compaction (compact: only the last record of each key

@@ -25,9 +25,8 @@ func damageFixture(t *testing.T, dir string) []byte {
 }
 
 // After a clean shutdown Open trusts the segments, so the damage stays until
-// the scrubber finds it: before, Read hands out the damaged batch (a
-// consumer fails on its CRC for ever); after, the batch is quarantined and
-// every other offset reads as before.
+// the scrubber (or a read, readcheck.go) finds it; then the batch is
+// quarantined and every other offset reads as before.
 func TestScrubRepairsDamageAfterCleanShutdown(t *testing.T) {
 	dir := writeFixture(t)
 	damagedBytes := damageFixture(t, dir)
@@ -35,11 +34,7 @@ func TestScrubRepairsDamageAfterCleanShutdown(t *testing.T) {
 	if !rep.Clean || len(rep.Lost) != 0 {
 		t.Fatalf("report %+v: a clean open should not scan", rep)
 	}
-	s, err := l.Read(8, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := checkFraming(readAll(t, s)); err == nil {
+	if _, err := checkFraming(damagedBytes); err == nil {
 		t.Fatal("the fixture's damage is not where the test expects it")
 	}
 
@@ -162,4 +157,35 @@ func snapshotDir(t *testing.T, dir string) string {
 		b.Write(c)
 	}
 	return b.String()
+}
+
+// A segment rolled right after the flush that covered it was never sealed
+// (the flush that sealed segments only looked at those it synced), and the
+// scrubber stopped at the first segment still holding its writers: under
+// acks=all traffic, which flushes after every batch, nothing was ever
+// scrubbed.
+func TestScrubCoversSegmentsRolledAfterTheirFlush(t *testing.T) {
+	dir := t.TempDir()
+	cfg := fixtureConfig()
+	l, _ := openLog(t, dir, cfg)
+	for range fixtureBatches {
+		mustAppend(t, l, fixtureBatch())
+		mustFlush(t, l) // as acks=all does: every batch flushed before the next arrives
+	}
+	S := fixtureBatchSize()
+	flipByte(t, segPath(dir, 6), S+S/2)
+	lost, err := l.Scrub()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lost) != 1 || lost[0].FirstOffset != 8 || lost[0].NextOffset != 10 {
+		t.Fatalf("scrub lost %v, want offsets [8, 10)", lost)
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, s := range l.segs[:len(l.segs)-1] {
+		if s.w != nil {
+			t.Errorf("segment %d is sealed and flushed but still holds its writers", s.base)
+		}
+	}
 }

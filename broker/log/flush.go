@@ -93,8 +93,8 @@ func (l *Log) flushLocked() error {
 	began := time.Now()
 	l.flushIsBusy = flushBusy(target-l.flushTarget, began.Sub(l.lastFlushStart))
 	l.lastFlushStart = began
-	segs, syncDir := l.dirty, l.dirDirty
-	l.dirty, l.dirDirty = nil, false
+	segs, syncDir, unsealed := l.dirty, l.dirDirty, l.unsealed
+	l.dirty, l.dirDirty, l.unsealed = nil, false, nil
 	for _, s := range segs {
 		s.dirty = false
 	}
@@ -131,7 +131,7 @@ func (l *Log) flushLocked() error {
 		l.hw, l.hwSeg, l.hwPos = target, tSeg, tPos
 		l.wake()
 	}
-	for _, s := range segs {
+	for _, s := range append(segs, unsealed...) {
 		if s != l.active && !s.dirty {
 			if serr := s.seal(); serr != nil {
 				l.logger.Warn("closing sealed segment writers", "file", s.path, "err", serr)

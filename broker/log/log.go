@@ -20,25 +20,29 @@ type Log struct {
 	cfg    Config
 	logger *slog.Logger
 
-	mu             sync.RWMutex
-	segs           []*segment // sorted by base offset; the last is active
-	active         *segment
-	start          int64
-	leo            int64
-	hw             int64
-	hwSeg          *segment // segment holding the high watermark...
-	hwPos          int64    // ...and its byte position there
-	size           int64
-	changed        chan struct{}
-	appended       chan struct{} // closed at the next append (Appended); nil until asked for
-	closed         bool
-	failed         error // a write or fsync failed: the log takes no more appends
-	producers      producers
-	dirty          []*segment // segments with bytes not yet fsynced
-	dirDirty       bool       // a segment file was created since the last flush
-	flushTarget    int64      // log end offset covered by the last flush started
-	lastFlushStart time.Time  // when the last flush started
-	flushIsBusy    bool       // the last flush found the partition busy (flushBusy)
+	mu        sync.RWMutex
+	segs      []*segment // sorted by base offset; the last is active
+	active    *segment
+	start     int64
+	leo       int64
+	hw        int64
+	hwSeg     *segment // segment holding the high watermark...
+	hwPos     int64    // ...and its byte position there
+	size      int64
+	changed   chan struct{}
+	appended  chan struct{} // closed at the next append (Appended); nil until asked for
+	closed    bool
+	failed    error // a write or fsync failed: the log takes no more appends
+	producers producers
+	dirty     []*segment // segments with bytes not yet fsynced
+	// unsealed are segments rolled while clean (the flush that covered
+	// them ended before the roll): no flush syncs them again, so the next
+	// one seals them.
+	unsealed       []*segment
+	dirDirty       bool      // a segment file was created since the last flush
+	flushTarget    int64     // log end offset covered by the last flush started
+	lastFlushStart time.Time // when the last flush started
+	flushIsBusy    bool      // the last flush found the partition busy (flushBusy)
 
 	// flushMu serializes flushes so that each knows what the previous one
 	// covered; it is taken before mu, never while holding it.
@@ -224,6 +228,11 @@ func (l *Log) write(batch []byte, h *batchHeader, now time.Time, keepBase bool) 
 	base = l.leo
 	if keepBase {
 		base = h.baseOffset
+		if base > l.leo {
+			if err := l.recordLeadersGap(s, l.leo, base); err != nil {
+				return 0, 0, err
+			}
+		}
 	} else {
 		binary.BigEndian.PutUint64(batch[offBaseOffset:], uint64(base))
 		if l.stampEpoch >= 0 {
@@ -245,6 +254,7 @@ func (l *Log) write(batch []byte, h *batchHeader, now time.Time, keepBase bool) 
 	if s.size == 0 {
 		s.firstTime = now
 	}
+	s.checked.add(pos, pos+h.size()) // validated before it was written
 	s.size += h.size()
 	s.maxTs = maxTs
 	s.next = h.nextOffset()
@@ -307,6 +317,9 @@ func (l *Log) maybeRoll(h *batchHeader, now time.Time) error {
 		return fmt.Errorf("roll segment at offset %d: %w", l.leo, err)
 	}
 	ns.firstTime = now
+	if !s.dirty {
+		l.unsealed = append(l.unsealed, s)
+	}
 	l.segs = append(l.segs, ns)
 	l.active = ns
 	if !s.dirty {

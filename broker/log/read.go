@@ -6,6 +6,7 @@ package log
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
@@ -23,6 +24,24 @@ func (l *Log) Read(offset int64, maxBytes int64) (Slice, error) {
 // read is Read, up to the log end instead of the high watermark when
 // toEnd (ReadToEnd).
 func (l *Log) read(offset, maxBytes int64, toEnd bool) (Slice, error) {
+	return readRepaired(func() (Slice, error) { return l.readOnce(offset, maxBytes, toEnd) })
+}
+
+// readRepaired runs a read again after it had damage quarantined
+// (readcheck.go): the repaired segment is served.
+func readRepaired(read func() (Slice, error)) (Slice, error) {
+	for tries := 0; ; tries++ {
+		sl, err := read()
+		if !errors.Is(err, errRepairedRead) {
+			return sl, err
+		}
+		if tries == 3 {
+			return Slice{}, fmt.Errorf("%w: damage found again after each of %d repairs", ErrCorruptBatch, tries+1)
+		}
+	}
+}
+
+func (l *Log) readOnce(offset, maxBytes int64, toEnd bool) (Slice, error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
@@ -42,11 +61,12 @@ func (l *Log) read(offset, maxBytes int64, toEnd bool) (Slice, error) {
 	if s == l.hwSeg && !toEnd {
 		limit = l.hwPos
 	}
-	entries := s.index
+	entries, gaps := s.index, s.gaps
 	s.ref()
 	l.mu.RUnlock()
 
 	pos, end, err := s.readRange(entries, offset, limit, maxBytes)
+	err = l.checkRange(s, gaps, pos, end, limit, err)
 	if err != nil {
 		s.unref()
 		return Slice{}, err

@@ -191,6 +191,9 @@ func (l *Log) load() (RecoveryReport, error) {
 		end, damaged, tail := s.scan(newReader(s.f, s.size, scanWindow), l.cfg.IndexIntervalBytes, below, nil)
 		cut := s.size - end
 		if len(damaged) > 0 {
+			if err := l.beforeLoss(damaged); err != nil {
+				return rep, err
+			}
 			ns, lost, err := repairSegment(l.fs, s, damaged, end, l.cfg.IndexIntervalBytes)
 			if err != nil {
 				return rep, err
@@ -218,6 +221,9 @@ func (l *Log) load() (RecoveryReport, error) {
 		// The new file's directory entry must be durable before anything
 		// in it is acknowledged: the first flush syncs the directory.
 		l.dirDirty = true
+	}
+	for _, s := range scanned {
+		s.checked.add(0, s.size) // every batch CRC-checked by the scan
 	}
 	for _, s := range l.segs {
 		l.size += s.size
@@ -338,11 +344,20 @@ func (l *Log) truncate(rep *RecoveryReport, last, bad *segment, p *scanProblem, 
 // error line each (data is gone; an operator must hear of it), and adds them
 // to the report.
 func (l *Log) reportLost(rep *RecoveryReport, lost []LostRange) {
+	msg := "damaged batches quarantined: offsets lost"
+	if l.cfg.BeforeLoss != nil {
+		msg = "damaged batches quarantined: offsets lost on this replica until fetched again from another"
+	}
 	for _, r := range lost {
-		l.logger.Error("damaged batches quarantined: offsets lost",
+		l.logger.Error(msg,
 			"dir", l.dir, "file", r.Segment, "bytes", [2]int64{r.FromByte, r.ToByte},
 			"offsets", [2]int64{r.FirstOffset, r.NextOffset - 1}, "quarantine", r.Quarantine, "reason", r.Reason)
 	}
 	rep.Clean = false
 	rep.Lost = append(rep.Lost, lost...)
+	if l.cfg.OnLost != nil {
+		for _, r := range lost {
+			l.cfg.OnLost(r)
+		}
+	}
 }

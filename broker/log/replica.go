@@ -8,6 +8,8 @@ package log
 
 import (
 	"fmt"
+	"maps"
+	"path/filepath"
 )
 
 // AppendReplica appends batches copied from the partition's leader,
@@ -19,8 +21,10 @@ import (
 // checked (the leader did). A batch that ends at or below the log end is
 // one already held and is skipped; one that starts inside the log but
 // ends past it means the logs diverged, which is refused
-// (ErrOffsetOutOfRange). Batches become readable, and count as held
-// for the leader, once flushed.
+// (ErrOffsetOutOfRange); one that starts past the log end, where the
+// leader's log has a gap (compaction, damage no replica held), is written
+// with that gap recorded (recordLeadersGap). Batches become readable, and
+// count as held for the leader, once flushed.
 func (l *Log) AppendReplica(batches [][]byte) (AppendResult, error) {
 	plan := make([]batchHeader, len(batches))
 	for i, b := range batches {
@@ -68,6 +72,10 @@ func (l *Log) AppendReplica(batches [][]byte) (AppendResult, error) {
 // own flushed end is further. An offset at or past end gives an empty
 // Slice.
 func (l *Log) ReadUpTo(offset, maxBytes, end int64) (Slice, error) {
+	return readRepaired(func() (Slice, error) { return l.readUpToOnce(offset, maxBytes, end) })
+}
+
+func (l *Log) readUpToOnce(offset, maxBytes, end int64) (Slice, error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
@@ -91,13 +99,15 @@ func (l *Log) ReadUpTo(offset, maxBytes, end int64) (Slice, error) {
 	if s == l.hwSeg {
 		limit = l.hwPos
 	}
-	entries := s.index
+	entries, gaps := s.index, s.gaps
 	s.ref()
 	l.mu.RUnlock()
 
 	// end may lie in this segment: stop at the batch starting there.
+	readable := limit
 	limit, err := s.positionOf(entries, end, limit)
 	if err != nil {
+		err = l.checkRange(s, gaps, 0, 0, readable, err)
 		s.unref()
 		return Slice{}, err
 	}
@@ -106,6 +116,7 @@ func (l *Log) ReadUpTo(offset, maxBytes, end int64) (Slice, error) {
 		return Slice{}, nil
 	}
 	pos, stop, err := s.readRange(entries, offset, limit, maxBytes)
+	err = l.checkRange(s, gaps, pos, stop, limit, err)
 	if err != nil {
 		s.unref()
 		return Slice{}, err
@@ -153,4 +164,22 @@ func (l *Log) Appended() <-chan struct{} {
 		l.appended = make(chan struct{})
 	}
 	return l.appended
+}
+
+// recordLeadersGap records in s, the active segment, that the offsets
+// [from, to) are missing from the leader's log too (quarantined damage no
+// replica held, or compaction), before the batch after them is written:
+// every later scan of this log then accepts the jump, as it does the
+// leader's. Call with mu held.
+func (l *Log) recordLeadersGap(s *segment, from, to int64) error {
+	gaps := maps.Clone(s.gaps) // readers use the map they took without the lock
+	if gaps == nil {
+		gaps = map[int64]int64{}
+	}
+	gaps[from] = to
+	if err := writeFileAtomic(l.fs, l.dir, filepath.Base(gapsPath(l.dir, s.base)), encodeGaps(gaps)); err != nil {
+		return fmt.Errorf("recording the leader's gap [%d, %d) in %s: %w", from, to, s.path, err)
+	}
+	s.gaps = gaps
+	return nil
 }

@@ -2,7 +2,6 @@ package log
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"time"
@@ -84,41 +83,10 @@ func (l *Log) scrubSegment(s *segment, below int64) ([]LostRange, error) {
 	default:
 	}
 	if len(damaged) == 0 {
+		s.checked.add(0, r.size) // reads need not check it again
 		return nil, nil
 	}
-	// Retention must not delete the segment while its replacement is being
-	// renamed into place.
-	l.repairMu.Lock()
-	defer l.repairMu.Unlock()
-	l.mu.RLock()
-	present := false
-	for _, c := range l.segs {
-		present = present || c == s
-	}
-	l.mu.RUnlock()
-	if !present {
-		return nil, nil // deleted by retention meanwhile
-	}
-	ns, lost, err := repairSegment(l.fs, s, damaged, s.size, l.cfg.IndexIntervalBytes)
-	if err != nil {
-		return nil, fmt.Errorf("repair %s: %w", s.path, err)
-	}
-	if err := writeIndexFile(l.fs, ns.indexPath, ns.index); err != nil {
-		l.logger.Warn("writing index of repaired segment: it is rebuilt at the next start", "file", ns.indexPath, "err", err)
-	}
-	ns.indexStale = false
-	l.mu.Lock()
-	for i, c := range l.segs {
-		if c == s {
-			l.segs[i] = ns
-		}
-	}
-	l.size += ns.size - s.size
-	l.mu.Unlock()
-	s.close()
-	var rep RecoveryReport
-	l.reportLost(&rep, lost)
-	return lost, nil
+	return l.quarantine(s, damaged) // readcheck.go
 }
 
 // throttledReader paces reads to rate bytes a second, and fails them once

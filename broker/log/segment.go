@@ -36,6 +36,10 @@ type segment struct {
 	gaps       map[int64]int64 // offsets lost to repaired damage: from -> to (exclusive); see gaps.go
 	dirty      bool            // has bytes not yet fsynced
 	indexStale bool            // the index file on disk differs from index
+
+	// checked holds the stretches known to hold valid batches: appended
+	// or scanned by this process, or CRC-checked by a read (readcheck.go).
+	checked *checkedRanges
 }
 
 func segmentPaths(dir string, base int64) (logPath, indexPath string) {
@@ -45,7 +49,7 @@ func segmentPaths(dir string, base int64) (logPath, indexPath string) {
 
 // openSegment opens an existing segment file read-only.
 func openSegment(fsys FS, dir string, base int64) (*segment, error) {
-	s := &segment{fs: fsys, base: base, next: base, maxTs: -1}
+	s := &segment{fs: fsys, base: base, next: base, maxTs: -1, checked: &checkedRanges{}}
 	s.path, s.indexPath = segmentPaths(dir, base)
 	f, fi, err := openSegFile(fsys, dir, s.path, &s.refs)
 	if err != nil {

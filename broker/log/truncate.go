@@ -8,6 +8,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -127,7 +128,12 @@ func (l *Log) truncateData(offset int64) error {
 	l.active = keep
 	l.leo = keep.next
 	l.hw, l.hwSeg, l.hwPos, l.flushTarget = l.leo, keep, keep.size, l.leo
-	l.dirty, l.dirDirty = nil, false
+	for _, s := range l.unsealed {
+		if s != keep {
+			s.seal() // flushed before the cut: nothing left to sync
+		}
+	}
+	l.dirty, l.dirDirty, l.unsealed = nil, false, nil
 	l.size = 0
 	for _, s := range l.segs {
 		l.size += s.size
@@ -204,6 +210,7 @@ func (l *Log) cutSegment(s *segment, pos int64) error {
 	n := sort.Search(len(s.index), func(i int) bool { return int64(s.index[i].pos) >= pos })
 	s.index = s.index[:n]
 	s.size = pos
+	s.checked.clip(pos)
 	from, next := int64(0), s.base
 	s.maxTs = -1
 	if n > 0 {
@@ -214,6 +221,7 @@ func (l *Log) cutSegment(s *segment, pos int64) error {
 		return fmt.Errorf("segment %s after truncation: %s", s.path, p)
 	}
 	gaps := len(s.gaps)
+	s.gaps = maps.Clone(s.gaps) // reads use the map they took without the log's lock
 	for from := range s.gaps {
 		if from >= s.next {
 			delete(s.gaps, from)

@@ -164,6 +164,14 @@ func verifyPartition(dir string) (PartitionCheck, error) {
 	if prev != nil {
 		prev.close()
 	}
+	// A replica that found damage and has not fetched it again yet lacks
+	// the offsets from its marker's on (repairmarker.go).
+	if off, ok, err := ReadRepairFrom(OSFS{}, dir); err != nil {
+		pc.Problems = append(pc.Problems, Problem{File: RepairMarkerFile, FirstOffset: -1, Reason: err.Error()})
+	} else if ok {
+		pc.Problems = append(pc.Problems, Problem{File: RepairMarkerFile, FirstOffset: off, NextOffset: max(off, pc.EndOffset),
+			Reason: "repair pending: this replica quarantined damage there and fetches everything from it again from its leader when it next follows"})
+	}
 	return pc, nil
 }
 

@@ -367,7 +367,7 @@ func TestKgoConsumerProtocolSurvivesRestart(t *testing.T) {
 		return l.committed[0]+l.committed[1] == half
 	})
 	b.Stop()
-	b = testenv.StartBroker(t, testenv.WithConfig(consumerGroups), testenv.WithDataDir(dir), testenv.WithAddr(addr))
+	testenv.StartBroker(t, testenv.WithConfig(consumerGroups), testenv.WithDataDir(dir), testenv.WithAddr(addr))
 	produceValues(t, addr, "kip848-restart", half, 2*half)
 	testenv.Eventually(t, 60*time.Second, "every record consumed after the restart", func() bool { return l.distinct() == 2*half })
 	l.mu.Lock()

@@ -343,7 +343,7 @@ func (k *compactor) merge(dir string, names []string, to string) (int64, error) 
 		return 0, fmt.Errorf("compact: %w", err)
 	}
 	defer out.Close()
-	var wr *parquet.Writer
+	var wr *parquet.GenericWriter[any]
 	var want, pending int64
 	for _, name := range names {
 		b, err := os.ReadFile(k.local(path.Join(dir, name)))
@@ -361,7 +361,7 @@ func (k *compactor) merge(dir string, names []string, to string) (int64, error) 
 					opts = append(opts, parquet.KeyValueMetadata(key, v))
 				}
 			}
-			wr = parquet.NewWriter(out, opts...)
+			wr = parquet.NewGenericWriter[any](out, opts...)
 		} else if !parquet.SameNodes(wr.Schema(), f.Schema()) {
 			return 0, fmt.Errorf("compact: %s/%s: its Parquet schema differs from %s's, though its name gives the same schema id", dir, name, names[0])
 		}

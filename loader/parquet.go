@@ -49,7 +49,7 @@ const parquetRowGroupBytes = 16 << 20
 type parquetFile struct {
 	out     io.WriteCloser
 	n       *countingWriter
-	w       *parquet.Writer
+	w       *parquet.GenericWriter[any]
 	node    *pqNode
 	cols    [][]parquet.Value
 	row     parquet.Row
@@ -89,7 +89,7 @@ func newParquetFile(out io.WriteCloser, ts *tableFile, codec string, meta map[st
 	for k, v := range meta {
 		opts = append(opts, parquet.KeyValueMetadata(k, v))
 	}
-	return &parquetFile{out: out, n: cw, w: parquet.NewWriter(cw, opts...), node: ts.node,
+	return &parquetFile{out: out, n: cw, w: parquet.NewGenericWriter[any](cw, opts...), node: ts.node,
 		cols: make([][]parquet.Value, ts.node.last+1)}
 }
 

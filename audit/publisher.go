@@ -74,8 +74,9 @@ type Publisher struct {
 	sendMu     sendLock    // one send at a time keeps events in sequence order
 	topicReady atomic.Bool // the audit topic exists
 	stop       chan struct{}
-	// stopCtx is cancelled by Close, so that a background publish stuck
-	// on brokers that never answer does not hold Close up.
+	// stopCtx is cancelled by Close when its own context is done, so
+	// that a background publish stuck on brokers that never answer does
+	// not hold Close up past its deadline.
 	stopCtx    context.Context
 	stopCancel context.CancelFunc
 	done       chan struct{}
@@ -221,9 +222,18 @@ func (p *Publisher) Close(ctx context.Context) error {
 	}
 	p.closed = true
 	p.mu.Unlock()
-	p.stopCancel()
+	// A background publish under way is let finish while ctx allows:
+	// cancelling it at once could abandon a produce the brokers then
+	// write, and the events would be delivered twice when sent again
+	// below (counted once, but reported as a duplicate delivery).
 	close(p.stop)
-	<-p.done
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.stopCancel()
+		<-p.done
+	}
+	p.stopCancel()
 	defer p.client.Close()
 	err := p.publish(ctx, true, true)
 	for err != nil && ctx.Err() == nil {

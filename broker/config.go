@@ -216,6 +216,10 @@ func (c Config) withDefaults() Config {
 	if c.Log.DecompressMemory == nil {
 		c.Log.DecompressMemory = log.NewMemoryBudget(c.MaxDecompressionMemory)
 	}
+	if c.Log.ScrubPace == nil {
+		// One pace for every partition: --scrub-rate is the broker's.
+		c.Log.ScrubPace = log.NewScrubPace(c.Log.ScrubRate)
+	}
 	if c.SASLMaxReceiveSize <= 0 {
 		c.SASLMaxReceiveSize = 512 << 10
 	}

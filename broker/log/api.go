@@ -163,9 +163,12 @@ type Config struct {
 	// ScrubInterval re-verifies the CRCs of sealed segments this often and
 	// repairs damage found (see Log.Scrub). Default 0: off.
 	ScrubInterval time.Duration
-	// ScrubRate caps the scrubber's reads in bytes a second. Default
-	// DefaultScrubRate.
+	// ScrubRate caps the scrubber's reads in bytes a second when no
+	// ScrubPace is given. Default DefaultScrubRate.
 	ScrubRate int64
+	// ScrubPace, when set, paces the scrubbers of every log sharing it to
+	// its one rate (scrub_pace.go); the broker shares one among its logs.
+	ScrubPace *ScrubPace
 	// FS is the file system the log lives on. Default OSFS; tests give a
 	// file system that simulates power loss.
 	FS FS

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/rand/v2"
 	"time"
 )
 
-// DefaultScrubRate bounds the scrubber's reads: at 16 MiB/s a 1 GiB segment
-// takes about a minute, a small share of a disk's bandwidth.
+// DefaultScrubRate bounds the scrubbers' reads (per broker, through a shared
+// ScrubPace): at 16 MiB/s a 1 GiB segment takes about a minute, a small
+// share of a disk's bandwidth, and the CRC work a few per cent of a core
+// (BenchmarkScrub).
 const DefaultScrubRate = 16 << 20
 
 // errScrubStopped ends a scrub when the log closes.
@@ -18,15 +21,19 @@ var errScrubStopped = errors.New("scrub stopped: log closing")
 // checks only what was written since the last checkpoint, and only after a
 // crash; bits that rot later in sealed segments would otherwise stay until a
 // consumer trips over them.
+//
+// The first pass starts at a random moment within the first interval, so
+// the logs a broker opens together do not all become due together.
 func (l *Log) scrubLoop() {
 	defer l.wg.Done()
-	t := time.NewTicker(l.cfg.ScrubInterval)
+	t := time.NewTimer(rand.N(l.cfg.ScrubInterval))
 	defer t.Stop()
 	for {
 		select {
 		case <-l.done:
 			return
 		case <-t.C:
+			t.Reset(l.cfg.ScrubInterval)
 			if _, err := l.Scrub(); err != nil && !errors.Is(err, errScrubStopped) && !errors.Is(err, ErrClosed) {
 				l.logger.Error("scrubbing partition log", "dir", l.dir, "err", err)
 			}
@@ -75,7 +82,11 @@ func (l *Log) Scrub() ([]LostRange, error) {
 
 func (l *Log) scrubSegment(s *segment, below int64) ([]LostRange, error) {
 	scratch := &segment{base: s.base, path: s.path, gaps: s.gaps, maxTs: -1}
-	r := newReader(&throttledReader{f: s.f, rate: l.cfg.ScrubRate, done: l.done}, s.size, scanWindow)
+	pace := l.cfg.ScrubPace
+	if pace == nil {
+		pace = NewScrubPace(l.cfg.ScrubRate)
+	}
+	r := newReader(&throttledReader{f: s.f, pace: pace, done: l.done}, s.size, scanWindow)
 	_, damaged, _ := scratch.scan(r, math.MaxInt64, below, nil)
 	select {
 	case <-l.done:
@@ -89,22 +100,18 @@ func (l *Log) scrubSegment(s *segment, below int64) ([]LostRange, error) {
 	return l.quarantine(s, damaged) // readcheck.go
 }
 
-// throttledReader paces reads to rate bytes a second, and fails them once
-// done is closed so that Close does not wait for a whole segment.
+// throttledReader paces reads through pace, and fails them once done is
+// closed so that Close does not wait for a whole segment.
 type throttledReader struct {
 	f    io.ReaderAt
-	rate int64
+	pace *ScrubPace
 	done <-chan struct{}
 }
 
 func (t *throttledReader) ReadAt(p []byte, off int64) (int, error) {
 	n, err := t.f.ReadAt(p, off)
-	pause := time.NewTimer(time.Duration(float64(n) / float64(t.rate) * float64(time.Second)))
-	defer pause.Stop()
-	select {
-	case <-t.done:
-		return 0, errScrubStopped
-	case <-pause.C:
+	if werr := t.pace.wait(n, t.done); werr != nil {
+		return 0, werr
 	}
 	return n, err
 }

@@ -121,8 +121,8 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.StringVar(&f.security.superUsers, "super-users", "", "`User:a;User:b`: principals that pass every ACL check (super.users)")
 	fs.StringVar(&f.internalClients, "internal-clients", strings.Join(broker.DefaultInternalClients, ","),
 		"comma-separated client ids admitted to write and delete the internal topics _schemas and _audit; a guard against accidents and buggy clients, not attackers (client ids are not authenticated)")
-	fs.DurationVar(&f.scrubInterval, "scrub-interval", 0, "re-verify sealed segments this often and quarantine damaged batches; 0: off")
-	fs.Int64Var(&f.scrubRate, "scrub-rate", log.DefaultScrubRate, "bytes a second the scrubber may read per partition")
+	fs.DurationVar(&f.scrubInterval, "scrub-interval", 24*time.Hour, "re-verify each partition's sealed segments this often (the first pass at a random moment within it) and repair or quarantine damaged batches; 0: off")
+	fs.Int64Var(&f.scrubRate, "scrub-rate", log.DefaultScrubRate, "bytes a second all the broker's scrubbing may read together")
 	fs.IntVar(&f.maxTopics, "max-topics", 10000, "refuse creating topics beyond this many; -1: no limit")
 	fs.IntVar(&f.autoCreateMaxTopics, "auto-create-max-topics", 0, "auto-create topics only while the cluster has fewer than this many, so CreateTopics keeps room; 0: half of --max-topics, -1: no cap of its own")
 	fs.Float64Var(&f.autoCreateRate, "auto-create-rate", 10, "topics auto-created a second at most (ten seconds' worth of burst); more get THROTTLING_QUOTA_EXCEEDED; -1: no limit")

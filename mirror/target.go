@@ -91,6 +91,9 @@ func (t *target) ensureTopic(ctx context.Context, source, topic string, sourceN 
 		}); err != nil {
 			return 0, err
 		}
+		if err := t.awaitPartitions(ctx, topic, sourceN); err != nil {
+			return 0, err
+		}
 		t.log.Info("added partitions to the target topic, as the source did", "topic", topic, "from", n, "to", sourceN)
 		n = sourceN
 	}
@@ -233,5 +236,26 @@ func retry[T any](ctx context.Context, log *slog.Logger, failures prometheus.Cou
 		case <-ctx.Done():
 		}
 		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// awaitPartitions waits until the producer knows topic's partitions up to
+// n-1. A record for a partition it does not know yet fails at once, while
+// the records after it land once its metadata catches up: the copy would
+// then have a hole that resuming from the target's tail cannot see.
+func (t *target) awaitPartitions(ctx context.Context, topic string, n int32) error {
+	for {
+		if leader, _, _ := t.client.PartitionLeader(topic, 0); leader < 0 {
+			return nil // not loaded yet: the first record loads every partition
+		}
+		if leader, _, _ := t.client.PartitionLeader(topic, n-1); leader >= 0 {
+			return nil
+		}
+		t.client.ForceMetadataRefresh()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }

@@ -153,6 +153,16 @@ func TestJavaConsumerProtocolShareAndTakeOver(t *testing.T) {
 			testenv.KafkaToolRun{Class: testenv.KafkaConsumerGroups, Args: []string{
 				"--bootstrap-server", b.Addr, "--describe", "--group", "java-848", "--members"}})
 	}()
+	// The second consumer starts once the first has joined: started
+	// together, the second JVM could join first and print every record
+	// before the first had any.
+	admin := newClient(t, b.Addr)
+	testenv.Eventually(t, 60*time.Second, "the first Java consumer to join", func() bool {
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups = []string{"java-848"}
+		resp, err := req.RequestWith(t.Context(), admin)
+		return err == nil && len(resp.Groups) == 1 && len(resp.Groups[0].Members) >= 2 // kgo-side and the first
+	})
 	second := testenv.RunKafkaTools(t, consumer("--timeout-ms", "15000"))
 	<-done
 	if len(first) != 2 || len(second) != 1 {

@@ -60,10 +60,13 @@ func peakRSSKiB(pid int) (int64, error) {
 	return 0, fmt.Errorf("pid %d: no VmHWM in /proc status", pid)
 }
 
-// freePortRange finds n consecutive loopback ports that are free now.
+// freePortRange finds n consecutive loopback ports that are free now. It
+// looks below Linux's ephemeral range (32768 and up by default), where the
+// outgoing connections of everything else running cannot take a port
+// between this check and the process that binds it.
 func freePortRange(n int) (int, error) {
 	for range 200 {
-		base := 20000 + rand.IntN(30000)
+		base := 20000 + rand.IntN(32768-20000-n)
 		ok := true
 		for p := base; p < base+n && ok; p++ {
 			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))

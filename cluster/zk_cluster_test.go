@@ -28,10 +28,15 @@ func TestThreeBrokersServeOneTopicWithKgo(t *testing.T) {
 	// Every broker gives the same answer.
 	var first string
 	for _, b := range brokers {
-		meta, err := kadm.NewClient(newClient(t, b.Addr)).Metadata(ctx, "spread")
-		if err != nil {
-			t.Fatal(err)
-		}
+		// The other brokers learn of the topic through their watches, a
+		// moment after the one that created it answered.
+		adm := kadm.NewClient(newClient(t, b.Addr))
+		var meta kadm.Metadata
+		testenv.Eventually(t, 10*time.Second, "broker at "+b.Addr+" to know topic spread", func() bool {
+			m, err := adm.Metadata(ctx, "spread")
+			meta = m
+			return err == nil && len(m.Topics["spread"].Partitions) == 12
+		})
 		if len(meta.Brokers) != 3 {
 			t.Fatalf("broker at %s lists %d brokers, want 3", b.Addr, len(meta.Brokers))
 		}

@@ -1,0 +1,92 @@
+package broker
+
+// The leader's ISR writes: a follower joins or leaves the ISR of a
+// partition this broker leads, written version-checked to the state node
+// (replica.go says when).
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// changeISR records a new ISR for a led partition.
+func (rs *replicas) changeISR(ls *leaderState, topic string, p int32, isr []int32) {
+	defer func() {
+		ls.mu.Lock()
+		ls.isrChange = false
+		ls.mu.Unlock()
+	}()
+	w, ok := rs.b.meta.(isrWriter)
+	if !ok {
+		return
+	}
+	ctx, cancel := rs.b.ctx()
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelT()
+	if _, err := w.SetISR(ctx, topic, p, ls.epoch, isr); err != nil {
+		rs.b.logger.Warn("changing the isr failed", "topic", topic, "partition", p, "isr", isr, "err", errors.Join(errISRChangeFailed, err))
+	}
+}
+
+// shrinkISRs runs until shutdown: every quarter of ReplicaLagMax it takes
+// out of the ISRs the followers that have lagged for longer than that, and
+// every hwCheckpointEvery it checkpoints the high watermarks.
+func (rs *replicas) shrinkISRs() {
+	tick := time.NewTicker(max(rs.lagMax/4, 10*time.Millisecond))
+	defer tick.Stop()
+	hwTick := time.NewTicker(hwCheckpointEvery)
+	defer hwTick.Stop()
+	for {
+		select {
+		case <-rs.b.stopSync:
+			return
+		case <-hwTick.C:
+			rs.checkpointHighWatermarks()
+			continue
+		case <-tick.C:
+		}
+		rs.mu.Lock()
+		led := make([]*leaderState, 0, len(rs.leading))
+		for _, ls := range rs.leading {
+			led = append(led, ls)
+		}
+		rs.mu.Unlock()
+		for _, ls := range led {
+			rs.shrink(ls)
+		}
+	}
+}
+
+func (rs *replicas) shrink(ls *leaderState) {
+	t, ok := rs.b.meta.Topic(ls.key.topic)
+	st, sok := t.StateOf(ls.key.p)
+	if !ok || !sok || !rs.b.leads(st) || st.LeaderEpoch != ls.epoch {
+		rs.mu.Lock()
+		if rs.leading[ls.key] == ls {
+			delete(rs.leading, ls.key)
+		}
+		rs.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	ls.mu.Lock()
+	isr := make([]int32, 0, len(st.ISR))
+	for _, id := range st.ISR {
+		if f := ls.followers[id]; f != nil && now.Sub(f.caughtUp) > rs.lagMax {
+			rs.b.logger.Warn("follower left the isr: it lagged too long", "topic", ls.key.topic, "partition", ls.key.p,
+				"follower", id, "fetch_offset", f.end, "lagged_for", now.Sub(f.caughtUp).Round(time.Millisecond))
+			continue
+		}
+		isr = append(isr, id)
+	}
+	change := len(isr) != len(st.ISR) && !ls.isrChange
+	if change {
+		ls.isrChange = true
+	}
+	ls.mu.Unlock()
+	if change {
+		rs.changeISR(ls, ls.key.topic, ls.key.p, isr)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -72,7 +74,7 @@ func (p *process) stop(grace time.Duration) error {
 // say why it did not come up.
 func (p *process) failure(err error) error {
 	out, _ := os.ReadFile(p.log)
-	return fmt.Errorf("%s: %w\n%s", p.name, err, lastLines(out, 5))
+	return fmt.Errorf("%s: %w\n%s", p.name, err, lastLines(out, 20))
 }
 
 // stopAll stops procs in parallel, the last of them (ZooKeeper) after the
@@ -177,6 +179,37 @@ func createNode(addr, path string) error {
 	}
 }
 
+// waitRegistered waits until ids 1..n are children of path on the
+// ZooKeeper at addr, and otherwise returns the ids that are missing.
+func waitRegistered(ctx context.Context, addr, path string, n int, within time.Duration) ([]int, error) {
+	conn, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quietZK{}))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	deadline := time.Now().Add(within)
+	for {
+		kids, _, err := conn.Children(path)
+		var missing []int
+		for id := 1; id <= n; id++ {
+			if !slices.Contains(kids, strconv.Itoa(id)) {
+				missing = append(missing, id)
+			}
+		}
+		if err == nil && len(missing) == 0 {
+			return nil, nil
+		}
+		if time.Now().After(deadline) {
+			return missing, fmt.Errorf("brokers %v did not register in %s within %v (children %v, err %v)", missing, path, within, kids, err)
+		}
+		select {
+		case <-ctx.Done():
+			return missing, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 // quietZK keeps the ZooKeeper client's reconnection chatter off the
 // bench's output.
 type quietZK struct{}
@@ -228,6 +261,16 @@ func startTributaryCluster(ctx context.Context, cfg Config, dir string) (*server
 		if err := waitListening(ctx, addrs[i], p.done, 30*time.Second); err != nil {
 			return fail(p.failure(err))
 		}
+	}
+	// A broker listens before it has joined the cluster: wait for every
+	// one to register, and name the one that did not (with its log's last
+	// lines), rather than let a row fail on a short broker list.
+	zkAddr := fmt.Sprintf("127.0.0.1:%d", base+ClusterNodes)
+	if missing, err := waitRegistered(ctx, zkAddr, chroot+"/brokers/ids", ClusterNodes, 90*time.Second); err != nil {
+		for _, id := range missing {
+			err = brokers[id-1].failure(err)
+		}
+		return fail(err)
 	}
 	return &server{
 		addr:    strings.Join(addrs, ","),

@@ -91,7 +91,7 @@ func connectKafka(ctx context.Context, addr string) (driver, error) {
 	for {
 		m, err := adm.BrokerMetadata(ctx)
 		if err == nil && len(m.Brokers) < len(seeds) {
-			err = fmt.Errorf("%d of %d brokers registered", len(m.Brokers), len(seeds))
+			err = fmt.Errorf("%d of %d brokers registered (metadata lists %v)", len(m.Brokers), len(seeds), m.Brokers.NodeIDs())
 		}
 		if err == nil {
 			break

@@ -29,6 +29,11 @@ package broker
 // had acknowledged (a disk that lost its last writes): it leaves the ISR
 // at once.
 //
+// The high watermark does not move while the ISR is under
+// min.insync.replicas: nothing is acknowledged then (acks=all needs that
+// many), and the members that left the ISR stay eligible to lead because
+// they hold everything under it (cluster/elr.go).
+//
 // A broker leads only in the broker epoch the state node names it in
 // (cluster/brokerepochs.go): restarted, it serves nothing it led before
 // until the controller has elected again, so followers never truncate to
@@ -54,7 +59,7 @@ import (
 // isrWriter is the cluster metadata that records ISR changes
 // (cluster.ZooKeeper).
 type isrWriter interface {
-	SetISR(ctx context.Context, topic string, partition int32, leaderEpoch int32, isr []int32) (cluster.PartitionState, error)
+	SetISR(ctx context.Context, topic string, partition int32, leaderEpoch int32, isr []int32, minISR int, lostRecords bool) (cluster.PartitionState, error)
 }
 
 var (
@@ -206,8 +211,14 @@ func (b *Broker) leads(st cluster.PartitionState) bool {
 	return st.LedBy(b.selfID, epoch)
 }
 
-// advance recomputes the high watermark over isr. Call with ls.mu held.
-func (ls *leaderState) advance(l *log.Log, isr []int32, self int32) int64 {
+// advance recomputes the high watermark over isr; it does not move while
+// the ISR has fewer than quorum members (hwQuorum), so that a member that
+// left it then still holds everything under it (cluster/elr.go). Call
+// with ls.mu held.
+func (ls *leaderState) advance(l *log.Log, isr []int32, self int32, quorum int) int64 {
+	if len(isr) < quorum {
+		return ls.hw
+	}
 	hw := l.HighWatermark()
 	for _, id := range isr {
 		if id == self {
@@ -236,7 +247,7 @@ func (rs *replicas) highWatermark(t cluster.Topic, p int32, l *log.Log) (int64, 
 	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	return ls.advance(l, st.ISR, rs.b.selfID), ls.changed, nil
+	return ls.advance(l, st.ISR, rs.b.selfID, rs.b.hwQuorum(t, p)), ls.changed, nil
 }
 
 // followerFetched records a follower's fetch at offset (its fsynced end)
@@ -282,7 +293,7 @@ func (rs *replicas) followerFetched(t cluster.Topic, p int32, l *log.Log, replic
 	// by recovery): it must not stay electable.
 	inSync := slices.Contains(st.ISR, replica)
 	leave := inSync && offset < ls.hw && !ls.isrChange
-	hw := ls.advance(l, st.ISR, rs.b.selfID)
+	hw := ls.advance(l, st.ISR, rs.b.selfID, rs.b.hwQuorum(t, p))
 	join := !inSync && slices.Contains(t.ReplicasOf(p), replica) && f.end >= hw && !ls.isrChange
 	if join || leave {
 		ls.isrChange = true
@@ -290,11 +301,11 @@ func (rs *replicas) followerFetched(t cluster.Topic, p int32, l *log.Log, replic
 	ls.mu.Unlock()
 	switch {
 	case join:
-		go rs.changeISR(ls, t.Name, p, append(slices.Clone(st.ISR), replica))
+		go rs.changeISR(ls, t.Name, p, append(slices.Clone(st.ISR), replica), rs.b.minISR(t), false)
 	case leave:
 		rs.b.logger.Warn("follower left the isr: it fetches below the high watermark, so it lost records it held",
 			"topic", t.Name, "partition", p, "follower", replica, "fetch_offset", offset, "high_watermark", hw)
-		go rs.changeISR(ls, t.Name, p, slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return id == replica }))
+		go rs.changeISR(ls, t.Name, p, slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return id == replica }), rs.b.minISR(t), true)
 	}
 	return hw, nil
 }
@@ -302,6 +313,13 @@ func (rs *replicas) followerFetched(t cluster.Topic, p int32, l *log.Log, replic
 // minISR is the topic's min.insync.replicas.
 func (b *Broker) minISR(t cluster.Topic) int {
 	return max(b.topicSettingsOf(t.Configs).minISR, 1)
+}
+
+// hwQuorum is how many in-sync replicas partition p needs for its high
+// watermark to move: min.insync.replicas, or every replica when it has
+// fewer (a setting no write could meet must not hide every record).
+func (b *Broker) hwQuorum(t cluster.Topic, p int32) int {
+	return min(b.minISR(t), max(len(t.ReplicasOf(p)), 1))
 }
 
 // enoughReplicas is checked before an acks=all batch is appended:
@@ -336,7 +354,7 @@ func (b *Broker) waitReplicated(ctx context.Context, t cluster.Topic, p int32, l
 			return errNotLeader
 		}
 		ls.mu.Lock()
-		hw := ls.advance(l, st.ISR, b.selfID)
+		hw := ls.advance(l, st.ISR, b.selfID, b.hwQuorum(cur, p))
 		ch := ls.changed
 		ls.mu.Unlock()
 		if hw > last {

@@ -10,8 +10,10 @@ import (
 	"time"
 )
 
-// changeISR records a new ISR for a led partition.
-func (rs *replicas) changeISR(ls *leaderState, topic string, p int32, isr []int32) {
+// changeISR records a new ISR for a led partition; minISR and
+// lostRecords (the members taken out lost records they held) keep its
+// eligible leader replicas.
+func (rs *replicas) changeISR(ls *leaderState, topic string, p int32, isr []int32, minISR int, lostRecords bool) {
 	defer func() {
 		ls.mu.Lock()
 		ls.isrChange = false
@@ -25,7 +27,7 @@ func (rs *replicas) changeISR(ls *leaderState, topic string, p int32, isr []int3
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, 10*time.Second)
 	defer cancelT()
-	if _, err := w.SetISR(ctx, topic, p, ls.epoch, isr); err != nil {
+	if _, err := w.SetISR(ctx, topic, p, ls.epoch, isr, minISR, lostRecords); err != nil {
 		rs.b.logger.Warn("changing the isr failed", "topic", topic, "partition", p, "isr", isr, "err", errors.Join(errISRChangeFailed, err))
 	}
 }
@@ -87,6 +89,6 @@ func (rs *replicas) shrink(ls *leaderState) {
 	}
 	ls.mu.Unlock()
 	if change {
-		rs.changeISR(ls, ls.key.topic, ls.key.p, isr)
+		rs.changeISR(ls, ls.key.topic, ls.key.p, isr, rs.b.minISR(t), false)
 	}
 }

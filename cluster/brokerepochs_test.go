@@ -149,7 +149,7 @@ func TestControllerReelectsARestartedLoneLeaderInANewEpoch(t *testing.T) {
 
 	// The old incarnation (this member still runs in its old epoch) can
 	// no longer write the ISR.
-	if _, err := members[leader].SetISR(context.Background(), "lone", 0, 1, []int32{leader}); !errors.Is(err, cluster.ErrNotLeader) {
+	if _, err := members[leader].SetISR(context.Background(), "lone", 0, 1, []int32{leader}, 1, false); !errors.Is(err, cluster.ErrNotLeader) {
 		t.Fatalf("ISR write of the leader's old incarnation: %v, want ErrNotLeader", err)
 	}
 

@@ -301,6 +301,11 @@ func (c *controller) electPartition(t Topic, p int32, replicas []int32, live liv
 				"recorded_broker_epoch", st.recordedEpoch(id), "broker_epoch", live[id])
 		}
 	}
+	if next.Leader >= 0 && next.Leader != st.Leader && slices.Contains(st.ELR, next.Leader) {
+		z.log.Warn("an eligible leader replica leads: no in-sync replica is alive in the incarnation the isr records, and this one left the isr under min.insync.replicas holding every acknowledged record",
+			"topic", topic, "partition", p, "leader", next.Leader, "leader_epoch", next.LeaderEpoch, "old_isr", st.ISR, "old_leader", st.Leader)
+		return nil
+	}
 	if next.Leader >= 0 && next.Leader != st.Leader && !slices.Contains(st.ISR, next.Leader) {
 		why := "unclean.leader.election.enable is true"
 		if asked {
@@ -351,8 +356,11 @@ func nextState(st PartitionState, replicas []int32, live liveBrokers, unclean bo
 	}
 	// Dead, removed and restarted members leave the ISR; the others keep
 	// (or, on a node written before broker epochs, get) their epochs.
+	// Eligible leader replicas that restarted are no longer eligible
+	// (elr.go).
 	isr := slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return !valid(id) })
-	next := st.withISR(isr, func(id int32) int64 { return live[id] })
+	kept := st.withoutRestartedELR(live)
+	next := kept.withISR(isr, func(id int32) int64 { return live[id] })
 	if st.Leader >= 0 && valid(st.Leader) {
 		next.LeaderBrokerEpoch = live[st.Leader]
 		return next, !sameState(next, st)
@@ -362,16 +370,21 @@ func nextState(st PartitionState, replicas []int32, live liveBrokers, unclean bo
 			return next.lead(id, live[id]), true
 		}
 	}
+	// No valid in-sync replica is alive: an eligible replica holds every
+	// acknowledged record, so it leads before a restarted one.
+	if id, ok := next.eligibleLeader(replicas, live); ok {
+		return next.leadFromELR(id, live), true
+	}
 	if _, alive := live[st.Leader]; st.Leader >= 0 && alive && !st.restarted(st.Leader, live) {
 		// No successor: a leader that is no longer a replica keeps
 		// leading until one of the replicas is in sync.
-		return st, false
+		return kept, !sameState(kept, st)
 	}
-	// No valid in-sync replica is alive: a restarted one leads, the old
+	// Nor an eligible one: a restarted in-sync replica leads, the old
 	// leader first, alone, since the others may hold less.
 	for _, id := range append([]int32{st.Leader}, replicas...) {
 		if slices.Contains(st.ISR, id) && slices.Contains(replicas, id) && st.restarted(id, live) {
-			lone := st.withISR([]int32{id}, func(int32) int64 { return live[id] })
+			lone := kept.withISR([]int32{id}, func(int32) int64 { return live[id] })
 			return lone.lead(id, live[id]), true
 		}
 	}
@@ -383,11 +396,11 @@ func nextState(st PartitionState, replicas []int32, live liveBrokers, unclean bo
 		}
 	}
 	if st.Leader == -1 {
-		return st, false
+		return kept, !sameState(kept, st)
 	}
 	// The ISR stays as it was, with its epochs: its members are the
 	// brokers that may lead again without losing acknowledged records.
-	next = st
+	next = kept
 	next.Leader, next.LeaderBrokerEpoch = -1, 0
 	next.LeaderEpoch++
 	return next, true

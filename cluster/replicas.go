@@ -30,6 +30,10 @@ import (
 // this leader epoch, and each ISR member's (in ISR order) when it was
 // found in sync; 0 is unknown (a node written before broker epochs, whose
 // members are trusted as before). Both are absent from such nodes.
+//
+// ELR and ELRBrokerEpochs are the eligible leader replicas (elr.go):
+// members that left an ISR under min.insync.replicas while holding every
+// acknowledged record, each with its broker epoch; absent when empty.
 type PartitionState struct {
 	Version           int     `json:"version"`
 	Leader            int32   `json:"leader"`
@@ -38,6 +42,8 @@ type PartitionState struct {
 	ControllerEpoch   int32   `json:"controller_epoch"`
 	LeaderBrokerEpoch int64   `json:"leader_broker_epoch,omitempty"`
 	ISRBrokerEpochs   []int64 `json:"isr_broker_epochs,omitempty"`
+	ELR               []int32 `json:"elr,omitempty"`
+	ELRBrokerEpochs   []int64 `json:"elr_broker_epochs,omitempty"`
 }
 
 // ZooKeeper paths of the replication nodes.
@@ -86,8 +92,14 @@ func DecodePartitionStateNode(data []byte) (PartitionState, error) {
 	if err := checkBrokerEpochs(n); err != nil {
 		return PartitionState{}, fmt.Errorf("partition state node: %w", err)
 	}
+	if err := checkELR(n); err != nil {
+		return PartitionState{}, fmt.Errorf("partition state node: %w", err)
+	}
 	if len(n.ISRBrokerEpochs) == 0 {
 		n.ISRBrokerEpochs = nil // written as absent
+	}
+	if len(n.ELR) == 0 {
+		n.ELR, n.ELRBrokerEpochs = nil, nil
 	}
 	return n, nil
 }
@@ -225,6 +237,9 @@ func encodeState(s PartitionState) []byte {
 	}
 	if len(s.ISRBrokerEpochs) != len(s.ISR) || !slices.ContainsFunc(s.ISRBrokerEpochs, func(e int64) bool { return e != 0 }) {
 		s.ISRBrokerEpochs = nil
+	}
+	if len(s.ELR) == 0 {
+		s.ELR, s.ELRBrokerEpochs = nil, nil
 	}
 	data, _ := json.Marshal(s)
 	return data

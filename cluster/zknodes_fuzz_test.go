@@ -210,7 +210,14 @@ func FuzzDecodePartitionStateNode(f *testing.F) {
 		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":4,"leader_broker_epoch":-5}`,
 		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":4,"isr_broker_epochs":[-1]}`,
 		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":4,"isr_broker_epochs":[]}`,
-		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":4,"leader_broker_epoch":1e30}`)
+		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":4,"leader_broker_epoch":1e30}`,
+		// Eligible leader replicas (elr.go).
+		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":4,"isr_broker_epochs":[12],"elr":[3,1],"elr_broker_epochs":[13,11]}`,
+		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":4,"elr":[2],"elr_broker_epochs":[12]}`,
+		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":4,"elr":[3],"elr_broker_epochs":[0]}`,
+		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":4,"elr":[3,3],"elr_broker_epochs":[5,5]}`,
+		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":4,"elr":[3]}`,
+		`{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":4,"elr_broker_epochs":[3]}`)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n, err := DecodePartitionStateNode(data)
 		if err != nil {
@@ -235,6 +242,14 @@ func FuzzDecodePartitionStateNode(f *testing.F) {
 		for _, e := range n.ISRBrokerEpochs {
 			if e < 0 {
 				t.Fatalf("accepted isr broker epochs %v", n.ISRBrokerEpochs)
+			}
+		}
+		if len(n.ELR) != len(n.ELRBrokerEpochs) {
+			t.Fatalf("accepted elr %v with broker epochs %v", n.ELR, n.ELRBrokerEpochs)
+		}
+		for i, id := range n.ELR {
+			if id < 0 || slices.Contains(n.ISR, id) || slices.Contains(n.ELR[:i], id) || n.ELRBrokerEpochs[i] <= 0 {
+				t.Fatalf("accepted elr %v (broker epochs %v) beside isr %v", n.ELR, n.ELRBrokerEpochs, n.ISR)
 			}
 		}
 		roundTrip(t, n, DecodePartitionStateNode)

@@ -136,7 +136,11 @@ func (z *ZooKeeper) deleteStates(name string) {
 // names this broker as leader in leaderEpoch (else ErrNotLeader), so a
 // leader the controller replaced cannot overwrite its successor's state.
 // The view is refreshed before it returns.
-func (z *ZooKeeper) SetISR(ctx context.Context, topic string, partition int32, leaderEpoch int32, isr []int32) (PartitionState, error) {
+//
+// minISR is the topic's min.insync.replicas, and lostRecords says that
+// the members taken out lost records they held: together they keep the
+// eligible leader replicas (elr.go).
+func (z *ZooKeeper) SetISR(ctx context.Context, topic string, partition int32, leaderEpoch int32, isr []int32, minISR int, lostRecords bool) (PartitionState, error) {
 	path := z.s.Paths.PartitionState(topic, partition)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -154,7 +158,7 @@ func (z *ZooKeeper) SetISR(ctx context.Context, topic string, partition int32, l
 			return st, fmt.Errorf("%w: %s-%d is led by %d in epoch %d (broker epoch %d; this broker's is %d)",
 				ErrNotLeader, topic, partition, st.Leader, st.LeaderEpoch, st.LeaderBrokerEpoch, z.BrokerEpoch())
 		}
-		if st, err = z.withJoiners(st, isr); err != nil {
+		if st, err = z.withJoiners(st, isr, minISR, lostRecords); err != nil {
 			return PartitionState{}, err
 		}
 		_, err = z.s.Conn.Set(path, encodeState(st), stat.Version)
@@ -164,7 +168,7 @@ func (z *ZooKeeper) SetISR(ctx context.Context, topic string, partition int32, l
 		if err != nil {
 			return PartitionState{}, fmt.Errorf("writing %s: %w", path, err)
 		}
-		z.log.Info("isr changed", "topic", topic, "partition", partition, "isr", isr, "leader_epoch", leaderEpoch)
+		z.log.Info("isr changed", "topic", topic, "partition", partition, "isr", isr, "elr", st.ELR, "leader_epoch", leaderEpoch)
 		if err := z.refresh(); err != nil {
 			z.log.Warn("isr changed but the local view is not refreshed yet", "topic", topic, "err", err)
 		}
@@ -177,7 +181,8 @@ func (z *ZooKeeper) SetISR(ctx context.Context, topic string, partition int32, l
 // registration now, read from ZooKeeper: the incarnation whose fetch just
 // reached the high watermark (an older one's would have been refused by
 // the controller). A joining broker that is not registered is an error.
-func (z *ZooKeeper) withJoiners(st PartitionState, isr []int32) (PartitionState, error) {
+// The eligible leader replicas follow the change (withLeaderISR).
+func (z *ZooKeeper) withJoiners(st PartitionState, isr []int32, minISR int, lostRecords bool) (PartitionState, error) {
 	var joining []int32
 	for _, id := range isr {
 		if !slices.Contains(st.ISR, id) {
@@ -193,7 +198,7 @@ func (z *ZooKeeper) withJoiners(st PartitionState, isr []int32) (PartitionState,
 			return PartitionState{}, fmt.Errorf("broker %d joins the isr but is not registered", id)
 		}
 	}
-	return st.withISR(isr, func(id int32) int64 {
+	return st.withLeaderISR(isr, minISR, lostRecords, func(id int32) int64 {
 		if e, ok := live[id]; ok {
 			return e
 		}

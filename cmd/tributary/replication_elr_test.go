@@ -1,0 +1,124 @@
+package main_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// TestLoneLeaderRestartedWithLostTail is the case the Jepsen test found
+// under load: the ISR shrinks to the leader alone because both followers
+// lag (alive, in their sessions), then the leader is killed, loses the tail
+// of its log and restarts within its session. The follower that left the
+// ISR last holds every acknowledged record (nothing is acknowledged, and
+// the high watermark does not move, while the ISR is under
+// min.insync.replicas), so it must lead, not the restarted broker, whose
+// lost tail would otherwise take acknowledged records with it.
+func TestLoneLeaderRestartedWithLostTail(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three broker processes")
+	}
+	const topic = "elr"
+	extra := []string{"--replica-lag-time-max", "1s", "--auto-leader-rebalance=false"}
+	j := startRepairCluster(t, extra...)
+	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1",
+		"--replication-factor", "3", "--config", "min.insync.replicas=2", topic)
+	if !j.waitInSync(topic, 1, 30*time.Second) {
+		t.Fatal("the new topic's partition is not led with three in-sync replicas")
+	}
+	zkc := dialTestZK(t, j.zk)
+	prod := newJepsenProducer(t, j.addrs(), topic, 1)
+	prod.waitAcked(t, 0, 2000, 60*time.Second)
+
+	leader := j.leader(t, topic, 0)
+	var followers []int32
+	for id := range j.brokers {
+		if id != leader {
+			followers = append(followers, id)
+		}
+	}
+	slices.Sort(followers)
+	f1, f2 := followers[0], followers[1]
+	pause := func(id int32) { j.brokers[id].p.Cmd.Process.Signal(syscall.SIGSTOP) }
+	resume := func(id int32) { j.brokers[id].p.Cmd.Process.Signal(syscall.SIGCONT) }
+	t.Cleanup(func() { resume(f1); resume(f2) })
+
+	// f1 lags: the ISR is the leader and f2, which acknowledge on their own.
+	pause(f1)
+	waitISR(t, zkc, j.zk, topic, []int32{leader, f2})
+	prod.waitAcked(t, 0, prod.ackedCount(0)+2000, 60*time.Second)
+	// f2 lags too: the leader is alone in the ISR and acknowledges nothing.
+	pause(f2)
+	waitISR(t, zkc, j.zk, topic, []int32{leader})
+	acked := prod.ackedCount(0)
+
+	j.brokers[leader].p.Kill()
+	n := cutSegmentTail(t, j.brokers[leader].dir, topic, 0, 64<<10)
+	startRepairBroker(t, j, leader, extra...)
+	resume(f2) // within its session: it is the same incarnation that left the ISR
+	resume(f1)
+	t.Logf("killed broker %d, alone in the ISR, cut %d bytes from its newest segment, restarted it (%d records acknowledged)", leader, n, acked)
+
+	if !j.healed(t, topic, 1, 0, "restart of the lone in-sync leader") {
+		t.Log("checking what was acknowledged anyway")
+	}
+	prod.waitAcked(t, 0, prod.ackedCount(0)+500, 60*time.Second)
+	prod.stop(t)
+	end := j.endOffsets(t, topic)
+	final := readPartitions(t, j.addrs(), topic, end)
+	prod.check(t, final)
+	j.stopAll(t)
+	compareReplicas(t, j.dataDirs(), topic, 1)
+	checkReplicasHold(t, j.dataDirs(), topic, 0, end[0], final[0])
+}
+
+// dialTestZK connects to connect's server (the chroot is read by the
+// caller from connect).
+func dialTestZK(t *testing.T, connect string) *zk.Conn {
+	t.Helper()
+	server, _, _ := strings.Cut(connect, "/")
+	conn, _, err := zk.Connect([]string{server}, 10*time.Second, zk.WithLogger(quietZKLog{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
+
+type quietZKLog struct{}
+
+func (quietZKLog) Printf(string, ...any) {}
+
+// waitISR waits until the state node of topic's partition 0 records isr,
+// read from ZooKeeper (a paused broker's view would answer stale).
+func waitISR(t *testing.T, conn *zk.Conn, connect, topic string, isr []int32) {
+	t.Helper()
+	_, chroot, _ := strings.Cut(connect, "/")
+	paths := cluster.ZKPaths{Root: "/" + chroot}
+	var last cluster.PartitionState
+	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("the isr to become %v", isr), func() bool {
+		data, _, err := conn.Get(paths.PartitionState(topic, 0))
+		if err != nil {
+			return false
+		}
+		st, err := cluster.DecodePartitionStateNode(data)
+		if err != nil {
+			return false
+		}
+		last = st
+		got := slices.Clone(st.ISR)
+		slices.Sort(got)
+		want := slices.Clone(isr)
+		slices.Sort(want)
+		return slices.Equal(got, want)
+	})
+	t.Logf("isr %v (leader %d, leader epoch %d)", last.ISR, last.Leader, last.LeaderEpoch)
+}

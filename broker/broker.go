@@ -256,6 +256,7 @@ func (b *Broker) followMetadata() {
 		prev[t.Name] = true
 	}
 	b.replicas.reconcileFetchers()
+	b.replicas.reportLogEnds()
 	for {
 		ch := b.meta.Changed()
 		select {
@@ -265,6 +266,7 @@ func (b *Broker) followMetadata() {
 		}
 		b.reconfigureAll() // configs changed through another broker (alterconfigs.go)
 		b.replicas.reconcileFetchers()
+		b.replicas.reportLogEnds()
 		live := map[string]bool{}
 		for _, t := range b.meta.Topics() {
 			live[t.Name] = true

@@ -105,6 +105,10 @@ type replicas struct {
 	strayRefused map[partKey]bool
 	unconfirmed  map[string]bool
 
+	// reported is the leader epoch in which each offline partition's log
+	// end was last reported (replica_logends.go), under mu.
+	reported map[partKey]int32
+
 	// The replication throttles (replica_throttle.go), and how many
 	// partition fetches they held back (export_test.go).
 	leaderQuota, followerQuota replicationQuota
@@ -136,7 +140,7 @@ func newReplicas(b *Broker) *replicas {
 		b: b, lagMax: b.cfg.ReplicaLagMax,
 		leading: map[partKey]*leaderState{}, learned: map[partKey]int64{}, fetchers: map[int32]*fetcher{},
 		strayWake: make(chan struct{}, 1), strayDone: make(chan struct{}),
-		strayRefused: map[partKey]bool{}, unconfirmed: map[string]bool{},
+		strayRefused: map[partKey]bool{}, unconfirmed: map[string]bool{}, reported: map[partKey]int32{},
 	}
 	rs.leaderQuota.now, rs.followerQuota.now = time.Now, time.Now
 	rs.loadHighWatermarks()

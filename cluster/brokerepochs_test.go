@@ -2,8 +2,10 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -47,6 +49,20 @@ func readState(t *testing.T, s *cluster.ZKSession, topic string, p int32) cluste
 		t.Fatal(err)
 	}
 	return st
+}
+
+// reportEnd writes broker id's log-end report for topic's partition p, as
+// its broker would.
+func reportEnd(t *testing.T, s *cluster.ZKSession, topic string, p, id int32, r cluster.LogEndReport) {
+	t.Helper()
+	dir := s.Paths.PartitionLogEnds(topic, p)
+	if err := s.EnsurePath(dir); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(r)
+	if _, err := s.Conn.Create(dir+"/"+strconv.Itoa(int(id)), data, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func brokerEpoch(t *testing.T, s *cluster.ZKSession, id int32) int64 {
@@ -138,10 +154,17 @@ func TestControllerReelectsARestartedLoneLeaderInANewEpoch(t *testing.T) {
 		return slices.Equal(readState(t, s, "lone", 0).ISR, []int32{leader})
 	})
 	epoch := replaceRegistration(t, s, leader)
+	// Every in-sync replica restarted: offline until they report their log
+	// ends (logends.go), then the longest leads in the next epoch.
 	var st cluster.PartitionState
+	testenv.Eventually(t, 20*time.Second, "the partition offline in a new epoch", func() bool {
+		st = readState(t, s, "lone", 0)
+		return st.Leader == -1 && st.LeaderEpoch == 1
+	})
+	reportEnd(t, s, "lone", 0, leader, cluster.LogEndReport{BrokerEpoch: epoch, LeaderEpoch: 1, LogEnd: 0})
 	testenv.Eventually(t, 20*time.Second, "the restarted leader leads again in a new epoch", func() bool {
 		st = readState(t, s, "lone", 0)
-		return st.LeaderEpoch == 1
+		return st.LeaderEpoch == 2
 	})
 	if st.Leader != leader || st.LeaderBrokerEpoch != epoch || !slices.Equal(st.ISR, []int32{leader}) || !slices.Equal(st.ISRBrokerEpochs, []int64{epoch}) {
 		t.Fatalf("state %+v: want %d alone in the isr, in broker epoch %d", st, leader, epoch)
@@ -149,7 +172,7 @@ func TestControllerReelectsARestartedLoneLeaderInANewEpoch(t *testing.T) {
 
 	// The old incarnation (this member still runs in its old epoch) can
 	// no longer write the ISR.
-	if _, err := members[leader].SetISR(context.Background(), "lone", 0, 1, []int32{leader}, 1, false); !errors.Is(err, cluster.ErrNotLeader) {
+	if _, err := members[leader].SetISR(context.Background(), "lone", 0, 2, []int32{leader}, 1, false); !errors.Is(err, cluster.ErrNotLeader) {
 		t.Fatalf("ISR write of the leader's old incarnation: %v, want ErrNotLeader", err)
 	}
 

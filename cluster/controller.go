@@ -42,6 +42,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,6 +65,10 @@ type controller struct {
 	rebalance     time.Duration // automatic preferred-leader election period; 0: off
 	lastRebalance time.Time
 
+	// recovering holds when each offline partition awaiting its in-sync
+	// replicas' log ends was first seen so (logends.go).
+	recovering map[TopicPartition]time.Time
+
 	// unreadable is the undecodable /controller content last warned
 	// about: a round runs on every change in the cluster, and the
 	// operator needs one line per bad content, not one per round.
@@ -74,7 +79,8 @@ type controller struct {
 // it, keeps the replicated partitions led.
 func (z *ZooKeeper) runController() {
 	defer z.wg.Done()
-	c := &controller{z: z, watch: NewZKWatch(z.s.Conn), rebalance: z.rebalance, lastRebalance: time.Now()}
+	c := &controller{z: z, watch: NewZKWatch(z.s.Conn), rebalance: z.rebalance, lastRebalance: time.Now(),
+		recovering: map[TopicPartition]time.Time{}}
 	resweep := controllerResweep
 	if c.rebalance > 0 {
 		resweep = min(resweep, c.rebalance)
@@ -284,15 +290,30 @@ func (c *controller) electPartition(t Topic, p int32, replicas []int32, live liv
 			changed = true
 		}
 	}
+	// No in-sync replica is alive in its recorded incarnation, nor an
+	// eligible one: the longest log of the restarted ones leads
+	// (logends.go).
+	var ends map[int32]LogEndReport
+	if changed && next.Leader >= 0 && st.restarted(next.Leader, live) {
+		if next, changed, ends, err = c.recoverLongest(topic, p, st, replicas, live); err != nil {
+			return err
+		}
+	}
 	if !changed {
 		return nil
 	}
 	if err := c.write(&zk.SetDataRequest{Path: path, Data: encodeState(c.stamp(next)), Version: version}); err != nil || !c.active {
 		return err
 	}
+	if next.Leader < 0 && st.Leader >= 0 && st.restarted(st.Leader, live) {
+		z.log.Warn("every in-sync replica restarted: the partition is offline until they report their log ends, and the longest leads",
+			"topic", topic, "partition", p, "leader_epoch", next.LeaderEpoch, "isr", next.ISR, "old_leader", st.Leader)
+		return nil
+	}
 	if next.Leader >= 0 && st.restarted(next.Leader, live) {
-		z.log.Warn("a restarted broker leads alone: no other in-sync replica is alive; records it lost when it went down are lost unless another in-sync replica returns before new ones are written",
-			"topic", topic, "partition", p, "leader", next.Leader, "leader_epoch", next.LeaderEpoch, "broker_epoch", next.LeaderBrokerEpoch, "old_isr", st.ISR, "old_leader", st.Leader)
+		z.log.Warn("a restarted broker leads alone, with the longest log its in-sync replicas reported: no in-sync replica is alive in its recorded incarnation; records above its log end are lost",
+			"topic", topic, "partition", p, "leader", next.Leader, "leader_epoch", next.LeaderEpoch, "broker_epoch", next.LeaderBrokerEpoch,
+			"log_ends", fmt.Sprint(ends), "old_isr", st.ISR, "old_leader", st.Leader)
 		return nil
 	}
 	for _, id := range st.ISR {

@@ -125,6 +125,12 @@ func (z *ZooKeeper) deleteStates(name string) {
 		return // no state nodes: a topic with one replica per partition
 	}
 	for _, k := range kids {
+		ends := dir + "/" + k + "/log_ends" // logends.go
+		reports, _, _ := z.s.Conn.Children(ends)
+		for _, r := range reports {
+			_ = z.s.Conn.Delete(ends+"/"+r, -1)
+		}
+		_ = z.s.Conn.Delete(ends, -1)
 		_ = z.s.Conn.Delete(dir+"/"+k+"/state", -1)
 		_ = z.s.Conn.Delete(dir+"/"+k, -1)
 	}

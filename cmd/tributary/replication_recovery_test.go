@@ -80,6 +80,67 @@ func TestLoneLeaderRestartedWithLostTail(t *testing.T) {
 	checkReplicasHold(t, j.dataDirs(), topic, 0, end[0], final[0])
 }
 
+// TestEveryInSyncReplicaRestartedWithLostTails is a power loss: all three
+// brokers are killed at once, and each comes back with a different part of
+// its log's tail lost (the leader 64 KiB, one follower 32 KiB, the other
+// nothing), within its ZooKeeper session. No in-sync replica is alive in the
+// incarnation the ISR records, so the controller takes the partition
+// offline, the brokers report their log ends, and the longest log leads
+// (cluster/logends.go): every acknowledged record survives, where electing
+// the old leader lost its cut tail.
+func TestEveryInSyncReplicaRestartedWithLostTails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three broker processes")
+	}
+	const topic = "recovery"
+	extra := []string{"--auto-leader-rebalance=false"}
+	j := startRepairCluster(t, extra...)
+	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1",
+		"--replication-factor", "3", "--config", "min.insync.replicas=2", topic)
+	if !j.waitInSync(topic, 1, 30*time.Second) {
+		t.Fatal("the new topic's partition is not led with three in-sync replicas")
+	}
+	prod := newJepsenProducer(t, j.addrs(), topic, 1)
+	prod.waitAcked(t, 0, 4000, 60*time.Second)
+
+	leader := j.leader(t, topic, 0)
+	var followers []int32
+	for id := range j.brokers {
+		if id != leader {
+			followers = append(followers, id)
+		}
+	}
+	slices.Sort(followers)
+	cuts := map[int32]int64{leader: 64 << 10, followers[0]: 32 << 10, followers[1]: 0}
+	for _, b := range j.brokers {
+		b.p.Kill()
+	}
+	acked := prod.ackedCount(0)
+	for id, n := range cuts {
+		if n > 0 {
+			cuts[id] = cutSegmentTail(t, j.brokers[id].dir, topic, 0, n)
+		}
+	}
+	for id := range j.brokers {
+		startRepairBroker(t, j, id, extra...)
+	}
+	t.Logf("killed all three brokers (%d records acknowledged), cut %v bytes from their newest segments, restarted them", acked, cuts)
+	if !j.healed(t, topic, 1, 0, "restart of every broker") {
+		t.Log("checking what was acknowledged anyway")
+	}
+	if got := j.leader(t, topic, 0); got != followers[1] {
+		t.Errorf("broker %d leads after the restarts; want %d, whose log nothing was cut from", got, followers[1])
+	}
+	prod.waitAcked(t, 0, prod.ackedCount(0)+500, 60*time.Second)
+	prod.stop(t)
+	end := j.endOffsets(t, topic)
+	final := readPartitions(t, j.addrs(), topic, end)
+	prod.check(t, final)
+	j.stopAll(t)
+	compareReplicas(t, j.dataDirs(), topic, 1)
+	checkReplicasHold(t, j.dataDirs(), topic, 0, end[0], final[0])
+}
+
 // dialTestZK connects to connect's server (the chroot is read by the
 // caller from connect).
 func dialTestZK(t *testing.T, connect string) *zk.Conn {

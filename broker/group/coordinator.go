@@ -66,6 +66,12 @@ type Config struct {
 	// Topics lists the cluster's topics sorted by name, for the server-side
 	// assignors (nil: none, so consumer groups are assigned nothing).
 	Topics func() []TopicInfo
+	// MigrationPolicy says whether live groups are converted between the
+	// classic and the consumer protocols (migrate.go;
+	// group.consumer.migration.policy): MigrationBidirectional (default,
+	// as Kafka 4), MigrationUpgrade, MigrationDowngrade or
+	// MigrationDisabled.
+	MigrationPolicy string
 }
 
 func (c Config) withDefaults() Config {
@@ -98,6 +104,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Topics == nil {
 		c.Topics = func() []TopicInfo { return nil }
+	}
+	if c.MigrationPolicy == "" {
+		c.MigrationPolicy = MigrationBidirectional
 	}
 	return c
 }

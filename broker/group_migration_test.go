@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -138,6 +139,12 @@ func TestJavaRollingProtocolUpgradeAndDowngrade(t *testing.T) {
 	leave(n1)
 	c3 := start("classic", "c3")
 	settled("rolling back: a classic member in the consumer group", "consumer", n2, c3)
+	// Kafka's tools describe the mixed group (ConsumerGroupDescribe).
+	described := testenv.RunKafkaTools(t, testenv.KafkaToolRun{Class: testenv.KafkaConsumerGroups, Args: []string{
+		"--bootstrap-server", b.Addr, "--describe", "--group", groupName, "--members"}})[0]
+	if described.Exit != 0 || !strings.Contains(described.Stdout, "n2") || !strings.Contains(described.Stdout, "c3") {
+		t.Errorf("kafka-consumer-groups --describe --members of the mixed group:\n%v", described)
+	}
 	leave(n2)
 	c4 := start("classic", "c4")
 	settled("downgrade: the group is classic again", "classic", c3, c4)

@@ -68,6 +68,7 @@ type ConsumerMemberDescription struct {
 	Regex      string
 	Assigned   []TopicPartition
 	Target     []TopicPartition
+	Classic    bool // it speaks the classic protocol (JoinGroup) in this consumer group
 }
 
 // DescribeConsumer describes a consumer-protocol group. A group that is
@@ -94,7 +95,7 @@ func (c *Coordinator) DescribeConsumer(name string) (ConsumerDescription, *kerr.
 		d.Members = append(d.Members, ConsumerMemberDescription{
 			ID: m.id, InstanceID: m.instanceID, RackID: m.rackID, Epoch: m.epoch,
 			ClientID: m.clientID, ClientHost: m.clientHost, Topics: m.topics, Regex: m.regex,
-			Assigned: m.assigned.sorted(), Target: g.target[id].sorted(),
+			Assigned: m.assigned.sorted(), Target: g.target[id].sorted(), Classic: m.classic != nil,
 		})
 	}
 	return d, nil, ""

@@ -106,8 +106,14 @@ func TestOnlineUpgradeAndDowngrade(t *testing.T) {
 		t.Fatalf("consumer-protocol member joining the classic group: %+v; want in, with nothing yet (all is owned)", n)
 	}
 	o := h.hb("o", 0, []TopicPartition{})
-	if d, err, _ := h.c.DescribeConsumer("g"); err != nil || len(d.Members) != 4 {
+	d, err, _ := h.c.DescribeConsumer("g")
+	if err != nil || len(d.Members) != 4 {
 		t.Fatalf("after the upgrade: %+v %v; want a consumer group of 4 members", d, err)
+	}
+	for _, m := range d.Members {
+		if m.Classic != (m.ID == a || m.ID == b) {
+			t.Errorf("member %s described as classic=%v", m.ID, m.Classic)
+		}
 	}
 	if held := h.held(); len(held[a]) != 2 || len(held[b]) != 2 || len(o.Assignment) != 0 {
 		t.Fatalf("classic members after the upgrade: %v; want each to keep its 2 partitions", held)

@@ -1,7 +1,8 @@
 // Package group is the broker-side group coordinator of Kafka's classic
 // consumer group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and
-// of KIP-848's consumer protocol (consumer.go), and the committed offsets of
-// the groups it coordinates. It knows nothing of
+// of KIP-848's consumer protocol (consumer.go), which a live group may move
+// between (migrate.go), and the committed offsets of the groups it
+// coordinates. It knows nothing of
 // sockets or wire formats: package broker decodes requests and calls it.
 //
 // What the coordinator promises:

@@ -349,3 +349,72 @@ func TestClassicMemberTimeouts(t *testing.T) {
 		t.Fatalf("a classic member that never synced is still in the group")
 	}
 }
+
+// A classic group converted half way through a rebalance hands nothing out
+// twice: a member that has not rejoined keeps its last assignment, one that
+// rejoined keeps what its subscription says it still owns, and waiting
+// JoinGroups and SyncGroups are told to join again (into the consumer
+// group).
+func TestUpgradeDuringRebalance(t *testing.T) {
+	for _, phase := range []string{"preparing", "completing"} {
+		t.Run(phase, func(t *testing.T) {
+			h := consumerHarness(t, TopicInfo{Name: "t", Partitions: 4})
+			h.c.cfg.ConsumerMaxSize = 10
+			a, b, gen := classicPair(h)
+			var waits []<-chan JoinResult
+			var syncWait <-chan SyncResult
+			newcomer := h.classicJoin("", nil) // PreparingRebalance: a and b must rejoin
+			waits = append(waits, newcomer)
+			if phase == "completing" {
+				// a rejoins as a cooperative member still owning t/0 and t/1,
+				// b likewise: the generation completes, nobody has synced.
+				ja := h.classicJoin(a, tps("t", 0, 1))
+				jb := got(t, h.classicJoin(b, tps("t", 2, 3)))
+				got(t, ja)
+				got(t, newcomer)
+				syncWait = h.sync(b, jb.Generation, nil)
+				waits = nil
+			}
+			n := h.hb("n", 0, []TopicPartition{})
+			if n.Err != nil || len(n.Assignment) != 0 {
+				t.Fatalf("consumer member during the %s rebalance: %+v; want in, with nothing (all is owned)", phase, n)
+			}
+			for _, w := range waits {
+				if r := got(t, w); r.Err != kerr.RebalanceInProgress {
+					t.Fatalf("waiting JoinGroup: %v, want REBALANCE_IN_PROGRESS", r.Err)
+				}
+			}
+			if syncWait != nil {
+				if r := got(t, syncWait); r.Err != kerr.RebalanceInProgress {
+					t.Fatalf("waiting SyncGroup: %v, want REBALANCE_IN_PROGRESS", r.Err)
+				}
+			}
+			held := h.held()
+			if len(held[a]) != 2 || len(held[b]) != 2 {
+				t.Fatalf("after converting a %s rebalance: %v; want a and b to keep their partitions", phase, held)
+			}
+			// n is given partitions only once their owners let them go.
+			gens := map[string]int32{a: gen, b: gen}
+			if phase == "completing" {
+				gens[a], gens[b] = gen+1, gen+1
+			}
+			for range 3 {
+				for _, id := range []string{a, b} {
+					if err := h.c.Heartbeat("g", id, nil, gens[id]); err == kerr.RebalanceInProgress {
+						j := got(t, h.classicJoin(id, nil))
+						wantErr(t, "rejoin", j.Err, nil)
+						gens[id] = j.Generation
+						h.classicSync(id, j.Generation)
+					} else {
+						wantErr(t, "heartbeat", err, nil)
+					}
+				}
+				n = h.hb("n", n.MemberEpoch, h.held()["n"])
+				h.held()
+			}
+			if len(h.held()["n"]) == 0 {
+				t.Fatalf("the consumer member never got partitions: %v", h.held())
+			}
+		})
+	}
+}

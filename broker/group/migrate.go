@@ -69,17 +69,23 @@ func (c *Coordinator) upgrade(g *group) (*cgroup, ConsumerHeartbeatResult, bool)
 	now := c.now()
 	cg := newCGroup(g.name)
 	cg.epoch, cg.targetEpoch = g.generation, g.generation
+	// Only partitions that exist are kept: what a leader or a member wrote
+	// is bounded by the request size, not by the cluster, and a partition
+	// that does not exist is not consumed anyway.
+	exists := map[string]int32{}
+	for _, t := range c.cfg.Topics() {
+		exists[t.Name] = t.Partitions
+	}
 	for _, m := range g.sortedMembers() {
 		meta, ok := consumerMetadata(memberProtocolMetadata(g, m))
 		if !ok {
 			return nil, refuse(kerr.GroupIDNotFound, "group %q: member %q's subscription is not in the consumer protocol's format, so the group cannot be converted to the consumer protocol", g.name, m.id), true
 		}
 		owned := tpSet{}
-		for _, tp := range assignmentPartitions(m.assignment) {
-			owned[tp] = true
-		}
-		for _, tp := range ownedPartitions(meta) {
-			owned[tp] = true
+		for _, tp := range append(assignmentPartitions(m.assignment), ownedPartitions(meta)...) {
+			if tp.Partition >= 0 && tp.Partition < exists[tp.Topic] {
+				owned[tp] = true
+			}
 		}
 		topics := append([]string(nil), meta.Topics...)
 		sort.Strings(topics)

@@ -418,3 +418,19 @@ func TestUpgradeDuringRebalance(t *testing.T) {
 		})
 	}
 }
+
+// What a classic leader assigned is kept on upgrade only where it names a
+// partition that exists: a hostile or confused leader cannot make the
+// coordinator hold partitions beyond the cluster's.
+func TestUpgradeKeepsOnlyExistingPartitions(t *testing.T) {
+	h := consumerHarness(t, TopicInfo{Name: "t", Partitions: 2})
+	first := got(t, h.classicJoin("", nil))
+	bogus := tpSetOf(append(tps("t", 0, 99, -1), tps("ghost", 0, 1)...))
+	wantErr(t, "leader sync", got(t, h.sync(first.MemberID, first.Generation, map[string][]byte{first.MemberID: encodeAssignment(bogus, 1)})).Err, nil)
+	if n := h.hb("n", 0, []TopicPartition{}); n.Err != nil {
+		t.Fatal(n.Err)
+	}
+	if held := h.held()[first.MemberID]; fmt.Sprint(held) != fmt.Sprint(tps("t", 0)) {
+		t.Fatalf("classic member after the upgrade holds %v; want only t/0, the one that exists", held)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -242,4 +244,34 @@ func TestKgoCooperativeGroupUpgradesAndDowngrades(t *testing.T) {
 	for _, v := range l.violations {
 		t.Error(v)
 	}
+}
+
+// librdkafka 2.16 consumers of both protocols share a live group: a
+// classic one (eager range) reads alone, a consumer-protocol one joins
+// (upgrade) and both read, it leaves (downgrade) and the classic one reads
+// the rest; every record once, no client error.
+func TestLibrdkafkaGroupMigration(t *testing.T) {
+	if err := exec.Command("python3", "-c", "import confluent_kafka").Run(); err != nil {
+		t.Fatalf("Python's confluent-kafka is missing: python3 -m pip install confluent-kafka (scripts/install-deps.sh does it)")
+	}
+	const count = 300
+	b := testenv.StartBroker(t, testenv.WithConfig(consumerGroups))
+	createTopic(t, b.Addr, "rd-roll", 4, nil)
+	produceValues(t, b.Addr, "rd-roll", 0, count)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	script := filepath.Join("..", "scripts", "kafka", "librdkafka_migration.py")
+	out, err := exec.CommandContext(ctx, "python3", script, b.Addr, "rd-roll", "rd-mixed", fmt.Sprint(count)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	text := string(out)
+	var c2, m2 int
+	for _, line := range strings.Split(text, "\n") {
+		fmt.Sscanf(line, "phase2 classic %d consumer %d", &c2, &m2)
+	}
+	if !strings.Contains(text, fmt.Sprintf("consumed %d distinct %d", count, count)) || strings.Contains(text, "error") || c2 == 0 || m2 == 0 {
+		t.Fatalf("librdkafka consumers of both protocols in one group:\n%s", text)
+	}
+	t.Logf("librdkafka:\n%s", text)
 }

@@ -107,6 +107,7 @@ func TestJavaRollingProtocolUpgradeAndDowngrade(t *testing.T) {
 	// has partitions and reads what is produced.
 	settled := func(step, want string, live ...*testenv.KafkaMember) {
 		t.Helper()
+		began := time.Now()
 		testenv.Eventuallyf(t, 60*time.Second, func() (bool, string) {
 			mu.Lock()
 			n := produced
@@ -119,7 +120,7 @@ func TestJavaRollingProtocolUpgradeAndDowngrade(t *testing.T) {
 			}
 			return got == want && len(consumed()) >= n, fmt.Sprintf("%s: group type %q, want %q; %d of %d records consumed", step, got, want, len(consumed()), n)
 		})
-		t.Logf("%s: group %s, %d records so far", step, want, len(consumed()))
+		t.Logf("%s: group %s, every member reading, %d records so far, settled %v after the new member's JVM started", step, want, len(consumed()), time.Since(began).Round(10*time.Millisecond))
 	}
 	leave := func(m *testenv.KafkaMember) {
 		t.Helper()

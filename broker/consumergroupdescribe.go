@@ -52,6 +52,9 @@ func (b *Broker) consumerGroupDescribe(req *request, r *kmsg.ConsumerGroupDescri
 				sm.Assignment.TopicPartitions = b.assignmentOf(m.Assigned)
 				sm.TargetAssignment.TopicPartitions = b.assignmentOf(m.Target)
 				sm.MemberType = 1 // consumer protocol (KIP-1099: 0 classic, 1 consumer)
+				if m.Classic {
+					sm.MemberType = 0 // a classic member of a group being migrated
+				}
 				sg.Members = append(sg.Members, sm)
 			}
 		}

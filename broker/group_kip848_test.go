@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -392,14 +393,18 @@ func TestKgoConsumerProtocolSurvivesRestart(t *testing.T) {
 	}
 }
 
-// A group is classic or consumer while it has members: a classic JoinGroup
-// into a live consumer-protocol group gets INCONSISTENT_GROUP_PROTOCOL, a
-// consumer heartbeat into a live classic group GROUP_ID_NOT_FOUND with the
-// reason. Once the classic members left, the consumer protocol takes the
-// group and resumes from the offsets they committed.
+// With --group-consumer-migration-policy=disabled, a group is classic or
+// consumer while it has members: a classic JoinGroup into a live
+// consumer-protocol group gets INCONSISTENT_GROUP_PROTOCOL, a consumer
+// heartbeat into a live classic group GROUP_ID_NOT_FOUND with the reason.
+// Once the classic members left, the consumer protocol takes the group and
+// resumes from the offsets they committed.
 func TestConsumerProtocolAndClassicDoNotMix(t *testing.T) {
 	const partitions, half = 2, 100
-	b := testenv.StartBroker(t, testenv.WithConfig(consumerGroups))
+	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) {
+		consumerGroups(c)
+		c.Groups.MigrationPolicy = group.MigrationDisabled
+	}))
 	createTopic(t, b.Addr, "mix", partitions, nil)
 	produceValues(t, b.Addr, "mix", 0, half)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real services and clients the tests talk to, if missing:
 # kcat (a librdkafka client), ZooKeeper 3.8, Chromium and Prometheus (promtool),
-# all Debian packages; Python's confluent-kafka (librdkafka's admin client) and pyarrow
+# all Debian packages; Python's confluent-kafka (librdkafka's admin client), kafka-python and pyarrow
 # (a Parquet reader) from PyPI;
 # Maven and a JDK fetch, compile and run the HDFS mini cluster and its KDC
 # (scripts/hdfs; Hadoop's jars are cached in ~/.m2, fetched here) and Apache Kafka's
@@ -65,6 +65,14 @@ if ! python3 -c 'import confluent_kafka.schema_registry, fastavro, jsonschema, g
   echo "installing: confluent-kafka[schemaregistry,avro,json,protobuf] (PyPI)"
   python3 -m pip install -q 'confluent-kafka[schemaregistry,avro,json,protobuf]==2.16.1' ||
     python3 -m pip install -q --break-system-packages 'confluent-kafka[schemaregistry,avro,json,protobuf]==2.16.1'
+fi
+
+# kafka-python, the pure-Python client, produces and consumes in a group
+# (broker/kafka_python_test.go, scripts/kafka/kafka_python_group.py).
+if ! python3 -c 'import kafka.admin' >/dev/null 2>&1; then
+  echo "installing: kafka-python (PyPI)"
+  python3 -m pip install -q 'kafka-python==3.0.12' ||
+    python3 -m pip install -q --break-system-packages 'kafka-python==3.0.12'
 fi
 
 # pyarrow reads the loader's Parquet files back, as analysts' tools do

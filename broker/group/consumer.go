@@ -18,9 +18,13 @@ package group
 //     0); an unknown member gets UNKNOWN_MEMBER_ID. A member that does not
 //     heartbeat within the session timeout, or does not revoke within its
 //     rebalance timeout, is removed.
-//   - A group is either classic or consumer while it has members; a request
-//     of the other protocol is refused with the reason. An empty group
-//     (committed offsets only) may be taken by either.
+//   - A live classic group is converted to a consumer group when a member
+//     joins it with ConsumerGroupHeartbeat, and a consumer group whose last
+//     consumer-protocol member leaves goes back to classic, as Kafka 4's
+//     group.consumer.migration.policy allows (migrate.go). Meanwhile classic
+//     members (JoinGroup, SyncGroup) share the group with consumer-protocol
+//     ones under the same reconciliation (consumer_classic.go). An empty
+//     group (committed offsets only) may be taken by either protocol.
 //
 // Like classic membership, all of this lives in memory: after a restart
 // members get UNKNOWN_MEMBER_ID and rejoin. Committed offsets are shared
@@ -145,6 +149,10 @@ type cmember struct {
 	revokeDeadline   time.Time
 	lastSeen         time.Time
 	left             bool // a static member that left with epoch -2: held until its session ends
+	// classic is set for a member that speaks the classic protocol
+	// (JoinGroup, SyncGroup, Heartbeat) in a consumer group: one that was
+	// in the group when it was upgraded, or joined it since.
+	classic *classicMember
 }
 
 // subscribes reports whether the member subscribes to topic.

@@ -18,17 +18,28 @@ func (c *Coordinator) tickConsumers(now time.Time) {
 			delete(c.consumers, name)
 			continue
 		}
+		removed := false
 		for _, m := range g.members {
+			why := ""
 			switch {
+			case m.classic != nil:
+				why = classicExpired(m, now)
 			case now.Sub(m.lastSeen) > c.cfg.ConsumerSessionTimeout:
-				c.removeConsumer(g, m, "session timeout of "+c.cfg.ConsumerSessionTimeout.String())
-			case len(m.revoking) > 0 && now.After(m.revokeDeadline):
-				c.removeConsumer(g, m, fmt.Sprintf("did not revoke %d partitions within its rebalance timeout of %v", len(m.revoking), m.rebalanceTimeout))
+				why = "session timeout of " + c.cfg.ConsumerSessionTimeout.String()
+			}
+			if why == "" && len(m.revoking) > 0 && now.After(m.revokeDeadline) {
+				why = fmt.Sprintf("did not revoke %d partitions within its rebalance timeout of %v", len(m.revoking), m.rebalanceTimeout)
+			}
+			if why != "" {
+				c.removeConsumer(g, m, why)
+				removed = removed || m.classic == nil
 			}
 		}
 		if len(g.members) == 0 {
 			delete(c.consumers, name)
 			c.markEmptiedLocked(name)
+		} else if removed {
+			c.maybeDowngrade(g)
 		}
 	}
 }
@@ -57,6 +68,7 @@ type ConsumerMemberDescription struct {
 	Regex      string
 	Assigned   []TopicPartition
 	Target     []TopicPartition
+	Classic    bool // it speaks the classic protocol (JoinGroup) in this consumer group
 }
 
 // DescribeConsumer describes a consumer-protocol group. A group that is
@@ -83,7 +95,7 @@ func (c *Coordinator) DescribeConsumer(name string) (ConsumerDescription, *kerr.
 		d.Members = append(d.Members, ConsumerMemberDescription{
 			ID: m.id, InstanceID: m.instanceID, RackID: m.rackID, Epoch: m.epoch,
 			ClientID: m.clientID, ClientHost: m.clientHost, Topics: m.topics, Regex: m.regex,
-			Assigned: m.assigned.sorted(), Target: g.target[id].sorted(),
+			Assigned: m.assigned.sorted(), Target: g.target[id].sorted(), Classic: m.classic != nil,
 		})
 	}
 	return d, nil, ""
@@ -104,6 +116,15 @@ func (c *Coordinator) admitConsumerCommit(g *cgroup, r CommitRequest) *kerr.Erro
 	m := g.members[r.MemberID]
 	if m == nil {
 		return kerr.UnknownMemberID
+	}
+	if m.classic != nil {
+		// A classic member commits at the generation its JoinGroup gave
+		// it, which is its epoch: only the coordinator's answers move it.
+		if r.Generation != m.epoch {
+			return kerr.IllegalGeneration
+		}
+		m.lastSeen = c.now()
+		return nil
 	}
 	if r.Generation != m.epoch && r.Generation != m.prevEpoch || r.Generation <= 0 {
 		return kerr.StaleMemberEpoch

@@ -34,10 +34,16 @@ func (c *Coordinator) consumerHeartbeat(r ConsumerHeartbeat) ConsumerHeartbeatRe
 		return res
 	}
 	if cg := c.groups[r.Group]; cg != nil {
-		if len(cg.members) > 0 || len(cg.pending) > 0 {
-			return refuse(kerr.GroupIDNotFound, "group %q is a classic group with members; a consumer with group.protocol=consumer cannot join it until they leave (Tributary does not convert live groups between protocols)", r.Group)
+		switch {
+		case len(cg.members) == 0:
+			delete(c.groups, r.Group) // an empty classic group: its offsets stay, the consumer protocol takes it
+		case r.MemberEpoch != 0:
+			return refuse(kerr.UnknownMemberID, "member %q is not in group %q, a classic group: rejoin with epoch 0", r.MemberID, r.Group)
+		default:
+			if _, res, bad := c.upgrade(cg); bad {
+				return res
+			}
 		}
-		delete(c.groups, r.Group) // an empty classic group: its offsets stay, the consumer protocol takes it
 	}
 	now := c.now()
 	g := c.consumers[r.Group]
@@ -67,8 +73,12 @@ func (c *Coordinator) consumerHeartbeat(r ConsumerHeartbeat) ConsumerHeartbeatRe
 		if r.InstanceID != nil && g.instances[*r.InstanceID] != m.id {
 			return refuse(kerr.FencedInstanceID, "instance id %q now belongs to another member of group %q", *r.InstanceID, r.Group)
 		}
+		if m.classic != nil {
+			return refuse(kerr.UnknownMemberID, "member %q of group %q uses the classic protocol (JoinGroup); a new consumer-protocol member joins with epoch 0", r.MemberID, r.Group)
+		}
 		if !epochOK(m, r) {
 			c.removeConsumer(g, m, fmt.Sprintf("heartbeat at epoch %d while the member is at %d", r.MemberEpoch, m.epoch))
+			c.maybeDowngrade(g)
 			return refuse(kerr.FencedMemberEpoch, "member epoch %d is not the member's current epoch %d in group %q: give up every partition and rejoin with epoch 0", r.MemberEpoch, m.epoch, r.Group)
 		}
 	}
@@ -106,15 +116,29 @@ func validHeartbeat(r ConsumerHeartbeat) (ConsumerHeartbeatResult, bool) {
 		return refuse(kerr.InvalidRequest, "a member joining (epoch 0) must send its subscription"), true
 	case r.MemberEpoch == 0 && r.RebalanceTimeout <= 0:
 		return refuse(kerr.InvalidRequest, "a member joining (epoch 0) must send its rebalance timeout"), true
-	case len(r.SubscribedTopics) > maxSubscribedTopics:
-		return refuse(kerr.InvalidRequest, "subscription of %d topics: at most %d", len(r.SubscribedTopics), maxSubscribedTopics), true
 	case r.SubscribedRegex != nil && len(*r.SubscribedRegex) > maxRegexBytes:
 		return refuse(kerr.InvalidRegularExpression, "subscription regex of %d bytes: at most %d", len(*r.SubscribedRegex), maxRegexBytes), true
 	case r.ServerAssignor != nil && *r.ServerAssignor != AssignorUniform && *r.ServerAssignor != AssignorRange:
 		return refuse(kerr.UnsupportedAssignor, "server assignor %q: Tributary serves %q (default) and %q", *r.ServerAssignor, AssignorUniform, AssignorRange), true
 	}
+	if res, bad := checkTopics(r.SubscribedTopics); bad {
+		return res, true
+	}
+	if r.SubscribedRegex != nil && *r.SubscribedRegex != "" {
+		if _, err := regexp.Compile(anchored(*r.SubscribedRegex)); err != nil {
+			return refuse(kerr.InvalidRegularExpression, "subscription regex %q: %v", *r.SubscribedRegex, err), true
+		}
+	}
+	return ConsumerHeartbeatResult{}, false
+}
+
+// checkTopics bounds a subscription by names.
+func checkTopics(topics []string) (ConsumerHeartbeatResult, bool) {
+	if len(topics) > maxSubscribedTopics {
+		return refuse(kerr.InvalidRequest, "subscription of %d topics: at most %d", len(topics), maxSubscribedTopics), true
+	}
 	size := 0
-	for _, t := range r.SubscribedTopics {
+	for _, t := range topics {
 		if t == "" || len(t) > maxTopicNameBytes {
 			return refuse(kerr.InvalidRequest, "subscribed topic name of %d bytes: names have 1 to %d", len(t), maxTopicNameBytes), true
 		}
@@ -122,11 +146,6 @@ func validHeartbeat(r ConsumerHeartbeat) (ConsumerHeartbeatResult, bool) {
 	}
 	if size > maxSubscriptionBytes {
 		return refuse(kerr.InvalidRequest, "subscription of %d bytes of topic names: at most %d", size, maxSubscriptionBytes), true
-	}
-	if r.SubscribedRegex != nil && *r.SubscribedRegex != "" {
-		if _, err := regexp.Compile(anchored(*r.SubscribedRegex)); err != nil {
-			return refuse(kerr.InvalidRegularExpression, "subscription regex %q: %v", *r.SubscribedRegex, err), true
-		}
 	}
 	return ConsumerHeartbeatResult{}, false
 }
@@ -209,11 +228,15 @@ func (c *Coordinator) consumerLeave(g *cgroup, r ConsumerHeartbeat) ConsumerHear
 	if m == nil {
 		return refuse(kerr.UnknownMemberID, "member %q is not in group %q", r.MemberID, r.Group)
 	}
+	if m.classic != nil {
+		return refuse(kerr.UnknownMemberID, "member %q of group %q uses the classic protocol: it leaves with LeaveGroup", r.MemberID, r.Group)
+	}
 	if r.MemberEpoch == -2 && m.instanceID != nil {
 		m.left, m.lastSeen = true, c.now()
 		c.log.Info("static consumer group member left; its partitions wait for it until its session times out", "group", g.name, "member", m.id)
 	} else {
 		c.removeConsumer(g, m, "left the group")
+		c.maybeDowngrade(g)
 	}
 	return ConsumerHeartbeatResult{MemberID: m.id, MemberEpoch: r.MemberEpoch}
 }

@@ -206,10 +206,12 @@ func TestConsumerStaticMember(t *testing.T) {
 	}
 }
 
-// A group is classic or consumer while it has members; an empty one may
-// change. Commits into a consumer group check the member epoch.
+// With migration disabled, a group is classic or consumer while it has
+// members; an empty one may change. Commits into a consumer group check
+// the member epoch.
 func TestConsumerGroupProtocolsDoNotMix(t *testing.T) {
 	h := consumerHarness(t, TopicInfo{Name: "t", Partitions: 1})
+	h.c.cfg.MigrationPolicy = MigrationDisabled
 	a := h.hb("a", 0, []TopicPartition{})
 	if r := got(t, h.join("", protocols("range")...)); r.Err != kerr.InconsistentGroupProtocol {
 		t.Fatalf("classic join into a consumer group: %v, want INCONSISTENT_GROUP_PROTOCOL", r.Err)

@@ -1,7 +1,8 @@
 // Package group is the broker-side group coordinator of Kafka's classic
 // consumer group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and
-// of KIP-848's consumer protocol (consumer.go), and the committed offsets of
-// the groups it coordinates. It knows nothing of
+// of KIP-848's consumer protocol (consumer.go), which a live group may move
+// between (migrate.go), and the committed offsets of the groups it
+// coordinates. It knows nothing of
 // sockets or wire formats: package broker decodes requests and calls it.
 //
 // What the coordinator promises:
@@ -66,6 +67,12 @@ type Config struct {
 	// Topics lists the cluster's topics sorted by name, for the server-side
 	// assignors (nil: none, so consumer groups are assigned nothing).
 	Topics func() []TopicInfo
+	// MigrationPolicy says whether live groups are converted between the
+	// classic and the consumer protocols (migrate.go;
+	// group.consumer.migration.policy): MigrationBidirectional (default,
+	// as Kafka 4), MigrationUpgrade, MigrationDowngrade or
+	// MigrationDisabled.
+	MigrationPolicy string
 }
 
 func (c Config) withDefaults() Config {
@@ -98,6 +105,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Topics == nil {
 		c.Topics = func() []TopicInfo { return nil }
+	}
+	if c.MigrationPolicy == "" {
+		c.MigrationPolicy = MigrationBidirectional
 	}
 	return c
 }

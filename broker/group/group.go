@@ -58,6 +58,10 @@ type member struct {
 	seq              uint64 // join order: the earliest member leads
 	lastSeen         time.Time
 	assignment       []byte
+	// legacyGen is the epoch the member had in a consumer group that was
+	// just converted back to classic: until the rebalance that follows
+	// ends, its requests at that epoch count as the current generation.
+	legacyGen int32
 
 	join chan JoinResult // set while its JoinGroup waits for the rebalance
 	sync chan SyncResult // set while its SyncGroup waits for the leader

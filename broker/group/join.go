@@ -67,11 +67,6 @@ func (c *Coordinator) join(r JoinRequest, ch chan JoinResult) (JoinResult, bool)
 	if err := c.check(r.Group); err != nil {
 		return fail(err)
 	}
-	if c.isConsumerGroupLocked(r.Group) {
-		c.log.Info("refusing a classic member: the group uses the consumer group protocol", "group", r.Group, "client", r.ClientID)
-		return fail(kerr.InconsistentGroupProtocol)
-	}
-	delete(c.consumers, r.Group) // without members: the classic protocol may take it
 	if r.SessionTimeout < c.cfg.MinSessionTimeout || r.SessionTimeout > c.cfg.MaxSessionTimeout {
 		return fail(kerr.InvalidSessionTimeout)
 	}
@@ -81,6 +76,10 @@ func (c *Coordinator) join(r JoinRequest, ch chan JoinResult) (JoinResult, bool)
 	if r.RebalanceTimeout <= 0 {
 		r.RebalanceTimeout = r.SessionTimeout
 	}
+	if c.isConsumerGroupLocked(r.Group) {
+		return c.classicJoin(c.consumers[r.Group], r), false
+	}
+	delete(c.consumers, r.Group) // without members: the classic protocol may take it
 	now := c.now()
 	g := c.groups[r.Group]
 	if g == nil {
@@ -269,6 +268,7 @@ func (c *Coordinator) completeJoin(g *group, now time.Time) {
 	for _, m := range g.members {
 		m.lastSeen = now
 		m.assignment = nil
+		m.legacyGen = 0
 		if m.join != nil {
 			m.join <- g.joinResult(m)
 			m.join = nil

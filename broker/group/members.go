@@ -32,6 +32,9 @@ func (c *Coordinator) sync(r SyncRequest, ch chan SyncResult) (SyncResult, bool)
 	if err := c.check(r.Group); err != nil {
 		return fail(err)
 	}
+	if cg := c.consumers[r.Group]; cg != nil {
+		return c.classicSync(cg, r), false
+	}
 	g := c.groups[r.Group]
 	if g == nil {
 		return fail(kerr.UnknownMemberID)
@@ -40,7 +43,7 @@ func (c *Coordinator) sync(r SyncRequest, ch chan SyncResult) (SyncResult, bool)
 	if err != nil {
 		return fail(err)
 	}
-	if r.Generation != g.generation {
+	if !g.generationOK(m, r.Generation) {
 		return fail(kerr.IllegalGeneration)
 	}
 	if r.ProtocolType != nil && *r.ProtocolType != g.protocolType || r.Protocol != nil && *r.Protocol != g.protocol {
@@ -88,6 +91,9 @@ func (c *Coordinator) Heartbeat(group, memberID string, instanceID *string, gene
 	if err := c.check(group); err != nil {
 		return err
 	}
+	if cg := c.consumers[group]; cg != nil {
+		return c.classicHeartbeat(cg, memberID, instanceID, generation)
+	}
 	g := c.groups[group]
 	if g == nil {
 		return kerr.UnknownMemberID
@@ -96,7 +102,7 @@ func (c *Coordinator) Heartbeat(group, memberID string, instanceID *string, gene
 	if err != nil {
 		return err
 	}
-	if generation != g.generation {
+	if !g.generationOK(m, generation) {
 		return kerr.IllegalGeneration
 	}
 	m.lastSeen = c.now()
@@ -121,6 +127,9 @@ func (c *Coordinator) Leave(group string, members []LeaveMember) (*kerr.Error, [
 	defer c.mu.Unlock()
 	if err := c.check(group); err != nil {
 		return err, nil
+	}
+	if cg := c.consumers[group]; cg != nil {
+		return nil, c.classicLeave(cg, members)
 	}
 	errs := make([]*kerr.Error, len(members))
 	g := c.groups[group]

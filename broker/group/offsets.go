@@ -67,7 +67,7 @@ func (c *Coordinator) admitCommit(r CommitRequest) *kerr.Error {
 	if err != nil {
 		return err
 	}
-	if r.Generation != g.generation {
+	if !g.generationOK(m, r.Generation) {
 		return kerr.IllegalGeneration
 	}
 	if g.state == CompletingRebalance {
@@ -94,6 +94,7 @@ func (c *Coordinator) FetchAs(group string, memberID *string, epoch int32) (map[
 		switch m := cg.members[*memberID]; {
 		case m == nil:
 			err = kerr.UnknownMemberID
+		case m.classic != nil: // classic members are not checked, as in classic groups
 		case epoch != m.epoch && epoch != m.prevEpoch:
 			err = kerr.StaleMemberEpoch
 		}

@@ -136,6 +136,15 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 		"a member of a consumer-protocol group (group.protocol=consumer) that does not heartbeat this long is removed and its partitions reassigned (group.consumer.session.timeout.ms)")
 	fs.DurationVar(&f.groups.ConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", 5*time.Second,
 		"interval consumer-protocol members heartbeat at: how soon one learns of partitions another released; below --group-consumer-session-timeout (group.consumer.heartbeat.interval.ms)")
+	f.groups.MigrationPolicy = group.MigrationBidirectional
+	fs.Func("group-consumer-migration-policy", "whether a live group is converted between the classic and the consumer protocols as its members are rolled from group.protocol=classic to consumer and back: bidirectional (default), upgrade, downgrade or disabled (group.consumer.migration.policy)",
+		func(v string) error {
+			if !group.ValidMigrationPolicy(v) {
+				return fmt.Errorf("%q: want bidirectional, upgrade, downgrade or disabled", v)
+			}
+			f.groups.MigrationPolicy = v
+			return nil
+		})
 }
 
 func (f *brokerFlags) config() broker.Config {

@@ -15,6 +15,7 @@ import (
 // configs, describe and alter them, grow the topic, delete records, and a
 // transactional producer failing at once with a fatal error.
 func TestLibrdkafkaAdmin(t *testing.T) {
+	testenv.Needs(t, testenv.Python)
 	if err := exec.Command("python3", "-c", "import confluent_kafka").Run(); err != nil {
 		t.Fatalf("Python's confluent-kafka is missing: python3 -m pip install confluent-kafka (scripts/install-deps.sh does it)")
 	}

@@ -30,6 +30,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 // registry's metrics on one endpoint, which promtool accepts, and answers
 // /healthz and /readyz.
 func TestStandaloneMetricsEndpoint(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary, testenv.Program("promtool"))
 	addr, reg, mon := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
 	p := testenv.StartProcess(t, "standalone", "--data-dir", t.TempDir(), "--listen", addr,
 		"--registry-listen", reg, "--metrics-listen", mon)

@@ -15,6 +15,7 @@ import (
 )
 
 func TestStartZooKeeperGivesEachTestItsOwnChroot(t *testing.T) {
+	Needs(t, ZooKeeper)
 	var first string
 	t.Run("first", func(t *testing.T) {
 		first = StartZooKeeper(t)
@@ -50,6 +51,7 @@ func TestStartZooKeeperGivesEachTestItsOwnChroot(t *testing.T) {
 }
 
 func TestZooKeeperAnswersRuok(t *testing.T) {
+	Needs(t, ZooKeeper)
 	addr := ZooKeeperAddr(t)
 	Eventually(t, 5*time.Second, "ZooKeeper at "+addr+" answers ruok", func() bool { return zkprobe.Ruok(addr) })
 	if got := chrootName("TestX/sub case#1"); got != "TestX_sub_case_1" {

@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 import (
 	"context"
@@ -22,7 +22,7 @@ func TestLibrdkafkaAdmin(t *testing.T) {
 	b := testenv.StartBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	script := filepath.Join("..", "scripts", "kafka", "librdkafka_admin.py")
+	script := filepath.Join("..", "..", "scripts", "kafka", "librdkafka_admin.py")
 	out, err := exec.CommandContext(ctx, "python3", script, b.Addr).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", script, err, out)

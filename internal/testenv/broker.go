@@ -51,19 +51,24 @@ func WithMetadata(fn func(self cluster.Broker) (cluster.Metadata, error)) Broker
 	return func(o *brokerOptions) { o.metaFn = fn }
 }
 
-// StartBroker starts a broker in this process on a free loopback port, with
+// StartBroker starts a broker in this process on a free loopback port
+// outside the ephemeral range (so WithAddr can restart it there), with
 // auto topic creation on and a fast flush interval, and stops it (cleanly)
 // at the end of the test.
 func StartBroker(t testing.TB, opts ...BrokerOption) *Broker {
 	t.Helper()
-	o := brokerOptions{addr: "127.0.0.1:0"}
+	var o brokerOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if o.dataDir == "" {
 		o.dataDir = t.TempDir()
 	}
-	ln, err := net.Listen("tcp", o.addr)
+	listen := listenFree
+	if o.addr != "" {
+		listen = func() (net.Listener, error) { return net.Listen("tcp", o.addr) }
+	}
+	ln, err := listen()
 	if err != nil {
 		t.Fatalf("broker listener: %v", err)
 	}
@@ -97,6 +102,12 @@ func StartBroker(t testing.TB, opts ...BrokerOption) *Broker {
 			t.Errorf("broker serve: %v", err)
 		}
 	}()
+	// Serving before returning: a broker closed before its Serve began
+	// would keep its port (a restart on it would fail) and report closed.
+	select {
+	case <-b.Serving():
+	case <-tb.done:
+	}
 	t.Cleanup(func() { tb.Stop() })
 	return tb
 }

@@ -24,17 +24,26 @@ const lowestTestPort = 10000
 // another explicit bind can take it (rare, and what ZooKeeper's start
 // retries on).
 func freePort() (int, error) {
+	ln, err := listenFree()
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// listenFree listens on a loopback port outside the ephemeral range (see
+// freePort). A broker started on it can be restarted on the same address:
+// no outgoing connection takes the port while it is down.
+func listenFree() (net.Listener, error) {
 	lo, hi := portWindow(ephemeralRange())
 	for range 200 {
-		p := lo + rand.IntN(hi-lo)
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lo+rand.IntN(hi-lo)))
+		if err == nil {
+			return ln, nil
 		}
-		ln.Close()
-		return p, nil
 	}
-	return 0, fmt.Errorf("no free loopback port in %d-%d after 200 tries", lo, hi-1)
+	return nil, fmt.Errorf("no free loopback port in %d-%d after 200 tries", lo, hi-1)
 }
 
 // ephemeralRange reads Linux's ephemeral port range; where it cannot, it

@@ -3,6 +3,7 @@ package testenv
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"testing"
 )
 
@@ -44,5 +45,24 @@ func TestFreePortIsFreeAndNotEphemeral(t *testing.T) {
 	addr := FreeAddr(t)
 	if _, port, _ := net.SplitHostPort(addr); port == "" || port == "0" {
 		t.Fatalf("FreeAddr = %q", addr)
+	}
+}
+
+// TestStartBrokerListensOutsideTheEphemeralRange: a broker's port is one
+// no outgoing connection can take while the broker is down, so a test can
+// restart it on the same address, even at once (StartBroker returns once
+// the broker serves, so Stop frees the port).
+func TestStartBrokerListensOutsideTheEphemeralRange(t *testing.T) {
+	lo, hi := portWindow(ephemeralRange())
+	b := StartBroker(t)
+	_, p, _ := net.SplitHostPort(b.Addr)
+	port, _ := strconv.Atoi(p)
+	if port < lo || port >= hi {
+		t.Fatalf("broker on %s: port not in [%d, %d)", b.Addr, lo, hi)
+	}
+	b.Stop()
+	again := StartBroker(t, WithAddr(b.Addr), WithDataDir(b.DataDir))
+	if again.Addr != b.Addr {
+		t.Fatalf("restarted broker on %s, want %s", again.Addr, b.Addr)
 	}
 }

@@ -1,7 +1,15 @@
 // Package testenv starts real services for tests in one line each: a
 // Tributary broker in this process or as a separate `tributary` process,
-// ZooKeeper, and later HDFS. Every service listens on a free loopback port,
-// keeps its files in the test's temporary directory and stops at cleanup.
+// ZooKeeper, HDFS mini clusters, Apache Kafka's Java tools, Connect and
+// Streams. Every service listens on a free loopback port (a port picked
+// here lies outside Linux's ephemeral range, where no outgoing connection
+// takes it before the service binds it), keeps its files in the test's
+// temporary directory and stops at cleanup.
+//
+// A test that starts anything outside its own process says so first with
+// Needs, which skips it under -short (make test-short: unit tests only);
+// the starters here declare their own service, so a test that starts one
+// through them skips under -short even if it forgets.
 package testenv
 
 import (

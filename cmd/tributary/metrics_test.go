@@ -139,6 +139,7 @@ func (l *zkLink) heal() {
 // recovers with it; /healthz stays up meanwhile, so a supervisor does not
 // restart a broker that only waits for ZooKeeper.
 func TestClusterBrokerNotReadyWithoutZooKeeper(t *testing.T) {
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	connect := testenv.StartZooKeeper(t)
 	hostPort, chroot, _ := strings.Cut(connect, "/")
 	link := newZKLink(t, hostPort)

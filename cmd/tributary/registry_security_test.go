@@ -62,6 +62,7 @@ func TestRegistryHTTPSBasicAuthConfluentPython(t *testing.T) {
 // user info kept in a file: the writer registers, the reader lists but is
 // refused a registration (403), a wrong password is unauthorized (401).
 func TestSchemaCommandWithRegistryCredentials(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	url, pki, _ := secureRegistry(t)
 	dir := t.TempDir()
 	info := func(userPass string) string {

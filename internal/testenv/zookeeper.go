@@ -145,6 +145,12 @@ func startZooKeeper() (*zkServer, error) { return startZooKeeperOn(freePort) }
 // zkPortTries is how many ports a ZooKeeper start tries before giving up.
 const zkPortTries = 5
 
+// zkStartWithin is how long a ZooKeeper start waits for its server to
+// answer. A start is retried only on a taken port, so this one wait is all
+// the patience a slow JVM on a loaded machine gets: as much as the three
+// 30s tries it had when every failure was retried.
+const zkStartWithin = 90 * time.Second
+
 // startZooKeeperOn starts ZooKeeper on a port from pick, and on another if
 // another process turned out to have bound that one first.
 func startZooKeeperOn(pick func() (int, error)) (*zkServer, error) {
@@ -227,7 +233,7 @@ admin.enableServer=false
 	go func() { exited <- cmd.Wait() }()
 
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(zkStartWithin)
 	for time.Now().Before(deadline) {
 		// Whoever answers must be this server: another ZooKeeper (of a
 		// test binary running beside this one) that bound the port first
@@ -256,7 +262,7 @@ admin.enableServer=false
 	tail := fileTail(logFile)
 	stdin.Close()
 	<-exited
-	return nil, fmt.Errorf("ZooKeeper did not answer ruok on %s within 30s; its log:\n%s", addr, tail)
+	return nil, fmt.Errorf("ZooKeeper did not answer ruok on %s within %v; its log:\n%s", addr, zkStartWithin, tail)
 }
 
 // zkDataDir asks the ZooKeeper at addr for its configuration (the conf

@@ -33,9 +33,19 @@ test: deps vet
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	cd third_party/colinmarc-hdfs && $(GO) test -race ./internal/transfer/
 
-# Unit tests only, no services (quick feedback while editing).
+# Unit tests only, no services (quick feedback while editing): a test that
+# starts one (ZooKeeper, HDFS, a JVM, a tributary process, kcat, Python...)
+# says so with testenv.Needs, which skips it under -short. The programs
+# such tests run are replaced by .ci/refuse here, so a test that forgot to
+# say so fails, naming what it ran, instead of starting it. What is left
+# mostly waits (timers, loopback), so four packages run at once.
+REFUSED = java javac mvn kcat python3 python promtool prometheus chromium prlimit kinit perf
 test-short:
-	$(GO) test -short ./...
+	@stubs=$$(mktemp -d) && trap 'rm -rf "$$stubs"' EXIT && \
+	for p in $(REFUSED); do ln -s "$(CURDIR)/.ci/refuse" "$$stubs/$$p"; done && \
+	PATH="$$stubs:$$PATH" TRIBUTARY_REFUSED_LOG="$$stubs/ran" $(GO) test -short -p 4 ./...; status=$$?; \
+	if [ -s "$$stubs/ran" ]; then echo "make test-short: tests ran these without testenv.Needs:"; sort -u "$$stubs/ran"; exit 1; fi; \
+	exit $$status
 
 # Every fuzz target of every package (found by scripts/fuzz.sh), each for
 # FUZZTIME; longer runs: FUZZTIME=10m make fuzz.

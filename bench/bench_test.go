@@ -23,9 +23,7 @@ import (
 // reported as not started rather than dropped. No peer is started and no
 // figure is compared with a time.
 func TestBenchSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a tributary process")
-	}
+	testenv.Needs(t, testenv.Tributary)
 	out := t.TempDir()
 	rep, err := Run(context.Background(), Config{
 		Messages:        3000,
@@ -130,9 +128,7 @@ func TestBenchSelectedTests(t *testing.T) {
 			t.Errorf("tests %v: no error", tests)
 		}
 	}
-	if testing.Short() {
-		t.Skip("starts a tributary process")
-	}
+	testenv.Needs(t, testenv.Tributary)
 	rep, err := Run(context.Background(), Config{
 		Messages:        1000,
 		Systems:         []string{"tributary", "kafka-flush"},
@@ -362,9 +358,7 @@ func TestTestsApplyBySystemSize(t *testing.T) {
 // cluster outlives the run, whether it went well or its brokers could not
 // start.
 func TestTributaryClusterReplicated(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts ZooKeeper and three tributary processes")
-	}
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	work := t.TempDir()
 	rep, err := Run(context.Background(), Config{
 		Messages:        400,

@@ -17,9 +17,7 @@ const kafkaConsoleConsumer = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 // Java client) reads every codec the broker re-encodes batches into,
 // raw snappy included (the Java client writes xerial-framed snappy).
 func TestTopicCompressionJavaConsumer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM with Apache Kafka's tools")
-	}
+	testenv.Needs(t, testenv.JVM)
 	b := testenv.StartBroker(t)
 	codecs := []string{"gzip", "snappy", "lz4", "zstd", "uncompressed"}
 	want := map[string][]string{}

@@ -84,6 +84,7 @@ func produceBatches(t *testing.T, addr, topic string, n int, codec kgo.Compressi
 // names a codec stores every batch in it, whatever the producer sent, and
 // franz-go and kcat (librdkafka) read the records back unchanged.
 func TestTopicCompressionRecompressesOnAppend(t *testing.T) {
+	testenv.Needs(t, testenv.Kcat)
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Fatal("kcat is missing: run scripts/install-deps.sh (.ci/run does)")

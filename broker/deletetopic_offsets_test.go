@@ -21,9 +21,7 @@ import (
 // first 100 records), and kafka-consumer-groups --describe no longer
 // fails on a partition that does not exist. The deletion logs no error.
 func TestDeletedTopicOffsetsForgotten(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM with Apache Kafka's tools")
-	}
+	testenv.Needs(t, testenv.JVM)
 	for _, tc := range []struct {
 		name  string
 		start func(t *testing.T, errs *lockedBuffer) string

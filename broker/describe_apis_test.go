@@ -22,9 +22,7 @@ import (
 // --entity-type users printed nothing). kafka-topics --describe now goes
 // through DescribeTopicPartitions, which Java prefers when advertised.
 func TestDescribeAPIsWithKafkaTools(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM with Apache Kafka's tools")
-	}
+	testenv.Needs(t, testenv.JVM)
 	dir := t.TempDir()
 	setUser(t, dir, "alice", "SCRAM-SHA-512", "alice-secret")
 	setUser(t, dir, "bob", "SCRAM-SHA-256", "bob-secret")

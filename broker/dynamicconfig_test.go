@@ -252,9 +252,7 @@ func TestDynamicBrokerConfigsReachEveryBrokerOfACluster(t *testing.T) {
 // Kafka's kafka-configs sets and reads the cluster-wide default and a
 // broker's own value as it does against Kafka.
 func TestKafkaConfigsDynamicBrokerConfigs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM with Apache Kafka's tools")
-	}
+	testenv.Needs(t, testenv.JVM)
 	b := testenv.StartBroker(t)
 	adm, _ := newAdmin(t, b.Addr)
 	createTopic(t, b.Addr, "tools-dyn", 1, nil)

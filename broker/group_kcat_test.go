@@ -59,6 +59,7 @@ func sameSet(t *testing.T, what string, got, want []string) {
 // topic to its end and commits; after a broker restart on the same data, a
 // second run reads only what was produced since.
 func TestKcatGroupResumesAfterRestart(t *testing.T) {
+	testenv.Needs(t, testenv.Kcat)
 	if _, err := exec.LookPath(kcatPath); err != nil {
 		t.Fatalf("kcat is missing: apt-get install -y kcat (.ci/run installs it)")
 	}

@@ -128,9 +128,7 @@ func TestKgoConsumerProtocolShareAndTakeOver(t *testing.T) {
 // members to show through ConsumerGroupDescribe (the uniform assignor gives
 // members of different subscriptions their own topics).
 func TestJavaConsumerProtocolShareAndTakeOver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts two JVMs with Apache Kafka's clients")
-	}
+	testenv.Needs(t, testenv.JVM)
 	const partitions, total = 4, 400
 	b := testenv.StartBroker(t, testenv.WithConfig(consumerGroups))
 	createTopic(t, b.Addr, "kip848-java", partitions, nil)
@@ -205,6 +203,7 @@ func TestJavaConsumerProtocolShareAndTakeOver(t *testing.T) {
 // A librdkafka 2.16 consumer with group.protocol=consumer consumes every
 // record and commits; it used to wait silently, reading nothing.
 func TestLibrdkafkaConsumerProtocol(t *testing.T) {
+	testenv.Needs(t, testenv.Python)
 	if err := exec.Command("python3", "-c", "import confluent_kafka").Run(); err != nil {
 		t.Fatalf("Python's confluent-kafka is missing: python3 -m pip install confluent-kafka (scripts/install-deps.sh does it)")
 	}
@@ -290,9 +289,7 @@ func TestConsumerGroupHeartbeatHostile(t *testing.T) {
 // topics and nothing else. TestKgoConsumerProtocolRegex covers a regex the
 // coordinator resolves.
 func TestJavaConsumerProtocolRegex(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM with Apache Kafka's clients")
-	}
+	testenv.Needs(t, testenv.JVM)
 	b := testenv.StartBroker(t, testenv.WithConfig(consumerGroups))
 	for _, topic := range []string{"rx-a", "rx-b", "other"} {
 		createTopic(t, b.Addr, topic, 1, nil)

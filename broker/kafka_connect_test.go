@@ -20,6 +20,7 @@ import (
 // three internal topics compacted (it refuses to start on config, offset
 // or status topics that are not), joins its group and serves its REST API.
 func TestKafkaConnectDistributedWorkerStarts(t *testing.T) {
+	testenv.Needs(t, testenv.JVM)
 	b := testenv.StartBroker(t)
 	testenv.StartKafkaConnect(t, b.Addr, "tributary-connect", nil)
 	adm, _ := newAdmin(t, b.Addr)
@@ -41,9 +42,7 @@ func TestKafkaConnectDistributedWorkerStarts(t *testing.T) {
 // worker stores the task's source offset (the byte position after the
 // last line sent) in its offset topic and reads it back.
 func TestKafkaConnectFileSource(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM with Apache Kafka Connect")
-	}
+	testenv.Needs(t, testenv.JVM)
 	b := testenv.StartBroker(t)
 	const topic, name = "connect-lines", "file-lines"
 	createTopic(t, b.Addr, topic, 1, nil)

@@ -23,9 +23,7 @@ import (
 // processed records (DeleteRecords), and commits its offsets in its
 // consumer group; the final count of every word must be exact.
 func TestKafkaStreamsWordCount(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM with Apache Kafka Streams")
-	}
+	testenv.Needs(t, testenv.JVM)
 	b := testenv.StartBroker(t)
 	const app, input, output = "wordcount", "streams-lines", "streams-counts"
 	createTopic(t, b.Addr, input, 2, nil)

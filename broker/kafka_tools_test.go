@@ -19,9 +19,7 @@ import (
 )
 
 func TestKafkaCommandLineTools(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM with Apache Kafka's tools")
-	}
+	testenv.Needs(t, testenv.JVM)
 	b := testenv.StartBroker(t)
 	adm, _ := newAdmin(t, b.Addr)
 	ctx := context.Background()

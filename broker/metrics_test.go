@@ -75,6 +75,7 @@ next:
 // topic and the group moved by exactly what the clients did, every family
 // has a HELP line, and promtool accepts the exposition.
 func TestBrokerMetricsMove(t *testing.T) {
+	testenv.Needs(t, testenv.Program("promtool"))
 	b := testenv.StartBroker(t)
 	srv := metrics.New()
 	srv.Registry().MustRegister(b.Metrics())

@@ -110,9 +110,7 @@ func produceEach(t *testing.T, addr, topic string, partitions, chunk, round int)
 // of them, recovers them all after
 // SIGKILL, restarts cleanly, and serves every record back.
 func TestManyPartitionsUnderLowFileLimit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts broker processes and opens thousands of partitions")
-	}
+	testenv.Needs(t, testenv.Tributary, testenv.Program("prlimit"))
 	const partitions, nofile, chunk = 1000, "--nofile=512:512", 50
 	dataDir, addr := t.TempDir(), testenv.FreeAddr(t)
 	b := startLimitedBroker(t, nofile, dataDir, addr)

@@ -165,6 +165,7 @@ func TestGracefulShutdown(t *testing.T) {
 // TestKcat drives the broker with Debian's kcat (librdkafka): produce with
 // idempotence and compression, then consume from the beginning.
 func TestKcat(t *testing.T) {
+	testenv.Needs(t, testenv.Kcat)
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Fatal("kcat is missing: run scripts/install-deps.sh (.ci/run does)")

@@ -264,9 +264,7 @@ func (h throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ 
 // TestKafkaConfigsClientQuotas: Apache Kafka's kafka-configs sets and
 // describes user and client-id quotas on Tributary.
 func TestKafkaConfigsClientQuotas(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM with Apache Kafka's tools")
-	}
+	testenv.Needs(t, testenv.JVM)
 	b := testenv.StartBroker(t)
 	bs := []string{"--bootstrap-server", b.Addr}
 	run := func(args ...string) testenv.KafkaToolRun {

@@ -23,9 +23,7 @@ import (
 // should lift stayed; kafka-log-dirs listed only the partitions a broker
 // leads, not those it follows.
 func TestReassignVerifyAndLogDirsWithKafkaTools(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM with Apache Kafka's tools")
-	}
+	testenv.Needs(t, testenv.ZooKeeper, testenv.JVM)
 	_, bs := testenv.StartCluster(t, 3)
 	addr := bs[0].Addr
 	boot := []string{"--bootstrap-server", addr}

@@ -16,9 +16,7 @@ import (
 // one per refusal, naming it. (The consumer group protocol, once refused
 // here, is served: group_kip848_test.go.)
 func TestRefusedFeaturesWithJavaClients(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM with Apache Kafka's clients")
-	}
+	testenv.Needs(t, testenv.JVM)
 	logs := &lockedBuffer{}
 	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) { c.Logger = warnRecorder(logs) }))
 	createTopic(t, b.Addr, "refusals", 1, nil)

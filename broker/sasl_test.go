@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // startSASL starts a broker with a SASL_PLAINTEXT listener and the user
@@ -140,6 +141,7 @@ func rawRequest(conn net.Conn, corr int32, req kmsg.Request) ([]byte, error) {
 // client-final nonce repeats the client nonce) logs in with SCRAM-SHA-512
 // over TLS, produces and consumes.
 func TestKcatOverSASLSSL(t *testing.T) {
+	testenv.Needs(t, testenv.Kcat)
 	if _, err := exec.LookPath(kcatPath); err != nil {
 		t.Fatalf("kcat is missing: apt-get install -y kcat (.ci/run installs it)")
 	}

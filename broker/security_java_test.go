@@ -92,9 +92,7 @@ func consoleRoundTrip(addr, config, topic string, lines []string) []testenv.Kafk
 // on and only User:alice may write and read the topic, so the Java client
 // is served as the principal its certificate names.
 func TestJavaConsoleClientsOverSASLSSLAndMutualTLS(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM with Apache Kafka's tools")
-	}
+	testenv.Needs(t, testenv.JVM)
 	pki := newTestPKI(t)
 	dir := t.TempDir()
 	setUser(t, dir, "alice", "SCRAM-SHA-256", "alice-secret")
@@ -174,9 +172,7 @@ func TestJavaConsoleClientsOverSASLSSLAndMutualTLS(t *testing.T) {
 // removes them; after each step DescribeACLs shows the ACLs the tool left
 // and alice's writes succeed or fail accordingly.
 func TestJavaKafkaAclsCommand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM with Apache Kafka's tools")
-	}
+	testenv.Needs(t, testenv.JVM)
 	pki := newTestPKI(t)
 	dir := t.TempDir()
 	for _, u := range []string{"admin", "alice"} {

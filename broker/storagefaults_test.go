@@ -19,6 +19,7 @@ import (
 // producers get KAFKA_STORAGE_ERROR, the operator gets one log line per
 // partition however many writes fail, and one more when a write fits again.
 func TestFullDiskIsLogged(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary, testenv.Program("prlimit"))
 	dataDir, addr := t.TempDir(), testenv.FreeAddr(t)
 	b := startLimitedBroker(t, "--fsize=1000000", dataDir, addr)
 	createTopic(t, addr, "full", 1, nil)

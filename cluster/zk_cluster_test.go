@@ -73,6 +73,7 @@ func TestThreeBrokersServeOneTopicWithKgo(t *testing.T) {
 // kcat (librdkafka) round-trips through the cluster too: it produces with
 // its own partitioner to all three brokers and reads every partition back.
 func TestThreeBrokersServeKcat(t *testing.T) {
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Kcat)
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Fatal("kcat is missing: run apt-get install -y kcat (.ci/run does)")
 	}

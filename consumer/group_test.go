@@ -21,6 +21,7 @@ import (
 // others take over its partitions, repeating only records after its last
 // committed offset.
 func TestGroupOfThreeSurvivesKillAndClose(t *testing.T) {
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Helper)
 	connect, brokers := testenv.StartCluster(t, 3)
 	client := newClient(t, brokers[0].Addr)
 	const topic, group, parts = "events", "loaders", 12

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 func promtool(t *testing.T, dir string, args ...string) {
@@ -27,6 +29,7 @@ func promtool(t *testing.T, dir string, args ...string) {
 
 // The alert rules are valid and fire as their unit tests expect.
 func TestAlertRules(t *testing.T) {
+	testenv.Needs(t, testenv.Program("promtool"))
 	promtool(t, "prometheus", "check", "rules", "alerts.yml")
 	promtool(t, "prometheus", "test", "rules", "alerts_test.yml")
 	data, err := os.ReadFile("prometheus/alerts.yml")
@@ -67,6 +70,7 @@ type panel struct {
 // ids inside the 24-column grid, and every query valid PromQL (checked by
 // promtool as recording rules) over metrics Tributary exports.
 func TestDashboard(t *testing.T) {
+	testenv.Needs(t, testenv.Program("promtool"))
 	data, err := os.ReadFile("grafana/tributary.json")
 	if err != nil {
 		t.Fatal(err)

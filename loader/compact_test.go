@@ -62,6 +62,7 @@ func countRows(dir string) (rows int64, files int, ok bool) {
 // killed before or after its swap is finished by the next with nothing
 // lost or doubled (pyarrow reads every event once).
 func TestParquetCompact(t *testing.T) {
+	testenv.Needs(t, testenv.Python)
 	const n = 3000
 	env := loadertest.Start(t)
 	env.CreateTopic(t, "pqsmall", 3)
@@ -156,6 +157,7 @@ func TestParquetCompact(t *testing.T) {
 // `tributary compact` killed with a real SIGKILL before and after its
 // swap, then run again: every event once, one file an hour.
 func TestParquetCompactKillProcess(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary, testenv.Python)
 	const n = 1200
 	env := loadertest.Start(t)
 	env.CreateTopic(t, "pqcompkill", 2)
@@ -200,6 +202,7 @@ func TestParquetCompactKillProcess(t *testing.T) {
 // an hour or mark it: compaction refuses the topic until a load has
 // finished or discarded that run.
 func TestParquetCompactWaitsForUnfinishedRuns(t *testing.T) {
+	testenv.Needs(t, testenv.Python)
 	env := loadertest.Start(t)
 	env.CreateTopic(t, "pqunfinished", 1)
 	events := loadertest.PageViews(0, 600, 1, time.Now().UTC().Truncate(time.Hour).Add(-4*time.Hour), time.Hour)

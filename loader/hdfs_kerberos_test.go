@@ -24,6 +24,7 @@ import (
 // cache kinit filled, each load their records exactly once, read back
 // through the same encrypted data transfer.
 func TestHDFSKerberos(t *testing.T) {
+	testenv.Needs(t, testenv.HDFS, testenv.JVM, testenv.Program("kinit"))
 	kinit, err := exec.LookPath("kinit")
 	if err != nil {
 		t.Fatal("kinit is not installed: run make deps (scripts/install-deps.sh installs krb5-user)")

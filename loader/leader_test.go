@@ -16,9 +16,7 @@ import (
 // exactly once: the loader fetches from leaders itself, so it must ask the
 // metadata again when a leader stops answering.
 func TestLeaderDiesMidRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a three-broker cluster")
-	}
+	testenv.Needs(t, testenv.ZooKeeper)
 	_, brokers := testenv.StartCluster(t, 3)
 	env := loadertest.StartOn(t, brokers[0])
 	const topic = "moving"

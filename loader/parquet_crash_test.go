@@ -67,6 +67,7 @@ func checkParquetExactlyOnce(t *testing.T, dir, topic string, events []loadertes
 // a first run committed half, then run again, every event is in the
 // Parquet files exactly once (read by pyarrow).
 func TestParquetCrashAtEachPoint(t *testing.T) {
+	testenv.Needs(t, testenv.Python)
 	const n = 4000
 	env := loadertest.Start(t)
 	env.CreateTopic(t, "pqcrash", 4)
@@ -111,6 +112,7 @@ func TestParquetCrashAtEachPoint(t *testing.T) {
 // and mid-move, then run again: every event exactly once in the Parquet
 // files.
 func TestParquetKillProcess(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary, testenv.Python)
 	const n = 6000
 	env := loadertest.Start(t)
 	env.CreateTopic(t, "pqkilled", 4)
@@ -154,6 +156,7 @@ func TestParquetKillProcess(t *testing.T) {
 // the files, copied out of HDFS as they lie, are read by pyarrow with
 // every event exactly once in its partition.
 func TestParquetOnHDFS(t *testing.T) {
+	testenv.Needs(t, testenv.HDFS, testenv.JVM, testenv.Python)
 	const n = 3000
 	env := loadertest.Start(t)
 	env.CreateTopic(t, "pqhdfs", 2)
@@ -213,6 +216,7 @@ func copyOut(t *testing.T, w warehouse.FS, from, to string) {
 // land inside the write, the commit and the moves), then a last run: every
 // event exactly once in the Parquet files.
 func TestParquetKillLoop(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary, testenv.Python)
 	const n, kills = 6000, 20
 	env := loadertest.Start(t)
 	env.CreateTopic(t, "pqloop", 3)

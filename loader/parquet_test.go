@@ -20,6 +20,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/loadertest"
 	"github.com/tributary-io/tributary/schema"
@@ -125,6 +126,7 @@ func allTypes(k int, at time.Time) (map[string]any, map[string]any) {
 // Parquet type, in Hive partitions whose dt and hr pyarrow sees and which
 // match each event's header time. Files are snappy by default.
 func TestParquetAllTypesReadByPyarrow(t *testing.T) {
+	testenv.Needs(t, testenv.Python)
 	env := loadertest.Start(t)
 	const topic, n = "alltypes", 60
 	env.CreateTopic(t, topic, 2)
@@ -188,6 +190,7 @@ func TestParquetAllTypesReadByPyarrow(t *testing.T) {
 // schema. A record whose body does not decode goes to _errors and the run
 // goes on.
 func TestParquetTableSchemaAndErrors(t *testing.T) {
+	testenv.Needs(t, testenv.Python)
 	env := loadertest.Start(t)
 	const topic = "pvtable"
 	env.CreateTopic(t, topic, 2)

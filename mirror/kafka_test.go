@@ -74,6 +74,7 @@ func twoFreePorts(t *testing.T) int {
 // holds every record exactly once, in order, schema ids translated. Kafka's
 // own group coordinator assigns the partitions (static membership).
 func TestMirrorFromApacheKafkaExactlyOnce(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary, testenv.JVM)
 	const (
 		topic      = "clicks"
 		partitions = 8

@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/tributary-io/tributary/audit/internal/audittest"
 	"github.com/tributary-io/tributary/audit/report"
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // chromiumFlags are the headless flags that work on a machine without a
@@ -29,7 +29,7 @@ var chromiumFlags = []string{"--headless", "--no-sandbox", "--disable-gpu", "--d
 // screenshot is kept in $ARTIFACTS_DIR/audit (default: artifacts/audit at
 // the repository root) for CI to archive.
 func TestHTMLInChromium(t *testing.T) {
-	audittest.NeedServices(t)
+	testenv.Needs(t, testenv.Program("chromium"))
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatal("chromium is missing: run scripts/install-deps.sh (.ci/run does)")

@@ -3,6 +3,8 @@ package main_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // `tributary acls` grants, lists and removes ACLs on a standalone broker
@@ -10,6 +12,7 @@ import (
 // acts on them: alice may produce to a topic once the super user allows
 // it, only there, and no more once it is removed.
 func TestACLsCLI(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	_, login := startSASLStandalone(t, "alice")
 	as := func(user string, args ...string) []string { return append(args, login(user)...) }
 	acls := func(args ...string) string {

@@ -14,6 +14,7 @@ import (
 // session yet (one still starting) waits, saying why, and registers once
 // ZooKeeper serves: it never runs on unregistered.
 func TestClusterBrokerStartedBeforeZooKeeperServesRegisters(t *testing.T) {
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	connect := testenv.StartZooKeeper(t)
 	hostPort, chroot, _ := strings.Cut(connect, "/")
 	link := newZKLink(t, hostPort)

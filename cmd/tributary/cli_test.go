@@ -49,6 +49,7 @@ func runBoth(t *testing.T, stdin string, want int, args ...string) (stdout, stde
 // process with its registry, then topics, produce, consume and schema
 // commands against it.
 func TestStandaloneCLI(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	addr, regAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	p := testenv.StartProcess(t, "standalone", "--data-dir", t.TempDir(), "--listen", addr, "--registry-listen", regAddr)
 	testenv.WaitListening(t, p, regAddr, 60*time.Second)

@@ -19,6 +19,7 @@ import (
 // other two keep serving, and restarted on its data directory it comes back
 // with its records.
 func TestClusterBrokerKilled(t *testing.T) {
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	zk := testenv.StartZooKeeper(t)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	addrs := []string{testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)}

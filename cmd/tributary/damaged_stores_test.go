@@ -15,6 +15,7 @@ import (
 // a value no alter would have accepted is skipped with a warning, and the
 // broker serves on its flags.
 func TestDamagedDynamicConfigStore(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "broker-configs.json")
 	if err := os.WriteFile(file, []byte("{\"version\":1,\"default\":{\"log.retention.ms\":"), 0o600); err != nil {

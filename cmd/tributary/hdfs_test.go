@@ -16,6 +16,7 @@ import (
 // data transfer, as the README's recipe shows them: the load commits
 // every record, and the warehouse count finds each of them.
 func TestLoadIntoKerberizedHDFS(t *testing.T) {
+	testenv.Needs(t, testenv.HDFS, testenv.JVM, testenv.Tributary)
 	const n = 1200
 	env := loadertest.Start(t)
 	env.CreateTopic(t, "secured", 2)

@@ -37,9 +37,7 @@ import (
 // It runs for SOAK_DURATION (default 30s of faults, under two minutes in
 // all); `make soak` runs it longer and prints its figures.
 func TestJepsenReplicatedCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault injection on three broker processes")
-	}
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	faults := 30 * time.Second
 	if s := os.Getenv("SOAK_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)

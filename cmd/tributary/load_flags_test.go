@@ -3,11 +3,14 @@ package main_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // A load flag out of its range is refused before the run reaches any
 // service, with a message naming the flag and what it accepts.
 func TestLoadRefusesBadDeflateLevel(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	for _, level := range []string{"0", "10", "-3"} {
 		stderr := runStderr(t, 1, "load", "--brokers", "127.0.0.1:1", "--topics", "pageviews", "--deflate-level", level)
 		want := "--deflate-level: deflate level " + level + ": use 1 (fastest) to 9 (smallest)"
@@ -20,6 +23,7 @@ func TestLoadRefusesBadDeflateLevel(t *testing.T) {
 // A deflate level given with another codec would be ignored: it is
 // refused, unless it is the default (a flag left as it was).
 func TestLoadRefusesDeflateLevelWithOtherCodec(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	for _, codec := range []string{"snappy", "null"} {
 		stderr := runStderr(t, 1, "load", "--brokers", "127.0.0.1:1", "--topics", "pageviews", "--codec", codec, "--deflate-level", "9")
 		want := "--deflate-level: deflate level 9 applies to the deflate codec only, and the codec is " + codec
@@ -32,6 +36,7 @@ func TestLoadRefusesDeflateLevelWithOtherCodec(t *testing.T) {
 // HDFS flags that cannot work are refused before the run reaches any
 // service.
 func TestLoadRefusesBadHDFSFlags(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -49,6 +54,7 @@ func TestLoadRefusesBadHDFSFlags(t *testing.T) {
 // load and audit count take the HDFS flags to their warehouse: a Hadoop
 // configuration directory that does not exist is named in the error.
 func TestHDFSFlagsReachTheWarehouse(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	missing := t.TempDir() + "/no-such-conf"
 	want := "the Hadoop configuration directory: stat " + missing + ": no such file or directory"
 	for _, args := range [][]string{
@@ -66,6 +72,7 @@ func TestHDFSFlagsReachTheWarehouse(t *testing.T) {
 // without --audit does not make: refused, saying why; so are an unknown
 // way to complete hours and a threshold that is no percentage.
 func TestLoadRefusesCompleteByAuditWithoutAudit(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	for args, want := range map[string]string{
 		"--complete-by audit":              "complete by audit needs the run to count for the audit (--audit)",
 		"--complete-by audited":            `complete by "audited": use progress or audit`,
@@ -81,6 +88,7 @@ func TestLoadRefusesCompleteByAuditWithoutAudit(t *testing.T) {
 // Each format has its own codecs, and a deflate level means nothing to
 // Parquet: a mismatch is refused with the codecs the format takes.
 func TestLoadRefusesCodecOfOtherFormat(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	for _, c := range []struct {
 		args []string
 		want string

@@ -22,6 +22,7 @@ import (
 // one (the scrubber), a kgo consumer reads every other record, and `log
 // verify` reports the damage before the repair and none after.
 func TestDamagedBatchCostsThatBatchOnly(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	for _, mode := range []string{"unclean restart", "clean restart and scrubber"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
@@ -141,6 +142,7 @@ func consumeAll(t *testing.T, addr string, n int) map[int64]string {
 // terminal) and ends the line with the total, while stdout keeps only the
 // report that scripts read.
 func TestLogVerifyShowsProgress(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	dir := t.TempDir()
 	b := testenv.StartBroker(t, testenv.WithDataDir(dir))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.AllowAutoTopicCreation())

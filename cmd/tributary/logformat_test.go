@@ -13,6 +13,7 @@ import (
 // object with the time, level and message, so a log shipper can filter on
 // its fields; an unknown format is refused before anything starts.
 func TestLogFormatJSON(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	addr, regAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	p := testenv.StartProcess(t, "standalone", "--log-format", "json", "--data-dir", t.TempDir(), "--listen", addr, "--registry-listen", regAddr)
 	testenv.WaitListening(t, p, regAddr, 60*time.Second)

@@ -30,6 +30,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 // registry's metrics on one endpoint, which promtool accepts, and answers
 // /healthz and /readyz.
 func TestStandaloneMetricsEndpoint(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary, testenv.Program("promtool"))
 	addr, reg, mon := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
 	p := testenv.StartProcess(t, "standalone", "--data-dir", t.TempDir(), "--listen", addr,
 		"--registry-listen", reg, "--metrics-listen", mon)
@@ -138,6 +139,7 @@ func (l *zkLink) heal() {
 // recovers with it; /healthz stays up meanwhile, so a supervisor does not
 // restart a broker that only waits for ZooKeeper.
 func TestClusterBrokerNotReadyWithoutZooKeeper(t *testing.T) {
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	connect := testenv.StartZooKeeper(t)
 	hostPort, chroot, _ := strings.Cut(connect, "/")
 	link := newZKLink(t, hostPort)

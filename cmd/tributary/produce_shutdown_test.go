@@ -23,6 +23,7 @@ import (
 // stops reading stdin at once, exits within --shutdown-timeout, and names
 // the audit counts it could not publish.
 func TestProduceSIGTERMWithBrokersNotAnswering(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	addr, regAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	b := testenv.StartProcess(t, "standalone", "--data-dir", t.TempDir(), "--listen", addr, "--registry-listen", regAddr)
 	testenv.WaitListening(t, b, regAddr, 60*time.Second)

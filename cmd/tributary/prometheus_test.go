@@ -86,6 +86,7 @@ func promQuery(t *testing.T, addr, q string) (float64, bool) {
 // produced, PromQL gives N for the topic's messages in, and a group's lag
 // drops to 0 once it has consumed and committed everything.
 func TestPrometheusScrapesStandalone(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary, testenv.Program("prometheus"))
 	addr, mon := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	p := testenv.StartProcess(t, "standalone", "--data-dir", t.TempDir(), "--listen", addr,
 		"--registry-listen", "", "--metrics-listen", mon, "--partitions", "3")
@@ -139,6 +140,7 @@ func TestPrometheusScrapesStandalone(t *testing.T) {
 // and its lag 0, and the registry reports itself ready with the schema
 // registered through it.
 func TestPrometheusScrapesMirrorAndRegistry(t *testing.T) {
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary, testenv.Program("prometheus"))
 	const n = 200
 	connect, src := testenv.StartCluster(t, 1)
 	addr, regAddr, mon := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)

@@ -3,6 +3,8 @@ package main_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // `tributary quotas` sets, describes and deletes quotas on a standalone
@@ -10,6 +12,7 @@ import (
 // super user may, a user without ALTER_CONFIGS on the cluster is refused
 // with the broker's reason.
 func TestQuotasCLI(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	_, as := startSASLStandalone(t, "bob")
 	quotas := func(want int, user string, args ...string) string {
 		t.Helper()

@@ -19,6 +19,7 @@ import (
 // port a free one, and alice's records come back from our consumer and
 // from kcat. The README cannot drift from the commands and flags it shows.
 func TestReadmeSecuringRecipe(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary, testenv.Kcat, testenv.Program("bash"))
 	for _, tool := range []string{"bash", "openssl", "kcat"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("the recipe needs %s: %v", tool, err)

@@ -18,6 +18,7 @@ import (
 // the registry cannot know one order of its writes) still serves Kafka;
 // the registry answers 503 saying why, on requests and on /healthz.
 func TestStandaloneWithBrokenSchemasTopic(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	dir := t.TempDir()
 	meta, err := cluster.OpenStandalone(dir, cluster.Broker{ID: 0})
 	if err != nil {
@@ -85,6 +86,7 @@ func TestStandaloneWithBrokenSchemasTopic(t *testing.T) {
 // The registry of a standalone process writes inside the broker's process:
 // it registers schemas even when no client id is admitted to _schemas.
 func TestStandaloneRegistryWritesInProcess(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	addr, regAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	p := testenv.StartProcess(t, "standalone", "--data-dir", t.TempDir(), "--listen", addr, "--registry-listen", regAddr, "--internal-clients=")
 	testenv.WaitListening(t, p, regAddr, 60*time.Second)

@@ -23,6 +23,7 @@ import (
 // _schemas: not the anonymous PLAINTEXT client (even with the registry's
 // client id), not a SASL user without an ACL.
 func TestStandaloneRegistryUnderAuthorizer(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	dataDir := t.TempDir()
 	creds := broker.OpenCredentialFile(broker.CredentialFilePath(dataDir))
 	if err := creds.Set("bob", "SCRAM-SHA-512", "bob-pw", broker.DefaultSCRAMIterations); err != nil {
@@ -69,6 +70,7 @@ func TestStandaloneRegistryUnderAuthorizer(t *testing.T) {
 // Credentials for the registry's own client name the listener it uses; a
 // standalone without one refuses to start, saying what to change.
 func TestStandaloneRegistryCredentialsNeedTheirListener(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	pw := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pw, []byte("secret\n"), 0o600); err != nil {
 		t.Fatal(err)

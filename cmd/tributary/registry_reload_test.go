@@ -16,6 +16,7 @@ import (
 // on SIGHUP: new connections get the renewed certificate, a connection
 // opened before keeps being served, and the process stays up.
 func TestRegistryCertificateReloadOnSIGHUP(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	pki := testenv.NewPKI(t)
 	brokerAddr, regAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	b := testenv.StartProcess(t, "standalone", "--data-dir", t.TempDir(), "--listen", brokerAddr, "--registry-listen=")

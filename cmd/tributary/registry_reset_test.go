@@ -22,6 +22,7 @@ import (
 // it continues above the highest id handed out (its checkpoint is in the
 // data directory).
 func TestStandaloneDeletedSchemasNeverReusesIDs(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	dir, addr, regAddr := t.TempDir(), testenv.FreeAddr(t), testenv.FreeAddr(t)
 	start := func(extra ...string) *testenv.Process {
 		t.Helper()

@@ -41,6 +41,7 @@ func secureRegistry(t *testing.T) (url string, pki *testenv.PKI, brokerAddr stri
 // basic.auth.user.info and ssl.ca.location) registers and fetches a schema
 // over HTTPS; a reader may fetch but not register; no credentials, 401.
 func TestRegistryHTTPSBasicAuthConfluentPython(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary, testenv.Python)
 	if err := exec.Command("python3", "-c", "import confluent_kafka.schema_registry").Run(); err != nil {
 		t.Fatalf("Python's confluent-kafka with its schema registry client is missing: python3 -m pip install 'confluent-kafka[schemaregistry]' (scripts/install-deps.sh does it)")
 	}
@@ -61,6 +62,7 @@ func TestRegistryHTTPSBasicAuthConfluentPython(t *testing.T) {
 // user info kept in a file: the writer registers, the reader lists but is
 // refused a registration (403), a wrong password is unauthorized (401).
 func TestSchemaCommandWithRegistryCredentials(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	url, pki, _ := secureRegistry(t)
 	dir := t.TempDir()
 	info := func(userPass string) string {

@@ -25,9 +25,7 @@ import (
 // error reported to the application, and every record they were told was
 // acknowledged (all of them, then) must be readable exactly once.
 func TestKafkaClientsRideFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three broker processes, kcat and a JVM")
-	}
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary, testenv.Kcat, testenv.JVM)
 	const javaRecords = 4000
 	j := startJepsen(t, 3)
 	seeds := strings.Join(j.addrs(), ",")

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // TestReplicatedDiskLost loses a broker's disk for good: with a topic of
@@ -19,9 +21,7 @@ import (
 // from the leaders and rejoin the ISR; once it has, its segment files hold
 // every record the others hold, offset for offset.
 func TestReplicatedDiskLost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three broker processes")
-	}
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	const topic, partitions, n = "disklost", 3, 600
 	j := startJepsen(t, 3)
 	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", strconv.Itoa(partitions),

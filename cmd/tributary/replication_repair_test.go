@@ -186,6 +186,7 @@ func segmentsOf(t *testing.T, dir string) []string {
 // from the new leader, and consumers read every acknowledged record, also
 // those produced while it happened.
 func TestRunningLeaderRepairsDamageFromAReplica(t *testing.T) {
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	const topic = "repair-running"
 	j := startRepairCluster(t, "--scrub-interval", "300ms")
 	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1", "--replication-factor", "3",
@@ -227,6 +228,7 @@ func mustBase(t *testing.T, seg string) int64 {
 // fetches the batch back from a replica that holds it. Three times, each
 // round on the partition's leader then, with traffic in between.
 func TestLeaderRestartedWithDamagedBatch(t *testing.T) {
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	const topic = "repair-restarted"
 	j := startRepairCluster(t)
 	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1", "--replication-factor", "3",

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // TestLeaderRestartedWithLostTail runs three `tributary broker` processes
@@ -21,9 +23,7 @@ import (
 // every replica holds every offset below the high watermark, and the
 // replicas hold the same record at each offset.
 func TestLeaderRestartedWithLostTail(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three broker processes")
-	}
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	const topic, rounds = "tailloss", 3
 	j := startJepsen(t, 3)
 	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1",

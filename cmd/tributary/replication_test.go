@@ -22,6 +22,7 @@ import (
 // follows it, and a consumer then reads every acknowledged record exactly
 // once and in order.
 func TestReplicatedLeaderKilled(t *testing.T) {
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	zk := testenv.StartZooKeeper(t)
 	addrs := []string{testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)}
 	var procs []*testenv.Process

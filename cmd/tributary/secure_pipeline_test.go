@@ -191,6 +191,7 @@ func startSecuredSource(t *testing.T, c *securedCluster) (connect, plain string)
 // audit report read from it shows every tier complete. A user without
 // ACLs is refused.
 func TestSecuredPipeline(t *testing.T) {
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	c := startSecuredCluster(t)
 	connect, livePlain := startSecuredSource(t, c)
 

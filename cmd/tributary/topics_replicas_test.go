@@ -21,6 +21,7 @@ import (
 // until it is done; `topics elect-leaders` then hands the leadership to
 // that new preferred replica.
 func TestTopicsReassignAndElectLeaders(t *testing.T) {
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	_, brokers := testenv.StartCluster(t, 3)
 	seed := brokers[0].Addr
 	run(t, "", 0, "topics", "create", "--brokers", seed, "--partitions", "1", "--replication-factor", "2", "mv")
@@ -76,6 +77,7 @@ func TestTopicsReassignAndElectLeaders(t *testing.T) {
 // one in its follower list. `topics reassign --verify` fails while the
 // move is under way and, once it is done, removes all of it.
 func TestTopicsReassignThrottle(t *testing.T) {
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	_, brokers := testenv.StartCluster(t, 3)
 	seed := brokers[0].Addr
 	run(t, "", 0, "topics", "create", "--brokers", seed, "--partitions", "1", "--replication-factor", "2", "thr")

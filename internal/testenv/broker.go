@@ -1,7 +1,15 @@
 // Package testenv starts real services for tests in one line each: a
 // Tributary broker in this process or as a separate `tributary` process,
-// ZooKeeper, and later HDFS. Every service listens on a free loopback port,
-// keeps its files in the test's temporary directory and stops at cleanup.
+// ZooKeeper, HDFS mini clusters, Apache Kafka's Java tools, Connect and
+// Streams. Every service listens on a free loopback port (a port picked
+// here lies outside Linux's ephemeral range, where no outgoing connection
+// takes it before the service binds it), keeps its files in the test's
+// temporary directory and stops at cleanup.
+//
+// A test that starts anything outside its own process says so first with
+// Needs, which skips it under -short (make test-short: unit tests only);
+// the starters here declare their own service, so a test that starts one
+// through them skips under -short even if it forgets.
 package testenv
 
 import (
@@ -51,19 +59,24 @@ func WithMetadata(fn func(self cluster.Broker) (cluster.Metadata, error)) Broker
 	return func(o *brokerOptions) { o.metaFn = fn }
 }
 
-// StartBroker starts a broker in this process on a free loopback port, with
+// StartBroker starts a broker in this process on a free loopback port
+// outside the ephemeral range (so WithAddr can restart it there), with
 // auto topic creation on and a fast flush interval, and stops it (cleanly)
 // at the end of the test.
 func StartBroker(t testing.TB, opts ...BrokerOption) *Broker {
 	t.Helper()
-	o := brokerOptions{addr: "127.0.0.1:0"}
+	var o brokerOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if o.dataDir == "" {
 		o.dataDir = t.TempDir()
 	}
-	ln, err := net.Listen("tcp", o.addr)
+	listen := listenFree
+	if o.addr != "" {
+		listen = func() (net.Listener, error) { return net.Listen("tcp", o.addr) }
+	}
+	ln, err := listen()
 	if err != nil {
 		t.Fatalf("broker listener: %v", err)
 	}
@@ -97,6 +110,12 @@ func StartBroker(t testing.TB, opts ...BrokerOption) *Broker {
 			t.Errorf("broker serve: %v", err)
 		}
 	}()
+	// Serving before returning: a broker closed before its Serve began
+	// would keep its port (a restart on it would fail) and report closed.
+	select {
+	case <-b.Serving():
+	case <-tb.done:
+	}
 	t.Cleanup(func() { tb.Stop() })
 	return tb
 }

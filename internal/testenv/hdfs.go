@@ -17,7 +17,7 @@ import (
 )
 
 // hdfsInstallHint is what a developer must run when Java or Maven is
-// missing; HDFS tests never skip.
+// missing; HDFS tests fail rather than skip (except under -short).
 const hdfsInstallHint = "./scripts/install-deps.sh (or: apt-get install -y maven default-jdk-headless)"
 
 // HDFSCluster is a running HDFS mini cluster.
@@ -71,6 +71,7 @@ var (
 // the user cache directory.
 func StartHDFS(t testing.TB) string {
 	t.Helper()
+	Needs(t, HDFS, JVM)
 	hdfsOnce.Do(func() { hdfsShared, hdfsErr = startHDFS() })
 	if hdfsErr != nil {
 		t.Fatalf("starting HDFS: %v", hdfsErr)
@@ -91,6 +92,7 @@ func HDFSWarehouse(t testing.TB) string {
 // StartHDFS's. Failover switches the active NameNode.
 func StartHDFSHA(t testing.TB) *HDFSCluster {
 	t.Helper()
+	Needs(t, HDFS, JVM)
 	hdfsHAOnce.Do(func() { hdfsHA, hdfsHAErr = startHDFS("-ha") })
 	if hdfsHAErr != nil {
 		t.Fatalf("starting HDFS with two NameNodes: %v", hdfsHAErr)
@@ -105,6 +107,7 @@ func StartHDFSHA(t testing.TB) *HDFSCluster {
 // tributary-ns: production clusters are both secured and highly available.
 func StartKerberizedHDFS(t testing.TB) *HDFSCluster {
 	t.Helper()
+	Needs(t, HDFS, JVM)
 	hdfsKrbOnce.Do(func() { hdfsKrb, hdfsKrbErr = startHDFS("-ha", "-kerberos", "-protection", "privacy") })
 	if hdfsKrbErr != nil {
 		t.Fatalf("starting a Kerberized HDFS: %v", hdfsKrbErr)
@@ -117,6 +120,7 @@ func StartKerberizedHDFS(t testing.TB) *HDFSCluster {
 // signed (SASL with an HMAC a frame), not encrypted.
 func StartKerberizedHDFSIntegrity(t testing.TB) *HDFSCluster {
 	t.Helper()
+	Needs(t, HDFS, JVM)
 	hdfsIntOnce.Do(func() { hdfsInt, hdfsIntErr = startHDFS("-kerberos", "-protection", "integrity") })
 	if hdfsIntErr != nil {
 		t.Fatalf("starting a Kerberized HDFS with integrity: %v", hdfsIntErr)

@@ -64,6 +64,7 @@ const javaToolsInstallHint = "apt-get install -y default-jdk-headless maven (scr
 // compiled launcher are cached under the user cache directory.
 func RunKafkaTools(t testing.TB, runs ...KafkaToolRun) []KafkaToolResult {
 	t.Helper()
+	Needs(t, JVM)
 	cp, classes, err := kafkaTools.classpath()
 	if err != nil {
 		t.Fatalf("Kafka's tools: %v", err)

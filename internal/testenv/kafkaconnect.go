@@ -28,6 +28,7 @@ const KafkaConnectFileSource = "LineFileSourceConnector"
 // output is logged if the test fails.
 func StartKafkaConnect(t testing.TB, bootstrap, group string, extra map[string]string) string {
 	t.Helper()
+	Needs(t, JVM)
 	cp, connector, err := kafkaConnect.classpath()
 	if err != nil {
 		t.Fatalf("Kafka Connect: %v", err)

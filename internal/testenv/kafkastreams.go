@@ -31,6 +31,7 @@ type KafkaStreamsApp struct {
 // output is logged if the test fails.
 func StartKafkaStreamsWordCount(t testing.TB, bootstrap, appID, input, output string) *KafkaStreamsApp {
 	t.Helper()
+	Needs(t, JVM)
 	cp, classes, err := kafkaStreams.classpath()
 	if err != nil {
 		t.Fatalf("Kafka Streams: %v", err)

@@ -21,8 +21,11 @@ var (
 )
 
 // Binary builds cmd/tributary once per test binary and returns its path.
+// A test that asks for it runs a tributary process, so it skips under
+// -short.
 func Binary(t testing.TB) string {
 	t.Helper()
+	Needs(t, Tributary)
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "tributary-bin-")
 		if err != nil {
@@ -101,15 +104,16 @@ func (p *Process) Stop(timeout time.Duration) error {
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // FreeAddr returns a loopback address with a port that was free a moment
-// ago, for processes that must be told their port.
+// ago, for processes that must be told their port. The port lies outside
+// Linux's ephemeral range (see freePort), so no outgoing connection takes
+// it before the process binds it.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return fmt.Sprintf("127.0.0.1:%d", port)
 }
 
 // WaitListening waits until addr accepts TCP connections or p exits.

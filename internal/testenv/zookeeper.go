@@ -25,7 +25,8 @@ import (
 )
 
 // zkInstallHint is what a developer must run when ZooKeeper is missing; the
-// tests never skip, because a skipped coordination test hides real bugs.
+// tests fail rather than skip (except under -short), because a skipped
+// coordination test hides real bugs.
 const zkInstallHint = "apt-get update && apt-get install -y zookeeper default-jre-headless"
 
 // zkServer is the one ZooKeeper process of this test binary.
@@ -55,6 +56,7 @@ var (
 // directory when the binary's end of a pipe closes).
 func StartZooKeeper(t testing.TB) string {
 	t.Helper()
+	Needs(t, ZooKeeper)
 	zkOnce.Do(func() { zkShared, zkErr = startZooKeeper() })
 	if zkErr != nil {
 		t.Fatalf("starting ZooKeeper: %v", zkErr)
@@ -79,6 +81,7 @@ func StartZooKeeper(t testing.TB) string {
 // tests that need to look outside their own chroot.
 func ZooKeeperAddr(t testing.TB) string {
 	t.Helper()
+	Needs(t, ZooKeeper)
 	zkOnce.Do(func() { zkShared, zkErr = startZooKeeper() })
 	if zkErr != nil {
 		t.Fatalf("starting ZooKeeper: %v", zkErr)
@@ -137,7 +140,20 @@ rm -rf "$ZKDIR"
 exit $status
 `
 
-func startZooKeeper() (*zkServer, error) {
+func startZooKeeper() (*zkServer, error) { return startZooKeeperOn(freePort) }
+
+// zkPortTries is how many ports a ZooKeeper start tries before giving up.
+const zkPortTries = 5
+
+// zkStartWithin is how long a ZooKeeper start waits for its server to
+// answer. A start is retried only on a taken port, so this one wait is all
+// the patience a slow JVM on a loaded machine gets: as much as the three
+// 30s tries it had when every failure was retried.
+const zkStartWithin = 90 * time.Second
+
+// startZooKeeperOn starts ZooKeeper on a port from pick, and on another if
+// another process turned out to have bound that one first.
+func startZooKeeperOn(pick func() (int, error)) (*zkServer, error) {
 	cp, err := zooKeeperClasspath()
 	if err != nil {
 		return nil, err
@@ -146,31 +162,32 @@ func startZooKeeper() (*zkServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("java is not installed; install it with: %s", zkInstallHint)
 	}
-	var lastErr error
-	// A free port found by listening on :0 can be taken by someone else
-	// before ZooKeeper binds it; try a few times.
-	for range 3 {
-		s, err := tryStartZooKeeper(java, cp)
+	var errs []error
+	for range zkPortTries {
+		port, err := pick()
+		if err != nil {
+			return nil, err
+		}
+		s, err := tryStartZooKeeper(java, cp, port)
 		if err == nil {
 			return s, nil
 		}
-		lastErr = err
+		errs = append(errs, err)
+		if !errors.Is(err, errPortTaken) {
+			break
+		}
 	}
-	return nil, lastErr
+	return nil, errors.Join(errs...)
 }
 
-func tryStartZooKeeper(java, cp string) (*zkServer, error) {
+func tryStartZooKeeper(java, cp string, port int) (*zkServer, error) {
 	dir, err := os.MkdirTemp("", "tributary-zookeeper-")
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
 	// tickTime 500ms lets tests use sessions as short as one second; the
-	// admin HTTP server is off because it would want a fixed port.
+	// admin HTTP server is off because it would want a fixed port. conf
+	// tells this server from another one that bound the port first.
 	cfg := fmt.Sprintf(`tickTime=500
 dataDir=%s/data
 clientPort=%d
@@ -179,15 +196,17 @@ maxClientCnxns=0
 minSessionTimeout=1000
 maxSessionTimeout=60000
 admin.enableServer=false
-4lw.commands.whitelist=ruok,srvr,stat,mntr,cons
+4lw.commands.whitelist=ruok,srvr,stat,mntr,cons,conf
 `, dir, port)
 	cfgPath := filepath.Join(dir, "zoo.cfg")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	logPath := filepath.Join(dir, "zookeeper.log")
-	logFile, err := os.Create(logPath)
+	// The log is read through this descriptor: the watchdog removes dir,
+	// log included, as soon as ZooKeeper exits, and the log of a start
+	// that failed is what says why (a port taken, say).
+	logFile, err := os.OpenFile(filepath.Join(dir, "zookeeper.log"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -214,32 +233,58 @@ admin.enableServer=false
 	go func() { exited <- cmd.Wait() }()
 
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(zkStartWithin)
 	for time.Now().Before(deadline) {
+		// Whoever answers must be this server: another ZooKeeper (of a
+		// test binary running beside this one) that bound the port first
+		// answers ruok too, and its sessions end when its binary does.
 		if zkprobe.Ruok(addr) {
-			return &zkServer{addr: addr, stdin: stdin}, nil
+			switch dataDir := zkDataDir(addr); {
+			case strings.HasPrefix(dataDir, dir+"/"):
+				return &zkServer{addr: addr, stdin: stdin}, nil
+			case dataDir != "":
+				stdin.Close()
+				<-exited
+				return nil, fmt.Errorf("ZooKeeper on %s: %w (another ZooKeeper, with data in %s, answers there)", addr, errPortTaken, dataDir)
+			}
 		}
 		select {
 		case err := <-exited:
-			tail := logTail(logPath)
+			tail := fileTail(logFile)
 			os.RemoveAll(dir)
+			if strings.Contains(tail, "Address already in use") {
+				return nil, fmt.Errorf("ZooKeeper on %s: %w; its log:\n%s", addr, errPortTaken, tail)
+			}
 			return nil, fmt.Errorf("ZooKeeper exited before answering on %s (%v); its log:\n%s", addr, err, tail)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	tail := logTail(logPath)
+	tail := fileTail(logFile)
 	stdin.Close()
 	<-exited
-	return nil, fmt.Errorf("ZooKeeper did not answer ruok on %s within 30s; its log:\n%s", addr, tail)
+	return nil, fmt.Errorf("ZooKeeper did not answer ruok on %s within %v; its log:\n%s", addr, zkStartWithin, tail)
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// zkDataDir asks the ZooKeeper at addr for its configuration (the conf
+// four-letter word) and returns its data directory, or "" if it did not
+// say (not serving yet, or not answering).
+func zkDataDir(addr string) string {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
-		return 0, err
+		return ""
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("conf")); err != nil {
+		return ""
+	}
+	answer, _ := io.ReadAll(io.LimitReader(c, 64<<10))
+	for _, line := range strings.Split(string(answer), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "dataDir="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 func logTail(path string) string {
@@ -248,8 +293,14 @@ func logTail(path string) string {
 		return "(no log: " + err.Error() + ")"
 	}
 	defer f.Close()
+	return fileTail(f)
+}
+
+// fileTail returns the last 40 lines of f from its start, whatever its
+// offset (a child process shares it) and whether or not it is still linked.
+func fileTail(f *os.File) string {
 	var lines []string
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(io.NewSectionReader(f, 0, 1<<62))
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
 		if len(lines) > 40 {

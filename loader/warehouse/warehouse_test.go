@@ -21,9 +21,7 @@ func eachFS(t *testing.T, test func(t *testing.T, w warehouse.FS)) {
 		test(t, w)
 	})
 	t.Run("hdfs", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("starts HDFS; skipped with -short")
-		}
+		testenv.Needs(t, testenv.HDFS, testenv.JVM)
 		w, err := warehouse.Open(testenv.HDFSWarehouse(t))
 		if err != nil {
 			t.Fatal(err)

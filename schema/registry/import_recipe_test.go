@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/schema/internal/srtest"
 )
 
@@ -18,6 +19,7 @@ import (
 // type and references, ids left unused by hard deletes stay unused, and
 // the next schema registered gets an id above every copied one.
 func TestReadmeCopyRecipe(t *testing.T) {
+	testenv.Needs(t, testenv.Program("bash"), testenv.Program("curl"))
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("the recipe needs %s: %v", tool, err)

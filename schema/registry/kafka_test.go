@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/schema/internal/srtest"
 	"github.com/tributary-io/tributary/schema/registry"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -106,6 +107,7 @@ func TestKafkaNodesAgree(t *testing.T) {
 // process, kills it with SIGKILL, and checks that a new node serves every
 // schema, version, delete and level the killed one acknowledged.
 func TestKafkaRestartAfterKill(t *testing.T) {
+	testenv.Needs(t, testenv.Helper)
 	broker, topic := testBroker(t), uniqueTopic(t)
 	ctx := context.Background()
 

@@ -7,13 +7,17 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // pythonSerde runs a script of Confluent's Python client (confluent-kafka
 // with its schema registry serializers) against a registry node on a real
-// broker, passing the registry's URL, the broker and a fresh topic.
+// broker, passing the registry's URL, the broker and a fresh topic. The
+// tests call it first, so it declares what they start.
 func pythonSerde(t *testing.T, script string) {
 	t.Helper()
+	testenv.Needs(t, testenv.Python)
 	if err := exec.Command("python3", "-c", "import confluent_kafka.schema_registry, fastavro, jsonschema, google.protobuf").Run(); err != nil {
 		t.Fatalf("Python's confluent-kafka with its Avro, JSON and Protobuf serializers is missing: python3 -m pip install 'confluent-kafka[schemaregistry,avro,json,protobuf]' (scripts/install-deps.sh does it)")
 	}

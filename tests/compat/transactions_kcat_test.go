@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 // at its first FindCoordinator with Tributary's reason, not retry until its
 // own timeout ends it with a vague "timed out".
 func TestKcatTransactionsFailAtOnce(t *testing.T) {
+	testenv.Needs(t, testenv.Kcat)
 	if _, err := exec.LookPath(kcatPath); err != nil {
 		t.Fatalf("kcat is missing: apt-get install -y kcat (.ci/run installs it)")
 	}

@@ -1,0 +1,14 @@
+// Package compat_test is where tests of third-party Kafka clients live
+// (librdkafka through kcat and Python's confluent-kafka, Apache Kafka's
+// Java clients and tools): each runs a client as its users run it against
+// a broker started through the broker's public API (testenv). A client's behaviour here is a promise to its
+// users: these tests fail when a change to the broker breaks a real
+// client, whatever the broker's own tests say.
+//
+// Each test starts a program or a JVM, so it declares it with
+// testenv.Needs and skips under -short.
+package compat_test
+
+// kcatPath is Debian's kcat (librdkafka), which scripts/install-deps.sh
+// installs.
+const kcatPath = "/usr/bin/kcat"

@@ -23,9 +23,7 @@ import (
 // min.insync.replicas), so it must lead, not the restarted broker, whose
 // lost tail would otherwise take acknowledged records with it.
 func TestLoneLeaderRestartedWithLostTail(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three broker processes")
-	}
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	const topic = "elr"
 	extra := []string{"--replica-lag-time-max", "1s", "--auto-leader-rebalance=false"}
 	j := startRepairCluster(t, extra...)
@@ -89,9 +87,7 @@ func TestLoneLeaderRestartedWithLostTail(t *testing.T) {
 // (cluster/logends.go): every acknowledged record survives, where electing
 // the old leader lost its cut tail.
 func TestEveryInSyncReplicaRestartedWithLostTails(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three broker processes")
-	}
+	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	const topic = "recovery"
 	extra := []string{"--auto-leader-rebalance=false"}
 	j := startRepairCluster(t, extra...)

@@ -48,6 +48,7 @@ const (
 	codeReferenceExists          = 42206
 	codeInvalidSubject           = 42208
 	codeSchemaTooLarge           = 42209
+	codeInvalidRuleSet           = 42210
 	codeStoreError               = 50001
 	codeOperationTimeout         = 50002
 	codeBadRequest               = http.StatusBadRequest
@@ -128,6 +129,10 @@ func errInvalidSubject(s string) *apiError {
 
 func errSchemaTooLarge(limit int) *apiError {
 	return &apiError{codeSchemaTooLarge, fmt.Sprintf("Request body is larger than %d bytes", limit)}
+}
+
+func errInvalidRuleSet(format string, args ...any) *apiError {
+	return &apiError{codeInvalidRuleSet, "Invalid rule set: " + fmt.Sprintf(format, args...)}
 }
 
 func errStore(op string, err error) *apiError {

@@ -117,7 +117,7 @@ func TestResolveRefsLimits(t *testing.T) {
 		prev = name
 	}
 	top := []schemaRef{{Name: "T6", Subject: "T6", Version: 1}}
-	if deps, err := st.resolveRefs(top, defaultLimits); err != nil || len(deps) != 6 || !strings.Contains(deps[0], `"T1"`) {
+	if deps, err := st.resolveRefs(top, defaultLimits); err != nil || len(deps) != 6 || !strings.Contains(deps[0].text, `"T1"`) {
 		t.Fatalf("chain of 6: %d deps, %v; want T1 first", len(deps), err)
 	}
 	lim := defaultLimits

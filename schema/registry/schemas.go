@@ -35,9 +35,12 @@ func (s *Server) schemaByID(w http.ResponseWriter, r *http.Request) {
 		SchemaType string      `json:"schemaType,omitempty"`
 		Schema     string      `json:"schema"`
 		References []schemaRef `json:"references,omitempty"`
+		Metadata   *metadata   `json:"metadata,omitempty"`
+		RuleSet    *ruleSet    `json:"ruleSet,omitempty"`
 	}
 	if err := s.idRequest(r, func(_ *state, sch *stored) error {
 		out.SchemaType, out.Schema, out.References = sch.schema.showType(), sch.schema.Text, sch.refs
+		out.Metadata, out.RuleSet = sch.schema.contract.metadataOrNil(), sch.schema.contract.ruleSetOrNil()
 		if r.URL.Query().Get("format") == "serialized" && sch.schema.proto != nil {
 			out.Schema = sch.schema.proto.serialized(sch.schema.Text)
 		}

@@ -21,6 +21,7 @@ type state struct {
 	schemas  map[int]*stored
 	byKey    map[string]int    // avsc.Key → id
 	configs  map[string]string // subject → level; "" is the global level
+	groups   map[string]string // subject → compatibility group (contract.go); "" global
 	modes    map[string]string // subject → mode; "" is the global mode (mode.go)
 	maxID    int               // ids are never reused, even after hard deletes
 	// idFloor bounds the ids that records compaction removed: see apply.
@@ -54,6 +55,7 @@ func newState() *state {
 		schemas:  make(map[int]*stored),
 		byKey:    make(map[string]int),
 		configs:  make(map[string]string),
+		groups:   make(map[string]string),
 		modes:    make(map[string]string),
 		limits:   defaultLimits,
 	}
@@ -126,6 +128,7 @@ func (st *state) apply(r Record) string {
 		}
 		if r.Value == nil {
 			delete(st.configs, name)
+			delete(st.groups, name)
 			return ""
 		}
 		var v configValue
@@ -133,10 +136,20 @@ func (st *state) apply(r Record) string {
 			return fmt.Sprintf("config value is not JSON: %v", err)
 		}
 		level, ok := parseLevel(v.Level)
-		if !ok {
+		if !ok && (v.Level != "" || v.Group == "") {
 			return fmt.Sprintf("unknown compatibility level %q", v.Level)
 		}
-		st.configs[name] = level
+		// A CONFIG record holds the whole config: what it lacks is unset.
+		if ok {
+			st.configs[name] = level
+		} else {
+			delete(st.configs, name)
+		}
+		if v.Group != "" {
+			st.groups[name] = v.Group
+		} else {
+			delete(st.groups, name)
+		}
 	case keyMode:
 		name := ""
 		if k.Subject != nil {
@@ -218,6 +231,11 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 	if err != nil {
 		return fmt.Sprintf("subject %q version %d: schema does not parse: %v", name, num, err)
 	}
+	c, aerr := decodeContract(v.Metadata, v.RuleSet)
+	if aerr != nil {
+		return fmt.Sprintf("subject %q version %d: %s", name, num, aerr.Message)
+	}
+	parsed = parsed.withContract(c)
 	if _, known := st.schemas[v.ID]; !known && v.ID > st.nextID() && !importing {
 		// Registries give a new schema the next id, so a record that jumps
 		// ahead did not come from one; applied, it would use up the ids
@@ -260,7 +278,7 @@ func (st *state) sameSchema(id int, text string) bool {
 		return false
 	}
 	p, err := parseSchema(have.schema.Type, text, st.limits, have.refs, deps)
-	return err == nil && p.Key == have.schema.Key
+	return err == nil && p.withContract(have.schema.contract).Key == have.schema.Key
 }
 
 // hardDelete applies a tombstone. Only a soft-deleted version may be

@@ -148,7 +148,7 @@ func (s *Server) checkCompatibilityHandler(w http.ResponseWriter, r *http.Reques
 		ref = &v
 	}
 	verbose := boolParam(r, "verbose")
-	_, sch, _, aerr := s.readSchema(w, r)
+	_, sch, _, aerr := s.readSchema(w, r, subject)
 	if aerr != nil {
 		if verbose && aerr.Code == codeInvalidSchema {
 			writeJSON(w, compatResponse{Compatible: false, Messages: []string{aerr.Message}})
@@ -178,7 +178,7 @@ func (s *Server) checkCompatibilityHandler(w http.ResponseWriter, r *http.Reques
 				if v == nil || v.deleted {
 					return errVersionNotFound(ref.num)
 				}
-				prev = []previous{{version: v.num, schema: st.schemas[v.id].schema}}
+				prev = []previous{{version: v.num, schema: st.schemaOf(subject, v).schema}}
 			}
 		}
 		level = st.level(subject, s.cfg.DefaultCompatibility)

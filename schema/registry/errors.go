@@ -49,6 +49,7 @@ const (
 	codeInvalidSubject           = 42208
 	codeSchemaTooLarge           = 42209
 	codeInvalidRuleSet           = 42210
+	codeContextNotEmpty          = 42211
 	codeStoreError               = 50001
 	codeOperationTimeout         = 50002
 	codeBadRequest               = http.StatusBadRequest
@@ -133,6 +134,10 @@ func errSchemaTooLarge(limit int) *apiError {
 
 func errInvalidRuleSet(format string, args ...any) *apiError {
 	return &apiError{codeInvalidRuleSet, "Invalid rule set: " + fmt.Sprintf(format, args...)}
+}
+
+func errContextNotEmpty(ctx string) *apiError {
+	return &apiError{codeContextNotEmpty, fmt.Sprintf("Context %s is not empty: delete its subjects permanently first", ctx)}
 }
 
 func errStore(op string, err error) *apiError {

@@ -65,3 +65,8 @@ func TestPythonProtobufReferences(t *testing.T) { pythonSerde(t, "protobuf_refer
 // and a rule set, gets both back, serializes with the latest version, and
 // another contract for the same text gets another id.
 func TestPythonContracts(t *testing.T) { pythonSerde(t, "contracts.py") }
+
+// TestPythonContexts: Confluent's client with a base URL in a context
+// registers and reads that context's ids, which the default context uses
+// for another schema; /contexts lists it.
+func TestPythonContexts(t *testing.T) { pythonSerde(t, "contexts.py") }

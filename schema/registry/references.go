@@ -102,22 +102,26 @@ func depTexts(deps []refDep) []string {
 // resolveRefs returns the versions refs reach, each after the ones it
 // references itself, within lim: at most maxReferences of them, nested at
 // most lim.maxDepth deep, lim.maxBytes in all.
-func (st *state) resolveRefs(refs []schemaRef, lim schemaLimits) ([]refDep, error) {
+//
+// An unqualified subject in a reference is one of ctx, the referring
+// schema's context (context.go).
+func (st *state) resolveRefs(ctx string, refs []schemaRef, lim schemaLimits) ([]refDep, error) {
 	var (
 		out   []refDep
 		bytes int
 		seen  = map[schemaRef]bool{}
 	)
-	var walk func(refs []schemaRef, depth int) error
-	walk = func(refs []schemaRef, depth int) error {
+	var walk func(ctx string, refs []schemaRef, depth int) error
+	walk = func(ctx string, refs []schemaRef, depth int) error {
 		if depth > lim.maxDepth {
 			return fmt.Errorf("references nest more than %d deep (the schema depth limit, --schema-max-depth)", lim.maxDepth)
 		}
 		for _, ref := range refs {
-			at := schemaRef{Subject: ref.Subject, Version: ref.Version}
+			subject := qualify(ctx, ref.Subject)
+			at := schemaRef{Subject: subject, Version: ref.Version}
 			if seen[at] {
 				if i := slices.IndexFunc(out, func(d refDep) bool { return d.name == ref.Name }); i < 0 {
-					if sch := st.versionSchema(ref.Subject, ref.Version); sch != nil {
+					if sch := st.versionSchema(subject, ref.Version); sch != nil {
 						out = append(out, refDep{name: ref.Name, text: sch.schema.Text, typ: sch.schema.Type, alias: true})
 					}
 				}
@@ -127,11 +131,11 @@ func (st *state) resolveRefs(refs []schemaRef, lim schemaLimits) ([]refDep, erro
 			if len(seen) > maxReferences {
 				return fmt.Errorf("the schema reaches more than %d referenced versions", maxReferences)
 			}
-			sch := st.versionSchema(ref.Subject, ref.Version)
+			sch := st.versionSchema(subject, ref.Version)
 			if sch == nil {
 				return &refsNotFound{ref}
 			}
-			if err := walk(sch.refs, depth+1); err != nil {
+			if err := walk(contextOf(subject), sch.refs, depth+1); err != nil {
 				return err
 			}
 			if bytes += len(sch.schema.Text); bytes > lim.maxBytes {
@@ -141,7 +145,7 @@ func (st *state) resolveRefs(refs []schemaRef, lim schemaLimits) ([]refDep, erro
 		}
 		return nil
 	}
-	return out, walk(refs, 1)
+	return out, walk(ctx, refs, 1)
 }
 
 // versionSchema returns the schema of a subject's version, or nil.
@@ -154,7 +158,7 @@ func (st *state) versionSchema(subject string, num int) *stored {
 	if v == nil {
 		return nil
 	}
-	return st.schemas[v.id]
+	return st.schemaOf(subject, v)
 }
 
 // refsKey is what references add to a schema's key, so that they are
@@ -175,18 +179,22 @@ func refsJSON(refs []schemaRef) json.RawMessage {
 }
 
 // referencedBy returns the ids of the schemas that reference a version.
+// A referring schema's unqualified reference names a subject of its own
+// context.
 func (st *state) referencedBy(subject string, num int) []int {
 	out := []int{}
-	for id, sch := range st.schemas {
-		for _, r := range sch.refs {
-			if r.Subject == subject && r.Version == num {
-				out = append(out, id)
-				break
+	st.forSpaces(func(ctx string, sp *idSpace) {
+		for id, sch := range sp.schemas {
+			for _, r := range sch.refs {
+				if qualify(ctx, r.Subject) == subject && r.Version == num {
+					out = append(out, id)
+					break
+				}
 			}
 		}
-	}
+	})
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // notReferenced refuses to delete a version that a schema references.
@@ -230,9 +238,9 @@ func (s *Server) referencedBy(w http.ResponseWriter, r *http.Request) {
 // reference any version holding schema id.
 func (s *Server) referencedByID(w http.ResponseWriter, r *http.Request) {
 	var ids []int
-	err := s.idRequest(r, func(st *state, sch *stored) error {
+	err := s.idRequest(r, func(st *state, ctx string, sch *stored) error {
 		ids = []int{}
-		for _, u := range st.usesOf(sch.id, true) {
+		for _, u := range st.usesOf(ctx, sch.id, true) {
 			ids = append(ids, st.referencedBy(u.Subject, u.Version)...)
 		}
 		slices.Sort(ids)

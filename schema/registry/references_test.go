@@ -117,17 +117,17 @@ func TestResolveRefsLimits(t *testing.T) {
 		prev = name
 	}
 	top := []schemaRef{{Name: "T6", Subject: "T6", Version: 1}}
-	if deps, err := st.resolveRefs(top, defaultLimits); err != nil || len(deps) != 6 || !strings.Contains(deps[0].text, `"T1"`) {
+	if deps, err := st.resolveRefs("", top, defaultLimits); err != nil || len(deps) != 6 || !strings.Contains(deps[0].text, `"T1"`) {
 		t.Fatalf("chain of 6: %d deps, %v; want T1 first", len(deps), err)
 	}
 	lim := defaultLimits
 	lim.maxDepth = 3
-	if _, err := st.resolveRefs(top, lim); err == nil || !strings.Contains(err.Error(), "--schema-max-depth") {
+	if _, err := st.resolveRefs("", top, lim); err == nil || !strings.Contains(err.Error(), "--schema-max-depth") {
 		t.Errorf("depth 6 under a limit of 3: %v", err)
 	}
 	lim = defaultLimits
 	lim.maxBytes = 200
-	if _, err := st.resolveRefs(top, lim); err == nil || !strings.Contains(err.Error(), "--schema-max-bytes") {
+	if _, err := st.resolveRefs("", top, lim); err == nil || !strings.Contains(err.Error(), "--schema-max-bytes") {
 		t.Errorf("6 schemas under 200 bytes: %v", err)
 	}
 	many := make([]json.RawMessage, maxReferences+1)

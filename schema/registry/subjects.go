@@ -57,7 +57,7 @@ type subjectSchema struct {
 }
 
 func (st *state) show(subject string, v *version) subjectSchema {
-	sch := st.schemas[v.id]
+	sch := st.schemaOf(subject, v)
 	c := sch.schema.contract
 	return subjectSchema{Subject: subject, Version: v.num, ID: v.id, SchemaType: sch.schema.showType(), Schema: sch.schema.Text, References: sch.refs,
 		Metadata: c.metadataOrNil(), RuleSet: c.ruleSetOrNil()}
@@ -150,7 +150,7 @@ func (s *Server) versionRequest(r *http.Request) (subjectSchema, *apiError) {
 			return aerr
 		}
 		out = st.show(subject, v)
-		if doc := st.schemas[v.id].schema; doc.proto != nil && r.URL.Query().Get("format") == "serialized" {
+		if doc := st.schemaOf(subject, v).schema; doc.proto != nil && r.URL.Query().Get("format") == "serialized" {
 			out.Schema = doc.proto.serialized(doc.Text) // as Confluent's Protobuf clients ask
 		}
 		return nil
@@ -196,7 +196,7 @@ func writeRawSchema(w http.ResponseWriter, text string) {
 // schemas at the same moment. The slot is released before the request
 // goes on to the store or a compatibility check, which have bounds of
 // their own.
-func (s *Server) readSchema(w http.ResponseWriter, r *http.Request) (schemaRequest, *schemaDoc, []schemaRef, *apiError) {
+func (s *Server) readSchema(w http.ResponseWriter, r *http.Request, subject string) (schemaRequest, *schemaDoc, []schemaRef, *apiError) {
 	var req schemaRequest
 	wait := time.NewTimer(s.cfg.SyncTimeout)
 	defer wait.Stop()
@@ -221,7 +221,7 @@ func (s *Server) readSchema(w http.ResponseWriter, r *http.Request) (schemaReque
 		// outside it, with the schema, within this request's parse slot.
 		err := s.view(r.Context(), func(st *state) error {
 			var err error
-			if deps, err = st.resolveRefs(refs, s.cfg.limits()); err != nil {
+			if deps, err = st.resolveRefs(contextOf(subject), refs, s.cfg.limits()); err != nil {
 				if _, ok := err.(*refsNotFound); ok {
 					return &apiError{codeNotFound, err.Error()} // caught up and asked again
 				}
@@ -247,7 +247,7 @@ func (s *Server) registerHandler(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	req, sch, refs, aerr := s.readSchema(w, r)
+	req, sch, refs, aerr := s.readSchema(w, r, subject)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -270,7 +270,7 @@ func (s *Server) lookupSchema(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	_, sch, _, aerr := s.readSchema(w, r)
+	_, sch, _, aerr := s.readSchema(w, r, subject)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -291,7 +291,7 @@ func (s *Server) lookupSchema(w http.ResponseWriter, r *http.Request) {
 		for _, key := range keys {
 			for i := len(sub.versions) - 1; i >= 0; i-- {
 				v := sub.versions[i]
-				if (!v.deleted || deleted) && st.schemas[v.id].schema.Key == key {
+				if (!v.deleted || deleted) && st.schemaOf(subject, v).schema.Key == key {
 					out = st.show(subject, v)
 					return nil
 				}

@@ -96,7 +96,7 @@ func (s *Server) register(ctx context.Context, subject string, sch *schemaDoc, r
 		won := false
 		if sub := s.st.subjects[subject]; sub != nil {
 			v := sub.find(p.num)
-			won = v != nil && v.id == p.id && !v.deleted && s.st.schemas[p.id].schema.Key == p.sch.Key
+			won = v != nil && v.id == p.id && !v.deleted && s.st.schemaOf(subject, v).schema.Key == p.sch.Key
 		}
 		s.mu.RUnlock()
 		if won {
@@ -148,15 +148,15 @@ func (st *state) planRegister(subject string, sch *schemaDoc, dflt string, imp i
 	if sub != nil {
 		for i := len(sub.versions) - 1; i >= 0; i-- {
 			v := sub.versions[i]
-			if !v.deleted && st.schemas[v.id].schema.Key == sch.Key {
+			if !v.deleted && st.schemaOf(subject, v).schema.Key == sch.Key {
 				return regPlan{id: v.id, sch: sch}, nil
 			}
 		}
 	}
 	p := regPlan{sch: sch, level: st.level(subject, dflt), prev: st.inGroup(subject, sch, st.previous(subject)), num: 1}
-	id, ok := st.byKey[sch.Key]
+	id, ok := st.spaceFor(subject).byKey[sch.Key]
 	if !ok {
-		if id = st.nextID(); id > maxID31 {
+		if id = st.nextIDIn(contextOf(subject)); id > maxID31 {
 			return regPlan{}, errStore("Register", fmt.Errorf("every schema id up to 2^31-1 is used; the 4-byte envelope cannot carry a larger one"))
 		}
 	}
@@ -218,7 +218,7 @@ func (st *state) planDeleteVersion(subject string, ref versionRef, permanent boo
 	if permanent {
 		return tombstoneRecord(subject, num), num, nil
 	}
-	sch := st.schemas[v.id]
+	sch := st.schemaOf(subject, v)
 	return versionRecord(subject, num, v.id, sch.schema, sch.refs, true), num, nil
 }
 

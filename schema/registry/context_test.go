@@ -1,0 +1,67 @@
+package registry
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestApplyContexts: on replay, each context has its own ids: id 1 in two
+// contexts is two schemas, a jump ahead is measured against the context's
+// own counter, and the checkpoint's highest id covers every context.
+func TestApplyContexts(t *testing.T) {
+	const a = `{"type":"record","name":"A","fields":[]}`
+	const b = `{"type":"record","name":"B","fields":[]}`
+	st := newState()
+	for i, v := range []schemaValue{
+		{Subject: "s", Version: 1, ID: 1, Schema: a},
+		{Subject: ":.x:s", Version: 1, ID: 1, Schema: b},
+		{Subject: ":.x:t", Version: 1, ID: 2, Schema: a},
+	} {
+		r := schemaRecord(v)
+		r.Offset = int64(i)
+		if why := st.apply(r); why != "" {
+			t.Fatalf("record %d: %s", i, why)
+		}
+	}
+	if st.schemas[1].schema.Text != a || st.space(".x").schemas[1].schema.Text != b || st.space(".x").schemas[2].schema.Text != a {
+		t.Errorf("ids are not per context")
+	}
+	if st.nextIDIn("") != 2 || st.nextIDIn(".x") != 3 || st.highestID() != 2 {
+		t.Errorf("next ids %d, %d; highest %d", st.nextIDIn(""), st.nextIDIn(".x"), st.highestID())
+	}
+	r := schemaRecord(schemaValue{Subject: "u", Version: 1, ID: 3, Schema: b})
+	r.Offset = 3
+	if why := st.apply(r); !strings.Contains(why, "ahead of the next id 2") {
+		t.Errorf("a jump past the default context's counter: %q", why)
+	}
+}
+
+// TestInContext: /contexts/{ctx}/... is rewritten as Confluent rewrites it.
+func TestInContext(t *testing.T) {
+	for _, tt := range []struct{ in, out string }{
+		{"/contexts/.c/subjects/s/versions", "/subjects/:.c:s/versions"},
+		{"/contexts/.c/subjects/:.d:s/versions/1", "/subjects/:.d:s/versions/1"},
+		{"/contexts/.c/subjects", "/subjects?subjectPrefix=%3A.c%3A"},
+		{"/contexts/.c/subjects?subjectPrefix=a", "/subjects?subjectPrefix=%3A.c%3Aa"},
+		{"/contexts/.c/config", "/config/:.c:"},
+		{"/contexts/.c/mode/s", "/mode/:.c:s"},
+		{"/contexts/.c/schemas/ids/3", "/schemas/ids/3?subject=%3A.c%3A"},
+		{"/contexts/.c/schemas/ids/3/versions?subject=s", "/schemas/ids/3/versions?subject=%3A.c%3As"},
+		{"/contexts/.c/compatibility/subjects/s/versions/latest", "/compatibility/subjects/:.c:s/versions/latest"},
+		{"/contexts/./subjects/s/versions", "/subjects/s/versions"},
+		{"/contexts/:.c:/subjects/s/versions", "/subjects/:.c:s/versions"},
+	} {
+		r := httptest.NewRequest("GET", tt.in, nil)
+		if !inContext(r) {
+			t.Errorf("%s: not rewritten", tt.in)
+			continue
+		}
+		if got := r.URL.RequestURI(); got != tt.out {
+			t.Errorf("%s: %s, want %s", tt.in, got, tt.out)
+		}
+	}
+	if inContext(httptest.NewRequest("GET", "/contexts/.c", nil)) || inContext(httptest.NewRequest("GET", "/subjects", nil)) {
+		t.Error("a path outside a context was rewritten")
+	}
+}

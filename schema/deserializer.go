@@ -218,7 +218,7 @@ func (d *Deserializer) writer(ctx context.Context, id int) (*writer, error) {
 	if s.Type != sr.TypeAvro {
 		// The registry stores JSON and Protobuf schemas too; their records
 		// are not Avro, and decoding them as Avro would yield garbage.
-		return nil, fmt.Errorf("schema: writer schema id %d is a %s schema; this deserializer reads Avro records only", id, s.Type)
+		return nil, fmt.Errorf("%w: schema id %d is a %s schema; this deserializer reads Avro records only", ErrUnsupportedSchema, id, s.Type)
 	}
 	if len(s.References) > 0 {
 		return nil, fmt.Errorf("schema: writer schema id %d uses schema references, which this deserializer does not resolve", id)

@@ -125,7 +125,7 @@ func errReferenceExists(subject string, num int, ids []int) *apiError {
 }
 
 func errInvalidSubject(s string) *apiError {
-	return &apiError{codeInvalidSubject, fmt.Sprintf("The specified subject '%s' is not a valid subject name: it must be non-empty and contain no control characters", s)}
+	return &apiError{codeInvalidSubject, fmt.Sprintf("The specified subject '%s' is not a valid subject name: it must be non-empty UTF-8 and contain no control characters", s)}
 }
 
 func errSchemaTooLarge(limit int) *apiError {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode"
 )
 
 // contentType is what every response carries, as Confluent's does.
@@ -197,7 +196,7 @@ func parseVersion(s string) (versionRef, *apiError) {
 // client could mean.
 func subjectParam(r *http.Request) (string, *apiError) {
 	s := r.PathValue("subject")
-	if s == "" || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+	if !validSubject(s) {
 		return "", errInvalidSubject(s)
 	}
 	return s, nil

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // state is what a node knows after applying a prefix of the log. It does no
@@ -82,9 +83,11 @@ const maxID31 = 1<<31 - 1
 
 func validNumber(n int) bool { return n >= 1 && n <= maxID31 }
 
-// validSubject is the rule subjectParam applies to requests.
+// validSubject is the rule subjectParam applies to requests. A name that
+// is not UTF-8 could not be written: JSON would store another name, and
+// the writer would never find its own record.
 func validSubject(s string) bool {
-	return s != "" && strings.IndexFunc(s, unicode.IsControl) < 0
+	return s != "" && utf8.ValidString(s) && strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
 // apply applies one record and returns why it was skipped, or "".

@@ -93,6 +93,14 @@ func TestUndecodableRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := env.Registry.CreateSchema(context.Background(), "mixed-addr", sr.Schema{Schema: `{"type":"record","name":"Addr","fields":[{"name":"c","type":"string"}]}`}); err != nil {
+		t.Fatal(err)
+	}
+	refID, err := env.Registry.CreateSchema(context.Background(), "mixed-ref", sr.Schema{Schema: `{"type":"record","name":"P","fields":[{"name":"a","type":"Addr"}]}`,
+		References: []sr.SchemaReference{{Name: "Addr", Subject: "mixed-addr", Version: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	env.ProduceRaw(t, "mixed", 0,
 		[]byte("plain text, not an envelope"), // offset 10: wrong magic
 		schema.AppendEnvelope(nil, 99999),     // 11: unknown schema id
@@ -101,16 +109,17 @@ func TestUndecodableRecords(t *testing.T) {
 		append(valid, 0),                      // 14: a byte left over after the value
 		append(schema.AppendEnvelope(nil, jsonID.ID), `{"a":1}`...),     // 15: JSON Schema
 		append(schema.AppendEnvelope(nil, protoID.ID), 0, 0x0a, 1, 'x'), // 16: Protobuf
+		append(schema.AppendEnvelope(nil, refID.ID), 2, 'x'),            // 17: Avro with references
 	)
 	env.Produce(t, "mixed", loadertest.Schema(t, "pageview"), good[10:])
 
 	t.Run("over the limit", func(t *testing.T) {
 		url := "file://" + t.TempDir()
 		cfg := config(env, url, "mixed")
-		cfg.MaxErrors = 6
+		cfg.MaxErrors = 7
 		sum, err := loader.Run(context.Background(), cfg)
-		if err == nil || !strings.Contains(err.Error(), "more than 6 records could not be decoded") {
-			t.Fatalf("run with 7 bad records and a limit of 6: %v", err)
+		if err == nil || !strings.Contains(err.Error(), "more than 7 records could not be decoded") {
+			t.Fatalf("run with 8 bad records and a limit of 7: %v", err)
 		}
 		if sum.Committed {
 			t.Fatal("the failed run committed")
@@ -123,10 +132,10 @@ func TestUndecodableRecords(t *testing.T) {
 	t.Run("within the limit", func(t *testing.T) {
 		url := "file://" + t.TempDir()
 		cfg := config(env, url, "mixed")
-		cfg.MaxErrors = 7
+		cfg.MaxErrors = 8
 		sum := run(t, cfg)
-		if sum.Errors != 7 || sum.Records != 20 {
-			t.Fatalf("summary: %d errors, %d records; want 7 and 20", sum.Errors, sum.Records)
+		if sum.Errors != 8 || sum.Records != 20 {
+			t.Fatalf("summary: %d errors, %d records; want 8 and 20", sum.Errors, sum.Records)
 		}
 		c := loadertest.Read(t, openWarehouse(t, url))
 		loadertest.CheckExactlyOnce(t, c, "mixed", good)
@@ -137,12 +146,13 @@ func TestUndecodableRecords(t *testing.T) {
 				t.Errorf("error record %+v lacks topic, cause or value", e)
 			}
 		}
-		if fmt.Sprint(offsets) != "[10 11 12 13 14 15 16]" {
-			t.Errorf("error records at offsets %v, want [10 11 12 13 14 15 16]", offsets)
+		if fmt.Sprint(offsets) != "[10 11 12 13 14 15 16 17]" {
+			t.Errorf("error records at offsets %v, want [10 11 12 13 14 15 16 17]", offsets)
 		}
 		for i, want := range []error{schema.ErrWrongMagic, schema.ErrUnknownID, schema.ErrBadBody, schema.ErrTruncated, schema.ErrBadBody,
 			fmt.Errorf("%w: schema id %d is a JSON schema", schema.ErrUnsupportedSchema, jsonID.ID),
-			fmt.Errorf("%w: schema id %d is a PROTOBUF schema", schema.ErrUnsupportedSchema, protoID.ID)} {
+			fmt.Errorf("%w: schema id %d is a PROTOBUF schema", schema.ErrUnsupportedSchema, protoID.ID),
+			fmt.Errorf("%w: schema id %d uses schema references", schema.ErrUnsupportedSchema, refID.ID)} {
 			if i < len(c.Errors) && !strings.Contains(c.Errors[i].Error, strings.TrimPrefix(want.Error(), "schema: ")) {
 				t.Errorf("offset %d: error %q, want %q", c.Errors[i].Offset, c.Errors[i].Error, want)
 			}

@@ -221,7 +221,7 @@ func (d *Deserializer) writer(ctx context.Context, id int) (*writer, error) {
 		return nil, fmt.Errorf("%w: schema id %d is a %s schema; this deserializer reads Avro records only", ErrUnsupportedSchema, id, s.Type)
 	}
 	if len(s.References) > 0 {
-		return nil, fmt.Errorf("schema: writer schema id %d uses schema references, which this deserializer does not resolve", id)
+		return nil, fmt.Errorf("%w: schema id %d uses schema references, which this deserializer does not resolve", ErrUnsupportedSchema, id)
 	}
 	p, err := avsc.Parse(s.Schema)
 	if err != nil {

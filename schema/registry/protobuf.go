@@ -220,32 +220,36 @@ func protoNodes(fd protoreflect.FileDescriptor) (n, depth int) {
 //	                                                   string, bytes)
 //	other type changes, message or enum type changed   incompatible
 //	repeated ↔ singular; moved into or out of a oneof  incompatible
+//	message of an imported file (a reference)          compared by the same rules
 func protoCompatible(reader, writer *protoDoc) error {
 	r, w := reader.file, writer.file
 	if r.Package() != w.Package() {
 		return fmt.Errorf("package changed from %q to %q", w.Package(), r.Package())
 	}
-	return compareMessages(r.Messages(), w.Messages())
+	return compareMessages(r.Messages(), w.Messages(), map[protoreflect.FullName]bool{})
 }
 
-func compareMessages(rs, ws protoreflect.MessageDescriptors) error {
+// compareMessages compares the messages a writer file defines with the
+// reader's; seen holds the imported messages compared already (through
+// fields, see compareField), which also ends a cycle of them.
+func compareMessages(rs, ws protoreflect.MessageDescriptors, seen map[protoreflect.FullName]bool) error {
 	for i := 0; i < ws.Len(); i++ {
 		wm := ws.Get(i)
 		rm := rs.ByName(wm.Name())
 		if rm == nil {
 			return fmt.Errorf("message %s removed", wm.FullName())
 		}
-		if err := compareFields(rm, wm); err != nil {
+		if err := compareFields(rm, wm, seen); err != nil {
 			return err
 		}
-		if err := compareMessages(rm.Messages(), wm.Messages()); err != nil {
+		if err := compareMessages(rm.Messages(), wm.Messages(), seen); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func compareFields(rm, wm protoreflect.MessageDescriptor) error {
+func compareFields(rm, wm protoreflect.MessageDescriptor, seen map[protoreflect.FullName]bool) error {
 	for i := 0; i < wm.Fields().Len(); i++ {
 		wf := wm.Fields().Get(i)
 		rf := rm.Fields().ByNumber(wf.Number())
@@ -258,7 +262,7 @@ func compareFields(rm, wm protoreflect.MessageDescriptor) error {
 			}
 			continue
 		}
-		if err := compareField(wm, rf, wf); err != nil {
+		if err := compareField(wm, rf, wf, seen); err != nil {
 			return err
 		}
 	}
@@ -271,7 +275,7 @@ func compareFields(rm, wm protoreflect.MessageDescriptor) error {
 	return nil
 }
 
-func compareField(m protoreflect.MessageDescriptor, rf, wf protoreflect.FieldDescriptor) error {
+func compareField(m protoreflect.MessageDescriptor, rf, wf protoreflect.FieldDescriptor, seen map[protoreflect.FullName]bool) error {
 	at := fmt.Sprintf("%s: field %d (%s)", m.FullName(), wf.Number(), wf.Name())
 	if (rf.Cardinality() == protoreflect.Repeated) != (wf.Cardinality() == protoreflect.Repeated) || rf.IsMap() != wf.IsMap() {
 		return fmt.Errorf("%s changed between repeated and singular", at)
@@ -284,6 +288,19 @@ func compareField(m protoreflect.MessageDescriptor, rf, wf protoreflect.FieldDes
 	case rk == protoreflect.MessageKind || rk == protoreflect.GroupKind || wk == protoreflect.MessageKind || wk == protoreflect.GroupKind:
 		if rk != wk || rf.Message().FullName() != wf.Message().FullName() {
 			return fmt.Errorf("%s changed type from %s to %s", at, kindName(wf), kindName(rf))
+		}
+		// A message from an imported file (a reference, which each side
+		// may take at another version) is compared as Confluent does: its
+		// fields too. The file's own messages are compared by
+		// compareMessages.
+		if rm, wm := rf.Message(), wf.Message(); wm.ParentFile().Path() != protoFile && !seen[wm.FullName()] {
+			seen[wm.FullName()] = true
+			if err := compareFields(rm, wm, seen); err != nil {
+				return fmt.Errorf("%s: %w", at, err)
+			}
+			if err := compareMessages(rm.Messages(), wm.Messages(), seen); err != nil {
+				return fmt.Errorf("%s: %w", at, err)
+			}
 		}
 	case rk == protoreflect.EnumKind || wk == protoreflect.EnumKind:
 		if rk != wk || rf.Enum().FullName() != wf.Enum().FullName() {

@@ -254,3 +254,14 @@ func inContext(r *http.Request) bool {
 	r.RequestURI = u.RequestURI()
 	return true
 }
+
+// matchPrefix applies a subjectPrefix: as Confluent's, ":*:" matches the
+// subjects of every context, and ":*:abc" those whose name in their
+// context starts with "abc".
+func matchPrefix(subject, prefix string) bool {
+	if rest, ok := strings.CutPrefix(prefix, ":*:"); ok {
+		_, name := splitContext(subject)
+		return strings.HasPrefix(name, rest)
+	}
+	return strings.HasPrefix(subject, prefix)
+}

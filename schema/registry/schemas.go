@@ -156,7 +156,7 @@ func (s *Server) listSchemas(w http.ResponseWriter, r *http.Request) {
 	out := []subjectSchema{}
 	s.view(r.Context(), func(st *state) error {
 		for name, sub := range st.subjects {
-			if !strings.HasPrefix(name, prefix) {
+			if !matchPrefix(name, prefix) {
 				continue
 			}
 			var shown []subjectSchema

@@ -70,7 +70,7 @@ func (s *Server) listSubjects(w http.ResponseWriter, r *http.Request) {
 	names := []string{}
 	s.view(r.Context(), func(st *state) error {
 		for name, sub := range st.subjects {
-			if !strings.HasPrefix(name, prefix) {
+			if !matchPrefix(name, prefix) {
 				continue
 			}
 			live := sub.live()

@@ -24,9 +24,11 @@ import (
 // /contexts/.ctx/subjects/s/versions is /subjects/:.ctx:s/versions, and
 // /contexts/.ctx/schemas/ids/1 is schema id 1 of .ctx.
 //
-// Contexts are not records of their own: a context exists while a
-// subject (soft-deleted or not) is in it. Confluent also writes a
-// CONTEXT record per context; this registry skips them on replay.
+// Contexts are not records of their own here: a context exists while a
+// subject (soft-deleted or not) is in it. Confluent's registry keeps a
+// CONTEXT record per context; this one writes it with a context's first
+// registration, for a Confluent node reading the topic, and skips it on
+// replay.
 
 // globalContext is the subject whose level and mode apply to every
 // context that has none of its own.

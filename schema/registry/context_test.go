@@ -101,3 +101,41 @@ func FuzzContextPath(f *testing.F) {
 		}
 	})
 }
+
+// TestContextRecords: the first registration in a context also writes the
+// CONTEXT record Confluent's registry writes, once; replay skips it.
+func TestContextRecords(t *testing.T) {
+	mem := NewMemoryLog()
+	srv, err := NewWithLog(t.Context(), mem.Open(), Config{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	h := srv.Handler()
+	for _, path := range []string{"/subjects/:.c:s/versions", "/subjects/:.c:t/versions", "/subjects/s/versions", "/contexts/.d/subjects/s/versions"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{"schema":"\"string\""}`)))
+		if rec.Code != 200 {
+			t.Fatalf("POST %s: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+	var contexts []string
+	for _, r := range mem.Records() {
+		if strings.Contains(string(r.Key), `"keytype":"CONTEXT"`) {
+			contexts = append(contexts, string(r.Key)+" "+string(r.Value))
+		}
+	}
+	want := []string{
+		`{"keytype":"CONTEXT","tenant":"default","context":".c","magic":0} {"tenant":"default","context":".c"}`,
+		`{"keytype":"CONTEXT","tenant":"default","context":".d","magic":0} {"tenant":"default","context":".d"}`,
+	}
+	if strings.Join(contexts, "\n") != strings.Join(want, "\n") {
+		t.Errorf("CONTEXT records:\n%s\nwant\n%s", strings.Join(contexts, "\n"), strings.Join(want, "\n"))
+	}
+	st := newState()
+	for _, r := range mem.Records() {
+		if why := st.apply(r); why != "" {
+			t.Errorf("replay skipped a record: %s", why)
+		}
+	}
+}

@@ -17,6 +17,10 @@ import (
 //	                                         versions up to version, in one record
 //	MODE            key {subject|null}      value {mode}; null value: reset (mode.go)
 //
+//	CONTEXT         key {tenant, context}   value {tenant, context}: the context has
+//	                                         subjects (for Confluent's nodes; skipped
+//	                                         on replay here, see context.go)
+//
 //	NOOP            key {tributaryIdFloor}    value {tributaryIdFloor}: schema ids up to
 //	                                         the floor were handed out (checkpoint.go)
 //
@@ -29,6 +33,7 @@ const (
 	keyDeleteSubject = "DELETE_SUBJECT"
 	keyNoop          = "NOOP"
 	keyMode          = "MODE"
+	keyContext       = "CONTEXT"
 )
 
 // recordKey is the union of the key layouts; which fields are set depends
@@ -140,6 +145,25 @@ func deleteSubjectRecord(subject string, upTo int) Record {
 	return Record{
 		Key:   mustJSON(recordKey{Type: keyDeleteSubject, Subject: &subject}),
 		Value: mustJSON(deleteSubjectValue{Subject: subject, Version: upTo}),
+	}
+}
+
+// contextRecord says a context exists, as Confluent's registry writes it
+// (tenant "default": this registry has no tenants).
+func contextRecord(ctx string) Record {
+	type contextKey struct {
+		Type    string `json:"keytype"`
+		Tenant  string `json:"tenant"`
+		Context string `json:"context"`
+		Magic   int    `json:"magic"`
+	}
+	type contextValue struct {
+		Tenant  string `json:"tenant"`
+		Context string `json:"context"`
+	}
+	return Record{
+		Key:   mustJSON(contextKey{Type: keyContext, Tenant: "default", Context: ctx}),
+		Value: mustJSON(contextValue{Tenant: "default", Context: ctx}),
 	}
 }
 

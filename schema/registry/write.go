@@ -88,8 +88,16 @@ func (s *Server) register(ctx context.Context, subject string, sch *schemaDoc, r
 		if err := s.saveCheckpoint(p.id); err != nil {
 			return 0, errStore("Register", err)
 		}
-		rec := versionRecord(subject, p.num, p.id, p.sch, refs, false)
-		if err := s.append(ctx, "Register", rec); err != nil {
+		recs := []Record{versionRecord(subject, p.num, p.id, p.sch, refs, false)}
+		if c := contextOf(subject); c != "" {
+			s.mu.RLock()
+			fresh := !slices.Contains(s.st.contexts(), c)
+			s.mu.RUnlock()
+			if fresh { // a Confluent node reading the topic learns of the context
+				recs = append([]Record{contextRecord(c)}, recs...)
+			}
+		}
+		if err := s.append(ctx, "Register", recs...); err != nil {
 			return 0, err
 		}
 		s.mu.RLock()

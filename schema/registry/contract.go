@@ -64,12 +64,19 @@ const ruleNameMax = 256
 
 // decodeContract checks and normalizes a request's or record's metadata
 // and rule set; nil when neither is given. The error says what is wrong,
-// and whether it is the metadata (42201) or the rule set (42210).
-func decodeContract(rawMeta, rawRules json.RawMessage) (*contract, *apiError) {
+// and whether it is the metadata (42201) or the rule set (42210). A
+// request's fields this registry does not know are refused (strict); a
+// record's are ignored, so that a version a newer Confluent wrote is not
+// lost on replay.
+func decodeContract(rawMeta, rawRules json.RawMessage, strict bool) (*contract, *apiError) {
+	unmarshal := json.Unmarshal
+	if strict {
+		unmarshal = strictJSON
+	}
 	var c contract
 	if !isJSONNull(rawMeta) {
 		var m metadata
-		if err := strictJSON(rawMeta, &m); err != nil {
+		if err := unmarshal(rawMeta, &m); err != nil {
 			return nil, errInvalidSchema("metadata is not an object {\"tags\", \"properties\", \"sensitive\"}: %v", err)
 		}
 		for k, v := range m.Tags {
@@ -84,7 +91,7 @@ func decodeContract(rawMeta, rawRules json.RawMessage) (*contract, *apiError) {
 	}
 	if !isJSONNull(rawRules) {
 		var rs ruleSet
-		if err := strictJSON(rawRules, &rs); err != nil {
+		if err := unmarshal(rawRules, &rs); err != nil {
 			return nil, errInvalidRuleSet("the rule set is not an object {\"migrationRules\", \"domainRules\", \"encodingRules\"}: %v", err)
 		}
 		if err := rs.normalize(); err != nil {
@@ -102,7 +109,7 @@ func decodeContract(rawMeta, rawRules json.RawMessage) (*contract, *apiError) {
 
 // strictJSON decodes raw into v, refusing fields v does not have: what the
 // registry cannot store is refused, never dropped.
-func strictJSON(raw json.RawMessage, v any) error {
+func strictJSON(raw []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.DisallowUnknownFields()
 	return d.Decode(v)

@@ -246,7 +246,7 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 	if err != nil {
 		return fmt.Sprintf("subject %q version %d: schema does not parse: %v", name, num, err)
 	}
-	c, aerr := decodeContract(v.Metadata, v.RuleSet)
+	c, aerr := decodeContract(v.Metadata, v.RuleSet, false)
 	if aerr != nil {
 		return fmt.Sprintf("subject %q version %d: %s", name, num, aerr.Message)
 	}

@@ -25,7 +25,7 @@ type schemaRequest struct {
 // schemas its references reach (references.go). Everything the registry
 // would otherwise have to drop silently is refused instead.
 func (req *schemaRequest) parse(lim schemaLimits, refs []schemaRef, deps []refDep) (*schemaDoc, *apiError) {
-	c, aerr := decodeContract(req.Metadata, req.RuleSet)
+	c, aerr := decodeContract(req.Metadata, req.RuleSet, true)
 	if aerr != nil {
 		return nil, aerr
 	}

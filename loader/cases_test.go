@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/sr"
+
 	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/loader"
@@ -67,7 +69,8 @@ func toV2(events []loadertest.Event) []loadertest.Event {
 }
 
 // Records that cannot be decoded go to _errors with their offsets and are
-// counted; past the limit the run fails and commits nothing.
+// counted; past the limit the run fails and commits nothing. Records of a
+// JSON Schema or Protobuf writer schema are among them, their format named.
 func TestUndecodableRecords(t *testing.T) {
 	env := loadertest.Start(t)
 	env.CreateTopic(t, "mixed", 1)
@@ -82,22 +85,33 @@ func TestUndecodableRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	jsonID, err := env.Registry.CreateSchema(context.Background(), "mixed-json", sr.Schema{Schema: `{"type":"object"}`, Type: sr.TypeJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	protoID, err := env.Registry.CreateSchema(context.Background(), "mixed-proto", sr.Schema{Schema: `syntax = "proto3"; message M { string a = 1; }`, Type: sr.TypeProtobuf})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	env.ProduceRaw(t, "mixed", 0,
 		[]byte("plain text, not an envelope"), // offset 10: wrong magic
 		schema.AppendEnvelope(nil, 99999),     // 11: unknown schema id
 		valid[:len(valid)-5],                  // 12: body cut short
 		[]byte{0, 0},                          // 13: envelope truncated
 		append(valid, 0),                      // 14: a byte left over after the value
+		append(schema.AppendEnvelope(nil, jsonID.ID), `{"a":1}`...),     // 15: JSON Schema
+		append(schema.AppendEnvelope(nil, protoID.ID), 0, 0x0a, 1, 'x'), // 16: Protobuf
 	)
 	env.Produce(t, "mixed", loadertest.Schema(t, "pageview"), good[10:])
 
 	t.Run("over the limit", func(t *testing.T) {
 		url := "file://" + t.TempDir()
 		cfg := config(env, url, "mixed")
-		cfg.MaxErrors = 4
+		cfg.MaxErrors = 6
 		sum, err := loader.Run(context.Background(), cfg)
-		if err == nil || !strings.Contains(err.Error(), "more than 4 records could not be decoded") {
-			t.Fatalf("run with 5 bad records and a limit of 4: %v", err)
+		if err == nil || !strings.Contains(err.Error(), "more than 6 records could not be decoded") {
+			t.Fatalf("run with 7 bad records and a limit of 6: %v", err)
 		}
 		if sum.Committed {
 			t.Fatal("the failed run committed")
@@ -110,10 +124,10 @@ func TestUndecodableRecords(t *testing.T) {
 	t.Run("within the limit", func(t *testing.T) {
 		url := "file://" + t.TempDir()
 		cfg := config(env, url, "mixed")
-		cfg.MaxErrors = 5
+		cfg.MaxErrors = 7
 		sum := run(t, cfg)
-		if sum.Errors != 5 || sum.Records != 20 {
-			t.Fatalf("summary: %d errors, %d records; want 5 and 20", sum.Errors, sum.Records)
+		if sum.Errors != 7 || sum.Records != 20 {
+			t.Fatalf("summary: %d errors, %d records; want 7 and 20", sum.Errors, sum.Records)
 		}
 		c := loadertest.Read(t, openWarehouse(t, url))
 		loadertest.CheckExactlyOnce(t, c, "mixed", good)
@@ -124,10 +138,12 @@ func TestUndecodableRecords(t *testing.T) {
 				t.Errorf("error record %+v lacks topic, cause or value", e)
 			}
 		}
-		if fmt.Sprint(offsets) != "[10 11 12 13 14]" {
-			t.Errorf("error records at offsets %v, want [10 11 12 13 14]", offsets)
+		if fmt.Sprint(offsets) != "[10 11 12 13 14 15 16]" {
+			t.Errorf("error records at offsets %v, want [10 11 12 13 14 15 16]", offsets)
 		}
-		for i, want := range []error{schema.ErrWrongMagic, schema.ErrUnknownID, schema.ErrBadBody, schema.ErrTruncated, schema.ErrBadBody} {
+		for i, want := range []error{schema.ErrWrongMagic, schema.ErrUnknownID, schema.ErrBadBody, schema.ErrTruncated, schema.ErrBadBody,
+			fmt.Errorf("%w: schema id %d is a JSON schema", schema.ErrUnsupportedSchema, jsonID.ID),
+			fmt.Errorf("%w: schema id %d is a PROTOBUF schema", schema.ErrUnsupportedSchema, protoID.ID)} {
 			if i < len(c.Errors) && !strings.Contains(c.Errors[i].Error, strings.TrimPrefix(want.Error(), "schema: ")) {
 				t.Errorf("offset %d: error %q, want %q", c.Errors[i].Offset, c.Errors[i].Error, want)
 			}
@@ -316,5 +332,42 @@ func TestOneRunPerTopic(t *testing.T) {
 	}
 	if sum := run(t, cfg); sum.Records != 0 {
 		t.Errorf("the run after loaded %d records again", sum.Records)
+	}
+}
+
+// Records of an Avro schema that uses another subject's type (a schema
+// reference) are loaded, in a file whose schema is the writer schema made
+// self-contained: the file reads without the registry.
+func TestSchemaReferences(t *testing.T) {
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "people", 1)
+	ctx := context.Background()
+	if _, err := env.Registry.CreateSchema(ctx, "addr", sr.Schema{Schema: `{"type":"record","name":"Addr","fields":[{"name":"city","type":"string"}]}`}); err != nil {
+		t.Fatal(err)
+	}
+	person, err := env.Registry.CreateSchema(ctx, "people-value", sr.Schema{Schema: `{"type":"record","name":"Person","fields":[{"name":"home","type":"Addr"}]}`,
+		References: []sr.SchemaReference{{Name: "Addr", Subject: "addr", Version: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.ProduceRaw(t, "people", 0,
+		append(schema.AppendEnvelope(nil, person.ID), 2, 'x'),
+		append(schema.AppendEnvelope(nil, person.ID), 4, 'y', 'z'),
+	)
+	url := "file://" + t.TempDir()
+	sum := run(t, config(env, url, "people"))
+	if sum.Errors != 0 || sum.Records != 2 {
+		t.Fatalf("summary: %d errors, %d records; want 0 and 2", sum.Errors, sum.Records)
+	}
+	c := loadertest.Read(t, openWarehouse(t, url))
+	if len(c.Files) != 1 || len(c.Files[0].Records) != 2 {
+		t.Fatalf("files: %+v", c.Files)
+	}
+	f := c.Files[0]
+	if !strings.Contains(f.Schema, `"city"`) {
+		t.Errorf("the file's schema lacks the referenced type: %s", f.Schema)
+	}
+	if got := fmt.Sprint(f.Records); got != "[map[home:map[city:x]] map[home:map[city:yz]]]" {
+		t.Errorf("records %s", got)
 	}
 }

@@ -101,7 +101,8 @@ func (p *partWriter) run(ctx context.Context, in <-chan *chunk) error {
 // from a failure of the run itself (registry unreachable, cancelled).
 func isBadRecord(err error) bool {
 	return errors.Is(err, schema.ErrWrongMagic) || errors.Is(err, schema.ErrTruncated) ||
-		errors.Is(err, schema.ErrUnknownID) || errors.Is(err, schema.ErrBadBody)
+		errors.Is(err, schema.ErrUnknownID) || errors.Is(err, schema.ErrBadBody) ||
+		errors.Is(err, schema.ErrUnsupportedSchema) // JSON Schema and Protobuf records: to _errors, the format named
 }
 
 // readRecord checks a record's value and reads its header time and

@@ -100,6 +100,9 @@ func (m *schemaMap) resolve(ctx context.Context, key schemaKey) (int, error) {
 		}
 		return 0, fmt.Errorf("source registry: reading schema id %d: %w", key.id, err)
 	}
+	if s.References, err = m.carryRefs(ctx, key, s.References, 0); err != nil {
+		return 0, err
+	}
 	to, err := m.dst.RegisterSchema(ctx, key.subject, s, -1, -1)
 	if err != nil {
 		if clientError(err) {

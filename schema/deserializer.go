@@ -218,14 +218,16 @@ func (d *Deserializer) writer(ctx context.Context, id int) (*writer, error) {
 	if s.Type != sr.TypeAvro {
 		// The registry stores JSON and Protobuf schemas too; their records
 		// are not Avro, and decoding them as Avro would yield garbage.
-		return nil, fmt.Errorf("schema: writer schema id %d is a %s schema; this deserializer reads Avro records only", id, s.Type)
+		return nil, fmt.Errorf("%w: schema id %d is a %s schema; this deserializer reads Avro records only", ErrUnsupportedSchema, id, s.Type)
 	}
+	var p *avsc.Schema
 	if len(s.References) > 0 {
-		return nil, fmt.Errorf("schema: writer schema id %d uses schema references, which this deserializer does not resolve", id)
+		p, err = resolveReferences(ctx, d.reg, id, s) // references.go
+	} else if p, err = avsc.Parse(s.Schema); err != nil {
+		err = fmt.Errorf("schema: writer schema id %d: %w", id, err)
 	}
-	p, err := avsc.Parse(s.Schema)
 	if err != nil {
-		return nil, fmt.Errorf("schema: writer schema id %d: %w", id, err)
+		return nil, err
 	}
 	w = &writer{Schema: p, walk: compileWalk(p.Avro)}
 	if d.reader != nil && d.reader.Key != p.Key {

@@ -34,6 +34,11 @@ var (
 	// ErrBadBody means the Avro body does not decode under the writer
 	// schema named by the id: it is cut short or has bytes left over.
 	ErrBadBody = errors.New("schema: Avro body does not match its writer schema")
+	// ErrUnsupportedSchema means the writer schema is one the registry
+	// stores but this package does not decode (JSON Schema, Protobuf, or
+	// references it cannot resolve): the record may be whole, but cannot
+	// be read here. The error says which.
+	ErrUnsupportedSchema = errors.New("schema: writer schema is not Avro")
 )
 
 // AppendEnvelope appends the 5-byte envelope header for schema id to dst.

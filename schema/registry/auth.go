@@ -233,6 +233,9 @@ func clientAddr(r *http.Request) string {
 // classified here.
 func RequiredRole(method, path string) Role {
 	seg := strings.Split(strings.Trim(path, "/"), "/")
+	if seg[0] == "contexts" && len(seg) > 2 {
+		seg = seg[2:] // the same API within a context (context.go)
+	}
 	switch method {
 	case http.MethodGet, http.MethodHead:
 		return RoleReader

@@ -58,6 +58,11 @@ var authEndpoints = []struct {
 	{"DELETE", "/subjects/s-value/versions/1", "", registry.RoleAdmin},
 	{"DELETE", "/subjects/s-value", "", registry.RoleAdmin},
 	{"PATCH", "/subjects", "", registry.RoleAdmin}, // not in the API: closed to all but admins
+	{"GET", "/contexts", "", registry.RoleReader},
+	{"GET", "/contexts/.c/subjects", "", registry.RoleReader},
+	{"POST", "/contexts/.c/subjects/s-value/versions", `{"schema":"\"string\""}`, registry.RoleWriter},
+	{"DELETE", "/contexts/.c/subjects/s-value", "", registry.RoleAdmin},
+	{"DELETE", "/contexts/.c", "", registry.RoleAdmin},
 }
 
 // TestRolesTable sends every endpoint as each kind of user and checks that

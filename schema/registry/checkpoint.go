@@ -149,7 +149,7 @@ func (s *Server) saveCheckpoint(reserve int) error {
 		return nil
 	}
 	s.mu.RLock()
-	next := checkpoint{Topic: s.cfg.Topic, TopicID: s.topicID, HighestID: max(s.st.nextID()-1, reserve), EndOffset: s.st.next}
+	next := checkpoint{Topic: s.cfg.Topic, TopicID: s.topicID, HighestID: max(s.st.highestID(), reserve), EndOffset: s.st.next}
 	s.mu.RUnlock()
 	s.cpMu.Lock()
 	defer s.cpMu.Unlock()
@@ -194,7 +194,7 @@ func (s *Server) checkTopic(ctx context.Context) *apiError {
 		return storeErr("Check topic", err)
 	}
 	s.mu.RLock()
-	applied, highest := s.st.next, s.st.nextID()-1
+	applied, highest := s.st.next, s.st.highestID()
 	s.mu.RUnlock()
 	var end int64
 	if id == s.topicID {

@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 )
 
@@ -8,21 +10,46 @@ import (
 // checks); /mode is in mode.go.
 
 type levelResponse struct {
-	Level string `json:"compatibilityLevel"`
+	Level string `json:"compatibilityLevel,omitempty"`
+	Group string `json:"compatibilityGroup,omitempty"`
 }
 
+// levelRequest is the body of PUT /config. What Confluent's config also
+// holds but this registry does not serve (default and override metadata
+// and rule sets, aliases, normalization) is refused, not dropped.
 type levelRequest struct {
-	Level *string `json:"compatibility"`
+	Level           *string         `json:"compatibility"`
+	Group           *string         `json:"compatibilityGroup"`
+	DefaultMetadata json.RawMessage `json:"defaultMetadata"`
+	OverrideMetaata json.RawMessage `json:"overrideMetadata"`
+	DefaultRuleSet  json.RawMessage `json:"defaultRuleSet"`
+	OverrideRuleSet json.RawMessage `json:"overrideRuleSet"`
+	Alias           json.RawMessage `json:"alias"`
+	Normalize       json.RawMessage `json:"normalize"`
+}
+
+// unserved names the first field of the request this registry does not serve.
+func (req *levelRequest) unserved() string {
+	for _, f := range []struct {
+		name string
+		v    json.RawMessage
+	}{{"defaultMetadata", req.DefaultMetadata}, {"overrideMetadata", req.OverrideMetaata}, {"defaultRuleSet", req.DefaultRuleSet},
+		{"overrideRuleSet", req.OverrideRuleSet}, {"alias", req.Alias}, {"normalize", req.Normalize}} {
+		if !isJSONNull(f.v) {
+			return f.name
+		}
+	}
+	return ""
 }
 
 // GET /config and GET /config/{subject}?defaultToGlobal=
 func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
 	subject := r.PathValue("subject")
-	var level string
+	var out levelResponse
 	err := s.view(r.Context(), func(st *state) error {
 		if subject == "" || boolParam(r, "defaultToGlobal") {
-			level = st.level(subject, s.cfg.DefaultCompatibility)
-		} else if level = st.configs[subject]; level == "" {
+			out = levelResponse{st.level(subject, s.cfg.DefaultCompatibility), st.group(subject)}
+		} else if out = (levelResponse{st.configs[subject], st.groups[subject]}); out == (levelResponse{}) {
 			return errSubjectCompatNotSet(subject)
 		}
 		return nil
@@ -31,7 +58,7 @@ func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err.(*apiError))
 		return
 	}
-	writeJSON(w, levelResponse{level})
+	writeJSON(w, out)
 }
 
 // PUT /config and PUT /config/{subject} with {"compatibility": level}
@@ -49,22 +76,36 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	if req.Level == nil {
+	if f := req.unserved(); f != "" {
+		writeError(w, errInvalidCompatibility(fmt.Sprintf("%s (this registry serves compatibility and compatibilityGroup in a config; %s is not served)", f, f)))
+		return
+	}
+	if req.Level == nil && req.Group == nil {
 		writeError(w, errInvalidCompatibility(""))
 		return
 	}
-	level, ok := parseLevel(*req.Level)
-	if !ok {
-		writeError(w, errInvalidCompatibility(*req.Level))
-		return
+	upd := &configUpdate{group: req.Group}
+	var level string
+	if req.Level != nil {
+		var ok bool
+		if level, ok = parseLevel(*req.Level); !ok {
+			writeError(w, errInvalidCompatibility(*req.Level))
+			return
+		}
+		upd.level = &level
 	}
-	if _, aerr := s.setLevel(r.Context(), subject, level); aerr != nil {
+	if _, aerr := s.setConfig(r.Context(), subject, upd); aerr != nil {
 		writeError(w, aerr)
 		return
 	}
-	writeJSON(w, struct {
-		Level string `json:"compatibility"`
-	}{level})
+	out := struct {
+		Level string `json:"compatibility,omitempty"`
+		Group string `json:"compatibilityGroup,omitempty"`
+	}{Level: level}
+	if req.Group != nil {
+		out.Group = *req.Group
+	}
+	writeJSON(w, out)
 }
 
 // DELETE /config resets the global level to the default; DELETE
@@ -72,7 +113,7 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
 // Both answer with the level that was in force.
 func (s *Server) deleteConfig(w http.ResponseWriter, r *http.Request) {
 	subject := r.PathValue("subject")
-	prev, aerr := s.setLevel(r.Context(), subject, "")
+	prev, aerr := s.setConfig(r.Context(), subject, nil)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -80,7 +121,7 @@ func (s *Server) deleteConfig(w http.ResponseWriter, r *http.Request) {
 	if prev == "" {
 		prev = s.cfg.DefaultCompatibility
 	}
-	writeJSON(w, levelResponse{prev})
+	writeJSON(w, levelResponse{Level: prev})
 }
 
 type compatResponse struct {
@@ -107,7 +148,7 @@ func (s *Server) checkCompatibilityHandler(w http.ResponseWriter, r *http.Reques
 		ref = &v
 	}
 	verbose := boolParam(r, "verbose")
-	_, sch, _, aerr := s.readSchema(w, r)
+	_, sch, _, aerr := s.readSchema(w, r, subject)
 	if aerr != nil {
 		if verbose && aerr.Code == codeInvalidSchema {
 			writeJSON(w, compatResponse{Compatible: false, Messages: []string{aerr.Message}})
@@ -137,10 +178,14 @@ func (s *Server) checkCompatibilityHandler(w http.ResponseWriter, r *http.Reques
 				if v == nil || v.deleted {
 					return errVersionNotFound(ref.num)
 				}
-				prev = []previous{{version: v.num, schema: st.schemas[v.id].schema}}
+				prev = []previous{{version: v.num, schema: st.schemaOf(subject, v).schema}}
 			}
 		}
 		level = st.level(subject, s.cfg.DefaultCompatibility)
+		if sch.contract == nil {
+			sch = sch.withContract(st.latestContract(subject)) // as a registration would
+		}
+		prev = st.inGroup(subject, sch, prev)
 		return nil
 	})
 	if err != nil {

@@ -2,10 +2,11 @@
 // Registry REST API (subjects, versions, global ids, compatibility levels,
 // soft and hard deletes, Confluent's error codes), so existing serializers
 // and tools work against it unchanged, and Confluent's modes (READWRITE,
-// READONLY, READONLY_OVERRIDE, IMPORT; mode.go) and schema references
-// (references.go, AVRO). AVRO, JSON (jsonschema.go) and PROTOBUF
-// (protobuf.go) schemas are stored; references from JSON and Protobuf
-// schemas and data contracts are refused with an error that says so.
+// READONLY, READONLY_OVERRIDE, IMPORT; mode.go), schema references
+// (references.go; jsonrefs.go for JSON, imports for Protobuf) and data
+// contracts (metadata and rule sets, stored and never executed;
+// contract.go). AVRO, JSON (jsonschema.go) and PROTOBUF (protobuf.go)
+// schemas are stored.
 //
 // A node (Server) keeps no state of its own: it rebuilds everything by
 // reading a Log, in production the one-partition _schemas topic on the

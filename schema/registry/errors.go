@@ -48,6 +48,8 @@ const (
 	codeReferenceExists          = 42206
 	codeInvalidSubject           = 42208
 	codeSchemaTooLarge           = 42209
+	codeInvalidRuleSet           = 42210
+	codeContextNotEmpty          = 42211
 	codeStoreError               = 50001
 	codeOperationTimeout         = 50002
 	codeBadRequest               = http.StatusBadRequest
@@ -123,11 +125,19 @@ func errReferenceExists(subject string, num int, ids []int) *apiError {
 }
 
 func errInvalidSubject(s string) *apiError {
-	return &apiError{codeInvalidSubject, fmt.Sprintf("The specified subject '%s' is not a valid subject name: it must be non-empty and contain no control characters", s)}
+	return &apiError{codeInvalidSubject, fmt.Sprintf("The specified subject '%s' is not a valid subject name: it must be non-empty UTF-8 and contain no control characters", s)}
 }
 
 func errSchemaTooLarge(limit int) *apiError {
 	return &apiError{codeSchemaTooLarge, fmt.Sprintf("Request body is larger than %d bytes", limit)}
+}
+
+func errInvalidRuleSet(format string, args ...any) *apiError {
+	return &apiError{codeInvalidRuleSet, "Invalid rule set: " + fmt.Sprintf(format, args...)}
+}
+
+func errContextNotEmpty(ctx string) *apiError {
+	return &apiError{codeContextNotEmpty, fmt.Sprintf("Context %s is not empty: delete its subjects permanently first", ctx)}
 }
 
 func errStore(op string, err error) *apiError {

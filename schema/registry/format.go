@@ -24,6 +24,9 @@ type schemaDoc struct {
 	avro  *avsc.Schema // AVRO
 	json  any          // JSON: the decoded document (jsonschema.go)
 	proto *protoDoc    // PROTOBUF (protobuf.go)
+	// contract is the schema's metadata and rule set (contract.go), part
+	// of its Key.
+	contract *contract
 }
 
 // parseType returns the canonical schema type of a request or record, or
@@ -42,7 +45,7 @@ func parseType(t string) (string, bool) {
 
 // parseSchema parses text as a schema of type typ within lim, with deps
 // the texts its references reach (references.go).
-func parseSchema(typ, text string, lim schemaLimits, refs []schemaRef, deps []string) (*schemaDoc, error) {
+func parseSchema(typ, text string, lim schemaLimits, refs []schemaRef, deps []refDep) (*schemaDoc, error) {
 	t, ok := parseType(typ)
 	if !ok {
 		return nil, fmt.Errorf("schema type %s is not supported; this registry stores AVRO, JSON and PROTOBUF schemas", typ)
@@ -57,19 +60,31 @@ func parseSchema(typ, text string, lim schemaLimits, refs []schemaRef, deps []st
 	if err := pre.check(text); err != nil {
 		return nil, err
 	}
-	switch {
-	case t != typeAvro && len(refs) > 0:
-		return nil, fmt.Errorf("references are served for AVRO schemas only; put what a %s schema uses in the schema itself", t)
-	case t == typeJSON:
-		return parseJSONSchema(text, lim)
-	case t == typeProtobuf:
-		return parseProtobuf(text, lim)
+	for _, d := range deps {
+		if d.typ != t {
+			return nil, fmt.Errorf("reference %q is a %s schema; a %s schema may reference only %s schemas", d.name, d.typ, t, t)
+		}
 	}
-	a, err := parseReferencing(text, refs, deps)
+	var (
+		doc *schemaDoc
+		err error
+	)
+	switch t {
+	case typeJSON:
+		doc, err = parseJSONSchema(text, lim, deps)
+	case typeProtobuf:
+		doc, err = parseProtobuf(text, lim, deps)
+	default:
+		var a *avsc.Schema
+		if a, err = avsc.ParseReferencing(text, depTexts(deps)); err == nil {
+			doc = &schemaDoc{Type: typeAvro, Text: text, Key: a.Key, avro: a}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	return &schemaDoc{Type: typeAvro, Text: text, Key: a.Key, avro: a}, nil
+	doc.Key += refsKey(refs)
+	return doc, nil
 }
 
 // showType is the schemaType the API shows: none for AVRO, as Confluent.

@@ -81,6 +81,12 @@ func FuzzApplyRecord(f *testing.F) {
 		{Key: []byte(`{"keytype":"NOOP","magic":0}`)},
 		idFloorRecord(5),
 		{Key: []byte(`{"keytype":"SCHEMA","subject":"s","version":1e99}`), Value: []byte(`{}`)},
+		schemaRecord(schemaValue{Subject: ":.c:s", Version: 1, ID: 1, Schema: schemaB, Metadata: json.RawMessage(`{"properties":{"a":"b"},"tags":{"x":["y"]}}`),
+			RuleSet: json.RawMessage(`{"domainRules":[{"name":"r","type":"CEL","expr":"true"}]}`)}),
+		schemaRecord(schemaValue{Subject: "j2", Version: 1, ID: 2, Schema: `{"$ref":"a.json"}`, SchemaType: "JSON",
+			References: json.RawMessage(`[{"name":"a.json","subject":"j","version":1}]`)}),
+		{Key: []byte(`{"keytype":"CONFIG","subject":"s","magic":0}`), Value: []byte(`{"compatibilityGroup":"major"}`)},
+		{Key: []byte(`{"keytype":"CONTEXT","tenant":"default","context":".c","magic":0}`), Value: []byte(`{"tenant":"default","context":".c"}`)},
 	} {
 		f.Add(r.Key, r.Value, r.Value == nil)
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode"
 )
 
 // contentType is what every response carries, as Confluent's does.
@@ -56,6 +55,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /compatibility/subjects/{subject}/versions/{version}", s.checkCompatibilityHandler)
 	mux.HandleFunc("POST /compatibility/subjects/{subject}/versions", s.checkCompatibilityHandler)
 
+	mux.HandleFunc("GET /contexts", s.listContexts)
+	mux.HandleFunc("DELETE /contexts/{context}", s.deleteContext)
+
 	mux.HandleFunc("GET /mode", s.getMode)
 	mux.HandleFunc("PUT /mode", s.putMode)
 	mux.HandleFunc("GET /mode/{subject}", s.getMode)
@@ -75,6 +77,7 @@ func confluentShape(mux *http.ServeMux) http.Handler {
 			writeError(w, &apiError{codeUnsupportedMediaType, "HTTP 415 Unsupported Media Type: send application/vnd.schemaregistry.v1+json"})
 			return
 		}
+		inContext(r) // /contexts/{ctx}/... is the same API within a context (context.go)
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
 			mux.ServeHTTP(w, r) // not h: only ServeHTTP sets the path values
@@ -193,7 +196,7 @@ func parseVersion(s string) (versionRef, *apiError) {
 // client could mean.
 func subjectParam(r *http.Request) (string, *apiError) {
 	s := r.PathValue("subject")
-	if s == "" || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+	if !validSubject(s) {
 		return "", errInvalidSubject(s)
 	}
 	return s, nil

@@ -17,7 +17,8 @@ import (
 // (the block marked registry-recipe:copy, with bash, curl and jq) from one
 // registry to an empty one: every version comes over with its id, version,
 // type and references, ids left unused by hard deletes stay unused, and
-// the next schema registered gets an id above every copied one.
+// the next schema registered gets an id above every copied one; subjects
+// of other contexts and data contracts come over too.
 func TestReadmeCopyRecipe(t *testing.T) {
 	testenv.Needs(t, testenv.Program("bash"), testenv.Program("curl"))
 	for _, tool := range []string{"bash", "curl", "jq"} {
@@ -55,6 +56,8 @@ func TestReadmeCopyRecipe(t *testing.T) {
 	must(src.URL, "POST", "/subjects/people-value/versions", `{"schema":`+q(personAvro)+`,"references":[{"name":"com.example.Address","subject":"com.example.Address","version":1}]}`)
 	must(src.URL, "POST", "/subjects/clicks%2Fvalue/versions", `{"schema":"{\"type\":\"object\"}","schemaType":"JSON"}`)
 	must(src.URL, "POST", "/subjects/clicks%2Fvalue/versions", `{"schema":"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}","schemaType":"JSON"}`)
+	// A subject in another context, with its own ids, and a data contract.
+	must(src.URL, "POST", "/subjects/:.blue:pages/versions", `{"schema":"\"string\"","metadata":{"properties":{"owner":"web"}},"ruleSet":{"domainRules":[{"name":"r","type":"CEL","expr":"true","disabled":true}]}}`)
 	must(src.URL, "DELETE", "/subjects/gone", "")
 	must(src.URL, "DELETE", "/subjects/gone?permanent=true", "")
 

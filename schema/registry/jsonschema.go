@@ -15,22 +15,43 @@ import (
 // Confluent assumes). Its identity is its canonical JSON: keys sorted, no
 // insignificant whitespace, numbers as written.
 //
-// The compiler never reads a file or the network: a "$ref" to anything
-// but the schema itself (or a draft's metaschema, built in) is refused.
-// Patterns are Go regular expressions (RE2), which run in linear time; an
-// ECMAScript-only pattern (lookaround, backreferences) is refused.
+// The compiler never reads a file or the network: a "$ref" reaches the
+// schema itself, a draft's metaschema (built in), or a schema reference
+// (jsonrefs.go) by its name; anything else is refused. Patterns are Go
+// regular expressions (RE2), which run in linear time; an ECMAScript-only
+// pattern (lookaround, backreferences) is refused.
 
-// jsonSchemaURL names the schema being compiled; it resolves nowhere.
-const jsonSchemaURL = "urn:tributary:schema"
+// jsonSchemaURL names the schema being compiled; it resolves nowhere, and
+// a reference's relative name ("address.json") resolves next to it.
+const jsonSchemaURL = "https://schemas.tributary.invalid/schema.json"
 
-// noLoader refuses every document the compiler asks for.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("$ref to %s: a JSON schema here may refer only to itself", url)
+func parseJSONSchema(text string, lim schemaLimits, deps []refDep) (*schemaDoc, error) {
+	doc, err := decodeJSONSchema(text, lim)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := decodeJSONDeps(deps, lim)
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft7)
+	c.UseLoader(refLoader{refs: refs, id: jsonID(doc)})
+	if err := c.AddResource(jsonSchemaURL, doc); err != nil {
+		return nil, err
+	}
+	if _, err := c.Compile(jsonSchemaURL); err != nil {
+		return nil, err
+	}
+	canon, err := json.Marshal(doc) // maps marshal with sorted keys; json.Number as written
+	if err != nil {
+		return nil, err
+	}
+	return &schemaDoc{Type: typeJSON, Text: text, Key: typeJSON + "\x00" + string(canon), json: withRefs(doc, refs)}, nil
 }
 
-func parseJSONSchema(text string, lim schemaLimits) (*schemaDoc, error) {
+// decodeJSONSchema decodes a JSON schema text within lim.
+func decodeJSONSchema(text string, lim schemaLimits) (any, error) {
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %v", err)
@@ -43,20 +64,7 @@ func parseJSONSchema(text string, lim schemaLimits) (*schemaDoc, error) {
 	if err := jsonWidths(doc, lim); err != nil {
 		return nil, err
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft7)
-	c.UseLoader(noLoader{})
-	if err := c.AddResource(jsonSchemaURL, doc); err != nil {
-		return nil, err
-	}
-	if _, err := c.Compile(jsonSchemaURL); err != nil {
-		return nil, err
-	}
-	canon, err := json.Marshal(doc) // maps marshal with sorted keys; json.Number as written
-	if err != nil {
-		return nil, err
-	}
-	return &schemaDoc{Type: typeJSON, Text: text, Key: typeJSON + "\x00" + string(canon), json: doc}, nil
+	return doc, nil
 }
 
 // jsonWidths bounds a JSON schema as the Avro measure bounds Avro ones:

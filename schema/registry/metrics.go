@@ -117,7 +117,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			subjects++
 		}
 	}
-	schemas, next := len(st.schemas), st.next
+	schemas, next := st.schemaCount(), st.next
 	srv.mu.RUnlock()
 	ch <- prometheus.MustNewConstMetric(descSchemas, prometheus.GaugeValue, float64(schemas))
 	ch <- prometheus.MustNewConstMetric(descSubjects, prometheus.GaugeValue, float64(subjects))

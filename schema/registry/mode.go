@@ -45,18 +45,24 @@ func parseMode(s string) (string, bool) {
 func readOnly(mode string) bool { return mode == modeReadOnly || mode == modeReadOnlyOverride }
 
 // mode returns the mode in force for a subject ("" for the global one).
+//
+// As with levels (state.level), a subject's own mode comes first, then its
+// context's (for the default context, the global mode), then that of
+// ":.__GLOBAL:"; a READONLY_OVERRIDE of the context or of ":.__GLOBAL:"
+// beats the subject's own.
 func (st *state) mode(name string) string {
-	global, ok := st.modes[""]
-	if !ok {
-		global = modeReadWrite
+	sc := scopes(name)
+	for _, n := range sc[max(len(sc)-2, 0):] {
+		if st.modes[n] == modeReadOnlyOverride {
+			return modeReadOnlyOverride
+		}
 	}
-	if global == modeReadOnlyOverride {
-		return global
+	for _, n := range sc {
+		if m, ok := st.modes[n]; ok {
+			return m
+		}
 	}
-	if m, ok := st.modes[name]; ok && name != "" {
-		return m
-	}
-	return global
+	return modeReadWrite
 }
 
 // applyMode applies a MODE record: value nil resets.
@@ -81,12 +87,13 @@ func (st *state) applyMode(name string, value []byte) string {
 // IMPORT is for an empty registry or subject, so an imported id or
 // version cannot clash with one handed out here.
 func (st *state) hasSchemas(name string) bool {
-	if name != "" {
+	ctx, sub := splitContext(name)
+	if sub != "" {
 		s := st.subjects[name]
 		return s != nil && s.live()
 	}
-	for _, s := range st.subjects {
-		if s.live() {
+	for n, s := range st.subjects {
+		if s.live() && (name == "" || contextOf(n) == ctx) {
 			return true
 		}
 	}
@@ -208,10 +215,11 @@ func (st *state) planImport(subject string, sch *schemaDoc, imp imported) (regPl
 	if imp.version > maxID31 {
 		return regPlan{}, errInvalidVersion(fmt.Sprint(imp.version))
 	}
-	if have, ok := st.schemas[imp.id]; ok && have.schema.Key != sch.Key {
+	sp := st.spaceFor(subject)
+	if have, ok := sp.schemas[imp.id]; ok && have.schema.Key != sch.Key {
 		return regPlan{}, errNotPermitted(fmt.Sprintf("Overwrite new schema with id %d is not permitted: the id already names another schema", imp.id))
 	}
-	if id, ok := st.byKey[sch.Key]; ok && id != imp.id {
+	if id, ok := sp.byKey[sch.Key]; ok && id != imp.id {
 		return regPlan{}, errNotPermitted(fmt.Sprintf("the schema is already stored with id %d; one schema has one id here, so it cannot also be imported as id %d", id, imp.id))
 	}
 	sub := st.subjects[subject]

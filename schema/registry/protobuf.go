@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -28,11 +29,12 @@ import (
 
 // Protobuf (schemaType PROTOBUF): .proto text, proto2 or proto3, compiled
 // by github.com/bufbuild/protocompile. It may import the well-known types
-// (google/protobuf/*.proto, built in); other imports would need schema
-// references, which are served for Avro only, and are refused. The
+// (google/protobuf/*.proto, built in) and the schemas its references name:
+// a reference's name is the import path, as Confluent has it, and the
+// referenced schema, in either form below, is what that import reads. The
 // identity of a schema is its compiled descriptor without comments or
-// positions, serialized deterministically: spacing and comments do not
-// make another schema.
+// positions, serialized deterministically, with its references: spacing
+// and comments do not make another schema.
 //
 // Confluent's Protobuf serializers send, and ask for (?format=serialized),
 // a schema as its FileDescriptorProto in base64; such a text is taken as
@@ -48,15 +50,10 @@ type protoDoc struct {
 	file protoreflect.FileDescriptor
 }
 
-func parseProtobuf(text string, lim schemaLimits) (*schemaDoc, error) {
-	fd, err := compileProto(text)
+func parseProtobuf(text string, lim schemaLimits, deps []refDep) (*schemaDoc, error) {
+	fd, err := compileProto(text, deps)
 	if err != nil {
 		return nil, err
-	}
-	for i := 0; i < fd.Imports().Len(); i++ {
-		if imp := fd.Imports().Get(i); !isWellKnown(imp.Path()) {
-			return nil, fmt.Errorf("import %q: only the well-known types (google/protobuf/*.proto) may be imported", imp.Path())
-		}
 	}
 	n, depth := protoNodes(fd)
 	if n > lim.maxNodes {
@@ -76,32 +73,93 @@ func parseProtobuf(text string, lim schemaLimits) (*schemaDoc, error) {
 	return &schemaDoc{Type: typeProtobuf, Text: text, Key: typeProtobuf + "\x00" + string(key), proto: &protoDoc{file: fd}}, nil
 }
 
-// compileProto compiles .proto text, or decodes a base64 descriptor.
-func compileProto(text string) (protoreflect.FileDescriptor, error) {
+// protoSource returns a file for the compiler: .proto text, or a base64
+// descriptor, which is given the path it is imported by.
+func protoSource(path, text string) (protocompile.SearchResult, error) {
 	if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text)); err == nil && len(b) > 0 {
 		var fdp descriptorpb.FileDescriptorProto
 		if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, &fdp); err != nil {
-			return nil, fmt.Errorf("base64 text that is not a serialized FileDescriptorProto: %v", err)
+			return protocompile.SearchResult{}, fmt.Errorf("%s: base64 text that is not a serialized FileDescriptorProto: %v", path, err)
 		}
-		for _, dep := range fdp.GetDependency() {
-			if !isWellKnown(dep) {
-				return nil, fmt.Errorf("import %q: only the well-known types (google/protobuf/*.proto) may be imported", dep)
+		fdp.Name = proto.String(path)
+		fillJSONNames(fdp.MessageType)
+		return protocompile.SearchResult{Proto: &fdp}, nil
+	}
+	return protocompile.SearchResult{Source: strings.NewReader(text)}, nil
+}
+
+// fillJSONNames gives fields without a json_name the one protoc would
+// have written: descriptors built by Python's protobuf runtime have none,
+// and the compiler takes a missing one for a custom name "" that every
+// field of the message shares.
+func fillJSONNames(ms []*descriptorpb.DescriptorProto) {
+	for _, m := range ms {
+		for _, f := range m.Field {
+			if f.GetJsonName() == "" {
+				f.JsonName = proto.String(jsonCamelCase(f.GetName()))
 			}
 		}
-		return protodesc.NewFile(&fdp, protoregistry.GlobalFiles)
+		fillJSONNames(m.NestedType)
 	}
+}
+
+// jsonCamelCase is protoc's default JSON name: underscores dropped, the
+// letter after each one upper-cased.
+func jsonCamelCase(s string) string {
+	var b strings.Builder
+	up := false
+	for _, c := range s {
+		switch {
+		case c == '_':
+			up = true
+		case up && 'a' <= c && c <= 'z':
+			b.WriteRune(c - 'a' + 'A')
+			up = false
+		default:
+			b.WriteRune(c)
+			up = false
+		}
+	}
+	return b.String()
+}
+
+// compileProto compiles a schema with the referenced files deps, by their
+// import paths. An import of anything else but a well-known type is
+// refused, naming the references there are.
+func compileProto(text string, deps []refDep) (protoreflect.FileDescriptor, error) {
+	files := make(map[string]string, len(deps))
+	for _, d := range deps {
+		if d.name == protoFile || isWellKnown(d.name) {
+			return nil, fmt.Errorf("reference %q: the name is the import path of the referenced file, and cannot be %s or a well-known type's", d.name, protoFile)
+		}
+		files[d.name] = d.text
+	}
+	resolve := protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
+		if path == protoFile {
+			return protoSource(path, text)
+		}
+		if t, ok := files[path]; ok {
+			return protoSource(path, t)
+		}
+		if isWellKnown(path) {
+			return protocompile.SearchResult{}, protoregistry.NotFound // the standard imports serve it
+		}
+		names := slices.Sorted(maps.Keys(files))
+		if len(names) == 0 {
+			return protocompile.SearchResult{}, fmt.Errorf("import %q: only the well-known types (google/protobuf/*.proto) and the files the schema's references name may be imported; this schema has no references", path)
+		}
+		return protocompile.SearchResult{}, fmt.Errorf("import %q: only the well-known types (google/protobuf/*.proto) and the files the schema's references name (%s) may be imported", path, strings.Join(names, ", "))
+	})
 	c := protocompile.Compiler{
-		Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
-			Accessor: protocompile.SourceAccessorFromMap(map[string]string{protoFile: text}),
-		}),
+		Resolver:       protocompile.WithStandardImports(resolve),
 		Reporter:       reporter.NewReporter(func(err reporter.ErrorWithPos) error { return err }, nil),
 		MaxParallelism: 1,
 	}
-	files, err := c.Compile(context.Background(), protoFile)
+	compiled, err := c.Compile(context.Background(), protoFile)
 	if err != nil {
 		return nil, err
 	}
-	fd := files.FindFileByPath(protoFile)
+	fd := compiled.FindFileByPath(protoFile)
 	if fd == nil {
 		return nil, fmt.Errorf("%s did not compile", protoFile)
 	}
@@ -162,32 +220,36 @@ func protoNodes(fd protoreflect.FileDescriptor) (n, depth int) {
 //	                                                   string, bytes)
 //	other type changes, message or enum type changed   incompatible
 //	repeated ↔ singular; moved into or out of a oneof  incompatible
+//	message of an imported file (a reference)          compared by the same rules
 func protoCompatible(reader, writer *protoDoc) error {
 	r, w := reader.file, writer.file
 	if r.Package() != w.Package() {
 		return fmt.Errorf("package changed from %q to %q", w.Package(), r.Package())
 	}
-	return compareMessages(r.Messages(), w.Messages())
+	return compareMessages(r.Messages(), w.Messages(), map[protoreflect.FullName]bool{})
 }
 
-func compareMessages(rs, ws protoreflect.MessageDescriptors) error {
+// compareMessages compares the messages a writer file defines with the
+// reader's; seen holds the imported messages compared already (through
+// fields, see compareField), which also ends a cycle of them.
+func compareMessages(rs, ws protoreflect.MessageDescriptors, seen map[protoreflect.FullName]bool) error {
 	for i := 0; i < ws.Len(); i++ {
 		wm := ws.Get(i)
 		rm := rs.ByName(wm.Name())
 		if rm == nil {
 			return fmt.Errorf("message %s removed", wm.FullName())
 		}
-		if err := compareFields(rm, wm); err != nil {
+		if err := compareFields(rm, wm, seen); err != nil {
 			return err
 		}
-		if err := compareMessages(rm.Messages(), wm.Messages()); err != nil {
+		if err := compareMessages(rm.Messages(), wm.Messages(), seen); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func compareFields(rm, wm protoreflect.MessageDescriptor) error {
+func compareFields(rm, wm protoreflect.MessageDescriptor, seen map[protoreflect.FullName]bool) error {
 	for i := 0; i < wm.Fields().Len(); i++ {
 		wf := wm.Fields().Get(i)
 		rf := rm.Fields().ByNumber(wf.Number())
@@ -200,7 +262,7 @@ func compareFields(rm, wm protoreflect.MessageDescriptor) error {
 			}
 			continue
 		}
-		if err := compareField(wm, rf, wf); err != nil {
+		if err := compareField(wm, rf, wf, seen); err != nil {
 			return err
 		}
 	}
@@ -213,7 +275,7 @@ func compareFields(rm, wm protoreflect.MessageDescriptor) error {
 	return nil
 }
 
-func compareField(m protoreflect.MessageDescriptor, rf, wf protoreflect.FieldDescriptor) error {
+func compareField(m protoreflect.MessageDescriptor, rf, wf protoreflect.FieldDescriptor, seen map[protoreflect.FullName]bool) error {
 	at := fmt.Sprintf("%s: field %d (%s)", m.FullName(), wf.Number(), wf.Name())
 	if (rf.Cardinality() == protoreflect.Repeated) != (wf.Cardinality() == protoreflect.Repeated) || rf.IsMap() != wf.IsMap() {
 		return fmt.Errorf("%s changed between repeated and singular", at)
@@ -226,6 +288,19 @@ func compareField(m protoreflect.MessageDescriptor, rf, wf protoreflect.FieldDes
 	case rk == protoreflect.MessageKind || rk == protoreflect.GroupKind || wk == protoreflect.MessageKind || wk == protoreflect.GroupKind:
 		if rk != wk || rf.Message().FullName() != wf.Message().FullName() {
 			return fmt.Errorf("%s changed type from %s to %s", at, kindName(wf), kindName(rf))
+		}
+		// A message from an imported file (a reference, which each side
+		// may take at another version) is compared as Confluent does: its
+		// fields too. The file's own messages are compared by
+		// compareMessages.
+		if rm, wm := rf.Message(), wf.Message(); wm.ParentFile().Path() != protoFile && !seen[wm.FullName()] {
+			seen[wm.FullName()] = true
+			if err := compareFields(rm, wm, seen); err != nil {
+				return fmt.Errorf("%s: %w", at, err)
+			}
+			if err := compareMessages(rm.Messages(), wm.Messages(), seen); err != nil {
+				return fmt.Errorf("%s: %w", at, err)
+			}
 		}
 	case rk == protoreflect.EnumKind || wk == protoreflect.EnumKind:
 		if rk != wk || rf.Enum().FullName() != wf.Enum().FullName() {

@@ -94,8 +94,14 @@ func TestProtobufParse(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", bad.text, err, bad.why)
 		}
 	}
-	if _, err := parseSchema(typeProtobuf, `syntax = "proto3"; message M {}`, defaultLimits, []schemaRef{{Name: "x.proto", Subject: "x", Version: 1}}, nil); err == nil {
-		t.Error("a Protobuf schema with references was accepted")
+	// An import reads the file a reference names by that path, and only that.
+	deps := []refDep{{name: "x.proto", text: `syntax = "proto3"; package x; message A { string s = 1; }`, typ: typeProtobuf}}
+	refs := []schemaRef{{Name: "x.proto", Subject: "x", Version: 1}}
+	if _, err := parseSchema(typeProtobuf, `syntax = "proto3"; import "x.proto"; message M { x.A a = 1; }`, defaultLimits, refs, deps); err != nil {
+		t.Errorf("import through a reference: %v", err)
+	}
+	if _, err := parseSchema(typeProtobuf, `syntax = "proto3"; import "y.proto"; message M {}`, defaultLimits, refs, deps); err == nil || !strings.Contains(err.Error(), "(x.proto)") {
+		t.Errorf("import of a file no reference names: %v", err)
 	}
 }
 

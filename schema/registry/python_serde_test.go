@@ -50,3 +50,27 @@ func TestPythonJSONSchema(t *testing.T) { pythonSerde(t, "json_schema.py") }
 // a base64 descriptor and ProtobufDeserializer fetches it back
 // (?format=serialized); a record round-trips through a broker.
 func TestPythonProtobuf(t *testing.T) { pythonSerde(t, "protobuf.py") }
+
+// TestPythonJSONReferences: Confluent's JSONSerializer validates and
+// JSONDeserializer reads a record whose schema "$ref"s another subject's
+// schema through a reference; an evolution over an incompatible referenced
+// version is refused naming the field, and the referenced version cannot
+// be deleted while used (42206).
+func TestPythonJSONReferences(t *testing.T) { pythonSerde(t, "json_references.py") }
+
+// TestPythonProtobufReferences: Confluent's ProtobufSerializer registers a
+// file's import under its own subject and the message's schema with a
+// reference to it; ProtobufDeserializer resolves it back, an incompatible
+// evolution is refused naming the field, and the imported file cannot be
+// deleted while used (42206).
+func TestPythonProtobufReferences(t *testing.T) { pythonSerde(t, "protobuf_references.py") }
+
+// TestPythonContracts: Confluent's client registers a schema with metadata
+// and a rule set, gets both back, serializes with the latest version, and
+// another contract for the same text gets another id.
+func TestPythonContracts(t *testing.T) { pythonSerde(t, "contracts.py") }
+
+// TestPythonContexts: Confluent's client with a base URL in a context
+// registers and reads that context's ids, which the default context uses
+// for another schema; /contexts lists it.
+func TestPythonContexts(t *testing.T) { pythonSerde(t, "contexts.py") }

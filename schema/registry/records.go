@@ -17,6 +17,10 @@ import (
 //	                                         versions up to version, in one record
 //	MODE            key {subject|null}      value {mode}; null value: reset (mode.go)
 //
+//	CONTEXT         key {tenant, context}   value {tenant, context}: the context has
+//	                                         subjects (for Confluent's nodes; skipped
+//	                                         on replay here, see context.go)
+//
 //	NOOP            key {tributaryIdFloor}    value {tributaryIdFloor}: schema ids up to
 //	                                         the floor were handed out (checkpoint.go)
 //
@@ -29,6 +33,7 @@ const (
 	keyDeleteSubject = "DELETE_SUBJECT"
 	keyNoop          = "NOOP"
 	keyMode          = "MODE"
+	keyContext       = "CONTEXT"
 )
 
 // recordKey is the union of the key layouts; which fields are set depends
@@ -48,11 +53,26 @@ type schemaValue struct {
 	Schema     string          `json:"schema"`
 	SchemaType string          `json:"schemaType,omitempty"`
 	References json.RawMessage `json:"references,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"` // contract.go
+	RuleSet    json.RawMessage `json:"ruleSet,omitempty"`
 	Deleted    bool            `json:"deleted"`
 }
 
+// versionRecord is the SCHEMA record of a version of sch.
+func versionRecord(subject string, num, id int, sch *schemaDoc, refs []schemaRef, deleted bool) Record {
+	v := schemaValue{Subject: subject, Version: num, ID: id, Schema: sch.Text, SchemaType: sch.showType(), References: refsJSON(refs), Deleted: deleted}
+	if m := sch.contract.metadataOrNil(); m != nil {
+		v.Metadata = mustJSON(m)
+	}
+	if rs := sch.contract.ruleSetOrNil(); rs != nil {
+		v.RuleSet = mustJSON(rs)
+	}
+	return schemaRecord(v)
+}
+
 type configValue struct {
-	Level string `json:"compatibilityLevel"`
+	Level string `json:"compatibilityLevel,omitempty"`
+	Group string `json:"compatibilityGroup,omitempty"` // contract.go
 }
 
 type deleteSubjectValue struct {
@@ -83,13 +103,22 @@ func tombstoneRecord(subject string, version int) Record {
 // configRecord sets (level != "") or resets the compatibility level of
 // subject, or the global level when subject is "".
 func configRecord(subject, level string) Record {
+	if level == "" {
+		return configValueRecord(subject, nil)
+	}
+	return configValueRecord(subject, &configValue{Level: level})
+}
+
+// configValueRecord sets (v != nil) or resets the config of subject, or
+// the global one when subject is "".
+func configValueRecord(subject string, v *configValue) Record {
 	k := recordKey{Type: keyConfig}
 	if subject != "" {
 		k.Subject = &subject
 	}
 	r := Record{Key: mustJSON(k)}
-	if level != "" {
-		r.Value = mustJSON(configValue{Level: level})
+	if v != nil {
+		r.Value = mustJSON(v)
 	}
 	return r
 }
@@ -116,6 +145,25 @@ func deleteSubjectRecord(subject string, upTo int) Record {
 	return Record{
 		Key:   mustJSON(recordKey{Type: keyDeleteSubject, Subject: &subject}),
 		Value: mustJSON(deleteSubjectValue{Subject: subject, Version: upTo}),
+	}
+}
+
+// contextRecord says a context exists, as Confluent's registry writes it
+// (tenant "default": this registry has no tenants).
+func contextRecord(ctx string) Record {
+	type contextKey struct {
+		Type    string `json:"keytype"`
+		Tenant  string `json:"tenant"`
+		Context string `json:"context"`
+		Magic   int    `json:"magic"`
+	}
+	type contextValue struct {
+		Tenant  string `json:"tenant"`
+		Context string `json:"context"`
+	}
+	return Record{
+		Key:   mustJSON(contextKey{Type: keyContext, Tenant: "default", Context: ctx}),
+		Value: mustJSON(contextValue{Tenant: "default", Context: ctx}),
 	}
 }
 

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-
-	"github.com/tributary-io/tributary/schema/internal/avsc"
 )
 
 // Schema references, as Confluent has them: a schema names types defined
@@ -81,60 +79,95 @@ func (e *refsNotFound) Error() string {
 	return fmt.Sprintf("reference %q: subject %q has no version %d", e.ref.Name, e.ref.Subject, e.ref.Version)
 }
 
-// resolveRefs returns the texts of the versions refs reach, each after
-// the ones it references itself, within lim: at most maxReferences of
-// them, nested at most lim.maxDepth deep, lim.maxBytes in all.
-func (st *state) resolveRefs(refs []schemaRef, lim schemaLimits) ([]string, error) {
+// refDep is a referenced version as a schema's parser needs it: the
+// name its referrer gives it (an Avro type, a JSON "$ref" target, a
+// Protobuf import path), its text and type.
+type refDep struct {
+	name, text, typ string
+	alias           bool // a version reached before under another name
+}
+
+// depTexts returns the texts of deps, for Avro, which finds names inside.
+func depTexts(deps []refDep) []string {
+	out := make([]string, len(deps))
+	out = out[:0]
+	for _, d := range deps {
+		if !d.alias {
+			out = append(out, d.text)
+		}
+	}
+	return out
+}
+
+// resolveRefs returns the versions refs reach, each after the ones it
+// references itself, within lim: at most maxReferences of them, nested at
+// most lim.maxDepth deep, lim.maxBytes in all.
+//
+// An unqualified subject in a reference is one of ctx, the referring
+// schema's context (context.go).
+func (st *state) resolveRefs(ctx string, refs []schemaRef, lim schemaLimits) ([]refDep, error) {
 	var (
-		out   []string
+		out   []refDep
 		bytes int
 		seen  = map[schemaRef]bool{}
 	)
-	var walk func(refs []schemaRef, depth int) error
-	walk = func(refs []schemaRef, depth int) error {
+	var walk func(ctx string, refs []schemaRef, depth int) error
+	walk = func(ctx string, refs []schemaRef, depth int) error {
 		if depth > lim.maxDepth {
 			return fmt.Errorf("references nest more than %d deep (the schema depth limit, --schema-max-depth)", lim.maxDepth)
 		}
 		for _, ref := range refs {
-			at := schemaRef{Subject: ref.Subject, Version: ref.Version}
+			subject := qualify(ctx, ref.Subject)
+			at := schemaRef{Subject: subject, Version: ref.Version}
 			if seen[at] {
+				if i := slices.IndexFunc(out, func(d refDep) bool { return d.name == ref.Name }); i < 0 {
+					if sch := st.versionSchema(subject, ref.Version); sch != nil {
+						out = append(out, refDep{name: ref.Name, text: sch.schema.Text, typ: sch.schema.Type, alias: true})
+					}
+				}
 				continue
 			}
 			seen[at] = true
 			if len(seen) > maxReferences {
 				return fmt.Errorf("the schema reaches more than %d referenced versions", maxReferences)
 			}
-			var v *version
-			if sub := st.subjects[ref.Subject]; sub != nil {
-				v = sub.find(ref.Version)
-			}
-			if v == nil {
+			sch := st.versionSchema(subject, ref.Version)
+			if sch == nil {
 				return &refsNotFound{ref}
 			}
-			sch := st.schemas[v.id]
-			if err := walk(sch.refs, depth+1); err != nil {
+			if err := walk(contextOf(subject), sch.refs, depth+1); err != nil {
 				return err
 			}
 			if bytes += len(sch.schema.Text); bytes > lim.maxBytes {
 				return fmt.Errorf("the referenced schemas are larger than %d bytes together (the schema size limit, --schema-max-bytes)", lim.maxBytes)
 			}
-			out = append(out, sch.schema.Text)
+			out = append(out, refDep{name: ref.Name, text: sch.schema.Text, typ: sch.schema.Type})
 		}
 		return nil
 	}
-	return out, walk(refs, 1)
+	return out, walk(ctx, refs, 1)
 }
 
-// parseReferencing parses text against the referenced texts deps. The
-// references become part of its key, so that they are part of its
-// identity.
-func parseReferencing(text string, refs []schemaRef, deps []string) (*avsc.Schema, error) {
-	sch, err := avsc.ParseReferencing(text, deps)
-	if err != nil || len(refs) == 0 {
-		return sch, err
+// versionSchema returns the schema of a subject's version, or nil.
+func (st *state) versionSchema(subject string, num int) *stored {
+	sub := st.subjects[subject]
+	if sub == nil {
+		return nil
 	}
-	sch.Key += "\x00references:" + string(mustJSON(refs))
-	return sch, nil
+	v := sub.find(num)
+	if v == nil {
+		return nil
+	}
+	return st.schemaOf(subject, v)
+}
+
+// refsKey is what references add to a schema's key, so that they are
+// part of its identity.
+func refsKey(refs []schemaRef) string {
+	if len(refs) == 0 {
+		return ""
+	}
+	return "\x00references:" + string(mustJSON(refs))
 }
 
 // refsJSON is how references go into a SCHEMA record: absent when none.
@@ -146,18 +179,22 @@ func refsJSON(refs []schemaRef) json.RawMessage {
 }
 
 // referencedBy returns the ids of the schemas that reference a version.
+// A referring schema's unqualified reference names a subject of its own
+// context.
 func (st *state) referencedBy(subject string, num int) []int {
 	out := []int{}
-	for id, sch := range st.schemas {
-		for _, r := range sch.refs {
-			if r.Subject == subject && r.Version == num {
-				out = append(out, id)
-				break
+	st.forSpaces(func(ctx string, sp *idSpace) {
+		for id, sch := range sp.schemas {
+			for _, r := range sch.refs {
+				if qualify(ctx, r.Subject) == subject && r.Version == num {
+					out = append(out, id)
+					break
+				}
 			}
 		}
-	}
+	})
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // notReferenced refuses to delete a version that a schema references.
@@ -201,9 +238,9 @@ func (s *Server) referencedBy(w http.ResponseWriter, r *http.Request) {
 // reference any version holding schema id.
 func (s *Server) referencedByID(w http.ResponseWriter, r *http.Request) {
 	var ids []int
-	err := s.idRequest(r, func(st *state, sch *stored) error {
+	err := s.idRequest(r, func(st *state, ctx string, sch *stored) error {
 		ids = []int{}
-		for _, u := range st.usesOf(sch.id, true) {
+		for _, u := range st.usesOf(ctx, sch.id, true) {
 			ids = append(ids, st.referencedBy(u.Subject, u.Version)...)
 		}
 		slices.Sort(ids)

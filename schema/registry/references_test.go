@@ -117,17 +117,17 @@ func TestResolveRefsLimits(t *testing.T) {
 		prev = name
 	}
 	top := []schemaRef{{Name: "T6", Subject: "T6", Version: 1}}
-	if deps, err := st.resolveRefs(top, defaultLimits); err != nil || len(deps) != 6 || !strings.Contains(deps[0], `"T1"`) {
+	if deps, err := st.resolveRefs("", top, defaultLimits); err != nil || len(deps) != 6 || !strings.Contains(deps[0].text, `"T1"`) {
 		t.Fatalf("chain of 6: %d deps, %v; want T1 first", len(deps), err)
 	}
 	lim := defaultLimits
 	lim.maxDepth = 3
-	if _, err := st.resolveRefs(top, lim); err == nil || !strings.Contains(err.Error(), "--schema-max-depth") {
+	if _, err := st.resolveRefs("", top, lim); err == nil || !strings.Contains(err.Error(), "--schema-max-depth") {
 		t.Errorf("depth 6 under a limit of 3: %v", err)
 	}
 	lim = defaultLimits
 	lim.maxBytes = 200
-	if _, err := st.resolveRefs(top, lim); err == nil || !strings.Contains(err.Error(), "--schema-max-bytes") {
+	if _, err := st.resolveRefs("", top, lim); err == nil || !strings.Contains(err.Error(), "--schema-max-bytes") {
 		t.Errorf("6 schemas under 200 bytes: %v", err)
 	}
 	many := make([]json.RawMessage, maxReferences+1)
@@ -151,6 +151,12 @@ func FuzzReferences(f *testing.F) {
 		`{"schema":"\"string\"","references":[{"name":"x","subject":"\u0000","version":-1}]}`,
 		`{"schema":"\"string\"","references":[null]}`,
 		`{"schema":"\"string\"","references":{}}`,
+		`{"schemaType":"JSON","schema":"{\"properties\":{\"h\":{\"$ref\":\"address.json#/properties/city\"}}}","references":[{"name":"address.json","subject":"address.json","version":1}]}`,
+		`{"schemaType":"JSON","schema":"{\"$id\":\"https://x.example/p.json\",\"$ref\":\"a.json\"}","references":[{"name":"a.json","subject":"address.json","version":1}]}`,
+		`{"schemaType":"JSON","schema":"{\"$ref\":\"address.json\"}","references":[{"name":"address.json","subject":"address","version":1}]}`,
+		`{"schemaType":"PROTOBUF","schema":"syntax = \"proto3\"; import \"ex/address.proto\"; message P { ex.Address a = 1; }","references":[{"name":"ex/address.proto","subject":"ex/address.proto","version":1}]}`,
+		`{"schemaType":"PROTOBUF","schema":"syntax = \"proto3\"; import \"schema.proto\"; message P {}","references":[{"name":"schema.proto","subject":"ex/address.proto","version":1}]}`,
+		`{"schema":"\"string\"","metadata":{"properties":{"a":"b"}},"ruleSet":{"domainRules":[{"name":"r","type":"CEL","mode":"WRITEREAD","onFailure":"ERROR,NONE"}]}}`,
 	} {
 		f.Add(seed)
 	}
@@ -166,8 +172,14 @@ func FuzzReferences(f *testing.F) {
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
 			return rec
 		}
-		if rec := post("/subjects/address/versions", `{"schema":`+quote(addressSchema)+`}`); rec.Code != 200 {
-			t.Fatalf("register address: %d %s", rec.Code, rec.Body)
+		for _, reg := range [][2]string{
+			{"address", `{"schema":` + quote(addressSchema) + `}`},
+			{"address.json", `{"schemaType":"JSON","schema":"{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}}}"}`},
+			{"ex%2Faddress.proto", `{"schemaType":"PROTOBUF","schema":"syntax = \"proto3\"; package ex; message Address { string city = 1; }"}`},
+		} {
+			if rec := post("/subjects/"+reg[0]+"/versions", reg[1]); rec.Code != 200 {
+				t.Fatalf("register %s: %d %s", reg[0], rec.Code, rec.Body)
+			}
 		}
 		for _, path := range []string{"/subjects/s", "/compatibility/subjects/s/versions/latest?verbose=true", "/subjects/s/versions"} {
 			rec := post(path, body)

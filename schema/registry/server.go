@@ -217,7 +217,7 @@ func NewWithLog(ctx context.Context, l Log, cfg Config) (*Server, error) {
 	}
 	s.mu.RLock()
 	cfg.Logger.Info("schema registry replayed its log", "topic", cfg.Topic, "records", s.st.next,
-		"subjects", len(s.st.subjects), "schemas", len(s.st.schemas), "took", time.Since(start).Round(time.Millisecond))
+		"subjects", len(s.st.subjects), "schemas", s.st.schemaCount(), "took", time.Since(start).Round(time.Millisecond))
 	s.mu.RUnlock()
 	return s, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // state is what a node knows after applying a prefix of the log. It does no
@@ -18,11 +19,13 @@ import (
 // writer sees that when it reads its own record back, and tries again.
 type state struct {
 	subjects map[string]*subject
-	schemas  map[int]*stored
-	byKey    map[string]int    // avsc.Key → id
-	configs  map[string]string // subject → level; "" is the global level
-	modes    map[string]string // subject → mode; "" is the global mode (mode.go)
-	maxID    int               // ids are never reused, even after hard deletes
+	// idSpace holds the default context's schema ids; ctxs those of the
+	// other contexts (context.go).
+	idSpace
+	ctxs    map[string]*idSpace
+	configs map[string]string // subject → level; "" is the global level
+	groups  map[string]string // subject → compatibility group (contract.go); "" global
+	modes   map[string]string // subject → mode; "" is the global mode (mode.go)
 	// idFloor bounds the ids that records compaction removed: see apply.
 	idFloor int
 	next    int64        // offset of the next record to apply
@@ -51,17 +54,28 @@ type stored struct {
 func newState() *state {
 	return &state{
 		subjects: make(map[string]*subject),
-		schemas:  make(map[int]*stored),
-		byKey:    make(map[string]int),
+		idSpace:  *newIDSpace(),
+		ctxs:     make(map[string]*idSpace),
 		configs:  make(map[string]string),
+		groups:   make(map[string]string),
 		modes:    make(map[string]string),
 		limits:   defaultLimits,
 	}
 }
 
-// nextID is the id a new schema gets: above every id given out, including
-// those of records compaction removed.
-func (st *state) nextID() int { return min(max(st.maxID, st.idFloor), maxID31) + 1 }
+// nextID is the id a new schema of the default context gets.
+func (st *state) nextID() int { return st.nextIDIn("") }
+
+// nextIDIn is the id a new schema of a context gets: above every id given
+// out there (ids are never reused, even after hard deletes), and above
+// the floor, which stands for ids records compaction removed.
+func (st *state) nextIDIn(ctx string) int {
+	m := 0
+	if sp := st.space(ctx); sp != nil {
+		m = sp.maxID
+	}
+	return min(max(m, st.idFloor), maxID31) + 1
+}
 
 // maxID31 is the largest schema id or version: the envelope carries the id
 // in 4 bytes, and Confluent's clients read both as Java ints.
@@ -69,9 +83,11 @@ const maxID31 = 1<<31 - 1
 
 func validNumber(n int) bool { return n >= 1 && n <= maxID31 }
 
-// validSubject is the rule subjectParam applies to requests.
+// validSubject is the rule subjectParam applies to requests. A name that
+// is not UTF-8 could not be written: JSON would store another name, and
+// the writer would never find its own record.
 func validSubject(s string) bool {
-	return s != "" && strings.IndexFunc(s, unicode.IsControl) < 0
+	return s != "" && utf8.ValidString(s) && strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
 // apply applies one record and returns why it was skipped, or "".
@@ -90,7 +106,7 @@ func (st *state) apply(r Record) string {
 	// given out at or below nextID, so no id is reused and a later
 	// record's id is not taken for a forged jump.
 	if gap := r.Offset - st.next; gap > 0 {
-		st.idFloor = max(st.idFloor, st.maxID) + int(min(gap, maxID31))
+		st.idFloor = st.highestID() + int(min(gap, maxID31))
 	}
 	st.next = r.Offset + 1
 	var k recordKey
@@ -126,6 +142,7 @@ func (st *state) apply(r Record) string {
 		}
 		if r.Value == nil {
 			delete(st.configs, name)
+			delete(st.groups, name)
 			return ""
 		}
 		var v configValue
@@ -133,10 +150,20 @@ func (st *state) apply(r Record) string {
 			return fmt.Sprintf("config value is not JSON: %v", err)
 		}
 		level, ok := parseLevel(v.Level)
-		if !ok {
+		if !ok && (v.Level != "" || v.Group == "") {
 			return fmt.Sprintf("unknown compatibility level %q", v.Level)
 		}
-		st.configs[name] = level
+		// A CONFIG record holds the whole config: what it lacks is unset.
+		if ok {
+			st.configs[name] = level
+		} else {
+			delete(st.configs, name)
+		}
+		if v.Group != "" {
+			st.groups[name] = v.Group
+		} else {
+			delete(st.groups, name)
+		}
 	case keyMode:
 		name := ""
 		if k.Subject != nil {
@@ -188,7 +215,7 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 			// An update of the deleted flag repeats the version's id and
 			// schema; anything else is a concurrent registration that lost
 			// the slot — possibly one that picked the same new id.
-			if ver.id != v.ID || !st.sameSchema(ver.id, v.Schema) {
+			if ver.id != v.ID || !st.sameSchema(name, ver.id, v.Schema) {
 				return fmt.Sprintf("subject %q version %d is already taken by schema id %d; a concurrent registration lost", name, num, ver.id)
 			}
 			ver.deleted = v.Deleted
@@ -210,7 +237,8 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 	if err != nil {
 		return fmt.Sprintf("subject %q version %d: %v", name, num, err)
 	}
-	deps, err := st.resolveRefs(refs, st.limits)
+	ctx := contextOf(name)
+	deps, err := st.resolveRefs(ctx, refs, st.limits)
 	if err != nil {
 		return fmt.Sprintf("subject %q version %d: %v", name, num, err)
 	}
@@ -218,16 +246,22 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 	if err != nil {
 		return fmt.Sprintf("subject %q version %d: schema does not parse: %v", name, num, err)
 	}
-	if _, known := st.schemas[v.ID]; !known && v.ID > st.nextID() && !importing {
+	c, aerr := decodeContract(v.Metadata, v.RuleSet, false)
+	if aerr != nil {
+		return fmt.Sprintf("subject %q version %d: %s", name, num, aerr.Message)
+	}
+	parsed = parsed.withContract(c)
+	sp := st.keepSpace(name)
+	if _, known := sp.schemas[v.ID]; !known && v.ID > st.nextIDIn(ctx) && !importing {
 		// Registries give a new schema the next id, so a record that jumps
 		// ahead did not come from one; applied, it would use up the ids
 		// (a forged id 2^31-1 leaves none the envelope can carry).
-		return fmt.Sprintf("subject %q version %d claims new schema id %d, ahead of the next id %d", name, num, v.ID, st.nextID())
+		return fmt.Sprintf("subject %q version %d claims new schema id %d, ahead of the next id %d", name, num, v.ID, st.nextIDIn(ctx))
 	}
-	if have, ok := st.schemas[v.ID]; ok && have.schema.Key != parsed.Key {
+	if have, ok := sp.schemas[v.ID]; ok && have.schema.Key != parsed.Key {
 		return fmt.Sprintf("schema id %d is taken by another schema; a concurrent registration under subject %q lost", v.ID, name)
 	}
-	if id, ok := st.byKey[parsed.Key]; ok && id != v.ID {
+	if id, ok := sp.byKey[parsed.Key]; ok && id != v.ID {
 		return fmt.Sprintf("the schema already has id %d; a concurrent registration of it as id %d under subject %q lost", id, v.ID, name)
 	}
 	if s == nil {
@@ -235,32 +269,33 @@ func (st *state) applySchema(name string, num int, v schemaValue) string {
 		st.subjects[name] = s
 	}
 	s.insert(&version{num: num, id: v.ID})
-	sch := st.schemas[v.ID]
+	sch := sp.schemas[v.ID]
 	if sch == nil {
 		sch = &stored{id: v.ID, schema: parsed, refs: refs}
-		st.schemas[v.ID] = sch
-		st.byKey[parsed.Key] = v.ID
+		sp.schemas[v.ID] = sch
+		sp.byKey[parsed.Key] = v.ID
 	}
 	sch.uses++
-	st.maxID = max(st.maxID, v.ID)
+	sp.maxID = max(sp.maxID, v.ID)
 	return ""
 }
 
-// sameSchema reports whether text is the schema stored under id.
-func (st *state) sameSchema(id int, text string) bool {
-	have := st.schemas[id]
+// sameSchema reports whether text is the schema stored under id in the
+// context of subject.
+func (st *state) sameSchema(subject string, id int, text string) bool {
+	have := st.spaceFor(subject).schemas[id]
 	if have == nil {
 		return false
 	}
 	if have.schema.Text == text {
 		return true
 	}
-	deps, err := st.resolveRefs(have.refs, st.limits)
+	deps, err := st.resolveRefs(contextOf(subject), have.refs, st.limits)
 	if err != nil {
 		return false
 	}
 	p, err := parseSchema(have.schema.Type, text, st.limits, have.refs, deps)
-	return err == nil && p.Key == have.schema.Key
+	return err == nil && p.withContract(have.schema.contract).Key == have.schema.Key
 }
 
 // hardDelete applies a tombstone. Only a soft-deleted version may be
@@ -286,10 +321,11 @@ func (st *state) hardDelete(name string, num int) string {
 	if len(s.versions) == 0 {
 		delete(st.subjects, name)
 	}
-	if sch := st.schemas[id]; sch != nil {
+	sp := st.spaceFor(name)
+	if sch := sp.schemas[id]; sch != nil {
 		if sch.uses--; sch.uses == 0 {
-			delete(st.schemas, id)
-			delete(st.byKey, sch.schema.Key)
+			delete(sp.schemas, id)
+			delete(sp.byKey, sch.schema.Key)
 		}
 	}
 	return ""
@@ -325,14 +361,26 @@ func (s *subject) latest(withDeleted bool) int {
 func (s *subject) live() bool { return s.latest(false) > 0 }
 
 // level returns the compatibility level that applies to a subject.
+//
+// The level is the subject's own, else its context's (context.go; for the
+// default context, the global level), else that of ":.__GLOBAL:", else
+// dflt.
 func (st *state) level(name, dflt string) string {
-	if l, ok := st.configs[name]; ok && name != "" {
-		return l
-	}
-	if l, ok := st.configs[""]; ok {
-		return l
+	for _, n := range scopes(name) {
+		if l, ok := st.configs[n]; ok {
+			return l
+		}
 	}
 	return dflt
+}
+
+// scopes lists where a subject's config or mode is looked for, in order.
+func scopes(name string) []string {
+	ctx := contextKey(contextOf(name))
+	if name == ctx {
+		return []string{ctx, globalContext}
+	}
+	return []string{name, ctx, globalContext}
 }
 
 // previous returns the live versions of a subject, oldest first.
@@ -344,7 +392,7 @@ func (st *state) previous(name string) []previous {
 	var out []previous
 	for _, v := range s.versions {
 		if !v.deleted {
-			out = append(out, previous{version: v.num, schema: st.schemas[v.id].schema})
+			out = append(out, previous{version: v.num, schema: st.schemaOf(name, v).schema})
 		}
 	}
 	return out

@@ -24,9 +24,10 @@ type schemaRequest struct {
 // parse validates the request's schema against deps, the texts of the
 // schemas its references reach (references.go). Everything the registry
 // would otherwise have to drop silently is refused instead.
-func (req *schemaRequest) parse(lim schemaLimits, refs []schemaRef, deps []string) (*schemaDoc, *apiError) {
-	if !isJSONNull(req.Metadata) || !isJSONNull(req.RuleSet) {
-		return nil, errInvalidSchema("data contract metadata and rule sets are not supported")
+func (req *schemaRequest) parse(lim schemaLimits, refs []schemaRef, deps []refDep) (*schemaDoc, *apiError) {
+	c, aerr := decodeContract(req.Metadata, req.RuleSet, true)
+	if aerr != nil {
+		return nil, aerr
 	}
 	if req.Schema == nil || strings.TrimSpace(*req.Schema) == "" {
 		return nil, errInvalidSchema("empty schema: the request needs a \"schema\" field holding the schema as a JSON string")
@@ -35,7 +36,7 @@ func (req *schemaRequest) parse(lim schemaLimits, refs []schemaRef, deps []strin
 	if err != nil {
 		return nil, errInvalidSchema("%v", err)
 	}
-	return sch, nil
+	return sch.withContract(c), nil
 }
 
 func isJSONNull(m json.RawMessage) bool {
@@ -51,11 +52,15 @@ type subjectSchema struct {
 	SchemaType string      `json:"schemaType,omitempty"`
 	Schema     string      `json:"schema"`
 	References []schemaRef `json:"references,omitempty"`
+	Metadata   *metadata   `json:"metadata,omitempty"`
+	RuleSet    *ruleSet    `json:"ruleSet,omitempty"`
 }
 
 func (st *state) show(subject string, v *version) subjectSchema {
-	sch := st.schemas[v.id]
-	return subjectSchema{Subject: subject, Version: v.num, ID: v.id, SchemaType: sch.schema.showType(), Schema: sch.schema.Text, References: sch.refs}
+	sch := st.schemaOf(subject, v)
+	c := sch.schema.contract
+	return subjectSchema{Subject: subject, Version: v.num, ID: v.id, SchemaType: sch.schema.showType(), Schema: sch.schema.Text, References: sch.refs,
+		Metadata: c.metadataOrNil(), RuleSet: c.ruleSetOrNil()}
 }
 
 // GET /subjects?deleted=&deletedOnly=&subjectPrefix=
@@ -65,7 +70,7 @@ func (s *Server) listSubjects(w http.ResponseWriter, r *http.Request) {
 	names := []string{}
 	s.view(r.Context(), func(st *state) error {
 		for name, sub := range st.subjects {
-			if !strings.HasPrefix(name, prefix) {
+			if !matchPrefix(name, prefix) {
 				continue
 			}
 			live := sub.live()
@@ -145,7 +150,7 @@ func (s *Server) versionRequest(r *http.Request) (subjectSchema, *apiError) {
 			return aerr
 		}
 		out = st.show(subject, v)
-		if doc := st.schemas[v.id].schema; doc.proto != nil && r.URL.Query().Get("format") == "serialized" {
+		if doc := st.schemaOf(subject, v).schema; doc.proto != nil && r.URL.Query().Get("format") == "serialized" {
 			out.Schema = doc.proto.serialized(doc.Text) // as Confluent's Protobuf clients ask
 		}
 		return nil
@@ -191,7 +196,7 @@ func writeRawSchema(w http.ResponseWriter, text string) {
 // schemas at the same moment. The slot is released before the request
 // goes on to the store or a compatibility check, which have bounds of
 // their own.
-func (s *Server) readSchema(w http.ResponseWriter, r *http.Request) (schemaRequest, *schemaDoc, []schemaRef, *apiError) {
+func (s *Server) readSchema(w http.ResponseWriter, r *http.Request, subject string) (schemaRequest, *schemaDoc, []schemaRef, *apiError) {
 	var req schemaRequest
 	wait := time.NewTimer(s.cfg.SyncTimeout)
 	defer wait.Stop()
@@ -210,13 +215,13 @@ func (s *Server) readSchema(w http.ResponseWriter, r *http.Request) (schemaReque
 	if err != nil {
 		return req, nil, nil, errInvalidSchema("%v", err)
 	}
-	var deps []string
+	var deps []refDep
 	if len(refs) > 0 {
 		// Only the texts are gathered under the lock; they are parsed
 		// outside it, with the schema, within this request's parse slot.
 		err := s.view(r.Context(), func(st *state) error {
 			var err error
-			if deps, err = st.resolveRefs(refs, s.cfg.limits()); err != nil {
+			if deps, err = st.resolveRefs(contextOf(subject), refs, s.cfg.limits()); err != nil {
 				if _, ok := err.(*refsNotFound); ok {
 					return &apiError{codeNotFound, err.Error()} // caught up and asked again
 				}
@@ -242,7 +247,7 @@ func (s *Server) registerHandler(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	req, sch, refs, aerr := s.readSchema(w, r)
+	req, sch, refs, aerr := s.readSchema(w, r, subject)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -265,7 +270,7 @@ func (s *Server) lookupSchema(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	_, sch, _, aerr := s.readSchema(w, r)
+	_, sch, _, aerr := s.readSchema(w, r, subject)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -277,11 +282,19 @@ func (s *Server) lookupSchema(w http.ResponseWriter, r *http.Request) {
 		if sub == nil || !(sub.live() || deleted) {
 			return errSubjectNotFound(subject)
 		}
-		for i := len(sub.versions) - 1; i >= 0; i-- {
-			v := sub.versions[i]
-			if (!v.deleted || deleted) && st.schemas[v.id].schema.Key == sch.Key {
-				out = st.show(subject, v)
-				return nil
+		// As a registration would, a schema sent without a contract is
+		// looked for with the latest version's too.
+		keys := []string{sch.Key}
+		if sch.contract == nil {
+			keys = append(keys, sch.withContract(st.latestContract(subject)).Key)
+		}
+		for _, key := range keys {
+			for i := len(sub.versions) - 1; i >= 0; i-- {
+				v := sub.versions[i]
+				if (!v.deleted || deleted) && st.schemaOf(subject, v).schema.Key == key {
+					out = st.show(subject, v)
+					return nil
+				}
 			}
 		}
 		return errSchemaNotFound()

@@ -74,7 +74,7 @@ func (s *Server) register(ctx context.Context, subject string, sch *schemaDoc, r
 			return p.id, aerr
 		}
 		if !p.imported && (checked == nil || !p.sameCheck(checked)) {
-			msgs, aerr := s.checkWithin(ctx, p.level, sch, p.prev)
+			msgs, aerr := s.checkWithin(ctx, p.level, p.sch, p.prev)
 			if aerr != nil {
 				return 0, aerr
 			}
@@ -88,15 +88,23 @@ func (s *Server) register(ctx context.Context, subject string, sch *schemaDoc, r
 		if err := s.saveCheckpoint(p.id); err != nil {
 			return 0, errStore("Register", err)
 		}
-		rec := schemaRecord(schemaValue{Subject: subject, Version: p.num, ID: p.id, Schema: sch.Text, SchemaType: sch.showType(), References: refsJSON(refs)})
-		if err := s.append(ctx, "Register", rec); err != nil {
+		recs := []Record{versionRecord(subject, p.num, p.id, p.sch, refs, false)}
+		if c := contextOf(subject); c != "" {
+			s.mu.RLock()
+			fresh := !slices.Contains(s.st.contexts(), c)
+			s.mu.RUnlock()
+			if fresh { // a Confluent node reading the topic learns of the context
+				recs = append([]Record{contextRecord(c)}, recs...)
+			}
+		}
+		if err := s.append(ctx, "Register", recs...); err != nil {
 			return 0, err
 		}
 		s.mu.RLock()
 		won := false
 		if sub := s.st.subjects[subject]; sub != nil {
 			v := sub.find(p.num)
-			won = v != nil && v.id == p.id && !v.deleted && s.st.schemas[p.id].schema.Key == sch.Key
+			won = v != nil && v.id == p.id && !v.deleted && s.st.schemaOf(subject, v).schema.Key == p.sch.Key
 		}
 		s.mu.RUnlock()
 		if won {
@@ -113,6 +121,7 @@ type imported struct{ id, version int }
 // to write, or version 0 when the subject already has the schema under id;
 // and what the schema must be compatible with before it is written.
 type regPlan struct {
+	sch      *schemaDoc // what is registered: the request's schema, with a contract kept
 	id, num  int
 	level    string
 	prev     []previous
@@ -133,24 +142,29 @@ func (st *state) planRegister(subject string, sch *schemaDoc, dflt string, imp i
 		return regPlan{}, aerr
 	}
 	if st.mode(subject) == modeImport {
-		return st.planImport(subject, sch, imp)
+		p, aerr := st.planImport(subject, sch, imp)
+		p.sch = sch
+		return p, aerr
 	}
 	if imp.id > 0 || imp.version > 0 {
 		return regPlan{}, errNotPermitted(fmt.Sprintf("Subject %s is not in import mode: a registration may carry its id and version only in IMPORT mode (PUT /mode {\"mode\": \"IMPORT\"}); leave both out", subject))
+	}
+	if sch.contract == nil {
+		sch = sch.withContract(st.latestContract(subject)) // as Confluent: a contract stays until replaced
 	}
 	sub := st.subjects[subject]
 	if sub != nil {
 		for i := len(sub.versions) - 1; i >= 0; i-- {
 			v := sub.versions[i]
-			if !v.deleted && st.schemas[v.id].schema.Key == sch.Key {
-				return regPlan{id: v.id}, nil
+			if !v.deleted && st.schemaOf(subject, v).schema.Key == sch.Key {
+				return regPlan{id: v.id, sch: sch}, nil
 			}
 		}
 	}
-	p := regPlan{level: st.level(subject, dflt), prev: st.previous(subject), num: 1}
-	id, ok := st.byKey[sch.Key]
+	p := regPlan{sch: sch, level: st.level(subject, dflt), prev: st.inGroup(subject, sch, st.previous(subject)), num: 1}
+	id, ok := st.spaceFor(subject).byKey[sch.Key]
 	if !ok {
-		if id = st.nextID(); id > maxID31 {
+		if id = st.nextIDIn(contextOf(subject)); id > maxID31 {
 			return regPlan{}, errStore("Register", fmt.Errorf("every schema id up to 2^31-1 is used; the 4-byte envelope cannot carry a larger one"))
 		}
 	}
@@ -212,8 +226,8 @@ func (st *state) planDeleteVersion(subject string, ref versionRef, permanent boo
 	if permanent {
 		return tombstoneRecord(subject, num), num, nil
 	}
-	sch := st.schemas[v.id]
-	return schemaRecord(schemaValue{Subject: subject, Version: num, ID: v.id, Schema: sch.schema.Text, SchemaType: sch.schema.showType(), References: refsJSON(sch.refs), Deleted: true}), num, nil
+	sch := st.schemaOf(subject, v)
+	return versionRecord(subject, num, v.id, sch.schema, sch.refs, true), num, nil
 }
 
 // deleteSubject soft-deletes every version of a subject, or hard-deletes a
@@ -276,24 +290,42 @@ func (st *state) planDeleteSubject(subject string, permanent bool) ([]Record, []
 	return []Record{deleteSubjectRecord(subject, sub.latest(true))}, nums, nil
 }
 
-// setLevel sets (level != "") or resets the compatibility level of a
-// subject, or the global level when subject is "". It returns the level
+// setConfig updates (upd != nil) or resets the config of a subject, or
+// the global one when subject is "": an update changes what it names and
+// keeps the rest, as Confluent merges a PUT /config. It returns the level
 // that was set before, or "".
-func (s *Server) setLevel(ctx context.Context, subject, level string) (string, *apiError) {
+func (s *Server) setConfig(ctx context.Context, subject string, upd *configUpdate) (string, *apiError) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if err := s.sync(ctx, "Update compatibility level"); err != nil {
 		return "", err
 	}
 	s.mu.RLock()
-	prev := s.st.configs[subject]
+	prev, group := s.st.configs[subject], s.st.groups[subject]
 	s.mu.RUnlock()
-	if level == "" && subject != "" && prev == "" {
+	var v *configValue
+	if upd != nil {
+		v = &configValue{Level: prev, Group: group}
+		if upd.level != nil {
+			v.Level = *upd.level
+		}
+		if upd.group != nil {
+			v.Group = *upd.group
+		}
+		if v.Level == "" && v.Group == "" {
+			v = nil
+		}
+	} else if subject != "" && prev == "" && group == "" {
 		return "", errSubjectNotFound(subject) // Confluent's answer to resetting a level never set
 	}
-	if err := s.append(ctx, "Update compatibility level", configRecord(subject, level)); err != nil {
+	if err := s.append(ctx, "Update compatibility level", configValueRecord(subject, v)); err != nil {
 		return "", err
 	}
-	s.cfg.Logger.Info("compatibility level changed", "subject", subject, "from", prev, "to", level)
+	s.cfg.Logger.Info("compatibility config changed", "subject", subject, "from", prev, "to", v)
 	return prev, nil
+}
+
+// configUpdate is what a PUT /config changes; nil fields stay.
+type configUpdate struct {
+	level, group *string
 }

@@ -27,9 +27,7 @@ import (
 // commit, and every record is consumed exactly once, the commits ending at
 // the log end.
 func TestJavaRollingProtocolUpgradeAndDowngrade(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts six JVMs with Apache Kafka's clients")
-	}
+	testenv.Needs(t, testenv.JVM)
 	const topic, groupName, partitions = "roll", "rolling", 4
 	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) {
 		consumerGroups(c)
@@ -252,6 +250,7 @@ func TestKgoCooperativeGroupUpgradesAndDowngrades(t *testing.T) {
 // (upgrade) and both read, it leaves (downgrade) and the classic one reads
 // the rest; every record once, no client error.
 func TestLibrdkafkaGroupMigration(t *testing.T) {
+	testenv.Needs(t, testenv.Python)
 	if err := exec.Command("python3", "-c", "import confluent_kafka").Run(); err != nil {
 		t.Fatalf("Python's confluent-kafka is missing: python3 -m pip install confluent-kafka (scripts/install-deps.sh does it)")
 	}

@@ -17,6 +17,7 @@ import (
 // commits; between them every record is read exactly once, and its admin
 // client describes the group and reads the commits.
 func TestKafkaPythonGroup(t *testing.T) {
+	testenv.Needs(t, testenv.Python)
 	if err := exec.Command("python3", "-c", "import kafka").Run(); err != nil {
 		t.Fatalf("Python's kafka-python is missing: python3 -m pip install kafka-python (scripts/install-deps.sh does it)")
 	}

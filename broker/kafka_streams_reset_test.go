@@ -23,9 +23,7 @@ import (
 // every record from the start: its counts are computed anew, not added to
 // the old ones.
 func TestKafkaStreamsApplicationReset(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts JVMs with Apache Kafka Streams and tools")
-	}
+	testenv.Needs(t, testenv.JVM)
 	b := testenv.StartBroker(t)
 	const app, input, output = "resettable", "reset-lines", "reset-counts"
 	createTopic(t, b.Addr, input, 2, nil)

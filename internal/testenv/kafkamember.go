@@ -42,6 +42,7 @@ type MemberRecord struct {
 // topic, with group.protocol=protocol ("classic" or "consumer"). It is
 // killed at the end of the test if still running.
 func StartKafkaMember(t testing.TB, bootstrap, group, topic, protocol, name string) *KafkaMember {
+	Needs(t, JVM)
 	t.Helper()
 	cp, classes, err := kafkaMember.classpath()
 	if err != nil {

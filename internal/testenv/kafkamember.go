@@ -42,8 +42,8 @@ type MemberRecord struct {
 // topic, with group.protocol=protocol ("classic" or "consumer"). It is
 // killed at the end of the test if still running.
 func StartKafkaMember(t testing.TB, bootstrap, group, topic, protocol, name string) *KafkaMember {
-	Needs(t, JVM)
 	t.Helper()
+	Needs(t, JVM)
 	cp, classes, err := kafkaMember.classpath()
 	if err != nil {
 		t.Fatalf("Kafka's consumer: %v", err)

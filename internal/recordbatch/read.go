@@ -1,34 +1,12 @@
-// Package batchwalk reads the records of Kafka v2 record batches where they
-// lie, in a fetch response's bytes, without building a record object per
-// record: it is the loader's reader, whose cost per record decides how close
-// a load comes to the raw fetch rate.
-//
-// It promises:
-//   - records come out in offset order, each with its offset, timestamp
-//     (milliseconds), key and value; the key and value slices point into
-//     the bytes given (or into a batch's decompressed records), so those
-//     must stay unchanged while the records are used;
-//   - every batch's CRC32C is checked, and every length, count and varint
-//     is held to the bytes there are: bytes that lie give an *Error naming
-//     the batch's offset, never a panic, and nothing is allocated by what a
-//     batch claims (a compressed batch expands to at most the limit given);
-//   - a batch cut short at the end of the bytes ends the walk without an
-//     error: a fetch response stops where its byte limit falls;
-//   - control batches (transaction markers) yield no records; the offsets
-//     they cover count as read.
-//
-// Only magic 2 batches exist in a Tributary log (the broker refuses older
-// formats on produce), so magic 0 and 1 message sets are refused.
-package batchwalk
+package recordbatch
+
+// Reading fetched batches where they lie: the loader's reader, whose cost
+// per record decides how close a load comes to the raw fetch rate.
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"hash/crc32"
 	"slices"
-
-	"github.com/tributary-io/tributary/broker/log"
 )
 
 // Record is one record of a batch.
@@ -38,9 +16,6 @@ type Record struct {
 	Key       []byte
 	Value     []byte
 }
-
-// ErrCorrupt is wrapped by every error of a batch that cannot be read.
-var ErrCorrupt = errors.New("corrupt record batch")
 
 // Error is a batch that cannot be read: Offset is its base offset.
 type Error struct {
@@ -54,27 +29,12 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return ErrCorrupt }
 
-// Where the fields of a v2 batch header lie.
 const (
-	offLength          = 8
-	offMagic           = 16
-	offCRC             = 17
-	offAttributes      = 21
-	offLastOffsetDelta = 23
-	offBaseTimestamp   = 27
-	offMaxTimestamp    = 35
-	offRecordCount     = 57
-	headerSize         = 61
-	lengthPrefix       = 12 // base offset and length: what the length does not count
-
 	minRecordSize = 7 // a length, attributes, two deltas, null key and value, no headers
 
-	codecMask     = 0x07
 	logAppendTime = 0x08
 	controlBatch  = 0x20
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Walk appends to dst the records of the batches in b whose offsets are at
 // least from (and past those of the batches before them), and returns
@@ -96,26 +56,26 @@ func Walk(dst []Record, b []byte, from, maxDecompressed int64) (recs []Record, n
 func WalkArena(dst []Record, arena *[]byte, b []byte, from, maxDecompressed int64) (recs []Record, next int64, err error) {
 	next = from
 	dst = slices.Grow(dst, countRecords(b))
-	for len(b) >= lengthPrefix {
+	for len(b) >= LengthPrefix {
 		base := int64(binary.BigEndian.Uint64(b))
-		if len(b) > offMagic && b[offMagic] != 2 {
-			return dst, next, &Error{base, fmt.Sprintf("message format magic %d; only v2 record batches (magic 2) can be read", int8(b[offMagic]))}
+		if len(b) > OffMagic && b[OffMagic] != 2 {
+			return dst, next, &Error{base, fmt.Sprintf("message format magic %d; only v2 record batches (magic 2) can be read", int8(b[OffMagic]))}
 		}
-		length := int64(int32(binary.BigEndian.Uint32(b[offLength:])))
-		if length < headerSize-lengthPrefix {
+		length := int64(int32(binary.BigEndian.Uint32(b[OffLength:])))
+		if length < HeaderSize-LengthPrefix {
 			return dst, next, &Error{base, fmt.Sprintf("length %d is less than a batch header", length)}
 		}
-		if int64(len(b)) < lengthPrefix+length {
+		if int64(len(b)) < LengthPrefix+length {
 			break // cut short by the fetch's byte limit
 		}
-		batch := b[:lengthPrefix+length]
-		b = b[lengthPrefix+length:]
-		if crc := binary.BigEndian.Uint32(batch[offCRC:]); crc32.Checksum(batch[offAttributes:], castagnoli) != crc {
+		batch := b[:LengthPrefix+length]
+		b = b[LengthPrefix+length:]
+		if crc := binary.BigEndian.Uint32(batch[OffCRC:]); Checksum(batch) != crc {
 			return dst, next, &Error{base, "CRC32C does not match: the batch is damaged"}
 		}
-		attrs := binary.BigEndian.Uint16(batch[offAttributes:])
-		lastDelta := int64(int32(binary.BigEndian.Uint32(batch[offLastOffsetDelta:])))
-		count := int64(int32(binary.BigEndian.Uint32(batch[offRecordCount:])))
+		attrs := binary.BigEndian.Uint16(batch[OffAttributes:])
+		lastDelta := int64(int32(binary.BigEndian.Uint32(batch[OffLastOffsetDelta:])))
+		count := int64(int32(binary.BigEndian.Uint32(batch[OffRecordCount:])))
 		if lastDelta < 0 || count < 0 || count > lastDelta+1 {
 			return dst, next, &Error{base, fmt.Sprintf("%d records do not fit last offset delta %d", count, lastDelta)}
 		}
@@ -126,13 +86,13 @@ func WalkArena(dst []Record, arena *[]byte, b []byte, from, maxDecompressed int6
 			next = max(next, end)
 			continue
 		}
-		data := batch[headerSize:]
-		if codec := int(attrs & codecMask); codec != 0 {
+		data := batch[HeaderSize:]
+		if codec := Codec(attrs & codecMask); codec != 0 {
 			var spare []byte
 			if arena != nil {
 				spare = (*arena)[len(*arena):cap(*arena)]
 			}
-			if data, err = log.DecompressRecordsInto(spare, codec, data, maxDecompressed); err != nil {
+			if data, err = DecompressRecordsInto(spare, codec, data, maxDecompressed); err != nil {
 				return dst, next, &Error{base, err.Error()}
 			}
 			if len(data) > 0 && len(spare) >= len(data) && &spare[0] == &data[0] {
@@ -140,9 +100,9 @@ func WalkArena(dst []Record, arena *[]byte, b []byte, from, maxDecompressed int6
 				data = data[:len(data):len(data)]
 			}
 		}
-		bt := batchTimes{base: int64(binary.BigEndian.Uint64(batch[offBaseTimestamp:]))}
+		bt := batchTimes{base: int64(binary.BigEndian.Uint64(batch[OffFirstTimestamp:]))}
 		if attrs&logAppendTime != 0 {
-			bt.appendTime = int64(binary.BigEndian.Uint64(batch[offMaxTimestamp:]))
+			bt.appendTime = int64(binary.BigEndian.Uint64(batch[OffMaxTimestamp:]))
 			bt.useAppend = true
 		}
 		// Room for the batch's records at once, as many as its bytes can
@@ -166,12 +126,12 @@ const maxPresize = 1 << 16
 // rather than growing the slice (and copying it) batch by batch.
 func countRecords(b []byte) int {
 	n := 0
-	for len(b) >= headerSize && n < maxPresize {
-		size := lengthPrefix + int64(int32(binary.BigEndian.Uint32(b[offLength:])))
-		if size < headerSize || size > int64(len(b)) {
+	for len(b) >= HeaderSize && n < maxPresize {
+		size := LengthPrefix + int64(int32(binary.BigEndian.Uint32(b[OffLength:])))
+		if size < HeaderSize || size > int64(len(b)) {
 			break
 		}
-		n += int(max(0, int32(binary.BigEndian.Uint32(b[offRecordCount:]))))
+		n += int(max(0, int32(binary.BigEndian.Uint32(b[OffRecordCount:]))))
 		b = b[size:]
 	}
 	return min(n, maxPresize)

@@ -1,4 +1,4 @@
-package log
+package recordbatch
 
 // fastWalk is the uncompressed records' common case: it says whether b is
 // exactly count well-formed records numbered 0..count-1, with the varints
@@ -8,18 +8,18 @@ package log
 func fastWalk(b []byte, count int32) bool {
 	pos := 0
 	for i := int32(0); i < count; i++ {
-		length, p := readVarint32(b, pos)
+		length, p := ReadVarint32(b, pos)
 		if p < 0 || length < 1 || int64(len(b)-p) < length {
 			return false
 		}
 		end := p + int(length)
 		rec := b[:end]
 		p++ // attributes
-		if _, p = readVarint64(rec, p); p < 0 {
+		if _, p = ReadVarint64(rec, p); p < 0 {
 			return false
 		}
 		var delta int64
-		if delta, p = readVarint32(rec, p); p < 0 || delta != int64(i) {
+		if delta, p = ReadVarint32(rec, p); p < 0 || delta != int64(i) {
 			return false
 		}
 		if p = skipBytes(rec, p, -1); p < 0 { // key
@@ -29,7 +29,7 @@ func fastWalk(b []byte, count int32) bool {
 			return false
 		}
 		var headers int64
-		if headers, p = readVarint32(rec, p); p < 0 || headers < 0 {
+		if headers, p = ReadVarint32(rec, p); p < 0 || headers < 0 {
 			return false
 		}
 		for ; headers > 0 && p >= 0; headers-- {
@@ -45,9 +45,9 @@ func fastWalk(b []byte, count int32) bool {
 	return pos == len(b)
 }
 
-// readVarint32 decodes the zigzag varint of a 32-bit field at b[pos:]; the
+// ReadVarint32 decodes the zigzag varint of a 32-bit field at b[pos:]; the
 // position after it is -1 when it is cut short, too long or out of range.
-func readVarint32(b []byte, pos int) (int64, int) {
+func ReadVarint32(b []byte, pos int) (int64, int) {
 	var x uint32
 	for s := uint(0); s < 35; s += 7 {
 		if pos < 0 || pos >= len(b) {
@@ -66,8 +66,8 @@ func readVarint32(b []byte, pos int) (int64, int) {
 	return 0, -1
 }
 
-// readVarint64 is readVarint32 for a 64-bit field.
-func readVarint64(b []byte, pos int) (int64, int) {
+// ReadVarint64 is ReadVarint32 for a 64-bit field.
+func ReadVarint64(b []byte, pos int) (int64, int) {
 	var x uint64
 	for s := uint(0); s < 70; s += 7 {
 		if pos < 0 || pos >= len(b) {
@@ -89,7 +89,7 @@ func readVarint64(b []byte, pos int) (int64, int) {
 // skipBytes passes a length-prefixed field whose length may not be below
 // min, returning the position after it or -1.
 func skipBytes(b []byte, pos int, min int64) int {
-	n, pos := readVarint32(b, pos)
+	n, pos := ReadVarint32(b, pos)
 	if pos < 0 || n < min || int64(len(b)-pos) < n {
 		return -1
 	}

@@ -1,4 +1,4 @@
-package log
+package recordbatch
 
 import (
 	"encoding/binary"
@@ -281,13 +281,13 @@ func (w *recordWalker) short(i int32, at int64, what string) error {
 	return recordError(i, at, "%s", what)
 }
 
-// streamErr is the decompressor's failure, if any, as an ErrCorruptBatch.
+// streamErr is the decompressor's failure, if any, as an ErrCorrupt.
 func (w *recordWalker) streamErr() error {
 	switch {
 	case w.srcErr == nil, w.srcErr == io.EOF:
 		return nil
 	case w.srcErr == errTooLarge:
-		return fmt.Errorf("%w: records decompress to more than %d bytes", ErrCorruptBatch, w.limit)
+		return fmt.Errorf("%w: records decompress to more than %d bytes", ErrCorrupt, w.limit)
 	}
-	return fmt.Errorf("%w: decompressing records: %v", ErrCorruptBatch, w.srcErr)
+	return fmt.Errorf("%w: decompressing records: %v", ErrCorrupt, w.srcErr)
 }

@@ -15,34 +15,11 @@ import (
 // parseRecord reads the record at b[pos:]; Append validated it, so a
 // failure means damage since.
 func parseRecord(b []byte, pos int) (cleanRecord, bool) {
-	r := cleanRecord{start: pos}
-	length, p := recordbatch.ReadVarint32(b, pos)
-	if p < 0 || length < 1 || int64(len(b)-p) < length {
-		return r, false
+	var f recordbatch.Fields
+	if !f.Parse(b, pos) {
+		return cleanRecord{start: pos}, false
 	}
-	r.end = p + int(length)
-	rec := b[:r.end]
-	p++ // attributes
-	if _, p = recordbatch.ReadVarint64(rec, p); p < 0 {
-		return r, false
-	}
-	if r.delta, p = recordbatch.ReadVarint32(rec, p); p < 0 {
-		return r, false
-	}
-	klen, p := recordbatch.ReadVarint32(rec, p)
-	if p < 0 || klen > int64(len(rec)-p) {
-		return r, false
-	}
-	if klen >= 0 {
-		r.key, r.hasKey = rec[p:p+int(klen)], true
-		p += int(klen)
-	}
-	vlen, p := recordbatch.ReadVarint32(rec, p)
-	if p < 0 {
-		return r, false
-	}
-	r.tombstone = vlen < 0
-	return r, true
+	return cleanRecord{delta: f.OffsetDelta, key: f.Key, hasKey: f.Key != nil, tombstone: f.Value == nil, start: pos, end: f.End}, true
 }
 
 // eachBatch reads the batches of s in order and gives each, with its

@@ -119,28 +119,16 @@ func (l *Log) maxTimestampOffset(s *segment, pos int64, h recordbatch.Header) in
 }
 
 // firstRecordAt returns the offset delta of the first record whose
-// timestamp delta is tsDelta, reading Kafka's record encoding: a varint
-// length, an attributes byte, then the timestamp and offset deltas as
-// varints.
+// timestamp delta is tsDelta.
 func firstRecordAt(records []byte, tsDelta int64) (int64, error) {
-	for len(records) > 0 {
-		n, w := binary.Varint(records)
-		if w <= 0 || n < 1 || int64(len(records)-w) < n {
-			return 0, fmt.Errorf("record length at %d bytes before the end is invalid", len(records))
+	var f recordbatch.Fields
+	for pos := 0; pos < len(records); pos = f.End {
+		if !f.Parse(records, pos) {
+			return 0, fmt.Errorf("the record at byte %d of the records does not parse", pos)
 		}
-		body := records[w : w+int(n)]
-		ts, tw := binary.Varint(body[1:])
-		if tw <= 0 {
-			return 0, fmt.Errorf("record timestamp delta is invalid")
+		if f.TimestampDelta == tsDelta {
+			return f.OffsetDelta, nil
 		}
-		od, ow := binary.Varint(body[1+tw:])
-		if ow <= 0 {
-			return 0, fmt.Errorf("record offset delta is invalid")
-		}
-		if ts == tsDelta {
-			return od, nil
-		}
-		records = records[w+int(n):]
 	}
 	return 0, fmt.Errorf("no record has the batch's max timestamp")
 }

@@ -147,56 +147,22 @@ type batchTimes struct {
 func walkRecords(dst []Record, data []byte, base, lastDelta, count, from int64, bt batchTimes) ([]Record, error) {
 	pos := 0
 	prevDelta := int64(-1)
+	var r Fields
 	for i := range count {
-		length, p := varint(data, pos)
-		if p < 0 {
-			return dst, recordErr(base, i, count, "length cut short (%d bytes left)", len(data)-pos)
+		if f := r.parse(data, pos); f != recordOK {
+			return dst, recordErr(base, i, count, "%s", r.explain(f, data, pos))
 		}
-		if length < 1 || length > int64(len(data)-p) {
-			return dst, recordErr(base, i, count, "length %d with %d bytes left", length, len(data)-p)
+		if r.OffsetDelta <= prevDelta || r.OffsetDelta > lastDelta {
+			return dst, recordErr(base, i, count, "offset delta %d after %d, outside the batch's 0..%d", r.OffsetDelta, prevDelta, lastDelta)
 		}
-		rec := data[p : p+int(length)]
-		pos = p + int(length)
-		q := 1 // attributes
-		tsDelta, q := varint(rec, q)
-		if q < 0 {
-			return dst, recordErr(base, i, count, "timestamp delta cut short")
-		}
-		delta, q := varint(rec, q)
-		if q < 0 || delta <= prevDelta || delta > lastDelta {
-			return dst, recordErr(base, i, count, "offset delta %d after %d, outside the batch's 0..%d", delta, prevDelta, lastDelta)
-		}
-		prevDelta = delta
-		key, q, ok := bytesField(rec, q)
-		if !ok {
-			return dst, recordErr(base, i, count, "key length does not fit the record")
-		}
-		value, q, ok := bytesField(rec, q)
-		if !ok {
-			return dst, recordErr(base, i, count, "value length does not fit the record")
-		}
-		headers, q := varint(rec, q)
-		if q < 0 || headers < 0 {
-			return dst, recordErr(base, i, count, "header count %d", headers)
-		}
-		for h := int64(0); h < headers; h++ {
-			var hk []byte
-			if hk, q, ok = bytesField(rec, q); !ok || hk == nil {
-				return dst, recordErr(base, i, count, "header %d's key does not fit the record", h)
-			}
-			if _, q, ok = bytesField(rec, q); !ok {
-				return dst, recordErr(base, i, count, "header %d's value does not fit the record", h)
-			}
-		}
-		if q != len(rec) {
-			return dst, recordErr(base, i, count, "%d bytes after the headers", len(rec)-q)
-		}
-		if off := base + delta; off >= from {
-			ts := bt.base + tsDelta
+		prevDelta = r.OffsetDelta
+		pos = r.End
+		if off := base + r.OffsetDelta; off >= from {
+			ts := bt.base + r.TimestampDelta
 			if bt.useAppend {
 				ts = bt.appendTime
 			}
-			dst = append(dst, Record{Offset: off, Timestamp: ts, Key: key, Value: value})
+			dst = append(dst, Record{Offset: off, Timestamp: ts, Key: r.Key, Value: r.Value})
 		}
 	}
 	if pos != len(data) {
@@ -205,36 +171,32 @@ func walkRecords(dst []Record, data []byte, base, lastDelta, count, from int64, 
 	return dst, nil
 }
 
+// explain says what is wrong with the record at b[pos:] that parse
+// refused with f.
+func (r *Fields) explain(f fault, b []byte, pos int) string {
+	switch f {
+	case faultLengthVarint:
+		return fmt.Sprintf("length cut short (%d bytes left)", len(b)-pos)
+	case faultLength:
+		return fmt.Sprintf("length %d with %d bytes left", r.length, len(b)-r.at)
+	case faultTimestamp:
+		return "timestamp delta cut short"
+	case faultDelta:
+		return "offset delta cut short or past 32 bits"
+	case faultKey:
+		return "key length does not fit the record"
+	case faultValue:
+		return "value length does not fit the record"
+	case faultHeaderCount:
+		return fmt.Sprintf("header count %d", r.headers)
+	case faultHeaderKey:
+		return fmt.Sprintf("header %d's key does not fit the record", r.header)
+	case faultHeaderValue:
+		return fmt.Sprintf("header %d's value does not fit the record", r.header)
+	}
+	return fmt.Sprintf("%d bytes after the headers", r.End-r.at)
+}
+
 func recordErr(base, i, count int64, format string, args ...any) error {
 	return &Error{base, fmt.Sprintf("record %d of %d: ", i, count) + fmt.Sprintf(format, args...)}
-}
-
-// varint decodes the zigzag varint at b[pos:]; the position after it is
-// -1 when it is cut short or longer than 64 bits.
-func varint(b []byte, pos int) (int64, int) {
-	if uint(pos) < uint(len(b)) && b[pos] < 0x80 { // one byte: most lengths and deltas
-		x := int64(b[pos])
-		return x>>1 ^ -(x & 1), pos + 1
-	}
-	if pos < 0 || pos >= len(b) {
-		return 0, -1
-	}
-	x, n := binary.Varint(b[pos:])
-	if n <= 0 {
-		return 0, -1
-	}
-	return x, pos + n
-}
-
-// bytesField reads a varint length and that many bytes (nil for -1) at
-// b[pos:].
-func bytesField(b []byte, pos int) ([]byte, int, bool) {
-	n, p := varint(b, pos)
-	switch {
-	case p < 0 || n < -1 || n > int64(len(b)-p):
-		return nil, -1, false
-	case n == -1:
-		return nil, p, true
-	}
-	return b[p : p+int(n) : p+int(n)], p + int(n), true
 }

@@ -112,26 +112,8 @@ func ReadVarint32(b []byte, pos int) (int64, int) {
 		x := int64(b[pos])
 		return x>>1 ^ -(x & 1), pos + 1
 	}
-	return readVarint32(b, pos)
-}
-
-func readVarint32(b []byte, pos int) (int64, int) {
-	var x uint32
-	for s := uint(0); s < 35; s += 7 {
-		if pos < 0 || pos >= len(b) {
-			return 0, -1
-		}
-		c := b[pos]
-		pos++
-		if s == 28 && c > 0x0f {
-			return 0, -1 // more than 32 bits
-		}
-		x |= uint32(c&0x7f) << s
-		if c < 0x80 {
-			return int64(int32(x>>1) ^ -int32(x&1)), pos
-		}
-	}
-	return 0, -1
+	x, p := readUvarint(b, pos, 32)
+	return int64(int32(uint32(x)>>1) ^ -int32(uint32(x)&1)), p
 }
 
 // ReadVarint64 is ReadVarint32 for a 64-bit field.
@@ -140,23 +122,26 @@ func ReadVarint64(b []byte, pos int) (int64, int) {
 		x := int64(b[pos])
 		return x>>1 ^ -(x & 1), pos + 1
 	}
-	return readVarint64(b, pos)
+	x, p := readUvarint(b, pos, 64)
+	return int64(x>>1) ^ -int64(x&1), p
 }
 
-func readVarint64(b []byte, pos int) (int64, int) {
+// readUvarint decodes the varint of at most bits bits at b[pos:]; the
+// position after it is -1 when it is cut short or has more bits.
+func readUvarint(b []byte, pos int, bits uint) (uint64, int) {
 	var x uint64
-	for s := uint(0); s < 70; s += 7 {
+	for s := uint(0); s < bits; s += 7 {
 		if pos < 0 || pos >= len(b) {
 			return 0, -1
 		}
 		c := b[pos]
 		pos++
-		if s == 63 && c > 1 {
-			return 0, -1 // more than 64 bits
+		if bits-s < 7 && c >= 1<<(bits-s) {
+			return 0, -1 // more than bits bits
 		}
 		x |= uint64(c&0x7f) << s
 		if c < 0x80 {
-			return int64(x>>1) ^ -int64(x&1), pos
+			return x, pos
 		}
 	}
 	return 0, -1

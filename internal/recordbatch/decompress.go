@@ -143,15 +143,10 @@ func (x *xerialReader) Read(p []byte) (int, error) {
 
 // walkCompressed decompresses the records of a batch with the given codec,
 // at most limit bytes of them, and walks them; with requireKey a record
-// without a key is refused (a compacted log's rule).
-func walkCompressed(codec Codec, data []byte, count int32, limit int64, requireKey bool) error {
-	_, err := walkCompressedSized(codec, data, count, limit, requireKey)
-	return err
-}
-
-// walkCompressedSized is walkCompressed that also says how many bytes it
-// decompressed (a request's allowance is charged them: decompress_allowance.go).
-func walkCompressedSized(codec Codec, data []byte, count int32, limit int64, requireKey bool) (int64, error) {
+// without a key is refused (a compacted log's rule). It says how many bytes
+// it decompressed (a request's allowance is charged them: broker/log's
+// decompress_allowance.go).
+func walkCompressed(codec Codec, data []byte, count int32, limit int64, requireKey bool) (int64, error) {
 	src, whole, release, err := decompressor(codec, data, limit)
 	if err != nil {
 		return 0, err

@@ -16,7 +16,7 @@ import (
 // refused as corrupt, and expanding it must give no bytes, not a panic.
 func TestEmptySnappyBlock(t *testing.T) {
 	empty := snappy.Encode(nil, nil)
-	if err := walkCompressed(CodecSnappy, empty, 1, 1<<20, false); !errors.Is(err, ErrInvalidRecord) && !errors.Is(err, ErrCorrupt) {
+	if _, err := walkCompressed(CodecSnappy, empty, 1, 1<<20, false); !errors.Is(err, ErrInvalidRecord) && !errors.Is(err, ErrCorrupt) {
 		t.Errorf("walking one record in an empty block: %v, want it refused", err)
 	}
 	out, err := DecompressRecords(CodecSnappy, empty, 1<<20)

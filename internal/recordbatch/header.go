@@ -164,7 +164,7 @@ func ValidateRecords(b []byte, limit int64, requireKey bool) (Header, int64, err
 	attrs := binary.BigEndian.Uint16(b[OffAttributes:])
 	records := b[HeaderSize:]
 	if codec := Codec(attrs & codecMask); codec != CodecNone {
-		n, err := walkCompressedSized(codec, records, h.RecordCount, limit, requireKey)
+		n, err := walkCompressed(codec, records, h.RecordCount, limit, requireKey)
 		return h, n, err
 	}
 	if !requireKey && fastWalk(records, h.RecordCount) {

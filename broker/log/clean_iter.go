@@ -19,7 +19,8 @@ func parseRecord(b []byte, pos int) (cleanRecord, bool) {
 	if !f.Parse(b, pos) {
 		return cleanRecord{start: pos}, false
 	}
-	return cleanRecord{delta: f.OffsetDelta, key: f.Key, hasKey: f.Key != nil, tombstone: f.Value == nil, start: pos, end: f.End}, true
+	key := f.Key(b)
+	return cleanRecord{delta: f.OffsetDelta, key: key, hasKey: key != nil, tombstone: f.Value(b) == nil, start: pos, end: f.End}, true
 }
 
 // eachBatch reads the batches of s in order and gives each, with its

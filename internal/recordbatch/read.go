@@ -162,7 +162,7 @@ func walkRecords(dst []Record, data []byte, base, lastDelta, count, from int64, 
 			if bt.useAppend {
 				ts = bt.appendTime
 			}
-			dst = append(dst, Record{Offset: off, Timestamp: ts, Key: r.Key, Value: r.Value})
+			dst = append(dst, Record{Offset: off, Timestamp: ts, Key: r.Key(data), Value: r.Value(data)})
 		}
 	}
 	if pos != len(data) {

@@ -96,9 +96,10 @@ func TestRecordValidation(t *testing.T) {
 // testLimit is the broker's default decompression limit per batch.
 const testLimit = 64 << 20
 
-// FuzzFastWalk checks that the fast walker and the record walker agree on
-// every input: fastWalk accepts exactly the records the walker accepts
-// (the walker then explains a refusal).
+// FuzzFastWalk checks that the fast walker, the record walker and Parse
+// agree on every input: fastWalk accepts exactly the records the walker
+// accepts (the walker then explains a refusal), and Parse reads exactly
+// those.
 func FuzzFastWalk(f *testing.F) {
 	hdr := kmsg.Header{Key: "h", Value: []byte("v")}
 	f.Add(rbtest.Cat(rbtest.Record(0, []byte("key"), []byte("value"), hdr), rbtest.Record(1, nil, nil), rbtest.Record(2, []byte{}, []byte("x"), hdr, hdr)), int32(3))
@@ -107,8 +108,20 @@ func FuzzFastWalk(f *testing.F) {
 	f.Add([]byte{}, int32(0))
 	f.Fuzz(func(t *testing.T, records []byte, count int32) {
 		w := recordWalker{buf: records}
-		if slow := w.walk(count); fastWalk(records, count) != (slow == nil) {
-			t.Fatalf("the fast walker and the record walker disagree: fast %v, walker %v", fastWalk(records, count), slow)
+		fast := fastWalk(records, count)
+		if slow := w.walk(count); fast != (slow == nil) {
+			t.Fatalf("the fast walker and the record walker disagree: fast %v, walker %v", fast, slow)
+		}
+		// Parse reads records the same way: count of them, numbered
+		// 0..count-1, using every byte.
+		parsed, pos := true, 0
+		var r Fields
+		for i := int32(0); i < count && parsed; i++ {
+			parsed = r.Parse(records, pos) && r.OffsetDelta == int64(i)
+			pos = r.End
+		}
+		if parsed = parsed && pos == len(records); parsed != fast {
+			t.Fatalf("Parse and the fast walker disagree: Parse %v, fast %v", parsed, fast)
 		}
 	})
 }

@@ -160,7 +160,7 @@ type Config struct {
 	MaxDecompressedBytes int64
 	// DecompressMemory, when set, bounds the memory of the records being
 	// decompressed for re-encoding across every log sharing it
-	// (decompress_budget.go). Nil: each batch is bounded alone.
+	// (recordbatch/budget.go). Nil: each batch is bounded alone.
 	DecompressMemory *MemoryBudget
 	// ScrubInterval re-verifies the CRCs of sealed segments this often and
 	// repairs damage found (see Log.Scrub). Default 0: off.

@@ -48,7 +48,7 @@ func UpdateChecksum(crc uint32, p []byte) uint32 { return crc32.Update(crc, cast
 // to the bytes it covers.
 func SetCRC(b []byte) { binary.BigEndian.PutUint32(b[OffCRC:], Checksum(b)) }
 
-// Header is the part of a RecordBatch header the log works with.
+// Header is the part of a RecordBatch header the storage engine works with.
 type Header struct {
 	BaseOffset      int64
 	Length          int32 // the length field: bytes after the 12-byte prefix
@@ -95,7 +95,7 @@ func ParseHeader(b []byte) Header {
 // keeps its last offset delta (and so its offsets), as Kafka does; and it
 // keeps the header of an idempotent producer's newest batch even when no
 // record survives, so that producer state can be rebuilt from the log.
-// Append is stricter (Validate): a producer's batch numbers its
+// broker/log's Append is stricter (Validate): a producer's batch numbers its
 // records 0..n-1.
 func CheckHeader(h *Header) error {
 	if h.Magic != 2 {
@@ -114,7 +114,8 @@ func CheckHeader(h *Header) error {
 // CheckFraming checks that b is exactly one RecordBatch v2 as a frame:
 // its length field matches len(b), magic is 2, the CRC32C matches and the
 // record count agrees with the last offset delta. Recovery trusts a batch
-// that passes, since Append checked its records before writing it.
+// that passes, since broker/log's Append checked its records before
+// writing it.
 func CheckFraming(b []byte) (Header, error) {
 	if len(b) < HeaderSize {
 		return Header{}, fmt.Errorf("%w: %d bytes is shorter than the %d-byte batch header",

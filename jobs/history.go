@@ -39,24 +39,16 @@ type Entry struct {
 	Outcome  string    `json:"outcome"`
 	Error    string    `json:"error,omitempty"`
 
-	Records    int64                     `json:"records"`
-	Bytes      int64                     `json:"bytes"`
-	InputBytes int64                     `json:"input_bytes"`
-	Files      int                       `json:"files"`
-	Errors     int64                     `json:"errors"`
-	Partitions []loader.PartitionSummary `json:"partitions,omitempty"`
-	Lost       []loader.LostRange        `json:"lost,omitempty"`
-	Markers    []string                  `json:"markers,omitempty"`
-	Stopped    string                    `json:"stopped,omitempty"`
+	// The run's counts, as its loader.Summary has them (zero for an
+	// attempt that failed before a run began).
+	loader.RunCounts
 }
 
 func (e *Entry) fill(sum *loader.Summary) {
 	if sum == nil {
 		return
 	}
-	e.Run = sum.Run
-	e.Records, e.Bytes, e.InputBytes, e.Files, e.Errors = sum.Records, sum.Bytes, sum.InputBytes, sum.Files, sum.Errors
-	e.Partitions, e.Lost, e.Markers, e.Stopped = sum.Partitions, sum.Lost, sum.Markers, sum.Stopped
+	e.Run, e.RunCounts = sum.Run, sum.RunCounts
 	if sum.Committed {
 		e.Outcome = Committed
 	}

@@ -25,7 +25,7 @@ const retryBackoff = 250 * time.Millisecond
 // The records are not decoded into a record object each: fetches go
 // straight to each partition's leader through the kgo client's connections
 // (which carry its TLS and SASL), and the batches are walked in place
-// (internal/batchwalk), the writers getting offsets, timestamps, keys and
+// (internal/recordbatch), the writers getting offsets, timestamps, keys and
 // values that point into the fetch response. A response's bytes are never
 // reused: they live as long as a writer holds records of them.
 func (r *run) fetch(ctx context.Context, plans []*partPlan) error {

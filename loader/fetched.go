@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary-io/tributary/internal/batchwalk"
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // take hands a fetch response's records to the writers and deals with its
@@ -87,7 +87,7 @@ func (f *fetcher) take(ctx context.Context, res fetchResult) error {
 func (f *fetcher) takePartition(ctx context.Context, pl *partPlan, batches []byte) error {
 	r := f.r
 	c := getChunk(len(batches))
-	recs, fetched, err := batchwalk.WalkArena(c.recs, &c.arena, batches, pl.fetchAt, maxDecompressed)
+	recs, fetched, err := recordbatch.WalkArena(c.recs, &c.arena, batches, pl.fetchAt, maxDecompressed)
 	c.recs = recs
 	if err != nil {
 		return fmt.Errorf("fetching %s/%d: %w", pl.topic, pl.part, err)
@@ -149,7 +149,7 @@ func (f *fetcher) takePartition(ctx context.Context, pl *partPlan, batches []byt
 // reused: the pools spare a run allocating (and the collector scanning)
 // both for every response.
 type chunk struct {
-	recs  []batchwalk.Record
+	recs  []recordbatch.Record
 	arena []byte
 }
 

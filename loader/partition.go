@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tributary-io/tributary/internal/batchwalk"
+	"github.com/tributary-io/tributary/internal/recordbatch"
 	"github.com/tributary-io/tributary/loader/warehouse"
 	"github.com/tributary-io/tributary/schema"
 )
@@ -144,7 +144,7 @@ func (p *partWriter) readRecord(ctx context.Context, value []byte) (id int, body
 	return id, body, ms, server, err == nil, nil
 }
 
-func (p *partWriter) add(ctx context.Context, rec *batchwalk.Record) error {
+func (p *partWriter) add(ctx context.Context, rec *recordbatch.Record) error {
 	id, body, ms, server, ok, err := p.readRecord(ctx, rec.Value)
 	if err != nil {
 		if !isBadRecord(err) {
@@ -364,7 +364,7 @@ func (p *partWriter) abandon() {
 
 // reject writes an undecodable record to the partition's error file and
 // fails the run once the run's error budget is spent.
-func (p *partWriter) reject(rec *batchwalk.Record, cause error) error {
+func (p *partWriter) reject(rec *recordbatch.Record, cause error) error {
 	if p.errs == nil {
 		tmp := path.Join(runDir(p.r.id), "errors", fmt.Sprintf("%s.p%d.jsonl", p.topic, p.part))
 		f, err := p.r.batch.Create(tmp)
@@ -410,7 +410,7 @@ type errorRecord struct {
 	Value     []byte `json:"value,omitempty"` // base64
 }
 
-func (e *errorWriter) add(rec *batchwalk.Record, cause error) error {
+func (e *errorWriter) add(rec *recordbatch.Record, cause error) error {
 	line, _ := json.Marshal(errorRecord{
 		Topic: e.topic, Partition: e.part, Offset: rec.Offset,
 		Timestamp: rec.Timestamp, Error: cause.Error(), Key: rec.Key, Value: rec.Value,

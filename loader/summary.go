@@ -19,33 +19,19 @@ type Summary struct {
 	// Committed is true once the run's manifest is committed: its data
 	// will be in the warehouse even if moving it into place was cut short.
 	Committed bool `json:"committed"`
-	// Records were written to data files; Bytes is the size of those files.
-	Records int64 `json:"records"`
-	Bytes   int64 `json:"bytes"`
-	// InputBytes is the size of the Kafka record values read.
-	InputBytes int64 `json:"input_bytes"`
-	Files      int   `json:"files"`
-	// Errors counts records that went to _errors.
-	Errors int64 `json:"errors"`
+	RunCounts
 	// NoHeaderTime counts events without a header time, filed by their
 	// Kafka timestamp instead.
-	NoHeaderTime int64              `json:"no_header_time,omitempty"`
-	Partitions   []PartitionSummary `json:"partitions"`
-	// Lost lists offset ranges that will never be loaded.
-	Lost []LostRange `json:"lost,omitempty"`
-	// Markers are hour directories that got a _SUCCESS marker;
-	// Incomplete those that got _INCOMPLETE (Config.CompleteMaxWait);
-	// Late those that had _SUCCESS and got records (a _LATE-<run> file).
-	Markers    []string `json:"markers,omitempty"`
+	NoHeaderTime int64 `json:"no_header_time,omitempty"`
+	// Incomplete are hour directories that got _INCOMPLETE
+	// (Config.CompleteMaxWait); Late those that had _SUCCESS and got
+	// records (a _LATE-<run> file).
 	Incomplete []string `json:"incomplete,omitempty"`
 	Late       []string `json:"late,omitempty"`
 	// Recovered are earlier committed runs whose moves this run finished;
 	// Discarded are earlier uncommitted runs whose files it deleted.
 	Recovered []string `json:"recovered,omitempty"`
 	Discarded []string `json:"discarded,omitempty"`
-	// Stopped says why fetching ended before the high watermark, if it
-	// did: "max records" or "max duration".
-	Stopped string `json:"stopped,omitempty"`
 	// AuditError says why the warehouse tier's counts of a committed run
 	// were not published (Config.Audit); the run itself succeeded.
 	AuditError string `json:"audit_error,omitempty"`
@@ -53,6 +39,28 @@ type Summary struct {
 	// this run published: its own and those of earlier runs cut short
 	// before they published theirs.
 	AuditPublished []string `json:"audit_published,omitempty"`
+}
+
+// RunCounts is what a run loaded, lost and marked: the part of its Summary
+// the jobs history keeps for every attempt (jobs.Entry embeds it), so the
+// two cannot drift apart. Embedded, its fields are the JSON object's own.
+type RunCounts struct {
+	// Records were written to data files; Bytes is the size of those files.
+	Records int64 `json:"records"`
+	Bytes   int64 `json:"bytes"`
+	// InputBytes is the size of the Kafka record values read.
+	InputBytes int64 `json:"input_bytes"`
+	Files      int   `json:"files"`
+	// Errors counts records that went to _errors.
+	Errors     int64              `json:"errors"`
+	Partitions []PartitionSummary `json:"partitions"`
+	// Lost lists offset ranges that will never be loaded.
+	Lost []LostRange `json:"lost,omitempty"`
+	// Markers are hour directories that got a _SUCCESS marker.
+	Markers []string `json:"markers,omitempty"`
+	// Stopped says why fetching ended before the high watermark, if it
+	// did: "max records" or "max duration".
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // PartitionSummary is what a run did on one partition: it read offsets

@@ -96,6 +96,8 @@ import (
 	"errors"
 	"os"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // Config holds the per-partition storage settings. Zero values take the
@@ -158,7 +160,7 @@ type Config struct {
 	MaxDecompressedBytes int64
 	// DecompressMemory, when set, bounds the memory of the records being
 	// decompressed for re-encoding across every log sharing it
-	// (decompress_budget.go). Nil: each batch is bounded alone.
+	// (recordbatch/budget.go). Nil: each batch is bounded alone.
 	DecompressMemory *MemoryBudget
 	// ScrubInterval re-verifies the CRCs of sealed segments this often and
 	// repairs damage found (see Log.Scrub). Default 0: off.
@@ -286,17 +288,11 @@ type RecoveryReport struct {
 // Errors returned by Append and Read. The broker maps each to a Kafka error
 // code: they are the contract between storage and protocol.
 var (
-	// ErrCorruptBatch: bad length, CRC or record count in the batch header,
-	// or compressed records that do not decompress within the limit
-	// (CORRUPT_MESSAGE).
-	ErrCorruptBatch = errors.New("corrupt record batch")
-	// ErrInvalidRecord: a batch whose frame is sound but whose records are
-	// not: offset deltas other than 0..n-1, fewer or more records than the
-	// count, lengths that are negative or do not match the bytes (INVALID_RECORD).
-	ErrInvalidRecord = errors.New("invalid record in batch")
-	// ErrUnsupportedMagic: a batch that is not RecordBatch v2
-	// (UNSUPPORTED_FOR_MESSAGE_FORMAT).
-	ErrUnsupportedMagic = errors.New("record batch magic is not 2")
+	// ErrCorruptBatch, ErrInvalidRecord and ErrUnsupportedMagic are the
+	// format's own (recordbatch): what Validate refuses, Append refuses.
+	ErrCorruptBatch     = recordbatch.ErrCorrupt
+	ErrInvalidRecord    = recordbatch.ErrInvalidRecord
+	ErrUnsupportedMagic = recordbatch.ErrUnsupportedMagic
 	// ErrOutOfOrderSequence: an idempotent producer skipped a sequence number
 	// (OUT_OF_ORDER_SEQUENCE_NUMBER).
 	ErrOutOfOrderSequence = errors.New("idempotent producer sequence gap")

@@ -6,6 +6,10 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
+
+	"github.com/tributary-io/tributary/internal/recordbatch/rbtest"
 )
 
 func TestAppendValidation(t *testing.T) {
@@ -18,34 +22,34 @@ func TestAppendValidation(t *testing.T) {
 		{"shorter than a header", func() []byte { return good()[:40] }, ErrCorruptBatch},
 		{"length field too long", func() []byte {
 			b := good()
-			binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)))
+			binary.BigEndian.PutUint32(b[recordbatch.OffLength:], uint32(len(b)))
 			return b
 		}, ErrCorruptBatch},
 		{"length field too short", func() []byte {
 			b := good()
-			binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-lengthPrefix-1))
+			binary.BigEndian.PutUint32(b[recordbatch.OffLength:], uint32(len(b)-recordbatch.LengthPrefix-1))
 			return b
 		}, ErrCorruptBatch},
 		{"length below minimum", func() []byte {
 			b := good()
-			binary.BigEndian.PutUint32(b[offLength:], 10)
+			binary.BigEndian.PutUint32(b[recordbatch.OffLength:], 10)
 			return b
 		}, ErrCorruptBatch},
 		{"buffer has trailing bytes", func() []byte { return append(good(), 0) }, ErrCorruptBatch},
-		{"magic 0", func() []byte { b := good(); b[offMagic] = 0; return b }, ErrUnsupportedMagic},
-		{"magic 1", func() []byte { b := good(); b[offMagic] = 1; return b }, ErrUnsupportedMagic},
-		{"flipped crc byte", func() []byte { b := good(); b[offCRC+2] ^= 0x10; return b }, ErrCorruptBatch},
+		{"magic 0", func() []byte { b := good(); b[recordbatch.OffMagic] = 0; return b }, ErrUnsupportedMagic},
+		{"magic 1", func() []byte { b := good(); b[recordbatch.OffMagic] = 1; return b }, ErrUnsupportedMagic},
+		{"flipped crc byte", func() []byte { b := good(); b[recordbatch.OffCRC+2] ^= 0x10; return b }, ErrCorruptBatch},
 		{"flipped record byte", func() []byte { b := good(); b[len(b)-1] ^= 1; return b }, ErrCorruptBatch},
 		{"zero records", func() []byte {
 			b := good()
-			binary.BigEndian.PutUint32(b[offRecordCount:], 0)
-			binary.BigEndian.PutUint32(b[offLastOffsetDelta:], 0xffffffff)
-			return fixBatch(b)
+			binary.BigEndian.PutUint32(b[recordbatch.OffRecordCount:], 0)
+			binary.BigEndian.PutUint32(b[recordbatch.OffLastOffsetDelta:], 0xffffffff)
+			return rbtest.FixBatch(b)
 		}, ErrCorruptBatch},
 		{"last offset delta mismatch", func() []byte {
 			b := good()
-			binary.BigEndian.PutUint32(b[offLastOffsetDelta:], 5)
-			return fixBatch(b)
+			binary.BigEndian.PutUint32(b[recordbatch.OffLastOffsetDelta:], 5)
+			return rbtest.FixBatch(b)
 		}, ErrCorruptBatch},
 	}
 	for _, tt := range tests {

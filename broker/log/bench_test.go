@@ -7,6 +7,10 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
+
+	"github.com/tributary-io/tributary/internal/recordbatch/rbtest"
 )
 
 // BenchmarkAppend measures acks=1 appends of batches of 200-byte records,
@@ -89,20 +93,20 @@ func BenchmarkValidateBatch(b *testing.B) {
 	var records []byte
 	value := bytes.Repeat([]byte("tributary "), 20)
 	for i := range 50 {
-		records = append(records, encRecord(int32(i), nil, value)...)
+		records = append(records, rbtest.Record(int32(i), nil, value)...)
 	}
-	cases := append([]compressor{{name: "none", codec: codecNone}}, compressors...)
+	cases := append([]rbtest.Compressor{{Name: "none", Codec: 0}}, rbtest.Compressors...)
 	for _, c := range cases {
 		payload := records
-		if c.codec != codecNone {
-			payload = compress(c, records)
+		if c.Codec != int16(CodecNone) {
+			payload = rbtest.Compress(c, records)
 		}
-		batch := batchOf(payload, 50, c.codec)
-		b.Run(c.name, func(b *testing.B) {
+		batch := rbtest.Batch(payload, 50, c.Codec)
+		b.Run(c.Name, func(b *testing.B) {
 			b.SetBytes(int64(len(records)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := validateBatch(batch, DefaultMaxDecompressedBytes); err != nil {
+				if _, err := recordbatch.Validate(batch, DefaultMaxDecompressedBytes); err != nil {
 					b.Fatal(err)
 				}
 			}

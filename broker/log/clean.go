@@ -5,11 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // Compaction (cleanup.policy=compact) keeps, for every key, the last record
@@ -173,8 +174,8 @@ func (l *Log) clean(m *offsetMap, stop <-chan struct{}) (CleanStats, error) {
 		if s.next <= from || full {
 			continue
 		}
-		err := eachRecord(s, limit, stop, func(h *batchHeader, r *cleanRecord, _ []byte) bool {
-			off := h.baseOffset + r.delta
+		err := eachRecord(s, limit, stop, func(h *recordbatch.Header, r *cleanRecord, _ []byte) bool {
+			off := h.BaseOffset + r.delta
 			if off < from || !r.hasKey {
 				return true
 			}
@@ -261,33 +262,33 @@ func (l *Log) rewriteSegment(s *segment, m *offsetMap, end, horizon int64, newes
 	expect := s.base
 	var kept []byte // records of the batch being rebuilt
 	var count int32
-	write := func(h *batchHeader, b []byte) error {
-		if h.baseOffset > expect {
-			gaps[expect] = h.baseOffset
+	write := func(h *recordbatch.Header, b []byte) error {
+		if h.BaseOffset > expect {
+			gaps[expect] = h.BaseOffset
 		}
 		if n := len(c.index); n == 0 || c.size-int64(c.index[n-1].pos) >= l.cfg.IndexIntervalBytes {
-			c.index = append(c.index, indexEntry{rel: uint32(h.baseOffset - s.base), pos: uint32(c.size), maxTs: max(c.maxTs, h.maxTimestamp)})
+			c.index = append(c.index, indexEntry{rel: uint32(h.BaseOffset - s.base), pos: uint32(c.size), maxTs: max(c.maxTs, h.MaxTimestamp)})
 		}
 		if _, err := w.Write(b); err != nil {
 			return err
 		}
 		c.size += int64(len(b))
-		c.maxTs = max(c.maxTs, h.maxTimestamp)
-		expect = h.nextOffset()
+		c.maxTs = max(c.maxTs, h.MaxTimestamp)
+		expect = h.NextOffset()
 		c.next = expect
 		return nil
 	}
 	var werr error
-	err = eachBatch(s, limit, stop, func(h *batchHeader, raw, records []byte, recs []cleanRecord) bool {
+	err = eachBatch(s, limit, stop, func(h *recordbatch.Header, raw, records []byte, recs []cleanRecord) bool {
 		kept, count = kept[:0], 0
 		for i := range recs {
 			r := &recs[i]
-			off := h.baseOffset + r.delta
+			off := h.BaseOffset + r.delta
 			keep := off >= end
 			if !keep && r.hasKey {
 				latest, found := m.get(r.key)
 				keep = !found || latest <= off
-				if keep && r.tombstone && h.maxTimestamp < horizon {
+				if keep && r.tombstone && h.MaxTimestamp < horizon {
 					keep = false
 					st.TombstonesRemoved++
 				}
@@ -302,10 +303,10 @@ func (l *Log) rewriteSegment(s *segment, m *offsetMap, end, horizon int64, newes
 		switch {
 		case int(count) == len(recs):
 			werr = write(h, raw)
-		case count > 0 || h.producerID != -1 && isNewest(newest, h):
+		case count > 0 || h.ProducerID != -1 && isNewest(newest, h):
 			codec, ok := store.Codec()
 			if !ok {
-				codec = BatchCodec(raw)
+				codec = recordbatch.BatchCodec(raw)
 			}
 			var b []byte
 			if b, werr = l.rebuildBatch(raw, kept, count, codec); werr == nil {
@@ -342,9 +343,9 @@ func (l *Log) rewriteSegment(s *segment, m *offsetMap, end, horizon int64, newes
 
 // isNewest says whether h is the newest batch of its producer as the
 // log's producer state remembers it.
-func isNewest(newest map[int64]int64, h *batchHeader) bool {
-	base, ok := newest[h.producerID]
-	return ok && base == h.baseOffset
+func isNewest(newest map[int64]int64, h *recordbatch.Header) bool {
+	base, ok := newest[h.ProducerID]
+	return ok && base == h.BaseOffset
 }
 
 // newestBases maps every tracked producer id to the base offset of its
@@ -363,21 +364,19 @@ func (p *producers) newestBases() map[int64]int64 {
 // unchanged), compressed with codec (uncompressed when it keeps none), its
 // CRC recomputed.
 func (l *Log) rebuildBatch(raw, records []byte, count int32, codec Codec) ([]byte, error) {
-	b := make([]byte, batchHeaderSize, batchHeaderSize+len(records))
-	copy(b, raw[:batchHeaderSize])
-	b = append(b, records...)
-	attrs := binary.BigEndian.Uint16(b[offAttributes:]) &^ codecMask
-	binary.BigEndian.PutUint16(b[offAttributes:], attrs)
-	binary.BigEndian.PutUint32(b[offRecordCount:], uint32(count))
-	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-lengthPrefix))
-	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
-	if codec == CodecNone || count == 0 {
-		return b, nil
+	header := make([]byte, recordbatch.HeaderSize)
+	copy(header, raw[:recordbatch.HeaderSize])
+	binary.BigEndian.PutUint32(header[recordbatch.OffRecordCount:], uint32(count))
+	if count == 0 {
+		codec = CodecNone
 	}
 	// It holds fewer records than a batch the log already accepted: only
 	// the batch's int32 length field caps it.
-	h := parseHeader(b)
-	return l.reencode(b, &h, codec, math.MaxInt32)
+	b, ok, err := recordbatch.Encode(header, records, codec, math.MaxInt32)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: rebuilt with %s the batch takes more than %d bytes", ErrBatchTooLarge, codec, math.MaxInt32)
+	}
+	return b, err
 }
 
 // writeSynced writes a whole file and fsyncs it.

@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"github.com/tributary-io/tributary/internal/recordbatch/rbtest"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // storedBatch is what a consumer learns of a batch from its header.
@@ -24,9 +28,9 @@ func storedBatches(t *testing.T, l *Log) []storedBatch {
 		}
 		b := readAll(t, s)
 		for _, h := range batchesIn2(t, b) {
-			out = append(out, storedBatch{base: h.baseOffset, codec: BatchCodec(b), count: h.recordCount})
-			b = b[h.size():]
-			off = max(off, h.nextOffset())
+			out = append(out, storedBatch{base: h.BaseOffset, codec: recordbatch.BatchCodec(b), count: h.RecordCount})
+			b = b[h.Size():]
+			off = max(off, h.NextOffset())
 		}
 	}
 	return out
@@ -63,11 +67,11 @@ func checkCleanedCodecs(t *testing.T, l *Log, before map[int64]storedBatch, stor
 // compression.type=producer, as Kafka's cleaner keeps the source codec;
 // batches kept whole are untouched either way.
 func TestCleanRebuildsInTopicCodec(t *testing.T) {
-	gzip, zstd := &compressors[0], &compressors[4]
+	gzip, zstd := &rbtest.Compressors[0], &rbtest.Compressors[4]
 	for _, tc := range []struct {
 		name   string
 		store  Compression
-		source *compressor // codec the producer sent
+		source *rbtest.Compressor // codec the producer sent
 	}{
 		{"producer keeps gzip", CompressionProducer, gzip},
 		{"producer keeps zstd", CompressionProducer, zstd},

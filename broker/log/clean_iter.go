@@ -8,46 +8,26 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // parseRecord reads the record at b[pos:]; Append validated it, so a
 // failure means damage since.
 func parseRecord(b []byte, pos int) (cleanRecord, bool) {
-	r := cleanRecord{start: pos}
-	length, p := readVarint32(b, pos)
-	if p < 0 || length < 1 || int64(len(b)-p) < length {
-		return r, false
+	var f recordbatch.Fields
+	if !f.Parse(b, pos) {
+		return cleanRecord{start: pos}, false
 	}
-	r.end = p + int(length)
-	rec := b[:r.end]
-	p++ // attributes
-	if _, p = readVarint64(rec, p); p < 0 {
-		return r, false
-	}
-	if r.delta, p = readVarint32(rec, p); p < 0 {
-		return r, false
-	}
-	klen, p := readVarint32(rec, p)
-	if p < 0 || klen > int64(len(rec)-p) {
-		return r, false
-	}
-	if klen >= 0 {
-		r.key, r.hasKey = rec[p:p+int(klen)], true
-		p += int(klen)
-	}
-	vlen, p := readVarint32(rec, p)
-	if p < 0 {
-		return r, false
-	}
-	r.tombstone = vlen < 0
-	return r, true
+	key := f.Key(b)
+	return cleanRecord{delta: f.OffsetDelta, key: key, hasKey: key != nil, tombstone: f.Value(b) == nil, start: pos, end: f.End}, true
 }
 
 // eachBatch reads the batches of s in order and gives each, with its
 // records (decompressed if need be) parsed, to visit, until visit returns
 // false. Memory is one batch at a time.
 func eachBatch(s *segment, limit int64, stop <-chan struct{},
-	visit func(h *batchHeader, raw, records []byte, recs []cleanRecord) bool) error {
+	visit func(h *recordbatch.Header, raw, records []byte, recs []cleanRecord) bool) error {
 	br := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, s.size), 1<<20)
 	var raw []byte
 	var recs []cleanRecord
@@ -57,12 +37,12 @@ func eachBatch(s *segment, limit int64, stop <-chan struct{},
 			return errCleanStopped
 		default:
 		}
-		var pre [lengthPrefix]byte
+		var pre [recordbatch.LengthPrefix]byte
 		if _, err := io.ReadFull(br, pre[:]); err != nil {
 			return fmt.Errorf("batch at byte %d: %w", pos, err)
 		}
-		n := lengthPrefix + int64(int32(binary.BigEndian.Uint32(pre[offLength:])))
-		if n < batchHeaderSize || pos+n > s.size {
+		n := recordbatch.LengthPrefix + int64(int32(binary.BigEndian.Uint32(pre[recordbatch.OffLength:])))
+		if n < recordbatch.HeaderSize || pos+n > s.size {
 			return fmt.Errorf("%w: batch at byte %d: length %d", ErrCorruptBatch, pos, n)
 		}
 		if int64(cap(raw)) < n {
@@ -70,19 +50,19 @@ func eachBatch(s *segment, limit int64, stop <-chan struct{},
 		}
 		raw = raw[:n]
 		copy(raw, pre[:])
-		if _, err := io.ReadFull(br, raw[lengthPrefix:]); err != nil {
+		if _, err := io.ReadFull(br, raw[recordbatch.LengthPrefix:]); err != nil {
 			return fmt.Errorf("batch at byte %d: %w", pos, err)
 		}
-		h := parseHeader(raw)
-		records := raw[batchHeaderSize:]
-		if codec := int(binary.BigEndian.Uint16(raw[offAttributes:]) & codecMask); codec != codecNone && h.recordCount > 0 {
+		h := recordbatch.ParseHeader(raw)
+		records := raw[recordbatch.HeaderSize:]
+		if codec := recordbatch.BatchCodec(raw); codec != CodecNone && h.RecordCount > 0 {
 			var err error
-			if records, err = decompressAll(codec, records, limit); err != nil {
+			if records, err = recordbatch.DecompressAll(codec, records, limit); err != nil {
 				return fmt.Errorf("batch at byte %d: %w", pos, err)
 			}
 		}
 		recs = recs[:0]
-		for p, i := 0, int32(0); i < h.recordCount; i++ {
+		for p, i := 0, int32(0); i < h.RecordCount; i++ {
 			r, ok := parseRecord(records, p)
 			if !ok {
 				return fmt.Errorf("%w: batch at byte %d: record %d does not parse", ErrInvalidRecord, pos, i)
@@ -99,8 +79,8 @@ func eachBatch(s *segment, limit int64, stop <-chan struct{},
 }
 
 // eachRecord is eachBatch one record at a time.
-func eachRecord(s *segment, limit int64, stop <-chan struct{}, visit func(h *batchHeader, r *cleanRecord, records []byte) bool) error {
-	return eachBatch(s, limit, stop, func(h *batchHeader, _, records []byte, recs []cleanRecord) bool {
+func eachRecord(s *segment, limit int64, stop <-chan struct{}, visit func(h *recordbatch.Header, r *cleanRecord, records []byte) bool) error {
+	return eachBatch(s, limit, stop, func(h *recordbatch.Header, _, records []byte, recs []cleanRecord) bool {
 		for i := range recs {
 			if !visit(h, &recs[i], records) {
 				return false

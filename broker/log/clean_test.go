@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
+
+	"github.com/tributary-io/tributary/internal/recordbatch/rbtest"
 )
 
 // kv is a test record; a nil value is a tombstone.
@@ -21,19 +25,19 @@ type kv struct {
 
 // keyedBatch builds a batch of keyed records stamped ts, compressed with c
 // when c is not nil.
-func keyedBatch(ts int64, c *compressor, recs ...kv) []byte {
+func keyedBatch(ts int64, c *rbtest.Compressor, recs ...kv) []byte {
 	var records []byte
 	for i, r := range recs {
-		records = append(records, encRecord(int32(i), []byte(r.key), r.value)...)
+		records = append(records, rbtest.Record(int32(i), []byte(r.key), r.value)...)
 	}
 	codec := int16(0)
 	if c != nil {
-		records, codec = compress(*c, records), c.codec
+		records, codec = rbtest.Compress(*c, records), c.Codec
 	}
-	b := batchOf(records, int32(len(recs)), codec)
-	binary.BigEndian.PutUint64(b[offFirstTimestamp:], uint64(ts))
-	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(ts))
-	return fixBatch(b)
+	b := rbtest.Batch(records, int32(len(recs)), codec)
+	binary.BigEndian.PutUint64(b[recordbatch.OffFirstTimestamp:], uint64(ts))
+	binary.BigEndian.PutUint64(b[recordbatch.OffMaxTimestamp:], uint64(ts))
+	return rbtest.FixBatch(b)
 }
 
 // readRec is a record as a consumer sees it.
@@ -63,13 +67,13 @@ func readRecords(t *testing.T, l *Log) []readRec {
 			if err := rb.ReadFrom(b); err != nil {
 				t.Fatalf("batch at offset %d: %v", off, err)
 			}
-			n := lengthPrefix + int(rb.Length)
-			if _, err := checkFraming(b[:n]); err != nil {
+			n := recordbatch.LengthPrefix + int(rb.Length)
+			if _, err := recordbatch.CheckFraming(b[:n]); err != nil {
 				t.Fatalf("batch at offset %d: %v", rb.FirstOffset, err)
 			}
 			records := rb.Records
-			if codec := int(rb.Attributes) & codecMask; codec != codecNone {
-				if records, err = decompressAll(codec, records, DefaultMaxDecompressedBytes); err != nil {
+			if codec := Codec(rb.Attributes & 7); codec != CodecNone {
+				if records, err = recordbatch.DecompressAll(codec, records, DefaultMaxDecompressedBytes); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -110,7 +114,7 @@ func compactConfig(clock *fakeClock) Config {
 // what survives kept its offset and content.
 type written map[int64]kv
 
-func (w written) appendTo(t *testing.T, l *Log, ts int64, c *compressor, recs ...kv) {
+func (w written) appendTo(t *testing.T, l *Log, ts int64, c *rbtest.Compressor, recs ...kv) {
 	t.Helper()
 	res := mustAppend(t, l, keyedBatch(ts, c, recs...))
 	for i, r := range recs {
@@ -194,9 +198,9 @@ func TestCleanKeepsLastRecordOfEachKey(t *testing.T) {
 						recs[i].value = fmt.Appendf(nil, "v%d-%d", rng.Uint32(), i)
 					}
 				}
-				var c *compressor
-				if k := rng.IntN(len(compressors) + 2); k < len(compressors) {
-					c = &compressors[k]
+				var c *rbtest.Compressor
+				if k := rng.IntN(len(rbtest.Compressors) + 2); k < len(rbtest.Compressors) {
+					c = &rbtest.Compressors[k]
 				}
 				w.appendTo(t, l, clock.Now().UnixMilli(), c, recs...)
 			}
@@ -323,10 +327,10 @@ func TestCleanBoundedOffsetMap(t *testing.T) {
 // A compacted topic refuses records without a key, compressed or not; a
 // topic that only deletes takes them.
 func TestKeylessRecordRefusedWhenCompacted(t *testing.T) {
-	keyless := encRecord(0, nil, []byte("v"))
-	plain := batchOf(keyless, 1, 0)
-	zipped := batchOf(compress(compressors[0], keyless), 1, codecGzip)
-	mixed := batchOf(cat(encRecord(0, []byte("k"), []byte("v")), encRecord(1, nil, []byte("v"))), 2, 0)
+	keyless := rbtest.Record(0, nil, []byte("v"))
+	plain := rbtest.Batch(keyless, 1, 0)
+	zipped := rbtest.Batch(rbtest.Compress(rbtest.Compressors[0], keyless), 1, int16(CodecGzip))
+	mixed := rbtest.Batch(rbtest.Cat(rbtest.Record(0, []byte("k"), []byte("v")), rbtest.Record(1, nil, []byte("v"))), 2, 0)
 
 	l, _ := openLog(t, t.TempDir(), compactConfig(newFakeClock()))
 	for name, b := range map[string][]byte{"plain": plain, "gzip": zipped, "second record": mixed} {
@@ -361,10 +365,10 @@ func TestCleanKeepsNewestProducerBatchHeader(t *testing.T) {
 	cfg := compactConfig(clock)
 	l, _ := openLog(t, dir, cfg)
 	idem := keyedBatch(clock.Now().UnixMilli(), nil, kv{"a", []byte("1")}, kv{"b", []byte("1")})
-	binary.BigEndian.PutUint64(idem[offProducerID:], 77)
-	binary.BigEndian.PutUint16(idem[offProducerEpoch:], 0)
-	binary.BigEndian.PutUint32(idem[offBaseSequence:], 0)
-	idem = fixBatch(idem)
+	binary.BigEndian.PutUint64(idem[recordbatch.OffProducerID:], 77)
+	binary.BigEndian.PutUint16(idem[recordbatch.OffProducerEpoch:], 0)
+	binary.BigEndian.PutUint32(idem[recordbatch.OffBaseSequence:], 0)
+	idem = rbtest.FixBatch(idem)
 	orig := mustAppend(t, l, bytes.Clone(idem))
 	for i := range 30 {
 		mustAppend(t, l, keyedBatch(clock.Now().UnixMilli(), nil, kv{"a", fmt.Appendf(nil, "%d", i)}, kv{"b", []byte("x")}))
@@ -378,7 +382,7 @@ func TestCleanKeepsNewestProducerBatchHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs := batchesIn2(t, readAll(t, s))
-	if hs[0].baseOffset != 0 || hs[0].recordCount != 0 || hs[0].producerID != 77 || hs[0].lastOffsetDelta != 1 {
+	if hs[0].BaseOffset != 0 || hs[0].RecordCount != 0 || hs[0].ProducerID != 77 || hs[0].LastOffsetDelta != 1 {
 		t.Fatalf("first batch after cleaning: %+v, want the producer's header with no records", hs[0])
 	}
 	l.Close()
@@ -393,16 +397,16 @@ func TestCleanKeepsNewestProducerBatchHeader(t *testing.T) {
 
 // batchesIn2 is batchesIn for cleaned data: framing only, since a cleaned
 // batch may hold fewer records than its offsets span.
-func batchesIn2(t *testing.T, b []byte) []batchHeader {
+func batchesIn2(t *testing.T, b []byte) []recordbatch.Header {
 	t.Helper()
-	var hs []batchHeader
+	var hs []recordbatch.Header
 	for len(b) > 0 {
-		h := parseHeader(b)
-		if _, err := checkFraming(b[:h.size()]); err != nil {
+		h := recordbatch.ParseHeader(b)
+		if _, err := recordbatch.CheckFraming(b[:h.Size()]); err != nil {
 			t.Fatal(err)
 		}
 		hs = append(hs, h)
-		b = b[h.size():]
+		b = b[h.Size():]
 	}
 	return hs
 }

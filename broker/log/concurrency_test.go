@@ -69,21 +69,21 @@ func TestConcurrentUse(t *testing.T) {
 					continue
 				}
 				hs := batchesIn(t, readAll(t, s))
-				if hs[0].baseOffset > next || hs[0].nextOffset() <= next {
-					t.Errorf("Read(%d) began with batch [%d, %d)", next, hs[0].baseOffset, hs[0].nextOffset())
+				if hs[0].BaseOffset > next || hs[0].NextOffset() <= next {
+					t.Errorf("Read(%d) began with batch [%d, %d)", next, hs[0].BaseOffset, hs[0].NextOffset())
 					return
 				}
 				for i := 1; i < len(hs); i++ {
-					if hs[i].baseOffset != hs[i-1].nextOffset() {
-						t.Errorf("gap in read at %d", hs[i].baseOffset)
+					if hs[i].BaseOffset != hs[i-1].NextOffset() {
+						t.Errorf("gap in read at %d", hs[i].BaseOffset)
 						return
 					}
 				}
-				if end := hs[len(hs)-1].nextOffset(); end > l.HighWatermark() {
+				if end := hs[len(hs)-1].NextOffset(); end > l.HighWatermark() {
 					t.Errorf("read to %d, past the high watermark %d", end, l.HighWatermark())
 					return
 				}
-				next = hs[len(hs)-1].nextOffset()
+				next = hs[len(hs)-1].NextOffset()
 			}
 		}()
 	}

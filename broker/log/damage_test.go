@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // damageFixture closes the recovery fixture cleanly and flips a byte in the
@@ -34,7 +36,7 @@ func TestScrubRepairsDamageAfterCleanShutdown(t *testing.T) {
 	if !rep.Clean || len(rep.Lost) != 0 {
 		t.Fatalf("report %+v: a clean open should not scan", rep)
 	}
-	if _, err := checkFraming(damagedBytes); err == nil {
+	if _, err := recordbatch.CheckFraming(damagedBytes); err == nil {
 		t.Fatal("the fixture's damage is not where the test expects it")
 	}
 

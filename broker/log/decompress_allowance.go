@@ -11,6 +11,8 @@ package log
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // Allowance is the bytes one request's batches may still decompress. It
@@ -27,14 +29,14 @@ func (a *Allowance) Left() int64 { return a.left }
 
 // validate validates a batch within the allowance (nil: the batch limit
 // alone) and charges it.
-func (a *Allowance) validate(b []byte, limit int64, keyed bool) (batchHeader, error) {
+func (a *Allowance) validate(b []byte, limit int64, keyed bool) (recordbatch.Header, error) {
 	if a == nil {
-		h, _, err := validateRecordsSized(b, limit, keyed)
+		h, _, err := recordbatch.ValidateRecords(b, limit, keyed)
 		return h, err
 	}
 	left := max(a.left, 0)
 	capped := left < limit
-	h, n, err := validateRecordsSized(b, min(limit, left), keyed)
+	h, n, err := recordbatch.ValidateRecords(b, min(limit, left), keyed)
 	a.left -= n
 	if err != nil && capped && errors.Is(err, ErrCorruptBatch) {
 		return h, fmt.Errorf("%w (the request's batches may decompress to %d bytes in all, and %d were left: a decompression bomb?)", err, a.total, left)

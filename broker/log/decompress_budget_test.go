@@ -10,6 +10,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/internal/recordbatch/rbtest"
 )
 
 // zstdBomb is a batch of one record whose value is size zero bytes,
@@ -26,7 +28,7 @@ func zstdBomb(t *testing.T, size int) []byte {
 	rb := kmsg.RecordBatch{Magic: 2, Attributes: int16(CodecZstd), FirstTimestamp: 1000, MaxTimestamp: 1000,
 		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 1,
 		Records: enc.EncodeAll(rec.AppendTo(nil), nil)}
-	return fixBatch(rb.AppendTo(nil))
+	return rbtest.FixBatch(rb.AppendTo(nil))
 }
 
 // heapPeak runs f while sampling the heap, and returns the most it grew.

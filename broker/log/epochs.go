@@ -30,6 +30,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 const leaderEpochFile = "leader-epoch-checkpoint"
@@ -110,7 +112,7 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 // learnEpoch records the epoch a follower's copied batch carries. Call
 // with mu held.
 func (l *Log) learnEpoch(batch []byte, base int64) error {
-	epoch := int32(binary.BigEndian.Uint32(batch[offLeaderEpoch:]))
+	epoch := int32(binary.BigEndian.Uint32(batch[recordbatch.OffLeaderEpoch:]))
 	if epoch < 0 {
 		return nil
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // A replica that restarted (broker epochs, cluster/brokerepochs.go)
@@ -36,8 +38,8 @@ func TestLeaderEpochsSurvivePowerLoss(t *testing.T) {
 	// epoch: both fields lie outside the CRC.
 	replicated := func(base int64, epoch int32) []byte {
 		b := makeBatch(batchOpts{records: 2})
-		binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(base))
-		binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(epoch))
+		binary.BigEndian.PutUint64(b[recordbatch.OffBaseOffset:], uint64(base))
+		binary.BigEndian.PutUint32(b[recordbatch.OffLeaderEpoch:], uint32(epoch))
 		return b
 	}
 	for n := 0; ; n++ {
@@ -132,12 +134,12 @@ func batchEpochs(t *testing.T, dir string) []batchEpoch {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for len(data) >= offMagic {
-			n := int(binary.BigEndian.Uint32(data[offLength:]))
+		for len(data) >= recordbatch.OffMagic {
+			n := int(binary.BigEndian.Uint32(data[recordbatch.OffLength:]))
 			if 12+n > len(data) {
 				t.Fatalf("%s: a torn batch after recovery", f)
 			}
-			out = append(out, batchEpoch{int64(binary.BigEndian.Uint64(data[offBaseOffset:])), int32(binary.BigEndian.Uint32(data[offLeaderEpoch:]))})
+			out = append(out, batchEpoch{int64(binary.BigEndian.Uint64(data[recordbatch.OffBaseOffset:])), int32(binary.BigEndian.Uint32(data[recordbatch.OffLeaderEpoch:]))})
 			data = data[12+n:]
 		}
 	}

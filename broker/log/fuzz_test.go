@@ -15,6 +15,10 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
+
+	"github.com/tributary-io/tributary/internal/recordbatch/rbtest"
 )
 
 // fuzzSegment is a small valid segment: batches of 1, 3 and 2 records.
@@ -85,24 +89,24 @@ func FuzzRecoveryScan(f *testing.F) {
 		}
 		next := int64(0)
 		for b := kept; len(b) > 0; {
-			if len(b) < batchHeaderSize {
+			if len(b) < recordbatch.HeaderSize {
 				t.Fatalf("%d bytes kept after the last batch", len(b))
 			}
-			h := parseHeader(b)
-			if h.length < minBatchLength || h.size() > int64(len(b)) {
-				t.Fatalf("kept a batch with length %d in %d bytes", h.length, len(b))
+			h := recordbatch.ParseHeader(b)
+			if h.Length < recordbatch.MinLength || h.Size() > int64(len(b)) {
+				t.Fatalf("kept a batch with length %d in %d bytes", h.Length, len(b))
 			}
-			if _, err := checkFraming(b[:h.size()]); err != nil {
+			if _, err := recordbatch.CheckFraming(b[:h.Size()]); err != nil {
 				t.Fatalf("kept an invalid batch: %v", err)
 			}
 			if to, ok := gaps[next]; ok {
 				next = to
 			}
-			if h.baseOffset != next {
-				t.Fatalf("kept base offset %d, want %d", h.baseOffset, next)
+			if h.BaseOffset != next {
+				t.Fatalf("kept base offset %d, want %d", h.BaseOffset, next)
 			}
-			next = h.nextOffset()
-			b = b[h.size():]
+			next = h.NextOffset()
+			b = b[h.Size():]
 		}
 		if l.LogEndOffset() != next || l.HighWatermark() != next {
 			t.Fatalf("LEO %d, HW %d; the kept batches end at %d", l.LogEndOffset(), l.HighWatermark(), next)
@@ -133,31 +137,23 @@ func FuzzValidateBatch(f *testing.F) {
 	f.Add(makeBatch(batchOpts{}), false)
 	f.Add(makeBatch(batchOpts{records: 4, pid: 9, epoch: 1, seq: 3}), false)
 	b := makeBatch(batchOpts{records: 2})
-	b[offMagic] = 1
+	b[recordbatch.OffMagic] = 1
 	f.Add(b, false)
-	f.Add(make([]byte, batchHeaderSize), true)
+	f.Add(make([]byte, recordbatch.HeaderSize), true)
 	hdr := kmsg.Header{Key: "h", Value: []byte("v")}
-	records := cat(encRecord(0, []byte("key"), []byte("value"), hdr), encRecord(1, nil, nil), encRecord(2, []byte{}, []byte("x"), hdr, hdr))
-	f.Add(batchOf(records, 3, 0), true)
-	f.Add(batchOf(encRecord(7, nil, []byte("v")), 1, 0), true)
-	for _, c := range compressors {
-		f.Add(batchOf(compress(c, records), 3, c.codec), true)
-		f.Add(batchOf(compress(c, records), 3, c.codec), false)
+	records := bytes.Join([][]byte{rbtest.Record(0, []byte("key"), []byte("value"), hdr), rbtest.Record(1, nil, nil), rbtest.Record(2, []byte{}, []byte("x"), hdr, hdr)}, nil)
+	f.Add(rbtest.Batch(records, 3, 0), true)
+	f.Add(rbtest.Batch(rbtest.Record(7, nil, []byte("v")), 1, 0), true)
+	for _, c := range rbtest.Compressors {
+		f.Add(rbtest.Batch(rbtest.Compress(c, records), 3, c.Codec), true)
+		f.Add(rbtest.Batch(rbtest.Compress(c, records), 3, c.Codec), false)
 	}
 	const limit = 1 << 20 // keeps a mutated bomb cheap
 	f.Fuzz(func(t *testing.T, data []byte, fix bool) {
-		if fix && len(data) >= batchHeaderSize {
-			data = fixBatch(bytes.Clone(data))
+		if fix && len(data) >= recordbatch.HeaderSize {
+			data = rbtest.FixBatch(bytes.Clone(data))
 		}
-		h, err := validateBatch(data, limit)
-		if len(data) > batchHeaderSize {
-			records := data[batchHeaderSize:]
-			count := int32(binary.BigEndian.Uint32(data[offRecordCount:]))
-			w := recordWalker{buf: records}
-			if slow := w.walk(count); fastWalk(records, count) != (slow == nil) {
-				t.Fatalf("the fast walker and the record walker disagree: fast %v, walker %v", fastWalk(records, count), slow)
-			}
-		}
+		h, err := recordbatch.Validate(data, limit)
 		if err != nil {
 			if !errors.Is(err, ErrCorruptBatch) && !errors.Is(err, ErrInvalidRecord) && !errors.Is(err, ErrUnsupportedMagic) {
 				t.Fatalf("refused with an error of no known class: %v", err)
@@ -165,10 +161,10 @@ func FuzzValidateBatch(f *testing.F) {
 			return
 		}
 		r := newReader(bytes.NewReader(data), int64(len(data)), readWindow)
-		if _, p := checkBatchAt(r, 0, h.baseOffset, true); p != nil {
-			t.Fatalf("validateBatch accepted a batch the scanner refuses: %v", p)
+		if _, p := checkBatchAt(r, 0, h.BaseOffset, true); p != nil {
+			t.Fatalf("recordbatch.Validate accepted a batch the scanner refuses: %v", p)
 		}
-		if h.size() != int64(len(data)) || h.magic != 2 || h.recordCount < 1 || h.nextOffset()-h.baseOffset != int64(h.recordCount) {
+		if h.Size() != int64(len(data)) || h.Magic != 2 || h.RecordCount < 1 || h.NextOffset()-h.BaseOffset != int64(h.RecordCount) {
 			t.Fatalf("accepted an inconsistent batch: %+v", h)
 		}
 		if err := decodeRecords(data, limit); err != nil {
@@ -184,7 +180,7 @@ func decodeRecords(batch []byte, limit int64) error {
 	if err := rb.ReadFrom(batch); err != nil {
 		return err
 	}
-	raw, err := decompressWhole(int(rb.Attributes&codecMask), rb.Records, limit)
+	raw, err := decompressWhole(int(rb.Attributes&7), rb.Records, limit)
 	if err != nil {
 		return err
 	}
@@ -212,20 +208,20 @@ func decodeRecords(batch []byte, limit int64) error {
 func decompressWhole(codec int, data []byte, limit int64) ([]byte, error) {
 	var r io.Reader
 	switch codec {
-	case codecNone:
+	case int(CodecNone):
 		return data, nil
-	case codecGzip:
+	case int(CodecGzip):
 		zr, err := stdgzip.NewReader(bytes.NewReader(data))
 		if err != nil {
 			return nil, err
 		}
 		r = zr
-	case codecSnappy:
-		if !bytes.HasPrefix(data, xerialMagic) {
+	case int(CodecSnappy):
+		if !bytes.HasPrefix(data, []byte("\x82SNAPPY\x00")) {
 			return snappy.Decode(nil, data)
 		}
 		var out []byte
-		for rest := data[xerialHeaderSize:]; len(rest) > 0; {
+		for rest := data[16:]; len(rest) > 0; { // after the xerial header
 			n := int(binary.BigEndian.Uint32(rest))
 			block, err := snappy.Decode(nil, rest[4:4+n])
 			if err != nil {
@@ -234,9 +230,9 @@ func decompressWhole(codec int, data []byte, limit int64) ([]byte, error) {
 			out, rest = append(out, block...), rest[4+n:]
 		}
 		return out, nil
-	case codecLZ4:
+	case int(CodecLZ4):
 		r = lz4.NewReader(bytes.NewReader(data))
-	case codecZstd:
+	case int(CodecZstd):
 		d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(uint64(limit)))
 		if err != nil {
 			return nil, err

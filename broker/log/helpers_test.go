@@ -2,8 +2,6 @@ package log
 
 import (
 	"bytes"
-	"encoding/binary"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -13,6 +11,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
+
+	"github.com/tributary-io/tributary/internal/recordbatch/rbtest"
 )
 
 // batchOpts describes a test batch; the zero value is one 10-byte record
@@ -57,14 +59,7 @@ func makeBatch(o batchOpts) []byte {
 		rec.Length = int32(len(rec.AppendTo(nil)) - 1)
 		rb.Records = rec.AppendTo(rb.Records)
 	}
-	return fixBatch(rb.AppendTo(nil))
-}
-
-// fixBatch recomputes the length field and CRC of b.
-func fixBatch(b []byte) []byte {
-	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-lengthPrefix))
-	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
-	return b
+	return rbtest.FixBatch(rb.AppendTo(nil))
 }
 
 // fakeClock is a settable Config.Clock.
@@ -151,22 +146,22 @@ func readAll(t testing.TB, s Slice) []byte {
 }
 
 // batchesIn splits whole batches and returns their headers.
-func batchesIn(t testing.TB, b []byte) []batchHeader {
+func batchesIn(t testing.TB, b []byte) []recordbatch.Header {
 	t.Helper()
-	var hs []batchHeader
+	var hs []recordbatch.Header
 	for len(b) > 0 {
-		if len(b) < batchHeaderSize {
+		if len(b) < recordbatch.HeaderSize {
 			t.Fatalf("%d trailing bytes are not a batch", len(b))
 		}
-		h := parseHeader(b)
-		if h.size() > int64(len(b)) {
-			t.Fatalf("batch of %d bytes cut at %d", h.size(), len(b))
+		h := recordbatch.ParseHeader(b)
+		if h.Size() > int64(len(b)) {
+			t.Fatalf("batch of %d bytes cut at %d", h.Size(), len(b))
 		}
-		if _, err := validateBatch(b[:h.size()], DefaultMaxDecompressedBytes); err != nil {
+		if _, err := recordbatch.Validate(b[:h.Size()], DefaultMaxDecompressedBytes); err != nil {
 			t.Fatalf("batch in slice: %v", err)
 		}
 		hs = append(hs, h)
-		b = b[h.size():]
+		b = b[h.Size():]
 	}
 	return hs
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"sort"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // An offset index is a file of fixed-size entries, one every
@@ -57,7 +59,7 @@ func decodeIndex(b []byte, segSize int64) ([]indexEntry, error) {
 			pos:   binary.BigEndian.Uint32(b[i+4:]),
 			maxTs: int64(binary.BigEndian.Uint64(b[i+8:])),
 		}
-		if int64(e.pos)+batchHeaderSize > segSize {
+		if int64(e.pos)+recordbatch.HeaderSize > segSize {
 			return nil, fmt.Errorf("index entry %d points at byte %d, past the %d-byte segment", len(entries), e.pos, segSize)
 		}
 		if n := len(entries); n == 0 {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // Log is one partition: a directory of segments. All methods are safe for
@@ -124,14 +126,14 @@ func (l *Log) appendBatches(batches [][]byte, rc *recoding, allow *Allowance) (A
 	recoded := false
 	for i, b := range batches {
 		h, err := allow.validate(b, l.cfg.MaxDecompressedBytes, keyed) // decompress_allowance.go
-		if err == nil && rc != nil && BatchCodec(b) != rc.codec {
+		if err == nil && rc != nil && recordbatch.BatchCodec(b) != rc.codec {
 			// Validated as sent: the re-encoded records are the same bytes.
 			var nb []byte
 			if nb, err = l.reencode(b, &h, rc.codec, rc.maxSize); err == nil {
 				if !recoded {
 					batches, recoded = slices.Clone(batches), true // the caller's slice stays as it was
 				}
-				batches[i], h = nb, parseHeader(nb)
+				batches[i], h = nb, recordbatch.ParseHeader(nb)
 			}
 		}
 		if err != nil {
@@ -175,7 +177,7 @@ func (l *Log) appendBatches(batches [][]byte, rc *recoding, allow *Allowance) (A
 // plannedBatch is one batch of an AppendBatches call between validation
 // and writing.
 type plannedBatch struct {
-	h          batchHeader
+	h          recordbatch.Header
 	dup        bool  // repeats a batch already in the log: not written
 	base, last int64 // offsets: the original ones for a duplicate
 }
@@ -190,9 +192,9 @@ func (l *Log) checkProducers(plan []plannedBatch, now time.Time) error {
 	next := l.leo
 	for i := range plan {
 		p := &plan[i]
-		if p.h.producerID != -1 {
+		if p.h.ProducerID != -1 {
 			state := &l.producers
-			if scratch.lookup(p.h.producerID) != nil {
+			if scratch.lookup(p.h.ProducerID) != nil {
 				state = &scratch
 			}
 			dup, err := state.check(&p.h)
@@ -207,10 +209,10 @@ func (l *Log) checkProducers(plan []plannedBatch, now time.Time) error {
 				continue
 			}
 			if len(plan) > 1 {
-				scratch.record(&p.h, next, next+int64(p.h.lastOffsetDelta), now)
+				scratch.record(&p.h, next, next+int64(p.h.LastOffsetDelta), now)
 			}
 		}
-		next += int64(p.h.lastOffsetDelta) + 1
+		next += int64(p.h.LastOffsetDelta) + 1
 	}
 	return nil
 }
@@ -219,7 +221,7 @@ func (l *Log) checkProducers(plan []plannedBatch, now time.Time) error {
 // from the log end, written into the batch, or, for a follower's copy of
 // its leader's batch (keepBase), the batch's own, at or past the log end.
 // Call with mu held.
-func (l *Log) write(batch []byte, h *batchHeader, now time.Time, keepBase bool) (base, last int64, err error) {
+func (l *Log) write(batch []byte, h *recordbatch.Header, now time.Time, keepBase bool) (base, last int64, err error) {
 	if err := l.maybeRoll(h, now); err != nil {
 		return 0, 0, err
 	}
@@ -227,23 +229,23 @@ func (l *Log) write(batch []byte, h *batchHeader, now time.Time, keepBase bool) 
 	pos := s.size
 	base = l.leo
 	if keepBase {
-		base = h.baseOffset
+		base = h.BaseOffset
 		if base > l.leo {
 			if err := l.recordLeadersGap(s, l.leo, base); err != nil {
 				return 0, 0, err
 			}
 		}
 	} else {
-		binary.BigEndian.PutUint64(batch[offBaseOffset:], uint64(base))
+		binary.BigEndian.PutUint64(batch[recordbatch.OffBaseOffset:], uint64(base))
 		if l.stampEpoch >= 0 {
-			binary.BigEndian.PutUint32(batch[offLeaderEpoch:], uint32(l.stampEpoch))
+			binary.BigEndian.PutUint32(batch[recordbatch.OffLeaderEpoch:], uint32(l.stampEpoch))
 		}
 	}
-	h.baseOffset = base
+	h.BaseOffset = base
 	if _, err := s.w.WriteAt(batch, pos); err != nil {
 		return 0, 0, l.undoWrite(s, pos, fmt.Errorf("append to %s at byte %d: %w", s.path, pos, err))
 	}
-	maxTs := max(s.maxTs, h.maxTimestamp)
+	maxTs := max(s.maxTs, h.MaxTimestamp)
 	e, indexed := s.indexEntryFor(pos, base, maxTs, l.cfg.IndexIntervalBytes)
 	if indexed {
 		if err := s.writeIndexEntry(e); err != nil {
@@ -254,11 +256,11 @@ func (l *Log) write(batch []byte, h *batchHeader, now time.Time, keepBase bool) 
 	if s.size == 0 {
 		s.firstTime = now
 	}
-	s.checked.add(pos, pos+h.size()) // validated before it was written
-	s.size += h.size()
+	s.checked.add(pos, pos+h.Size()) // validated before it was written
+	s.size += h.Size()
 	s.maxTs = maxTs
-	s.next = h.nextOffset()
-	l.size += h.size()
+	s.next = h.NextOffset()
+	l.size += h.Size()
 	if !s.dirty {
 		s.dirty = true
 		l.dirty = append(l.dirty, s)
@@ -270,7 +272,7 @@ func (l *Log) write(batch []byte, h *batchHeader, now time.Time, keepBase bool) 
 		l.appended = nil
 	}
 	last = l.leo - 1
-	if h.producerID != -1 {
+	if h.ProducerID != -1 {
 		l.producers.record(h, base, last, now)
 	}
 	if l.leo-l.flushTarget >= l.cfg.FlushMessages {
@@ -296,18 +298,18 @@ func (l *Log) undoWrite(s *segment, pos int64, err error) error {
 // maybeRoll starts a new segment when the batch would not fit in the
 // active one, the active one is older than SegmentAge, or the batch's
 // offsets would not fit in the active segment's index.
-func (l *Log) maybeRoll(h *batchHeader, now time.Time) error {
+func (l *Log) maybeRoll(h *recordbatch.Header, now time.Time) error {
 	s := l.active
 	if s.size == 0 {
 		return nil
 	}
 	var why string
 	switch {
-	case s.size+h.size() > l.cfg.SegmentBytes:
+	case s.size+h.Size() > l.cfg.SegmentBytes:
 		why = "segment.bytes"
 	case now.Sub(s.firstTime) >= l.cfg.SegmentAge:
 		why = "segment.ms"
-	case !relOffsetFits(s.base, l.leo+int64(h.lastOffsetDelta)):
+	case !relOffsetFits(s.base, l.leo+int64(h.LastOffsetDelta)):
 		why = "relative offsets exhausted"
 	default:
 		return nil

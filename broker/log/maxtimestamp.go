@@ -3,6 +3,8 @@ package log
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // MaxTimestamp returns the largest timestamp among the flushed records and
@@ -52,8 +54,8 @@ func (l *Log) MaxTimestamp() (offset, timestamp int64, ok bool) {
 	// The segment holding the high watermark may have unflushed batches in
 	// its maxTs: scan its flushed part instead.
 	if tail != nil {
-		if pos, h, found := l.scanMaxTimestamp(tail, tailLimit, -1); found && h.maxTimestamp > bestTs {
-			return max(start, l.maxTimestampOffset(tail, pos, h)), h.maxTimestamp, true
+		if pos, h, found := l.scanMaxTimestamp(tail, tailLimit, -1); found && h.MaxTimestamp > bestTs {
+			return max(start, l.maxTimestampOffset(tail, pos, h)), h.MaxTimestamp, true
 		}
 	}
 	if best == nil {
@@ -63,82 +65,70 @@ func (l *Log) MaxTimestamp() (offset, timestamp int64, ok bool) {
 	if !found {
 		return 0, 0, false
 	}
-	return max(start, l.maxTimestampOffset(best, pos, h)), h.maxTimestamp, true
+	return max(start, l.maxTimestampOffset(best, pos, h)), h.MaxTimestamp, true
 }
 
 // scanMaxTimestamp walks the batch headers of s below limit and returns
 // the first batch whose MaxTimestamp is want, or, for want -1, the first
 // one with the largest MaxTimestamp.
-func (l *Log) scanMaxTimestamp(s *segment, limit, want int64) (pos int64, h batchHeader, found bool) {
+func (l *Log) scanMaxTimestamp(s *segment, limit, want int64) (pos int64, h recordbatch.Header, found bool) {
 	r := newReader(s.f, limit, scanWindow)
 	for p := int64(0); p < limit; {
-		b, err := r.peek(p, batchHeaderSize)
+		b, err := r.peek(p, recordbatch.HeaderSize)
 		if err != nil {
 			l.logger.Error("reading segment for the max timestamp", "file", s.path, "byte", p, "err", err)
 			return pos, h, found
 		}
-		c := parseHeader(b)
-		if c.length < minBatchLength {
+		c := recordbatch.ParseHeader(b)
+		if c.Length < recordbatch.MinLength {
 			return pos, h, found
 		}
 		switch {
-		case want >= 0 && c.maxTimestamp == want:
+		case want >= 0 && c.MaxTimestamp == want:
 			return p, c, true
-		case want < 0 && c.maxTimestamp >= 0 && (!found || c.maxTimestamp > h.maxTimestamp):
+		case want < 0 && c.MaxTimestamp >= 0 && (!found || c.MaxTimestamp > h.MaxTimestamp):
 			pos, h, found = p, c, true
 		}
-		p += c.size()
+		p += c.Size()
 	}
 	return pos, h, found
 }
 
 // maxTimestampOffset finds the offset of the first record of the batch at
 // pos whose timestamp is the batch's MaxTimestamp.
-func (l *Log) maxTimestampOffset(s *segment, pos int64, h batchHeader) int64 {
-	last := h.nextOffset() - 1
-	buf := make([]byte, h.size())
+func (l *Log) maxTimestampOffset(s *segment, pos int64, h recordbatch.Header) int64 {
+	last := h.NextOffset() - 1
+	buf := make([]byte, h.Size())
 	if _, err := s.f.ReadAt(buf, pos); err != nil {
 		return last
 	}
-	attrs := binary.BigEndian.Uint16(buf[offAttributes:])
+	attrs := binary.BigEndian.Uint16(buf[recordbatch.OffAttributes:])
 	switch {
 	case attrs&0x08 != 0: // LogAppendTime: every record has the batch's time
-		return h.baseOffset
+		return h.BaseOffset
 	case attrs&0x07 != 0: // compressed
 		return last
 	}
-	first := int64(binary.BigEndian.Uint64(buf[offFirstTimestamp:]))
-	off, err := firstRecordAt(buf[batchHeaderSize:], h.maxTimestamp-first)
+	first := int64(binary.BigEndian.Uint64(buf[recordbatch.OffFirstTimestamp:]))
+	off, err := firstRecordAt(buf[recordbatch.HeaderSize:], h.MaxTimestamp-first)
 	if err != nil {
 		l.logger.Warn("cannot read the records of a batch; answering its last offset", "file", s.path, "byte", pos, "err", err)
 		return last
 	}
-	return h.baseOffset + off
+	return h.BaseOffset + off
 }
 
 // firstRecordAt returns the offset delta of the first record whose
-// timestamp delta is tsDelta, reading Kafka's record encoding: a varint
-// length, an attributes byte, then the timestamp and offset deltas as
-// varints.
+// timestamp delta is tsDelta.
 func firstRecordAt(records []byte, tsDelta int64) (int64, error) {
-	for len(records) > 0 {
-		n, w := binary.Varint(records)
-		if w <= 0 || n < 1 || int64(len(records)-w) < n {
-			return 0, fmt.Errorf("record length at %d bytes before the end is invalid", len(records))
+	var f recordbatch.Fields
+	for pos := 0; pos < len(records); pos = f.End {
+		if !f.Parse(records, pos) {
+			return 0, fmt.Errorf("the record at byte %d of the records does not parse", pos)
 		}
-		body := records[w : w+int(n)]
-		ts, tw := binary.Varint(body[1:])
-		if tw <= 0 {
-			return 0, fmt.Errorf("record timestamp delta is invalid")
+		if f.TimestampDelta == tsDelta {
+			return f.OffsetDelta, nil
 		}
-		od, ow := binary.Varint(body[1+tw:])
-		if ow <= 0 {
-			return 0, fmt.Errorf("record offset delta is invalid")
-		}
-		if ts == tsDelta {
-			return od, nil
-		}
-		records = records[w+int(n):]
 	}
 	return 0, fmt.Errorf("no record has the batch's max timestamp")
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/internal/recordbatch/rbtest"
 )
 
 // batchWithTimestamps builds an uncompressed batch whose records carry the
@@ -20,7 +22,7 @@ func batchWithTimestamps(ts ...int64) []byte {
 		rec.Length = int32(len(rec.AppendTo(nil)) - 1)
 		rb.Records = rec.AppendTo(rb.Records)
 	}
-	return fixBatch(rb.AppendTo(nil))
+	return rbtest.FixBatch(rb.AppendTo(nil))
 }
 
 func TestMaxTimestamp(t *testing.T) {

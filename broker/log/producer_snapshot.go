@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // A producer snapshot is the table of idempotent producers as it stood at
@@ -66,9 +68,12 @@ func encodeProducerSnapshot(p *producers, offset int64) []byte {
 		}
 	})
 	binary.BigEndian.PutUint32(b[0:], uint32(len(b)-snapshotFrame))
-	binary.BigEndian.PutUint32(b[4:], crc32.Checksum(b[snapshotFrame:], castagnoli))
+	binary.BigEndian.PutUint32(b[4:], crc32.Checksum(b[snapshotFrame:], snapshotCRC))
 	return b
 }
+
+// snapshotCRC is the table of the snapshot file's CRC32C.
+var snapshotCRC = crc32.MakeTable(crc32.Castagnoli)
 
 // decodeProducerSnapshot rebuilds the table a snapshot of offset holds. Any
 // inconsistency (frame, CRC, version, an offset other than the file's, a
@@ -81,7 +86,7 @@ func decodeProducerSnapshot(b []byte, offset int64, into producers) (producers, 
 		return into, fmt.Errorf("length field says %d bytes of data, the file holds %d (torn write?)", n, len(b)-snapshotFrame)
 	}
 	data := b[snapshotFrame:]
-	if want, got := binary.BigEndian.Uint32(b[4:]), crc32.Checksum(data, castagnoli); want != got {
+	if want, got := binary.BigEndian.Uint32(b[4:]), crc32.Checksum(data, snapshotCRC); want != got {
 		return into, fmt.Errorf("crc mismatch: header says %08x, bytes give %08x", want, got)
 	}
 	if data[0] != producerSnapshotVersion {
@@ -251,19 +256,19 @@ func (l *Log) loadProducerState() error {
 		}
 		r := newReader(s.f, s.size, scanWindow)
 		for pos < s.size {
-			b, err := r.peek(pos, batchHeaderSize)
+			b, err := r.peek(pos, recordbatch.HeaderSize)
 			if err != nil {
 				return fmt.Errorf("segment %s: reading batch header at byte %d: %w", s.path, pos, err)
 			}
-			h := parseHeader(b)
-			if h.length < minBatchLength {
-				return fmt.Errorf("segment %s: %w: length %d at byte %d", s.path, ErrCorruptBatch, h.length, pos)
+			h := recordbatch.ParseHeader(b)
+			if h.Length < recordbatch.MinLength {
+				return fmt.Errorf("segment %s: %w: length %d at byte %d", s.path, ErrCorruptBatch, h.Length, pos)
 			}
-			if h.producerID != -1 && h.baseOffset >= from {
-				l.producers.record(&h, h.baseOffset, h.nextOffset()-1, now)
+			if h.ProducerID != -1 && h.BaseOffset >= from {
+				l.producers.record(&h, h.BaseOffset, h.NextOffset()-1, now)
 				scanned++
 			}
-			pos += h.size()
+			pos += h.Size()
 		}
 	}
 	expired := l.producers.expire(now.Add(-l.cfg.ProducerIDExpiry))
@@ -278,14 +283,14 @@ func (l *Log) loadProducerState() error {
 func (l *Log) setActiveFirstTime(now time.Time) {
 	s := l.active
 	s.firstTime = now
-	if s.size < batchHeaderSize {
+	if s.size < recordbatch.HeaderSize {
 		return
 	}
-	b := make([]byte, batchHeaderSize)
+	b := make([]byte, recordbatch.HeaderSize)
 	if _, err := s.f.ReadAt(b, 0); err != nil {
 		return
 	}
-	if h := parseHeader(b); h.maxTimestamp > 0 && h.maxTimestamp <= now.UnixMilli() {
-		s.firstTime = time.UnixMilli(h.maxTimestamp)
+	if h := recordbatch.ParseHeader(b); h.MaxTimestamp > 0 && h.MaxTimestamp <= now.UnixMilli() {
+		s.firstTime = time.UnixMilli(h.MaxTimestamp)
 	}
 }

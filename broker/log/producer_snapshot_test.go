@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // rollEveryBatch is a config whose segments each hold one batch, so a
@@ -251,7 +253,7 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_000)
 	off := int64(0)
 	for i := range 40 {
-		h := batchHeader{producerID: int64(i % 6), producerEpoch: int16(i % 2), baseSequence: int32(i), recordCount: 3, lastOffsetDelta: 2}
+		h := recordbatch.Header{ProducerID: int64(i % 6), ProducerEpoch: int16(i % 2), BaseSequence: int32(i), RecordCount: 3, LastOffsetDelta: 2}
 		p.record(&h, off, off+2, now.Add(time.Duration(i)*time.Second))
 		off += 3
 	}
@@ -275,7 +277,7 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 func FuzzDecodeProducerSnapshot(f *testing.F) {
 	p := newProducers(1000, nil, "")
 	for i := range 8 {
-		h := batchHeader{producerID: int64(i % 3), baseSequence: int32(i), recordCount: 1}
+		h := recordbatch.Header{ProducerID: int64(i % 3), BaseSequence: int32(i), RecordCount: 1}
 		p.record(&h, int64(i), int64(i), time.UnixMilli(int64(i)))
 	}
 	f.Add(encodeProducerSnapshot(&p, 8), int64(8))

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // Idempotent producers number their batches per partition; the log keeps,
@@ -90,7 +92,7 @@ func addSeq(seq int32, n int32) int32 {
 	return int32((int64(seq) + int64(n)) % (math.MaxInt32 + 1))
 }
 
-func batchLastSeq(h *batchHeader) int32 { return addSeq(h.baseSequence, h.recordCount-1) }
+func batchLastSeq(h *recordbatch.Header) int32 { return addSeq(h.BaseSequence, h.RecordCount-1) }
 
 func (p *producers) lookup(id int64) *producerEntry {
 	i, ok := p.index[id]
@@ -103,47 +105,47 @@ func (p *producers) lookup(id int64) *producerEntry {
 // check applies the idempotence rules to a batch from a producer id other
 // than -1. It returns the original batch when h repeats one of the last
 // batches, or an error when h must be refused.
-func (p *producers) check(h *batchHeader) (*producerBatch, error) {
-	st := p.lookup(h.producerID)
+func (p *producers) check(h *recordbatch.Header) (*producerBatch, error) {
+	st := p.lookup(h.ProducerID)
 	if st == nil {
 		return nil, nil // a producer we know nothing of (new, expired or evicted)
 	}
 	switch {
-	case h.producerEpoch < st.epoch:
+	case h.ProducerEpoch < st.epoch:
 		return nil, fmt.Errorf("%w: producer %d epoch %d, current epoch is %d",
-			ErrInvalidProducerEpoch, h.producerID, h.producerEpoch, st.epoch)
-	case h.producerEpoch > st.epoch:
-		if h.baseSequence != 0 {
+			ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, st.epoch)
+	case h.ProducerEpoch > st.epoch:
+		if h.BaseSequence != 0 {
 			return nil, fmt.Errorf("%w: producer %d new epoch %d must start at sequence 0, got %d",
-				ErrOutOfOrderSequence, h.producerID, h.producerEpoch, h.baseSequence)
+				ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
 		}
 		return nil, nil
 	}
 	last := batchLastSeq(h)
 	for i := 0; i < int(st.n); i++ {
-		if b := st.batches[i]; b.firstSeq == h.baseSequence && b.lastSeq() == last {
+		if b := st.batches[i]; b.firstSeq == h.BaseSequence && b.lastSeq() == last {
 			return &producerBatch{firstSeq: b.firstSeq, lastSeq: last, base: b.base, last: b.last()}, nil
 		}
 	}
-	if want := addSeq(st.newest().lastSeq(), 1); h.baseSequence != want {
+	if want := addSeq(st.newest().lastSeq(), 1); h.BaseSequence != want {
 		return nil, fmt.Errorf("%w: producer %d epoch %d sent sequence %d, expected %d",
-			ErrOutOfOrderSequence, h.producerID, h.producerEpoch, h.baseSequence, want)
+			ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence, want)
 	}
 	return nil, nil
 }
 
 // record remembers an accepted batch written at offsets [base, last].
-func (p *producers) record(h *batchHeader, base, last int64, now time.Time) {
-	st := p.lookup(h.producerID)
+func (p *producers) record(h *recordbatch.Header, base, last int64, now time.Time) {
+	st := p.lookup(h.ProducerID)
 	if st == nil {
-		st = p.insert(h.producerID)
+		st = p.insert(h.ProducerID)
 	} else {
-		p.touch(p.index[h.producerID])
+		p.touch(p.index[h.ProducerID])
 	}
-	if st.epoch != h.producerEpoch {
-		st.epoch, st.n, st.head = h.producerEpoch, 0, 0
+	if st.epoch != h.ProducerEpoch {
+		st.epoch, st.n, st.head = h.ProducerEpoch, 0, 0
 	}
-	st.push(seqRange{firstSeq: h.baseSequence, count: int32(last - base + 1), base: base})
+	st.push(seqRange{firstSeq: h.BaseSequence, count: int32(last - base + 1), base: base})
 	st.lastSeen = now.UnixMilli()
 }
 

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
+
+	"github.com/tributary-io/tributary/internal/recordbatch/rbtest"
 )
 
 func TestIdempotentProducerRules(t *testing.T) {
@@ -178,7 +182,7 @@ func TestMillionMadeUpProducerIDs(t *testing.T) {
 	p := newProducers(DefaultMaxProducerIDs, quietLogger(), "")
 	now := time.Now()
 	for i := range int64(1_000_000) {
-		h := batchHeader{producerID: 1<<40 + i, baseSequence: int32(i), recordCount: 1}
+		h := recordbatch.Header{ProducerID: 1<<40 + i, BaseSequence: int32(i), RecordCount: 1}
 		if dup, err := p.check(&h); dup != nil || err != nil {
 			t.Fatalf("made-up producer %d: %v, %v", i, dup, err)
 		}
@@ -203,8 +207,8 @@ func BenchmarkAppendMadeUpProducerIDs(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		binary.BigEndian.PutUint64(batch[offProducerID:], uint64(1<<40+i))
-		fixBatch(batch)
+		binary.BigEndian.PutUint64(batch[recordbatch.OffProducerID:], uint64(1<<40+i))
+		rbtest.FixBatch(batch)
 		if _, err := l.Append(batch); err != nil {
 			b.Fatal(err)
 		}

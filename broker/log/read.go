@@ -8,6 +8,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // Read returns whole batches starting with the one that contains offset,
@@ -90,19 +92,19 @@ func (s *segment) readRange(entries []indexEntry, offset, limit, maxBytes int64)
 
 	pos = int64(lookup(entries, uint32(offset-s.base)).pos)
 	for {
-		b, err := r.peek(pos, batchHeaderSize)
+		b, err := r.peek(pos, recordbatch.HeaderSize)
 		if err != nil {
 			return 0, 0, fmt.Errorf("segment %s: no batch holds offset %d below byte %d: %w", s.path, offset, limit, err)
 		}
-		h := parseHeader(b)
-		if h.length < minBatchLength {
-			return 0, 0, fmt.Errorf("segment %s: %w: length %d at byte %d", s.path, ErrCorruptBatch, h.length, pos)
+		h := recordbatch.ParseHeader(b)
+		if h.Length < recordbatch.MinLength {
+			return 0, 0, fmt.Errorf("segment %s: %w: length %d at byte %d", s.path, ErrCorruptBatch, h.Length, pos)
 		}
-		if h.nextOffset() > offset {
-			end = pos + h.size()
+		if h.NextOffset() > offset {
+			end = pos + h.Size()
 			break
 		}
-		pos += h.size()
+		pos += h.Size()
 	}
 	if limit-pos <= maxBytes || end >= limit {
 		return pos, limit, nil
@@ -112,12 +114,12 @@ func (s *segment) readRange(entries []indexEntry, offset, limit, maxBytes int64)
 		end = int64(e.pos)
 	}
 	for end < limit {
-		b, err := r.peek(end, lengthPrefix)
+		b, err := r.peek(end, recordbatch.LengthPrefix)
 		if err != nil {
 			return 0, 0, fmt.Errorf("segment %s: batch header at byte %d: %w", s.path, end, err)
 		}
-		n := lengthPrefix + int64(int32(binary.BigEndian.Uint32(b[offLength:])))
-		if n < batchHeaderSize {
+		n := recordbatch.LengthPrefix + int64(int32(binary.BigEndian.Uint32(b[recordbatch.OffLength:])))
+		if n < recordbatch.HeaderSize {
 			return 0, 0, fmt.Errorf("segment %s: %w: length %d at byte %d", s.path, ErrCorruptBatch, n, end)
 		}
 		if end+n > target {
@@ -165,19 +167,19 @@ func (l *Log) OffsetForTime(ts int64) (offset int64, timestamp int64, ok bool) {
 
 	r := newReader(s.f, limit, readWindow)
 	for pos := int64(lookupTime(entries, ts).pos); pos < limit; {
-		b, err := r.peek(pos, batchHeaderSize)
+		b, err := r.peek(pos, recordbatch.HeaderSize)
 		if err != nil {
 			l.logger.Error("reading segment for timestamp lookup", "file", s.path, "byte", pos, "err", err)
 			return 0, 0, false
 		}
-		h := parseHeader(b)
-		if h.maxTimestamp >= ts {
-			return h.baseOffset, h.maxTimestamp, true
+		h := recordbatch.ParseHeader(b)
+		if h.MaxTimestamp >= ts {
+			return h.BaseOffset, h.MaxTimestamp, true
 		}
-		if h.length < minBatchLength {
+		if h.Length < recordbatch.MinLength {
 			return 0, 0, false
 		}
-		pos += h.size()
+		pos += h.Size()
 	}
 	return 0, 0, false
 }

@@ -42,9 +42,9 @@ func TestReadFindsBatchForEveryOffset(t *testing.T) {
 				t.Fatalf("Read(%d): %v", off, err)
 			}
 			hs := batchesIn(t, readAll(t, s))
-			if len(hs) != 1 || hs[0].baseOffset != r.BaseOffset || hs[0].nextOffset()-1 != r.LastOffset {
+			if len(hs) != 1 || hs[0].BaseOffset != r.BaseOffset || hs[0].NextOffset()-1 != r.LastOffset {
 				t.Fatalf("Read(%d, 1) = %d batches starting %d, want the batch [%d, %d]",
-					off, len(hs), hs[0].baseOffset, r.BaseOffset, r.LastOffset)
+					off, len(hs), hs[0].BaseOffset, r.BaseOffset, r.LastOffset)
 			}
 		}
 	}
@@ -55,13 +55,13 @@ func TestReadFindsBatchForEveryOffset(t *testing.T) {
 			t.Fatal(err)
 		}
 		hs := batchesIn(t, readAll(t, s))
-		if hs[0].baseOffset != seg.base || hs[len(hs)-1].nextOffset() != seg.next {
+		if hs[0].BaseOffset != seg.base || hs[len(hs)-1].NextOffset() != seg.next {
 			t.Fatalf("Read(%d) covered [%d, %d), want the segment [%d, %d)",
-				seg.base, hs[0].baseOffset, hs[len(hs)-1].nextOffset(), seg.base, seg.next)
+				seg.base, hs[0].BaseOffset, hs[len(hs)-1].NextOffset(), seg.base, seg.next)
 		}
 		for i := 1; i < len(hs); i++ {
-			if hs[i].baseOffset != hs[i-1].nextOffset() {
-				t.Fatalf("gap between batches at %d", hs[i].baseOffset)
+			if hs[i].BaseOffset != hs[i-1].NextOffset() {
+				t.Fatalf("gap between batches at %d", hs[i].BaseOffset)
 			}
 		}
 	}
@@ -98,8 +98,8 @@ func TestReadMaxBytes(t *testing.T) {
 				t.Fatal(err)
 			}
 			hs := batchesIn(t, readAll(t, s))
-			if len(hs) != tt.wantBatches || hs[0].baseOffset != tt.offset {
-				t.Fatalf("got %d batches from %d, want %d from %d", len(hs), hs[0].baseOffset, tt.wantBatches, tt.offset)
+			if len(hs) != tt.wantBatches || hs[0].BaseOffset != tt.offset {
+				t.Fatalf("got %d batches from %d, want %d from %d", len(hs), hs[0].BaseOffset, tt.wantBatches, tt.offset)
 			}
 		})
 	}
@@ -135,7 +135,7 @@ func TestReadRange(t *testing.T) {
 		}
 		if tt.wantData {
 			hs := batchesIn(t, readAll(t, s))
-			if last := hs[len(hs)-1].nextOffset(); last != 6 {
+			if last := hs[len(hs)-1].NextOffset(); last != 6 {
 				t.Errorf("Read(%d) went to %d, past the high watermark 6", tt.offset, last)
 			}
 		}

@@ -22,6 +22,8 @@ import (
 	"math"
 	"sort"
 	"sync"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // maxCheckedRanges bounds the stretches a segment remembers as checked;
@@ -130,8 +132,8 @@ func checkStretch(s *segment, gaps map[int64]int64, from, to int64) *scanProblem
 		if want < 0 { // the first batch of a stretch: its own offset, within the segment
 			if from == 0 {
 				want = g.gapEnd(s.base)
-			} else if b, err := r.peek(pos, batchHeaderSize); err == nil {
-				if want = parseHeader(b).baseOffset; want < s.base {
+			} else if b, err := r.peek(pos, recordbatch.HeaderSize); err == nil {
+				if want = recordbatch.ParseHeader(b).BaseOffset; want < s.base {
 					return &scanProblem{pos: pos, reason: fmt.Sprintf("base offset %d below the segment's %d", want, s.base)}
 				}
 			}
@@ -140,8 +142,8 @@ func checkStretch(s *segment, gaps map[int64]int64, from, to int64) *scanProblem
 		if p != nil {
 			return p
 		}
-		pos += h.size()
-		next = g.gapEnd(h.nextOffset())
+		pos += h.Size()
+		next = g.gapEnd(h.NextOffset())
 	}
 	return nil
 }

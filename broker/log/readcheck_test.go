@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 func TestCheckedRanges(t *testing.T) {
@@ -114,7 +116,7 @@ func TestReadQuarantinesDamage(t *testing.T) {
 			}
 			var got []int64
 			for _, h := range batchesIn(t, readAll(t, s)) { // CRC-checked
-				got = append(got, h.baseOffset)
+				got = append(got, h.BaseOffset)
 			}
 			if fmt.Sprint(got) != "[6 10]" {
 				t.Fatalf("read from 6 served batches %v, want [6 10] (8 quarantined)", got)
@@ -141,7 +143,7 @@ func TestReadRepairsDamageInTheActiveSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hs := batchesIn(t, readAll(t, s)); len(hs) != 1 || hs[0].baseOffset != 20 {
+	if hs := batchesIn(t, readAll(t, s)); len(hs) != 1 || hs[0].BaseOffset != 20 {
 		t.Fatalf("read from 18 served %v, want the batch at 20", hs)
 	}
 	if rec.String() != "lost [[18 20]], before loss [18]" {
@@ -180,8 +182,8 @@ func TestReadCheckWaitsForBeforeLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hs := batchesIn(t, readAll(t, s)); hs[0].baseOffset != 10 {
-		t.Fatalf("read from 8 after the repair served %d first", hs[0].baseOffset)
+	if hs := batchesIn(t, readAll(t, s)); hs[0].BaseOffset != 10 {
+		t.Fatalf("read from 8 after the repair served %d first", hs[0].BaseOffset)
 	}
 }
 
@@ -194,7 +196,7 @@ func TestReadRepairsADamagedLength(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteAt([]byte{0, 0, 0, 1}, S+offLength) // the batch at 8 claims to be 13 bytes long
+	f.WriteAt([]byte{0, 0, 0, 1}, S+recordbatch.OffLength) // the batch at 8 claims to be 13 bytes long
 	f.Close()
 	var rec lossRecorder
 	l, _ := openLog(t, dir, rec.config(fixtureConfig()))

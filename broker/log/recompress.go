@@ -1,17 +1,10 @@
 package log
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"sync"
 
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/s2"
-	"github.com/klauspost/compress/zstd"
-	"github.com/pierrec/lz4/v4"
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // Recompression serves a topic whose compression.type names a codec: a
@@ -24,32 +17,6 @@ import (
 // sent, so validating the new batch (Append does) validates the producer's
 // records.
 
-// Codec is a record batch's compression codec, as the low three bits of its
-// attributes carry it.
-type Codec uint8
-
-const (
-	CodecNone   Codec = codecNone
-	CodecGzip   Codec = codecGzip
-	CodecSnappy Codec = codecSnappy
-	CodecLZ4    Codec = codecLZ4
-	CodecZstd   Codec = codecZstd
-)
-
-// String is the codec's name as Kafka's compression.type spells it.
-func (c Codec) String() string {
-	if c == CodecNone {
-		return "uncompressed"
-	}
-	return codecName(int(c))
-}
-
-// BatchCodec is the codec of a RecordBatch v2; batch must hold at least the
-// attributes.
-func BatchCodec(batch []byte) Codec {
-	return Codec(binary.BigEndian.Uint16(batch[offAttributes:]) & codecMask)
-}
-
 // ErrBatchTooLarge is returned by Recompress when the re-encoded batch
 // would exceed the size the caller allows (max.message.bytes).
 var ErrBatchTooLarge = errors.New("record batch too large")
@@ -61,11 +28,11 @@ var ErrBatchTooLarge = errors.New("record batch too large")
 // MaxDecompressedBytes. A result longer than maxSize bytes is refused with
 // ErrBatchTooLarge (recompression may grow a batch, to none most of all).
 func (l *Log) Recompress(batch []byte, to Codec, maxSize int64) ([]byte, error) {
-	h, err := checkFraming(batch)
+	h, err := recordbatch.CheckFraming(batch)
 	if err != nil {
 		return nil, err
 	}
-	if BatchCodec(batch) == to {
+	if recordbatch.BatchCodec(batch) == to {
 		return batch, nil
 	}
 	return l.reencode(batch, &h, to, maxSize)
@@ -73,115 +40,33 @@ func (l *Log) Recompress(batch []byte, to Codec, maxSize int64) ([]byte, error) 
 
 // reencode is Recompress of a batch whose framing is checked and whose
 // codec is not to.
-func (l *Log) reencode(batch []byte, h *batchHeader, to Codec, maxSize int64) ([]byte, error) {
-	from := BatchCodec(batch)
+func (l *Log) reencode(batch []byte, h *recordbatch.Header, to Codec, maxSize int64) ([]byte, error) {
+	from := recordbatch.BatchCodec(batch)
 	if to > CodecZstd {
 		return nil, fmt.Errorf("recompressing: unknown compression codec %d", to)
 	}
-	records := batch[batchHeaderSize:]
-	if from != CodecNone && h.recordCount > 0 {
+	records := batch[recordbatch.HeaderSize:]
+	if from != CodecNone && h.RecordCount > 0 {
 		var release func()
 		var err error
-		// Under the broker-wide budget (decompress_budget.go).
-		if records, release, err = l.decompressBudgeted(int(from), records); err != nil {
+		// Under the broker-wide budget (recordbatch/budget.go).
+		records, release, err = recordbatch.DecompressBudgeted(l.cfg.DecompressMemory, from, records, l.cfg.MaxDecompressedBytes, l.done)
+		if errors.Is(err, recordbatch.ErrCanceled) {
+			return nil, ErrClosed
+		}
+		if err != nil {
 			return nil, err
 		}
 		defer release()
 	}
-	out := &cappedBuffer{max: maxSize}
-	out.Write(batch[:batchHeaderSize])
-	if err := compressInto(out, to, records); err != nil {
+	nb, ok, err := recordbatch.Encode(batch[:recordbatch.HeaderSize], records, to, maxSize)
+	if err != nil {
 		return nil, err
 	}
-	if out.over {
+	if !ok {
 		return nil, fmt.Errorf("%w: re-encoded with %s (the topic's compression.type) the batch takes more than %d bytes", ErrBatchTooLarge, to, maxSize)
 	}
-	nb := out.Bytes()
-	binary.BigEndian.PutUint32(nb[offLength:], uint32(len(nb)-lengthPrefix))
-	attrs := binary.BigEndian.Uint16(nb[offAttributes:])
-	binary.BigEndian.PutUint16(nb[offAttributes:], attrs&^codecMask|uint16(to))
-	binary.BigEndian.PutUint32(nb[offCRC:], crc32.Checksum(nb[offAttributes:], castagnoli))
 	return nb, nil
-}
-
-// cappedBuffer is a bytes.Buffer that stops taking bytes once it holds
-// more than max, so a batch that grows too large costs at most max bytes
-// of memory before it is refused.
-type cappedBuffer struct {
-	bytes.Buffer
-	max  int64
-	over bool
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if b.over || int64(b.Len()+len(p)) > b.max {
-		b.over = true
-		return len(p), nil // the caller checks over once at the end
-	}
-	return b.Buffer.Write(p)
-}
-
-// Encoders are pooled, as decoders are: building one costs more than
-// compressing a batch. Levels are the libraries' defaults, which are
-// Kafka's defaults too (gzip 6, lz4 fast, zstd 3).
-var (
-	gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
-	lz4Writers  = sync.Pool{New: func() any {
-		w := lz4.NewWriter(nil)
-		// 64 KiB blocks, as Kafka's Java client writes them: the default
-		// 4 MiB blocks would make every pooled writer hold megabytes.
-		if err := w.Apply(lz4.BlockSizeOption(lz4.Block64Kb)); err != nil {
-			panic(fmt.Sprintf("lz4 writer options: %v", err)) // the options are constants
-		}
-		return w
-	}}
-	// One zstd encoder serves every goroutine: EncodeAll is safe for
-	// concurrent use and keeps a state per concurrent caller. A whole-buffer
-	// encoding declares its content size, which the readers' decoders use
-	// to size their window instead of zstd's 8 MiB default.
-	zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
-		enc, err := zstd.NewWriter(nil)
-		if err != nil {
-			panic(fmt.Sprintf("zstd encoder options: %v", err)) // the options are constants
-		}
-		return enc
-	})
-)
-
-// compressInto appends records encoded with codec to out.
-func compressInto(out *cappedBuffer, codec Codec, records []byte) error {
-	switch codec {
-	case CodecNone:
-		out.Write(records)
-	case CodecGzip:
-		w := gzipWriters.Get().(*gzip.Writer)
-		defer gzipWriters.Put(w)
-		w.Reset(out)
-		w.Write(records) // out never fails
-		if err := w.Close(); err != nil {
-			return fmt.Errorf("gzip: %w", err)
-		}
-		w.Reset(nil)
-	case CodecLZ4:
-		w := lz4Writers.Get().(*lz4.Writer)
-		defer lz4Writers.Put(w)
-		w.Reset(out)
-		if _, err := w.Write(records); err != nil {
-			return fmt.Errorf("lz4: %w", err)
-		}
-		if err := w.Close(); err != nil {
-			return fmt.Errorf("lz4: %w", err)
-		}
-		w.Reset(nil)
-	case CodecSnappy:
-		// Raw snappy, as franz-go and librdkafka write it; every Kafka
-		// client reads it (the Java client's xerial reader falls back to
-		// it when the xerial header is missing).
-		out.Write(s2.EncodeSnappy(nil, records))
-	case CodecZstd:
-		out.Write(zstdEncoder().EncodeAll(records, nil))
-	}
-	return nil
 }
 
 // Compression is a topic's compression.type: either CompressionProducer,

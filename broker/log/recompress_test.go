@@ -7,6 +7,10 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
+
+	"github.com/tributary-io/tributary/internal/recordbatch/rbtest"
 )
 
 // recompressInput is batchOf with every header field a recompression must
@@ -19,7 +23,7 @@ func recompressInput(records []byte, count int32, codec int16) []byte {
 		FirstTimestamp: 1_700_000_000_123, MaxTimestamp: 1_700_000_000_456,
 		ProducerID: 4242, ProducerEpoch: 3, FirstSequence: 17, NumRecords: count, Records: records,
 	}
-	return fixBatch(rb.AppendTo(nil))
+	return rbtest.FixBatch(rb.AppendTo(nil))
 }
 
 // TestRecompressEveryCodecPair: from every codec a producer may send
@@ -27,37 +31,37 @@ func recompressInput(records []byte, count int32, codec int16) []byte {
 // result is a valid batch in the target codec holding the same record
 // bytes under the same header.
 func TestRecompressEveryCodecPair(t *testing.T) {
-	records := cat(
-		encRecord(0, []byte("k0"), bytes.Repeat([]byte("value zero "), 30)),
-		encRecord(1, nil, []byte("v1"), kmsg.Header{Key: "h", Value: []byte("x")}),
-		encRecord(2, []byte("k2"), nil),
+	records := rbtest.Cat(
+		rbtest.Record(0, []byte("k0"), bytes.Repeat([]byte("value zero "), 30)),
+		rbtest.Record(1, nil, []byte("v1"), kmsg.Header{Key: "h", Value: []byte("x")}),
+		rbtest.Record(2, []byte("k2"), nil),
 	)
-	sources := append([]compressor{{name: "none", codec: codecNone}}, compressors...)
+	sources := append([]rbtest.Compressor{{Name: "none", Codec: 0}}, rbtest.Compressors...)
 	l, _ := openLog(t, t.TempDir(), testConfig())
 	for _, src := range sources {
 		payload := records
-		if src.codec != codecNone {
-			payload = compress(src, records)
+		if src.Codec != int16(CodecNone) {
+			payload = rbtest.Compress(src, records)
 		}
-		in := recompressInput(payload, 3, src.codec)
+		in := recompressInput(payload, 3, src.Codec)
 		for to := CodecNone; to <= CodecZstd; to++ {
-			t.Run(src.name+"->"+to.String(), func(t *testing.T) {
+			t.Run(src.Name+"->"+to.String(), func(t *testing.T) {
 				out, err := l.Recompress(in, to, 1<<20)
 				if err != nil {
 					t.Fatalf("Recompress: %v", err)
 				}
-				if got := BatchCodec(out); got != to {
+				if got := recordbatch.BatchCodec(out); got != to {
 					t.Fatalf("codec %v, want %v", got, to)
 				}
-				if Codec(src.codec) == to && &out[0] != &in[0] {
+				if Codec(src.Codec) == to && &out[0] != &in[0] {
 					t.Fatalf("a batch already in %v was copied", to)
 				}
-				if _, err := validateBatch(out, DefaultMaxDecompressedBytes); err != nil {
+				if _, err := recordbatch.Validate(out, DefaultMaxDecompressedBytes); err != nil {
 					t.Fatalf("recompressed batch does not validate: %v", err)
 				}
-				got := out[batchHeaderSize:]
+				got := out[recordbatch.HeaderSize:]
 				if to != CodecNone {
-					if got, err = decompressAll(int(to), got, DefaultMaxDecompressedBytes); err != nil {
+					if got, err = recordbatch.DecompressAll(to, got, DefaultMaxDecompressedBytes); err != nil {
 						t.Fatalf("decompressing the result: %v", err)
 					}
 				}
@@ -65,11 +69,11 @@ func TestRecompressEveryCodecPair(t *testing.T) {
 					t.Fatalf("records changed in recompression")
 				}
 				// Everything but length, CRC and the codec bits is kept.
-				want, have := bytes.Clone(in[:batchHeaderSize]), bytes.Clone(out[:batchHeaderSize])
+				want, have := bytes.Clone(in[:recordbatch.HeaderSize]), bytes.Clone(out[:recordbatch.HeaderSize])
 				for _, b := range [][]byte{want, have} {
-					copy(b[offLength:offLength+4], "LLLL")
-					copy(b[offCRC:offCRC+4], "CCCC")
-					binary.BigEndian.PutUint16(b[offAttributes:], binary.BigEndian.Uint16(b[offAttributes:])&^codecMask)
+					copy(b[recordbatch.OffLength:recordbatch.OffLength+4], "LLLL")
+					copy(b[recordbatch.OffCRC:recordbatch.OffCRC+4], "CCCC")
+					binary.BigEndian.PutUint16(b[recordbatch.OffAttributes:], binary.BigEndian.Uint16(b[recordbatch.OffAttributes:])&^7)
 				}
 				if !bytes.Equal(want, have) {
 					t.Fatalf("header changed:\n in  %x\n out %x", want, have)
@@ -92,13 +96,13 @@ func TestRecompressRefusals(t *testing.T) {
 		t.Errorf("damaged batch: %v, want ErrCorruptBatch", err)
 	}
 
-	garbage := batchOf(bytes.Repeat([]byte{0x5a, 0xa5, 0x33}, 40), 1, codecGzip)
+	garbage := rbtest.Batch(bytes.Repeat([]byte{0x5a, 0xa5, 0x33}, 40), 1, int16(CodecGzip))
 	if _, err := l.Recompress(garbage, CodecNone, 1<<20); !errors.Is(err, ErrCorruptBatch) {
 		t.Errorf("gzip payload that is not gzip: %v, want ErrCorruptBatch", err)
 	}
 
-	zeros := encRecord(0, nil, make([]byte, 256<<10))
-	small := batchOf(compress(compressors[0], zeros), 1, codecGzip)
+	zeros := rbtest.Record(0, nil, make([]byte, 256<<10))
+	small := rbtest.Batch(rbtest.Compress(rbtest.Compressors[0], zeros), 1, int16(CodecGzip))
 	if _, err := l.Recompress(small, CodecNone, 64<<10); !errors.Is(err, ErrBatchTooLarge) {
 		t.Errorf("256 KiB of zeros uncompressed under a 64 KiB limit: %v, want ErrBatchTooLarge", err)
 	}
@@ -129,10 +133,10 @@ func TestAppendBatchesIn(t *testing.T) {
 	}
 	stored := readAll(t, s)
 	for pos := 0; pos < len(stored); {
-		if c := BatchCodec(stored[pos:]); c != CodecZstd {
+		if c := recordbatch.BatchCodec(stored[pos:]); c != CodecZstd {
 			t.Fatalf("batch at byte %d stored as %v, want zstd", pos, c)
 		}
-		pos += lengthPrefix + int(binary.BigEndian.Uint32(stored[pos+offLength:]))
+		pos += recordbatch.LengthPrefix + int(binary.BigEndian.Uint32(stored[pos+recordbatch.OffLength:]))
 	}
 
 	retry, err := l.AppendBatchesIn([][]byte{makeBatch(batchOpts{records: 2, pid: 9, seq: 4})}, CodecZstd, 1<<20)
@@ -140,8 +144,8 @@ func TestAppendBatchesIn(t *testing.T) {
 		t.Fatalf("retry of the second batch: %+v %v, want a duplicate at offset 4", retry, err)
 	}
 
-	lying := batchOf(encRecord(7, nil, []byte("v")), 1, codecNone) // offset delta 7 in a 1-record batch
-	big := batchOf(compress(compressors[0], encRecord(0, nil, make([]byte, 256<<10))), 1, codecGzip)
+	lying := rbtest.Batch(rbtest.Record(7, nil, []byte("v")), 1, int16(CodecNone)) // offset delta 7 in a 1-record batch
+	big := rbtest.Batch(rbtest.Compress(rbtest.Compressors[0], rbtest.Record(0, nil, make([]byte, 256<<10))), 1, int16(CodecGzip))
 	for _, tc := range []struct {
 		name  string
 		batch []byte
@@ -181,20 +185,20 @@ func BenchmarkRecompress(b *testing.B) {
 // the log accept what it would refuse as sent, and what it accepts holds
 // the records as sent, in the topic's codec.
 func FuzzAppendBatchesIn(f *testing.F) {
-	records := cat(encRecord(0, []byte("key"), []byte("value")), encRecord(1, nil, nil), encRecord(2, []byte{}, []byte("x")))
-	f.Add(batchOf(records, 3, codecNone), true, uint8(CodecGzip))
-	f.Add(batchOf(encRecord(7, nil, []byte("v")), 1, codecNone), true, uint8(CodecZstd))
-	for _, c := range compressors {
-		f.Add(batchOf(compress(c, records), 3, c.codec), true, uint8(CodecNone))
-		f.Add(batchOf(compress(c, records), 3, c.codec), false, uint8(CodecLZ4))
+	records := rbtest.Cat(rbtest.Record(0, []byte("key"), []byte("value")), rbtest.Record(1, nil, nil), rbtest.Record(2, []byte{}, []byte("x")))
+	f.Add(rbtest.Batch(records, 3, int16(CodecNone)), true, uint8(CodecGzip))
+	f.Add(rbtest.Batch(rbtest.Record(7, nil, []byte("v")), 1, int16(CodecNone)), true, uint8(CodecZstd))
+	for _, c := range rbtest.Compressors {
+		f.Add(rbtest.Batch(rbtest.Compress(c, records), 3, c.Codec), true, uint8(CodecNone))
+		f.Add(rbtest.Batch(rbtest.Compress(c, records), 3, c.Codec), false, uint8(CodecLZ4))
 	}
 	const limit = 1 << 20 // keeps a mutated bomb cheap
 	f.Fuzz(func(t *testing.T, data []byte, fix bool, codec uint8) {
 		to := Codec(codec % 5)
-		if fix && len(data) >= batchHeaderSize {
-			data = fixBatch(bytes.Clone(data))
+		if fix && len(data) >= recordbatch.HeaderSize {
+			data = rbtest.FixBatch(bytes.Clone(data))
 		}
-		_, asSent := validateBatch(data, limit)
+		_, asSent := recordbatch.Validate(data, limit)
 		cfg := testConfig()
 		cfg.MaxDecompressedBytes = limit
 		l, _ := openLog(t, t.TempDir(), cfg)
@@ -215,14 +219,14 @@ func FuzzAppendBatchesIn(f *testing.F) {
 			t.Fatal(err)
 		}
 		stored := readAll(t, s)
-		if BatchCodec(stored) != to {
-			t.Fatalf("stored as %v, want %v", BatchCodec(stored), to)
+		if recordbatch.BatchCodec(stored) != to {
+			t.Fatalf("stored as %v, want %v", recordbatch.BatchCodec(stored), to)
 		}
 		recordsOf := func(b []byte) []byte {
-			r := b[batchHeaderSize:]
-			if c := BatchCodec(b); c != CodecNone {
+			r := b[recordbatch.HeaderSize:]
+			if c := recordbatch.BatchCodec(b); c != CodecNone {
 				var err error
-				if r, err = decompressAll(int(c), r, limit); err != nil {
+				if r, err = recordbatch.DecompressAll(c, r, limit); err != nil {
 					t.Fatalf("decompressing %v records: %v", c, err)
 				}
 			}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // The recovery fixture: 11 batches of 2 records, 3 batches a segment:
@@ -124,7 +126,7 @@ func TestRecovery(t *testing.T) {
 			damage:      func(t *testing.T, dir string) { flipByte(t, segPath(dir, 6), S+7) },
 			wantScanned: 4, wantLEO: 22, wantSegments: 4, wantLost: [][2]int64{{8, 10}}},
 		{name: "length field damaged in the middle", noCheckpoint: true,
-			damage:      func(t *testing.T, dir string) { flipByte(t, segPath(dir, 6), S+offLength+1) },
+			damage:      func(t *testing.T, dir string) { flipByte(t, segPath(dir, 6), S+recordbatch.OffLength+1) },
 			wantScanned: 4, wantLEO: 22, wantSegments: 4, wantLost: [][2]int64{{8, 10}}},
 		{name: "middle segment of garbage", noCheckpoint: true,
 			damage: func(t *testing.T, dir string) {
@@ -141,7 +143,7 @@ func TestRecovery(t *testing.T) {
 			damage:      func(t *testing.T, dir string) { flipByte(t, segPath(dir, 18), S+7) },
 			wantScanned: 1, wantLEO: 20, wantTruncBytes: S, wantReason: "base offset", wantSegments: 4},
 		{name: "magic changed",
-			damage:      func(t *testing.T, dir string) { flipByte(t, segPath(dir, 18), S+offMagic) },
+			damage:      func(t *testing.T, dir string) { flipByte(t, segPath(dir, 18), S+recordbatch.OffMagic) },
 			wantScanned: 1, wantLEO: 20, wantTruncBytes: S, wantReason: "magic", wantSegments: 4},
 		{name: "segment of garbage",
 			damage: func(t *testing.T, dir string) {
@@ -252,7 +254,7 @@ func checkRecovered(t *testing.T, l *Log, leo int64, segments int, verifyCRC boo
 			t.Fatalf("Read(%d): %v", off, err)
 		}
 		b := readAll(t, s)
-		h := parseHeader(b)
+		h := recordbatch.ParseHeader(b)
 		if verifyCRC {
 			batchesIn(t, b)
 		}
@@ -262,8 +264,8 @@ func checkRecovered(t *testing.T, l *Log, leo int64, segments int, verifyCRC boo
 				want = r[1]
 			}
 		}
-		if int64(len(b)) != h.size() || h.baseOffset > want || h.nextOffset() <= want {
-			t.Fatalf("Read(%d) returned the batch at %d, want the one holding %d", off, h.baseOffset, want)
+		if int64(len(b)) != h.Size() || h.BaseOffset > want || h.NextOffset() <= want {
+			t.Fatalf("Read(%d) returned the batch at %d, want the one holding %d", off, h.BaseOffset, want)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // repairConfig is the fixture's config with the hook a replicated
@@ -23,7 +25,7 @@ func repairConfig(fsys FS, dir string) Config {
 // its leader would send it to a follower.
 func fixtureBatchAt(base int64) []byte {
 	b := fixtureBatch()
-	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(base)) // outside the CRC
+	binary.BigEndian.PutUint64(b[recordbatch.OffBaseOffset:], uint64(base)) // outside the CRC
 	return b
 }
 

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // AppendReplica appends batches copied from the partition's leader,
@@ -26,9 +28,9 @@ import (
 // with that gap recorded (recordLeadersGap). Batches become readable, and
 // count as held for the leader, once flushed.
 func (l *Log) AppendReplica(batches [][]byte) (AppendResult, error) {
-	plan := make([]batchHeader, len(batches))
+	plan := make([]recordbatch.Header, len(batches))
 	for i, b := range batches {
-		h, err := validateBatch(b, l.cfg.MaxDecompressedBytes)
+		h, err := recordbatch.Validate(b, l.cfg.MaxDecompressedBytes)
 		if err != nil {
 			return AppendResult{}, fmt.Errorf("batch %d of %d from the leader: %w", i+1, len(batches), err)
 		}
@@ -47,10 +49,10 @@ func (l *Log) AppendReplica(batches [][]byte) (AppendResult, error) {
 	for i := range plan {
 		h := &plan[i]
 		switch {
-		case h.nextOffset() <= l.leo:
+		case h.NextOffset() <= l.leo:
 			continue
-		case h.baseOffset < l.leo:
-			return res, fmt.Errorf("%w: the leader's batch [%d, %d] overlaps this log's end %d", ErrOffsetOutOfRange, h.baseOffset, h.nextOffset()-1, l.leo)
+		case h.BaseOffset < l.leo:
+			return res, fmt.Errorf("%w: the leader's batch [%d, %d] overlaps this log's end %d", ErrOffsetOutOfRange, h.BaseOffset, h.NextOffset()-1, l.leo)
 		}
 		base, last, err := l.write(batches[i], h, now, true)
 		if err != nil {
@@ -139,7 +141,7 @@ func (s *segment) positionOf(entries []indexEntry, offset, limit int64) (int64, 
 	defer func() { r.f = nil; readerPool.Put(r) }()
 	r.f, r.size, r.bufLen = s.f, limit, 0
 	pos := int64(lookup(entries, uint32(offset-s.base)).pos)
-	return s.scanTo(r, pos, limit, func(h batchHeader) bool { return h.baseOffset >= offset })
+	return s.scanTo(r, pos, limit, func(h recordbatch.Header) bool { return h.BaseOffset >= offset })
 }
 
 // ReadToEnd is Read up to the log end offset rather than the high

@@ -40,8 +40,8 @@ func TestAppendReplicaRecordsTheLeadersGaps(t *testing.T) {
 					t.Fatalf("Read(%d): %v", off, err)
 				}
 				h := batchesIn(t, readAll(t, s))[0]
-				got = append(got, h.baseOffset)
-				off = h.nextOffset()
+				got = append(got, h.BaseOffset)
+				off = h.NextOffset()
 			}
 			if fmt.Sprint(got) != "[0 2 6 8 12 14 16]" || l.LogEndOffset() != 18 {
 				t.Fatalf("read batches %v, log end %d", got, l.LogEndOffset())

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"testing"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // A follower's log holds each batch at the offset its leader gave it, and
@@ -86,9 +88,9 @@ func TestReadUpToStopsAtEnd(t *testing.T) {
 func splitBatches(raw []byte) [][]byte {
 	var out [][]byte
 	for len(raw) > 0 {
-		h := parseHeader(raw)
-		out = append(out, bytes.Clone(raw[:h.size()]))
-		raw = raw[h.size():]
+		h := recordbatch.ParseHeader(raw)
+		out = append(out, bytes.Clone(raw[:h.Size()]))
+		raw = raw[h.Size():]
 	}
 	return out
 }

@@ -3,8 +3,9 @@ package log
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // A scanProblem is the first byte of a segment that does not hold a valid
@@ -34,72 +35,72 @@ func (p *scanProblem) String() string {
 // walk extends s.index by the interval rule and sets s.next and s.maxTs as
 // it goes, so on return s describes the valid prefix [0, end).
 func (s *segment) walk(r *reader, pos, next int64, interval int64, verify bool,
-	visit func(pos int64, h *batchHeader)) (end int64, problem *scanProblem) {
+	visit func(pos int64, h *recordbatch.Header)) (end int64, problem *scanProblem) {
 	s.next = next
 	for pos < r.size {
 		h, p := checkBatchAt(r, pos, s.gapEnd(next), verify)
 		if p != nil {
 			return pos, p
 		}
-		if pos > math.MaxUint32 || !relOffsetFits(s.base, h.nextOffset()-1) {
+		if pos > math.MaxUint32 || !relOffsetFits(s.base, h.NextOffset()-1) {
 			return pos, &scanProblem{pos: pos, reason: "segment exceeds the 4 GiB / 2^32 offsets an index can address"}
 		}
-		s.maxTs = max(s.maxTs, h.maxTimestamp)
-		if e, ok := s.indexEntryFor(pos, h.baseOffset, s.maxTs, interval); ok {
+		s.maxTs = max(s.maxTs, h.MaxTimestamp)
+		if e, ok := s.indexEntryFor(pos, h.BaseOffset, s.maxTs, interval); ok {
 			s.index = append(s.index, e)
 		}
 		if visit != nil {
 			visit(pos, &h)
 		}
-		pos += h.size()
-		next = h.nextOffset()
+		pos += h.Size()
+		next = h.NextOffset()
 		s.next = next
 	}
 	return pos, nil
 }
 
 // checkBatchAt checks the batch starting at pos; see walk.
-func checkBatchAt(r *reader, pos, next int64, verify bool) (batchHeader, *scanProblem) {
+func checkBatchAt(r *reader, pos, next int64, verify bool) (recordbatch.Header, *scanProblem) {
 	remaining := r.size - pos
-	if remaining < lengthPrefix {
-		return batchHeader{}, &scanProblem{pos: pos, torn: true,
+	if remaining < recordbatch.LengthPrefix {
+		return recordbatch.Header{}, &scanProblem{pos: pos, torn: true,
 			reason: fmt.Sprintf("incomplete batch: %d bytes, less than a batch header", remaining)}
 	}
-	b, err := r.peek(pos, lengthPrefix)
+	b, err := r.peek(pos, recordbatch.LengthPrefix)
 	if err != nil {
-		return batchHeader{}, &scanProblem{pos: pos, reason: err.Error()}
+		return recordbatch.Header{}, &scanProblem{pos: pos, reason: err.Error()}
 	}
-	length := int64(int32(binary.BigEndian.Uint32(b[offLength:])))
-	if length < minBatchLength {
-		return batchHeader{}, tornOrCorrupt(r, pos, fmt.Sprintf("length field %d is below the minimum %d", length, minBatchLength))
+	length := int64(int32(binary.BigEndian.Uint32(b[recordbatch.OffLength:])))
+	if length < recordbatch.MinLength {
+		return recordbatch.Header{}, tornOrCorrupt(r, pos, fmt.Sprintf("length field %d is below the minimum %d", length, recordbatch.MinLength))
 	}
-	if lengthPrefix+length > remaining {
-		return batchHeader{}, &scanProblem{pos: pos, torn: true,
-			reason: fmt.Sprintf("incomplete batch: %d of %d bytes", remaining, lengthPrefix+length)}
+	if recordbatch.LengthPrefix+length > remaining {
+		return recordbatch.Header{}, &scanProblem{pos: pos, torn: true,
+			reason: fmt.Sprintf("incomplete batch: %d of %d bytes", remaining, recordbatch.LengthPrefix+length)}
 	}
-	b, err = r.peek(pos, batchHeaderSize)
+	b, err = r.peek(pos, recordbatch.HeaderSize)
 	if err != nil {
-		return batchHeader{}, &scanProblem{pos: pos, reason: err.Error()}
+		return recordbatch.Header{}, &scanProblem{pos: pos, reason: err.Error()}
 	}
-	h := parseHeader(b)
-	if err := checkHeader(&h); err != nil {
+	h := recordbatch.ParseHeader(b)
+	if err := recordbatch.CheckHeader(&h); err != nil {
 		return h, &scanProblem{pos: pos, reason: err.Error()}
 	}
-	if h.baseOffset != next {
-		return h, &scanProblem{pos: pos, reason: fmt.Sprintf("base offset %d, want %d (the end of the previous batch)", h.baseOffset, next)}
+	if h.BaseOffset != next {
+		return h, &scanProblem{pos: pos, reason: fmt.Sprintf("base offset %d, want %d (the end of the previous batch)", h.BaseOffset, next)}
 	}
 	if verify {
-		sum := crc32.Checksum(b[offAttributes:batchHeaderSize], castagnoli)
-		for off, end := pos+batchHeaderSize, pos+h.size(); off < end; {
+		sum := recordbatch.UpdateChecksum(0, b[recordbatch.OffAttributes:recordbatch.HeaderSize])
+		for off, end := pos+recordbatch.HeaderSize, pos+h.Size(); off < end; {
 			chunk, err := r.peek(off, int(min(end-off, int64(len(r.buf)))))
 			if err != nil {
 				return h, &scanProblem{pos: pos, reason: err.Error()}
 			}
-			sum = crc32.Update(sum, castagnoli, chunk)
+			sum = recordbatch.UpdateChecksum(sum, chunk)
 			off += int64(len(chunk))
 		}
-		if sum != h.crc {
-			return h, &scanProblem{pos: pos, reason: fmt.Sprintf("crc mismatch: header says %08x, bytes give %08x", h.crc, sum)}
+		if sum != h.CRC {
+			return h, &scanProblem{pos: pos, reason: fmt.Sprintf("crc mismatch: header says %08x, bytes give %08x", h.CRC, sum)}
 		}
 	}
 	return h, nil
@@ -141,7 +142,7 @@ type damage struct {
 // position (a torn write, cut as always). In an earlier segment the bytes
 // from a problem to the end are damage, since the next segment holds what
 // comes after.
-func (s *segment) scan(r *reader, interval, below int64, visit func(pos int64, h *batchHeader)) (end int64, damaged []damage, tail *scanProblem) {
+func (s *segment) scan(r *reader, interval, below int64, visit func(pos int64, h *recordbatch.Header)) (end int64, damaged []damage, tail *scanProblem) {
 	pos, next := int64(0), s.base
 	for {
 		end, p := s.walk(r, pos, next, interval, true, visit)
@@ -155,14 +156,14 @@ func (s *segment) scan(r *reader, interval, below int64, visit func(pos int64, h
 		}
 		d := damage{from: p.pos, to: r.size, firstLost: first, nextKept: below, problem: p}
 		if ok {
-			d.to, d.nextKept = q, h.baseOffset
+			d.to, d.nextKept = q, h.BaseOffset
 		}
 		damaged = append(damaged, d)
 		if !ok {
 			s.next = first
 			return r.size, damaged, nil
 		}
-		pos, next = q, h.baseOffset
+		pos, next = q, h.BaseOffset
 	}
 }
 
@@ -171,23 +172,23 @@ func (s *segment) scan(r *reader, interval, below int64, visit func(pos int64, h
 // file, magic 2, consistent record counts, a base offset at or after next
 // with all its offsets below below, and a matching CRC32C. Random bytes pass
 // all of that with a probability far below one in 2^32 per position.
-func resync(r *reader, from, next, below int64) (pos int64, h batchHeader, ok bool) {
-	for q := from; q+batchHeaderSize <= r.size; q++ {
-		b, err := r.peek(q, batchHeaderSize)
+func resync(r *reader, from, next, below int64) (pos int64, h recordbatch.Header, ok bool) {
+	for q := from; q+recordbatch.HeaderSize <= r.size; q++ {
+		b, err := r.peek(q, recordbatch.HeaderSize)
 		if err != nil {
-			return 0, batchHeader{}, false
+			return 0, recordbatch.Header{}, false
 		}
-		if b[offMagic] != 2 {
+		if b[recordbatch.OffMagic] != 2 {
 			continue
 		}
-		h := parseHeader(b)
-		if h.length < minBatchLength || q+h.size() > r.size || h.baseOffset < next ||
-			checkHeader(&h) != nil || h.nextOffset() > below || h.nextOffset() < h.baseOffset {
+		h := recordbatch.ParseHeader(b)
+		if h.Length < recordbatch.MinLength || q+h.Size() > r.size || h.BaseOffset < next ||
+			recordbatch.CheckHeader(&h) != nil || h.NextOffset() > below || h.NextOffset() < h.BaseOffset {
 			continue
 		}
-		if _, p := checkBatchAt(r, q, h.baseOffset, true); p == nil {
+		if _, p := checkBatchAt(r, q, h.BaseOffset, true); p == nil {
 			return q, h, true
 		}
 	}
-	return 0, batchHeader{}, false
+	return 0, recordbatch.Header{}, false
 }

@@ -59,7 +59,7 @@ func TestSegmentStormHoldsFewDescriptors(t *testing.T) {
 			t.Fatalf("reading offset %d: %v", off, err)
 		}
 		b := readAllKeep(t, s)
-		if hs := batchesIn(t, b); len(hs) != 1 || hs[0].baseOffset != off {
+		if hs := batchesIn(t, b); len(hs) != 1 || hs[0].BaseOffset != off {
 			t.Fatalf("offset %d: read %d batches starting at %v", off, len(hs), hs)
 		}
 		if off%100 == 0 {
@@ -125,7 +125,7 @@ func TestSliceOutlivesItsDeletedSegment(t *testing.T) {
 		}
 		readAll(t, s)
 	}
-	if hs := batchesIn(t, readAllKeep(t, held)); len(hs) != 1 || hs[0].baseOffset != 2 {
+	if hs := batchesIn(t, readAllKeep(t, held)); len(hs) != 1 || hs[0].BaseOffset != 2 {
 		t.Fatalf("the held Slice of a deleted segment reads %v", hs)
 	}
 }

@@ -43,7 +43,7 @@ func TestDeleteRecordsBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hs := batchesIn(t, readAll(t, s)); len(hs) == 0 || hs[0].baseOffset > 5 || hs[len(hs)-1].nextOffset() <= 5 {
+	if hs := batchesIn(t, readAll(t, s)); len(hs) == 0 || hs[0].BaseOffset > 5 || hs[len(hs)-1].NextOffset() <= 5 {
 		t.Errorf("reading at the start gave batches %+v", hs)
 	}
 	s.Release()

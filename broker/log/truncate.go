@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // TruncateTo removes every batch holding an offset at or past offset and
@@ -171,26 +173,26 @@ func (s *segment) firstBatchEndingAfter(offset int64) (int64, error) {
 		pos = int64(lookup(s.index, uint32(offset-s.base)).pos)
 	}
 	r := newReader(s.f, s.size, readWindow)
-	return s.scanTo(r, pos, s.size, func(h batchHeader) bool { return h.nextOffset() > offset })
+	return s.scanTo(r, pos, s.size, func(h recordbatch.Header) bool { return h.NextOffset() > offset })
 }
 
 // scanTo walks the batch headers in the segment's bytes [pos, limit), read
 // through r, and returns the position of the first batch for which found
 // holds (limit when none does).
-func (s *segment) scanTo(r *reader, pos, limit int64, found func(batchHeader) bool) (int64, error) {
+func (s *segment) scanTo(r *reader, pos, limit int64, found func(recordbatch.Header) bool) (int64, error) {
 	for pos < limit {
-		b, err := r.peek(pos, batchHeaderSize)
+		b, err := r.peek(pos, recordbatch.HeaderSize)
 		if err != nil {
 			return 0, fmt.Errorf("segment %s: batch header at byte %d: %w", s.path, pos, err)
 		}
-		h := parseHeader(b)
-		if h.length < minBatchLength {
-			return 0, fmt.Errorf("segment %s: %w: length %d at byte %d", s.path, ErrCorruptBatch, h.length, pos)
+		h := recordbatch.ParseHeader(b)
+		if h.Length < recordbatch.MinLength {
+			return 0, fmt.Errorf("segment %s: %w: length %d at byte %d", s.path, ErrCorruptBatch, h.Length, pos)
 		}
 		if found(h) {
 			return pos, nil
 		}
-		pos += h.size()
+		pos += h.Size()
 	}
 	return limit, nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // The leader-epoch cache answers OffsetForLeaderEpoch as the protocol
@@ -45,7 +47,7 @@ func TestEndOffsetForEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := readAll(t, s)
-	if got := int32(binary.BigEndian.Uint32(raw[offLeaderEpoch:])); got != 7 {
+	if got := int32(binary.BigEndian.Uint32(raw[recordbatch.OffLeaderEpoch:])); got != 7 {
 		t.Fatalf("batch at offset 5 carries epoch %d, want 7", got)
 	}
 }

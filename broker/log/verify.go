@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // VerifyReport is what Verify found in a data directory.
@@ -190,14 +192,14 @@ func checkSegment(s *segment, below int64, pc *PartitionCheck) []Problem {
 			FirstOffset: -1, Reason: fmt.Sprintf("index entry for offset %d points at byte %d, %s", s.base+int64(e.rel), e.pos, why)})
 	}
 	j := 0
-	visit := func(pos int64, h *batchHeader) {
+	visit := func(pos int64, h *recordbatch.Header) {
 		pc.Batches++
 		for ; j < len(entries) && int64(entries[j].pos) < pos; j++ {
 			badEntry(j, "not the start of a valid batch")
 		}
 		if j < len(entries) && int64(entries[j].pos) == pos {
-			if s.base+int64(entries[j].rel) != h.baseOffset {
-				badEntry(j, fmt.Sprintf("the batch of offset %d", h.baseOffset))
+			if s.base+int64(entries[j].rel) != h.BaseOffset {
+				badEntry(j, fmt.Sprintf("the batch of offset %d", h.BaseOffset))
 			}
 			j++
 		}

@@ -1,4 +1,4 @@
-package log
+package recordbatch
 
 import (
 	"encoding/binary"
@@ -93,25 +93,16 @@ func (w *recordWalker) fill() {
 	}
 }
 
-// varint32 and varint64 read a zigzag varint of a 32- or 64-bit field.
-// Most fields of a record fit in one byte, which the inlined fast path
-// decodes.
-func (w *recordWalker) varint32() (int64, bool) {
+// varint reads a zigzag varint of a field of at most maxLen bytes
+// (binary.MaxVarintLen32 or 64). Most fields of a record fit in one byte,
+// which the first test decodes without varintSlow.
+func (w *recordWalker) varint(maxLen int) (int64, bool) {
 	if w.pos < len(w.buf) && w.buf[w.pos] < 0x80 {
 		c := w.buf[w.pos]
 		w.pos++
 		return int64(c>>1) ^ -int64(c&1), true
 	}
-	return w.varintSlow(binary.MaxVarintLen32)
-}
-
-func (w *recordWalker) varint64() (int64, bool) {
-	if w.pos < len(w.buf) && w.buf[w.pos] < 0x80 {
-		c := w.buf[w.pos]
-		w.pos++
-		return int64(c>>1) ^ -int64(c&1), true
-	}
-	return w.varintSlow(binary.MaxVarintLen64)
+	return w.varintSlow(maxLen)
 }
 
 // varintSlow reads a varint of at most maxLen bytes, refusing a 32-bit one
@@ -187,7 +178,7 @@ func recordError(i int32, at int64, format string, args ...any) error {
 func (w *recordWalker) walk(count int32) error {
 	for i := int32(0); i < count; i++ {
 		at := w.offset()
-		length, ok := w.varint32()
+		length, ok := w.varint(binary.MaxVarintLen32)
 		switch {
 		case !ok && !w.need(1):
 			return w.short(i, at, fmt.Sprintf("the records end after %d of the %d records the batch counts", i, count))
@@ -204,10 +195,10 @@ func (w *recordWalker) walk(count int32) error {
 		if !w.skip(1, end) { // attributes: no record-level attribute is defined
 			return w.short(i, at, fmt.Sprintf("length %d leaves no room for the attributes or runs past the records", length))
 		}
-		if _, ok := w.varint64(); !ok {
+		if _, ok := w.varint(binary.MaxVarintLen64); !ok {
 			return w.short(i, at, "timestamp delta is cut short or not a varlong")
 		}
-		delta, ok := w.varint32()
+		delta, ok := w.varint(binary.MaxVarintLen32)
 		if !ok {
 			return w.short(i, at, "offset delta is cut short or not a 32-bit varint")
 		}
@@ -224,7 +215,7 @@ func (w *recordWalker) walk(count int32) error {
 		if err := w.bytesField(i, at, end, "value", -1); err != nil {
 			return err
 		}
-		headers, ok := w.varint32()
+		headers, ok := w.varint(binary.MaxVarintLen32)
 		if !ok {
 			return w.short(i, at, "header count is cut short or not a 32-bit varint")
 		}
@@ -256,7 +247,7 @@ func (w *recordWalker) walk(count int32) error {
 // bytesField reads a length-prefixed field of a record ending at end; a
 // length below min is refused (-1 allows null).
 func (w *recordWalker) bytesField(i int32, at, end int64, name string, min int64) error {
-	n, ok := w.varint32()
+	n, ok := w.varint(binary.MaxVarintLen32)
 	if !ok {
 		return w.short(i, at, name+" length is cut short or not a 32-bit varint")
 	}
@@ -281,13 +272,13 @@ func (w *recordWalker) short(i int32, at int64, what string) error {
 	return recordError(i, at, "%s", what)
 }
 
-// streamErr is the decompressor's failure, if any, as an ErrCorruptBatch.
+// streamErr is the decompressor's failure, if any, as an ErrCorrupt.
 func (w *recordWalker) streamErr() error {
 	switch {
 	case w.srcErr == nil, w.srcErr == io.EOF:
 		return nil
 	case w.srcErr == errTooLarge:
-		return fmt.Errorf("%w: records decompress to more than %d bytes", ErrCorruptBatch, w.limit)
+		return fmt.Errorf("%w: records decompress to more than %d bytes", ErrCorrupt, w.limit)
 	}
-	return fmt.Errorf("%w: decompressing records: %v", ErrCorruptBatch, w.srcErr)
+	return fmt.Errorf("%w: decompressing records: %v", ErrCorrupt, w.srcErr)
 }

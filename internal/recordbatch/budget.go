@@ -1,4 +1,4 @@
-package log
+package recordbatch
 
 // A broker-wide bound on the memory that re-encoding takes. A topic whose
 // compression.type names a codec decompresses each batch whole before
@@ -6,7 +6,7 @@ package log
 // nothing bounded how many run at once, and 40 concurrent 2 KB bombs on a
 // gzip topic took the broker past 5 GB. Now the records being decompressed
 // for re-encoding hold bytes of a MemoryBudget shared by every log
-// (Config.DecompressMemory): a batch starts with a small grant and, if its
+// (broker/log's Config.DecompressMemory): a batch starts with a small grant and, if its
 // records grow past it, gives that back and waits, holding no grant, for
 // room for the full MaxDecompressedBytes. So at most a budget's worth of
 // large batches decompress at once, the rest wait (the producer sees a
@@ -15,6 +15,7 @@ package log
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -87,18 +88,21 @@ func (m *MemoryBudget) InUse() int64 {
 	return m.used
 }
 
-// decompressBudgeted is decompressAll under the log's budget; release
+// ErrCanceled is DecompressBudgeted's when cancel closed while it waited
+// for room.
+var ErrCanceled = errors.New("waiting for decompression memory: canceled")
+
+// DecompressBudgeted is DecompressAll under the budget m (none: the limit
+// alone); it waits for room until cancel is closed (ErrCanceled). release
 // gives back what the records hold once they are no longer needed.
-func (l *Log) decompressBudgeted(codec int, data []byte) (records []byte, release func(), err error) {
-	limit := l.cfg.MaxDecompressedBytes
-	m := l.cfg.DecompressMemory
+func DecompressBudgeted(m *MemoryBudget, codec Codec, data []byte, limit int64, cancel <-chan struct{}) (records []byte, release func(), err error) {
 	if m == nil {
-		records, err = decompressAll(codec, data, limit)
+		records, err = DecompressAll(codec, data, limit)
 		return records, func() {}, err
 	}
 	grant, large := min(smallDecompressGrant, limit), limit
 	var declared int64 // a zstd frame's content size, to size the output once
-	if codec == codecZstd {
+	if codec == CodecZstd {
 		// A zstd decoder sizes its history by what the frame declares,
 		// at the first read, and keeps it beside the output: a frame
 		// declaring more than the small grant waits for both before any
@@ -114,9 +118,9 @@ func (l *Log) decompressBudgeted(codec int, data []byte) (records []byte, releas
 			}
 		}
 	}
-	held, ok := m.acquire(grant, l.done)
+	held, ok := m.acquire(grant, cancel)
 	if !ok {
-		return nil, nil, ErrClosed
+		return nil, nil, ErrCanceled
 	}
 	releaseHeld := func() { m.release(held) }
 	src, whole, put, err := decompressor(codec, data, limit)
@@ -128,8 +132,8 @@ func (l *Log) decompressBudgeted(codec int, data []byte) (records []byte, releas
 	if whole != nil { // raw snappy: decoded whole, within limit, by decompressor
 		if int64(len(whole)) > held {
 			m.release(held)
-			if held, ok = m.acquire(int64(len(whole)), l.done); !ok {
-				return nil, nil, ErrClosed
+			if held, ok = m.acquire(int64(len(whole)), cancel); !ok {
+				return nil, nil, ErrCanceled
 			}
 		}
 		return bytes.Clone(whole), releaseHeld, nil
@@ -144,18 +148,18 @@ func (l *Log) decompressBudgeted(codec int, data []byte) (records []byte, releas
 		// Larger than the small grant: wait for room for the largest
 		// batch allowed, holding nothing meanwhile.
 		m.release(held)
-		if held, ok = m.acquire(large, l.done); !ok {
-			return nil, nil, ErrClosed
+		if held, ok = m.acquire(large, cancel); !ok {
+			return nil, nil, ErrCanceled
 		}
 		_, err = io.Copy(&buf, io.LimitReader(src, limit+1-int64(buf.Len())))
 	}
 	switch {
 	case err != nil:
 		releaseHeld()
-		return nil, nil, fmt.Errorf("%w: decompressing %s records: %v", ErrCorruptBatch, codecName(codec), err)
+		return nil, nil, fmt.Errorf("%w: decompressing %s records: %v", ErrCorrupt, codec.name(), err)
 	case int64(buf.Len()) > limit:
 		releaseHeld()
-		return nil, nil, fmt.Errorf("%w: records decompress to more than %d bytes", ErrCorruptBatch, limit)
+		return nil, nil, fmt.Errorf("%w: records decompress to more than %d bytes", ErrCorrupt, limit)
 	}
 	return buf.Bytes(), releaseHeld, nil
 }

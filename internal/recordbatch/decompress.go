@@ -1,4 +1,4 @@
-package log
+package recordbatch
 
 import (
 	"bytes"
@@ -13,23 +13,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
-
-// Compression codecs: the low three bits of a batch's attributes.
-const (
-	codecNone   = 0
-	codecGzip   = 1
-	codecSnappy = 2
-	codecLZ4    = 3
-	codecZstd   = 4
-	codecMask   = 0x7
-)
-
-func codecName(codec int) string {
-	if names := [...]string{"none", "gzip", "snappy", "lz4", "zstd"}; codec < len(names) {
-		return names[codec]
-	}
-	return fmt.Sprintf("codec-%d", codec)
-}
 
 // A compressed batch is checked by decompressing its records through a
 // fixed window (walkWindow) and walking them as they come out, so memory
@@ -160,15 +143,10 @@ func (x *xerialReader) Read(p []byte) (int, error) {
 
 // walkCompressed decompresses the records of a batch with the given codec,
 // at most limit bytes of them, and walks them; with requireKey a record
-// without a key is refused (a compacted log's rule).
-func walkCompressed(codec int, data []byte, count int32, limit int64, requireKey bool) error {
-	_, err := walkCompressedSized(codec, data, count, limit, requireKey)
-	return err
-}
-
-// walkCompressedSized is walkCompressed that also says how many bytes it
-// decompressed (a request's allowance is charged them: decompress_allowance.go).
-func walkCompressedSized(codec int, data []byte, count int32, limit int64, requireKey bool) (int64, error) {
+// without a key is refused (a compacted log's rule). It says how many bytes
+// it decompressed (a request's allowance is charged them: broker/log's
+// decompress_allowance.go).
+func walkCompressed(codec Codec, data []byte, count int32, limit int64, requireKey bool) (int64, error) {
 	src, whole, release, err := decompressor(codec, data, limit)
 	if err != nil {
 		return 0, err
@@ -191,15 +169,15 @@ func walkCompressedSized(codec int, data []byte, count int32, limit int64, requi
 		n = int64(len(whole))
 	}
 	if errors.Is(err, ErrInvalidRecord) {
-		return n, fmt.Errorf("%s-compressed records: %w", codecName(codec), err)
+		return n, fmt.Errorf("%s-compressed records: %w", codec.name(), err)
 	}
 	return n, err
 }
 
-// decompressAll returns the records of a compressed batch decompressed, at
+// DecompressAll returns the records of a compressed batch decompressed, at
 // most limit bytes of them, in a new slice (the cleaner's reader: it needs
 // the bytes of the records it keeps).
-func decompressAll(codec int, data []byte, limit int64) ([]byte, error) {
+func DecompressAll(codec Codec, data []byte, limit int64) ([]byte, error) {
 	src, whole, release, err := decompressor(codec, data, limit)
 	if err != nil {
 		return nil, err
@@ -211,9 +189,9 @@ func decompressAll(codec int, data []byte, limit int64) ([]byte, error) {
 	out, err := io.ReadAll(io.LimitReader(src, limit+1))
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%w: decompressing %s records: %v", ErrCorruptBatch, codecName(codec), err)
+		return nil, fmt.Errorf("%w: decompressing %s records: %v", ErrCorrupt, codec.name(), err)
 	case int64(len(out)) > limit:
-		return nil, fmt.Errorf("%w: records decompress to more than %d bytes", ErrCorruptBatch, limit)
+		return nil, fmt.Errorf("%w: records decompress to more than %d bytes", ErrCorrupt, limit)
 	}
 	return out, nil
 }
@@ -221,47 +199,47 @@ func decompressAll(codec int, data []byte, limit int64) ([]byte, error) {
 // decompressor returns a reader of the decompressed records, or for raw
 // snappy (one block, decoded whole) the records themselves, and a release
 // function that returns the decoder to its pool.
-func decompressor(codec int, data []byte, limit int64) (src io.Reader, whole []byte, release func(), err error) {
+func decompressor(codec Codec, data []byte, limit int64) (src io.Reader, whole []byte, release func(), err error) {
 	release = func() {}
 	if len(data) == 0 {
-		return nil, nil, release, fmt.Errorf("%w: %s-compressed batch has no compressed data", ErrCorruptBatch, codecName(codec))
+		return nil, nil, release, fmt.Errorf("%w: %s-compressed batch has no compressed data", ErrCorrupt, codec.name())
 	}
 	switch codec {
-	case codecGzip:
+	case CodecGzip:
 		d := gzipPool.Get().(*gzipDecoder)
 		release = func() { d.src.Reset(nil); gzipPool.Put(d) }
 		d.src.Reset(data)
 		if err := d.zr.Reset(&d.src); err != nil {
-			return nil, nil, release, fmt.Errorf("%w: gzip: %v", ErrCorruptBatch, err)
+			return nil, nil, release, fmt.Errorf("%w: gzip: %v", ErrCorrupt, err)
 		}
 		return &d.zr, nil, release, nil
-	case codecLZ4:
+	case CodecLZ4:
 		d := lz4Pool.Get().(*lz4Decoder)
 		release = func() { d.src.Reset(nil); d.zr.Reset(nil); lz4Pool.Put(d) }
 		d.src.Reset(data)
 		d.zr.Reset(&d.src)
 		return d.zr, nil, release, nil
-	case codecZstd:
+	case CodecZstd:
 		var h zstd.Header
 		if err := h.Decode(data); err != nil {
-			return nil, nil, release, fmt.Errorf("%w: zstd: %v", ErrCorruptBatch, err)
+			return nil, nil, release, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
 		}
 		if h.HasFCS && h.FrameContentSize > uint64(limit) {
 			return nil, nil, release, fmt.Errorf("%w: zstd frame says it decompresses to %d bytes, more than the limit of %d",
-				ErrCorruptBatch, h.FrameContentSize, limit)
+				ErrCorrupt, h.FrameContentSize, limit)
 		}
 		pool := zstdPool(limit)
 		d := pool.Get().(*zstdDecoder)
 		release = func() { d.src.Reset(nil); d.zr.Reset(nil); pool.Put(d) }
 		d.src.Reset(data)
 		if err := d.zr.Reset(&d.src); err != nil {
-			return nil, nil, release, fmt.Errorf("%w: zstd: %v", ErrCorruptBatch, err)
+			return nil, nil, release, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
 		}
 		return d.zr, nil, release, nil
-	case codecSnappy:
+	case CodecSnappy:
 		if bytes.HasPrefix(data, xerialMagic) {
 			if len(data) < xerialHeaderSize {
-				return nil, nil, release, fmt.Errorf("%w: snappy (xerial): %d-byte header is cut short", ErrCorruptBatch, len(data))
+				return nil, nil, release, fmt.Errorf("%w: snappy (xerial): %d-byte header is cut short", ErrCorrupt, len(data))
 			}
 			x := xerialPool.Get().(*xerialReader)
 			release = func() { x.rest, x.out = nil, nil; putBuf(&xerialBufPool, x.buf); x.buf = nil; xerialPool.Put(x) }
@@ -270,22 +248,22 @@ func decompressor(codec int, data []byte, limit int64) (src io.Reader, whole []b
 		}
 		size, err := snappy.DecodedLen(data)
 		if err != nil {
-			return nil, nil, release, fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
+			return nil, nil, release, fmt.Errorf("%w: snappy: %v", ErrCorrupt, err)
 		}
 		if int64(size) > limit {
 			return nil, nil, release, fmt.Errorf("%w: snappy block says it decompresses to %d bytes, more than the limit of %d",
-				ErrCorruptBatch, size, limit)
+				ErrCorrupt, size, limit)
 		}
 		buf := getBuf(&snappyBufPool)
 		out, err := snappy.Decode(buf[:cap(buf)], data)
 		release = func() { putBuf(&snappyBufPool, out[:0]) }
 		if err != nil {
-			return nil, nil, release, fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
+			return nil, nil, release, fmt.Errorf("%w: snappy: %v", ErrCorrupt, err)
 		}
 		if out == nil {
 			out = []byte{} // an empty block: callers tell "whole" from "stream" by nil
 		}
 		return nil, out, release, nil
 	}
-	return nil, nil, release, fmt.Errorf("%w: unknown compression codec %d", ErrCorruptBatch, codec)
+	return nil, nil, release, fmt.Errorf("%w: unknown compression codec %d", ErrCorrupt, codec)
 }

@@ -1,4 +1,4 @@
-package batchwalk
+package recordbatch
 
 import (
 	"encoding/binary"
@@ -11,7 +11,7 @@ import (
 // or an *Error, never panic, and never hand out records out of offset
 // order, below from, or pointing outside what they claim.
 //
-//	go test -run '^$' -fuzz FuzzWalk ./internal/batchwalk/
+//	go test -run '^$' -fuzz FuzzWalk ./internal/recordbatch/
 func FuzzWalk(f *testing.F) {
 	two := append(plain(0, kv("a", "1"), rec{value: []byte("2"), headers: 1}), plain(2, kv("c", "3"))...)
 	f.Add(two, int64(0))
@@ -26,10 +26,10 @@ func FuzzWalk(f *testing.F) {
 		const limit = 1 << 16
 		// Most mutations break the CRC and stop there; fixing the first
 		// batch's CRC lets them reach the lengths, counts and varints.
-		if len(b) > headerSize && b[0]&1 == 1 {
-			n := min(len(b), lengthPrefix+int(binary.BigEndian.Uint32(b[offLength:])&0xfffff))
-			if n > offAttributes {
-				binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:n], castagnoli))
+		if len(b) > HeaderSize && b[0]&1 == 1 {
+			n := min(len(b), LengthPrefix+int(binary.BigEndian.Uint32(b[OffLength:])&0xfffff))
+			if n > OffAttributes {
+				binary.BigEndian.PutUint32(b[OffCRC:], crc32.Checksum(b[OffAttributes:n], castagnoli))
 			}
 		}
 		recs, next, err := Walk(nil, b, from, limit)

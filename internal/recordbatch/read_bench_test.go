@@ -1,4 +1,4 @@
-package batchwalk
+package recordbatch
 
 import (
 	"encoding/binary"

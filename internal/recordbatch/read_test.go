@@ -1,4 +1,4 @@
-package batchwalk
+package recordbatch
 
 import (
 	"bytes"
@@ -58,8 +58,8 @@ func makeBatch(base int64, attrs int16, count int32, lastDelta int32, records []
 // fix sets a batch's length and CRC to match its bytes, so that a test can
 // make a field lie and still get past the CRC.
 func fix(b []byte) []byte {
-	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-lengthPrefix))
-	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+	binary.BigEndian.PutUint32(b[OffLength:], uint32(len(b)-LengthPrefix))
+	binary.BigEndian.PutUint32(b[OffCRC:], crc32.Checksum(b[OffAttributes:], castagnoli))
 	return b
 }
 
@@ -192,59 +192,59 @@ func TestWalkCompressed(t *testing.T) {
 func TestWalkRefusesCorruptBatches(t *testing.T) {
 	good := func() []byte { return plain(42, kv("k", "value"), kv("k2", "value2")) }
 	// recAt is where the first record's fields start: after its length.
-	const rec0 = headerSize + 1
+	const rec0 = HeaderSize + 1
 	cases := []struct {
 		name   string
 		batch  func() []byte
 		reason string
 	}{
 		{"bad CRC", func() []byte { b := good(); b[len(b)-1] ^= 1; return b }, "CRC32C"},
-		{"magic 1", func() []byte { b := good(); b[offMagic] = 1; return b }, "magic 1"},
+		{"magic 1", func() []byte { b := good(); b[OffMagic] = 1; return b }, "magic 1"},
 		{"length below a header", func() []byte {
 			b := good()
-			binary.BigEndian.PutUint32(b[offLength:], 20)
+			binary.BigEndian.PutUint32(b[OffLength:], 20)
 			return b
 		}, "less than a batch header"},
 		{"negative length", func() []byte {
 			b := good()
-			binary.BigEndian.PutUint32(b[offLength:], 0xffffff00)
+			binary.BigEndian.PutUint32(b[OffLength:], 0xffffff00)
 			return b
 		}, "less than a batch header"},
 		{"more records than bytes", func() []byte {
 			b := good()
-			binary.BigEndian.PutUint32(b[offRecordCount:], 2)
-			binary.BigEndian.PutUint32(b[offLastOffsetDelta:], 1<<30)
-			binary.BigEndian.PutUint32(b[offRecordCount:], 1<<30)
+			binary.BigEndian.PutUint32(b[OffRecordCount:], 2)
+			binary.BigEndian.PutUint32(b[OffLastOffsetDelta:], 1<<30)
+			binary.BigEndian.PutUint32(b[OffRecordCount:], 1<<30)
 			return fix(b)
 		}, "record 2 of 1073741824"},
 		{"count past last offset delta", func() []byte {
 			b := good()
-			binary.BigEndian.PutUint32(b[offRecordCount:], 5)
+			binary.BigEndian.PutUint32(b[OffRecordCount:], 5)
 			return fix(b)
 		}, "do not fit last offset delta"},
 		{"negative count", func() []byte {
 			b := good()
-			binary.BigEndian.PutUint32(b[offRecordCount:], 0xffffffff)
+			binary.BigEndian.PutUint32(b[OffRecordCount:], 0xffffffff)
 			return fix(b)
 		}, "do not fit"},
 		{"fewer records than bytes", func() []byte {
 			b := good()
-			binary.BigEndian.PutUint32(b[offRecordCount:], 1)
+			binary.BigEndian.PutUint32(b[OffRecordCount:], 1)
 			return fix(b)
 		}, "bytes after its 1 records"},
 		{"negative record length", func() []byte {
 			b := good()
-			b[headerSize] = 0x03 // zigzag -2
+			b[HeaderSize] = 0x03 // zigzag -2
 			return fix(b)
 		}, "record 0 of 2: length -2"},
 		{"record length past the batch", func() []byte {
 			b := good()
-			b[headerSize] = 0x7e // 63
+			b[HeaderSize] = 0x7e // 63
 			return fix(b)
 		}, "record 0 of 2: length 63"},
 		{"record length a varint too long", func() []byte {
 			b := good()
-			b = append(b[:headerSize:headerSize], bytes.Repeat([]byte{0xff}, 11)...)
+			b = append(b[:HeaderSize:HeaderSize], bytes.Repeat([]byte{0xff}, 11)...)
 			return fix(b)
 		}, "length cut short"},
 		{"huge key length", func() []byte {

@@ -1,4 +1,4 @@
-package log
+package recordbatch
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 // at most limit bytes. It is exported for Tributary's readers of fetched
 // batches (the loader), so that they expand batches with the same bounded,
 // pooled decoders the broker checks them with instead of a second set.
-// Errors wrap ErrCorruptBatch.
-func DecompressRecords(codec int, data []byte, limit int64) ([]byte, error) {
+// Errors wrap ErrCorrupt.
+func DecompressRecords(codec Codec, data []byte, limit int64) ([]byte, error) {
 	return DecompressRecordsInto(nil, codec, data, limit)
 }
 
@@ -24,24 +24,24 @@ func DecompressRecords(codec int, data []byte, limit int64) ([]byte, error) {
 // snappy, whose decoded size is known first, is decoded there in one
 // call; the other codecs stream from their pooled decoders into it, and
 // into a buffer of their own only once it is full.
-func DecompressRecordsInto(dst []byte, codec int, data []byte, limit int64) ([]byte, error) {
-	if codec == codecSnappy && !bytes.HasPrefix(data, xerialMagic) {
+func DecompressRecordsInto(dst []byte, codec Codec, data []byte, limit int64) ([]byte, error) {
+	if codec == CodecSnappy && !bytes.HasPrefix(data, xerialMagic) {
 		// One raw block (what Kafka's clients send): decoded straight
 		// into the slice returned, not into a pooled one then copied.
 		size, err := snappy.DecodedLen(data)
 		if err != nil {
-			return nil, fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
+			return nil, fmt.Errorf("%w: snappy: %v", ErrCorrupt, err)
 		}
 		if int64(size) > limit {
 			return nil, fmt.Errorf("%w: snappy block says it decompresses to %d bytes, more than the limit of %d",
-				ErrCorruptBatch, size, limit)
+				ErrCorrupt, size, limit)
 		}
 		if cap(dst) < size {
 			dst = make([]byte, size)
 		}
 		out, err := snappy.Decode(dst[:size], data)
 		if err != nil {
-			return nil, fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
+			return nil, fmt.Errorf("%w: snappy: %v", ErrCorrupt, err)
 		}
 		return out, nil
 	}
@@ -55,7 +55,7 @@ func DecompressRecordsInto(dst []byte, codec int, data []byte, limit int64) ([]b
 	}
 	out, err := readInto(dst[:0], src, limit)
 	if err != nil {
-		return nil, fmt.Errorf("%w: decompressing %s records: %v", ErrCorruptBatch, codecName(codec), err)
+		return nil, fmt.Errorf("%w: decompressing %s records: %v", ErrCorrupt, codec.name(), err)
 	}
 	return out, nil
 }

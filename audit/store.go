@@ -182,7 +182,11 @@ func (s *Store) addPublisher(e *Event) {
 		s.pubs[e.Publisher] = p
 	}
 	p.seqs[e.Sequence] = seqInfo{window: e.Window, size: e.Size, previous: e.Previous}
-	p.final = p.final || e.Final
+	// The newest event says whether the publisher stopped cleanly: one
+	// that resumes from a WAL goes on numbering after its final event.
+	if e.Sequence > p.lastSeq || (e.Sequence == p.lastSeq && e.Final) {
+		p.final = e.Final
+	}
 	if e.Published.After(p.last) {
 		p.last = e.Published
 	}

@@ -39,11 +39,7 @@ func NewProducer(cl *kgo.Client, ser *schema.Serializer, pub *Publisher) (*Produ
 		return nil, err
 	}
 	p := &Producer{cl: cl, ser: ser, pub: pub, headers: hr, now: pub.cfg.Now, log: pub.cfg.Logger}
-	if pub.wal != nil {
-		pub.mu.Lock()
-		pub.walFind = p.findSent
-		pub.mu.Unlock()
-	}
+	pub.FindIn(cl)
 	return p, nil
 }
 

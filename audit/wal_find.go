@@ -22,18 +22,44 @@ const walClockSlack = time.Minute
 // before producing, so a WAL that cannot be resolved is heard of at once.
 // It returns how many were found and how many are still doubtful.
 func (p *Producer) Recover(ctx context.Context) (found, doubtful int, err error) {
-	if p.pub.wal == nil {
-		return 0, 0, nil
-	}
-	found, _, err = p.pub.resolveDoubtful(ctx, p.findSent)
-	return found, p.pub.Doubtful(), err
+	return p.pub.Recover(ctx)
 }
 
-// produceLogged produces r through the WAL: its intent is written
-// first, and it is counted once its acknowledgement is written. A record
-// its client gives up on is doubtful: looked for in the brokers later.
-func (p *Producer) produceLogged(ctx context.Context, r *kgo.Record, t time.Time, server string, herr error, promise func(*kgo.Record, error)) error {
-	kind, eventTime := kindEvent, t
+// Recover is Producer.Recover for a publisher told where to look with
+// FindIn.
+func (p *Publisher) Recover(ctx context.Context) (found, doubtful int, err error) {
+	p.mu.Lock()
+	find := p.walFind
+	p.mu.Unlock()
+	if p.wal == nil || find == nil {
+		return 0, 0, nil
+	}
+	found, _, err = p.resolveDoubtful(ctx, find)
+	return found, p.Doubtful(), err
+}
+
+// FindIn tells a WAL publisher the client whose brokers the records it
+// counts are produced to, for the records whose acknowledgement a killed
+// process never wrote. A Producer does this itself.
+func (p *Publisher) FindIn(cl *kgo.Client) {
+	if p.wal == nil {
+		return
+	}
+	p.mu.Lock()
+	p.walFind = func(ctx context.Context, ins []*walIntent) (map[uint64]bool, error) { return findSent(ctx, cl, ins) }
+	p.mu.Unlock()
+}
+
+// Intend writes, before r is produced by a client other than a
+// Producer's (the mirror's), what it counts as: eventTime and server as
+// read from its header (herr the error of that read: ErrNoTime, a
+// malformed value, or nil). Report the outcome with Sent. It sets r's
+// timestamp if it has none. Only for a publisher with a WAL.
+func (p *Publisher) Intend(r *kgo.Record, eventTime time.Time, server string, herr error) (uint64, error) {
+	if p.wal == nil {
+		return 0, errors.New("audit: Intend needs a publisher with a WAL")
+	}
+	kind := kindEvent
 	switch {
 	case herr == nil:
 	case errors.Is(herr, ErrNoTime):
@@ -43,20 +69,33 @@ func (p *Producer) produceLogged(ctx context.Context, r *kgo.Record, t time.Time
 	}
 	if kind != kindEvent {
 		if r.Timestamp.IsZero() {
-			r.Timestamp = p.now().Truncate(time.Millisecond)
+			r.Timestamp = p.cfg.Now().Truncate(time.Millisecond)
 		}
 		eventTime = r.Timestamp
 	}
-	seq, err := p.pub.walIntend(r, kind, WindowStart(eventTime, p.pub.cfg.Window), server, eventTime)
+	return p.walIntend(r, kind, WindowStart(eventTime, p.cfg.Window), server, eventTime)
+}
+
+// Sent reports the outcome of producing the record of intent seq: err
+// nil, acknowledged and counted; otherwise doubtful, looked for in the
+// brokers (a request that failed may still have been written).
+func (p *Publisher) Sent(seq uint64, err error) {
+	if err == nil {
+		p.walAcked(seq)
+	} else {
+		p.walFailed(seq)
+	}
+}
+
+// produceLogged produces r through the WAL: its intent is written
+// first, and it is counted once its acknowledgement is written.
+func (p *Producer) produceLogged(ctx context.Context, r *kgo.Record, t time.Time, server string, herr error, promise func(*kgo.Record, error)) error {
+	seq, err := p.pub.Intend(r, t, server, herr)
 	if err != nil {
 		return err
 	}
 	p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-		if err == nil {
-			p.pub.walAcked(seq)
-		} else {
-			p.pub.walFailed(seq)
-		}
+		p.pub.Sent(seq, err)
 		if promise != nil {
 			promise(r, err)
 		}
@@ -67,7 +106,7 @@ func (p *Producer) produceLogged(ctx context.Context, r *kgo.Record, t time.Time
 // findSent reads the brokers from each doubtful record's time on (with
 // walClockSlack) to the high watermark, and returns the records found,
 // matched by topic and the hash of their value.
-func (p *Producer) findSent(ctx context.Context, ins []*walIntent) (map[uint64]bool, error) {
+func findSent(ctx context.Context, pcl *kgo.Client, ins []*walIntent) (map[uint64]bool, error) {
 	want := map[string]map[[16]byte][]uint64{}
 	earliest := map[string]int64{}
 	for _, in := range ins {
@@ -78,7 +117,7 @@ func (p *Producer) findSent(ctx context.Context, ins []*walIntent) (map[uint64]b
 		want[in.Topic][in.Hash] = append(want[in.Topic][in.Hash], in.Seq)
 		earliest[in.Topic] = min(earliest[in.Topic], in.Sent)
 	}
-	adm := kadm.NewClient(p.cl)
+	adm := kadm.NewClient(pcl)
 	parts := map[string]map[int32]kgo.Offset{}
 	ends := map[string]map[int32]int64{}
 	remaining := 0
@@ -115,7 +154,7 @@ func (p *Producer) findSent(ctx context.Context, ins []*walIntent) (map[uint64]b
 		return found, nil
 	}
 	var opts []kgo.Opt
-	for _, o := range p.cl.Opts() {
+	for _, o := range pcl.Opts() {
 		switch o.(type) {
 		case kgo.ProducerOpt, kgo.ConsumerOpt, kgo.GroupOpt:
 			continue
@@ -141,7 +180,7 @@ func (p *Producer) findSent(ctx context.Context, ins []*walIntent) (map[uint64]b
 				delete(ends[r.Topic], r.Partition)
 				remaining--
 			}
-			h := valueHash(r.Value)
+			h := recordHash(r)
 			if seqs := want[r.Topic][h]; len(seqs) > 0 {
 				found[seqs[0]] = true
 				want[r.Topic][h] = seqs[1:]

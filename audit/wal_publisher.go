@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"slices"
 	"time"
@@ -36,11 +37,24 @@ func (p *Publisher) adoptWAL(w *WAL) {
 	}
 }
 
-// valueHash identifies a record's value among those the brokers hold.
-func valueHash(v []byte) [16]byte {
-	s := sha256.Sum256(v)
+// recordHash identifies a record among those the brokers hold: its value
+// and headers (a mirror's copies of equal values differ by their origin
+// hop).
+func recordHash(r *kgo.Record) [16]byte {
+	d := sha256.New()
+	var n [8]byte
+	put := func(b []byte) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		d.Write(n[:])
+		d.Write(b)
+	}
+	put(r.Value)
+	for _, h := range r.Headers {
+		put([]byte(h.Key))
+		put(h.Value)
+	}
 	var h [16]byte
-	copy(h[:], s[:])
+	copy(h[:], d.Sum(nil))
 	return h
 }
 
@@ -55,7 +69,7 @@ func (p *Publisher) walIntend(r *kgo.Record, kind byte, window time.Time, server
 		r.Timestamp = now
 	}
 	st := p.wal.st
-	in := &walIntent{Seq: max(st.NextIntent, 1), Hash: valueHash(r.Value), Sent: min(now.UnixMilli(), r.Timestamp.UnixMilli()), Kind: kind,
+	in := &walIntent{Seq: max(st.NextIntent, 1), Hash: recordHash(r), Sent: min(now.UnixMilli(), r.Timestamp.UnixMilli()), Kind: kind,
 		Topic: r.Topic, Window: window.UnixMilli(), Server: server, Event: eventTime.UnixMilli(), N: 1}
 	if err := p.wal.append(recIntent, in.encode(nil)); err != nil {
 		return 0, err
@@ -105,6 +119,27 @@ func (p *Publisher) walCount(kind byte, topic string, window time.Time, server s
 // counts them. Called with mu held.
 func (p *Publisher) flushWALAcks() {
 	st := p.wal.st
+	if len(p.walAcks) > 0 && len(p.walDoubt) > 0 {
+		// A doubtful record identical to one acknowledged is that
+		// record sent again (the mirror resends what its target
+		// refused): the brokers hold one copy, counted once.
+		doubt := map[[16]byte][]uint64{}
+		for seq := range p.walDoubt {
+			if in := st.Intents[seq]; in != nil {
+				doubt[in.Hash] = append(doubt[in.Hash], seq)
+			}
+		}
+		for _, a := range p.walAcks {
+			if in := st.Intents[a.seq]; in != nil {
+				for _, seq := range doubt[in.Hash] {
+					if _, ok := p.walDoubt[seq]; ok {
+						delete(p.walDoubt, seq)
+						p.walDrops = append(p.walDrops, seq)
+					}
+				}
+			}
+		}
+	}
 	if len(p.walAcks) > 0 {
 		if err := p.wal.append(recAcks, encodeAcks(nil, p.walAcks)); err != nil {
 			p.log.Error("audit: acknowledgements not written to the WAL", "err", err)
@@ -222,10 +257,18 @@ func (p *Publisher) resolveDoubtful(ctx context.Context, find func(context.Conte
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// A record found that is identical to one in flight may be that one
+	// (sent again): it waits for the other's outcome.
+	live := map[[16]byte]bool{}
+	for seq, in := range p.wal.st.Intents {
+		if _, doubtful := p.walDoubt[seq]; !doubtful {
+			live[in.Hash] = true
+		}
+	}
 	for _, in := range ins {
 		since, ok := p.walDoubt[in.Seq]
 		switch {
-		case !ok:
+		case !ok, live[in.Hash]:
 		case got[in.Seq]:
 			delete(p.walDoubt, in.Seq)
 			p.walAcks = append(p.walAcks, walAck{seq: in.Seq, bucket: latencyBucket(time.Duration(in.Sent-in.Event) * time.Millisecond)})
@@ -266,3 +309,7 @@ func (p *Publisher) closeWAL() {
 		p.log.Warn("audit: closing the WAL", "err", err)
 	}
 }
+
+// Logged reports whether the publisher counts through a WAL (Intend,
+// Sent).
+func (p *Publisher) Logged() bool { return p.wal != nil }

@@ -39,7 +39,7 @@ const (
 // (Seq 0), and where it counts.
 type walIntent struct {
 	Seq    uint64
-	Hash   [16]byte // valueHash of the record's value
+	Hash   [16]byte // recordHash
 	Sent   int64    // ms: the record's timestamp, set before it is sent
 	Kind   byte
 	Topic  string

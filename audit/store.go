@@ -62,6 +62,7 @@ type snapState struct {
 	// distinct holds, for the servers whose count said, how many of
 	// their events are distinct.
 	distinct map[string]int64
+	latency  []int64 // a histogram (latencyBucket), where the scan knew arrival times
 	anomalies
 }
 
@@ -229,6 +230,11 @@ func (s *Store) addSnapshot(e *Event) {
 		}
 		for srv := range unknown {
 			delete(st.distinct, srv)
+		}
+		for _, l := range e.Latency {
+			if l.Topic == t {
+				addBuckets(&st.latency, l.Buckets)
+			}
 		}
 		for _, c := range e.NoTime {
 			if c.Topic == t {

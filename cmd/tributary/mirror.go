@@ -149,6 +149,9 @@ func runMirror(ctx context.Context, args []string) error {
 		cfg.Sources[i].Registry = url
 	}
 	auditors := mirror.Auditors{&mirror.WindowCounter{Window: *window}}
+	if *auditWAL != "" && !*auditTier {
+		return errors.New("--audit-wal needs --audit")
+	}
 	if *auditTier {
 		tier, closeTier, err := newAuditTier(ctx, cfg, auditTierFlags{*window, *auditFlush, *headerField, *auditWAL})
 		if err != nil {
@@ -256,10 +259,13 @@ func newAuditTier(ctx context.Context, cfg mirror.Config, f auditTierFlags) (tie
 	}
 	if wal != nil {
 		pub.FindIn(cl)
-		found, doubtful, err := pub.Recover(ctx)
+		// A search that does not finish (target unreachable) leaves
+		// the copies doubtful: looked for again at each publish.
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		found, doubtful, err := pub.Recover(rctx)
+		cancel()
 		if err != nil {
-			closeTier()
-			return nil, nil, fmt.Errorf("--audit-wal %s: looking in the target for the copies a killed mirror made: %w", f.wal, err)
+			slog.Warn("mirror: could not look in the target for the copies a killed mirror made; looking again at each publish", "dir", f.wal, "err", err)
 		}
 		slog.Info("mirror: audit WAL opened", "dir", f.wal, "publisher", wal.Name(), "records_found_and_counted", found, "records_still_looked_for", doubtful)
 	}

@@ -113,12 +113,13 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 	if wal != nil {
 		// What a producer killed before left: counted before anything
 		// new is sent, so a WAL that cannot be resolved stops us here.
-		found, doubtful, err := prod.Recover(ctx)
+		// A search that does not finish (brokers unreachable) leaves
+		// the records doubtful: looked for again at each publish.
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		found, doubtful, err := prod.Recover(rctx)
+		cancel()
 		if err != nil {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdown)
-			defer cancel()
-			pub.Close(cctx)
-			return fmt.Errorf("--audit-wal %s: looking in the brokers for the records a killed producer sent: %w", f.wal, err)
+			slog.Warn("produce: could not look in the brokers for the records a killed producer sent; looking again at each publish", "dir", f.wal, "err", err)
 		}
 		slog.Info("produce: audit WAL opened", "dir", f.wal, "publisher", wal.Name(), "records_found_and_counted", found, "records_still_looked_for", doubtful)
 	}

@@ -87,7 +87,7 @@ var WALFaultPoints = []string{"acked", "built", "sent"}
 // walRotateBytes is the size past which the WAL file is replaced by a
 // checkpoint: intents and acknowledgements make it grow by about 80 bytes
 // an event.
-const walRotateBytes = 4 << 20
+var walRotateBytes int64 = 4 << 20
 
 // walMaxFrame bounds one frame, so a damaged length cannot make recovery
 // allocate what it claims.

@@ -21,8 +21,8 @@ import (
 )
 
 // `tributary produce --audit-wal` under live traffic, killed with SIGKILL
-// 14 times: at random moments (including while it reads back what the
-// last one left) and, twice each, right after an acknowledgement whose
+// 20 times: at random moments (including while it reads back what the
+// last one left) and, three times each, right after an acknowledgement whose
 // count is not yet written, with monitoring events written but not sent,
 // and with them sent but not marked so. Then one run to the end of its
 // input. The producer tier then counts exactly what the brokers hold in
@@ -48,7 +48,7 @@ func TestProduceWALKillLoop(t *testing.T) {
 	ws := pastWindows(3)
 	args := []string{"produce", "--brokers", addr, "--registry", "http://" + regAddr, "--topic", "pageview",
 		"--schema", pageviewSchema, "--server", "fe-1", "--audit-wal", t.TempDir(), "--audit-flush-interval", "100ms"}
-	plan := []string{"", "acked", "", "built", "", "sent", "", "", "acked", "", "built", "", "sent", ""}
+	plan := []string{"", "acked", "", "built", "", "sent", "", "", "acked", "", "built", "", "sent", "", "", "acked", "", "built", "sent", ""}
 	next := new(atomic.Int64) // the next event's number
 	foundByRecovery := 0
 	for k, point := range plan {

@@ -13,8 +13,8 @@ import (
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
-// The mirror with --audit and --audit-wal, killed with SIGKILL 12 times
-// under a live producer: at random moments, and twice each right after a
+// The mirror with --audit and --audit-wal, killed with SIGKILL 20 times
+// under a live producer: at random moments, and three times each right after a
 // copy was acknowledged (its count not yet written), with monitoring
 // events written but not sent, and with them sent but not marked so.
 // Then one run until the target holds everything and a clean stop. The
@@ -36,7 +36,7 @@ func TestMirrorAuditCountsExactlyOnceUnderSIGKILL(t *testing.T) {
 	stop := liveProducer(t, src.Addr, "dc1", topic, partitions, srcID)
 	args := []string{"--source-registry", "dc1=" + srcURL, "--target-registry", dstURL, "--instance-id", "m1",
 		"--audit", "--audit-wal", t.TempDir(), "--audit-flush-interval", "1s", "--audit-window", "1m"}
-	plan := []string{"", "acked", "", "built", "", "sent", "", "acked", "", "built", "", "sent"}
+	plan := []string{"", "acked", "", "built", "", "sent", "", "acked", "", "built", "", "sent", "", "acked", "", "", "built", "", "sent", ""}
 	for k, point := range plan {
 		os.Setenv("TRIBUTARY_AUDIT_PAUSE_AT", point)
 		p, status := mirrorProcess(t, "dc1", src.Addr, dst.Addr, args...)

@@ -195,6 +195,10 @@ func replayWAL(path string) (*walState, int64, error) {
 		return nil, 0, fmt.Errorf("audit WAL: %w", err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, fmt.Errorf("audit WAL: %w", err)
+	}
 	r := bufio.NewReaderSize(f, 64<<10)
 	var st *walState
 	var at int64
@@ -207,8 +211,10 @@ func replayWAL(path string) (*walState, int64, error) {
 			return nil, 0, damaged(path, at, "the file ends inside a frame header: it was cut short")
 		}
 		n := binary.BigEndian.Uint32(hdr[:4])
-		if n == 0 || n > walMaxFrame {
-			return nil, 0, damaged(path, at, fmt.Sprintf("a frame claims %d bytes", n))
+		// Checked before allocating: a damaged length must not make us
+		// allocate what it claims.
+		if left := fi.Size() - at - 8; n == 0 || n > walMaxFrame || int64(n) > left {
+			return nil, 0, damaged(path, at, fmt.Sprintf("a frame claims %d bytes, %d are left: it was cut short or its length is damaged", n, max(left, 0)))
 		}
 		body := make([]byte, n)
 		if _, err := io.ReadFull(r, body); err != nil {

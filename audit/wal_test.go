@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -233,4 +234,20 @@ func FuzzWALFile(f *testing.F) {
 			w.Close()
 		}
 	})
+}
+
+// A damaged length is checked against the file before anything is
+// allocated: a 20-byte file claiming a 200 MB frame costs next to nothing.
+func TestWALDamagedLengthAllocatesNothingLikeIt(t *testing.T) {
+	data := make([]byte, 20)
+	binary.BigEndian.PutUint32(data, 200<<20)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := openWith(t, data); err == nil || !strings.Contains(err.Error(), "claims 209715200 bytes") {
+		t.Fatalf("open: %v; want the claimed length refused", err)
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Errorf("refusing the file allocated %d MiB", grew>>20)
+	}
 }

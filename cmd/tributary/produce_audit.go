@@ -174,6 +174,9 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 		for _, u := range pub.Unpublished() {
 			fmt.Fprintf(os.Stderr, "audit counts NOT published: topic %s, window %s: %d events\n", u.Topic, u.Window.UTC().Format(time.RFC3339), u.N)
 		}
+		if wal != nil {
+			fmt.Fprintf(os.Stderr, "they are kept in the audit WAL %s: the next `tributary produce --audit-wal %s` publishes them\n", f.wal, f.wal)
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/tributary-io/tributary/audit"
 	"github.com/tributary-io/tributary/audit/internal/audittest"
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // walFile returns the path of the one WAL file in dir.
@@ -249,5 +251,25 @@ func TestWALDamagedLengthAllocatesNothingLikeIt(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
 		t.Errorf("refusing the file allocated %d MiB", grew>>20)
+	}
+}
+
+// `tributary produce --audit-wal` on a damaged WAL stops before sending
+// anything, naming the file and what to do.
+func TestProduceRefusesADamagedWAL(t *testing.T) {
+	audittest.NeedServices(t)
+	data := offlineWAL(t)
+	data[len(data)/2] ^= 1
+	dir := t.TempDir()
+	path := filepath.Join(dir, "wal-1.log")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(testenv.Binary(t), "produce", "--brokers", "127.0.0.1:1", "--registry", "http://127.0.0.1:1", "--topic", "pageview",
+		"--schema", pageviewSchema, "--audit-wal", dir)
+	cmd.Stdin = strings.NewReader(`{"header": {"time": 1}, "memberId": 1, "pageKey": "home"}` + "\n")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), path) || !strings.Contains(string(out), "Move its directory aside") {
+		t.Fatalf("tributary produce on a damaged WAL: %v\n%s\nwant a failure naming %s and what to do", err, out, path)
 	}
 }

@@ -22,16 +22,17 @@ import (
 )
 
 // WAL is an audited producer's write-ahead log of its counts (`tributary
-// produce --audit-wal DIR`), so that a producer killed at any point
+// produce --audit-wal DIR`, and the mirror's with `tributary mirror
+// --audit --audit-wal DIR`), so that a producer killed at any point
 // neither loses nor double-counts what it sent:
 //
-//   - Before a record is handed to the client, an intent naming it (a hash
-//     of its value, its topic, window and server) is written. When the
-//     record is acknowledged, the intent becomes a count. A producer killed
-//     between the two leaves the intent; the next one looks for the record
-//     in the brokers (from the intent's time on, by its value's hash) and
-//     counts it if it is there: a record the brokers hold is counted
-//     whether or not its acknowledgement arrived.
+//   - Before a record is handed to the client, an intent naming it (a
+//     hash of its value and headers, its topic, window and server) is
+//     written. When the record is acknowledged, the intent becomes a
+//     count. A producer killed between the two leaves the intent; the next
+//     one looks for the record in the brokers (from the intent's time on,
+//     by that hash) and counts it if it is there: a record the brokers
+//     hold is counted whether or not its acknowledgement arrived.
 //   - Before monitoring events are sent, what they say is written (and
 //     the file fsynced); their ids derive from the WAL's publisher name
 //     and their sequence numbers (EventID), which continue across

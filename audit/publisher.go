@@ -259,7 +259,14 @@ func (p *Publisher) Close(ctx context.Context) error {
 	defer p.client.Close()
 	if p.wal != nil {
 		defer p.closeWAL()
-		p.resolve(ctx)
+		// Records still doubtful stay in the WAL for the next run: the
+		// search gets half the time left, the final publish the rest.
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if d, ok := ctx.Deadline(); ok {
+			rctx, cancel = context.WithTimeout(ctx, time.Until(d)/2)
+		}
+		p.resolve(rctx)
+		cancel()
 	}
 	err := p.publish(ctx, true, true)
 	for err != nil && ctx.Err() == nil {

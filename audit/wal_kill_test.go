@@ -47,7 +47,7 @@ func TestProduceWALKillLoop(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	ws := pastWindows(3)
 	args := []string{"produce", "--brokers", addr, "--registry", "http://" + regAddr, "--topic", "pageview",
-		"--schema", pageviewSchema, "--server", "fe-1", "--audit-wal", t.TempDir(), "--audit-flush-interval", "100ms"}
+		"--schema", pageviewSchema, "--server", "fe-1", "--audit-wal", t.TempDir(), "--audit-flush-interval", "100ms", "--shutdown-timeout", "60s"}
 	plan := []string{"", "acked", "", "built", "", "sent", "", "", "acked", "", "built", "", "sent", "", "", "acked", "", "built", "sent", ""}
 	next := new(atomic.Int64) // the next event's number
 	foundByRecovery := 0

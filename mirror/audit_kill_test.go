@@ -35,7 +35,7 @@ func TestMirrorAuditCountsExactlyOnceUnderSIGKILL(t *testing.T) {
 	srcURL, dstURL, srcID := registries(t, topic+"-value")
 	stop := liveProducer(t, src.Addr, "dc1", topic, partitions, srcID)
 	args := []string{"--source-registry", "dc1=" + srcURL, "--target-registry", dstURL, "--instance-id", "m1",
-		"--audit", "--audit-wal", t.TempDir(), "--audit-flush-interval", "1s", "--audit-window", "1m"}
+		"--audit", "--audit-wal", t.TempDir(), "--audit-flush-interval", "1s", "--audit-window", "1m", "--shutdown-timeout", "60s"}
 	plan := []string{"", "acked", "", "built", "", "sent", "", "acked", "", "built", "", "sent", "", "acked", "", "", "built", "", "sent", ""}
 	for k, point := range plan {
 		os.Setenv("TRIBUTARY_AUDIT_PAUSE_AT", point)
@@ -68,7 +68,7 @@ func TestMirrorAuditCountsExactlyOnceUnderSIGKILL(t *testing.T) {
 	}
 	p, _ := mirrorProcess(t, "dc1", src.Addr, dst.Addr, args...)
 	waitForCount(t, []string{dst.Addr}, topic, n, 2*time.Minute)
-	if err := p.Stop(30 * time.Second); err != nil {
+	if err := p.Stop(90 * time.Second); err != nil {
 		t.Fatalf("mirror did not stop cleanly: %v\n%s", err, p.Output.String())
 	}
 	checkExactCopy(t, readTopic(t, []string{src.Addr}, topic), readTopic(t, []string{dst.Addr}, topic), "dc1", srcID, schemaID(t, dstURL, topic+"-value"))

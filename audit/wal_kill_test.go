@@ -52,7 +52,7 @@ func TestProduceWALKillLoop(t *testing.T) {
 	next := new(atomic.Int64) // the next event's number
 	foundByRecovery := 0
 	for k, point := range plan {
-		p := startProducer(t, args, point, next)
+		p := startProducer(t, args, point, next, ws)
 		if point != "" {
 			p.waitFor(t, "paused at "+point)
 		} else {
@@ -65,7 +65,7 @@ func TestProduceWALKillLoop(t *testing.T) {
 		foundByRecovery += p.found()
 		t.Logf("kill %d (%s): %d events offered so far", k+1, cmp(point, "random"), next.Load())
 	}
-	p := startProducer(t, args, "", next)
+	p := startProducer(t, args, "", next, ws)
 	p.finish(t, 2000)
 	foundByRecovery += p.found()
 
@@ -122,9 +122,9 @@ type producerProc struct {
 }
 
 // startProducer starts `tributary produce args...` (paused at point, if
-// not empty) and feeds it pageviews numbered from *next on, over three
-// windows, about 4,000 a second, until it is killed or finish is called.
-func startProducer(t *testing.T, args []string, point string, next *atomic.Int64) *producerProc {
+// not empty) and feeds it pageviews numbered from *next on, over the three
+// windows ws, about 4,000 a second, until it is killed or finish is called.
+func startProducer(t *testing.T, args []string, point string, next *atomic.Int64, ws []time.Time) *producerProc {
 	t.Helper()
 	cmd := exec.Command(testenv.Binary(t), args...)
 	cmd.Env = append(os.Environ(), "TRIBUTARY_AUDIT_PAUSE_AT="+point)
@@ -144,7 +144,6 @@ func startProducer(t *testing.T, args []string, point string, next *atomic.Int64
 			t.Logf("output of tributary produce:\n%s", p.out.String())
 		}
 	})
-	ws := pastWindows(3)
 	go func() {
 		defer close(p.fed)
 		tick := time.NewTicker(5 * time.Millisecond)

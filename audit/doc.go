@@ -26,8 +26,8 @@
 // top-level field "header", or the one HeaderField names, whatever the
 // record's name), so the same event lands in the same window everywhere.
 //
-// Snapshots state what a cluster or a warehouse holds: Scan or
-// ScanWarehouse, then PublishSnapshot (`tributary audit count`). A later
+// Snapshots state what a cluster or a warehouse (Avro or Parquet hours)
+// holds: Scan or ScanWarehouse, then PublishSnapshot (`tributary audit count`). A later
 // snapshot of the same source replaces an earlier one, window by window,
 // so counting again is always safe.
 //
@@ -54,6 +54,11 @@
 //   - Counts that are part of a durable record (a load run's manifest)
 //     are published with PublishOnce, under ids derived from the record:
 //     publishing them again after a crash is a no-op.
+//   - A Publisher with a WAL (OpenWAL) counts exactly what the brokers
+//     hold across kills: counts are written before they count, monitoring
+//     events before they are sent (resent under the same ids), and records
+//     whose acknowledgement a killed process never wrote are looked for in
+//     the brokers by the next one (Producer.Recover, Publisher.FindIn).
 //   - A Publisher's Flush and Close return by their context's deadline,
 //     whatever the brokers do; Unpublished says what was left.
 //   - Windows inside the grace period are reported open and judged by no

@@ -24,3 +24,11 @@ func SetDrop(p *Publisher, f func(*Event) bool) {
 
 // ErrNotEvent is errNotEvent.
 var ErrNotEvent = errNotEvent
+
+// SetWALRotateBytes sets the size past which a WAL file is replaced by a
+// checkpoint, until restore is called.
+func SetWALRotateBytes(n int64) (restore func()) {
+	old := walRotateBytes
+	walRotateBytes = n
+	return func() { walRotateBytes = old }
+}

@@ -38,7 +38,9 @@ func NewProducer(cl *kgo.Client, ser *schema.Serializer, pub *Publisher) (*Produ
 	if err != nil {
 		return nil, err
 	}
-	return &Producer{cl: cl, ser: ser, pub: pub, headers: hr, now: pub.cfg.Now, log: pub.cfg.Logger}, nil
+	p := &Producer{cl: cl, ser: ser, pub: pub, headers: hr, now: pub.cfg.Now, log: pub.cfg.Logger}
+	pub.FindIn(cl)
+	return p, nil
 }
 
 // Produce serializes event for topic and produces it asynchronously;
@@ -68,6 +70,9 @@ func (p *Producer) ProduceRecord(ctx context.Context, r *kgo.Record, promise fun
 		p.explain(r, err)
 	}
 	herr := err
+	if p.pub.wal != nil {
+		return p.produceLogged(ctx, r, t, server, herr, promise)
+	}
 	p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
 		if err == nil {
 			switch {

@@ -21,8 +21,16 @@ func (p *Publisher) publish(ctx context.Context, all, final bool) error {
 	}
 	defer p.sendMu.unlock()
 	p.mu.Lock()
-	p.build(all, final)
+	if p.wal != nil {
+		p.walBuild(all, final)
+	} else {
+		p.build(all, final)
+	}
+	queued := len(p.outbox)
 	p.mu.Unlock()
+	if p.wal != nil && queued > 0 {
+		p.wal.pause("built")
+	}
 	return p.sendOutbox(ctx)
 }
 
@@ -36,8 +44,14 @@ func (p *Publisher) sendOutbox(ctx context.Context) error {
 		return nil
 	}
 	acked, err := p.send(ctx, out)
+	if p.wal != nil && len(acked) > 0 {
+		p.wal.pause("sent")
+	}
 	p.mu.Lock()
 	p.outbox = slices.DeleteFunc(p.outbox, func(e *Event) bool { return acked[e] })
+	if p.wal != nil && len(acked) > 0 {
+		p.walPublished(acked)
+	}
 	p.mu.Unlock()
 	return err
 }

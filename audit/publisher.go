@@ -45,6 +45,11 @@ type PublisherConfig struct {
 	// Now is the clock that decides when a window has closed. Default:
 	// time.Now.
 	Now func() time.Time
+	// WAL, when set, makes the publisher's counts survive a crash (see
+	// WAL): it publishes under the WAL's name, resumes what an earlier
+	// process left there, and closes the WAL on Close. Records are
+	// counted through a Producer.
+	WAL *WAL
 }
 
 // Publisher counts events per (topic, window, server) and publishes what it
@@ -80,6 +85,15 @@ type Publisher struct {
 	stopCtx    context.Context
 	stopCancel context.CancelFunc
 	done       chan struct{}
+
+	// With a WAL: acknowledgements and drops not yet written, records
+	// whose fate is unknown (since when), and how to look for them.
+	wal       *WAL
+	walAcks   []walAck
+	walDrops  []uint64
+	walDoubt  map[uint64]time.Time
+	walFind   func(context.Context, []*walIntent) (map[uint64]bool, error)
+	resolveMu sendLock
 
 	// drop, set by tests, loses the events it returns true for as a
 	// network would: they are never sent but count as acknowledged.
@@ -137,19 +151,24 @@ func newPublisher(cfg PublisherConfig) (*Publisher, error) {
 	rand.Read(r[:])
 	id := fmt.Sprintf("%s/%d/%s", cfg.Host, os.Getpid(), hex.EncodeToString(r[:]))
 	stopCtx, stopCancel := context.WithCancel(context.Background())
-	return &Publisher{
+	p := &Publisher{
 		stopCtx: stopCtx, stopCancel: stopCancel,
-		cfg:     cfg,
-		id:      id,
-		source:  id,
-		ser:     ser,
-		client:  client,
-		log:     cfg.Logger.With("audit_tier", cfg.Tier, "audit_publisher", id),
-		pending: NewCounts(),
-		sendMu:  make(sendLock, 1),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
-	}, nil
+		cfg:       cfg,
+		id:        id,
+		source:    id,
+		ser:       ser,
+		client:    client,
+		log:       cfg.Logger.With("audit_tier", cfg.Tier, "audit_publisher", id),
+		pending:   NewCounts(),
+		sendMu:    make(sendLock, 1),
+		resolveMu: make(sendLock, 1),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	if cfg.WAL != nil {
+		p.adoptWAL(cfg.WAL)
+	}
+	return p, nil
 }
 
 // ID returns this publisher's name in monitoring events (host/pid/random).
@@ -174,34 +193,37 @@ func (p *Publisher) CountN(topic string, eventTime time.Time, server string, n i
 	lat := latencyBucket(p.cfg.Now().Sub(eventTime))
 	w := WindowStart(eventTime, p.cfg.Window)
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wal != nil {
+		p.walCount(kindEvent, topic, w, server, eventTime, n)
+		return
+	}
 	p.pending.Events[Key{Topic: topic, Window: w, Server: server}] += n
-	if p.pending.Latency == nil {
-		p.pending.Latency = map[TopicWindow][]int64{}
-	}
-	k := TopicWindow{Topic: topic, Window: w}
-	b := p.pending.Latency[k]
-	for len(b) <= lat {
-		b = append(b, 0)
-	}
-	b[lat] += n
-	p.pending.Latency[k] = b
-	p.mu.Unlock()
+	p.pending.addLatency(TopicWindow{Topic: topic, Window: w}, lat, n)
 }
 
 // NoTime counts an event of topic that has no usable header time, in the
 // window of seen (when it was seen: the record's timestamp, or now).
 func (p *Publisher) NoTime(topic string, seen time.Time) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wal != nil {
+		p.walCount(kindNoTime, topic, WindowStart(seen, p.cfg.Window), "", seen, 1)
+		return
+	}
 	p.pending.NoTime[TopicWindow{Topic: topic, Window: WindowStart(seen, p.cfg.Window)}]++
-	p.mu.Unlock()
 }
 
 // Malformed counts an event of topic that failed to decode (or, for a
 // producer, to encode), in the window of seen.
 func (p *Publisher) Malformed(topic string, seen time.Time) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wal != nil {
+		p.walCount(kindMalformed, topic, WindowStart(seen, p.cfg.Window), "", seen, 1)
+		return
+	}
 	p.pending.Malformed[TopicWindow{Topic: topic, Window: WindowStart(seen, p.cfg.Window)}]++
-	p.mu.Unlock()
 }
 
 // Flush publishes everything counted so far, closed windows or not, and
@@ -235,6 +257,17 @@ func (p *Publisher) Close(ctx context.Context) error {
 	}
 	p.stopCancel()
 	defer p.client.Close()
+	if p.wal != nil {
+		defer p.closeWAL()
+		// Records still doubtful stay in the WAL for the next run: the
+		// search gets half the time left, the final publish the rest.
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if d, ok := ctx.Deadline(); ok {
+			rctx, cancel = context.WithTimeout(ctx, time.Until(d)/2)
+		}
+		p.resolve(rctx)
+		cancel()
+	}
 	err := p.publish(ctx, true, true)
 	for err != nil && ctx.Err() == nil {
 		select {
@@ -287,6 +320,9 @@ func (p *Publisher) loop() {
 			// Registering the schema and an acks=all produce may take
 			// longer than a short interval; the next tick simply waits.
 			ctx, cancel := context.WithTimeout(p.stopCtx, max(p.cfg.FlushInterval, 10*time.Second))
+			if p.wal != nil {
+				p.resolve(ctx)
+			}
 			if err := p.publish(ctx, false, false); err != nil {
 				p.log.Warn("audit: monitoring events not published yet; retrying at the next flush", "err", err)
 			}

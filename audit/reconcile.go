@@ -223,6 +223,7 @@ func (s *Store) cells(o Options) (map[cellKey]*cell, []string) {
 		}
 		c.noTime += st.noTime
 		c.malformed += st.malformed
+		addBuckets(&c.latency, st.latency)
 	}
 	slices.Sort(notes)
 	return cells, notes

@@ -125,6 +125,12 @@ func countRecord(ctx context.Context, hr *HeaderReader, c *Counts, dc *distinctC
 	case err == nil:
 		k := Key{Topic: r.Topic, Window: WindowStart(t, window), Server: server}
 		c.Events[k]++
+		// A topic stamped with LogAppendTime says when each event
+		// arrived in this cluster: its latency. CreateTime says only
+		// when the producer sent it (kept by the mirror), so no figure.
+		if r.Attrs.TimestampType() == 1 {
+			c.addLatency(TopicWindow{Topic: r.Topic, Window: k.Window}, latencyBucket(r.Timestamp.Sub(t)), 1)
+		}
 		// The body without the envelope's schema id, which the mirror
 		// may rewrite.
 		dc.add(k, bytesID(r.Value[5:]))
@@ -233,7 +239,7 @@ func PublishSnapshot(ctx context.Context, cfg PublisherConfig, source string, c 
 	p.mu.Lock()
 	for _, w := range windows {
 		counts, noTime, malformed := c.take(w)
-		p.append(now, w, counts, noTime, malformed)
+		p.append(now, w, counts, noTime, malformed).Latency = c.takeLatency(w)
 	}
 	if len(p.outbox) == 0 {
 		p.append(now, WindowStart(now, p.cfg.Window), nil, nil, nil)

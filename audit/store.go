@@ -62,6 +62,7 @@ type snapState struct {
 	// distinct holds, for the servers whose count said, how many of
 	// their events are distinct.
 	distinct map[string]int64
+	latency  []int64 // a histogram (latencyBucket), where the scan knew arrival times
 	anomalies
 }
 
@@ -182,7 +183,11 @@ func (s *Store) addPublisher(e *Event) {
 		s.pubs[e.Publisher] = p
 	}
 	p.seqs[e.Sequence] = seqInfo{window: e.Window, size: e.Size, previous: e.Previous}
-	p.final = p.final || e.Final
+	// The newest event says whether the publisher stopped cleanly: one
+	// that resumes from a WAL goes on numbering after its final event.
+	if e.Sequence > p.lastSeq || (e.Sequence == p.lastSeq && e.Final) {
+		p.final = e.Final
+	}
 	if e.Published.After(p.last) {
 		p.last = e.Published
 	}
@@ -225,6 +230,11 @@ func (s *Store) addSnapshot(e *Event) {
 		}
 		for srv := range unknown {
 			delete(st.distinct, srv)
+		}
+		for _, l := range e.Latency {
+			if l.Topic == t {
+				addBuckets(&st.latency, l.Buckets)
+			}
 		}
 		for _, c := range e.NoTime {
 			if c.Topic == t {

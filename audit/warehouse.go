@@ -40,7 +40,8 @@ type WarehouseScanConfig struct {
 
 // ScanWarehouse counts what a warehouse holds, the loader's layout as
 // package warehouse defines it (<topic>/YYYY/MM/DD/HH/*.avro, Avro object
-// container files): every event
+// container files, and <topic>/dt=YYYY-MM-DD/hr=HH/*.parquet, Parquet
+// loads, compacted or not): every event
 // by its header time window and server. Events without a header time are
 // counted apart in the window of their hour directory. Files of runs not
 // yet committed (under _tributary) are not read; records the loader could
@@ -65,30 +66,39 @@ func ScanWarehouse(ctx context.Context, cfg WarehouseScanConfig) (*Counts, []str
 	dc := newDistinctCounter(cfg.MaxDistinct, cfg.Logger)
 	defer dc.fill(c)
 	for _, topic := range topics {
-		hours, err := warehouse.Hours(cfg.FS, topic)
-		if err != nil {
-			return nil, nil, fmt.Errorf("audit: %w", err)
-		}
 		files := 0
-		for _, h := range hours {
-			if (!cfg.From.IsZero() && !h.Start.Add(time.Hour).After(cfg.From)) || (!cfg.To.IsZero() && !h.Start.Before(cfg.To)) {
-				continue
-			}
-			entries, err := cfg.FS.ReadDir(h.Dir)
+		for _, format := range []struct {
+			hours func(warehouse.FS, string) ([]warehouse.Hour, error)
+			data  func(string) bool
+			count func(warehouse.FS, string, string, time.Time, time.Duration, string, *Counts, *distinctCounter) error
+		}{
+			{warehouse.Hours, warehouse.IsDataFile, countFile},
+			{warehouse.PartitionHours, warehouse.IsParquetFile, countParquetFile},
+		} {
+			hours, err := format.hours(cfg.FS, topic)
 			if err != nil {
-				return nil, nil, fmt.Errorf("audit: list %s: %w", h.Dir, err)
+				return nil, nil, fmt.Errorf("audit: %w", err)
 			}
-			for _, e := range entries {
-				if e.IsDir() || !warehouse.IsDataFile(e.Name()) {
+			for _, h := range hours {
+				if (!cfg.From.IsZero() && !h.Start.Add(time.Hour).After(cfg.From)) || (!cfg.To.IsZero() && !h.Start.Before(cfg.To)) {
 					continue
 				}
-				if err := ctx.Err(); err != nil {
-					return nil, nil, err
+				entries, err := cfg.FS.ReadDir(h.Dir)
+				if err != nil {
+					return nil, nil, fmt.Errorf("audit: list %s: %w", h.Dir, err)
 				}
-				if err := countFile(cfg.FS, path.Join(h.Dir, e.Name()), topic, h.Start, cfg.Window, cfg.HeaderField, c, dc); err != nil {
-					return nil, nil, err
+				for _, e := range entries {
+					if e.IsDir() || !format.data(e.Name()) {
+						continue
+					}
+					if err := ctx.Err(); err != nil {
+						return nil, nil, err
+					}
+					if err := format.count(cfg.FS, path.Join(h.Dir, e.Name()), topic, h.Start, cfg.Window, cfg.HeaderField, c, dc); err != nil {
+						return nil, nil, err
+					}
+					files++
 				}
-				files++
 			}
 		}
 		cfg.Logger.Debug("audit: counted warehouse topic", "topic", topic, "files", files)

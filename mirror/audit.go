@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -117,6 +118,15 @@ func (w *WindowCounter) forgetLocked(before time.Time) {
 	}
 }
 
+// sendAuditor is an Auditor told of each copy before it is produced
+// (Sending; an error stops the copy) and of a copy the target did not
+// acknowledge (Failed): one that counts through a write-ahead log, so
+// that what it counted survives a kill (AuditTier with a WAL publisher).
+type sendAuditor interface {
+	Sending(ctx context.Context, source string, r *kgo.Record) error
+	Failed(source string, r *kgo.Record)
+}
+
 // Auditors reports every record to each of its auditors in turn, e.g. a
 // WindowCounter for the status and an AuditTier for the audit.
 type Auditors []Auditor
@@ -125,6 +135,29 @@ type Auditors []Auditor
 func (as Auditors) Copied(source string, r *kgo.Record) {
 	for _, a := range as {
 		a.Copied(source, r)
+	}
+}
+
+// Sending tells the auditors that want to know of r before it is
+// produced.
+func (as Auditors) Sending(ctx context.Context, source string, r *kgo.Record) error {
+	for _, a := range as {
+		if sa, ok := a.(sendAuditor); ok {
+			if err := sa.Sending(ctx, source, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Failed tells the auditors that want to know that r was not
+// acknowledged.
+func (as Auditors) Failed(source string, r *kgo.Record) {
+	for _, a := range as {
+		if sa, ok := a.(sendAuditor); ok {
+			sa.Failed(source, r)
+		}
 	}
 }
 

@@ -206,6 +206,11 @@ func (s *source) copyRecord(ctx context.Context, part *partition, r *kgo.Record)
 	}
 	out.Headers = append(out.Headers, kgo.RecordHeader{Key: OriginHeader,
 		Value: appendHop(prev, hop{cluster: s.Name, partition: r.Partition, offset: r.Offset})})
+	if sa, ok := s.cfg.Auditor.(sendAuditor); ok {
+		if err := sa.Sending(ctx, s.Name, out); err != nil {
+			return err
+		}
+	}
 	part.mu.Lock()
 	seq := part.acks.add(r.Offset)
 	part.next = r.Offset + 1
@@ -230,6 +235,9 @@ func (s *source) copyRecord(ctx context.Context, part *partition, r *kgo.Record)
 func (s *source) acked(ctx context.Context, part *partition, seq uint64, offset int64, rec *kgo.Record, err error) {
 	defer part.inflight.Add(-1)
 	if err != nil {
+		if sa, ok := s.cfg.Auditor.(sendAuditor); ok {
+			sa.Failed(s.Name, rec)
+		}
 		// A record failed by our own shutdown is simply not copied: the
 		// next run finds it missing in the target.
 		if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {

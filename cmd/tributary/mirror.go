@@ -56,6 +56,8 @@ func runMirror(ctx context.Context, args []string) error {
 	headerField := fs.String("header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood")
 	metricsListen := metricsFlag(fs)
 	auditTier := fs.Bool("audit", false, "count what the target acknowledged as the audit's \"mirror\" tier, published to the target's _audit topic (needs --target-registry)")
+	auditWAL := fs.String("audit-wal", "", "with --audit, a write-ahead log `DIR` of the mirror's counts: a mirror killed at any point neither loses nor double-counts them; the next one started with the same DIR publishes what it left and counts the copies the target holds whose acknowledgement it never wrote. One DIR per mirror process")
+	auditFlush := fs.Duration("audit-flush-interval", time.Minute, "with --audit, how often the counts of closed windows are published (at most half of --audit-window)")
 	// Sources and target are secured each on its own: --source-tls-ca,
 	// --source-sasl-*, --source-registry-user-info-file (every source
 	// alike), and the same with --target-.
@@ -147,8 +149,11 @@ func runMirror(ctx context.Context, args []string) error {
 		cfg.Sources[i].Registry = url
 	}
 	auditors := mirror.Auditors{&mirror.WindowCounter{Window: *window}}
+	if *auditWAL != "" && !*auditTier {
+		return errors.New("--audit-wal needs --audit")
+	}
 	if *auditTier {
-		tier, closeTier, err := newAuditTier(cfg, *window, *headerField)
+		tier, closeTier, err := newAuditTier(ctx, cfg, auditTierFlags{*window, *auditFlush, *headerField, *auditWAL})
 		if err != nil {
 			return err
 		}
@@ -201,9 +206,17 @@ func runMirror(ctx context.Context, args []string) error {
 	return err
 }
 
+// auditTierFlags are the mirror's --audit settings.
+type auditTierFlags struct {
+	window, flush time.Duration
+	headerField   string
+	wal           string
+}
+
 // newAuditTier counts copied events for the audit through a publisher that
 // writes to the target's _audit topic; closeTier publishes what is left.
-func newAuditTier(cfg mirror.Config, window time.Duration, headerField string) (tier mirror.Auditor, closeTier func(), err error) {
+// With a WAL, what a killed mirror left is counted before copying starts.
+func newAuditTier(ctx context.Context, cfg mirror.Config, f auditTierFlags) (tier mirror.Auditor, closeTier func(), err error) {
 	if cfg.TargetRegistry == "" {
 		return nil, nil, errors.New("--audit needs --target-registry: the registry that resolves schema ids in the analysis datacenter (the shared one, if the datacenters share one)")
 	}
@@ -215,22 +228,46 @@ func newAuditTier(cfg mirror.Config, window time.Duration, headerField string) (
 	if err != nil {
 		return nil, nil, fmt.Errorf("--target: %w", err)
 	}
-	pub, err := audit.NewPublisher(audit.PublisherConfig{Client: cl, Registry: reg, Tier: audit.TierMirror, Window: window, Logger: slog.Default()})
+	var wal *audit.WAL
+	if f.wal != "" {
+		if wal, err = audit.OpenWAL(f.wal, audit.WALOptions{Fault: walFault()}); err != nil {
+			cl.Close()
+			return nil, nil, fmt.Errorf("--audit-wal: %w", err)
+		}
+	}
+	pub, err := audit.NewPublisher(audit.PublisherConfig{Client: cl, Registry: reg, Tier: audit.TierMirror, Window: f.window,
+		FlushInterval: min(f.flush, f.window/2), Logger: slog.Default(), WAL: wal})
 	if err != nil {
+		if wal != nil {
+			wal.Close()
+		}
 		cl.Close()
 		return nil, nil, err
 	}
-	headers, err := audit.NewHeaderReader(reg, audit.HeaderReaderConfig{HeaderField: headerField})
-	if err != nil {
-		cl.Close()
-		return nil, nil, err
-	}
-	return mirror.NewAuditTier(pub, headers, slog.Default()), func() {
+	closeTier = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), max(time.Second, cfg.ShutdownTimeout/4))
 		defer cancel()
 		if err := pub.Close(ctx); err != nil {
 			slog.Warn("publishing the last audit counts", "err", err)
 		}
 		cl.Close()
-	}, nil
+	}
+	headers, err := audit.NewHeaderReader(reg, audit.HeaderReaderConfig{HeaderField: f.headerField})
+	if err != nil {
+		closeTier()
+		return nil, nil, err
+	}
+	if wal != nil {
+		pub.FindIn(cl)
+		// A search that does not finish (target unreachable) leaves
+		// the copies doubtful: looked for again at each publish.
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		found, doubtful, err := pub.Recover(rctx)
+		cancel()
+		if err != nil {
+			slog.Warn("mirror: could not look in the target for the copies a killed mirror made; looking again at each publish", "dir", f.wal, "err", err)
+		}
+		slog.Info("mirror: audit WAL opened", "dir", f.wal, "publisher", wal.Name(), "records_found_and_counted", found, "records_still_looked_for", doubtful)
+	}
+	return mirror.NewAuditTier(pub, headers, slog.Default()), closeTier, nil
 }

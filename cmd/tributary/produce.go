@@ -53,6 +53,9 @@ func runProduce(ctx context.Context, args []string) error {
 	if *shutdown <= 0 {
 		return errors.New("--shutdown-timeout must be positive")
 	}
+	if af.wal != "" && af.schema == "" {
+		return errors.New("--audit-wal needs --schema: only audited events are counted")
+	}
 	if af.schema != "" {
 		return produceAvro(ctx, cl, *topic, splitList(*brokers), af, *shutdown)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,8 +20,8 @@ import (
 // avroFlags turn `tributary produce` into an audited event producer.
 type avroFlags struct {
 	schema, registry, service, server, auditTopic string
-	headerField                                   string
-	window                                        time.Duration
+	headerField, wal                              string
+	window, flushInterval                         time.Duration
 	sec                                           clientFlags
 }
 
@@ -32,6 +33,34 @@ func (f *avroFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.auditTopic, "audit-topic", audit.DefaultTopic, "where the per-window counts are published (with --schema)")
 	fs.StringVar(&f.headerField, "header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood (with --schema)")
 	fs.DurationVar(&f.window, "window", audit.DefaultWindow, "audit counting window (with --schema)")
+	fs.DurationVar(&f.flushInterval, "audit-flush-interval", time.Minute, "how often the counts of closed windows are published (with --schema; at most half the window)")
+	fs.StringVar(&f.wal, "audit-wal", "", "write-ahead log `DIR` of the audit counts (with --schema): a producer killed at any point neither loses nor double-counts them; "+
+		"the next one started with the same DIR publishes what it left, and counts the records it had sent that the brokers hold. One DIR per producer")
+}
+
+// walPauseEnv names a point of the audit WAL (audit.WALFaultPoints) where
+// `tributary produce` stops forever the first time it gets there, so a
+// test can kill it exactly there.
+const walPauseEnv = "TRIBUTARY_AUDIT_PAUSE_AT"
+
+func walFault() func(string) {
+	point := os.Getenv(walPauseEnv)
+	if point == "" {
+		return nil
+	}
+	if !slices.Contains(audit.WALFaultPoints, point) {
+		fmt.Fprintf(os.Stderr, "tributary: %s=%q is not a fault point (%v); ignored\n", walPauseEnv, point, audit.WALFaultPoints)
+		return nil
+	}
+	var once sync.Once
+	return func(p string) {
+		if p == point {
+			once.Do(func() {
+				fmt.Fprintf(os.Stderr, "tributary: paused at %s (%s)\n", p, walPauseEnv)
+				select {}
+			})
+		}
+	}
 }
 
 // produceAvro sends stdin's JSON events through an audit.Producer: each is
@@ -63,13 +92,36 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 		return err
 	}
 	defer acl.Close()
-	pub, err := audit.NewPublisher(audit.PublisherConfig{Client: acl, Registry: reg, Topic: f.auditTopic, Window: f.window, Host: f.server})
+	var wal *audit.WAL
+	if f.wal != "" {
+		if wal, err = audit.OpenWAL(f.wal, audit.WALOptions{Host: f.server, Fault: walFault()}); err != nil {
+			return fmt.Errorf("--audit-wal: %w", err)
+		}
+	}
+	pub, err := audit.NewPublisher(audit.PublisherConfig{Client: acl, Registry: reg, Topic: f.auditTopic, Window: f.window, Host: f.server,
+		FlushInterval: min(f.flushInterval, f.window/2), WAL: wal})
 	if err != nil {
+		if wal != nil {
+			wal.Close()
+		}
 		return err
 	}
 	prod, err := audit.NewProducer(cl, ser, pub)
 	if err != nil {
 		return err
+	}
+	if wal != nil {
+		// What a producer killed before left: counted before anything
+		// new is sent, so a WAL that cannot be resolved stops us here.
+		// A search that does not finish (brokers unreachable) leaves
+		// the records doubtful: looked for again at each publish.
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		found, doubtful, err := prod.Recover(rctx)
+		cancel()
+		if err != nil {
+			slog.Warn("produce: could not look in the brokers for the records a killed producer sent; looking again at each publish", "dir", f.wal, "err", err)
+		}
+		slog.Info("produce: audit WAL opened", "dir", f.wal, "publisher", wal.Name(), "records_found_and_counted", found, "records_still_looked_for", doubtful)
 	}
 	var (
 		mu            sync.Mutex
@@ -121,6 +173,9 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 	if perr != nil {
 		for _, u := range pub.Unpublished() {
 			fmt.Fprintf(os.Stderr, "audit counts NOT published: topic %s, window %s: %d events\n", u.Topic, u.Window.UTC().Format(time.RFC3339), u.N)
+		}
+		if wal != nil {
+			fmt.Fprintf(os.Stderr, "they are kept in the audit WAL %s: the next `tributary produce --audit-wal %s` publishes them\n", f.wal, f.wal)
 		}
 	}
 	mu.Lock()

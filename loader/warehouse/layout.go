@@ -61,9 +61,43 @@ func IsTopicDir(name string) bool { return !strings.HasPrefix(name, "_") }
 // IsDataFile reports whether a file name in an hour directory is a data
 // file (an Avro object container file), not a marker.
 //
-// Parquet files are not: the audit's warehouse tier, which reads these,
-// reads Avro only, and Hours does not list Parquet's partition directories.
+// Parquet files are not (IsParquetFile), and Hours does not list
+// Parquet's partition directories (PartitionHours).
 func IsDataFile(name string) bool { return strings.HasSuffix(name, dataExt) }
+
+// IsParquetFile reports whether a file name in a Parquet load's hour
+// directory (PartitionDir) is a data file.
+func IsParquetFile(name string) bool { return strings.HasSuffix(name, parquetExt) }
+
+// PartitionHours lists a topic's Parquet hour directories
+// (topic/dt=YYYY-MM-DD/hr=HH) in time order; a topic never loaded as
+// Parquet has none.
+func PartitionHours(w FS, topic string) ([]Hour, error) {
+	days, err := w.ReadDir(topic)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list %s: %w", topic, err)
+	}
+	var out []Hour
+	for _, d := range days {
+		if !d.IsDir() || !strings.HasPrefix(d.Name(), "dt=") {
+			continue
+		}
+		hours, err := w.ReadDir(path.Join(topic, d.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("list %s/%s: %w", topic, d.Name(), err)
+		}
+		for _, h := range hours {
+			dir := path.Join(topic, d.Name(), h.Name())
+			if t, err := HourStart(dir); h.IsDir() && err == nil && PartitionDir(topic, t) == dir {
+				out = append(out, Hour{Dir: dir, Start: t})
+			}
+		}
+	}
+	return out, nil
+}
 
 // HourDir is the directory of a topic's hour: topic/YYYY/MM/DD/HH (UTC).
 func HourDir(topic string, hour time.Time) string {

@@ -100,7 +100,7 @@ func (z aclZooKeeper) update(fn func([]ACL) []ACL) ([]ACL, error) {
 		}
 		acls = fn(acls)
 		data, _ := json.Marshal(acls)
-		retry, err := writeNodeCAS(z.s, z.path(), data, version)
+		retry, err := cluster.WriteNodeCAS(z.s, z.path(), data, version)
 		if retry {
 			continue // changed under us: read again
 		}
@@ -113,7 +113,7 @@ func (z aclZooKeeper) update(fn func([]ACL) []ACL) ([]ACL, error) {
 
 // watch calls changed whenever the ACL node changes, until stop closes.
 func (z aclZooKeeper) watch(stop <-chan struct{}, changed func()) {
-	watchNode(z.s, z.path(), stop, changed)
+	cluster.WatchNode(z.s, z.path(), stop, changed)
 }
 
 // storeInZooKeeper returns the ZooKeeper store of a cluster's authorizer,

@@ -218,7 +218,7 @@ func (z quotaZooKeeper) update(fn func(quotaTable) error) (quotaTable, error) {
 			return nil, err
 		}
 		data := encodeQuotas(t)
-		retry, err := writeNodeCAS(z.s, z.path(), data, version)
+		retry, err := cluster.WriteNodeCAS(z.s, z.path(), data, version)
 		if retry {
 			continue // changed under us: read again
 		}
@@ -231,5 +231,5 @@ func (z quotaZooKeeper) update(fn func(quotaTable) error) (quotaTable, error) {
 
 // watch calls changed whenever the quota node changes, until stop closes.
 func (z quotaZooKeeper) watch(stop <-chan struct{}, changed func()) {
-	watchNode(z.s, z.path(), stop, changed)
+	cluster.WatchNode(z.s, z.path(), stop, changed)
 }

@@ -28,7 +28,7 @@
 //   - With Config.Authorizer every request is checked against the ACLs as
 //     Kafka checks it, and a request nothing allows is refused (acl*.go).
 //   - A client over its producer_byte_rate or consumer_byte_rate (per
-//     user and/or client id, Kafka's precedence; quota.go) is answered with
+//     user and/or client id, Kafka's precedence; broker/quota) is answered with
 //     throttle_time_ms and its connection is not read for that long, so its
 //     rate converges to the quota; quotas persist in the data directory or
 //     ZooKeeper and apply on every broker of a cluster.
@@ -61,6 +61,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/quota"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -75,11 +76,11 @@ type Broker struct {
 	groups *group.Coordinator
 	faults storageFaults // partitions failing writes, logged once each
 
-	closing chan struct{} // closed when shutdown starts; long polls end
-	tls     *tlsState     // nil without Config.TLS
-	authz   *authorizer   // nil without Config.Authorizer
-	logins  *loginGuard   // failed-login limit and timing (sasl_limit.go)
-	quotas  *quotas       // client quotas (quota.go)
+	closing chan struct{}  // closed when shutdown starts; long polls end
+	tls     *tlsState      // nil without Config.TLS
+	authz   *authorizer    // nil without Config.Authorizer
+	logins  *loginGuard    // failed-login limit and timing (sasl_limit.go)
+	quotas  *quota.Manager // client quotas (broker/quota)
 	// staticLog is the partitions' configuration as the flags make it,
 	// dyn the dynamic broker configs over it (dynamicconfig.go).
 	staticLog log.Config
@@ -178,11 +179,11 @@ func New(cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
-	var qstore quotaStore = quotaFile{path: filepath.Join(cfg.DataDir, "quotas.json")}
+	qstore := quota.NewFile(filepath.Join(cfg.DataDir, "quotas.json"))
 	if zs, ok := b.meta.(zkSessioner); ok {
-		qstore = quotaZooKeeper{s: zs.Session()}
+		qstore = quota.NewZooKeeper(zs.Session())
 	}
-	if b.quotas, err = newQuotas(qstore); err != nil {
+	if b.quotas, err = quota.New(qstore); err != nil {
 		return nil, err
 	}
 	b.selfID = b.meta.Self().ID
@@ -229,13 +230,9 @@ func New(cfg Config) (*Broker, error) {
 	if zs, ok := b.dyn.store.(brokerConfigZooKeeper); ok {
 		go zs.watch(b.stopSync, b.reloadDynamicConfigs)
 	}
-	if zs, ok := b.quotas.store.(quotaZooKeeper); ok {
-		go zs.watch(b.stopSync, func() {
-			if err := b.quotas.reload(); err != nil {
-				b.logger.Error("reading client quotas from ZooKeeper failed; keeping the last ones read", "err", err)
-			}
-		})
-	}
+	go b.quotas.Follow(b.stopSync, func(err error) {
+		b.logger.Error("reading client quotas from ZooKeeper failed; keeping the last ones read", "err", err)
+	})
 	if zs, ok := b.authz.storeInZooKeeper(); ok {
 		go zs.watch(b.stopSync, func() {
 			if err := b.authz.refresh(); err != nil {

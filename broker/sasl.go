@@ -25,6 +25,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/quota"
 )
 
 func init() {
@@ -127,7 +129,7 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 			// A connection's principal never changes (its ACL decisions
 			// and quotas were made for it), as in Kafka.
 			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-			msg := fmt.Sprintf("re-authentication as %q on a connection of %q: a connection keeps its user", user, quotaUser(c.auth.principal))
+			msg := fmt.Sprintf("re-authentication as %q on a connection of %q: a connection keeps its user", user, quota.User(c.auth.principal))
 			resp.ErrorMessage = &msg
 			c.logger.Warn("closing connection: re-authentication as another user", "user", user, "principal", c.auth.principal)
 			return closeAfter{encode(req, resp)}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/acl"
 )
 
 func init() {
@@ -28,7 +30,7 @@ func securityDisabled() *string {
 	return &msg
 }
 
-func validACL(a ACL) error {
+func validACL(a acl.ACL) error {
 	switch {
 	case a.ResourceType < kmsg.ACLResourceTypeTopic || a.ResourceType > kmsg.ACLResourceTypeDelegationToken:
 		return fmt.Errorf("resource type %v cannot be named in an ACL", a.ResourceType)
@@ -51,14 +53,14 @@ func validACL(a ACL) error {
 func (b *Broker) createACLs(r *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse {
 	resp := kmsg.NewPtrCreateACLsResponse()
 	results := make([]kmsg.CreateACLsResponseResult, len(r.Creations))
-	var add []ACL
+	var add []acl.ACL
 	for i, c := range r.Creations {
 		results[i] = kmsg.NewCreateACLsResponseResult()
 		if b.authz == nil {
 			results[i].ErrorCode, results[i].ErrorMessage = kerr.SecurityDisabled.Code, securityDisabled()
 			continue
 		}
-		a := ACL{Principal: c.Principal, Host: c.Host, ResourceType: c.ResourceType, ResourceName: c.ResourceName,
+		a := acl.ACL{Principal: c.Principal, Host: c.Host, ResourceType: c.ResourceType, ResourceName: c.ResourceName,
 			PatternType: c.ResourcePatternType, Operation: c.Operation, Permission: c.PermissionType}
 		if err := validACL(a); err != nil {
 			msg := err.Error()
@@ -68,7 +70,7 @@ func (b *Broker) createACLs(r *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse 
 		add = append(add, a)
 	}
 	if len(add) > 0 {
-		_, err := b.authz.update(func(acls []ACL) []ACL {
+		_, err := b.authz.Update(func(acls []acl.ACL) []acl.ACL {
 			for _, a := range add {
 				if !slices.Contains(acls, a) {
 					acls = append(acls, a)
@@ -104,8 +106,8 @@ func (b *Broker) describeACLs(r *kmsg.DescribeACLsRequest) *kmsg.DescribeACLsRes
 		pattern kmsg.ACLResourcePatternType
 	}
 	index := map[key]int{}
-	for _, a := range *b.authz.acls.Load() {
-		if !filterMatches(a, r.ResourceType, r.ResourceName, r.ResourcePatternType, r.Principal, r.Host, r.Operation, r.PermissionType) {
+	for _, a := range b.authz.ACLs() {
+		if !acl.FilterMatches(a, r.ResourceType, r.ResourceName, r.ResourcePatternType, r.Principal, r.Host, r.Operation, r.PermissionType) {
 			continue
 		}
 		k := key{a.ResourceType, a.ResourceName, a.PatternType}
@@ -136,7 +138,7 @@ func (b *Broker) deleteACLs(r *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse 
 		}
 		return resp
 	}
-	_, err := b.authz.update(func(acls []ACL) []ACL {
+	_, err := b.authz.Update(func(acls []acl.ACL) []acl.ACL {
 		for i := range resp.Results { // a retried update starts over
 			resp.Results[i].MatchingACLs = nil
 		}
@@ -144,7 +146,7 @@ func (b *Broker) deleteACLs(r *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse 
 		for _, a := range acls {
 			deleted := false
 			for i, f := range r.Filters {
-				if !filterMatches(a, f.ResourceType, f.ResourceName, f.ResourcePatternType, f.Principal, f.Host, f.Operation, f.PermissionType) {
+				if !acl.FilterMatches(a, f.ResourceType, f.ResourceName, f.ResourcePatternType, f.Principal, f.Host, f.Operation, f.PermissionType) {
 					continue
 				}
 				deleted = true

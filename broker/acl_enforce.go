@@ -40,7 +40,7 @@ const clusterResource = "kafka-cluster"
 // may reports whether the client of req may do op on the resource; always
 // true without an authorizer.
 func (b *Broker) may(req *request, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
-	return b.authz == nil || b.authz.allowed(req.principal, req.host, op, typ, name)
+	return b.authz == nil || b.authz.Allowed(req.principal, req.host, op, typ, name)
 }
 
 func (b *Broker) mayCluster(req *request, op kmsg.ACLOperation) bool {
@@ -319,7 +319,7 @@ func (b *Broker) authorize(req *request) *pending {
 		}
 
 	case *kmsg.InitProducerIDRequest:
-		if r.TransactionalID == nil && !b.mayCluster(req, kmsg.ACLOperationIdempotentWrite) && !b.mayWriteSomeTopic(req) {
+		if r.TransactionalID == nil && !b.mayCluster(req, kmsg.ACLOperationIdempotentWrite) && !b.authz.MayWriteSomeTopic(req.principal, req.host) {
 			resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 			resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = clusterCode, -1, -1
 			return refuse(resp)
@@ -392,20 +392,4 @@ func (b *Broker) authorize(req *request) *pending {
 		}
 	}
 	return b.authorizeAdmin(req)
-}
-
-// mayWriteSomeTopic reports whether an ACL allows the principal to write
-// some topic: enough for an idempotent producer id, as in Kafka 3.x.
-func (b *Broker) mayWriteSomeTopic(req *request) bool {
-	if req.principal == InternalPrincipal {
-		return true // it writes the internal topics (internal_conn.go)
-	}
-	for _, a := range *b.authz.acls.Load() {
-		if a.ResourceType == kmsg.ACLResourceTypeTopic && a.Permission == kmsg.ACLPermissionTypeAllow &&
-			(a.Operation == kmsg.ACLOperationWrite || a.Operation == kmsg.ACLOperationAll) &&
-			a.principalMatches(req.principal) && a.hostMatches(req.host) {
-			return true
-		}
-	}
-	return false
 }

@@ -59,6 +59,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/quota"
@@ -76,11 +77,11 @@ type Broker struct {
 	groups *group.Coordinator
 	faults storageFaults // partitions failing writes, logged once each
 
-	closing chan struct{}  // closed when shutdown starts; long polls end
-	tls     *tlsState      // nil without Config.TLS
-	authz   *authorizer    // nil without Config.Authorizer
-	logins  *loginGuard    // failed-login limit and timing (sasl_limit.go)
-	quotas  *quota.Manager // client quotas (broker/quota)
+	closing chan struct{}   // closed when shutdown starts; long polls end
+	tls     *tlsState       // nil without Config.TLS
+	authz   *acl.Authorizer // nil without Config.Authorizer
+	logins  *loginGuard     // failed-login limit and timing (sasl_limit.go)
+	quotas  *quota.Manager  // client quotas (broker/quota)
 	// staticLog is the partitions' configuration as the flags make it,
 	// dyn the dynamic broker configs over it (dynamicconfig.go).
 	staticLog log.Config
@@ -170,12 +171,11 @@ func New(cfg Config) (*Broker, error) {
 		}
 	}
 	if cfg.Authorizer {
-		var store aclStore = newACLFile(filepath.Join(cfg.DataDir, "acls.json"))
-		zs, inCluster := b.meta.(zkSessioner)
-		if inCluster {
-			store = aclZooKeeper{s: zs.Session()}
+		store := acl.NewFile(filepath.Join(cfg.DataDir, "acls.json"))
+		if zs, inCluster := b.meta.(zkSessioner); inCluster {
+			store = acl.NewZooKeeper(zs.Session())
 		}
-		if b.authz, err = newAuthorizer(store, cfg.SuperUsers); err != nil {
+		if b.authz, err = acl.New(store, cfg.SuperUsers, internalAllowed); err != nil {
 			return nil, err
 		}
 	}
@@ -233,11 +233,9 @@ func New(cfg Config) (*Broker, error) {
 	go b.quotas.Follow(b.stopSync, func(err error) {
 		b.logger.Error("reading client quotas from ZooKeeper failed; keeping the last ones read", "err", err)
 	})
-	if zs, ok := b.authz.storeInZooKeeper(); ok {
-		go zs.watch(b.stopSync, func() {
-			if err := b.authz.refresh(); err != nil {
-				b.logger.Error("reading ACLs from ZooKeeper failed; keeping the last ones read", "err", err)
-			}
+	if b.authz != nil {
+		go b.authz.Follow(b.stopSync, func(err error) {
+			b.logger.Error("reading ACLs from ZooKeeper failed; keeping the last ones read", "err", err)
 		})
 	}
 	return b, nil

@@ -163,7 +163,7 @@ type Config struct {
 	// SASLMechanisms are the mechanisms SASL listeners offer. Nil: PLAIN,
 	// SCRAM-SHA-256 and SCRAM-SHA-512.
 	SASLMechanisms []string
-	// Authorizer turns ACL enforcement on (acl.go): every request is
+	// Authorizer turns ACL enforcement on (broker/acl): every request is
 	// checked against the ACLs, and nothing matching means deny.
 	Authorizer bool
 	// SuperUsers are principals (User:<name>) that pass every ACL check.

@@ -84,7 +84,7 @@ func (b *Broker) internalRefusal(req *request, topic, action string) string {
 		if action == "delete" {
 			op = kmsg.ACLOperationDelete
 		}
-		if b.authz.allowed(req.principal, req.host, op, kmsg.ACLResourceTypeTopic, topic) {
+		if b.authz.Allowed(req.principal, req.host, op, kmsg.ACLResourceTypeTopic, topic) {
 			return ""
 		}
 		return fmt.Sprintf("principal %s may not %s topic %s: no ACL allows %v on it", req.principal, action, topic, op)

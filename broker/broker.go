@@ -24,7 +24,7 @@
 //     with an optional client CA (tls.go), SASL PLAIN and SCRAM-SHA-256/512
 //     (sasl.go). On a SASL listener nothing but ApiVersions and the SASL
 //     exchange is answered before the client has proved who it is, and no
-//     password is stored, only salted, iterated SCRAM keys (credentials.go).
+//     password is stored, only salted, iterated SCRAM keys (broker/auth).
 //   - With Config.Authorizer every request is checked against the ACLs as
 //     Kafka checks it, and a request nothing allows is refused (acl*.go).
 //   - A client over its producer_byte_rate or consumer_byte_rate (per
@@ -60,6 +60,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/quota"
@@ -80,7 +81,7 @@ type Broker struct {
 	closing chan struct{}   // closed when shutdown starts; long polls end
 	tls     *tlsState       // nil without Config.TLS
 	authz   *acl.Authorizer // nil without Config.Authorizer
-	logins  *loginGuard     // failed-login limit and timing (sasl_limit.go)
+	logins  *auth.Guard     // failed-login limit and timing (broker/auth)
 	quotas  *quota.Manager  // client quotas (broker/quota)
 	// staticLog is the partitions' configuration as the flags make it,
 	// dyn the dynamic broker configs over it (dynamicconfig.go).
@@ -126,7 +127,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: data directory: %w", err)
 	}
 	for _, m := range cfg.SASLMechanisms {
-		if m != mechPlain && scramHash(m) == nil {
+		if m != auth.MechPlain && auth.SCRAMHash(m) == nil {
 			return nil, fmt.Errorf("broker: SASL mechanism %q is not served: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", m)
 		}
 	}
@@ -150,7 +151,7 @@ func New(cfg Config) (*Broker, error) {
 		budget:        newByteBudget(cfg.QueuedMaxRequestBytes),
 		preAuthBudget: newByteBudget(preAuthBudgetFrames * int64(cfg.SASLMaxReceiveSize)),
 		autoCreate:    newAutoCreateLimit(cfg.AutoCreateRate),
-		logins:        newLoginGuard(),
+		logins:        auth.NewGuard(),
 	}
 	var err error
 	if b.meta == nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
@@ -175,7 +176,7 @@ type Config struct {
 	ConnectionsMaxReauth time.Duration
 	// Credentials holds the users SASL authenticates. Nil: ZooKeeper's
 	// /config/users when Metadata lends its session, else
-	// DataDir/credentials.json (see credentials.go).
+	// DataDir/credentials.json (see broker/auth).
 	Credentials CredentialStore
 }
 
@@ -251,7 +252,7 @@ func (c Config) withDefaults() Config {
 		c.MaxPartitions = 20000
 	}
 	if c.SASLMechanisms == nil {
-		c.SASLMechanisms = []string{mechPlain, mechSCRAM256, mechSCRAM512}
+		c.SASLMechanisms = []string{auth.MechPlain, auth.MechSCRAM256, auth.MechSCRAM512}
 	}
 	return c
 }

@@ -6,7 +6,7 @@ package quota
 // quota altered through one broker applies on all of them within a watch
 // event. One node rather than Kafka's /config/users/<user>/clients/<id>
 // tree: /config/users/<user> already holds the user's SCRAM credentials
-// (broker/credentials_zk.go), and one node is read in one round trip.
+// (broker/auth/credentials_zk.go), and one node is read in one round trip.
 //
 // Both hold the same JSON: a list of entities, each with its components
 // as the protocol names them (type "user" or "client-id", a null name for

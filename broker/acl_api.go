@@ -4,7 +4,7 @@ package broker
 //
 // Served only with the authorizer on (SECURITY_DISABLED otherwise, as in
 // Kafka); who may call them is itself an ACL question (Describe or Alter on
-// the cluster, acl_enforce.go). A creation names one resource literally or
+// the cluster). A creation names one resource literally or
 // by prefix, a principal User:<name> or User:*, a host, an operation other
 // than ANY/UNKNOWN and ALLOW or DENY; anything else is INVALID_REQUEST.
 
@@ -50,8 +50,16 @@ func validACL(a acl.ACL) error {
 	return nil
 }
 
-func (b *Broker) createACLs(r *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse {
+func (b *Broker) createACLs(req *request, r *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse {
 	resp := kmsg.NewPtrCreateACLsResponse()
+	if !b.mayCluster(req, kmsg.ACLOperationAlter) {
+		for range r.Creations {
+			res := kmsg.NewCreateACLsResponseResult()
+			res.ErrorCode = clusterRefused
+			resp.Results = append(resp.Results, res)
+		}
+		return resp
+	}
 	results := make([]kmsg.CreateACLsResponseResult, len(r.Creations))
 	var add []acl.ACL
 	for i, c := range r.Creations {
@@ -94,8 +102,12 @@ func (b *Broker) createACLs(r *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse 
 	return resp
 }
 
-func (b *Broker) describeACLs(r *kmsg.DescribeACLsRequest) *kmsg.DescribeACLsResponse {
+func (b *Broker) describeACLs(req *request, r *kmsg.DescribeACLsRequest) *kmsg.DescribeACLsResponse {
 	resp := kmsg.NewPtrDescribeACLsResponse()
+	if !b.mayCluster(req, kmsg.ACLOperationDescribe) {
+		resp.ErrorCode = clusterRefused
+		return resp
+	}
 	if b.authz == nil {
 		resp.ErrorCode, resp.ErrorMessage = kerr.SecurityDisabled.Code, securityDisabled()
 		return resp
@@ -126,8 +138,16 @@ func (b *Broker) describeACLs(r *kmsg.DescribeACLsRequest) *kmsg.DescribeACLsRes
 	return resp
 }
 
-func (b *Broker) deleteACLs(r *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse {
+func (b *Broker) deleteACLs(req *request, r *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse {
 	resp := kmsg.NewPtrDeleteACLsResponse()
+	if !b.mayCluster(req, kmsg.ACLOperationAlter) {
+		for range r.Filters {
+			res := kmsg.NewDeleteACLsResponseResult()
+			res.ErrorCode = clusterRefused
+			resp.Results = append(resp.Results, res)
+		}
+		return resp
+	}
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(r.Filters))
 	for i := range resp.Results {
 		resp.Results[i] = kmsg.NewDeleteACLsResponseResult()

@@ -43,7 +43,17 @@ const (
 	opSubtract = 3
 )
 
-func (b *Broker) incrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+func (b *Broker) incrementalAlterConfigs(who *request, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+	var refused []kmsg.IncrementalAlterConfigsResponseResource
+	req.Resources, refused = filterAuthorized(req.Resources, func(res kmsg.IncrementalAlterConfigsRequestResource) bool {
+		_, ok := b.mayConfig(who, kmsg.ACLOperationAlterConfigs, res.ResourceType, res.ResourceName)
+		return ok
+	}, func(it kmsg.IncrementalAlterConfigsRequestResource) kmsg.IncrementalAlterConfigsResponseResource {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ErrorCode, _ = b.mayConfig(who, kmsg.ACLOperationAlterConfigs, it.ResourceType, it.ResourceName)
+		rr.ResourceType, rr.ResourceName = it.ResourceType, it.ResourceName
+		return rr
+	})
 	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
@@ -68,10 +78,21 @@ func (b *Broker) incrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsReques
 		}
 		resp.Resources = append(resp.Resources, sr)
 	}
+	resp.Resources = append(resp.Resources, refused...)
 	return resp
 }
 
-func (b *Broker) alterConfigs(req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+func (b *Broker) alterConfigs(who *request, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+	var refused []kmsg.AlterConfigsResponseResource
+	req.Resources, refused = filterAuthorized(req.Resources, func(res kmsg.AlterConfigsRequestResource) bool {
+		_, ok := b.mayConfig(who, kmsg.ACLOperationAlterConfigs, res.ResourceType, res.ResourceName)
+		return ok
+	}, func(it kmsg.AlterConfigsRequestResource) kmsg.AlterConfigsResponseResource {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ErrorCode, _ = b.mayConfig(who, kmsg.ACLOperationAlterConfigs, it.ResourceType, it.ResourceName)
+		rr.ResourceType, rr.ResourceName = it.ResourceType, it.ResourceName
+		return rr
+	})
 	resp := kmsg.NewPtrAlterConfigsResponse()
 	for _, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
@@ -92,6 +113,7 @@ func (b *Broker) alterConfigs(req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsR
 		}
 		resp.Resources = append(resp.Resources, sr)
 	}
+	resp.Resources = append(resp.Resources, refused...)
 	return resp
 }
 

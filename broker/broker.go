@@ -26,7 +26,8 @@
 //     exchange is answered before the client has proved who it is, and no
 //     password is stored, only salted, iterated SCRAM keys (broker/auth).
 //   - With Config.Authorizer every request is checked against the ACLs as
-//     Kafka checks it, and a request nothing allows is refused (acl*.go).
+//     Kafka checks it, and a request nothing allows is refused (each
+//     handler asks authorize.go; the ACL model is broker/acl).
 //   - A client over its producer_byte_rate or consumer_byte_rate (per
 //     user and/or client id, Kafka's precedence; broker/quota) is answered with
 //     throttle_time_ms and its connection is not read for that long, so its

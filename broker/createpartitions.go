@@ -25,7 +25,15 @@ func init() {
 	register(37, 0, 3, async((*Broker).createPartitions))
 }
 
-func (b *Broker) createPartitions(req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+func (b *Broker) createPartitions(who *request, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+	var refused []kmsg.CreatePartitionsResponseTopic
+	req.Topics, refused = filterAuthorized(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) bool {
+		return b.mayTopic(who, kmsg.ACLOperationAlter, t.Topic)
+	}, func(it kmsg.CreatePartitionsRequestTopic) kmsg.CreatePartitionsResponseTopic {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic, rt.ErrorCode = it.Topic, topicRefused
+		return rt
+	})
 	resp := kmsg.NewPtrCreatePartitionsResponse()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -39,6 +47,7 @@ func (b *Broker) createPartitions(req *kmsg.CreatePartitionsRequest) *kmsg.Creat
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	resp.Topics = append(resp.Topics, refused...)
 	return resp
 }
 

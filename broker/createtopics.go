@@ -31,7 +31,15 @@ func init() {
 // directory and open files on one broker.
 const maxPartitions = 10000
 
-func (b *Broker) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+func (b *Broker) createTopics(who *request, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	var refused []kmsg.CreateTopicsResponseTopic
+	req.Topics, refused = filterAuthorized(req.Topics, func(t kmsg.CreateTopicsRequestTopic) bool {
+		return b.mayCreateTopic(who, t.Topic)
+	}, func(it kmsg.CreateTopicsRequestTopic) kmsg.CreateTopicsResponseTopic {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic, rt.ErrorCode = it.Topic, topicRefused
+		return rt
+	})
 	resp := kmsg.NewPtrCreateTopicsResponse()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -51,6 +59,7 @@ func (b *Broker) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsR
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	resp.Topics = append(resp.Topics, refused...)
 	return resp
 }
 

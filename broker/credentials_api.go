@@ -38,7 +38,12 @@ func scramMechanismCode(name string) int8 {
 	return 0
 }
 
-func (b *Broker) describeUserSCRAMCredentials(req *kmsg.DescribeUserSCRAMCredentialsRequest) *kmsg.DescribeUserSCRAMCredentialsResponse {
+func (b *Broker) describeUserSCRAMCredentials(who *request, req *kmsg.DescribeUserSCRAMCredentialsRequest) *kmsg.DescribeUserSCRAMCredentialsResponse {
+	if !b.mayCluster(who, kmsg.ACLOperationDescribe) {
+		resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		resp.ErrorCode = clusterRefused
+		return resp
+	}
 	resp := kmsg.NewPtrDescribeUserSCRAMCredentialsResponse()
 	all, err := b.cfg.Credentials.List()
 	if err != nil {
@@ -93,7 +98,21 @@ func (b *Broker) describeUserSCRAMCredentials(req *kmsg.DescribeUserSCRAMCredent
 	return resp
 }
 
-func (b *Broker) alterUserSCRAMCredentials(req *kmsg.AlterUserSCRAMCredentialsRequest) *kmsg.AlterUserSCRAMCredentialsResponse {
+func (b *Broker) alterUserSCRAMCredentials(who *request, req *kmsg.AlterUserSCRAMCredentialsRequest) *kmsg.AlterUserSCRAMCredentialsResponse {
+	if !b.mayCluster(who, kmsg.ACLOperationAlter) {
+		resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+		for _, d := range req.Deletions {
+			res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			res.User, res.ErrorCode = d.Name, clusterRefused
+			resp.Results = append(resp.Results, res)
+		}
+		for _, u := range req.Upsertions {
+			res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			res.User, res.ErrorCode = u.Name, clusterRefused
+			resp.Results = append(resp.Results, res)
+		}
+		return resp
+	}
 	resp := kmsg.NewPtrAlterUserSCRAMCredentialsResponse()
 	mentions := map[string]int{}
 	var order []string

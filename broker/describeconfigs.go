@@ -27,7 +27,25 @@ func init() {
 	register(32, 0, 4, now((*Broker).describeConfigs))
 }
 
-func (b *Broker) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
+func (b *Broker) describeConfigs(who *request, req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
+	var refused []kmsg.DescribeConfigsResponseResource
+	req.Resources, refused = filterAuthorized(req.Resources, func(res kmsg.DescribeConfigsRequestResource) bool {
+		switch res.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			return b.mayTopic(who, kmsg.ACLOperationDescribeConfigs, res.ResourceName)
+		case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+			return b.mayCluster(who, kmsg.ACLOperationDescribeConfigs)
+		}
+		return true
+	}, func(it kmsg.DescribeConfigsRequestResource) kmsg.DescribeConfigsResponseResource {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = it.ResourceType, it.ResourceName
+		rr.ErrorCode = topicRefused
+		if it.ResourceType != kmsg.ConfigResourceTypeTopic {
+			rr.ErrorCode = clusterRefused
+		}
+		return rr
+	})
 	resp := kmsg.NewPtrDescribeConfigsResponse()
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
@@ -83,6 +101,7 @@ func (b *Broker) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.Describ
 		}
 		resp.Resources = append(resp.Resources, sr)
 	}
+	resp.Resources = append(resp.Resources, refused...)
 	return resp
 }
 

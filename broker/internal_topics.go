@@ -73,22 +73,11 @@ func IsInternalTopic(topic string) bool {
 	return ok
 }
 
-// internalRefusal returns a message saying why the client of req may not
-// write or delete topic, or "" when it may. With an authorizer the ACLs
-// decide for every topic (Write, Delete), internal ones included; without
-// one, the client-id rule above guards the internal topics.
-func (b *Broker) internalRefusal(req *request, topic, action string) string {
-	clientID := req.clientID
-	if b.authz != nil {
-		op := kmsg.ACLOperationWrite
-		if action == "delete" {
-			op = kmsg.ACLOperationDelete
-		}
-		if b.authz.Allowed(req.principal, req.host, op, kmsg.ACLResourceTypeTopic, topic) {
-			return ""
-		}
-		return fmt.Sprintf("principal %s may not %s topic %s: no ACL allows %v on it", req.principal, action, topic, op)
-	}
+// internalRefusal returns a message saying why a client without an
+// authorizer may not write or delete topic (action), or "" when it may:
+// the client-id rule above guards the internal topics. With an authorizer
+// the ACLs decide instead (Produce and DeleteTopics ask topicRefusal).
+func (b *Broker) internalRefusal(clientID, topic, action string) string {
 	it, ok := internalTopics[topic]
 	if !ok || slices.Contains(b.cfg.InternalClients, clientID) {
 		return ""

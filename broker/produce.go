@@ -65,6 +65,16 @@ type appended struct {
 	p      int32
 }
 
+// produceRefusal says why the client of req may not write topic, or "" when
+// it may. With an authorizer the ACLs decide (Write on the topic), internal
+// topics included; without one, the internal topics' client-id rule.
+func (b *Broker) produceRefusal(req *request, topic string) string {
+	if b.authz != nil {
+		return b.topicRefusal(req, kmsg.ACLOperationWrite, "write", topic)
+	}
+	return b.internalRefusal(req.clientID, topic, "write")
+}
+
 func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 	resp := kmsg.NewPtrProduceResponse()
 	resp.ThrottleMillis = b.throttleProduce(req, r) // quota_api.go
@@ -79,7 +89,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 		// client may not write tells nothing of whether the topic exists
 		// (UNKNOWN_TOPIC_OR_PARTITION against TOPIC_AUTHORIZATION_FAILED),
 		// nor auto-creates it.
-		refusal := b.internalRefusal(req, rt.Topic, "write")
+		refusal := b.produceRefusal(req, rt.Topic)
 		var t cluster.Topic
 		var tcode int16
 		if refusal == "" {

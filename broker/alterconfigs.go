@@ -15,9 +15,7 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"maps"
 	"slices"
 	"strings"
@@ -26,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
 )
@@ -72,7 +71,7 @@ func (b *Broker) incrementalAlterConfigs(who *request, req *kmsg.IncrementalAlte
 			return next, nil
 		})
 		if err != nil {
-			sr.ErrorCode = errorCode(err)
+			sr.ErrorCode = kafkaerr.Code(err)
 			msg := err.Error()
 			sr.ErrorMessage = &msg
 		}
@@ -107,7 +106,7 @@ func (b *Broker) alterConfigs(who *request, req *kmsg.AlterConfigsRequest) *kmsg
 			return next, nil
 		})
 		if err != nil {
-			sr.ErrorCode = errorCode(err)
+			sr.ErrorCode = kafkaerr.Code(err)
 			msg := err.Error()
 			sr.ErrorMessage = &msg
 		}
@@ -138,7 +137,7 @@ func configKeysOf(typ kmsg.ConfigResourceType) configKey {
 	return func(name string) (kmsg.ConfigType, string, error) {
 		d, ok := topicConfigDefs[name]
 		if !ok {
-			return 0, "", coded(kerr.InvalidConfig, "unknown topic config %q (supported: %s)", name, supportedConfigNames())
+			return 0, "", kafkaerr.New(kerr.InvalidConfig, "unknown topic config %q (supported: %s)", name, supportedConfigNames())
 		}
 		return d.typ, d.get(topicSettings{}), nil
 	}
@@ -157,14 +156,14 @@ func applyConfigOp(configs map[string]string, name string, op int8, value *strin
 	switch op {
 	case opSet:
 		if value == nil {
-			return coded(kerr.InvalidConfig, "config %s: SET needs a value", name)
+			return kafkaerr.New(kerr.InvalidConfig, "config %s: SET needs a value", name)
 		}
 		configs[name] = v
 	case opDelete:
 		delete(configs, name)
 	case opAppend, opSubtract:
 		if typ != kmsg.ConfigTypeList {
-			return coded(kerr.InvalidConfig, "config %s is not a list: APPEND and SUBTRACT apply to list configs only", name)
+			return kafkaerr.New(kerr.InvalidConfig, "config %s is not a list: APPEND and SUBTRACT apply to list configs only", name)
 		}
 		cur, ok := configs[name]
 		if !ok {
@@ -188,7 +187,7 @@ func applyConfigOp(configs map[string]string, name string, op int8, value *strin
 		}
 		configs[name] = strings.Join(items, ",")
 	default:
-		return coded(kerr.InvalidRequest, "config %s: unknown operation %d", name, op)
+		return kafkaerr.New(kerr.InvalidRequest, "config %s: unknown operation %d", name, op)
 	}
 	return nil
 }
@@ -206,11 +205,11 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		return b.alterBrokerLogger(name, validateOnly, change)
 	default:
-		return coded(kerr.InvalidRequest, "Tributary alters topic, broker and broker logger configs only")
+		return kafkaerr.New(kerr.InvalidRequest, "Tributary alters topic, broker and broker logger configs only")
 	}
 	t, ok := b.meta.Topic(name)
 	if !ok {
-		return coded(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+		return kafkaerr.New(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 	}
 	next, err := change(t.Configs)
 	if err != nil {
@@ -220,7 +219,7 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 		return err
 	}
 	if err := checkTopicConfigs(next); err != nil {
-		return coded(kerr.InvalidConfig, "topic %s: %v", name, err)
+		return kafkaerr.New(kerr.InvalidConfig, "topic %s: %v", name, err)
 	}
 	if err := b.checkTopicConfigBounds(next, replicasOf(t.Replicas)); err != nil {
 		return err
@@ -233,10 +232,10 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 	t, err = b.meta.SetTopicConfigs(ctx, name, next)
 	switch {
 	case errors.Is(err, cluster.ErrUnknownTopic):
-		return coded(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+		return kafkaerr.New(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 	case err != nil:
 		b.logger.Error("storing topic configs", "topic", name, "err", err)
-		return coded(kerr.UnknownServerError, "storing configs of topic %s: %v", name, err)
+		return kafkaerr.New(kerr.UnknownServerError, "storing configs of topic %s: %v", name, err)
 	}
 	b.reconfigureTopic(t)
 	b.logger.Info("topic configs changed", "topic", name, "configs", next)
@@ -281,23 +280,4 @@ func (b *Broker) produceLimitsFor(t cluster.Topic) produceLimits {
 	s := b.topicSettingsOf(t.Configs)
 	codec, recompress := s.log.Compression.Codec()
 	return produceLimits{maxMessageBytes: s.maxMessageBytes, logAppendTime: s.logAppendTime, recompress: recompress, codec: codec}
-}
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// stampLogAppendTime marks a RecordBatch v2 as timestamped by the broker
-// (attribute bit 3) with ts as its MaxTimestamp, which consumers then read
-// as every record's timestamp, and recomputes the CRC those bytes are
-// under, as Kafka does for message.timestamp.type=LogAppendTime. The caller
-// has checked that batch holds at least a whole header.
-func stampLogAppendTime(batch []byte, ts int64) {
-	if batch[16] != 2 || binary.BigEndian.Uint32(batch[17:]) != crc32.Checksum(batch[21:], castagnoli) {
-		// Refused by the log's validation anyway; a fresh CRC over a
-		// damaged batch would hide the damage from it.
-		return
-	}
-	attrs := binary.BigEndian.Uint16(batch[21:])
-	binary.BigEndian.PutUint16(batch[21:], attrs|0x08)
-	binary.BigEndian.PutUint64(batch[35:], uint64(ts))
-	binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[21:], castagnoli))
 }

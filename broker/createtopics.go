@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -48,7 +49,7 @@ func (b *Broker) createTopics(who *request, req *kmsg.CreateTopicsRequest) *kmsg
 		st.Topic = rt.Topic
 		t, err := b.createTopic(ctx, rt, req.ValidateOnly)
 		if err != nil {
-			st.ErrorCode = errorCode(err)
+			st.ErrorCode = kafkaerr.Code(err)
 			msg := err.Error()
 			st.ErrorMessage = &msg
 		} else {
@@ -81,40 +82,19 @@ func (b *Broker) createdTopicConfigs(t cluster.Topic) []kmsg.CreateTopicsRespons
 	return out
 }
 
-// codedError carries the Kafka error code a client should see along with a
-// message for a person.
-type codedError struct {
-	code *kerr.Error
-	msg  string
-}
-
-func (e *codedError) Error() string { return e.msg }
-
-func coded(code *kerr.Error, format string, args ...any) error {
-	return &codedError{code: code, msg: fmt.Sprintf(format, args...)}
-}
-
-func errorCode(err error) int16 {
-	var ce *codedError
-	if errors.As(err, &ce) {
-		return ce.code.Code
-	}
-	return kerr.UnknownServerError.Code
-}
-
 func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool) (cluster.Topic, error) {
 	if err := validTopicName(rt.Topic); err != nil {
-		return cluster.Topic{}, coded(kerr.InvalidTopicException, "%v", err)
+		return cluster.Topic{}, kafkaerr.New(kerr.InvalidTopicException, "%v", err)
 	}
 	if len(rt.ReplicaAssignment) > 0 {
-		return cluster.Topic{}, coded(kerr.InvalidReplicaAssignment, "manual replica assignment is not supported: Tributary places partitions itself")
+		return cluster.Topic{}, kafkaerr.New(kerr.InvalidReplicaAssignment, "manual replica assignment is not supported: Tributary places partitions itself")
 	}
 	n := rt.NumPartitions
 	if n == -1 {
 		n = b.cfg.DefaultPartitions
 	}
 	if n <= 0 || n > maxPartitions {
-		return cluster.Topic{}, coded(kerr.InvalidPartitions, "number of partitions must be between 1 and %d, got %d", maxPartitions, rt.NumPartitions)
+		return cluster.Topic{}, kafkaerr.New(kerr.InvalidPartitions, "number of partitions must be between 1 and %d, got %d", maxPartitions, rt.NumPartitions)
 	}
 	rf, err := b.replicationFactor(rt.ReplicationFactor)
 	if err != nil {
@@ -128,7 +108,7 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 		configs[c.Name] = *c.Value
 	}
 	if err := checkTopicConfigs(configs); err != nil {
-		return cluster.Topic{}, coded(kerr.InvalidConfig, "%v", err)
+		return cluster.Topic{}, kafkaerr.New(kerr.InvalidConfig, "%v", err)
 	}
 	if err := b.checkTopicConfigBounds(configs, rf); err != nil {
 		return cluster.Topic{}, err
@@ -141,7 +121,7 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 		return cluster.Topic{}, err
 	}
 	if _, ok := b.meta.Topic(rt.Topic); ok {
-		return cluster.Topic{}, coded(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
+		return cluster.Topic{}, kafkaerr.New(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
 	}
 	if err := b.checkCapacity(rt.Topic, n); err != nil {
 		return cluster.Topic{}, err
@@ -160,10 +140,10 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	}
 	switch {
 	case errors.Is(err, cluster.ErrTopicExists):
-		return t, coded(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
+		return t, kafkaerr.New(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
 	case err != nil:
 		b.logger.Error("creating topic", "topic", rt.Topic, "err", err)
-		return t, coded(kerr.UnknownServerError, "creating topic %q: %v", rt.Topic, err)
+		return t, kafkaerr.New(kerr.UnknownServerError, "creating topic %q: %v", rt.Topic, err)
 	}
 	b.logger.Info("topic created", "topic", t.Name, "partitions", n, "configs", configs)
 	return t, nil

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
 )
 
@@ -66,7 +67,7 @@ func (b *Broker) describeConfigs(who *request, req *kmsg.DescribeConfigsRequest)
 			}
 		case kmsg.ConfigResourceTypeBroker:
 			if err := b.checkBrokerResource(rr.ResourceName); err != nil {
-				sr.ErrorCode = errorCode(err)
+				sr.ErrorCode = kafkaerr.Code(err)
 				msg := err.Error()
 				sr.ErrorMessage = &msg
 				break
@@ -75,7 +76,7 @@ func (b *Broker) describeConfigs(who *request, req *kmsg.DescribeConfigsRequest)
 		case kmsg.ConfigResourceTypeBrokerLogger:
 			var err error
 			if entries, err = b.brokerLoggerEntries(rr.ResourceName); err != nil {
-				sr.ErrorCode = errorCode(err)
+				sr.ErrorCode = kafkaerr.Code(err)
 				msg := err.Error()
 				sr.ErrorMessage = &msg
 			}
@@ -123,7 +124,7 @@ func (b *Broker) checkBrokerResource(name string) error {
 	if name == "" || name == strconv.Itoa(int(b.selfID)) {
 		return nil
 	}
-	return coded(kerr.InvalidRequest, "broker %q: this broker is %d; ask each broker about itself", name, b.selfID)
+	return kafkaerr.New(kerr.InvalidRequest, "broker %q: this broker is %d; ask each broker about itself", name, b.selfID)
 }
 
 // brokerConfigEntries are the broker's settings under Kafka's names: with

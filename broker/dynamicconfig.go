@@ -35,6 +35,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 )
 
 // brokerSettings is everything dynamic broker configs decide.
@@ -191,7 +193,7 @@ func dynamicKeyNames() string {
 
 // errStaticKey refuses a key that does not change at run time.
 func errStaticKey(key string) error {
-	return coded(kerr.InvalidConfig, "broker config %s cannot change at run time: in Tributary it is static (a command-line flag, or not a setting at all); the dynamic broker configs are %s", key, dynamicKeyNames())
+	return kafkaerr.New(kerr.InvalidConfig, "broker config %s cannot change at run time: in Tributary it is static (a command-line flag, or not a setting at all); the dynamic broker configs are %s", key, dynamicKeyNames())
 }
 
 // applyLevel applies one level's configs over s, each setting by the
@@ -222,10 +224,10 @@ func checkBrokerConfigs(configs map[string]string) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	if errorCode(errs[0]) != kerr.UnknownServerError.Code {
+	if kafkaerr.Code(errs[0]) != kerr.UnknownServerError.Code {
 		return errs[0]
 	}
-	return coded(kerr.InvalidConfig, "%v", errs[0])
+	return kafkaerr.New(kerr.InvalidConfig, "%v", errs[0])
 }
 
 // dynamicState is the configs as stored and what they make of the flags.
@@ -403,11 +405,11 @@ func (b *Broker) alterBrokerConfigs(name string, validateOnly bool, change func(
 	}
 	next, err := b.dyn.store.update(own, checked)
 	if err != nil {
-		if errorCode(err) != kerr.UnknownServerError.Code {
+		if kafkaerr.Code(err) != kerr.UnknownServerError.Code {
 			return err // refused by change or the checks
 		}
 		b.logger.Error("storing dynamic broker configs", "resource", name, "err", err)
-		return coded(kerr.UnknownServerError, "storing broker configs: %v", err)
+		return kafkaerr.New(kerr.UnknownServerError, "storing broker configs: %v", err)
 	}
 	b.reloadDynamicConfigs()
 	entity := "the cluster-wide default"

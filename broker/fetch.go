@@ -19,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
 )
 
@@ -188,7 +189,7 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 				}
 				switch {
 				case err != nil:
-					fp.errorCode = storageErrorCode(err)
+					fp.errorCode = kafkaerr.OfStorage(err)
 					anyError = true
 				case s.Size > limit && size > 0:
 					// Only the first partition with data may exceed the

@@ -29,6 +29,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 )
 
 // internalTopic is one topic the broker protects, and the shape it must
@@ -99,7 +101,7 @@ func internalShape(topic string, partitions int32, configs map[string]string) (m
 		return configs, nil
 	}
 	if it.partitions != 0 && partitions != it.partitions {
-		return nil, coded(kerr.InvalidPartitions, "topic %s is internal to Tributary and must have %d partition(s), not %d: %s depends on it",
+		return nil, kafkaerr.New(kerr.InvalidPartitions, "topic %s is internal to Tributary and must have %d partition(s), not %d: %s depends on it",
 			topic, it.partitions, partitions, it.owner)
 	}
 	return internalConfigs(topic, configs)
@@ -113,7 +115,7 @@ func internalConfigs(topic string, configs map[string]string) (map[string]string
 	it := internalTopics[topic]
 	for k, want := range it.configs {
 		if have, ok := configs[k]; ok && have != want {
-			return nil, coded(kerr.InvalidConfig, "topic %s is internal to Tributary and must have %s=%s, not %s: %s depends on it",
+			return nil, kafkaerr.New(kerr.InvalidConfig, "topic %s is internal to Tributary and must have %s=%s, not %s: %s depends on it",
 				topic, k, want, have, it.owner)
 		}
 		if configs == nil {

@@ -263,27 +263,3 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 func setMessage(sp *kmsg.ProduceResponseTopicPartition, msg string) {
 	sp.ErrorMessage = &msg
 }
-
-// storageErrorCode maps the storage engine's errors to Kafka error codes.
-func storageErrorCode(err error) int16 {
-	switch {
-	case errors.Is(err, log.ErrCorruptBatch):
-		return kerr.CorruptMessage.Code
-	case errors.Is(err, log.ErrInvalidRecord):
-		return kerr.InvalidRecord.Code
-	case errors.Is(err, log.ErrUnsupportedMagic):
-		return kerr.UnsupportedForMessageFormat.Code
-	case errors.Is(err, log.ErrOutOfOrderSequence):
-		return kerr.OutOfOrderSequenceNumber.Code
-	case errors.Is(err, log.ErrInvalidProducerEpoch):
-		return kerr.InvalidProducerEpoch.Code
-	case errors.Is(err, log.ErrBatchTooLarge):
-		return kerr.MessageTooLarge.Code
-	case errors.Is(err, log.ErrOffsetOutOfRange):
-		return kerr.OffsetOutOfRange.Code
-	case errors.Is(err, log.ErrClosed), errors.Is(err, context.Canceled):
-		// The broker is shutting down; the client retries elsewhere or later.
-		return kerr.NotLeaderForPartition.Code
-	}
-	return kerr.KafkaStorageError.Code
-}

@@ -47,6 +47,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
 )
@@ -421,10 +422,10 @@ func (b *Broker) replicationFactor(asked int16) (int, error) {
 		return 1, nil
 	}
 	if _, ok := b.meta.(replicatedCreator); !ok || rf < 1 {
-		return 0, coded(kerr.InvalidReplicationFactor, "replication factor %d: a standalone broker stores each partition once, use 1", asked)
+		return 0, kafkaerr.New(kerr.InvalidReplicationFactor, "replication factor %d: a standalone broker stores each partition once, use 1", asked)
 	}
 	if live := len(b.meta.Brokers()); rf > live {
-		return 0, coded(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d live brokers", rf, live)
+		return 0, kafkaerr.New(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d live brokers", rf, live)
 	}
 	return rf, nil
 }

@@ -14,6 +14,8 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 )
 
 // MinSegmentMs is the smallest segment.ms (log.roll.ms) accepted: one
@@ -62,13 +64,13 @@ func checkConfigBounds(configs map[string]string, bounds topicBounds, topicName 
 			if f.forever {
 				alt = " or -1"
 			}
-			return coded(kerr.InvalidConfig, "config %s=%s: %s must be at least %d%s: %s", key, v, name, f.min, alt, f.why)
+			return kafkaerr.New(kerr.InvalidConfig, "config %s=%s: %s must be at least %d%s: %s", key, v, name, f.min, alt, f.why)
 		}
 		switch {
 		case name == "max.message.bytes" && bounds.maxRequestBytes > 0 && n > int64(bounds.maxRequestBytes):
-			return coded(kerr.InvalidConfig, "config %s=%s: must be at most %d, the broker's largest request (--max-request-bytes): a larger batch could never be sent", key, v, bounds.maxRequestBytes)
+			return kafkaerr.New(kerr.InvalidConfig, "config %s=%s: must be at most %d, the broker's largest request (--max-request-bytes): a larger batch could never be sent", key, v, bounds.maxRequestBytes)
 		case name == "min.insync.replicas" && bounds.replicas > 0 && n > int64(bounds.replicas):
-			return coded(kerr.InvalidConfig, "config %s=%s: must be at most the topic's replication factor %d, or no acks=all produce could ever succeed", key, v, bounds.replicas)
+			return kafkaerr.New(kerr.InvalidConfig, "config %s=%s: must be at most the topic's replication factor %d, or no acks=all produce could ever succeed", key, v, bounds.replicas)
 		}
 	}
 	return nil

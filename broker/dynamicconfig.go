@@ -37,6 +37,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/kafkaerr"
+	"github.com/tributary-io/tributary/cluster"
 )
 
 // brokerSettings is everything dynamic broker configs decide.
@@ -155,8 +156,8 @@ var dynamicSettings = []dynamicSetting{
 	topicDefault("unclean.leader.election.enable", "unclean.leader.election.enable"),
 	connLimit("max.connections", func(s *brokerSettings) *int { return &s.maxConns }),
 	connLimit("max.connections.per.ip", func(s *brokerSettings) *int { return &s.maxConnsPerIP }),
-	throttleRate("leader.replication.throttled.rate", func(s *brokerSettings) *int64 { return &s.leaderThrottleRate }),
-	throttleRate("follower.replication.throttled.rate", func(s *brokerSettings) *int64 { return &s.followerThrottleRate }),
+	throttleRate(cluster.LeaderThrottledRate, func(s *brokerSettings) *int64 { return &s.leaderThrottleRate }),
+	throttleRate(cluster.FollowerThrottledRate, func(s *brokerSettings) *int64 { return &s.followerThrottleRate }),
 	throttleRate("replica.alter.log.dirs.io.max.bytes.per.second", func(s *brokerSettings) *int64 { return &s.alterLogDirsRate }),
 }
 

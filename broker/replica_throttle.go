@@ -33,8 +33,6 @@ import (
 )
 
 const (
-	leaderThrottledKey   = "leader.replication.throttled.replicas"
-	followerThrottledKey = "follower.replication.throttled.replicas"
 	// quotaWindow is the seconds a replication rate is averaged over (as
 	// Kafka's replication.quota.window.num of one-second samples).
 	quotaWindow = 11
@@ -146,13 +144,13 @@ func outOfSync(t cluster.Topic, p, id int32) bool {
 // followerThrottled: this broker copies t's partition p under the
 // follower throttle.
 func (rs *replicas) followerThrottled(t cluster.Topic, p int32, rate int64) bool {
-	return rate != math.MaxInt64 && throttledReplica(t.Configs, followerThrottledKey, p, rs.b.selfID) && outOfSync(t, p, rs.b.selfID)
+	return rate != math.MaxInt64 && throttledReplica(t.Configs, cluster.FollowerThrottledReplicas, p, rs.b.selfID) && outOfSync(t, p, rs.b.selfID)
 }
 
 // leaderThrottled: replica's fetches of t's partition p, which this
 // broker leads, are under the leader throttle.
 func (rs *replicas) leaderThrottled(t cluster.Topic, p, replica int32, rate int64) bool {
-	return rate != math.MaxInt64 && throttledReplica(t.Configs, leaderThrottledKey, p, rs.b.selfID) && outOfSync(t, p, replica)
+	return rate != math.MaxInt64 && throttledReplica(t.Configs, cluster.LeaderThrottledReplicas, p, rs.b.selfID) && outOfSync(t, p, replica)
 }
 
 // holdLeaderFetch reports whether a follower's fetch of t's partition p

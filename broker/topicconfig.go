@@ -46,15 +46,15 @@ type topicConfigDef struct {
 }
 
 var topicConfigDefs = map[string]topicConfigDef{
-	"leader.replication.throttled.replicas":   throttledReplicasDef("leader.replication.throttled.replicas", func(s *topicSettings) *string { return &s.leaderThrottled }),
-	"follower.replication.throttled.replicas": throttledReplicasDef("follower.replication.throttled.replicas", func(s *topicSettings) *string { return &s.followerThrottled }),
-	"retention.ms":         durationDef("retention.ms", func(c *log.Config) *time.Duration { return &c.RetentionAge }, true),
-	"retention.bytes":      int64Def("retention.bytes", func(c *log.Config) *int64 { return &c.RetentionBytes }, -1, 1<<62),
-	"segment.bytes":        int64Def("segment.bytes", func(c *log.Config) *int64 { return &c.SegmentBytes }, 1024, log.MaxSegmentBytes),
-	"segment.ms":           segmentMsDef,
-	"flush.messages":       int64Def("flush.messages", func(c *log.Config) *int64 { return &c.FlushMessages }, 1, 1<<62),
-	"flush.ms":             durationDef("flush.ms", func(c *log.Config) *time.Duration { return &c.FlushInterval }, false),
-	"index.interval.bytes": int64Def("index.interval.bytes", func(c *log.Config) *int64 { return &c.IndexIntervalBytes }, 1, 1<<31-1),
+	cluster.LeaderThrottledReplicas:   throttledReplicasDef(cluster.LeaderThrottledReplicas, func(s *topicSettings) *string { return &s.leaderThrottled }),
+	cluster.FollowerThrottledReplicas: throttledReplicasDef(cluster.FollowerThrottledReplicas, func(s *topicSettings) *string { return &s.followerThrottled }),
+	"retention.ms":                    durationDef("retention.ms", func(c *log.Config) *time.Duration { return &c.RetentionAge }, true),
+	"retention.bytes":                 int64Def("retention.bytes", func(c *log.Config) *int64 { return &c.RetentionBytes }, -1, 1<<62),
+	"segment.bytes":                   int64Def("segment.bytes", func(c *log.Config) *int64 { return &c.SegmentBytes }, 1024, log.MaxSegmentBytes),
+	"segment.ms":                      segmentMsDef,
+	"flush.messages":                  int64Def("flush.messages", func(c *log.Config) *int64 { return &c.FlushMessages }, 1, 1<<62),
+	"flush.ms":                        durationDef("flush.ms", func(c *log.Config) *time.Duration { return &c.FlushInterval }, false),
+	"index.interval.bytes":            int64Def("index.interval.bytes", func(c *log.Config) *int64 { return &c.IndexIntervalBytes }, 1, 1<<31-1),
 	"max.message.bytes": {
 		typ: kmsg.ConfigTypeInt,
 		set: func(s *topicSettings, v string) error {

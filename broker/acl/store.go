@@ -68,7 +68,7 @@ func (f *aclFile) update(fn func([]ACL) []ACL) ([]ACL, error) {
 
 type zkStore struct{ s *cluster.ZKSession }
 
-func (z zkStore) path() string { return z.s.Paths.Root + "/config/acls" }
+func (z zkStore) path() string { return z.s.Paths.ACLs() }
 
 func (z zkStore) read() ([]ACL, int32, error) {
 	data, st, err := z.s.Conn.Get(z.path())
@@ -91,7 +91,7 @@ func (z zkStore) load() ([]ACL, error) {
 }
 
 func (z zkStore) update(fn func([]ACL) []ACL) ([]ACL, error) {
-	if err := z.s.EnsurePath(z.s.Paths.Root + "/config"); err != nil {
+	if err := z.s.EnsurePath(z.s.Paths.Config()); err != nil {
 		return nil, fmt.Errorf("ACLs in ZooKeeper: %w", err)
 	}
 	for {

@@ -30,7 +30,7 @@ func NewZooKeeperCredentials(s *cluster.ZKSession) *ZooKeeperCredentials {
 	return &ZooKeeperCredentials{s: s}
 }
 
-func (z *ZooKeeperCredentials) dir() string { return z.s.Paths.Root + "/config/users" }
+func (z *ZooKeeperCredentials) dir() string { return z.s.Paths.Users() }
 
 // path is the user's node; the name is path-escaped, so any user name
 // (an e-mail address, a name with '/') is one node.

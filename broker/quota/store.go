@@ -187,7 +187,7 @@ func (f fileStore) update(fn func(Table) error) (Table, error) {
 
 type zkStore struct{ s *cluster.ZKSession }
 
-func (z zkStore) path() string { return z.s.Paths.Root + "/config/quotas" }
+func (z zkStore) path() string { return z.s.Paths.Quotas() }
 
 func (z zkStore) read() (Table, int32, error) {
 	data, st, err := z.s.Conn.Get(z.path())
@@ -207,7 +207,7 @@ func (z zkStore) load() (Table, error) {
 }
 
 func (z zkStore) update(fn func(Table) error) (Table, error) {
-	if err := z.s.EnsurePath(z.s.Paths.Root + "/config"); err != nil {
+	if err := z.s.EnsurePath(z.s.Paths.Config()); err != nil {
 		return nil, fmt.Errorf("quotas in ZooKeeper: %w", err)
 	}
 	for {

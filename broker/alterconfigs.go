@@ -26,6 +26,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/topicconfig"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -135,11 +136,11 @@ func configKeysOf(typ kmsg.ConfigResourceType) configKey {
 		}
 	}
 	return func(name string) (kmsg.ConfigType, string, error) {
-		d, ok := topicConfigDefs[name]
+		typ, ok := topicconfig.Type(name)
 		if !ok {
-			return 0, "", kafkaerr.New(kerr.InvalidConfig, "unknown topic config %q (supported: %s)", name, supportedConfigNames())
+			return 0, "", kafkaerr.New(kerr.InvalidConfig, "unknown topic config %q (supported: %s)", name, topicconfig.Supported())
 		}
-		return d.typ, d.get(topicSettings{}), nil
+		return typ, topicconfig.Get(topicconfig.Settings{}, name), nil
 	}
 }
 
@@ -218,7 +219,7 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 	if next, err = internalConfigs(name, next); err != nil {
 		return err
 	}
-	if err := checkTopicConfigs(next); err != nil {
+	if err := topicconfig.Check(next); err != nil {
 		return kafkaerr.New(kerr.InvalidConfig, "topic %s: %v", name, err)
 	}
 	if err := b.checkTopicConfigBounds(next, replicasOf(t.Replicas)); err != nil {
@@ -247,7 +248,7 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 func (b *Broker) reconfigureTopic(t cluster.Topic) {
 	b.dyn.applyMu.Lock()
 	defer b.dyn.applyMu.Unlock()
-	cfg, err := topicLogConfig(b.brokerTopicDefaults().log, t.Configs)
+	cfg, err := topicconfig.LogConfig(b.brokerTopicDefaults().Log, t.Configs)
 	if err != nil {
 		b.logger.Error("topic configs cannot be applied; partitions keep their settings", "topic", t.Name, "err", err)
 		return
@@ -278,6 +279,6 @@ type produceLimits struct {
 // defaults (compression.type included) where the topic sets nothing.
 func (b *Broker) produceLimitsFor(t cluster.Topic) produceLimits {
 	s := b.topicSettingsOf(t.Configs)
-	codec, recompress := s.log.Compression.Codec()
-	return produceLimits{maxMessageBytes: s.maxMessageBytes, logAppendTime: s.logAppendTime, recompress: recompress, codec: codec}
+	codec, recompress := s.Log.Compression.Codec()
+	return produceLimits{maxMessageBytes: s.MaxMessageBytes, logAppendTime: s.LogAppendTime, recompress: recompress, codec: codec}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/topicconfig"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/clientsec"
 )
@@ -185,7 +186,7 @@ func (c Config) withDefaults() Config {
 		c.MaxRequestBytes = 100 << 20
 	}
 	if c.MaxMessageBytes <= 0 {
-		c.MaxMessageBytes = 1<<20 + 12
+		c.MaxMessageBytes = topicconfig.DefaultMaxMessageBytes
 	}
 	if c.ReplicaLagMax <= 0 {
 		c.ReplicaLagMax = 30 * time.Second

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/kafkaerr"
+	"github.com/tributary-io/tributary/broker/topicconfig"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -107,7 +108,7 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 		}
 		configs[c.Name] = *c.Value
 	}
-	if err := checkTopicConfigs(configs); err != nil {
+	if err := topicconfig.Check(configs); err != nil {
 		return cluster.Topic{}, kafkaerr.New(kerr.InvalidConfig, "%v", err)
 	}
 	if err := b.checkTopicConfigBounds(configs, rf); err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/topicconfig"
 )
 
 func init() {
@@ -172,7 +173,7 @@ func (b *Broker) staticConfigEntries() []configEntry {
 	}
 	ms := func(name string, v, d time.Duration) configEntry {
 		e := long(name, v.Milliseconds(), d.Milliseconds())
-		e.value = durationMs(v)
+		e.value = topicconfig.DurationMs(v)
 		return e
 	}
 	entries := []configEntry{

@@ -37,14 +37,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/kafkaerr"
+	"github.com/tributary-io/tributary/broker/topicconfig"
 	"github.com/tributary-io/tributary/cluster"
 )
 
 // brokerSettings is everything dynamic broker configs decide.
 type brokerSettings struct {
-	topic         topicSettings // what topics that set nothing get
-	maxConns      int           // max.connections
-	maxConnsPerIP int           // max.connections.per.ip
+	topic         topicconfig.Settings // what topics that set nothing get
+	maxConns      int                  // max.connections
+	maxConnsPerIP int                  // max.connections.per.ip
 	// leader/follower.replication.throttled.rate, bytes a second
 	// (replica_throttle.go); math.MaxInt64 is unthrottled.
 	leaderThrottleRate, followerThrottleRate int64
@@ -70,12 +71,12 @@ type dynamicSetting struct {
 // topicDefault is a setting that is the broker-wide default of a topic
 // config: its values are checked and applied as the topic config's.
 func topicDefault(topic string, keys ...string) dynamicSetting {
-	def := topicConfigDefs[topic]
+	typ, _ := topicconfig.Type(topic)
 	return dynamicSetting{
-		keys: keys, topic: topic, typ: def.typ,
+		keys: keys, topic: topic, typ: typ,
 		set: func(s *brokerSettings, key, v string) error {
 			if scale := unitMs(key); scale > 1 {
-				n, err := parseBounded(key, v, -1, (1<<62)/scale)
+				n, err := topicconfig.ParseBounded(key, v, -1, (1<<62)/scale)
 				if err != nil {
 					return err
 				}
@@ -84,12 +85,12 @@ func topicDefault(topic string, keys ...string) dynamicSetting {
 				}
 				v = strconv.FormatInt(n, 10)
 			}
-			if err := def.set(&s.topic, v); err != nil {
+			if err := topicconfig.Set(&s.topic, topic, v); err != nil {
 				return fmt.Errorf("broker config %s: %w", key, err)
 			}
 			return nil
 		},
-		get: func(s brokerSettings) string { return def.get(s.topic) },
+		get: func(s brokerSettings) string { return topicconfig.Get(s.topic, topic) },
 	}
 }
 
@@ -108,7 +109,7 @@ func connLimit(key string, field func(*brokerSettings) *int) dynamicSetting {
 	return dynamicSetting{
 		keys: []string{key}, typ: kmsg.ConfigTypeInt,
 		set: func(s *brokerSettings, _, v string) error {
-			n, err := parseBounded(key, v, 1, 1<<31-1)
+			n, err := topicconfig.ParseBounded(key, v, 1, 1<<31-1)
 			*field(s) = int(n)
 			return err
 		},
@@ -126,7 +127,7 @@ func throttleRate(key string, field func(*brokerSettings) *int64) dynamicSetting
 	return dynamicSetting{
 		keys: []string{key}, typ: kmsg.ConfigTypeLong,
 		set: func(s *brokerSettings, _, v string) error {
-			n, err := parseBounded(key, v, 1, math.MaxInt64)
+			n, err := topicconfig.ParseBounded(key, v, 1, math.MaxInt64)
 			*field(s) = n
 			return err
 		},
@@ -285,7 +286,7 @@ func (st *dynamicState) synonyms(d dynamicSetting, withOwn bool) []kmsg.Describe
 // builtinBrokerSettings are those of a broker started without flags.
 func builtinBrokerSettings() brokerSettings {
 	c := Config{}.withDefaults()
-	return brokerSettings{topic: builtinTopicDefaults(), maxConns: c.MaxConnections, maxConnsPerIP: c.MaxConnectionsPerIP,
+	return brokerSettings{topic: topicconfig.Builtin(), maxConns: c.MaxConnections, maxConnsPerIP: c.MaxConnectionsPerIP,
 		leaderThrottleRate: math.MaxInt64, followerThrottleRate: math.MaxInt64, alterLogDirsRate: math.MaxInt64}
 }
 
@@ -303,7 +304,7 @@ type dynamicConfigs struct {
 // staticBrokerSettings are the settings the flags make.
 func (b *Broker) staticBrokerSettings() brokerSettings {
 	return brokerSettings{
-		topic:         topicSettings{log: b.staticLog.WithDefaults(), maxMessageBytes: b.cfg.MaxMessageBytes, minISR: b.cfg.MinInsyncReplicas, unclean: b.cfg.UncleanLeaderElection},
+		topic:         topicconfig.Settings{Log: b.staticLog.WithDefaults(), MaxMessageBytes: b.cfg.MaxMessageBytes, MinISR: b.cfg.MinInsyncReplicas, Unclean: b.cfg.UncleanLeaderElection},
 		maxConns:      b.cfg.MaxConnections,
 		maxConnsPerIP: b.cfg.MaxConnectionsPerIP,
 		// Set at run time only, as Kafka's reassignment tool does.
@@ -332,9 +333,9 @@ func (b *Broker) loadDynamicConfigs() error {
 		b.logger.Warn("ignoring a stored dynamic broker config", "err", e)
 	}
 	b.dyn.state.Store(st)
-	b.logs.setBase(st.eff.topic.log)
+	b.logs.setBase(st.eff.topic.Log)
 	if c, ok := b.meta.(uncleanElector); ok {
-		c.SetUncleanLeaderElection(st.eff.topic.unclean)
+		c.SetUncleanLeaderElection(st.eff.topic.Unclean)
 	}
 	return nil
 }

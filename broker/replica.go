@@ -39,13 +39,11 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
@@ -302,7 +300,7 @@ func (rs *replicas) followerFetched(t cluster.Topic, p int32, l *log.Log, replic
 
 // minISR is the topic's min.insync.replicas.
 func (b *Broker) minISR(t cluster.Topic) int {
-	return max(b.topicSettingsOf(t.Configs).minISR, 1)
+	return max(b.topicSettingsOf(t.Configs).MinISR, 1)
 }
 
 // enoughReplicas is checked before an acks=all batch is appended:
@@ -436,17 +434,6 @@ func (b *Broker) createReplicated(ctx context.Context, name string, partitions i
 		return c.CreateReplicatedTopic(ctx, name, partitions, rf, configs)
 	}
 	return b.meta.CreateTopic(ctx, name, partitions, configs)
-}
-
-// minISRDef is the topic config min.insync.replicas (topicconfig.go).
-var minISRDef = topicConfigDef{
-	typ: kmsg.ConfigTypeInt,
-	set: func(s *topicSettings, v string) error {
-		n, err := parseBounded("min.insync.replicas", v, 1, 1000)
-		s.minISR = int(n)
-		return err
-	},
-	get: func(s topicSettings) string { return strconv.Itoa(max(s.minISR, 1)) },
 }
 
 // controllerReader is cluster metadata that knows the elected controller

@@ -19,15 +19,12 @@ package broker
 // still goes out), until the average falls under the rate again.
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/cluster"
 )
@@ -102,29 +99,6 @@ func throttledReplica(configs map[string]string, key string, p, id int32) bool {
 		}
 	}
 	return false
-}
-
-// throttledReplicasDef is the topic config key: "*", or a comma-separated
-// list of partition:broker pairs; empty throttles nothing.
-func throttledReplicasDef(key string, field func(*topicSettings) *string) topicConfigDef {
-	return topicConfigDef{
-		typ: kmsg.ConfigTypeList,
-		set: func(s *topicSettings, v string) error {
-			if t := strings.TrimSpace(v); t != "" && t != "*" {
-				for _, e := range strings.Split(t, ",") {
-					ps, bs, ok := strings.Cut(strings.TrimSpace(e), ":")
-					_, perr := strconv.ParseUint(strings.TrimSpace(ps), 10, 31)
-					_, berr := strconv.ParseUint(strings.TrimSpace(bs), 10, 31)
-					if !ok || perr != nil || berr != nil {
-						return fmt.Errorf("config %s=%s: %q is not partition:broker; use a comma-separated list of them, or *", key, v, e)
-					}
-				}
-			}
-			*field(s) = v
-			return nil
-		},
-		get: func(s topicSettings) string { return *field(&s) },
-	}
 }
 
 // throttleRates are this broker's leader and follower replication rates.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/broker/topicconfig"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -53,7 +54,7 @@ func TestThrottledReplicaList(t *testing.T) {
 		}
 	}
 	for v, ok := range map[string]bool{"": true, "*": true, "0:1,2:3": true, "0": false, "a:1": false, "0:1,": false, "-1:2": false} {
-		err := checkTopicConfigs(map[string]string{cluster.LeaderThrottledReplicas: v})
+		err := topicconfig.Check(map[string]string{cluster.LeaderThrottledReplicas: v})
 		if (err == nil) != ok {
 			t.Errorf("%s=%q: %v, want accepted %v", cluster.LeaderThrottledReplicas, v, err, ok)
 		}

@@ -16,11 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tributary-io/tributary/broker/kafkaerr"
+	"github.com/tributary-io/tributary/broker/topicconfig"
 )
-
-// MinSegmentMs is the smallest segment.ms (log.roll.ms) accepted: one
-// segment a minute, as Kafka's KIP-1030 floor.
-const MinSegmentMs = 60_000
 
 // configFloor is the smallest accepted value of a numeric topic config;
 // forever says -1 ("no limit") is accepted too.
@@ -31,7 +28,7 @@ type configFloor struct {
 }
 
 var topicConfigFloors = map[string]configFloor{
-	"segment.ms": {MinSegmentMs, false,
+	"segment.ms": {topicconfig.MinSegmentMs, false,
 		"a smaller value rolls a segment per batch and holds a file descriptor per segment"},
 	"retention.ms": {1000, true,
 		"a smaller value deletes each segment as it is sealed; use DeleteRecords to empty a topic"},

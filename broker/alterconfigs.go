@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/brokerconfig"
 	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/topicconfig"
@@ -128,11 +129,11 @@ func configKeysOf(typ kmsg.ConfigResourceType) configKey {
 	}
 	if typ == kmsg.ConfigResourceTypeBroker {
 		return func(name string) (kmsg.ConfigType, string, error) {
-			d, ok := dynamicSettingOf(name)
+			d, ok := brokerconfig.Of(name)
 			if !ok {
-				return 0, "", errStaticKey(name)
+				return 0, "", brokerconfig.ErrStatic(name)
 			}
-			return d.typ, d.get(builtinBrokerSettings()), nil
+			return d.Type, d.Get(brokerconfig.Builtin()), nil
 		}
 	}
 	return func(name string) (kmsg.ConfigType, string, error) {

@@ -62,6 +62,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/auth"
+	"github.com/tributary-io/tributary/broker/brokerconfig"
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/quota"
@@ -208,9 +209,9 @@ func New(cfg Config) (*Broker, error) {
 	b.logs = newPartitions(cfg.DataDir, b.staticLog, fileBudget, b.logger)
 	b.logs.current = b.meta.Topic
 	b.logs.repair.b = b
-	b.dyn.store = &brokerConfigFile{path: filepath.Join(cfg.DataDir, "broker-configs.json"), self: b.selfID}
+	b.dyn.store = brokerconfig.NewFile(filepath.Join(cfg.DataDir, "broker-configs.json"), b.selfID)
 	if zs, ok := b.meta.(zkSessioner); ok {
-		b.dyn.store = brokerConfigZooKeeper{zk: cluster.NewZKBrokerConfigs(zs.Session()), self: b.selfID}
+		b.dyn.store = brokerconfig.NewZooKeeper(cluster.NewZKBrokerConfigs(zs.Session()), b.selfID)
 	}
 	if err := b.loadDynamicConfigs(); err != nil {
 		b.logs.closeAll()
@@ -229,9 +230,7 @@ func New(cfg Config) (*Broker, error) {
 	go b.metrics.watchISRs() // replica_metrics.go
 	go b.followMetadata()
 	go b.sweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval)
-	if zs, ok := b.dyn.store.(brokerConfigZooKeeper); ok {
-		go zs.watch(b.stopSync, b.reloadDynamicConfigs)
-	}
+	go brokerconfig.Follow(b.dyn.store, b.stopSync, b.reloadDynamicConfigs)
 	go b.quotas.Follow(b.stopSync, func(err error) {
 		b.logger.Error("reading client quotas from ZooKeeper failed; keeping the last ones read", "err", err)
 	})

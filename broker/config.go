@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/broker/auth"
+	"github.com/tributary-io/tributary/broker/brokerconfig"
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/topicconfig"
@@ -203,7 +204,7 @@ func (c Config) withDefaults() Config {
 		c.QueuedMaxRequestBytes = 512 << 20
 	}
 	if c.MaxConnections <= 0 {
-		c.MaxConnections = 10000
+		c.MaxConnections = brokerconfig.DefaultMaxConnections
 	}
 	c.MaxConnectionsPerIP = max(c.MaxConnectionsPerIP, 0) // 0: follows max.connections (connLimits)
 	if c.QueuedMaxRequestBytesPerIP <= 0 {

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/brokerconfig"
 	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/topicconfig"
@@ -135,28 +136,28 @@ func (b *Broker) brokerConfigEntries(own bool) []configEntry {
 	st := b.dynamicNow()
 	if !own {
 		var out []configEntry
-		for _, d := range dynamicSettings {
-			for _, k := range d.keys {
-				if v, ok := st.def[k]; ok {
-					out = append(out, configEntry{name: k, value: v, typ: d.typ,
-						source: kmsg.ConfigSourceDynamicDefaultBrokerConfig, synonyms: st.synonyms(d, false)})
+		for _, d := range brokerconfig.All {
+			for _, k := range d.Keys {
+				if v, ok := st.Def[k]; ok {
+					out = append(out, configEntry{name: k, value: v, typ: d.Type,
+						source: kmsg.ConfigSourceDynamicDefaultBrokerConfig, synonyms: st.Synonyms(d, false)})
 				}
 			}
 		}
 		return out
 	}
 	var entries []configEntry
-	for _, d := range dynamicSettings {
-		src := st.levelOf(d)
-		syns := st.synonyms(d, true)
-		entries = append(entries, configEntry{name: d.keys[0], value: d.get(st.eff), typ: d.typ, source: src, synonyms: syns})
+	for _, d := range brokerconfig.All {
+		src := st.LevelOf(d)
+		syns := st.Synonyms(d, true)
+		entries = append(entries, configEntry{name: d.Keys[0], value: d.Get(st.Eff), typ: d.Type, source: src, synonyms: syns})
 		// A coarser name set dynamically (log.retention.hours) is listed
 		// too, so that tools filtering by source find it.
-		for _, k := range d.keys[1:] {
-			if v, ok := st.own[k]; ok {
-				entries = append(entries, configEntry{name: k, value: v, typ: d.typ, source: kmsg.ConfigSourceDynamicBrokerConfig, synonyms: syns})
-			} else if v, ok := st.def[k]; ok {
-				entries = append(entries, configEntry{name: k, value: v, typ: d.typ, source: kmsg.ConfigSourceDynamicDefaultBrokerConfig, synonyms: syns})
+		for _, k := range d.Keys[1:] {
+			if v, ok := st.Own[k]; ok {
+				entries = append(entries, configEntry{name: k, value: v, typ: d.Type, source: kmsg.ConfigSourceDynamicBrokerConfig, synonyms: syns})
+			} else if v, ok := st.Def[k]; ok {
+				entries = append(entries, configEntry{name: k, value: v, typ: d.Type, source: kmsg.ConfigSourceDynamicDefaultBrokerConfig, synonyms: syns})
 			}
 		}
 	}
@@ -188,7 +189,7 @@ func (b *Broker) staticConfigEntries() []configEntry {
 	}
 	for i := range entries {
 		entries[i].readOnly = true
-		entries[i].synonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{synonym(entries[i].name, entries[i].value, entries[i].source)}
+		entries[i].synonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{brokerconfig.Synonym(entries[i].name, entries[i].value, entries[i].source)}
 	}
 	return entries
 }

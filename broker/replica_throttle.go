@@ -104,7 +104,7 @@ func throttledReplica(configs map[string]string, key string, p, id int32) bool {
 // throttleRates are this broker's leader and follower replication rates.
 func (b *Broker) throttleRates() (leader, follower int64) {
 	if st := b.dynamicNow(); st != nil {
-		return st.eff.leaderThrottleRate, st.eff.followerThrottleRate
+		return st.Eff.LeaderThrottleRate, st.Eff.FollowerThrottleRate
 	}
 	return math.MaxInt64, math.MaxInt64
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/brokerconfig"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/topicconfig"
 	"github.com/tributary-io/tributary/cluster"
@@ -21,9 +22,9 @@ import (
 // defaults (dynamicconfig.go).
 func (b *Broker) brokerTopicDefaults() topicconfig.Settings {
 	if st := b.dyn.state.Load(); st != nil {
-		return st.eff.topic
+		return st.Eff.Topic
 	}
-	return b.staticBrokerSettings().topic // during New, before they are read
+	return b.staticBrokerSettings().Topic // during New, before they are read
 }
 
 // topicSettingsOf is a topic's settings: its configs over the broker's
@@ -87,16 +88,16 @@ func (b *Broker) topicConfigEntries(configs map[string]string) ([]configEntry, e
 		e := configEntry{name: name, value: topicconfig.Get(eff, name), typ: typ, source: kmsg.ConfigSourceDefaultConfig}
 		v, own := configs[name]
 		if own {
-			e.synonyms = append(e.synonyms, synonym(name, v, kmsg.ConfigSourceDynamicTopicConfig))
+			e.synonyms = append(e.synonyms, brokerconfig.Synonym(name, v, kmsg.ConfigSourceDynamicTopicConfig))
 		}
-		if d, ok := topicDefaultSetting(name); ok && st != nil {
-			e.source = st.levelOf(d)
-			e.synonyms = append(e.synonyms, st.synonyms(d, true)...)
+		if d, ok := brokerconfig.TopicDefault(name); ok && st != nil {
+			e.source = st.LevelOf(d)
+			e.synonyms = append(e.synonyms, st.Synonyms(d, true)...)
 		} else {
 			if topicconfig.Get(broker, name) != topicconfig.Get(builtin, name) {
 				e.source = kmsg.ConfigSourceStaticBrokerConfig
 			}
-			e.synonyms = append(e.synonyms, synonym(name, topicconfig.Get(builtin, name), kmsg.ConfigSourceDefaultConfig))
+			e.synonyms = append(e.synonyms, brokerconfig.Synonym(name, topicconfig.Get(builtin, name), kmsg.ConfigSourceDefaultConfig))
 		}
 		if own {
 			e.source = kmsg.ConfigSourceDynamicTopicConfig
@@ -105,10 +106,4 @@ func (b *Broker) topicConfigEntries(configs map[string]string) ([]configEntry, e
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil
-}
-
-func synonym(name, value string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
-	syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-	syn.Name, syn.Value, syn.Source = name, kmsg.StringPtr(value), src
-	return syn
 }

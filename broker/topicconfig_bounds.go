@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/tributary-io/tributary/broker/brokerconfig"
 	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/topicconfig"
 )
@@ -85,11 +86,11 @@ func (b *Broker) checkTopicConfigBounds(configs map[string]string, replicas int)
 func (b *Broker) checkBrokerConfigBounds(configs map[string]string) error {
 	return checkConfigBounds(configs, topicBounds{maxRequestBytes: b.cfg.MaxRequestBytes},
 		func(key string) (string, int64) {
-			d, ok := dynamicSettingOf(key)
+			d, ok := brokerconfig.Of(key)
 			if !ok {
 				return "", 1
 			}
-			return d.topic, unitMs(key)
+			return d.Topic, brokerconfig.UnitMs(key)
 		})
 }
 

@@ -46,6 +46,12 @@
 //     are refused with POLICY_VIOLATION.
 //   - A partition that cannot write (full disk) answers KAFKA_STORAGE_ERROR
 //     and is logged once until it writes again.
+//
+// New wires the parts that are packages of their own: broker/auth
+// (credentials, SCRAM, the login guard), broker/acl (the authorizer),
+// broker/quota, broker/topicconfig and broker/brokerconfig (the config
+// models), broker/kafkaerr (error codes), broker/log (storage) and
+// broker/group (the group coordinator). None of them imports this package.
 package broker
 
 import (

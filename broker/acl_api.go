@@ -4,7 +4,7 @@ package broker
 //
 // Served only with the authorizer on (SECURITY_DISABLED otherwise, as in
 // Kafka); who may call them is itself an ACL question (Describe or Alter on
-// the cluster, acl_enforce.go). A creation names one resource literally or
+// the cluster). A creation names one resource literally or
 // by prefix, a principal User:<name> or User:*, a host, an operation other
 // than ANY/UNKNOWN and ALLOW or DENY; anything else is INVALID_REQUEST.
 
@@ -15,6 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/acl"
 )
 
 func init() {
@@ -28,7 +30,7 @@ func securityDisabled() *string {
 	return &msg
 }
 
-func validACL(a ACL) error {
+func validACL(a acl.ACL) error {
 	switch {
 	case a.ResourceType < kmsg.ACLResourceTypeTopic || a.ResourceType > kmsg.ACLResourceTypeDelegationToken:
 		return fmt.Errorf("resource type %v cannot be named in an ACL", a.ResourceType)
@@ -48,17 +50,25 @@ func validACL(a ACL) error {
 	return nil
 }
 
-func (b *Broker) createACLs(r *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse {
+func (b *Broker) createACLs(req *request, r *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse {
 	resp := kmsg.NewPtrCreateACLsResponse()
+	if !b.mayCluster(req, kmsg.ACLOperationAlter) {
+		for range r.Creations {
+			res := kmsg.NewCreateACLsResponseResult()
+			res.ErrorCode = clusterRefused
+			resp.Results = append(resp.Results, res)
+		}
+		return resp
+	}
 	results := make([]kmsg.CreateACLsResponseResult, len(r.Creations))
-	var add []ACL
+	var add []acl.ACL
 	for i, c := range r.Creations {
 		results[i] = kmsg.NewCreateACLsResponseResult()
 		if b.authz == nil {
 			results[i].ErrorCode, results[i].ErrorMessage = kerr.SecurityDisabled.Code, securityDisabled()
 			continue
 		}
-		a := ACL{Principal: c.Principal, Host: c.Host, ResourceType: c.ResourceType, ResourceName: c.ResourceName,
+		a := acl.ACL{Principal: c.Principal, Host: c.Host, ResourceType: c.ResourceType, ResourceName: c.ResourceName,
 			PatternType: c.ResourcePatternType, Operation: c.Operation, Permission: c.PermissionType}
 		if err := validACL(a); err != nil {
 			msg := err.Error()
@@ -68,7 +78,7 @@ func (b *Broker) createACLs(r *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse 
 		add = append(add, a)
 	}
 	if len(add) > 0 {
-		_, err := b.authz.update(func(acls []ACL) []ACL {
+		_, err := b.authz.Update(func(acls []acl.ACL) []acl.ACL {
 			for _, a := range add {
 				if !slices.Contains(acls, a) {
 					acls = append(acls, a)
@@ -92,8 +102,12 @@ func (b *Broker) createACLs(r *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse 
 	return resp
 }
 
-func (b *Broker) describeACLs(r *kmsg.DescribeACLsRequest) *kmsg.DescribeACLsResponse {
+func (b *Broker) describeACLs(req *request, r *kmsg.DescribeACLsRequest) *kmsg.DescribeACLsResponse {
 	resp := kmsg.NewPtrDescribeACLsResponse()
+	if !b.mayCluster(req, kmsg.ACLOperationDescribe) {
+		resp.ErrorCode = clusterRefused
+		return resp
+	}
 	if b.authz == nil {
 		resp.ErrorCode, resp.ErrorMessage = kerr.SecurityDisabled.Code, securityDisabled()
 		return resp
@@ -104,8 +118,8 @@ func (b *Broker) describeACLs(r *kmsg.DescribeACLsRequest) *kmsg.DescribeACLsRes
 		pattern kmsg.ACLResourcePatternType
 	}
 	index := map[key]int{}
-	for _, a := range *b.authz.acls.Load() {
-		if !filterMatches(a, r.ResourceType, r.ResourceName, r.ResourcePatternType, r.Principal, r.Host, r.Operation, r.PermissionType) {
+	for _, a := range b.authz.ACLs() {
+		if !acl.FilterMatches(a, r.ResourceType, r.ResourceName, r.ResourcePatternType, r.Principal, r.Host, r.Operation, r.PermissionType) {
 			continue
 		}
 		k := key{a.ResourceType, a.ResourceName, a.PatternType}
@@ -124,8 +138,16 @@ func (b *Broker) describeACLs(r *kmsg.DescribeACLsRequest) *kmsg.DescribeACLsRes
 	return resp
 }
 
-func (b *Broker) deleteACLs(r *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse {
+func (b *Broker) deleteACLs(req *request, r *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse {
 	resp := kmsg.NewPtrDeleteACLsResponse()
+	if !b.mayCluster(req, kmsg.ACLOperationAlter) {
+		for range r.Filters {
+			res := kmsg.NewDeleteACLsResponseResult()
+			res.ErrorCode = clusterRefused
+			resp.Results = append(resp.Results, res)
+		}
+		return resp
+	}
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(r.Filters))
 	for i := range resp.Results {
 		resp.Results[i] = kmsg.NewDeleteACLsResponseResult()
@@ -136,7 +158,7 @@ func (b *Broker) deleteACLs(r *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse 
 		}
 		return resp
 	}
-	_, err := b.authz.update(func(acls []ACL) []ACL {
+	_, err := b.authz.Update(func(acls []acl.ACL) []acl.ACL {
 		for i := range resp.Results { // a retried update starts over
 			resp.Results[i].MatchingACLs = nil
 		}
@@ -144,7 +166,7 @@ func (b *Broker) deleteACLs(r *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse 
 		for _, a := range acls {
 			deleted := false
 			for i, f := range r.Filters {
-				if !filterMatches(a, f.ResourceType, f.ResourceName, f.ResourcePatternType, f.Principal, f.Host, f.Operation, f.PermissionType) {
+				if !acl.FilterMatches(a, f.ResourceType, f.ResourceName, f.ResourcePatternType, f.Principal, f.Host, f.Operation, f.PermissionType) {
 					continue
 				}
 				deleted = true

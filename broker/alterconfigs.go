@@ -15,9 +15,7 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"maps"
 	"slices"
 	"strings"
@@ -26,7 +24,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/brokerconfig"
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/topicconfig"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -43,7 +44,17 @@ const (
 	opSubtract = 3
 )
 
-func (b *Broker) incrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+func (b *Broker) incrementalAlterConfigs(who *request, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+	var refused []kmsg.IncrementalAlterConfigsResponseResource
+	req.Resources, refused = filterAuthorized(req.Resources, func(res kmsg.IncrementalAlterConfigsRequestResource) bool {
+		_, ok := b.mayConfig(who, kmsg.ACLOperationAlterConfigs, res.ResourceType, res.ResourceName)
+		return ok
+	}, func(it kmsg.IncrementalAlterConfigsRequestResource) kmsg.IncrementalAlterConfigsResponseResource {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ErrorCode, _ = b.mayConfig(who, kmsg.ACLOperationAlterConfigs, it.ResourceType, it.ResourceName)
+		rr.ResourceType, rr.ResourceName = it.ResourceType, it.ResourceName
+		return rr
+	})
 	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
@@ -62,16 +73,27 @@ func (b *Broker) incrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsReques
 			return next, nil
 		})
 		if err != nil {
-			sr.ErrorCode = errorCode(err)
+			sr.ErrorCode = kafkaerr.Code(err)
 			msg := err.Error()
 			sr.ErrorMessage = &msg
 		}
 		resp.Resources = append(resp.Resources, sr)
 	}
+	resp.Resources = append(resp.Resources, refused...)
 	return resp
 }
 
-func (b *Broker) alterConfigs(req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+func (b *Broker) alterConfigs(who *request, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+	var refused []kmsg.AlterConfigsResponseResource
+	req.Resources, refused = filterAuthorized(req.Resources, func(res kmsg.AlterConfigsRequestResource) bool {
+		_, ok := b.mayConfig(who, kmsg.ACLOperationAlterConfigs, res.ResourceType, res.ResourceName)
+		return ok
+	}, func(it kmsg.AlterConfigsRequestResource) kmsg.AlterConfigsResponseResource {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ErrorCode, _ = b.mayConfig(who, kmsg.ACLOperationAlterConfigs, it.ResourceType, it.ResourceName)
+		rr.ResourceType, rr.ResourceName = it.ResourceType, it.ResourceName
+		return rr
+	})
 	resp := kmsg.NewPtrAlterConfigsResponse()
 	for _, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
@@ -86,12 +108,13 @@ func (b *Broker) alterConfigs(req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsR
 			return next, nil
 		})
 		if err != nil {
-			sr.ErrorCode = errorCode(err)
+			sr.ErrorCode = kafkaerr.Code(err)
 			msg := err.Error()
 			sr.ErrorMessage = &msg
 		}
 		resp.Resources = append(resp.Resources, sr)
 	}
+	resp.Resources = append(resp.Resources, refused...)
 	return resp
 }
 
@@ -106,19 +129,19 @@ func configKeysOf(typ kmsg.ConfigResourceType) configKey {
 	}
 	if typ == kmsg.ConfigResourceTypeBroker {
 		return func(name string) (kmsg.ConfigType, string, error) {
-			d, ok := dynamicSettingOf(name)
+			d, ok := brokerconfig.Of(name)
 			if !ok {
-				return 0, "", errStaticKey(name)
+				return 0, "", brokerconfig.ErrStatic(name)
 			}
-			return d.typ, d.get(builtinBrokerSettings()), nil
+			return d.Type, d.Get(brokerconfig.Builtin()), nil
 		}
 	}
 	return func(name string) (kmsg.ConfigType, string, error) {
-		d, ok := topicConfigDefs[name]
+		typ, ok := topicconfig.Type(name)
 		if !ok {
-			return 0, "", coded(kerr.InvalidConfig, "unknown topic config %q (supported: %s)", name, supportedConfigNames())
+			return 0, "", kafkaerr.New(kerr.InvalidConfig, "unknown topic config %q (supported: %s)", name, topicconfig.Supported())
 		}
-		return d.typ, d.get(topicSettings{}), nil
+		return typ, topicconfig.Get(topicconfig.Settings{}, name), nil
 	}
 }
 
@@ -135,14 +158,14 @@ func applyConfigOp(configs map[string]string, name string, op int8, value *strin
 	switch op {
 	case opSet:
 		if value == nil {
-			return coded(kerr.InvalidConfig, "config %s: SET needs a value", name)
+			return kafkaerr.New(kerr.InvalidConfig, "config %s: SET needs a value", name)
 		}
 		configs[name] = v
 	case opDelete:
 		delete(configs, name)
 	case opAppend, opSubtract:
 		if typ != kmsg.ConfigTypeList {
-			return coded(kerr.InvalidConfig, "config %s is not a list: APPEND and SUBTRACT apply to list configs only", name)
+			return kafkaerr.New(kerr.InvalidConfig, "config %s is not a list: APPEND and SUBTRACT apply to list configs only", name)
 		}
 		cur, ok := configs[name]
 		if !ok {
@@ -166,7 +189,7 @@ func applyConfigOp(configs map[string]string, name string, op int8, value *strin
 		}
 		configs[name] = strings.Join(items, ",")
 	default:
-		return coded(kerr.InvalidRequest, "config %s: unknown operation %d", name, op)
+		return kafkaerr.New(kerr.InvalidRequest, "config %s: unknown operation %d", name, op)
 	}
 	return nil
 }
@@ -184,11 +207,11 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		return b.alterBrokerLogger(name, validateOnly, change)
 	default:
-		return coded(kerr.InvalidRequest, "Tributary alters topic, broker and broker logger configs only")
+		return kafkaerr.New(kerr.InvalidRequest, "Tributary alters topic, broker and broker logger configs only")
 	}
 	t, ok := b.meta.Topic(name)
 	if !ok {
-		return coded(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+		return kafkaerr.New(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 	}
 	next, err := change(t.Configs)
 	if err != nil {
@@ -197,8 +220,8 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 	if next, err = internalConfigs(name, next); err != nil {
 		return err
 	}
-	if err := checkTopicConfigs(next); err != nil {
-		return coded(kerr.InvalidConfig, "topic %s: %v", name, err)
+	if err := topicconfig.Check(next); err != nil {
+		return kafkaerr.New(kerr.InvalidConfig, "topic %s: %v", name, err)
 	}
 	if err := b.checkTopicConfigBounds(next, replicasOf(t.Replicas)); err != nil {
 		return err
@@ -211,10 +234,10 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 	t, err = b.meta.SetTopicConfigs(ctx, name, next)
 	switch {
 	case errors.Is(err, cluster.ErrUnknownTopic):
-		return coded(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+		return kafkaerr.New(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 	case err != nil:
 		b.logger.Error("storing topic configs", "topic", name, "err", err)
-		return coded(kerr.UnknownServerError, "storing configs of topic %s: %v", name, err)
+		return kafkaerr.New(kerr.UnknownServerError, "storing configs of topic %s: %v", name, err)
 	}
 	b.reconfigureTopic(t)
 	b.logger.Info("topic configs changed", "topic", name, "configs", next)
@@ -226,7 +249,7 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 func (b *Broker) reconfigureTopic(t cluster.Topic) {
 	b.dyn.applyMu.Lock()
 	defer b.dyn.applyMu.Unlock()
-	cfg, err := topicLogConfig(b.brokerTopicDefaults().log, t.Configs)
+	cfg, err := topicconfig.LogConfig(b.brokerTopicDefaults().Log, t.Configs)
 	if err != nil {
 		b.logger.Error("topic configs cannot be applied; partitions keep their settings", "topic", t.Name, "err", err)
 		return
@@ -257,25 +280,6 @@ type produceLimits struct {
 // defaults (compression.type included) where the topic sets nothing.
 func (b *Broker) produceLimitsFor(t cluster.Topic) produceLimits {
 	s := b.topicSettingsOf(t.Configs)
-	codec, recompress := s.log.Compression.Codec()
-	return produceLimits{maxMessageBytes: s.maxMessageBytes, logAppendTime: s.logAppendTime, recompress: recompress, codec: codec}
-}
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// stampLogAppendTime marks a RecordBatch v2 as timestamped by the broker
-// (attribute bit 3) with ts as its MaxTimestamp, which consumers then read
-// as every record's timestamp, and recomputes the CRC those bytes are
-// under, as Kafka does for message.timestamp.type=LogAppendTime. The caller
-// has checked that batch holds at least a whole header.
-func stampLogAppendTime(batch []byte, ts int64) {
-	if batch[16] != 2 || binary.BigEndian.Uint32(batch[17:]) != crc32.Checksum(batch[21:], castagnoli) {
-		// Refused by the log's validation anyway; a fresh CRC over a
-		// damaged batch would hide the damage from it.
-		return
-	}
-	attrs := binary.BigEndian.Uint16(batch[21:])
-	binary.BigEndian.PutUint16(batch[21:], attrs|0x08)
-	binary.BigEndian.PutUint64(batch[35:], uint64(ts))
-	binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[21:], castagnoli))
+	codec, recompress := s.Log.Compression.Codec()
+	return produceLimits{maxMessageBytes: s.MaxMessageBytes, logAppendTime: s.LogAppendTime, recompress: recompress, codec: codec}
 }

@@ -20,7 +20,7 @@ func init() {
 	register(apiVersionsKey, 0, 4, now((*Broker).apiVersions))
 }
 
-func (b *Broker) apiVersions(*kmsg.ApiVersionsRequest) *kmsg.ApiVersionsResponse {
+func (b *Broker) apiVersions(_ *request, _ *kmsg.ApiVersionsRequest) *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.ApiKeys = apiKeys()
 	return resp

@@ -24,11 +24,12 @@
 //     with an optional client CA (tls.go), SASL PLAIN and SCRAM-SHA-256/512
 //     (sasl.go). On a SASL listener nothing but ApiVersions and the SASL
 //     exchange is answered before the client has proved who it is, and no
-//     password is stored, only salted, iterated SCRAM keys (credentials.go).
+//     password is stored, only salted, iterated SCRAM keys (broker/auth).
 //   - With Config.Authorizer every request is checked against the ACLs as
-//     Kafka checks it, and a request nothing allows is refused (acl*.go).
+//     Kafka checks it, and a request nothing allows is refused (each
+//     handler asks authorize.go; the ACL model is broker/acl).
 //   - A client over its producer_byte_rate or consumer_byte_rate (per
-//     user and/or client id, Kafka's precedence; quota.go) is answered with
+//     user and/or client id, Kafka's precedence; broker/quota) is answered with
 //     throttle_time_ms and its connection is not read for that long, so its
 //     rate converges to the quota; quotas persist in the data directory or
 //     ZooKeeper and apply on every broker of a cluster.
@@ -45,6 +46,12 @@
 //     are refused with POLICY_VIOLATION.
 //   - A partition that cannot write (full disk) answers KAFKA_STORAGE_ERROR
 //     and is logged once until it writes again.
+//
+// New wires the parts that are packages of their own: broker/auth
+// (credentials, SCRAM, the login guard), broker/acl (the authorizer),
+// broker/quota, broker/topicconfig and broker/brokerconfig (the config
+// models), broker/kafkaerr (error codes), broker/log (storage) and
+// broker/group (the group coordinator). None of them imports this package.
 package broker
 
 import (
@@ -59,8 +66,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/auth"
+	"github.com/tributary-io/tributary/broker/brokerconfig"
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/quota"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -75,11 +86,11 @@ type Broker struct {
 	groups *group.Coordinator
 	faults storageFaults // partitions failing writes, logged once each
 
-	closing chan struct{} // closed when shutdown starts; long polls end
-	tls     *tlsState     // nil without Config.TLS
-	authz   *authorizer   // nil without Config.Authorizer
-	logins  *loginGuard   // failed-login limit and timing (sasl_limit.go)
-	quotas  *quotas       // client quotas (quota.go)
+	closing chan struct{}   // closed when shutdown starts; long polls end
+	tls     *tlsState       // nil without Config.TLS
+	authz   *acl.Authorizer // nil without Config.Authorizer
+	logins  *auth.Guard     // failed-login limit and timing (broker/auth)
+	quotas  *quota.Manager  // client quotas (broker/quota)
 	// staticLog is the partitions' configuration as the flags make it,
 	// dyn the dynamic broker configs over it (dynamicconfig.go).
 	staticLog log.Config
@@ -124,7 +135,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: data directory: %w", err)
 	}
 	for _, m := range cfg.SASLMechanisms {
-		if m != mechPlain && scramHash(m) == nil {
+		if m != auth.MechPlain && auth.SCRAMHash(m) == nil {
 			return nil, fmt.Errorf("broker: SASL mechanism %q is not served: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", m)
 		}
 	}
@@ -148,7 +159,7 @@ func New(cfg Config) (*Broker, error) {
 		budget:        newByteBudget(cfg.QueuedMaxRequestBytes),
 		preAuthBudget: newByteBudget(preAuthBudgetFrames * int64(cfg.SASLMaxReceiveSize)),
 		autoCreate:    newAutoCreateLimit(cfg.AutoCreateRate),
-		logins:        newLoginGuard(),
+		logins:        auth.NewGuard(),
 	}
 	var err error
 	if b.meta == nil {
@@ -169,20 +180,19 @@ func New(cfg Config) (*Broker, error) {
 		}
 	}
 	if cfg.Authorizer {
-		var store aclStore = newACLFile(filepath.Join(cfg.DataDir, "acls.json"))
-		zs, inCluster := b.meta.(zkSessioner)
-		if inCluster {
-			store = aclZooKeeper{s: zs.Session()}
+		store := acl.NewFile(filepath.Join(cfg.DataDir, "acls.json"))
+		if zs, inCluster := b.meta.(zkSessioner); inCluster {
+			store = acl.NewZooKeeper(zs.Session())
 		}
-		if b.authz, err = newAuthorizer(store, cfg.SuperUsers); err != nil {
+		if b.authz, err = acl.New(store, cfg.SuperUsers, internalAllowed); err != nil {
 			return nil, err
 		}
 	}
-	var qstore quotaStore = quotaFile{path: filepath.Join(cfg.DataDir, "quotas.json")}
+	qstore := quota.NewFile(filepath.Join(cfg.DataDir, "quotas.json"))
 	if zs, ok := b.meta.(zkSessioner); ok {
-		qstore = quotaZooKeeper{s: zs.Session()}
+		qstore = quota.NewZooKeeper(zs.Session())
 	}
-	if b.quotas, err = newQuotas(qstore); err != nil {
+	if b.quotas, err = quota.New(qstore); err != nil {
 		return nil, err
 	}
 	b.selfID = b.meta.Self().ID
@@ -205,9 +215,9 @@ func New(cfg Config) (*Broker, error) {
 	b.logs = newPartitions(cfg.DataDir, b.staticLog, fileBudget, b.logger)
 	b.logs.current = b.meta.Topic
 	b.logs.repair.b = b
-	b.dyn.store = &brokerConfigFile{path: filepath.Join(cfg.DataDir, "broker-configs.json"), self: b.selfID}
+	b.dyn.store = brokerconfig.NewFile(filepath.Join(cfg.DataDir, "broker-configs.json"), b.selfID)
 	if zs, ok := b.meta.(zkSessioner); ok {
-		b.dyn.store = brokerConfigZooKeeper{zk: cluster.NewZKBrokerConfigs(zs.Session()), self: b.selfID}
+		b.dyn.store = brokerconfig.NewZooKeeper(cluster.NewZKBrokerConfigs(zs.Session()), b.selfID)
 	}
 	if err := b.loadDynamicConfigs(); err != nil {
 		b.logs.closeAll()
@@ -226,21 +236,13 @@ func New(cfg Config) (*Broker, error) {
 	go b.metrics.watchISRs() // replica_metrics.go
 	go b.followMetadata()
 	go b.sweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval)
-	if zs, ok := b.dyn.store.(brokerConfigZooKeeper); ok {
-		go zs.watch(b.stopSync, b.reloadDynamicConfigs)
-	}
-	if zs, ok := b.quotas.store.(quotaZooKeeper); ok {
-		go zs.watch(b.stopSync, func() {
-			if err := b.quotas.reload(); err != nil {
-				b.logger.Error("reading client quotas from ZooKeeper failed; keeping the last ones read", "err", err)
-			}
-		})
-	}
-	if zs, ok := b.authz.storeInZooKeeper(); ok {
-		go zs.watch(b.stopSync, func() {
-			if err := b.authz.refresh(); err != nil {
-				b.logger.Error("reading ACLs from ZooKeeper failed; keeping the last ones read", "err", err)
-			}
+	go brokerconfig.Follow(b.dyn.store, b.stopSync, b.reloadDynamicConfigs)
+	go b.quotas.Follow(b.stopSync, func(err error) {
+		b.logger.Error("reading client quotas from ZooKeeper failed; keeping the last ones read", "err", err)
+	})
+	if b.authz != nil {
+		go b.authz.Follow(b.stopSync, func(err error) {
+			b.logger.Error("reading ACLs from ZooKeeper failed; keeping the last ones read", "err", err)
 		})
 	}
 	return b, nil

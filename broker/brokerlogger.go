@@ -20,6 +20,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 )
 
 // rootLogger is the one logger name served.
@@ -65,7 +67,7 @@ func (b *Broker) currentLogLevel() slog.Level {
 // brokerLoggerEntries describes the loggers of broker name.
 func (b *Broker) brokerLoggerEntries(name string) ([]configEntry, error) {
 	if err := b.checkBrokerResource(name); err != nil || name == "" {
-		return nil, coded(kerr.InvalidRequest, "broker logger %q: name this broker's id (%d)", name, b.selfID)
+		return nil, kafkaerr.New(kerr.InvalidRequest, "broker logger %q: name this broker's id (%d)", name, b.selfID)
 	}
 	return []configEntry{{
 		name: rootLogger, value: kafkaLevelName(b.currentLogLevel()), typ: kmsg.ConfigTypeString,
@@ -76,7 +78,7 @@ func (b *Broker) brokerLoggerEntries(name string) ([]configEntry, error) {
 // alterBrokerLogger applies change to the loggers of broker name.
 func (b *Broker) alterBrokerLogger(name string, validateOnly bool, change func(map[string]string) (map[string]string, error)) error {
 	if err := b.checkBrokerResource(name); err != nil || name == "" {
-		return coded(kerr.InvalidRequest, "broker logger %q: name this broker's id (%d)", name, b.selfID)
+		return kafkaerr.New(kerr.InvalidRequest, "broker logger %q: name this broker's id (%d)", name, b.selfID)
 	}
 	cur := map[string]string{rootLogger: kafkaLevelName(b.currentLogLevel())}
 	next, err := change(cur)
@@ -86,7 +88,7 @@ func (b *Broker) alterBrokerLogger(name string, validateOnly bool, change func(m
 	level := b.startLevel
 	for k, v := range next {
 		if k != rootLogger {
-			return coded(kerr.InvalidConfig, "logger %q: Tributary has one logger, %q", k, rootLogger)
+			return kafkaerr.New(kerr.InvalidConfig, "logger %q: Tributary has one logger, %q", k, rootLogger)
 		}
 		found := false
 		for _, kl := range kafkaLevels {
@@ -95,11 +97,11 @@ func (b *Broker) alterBrokerLogger(name string, validateOnly bool, change func(m
 			}
 		}
 		if !found {
-			return coded(kerr.InvalidConfig, "logger %s: level %q is not one of TRACE, DEBUG, INFO, WARN, ERROR, FATAL", k, v)
+			return kafkaerr.New(kerr.InvalidConfig, "logger %s: level %q is not one of TRACE, DEBUG, INFO, WARN, ERROR, FATAL", k, v)
 		}
 	}
 	if b.cfg.LogLevel == nil {
-		return coded(kerr.InvalidRequest, "this broker's log level is fixed by the program that runs it (no Config.LogLevel); run it with the tributary command to change it at run time")
+		return kafkaerr.New(kerr.InvalidRequest, "this broker's log level is fixed by the program that runs it (no Config.LogLevel); run it with the tributary command to change it at run time")
 	}
 	if validateOnly {
 		return nil

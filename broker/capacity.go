@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -28,7 +29,7 @@ func (b *Broker) checkCapacity(name string, n int32) error {
 	}
 	topics := b.meta.Topics()
 	if b.cfg.MaxTopics > 0 && len(topics)+1 > b.cfg.MaxTopics {
-		return coded(kerr.PolicyViolation, "creating topic %q: the cluster has %d topics: raise --max-topics (now %d) or delete unused topics", name, len(topics), b.cfg.MaxTopics)
+		return kafkaerr.New(kerr.PolicyViolation, "creating topic %q: the cluster has %d topics: raise --max-topics (now %d) or delete unused topics", name, len(topics), b.cfg.MaxTopics)
 	}
 	if b.cfg.MaxPartitions <= 0 {
 		return nil
@@ -52,7 +53,7 @@ func (b *Broker) checkCapacity(name string, n int32) error {
 		}
 	}
 	if hosted+more > b.cfg.MaxPartitions {
-		return coded(kerr.PolicyViolation, "creating topic %q: this broker hosts %d partitions and %d more would pass the limit: raise --max-partitions (now %d) or delete unused topics", name, hosted, more, b.cfg.MaxPartitions)
+		return kafkaerr.New(kerr.PolicyViolation, "creating topic %q: this broker hosts %d partitions and %d more would pass the limit: raise --max-partitions (now %d) or delete unused topics", name, hosted, more, b.cfg.MaxPartitions)
 	}
 	return nil
 }
@@ -62,9 +63,9 @@ func (b *Broker) checkCapacity(name string, n int32) error {
 func (b *Broker) capacityError(name string, err error) error {
 	switch {
 	case errors.Is(err, cluster.ErrTooManyTopics):
-		return coded(kerr.PolicyViolation, "creating topic %q: %v: raise --max-topics (now %d) or delete unused topics", name, err, b.cfg.MaxTopics)
+		return kafkaerr.New(kerr.PolicyViolation, "creating topic %q: %v: raise --max-topics (now %d) or delete unused topics", name, err, b.cfg.MaxTopics)
 	case errors.Is(err, cluster.ErrTooManyPartitions):
-		return coded(kerr.PolicyViolation, "creating topic %q: %v: raise --max-partitions (now %d) or delete unused topics", name, err, b.cfg.MaxPartitions)
+		return kafkaerr.New(kerr.PolicyViolation, "creating topic %q: %v: raise --max-partitions (now %d) or delete unused topics", name, err, b.cfg.MaxPartitions)
 	}
 	return err
 }

@@ -7,8 +7,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tributary-io/tributary/broker/auth"
+	"github.com/tributary-io/tributary/broker/brokerconfig"
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/topicconfig"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/clientsec"
 )
@@ -163,7 +166,7 @@ type Config struct {
 	// SASLMechanisms are the mechanisms SASL listeners offer. Nil: PLAIN,
 	// SCRAM-SHA-256 and SCRAM-SHA-512.
 	SASLMechanisms []string
-	// Authorizer turns ACL enforcement on (acl.go): every request is
+	// Authorizer turns ACL enforcement on (broker/acl): every request is
 	// checked against the ACLs, and nothing matching means deny.
 	Authorizer bool
 	// SuperUsers are principals (User:<name>) that pass every ACL check.
@@ -175,7 +178,7 @@ type Config struct {
 	ConnectionsMaxReauth time.Duration
 	// Credentials holds the users SASL authenticates. Nil: ZooKeeper's
 	// /config/users when Metadata lends its session, else
-	// DataDir/credentials.json (see credentials.go).
+	// DataDir/credentials.json (see broker/auth).
 	Credentials CredentialStore
 }
 
@@ -184,7 +187,7 @@ func (c Config) withDefaults() Config {
 		c.MaxRequestBytes = 100 << 20
 	}
 	if c.MaxMessageBytes <= 0 {
-		c.MaxMessageBytes = 1<<20 + 12
+		c.MaxMessageBytes = topicconfig.DefaultMaxMessageBytes
 	}
 	if c.ReplicaLagMax <= 0 {
 		c.ReplicaLagMax = 30 * time.Second
@@ -201,7 +204,7 @@ func (c Config) withDefaults() Config {
 		c.QueuedMaxRequestBytes = 512 << 20
 	}
 	if c.MaxConnections <= 0 {
-		c.MaxConnections = 10000
+		c.MaxConnections = brokerconfig.DefaultMaxConnections
 	}
 	c.MaxConnectionsPerIP = max(c.MaxConnectionsPerIP, 0) // 0: follows max.connections (connLimits)
 	if c.QueuedMaxRequestBytesPerIP <= 0 {
@@ -251,7 +254,7 @@ func (c Config) withDefaults() Config {
 		c.MaxPartitions = 20000
 	}
 	if c.SASLMechanisms == nil {
-		c.SASLMechanisms = []string{mechPlain, mechSCRAM256, mechSCRAM512}
+		c.SASLMechanisms = []string{auth.MechPlain, auth.MechSCRAM256, auth.MechSCRAM512}
 	}
 	return c
 }

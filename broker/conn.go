@@ -58,7 +58,7 @@ type conn struct {
 
 	queue    chan *pending
 	inFlight atomic.Int64 // requests read whose responses are not written yet
-	quota    connQuota    // muted while its client is over a quota (quota.go)
+	quota    connQuota    // muted while its client is over a quota (conn_quota.go)
 
 	mu      sync.Mutex    // orders stopReading against read deadlines
 	stopped chan struct{} // closed by stopReading
@@ -108,7 +108,7 @@ type request struct {
 	clientID      string
 	principal     string // User:<name> of the connection, for ACLs
 	host          string // the client's IP, for ACLs
-	// quota is the connection's throttle (quota.go); nil in fuzz tests.
+	// quota is the connection's throttle (conn_quota.go); nil in fuzz tests.
 	quota *connQuota
 }
 
@@ -232,7 +232,7 @@ func (c *conn) readLoop() {
 		if !c.awaitRequest(r) {
 			return
 		}
-		c.awaitUnmuted() // a throttled client's next request waits (quota.go)
+		c.awaitUnmuted() // a throttled client's next request waits (conn_quota.go)
 		c.setRequestDeadline(r, len(sizeBuf))
 		if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
 			c.logReadEnd(err)

@@ -26,7 +26,7 @@ func (b *Broker) consumerGroupDescribe(req *request, r *kmsg.ConsumerGroupDescri
 	for _, name := range r.Groups {
 		sg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		sg.Group = name
-		if !b.may(req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, name) {
+		if !b.mayGroup(req, kmsg.ACLOperationDescribe, name) {
 			sg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			resp.Groups = append(resp.Groups, sg)
 			continue

@@ -30,7 +30,7 @@ func init() {
 
 func (b *Broker) consumerGroupHeartbeat(c *conn, req *request, r *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
-	if !b.may(req, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, r.Group) {
+	if !b.mayGroup(req, kmsg.ACLOperationRead, r.Group) {
 		resp.ErrorCode, resp.MemberEpoch = kerr.GroupAuthorizationFailed.Code, -1
 		return resp
 	}

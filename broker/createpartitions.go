@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -25,7 +26,15 @@ func init() {
 	register(37, 0, 3, async((*Broker).createPartitions))
 }
 
-func (b *Broker) createPartitions(req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+func (b *Broker) createPartitions(who *request, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+	var refused []kmsg.CreatePartitionsResponseTopic
+	req.Topics, refused = filterAuthorized(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) bool {
+		return b.mayTopic(who, kmsg.ACLOperationAlter, t.Topic)
+	}, func(it kmsg.CreatePartitionsRequestTopic) kmsg.CreatePartitionsResponseTopic {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic, rt.ErrorCode = it.Topic, topicRefused
+		return rt
+	})
 	resp := kmsg.NewPtrCreatePartitionsResponse()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -33,12 +42,13 @@ func (b *Broker) createPartitions(req *kmsg.CreatePartitionsRequest) *kmsg.Creat
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
 		if err := b.growTopic(ctx, rt, req.ValidateOnly); err != nil {
-			st.ErrorCode = errorCode(err)
+			st.ErrorCode = kafkaerr.Code(err)
 			msg := err.Error()
 			st.ErrorMessage = &msg
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	resp.Topics = append(resp.Topics, refused...)
 	return resp
 }
 
@@ -46,27 +56,27 @@ func (b *Broker) growTopic(ctx context.Context, rt kmsg.CreatePartitionsRequestT
 	t, ok := b.meta.Topic(rt.Topic)
 	switch {
 	case !ok:
-		return coded(kerr.UnknownTopicOrPartition, "topic %q does not exist", rt.Topic)
+		return kafkaerr.New(kerr.UnknownTopicOrPartition, "topic %q does not exist", rt.Topic)
 	case rt.Assignment != nil:
-		return coded(kerr.InvalidReplicaAssignment, "manual replica assignment is not supported: Tributary places partitions itself")
+		return kafkaerr.New(kerr.InvalidReplicaAssignment, "manual replica assignment is not supported: Tributary places partitions itself")
 	case rt.Count <= t.Partitions():
-		return coded(kerr.InvalidPartitions, "topic %s has %d partitions; a topic can only grow, asked for %d", rt.Topic, t.Partitions(), rt.Count)
+		return kafkaerr.New(kerr.InvalidPartitions, "topic %s has %d partitions; a topic can only grow, asked for %d", rt.Topic, t.Partitions(), rt.Count)
 	case rt.Count > maxPartitions:
-		return coded(kerr.InvalidPartitions, "number of partitions must be at most %d, got %d", maxPartitions, rt.Count)
+		return kafkaerr.New(kerr.InvalidPartitions, "number of partitions must be at most %d, got %d", maxPartitions, rt.Count)
 	case validateOnly:
 		return nil
 	}
 	t, err := b.meta.AddPartitions(ctx, rt.Topic, rt.Count)
 	switch {
 	case errors.Is(err, cluster.ErrUnknownTopic):
-		return coded(kerr.UnknownTopicOrPartition, "topic %q does not exist", rt.Topic)
+		return kafkaerr.New(kerr.UnknownTopicOrPartition, "topic %q does not exist", rt.Topic)
 	case errors.Is(err, cluster.ErrPartitionCount):
-		return coded(kerr.InvalidPartitions, "%v", err)
+		return kafkaerr.New(kerr.InvalidPartitions, "%v", err)
 	case errors.Is(err, cluster.ErrNoBrokers):
-		return coded(kerr.BrokerNotAvailable, "%v", err)
+		return kafkaerr.New(kerr.BrokerNotAvailable, "%v", err)
 	case err != nil:
 		b.logger.Error("adding partitions", "topic", rt.Topic, "err", err)
-		return coded(kerr.UnknownServerError, "adding partitions to %s: %v", rt.Topic, err)
+		return kafkaerr.New(kerr.UnknownServerError, "adding partitions to %s: %v", rt.Topic, err)
 	}
 	b.logger.Info("partitions added", "topic", t.Name, "partitions", t.Partitions())
 	return nil

@@ -20,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaerr"
+	"github.com/tributary-io/tributary/broker/topicconfig"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -31,7 +33,15 @@ func init() {
 // directory and open files on one broker.
 const maxPartitions = 10000
 
-func (b *Broker) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+func (b *Broker) createTopics(who *request, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	var refused []kmsg.CreateTopicsResponseTopic
+	req.Topics, refused = filterAuthorized(req.Topics, func(t kmsg.CreateTopicsRequestTopic) bool {
+		return b.mayCreateTopic(who, t.Topic)
+	}, func(it kmsg.CreateTopicsRequestTopic) kmsg.CreateTopicsResponseTopic {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic, rt.ErrorCode = it.Topic, topicRefused
+		return rt
+	})
 	resp := kmsg.NewPtrCreateTopicsResponse()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -40,7 +50,7 @@ func (b *Broker) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsR
 		st.Topic = rt.Topic
 		t, err := b.createTopic(ctx, rt, req.ValidateOnly)
 		if err != nil {
-			st.ErrorCode = errorCode(err)
+			st.ErrorCode = kafkaerr.Code(err)
 			msg := err.Error()
 			st.ErrorMessage = &msg
 		} else {
@@ -51,6 +61,7 @@ func (b *Broker) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsR
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	resp.Topics = append(resp.Topics, refused...)
 	return resp
 }
 
@@ -72,40 +83,19 @@ func (b *Broker) createdTopicConfigs(t cluster.Topic) []kmsg.CreateTopicsRespons
 	return out
 }
 
-// codedError carries the Kafka error code a client should see along with a
-// message for a person.
-type codedError struct {
-	code *kerr.Error
-	msg  string
-}
-
-func (e *codedError) Error() string { return e.msg }
-
-func coded(code *kerr.Error, format string, args ...any) error {
-	return &codedError{code: code, msg: fmt.Sprintf(format, args...)}
-}
-
-func errorCode(err error) int16 {
-	var ce *codedError
-	if errors.As(err, &ce) {
-		return ce.code.Code
-	}
-	return kerr.UnknownServerError.Code
-}
-
 func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool) (cluster.Topic, error) {
 	if err := validTopicName(rt.Topic); err != nil {
-		return cluster.Topic{}, coded(kerr.InvalidTopicException, "%v", err)
+		return cluster.Topic{}, kafkaerr.New(kerr.InvalidTopicException, "%v", err)
 	}
 	if len(rt.ReplicaAssignment) > 0 {
-		return cluster.Topic{}, coded(kerr.InvalidReplicaAssignment, "manual replica assignment is not supported: Tributary places partitions itself")
+		return cluster.Topic{}, kafkaerr.New(kerr.InvalidReplicaAssignment, "manual replica assignment is not supported: Tributary places partitions itself")
 	}
 	n := rt.NumPartitions
 	if n == -1 {
 		n = b.cfg.DefaultPartitions
 	}
 	if n <= 0 || n > maxPartitions {
-		return cluster.Topic{}, coded(kerr.InvalidPartitions, "number of partitions must be between 1 and %d, got %d", maxPartitions, rt.NumPartitions)
+		return cluster.Topic{}, kafkaerr.New(kerr.InvalidPartitions, "number of partitions must be between 1 and %d, got %d", maxPartitions, rt.NumPartitions)
 	}
 	rf, err := b.replicationFactor(rt.ReplicationFactor)
 	if err != nil {
@@ -118,8 +108,8 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 		}
 		configs[c.Name] = *c.Value
 	}
-	if err := checkTopicConfigs(configs); err != nil {
-		return cluster.Topic{}, coded(kerr.InvalidConfig, "%v", err)
+	if err := topicconfig.Check(configs); err != nil {
+		return cluster.Topic{}, kafkaerr.New(kerr.InvalidConfig, "%v", err)
 	}
 	if err := b.checkTopicConfigBounds(configs, rf); err != nil {
 		return cluster.Topic{}, err
@@ -132,7 +122,7 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 		return cluster.Topic{}, err
 	}
 	if _, ok := b.meta.Topic(rt.Topic); ok {
-		return cluster.Topic{}, coded(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
+		return cluster.Topic{}, kafkaerr.New(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
 	}
 	if err := b.checkCapacity(rt.Topic, n); err != nil {
 		return cluster.Topic{}, err
@@ -151,10 +141,10 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	}
 	switch {
 	case errors.Is(err, cluster.ErrTopicExists):
-		return t, coded(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
+		return t, kafkaerr.New(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
 	case err != nil:
 		b.logger.Error("creating topic", "topic", rt.Topic, "err", err)
-		return t, coded(kerr.UnknownServerError, "creating topic %q: %v", rt.Topic, err)
+		return t, kafkaerr.New(kerr.UnknownServerError, "creating topic %q: %v", rt.Topic, err)
 	}
 	b.logger.Info("topic created", "topic", t.Name, "partitions", n, "configs", configs)
 	return t, nil

@@ -12,13 +12,13 @@ package broker
 // RESOURCE_NOT_FOUND. Who may call them is the authorizer's decision.
 
 import (
-	"crypto/hmac"
 	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/xdg-go/scram"
+
+	"github.com/tributary-io/tributary/broker/auth"
 )
 
 func init() {
@@ -27,7 +27,7 @@ func init() {
 }
 
 // Kafka's numbering of the SCRAM mechanisms.
-var scramMechanismCodes = map[int8]string{1: mechSCRAM256, 2: mechSCRAM512}
+var scramMechanismCodes = map[int8]string{1: auth.MechSCRAM256, 2: auth.MechSCRAM512}
 
 func scramMechanismCode(name string) int8 {
 	for code, n := range scramMechanismCodes {
@@ -38,7 +38,12 @@ func scramMechanismCode(name string) int8 {
 	return 0
 }
 
-func (b *Broker) describeUserSCRAMCredentials(req *kmsg.DescribeUserSCRAMCredentialsRequest) *kmsg.DescribeUserSCRAMCredentialsResponse {
+func (b *Broker) describeUserSCRAMCredentials(who *request, req *kmsg.DescribeUserSCRAMCredentialsRequest) *kmsg.DescribeUserSCRAMCredentialsResponse {
+	if !b.mayCluster(who, kmsg.ACLOperationDescribe) {
+		resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		resp.ErrorCode = clusterRefused
+		return resp
+	}
 	resp := kmsg.NewPtrDescribeUserSCRAMCredentialsResponse()
 	all, err := b.cfg.Credentials.List()
 	if err != nil {
@@ -93,7 +98,21 @@ func (b *Broker) describeUserSCRAMCredentials(req *kmsg.DescribeUserSCRAMCredent
 	return resp
 }
 
-func (b *Broker) alterUserSCRAMCredentials(req *kmsg.AlterUserSCRAMCredentialsRequest) *kmsg.AlterUserSCRAMCredentialsResponse {
+func (b *Broker) alterUserSCRAMCredentials(who *request, req *kmsg.AlterUserSCRAMCredentialsRequest) *kmsg.AlterUserSCRAMCredentialsResponse {
+	if !b.mayCluster(who, kmsg.ACLOperationAlter) {
+		resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+		for _, d := range req.Deletions {
+			res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			res.User, res.ErrorCode = d.Name, clusterRefused
+			resp.Results = append(resp.Results, res)
+		}
+		for _, u := range req.Upsertions {
+			res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			res.User, res.ErrorCode = u.Name, clusterRefused
+			resp.Results = append(resp.Results, res)
+		}
+		return resp
+	}
 	resp := kmsg.NewPtrAlterUserSCRAMCredentialsResponse()
 	mentions := map[string]int{}
 	var order []string
@@ -132,12 +151,12 @@ func (b *Broker) alterUserSCRAMCredentials(req *kmsg.AlterUserSCRAMCredentialsRe
 			errs[u.Name] = kerr.UnsupportedSaslMechanism
 			continue
 		}
-		if u.Iterations < DefaultSCRAMIterations || u.Iterations > maxSCRAMIterations || len(u.Salt) == 0 || len(u.SaltedPassword) == 0 {
+		if u.Iterations < DefaultSCRAMIterations || u.Iterations > auth.MaxSCRAMIterations || len(u.Salt) == 0 || len(u.SaltedPassword) == 0 {
 			errs[u.Name] = fmt.Errorf("%w: %d iterations (want %d..%d), salt and salted password required",
-				kerr.UnacceptableCredential, u.Iterations, DefaultSCRAMIterations, maxSCRAMIterations)
+				kerr.UnacceptableCredential, u.Iterations, DefaultSCRAMIterations, auth.MaxSCRAMIterations)
 			continue
 		}
-		cred := credentialFromSalted(scramHash(mech), u.SaltedPassword, u.Salt, int(u.Iterations))
+		cred := auth.CredentialFromSalted(auth.SCRAMHash(mech), u.SaltedPassword, u.Salt, int(u.Iterations))
 		if err := b.cfg.Credentials.Put(u.Name, mech, cred); err != nil {
 			errs[u.Name] = err
 		}
@@ -154,7 +173,7 @@ func (b *Broker) alterUserSCRAMCredentials(req *kmsg.AlterUserSCRAMCredentialsRe
 			switch {
 			case errors.As(err, &ke):
 				r.ErrorCode = ke.Code
-			case errors.Is(err, errNoCredential):
+			case errors.Is(err, auth.ErrNoCredential):
 				r.ErrorCode = kerr.ResourceNotFound.Code
 			default:
 				r.ErrorCode = kerr.UnknownServerError.Code
@@ -168,22 +187,4 @@ func (b *Broker) alterUserSCRAMCredentials(req *kmsg.AlterUserSCRAMCredentialsRe
 		resp.Results = append(resp.Results, r)
 	}
 	return resp
-}
-
-// credentialFromSalted derives the stored keys of RFC 5802 from a salted
-// password: StoredKey = H(HMAC(salted, "Client Key")), ServerKey =
-// HMAC(salted, "Server Key").
-func credentialFromSalted(h scram.HashGeneratorFcn, salted, salt []byte, iterations int) scram.StoredCredentials {
-	mac := func(msg string) []byte {
-		m := hmac.New(h, salted)
-		m.Write([]byte(msg))
-		return m.Sum(nil)
-	}
-	hash := h()
-	hash.Write(mac("Client Key"))
-	return scram.StoredCredentials{
-		KeyFactors: scram.KeyFactors{Salt: string(salt), Iters: iterations},
-		StoredKey:  hash.Sum(nil),
-		ServerKey:  mac("Server Key"),
-	}
 }

@@ -16,13 +16,21 @@ func init() {
 	register(42, 0, 2, now((*Broker).deleteGroups))
 }
 
-func (b *Broker) deleteGroups(r *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+func (b *Broker) deleteGroups(req *request, r *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+	groups, refused := filterAuthorized(r.Groups, func(g string) bool {
+		return b.mayGroup(req, kmsg.ACLOperationDelete, g)
+	}, func(g string) kmsg.DeleteGroupsResponseGroup {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = g, groupRefused
+		return rg
+	})
 	resp := kmsg.NewPtrDeleteGroupsResponse()
-	for _, name := range r.Groups {
+	for _, name := range groups {
 		sg := kmsg.NewDeleteGroupsResponseGroup()
 		sg.Group = name
 		sg.ErrorCode = codeOf(b.groups.Delete(name))
 		resp.Groups = append(resp.Groups, sg)
 	}
+	resp.Groups = append(resp.Groups, refused...)
 	return resp
 }

@@ -20,7 +20,20 @@ func init() {
 	register(21, 0, 2, async((*Broker).deleteRecords))
 }
 
-func (b *Broker) deleteRecords(req *kmsg.DeleteRecordsRequest) *kmsg.DeleteRecordsResponse {
+func (b *Broker) deleteRecords(who *request, req *kmsg.DeleteRecordsRequest) *kmsg.DeleteRecordsResponse {
+	var refused []kmsg.DeleteRecordsResponseTopic
+	req.Topics, refused = filterAuthorized(req.Topics, func(t kmsg.DeleteRecordsRequestTopic) bool {
+		return b.mayTopic(who, kmsg.ACLOperationDelete, t.Topic)
+	}, func(it kmsg.DeleteRecordsRequestTopic) kmsg.DeleteRecordsResponseTopic {
+		rt := kmsg.NewDeleteRecordsResponseTopic()
+		rt.Topic = it.Topic
+		for _, p := range it.Partitions {
+			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
+			rp.Partition, rp.LowWatermark, rp.ErrorCode = p.Partition, -1, topicRefused
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		return rt
+	})
 	resp := kmsg.NewPtrDeleteRecordsResponse()
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
@@ -55,5 +68,6 @@ func (b *Broker) deleteRecords(req *kmsg.DeleteRecordsRequest) *kmsg.DeleteRecor
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	resp.Topics = append(resp.Topics, refused...)
 	return resp
 }

@@ -25,6 +25,16 @@ func init() {
 	})
 }
 
+// deleteRefusal says why the client of req may not delete topic, or "" when
+// it may. With an authorizer the ACLs decide (Delete on the topic), internal
+// topics included; without one, the internal topics' client-id rule.
+func (b *Broker) deleteRefusal(req *request, topic string) string {
+	if b.authz != nil {
+		return b.topicRefusal(req, kmsg.ACLOperationDelete, "delete", topic)
+	}
+	return b.internalRefusal(req.clientID, topic, "delete")
+}
+
 func (b *Broker) deleteTopics(who *request, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
 	resp := kmsg.NewPtrDeleteTopicsResponse()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -39,7 +49,7 @@ func (b *Broker) deleteTopics(who *request, req *kmsg.DeleteTopicsRequest) *kmsg
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		n := name
 		st.Topic = &n
-		if refusal := b.internalRefusal(who, name, "delete"); refusal != "" {
+		if refusal := b.deleteRefusal(who, name); refusal != "" {
 			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			st.ErrorMessage = &refusal
 			resp.Topics = append(resp.Topics, st)

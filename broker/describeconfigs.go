@@ -20,14 +20,35 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/brokerconfig"
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/topicconfig"
 )
 
 func init() {
 	register(32, 0, 4, now((*Broker).describeConfigs))
 }
 
-func (b *Broker) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
+func (b *Broker) describeConfigs(who *request, req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
+	var refused []kmsg.DescribeConfigsResponseResource
+	req.Resources, refused = filterAuthorized(req.Resources, func(res kmsg.DescribeConfigsRequestResource) bool {
+		switch res.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			return b.mayTopic(who, kmsg.ACLOperationDescribeConfigs, res.ResourceName)
+		case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+			return b.mayCluster(who, kmsg.ACLOperationDescribeConfigs)
+		}
+		return true
+	}, func(it kmsg.DescribeConfigsRequestResource) kmsg.DescribeConfigsResponseResource {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = it.ResourceType, it.ResourceName
+		rr.ErrorCode = topicRefused
+		if it.ResourceType != kmsg.ConfigResourceTypeTopic {
+			rr.ErrorCode = clusterRefused
+		}
+		return rr
+	})
 	resp := kmsg.NewPtrDescribeConfigsResponse()
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
@@ -48,7 +69,7 @@ func (b *Broker) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.Describ
 			}
 		case kmsg.ConfigResourceTypeBroker:
 			if err := b.checkBrokerResource(rr.ResourceName); err != nil {
-				sr.ErrorCode = errorCode(err)
+				sr.ErrorCode = kafkaerr.Code(err)
 				msg := err.Error()
 				sr.ErrorMessage = &msg
 				break
@@ -57,7 +78,7 @@ func (b *Broker) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.Describ
 		case kmsg.ConfigResourceTypeBrokerLogger:
 			var err error
 			if entries, err = b.brokerLoggerEntries(rr.ResourceName); err != nil {
-				sr.ErrorCode = errorCode(err)
+				sr.ErrorCode = kafkaerr.Code(err)
 				msg := err.Error()
 				sr.ErrorMessage = &msg
 			}
@@ -83,6 +104,7 @@ func (b *Broker) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.Describ
 		}
 		resp.Resources = append(resp.Resources, sr)
 	}
+	resp.Resources = append(resp.Resources, refused...)
 	return resp
 }
 
@@ -104,7 +126,7 @@ func (b *Broker) checkBrokerResource(name string) error {
 	if name == "" || name == strconv.Itoa(int(b.selfID)) {
 		return nil
 	}
-	return coded(kerr.InvalidRequest, "broker %q: this broker is %d; ask each broker about itself", name, b.selfID)
+	return kafkaerr.New(kerr.InvalidRequest, "broker %q: this broker is %d; ask each broker about itself", name, b.selfID)
 }
 
 // brokerConfigEntries are the broker's settings under Kafka's names: with
@@ -114,28 +136,28 @@ func (b *Broker) brokerConfigEntries(own bool) []configEntry {
 	st := b.dynamicNow()
 	if !own {
 		var out []configEntry
-		for _, d := range dynamicSettings {
-			for _, k := range d.keys {
-				if v, ok := st.def[k]; ok {
-					out = append(out, configEntry{name: k, value: v, typ: d.typ,
-						source: kmsg.ConfigSourceDynamicDefaultBrokerConfig, synonyms: st.synonyms(d, false)})
+		for _, d := range brokerconfig.All {
+			for _, k := range d.Keys {
+				if v, ok := st.Def[k]; ok {
+					out = append(out, configEntry{name: k, value: v, typ: d.Type,
+						source: kmsg.ConfigSourceDynamicDefaultBrokerConfig, synonyms: st.Synonyms(d, false)})
 				}
 			}
 		}
 		return out
 	}
 	var entries []configEntry
-	for _, d := range dynamicSettings {
-		src := st.levelOf(d)
-		syns := st.synonyms(d, true)
-		entries = append(entries, configEntry{name: d.keys[0], value: d.get(st.eff), typ: d.typ, source: src, synonyms: syns})
+	for _, d := range brokerconfig.All {
+		src := st.LevelOf(d)
+		syns := st.Synonyms(d, true)
+		entries = append(entries, configEntry{name: d.Keys[0], value: d.Get(st.Eff), typ: d.Type, source: src, synonyms: syns})
 		// A coarser name set dynamically (log.retention.hours) is listed
 		// too, so that tools filtering by source find it.
-		for _, k := range d.keys[1:] {
-			if v, ok := st.own[k]; ok {
-				entries = append(entries, configEntry{name: k, value: v, typ: d.typ, source: kmsg.ConfigSourceDynamicBrokerConfig, synonyms: syns})
-			} else if v, ok := st.def[k]; ok {
-				entries = append(entries, configEntry{name: k, value: v, typ: d.typ, source: kmsg.ConfigSourceDynamicDefaultBrokerConfig, synonyms: syns})
+		for _, k := range d.Keys[1:] {
+			if v, ok := st.Own[k]; ok {
+				entries = append(entries, configEntry{name: k, value: v, typ: d.Type, source: kmsg.ConfigSourceDynamicBrokerConfig, synonyms: syns})
+			} else if v, ok := st.Def[k]; ok {
+				entries = append(entries, configEntry{name: k, value: v, typ: d.Type, source: kmsg.ConfigSourceDynamicDefaultBrokerConfig, synonyms: syns})
 			}
 		}
 	}
@@ -152,7 +174,7 @@ func (b *Broker) staticConfigEntries() []configEntry {
 	}
 	ms := func(name string, v, d time.Duration) configEntry {
 		e := long(name, v.Milliseconds(), d.Milliseconds())
-		e.value = durationMs(v)
+		e.value = topicconfig.DurationMs(v)
 		return e
 	}
 	entries := []configEntry{
@@ -167,7 +189,7 @@ func (b *Broker) staticConfigEntries() []configEntry {
 	}
 	for i := range entries {
 		entries[i].readOnly = true
-		entries[i].synonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{synonym(entries[i].name, entries[i].value, entries[i].source)}
+		entries[i].synonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{brokerconfig.Synonym(entries[i].name, entries[i].value, entries[i].source)}
 	}
 	return entries
 }

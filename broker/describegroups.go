@@ -20,9 +20,16 @@ func init() {
 	register(15, 0, 6, async((*Broker).describeGroups))
 }
 
-func (b *Broker) describeGroups(r *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+func (b *Broker) describeGroups(req *request, r *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+	groups, refused := filterAuthorized(r.Groups, func(g string) bool {
+		return b.mayGroup(req, kmsg.ACLOperationDescribe, g)
+	}, func(g string) kmsg.DescribeGroupsResponseGroup {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = g, groupRefused
+		return rg
+	})
 	resp := kmsg.NewPtrDescribeGroupsResponse()
-	for _, name := range r.Groups {
+	for _, name := range groups {
 		sg := kmsg.NewDescribeGroupsResponseGroup()
 		sg.Group = name
 		d, err := b.groups.Describe(name)
@@ -46,5 +53,6 @@ func (b *Broker) describeGroups(r *kmsg.DescribeGroupsRequest) *kmsg.DescribeGro
 		}
 		resp.Groups = append(resp.Groups, sg)
 	}
+	resp.Groups = append(resp.Groups, refused...)
 	return resp
 }

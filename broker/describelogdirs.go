@@ -26,7 +26,12 @@ func init() {
 	register(35, 0, 4, async((*Broker).describeLogDirs))
 }
 
-func (b *Broker) describeLogDirs(req *kmsg.DescribeLogDirsRequest) *kmsg.DescribeLogDirsResponse {
+func (b *Broker) describeLogDirs(who *request, req *kmsg.DescribeLogDirsRequest) *kmsg.DescribeLogDirsResponse {
+	if !b.mayCluster(who, kmsg.ACLOperationDescribe) {
+		resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+		resp.ErrorCode = clusterRefused
+		return resp
+	}
 	resp := kmsg.NewPtrDescribeLogDirsResponse()
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir, _ = filepath.Abs(b.cfg.DataDir)

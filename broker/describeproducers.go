@@ -27,7 +27,7 @@ func (b *Broker) describeProducers(who *request, req *kmsg.DescribeProducersRequ
 		st.Topic = rt.Topic
 		var t cluster.Topic
 		var code int16
-		if !b.may(who, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, rt.Topic) {
+		if !b.mayTopic(who, kmsg.ACLOperationRead, rt.Topic) {
 			code = kerr.TopicAuthorizationFailed.Code
 		} else {
 			t, code = b.lookupTopic(rt.Topic, false)

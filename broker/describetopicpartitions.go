@@ -38,7 +38,7 @@ func (b *Broker) describeTopicPartitions(who *request, req *kmsg.DescribeTopicPa
 		live[br.ID] = true
 	}
 	mayDescribe := func(name string) bool {
-		return b.may(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name)
+		return b.mayTopic(who, kmsg.ACLOperationDescribe, name)
 	}
 
 	// The topics to describe, sorted, each known one with its assignment.

@@ -34,8 +34,12 @@ type leaderElector interface {
 	ElectLeaders(ctx context.Context, unclean bool, parts []cluster.TopicPartition) (map[cluster.TopicPartition]error, error)
 }
 
-func (b *Broker) electLeaders(req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
+func (b *Broker) electLeaders(who *request, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+	if !b.mayCluster(who, kmsg.ACLOperationAlter) {
+		resp.ErrorCode = clusterRefused
+		return resp
+	}
 	var parts []cluster.TopicPartition
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {

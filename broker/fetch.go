@@ -19,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
 )
 
@@ -52,10 +53,49 @@ type fetchPartition struct {
 }
 
 func (b *Broker) fetch(req *request, r *kmsg.FetchRequest) *pending {
+	if b.authz != nil {
+		if p := b.authorizeFetch(req, r); p != nil {
+			return p
+		}
+	}
 	if p := b.throttledFetch(req); p != nil { // over a consumer quota (quota_api.go)
 		return p
 	}
 	return later(func() response { return b.countFetch(req, b.metrics.fetched(b.serveFetch(req, r))) })
+}
+
+// authorizeFetch trims the topics its client may not read (Read on the
+// topic) from a fetch, or answers it when nothing is left. A replica's
+// fetch (replica id >= 0) moves the high watermark and the ISR: only
+// brokers (ClusterAction on the cluster) may send one. A fetch naming both
+// allowed and refused topics is served for the allowed ones only: clients
+// learn of the refusal from Metadata, which they ask first.
+func (b *Broker) authorizeFetch(req *request, r *kmsg.FetchRequest) *pending {
+	refuse := func(code int16) func(kmsg.FetchRequestTopic) fetchTopic {
+		return func(t kmsg.FetchRequestTopic) fetchTopic {
+			ft := fetchTopic{name: t.Topic}
+			for _, p := range t.Partitions {
+				ft.partitions = append(ft.partitions, fetchPartition{partition: p.Partition,
+					errorCode: code, highWatermark: -1, logStart: -1})
+			}
+			return ft
+		}
+	}
+	if r.ReplicaID >= 0 {
+		if b.mayCluster(req, kmsg.ACLOperationClusterAction) {
+			return nil
+		}
+		_, refused := filterAuthorized(r.Topics, func(kmsg.FetchRequestTopic) bool { return false }, refuse(clusterRefused))
+		return ready(newFetchResponse(req, refused))
+	}
+	kept, refused := filterAuthorized(r.Topics, func(t kmsg.FetchRequestTopic) bool {
+		return b.mayTopic(req, kmsg.ACLOperationRead, t.Topic)
+	}, refuse(topicRefused))
+	if len(kept) == 0 && len(refused) > 0 {
+		return ready(newFetchResponse(req, refused))
+	}
+	r.Topics = kept
+	return nil
 }
 
 func (b *Broker) serveFetch(req *request, r *kmsg.FetchRequest) response {
@@ -149,7 +189,7 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 				}
 				switch {
 				case err != nil:
-					fp.errorCode = storageErrorCode(err)
+					fp.errorCode = kafkaerr.OfStorage(err)
 					anyError = true
 				case s.Size > limit && size > 0:
 					// Only the first partition with data may exceed the

@@ -27,8 +27,39 @@ import (
 
 func init() {
 	register(10, 0, 6, func(b *Broker, c *conn, req *request) *pending {
-		return ready(encode(req, b.findCoordinator(c.listener.Protocol, req.Request.(*kmsg.FindCoordinatorRequest))))
+		r := req.Request.(*kmsg.FindCoordinatorRequest)
+		if refused := b.findCoordinatorRefused(req, r); refused != nil {
+			return ready(encode(req, refused))
+		}
+		return ready(encode(req, b.findCoordinator(c.listener.Protocol, r)))
 	})
+}
+
+// findCoordinatorRefused answers a request naming a group (transactional
+// id) its client may not describe; nil when it may describe them all.
+func (b *Broker) findCoordinatorRefused(req *request, r *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+	keys := r.CoordinatorKeys
+	if r.Version < 4 {
+		keys = []string{r.CoordinatorKey}
+	}
+	typ := kmsg.ACLResourceTypeGroup
+	if r.CoordinatorType == 1 {
+		typ = kmsg.ACLResourceTypeTransactionalId
+	}
+	for _, k := range keys {
+		if !b.may(req, kmsg.ACLOperationDescribe, typ, k) {
+			resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
+			resp.ErrorCode = groupRefused
+			for _, k := range keys {
+				c := kmsg.NewFindCoordinatorResponseCoordinator()
+				c.Key, c.ErrorCode, c.NodeID = k, groupRefused, -1
+				resp.Coordinators = append(resp.Coordinators, c)
+			}
+			resp.NodeID = -1
+			return resp
+		}
+	}
+	return nil
 }
 
 // findCoordinator answers a client of listener with the coordinator's

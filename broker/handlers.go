@@ -49,19 +49,19 @@ func register(key, min, max int16, serve serveFunc) {
 
 // now adapts a handler that answers at once, on the connection's read
 // goroutine: what must happen in request order happens there.
-func now[Q kmsg.Request, P kmsg.Response](h func(*Broker, Q) P) serveFunc {
+func now[Q kmsg.Request, P kmsg.Response](h func(*Broker, *request, Q) P) serveFunc {
 	return func(b *Broker, _ *conn, req *request) *pending {
-		return ready(encode(req, h(b, req.Request.(Q))))
+		return ready(encode(req, h(b, req, req.Request.(Q))))
 	}
 }
 
 // async adapts a handler that may wait (disk, ZooKeeper, other brokers): it
 // runs in its own goroutine, so the connection keeps reading, and its
 // answer still goes out in request order.
-func async[Q kmsg.Request, P kmsg.Response](h func(*Broker, Q) P) serveFunc {
+func async[Q kmsg.Request, P kmsg.Response](h func(*Broker, *request, Q) P) serveFunc {
 	return func(b *Broker, _ *conn, req *request) *pending {
 		r := req.Request.(Q)
-		return later(func() response { return encode(req, h(b, r)) })
+		return later(func() response { return encode(req, h(b, req, r)) })
 	}
 }
 
@@ -78,12 +78,7 @@ func (b *Broker) handle(c *conn, req *request) *pending {
 			"api", kmsg.NameForKey(req.Key()), "client_id", req.clientID, "listener", c.listener.Protocol)
 		return nil
 	}
-	req.principal, req.host = c.auth.principal, c.ip
-	if b.authz != nil {
-		if p := b.authorize(req); p != nil {
-			return p
-		}
-	}
+	req.principal, req.host = c.auth.principal, c.ip // each handler authorizes (authorize.go)
 	a, ok := supported[req.Key()]
 	if !ok {
 		// decodeRequest only accepts registered keys.

@@ -176,7 +176,7 @@ func TestUnregisteredIsUnsupportedVersion(t *testing.T) {
 // TestApiVersionsListsTheRegistry: ApiVersions advertises exactly the
 // registered APIs and ranges, in key order.
 func TestApiVersionsListsTheRegistry(t *testing.T) {
-	keys := (&Broker{}).apiVersions(kmsg.NewPtrApiVersionsRequest()).ApiKeys
+	keys := (&Broker{}).apiVersions(nil, kmsg.NewPtrApiVersionsRequest()).ApiKeys
 	want := registeredKeys()
 	if len(keys) != len(want) {
 		t.Fatalf("advertised %d apis, registered %d", len(keys), len(want))

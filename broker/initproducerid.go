@@ -34,7 +34,16 @@ import (
 
 func init() {
 	register(22, 0, 4, func(b *Broker, _ *conn, req *request) *pending {
-		return ready(encode(req, b.initProducerID(req.principal, req.Request.(*kmsg.InitProducerIDRequest))))
+		r := req.Request.(*kmsg.InitProducerIDRequest)
+		// An idempotent producer needs IdempotentWrite on the cluster or
+		// Write on some topic, as in Kafka 3.x.
+		if r.TransactionalID == nil && !b.mayCluster(req, kmsg.ACLOperationIdempotentWrite) &&
+			!b.authz.MayWriteSomeTopic(req.principal, req.host) {
+			resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
+			resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = clusterRefused, -1, -1
+			return ready(encode(req, resp))
+		}
+		return ready(encode(req, b.initProducerID(req.principal, r)))
 	})
 }
 

@@ -21,10 +21,12 @@ import (
 	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/acl"
 )
 
 // InternalPrincipal is the principal of in-process connections.
-const InternalPrincipal = "Internal:tributary"
+const InternalPrincipal = acl.InternalPrincipal
 
 // internalAllowed is the authorizer's answer for InternalPrincipal.
 func internalAllowed(typ kmsg.ACLResourceType, name string) bool {

@@ -29,6 +29,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 )
 
 // internalTopic is one topic the broker protects, and the shape it must
@@ -73,22 +75,11 @@ func IsInternalTopic(topic string) bool {
 	return ok
 }
 
-// internalRefusal returns a message saying why the client of req may not
-// write or delete topic, or "" when it may. With an authorizer the ACLs
-// decide for every topic (Write, Delete), internal ones included; without
-// one, the client-id rule above guards the internal topics.
-func (b *Broker) internalRefusal(req *request, topic, action string) string {
-	clientID := req.clientID
-	if b.authz != nil {
-		op := kmsg.ACLOperationWrite
-		if action == "delete" {
-			op = kmsg.ACLOperationDelete
-		}
-		if b.authz.allowed(req.principal, req.host, op, kmsg.ACLResourceTypeTopic, topic) {
-			return ""
-		}
-		return fmt.Sprintf("principal %s may not %s topic %s: no ACL allows %v on it", req.principal, action, topic, op)
-	}
+// internalRefusal returns a message saying why a client without an
+// authorizer may not write or delete topic (action), or "" when it may:
+// the client-id rule above guards the internal topics. With an authorizer
+// the ACLs decide instead (Produce and DeleteTopics ask topicRefusal).
+func (b *Broker) internalRefusal(clientID, topic, action string) string {
 	it, ok := internalTopics[topic]
 	if !ok || slices.Contains(b.cfg.InternalClients, clientID) {
 		return ""
@@ -110,7 +101,7 @@ func internalShape(topic string, partitions int32, configs map[string]string) (m
 		return configs, nil
 	}
 	if it.partitions != 0 && partitions != it.partitions {
-		return nil, coded(kerr.InvalidPartitions, "topic %s is internal to Tributary and must have %d partition(s), not %d: %s depends on it",
+		return nil, kafkaerr.New(kerr.InvalidPartitions, "topic %s is internal to Tributary and must have %d partition(s), not %d: %s depends on it",
 			topic, it.partitions, partitions, it.owner)
 	}
 	return internalConfigs(topic, configs)
@@ -124,7 +115,7 @@ func internalConfigs(topic string, configs map[string]string) (map[string]string
 	it := internalTopics[topic]
 	for k, want := range it.configs {
 		if have, ok := configs[k]; ok && have != want {
-			return nil, coded(kerr.InvalidConfig, "topic %s is internal to Tributary and must have %s=%s, not %s: %s depends on it",
+			return nil, kafkaerr.New(kerr.InvalidConfig, "topic %s is internal to Tributary and must have %s=%s, not %s: %s depends on it",
 				topic, k, want, have, it.owner)
 		}
 		if configs == nil {

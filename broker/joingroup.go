@@ -29,6 +29,11 @@ func init() {
 }
 
 func (b *Broker) joinGroup(c *conn, req *request, r *kmsg.JoinGroupRequest) *pending {
+	if !b.mayGroup(req, kmsg.ACLOperationRead, r.Group) {
+		resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode = groupRefused
+		return ready(encode(req, resp))
+	}
 	jr := group.JoinRequest{
 		Group:              r.Group,
 		MemberID:           r.MemberID,

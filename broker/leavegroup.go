@@ -16,7 +16,12 @@ func init() {
 	register(13, 0, 5, now((*Broker).leaveGroup))
 }
 
-func (b *Broker) leaveGroup(r *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+func (b *Broker) leaveGroup(req *request, r *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+	if !b.mayGroup(req, kmsg.ACLOperationRead, r.Group) {
+		resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
+		resp.ErrorCode = groupRefused
+		return resp
+	}
 	resp := kmsg.NewPtrLeaveGroupResponse()
 	var leaving []group.LeaveMember
 	if r.Version < 3 {

@@ -18,7 +18,22 @@ func init() {
 	register(16, 0, 5, async((*Broker).listGroups))
 }
 
-func (b *Broker) listGroups(r *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+func (b *Broker) listGroups(req *request, r *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	resp := b.listAllGroups(r)
+	if !b.mayCluster(req, kmsg.ACLOperationDescribe) {
+		// Without Describe on the cluster, only the groups it may describe.
+		kept := resp.Groups[:0]
+		for _, g := range resp.Groups {
+			if b.mayGroup(req, kmsg.ACLOperationDescribe, g.Group) {
+				kept = append(kept, g)
+			}
+		}
+		resp.Groups = kept
+	}
+	return resp
+}
+
+func (b *Broker) listAllGroups(r *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := kmsg.NewPtrListGroupsResponse()
 	groups, err := b.groups.List()
 	resp.ErrorCode = codeOf(err)

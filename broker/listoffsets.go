@@ -20,7 +20,20 @@ func init() {
 	register(2, 1, 9, now((*Broker).listOffsets))
 }
 
-func (b *Broker) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
+func (b *Broker) listOffsets(who *request, req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
+	var refused []kmsg.ListOffsetsResponseTopic
+	req.Topics, refused = filterAuthorized(req.Topics, func(t kmsg.ListOffsetsRequestTopic) bool {
+		return b.mayTopic(who, kmsg.ACLOperationDescribe, t.Topic)
+	}, func(it kmsg.ListOffsetsRequestTopic) kmsg.ListOffsetsResponseTopic {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = it.Topic
+		for _, p := range it.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, topicRefused
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		return rt
+	})
 	resp := kmsg.NewPtrListOffsetsResponse()
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
@@ -69,5 +82,6 @@ func (b *Broker) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResp
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	resp.Topics = append(resp.Topics, refused...)
 	return resp
 }

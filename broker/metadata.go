@@ -71,7 +71,7 @@ func (b *Broker) metadata(listener SecurityProtocol, who *request, req *kmsg.Met
 	var topics []cluster.Topic
 	if req.Topics == nil {
 		for _, t := range b.meta.Topics() {
-			if b.may(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Name) {
+			if b.mayTopic(who, kmsg.ACLOperationDescribe, t.Name) {
 				topics = append(topics, t)
 			}
 		}
@@ -83,7 +83,7 @@ func (b *Broker) metadata(listener SecurityProtocol, who *request, req *kmsg.Met
 				st.TopicID = rt.TopicID
 				t, ok := b.topicByID(rt.TopicID)
 				switch {
-				case ok && b.may(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Name):
+				case ok && b.mayTopic(who, kmsg.ACLOperationDescribe, t.Name):
 					topics = append(topics, t)
 					continue
 				case ok:
@@ -95,7 +95,7 @@ func (b *Broker) metadata(listener SecurityProtocol, who *request, req *kmsg.Met
 				resp.Topics = append(resp.Topics, st)
 				continue
 			}
-			if !b.may(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, *rt.Topic) {
+			if !b.mayTopic(who, kmsg.ACLOperationDescribe, *rt.Topic) {
 				st := kmsg.NewMetadataResponseTopic()
 				st.Topic = rt.Topic
 				st.ErrorCode = kerr.TopicAuthorizationFailed.Code

@@ -26,7 +26,44 @@ func init() {
 // maxCommitMetadata is Kafka's offset.metadata.max.bytes.
 const maxCommitMetadata = 4096
 
-func (b *Broker) offsetCommit(r *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+// offsetCommit commits the partitions of the topics its client may read
+// in a group it may read; the others are answered with the refusal.
+func (b *Broker) offsetCommit(req *request, r *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	groupOK := b.mayGroup(req, kmsg.ACLOperationRead, r.Group)
+	code := func(t kmsg.OffsetCommitRequestTopic) int16 {
+		switch {
+		case !groupOK:
+			return groupRefused
+		case !b.mayTopic(req, kmsg.ACLOperationRead, t.Topic):
+			return topicRefused
+		}
+		return 0
+	}
+	kept, refused := filterAuthorized(r.Topics, func(t kmsg.OffsetCommitRequestTopic) bool { return code(t) == 0 },
+		func(t kmsg.OffsetCommitRequestTopic) kmsg.OffsetCommitResponseTopic {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code(t)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			return rt
+		})
+	if len(refused) == 0 {
+		return b.commitOffsets(r)
+	}
+	var resp *kmsg.OffsetCommitResponse
+	if r.Topics = kept; len(kept) > 0 {
+		resp = b.commitOffsets(r)
+	} else {
+		resp = r.ResponseKind().(*kmsg.OffsetCommitResponse)
+	}
+	resp.Topics = append(resp.Topics, refused...)
+	return resp
+}
+
+func (b *Broker) commitOffsets(r *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	cr := group.CommitRequest{
 		Group:      r.Group,
 		MemberID:   r.MemberID,

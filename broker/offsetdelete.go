@@ -17,7 +17,10 @@ func init() {
 	register(47, 0, 0, async((*Broker).offsetDelete))
 }
 
-func (b *Broker) offsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+func (b *Broker) offsetDelete(who *request, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	if refused := b.offsetDeleteRefused(who, req); refused != nil {
+		return refused
+	}
 	resp := kmsg.NewPtrOffsetDeleteResponse()
 	var tps []group.TopicPartition
 	for _, rt := range req.Topics {
@@ -40,6 +43,38 @@ func (b *Broker) offsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteR
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// offsetDeleteRefused answers a request whose client may not delete the
+// group's offsets (Delete on the group) or read one of its topics: nothing
+// is deleted, since an offset delete is one group operation. nil when the
+// request is allowed.
+func (b *Broker) offsetDeleteRefused(who *request, r *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	resp := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if !b.mayGroup(who, kmsg.ACLOperationDelete, r.Group) {
+		resp.ErrorCode = groupRefused
+		return resp
+	}
+	refusedAny := false
+	for _, t := range r.Topics {
+		ok := b.mayTopic(who, kmsg.ACLOperationRead, t.Topic)
+		refusedAny = refusedAny || !ok
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = p.Partition
+			if !ok {
+				rp.ErrorCode = topicRefused
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if !refusedAny {
+		return nil
 	}
 	return resp
 }

@@ -28,11 +28,39 @@ import (
 func init() {
 	register(9, 0, 9, func(b *Broker, _ *conn, req *request) *pending {
 		r := req.Request.(*kmsg.OffsetFetchRequest)
+		if refused := b.offsetFetchRefused(req, r); refused != nil {
+			return ready(encode(req, refused))
+		}
 		describe := func(topic string) bool {
-			return b.may(req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
+			return b.mayTopic(req, kmsg.ACLOperationDescribe, topic)
 		}
 		return later(func() response { return encode(req, b.offsetFetch(r, describe)) })
 	})
+}
+
+// offsetFetchRefused answers a request naming a group its client may not
+// describe; nil when it may describe them all.
+func (b *Broker) offsetFetchRefused(req *request, r *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	groups := []string{r.Group}
+	if r.Version >= 8 {
+		groups = groups[:0]
+		for _, g := range r.Groups {
+			groups = append(groups, g.Group)
+		}
+	}
+	for _, g := range groups {
+		if !b.mayGroup(req, kmsg.ACLOperationDescribe, g) {
+			resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+			resp.ErrorCode = groupRefused
+			for _, g := range groups {
+				rg := kmsg.NewOffsetFetchResponseGroup()
+				rg.Group, rg.ErrorCode = g, groupRefused
+				resp.Groups = append(resp.Groups, rg)
+			}
+			return resp
+		}
+	}
+	return nil
 }
 
 // fetchedTopic is one topic of an OffsetFetch answer before it takes the

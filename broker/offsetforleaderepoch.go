@@ -40,7 +40,7 @@ func (b *Broker) offsetForLeaderEpoch(req *request, r *kmsg.OffsetForLeaderEpoch
 		switch {
 		case !clusterOK:
 			tcode = kerr.ClusterAuthorizationFailed.Code
-		case !follower && !b.may(req, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, rt.Topic):
+		case !follower && !b.mayTopic(req, kmsg.ACLOperationDescribe, rt.Topic):
 			tcode = kerr.TopicAuthorizationFailed.Code
 		}
 		for _, rp := range rt.Partitions {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/topicconfig"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -157,7 +158,7 @@ func (ps *partitions) startOpen(t cluster.Topic, key partKey, used bool) *openLo
 }
 
 func (ps *partitions) openLog(t cluster.Topic, key partKey) (*log.Log, int, error) {
-	cfg, err := topicLogConfig(*ps.base.Load(), t.Configs)
+	cfg, err := topicconfig.LogConfig(*ps.base.Load(), t.Configs)
 	if err != nil {
 		return nil, 0, fmt.Errorf("topic %s: %w", t.Name, err)
 	}

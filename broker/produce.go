@@ -65,6 +65,16 @@ type appended struct {
 	p      int32
 }
 
+// produceRefusal says why the client of req may not write topic, or "" when
+// it may. With an authorizer the ACLs decide (Write on the topic), internal
+// topics included; without one, the internal topics' client-id rule.
+func (b *Broker) produceRefusal(req *request, topic string) string {
+	if b.authz != nil {
+		return b.topicRefusal(req, kmsg.ACLOperationWrite, "write", topic)
+	}
+	return b.internalRefusal(req.clientID, topic, "write")
+}
+
 func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 	resp := kmsg.NewPtrProduceResponse()
 	resp.ThrottleMillis = b.throttleProduce(req, r) // quota_api.go
@@ -79,7 +89,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 		// client may not write tells nothing of whether the topic exists
 		// (UNKNOWN_TOPIC_OR_PARTITION against TOPIC_AUTHORIZATION_FAILED),
 		// nor auto-creates it.
-		refusal := b.internalRefusal(req, rt.Topic, "write")
+		refusal := b.produceRefusal(req, rt.Topic)
 		var t cluster.Topic
 		var tcode int16
 		if refusal == "" {
@@ -252,28 +262,4 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 
 func setMessage(sp *kmsg.ProduceResponseTopicPartition, msg string) {
 	sp.ErrorMessage = &msg
-}
-
-// storageErrorCode maps the storage engine's errors to Kafka error codes.
-func storageErrorCode(err error) int16 {
-	switch {
-	case errors.Is(err, log.ErrCorruptBatch):
-		return kerr.CorruptMessage.Code
-	case errors.Is(err, log.ErrInvalidRecord):
-		return kerr.InvalidRecord.Code
-	case errors.Is(err, log.ErrUnsupportedMagic):
-		return kerr.UnsupportedForMessageFormat.Code
-	case errors.Is(err, log.ErrOutOfOrderSequence):
-		return kerr.OutOfOrderSequenceNumber.Code
-	case errors.Is(err, log.ErrInvalidProducerEpoch):
-		return kerr.InvalidProducerEpoch.Code
-	case errors.Is(err, log.ErrBatchTooLarge):
-		return kerr.MessageTooLarge.Code
-	case errors.Is(err, log.ErrOffsetOutOfRange):
-		return kerr.OffsetOutOfRange.Code
-	case errors.Is(err, log.ErrClosed), errors.Is(err, context.Canceled):
-		// The broker is shutting down; the client retries elsewhere or later.
-		return kerr.NotLeaderForPartition.Code
-	}
-	return kerr.KafkaStorageError.Code
 }

@@ -1,7 +1,7 @@
 package broker
 
 // DescribeClientQuotas (key 48) and AlterClientQuotas (key 49), v0-1, and
-// the throttling of Produce and Fetch (quota.go has the model).
+// the throttling of Produce and Fetch (broker/quota has the model).
 //
 // Only producer_byte_rate and consumer_byte_rate are served, for the
 // entity types user and client-id; another key or type (request_percentage,
@@ -13,11 +13,12 @@ package broker
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/quota"
 )
 
 func init() {
@@ -41,8 +42,8 @@ func (b *Broker) describeClientQuotas(req *request, r *kmsg.DescribeClientQuotas
 	}
 	seen := map[string]bool{}
 	for _, c := range r.Components {
-		if c.EntityType != entityUser && c.EntityType != entityClientID {
-			return fail(kerr.InvalidRequest.Code, fmt.Sprintf("entity type %q is not served: Tributary has quotas for %q and %q", c.EntityType, entityUser, entityClientID))
+		if c.EntityType != quota.EntityUser && c.EntityType != quota.EntityClientID {
+			return fail(kerr.InvalidRequest.Code, fmt.Sprintf("entity type %q is not served: Tributary has quotas for %q and %q", c.EntityType, quota.EntityUser, quota.EntityClientID))
 		}
 		if seen[c.EntityType] {
 			return fail(kerr.InvalidRequest.Code, fmt.Sprintf("entity type %q filtered twice", c.EntityType))
@@ -52,14 +53,14 @@ func (b *Broker) describeClientQuotas(req *request, r *kmsg.DescribeClientQuotas
 			return fail(kerr.InvalidRequest.Code, fmt.Sprintf("unknown match type %d", c.MatchType))
 		}
 	}
-	t := *b.quotas.table.Load()
+	t := b.quotas.Table()
 	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{} // null means failure to Kafka's clients
 	for e, values := range t {
-		if !quotaFilterMatches(e, r.Components, r.Strict) || len(values) == 0 {
+		if !quota.Matches(e, r.Components, r.Strict) || len(values) == 0 {
 			continue
 		}
 		entry := kmsg.NewDescribeClientQuotasResponseEntry()
-		for _, c := range e.components() {
+		for _, c := range e.Components() {
 			ec := kmsg.NewDescribeClientQuotasResponseEntryEntity()
 			ec.Type, ec.Name = c.Type, c.Name
 			entry.Entity = append(entry.Entity, ec)
@@ -74,134 +75,46 @@ func (b *Broker) describeClientQuotas(req *request, r *kmsg.DescribeClientQuotas
 	return resp
 }
 
-// quotaFilterMatches applies DescribeClientQuotas' filter: every component
-// must match e's part of its type; strict also refuses entities with types
-// the filter does not name.
-func quotaFilterMatches(e quotaEntity, comps []kmsg.DescribeClientQuotasRequestComponent, strict bool) bool {
-	named := 0
-	for _, c := range comps {
-		p := e.user
-		if c.EntityType == entityClientID {
-			p = e.client
-		}
-		if !p.set {
-			return false
-		}
-		named++
-		switch c.MatchType {
-		case 0: // EXACT; a null name is the default
-			if c.Match == nil {
-				if !p.def {
-					return false
-				}
-			} else if p.def || p.name != *c.Match {
-				return false
-			}
-		case 1: // DEFAULT
-			if !p.def {
-				return false
-			}
-		}
-	}
-	parts := 0
-	if e.user.set {
-		parts++
-	}
-	if e.client.set {
-		parts++
-	}
-	return !strict || parts == named
-}
-
 func (b *Broker) alterClientQuotas(req *request, r *kmsg.AlterClientQuotasRequest) *kmsg.AlterClientQuotasResponse {
 	resp := kmsg.NewPtrAlterClientQuotasResponse()
 	allowed := b.authz == nil || b.mayCluster(req, kmsg.ACLOperationAlterConfigs)
 	for _, entry := range r.Entries {
 		res := kmsg.NewAlterClientQuotasResponseEntry()
-		comps := make([]storedComponent, 0, len(entry.Entity))
+		comps := make([]quota.Component, 0, len(entry.Entity))
 		for _, c := range entry.Entity {
 			re := kmsg.NewAlterClientQuotasResponseEntryEntity()
 			re.Type, re.Name = c.Type, c.Name
 			res.Entity = append(res.Entity, re)
-			comps = append(comps, storedComponent{Type: c.Type, Name: c.Name})
+			comps = append(comps, quota.Component{Type: c.Type, Name: c.Name})
 		}
 		fail := func(code int16, msg string) {
 			res.ErrorCode, res.ErrorMessage = code, &msg
 		}
-		e, err := entityOf(comps)
+		e, err := quota.EntityOf(comps)
 		switch {
 		case !allowed:
 			fail(kerr.ClusterAuthorizationFailed.Code, "altering client quotas needs ALTER_CONFIGS on the cluster")
 		case err != nil:
 			fail(kerr.InvalidRequest.Code, err.Error())
 		default:
-			if err := checkQuotaOps(entry.Ops); err != nil {
+			if err := quota.CheckOps(entry.Ops); err != nil {
 				fail(kerr.InvalidRequest.Code, err.Error())
 				break
 			}
 			if r.ValidateOnly {
 				break
 			}
-			t, err := b.quotas.store.update(func(t quotaTable) error {
-				applyQuotaOps(t, e, entry.Ops)
-				return nil
-			})
+			t, err := b.quotas.Alter(e, entry.Ops)
 			if err != nil {
 				fail(kerr.UnknownServerError.Code, err.Error())
-				b.logger.Error("altering client quotas failed", "entity", entityString(comps), "err", err)
+				b.logger.Error("altering client quotas failed", "entity", quota.EntityString(comps), "err", err)
 				break
 			}
-			b.quotas.table.Store(&t)
-			b.logger.Info("client quotas altered", "entity", entityString(comps), "quotas", t[e])
+			b.logger.Info("client quotas altered", "entity", quota.EntityString(comps), "quotas", t[e])
 		}
 		resp.Entries = append(resp.Entries, res)
 	}
 	return resp
-}
-
-// checkQuotaOps refuses keys Tributary does not enforce and rates that are
-// not whole, positive byte counts.
-func checkQuotaOps(ops []kmsg.AlterClientQuotasRequestEntryOp) error {
-	for _, op := range ops {
-		if err := checkQuota(op.Key, op.Value, op.Remove); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkQuota refuses a key Tributary does not enforce and, unless the
-// quota is being removed, a rate that is not a whole, positive byte count.
-// Stored quotas (quotas.json, the ZooKeeper node) are held to the same
-// rules when read, so a damaged store cannot give a zero, negative or NaN
-// rate to the throttle arithmetic.
-func checkQuota(key string, rate float64, removing bool) error {
-	if key != quotaProducerByteRate && key != quotaConsumerByteRate {
-		return fmt.Errorf("quota %q is not served: Tributary enforces %s and %s", key, quotaProducerByteRate, quotaConsumerByteRate)
-	}
-	if !removing && (rate < 1 || rate != math.Trunc(rate) || rate > math.MaxInt64) {
-		return fmt.Errorf("%s=%v: a rate must be a whole number of bytes per second, at least 1", key, rate)
-	}
-	return nil
-}
-
-func applyQuotaOps(t quotaTable, e quotaEntity, ops []kmsg.AlterClientQuotasRequestEntryOp) {
-	v := t[e]
-	if v == nil {
-		v = quotaValues{}
-	}
-	for _, op := range ops {
-		if op.Remove {
-			delete(v, op.Key)
-		} else {
-			v[op.Key] = op.Value
-		}
-	}
-	if len(v) == 0 {
-		delete(t, e)
-	} else {
-		t[e] = v
-	}
 }
 
 // quotaExempt is true for the broker's own in-process clients (the
@@ -226,10 +139,10 @@ func (b *Broker) throttleProduce(req *request, r *kmsg.ProduceRequest) int32 {
 	if quotaExempt(req) {
 		return 0
 	}
-	d := b.quotas.record(quotaUser(req.principal), req.clientID, quotaProducerByteRate, n)
+	d := b.quotas.Record(quota.User(req.principal), req.clientID, quota.ProducerByteRate, n)
 	req.quota.mute(d)
 	b.metrics.throttled("produce", d)
-	return throttleMillis(d)
+	return quota.ThrottleMillis(d)
 }
 
 // throttledFetch answers at once, with no records and the time the client
@@ -239,14 +152,14 @@ func (b *Broker) throttledFetch(req *request) *pending {
 	if quotaExempt(req) {
 		return nil
 	}
-	d := b.quotas.owing(quotaUser(req.principal), req.clientID, quotaConsumerByteRate)
+	d := b.quotas.Owing(quota.User(req.principal), req.clientID, quota.ConsumerByteRate)
 	if d <= 0 {
 		return nil
 	}
 	req.quota.mute(d)
 	b.metrics.throttled("fetch", d)
 	resp := kmsg.NewPtrFetchResponse()
-	resp.ThrottleMillis = throttleMillis(d)
+	resp.ThrottleMillis = quota.ThrottleMillis(d)
 	return ready(encode(req, resp))
 }
 
@@ -258,7 +171,7 @@ func (b *Broker) countFetch(req *request, r response) response {
 	if !ok || quotaExempt(req) {
 		return r
 	}
-	d := b.quotas.record(quotaUser(req.principal), req.clientID, quotaConsumerByteRate, f.size)
+	d := b.quotas.Record(quota.User(req.principal), req.clientID, quota.ConsumerByteRate, f.size)
 	if d > 0 {
 		req.quota.mute(d)
 		b.metrics.throttled("fetch", d)
@@ -275,5 +188,5 @@ func setFetchThrottle(req *request, f *fetchResponse, d time.Duration) {
 	if req.GetVersion() >= 12 {
 		at++
 	}
-	binary.BigEndian.PutUint32(f.pieces[0].head[at:], uint32(throttleMillis(d)))
+	binary.BigEndian.PutUint32(f.pieces[0].head[at:], uint32(quota.ThrottleMillis(d)))
 }

@@ -36,8 +36,12 @@ type reassigner interface {
 	Reassignments() []cluster.PartitionReassignment
 }
 
-func (b *Broker) alterReassignments(req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
+func (b *Broker) alterReassignments(who *request, req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	if !b.mayCluster(who, kmsg.ACLOperationAlter) {
+		resp.ErrorCode = clusterRefused
+		return resp
+	}
 	ra, ok := b.meta.(reassigner)
 	if !ok {
 		msg := "reassignment needs a cluster: a standalone broker stores each partition once"
@@ -77,8 +81,12 @@ func reassignErrorCode(err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 
-func (b *Broker) listReassignments(req *kmsg.ListPartitionReassignmentsRequest) *kmsg.ListPartitionReassignmentsResponse {
+func (b *Broker) listReassignments(who *request, req *kmsg.ListPartitionReassignmentsRequest) *kmsg.ListPartitionReassignmentsResponse {
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if !b.mayCluster(who, kmsg.ACLOperationDescribe) {
+		resp.ErrorCode = clusterRefused
+		return resp
+	}
 	ra, ok := b.meta.(reassigner)
 	if !ok {
 		return resp // nothing ever moves

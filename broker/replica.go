@@ -44,14 +44,13 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
 )
@@ -316,7 +315,7 @@ func (rs *replicas) followerFetched(t cluster.Topic, p int32, l *log.Log, replic
 
 // minISR is the topic's min.insync.replicas.
 func (b *Broker) minISR(t cluster.Topic) int {
-	return max(b.topicSettingsOf(t.Configs).minISR, 1)
+	return max(b.topicSettingsOf(t.Configs).MinISR, 1)
 }
 
 // hwQuorum is how many in-sync replicas partition p needs for its high
@@ -443,10 +442,10 @@ func (b *Broker) replicationFactor(asked int16) (int, error) {
 		return 1, nil
 	}
 	if _, ok := b.meta.(replicatedCreator); !ok || rf < 1 {
-		return 0, coded(kerr.InvalidReplicationFactor, "replication factor %d: a standalone broker stores each partition once, use 1", asked)
+		return 0, kafkaerr.New(kerr.InvalidReplicationFactor, "replication factor %d: a standalone broker stores each partition once, use 1", asked)
 	}
 	if live := len(b.meta.Brokers()); rf > live {
-		return 0, coded(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d live brokers", rf, live)
+		return 0, kafkaerr.New(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d live brokers", rf, live)
 	}
 	return rf, nil
 }
@@ -457,17 +456,6 @@ func (b *Broker) createReplicated(ctx context.Context, name string, partitions i
 		return c.CreateReplicatedTopic(ctx, name, partitions, rf, configs)
 	}
 	return b.meta.CreateTopic(ctx, name, partitions, configs)
-}
-
-// minISRDef is the topic config min.insync.replicas (topicconfig.go).
-var minISRDef = topicConfigDef{
-	typ: kmsg.ConfigTypeInt,
-	set: func(s *topicSettings, v string) error {
-		n, err := parseBounded("min.insync.replicas", v, 1, 1000)
-		s.minISR = int(n)
-		return err
-	},
-	get: func(s topicSettings) string { return strconv.Itoa(max(s.minISR, 1)) },
 }
 
 // controllerReader is cluster metadata that knows the elected controller

@@ -19,7 +19,6 @@ package broker
 // still goes out), until the average falls under the rate again.
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -27,14 +26,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/tributary-io/tributary/cluster"
 )
 
 const (
-	leaderThrottledKey   = "leader.replication.throttled.replicas"
-	followerThrottledKey = "follower.replication.throttled.replicas"
 	// quotaWindow is the seconds a replication rate is averaged over (as
 	// Kafka's replication.quota.window.num of one-second samples).
 	quotaWindow = 11
@@ -106,33 +101,10 @@ func throttledReplica(configs map[string]string, key string, p, id int32) bool {
 	return false
 }
 
-// throttledReplicasDef is the topic config key: "*", or a comma-separated
-// list of partition:broker pairs; empty throttles nothing.
-func throttledReplicasDef(key string, field func(*topicSettings) *string) topicConfigDef {
-	return topicConfigDef{
-		typ: kmsg.ConfigTypeList,
-		set: func(s *topicSettings, v string) error {
-			if t := strings.TrimSpace(v); t != "" && t != "*" {
-				for _, e := range strings.Split(t, ",") {
-					ps, bs, ok := strings.Cut(strings.TrimSpace(e), ":")
-					_, perr := strconv.ParseUint(strings.TrimSpace(ps), 10, 31)
-					_, berr := strconv.ParseUint(strings.TrimSpace(bs), 10, 31)
-					if !ok || perr != nil || berr != nil {
-						return fmt.Errorf("config %s=%s: %q is not partition:broker; use a comma-separated list of them, or *", key, v, e)
-					}
-				}
-			}
-			*field(s) = v
-			return nil
-		},
-		get: func(s topicSettings) string { return *field(&s) },
-	}
-}
-
 // throttleRates are this broker's leader and follower replication rates.
 func (b *Broker) throttleRates() (leader, follower int64) {
 	if st := b.dynamicNow(); st != nil {
-		return st.eff.leaderThrottleRate, st.eff.followerThrottleRate
+		return st.Eff.LeaderThrottleRate, st.Eff.FollowerThrottleRate
 	}
 	return math.MaxInt64, math.MaxInt64
 }
@@ -146,13 +118,13 @@ func outOfSync(t cluster.Topic, p, id int32) bool {
 // followerThrottled: this broker copies t's partition p under the
 // follower throttle.
 func (rs *replicas) followerThrottled(t cluster.Topic, p int32, rate int64) bool {
-	return rate != math.MaxInt64 && throttledReplica(t.Configs, followerThrottledKey, p, rs.b.selfID) && outOfSync(t, p, rs.b.selfID)
+	return rate != math.MaxInt64 && throttledReplica(t.Configs, cluster.FollowerThrottledReplicas, p, rs.b.selfID) && outOfSync(t, p, rs.b.selfID)
 }
 
 // leaderThrottled: replica's fetches of t's partition p, which this
 // broker leads, are under the leader throttle.
 func (rs *replicas) leaderThrottled(t cluster.Topic, p, replica int32, rate int64) bool {
-	return rate != math.MaxInt64 && throttledReplica(t.Configs, leaderThrottledKey, p, rs.b.selfID) && outOfSync(t, p, replica)
+	return rate != math.MaxInt64 && throttledReplica(t.Configs, cluster.LeaderThrottledReplicas, p, rs.b.selfID) && outOfSync(t, p, replica)
 }
 
 // holdLeaderFetch reports whether a follower's fetch of t's partition p

@@ -4,6 +4,9 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/broker/topicconfig"
+	"github.com/tributary-io/tributary/cluster"
 )
 
 // The replication quota averages the bytes moved over the seconds since
@@ -46,14 +49,14 @@ func TestThrottledReplicaList(t *testing.T) {
 		{"", 0, 1, false}, {"*", 3, 7, true}, {"0:1,0:2", 0, 2, true}, {" 0:1 , 1:3 ", 1, 3, true},
 		{"0:1,0:2", 1, 2, false}, {"0:1", 0, 3, false},
 	} {
-		if got := throttledReplica(map[string]string{followerThrottledKey: c.v}, followerThrottledKey, c.p, c.id); got != c.want {
+		if got := throttledReplica(map[string]string{cluster.FollowerThrottledReplicas: c.v}, cluster.FollowerThrottledReplicas, c.p, c.id); got != c.want {
 			t.Errorf("%q names %d:%d = %v, want %v", c.v, c.p, c.id, got, c.want)
 		}
 	}
 	for v, ok := range map[string]bool{"": true, "*": true, "0:1,2:3": true, "0": false, "a:1": false, "0:1,": false, "-1:2": false} {
-		err := checkTopicConfigs(map[string]string{leaderThrottledKey: v})
+		err := topicconfig.Check(map[string]string{cluster.LeaderThrottledReplicas: v})
 		if (err == nil) != ok {
-			t.Errorf("%s=%q: %v, want accepted %v", leaderThrottledKey, v, err, ok)
+			t.Errorf("%s=%q: %v, want accepted %v", cluster.LeaderThrottledReplicas, v, err, ok)
 		}
 	}
 }

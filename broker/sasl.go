@@ -25,6 +25,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/auth"
+	"github.com/tributary-io/tributary/broker/quota"
 )
 
 func init() {
@@ -42,7 +45,7 @@ type connAuth struct {
 	principal     string // User:<name>; User:ANONYMOUS until proven
 	authenticated bool   // requests beyond the SASL exchange are served
 	mechanism     string // chosen by SaslHandshake, "" before
-	scram         *scramConv
+	scram         *auth.SCRAM
 	expires       time.Time // end of the session; zero: never (reauth.go)
 	reauth        bool      // an authenticated client is logging in again
 }
@@ -71,8 +74,8 @@ func (b *Broker) saslHandshake(c *conn, req *kmsg.SASLHandshakeRequest) *kmsg.SA
 	default:
 		c.auth.reauth = c.auth.authenticated
 		c.auth.mechanism = req.Mechanism
-		if scramHash(req.Mechanism) != nil {
-			c.auth.scram = newSCRAMConv(req.Mechanism, b.cfg.Credentials, b.logins)
+		if auth.SCRAMHash(req.Mechanism) != nil {
+			c.auth.scram = auth.NewSCRAM(req.Mechanism, b.cfg.Credentials, b.logins)
 		}
 	}
 	return resp
@@ -90,7 +93,7 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 		return closeAfter{encode(req, resp)}
 	}
 	named, asUser := saslUser(c, r.SASLAuthBytes)
-	if ok, wait, n := b.logins.failed.Allow(c.ip, named); asUser && !ok {
+	if ok, wait, n := b.logins.Failed.Allow(c.ip, named); asUser && !ok {
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		msg := fmt.Sprintf("too many failed logins from %s (%d within a minute): logins from it are refused for %s more", c.ip, n, wait.Round(time.Second))
 		resp.ErrorMessage = &msg
@@ -104,15 +107,15 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 		user  string
 		err   error
 	)
-	if c.auth.mechanism == mechPlain {
-		user, err = b.plainLogin(r.SASLAuthBytes)
+	if c.auth.mechanism == auth.MechPlain {
+		user, err = b.logins.PlainLogin(b.cfg.Credentials, r.SASLAuthBytes)
 		done = err == nil
 	} else {
-		reply, done, err = c.auth.scram.next(r.SASLAuthBytes)
-		user = c.auth.scram.user
+		reply, done, err = c.auth.scram.Next(r.SASLAuthBytes)
+		user = c.auth.scram.User()
 	}
 	if err != nil {
-		b.logins.failed.Fail(c.ip, user)
+		b.logins.Failed.Fail(c.ip, user)
 		b.metrics.loginRefused(c.auth.mechanism, "bad_credentials")
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		msg := fmt.Sprintf("authentication failed: invalid credentials with SASL mechanism %s", c.auth.mechanism)
@@ -127,7 +130,7 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 			// A connection's principal never changes (its ACL decisions
 			// and quotas were made for it), as in Kafka.
 			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-			msg := fmt.Sprintf("re-authentication as %q on a connection of %q: a connection keeps its user", user, quotaUser(c.auth.principal))
+			msg := fmt.Sprintf("re-authentication as %q on a connection of %q: a connection keeps its user", user, quota.User(c.auth.principal))
 			resp.ErrorMessage = &msg
 			c.logger.Warn("closing connection: re-authentication as another user", "user", user, "principal", c.auth.principal)
 			return closeAfter{encode(req, resp)}
@@ -137,7 +140,7 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 		} else {
 			c.logger.Info("SASL authentication succeeded", "user", user, "mechanism", c.auth.mechanism)
 		}
-		b.logins.failed.Succeed(c.ip, user)
+		b.logins.Failed.Succeed(c.ip, user)
 		c.auth.authenticated, c.auth.reauth = true, false
 		c.auth.principal = "User:" + user
 		c.auth.scram = nil
@@ -151,40 +154,13 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 // limited per address and user (internal/loginlimit), and SCRAM's first
 // step, which names the user, guesses nothing.
 func saslUser(c *conn, token []byte) (string, bool) {
-	if c.auth.mechanism == mechPlain {
+	if c.auth.mechanism == auth.MechPlain {
 		if parts := bytes.SplitN(token, []byte{0}, 3); len(parts) == 3 {
 			return string(parts[1]), true
 		}
 		return "", true
 	}
-	return c.auth.scram.user, c.auth.scram.user != ""
-}
-
-// plainLogin checks a PLAIN token (authzid NUL user NUL password) against
-// the user's SCRAM credentials, SCRAM-SHA-512 first.
-func (b *Broker) plainLogin(token []byte) (string, error) {
-	parts := bytes.Split(token, []byte{0})
-	if len(parts) != 3 {
-		return "", errors.New("PLAIN token is not authzid NUL user NUL password")
-	}
-	authz, user, password := string(parts[0]), string(parts[1]), string(parts[2])
-	if authz != "" && authz != user {
-		return user, fmt.Errorf("user %q may not act as %q", user, authz)
-	}
-	for _, mech := range []string{mechSCRAM512, mechSCRAM256} {
-		cred, ok, err := b.cfg.Credentials.Lookup(user, mech)
-		if err != nil {
-			return user, err
-		}
-		if ok {
-			if b.logins.checkPassword(mech, user, password, cred) {
-				return user, nil
-			}
-			return user, fmt.Errorf("wrong password for user %q", user)
-		}
-	}
-	b.logins.checkPassword(mechSCRAM512, user, password, plainDummy) // as long as a wrong password (sasl_limit.go)
-	return user, fmt.Errorf("unknown user %q", user)
+	return c.auth.scram.User(), c.auth.scram.User() != ""
 }
 
 // closeAfter is a response after which the connection is closed: its write

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"golang.org/x/sys/unix"
 
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
 )
 
@@ -28,7 +29,7 @@ type storageFaults struct {
 // storageError maps a storage error to the Kafka error code the client
 // gets, and logs the first storage error of a partition that was writing.
 func (b *Broker) storageError(l *log.Log, err error) int16 {
-	code := storageErrorCode(err)
+	code := kafkaerr.OfStorage(err)
 	if code != kerr.KafkaStorageError.Code {
 		return code
 	}

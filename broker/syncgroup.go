@@ -21,6 +21,11 @@ func init() {
 }
 
 func (b *Broker) syncGroup(req *request, r *kmsg.SyncGroupRequest) *pending {
+	if !b.mayGroup(req, kmsg.ACLOperationRead, r.Group) {
+		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = groupRefused
+		return ready(encode(req, resp))
+	}
 	sr := group.SyncRequest{
 		Group:        r.Group,
 		MemberID:     r.MemberID,

@@ -14,11 +14,11 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-)
 
-// MinSegmentMs is the smallest segment.ms (log.roll.ms) accepted: one
-// segment a minute, as Kafka's KIP-1030 floor.
-const MinSegmentMs = 60_000
+	"github.com/tributary-io/tributary/broker/brokerconfig"
+	"github.com/tributary-io/tributary/broker/kafkaerr"
+	"github.com/tributary-io/tributary/broker/topicconfig"
+)
 
 // configFloor is the smallest accepted value of a numeric topic config;
 // forever says -1 ("no limit") is accepted too.
@@ -29,7 +29,7 @@ type configFloor struct {
 }
 
 var topicConfigFloors = map[string]configFloor{
-	"segment.ms": {MinSegmentMs, false,
+	"segment.ms": {topicconfig.MinSegmentMs, false,
 		"a smaller value rolls a segment per batch and holds a file descriptor per segment"},
 	"retention.ms": {1000, true,
 		"a smaller value deletes each segment as it is sealed; use DeleteRecords to empty a topic"},
@@ -62,13 +62,13 @@ func checkConfigBounds(configs map[string]string, bounds topicBounds, topicName 
 			if f.forever {
 				alt = " or -1"
 			}
-			return coded(kerr.InvalidConfig, "config %s=%s: %s must be at least %d%s: %s", key, v, name, f.min, alt, f.why)
+			return kafkaerr.New(kerr.InvalidConfig, "config %s=%s: %s must be at least %d%s: %s", key, v, name, f.min, alt, f.why)
 		}
 		switch {
 		case name == "max.message.bytes" && bounds.maxRequestBytes > 0 && n > int64(bounds.maxRequestBytes):
-			return coded(kerr.InvalidConfig, "config %s=%s: must be at most %d, the broker's largest request (--max-request-bytes): a larger batch could never be sent", key, v, bounds.maxRequestBytes)
+			return kafkaerr.New(kerr.InvalidConfig, "config %s=%s: must be at most %d, the broker's largest request (--max-request-bytes): a larger batch could never be sent", key, v, bounds.maxRequestBytes)
 		case name == "min.insync.replicas" && bounds.replicas > 0 && n > int64(bounds.replicas):
-			return coded(kerr.InvalidConfig, "config %s=%s: must be at most the topic's replication factor %d, or no acks=all produce could ever succeed", key, v, bounds.replicas)
+			return kafkaerr.New(kerr.InvalidConfig, "config %s=%s: must be at most the topic's replication factor %d, or no acks=all produce could ever succeed", key, v, bounds.replicas)
 		}
 	}
 	return nil
@@ -86,11 +86,11 @@ func (b *Broker) checkTopicConfigBounds(configs map[string]string, replicas int)
 func (b *Broker) checkBrokerConfigBounds(configs map[string]string) error {
 	return checkConfigBounds(configs, topicBounds{maxRequestBytes: b.cfg.MaxRequestBytes},
 		func(key string) (string, int64) {
-			d, ok := dynamicSettingOf(key)
+			d, ok := brokerconfig.Of(key)
 			if !ok {
 				return "", 1
 			}
-			return d.topic, unitMs(key)
+			return d.Topic, brokerconfig.UnitMs(key)
 		})
 }
 

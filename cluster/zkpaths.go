@@ -8,6 +8,8 @@
 //	/cluster/id                                    persistent cluster id: {"version":"1","id":"<base64 uuid>"}
 //	/brokers/topics/<topic>                        persistent topic assignment: {"version":1,"topic_id":"<base64 uuid>","leaders":[1,2,3,...],"configs":{}}
 //	/config/topics/<topic>                         persistent topic configs: {"version":1,"config":{"retention.ms":"1000"}}
+//	/config/acls, /config/quotas                   persistent every ACL, every client quota (broker/acl, broker/quota)
+//	/config/users/<user>                           persistent a user's SCRAM credentials (broker/auth)
 //	/admin/preferred_replica_election              persistent leader elections asked of the controller (preferred.go)
 //	/consumers/<group>/ids/<consumer>              ephemeral  consumer registry: {"version":1,"group","topics":[...],"host","pid","started"}
 //	/consumers/<group>/owners/<topic>/<partition>  ephemeral  ownership registry: the owning consumer id, as text
@@ -44,6 +46,20 @@ func (p ZKPaths) ClusterID() string        { return p.Root + "/cluster/id" }
 func (p ZKPaths) TopicConfig(name string) string {
 	return p.Root + "/config/topics/" + name
 }
+
+// Config is the parent of the cluster-wide config nodes.
+func (p ZKPaths) Config() string { return p.Root + "/config" }
+
+// ACLs is the one node holding every ACL (broker/acl).
+func (p ZKPaths) ACLs() string { return p.Config() + "/acls" }
+
+// Quotas is the one node holding every client quota (broker/quota).
+func (p ZKPaths) Quotas() string { return p.Config() + "/quotas" }
+
+// Users is the parent of the SCRAM credential nodes, one per user, named
+// by the path-escaped user name (broker/auth).
+func (p ZKPaths) Users() string { return p.Config() + "/users" }
+
 func (p ZKPaths) Group(group string) string {
 	return p.Root + "/consumers/" + group
 }

@@ -27,13 +27,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
 
-const (
-	leaderThrottledReplicas   = "leader.replication.throttled.replicas"
-	followerThrottledReplicas = "follower.replication.throttled.replicas"
-	leaderThrottledRate       = "leader.replication.throttled.rate"
-	followerThrottledRate     = "follower.replication.throttled.rate"
+	"github.com/tributary-io/tributary/cluster"
 )
 
 // reassignmentsUnderWay lists every move in the cluster. kadm's
@@ -93,7 +88,7 @@ func throttleMove(ctx context.Context, adm *kadm.Client, topic string, p int32, 
 	for _, c := range []struct {
 		key   string
 		items []string
-	}{{leaderThrottledReplicas, leaders}, {followerThrottledReplicas, followers}} {
+	}{{cluster.LeaderThrottledReplicas, leaders}, {cluster.FollowerThrottledReplicas, followers}} {
 		if lists[c.key] == "*" || len(c.items) == 0 {
 			continue // every replica is throttled already, or none to add
 		}
@@ -106,8 +101,8 @@ func throttleMove(ctx context.Context, adm *kadm.Client, topic string, p int32, 
 	brokers := slices.Compact(slices.Sorted(slices.Values(slices.Concat(current, target))))
 	r := strconv.FormatInt(rate, 10)
 	return alterBrokers(ctx, adm, brokers, []kadm.AlterConfig{
-		{Op: kadm.SetConfig, Name: leaderThrottledRate, Value: &r},
-		{Op: kadm.SetConfig, Name: followerThrottledRate, Value: &r},
+		{Op: kadm.SetConfig, Name: cluster.LeaderThrottledRate, Value: &r},
+		{Op: kadm.SetConfig, Name: cluster.FollowerThrottledRate, Value: &r},
 	})
 }
 
@@ -130,7 +125,7 @@ func verifyMove(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic str
 		return err
 	}
 	var alter []kadm.AlterConfig
-	for _, key := range []string{leaderThrottledReplicas, followerThrottledReplicas} {
+	for _, key := range []string{cluster.LeaderThrottledReplicas, cluster.FollowerThrottledReplicas} {
 		cur := lists[key]
 		if cur == "" || cur == "*" {
 			continue // nothing of ours, or set by hand for every replica
@@ -164,8 +159,8 @@ func verifyMove(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic str
 		brokers = append(brokers, b.NodeID)
 	}
 	if err := alterBrokers(ctx, adm, brokers, []kadm.AlterConfig{
-		{Op: kadm.DeleteConfig, Name: leaderThrottledRate},
-		{Op: kadm.DeleteConfig, Name: followerThrottledRate},
+		{Op: kadm.DeleteConfig, Name: cluster.LeaderThrottledRate},
+		{Op: kadm.DeleteConfig, Name: cluster.FollowerThrottledRate},
 	}); err != nil {
 		return err
 	}
@@ -188,7 +183,7 @@ func throttledLists(ctx context.Context, adm *kadm.Client, topic string) (map[st
 	}
 	out := map[string]string{}
 	for _, c := range rc.Configs {
-		if (c.Key == leaderThrottledReplicas || c.Key == followerThrottledReplicas) && c.Value != nil &&
+		if (c.Key == cluster.LeaderThrottledReplicas || c.Key == cluster.FollowerThrottledReplicas) && c.Value != nil &&
 			c.Source == kmsg.ConfigSourceDynamicTopicConfig {
 			out[c.Key] = strings.TrimSpace(*c.Value)
 		}

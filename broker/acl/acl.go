@@ -1,16 +1,16 @@
-package broker
-
-// ACLs, Kafka's model: an ACL allows or denies a principal, from a host,
+// Package acl decides requests by ACLs, Kafka's model: an ACL allows or denies a principal, from a host,
 // an operation on a resource (topic, group, cluster, transactional id)
 // named literally or by prefix. With Config.Authorizer on, every request
-// is checked as Kafka checks it (acl_enforce.go): a deny that matches wins
+// is checked as Kafka checks it (each handler asks through
+// broker/authorize.go): a deny that matches wins
 // over any allow, an allow must match, and nothing matching means deny.
 // Super users pass every check. Allowing Read, Write, Delete or Alter
 // implies Describe, and AlterConfigs implies DescribeConfigs, as in Kafka.
 //
 // The ACLs are kept in memory and persisted in the data directory
-// (standalone) or ZooKeeper (acl_store.go); a change applies to the next
+// (standalone) or ZooKeeper (store.go); a change applies to the next
 // request.
+package acl
 
 import (
 	"slices"
@@ -31,24 +31,31 @@ type ACL struct {
 	Permission   kmsg.ACLPermissionType      `json:"permission"`
 }
 
-// authorizer decides requests from the current ACLs.
-type authorizer struct {
+// InternalPrincipal is the principal of the broker's in-process
+// connections (broker/internal_conn.go). It is not a User: no login,
+// certificate or ACL can name it, and the Authorizer allows it only what
+// its internal rule allows.
+const InternalPrincipal = "Internal:tributary"
+
+// Authorizer decides requests from the current ACLs.
+type Authorizer struct {
 	superUsers []string
-	store      aclStore
+	internal   func(kmsg.ACLResourceType, string) bool
+	store      Store
 	acls       atomic.Pointer[[]ACL]
 }
 
-// newAuthorizer loads the ACLs of the store.
-func newAuthorizer(store aclStore, superUsers []string) (*authorizer, error) {
-	z := &authorizer{superUsers: superUsers, store: store}
-	if err := z.refresh(); err != nil {
+// New loads the ACLs of the store. internal decides for InternalPrincipal.
+func New(store Store, superUsers []string, internal func(typ kmsg.ACLResourceType, name string) bool) (*Authorizer, error) {
+	z := &Authorizer{superUsers: superUsers, store: store, internal: internal}
+	if err := z.Refresh(); err != nil {
 		return nil, err
 	}
 	return z, nil
 }
 
-// refresh reads the stored ACLs again (another broker changed them).
-func (z *authorizer) refresh() error {
+// Refresh reads the stored ACLs again (another broker changed them).
+func (z *Authorizer) Refresh() error {
 	acls, err := z.store.load()
 	if err != nil {
 		return err
@@ -57,8 +64,8 @@ func (z *authorizer) refresh() error {
 	return nil
 }
 
-// update changes the stored ACLs and applies the result at once.
-func (z *authorizer) update(fn func([]ACL) []ACL) ([]ACL, error) {
+// Update changes the stored ACLs and applies the result at once.
+func (z *Authorizer) Update(fn func([]ACL) []ACL) ([]ACL, error) {
 	acls, err := z.store.update(fn)
 	if err != nil {
 		return nil, err
@@ -94,11 +101,11 @@ var impliedBy = map[kmsg.ACLOperation][]kmsg.ACLOperation{
 	kmsg.ACLOperationDescribeConfigs: {kmsg.ACLOperationAlterConfigs},
 }
 
-// allowed decides one operation of principal, connected from host, on a
+// Allowed decides one operation of principal, connected from host, on a
 // resource.
-func (z *authorizer) allowed(principal, host string, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
+func (z *Authorizer) Allowed(principal, host string, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
 	if principal == InternalPrincipal {
-		return internalAllowed(typ, name) // internal_conn.go
+		return z.internal(typ, name)
 	}
 	if slices.Contains(z.superUsers, principal) {
 		return true
@@ -123,10 +130,10 @@ func (z *authorizer) allowed(principal, host string, op kmsg.ACLOperation, typ k
 	return allow
 }
 
-// filterMatches reports whether an ACL matches a DescribeAcls or
+// FilterMatches reports whether an ACL matches a DescribeAcls or
 // DeleteAcls filter: ANY matches everything of its field, MATCH a
 // pattern type matches every pattern that could cover the name.
-func filterMatches(a ACL, typ kmsg.ACLResourceType, name *string, pattern kmsg.ACLResourcePatternType,
+func FilterMatches(a ACL, typ kmsg.ACLResourceType, name *string, pattern kmsg.ACLResourcePatternType,
 	principal, host *string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) bool {
 	if typ != kmsg.ACLResourceTypeAny && typ != a.ResourceType {
 		return false
@@ -155,4 +162,24 @@ func filterMatches(a ACL, typ kmsg.ACLResourceType, name *string, pattern kmsg.A
 		return false
 	}
 	return perm == kmsg.ACLPermissionTypeAny || perm == a.Permission
+}
+
+// ACLs returns the ACLs in force; the caller must not change them.
+func (z *Authorizer) ACLs() []ACL { return *z.acls.Load() }
+
+// MayWriteSomeTopic reports whether an ACL allows principal, connected
+// from host, to write some topic: enough for an idempotent producer id, as
+// in Kafka 3.x.
+func (z *Authorizer) MayWriteSomeTopic(principal, host string) bool {
+	if principal == InternalPrincipal {
+		return true // it writes the internal topics
+	}
+	for _, a := range z.ACLs() {
+		if a.ResourceType == kmsg.ACLResourceTypeTopic && a.Permission == kmsg.ACLPermissionTypeAllow &&
+			(a.Operation == kmsg.ACLOperationWrite || a.Operation == kmsg.ACLOperationAll) &&
+			a.principalMatches(principal) && a.hostMatches(host) {
+			return true
+		}
+	}
+	return false
 }

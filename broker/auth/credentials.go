@@ -1,4 +1,4 @@
-package broker
+package auth
 
 // SCRAM credentials: what SASL checks a user's password against. Only the
 // salted, iterated keys of RFC 5802 are kept (salt, iteration count,
@@ -12,6 +12,7 @@ package broker
 // login without a restart.
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
@@ -30,9 +31,9 @@ import (
 
 // The SASL mechanisms Tributary speaks.
 const (
-	mechPlain    = "PLAIN"
-	mechSCRAM256 = "SCRAM-SHA-256"
-	mechSCRAM512 = "SCRAM-SHA-512"
+	MechPlain    = "PLAIN"
+	MechSCRAM256 = "SCRAM-SHA-256"
+	MechSCRAM512 = "SCRAM-SHA-512"
 )
 
 // DefaultSCRAMIterations is the PBKDF2 iteration count of new credentials,
@@ -49,7 +50,7 @@ type CredentialStore interface {
 	// same mechanism.
 	Put(user, mechanism string, cred scram.StoredCredentials) error
 	// Delete removes user's credential for mechanism, or all of the
-	// user's when mechanism is empty; errNoCredential if there is none.
+	// user's when mechanism is empty; ErrNoCredential if there is none.
 	Delete(user, mechanism string) error
 	// List returns every user with its mechanisms, sorted by name.
 	List() ([]UserCredentials, error)
@@ -67,8 +68,8 @@ type MechanismIterations struct {
 	Iterations int
 }
 
-// errNoCredential is a Delete of something that is not there.
-var errNoCredential = errors.New("no such credential")
+// ErrNoCredential is a Delete of something that is not there.
+var ErrNoCredential = errors.New("no such credential")
 
 // userCredentials is how both stores encode one user: mechanism to keys.
 type userCredentials map[string]fileCredential
@@ -104,26 +105,26 @@ func checkCredential(user, mechanism string, c scram.StoredCredentials) error {
 	switch {
 	case user == "":
 		return errors.New("empty user name")
-	case scramHash(mechanism) == nil:
+	case SCRAMHash(mechanism) == nil:
 		return fmt.Errorf("%q is not a SCRAM mechanism: use SCRAM-SHA-256 or SCRAM-SHA-512", mechanism)
-	case c.Iters < DefaultSCRAMIterations || c.Iters > maxSCRAMIterations:
-		return fmt.Errorf("%d iterations is outside %d..%d", c.Iters, DefaultSCRAMIterations, maxSCRAMIterations)
+	case c.Iters < DefaultSCRAMIterations || c.Iters > MaxSCRAMIterations:
+		return fmt.Errorf("%d iterations is outside %d..%d", c.Iters, DefaultSCRAMIterations, MaxSCRAMIterations)
 	case len(c.Salt) == 0:
 		return errors.New("empty salt")
 	}
 	return nil
 }
 
-// maxSCRAMIterations bounds the work one login costs the broker (Kafka's
+// MaxSCRAMIterations bounds the work one login costs the broker (Kafka's
 // limit).
-const maxSCRAMIterations = 16384
+const MaxSCRAMIterations = 16384
 
-// scramHash is the hash of a SCRAM mechanism, nil for others.
-func scramHash(mechanism string) scram.HashGeneratorFcn {
+// SCRAMHash is the hash of a SCRAM mechanism, nil for others.
+func SCRAMHash(mechanism string) scram.HashGeneratorFcn {
 	switch mechanism {
-	case mechSCRAM256:
+	case MechSCRAM256:
 		return scram.SHA256
-	case mechSCRAM512:
+	case MechSCRAM512:
 		return scram.SHA512
 	}
 	return nil
@@ -132,12 +133,12 @@ func scramHash(mechanism string) scram.HashGeneratorFcn {
 // NewSCRAMCredential salts and iterates password for mechanism
 // (SCRAM-SHA-256 or SCRAM-SHA-512) with a fresh random salt.
 func NewSCRAMCredential(mechanism, user, password string, iterations int) (scram.StoredCredentials, error) {
-	h := scramHash(mechanism)
+	h := SCRAMHash(mechanism)
 	if h == nil {
 		return scram.StoredCredentials{}, fmt.Errorf("%q is not a SCRAM mechanism: use SCRAM-SHA-256 or SCRAM-SHA-512", mechanism)
 	}
-	if iterations < DefaultSCRAMIterations || iterations > maxSCRAMIterations {
-		return scram.StoredCredentials{}, fmt.Errorf("%d iterations is outside %d..%d", iterations, DefaultSCRAMIterations, maxSCRAMIterations)
+	if iterations < DefaultSCRAMIterations || iterations > MaxSCRAMIterations {
+		return scram.StoredCredentials{}, fmt.Errorf("%d iterations is outside %d..%d", iterations, DefaultSCRAMIterations, MaxSCRAMIterations)
 	}
 	if password == "" {
 		return scram.StoredCredentials{}, errors.New("empty password")
@@ -158,7 +159,7 @@ func deriveCredential(h scram.HashGeneratorFcn, user, password string, kf scram.
 // checkPassword reports whether password derives cred's StoredKey: how a
 // PLAIN login is verified without a stored password.
 func checkPassword(mechanism, user, password string, cred scram.StoredCredentials) bool {
-	got, err := deriveCredential(scramHash(mechanism), user, password, cred.KeyFactors)
+	got, err := deriveCredential(SCRAMHash(mechanism), user, password, cred.KeyFactors)
 	return err == nil && subtle.ConstantTimeCompare(got.StoredKey, cred.StoredKey) == 1
 }
 
@@ -260,14 +261,14 @@ func (f *CredentialFile) Put(user, mechanism string, cred scram.StoredCredential
 func (f *CredentialFile) Delete(user, mechanism string) error {
 	return f.update(func(users map[string]userCredentials) error {
 		if _, ok := users[user]; !ok {
-			return fmt.Errorf("credentials: user %q: %w", user, errNoCredential)
+			return fmt.Errorf("credentials: user %q: %w", user, ErrNoCredential)
 		}
 		if mechanism == "" {
 			delete(users, user)
 			return nil
 		}
 		if _, ok := users[user][mechanism]; !ok {
-			return fmt.Errorf("credentials: user %q, %s: %w", user, mechanism, errNoCredential)
+			return fmt.Errorf("credentials: user %q, %s: %w", user, mechanism, ErrNoCredential)
 		}
 		delete(users[user], mechanism)
 		if len(users[user]) == 0 {
@@ -321,4 +322,22 @@ func (f *CredentialFile) update(fn func(map[string]userCredentials) error) error
 		return fmt.Errorf("credentials: %w", err)
 	}
 	return nil
+}
+
+// CredentialFromSalted derives the stored keys of RFC 5802 from a salted
+// password: StoredKey = H(HMAC(salted, "Client Key")), ServerKey =
+// HMAC(salted, "Server Key").
+func CredentialFromSalted(h scram.HashGeneratorFcn, salted, salt []byte, iterations int) scram.StoredCredentials {
+	mac := func(msg string) []byte {
+		m := hmac.New(h, salted)
+		m.Write([]byte(msg))
+		return m.Sum(nil)
+	}
+	hash := h()
+	hash.Write(mac("Client Key"))
+	return scram.StoredCredentials{
+		KeyFactors: scram.KeyFactors{Salt: string(salt), Iters: iterations},
+		StoredKey:  hash.Sum(nil),
+		ServerKey:  mac("Server Key"),
+	}
 }

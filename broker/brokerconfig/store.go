@@ -1,4 +1,4 @@
-package broker
+package brokerconfig
 
 // Where dynamic broker configs persist: DataDir/broker-configs.json for a
 // standalone broker (replaced atomically), ZooKeeper's
@@ -19,19 +19,20 @@ import (
 	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
-type brokerConfigStore interface {
-	// load reads the cluster-wide default configs and this broker's own.
-	load() (def, own map[string]string, err error)
-	// update replaces the default configs (own false) or this broker's
+// Store is where dynamic broker configs persist: NewFile or NewZooKeeper.
+type Store interface {
+	// Load reads the cluster-wide default configs and this broker's own.
+	Load() (def, own map[string]string, err error)
+	// Update replaces the default configs (own false) or this broker's
 	// own with what change makes of a copy of them, and returns the
 	// result; an error from change stores nothing.
-	update(own bool, change func(map[string]string) (map[string]string, error)) (map[string]string, error)
+	Update(own bool, change func(map[string]string) (map[string]string, error)) (map[string]string, error)
 }
 
-// brokerConfigFile is the standalone store. Kept by broker id, so that a
+// fileStore is the standalone store. Kept by broker id, so that a
 // data directory moved under another --node-id does not give the new
 // broker the old one's settings.
-type brokerConfigFile struct {
+type fileStore struct {
 	path string
 	self int32
 	mu   sync.Mutex // serializes updates, which share the temporary file
@@ -43,7 +44,7 @@ type brokerConfigFileData struct {
 	Brokers map[string]map[string]string `json:"brokers,omitempty"`
 }
 
-func (f *brokerConfigFile) read() (brokerConfigFileData, error) {
+func (f *fileStore) read() (brokerConfigFileData, error) {
 	var d brokerConfigFileData
 	data, err := os.ReadFile(f.path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -58,12 +59,12 @@ func (f *brokerConfigFile) read() (brokerConfigFileData, error) {
 	return d, nil
 }
 
-func (f *brokerConfigFile) load() (map[string]string, map[string]string, error) {
+func (f *fileStore) Load() (map[string]string, map[string]string, error) {
 	d, err := f.read()
 	return d.Default, d.Brokers[strconv.Itoa(int(f.self))], err
 }
 
-func (f *brokerConfigFile) update(own bool, change func(map[string]string) (map[string]string, error)) (map[string]string, error) {
+func (f *fileStore) Update(own bool, change func(map[string]string) (map[string]string, error)) (map[string]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d, err := f.read()
@@ -97,20 +98,20 @@ func (f *brokerConfigFile) update(own bool, change func(map[string]string) (map[
 	return next, nil
 }
 
-// brokerConfigZooKeeper is the cluster store.
-type brokerConfigZooKeeper struct {
+// zkStore is the cluster store.
+type zkStore struct {
 	zk   *cluster.ZKBrokerConfigs
 	self int32
 }
 
-func (z brokerConfigZooKeeper) entity(own bool) string {
+func (z zkStore) entity(own bool) string {
 	if own {
 		return cluster.BrokerEntity(z.self)
 	}
 	return cluster.DefaultBrokerEntity
 }
 
-func (z brokerConfigZooKeeper) load() (map[string]string, map[string]string, error) {
+func (z zkStore) Load() (map[string]string, map[string]string, error) {
 	def, err := z.zk.Load(z.entity(false))
 	if err != nil {
 		return nil, nil, err
@@ -119,11 +120,27 @@ func (z brokerConfigZooKeeper) load() (map[string]string, map[string]string, err
 	return def, own, err
 }
 
-func (z brokerConfigZooKeeper) update(own bool, change func(map[string]string) (map[string]string, error)) (map[string]string, error) {
+func (z zkStore) Update(own bool, change func(map[string]string) (map[string]string, error)) (map[string]string, error) {
 	return z.zk.Update(z.entity(own), change)
 }
 
 // watch reloads the configs whenever either node changes, until stop.
-func (z brokerConfigZooKeeper) watch(stop <-chan struct{}, changed func()) {
+func (z zkStore) watch(stop <-chan struct{}, changed func()) {
 	z.zk.Watch(stop, changed, z.entity(false), z.entity(true))
+}
+
+// NewFile is a standalone broker's store, the file at path, keeping the
+// configs of broker self.
+func NewFile(path string, self int32) Store { return &fileStore{path: path, self: self} }
+
+// NewZooKeeper is a cluster's store, for broker self.
+func NewZooKeeper(zk *cluster.ZKBrokerConfigs, self int32) Store { return zkStore{zk: zk, self: self} }
+
+// Follow calls changed whenever another broker changes the configs of a
+// cluster's store, until stop closes. It returns at once for a standalone
+// store.
+func Follow(s Store, stop <-chan struct{}, changed func()) {
+	if zs, ok := s.(zkStore); ok {
+		zs.watch(stop, changed)
+	}
 }

@@ -1,4 +1,4 @@
-package broker
+package auth
 
 // The server side of SCRAM (RFC 5802, RFC 7677), without channel binding,
 // as Kafka speaks it in SaslAuthenticate: client-first, server-first,
@@ -27,12 +27,12 @@ import (
 	"github.com/xdg-go/scram"
 )
 
-// scramConv is one SCRAM exchange on a connection.
-type scramConv struct {
+// SCRAM is one SCRAM exchange on a connection.
+type SCRAM struct {
 	mechanism string
 	hash      scram.HashGeneratorFcn
 	store     CredentialStore
-	guard     *loginGuard
+	guard     *Guard
 
 	step        int // 0: expecting client-first; 1: client-final; 2: done
 	user        string
@@ -44,17 +44,20 @@ type scramConv struct {
 	nonce       string // combined nonce sent in server-first
 }
 
+// User is the user the exchange logs in as, "" before the client named it.
+func (s *SCRAM) User() string { return s.user }
+
 // errSCRAM is an authentication failure; its text is for the broker's
 // log, the client only learns that authentication failed.
 var errSCRAM = errors.New("SCRAM authentication failed")
 
-func newSCRAMConv(mechanism string, store CredentialStore, guard *loginGuard) *scramConv {
-	return &scramConv{mechanism: mechanism, hash: scramHash(mechanism), store: store, guard: guard}
+func NewSCRAM(mechanism string, store CredentialStore, guard *Guard) *SCRAM {
+	return &SCRAM{mechanism: mechanism, hash: SCRAMHash(mechanism), store: store, guard: guard}
 }
 
 // step takes the client's next message and returns the server's reply;
 // done is set once the client has proved its password.
-func (s *scramConv) next(msg []byte) (reply []byte, done bool, err error) {
+func (s *SCRAM) Next(msg []byte) (reply []byte, done bool, err error) {
 	switch s.step {
 	case 0:
 		s.step = 1
@@ -68,7 +71,7 @@ func (s *scramConv) next(msg []byte) (reply []byte, done bool, err error) {
 	return nil, false, fmt.Errorf("%w: SCRAM exchange already finished", errSCRAM)
 }
 
-func (s *scramConv) first(msg string) ([]byte, error) {
+func (s *SCRAM) first(msg string) ([]byte, error) {
 	// gs2-header: "n," or "y," (no channel binding), optional a=authzid.
 	cb, rest, ok := strings.Cut(msg, ",")
 	if !ok || (cb != "n" && cb != "y") {
@@ -101,7 +104,7 @@ func (s *scramConv) first(msg string) ([]byte, error) {
 	if !ok {
 		// An unknown user gets a made-up salt, the same at every try, and
 		// fails at the proof, so that the exchange does not tell which
-		// users exist (sasl_limit.go).
+		// users exist (guard.go).
 		cred = s.guard.unknownUser(s.mechanism, user)
 	}
 	s.cred = cred
@@ -113,7 +116,7 @@ func (s *scramConv) first(msg string) ([]byte, error) {
 	return []byte(s.serverFirst), nil
 }
 
-func (s *scramConv) final(msg string) ([]byte, error) {
+func (s *SCRAM) final(msg string) ([]byte, error) {
 	withoutProof, proofB64, ok := strings.Cut(msg, ",p=")
 	if !ok {
 		return nil, fmt.Errorf("%w: client-final message has no proof", errSCRAM)
@@ -155,7 +158,7 @@ func (s *scramConv) final(msg string) ([]byte, error) {
 	return []byte("v=" + base64.StdEncoding.EncodeToString(serverSig)), nil
 }
 
-func (s *scramConv) hmac(key, data []byte) []byte {
+func (s *SCRAM) hmac(key, data []byte) []byte {
 	m := hmac.New(s.hash, key)
 	m.Write(data)
 	return m.Sum(nil)

@@ -1,4 +1,4 @@
-package broker
+package quota
 
 // Where client quotas persist: DataDir/quotas.json for a standalone broker
 // (replaced atomically), one ZooKeeper node <chroot>/config/quotas for a
@@ -6,7 +6,7 @@ package broker
 // quota altered through one broker applies on all of them within a watch
 // event. One node rather than Kafka's /config/users/<user>/clients/<id>
 // tree: /config/users/<user> already holds the user's SCRAM credentials
-// (credentials_zk.go), and one node is read in one round trip.
+// (broker/auth/credentials_zk.go), and one node is read in one round trip.
 //
 // Both hold the same JSON: a list of entities, each with its components
 // as the protocol names them (type "user" or "client-id", a null name for
@@ -25,53 +25,54 @@ import (
 	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
-type quotaStore interface {
-	load() (quotaTable, error)
+// Store is where quotas persist: NewFile or NewZooKeeper.
+type Store interface {
+	load() (Table, error)
 	// update applies fn to a copy of the current quotas and persists the
 	// result; an error from fn leaves them unchanged.
-	update(fn func(quotaTable) error) (quotaTable, error)
+	update(fn func(Table) error) (Table, error)
 }
 
 // Entity types of the protocol.
 const (
-	entityUser     = "user"
-	entityClientID = "client-id"
+	EntityUser     = "user"
+	EntityClientID = "client-id"
 )
 
-// storedComponent is one component of an entity, as on the wire.
-type storedComponent struct {
+// Component is one component of an entity, as on the wire.
+type Component struct {
 	Type string  `json:"type"`
 	Name *string `json:"name"` // nil: the default
 }
 
 type storedQuota struct {
-	Entity []storedComponent  `json:"entity"`
+	Entity []Component        `json:"entity"`
 	Quotas map[string]float64 `json:"quotas"`
 }
 
 // components lists e's parts in the protocol's form, user first.
-func (e quotaEntity) components() []storedComponent {
-	var out []storedComponent
+func (e Entity) Components() []Component {
+	var out []Component
 	add := func(typ string, p entityPart) {
 		if !p.set {
 			return
 		}
-		c := storedComponent{Type: typ}
+		c := Component{Type: typ}
 		if !p.def {
 			name := p.name
 			c.Name = &name
 		}
 		out = append(out, c)
 	}
-	add(entityUser, e.user)
-	add(entityClientID, e.client)
+	add(EntityUser, e.user)
+	add(EntityClientID, e.client)
 	return out
 }
 
-// entityOf builds an entity from its components, refusing unknown types,
+// EntityOf builds an entity from its components, refusing unknown types,
 // repeated types and an empty entity.
-func entityOf(comps []storedComponent) (quotaEntity, error) {
-	var e quotaEntity
+func EntityOf(comps []Component) (Entity, error) {
+	var e Entity
 	for _, c := range comps {
 		p := defaultPart
 		if c.Name != nil {
@@ -79,12 +80,12 @@ func entityOf(comps []storedComponent) (quotaEntity, error) {
 		}
 		var dst *entityPart
 		switch c.Type {
-		case entityUser:
+		case EntityUser:
 			dst = &e.user
-		case entityClientID:
+		case EntityClientID:
 			dst = &e.client
 		default:
-			return e, fmt.Errorf("entity type %q is not served: Tributary has quotas for %q and %q", c.Type, entityUser, entityClientID)
+			return e, fmt.Errorf("entity type %q is not served: Tributary has quotas for %q and %q", c.Type, EntityUser, EntityClientID)
 		}
 		if dst.set {
 			return e, fmt.Errorf("entity type %q given twice", c.Type)
@@ -97,17 +98,17 @@ func entityOf(comps []storedComponent) (quotaEntity, error) {
 	return e, nil
 }
 
-func encodeQuotas(t quotaTable) []byte {
+func encodeQuotas(t Table) []byte {
 	list := make([]storedQuota, 0, len(t))
 	for e, v := range t {
-		list = append(list, storedQuota{Entity: e.components(), Quotas: v})
+		list = append(list, storedQuota{Entity: e.Components(), Quotas: v})
 	}
-	sort.Slice(list, func(i, j int) bool { return entityString(list[i].Entity) < entityString(list[j].Entity) })
+	sort.Slice(list, func(i, j int) bool { return EntityString(list[i].Entity) < EntityString(list[j].Entity) })
 	data, _ := json.MarshalIndent(list, "", "  ")
 	return data
 }
 
-func entityString(comps []storedComponent) string {
+func EntityString(comps []Component) string {
 	s := ""
 	for _, c := range comps {
 		name := "<default>"
@@ -119,20 +120,20 @@ func entityString(comps []storedComponent) string {
 	return s
 }
 
-func decodeQuotas(data []byte, where string) (quotaTable, error) {
+func decodeQuotas(data []byte, where string) (Table, error) {
 	var list []storedQuota
 	if err := json.Unmarshal(data, &list); err != nil {
 		return nil, fmt.Errorf("quotas in %s: %w", where, err)
 	}
-	t := quotaTable{}
+	t := Table{}
 	for _, q := range list {
-		e, err := entityOf(q.Entity)
+		e, err := EntityOf(q.Entity)
 		if err != nil {
 			return nil, fmt.Errorf("quotas in %s: %w", where, err)
 		}
 		for key, rate := range q.Quotas {
 			if err := checkQuota(key, rate, false); err != nil {
-				return nil, fmt.Errorf("quotas in %s, entity %s: %w", where, entityString(q.Entity), err)
+				return nil, fmt.Errorf("quotas in %s, entity %s: %w", where, EntityString(q.Entity), err)
 			}
 		}
 		t[e] = q.Quotas
@@ -141,10 +142,10 @@ func decodeQuotas(data []byte, where string) (quotaTable, error) {
 }
 
 // clone copies t so an update never changes a snapshot being read.
-func (t quotaTable) clone() quotaTable {
-	out := make(quotaTable, len(t))
+func (t Table) clone() Table {
+	out := make(Table, len(t))
 	for e, v := range t {
-		vc := make(quotaValues, len(v))
+		vc := make(Values, len(v))
 		for k, x := range v {
 			vc[k] = x
 		}
@@ -153,12 +154,12 @@ func (t quotaTable) clone() quotaTable {
 	return out
 }
 
-type quotaFile struct{ path string }
+type fileStore struct{ path string }
 
-func (f quotaFile) load() (quotaTable, error) {
+func (f fileStore) load() (Table, error) {
 	data, err := os.ReadFile(f.path)
 	if errors.Is(err, os.ErrNotExist) {
-		return quotaTable{}, nil
+		return Table{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("quotas: %w", err)
@@ -166,7 +167,7 @@ func (f quotaFile) load() (quotaTable, error) {
 	return decodeQuotas(data, f.path)
 }
 
-func (f quotaFile) update(fn func(quotaTable) error) (quotaTable, error) {
+func (f fileStore) update(fn func(Table) error) (Table, error) {
 	cur, err := f.load()
 	if err != nil {
 		return nil, err
@@ -184,14 +185,14 @@ func (f quotaFile) update(fn func(quotaTable) error) (quotaTable, error) {
 	return t, nil
 }
 
-type quotaZooKeeper struct{ s *cluster.ZKSession }
+type zkStore struct{ s *cluster.ZKSession }
 
-func (z quotaZooKeeper) path() string { return z.s.Paths.Root + "/config/quotas" }
+func (z zkStore) path() string { return z.s.Paths.Quotas() }
 
-func (z quotaZooKeeper) read() (quotaTable, int32, error) {
+func (z zkStore) read() (Table, int32, error) {
 	data, st, err := z.s.Conn.Get(z.path())
 	if errors.Is(err, zk.ErrNoNode) {
-		return quotaTable{}, -1, nil
+		return Table{}, -1, nil
 	}
 	if err != nil {
 		return nil, -1, fmt.Errorf("quotas in ZooKeeper: %w", err)
@@ -200,13 +201,13 @@ func (z quotaZooKeeper) read() (quotaTable, int32, error) {
 	return t, st.Version, err
 }
 
-func (z quotaZooKeeper) load() (quotaTable, error) {
+func (z zkStore) load() (Table, error) {
 	t, _, err := z.read()
 	return t, err
 }
 
-func (z quotaZooKeeper) update(fn func(quotaTable) error) (quotaTable, error) {
-	if err := z.s.EnsurePath(z.s.Paths.Root + "/config"); err != nil {
+func (z zkStore) update(fn func(Table) error) (Table, error) {
+	if err := z.s.EnsurePath(z.s.Paths.Config()); err != nil {
 		return nil, fmt.Errorf("quotas in ZooKeeper: %w", err)
 	}
 	for {
@@ -218,7 +219,7 @@ func (z quotaZooKeeper) update(fn func(quotaTable) error) (quotaTable, error) {
 			return nil, err
 		}
 		data := encodeQuotas(t)
-		retry, err := writeNodeCAS(z.s, z.path(), data, version)
+		retry, err := cluster.WriteNodeCAS(z.s, z.path(), data, version)
 		if retry {
 			continue // changed under us: read again
 		}
@@ -230,6 +231,12 @@ func (z quotaZooKeeper) update(fn func(quotaTable) error) (quotaTable, error) {
 }
 
 // watch calls changed whenever the quota node changes, until stop closes.
-func (z quotaZooKeeper) watch(stop <-chan struct{}, changed func()) {
-	watchNode(z.s, z.path(), stop, changed)
+func (z zkStore) watch(stop <-chan struct{}, changed func()) {
+	cluster.WatchNode(z.s, z.path(), stop, changed)
 }
+
+// NewFile is a standalone broker's store, the JSON file at path.
+func NewFile(path string) Store { return fileStore{path: path} }
+
+// NewZooKeeper is a cluster's store, one node every broker watches.
+func NewZooKeeper(s *cluster.ZKSession) Store { return zkStore{s: s} }

@@ -1,4 +1,4 @@
-package broker
+package acl
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 // connections update acls.json at once; each update reads, changes and
 // replaces the file, and none may be lost.
 func TestACLFileConcurrentUpdates(t *testing.T) {
-	store := newACLFile(filepath.Join(t.TempDir(), "acls.json"))
+	store := NewFile(filepath.Join(t.TempDir(), "acls.json"))
 	const writers, each = 8, 10
 	var wg sync.WaitGroup
 	for w := range writers {

@@ -1,6 +1,4 @@
-package broker
-
-// Client quotas, Kafka's model: a produce and a fetch byte rate
+// Package quota enforces client quotas, Kafka's model: a produce and a fetch byte rate
 // (producer_byte_rate, consumer_byte_rate) per user, per client id, or per
 // user and client id, each with defaults. For one quota type the first
 // entity in Kafka's precedence order that sets it applies:
@@ -24,25 +22,29 @@ package broker
 // nothing worth keeping and is dropped, so memory follows the clients
 // actively over or near their quota.
 //
-// Where quotas persist: quota_store.go.
+// Where quotas persist: store.go. The broker owns the connection side: it
+// answers with the throttle and mutes the connection (broker/conn_quota.go).
+package quota
 
 import (
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The quota keys Tributary enforces.
 const (
-	quotaProducerByteRate = "producer_byte_rate"
-	quotaConsumerByteRate = "consumer_byte_rate"
+	ProducerByteRate = "producer_byte_rate"
+	ConsumerByteRate = "consumer_byte_rate"
 )
 
-// maxThrottle bounds one throttle: a single huge request at a tiny quota
+// MaxThrottle bounds one throttle: a single huge request at a tiny quota
 // would otherwise mute its connection for hours. What is owed beyond it
 // throttles the next request.
-const maxThrottle = 30 * time.Second
+const MaxThrottle = 30 * time.Second
 
 // entityPart is one component of a quota entity: absent, the default of
 // its type (a null name on the wire), or a named user or client id.
@@ -56,22 +58,22 @@ func named(n string) entityPart { return entityPart{set: true, name: n} }
 
 var defaultPart = entityPart{set: true, def: true}
 
-// quotaEntity is what a quota is configured for: a user, a client id, or
+// Entity is what a quota is configured for: a user, a client id, or
 // both.
-type quotaEntity struct {
+type Entity struct {
 	user, client entityPart
 }
 
-// quotaValues are an entity's configured quotas by key.
-type quotaValues map[string]float64
+// Values are an entity's configured quotas by key.
+type Values map[string]float64
 
-// quotaTable is an immutable snapshot of every configured quota.
-type quotaTable map[quotaEntity]quotaValues
+// Table is an immutable snapshot of every configured quota.
+type Table map[Entity]Values
 
-// quotas enforces the configured quotas of one broker.
-type quotas struct {
-	table atomic.Pointer[quotaTable]
-	store quotaStore
+// Manager enforces the configured quotas of one broker.
+type Manager struct {
+	table atomic.Pointer[Table]
+	store Store
 
 	mu      sync.Mutex
 	buckets map[bucketKey]*bucket
@@ -85,7 +87,7 @@ const minSweep = 1024
 // bucketKey is one allowance: the entity whose quota applies, with its
 // defaults replaced by the client's names, and the quota type.
 type bucketKey struct {
-	entity quotaEntity
+	entity Entity
 	key    string
 }
 
@@ -96,16 +98,16 @@ type bucket struct {
 	last   time.Time
 }
 
-func newQuotas(store quotaStore) (*quotas, error) {
-	q := &quotas{store: store, buckets: map[bucketKey]*bucket{}, now: time.Now}
-	if err := q.reload(); err != nil {
+func New(store Store) (*Manager, error) {
+	q := &Manager{store: store, buckets: map[bucketKey]*bucket{}, now: time.Now}
+	if err := q.Reload(); err != nil {
 		return nil, err
 	}
 	return q, nil
 }
 
 // reload reads the configured quotas again (another broker changed them).
-func (q *quotas) reload() error {
+func (q *Manager) Reload() error {
 	t, err := q.store.load()
 	if err != nil {
 		return err
@@ -116,10 +118,10 @@ func (q *quotas) reload() error {
 
 // resolve finds the quota of type key for a user and client id: its rate,
 // and the bucket it is counted in. ok is false when no quota applies.
-func (t quotaTable) resolve(user, client, key string) (rate float64, bk bucketKey, ok bool) {
+func (t Table) resolve(user, client, key string) (rate float64, bk bucketKey, ok bool) {
 	u, c := named(user), named(client)
 	none := entityPart{}
-	order := [...]quotaEntity{
+	order := [...]Entity{
 		{u, c}, {u, defaultPart}, {u, none},
 		{defaultPart, c}, {defaultPart, defaultPart}, {defaultPart, none},
 		{none, c}, {none, defaultPart},
@@ -142,7 +144,7 @@ func (t quotaTable) resolve(user, client, key string) (rate float64, bk bucketKe
 
 // record counts n bytes against the client's quota of type key and returns
 // how long it must now wait: zero unless it owes bytes.
-func (q *quotas) record(user, client, key string, n int64) time.Duration {
+func (q *Manager) Record(user, client, key string, n int64) time.Duration {
 	t := *q.table.Load()
 	if len(t) == 0 {
 		return 0
@@ -160,7 +162,7 @@ func (q *quotas) record(user, client, key string, n int64) time.Duration {
 
 // owing returns how long the client must still wait for its quota of type
 // key, without counting anything.
-func (q *quotas) owing(user, client, key string) time.Duration {
+func (q *Manager) Owing(user, client, key string) time.Duration {
 	t := *q.table.Load()
 	if len(t) == 0 {
 		return 0
@@ -176,7 +178,7 @@ func (q *quotas) owing(user, client, key string) time.Duration {
 
 // refill returns bk's bucket filled for the time since it was last used,
 // creating it full. Called with q.mu held.
-func (q *quotas) refill(bk bucketKey, rate float64) *bucket {
+func (q *Manager) refill(bk bucketKey, rate float64) *bucket {
 	now := q.now()
 	b := q.buckets[bk]
 	if b == nil {
@@ -197,7 +199,7 @@ func (q *quotas) refill(bk bucketKey, rate float64) *bucket {
 
 // dropFull forgets buckets idle long enough to have refilled: a new full
 // bucket is the same thing. Called with q.mu held.
-func (q *quotas) dropFull(now time.Time) {
+func (q *Manager) dropFull(now time.Time) {
 	t := *q.table.Load()
 	for bk, b := range q.buckets {
 		rate := t[bk.entity][bk.key]
@@ -208,62 +210,58 @@ func (q *quotas) dropFull(now time.Time) {
 }
 
 // owed is the time a debt of -tokens bytes takes to pay at rate, bounded
-// by maxThrottle.
+// by MaxThrottle.
 func owed(tokens, rate float64) time.Duration {
 	if tokens >= 0 || rate <= 0 {
 		return 0
 	}
-	return min(time.Duration(-tokens/rate*float64(time.Second)), maxThrottle)
+	return min(time.Duration(-tokens/rate*float64(time.Second)), MaxThrottle)
 }
 
-// quotaUser is the user name a principal's quotas are configured under.
-func quotaUser(principal string) string {
+// User is the user name a principal's quotas are configured under.
+func User(principal string) string {
 	if len(principal) > 5 && principal[:5] == "User:" {
 		return principal[5:]
 	}
 	return principal
 }
 
-// throttleMillis is a throttle as a response's throttle_time_ms.
-func throttleMillis(d time.Duration) int32 {
+// ThrottleMillis is a throttle as a response's throttle_time_ms.
+func ThrottleMillis(d time.Duration) int32 {
 	if d <= 0 {
 		return 0
 	}
 	return int32(max(d.Milliseconds(), 1))
 }
 
-// connQuota is a connection's throttle: until when the broker does not read
-// its next request.
-type connQuota struct {
-	mutedUntil atomic.Int64 // unix nanoseconds
+// Table returns the quotas now configured; the caller must not change it.
+func (q *Manager) Table() Table { return *q.table.Load() }
+
+// Alter applies ops to e's quotas in the store and then here, returning
+// every quota as stored.
+func (q *Manager) Alter(e Entity, ops []kmsg.AlterClientQuotasRequestEntryOp) (Table, error) {
+	t, err := q.store.update(func(t Table) error {
+		applyOps(t, e, ops)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	q.table.Store(&t)
+	return t, nil
 }
 
-// mute stops reading from the connection for d (longer mutes win).
-func (m *connQuota) mute(d time.Duration) {
-	if d <= 0 || m == nil {
+// Follow keeps a cluster's quotas current as other brokers change them,
+// until stop closes; failed hears a read that failed (the last quotas read
+// stay in force). It returns at once for a standalone store.
+func (q *Manager) Follow(stop <-chan struct{}, failed func(error)) {
+	zs, ok := q.store.(zkStore)
+	if !ok {
 		return
 	}
-	until := time.Now().Add(d).UnixNano()
-	for {
-		cur := m.mutedUntil.Load()
-		if cur >= until || m.mutedUntil.CompareAndSwap(cur, until) {
-			return
+	zs.watch(stop, func() {
+		if err := q.Reload(); err != nil {
+			failed(err)
 		}
-	}
-}
-
-// awaitUnmuted waits out a throttle before the connection's next request
-// is read; it ends early when the connection is stopped or dropped.
-func (c *conn) awaitUnmuted() {
-	wait := time.Until(time.Unix(0, c.quota.mutedUntil.Load()))
-	if wait <= 0 {
-		return
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-c.stopped:
-	case <-c.gone:
-	}
+	})
 }

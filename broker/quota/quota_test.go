@@ -1,4 +1,4 @@
-package broker
+package quota
 
 import (
 	"testing"
@@ -11,17 +11,17 @@ import (
 func TestQuotaPrecedence(t *testing.T) {
 	u, c := named("alice"), named("app")
 	d, none := defaultPart, entityPart{}
-	all := []quotaEntity{
+	all := []Entity{
 		{u, c}, {u, d}, {u, none}, {d, c}, {d, d}, {d, none}, {none, c}, {none, d},
 	}
 	// With the first i entries removed, entry i must apply.
 	for i, want := range all {
-		table := quotaTable{}
+		table := Table{}
 		for j, e := range all[i:] {
-			table[e] = quotaValues{quotaProducerByteRate: float64(100 + i + j)}
+			table[e] = Values{ProducerByteRate: float64(100 + i + j)}
 		}
-		table[quotaEntity{named("bob"), c}] = quotaValues{quotaProducerByteRate: 1} // someone else's
-		rate, bk, ok := table.resolve("alice", "app", quotaProducerByteRate)
+		table[Entity{named("bob"), c}] = Values{ProducerByteRate: 1} // someone else's
+		rate, bk, ok := table.resolve("alice", "app", ProducerByteRate)
 		if !ok || rate != float64(100+i) {
 			t.Errorf("step %d: rate %v ok %v, want %d from %+v", i, rate, ok, 100+i, want)
 			continue
@@ -36,7 +36,7 @@ func TestQuotaPrecedence(t *testing.T) {
 		if bk.entity != counted {
 			t.Errorf("step %d: counted under %+v, want %+v", i, bk.entity, counted)
 		}
-		if _, _, ok := table.resolve("alice", "app", quotaConsumerByteRate); ok {
+		if _, _, ok := table.resolve("alice", "app", ConsumerByteRate); ok {
 			t.Errorf("step %d: a consumer quota applies though only producer quotas are set", i)
 		}
 	}
@@ -46,8 +46,8 @@ func TestQuotaPrecedence(t *testing.T) {
 // once; what it sends beyond that is owed and throttles it for debt/rate,
 // and the debt is paid off at the quota's rate.
 func TestQuotaThrottleIsDebtOverRate(t *testing.T) {
-	q := &quotas{buckets: map[bucketKey]*bucket{}}
-	table := quotaTable{{user: named("alice")}: {quotaProducerByteRate: 1000}}
+	q := &Manager{buckets: map[bucketKey]*bucket{}}
+	table := Table{{user: named("alice")}: {ProducerByteRate: 1000}}
 	q.table.Store(&table)
 	now := time.Unix(1000, 0)
 	q.now = func() time.Time { return now }
@@ -62,15 +62,15 @@ func TestQuotaThrottleIsDebtOverRate(t *testing.T) {
 		{250 * time.Millisecond, 0, 250 * time.Millisecond}, // paid off a quarter second
 		{2 * time.Second, 0, 0},                             // paid; the bucket refills
 		{0, 3000, 2 * time.Second},                          // 1000 available, 2000 owed
-		{time.Hour, 100_000_000, maxThrottle},               // bounded
+		{time.Hour, 100_000_000, MaxThrottle},               // bounded
 	}
 	for i, s := range steps {
 		now = now.Add(s.advance)
-		if got := q.record("alice", "any", quotaProducerByteRate, s.bytes); got != s.want {
+		if got := q.Record("alice", "any", ProducerByteRate, s.bytes); got != s.want {
 			t.Errorf("step %d: throttle %v, want %v", i, got, s.want)
 		}
 	}
-	if got := q.record("bob", "any", quotaProducerByteRate, 1<<30); got != 0 {
+	if got := q.Record("bob", "any", ProducerByteRate, 1<<30); got != 0 {
 		t.Errorf("a user without quota was throttled %v", got)
 	}
 	// A bucket that has refilled is forgotten.

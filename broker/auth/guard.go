@@ -1,4 +1,4 @@
-package broker
+package auth
 
 // Password guessing over SASL is bounded two ways, as in the schema
 // registry's basic auth.
@@ -20,9 +20,12 @@ package broker
 // locks out the others at a shared address.
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/xdg-go/scram"
@@ -30,17 +33,17 @@ import (
 	"github.com/tributary-io/tributary/internal/loginlimit"
 )
 
-// loginGuard is the broker's defence against password guessing.
-type loginGuard struct {
-	failed loginlimit.Limiter
+// Guard is the broker's defence against password guessing.
+type Guard struct {
+	Failed loginlimit.Limiter
 	secret []byte // keys the made-up salts of unknown users
 	// derivations counts PLAIN password derivations, whether the user
 	// exists or not: the work a failed login costs.
-	derivations atomic.Int64
+	Derivations atomic.Int64
 }
 
-func newLoginGuard() *loginGuard {
-	g := &loginGuard{secret: make([]byte, 32)}
+func NewGuard() *Guard {
+	g := &Guard{secret: make([]byte, 32)}
 	rand.Read(g.secret)
 	return g
 }
@@ -48,7 +51,7 @@ func newLoginGuard() *loginGuard {
 // unknownUser is the credential an unknown user's SCRAM exchange runs
 // against: a salt stable for the name and mechanism, unguessable without
 // the secret, and no key any proof can match.
-func (g *loginGuard) unknownUser(mechanism, user string) scram.StoredCredentials {
+func (g *Guard) unknownUser(mechanism, user string) scram.StoredCredentials {
 	m := hmac.New(sha256.New, g.secret)
 	m.Write([]byte(mechanism + "\x00" + user))
 	return scram.StoredCredentials{KeyFactors: scram.KeyFactors{Salt: string(m.Sum(nil)), Iters: DefaultSCRAMIterations}}
@@ -58,7 +61,34 @@ func (g *loginGuard) unknownUser(mechanism, user string) scram.StoredCredentials
 var plainDummy = scram.StoredCredentials{KeyFactors: scram.KeyFactors{Salt: "tributary-no-such-user", Iters: DefaultSCRAMIterations}}
 
 // checkPassword is the package's checkPassword, counted.
-func (g *loginGuard) checkPassword(mechanism, user, password string, cred scram.StoredCredentials) bool {
-	g.derivations.Add(1)
+func (g *Guard) checkPassword(mechanism, user, password string, cred scram.StoredCredentials) bool {
+	g.Derivations.Add(1)
 	return checkPassword(mechanism, user, password, cred)
+}
+
+// PlainLogin checks a PLAIN token (authzid NUL user NUL password) against
+// the user's SCRAM credentials, SCRAM-SHA-512 first.
+func (g *Guard) PlainLogin(store CredentialStore, token []byte) (string, error) {
+	parts := bytes.Split(token, []byte{0})
+	if len(parts) != 3 {
+		return "", errors.New("PLAIN token is not authzid NUL user NUL password")
+	}
+	authz, user, password := string(parts[0]), string(parts[1]), string(parts[2])
+	if authz != "" && authz != user {
+		return user, fmt.Errorf("user %q may not act as %q", user, authz)
+	}
+	for _, mech := range []string{MechSCRAM512, MechSCRAM256} {
+		cred, ok, err := store.Lookup(user, mech)
+		if err != nil {
+			return user, err
+		}
+		if ok {
+			if g.checkPassword(mech, user, password, cred) {
+				return user, nil
+			}
+			return user, fmt.Errorf("wrong password for user %q", user)
+		}
+	}
+	g.checkPassword(MechSCRAM512, user, password, plainDummy) // as long as a wrong password (above)
+	return user, fmt.Errorf("unknown user %q", user)
 }

@@ -1,4 +1,4 @@
-package broker
+package auth
 
 import (
 	"path/filepath"
@@ -14,15 +14,15 @@ func FuzzSCRAMExchange(f *testing.F) {
 	f.Add([]byte("p=tls-unique,,n=u,r=n"), []byte(""))
 	f.Add([]byte("n,,n=bad=,r=z"), []byte("c=,r=,p=,"))
 	store := OpenCredentialFile(filepath.Join(f.TempDir(), "credentials.json"))
-	if err := store.Set("user", mechSCRAM256, "secret", DefaultSCRAMIterations); err != nil {
+	if err := store.Set("user", MechSCRAM256, "secret", DefaultSCRAMIterations); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, first, final []byte) {
-		s := newSCRAMConv(mechSCRAM256, store, newLoginGuard())
-		if _, _, err := s.next(first); err != nil {
+		s := NewSCRAM(MechSCRAM256, store, NewGuard())
+		if _, _, err := s.Next(first); err != nil {
 			return
 		}
-		if _, done, err := s.next(final); done || err == nil {
+		if _, done, err := s.Next(final); done || err == nil {
 			t.Fatalf("a made-up client-final %q was accepted", final)
 		}
 	})

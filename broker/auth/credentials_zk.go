@@ -1,4 +1,4 @@
-package broker
+package auth
 
 // SCRAM credentials of a cluster, in ZooKeeper: one node per user,
 // <chroot>/config/users/<name> (path-escaped), holding the same JSON as one user of the
@@ -30,7 +30,7 @@ func NewZooKeeperCredentials(s *cluster.ZKSession) *ZooKeeperCredentials {
 	return &ZooKeeperCredentials{s: s}
 }
 
-func (z *ZooKeeperCredentials) dir() string { return z.s.Paths.Root + "/config/users" }
+func (z *ZooKeeperCredentials) dir() string { return z.s.Paths.Users() }
 
 // path is the user's node; the name is path-escaped, so any user name
 // (an e-mail address, a name with '/') is one node.
@@ -132,14 +132,14 @@ func (z *ZooKeeperCredentials) Put(user, mechanism string, cred scram.StoredCred
 func (z *ZooKeeperCredentials) Delete(user, mechanism string) error {
 	return z.update(user, func(u userCredentials) error {
 		if len(u) == 0 {
-			return fmt.Errorf("credentials: user %q: %w", user, errNoCredential)
+			return fmt.Errorf("credentials: user %q: %w", user, ErrNoCredential)
 		}
 		if mechanism == "" {
 			clear(u)
 			return nil
 		}
 		if _, ok := u[mechanism]; !ok {
-			return fmt.Errorf("credentials: user %q, %s: %w", user, mechanism, errNoCredential)
+			return fmt.Errorf("credentials: user %q, %s: %w", user, mechanism, ErrNoCredential)
 		}
 		delete(u, mechanism)
 		return nil

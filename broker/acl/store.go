@@ -1,4 +1,4 @@
-package broker
+package acl
 
 // Where ACLs persist: DataDir/acls.json for a standalone broker (replaced
 // atomically), one ZooKeeper node <chroot>/config/acls for a cluster,
@@ -18,14 +18,15 @@ import (
 	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
-type aclStore interface {
+// Store is where ACLs persist: NewFile or NewZooKeeper.
+type Store interface {
 	load() ([]ACL, error)
 	// update applies fn to the current ACLs and persists the result.
 	update(fn func([]ACL) []ACL) ([]ACL, error)
 }
 
-// newACLFile is a standalone broker's store, the file at path.
-func newACLFile(path string) aclStore { return &aclFile{path: path} }
+// NewFile is a standalone broker's store, the file at path.
+func NewFile(path string) Store { return &aclFile{path: path} }
 
 // aclFile keeps the ACLs in one JSON file. Updates are serialized: each
 // reads, changes and replaces the whole file, so two CreateAcls served at
@@ -65,11 +66,11 @@ func (f *aclFile) update(fn func([]ACL) []ACL) ([]ACL, error) {
 	return acls, nil
 }
 
-type aclZooKeeper struct{ s *cluster.ZKSession }
+type zkStore struct{ s *cluster.ZKSession }
 
-func (z aclZooKeeper) path() string { return z.s.Paths.Root + "/config/acls" }
+func (z zkStore) path() string { return z.s.Paths.ACLs() }
 
-func (z aclZooKeeper) read() ([]ACL, int32, error) {
+func (z zkStore) read() ([]ACL, int32, error) {
 	data, st, err := z.s.Conn.Get(z.path())
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, -1, nil
@@ -84,13 +85,13 @@ func (z aclZooKeeper) read() ([]ACL, int32, error) {
 	return acls, st.Version, nil
 }
 
-func (z aclZooKeeper) load() ([]ACL, error) {
+func (z zkStore) load() ([]ACL, error) {
 	acls, _, err := z.read()
 	return acls, err
 }
 
-func (z aclZooKeeper) update(fn func([]ACL) []ACL) ([]ACL, error) {
-	if err := z.s.EnsurePath(z.s.Paths.Root + "/config"); err != nil {
+func (z zkStore) update(fn func([]ACL) []ACL) ([]ACL, error) {
+	if err := z.s.EnsurePath(z.s.Paths.Config()); err != nil {
 		return nil, fmt.Errorf("ACLs in ZooKeeper: %w", err)
 	}
 	for {
@@ -100,7 +101,7 @@ func (z aclZooKeeper) update(fn func([]ACL) []ACL) ([]ACL, error) {
 		}
 		acls = fn(acls)
 		data, _ := json.Marshal(acls)
-		retry, err := writeNodeCAS(z.s, z.path(), data, version)
+		retry, err := cluster.WriteNodeCAS(z.s, z.path(), data, version)
 		if retry {
 			continue // changed under us: read again
 		}
@@ -112,16 +113,24 @@ func (z aclZooKeeper) update(fn func([]ACL) []ACL) ([]ACL, error) {
 }
 
 // watch calls changed whenever the ACL node changes, until stop closes.
-func (z aclZooKeeper) watch(stop <-chan struct{}, changed func()) {
-	watchNode(z.s, z.path(), stop, changed)
+func (z zkStore) watch(stop <-chan struct{}, changed func()) {
+	cluster.WatchNode(z.s, z.path(), stop, changed)
 }
 
-// storeInZooKeeper returns the ZooKeeper store of a cluster's authorizer,
-// whose changes by other brokers must be watched.
-func (z *authorizer) storeInZooKeeper() (aclZooKeeper, bool) {
-	if z == nil {
-		return aclZooKeeper{}, false
+// Follow keeps a cluster's ACLs current as other brokers change them,
+// until stop closes; failed hears a read that failed (the last ACLs read
+// stay in force). It returns at once for a standalone store.
+func (z *Authorizer) Follow(stop <-chan struct{}, failed func(error)) {
+	zs, ok := z.store.(zkStore)
+	if !ok {
+		return
 	}
-	s, ok := z.store.(aclZooKeeper)
-	return s, ok
+	zs.watch(stop, func() {
+		if err := z.Refresh(); err != nil {
+			failed(err)
+		}
+	})
 }
+
+// NewZooKeeper is a cluster's store, one node every broker watches.
+func NewZooKeeper(s *cluster.ZKSession) Store { return zkStore{s: s} }

@@ -1,0 +1,42 @@
+package broker
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// connQuota is a connection's throttle: until when the broker does not read
+// its next request.
+type connQuota struct {
+	mutedUntil atomic.Int64 // unix nanoseconds
+}
+
+// mute stops reading from the connection for d (longer mutes win).
+func (m *connQuota) mute(d time.Duration) {
+	if d <= 0 || m == nil {
+		return
+	}
+	until := time.Now().Add(d).UnixNano()
+	for {
+		cur := m.mutedUntil.Load()
+		if cur >= until || m.mutedUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// awaitUnmuted waits out a throttle before the connection's next request
+// is read; it ends early when the connection is stopped or dropped.
+func (c *conn) awaitUnmuted() {
+	wait := time.Until(time.Unix(0, c.quota.mutedUntil.Load()))
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.stopped:
+	case <-c.gone:
+	}
+}

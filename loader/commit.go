@@ -39,6 +39,9 @@ func (r *run) commit(m *Manifest) error {
 		m.Seq = commits[len(commits)-1].seq + 1
 	}
 	m.Committed = r.cfg.Now()
+	if warehouse.WholeObjectWrites(r.w) {
+		return r.commitObject(m)
+	}
 	if err := writeJSON(r.batch, path.Join(runDir(r.id), manifestName), m); err != nil {
 		return fmt.Errorf("writing the manifest: %w", err)
 	}
@@ -59,9 +62,39 @@ func (r *run) commit(m *Manifest) error {
 	if err := r.w.Rename(path.Join(runDir(r.id), manifestName), commitName(m.Seq, r.id)); err != nil {
 		return fmt.Errorf("committing run %s in %s: %w", r.id, r.w, err)
 	}
+	r.committed()
+	return nil
+}
+
+// commitObject is commit in an object store, which has no rename but
+// writes an object whole or not at all: the commit point is one
+// conditional PUT (If-None-Match: *) of the manifest into commits/. The
+// run's files are already whole objects in its directory. A PUT refused
+// because the name exists was this run's own (CreateExclusive tells a
+// repeated request apart by the content), so the run is committed once.
+func (r *run) commitObject(m *Manifest) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := r.hook(FaultBeforeCommit); err != nil {
+		return err
+	}
+	for _, l := range r.locks {
+		if err := l.Check(); err != nil {
+			return fmt.Errorf("not committing: %w", err)
+		}
+	}
+	if err := r.w.CreateExclusive(commitName(m.Seq, r.id), data); err != nil {
+		return fmt.Errorf("committing run %s in %s: %w", r.id, r.w, err)
+	}
+	r.committed()
+	return nil
+}
+
+func (r *run) committed() {
 	r.sum.Committed = true
 	r.log.Info("run committed", "records", r.sum.Records, "files", r.sum.Files, "errors", r.sum.Errors, "lost_ranges", len(r.sum.Lost))
-	return nil
 }
 
 // afterCommit moves the committed run's files into place, publishes its

@@ -57,7 +57,7 @@ func TestCrashAtEachPoint(t *testing.T) {
 	events := loadertest.PageViews(0, n, 4, from, 3*time.Hour)
 	env.Produce(t, "crashes", loadertest.Schema(t, "pageview"), events)
 
-	for _, kind := range []string{"local", "hdfs"} {
+	for _, kind := range []string{"local", "hdfs", "s3"} {
 		for _, point := range loader.FaultPoints {
 			t.Run(kind+"/"+string(point), func(t *testing.T) {
 				url := warehouses(t)[kind](t)

@@ -60,7 +60,7 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.StringVar(&f.brokers, "brokers", "127.0.0.1:9092", "comma-separated broker addresses")
 	fs.StringVar(&f.registry, "registry", "http://127.0.0.1:8081", "schema registry URL")
 	fs.StringVar(&f.topics, "topics", "", "topics to load: a regular expression matching whole names, e.g. 'pageviews|clicks' (required)")
-	fs.StringVar(&f.warehouse, "warehouse", "file:///var/warehouse", "warehouse URL: file:///path, hdfs://namenode:port/path, hdfs://nameservice/path or hdfs:///path (fs.defaultFS)")
+	fs.StringVar(&f.warehouse, "warehouse", "file:///var/warehouse", "warehouse URL: file:///path, hdfs://namenode:port/path, hdfs://nameservice/path, hdfs:///path (fs.defaultFS) or s3://bucket/prefix")
 	fs.Int64Var(&f.maxRecords, "max-records", 0, "stop after this many records and commit them (0: up to the high watermark)")
 	fs.DurationVar(&f.maxDuration, "max-duration", 0, "stop fetching after this long and commit what was fetched (0: no limit)")
 	fs.Int64Var(&f.maxErrors, "max-errors", loader.DefaultMaxErrors, "fail the run when more records than this cannot be decoded (-1: no limit)")

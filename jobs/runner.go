@@ -72,7 +72,7 @@ func (r *Runner) RunOnce(ctx context.Context, spec *Spec, trigger string, attemp
 		return e, err
 	}
 
-	w, err := warehouse.OpenWith(spec.Warehouse, warehouse.Options{HDFS: spec.HDFS})
+	w, err := warehouse.OpenWith(spec.Warehouse, warehouse.Options{HDFS: spec.HDFS, S3: spec.S3})
 	if err != nil {
 		return finish(nil, err)
 	}

@@ -85,6 +85,10 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 	if err != nil {
 		return sum, err
 	}
+	if topics = r.heldTopics(topics); len(topics) == 0 {
+		r.log.Info("every topic is being loaded by another run; nothing to do", "skipped", len(sum.Skipped))
+		return sum, nil
+	}
 
 	mv := r.newMover()
 	if sum.Recovered, sum.Discarded, err = mv.recoverRuns(r.held); err != nil {
@@ -190,8 +194,9 @@ func (r *run) connect() (disconnect func(), err error) {
 	return disconnect, nil
 }
 
-// lockTopics takes the lock of every topic, so that one run at a time
-// loads a topic, across processes and machines. The context it returns is
+// lockTopics takes the lock of every topic (with Config.Share, of those
+// free, at most Config.MaxTopics), so that one run at a time loads a topic,
+// across processes and machines. The context it returns is
 // cancelled when a lock is lost. unlock must be called even when err is
 // not nil; a run that crashed abandons its locks instead of releasing
 // them, as a dead process would.
@@ -208,8 +213,14 @@ func (r *run) lockTopics(ctx context.Context, topics []string) (_ context.Contex
 		}
 	}
 	r.held = make(map[string]bool, len(topics))
-	for _, t := range topics {
+	for _, t := range r.lockOrder(topics) {
+		if r.cfg.MaxTopics > 0 && len(r.locks) >= r.cfg.MaxTopics {
+			break
+		}
 		l, err := warehouse.AcquireLock(r.w, topicLockName(t), r.cfg.Holder+" run "+r.id, r.cfg.LockTTL)
+		if r.skipLocked(t, err) {
+			continue
+		}
 		if err != nil {
 			return ctx, unlock, fmt.Errorf("topic %s: %w", t, err)
 		}

@@ -1,0 +1,98 @@
+package loader_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/internal/testenv"
+	"github.com/tributary-io/tributary/loader"
+	"github.com/tributary-io/tributary/loader/loadertest"
+)
+
+// Three loaders given the same 12 topics, each starting `tributary load
+// --share --max-topics 4` run after run (as three machines' schedulers
+// would), every third run killed with SIGKILL at a random moment:
+// no run exits with a lock error, every loader loads a share of the
+// records, and every record is in the warehouse exactly once.
+func TestLoadersShareTopics(t *testing.T) {
+	const topics, perTopic, loaders, runsEach = 12, 400, 3, 10
+	env := loadertest.Start(t)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	events := map[string][]loadertest.Event{}
+	var names []string
+	for i := range topics {
+		topic := fmt.Sprintf("sh%02d", i)
+		names = append(names, topic)
+		env.CreateTopic(t, topic, 2)
+		events[topic] = loadertest.PageViews(0, perTopic, 2, from, 2*time.Hour)
+		env.Produce(t, topic, loadertest.Schema(t, "pageview"), events[topic])
+	}
+	url := "file://" + t.TempDir()
+	args := []string{"load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL, "--topics", "sh[0-9]+",
+		"--warehouse", url, "--share", "--max-topics", "4", "--max-records", "500", "--file-max-records", "100",
+		"--lock-ttl", "1s", "--json", "--quiet"}
+
+	// Every run waits a moment before its commit, so that kills land
+	// before, in and after commits alike.
+	t.Setenv("TRIBUTARY_LOAD_DELAY_AT", string(loader.FaultBeforeCommit)+":300ms")
+	var mu sync.Mutex
+	loaded := make([]int64, loaders) // records of runs that ended by themselves, per loader
+	kills := 0
+	var wg sync.WaitGroup
+	for id := range loaders {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
+			for run := range runsEach {
+				p := testenv.StartProcess(t, args...)
+				if run%3 == 1 { // the same number of kills for each loader
+					select {
+					case <-p.Done():
+					case <-time.After(time.Duration(50+rng.IntN(600)) * time.Millisecond):
+						p.Kill()
+						mu.Lock()
+						kills++
+						mu.Unlock()
+						continue
+					}
+				}
+				<-p.Done()
+				out := p.Output.String()
+				if code := p.Cmd.ProcessState.ExitCode(); code != 0 {
+					t.Errorf("loader %d run %d exited %d:\n%s", id, run, code, out)
+					continue
+				}
+				var sum loader.Summary
+				if err := json.Unmarshal([]byte(out[max(0, strings.Index(out, "{\n")):]), &sum); err != nil {
+					t.Errorf("loader %d run %d: summary: %v\n%s", id, run, err, out)
+					continue
+				}
+				mu.Lock()
+				loaded[id] += sum.Records
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	os.Unsetenv("TRIBUTARY_LOAD_DELAY_AT")
+	// What the killed runs left: one more run over every topic, once
+	// their locks have expired.
+	cfg := config(env, url, names...)
+	cfg.LockTTL = time.Second
+	last := runAfterExpiry(t, cfg)
+	t.Logf("records loaded by each loader's runs that ended by themselves: %v; %d kills; the last run loaded %d", loaded, kills, last.Records)
+	for id, n := range loaded {
+		if n < topics*perTopic/12 {
+			t.Errorf("loader %d loaded %d records of %d: the work was not spread", id, n, topics*perTopic)
+		}
+	}
+	c := loadertest.Read(t, openWarehouse(t, url))
+	for _, topic := range names {
+		loadertest.CheckExactlyOnce(t, c, topic, events[topic])
+	}
+}

@@ -65,7 +65,11 @@ func (f *s3Writer) failed() error {
 func (f *s3Writer) sendPart() error {
 	ctx := context.Background()
 	if f.uploadID == "" {
-		out, err := f.w.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(f.w.bucket), Key: aws.String(f.key)})
+		// The parts carry CRC32 checksums (the SDK computes them), and
+		// S3 wants the upload to name the same algorithm.
+		out, err := f.w.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
+			Bucket: aws.String(f.w.bucket), Key: aws.String(f.key), ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
+		})
 		if err != nil {
 			return f.w.err("create", f.name, err)
 		}
@@ -87,6 +91,7 @@ func (f *s3Writer) sendPart() error {
 		out, err := f.w.client.UploadPart(ctx, &s3.UploadPartInput{
 			Bucket: aws.String(f.w.bucket), Key: aws.String(f.key), UploadId: aws.String(f.uploadID),
 			PartNumber: aws.Int32(num), Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
 		})
 		f.mu.Lock()
 		defer f.mu.Unlock()

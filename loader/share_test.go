@@ -96,3 +96,13 @@ func TestLoadersShareTopics(t *testing.T) {
 		loadertest.CheckExactlyOnce(t, c, topic, events[topic])
 	}
 }
+
+// MaxTopics only means something to a sharing run: without Share it would
+// leave topics unloaded with no word, so it is refused.
+func TestMaxTopicsNeedsShare(t *testing.T) {
+	cfg := loader.Config{Brokers: []string{"127.0.0.1:1"}, RegistryURL: "http://127.0.0.1:1", Topics: []string{"x"},
+		Warehouse: "file://" + t.TempDir(), MaxTopics: 3, Logger: quiet}
+	if _, err := loader.Run(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "sharing (Share, --share)") {
+		t.Fatalf("MaxTopics without Share: %v", err)
+	}
+}

@@ -58,7 +58,7 @@ type S3Options struct {
 	Endpoint string `yaml:"endpoint" json:"endpoint,omitempty"`
 	// PathStyle addresses buckets in the path (http://host/bucket/key)
 	// rather than the host name; always so when the endpoint's host is an
-	// IP address, which cannot carry a bucket's name.
+	// IP address or localhost, which cannot carry a bucket's name.
 	PathStyle bool `yaml:"path_style" json:"path_style,omitempty"`
 	// Region is the bucket's region; empty: AWS_REGION, else the shared
 	// config's, else us-east-1 (which S3-compatible stores accept).
@@ -121,13 +121,14 @@ func openS3(u *url.URL, o S3Options, create bool) (*S3, error) {
 	return w, nil
 }
 
-// hostIsIP reports whether an endpoint URL's host is an IP address.
+// hostIsIP reports whether an endpoint URL's host is an IP address, or
+// localhost: neither can carry a bucket's name in front of it.
 func hostIsIP(endpoint string) bool {
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		return false
 	}
-	return net.ParseIP(u.Hostname()) != nil
+	return net.ParseIP(u.Hostname()) != nil || u.Hostname() == "localhost"
 }
 
 func (w *S3) String() string { return w.url }

@@ -22,7 +22,7 @@ func (f *hdfsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.o.Krb5Conf, "krb5-conf", "", "Kerberos configuration `FILE`; default KRB5_CONFIG, else /etc/krb5.conf")
 	fs.StringVar(&f.o.DataTransferProtection, "hdfs-data-transfer-protection", "", "authentication, integrity or privacy, as the DataNodes' dfs.data.transfer.protection requires; default: the Hadoop configuration's")
 	fs.StringVar(&f.s3.Endpoint, "s3-endpoint", "", "`URL` of an S3-compatible store for an s3:// warehouse; default AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else Amazon S3")
-	fs.BoolVar(&f.s3.PathStyle, "s3-path-style", false, "address S3 buckets in the path (http://host/bucket/key), as many S3-compatible stores want; always so for an endpoint given by IP address")
+	fs.BoolVar(&f.s3.PathStyle, "s3-path-style", false, "address S3 buckets in the path (http://host/bucket/key), as many S3-compatible stores want; always so for an endpoint given by IP address or localhost")
 	fs.StringVar(&f.s3.Region, "s3-region", "", "`REGION` of the S3 bucket; default AWS_REGION, else the shared config's, else us-east-1")
 }
 

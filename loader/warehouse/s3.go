@@ -73,7 +73,10 @@ const s3PartSize = 8 << 20
 // s3MaxCopy is the largest object one CopyObject may copy (5 GiB).
 const s3MaxCopy = 5 << 30
 
-func openS3(u *url.URL, o S3Options, create bool) (*S3, error) {
+// openS3 opens an S3 warehouse, for writers and readers alike: a bucket is
+// never created (that is an administrator's decision, with its region,
+// policy and lifecycle rules), and a prefix needs no creating.
+func openS3(u *url.URL, o S3Options) (*S3, error) {
 	bucket := u.Host
 	if bucket == "" {
 		return nil, fmt.Errorf("warehouse URL %s: no bucket (s3://bucket/prefix)", u.Redacted())
@@ -117,7 +120,6 @@ func openS3(u *url.URL, o S3Options, create bool) (*S3, error) {
 		}
 		return nil, fmt.Errorf("warehouse %s is not usable%s (credentials come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE and the shared files, AWS_WEB_IDENTITY_TOKEN_FILE, or the instance's role): %w", where, at, err)
 	}
-	_ = create // a bucket is never created; a prefix needs no creating
 	return w, nil
 }
 

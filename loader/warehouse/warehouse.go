@@ -138,7 +138,7 @@ func open(rawURL string, o Options, create bool) (FS, error) {
 	case "hdfs":
 		return openHDFS(u, o.HDFS, create)
 	case "s3":
-		return openS3(u, o.S3, create)
+		return openS3(u, o.S3)
 	default:
 		return nil, fmt.Errorf("warehouse URL %q: scheme %q is not supported (use file://, hdfs:// or s3://)", rawURL, u.Scheme)
 	}

@@ -252,12 +252,29 @@ func (w *S3) Open(name string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The body streams for as long as the reader takes: no timeout here.
-	out, err := w.client.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(w.bucket), Key: aws.String(k)})
+	// The answer must come within s3Timeout; the body then streams for
+	// as long as the reader takes, until Close.
+	ctx, cancel := context.WithCancel(context.Background())
+	timer := time.AfterFunc(s3Timeout, cancel)
+	out, err := w.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(w.bucket), Key: aws.String(k)})
+	timer.Stop()
 	if err != nil {
+		cancel()
 		return nil, w.err("open", name, err)
 	}
-	return out.Body, nil
+	return s3Body{ReadCloser: out.Body, cancel: cancel}, nil
+}
+
+// s3Body is an object being read; Close ends its request.
+type s3Body struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b s3Body) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // Rename copies oldname to newname on the server, then deletes oldname.

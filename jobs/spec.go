@@ -35,6 +35,8 @@ import (
 //	  path_style: true              # buckets in the path; always so for an IP endpoint
 //	  region: eu-west-1             # default AWS_REGION, else the shared config's, else us-east-1
 //	schedule: every 15m             # or a cron expression: "*/15 * * * *", "@hourly"
+//	share:                          # daemons given this job run it at once and divide its topics (loader.Config.Share)
+//	  max_topics: 4                 # the most topics one run takes; 0: every free one
 //	limits:
 //	  max_records: 1000000          # per run; 0: up to the high watermark
 //	  max_duration: 10m
@@ -101,6 +103,10 @@ type Spec struct {
 	// S3 is how an S3 warehouse's store is reached (its credentials come
 	// from the AWS SDK's chain).
 	S3 warehouse.S3Options `yaml:"s3"`
+	// Share, when present, lets daemons run the job at the same time,
+	// dividing its topics through their locks (loader.Config.Share),
+	// instead of one daemon at a time holding the job's lock.
+	Share *Share `yaml:"share"`
 
 	// File is where the spec was read from.
 	File string `yaml:"-"`
@@ -113,6 +119,12 @@ type Complete struct {
 	By        string   `yaml:"by"`
 	Threshold float64  `yaml:"threshold"`
 	MaxWait   Duration `yaml:"max_wait"`
+}
+
+// Share is how daemons sharing a job divide its topics.
+type Share struct {
+	// MaxTopics is the most topics one run takes (loader.Config.MaxTopics).
+	MaxTopics int `yaml:"max_topics"`
 }
 
 // Limits bound one run.
@@ -248,6 +260,9 @@ func (s *Spec) validate() error {
 	if s.S3 != (warehouse.S3Options{}) && !strings.HasPrefix(s.Warehouse, "s3://") {
 		return fail("s3", "the warehouse %q is not in S3", s.Warehouse)
 	}
+	if s.Share != nil && s.Share.MaxTopics < 0 {
+		return fail("share.max_topics", "%d: want 0 (every free topic) or more", s.Share.MaxTopics)
+	}
 	if s.Files.Compact && strings.HasPrefix(s.Warehouse, "s3://") {
 		return fail("files.compact", "needs a local warehouse: S3 has no atomic exchange of two directories")
 	}
@@ -344,6 +359,9 @@ func (s *Spec) LoadConfig() loader.Config {
 	}
 	if s.Audit {
 		cfg.Audit = &loader.AuditConfig{}
+	}
+	if s.Share != nil {
+		cfg.Share, cfg.MaxTopics = true, s.Share.MaxTopics
 	}
 	cfg.MaxErrors = loader.DefaultMaxErrors
 	if s.Limits.MaxErrors != nil {

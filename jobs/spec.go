@@ -37,6 +37,7 @@ import (
 //	schedule: every 15m             # or a cron expression: "*/15 * * * *", "@hourly"
 //	share:                          # daemons given this job run it at once and divide its topics (loader.Config.Share)
 //	  max_topics: 4                 # the most topics one run takes; 0: every free one
+//	  max_partitions: 0             # or share by partition: the most partitions one run leases
 //	limits:
 //	  max_records: 1000000          # per run; 0: up to the high watermark
 //	  max_duration: 10m
@@ -125,6 +126,9 @@ type Complete struct {
 type Share struct {
 	// MaxTopics is the most topics one run takes (loader.Config.MaxTopics).
 	MaxTopics int `yaml:"max_topics"`
+	// MaxPartitions shares by partition instead: the most partitions one
+	// run leases (loader.Config.MaxPartitions).
+	MaxPartitions int `yaml:"max_partitions"`
 }
 
 // Limits bound one run.
@@ -263,6 +267,9 @@ func (s *Spec) validate() error {
 	if s.Share != nil && s.Share.MaxTopics < 0 {
 		return fail("share.max_topics", "%d: want 0 (every free topic) or more", s.Share.MaxTopics)
 	}
+	if s.Share != nil && (s.Share.MaxPartitions < 0 || (s.Share.MaxPartitions > 0 && (s.Share.MaxTopics > 0 || s.Audit))) {
+		return fail("share.max_partitions", "%d: want 0 or more, and neither max_topics nor audit with it", s.Share.MaxPartitions)
+	}
 	if s.Files.Compact && strings.HasPrefix(s.Warehouse, "s3://") {
 		return fail("files.compact", "needs a local warehouse: S3 has no atomic exchange of two directories")
 	}
@@ -361,7 +368,7 @@ func (s *Spec) LoadConfig() loader.Config {
 		cfg.Audit = &loader.AuditConfig{}
 	}
 	if s.Share != nil {
-		cfg.Share, cfg.MaxTopics = true, s.Share.MaxTopics
+		cfg.Share, cfg.MaxTopics, cfg.MaxPartitions = true, s.Share.MaxTopics, s.Share.MaxPartitions
 	}
 	cfg.MaxErrors = loader.DefaultMaxErrors
 	if s.Limits.MaxErrors != nil {

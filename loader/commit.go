@@ -134,15 +134,15 @@ func (r *run) afterCommit(ctx context.Context, mv *mover, m *Manifest) error {
 // may also clean up a dead run over more topics than this run holds: it
 // takes their locks too, without waiting, and lets them go when done.
 func (r *run) newMover() *mover {
-	return &mover{w: r.batch, log: r.log, grace: r.cfg.SuccessGrace, fault: r.hook, tryLock: func(more []string) (func(), bool) {
+	return &mover{w: r.batch, log: r.log, grace: r.cfg.SuccessGrace, fault: r.hook, tryLock: func(names []string) (func(), bool) {
 		var extra []*warehouse.Lock
 		release := func() {
 			for _, l := range extra {
 				l.Release()
 			}
 		}
-		for _, t := range more {
-			l, err := warehouse.AcquireLock(r.w, topicLockName(t), r.cfg.Holder+" run "+r.id+" (recovery)", r.cfg.LockTTL)
+		for _, name := range names {
+			l, err := warehouse.AcquireLock(r.w, name, r.cfg.Holder+" run "+r.id+" (recovery)", r.cfg.LockTTL)
 			if err != nil {
 				release()
 				return nil, false
@@ -161,10 +161,11 @@ type mover struct {
 	log   *slog.Logger
 	grace time.Duration // Config.SuccessGrace, for what _SUCCESS says
 	fault func(FaultPoint) error
-	// tryLock takes the locks of topics this run does not hold, without
-	// waiting, so that a dead run over more topics than this one can be
-	// cleaned up too; ok is false if any is held by a live run.
-	tryLock func(topics []string) (release func(), ok bool)
+	// tryLock takes locks this run does not hold (of topics, or a
+	// partition-sharing run's partition leases), without waiting, so that
+	// a dead run over more topics than this one can be cleaned up too; ok
+	// is false if any is held by a live run.
+	tryLock func(names []string) (release func(), ok bool)
 }
 
 // owns reports whether the mover may act on a run over topics: they are
@@ -174,7 +175,7 @@ func (mv *mover) owns(topics []string, held map[string]bool) (release func(), ok
 	var missing []string
 	for _, t := range topics {
 		if !held[t] {
-			missing = append(missing, t)
+			missing = append(missing, topicLockName(t))
 		}
 	}
 	if len(missing) == 0 {
@@ -326,6 +327,17 @@ func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []strin
 			var ok bool
 			if release, ok = mv.owns(info.Topics, held); !ok {
 				continue // a live run's
+			}
+			if len(info.Locks) > 0 {
+				// A partition-sharing run holds no topic lock while it
+				// fetches: its partition leases say whether it lives.
+				leases, ok := mv.tryLock(info.Locks)
+				if !ok {
+					release()
+					continue
+				}
+				topicsRelease := release
+				release = func() { leases(); topicsRelease() }
 			}
 		case errors.Is(err, fs.ErrNotExist) || isSyntaxError(err):
 			// Killed before its run.json was complete: it cannot have

@@ -148,6 +148,12 @@ type Config struct {
 	// random among the free ones, so that several loaders running at
 	// once spread the topics between them (0: every free topic).
 	MaxTopics int
+	// MaxPartitions, with Share, makes the partition the unit of sharing,
+	// so that several loaders divide one big topic too: a run takes a
+	// lease on at most this many free partitions that have records to
+	// load, fetches them, and takes its topics' locks only to commit,
+	// merging its partitions into the topics' newest state (share.go).
+	MaxPartitions int
 	// Holder describes the caller in lock files, e.g. "tributary load".
 	Holder string
 	// BrokerTimeout bounds each metadata and offset request, so that
@@ -193,6 +199,12 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.MaxTopics < 0 || (cfg.MaxTopics > 0 && !cfg.Share) {
 		return cfg, fmt.Errorf("max topics %d: takes a positive number, and sharing (Share, --share)", cfg.MaxTopics)
+	}
+	if cfg.MaxPartitions < 0 || (cfg.MaxPartitions > 0 && (!cfg.Share || cfg.MaxTopics > 0)) {
+		return cfg, fmt.Errorf("max partitions %d: takes a positive number, and sharing (Share, --share) without max topics", cfg.MaxPartitions)
+	}
+	if cfg.MaxPartitions > 0 && cfg.Audit != nil {
+		return cfg, errors.New("sharing partitions (max partitions) does not count for the audit yet: share by topic (max topics) with the audit")
 	}
 	if cfg.FS == nil && cfg.Warehouse == "" {
 		return cfg, errors.New("no warehouse given")

@@ -39,6 +39,10 @@ type run struct {
 
 	locks []*warehouse.Lock
 	held  map[string]bool // the topics of locks
+	// leases are a partition-sharing run's partition locks (share.go);
+	// cancel ends the run when any lock is lost.
+	leases []string
+	cancel context.CancelCauseFunc
 
 	errCount atomic.Int64
 	crashed  atomic.Bool
@@ -85,9 +89,11 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 	if err != nil {
 		return sum, err
 	}
-	if topics = r.heldTopics(topics); len(topics) == 0 {
-		r.log.Info("every topic is being loaded by another run; nothing to do", "skipped", len(sum.Skipped))
-		return sum, nil
+	if !r.sharePartitions() {
+		if topics = r.heldTopics(topics); len(topics) == 0 {
+			r.log.Info("every topic is being loaded by another run; nothing to do", "skipped", len(sum.Skipped))
+			return sum, nil
+		}
 	}
 
 	mv := r.newMover()
@@ -112,9 +118,19 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 	if err != nil {
 		return sum, err
 	}
+	if r.sharePartitions() {
+		if plans, lost, err = r.leasePartitions(ctx, plans, lost); err != nil {
+			return sum, err
+		}
+		if len(plans) == 0 {
+			r.log.Info("no free partition with records to load; nothing to do", "skipped", len(sum.Skipped))
+			return sum, nil
+		}
+		topics = planTopics(plans)
+	}
 	sum.Lost = lost
 
-	if err := writeJSON(r.batch, path.Join(runDir(r.id), runInfoName), runInfo{Run: r.id, Topics: topics, Started: r.started}); err != nil {
+	if err := writeJSON(r.batch, path.Join(runDir(r.id), runInfoName), runInfo{Run: r.id, Topics: topics, Started: r.started, Locks: r.leases}); err != nil {
 		return sum, fmt.Errorf("starting run directory in %s: %w", r.w, err)
 	}
 	defer func() {
@@ -128,6 +144,11 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 			err = fmt.Errorf("%w (%v)", err, cause)
 		}
 		return sum, err
+	}
+	if r.sharePartitions() {
+		if state, err = r.lockForCommit(ctx, topics, plans); err != nil {
+			return sum, err
+		}
 	}
 	m := r.manifest(plans, state, listedAt)
 	if err := r.checkHours(m); err != nil {
@@ -202,6 +223,7 @@ func (r *run) connect() (disconnect func(), err error) {
 // them, as a dead process would.
 func (r *run) lockTopics(ctx context.Context, topics []string) (_ context.Context, unlock func(), err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
+	r.cancel = cancel
 	unlock = func() {
 		cancel(nil)
 		for _, l := range r.locks {
@@ -213,6 +235,9 @@ func (r *run) lockTopics(ctx context.Context, topics []string) (_ context.Contex
 		}
 	}
 	r.held = make(map[string]bool, len(topics))
+	if r.sharePartitions() {
+		return ctx, unlock, nil // leases now, topic locks at the commit
+	}
 	for _, t := range r.lockOrder(topics) {
 		if r.cfg.MaxTopics > 0 && len(r.locks) >= r.cfg.MaxTopics {
 			break
@@ -228,15 +253,20 @@ func (r *run) lockTopics(ctx context.Context, topics []string) (_ context.Contex
 		r.held[t] = true
 	}
 	for _, l := range r.locks {
-		go func() {
-			select {
-			case <-l.Lost():
-				cancel(fmt.Errorf("lost the lock on %s: %w", l.Name(), l.Err()))
-			case <-ctx.Done():
-			}
-		}()
+		r.watch(ctx, l)
 	}
 	return ctx, unlock, nil
+}
+
+// watch ends the run when l is lost.
+func (r *run) watch(ctx context.Context, l *warehouse.Lock) {
+	go func() {
+		select {
+		case <-l.Lost():
+			r.cancel(fmt.Errorf("lost the lock on %s: %w", l.Name(), l.Err()))
+		case <-ctx.Done():
+		}
+	}()
 }
 
 // NewRunID names a run by its start time, so runs sort by it, and a random

@@ -35,15 +35,32 @@ func TestLoadersShareTopics(t *testing.T) {
 	}
 	for _, kind := range []string{"local", "s3"} {
 		t.Run(kind, func(t *testing.T) {
-			shareTopics(t, env, warehouses(t)[kind](t), names, events, loaders, runsEach)
+			shareTopics(t, env, warehouses(t)[kind](t), "sh[0-9]+", []string{"--max-topics", "4"}, names, events, loaders, runsEach)
 		})
 	}
 }
 
-func shareTopics(t *testing.T, env *loadertest.Env, url string, names []string, events map[string][]loadertest.Event, loaders, runsEach int) {
-	args := []string{"load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL, "--topics", "sh[0-9]+",
-		"--warehouse", url, "--share", "--max-topics", "4", "--max-records", "800", "--file-max-records", "200",
-		"--lock-ttl", "1s", "--json", "--quiet"}
+// Three loaders given one topic of 12 partitions, each starting `tributary
+// load --share --max-partitions 3` run after run, every third run killed:
+// the loaders divide the one topic, and every record is loaded once.
+func TestLoadersSharePartitions(t *testing.T) {
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "bigshared", 12)
+	events := map[string][]loadertest.Event{
+		"bigshared": loadertest.PageViews(0, 9600, 12, time.Now().UTC().Truncate(time.Hour).Add(-3*time.Hour), 2*time.Hour),
+	}
+	env.Produce(t, "bigshared", loadertest.Schema(t, "pageview"), events["bigshared"])
+	for _, kind := range []string{"local", "s3"} {
+		t.Run(kind, func(t *testing.T) {
+			shareTopics(t, env, warehouses(t)[kind](t), "bigshared", []string{"--max-partitions", "3"}, []string{"bigshared"}, events, 3, 10)
+		})
+	}
+}
+
+func shareTopics(t *testing.T, env *loadertest.Env, url, topics string, share, names []string, events map[string][]loadertest.Event, loaders, runsEach int) {
+	args := append([]string{"load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL, "--topics", topics,
+		"--warehouse", url, "--share", "--max-records", "800", "--file-max-records", "200",
+		"--lock-ttl", "1s", "--json", "--quiet"}, share...)
 
 	// Every run waits a moment before its commit, so that kills land
 	// before, in and after commits alike.
@@ -113,5 +130,47 @@ func TestMaxTopicsNeedsShare(t *testing.T) {
 		Warehouse: "file://" + t.TempDir(), MaxTopics: 3, Logger: quiet}
 	if _, err := loader.Run(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "sharing (Share, --share)") {
 		t.Fatalf("MaxTopics without Share: %v", err)
+	}
+}
+
+// A partition-sharing run holds no topic lock while it fetches, so a run
+// loading the whole topic may commit its partitions meanwhile: the sharing
+// run then refuses to commit (its partitions' offsets moved), the whole
+// topic run leaves its live directory alone, and every record is loaded
+// once.
+func TestSharedPartitionsCommittedMeanwhileAreNotCommittedAgain(t *testing.T) {
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "meanwhile", 4)
+	events := loadertest.PageViews(0, 2000, 4, time.Now().UTC().Truncate(time.Hour).Add(-3*time.Hour), 2*time.Hour)
+	env.Produce(t, "meanwhile", loadertest.Schema(t, "pageview"), events)
+	url := "file://" + t.TempDir()
+	whole := config(env, url, "meanwhile")
+	var once sync.Once
+	var wholeSum *loader.Summary
+	var wholeErr error
+	sharing := config(env, url, "meanwhile")
+	sharing.Share, sharing.MaxPartitions = true, 4
+	sharing.Fault = func(p loader.FaultPoint) error {
+		if p == loader.FaultMidFetch {
+			once.Do(func() { wholeSum, wholeErr = loader.Run(t.Context(), whole) })
+		}
+		return nil
+	}
+	sum, err := loader.Run(t.Context(), sharing)
+	if wholeErr != nil || wholeSum.Records != 2000 {
+		t.Fatalf("the whole-topic run: %v, %+v", wholeErr, wholeSum)
+	}
+	if len(wholeSum.Discarded) != 0 {
+		t.Errorf("the whole-topic run deleted %v, a live run's directory", wholeSum.Discarded)
+	}
+	if err == nil || sum.Committed || !strings.Contains(err.Error(), "was committed by another run") {
+		t.Fatalf("the sharing run: committed=%v, %v; want it refused", sum.Committed, err)
+	}
+	c := loadertest.Read(t, openWarehouse(t, url))
+	loadertest.CheckExactlyOnce(t, c, "meanwhile", events)
+	for _, s := range c.State {
+		if !isCommit(s) {
+			t.Errorf("left behind: %s", s)
+		}
 	}
 }

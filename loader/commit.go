@@ -349,7 +349,7 @@ func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []strin
 			return nil, nil, err
 		}
 		mv.log.Warn("deleting the files of an uncommitted run", "run", name)
-		err = mv.w.RemoveAll(runDir(name))
+		err = removeRunDir(mv.w, name)
 		release()
 		if err != nil {
 			return nil, nil, fmt.Errorf("deleting uncommitted run %s: %w", name, err)
@@ -359,6 +359,30 @@ func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []strin
 	sort.Strings(recovered)
 	sort.Strings(discarded)
 	return recovered, discarded, nil
+}
+
+// removeRunDir deletes an uncommitted run's directory with its run.json
+// last: a deletion cut short (its process killed) then leaves a directory
+// recovery still knows as that run's, rather than files without a
+// run.json, which recovery leaves alone for an hour as those of a run
+// still starting.
+func removeRunDir(w warehouse.FS, run string) error {
+	dir := runDir(run)
+	entries, err := w.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != runInfoName {
+			if err := w.RemoveAll(path.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return w.RemoveAll(dir)
 }
 
 func isSyntaxError(err error) bool {

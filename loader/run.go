@@ -136,7 +136,7 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 	defer func() {
 		if !sum.Committed && !r.crashed.Load() {
 			// Best effort: recovery deletes it otherwise.
-			r.w.RemoveAll(runDir(r.id))
+			removeRunDir(r.w, r.id)
 		}
 	}()
 	if err := r.fetch(ctx, plans); err != nil {

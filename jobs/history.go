@@ -125,7 +125,7 @@ func DefaultStateDir() string {
 func History(spec *Spec, stateDir string, limit int) ([]*Entry, error) {
 	var out []*Entry
 	var werr error
-	w, err := warehouse.OpenExistingWith(spec.Warehouse, warehouse.Options{HDFS: spec.HDFS})
+	w, err := warehouse.OpenExistingWith(spec.Warehouse, warehouse.Options{HDFS: spec.HDFS, S3: spec.S3})
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			werr = err // a warehouse not created yet has no history

@@ -72,7 +72,7 @@ func (r *Runner) RunOnce(ctx context.Context, spec *Spec, trigger string, attemp
 		return e, err
 	}
 
-	w, err := warehouse.OpenWith(spec.Warehouse, warehouse.Options{HDFS: spec.HDFS})
+	w, err := warehouse.OpenWith(spec.Warehouse, warehouse.Options{HDFS: spec.HDFS, S3: spec.S3})
 	if err != nil {
 		return finish(nil, err)
 	}
@@ -81,27 +81,31 @@ func (r *Runner) RunOnce(ctx context.Context, spec *Spec, trigger string, attemp
 	if holder == "" {
 		holder = "tributary jobs"
 	}
-	lock, err := warehouse.AcquireLock(w, "job-"+spec.Name, holder, spec.lockTTL())
-	var locked *warehouse.LockedError
-	if errors.As(err, &locked) {
-		return e, fmt.Errorf("%w: %w", ErrBusy, err)
-	}
-	if err != nil {
-		return finish(w, err)
-	}
-	defer lock.Release()
-	// A run's span in the history is the span it held the job's lock, so
-	// spans of one job never overlap.
-	e.Started = time.Now()
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go func() {
-		select {
-		case <-lock.Lost():
-			cancel(fmt.Errorf("lost the job lock: %w", lock.Err()))
-		case <-runCtx.Done():
+	// A shared job runs in several daemons at once: its runs divide the
+	// topics through the topic locks, and take no job lock.
+	if spec.Share == nil {
+		lock, err := warehouse.AcquireLock(w, "job-"+spec.Name, holder, spec.lockTTL())
+		var locked *warehouse.LockedError
+		if errors.As(err, &locked) {
+			return e, fmt.Errorf("%w: %w", ErrBusy, err)
 		}
-	}()
+		if err != nil {
+			return finish(w, err)
+		}
+		defer lock.Release()
+		go func() {
+			select {
+			case <-lock.Lost():
+				cancel(fmt.Errorf("lost the job lock: %w", lock.Err()))
+			case <-runCtx.Done():
+			}
+		}()
+	}
+	// A run's span in the history is the span it held the job's lock, so
+	// spans of one unshared job never overlap.
+	e.Started = time.Now()
 
 	cfg := spec.LoadConfig()
 	cfg.FS = w

@@ -23,14 +23,21 @@ import (
 //	brokers: [127.0.0.1:9092]       # a list, or "host:port,host:port"
 //	registry: http://127.0.0.1:8081
 //	topics: [pageviews, clicks]     # a list of names, or a regular expression: "page.*|clicks"
-//	warehouse: hdfs://prod-ns/data  # or hdfs://namenode:8020/data, hdfs:///data (fs.defaultFS), file:///var/warehouse
+//	warehouse: hdfs://prod-ns/data  # or hdfs://namenode:8020/data, hdfs:///data (fs.defaultFS), file:///var/warehouse, s3://bucket/prefix
 //	hdfs:                           # an HDFS warehouse's cluster (warehouse.HDFSOptions); paths are relative to this file
 //	  hadoop_conf: /etc/hadoop/conf # core-site.xml, hdfs-site.xml; default HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop
 //	  principal: etl@EXAMPLE.COM    # Kerberos: log in with keytab, or from the ticket cache kinit filled
 //	  keytab: etl.keytab
 //	  krb5_conf: /etc/krb5.conf     # default KRB5_CONFIG, else /etc/krb5.conf
 //	  data_transfer_protection: privacy # authentication, integrity, privacy; default: the configuration's
+//	s3:                             # an s3://bucket/prefix warehouse's store (warehouse.S3Options); credentials: the AWS SDK's chain
+//	  endpoint: https://objects.example.com:9000 # default AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else Amazon S3
+//	  path_style: true              # buckets in the path; always so for an IP endpoint
+//	  region: eu-west-1             # default AWS_REGION, else the shared config's, else us-east-1
 //	schedule: every 15m             # or a cron expression: "*/15 * * * *", "@hourly"
+//	share:                          # daemons given this job run it at once and divide its topics (loader.Config.Share)
+//	  max_topics: 4                 # the most topics one run takes; 0: every free one
+//	  max_partitions: 0             # or share by partition: the most partitions one run leases
 //	limits:
 //	  max_records: 1000000          # per run; 0: up to the high watermark
 //	  max_duration: 10m
@@ -94,6 +101,13 @@ type Spec struct {
 	// HDFS is how an HDFS warehouse's cluster is reached: its Hadoop
 	// configuration and Kerberos credentials (loader.Config.WarehouseOptions).
 	HDFS warehouse.HDFSOptions `yaml:"hdfs"`
+	// S3 is how an S3 warehouse's store is reached (its credentials come
+	// from the AWS SDK's chain).
+	S3 warehouse.S3Options `yaml:"s3"`
+	// Share, when present, lets daemons run the job at the same time,
+	// dividing its topics through their locks (loader.Config.Share),
+	// instead of one daemon at a time holding the job's lock.
+	Share *Share `yaml:"share"`
 
 	// File is where the spec was read from.
 	File string `yaml:"-"`
@@ -106,6 +120,15 @@ type Complete struct {
 	By        string   `yaml:"by"`
 	Threshold float64  `yaml:"threshold"`
 	MaxWait   Duration `yaml:"max_wait"`
+}
+
+// Share is how daemons sharing a job divide its topics.
+type Share struct {
+	// MaxTopics is the most topics one run takes (loader.Config.MaxTopics).
+	MaxTopics int `yaml:"max_topics"`
+	// MaxPartitions shares by partition instead: the most partitions one
+	// run leases (loader.Config.MaxPartitions).
+	MaxPartitions int `yaml:"max_partitions"`
 }
 
 // Limits bound one run.
@@ -207,10 +230,10 @@ func (s *Spec) validate() error {
 		return fail("topics", "required (a list of names or a regular expression)")
 	}
 	if s.Warehouse == "" {
-		return fail("warehouse", "required (file:///path, hdfs://namenode:port/path or hdfs://nameservice/path)")
+		return fail("warehouse", "required (file:///path, hdfs://namenode:port/path, hdfs://nameservice/path or s3://bucket/prefix)")
 	}
-	if !strings.HasPrefix(s.Warehouse, "file://") && !strings.HasPrefix(s.Warehouse, "hdfs://") && strings.Contains(s.Warehouse, "://") {
-		return fail("warehouse", "%q: use file:///path, hdfs://namenode:port/path or hdfs://nameservice/path", s.Warehouse)
+	if !strings.HasPrefix(s.Warehouse, "file://") && !strings.HasPrefix(s.Warehouse, "hdfs://") && !strings.HasPrefix(s.Warehouse, "s3://") && strings.Contains(s.Warehouse, "://") {
+		return fail("warehouse", "%q: use file:///path, hdfs://namenode:port/path, hdfs://nameservice/path or s3://bucket/prefix", s.Warehouse)
 	}
 	if s.HDFS != (warehouse.HDFSOptions{}) && !strings.HasPrefix(s.Warehouse, "hdfs://") {
 		return fail("hdfs", "the warehouse %q is not in HDFS", s.Warehouse)
@@ -237,6 +260,18 @@ func (s *Spec) validate() error {
 	}
 	if s.Files.Compact && s.Files.Format != loader.FormatParquet {
 		return fail("files.compact", "compacts Parquet files only: add files.format: parquet")
+	}
+	if s.S3 != (warehouse.S3Options{}) && !strings.HasPrefix(s.Warehouse, "s3://") {
+		return fail("s3", "the warehouse %q is not in S3", s.Warehouse)
+	}
+	if s.Share != nil && s.Share.MaxTopics < 0 {
+		return fail("share.max_topics", "%d: want 0 (every free topic) or more", s.Share.MaxTopics)
+	}
+	if s.Share != nil && (s.Share.MaxPartitions < 0 || (s.Share.MaxPartitions > 0 && (s.Share.MaxTopics > 0 || s.Audit))) {
+		return fail("share.max_partitions", "%d: want 0 or more, and neither max_topics nor audit with it", s.Share.MaxPartitions)
+	}
+	if s.Files.Compact && strings.HasPrefix(s.Warehouse, "s3://") {
+		return fail("files.compact", "needs a local warehouse: S3 has no atomic exchange of two directories")
 	}
 	if s.Files.Compact && strings.HasPrefix(s.Warehouse, "hdfs://") {
 		return fail("files.compact", "needs a local warehouse: HDFS has no atomic exchange of two directories")
@@ -327,10 +362,13 @@ func (s *Spec) LoadConfig() loader.Config {
 
 		Security:         s.Security,
 		RegistrySecurity: s.RegistrySecurity,
-		WarehouseOptions: warehouse.Options{HDFS: s.HDFS},
+		WarehouseOptions: warehouse.Options{HDFS: s.HDFS, S3: s.S3},
 	}
 	if s.Audit {
 		cfg.Audit = &loader.AuditConfig{}
+	}
+	if s.Share != nil {
+		cfg.Share, cfg.MaxTopics, cfg.MaxPartitions = true, s.Share.MaxTopics, s.Share.MaxPartitions
 	}
 	cfg.MaxErrors = loader.DefaultMaxErrors
 	if s.Limits.MaxErrors != nil {

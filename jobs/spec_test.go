@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/jobs"
+	"github.com/tributary-io/tributary/loader/warehouse"
 )
 
 func TestParseExampleSpecs(t *testing.T) {
@@ -261,5 +262,31 @@ func TestSpecParquet(t *testing.T) {
 	}
 	if cfg := s.LoadConfig(); cfg.Format != "parquet" || cfg.Codec != "zstd" {
 		t.Errorf("format %q codec %q, want parquet and zstd", cfg.Format, cfg.Codec)
+	}
+}
+
+// An s3: section reaches the load's warehouse options, and one beside a
+// warehouse elsewhere is refused.
+func TestSpecS3(t *testing.T) {
+	spec := `brokers: [127.0.0.1:9093]
+registry: http://127.0.0.1:8081
+topics: [pageviews]
+warehouse: s3://analytics/warehouse
+schedule: every 15m
+s3:
+  endpoint: https://objects.example.com:9000
+  path_style: true
+  region: eu-west-1
+`
+	s, err := jobs.ParseSpec(filepath.Join(t.TempDir(), "pageviews.yaml"), []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.LoadConfig().WarehouseOptions.S3; got != (warehouse.S3Options{Endpoint: "https://objects.example.com:9000", PathStyle: true, Region: "eu-west-1"}) {
+		t.Fatalf("loader S3 options %+v", got)
+	}
+	_, err = jobs.ParseSpec(filepath.Join(t.TempDir(), "x.yaml"), []byte(strings.Replace(spec, "s3://analytics/warehouse", "file:///var/warehouse", 1)))
+	if err == nil || !strings.Contains(err.Error(), "not in S3") {
+		t.Fatalf("an s3: section with a local warehouse: %v", err)
 	}
 }

@@ -25,7 +25,8 @@ import (
 
 // BenchmarkLoad measures a whole run, broker to warehouse, of 200k page
 // views (4 partitions, 3 hours) into a fresh local or HDFS warehouse (plain,
-// or Kerberized with privacy on a nameservice of two NameNodes):
+// or Kerberized with privacy on a nameservice of two NameNodes) or an
+// S3-compatible store (S3Proxy on this machine's disk):
 //
 //	go test -run '^$' -bench BenchmarkLoad -benchtime 3x ./loader/
 //
@@ -44,6 +45,7 @@ func BenchmarkLoad(b *testing.B) {
 	}{
 		{"local", func(b *testing.B) string { return "file://" + b.TempDir() }, nil},
 		{"hdfs", func(b *testing.B) string { return testenv.HDFSWarehouse(b) }, nil},
+		{"s3", func(b *testing.B) string { return testenv.S3Warehouse(b) }, nil},
 		// Kerberos, two NameNodes, and every block encrypted (privacy).
 		{"hdfs-kerberos-privacy", func(b *testing.B) string { return testenv.StartKerberizedHDFS(b).Warehouse(b) },
 			func(b *testing.B) warehouse.Options {
@@ -60,7 +62,7 @@ func BenchmarkLoad(b *testing.B) {
 				format, codec = loader.FormatParquet, c
 			}
 			b.Run(kind.name+"/"+format+"-"+codec, func(b *testing.B) {
-				kind.url(b) // start HDFS outside the timing
+				kind.url(b) // start HDFS or S3 outside the timing
 				var opts warehouse.Options
 				if kind.opts != nil {
 					opts = kind.opts(b)

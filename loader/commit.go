@@ -39,6 +39,9 @@ func (r *run) commit(m *Manifest) error {
 		m.Seq = commits[len(commits)-1].seq + 1
 	}
 	m.Committed = r.cfg.Now()
+	if warehouse.WholeObjectWrites(r.w) {
+		return r.commitObject(m)
+	}
 	if err := writeJSON(r.batch, path.Join(runDir(r.id), manifestName), m); err != nil {
 		return fmt.Errorf("writing the manifest: %w", err)
 	}
@@ -59,9 +62,39 @@ func (r *run) commit(m *Manifest) error {
 	if err := r.w.Rename(path.Join(runDir(r.id), manifestName), commitName(m.Seq, r.id)); err != nil {
 		return fmt.Errorf("committing run %s in %s: %w", r.id, r.w, err)
 	}
+	r.committed()
+	return nil
+}
+
+// commitObject is commit in an object store, which has no rename but
+// writes an object whole or not at all: the commit point is one
+// conditional PUT (If-None-Match: *) of the manifest into commits/. The
+// run's files are already whole objects in its directory. A PUT refused
+// because the name exists was this run's own (CreateExclusive tells a
+// repeated request apart by the content), so the run is committed once.
+func (r *run) commitObject(m *Manifest) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := r.hook(FaultBeforeCommit); err != nil {
+		return err
+	}
+	for _, l := range r.locks {
+		if err := l.Check(); err != nil {
+			return fmt.Errorf("not committing: %w", err)
+		}
+	}
+	if err := r.w.CreateExclusive(commitName(m.Seq, r.id), data); err != nil {
+		return fmt.Errorf("committing run %s in %s: %w", r.id, r.w, err)
+	}
+	r.committed()
+	return nil
+}
+
+func (r *run) committed() {
 	r.sum.Committed = true
 	r.log.Info("run committed", "records", r.sum.Records, "files", r.sum.Files, "errors", r.sum.Errors, "lost_ranges", len(r.sum.Lost))
-	return nil
 }
 
 // afterCommit moves the committed run's files into place, publishes its
@@ -101,15 +134,15 @@ func (r *run) afterCommit(ctx context.Context, mv *mover, m *Manifest) error {
 // may also clean up a dead run over more topics than this run holds: it
 // takes their locks too, without waiting, and lets them go when done.
 func (r *run) newMover() *mover {
-	return &mover{w: r.batch, log: r.log, grace: r.cfg.SuccessGrace, fault: r.hook, tryLock: func(more []string) (func(), bool) {
+	return &mover{w: r.batch, log: r.log, grace: r.cfg.SuccessGrace, fault: r.hook, tryLock: func(names []string) (func(), bool) {
 		var extra []*warehouse.Lock
 		release := func() {
 			for _, l := range extra {
 				l.Release()
 			}
 		}
-		for _, t := range more {
-			l, err := warehouse.AcquireLock(r.w, topicLockName(t), r.cfg.Holder+" run "+r.id+" (recovery)", r.cfg.LockTTL)
+		for _, name := range names {
+			l, err := warehouse.AcquireLock(r.w, name, r.cfg.Holder+" run "+r.id+" (recovery)", r.cfg.LockTTL)
 			if err != nil {
 				release()
 				return nil, false
@@ -128,10 +161,11 @@ type mover struct {
 	log   *slog.Logger
 	grace time.Duration // Config.SuccessGrace, for what _SUCCESS says
 	fault func(FaultPoint) error
-	// tryLock takes the locks of topics this run does not hold, without
-	// waiting, so that a dead run over more topics than this one can be
-	// cleaned up too; ok is false if any is held by a live run.
-	tryLock func(topics []string) (release func(), ok bool)
+	// tryLock takes locks this run does not hold (of topics, or a
+	// partition-sharing run's partition leases), without waiting, so that
+	// a dead run over more topics than this one can be cleaned up too; ok
+	// is false if any is held by a live run.
+	tryLock func(names []string) (release func(), ok bool)
 }
 
 // owns reports whether the mover may act on a run over topics: they are
@@ -141,7 +175,7 @@ func (mv *mover) owns(topics []string, held map[string]bool) (release func(), ok
 	var missing []string
 	for _, t := range topics {
 		if !held[t] {
-			missing = append(missing, t)
+			missing = append(missing, topicLockName(t))
 		}
 	}
 	if len(missing) == 0 {
@@ -294,6 +328,17 @@ func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []strin
 			if release, ok = mv.owns(info.Topics, held); !ok {
 				continue // a live run's
 			}
+			if len(info.Locks) > 0 {
+				// A partition-sharing run holds no topic lock while it
+				// fetches: its partition leases say whether it lives.
+				leases, ok := mv.tryLock(info.Locks)
+				if !ok {
+					release()
+					continue
+				}
+				topicsRelease := release
+				release = func() { leases(); topicsRelease() }
+			}
 		case errors.Is(err, fs.ErrNotExist) || isSyntaxError(err):
 			// Killed before its run.json was complete: it cannot have
 			// written anything else. Leave a fresh one to its owner.
@@ -304,7 +349,7 @@ func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []strin
 			return nil, nil, err
 		}
 		mv.log.Warn("deleting the files of an uncommitted run", "run", name)
-		err = mv.w.RemoveAll(runDir(name))
+		err = removeRunDir(mv.w, name)
 		release()
 		if err != nil {
 			return nil, nil, fmt.Errorf("deleting uncommitted run %s: %w", name, err)
@@ -314,6 +359,30 @@ func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []strin
 	sort.Strings(recovered)
 	sort.Strings(discarded)
 	return recovered, discarded, nil
+}
+
+// removeRunDir deletes an uncommitted run's directory with its run.json
+// last: a deletion cut short (its process killed) then leaves a directory
+// recovery still knows as that run's, rather than files without a
+// run.json, which recovery leaves alone for an hour as those of a run
+// still starting.
+func removeRunDir(w warehouse.FS, run string) error {
+	dir := runDir(run)
+	entries, err := w.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != runInfoName {
+			if err := w.RemoveAll(path.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return w.RemoveAll(dir)
 }
 
 func isSyntaxError(err error) bool {

@@ -138,6 +138,22 @@ type Config struct {
 	// LockTTL is the lease of the topic locks; a dead run's topics can be
 	// loaded again after it. Default DefaultLockTTL.
 	LockTTL time.Duration
+	// Share makes loaders given the same topics share them: a topic whose
+	// lock another run holds is skipped (listed in Summary.Skipped)
+	// instead of failing the run, and a run that finds every topic held
+	// commits nothing and returns no error. Default: a held topic fails
+	// the run with a *warehouse.LockedError.
+	Share bool
+	// MaxTopics, with Share, is the most topics one run takes, picked at
+	// random among the free ones, so that several loaders running at
+	// once spread the topics between them (0: every free topic).
+	MaxTopics int
+	// MaxPartitions, with Share, makes the partition the unit of sharing,
+	// so that several loaders divide one big topic too: a run takes a
+	// lease on at most this many free partitions that have records to
+	// load, fetches them, and takes its topics' locks only to commit,
+	// merging its partitions into the topics' newest state (share.go).
+	MaxPartitions int
 	// Holder describes the caller in lock files, e.g. "tributary load".
 	Holder string
 	// BrokerTimeout bounds each metadata and offset request, so that
@@ -180,6 +196,15 @@ func (c *Config) withDefaults() (Config, error) {
 		if _, err := regexp.Compile("^(?:" + cfg.TopicRegex + ")$"); err != nil {
 			return cfg, fmt.Errorf("topic regex %q: %w", cfg.TopicRegex, err)
 		}
+	}
+	if cfg.MaxTopics < 0 || (cfg.MaxTopics > 0 && !cfg.Share) {
+		return cfg, fmt.Errorf("max topics %d: takes a positive number, and sharing (Share, --share)", cfg.MaxTopics)
+	}
+	if cfg.MaxPartitions < 0 || (cfg.MaxPartitions > 0 && (!cfg.Share || cfg.MaxTopics > 0)) {
+		return cfg, fmt.Errorf("max partitions %d: takes a positive number, and sharing (Share, --share) without max topics", cfg.MaxPartitions)
+	}
+	if cfg.MaxPartitions > 0 && cfg.Audit != nil {
+		return cfg, errors.New("sharing partitions (max partitions) does not count for the audit yet: share by topic (max topics) with the audit")
 	}
 	if cfg.FS == nil && cfg.Warehouse == "" {
 		return cfg, errors.New("no warehouse given")

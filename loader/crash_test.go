@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestCrashAtEachPoint(t *testing.T) {
 	events := loadertest.PageViews(0, n, 4, from, 3*time.Hour)
 	env.Produce(t, "crashes", loadertest.Schema(t, "pageview"), events)
 
-	for _, kind := range []string{"local", "hdfs"} {
+	for _, kind := range []string{"local", "hdfs", "s3"} {
 		for _, point := range loader.FaultPoints {
 			t.Run(kind+"/"+string(point), func(t *testing.T) {
 				url := warehouses(t)[kind](t)
@@ -131,4 +132,70 @@ func TestRecoveryAcrossTopicSets(t *testing.T) {
 	c := loadertest.Read(t, openWarehouse(t, url))
 	loadertest.CheckExactlyOnce(t, c, "x", evs["x"])
 	loadertest.CheckExactlyOnce(t, c, "y", evs["y"])
+}
+
+// cutRemoval is a warehouse whose first removal inside one run's
+// directory is cut short, as by a kill: it removes only that run's
+// run.json when asked to remove the whole directory (an os.RemoveAll
+// may take it first), and fails.
+type cutRemoval struct {
+	warehouse.FS
+	dir string
+	cut bool
+}
+
+func (c *cutRemoval) RemoveAll(name string) error {
+	if c.cut || (name != c.dir && !strings.HasPrefix(name, c.dir+"/")) {
+		return c.FS.RemoveAll(name)
+	}
+	c.cut = true
+	if name == c.dir {
+		c.FS.Remove(c.dir + "/run.json")
+	}
+	return errors.New("killed while deleting")
+}
+
+// A run killed while it deleted a dead run's files leaves that directory
+// in a state the next run still recognises and deletes: before, the
+// deletion could take run.json first, and the files left without it were
+// left alone for an hour as those of a run still starting.
+func TestDiscardCutShortIsFinished(t *testing.T) {
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "cutshort", 2)
+	events := loadertest.PageViews(0, 400, 2, time.Now().UTC().Truncate(time.Hour).Add(-3*time.Hour), time.Hour)
+	env.Produce(t, "cutshort", loadertest.Schema(t, "pageview"), events)
+	url := "file://" + t.TempDir()
+	cfg := config(env, url, "cutshort")
+	cfg.LockTTL, cfg.FileMaxRecords = time.Second, 50
+	dead := cfg
+	dead.Fault = crashAt(loader.FaultMidWrite)
+	sum, _ := loader.Run(context.Background(), dead)
+	w := openWarehouse(t, url)
+	cutting := cfg
+	cutting.FS = &cutRemoval{FS: w, dir: "_tributary/runs/" + sum.Run}
+	// Once the dead run's lease has run out, a run takes its topic and
+	// starts deleting its files.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		_, err := loader.Run(context.Background(), cutting)
+		var locked *warehouse.LockedError
+		if errors.As(err, &locked) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if err == nil || !cutting.FS.(*cutRemoval).cut {
+			t.Fatalf("the run whose deletion was cut short: %v", err)
+		}
+		break
+	}
+	next := runAfterExpiry(t, cfg)
+	if !slices.Contains(next.Discarded, sum.Run) {
+		t.Errorf("the next run discarded %v, want the dead run %s", next.Discarded, sum.Run)
+	}
+	c := loadertest.Read(t, w)
+	loadertest.CheckExactlyOnce(t, c, "cutshort", events)
+	for _, s := range c.State {
+		if !isCommit(s) {
+			t.Errorf("left behind: %s", s)
+		}
+	}
 }

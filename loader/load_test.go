@@ -54,6 +54,7 @@ func warehouses(t *testing.T) map[string]func(t *testing.T) string {
 	return map[string]func(t *testing.T) string{
 		"local": func(t *testing.T) string { return "file://" + t.TempDir() },
 		"hdfs":  func(t *testing.T) string { return testenv.HDFSWarehouse(t) },
+		"s3":    func(t *testing.T) string { return testenv.S3Warehouse(t) },
 	}
 }
 

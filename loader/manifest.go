@@ -86,6 +86,9 @@ type runInfo struct {
 	Run     string    `json:"run"`
 	Topics  []string  `json:"topics"`
 	Started time.Time `json:"started"`
+	// Locks are the partition leases of a partition-sharing run
+	// (Config.MaxPartitions), which holds no topic lock until its commit.
+	Locks []string `json:"locks,omitempty"`
 }
 
 // maxStateFile bounds what is read of a manifest or run.json, so that a

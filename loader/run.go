@@ -39,6 +39,10 @@ type run struct {
 
 	locks []*warehouse.Lock
 	held  map[string]bool // the topics of locks
+	// leases are a partition-sharing run's partition locks (share.go);
+	// cancel ends the run when any lock is lost.
+	leases []string
+	cancel context.CancelCauseFunc
 
 	errCount atomic.Int64
 	crashed  atomic.Bool
@@ -85,6 +89,12 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 	if err != nil {
 		return sum, err
 	}
+	if !r.sharePartitions() {
+		if topics = r.heldTopics(topics); len(topics) == 0 {
+			r.log.Info("every topic is being loaded by another run; nothing to do", "skipped", len(sum.Skipped))
+			return sum, nil
+		}
+	}
 
 	mv := r.newMover()
 	if sum.Recovered, sum.Discarded, err = mv.recoverRuns(r.held); err != nil {
@@ -108,15 +118,25 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 	if err != nil {
 		return sum, err
 	}
+	if r.sharePartitions() {
+		if plans, lost, err = r.leasePartitions(ctx, plans, lost); err != nil {
+			return sum, err
+		}
+		if len(plans) == 0 {
+			r.log.Info("no free partition with records to load; nothing to do", "skipped", len(sum.Skipped))
+			return sum, nil
+		}
+		topics = planTopics(plans)
+	}
 	sum.Lost = lost
 
-	if err := writeJSON(r.batch, path.Join(runDir(r.id), runInfoName), runInfo{Run: r.id, Topics: topics, Started: r.started}); err != nil {
+	if err := writeJSON(r.batch, path.Join(runDir(r.id), runInfoName), runInfo{Run: r.id, Topics: topics, Started: r.started, Locks: r.leases}); err != nil {
 		return sum, fmt.Errorf("starting run directory in %s: %w", r.w, err)
 	}
 	defer func() {
 		if !sum.Committed && !r.crashed.Load() {
 			// Best effort: recovery deletes it otherwise.
-			r.w.RemoveAll(runDir(r.id))
+			removeRunDir(r.w, r.id)
 		}
 	}()
 	if err := r.fetch(ctx, plans); err != nil {
@@ -124,6 +144,11 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 			err = fmt.Errorf("%w (%v)", err, cause)
 		}
 		return sum, err
+	}
+	if r.sharePartitions() {
+		if state, err = r.lockForCommit(ctx, topics, plans); err != nil {
+			return sum, err
+		}
 	}
 	m := r.manifest(plans, state, listedAt)
 	if err := r.checkHours(m); err != nil {
@@ -190,13 +215,15 @@ func (r *run) connect() (disconnect func(), err error) {
 	return disconnect, nil
 }
 
-// lockTopics takes the lock of every topic, so that one run at a time
-// loads a topic, across processes and machines. The context it returns is
+// lockTopics takes the lock of every topic (with Config.Share, of those
+// free, at most Config.MaxTopics), so that one run at a time loads a topic,
+// across processes and machines. The context it returns is
 // cancelled when a lock is lost. unlock must be called even when err is
 // not nil; a run that crashed abandons its locks instead of releasing
 // them, as a dead process would.
 func (r *run) lockTopics(ctx context.Context, topics []string) (_ context.Context, unlock func(), err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
+	r.cancel = cancel
 	unlock = func() {
 		cancel(nil)
 		for _, l := range r.locks {
@@ -208,8 +235,17 @@ func (r *run) lockTopics(ctx context.Context, topics []string) (_ context.Contex
 		}
 	}
 	r.held = make(map[string]bool, len(topics))
-	for _, t := range topics {
+	if r.sharePartitions() {
+		return ctx, unlock, nil // leases now, topic locks at the commit
+	}
+	for _, t := range r.lockOrder(topics) {
+		if r.cfg.MaxTopics > 0 && len(r.locks) >= r.cfg.MaxTopics {
+			break
+		}
 		l, err := warehouse.AcquireLock(r.w, topicLockName(t), r.cfg.Holder+" run "+r.id, r.cfg.LockTTL)
+		if r.skipLocked(t, err) {
+			continue
+		}
 		if err != nil {
 			return ctx, unlock, fmt.Errorf("topic %s: %w", t, err)
 		}
@@ -217,15 +253,20 @@ func (r *run) lockTopics(ctx context.Context, topics []string) (_ context.Contex
 		r.held[t] = true
 	}
 	for _, l := range r.locks {
-		go func() {
-			select {
-			case <-l.Lost():
-				cancel(fmt.Errorf("lost the lock on %s: %w", l.Name(), l.Err()))
-			case <-ctx.Done():
-			}
-		}()
+		r.watch(ctx, l)
 	}
 	return ctx, unlock, nil
+}
+
+// watch ends the run when l is lost.
+func (r *run) watch(ctx context.Context, l *warehouse.Lock) {
+	go func() {
+		select {
+		case <-l.Lost():
+			r.cancel(fmt.Errorf("lost the lock on %s: %w", l.Name(), l.Err()))
+		case <-ctx.Done():
+		}
+	}()
 }
 
 // NewRunID names a run by its start time, so runs sort by it, and a random

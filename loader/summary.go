@@ -32,6 +32,9 @@ type Summary struct {
 	// Discarded are earlier uncommitted runs whose files it deleted.
 	Recovered []string `json:"recovered,omitempty"`
 	Discarded []string `json:"discarded,omitempty"`
+	// Skipped are topics another run was loading (Config.Share), with
+	// who held each.
+	Skipped []SkippedTopic `json:"skipped,omitempty"`
 	// AuditError says why the warehouse tier's counts of a committed run
 	// were not published (Config.Audit); the run itself succeeded.
 	AuditError string `json:"audit_error,omitempty"`
@@ -112,7 +115,10 @@ type PartitionProgress struct {
 func (s *Summary) WriteText(w io.Writer) {
 	d := s.Finished.Sub(s.Started)
 	state := "committed"
-	if !s.Committed {
+	switch {
+	case !s.Committed && len(s.Partitions) == 0 && len(s.Skipped) > 0:
+		state = "had nothing to load (every topic held by another run)"
+	case !s.Committed:
 		state = "NOT committed"
 	}
 	fmt.Fprintf(w, "run %s %s to %s in %s\n", s.Run, state, s.Warehouse, d.Round(time.Millisecond))
@@ -125,6 +131,9 @@ func (s *Summary) WriteText(w io.Writer) {
 		float64(s.Records+s.Errors)/secs, float64(s.InputBytes)/secs/1e6)
 	if s.Stopped != "" {
 		fmt.Fprintf(w, "  stopped early by %s: the next run continues\n", s.Stopped)
+	}
+	for _, sk := range s.Skipped {
+		fmt.Fprintf(w, "  skipped %s: %s\n", sk.Topic, sk.Holder)
 	}
 	if s.AuditError != "" {
 		fmt.Fprintf(w, "  AUDIT counts not published: %s (they are in the run's manifest: the next run with --audit publishes them)\n", s.AuditError)

@@ -6,7 +6,8 @@
 # Maven and a JDK fetch, compile and run the HDFS mini cluster and its KDC
 # (scripts/hdfs; Hadoop's jars are cached in ~/.m2, fetched here) and Apache Kafka's
 # command-line tools, Connect and Streams (scripts/kafka, fetched here so
-# tests do not wait on Maven Central).
+# tests do not wait on Maven Central); S3Proxy, an S3-compatible server
+# (scripts/s3).
 # Safe to run repeatedly; does nothing when everything is present.
 set -euo pipefail
 
@@ -51,6 +52,12 @@ for jar in kafka-tools:tools connect-runtime:connect kafka-streams:streams; do
     mvn -q -B -f "$here/kafka/${jar#*:}-pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||
     echo "warning: could not fetch ${jar%%:*} from Maven Central now; the tests will try again" >&2
 done
+
+# S3Proxy, the S3-compatible server the S3 warehouse's tests start
+# (internal/testenv/s3.go), resolved once into ~/.m2 like the jars above.
+[ -f "$HOME/.m2/repository/org/gaul/s3proxy/4.1.0/s3proxy-4.1.0.jar" ] ||
+  mvn -q -B -f "$here/s3/pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||
+  echo "warning: could not fetch S3Proxy from Maven Central now; the tests will try again" >&2
 
 # The Apache Kafka broker, a source of the mirror's tests (mirror/kafka_test.go)
 # and the bench's peer.

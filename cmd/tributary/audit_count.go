@@ -25,7 +25,7 @@ func runAuditCount(ctx context.Context, args []string) error {
 	// registries (each datacenter keeps its own).
 	auditRegistry := fs.String("audit-registry", "", "schema registry `URL` for the monitoring events (default: --registry)")
 	dryRun := fs.Bool("dry-run", false, "print the counts without publishing them")
-	wh := fs.String("warehouse", "", "count this warehouse (`URL` file:///path, hdfs://namenode:port/path or hdfs://nameservice/path, the loader's layout) instead of --brokers")
+	wh := fs.String("warehouse", "", "count this warehouse (`URL` file:///path, hdfs://namenode:port/path, hdfs://nameservice/path or s3://bucket/prefix, the loader's layout) instead of --brokers")
 	var hf hdfsFlags // an HDFS warehouse's cluster, as for load
 	hf.register(fs)
 	headerField := fs.String("header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood")

@@ -44,6 +44,8 @@ type loadFlags struct {
 	grace                                time.Duration
 	onDataLoss, startAt                  string
 	lockTTL                              time.Duration
+	share                                bool
+	maxTopics, maxPartitions             int
 	audit                                bool
 	completeBy                           string
 	completeThreshold                    float64
@@ -60,7 +62,7 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.StringVar(&f.brokers, "brokers", "127.0.0.1:9092", "comma-separated broker addresses")
 	fs.StringVar(&f.registry, "registry", "http://127.0.0.1:8081", "schema registry URL")
 	fs.StringVar(&f.topics, "topics", "", "topics to load: a regular expression matching whole names, e.g. 'pageviews|clicks' (required)")
-	fs.StringVar(&f.warehouse, "warehouse", "file:///var/warehouse", "warehouse URL: file:///path, hdfs://namenode:port/path, hdfs://nameservice/path or hdfs:///path (fs.defaultFS)")
+	fs.StringVar(&f.warehouse, "warehouse", "file:///var/warehouse", "warehouse URL: file:///path, hdfs://namenode:port/path, hdfs://nameservice/path, hdfs:///path (fs.defaultFS) or s3://bucket/prefix")
 	fs.Int64Var(&f.maxRecords, "max-records", 0, "stop after this many records and commit them (0: up to the high watermark)")
 	fs.DurationVar(&f.maxDuration, "max-duration", 0, "stop fetching after this long and commit what was fetched (0: no limit)")
 	fs.Int64Var(&f.maxErrors, "max-errors", loader.DefaultMaxErrors, "fail the run when more records than this cannot be decoded (-1: no limit)")
@@ -73,6 +75,9 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.StringVar(&f.onDataLoss, "on-data-loss", loader.Earliest, "when retention deleted records before they were loaded: earliest (continue at the log start), latest or fail; the lost range is reported either way")
 	fs.StringVar(&f.startAt, "start-at", loader.Earliest, "where a partition loaded for the first time starts: earliest or latest")
 	fs.DurationVar(&f.lockTTL, "lock-ttl", loader.DefaultLockTTL, "lease of the per-topic locks: how soon a killed run's topics can be loaded again")
+	fs.BoolVar(&f.share, "share", false, "share the topics with other loaders given the same ones: skip a topic another run holds (instead of failing) and load those free; a run that finds every topic held exits 0 having loaded nothing")
+	fs.IntVar(&f.maxTopics, "max-topics", 0, "with --share: load at most this many of the free topics, picked at random, so that loaders started together divide the topics (0: all free ones)")
+	fs.IntVar(&f.maxPartitions, "max-partitions", 0, "with --share: share by partition, so that loaders divide one big topic too: load at most this many free partitions, picked at random, taking the topic's lock only to commit (not with --max-topics or --audit)")
 	fs.BoolVar(&f.audit, "audit", false, "count what the run loads as the audit's \"warehouse\" tier (per topic, window of header time and server), commit the counts with the run and publish them to the _audit topic; counts of earlier runs cut short before publishing are published too")
 	fs.StringVar(&f.completeBy, "complete-by", "", "what an hour's _SUCCESS certifies: audit (the default with --audit: the audit's warehouse tier holds every event the producers counted in the hour) or progress (the default without: every partition loaded --success-grace past the hour)")
 	fs.Float64Var(&f.completeThreshold, "complete-threshold", 100, "with --complete-by audit: the percentage of the producers' counted events an hour must hold for _SUCCESS")
@@ -179,10 +184,13 @@ func (f *loadFlags) config() (loader.Config, error) {
 		CompleteThreshold: f.completeThreshold,
 		CompleteMaxWait:   f.completeMaxWait,
 
-		OnDataLoss: f.onDataLoss,
-		StartAt:    f.startAt,
-		LockTTL:    f.lockTTL,
-		Holder:     "tributary load",
+		OnDataLoss:    f.onDataLoss,
+		StartAt:       f.startAt,
+		LockTTL:       f.lockTTL,
+		Share:         f.share,
+		MaxTopics:     f.maxTopics,
+		MaxPartitions: f.maxPartitions,
+		Holder:        "tributary load",
 
 		Security:         f.sec.kafka,
 		RegistrySecurity: f.sec.registry,

@@ -16,7 +16,7 @@ import (
 type javaLauncher struct {
 	dir         string   // under scripts/
 	pom         string   // file name in dir
-	main        string   // class name; the source is dir/<main>.java
+	main        string   // class name; the source is dir/<main>.java; "" for none
 	cacheName   string   // prefix of the cache directory
 	mvnArgs     []string // extra arguments to mvn dependency:build-classpath
 	what        string   // what Maven resolves, for errors
@@ -35,9 +35,11 @@ func (j javaLauncher) classpath() (cp, classes string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	launcher, err := os.ReadFile(mainPath)
-	if err != nil {
-		return "", "", err
+	var launcher []byte // none when the service has a main class of its own
+	if j.main != "" {
+		if launcher, err = os.ReadFile(mainPath); err != nil {
+			return "", "", err
+		}
 	}
 	sum := sha256.Sum256(append(append([]byte{}, pom...), launcher...))
 	cacheRoot, err := os.UserCacheDir()
@@ -57,7 +59,7 @@ func (j javaLauncher) classpath() (cp, classes string, err error) {
 	cpFile := filepath.Join(cache, "classpath.txt")
 	classes = filepath.Join(cache, "classes")
 	if b, err := os.ReadFile(cpFile); err == nil && jarsPresent(string(b)) {
-		if _, err := os.Stat(filepath.Join(classes, j.main+".class")); err == nil {
+		if _, err := os.Stat(filepath.Join(classes, j.main+".class")); err == nil || j.main == "" {
 			return strings.TrimSpace(string(b)), classes, nil
 		}
 	}
@@ -77,6 +79,9 @@ func (j javaLauncher) classpath() (cp, classes string, err error) {
 	}
 	cp = strings.TrimSpace(string(b))
 	os.RemoveAll(classes)
+	if j.main == "" {
+		return cp, classes, os.Rename(tmp, cpFile)
+	}
 	if out, err := exec.Command("javac", "-nowarn", "-cp", cp, "-d", classes, mainPath).CombinedOutput(); err != nil {
 		return "", "", fmt.Errorf("compiling scripts/%s/%s.java: %v\n%s", j.dir, j.main, err, out)
 	}

@@ -291,9 +291,15 @@ func (l *Lock) renewOnce() error {
 	return nil
 }
 
-// write replaces this generation's file atomically.
+// write replaces this generation's file atomically: in an object store
+// by one PUT (whole or not at all), elsewhere through a temporary file
+// and a rename. Only the holder writes its generation, and a takeover
+// creates the next one, so the write needs no condition.
 func (l *Lock) write(info LockInfo) error {
 	data, _ := json.Marshal(info)
+	if WholeObjectWrites(l.fsys) {
+		return WriteFile(l.fsys, l.file(l.gen), data)
+	}
 	tmp := l.file(l.gen) + "." + randomToken() + ".tmp"
 	if err := WriteFile(l.fsys, tmp, data); err != nil {
 		return err

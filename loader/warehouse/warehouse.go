@@ -1,5 +1,6 @@
 // Package warehouse is the file system the loader writes to: a local
-// directory (file://) or HDFS (hdfs://), behind one small interface.
+// directory (file://), HDFS (hdfs://) or an S3 bucket (s3://), behind one
+// small interface.
 //
 // What a caller may rely on, for every implementation:
 //   - Paths are slash-separated and relative to the warehouse root; ".." is
@@ -8,7 +9,8 @@
 //     returned nil (fsync locally; acknowledged by the DataNode pipeline and
 //     closed at the NameNode on HDFS). Before that it may be partial.
 //   - Rename is atomic: a reader sees the old name or the new one, never a
-//     half-moved file. It replaces an existing file at the new name and
+//     half-moved file (on S3, which has no rename, the new name appears
+//     whole in one step, and the old one goes after it). It replaces an existing file at the new name and
 //     creates missing parent directories of the new name.
 //   - CreateExclusive fails with an error satisfying errors.Is(err,
 //     fs.ErrExist) when the name is taken, also when two callers race: this
@@ -66,6 +68,7 @@ const DialTimeout = 10 * time.Second
 // value reads the Hadoop configuration from the environment.
 type Options struct {
 	HDFS HDFSOptions
+	S3   S3Options
 }
 
 // HDFSOptions are an HDFS warehouse's cluster configuration and
@@ -98,6 +101,7 @@ type HDFSOptions struct {
 //	hdfs://namenode:8020/data                                  HDFS, one NameNode
 //	hdfs://prod-ns/data                                        HDFS, the NameNodes of a nameservice of the Hadoop configuration
 //	hdfs:///data                                               HDFS, the configuration's fs.defaultFS
+//	s3://bucket/prefix                                         an S3 bucket (or an S3-compatible store: Options.S3)
 //
 // It checks that the warehouse is reachable (and, for a local directory,
 // creates it), so that a wrong URL fails here with a clear message.
@@ -133,8 +137,10 @@ func open(rawURL string, o Options, create bool) (FS, error) {
 		return openLocal(u.Path, create)
 	case "hdfs":
 		return openHDFS(u, o.HDFS, create)
+	case "s3":
+		return openS3(u, o.S3)
 	default:
-		return nil, fmt.Errorf("warehouse URL %q: scheme %q is not supported (use file:// or hdfs://)", rawURL, u.Scheme)
+		return nil, fmt.Errorf("warehouse URL %q: scheme %q is not supported (use file://, hdfs:// or s3://)", rawURL, u.Scheme)
 	}
 }
 

@@ -10,7 +10,8 @@ import (
 	"github.com/tributary-io/tributary/loader/warehouse"
 )
 
-// eachFS runs a test against a local warehouse and one in a real HDFS.
+// eachFS runs a test against a local warehouse, one in a real HDFS and
+// one in a real S3-compatible store.
 func eachFS(t *testing.T, test func(t *testing.T, w warehouse.FS)) {
 	t.Run("local", func(t *testing.T) {
 		w, err := warehouse.Open("file://" + t.TempDir())
@@ -23,6 +24,17 @@ func eachFS(t *testing.T, test func(t *testing.T, w warehouse.FS)) {
 	t.Run("hdfs", func(t *testing.T) {
 		testenv.Needs(t, testenv.HDFS, testenv.JVM)
 		w, err := warehouse.Open(testenv.HDFSWarehouse(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		test(t, w)
+	})
+	t.Run("s3", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts an S3-compatible server; skipped with -short")
+		}
+		w, err := warehouse.Open(testenv.S3Warehouse(t))
 		if err != nil {
 			t.Fatal(err)
 		}

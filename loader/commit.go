@@ -56,6 +56,14 @@ func (r *run) commit(m *Manifest) error {
 			return fmt.Errorf("not committing: %w", err)
 		}
 	}
+	if len(m.Tables) > 0 {
+		// The first table's new version is the run's commit point
+		// (iceberg.go); the rename below follows it, as recovery would.
+		if err := commitTables(r.batch, m, m.Committed, r.hook); err != nil {
+			return err
+		}
+		r.sum.Committed = true
+	}
 	if err := r.w.Rename(path.Join(runDir(r.id), manifestName), commitName(m.Seq, r.id)); err != nil {
 		return fmt.Errorf("committing run %s in %s: %w", r.id, r.w, err)
 	}
@@ -303,7 +311,30 @@ func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []strin
 		default:
 			return nil, nil, err
 		}
+		tm, inTable, err := mv.tableRun(name)
+		if err != nil {
+			release()
+			return nil, nil, fmt.Errorf("run %s: %w", name, err)
+		}
+		if inTable {
+			err = mv.finishTables(tm)
+			if err == nil {
+				err = mv.finish(tm)
+			}
+			release()
+			if err != nil {
+				return nil, nil, err
+			}
+			recovered = append(recovered, name)
+			continue
+		}
 		mv.log.Warn("deleting the files of an uncommitted run", "run", name)
+		if tm != nil {
+			if err := mv.discardTables(tm); err != nil {
+				release()
+				return nil, nil, fmt.Errorf("deleting uncommitted run %s: %w", name, err)
+			}
+		}
 		err = mv.w.RemoveAll(runDir(name))
 		release()
 		if err != nil {

@@ -1,0 +1,135 @@
+package loader_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/loader/loadertest"
+)
+
+// icebergTable is what testdata/read_iceberg.py reads of a table with
+// pyiceberg.
+type icebergTable struct {
+	Summary   map[string]string    `json:"summary"`
+	Snapshots int                  `json:"snapshots"`
+	Columns   []string             `json:"columns"`
+	Refs      []string             `json:"refs"`
+	Hours     map[string]int       `json:"hours"`
+	GUIDs     []string             `json:"guids"`
+	Values    map[string][]*string `json:"values"`
+	HourScan  *struct {
+		Hour    string `json:"hour"`
+		Records int    `json:"records"`
+		Files   int    `json:"files"`
+	} `json:"hour_scan"`
+}
+
+func pyicebergRead(t *testing.T, tableDir string, columns ...string) icebergTable {
+	t.Helper()
+	if exec.Command("python3", "-c", "import pyiceberg.table").Run() != nil {
+		t.Fatal("pyiceberg is missing: run scripts/install-deps.sh (.ci/run does)")
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command("python3", append([]string{filepath.Join("testdata", "read_iceberg.py"), tableDir}, columns...)...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pyiceberg could not read %s: %v\n%s", tableDir, err, stderr.String())
+	}
+	var tab icebergTable
+	if err := json.Unmarshal(out, &tab); err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+// checkIcebergExactlyOnce reads a topic's table with pyiceberg: every
+// event once, none else, each hour's count as produced, and the current
+// snapshot's offsets the end of every partition.
+func checkIcebergExactlyOnce(t *testing.T, tableDir string, events []loadertest.Event, ends map[int32]int64) icebergTable {
+	t.Helper()
+	tab := pyicebergRead(t, tableDir)
+	want := map[string]int{}
+	wantHours := map[string]int{}
+	for _, e := range events {
+		want[loadertest.GUID(e.Value)]++
+		at := e.Value["header"].(map[string]any)["time"].(time.Time)
+		wantHours[at.UTC().Format("2006-01-02-15")]++
+	}
+	got := map[string]int{}
+	for _, g := range tab.GUIDs {
+		got[g]++
+	}
+	missing, extra := 0, 0
+	for g, n := range want {
+		if got[g] < n {
+			missing++
+		}
+	}
+	for g, n := range got {
+		if n > want[g] {
+			extra++
+		}
+	}
+	if missing > 0 || extra > 0 || len(tab.GUIDs) != len(events) {
+		t.Errorf("pyiceberg read %d records for %d events: %d missing, %d duplicated or unknown", len(tab.GUIDs), len(events), missing, extra)
+	}
+	for h, n := range wantHours {
+		if tab.Hours[h] != n {
+			t.Errorf("hour %s: pyiceberg counts %d records, %d were produced", h, tab.Hours[h], n)
+		}
+	}
+	var offsets map[string]int64
+	if err := json.Unmarshal([]byte(tab.Summary["tributary.offsets"]), &offsets); err != nil {
+		t.Fatalf("snapshot summary %v: tributary.offsets: %v", tab.Summary, err)
+	}
+	for p, end := range ends {
+		if offsets[strconv.Itoa(int(p))] != end {
+			t.Errorf("partition %d: the current snapshot's offset is %d, the log ends at %d", p, offsets[strconv.Itoa(int(p))], end)
+		}
+	}
+	if tab.HourScan == nil || tab.HourScan.Records != wantHours[tab.HourScan.Hour] {
+		t.Errorf("a scan of one hour by pyiceberg: %+v, want %d records", tab.HourScan, wantHours[tab.HourScan.Hour])
+	}
+	return tab
+}
+
+func logEnds(t *testing.T, env *loadertest.Env, topic string, partitions int32) map[int32]int64 {
+	ends := map[int32]int64{}
+	for p := range partitions {
+		_, ends[p] = env.Offsets(t, topic, p)
+	}
+	return ends
+}
+
+// A table load in two runs, read by pyiceberg: every event once, counted
+// in its hour; two snapshots, the second's offsets the logs' ends; an
+// hour scan prunes to that hour's files.
+func TestIcebergLoadReadByPyiceberg(t *testing.T) {
+	const n = 3000
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "ice", 3)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-5 * time.Hour)
+	events := loadertest.PageViews(0, n, 3, from, 3*time.Hour)
+	env.Produce(t, "ice", loadertest.Schema(t, "pageview"), events[:n/2])
+
+	dir := t.TempDir()
+	cfg := config(env, "file://"+dir, "ice")
+	cfg.Table, cfg.FileMaxRecords = "db", 400
+	run(t, cfg)
+	env.Produce(t, "ice", loadertest.Schema(t, "pageview"), events[n/2:])
+	sum := run(t, cfg)
+	if sum.Records != n-n/2 {
+		t.Errorf("second run loaded %d records, want %d", sum.Records, n-n/2)
+	}
+	tab := checkIcebergExactlyOnce(t, filepath.Join(dir, "db", "ice"), events, logEnds(t, env, "ice", 3))
+	if tab.Snapshots != 2 || tab.Summary["operation"] != "append" {
+		t.Errorf("%d snapshots, current %v; want 2 appends", tab.Snapshots, tab.Summary)
+	}
+	t.Logf("columns %v, refs %v, hour scan %+v", tab.Columns, tab.Refs, tab.HourScan)
+}

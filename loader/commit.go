@@ -59,10 +59,14 @@ func (r *run) commit(m *Manifest) error {
 	if len(m.Tables) > 0 {
 		// The first table's new version is the run's commit point
 		// (iceberg.go); the rename below follows it, as recovery would.
-		if err := commitTables(r.batch, m, m.Committed, r.hook); err != nil {
+		committed, err := commitTables(r.batch, m, m.Committed, r.hook)
+		r.sum.Committed = committed
+		if err != nil {
+			if committed {
+				return fmt.Errorf("run %s is committed, but %w; the next run finishes it", r.id, err)
+			}
 			return err
 		}
-		r.sum.Committed = true
 	}
 	if err := r.w.Rename(path.Join(runDir(r.id), manifestName), commitName(m.Seq, r.id)); err != nil {
 		return fmt.Errorf("committing run %s in %s: %w", r.id, r.w, err)

@@ -206,7 +206,7 @@ func (c *Config) withDefaults() (Config, error) {
 		cfg.FileMaxRecords = DefaultFileMaxRecords
 	}
 	if cfg.Table != "" {
-		if err := checkTableName(cfg.Table); err != nil {
+		if err := CheckTableName(cfg.Table); err != nil {
 			return cfg, err
 		}
 		if cfg.Format != "" && cfg.Format != FormatParquet {

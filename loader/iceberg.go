@@ -45,9 +45,9 @@ const FaultTableCommit FaultPoint = "table-commit"
 // FaultPoints.
 var TableFaultPoints = []FaultPoint{FaultTableCommit}
 
-// checkTableName refuses a table namespace that is not one directory name
+// CheckTableName refuses a table namespace that is not one directory name
 // of the warehouse's data.
-func checkTableName(name string) error {
+func CheckTableName(name string) error {
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) || strings.HasPrefix(name, "_") {
 		return fmt.Errorf("table namespace %q: want one directory name, not starting with _", name)
 	}
@@ -141,8 +141,10 @@ func (r *run) prepareTables(ctx context.Context, m *Manifest, plans []*partPlan)
 	return nil
 }
 
-// commitTables commits every table of m, in the order of their names.
-func commitTables(w *warehouse.Batch, m *Manifest, now time.Time, fault func(FaultPoint) error) error {
+// commitTables commits every table of m, in the order of their names. Once
+// the first is committed, so is the run: committed says so, also with an
+// error.
+func commitTables(w *warehouse.Batch, m *Manifest, now time.Time, fault func(FaultPoint) error) (committed bool, err error) {
 	topics := make([]string, 0, len(m.Tables))
 	for t := range m.Tables {
 		topics = append(topics, t)
@@ -151,14 +153,14 @@ func commitTables(w *warehouse.Batch, m *Manifest, now time.Time, fault func(Fau
 	for i, t := range topics {
 		if i > 0 && fault != nil {
 			if err := fault(FaultTableCommit); err != nil {
-				return err
+				return true, err
 			}
 		}
 		if err := commitIceTable(w, m, t, now, fault); err != nil {
-			return err
+			return i > 0, err
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // tableRun tells recovery what became of an uncommitted run that loaded
@@ -196,7 +198,7 @@ func (mv *mover) tableRun(run string) (*Manifest, bool, error) {
 // the other tables get theirs, and its manifest is committed.
 func (mv *mover) finishTables(m *Manifest) error {
 	mv.log.Warn("finishing the table commits of a run that was cut short", "run", m.Run, "tables", len(m.Tables))
-	if err := commitTables(mv.w, m, m.Committed, nil); err != nil {
+	if _, err := commitTables(mv.w, m, m.Committed, nil); err != nil {
 		return fmt.Errorf("run %s: %w", m.Run, err)
 	}
 	return mv.w.Rename(path.Join(runDir(m.Run), manifestName), commitName(m.Seq, m.Run))

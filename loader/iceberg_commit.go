@@ -173,6 +173,10 @@ func iceSummary(m *Manifest, topic string, prev *iceSnapshot, added, addedBytes 
 // file first, then renamed to vN.metadata.json if that name is free. The
 // rename is the table's commit point.
 func publishIceVersion(w *warehouse.Batch, dir string, n int, md *iceMetadata, run string, fault func(FaultPoint) error) error {
+	// Readers want lists, never null.
+	md.Snapshots = nonNil(md.Snapshots)
+	md.SnapshotLog = nonNil(md.SnapshotLog)
+	md.MetadataLog = nonNil(md.MetadataLog)
 	data, err := json.MarshalIndent(md, "", "  ")
 	if err != nil {
 		return err
@@ -209,4 +213,11 @@ func publishIceVersion(w *warehouse.Batch, dir string, n int, md *iceMetadata, r
 		w.Rename(hintTmp, path.Join(metaDir, iceHintName))
 	}
 	return nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

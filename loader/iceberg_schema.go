@@ -371,13 +371,36 @@ func iceNameMapping(fields []iceField) []nameMapping {
 	return out
 }
 
+// iceType is any Iceberg type as JSON has it, so that types built here and
+// types read back from a manifest or metadata are mapped alike.
+type iceType struct {
+	Type      string     `json:"type"`
+	Fields    []iceField `json:"fields"`
+	ElementID int        `json:"element-id"`
+	Element   any        `json:"element"`
+	KeyID     int        `json:"key-id"`
+	ValueID   int        `json:"value-id"`
+	Value     any        `json:"value"`
+}
+
 func iceNested(t any) []nameMapping {
-	switch x := t.(type) {
-	case iceStruct:
+	if _, primitive := t.(string); primitive {
+		return nil
+	}
+	data, err := json.Marshal(t)
+	if err != nil {
+		return nil
+	}
+	var x iceType
+	if json.Unmarshal(data, &x) != nil {
+		return nil
+	}
+	switch x.Type {
+	case "struct":
 		return iceNameMapping(x.Fields)
-	case iceList:
+	case "list":
 		return []nameMapping{{FieldID: x.ElementID, Names: []string{"element"}, Fields: iceNested(x.Element)}}
-	case iceMap:
+	case "map":
 		return []nameMapping{{FieldID: x.KeyID, Names: []string{"key"}}, {FieldID: x.ValueID, Names: []string{"value"}, Fields: iceNested(x.Value)}}
 	}
 	return nil

@@ -2,13 +2,19 @@ package loader_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/loadertest"
 )
 
@@ -21,6 +27,7 @@ type icebergTable struct {
 	Refs      []string             `json:"refs"`
 	Hours     map[string]int       `json:"hours"`
 	GUIDs     []string             `json:"guids"`
+	Files     []string             `json:"files"`
 	Values    map[string][]*string `json:"values"`
 	HourScan  *struct {
 		Hour    string `json:"hour"`
@@ -96,6 +103,7 @@ func checkIcebergExactlyOnce(t *testing.T, tableDir string, events []loadertest.
 	if tab.HourScan == nil || tab.HourScan.Records != wantHours[tab.HourScan.Hour] {
 		t.Errorf("a scan of one hour by pyiceberg: %+v, want %d records", tab.HourScan, wantHours[tab.HourScan.Hour])
 	}
+	checkNoOrphans(t, tableDir, tab.Files)
 	return tab
 }
 
@@ -132,4 +140,115 @@ func TestIcebergLoadReadByPyiceberg(t *testing.T) {
 		t.Errorf("%d snapshots, current %v; want 2 appends", tab.Snapshots, tab.Summary)
 	}
 	t.Logf("columns %v, refs %v, hour scan %+v", tab.Columns, tab.Refs, tab.HourScan)
+}
+
+// checkNoOrphans: every data file in the table's directory is one of the
+// table's, and no temporary metadata file is left.
+func checkNoOrphans(t *testing.T, tableDir string, files []string) {
+	t.Helper()
+	in := map[string]bool{}
+	for _, f := range files {
+		in[strings.TrimPrefix(f, "file://")] = true
+	}
+	filepath.WalkDir(tableDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		switch {
+		case strings.HasSuffix(p, ".parquet") && !in[p]:
+			t.Errorf("data file in no snapshot: %s", p)
+		case strings.HasPrefix(d.Name(), "."):
+			t.Errorf("left behind: %s", p)
+		}
+		return nil
+	})
+}
+
+// A table load killed at each of its named points after a first run
+// committed half, then run again: every event in the table exactly once,
+// the last snapshot's offsets the logs' ends, no data file outside a
+// snapshot. A run killed inside the table commit (its new version written
+// whole, not yet renamed into place) is discarded; one killed after it is
+// finished.
+func TestIcebergCrashAtEachPoint(t *testing.T) {
+	const n = 4000
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "icecrash", 4)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-4 * time.Hour)
+	events := loadertest.PageViews(0, n, 4, from, 3*time.Hour)
+	env.Produce(t, "icecrash", loadertest.Schema(t, "pageview"), events)
+	ends := logEnds(t, env, "icecrash", 4)
+
+	for _, point := range slices.Concat(loader.FaultPoints, loader.TableFaultPoints) {
+		t.Run(string(point), func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := config(env, "file://"+dir, "icecrash")
+			cfg.Table, cfg.FileMaxRecords = "db", 300
+			cfg.LockTTL = 2 * time.Second
+			first := cfg
+			first.MaxRecords = n / 2
+			run(t, first)
+
+			crashing := cfg
+			crashing.Fault = crashAt(point)
+			sum, err := loader.Run(context.Background(), crashing)
+			if err == nil {
+				t.Fatalf("the fault at %s did not stop the run", point)
+			}
+			committed := point == loader.FaultAfterCommit || point == loader.FaultMidMove
+			if sum.Committed != committed {
+				t.Fatalf("killed at %s: committed=%v, want %v (%v)", point, sum.Committed, committed, err)
+			}
+			next := runAfterExpiry(t, cfg)
+			if committed && (!slices.Contains(next.Recovered, sum.Run) || next.Records != 0) {
+				t.Errorf("next run: recovered %v, loaded %d; want the killed run %s finished and nothing new", next.Recovered, next.Records, sum.Run)
+			}
+			if !committed && (!slices.Contains(next.Discarded, sum.Run) || next.Records != n-n/2) {
+				t.Errorf("next run: discarded %v, loaded %d; want the killed run %s discarded and %d loaded", next.Discarded, next.Records, sum.Run, n-n/2)
+			}
+			checkIcebergExactlyOnce(t, filepath.Join(dir, "db", "icecrash"), events, ends)
+		})
+	}
+}
+
+// A run over two tables killed between their commits (the first table
+// holds its snapshot, the second not): the next run finishes the second
+// table's commit from the run's manifest instead of loading its range
+// again, and both tables hold every event once.
+func TestIcebergCrashBetweenTables(t *testing.T) {
+	const n = 2000
+	env := loadertest.Start(t)
+	events := map[string][]loadertest.Event{}
+	for _, topic := range []string{"icea", "iceb"} {
+		env.CreateTopic(t, topic, 2)
+		events[topic] = loadertest.PageViews(0, n, 2, time.Now().UTC().Truncate(time.Hour).Add(-3*time.Hour), 2*time.Hour)
+		env.Produce(t, topic, loadertest.Schema(t, "pageview"), events[topic])
+	}
+	dir := t.TempDir()
+	cfg := config(env, "file://"+dir, "icea", "iceb")
+	cfg.Table, cfg.FileMaxRecords, cfg.LockTTL = "db", 500, 2*time.Second
+	crashing := cfg
+	seen := 0
+	crashing.Fault = func(p loader.FaultPoint) error {
+		if p == loader.FaultTableCommit {
+			if seen++; seen == 2 { // the between-tables point: icea is committed
+				return errors.New("killed between the tables")
+			}
+		}
+		return nil
+	}
+	sum, err := loader.Run(context.Background(), crashing)
+	if err == nil || !sum.Committed {
+		t.Fatalf("killed between the tables: committed=%v, %v", sum.Committed, err)
+	}
+	next := runAfterExpiry(t, cfg)
+	if !slices.Contains(next.Recovered, sum.Run) || next.Records != 0 {
+		t.Errorf("next run: recovered %v, loaded %d; want the killed run %s finished and nothing new", next.Recovered, next.Records, sum.Run)
+	}
+	for _, topic := range []string{"icea", "iceb"} {
+		tab := checkIcebergExactlyOnce(t, filepath.Join(dir, "db", topic), events[topic], logEnds(t, env, topic, 2))
+		if tab.Summary["tributary.run"] != sum.Run {
+			t.Errorf("%s: the current snapshot is run %s's, want the killed run %s's", topic, tab.Summary["tributary.run"], sum.Run)
+		}
+	}
 }

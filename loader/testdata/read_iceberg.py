@@ -36,6 +36,7 @@ def main():
         "refs": sorted(tab.metadata.refs.keys()),
         "hours": hours,
         "guids": guids,
+        "files": sorted(t.file.file_path for t in tab.scan().plan_files()),
         "values": {c: [None if v is None else str(v) for v in rows.column(c).to_pylist()] for c in columns},
     }
     if hours:

@@ -208,7 +208,9 @@ func publishIceVersion(w *warehouse.Batch, dir string, n int, md *iceMetadata, r
 	}
 	// The hint only helps readers find the version sooner; they (and the
 	// loader) take the highest version file, so a stale hint is harmless.
-	hintTmp := path.Join(metaDir, "."+run+"-"+iceHintName)
+	// One temporary name for every run (they hold the topic's lock): one
+	// cut short leaves it for the next to replace.
+	hintTmp := path.Join(metaDir, "."+iceHintName+".tmp")
 	if err := warehouse.WriteFile(w, hintTmp, []byte(strconv.Itoa(n))); err == nil {
 		w.Rename(hintTmp, path.Join(metaDir, iceHintName))
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/loadertest"
 )
@@ -251,4 +253,48 @@ func TestIcebergCrashBetweenTables(t *testing.T) {
 			t.Errorf("%s: the current snapshot is run %s's, want the killed run %s's", topic, tab.Summary["tributary.run"], sum.Run)
 		}
 	}
+}
+
+// Twenty-four SIGKILLs of `tributary load --table` at random moments, each
+// run slowed down at one of the fault points in turn (so that kills land
+// inside the write, the table commit and the moves), then a last run:
+// every event exactly once in the table, and the last snapshot's offsets
+// the end of every partition.
+func TestIcebergKillLoop(t *testing.T) {
+	const n, kills = 6000, 24
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "iceloop", 3)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-4 * time.Hour)
+	events := loadertest.PageViews(0, n, 3, from, 3*time.Hour)
+	env.Produce(t, "iceloop", loadertest.Schema(t, "pageview"), events)
+
+	dir := t.TempDir()
+	url := "file://" + dir
+	rng := rand.New(rand.NewPCG(26, uint64(time.Now().UnixNano())))
+	points := slices.Concat(loader.FaultPoints, loader.TableFaultPoints)
+	exited := 0
+	for i := range kills {
+		point := points[i%len(points)]
+		t.Setenv("TRIBUTARY_LOAD_DELAY_AT", string(point)+":500ms")
+		p := testenv.StartProcess(t, "load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
+			"--topics", "iceloop", "--warehouse", url, "--table", "db", "--max-records", "400",
+			"--file-max-records", "100", "--lock-ttl", "500ms", "--quiet")
+		select {
+		case <-p.Done():
+			exited++ // locked out by the last one's lock, or done: no kill this time
+		case <-time.After(time.Duration(50+rng.IntN(650)) * time.Millisecond):
+		}
+		p.Kill()
+		time.Sleep(600 * time.Millisecond) // the killed run's lock expires
+	}
+	os.Unsetenv("TRIBUTARY_LOAD_DELAY_AT")
+	if exited > kills/2 {
+		t.Fatalf("%d of %d runs ended before their kill: the loop killed too few", exited, kills)
+	}
+	cfg := config(env, url, "iceloop")
+	cfg.Table = "db"
+	last := runAfterExpiry(t, cfg)
+	t.Logf("%d kills, %d runs ended first; the last run loaded %d, recovered %v, discarded %v", kills-exited, exited, last.Records, last.Recovered, last.Discarded)
+	tab := checkIcebergExactlyOnce(t, filepath.Join(dir, "db", "iceloop"), events, logEnds(t, env, "iceloop", 3))
+	t.Logf("%d snapshots", tab.Snapshots)
 }

@@ -5,7 +5,11 @@ time, the guid of every record, and whether pyiceberg's hour-partition
 filter (a scan of one hour) finds exactly that hour's records.
 
 Usage: read_iceberg.py TABLE_DIR [COLUMN...]; the named columns' values
-are printed per record too (top-level, as text)."""
+are printed per record too (top-level, as text).
+
+read_iceberg.py --files reads the Parquet files named on stdin (one a line)
+with pyarrow instead, for tables whose paths pyiceberg cannot open here
+(HDFS), and prints their guids and hours the same way."""
 import json
 import os
 import re
@@ -16,7 +20,21 @@ from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
 from pyiceberg.table import StaticTable
 
 
+def files():
+    import pyarrow.parquet as pq
+    guids, hours = [], {}
+    for name in sys.stdin.read().split():
+        t = pq.read_table(name)
+        guids += [h["guid"].hex() for h in t.column("header").to_pylist()]
+        for v in t.column("_event_time").to_pylist():
+            h = v.strftime("%Y-%m-%d-%H")
+            hours[h] = hours.get(h, 0) + 1
+    json.dump({"guids": guids, "hours": hours}, sys.stdout)
+
+
 def main():
+    if sys.argv[1] == "--files":
+        return files()
     table_dir = sys.argv[1]
     columns = sys.argv[2:]
     meta = os.path.join(table_dir, "metadata")

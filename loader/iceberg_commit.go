@@ -223,3 +223,33 @@ func nonNil[T any](s []T) []T {
 	}
 	return s
 }
+
+// tagIceHours marks hours complete in a table after its commit (by the
+// audit, which judges them once the run's counts are published): one new
+// version whose tags hour-YYYY-MM-DD-HH name the current snapshot, which
+// holds the hours' records. Hours already tagged keep their tags.
+func tagIceHours(w *warehouse.Batch, dir, run string, hours []time.Time, now time.Time) error {
+	md, err := readIceTable(w, dir)
+	if err != nil {
+		return err
+	}
+	cur := md.current()
+	if cur == nil {
+		return nil
+	}
+	next := md.clone()
+	added := 0
+	for _, h := range hours {
+		name := iceHourTagPrefix + h.UTC().Format("2006-01-02-15")
+		if _, ok := next.Refs[name]; !ok {
+			next.Refs[name] = iceRef{SnapshotID: cur.SnapshotID, Type: "tag"}
+			added++
+		}
+	}
+	if added == 0 {
+		return nil
+	}
+	next.LastUpdatedMs = now.UnixMilli()
+	next.MetadataLog = append(next.MetadataLog, iceLogEntry{TimestampMs: md.LastUpdatedMs, MetadataFile: iceRoot(w) + "/" + md.file})
+	return publishIceVersion(w, dir, md.version+1, next, run, nil)
+}

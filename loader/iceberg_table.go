@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"reflect"
 	"regexp"
@@ -254,19 +255,7 @@ func newIceMetadata(root, dir string, now time.Time) *iceMetadata {
 // schema when it differs from the current one, with the name mapping
 // extended and the partition spec set up on a new table.
 func (md *iceMetadata) evolve(tc *TableCommit) (*iceMetadata, error) {
-	next := *md
-	next.Schemas = slices.Clone(md.Schemas)
-	next.Snapshots = slices.Clone(md.Snapshots)
-	next.SnapshotLog = slices.Clone(md.SnapshotLog)
-	next.MetadataLog = slices.Clone(md.MetadataLog)
-	next.Properties = map[string]string{}
-	for k, v := range md.Properties {
-		next.Properties[k] = v
-	}
-	next.Refs = map[string]iceRef{}
-	for k, v := range md.Refs {
-		next.Refs[k] = v
-	}
+	next := md.clone()
 	cur := md.schema()
 	same := false
 	if cur != nil {
@@ -299,5 +288,23 @@ func (md *iceMetadata) evolve(tc *TableCommit) (*iceMetadata, error) {
 		next.PartitionSpecs = []json.RawMessage{json.RawMessage(spec)}
 		next.LastPartitionID = icePartitionField
 	}
-	return &next, nil
+	return next, nil
+}
+
+// clone copies md deeply enough to change its lists and maps.
+func (md *iceMetadata) clone() *iceMetadata {
+	next := *md
+	next.Schemas = slices.Clone(md.Schemas)
+	next.Snapshots = slices.Clone(md.Snapshots)
+	next.SnapshotLog = slices.Clone(md.SnapshotLog)
+	next.MetadataLog = slices.Clone(md.MetadataLog)
+	next.Properties = maps.Clone(md.Properties)
+	if next.Properties == nil {
+		next.Properties = map[string]string{}
+	}
+	next.Refs = maps.Clone(md.Refs)
+	if next.Refs == nil {
+		next.Refs = map[string]iceRef{}
+	}
+	return &next
 }

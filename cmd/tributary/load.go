@@ -201,10 +201,10 @@ func (f *loadFlags) config() (loader.Config, error) {
 // time a run reaches point, so a test can SIGKILL it exactly there;
 // TRIBUTARY_LOAD_DELAY_AT=<point>:<duration> makes every run wait there,
 // so that runs last long enough for overlap tests. Points:
-// loader.FaultPoints, loader.AuditFaultPoints, and loader.CompactFaultPoints
-// for tributary compact.
+// loader.FaultPoints, loader.TableFaultPoints, loader.AuditFaultPoints, and
+// loader.CompactFaultPoints for tributary compact.
 func faultFromEnv() func(loader.FaultPoint) error {
-	points := slices.Concat(loader.FaultPoints, loader.AuditFaultPoints, loader.CompactFaultPoints)
+	points := slices.Concat(loader.FaultPoints, loader.TableFaultPoints, loader.AuditFaultPoints, loader.CompactFaultPoints)
 	var hooks []func(loader.FaultPoint) error
 	if v := os.Getenv(pauseEnv); v != "" {
 		point := loader.FaultPoint(v)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,4 +163,66 @@ func TestIcebergSchemaEvolution(t *testing.T) {
 	if after := pyicebergRead(t, tableDir); after.Snapshots != 3 || len(after.GUIDs) != 300 {
 		t.Errorf("after the refused run: %d snapshots, %d records; want 3 and 300", after.Snapshots, len(after.GUIDs))
 	}
+}
+
+// Compacting a table of small files: each complete hour's files become
+// one, in a replace snapshot; pyiceberg reads every event once with the
+// hours' counts unchanged, and the offsets stay, so the next load goes on
+// from them. A compaction killed before its commit changes nothing, and
+// the next one deletes the merged files it left.
+func TestIcebergCompact(t *testing.T) {
+	const n = 3000
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "icecompact", 3)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-5 * time.Hour)
+	events := loadertest.PageViews(0, n, 3, from, 3*time.Hour)
+	env.Produce(t, "icecompact", loadertest.Schema(t, "pageview"), events[:2*n/3])
+	dir := t.TempDir()
+	tableDir := filepath.Join(dir, "db", "icecompact")
+	cfg := config(env, "file://"+dir, "icecompact")
+	cfg.Table, cfg.FileMaxRecords, cfg.LockTTL = "db", 100, 2*time.Second
+	for range 2 {
+		cfg.MaxRecords = n / 3
+		run(t, cfg)
+	}
+	before := pyicebergRead(t, tableDir)
+
+	cc := loader.CompactConfig{Warehouse: "file://" + dir, Topic: "icecompact", Table: "db", LockTTL: 2 * time.Second, Logger: quiet}
+	killed := cc
+	killed.Fault = crashAt(loader.CompactBeforeSwap)
+	if _, err := loader.Compact(context.Background(), killed); err == nil {
+		t.Fatal("the fault did not stop the compaction")
+	}
+	if after := pyicebergRead(t, tableDir); after.Snapshots != before.Snapshots || len(after.Files) != len(before.Files) {
+		t.Fatalf("a compaction killed before its commit changed the table: %d snapshots, %d files; before %d, %d", after.Snapshots, len(after.Files), before.Snapshots, len(before.Files))
+	}
+	time.Sleep(cc.LockTTL) // the killed compaction's lock expires
+	done, err := loader.Compact(context.Background(), cc)
+	if err != nil || len(done) != len(before.Hours) {
+		t.Fatalf("compacted %+v, %v; want the %d hours", done, err, len(before.Hours))
+	}
+	after := pyicebergRead(t, tableDir)
+	if after.Summary["operation"] != "replace" || len(after.Files) != len(before.Hours) {
+		t.Errorf("after compaction: %s snapshot, %d files for %d hours", after.Summary["operation"], len(after.Files), len(before.Hours))
+	}
+	if !reflect.DeepEqual(after.Hours, before.Hours) || len(after.GUIDs) != len(before.GUIDs) {
+		t.Errorf("hours %v (%d records) after compaction, %v (%d) before", after.Hours, len(after.GUIDs), before.Hours, len(before.GUIDs))
+	}
+	var orphans []string
+	filepath.WalkDir(tableDir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".compact-") && !slices.Contains(after.Files, "file://"+p) {
+			orphans = append(orphans, p)
+		}
+		return nil
+	})
+	if len(orphans) > 0 {
+		t.Errorf("merged files in no snapshot: %v", orphans)
+	}
+
+	cfg.MaxRecords = 0
+	env.Produce(t, "icecompact", loadertest.Schema(t, "pageview"), events[2*n/3:])
+	if sum := run(t, cfg); sum.Records != n-2*n/3 {
+		t.Errorf("the load after compaction loaded %d records, want %d", sum.Records, n-2*n/3)
+	}
+	checkIcebergExactlyOnce(t, tableDir, events, logEnds(t, env, "icecompact", 3))
 }

@@ -55,6 +55,8 @@ def main():
         "hours": hours,
         "guids": guids,
         "files": sorted(t.file.file_path for t in tab.scan().plan_files()),
+        "all_files": sorted({e.data_file.file_path for s in tab.metadata.snapshots for m in s.manifests(tab.io)
+                             for e in m.fetch_manifest_entry(tab.io, discard_deleted=False)}),
         "values": {c: [None if v is None else str(v) for v in rows.column(c).to_pylist()] for c in columns},
     }
     if hours:

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/hamba/avro/v2"
+	"github.com/hamba/avro/v2/ocf"
 	"github.com/linkedin/goavro/v2"
 
 	"github.com/tributary-io/tributary/loader/warehouse"
@@ -199,8 +201,14 @@ func writeIceManifestList(w warehouse.FS, name string, snapshot, parent, seq int
 // metadata file, so that a damaged one cannot exhaust memory.
 const maxIceMetaFile = 256 << 20
 
-// readIceAvro reads every record of a manifest list or manifest.
-func readIceAvro(w warehouse.FS, name string) ([]any, error) {
+// maxIceEntries bounds the records read from one manifest list or
+// manifest: a record of a hostile file's schema may take no bytes at all.
+// Iceberg's writers roll manifests at 8 MiB, some 100,000 entries.
+const maxIceEntries = 1 << 20
+
+// readIceAvro reads every record of a manifest list or manifest; each must
+// be a record holding key (manifest_path, data_file).
+func readIceAvro(w warehouse.FS, name, key string) ([]any, error) {
 	r, err := w.Open(name)
 	if err != nil {
 		return nil, err
@@ -213,6 +221,9 @@ func readIceAvro(w warehouse.FS, name string) ([]any, error) {
 	if len(data) > maxIceMetaFile {
 		return nil, fmt.Errorf("%s: %s is larger than %d bytes", w, name, maxIceMetaFile)
 	}
+	if err := checkIceAvro(data); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", w, name, err)
+	}
 	or, err := goavro.NewOCFReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", w, name, err)
@@ -223,7 +234,42 @@ func readIceAvro(w warehouse.FS, name string) ([]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", w, name, err)
 		}
+		if m, ok := v.(map[string]any); !ok || m[key] == nil {
+			return nil, fmt.Errorf("%s: %s: record %d has no %s: not an Iceberg manifest or manifest list", w, name, len(out), key)
+		}
+		if len(out) == maxIceEntries {
+			return nil, fmt.Errorf("%s: %s holds more than %d entries", w, name, maxIceEntries)
+		}
 		out = append(out, v)
 	}
 	return out, or.Err()
+}
+
+// iceAvroLimits bound what decoding a manifest or manifest list may
+// allocate. goavro allocates whatever a length or count in the file
+// claims (up to 2 GiB a byte string, 2^31 items an array), so a damaged
+// file could take the process's memory: hamba/avro, which takes limits,
+// reads the file first, and goavro only files hamba read within them. An
+// entry of a manifest holds at most a few maps of one item per column.
+var iceAvroLimits = avro.Config{MaxByteSliceSize: 16 << 20, MaxSliceAllocSize: 1 << 16}.Freeze()
+
+// checkIceAvro reads a whole container file within iceAvroLimits and
+// maxIceEntries records.
+func checkIceAvro(data []byte) error {
+	dec, err := ocf.NewDecoder(bytes.NewReader(data), ocf.WithDecoderConfig(iceAvroLimits))
+	if err != nil {
+		return err
+	}
+	defer dec.Close()
+	n := 0
+	for dec.HasNext() {
+		if n++; n > maxIceEntries {
+			return fmt.Errorf("more than %d entries", maxIceEntries)
+		}
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+	}
+	return dec.Error()
 }

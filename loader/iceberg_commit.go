@@ -79,7 +79,7 @@ func commitIceTable(w *warehouse.Batch, m *Manifest, topic string, now time.Time
 	var parent int64
 	if cur := md.current(); cur != nil {
 		parent = cur.SnapshotID
-		prev, err := readIceAvro(w, strings.TrimPrefix(cur.ManifestList, root+"/"))
+		prev, err := readIceAvro(w, strings.TrimPrefix(cur.ManifestList, root+"/"), "manifest_path")
 		if err != nil {
 			return fmt.Errorf("table %s: manifest list of snapshot %d: %w", tc.Dir, parent, err)
 		}

@@ -46,7 +46,7 @@ func iceLiveFiles(w warehouse.FS, md *iceMetadata) ([]iceLiveFile, error) {
 		return nil, nil
 	}
 	root := iceRoot(w) + "/"
-	list, err := readIceAvro(w, strings.TrimPrefix(cur.ManifestList, root))
+	list, err := readIceAvro(w, strings.TrimPrefix(cur.ManifestList, root), "manifest_path")
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func iceLiveFiles(w warehouse.FS, md *iceMetadata) ([]iceLiveFile, error) {
 		mpath, _ := mf["manifest_path"].(string)
 		mseq, _ := mf["sequence_number"].(int64)
 		msnap, _ := mf["added_snapshot_id"].(int64)
-		entries, err := readIceAvro(w, strings.TrimPrefix(mpath, root))
+		entries, err := readIceAvro(w, strings.TrimPrefix(mpath, root), "data_file")
 		if err != nil {
 			return nil, err
 		}
@@ -297,7 +297,7 @@ func removeCompactOrphans(w warehouse.FS, dir string, md *iceMetadata, root stri
 	named := map[string]bool{}
 	seen := map[string]bool{}
 	for _, s := range md.Snapshots {
-		list, err := readIceAvro(w, strings.TrimPrefix(s.ManifestList, root))
+		list, err := readIceAvro(w, strings.TrimPrefix(s.ManifestList, root), "manifest_path")
 		if err != nil {
 			return fmt.Errorf("compact: table %s: %w", dir, err)
 		}
@@ -308,7 +308,7 @@ func removeCompactOrphans(w warehouse.FS, dir string, md *iceMetadata, root stri
 				continue
 			}
 			seen[mpath] = true
-			entries, err := readIceAvro(w, strings.TrimPrefix(mpath, root))
+			entries, err := readIceAvro(w, strings.TrimPrefix(mpath, root), "data_file")
 			if err != nil {
 				return fmt.Errorf("compact: table %s: %w", dir, err)
 			}

@@ -152,10 +152,16 @@ func iceKind(t any) string {
 		k, _ := x["type"].(string)
 		return k
 	}
+	// A type built here: its JSON form says. Anything else (null, a
+	// number: a damaged schema) has no kind.
 	data, _ := json.Marshal(t)
 	var generic any
 	json.Unmarshal(data, &generic)
-	return iceKind(generic)
+	switch generic.(type) {
+	case string, map[string]any:
+		return iceKind(generic)
+	}
+	return ""
 }
 
 // promotes reports whether Iceberg reads a column of kind from as kind to.

@@ -99,9 +99,10 @@ func tableFiles(t *testing.T, w warehouse.FS, tableDir string) ([]string, int64,
 }
 
 // A table load into the HDFS mini cluster, killed inside its table commit
-// and run again, then killed after it and run again: the table, followed
-// through its metadata on HDFS, holds every event once (its files read by
-// pyarrow), and the current snapshot's offsets are the logs' ends.
+// and run again, then killed after it and run again, then compacted: the
+// table, followed through its metadata on HDFS, holds every event once
+// (its files read by pyarrow), and the current snapshot's offsets are the
+// logs' ends.
 func TestIcebergOnHDFS(t *testing.T) {
 	const n = 3000
 	env := loadertest.Start(t)
@@ -139,6 +140,15 @@ func TestIcebergOnHDFS(t *testing.T) {
 		if offsets[strconv.Itoa(int(p))] != end {
 			t.Errorf("partition %d: the current snapshot's offset is %d, the log ends at %d", p, offsets[strconv.Itoa(int(p))], end)
 		}
+	}
+	// Compacted on HDFS: one file an hour, the same records.
+	before := len(files)
+	done, err := loader.Compact(context.Background(), loader.CompactConfig{Warehouse: url, Topic: "icehdfs", Table: "db", LockTTL: cfg.LockTTL, Logger: quiet})
+	if err != nil || len(done) == 0 {
+		t.Fatalf("compacting on HDFS: %+v, %v", done, err)
+	}
+	if files, records, _ = tableFiles(t, w, "db/icehdfs"); records != n || len(files) != len(done) {
+		t.Errorf("after compaction: %d files (%d before) holding %d records; want %d files, %d records", len(files), before, records, len(done), n)
 	}
 	dir := t.TempDir()
 	copyOut(t, w, ".", dir)

@@ -147,3 +147,25 @@ func (m memFS) ReadDir(name string) ([]fs.FileInfo, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out, nil
 }
+
+// The offsets come from the newest snapshot in the current one's ancestry
+// that records them: a snapshot another engine committed on top (no
+// tributary keys) does not make a load start over, and a loop in the
+// parent links ends.
+func TestIcebergStateFromAncestors(t *testing.T) {
+	id := func(v int64) *int64 { return &v }
+	md := &iceMetadata{CurrentSnapshotID: 3, Snapshots: []iceSnapshot{
+		{SnapshotID: 1, Summary: map[string]string{iceStateKey: `{"partitions":{"0":{"next":5}}}`}},
+		{SnapshotID: 2, ParentSnapshotID: id(1), Summary: map[string]string{iceStateKey: `{"partitions":{"0":{"next":9}}}`}},
+		{SnapshotID: 3, ParentSnapshotID: id(2), Summary: map[string]string{"operation": "replace"}},
+	}}
+	ts, err := md.state()
+	if err != nil || ts == nil || ts.Partitions[0].Next != 9 {
+		t.Fatalf("state %+v, %v; want next 9 from snapshot 2", ts, err)
+	}
+	md.Snapshots[0].ParentSnapshotID = id(3) // a loop, and no state in it
+	md.Snapshots[0].Summary, md.Snapshots[1].Summary = nil, nil
+	if ts, err := md.state(); ts != nil || err != nil {
+		t.Fatalf("state %+v, %v; want none", ts, err)
+	}
+}

@@ -173,23 +173,39 @@ func (md *iceMetadata) snapshotOf(run string) *iceSnapshot {
 	return nil
 }
 
-// iceState is the topic's state as the table's current snapshot records
-// it; nil when the table has no snapshot yet.
+// state is the topic's state as the table's snapshots record it: that of
+// the newest snapshot in the current one's ancestry that has one, so that
+// a snapshot another engine committed (a rewrite, an expiry, an append)
+// does not make the loader forget its offsets and load them again. It is
+// nil when no ancestor has one: a new table.
 func (md *iceMetadata) state() (*TopicState, error) {
-	s := md.current()
-	if s == nil || s.Summary[iceStateKey] == "" {
+	if md == nil {
 		return nil, nil
 	}
-	var ts TopicState
-	if err := json.Unmarshal([]byte(s.Summary[iceStateKey]), &ts); err != nil {
-		return nil, fmt.Errorf("snapshot %d: %s: %w", s.SnapshotID, iceStateKey, err)
+	byID := map[int64]*iceSnapshot{}
+	for i := range md.Snapshots {
+		byID[md.Snapshots[i].SnapshotID] = &md.Snapshots[i]
 	}
-	for p, ps := range ts.Partitions {
-		if ps == nil || p < 0 || ps.Next < 0 {
-			return nil, fmt.Errorf("snapshot %d: %s: partition %d: %+v", s.SnapshotID, iceStateKey, p, ps)
+	s := md.current()
+	for steps := 0; s != nil && steps <= len(md.Snapshots); steps++ {
+		if text := s.Summary[iceStateKey]; text != "" {
+			var ts TopicState
+			if err := json.Unmarshal([]byte(text), &ts); err != nil {
+				return nil, fmt.Errorf("snapshot %d: %s: %w", s.SnapshotID, iceStateKey, err)
+			}
+			for p, ps := range ts.Partitions {
+				if ps == nil || p < 0 || ps.Next < 0 {
+					return nil, fmt.Errorf("snapshot %d: %s: partition %d: %+v", s.SnapshotID, iceStateKey, p, ps)
+				}
+			}
+			return &ts, nil
 		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = byID[*s.ParentSnapshotID]
 	}
-	return &ts, nil
+	return nil, nil
 }
 
 // TableCommit is what a run commits to one topic's Iceberg table, kept in

@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	register("compact", "merge the small Parquet files of a topic's hours into one file per hour and schema, swapped in atomically (local warehouses)", runCompact)
+	register("compact", "merge the small Parquet files of a topic's hours into one file per hour and schema, swapped in atomically (local warehouses), or of its Iceberg table by a replace snapshot (--table; HDFS too)", runCompact)
 }
 
 func runCompact(ctx context.Context, args []string) error {

@@ -72,14 +72,18 @@ import (
 //	  user_info_file: registry.auth # user:password on its first line
 //	  tls_ca: ca.pem
 type Spec struct {
-	Name         string   `yaml:"name"`
-	Brokers      List     `yaml:"brokers"`
-	Registry     string   `yaml:"registry"`
-	Topics       Topics   `yaml:"topics"`
-	Warehouse    string   `yaml:"warehouse"`
-	Schedule     string   `yaml:"schedule"`
-	Limits       Limits   `yaml:"limits"`
-	Files        Files    `yaml:"files"`
+	Name      string `yaml:"name"`
+	Brokers   List   `yaml:"brokers"`
+	Registry  string `yaml:"registry"`
+	Topics    Topics `yaml:"topics"`
+	Warehouse string `yaml:"warehouse"`
+	Schedule  string `yaml:"schedule"`
+	Limits    Limits `yaml:"limits"`
+	Files     Files  `yaml:"files"`
+	// Table loads each topic into the Iceberg table Table.<topic> of the
+	// warehouse's file-system catalog (loader.Config.Table); files.format
+	// is then parquet.
+	Table        string   `yaml:"table"`
 	SuccessGrace Duration `yaml:"success_grace"`
 	OnDataLoss   string   `yaml:"on_data_loss"`
 	StartAt      string   `yaml:"start_at"`
@@ -258,6 +262,20 @@ func (s *Spec) validate() error {
 	if err := loader.CheckFormatCodec(s.Files.Format, s.Files.Codec); err != nil {
 		return fail("files.codec", "%v", err)
 	}
+	if s.Table != "" {
+		if err := loader.CheckTableName(s.Table); err != nil {
+			return fail("table", "%v", err)
+		}
+		if s.Files.Format == "" {
+			s.Files.Format = loader.FormatParquet
+		}
+		if s.Files.Format != loader.FormatParquet {
+			return fail("files.format", "an Iceberg table's files are parquet")
+		}
+		if s.Files.Compact {
+			return fail("files.compact", "compacts Parquet hour directories, not Iceberg tables")
+		}
+	}
 	if s.Files.Compact && s.Files.Format != loader.FormatParquet {
 		return fail("files.compact", "compacts Parquet files only: add files.format: parquet")
 	}
@@ -348,6 +366,7 @@ func (s *Spec) LoadConfig() loader.Config {
 		FileMaxBytes:      int64(s.Files.MaxBytes),
 		FileMaxRecords:    s.Files.MaxRecords,
 		Format:            s.Files.Format,
+		Table:             s.Table,
 		Codec:             s.Files.Codec,
 		DeflateLevel:      s.Files.DeflateLevel,
 		SuccessGrace:      time.Duration(s.SuccessGrace),

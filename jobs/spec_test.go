@@ -290,3 +290,28 @@ s3:
 		t.Fatalf("an s3: section with a local warehouse: %v", err)
 	}
 }
+
+// table: loads into Iceberg tables, in Parquet; another format, a
+// namespace that is not one directory name, and files.compact are refused
+// naming the key.
+func TestSpecTable(t *testing.T) {
+	const base = "brokers: [127.0.0.1:9092]\nregistry: http://127.0.0.1:8081\ntopics: [pageviews]\nwarehouse: file:///tmp/w\nschedule: every 15m\n"
+	s, err := jobs.ParseSpec("ice.yaml", []byte(base+"table: db\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := s.LoadConfig(); cfg.Table != "db" || cfg.Format != "parquet" {
+		t.Errorf("table %q format %q, want db and parquet", cfg.Table, cfg.Format)
+	}
+	for body, key := range map[string]string{
+		"table: db\nfiles:\n  format: avro\n": "files.format",
+		"table: a/b\n":                        "table",
+		"table: _db\n":                        "table",
+		"table: db\nfiles:\n  format: parquet\n  compact: true\n": "files.compact",
+	} {
+		_, err := jobs.ParseSpec("ice.yaml", []byte(base+body))
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: %v, want an error naming %s", body, err, key)
+		}
+	}
+}

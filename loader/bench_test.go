@@ -55,13 +55,20 @@ func BenchmarkLoad(b *testing.B) {
 			}},
 	}
 	for _, kind := range kinds {
-		// parquet-<codec>: the same records as Parquet files.
-		for _, codec := range []string{"deflate", "snappy", "parquet-snappy", "parquet-zstd"} {
-			format := loader.FormatAvro
+		// parquet-<codec>: the same records as Parquet files; iceberg-<codec>:
+		// as Parquet files committed to an Iceberg table.
+		for _, codec := range []string{"deflate", "snappy", "parquet-snappy", "parquet-zstd", "iceberg-snappy"} {
+			format, table, name := loader.FormatAvro, "", codec
 			if c, ok := strings.CutPrefix(codec, "parquet-"); ok {
 				format, codec = loader.FormatParquet, c
 			}
-			b.Run(kind.name+"/"+format+"-"+codec, func(b *testing.B) {
+			if c, ok := strings.CutPrefix(codec, "iceberg-"); ok {
+				format, codec, table = loader.FormatParquet, c, "db"
+			}
+			if table == "" {
+				name = format + "-" + codec
+			}
+			b.Run(kind.name+"/"+name, func(b *testing.B) {
 				kind.url(b) // start HDFS or S3 outside the timing
 				var opts warehouse.Options
 				if kind.opts != nil {
@@ -75,7 +82,7 @@ func BenchmarkLoad(b *testing.B) {
 					b.StartTimer()
 					sum, err := loader.Run(context.Background(), loader.Config{
 						Brokers: env.Brokers, RegistryURL: env.RegistryURL, Topics: []string{"bench"},
-						Warehouse: url, WarehouseOptions: opts, Format: format, Codec: codec, Logger: quiet,
+						Warehouse: url, WarehouseOptions: opts, Format: format, Codec: codec, Table: table, Logger: quiet,
 					})
 					if err != nil {
 						b.Fatal(err)

@@ -59,6 +59,18 @@ func (r *run) commit(m *Manifest) error {
 			return fmt.Errorf("not committing: %w", err)
 		}
 	}
+	if len(m.Tables) > 0 {
+		// The first table's new version is the run's commit point
+		// (iceberg.go); the rename below follows it, as recovery would.
+		committed, err := commitTables(r.batch, m, m.Committed, r.hook)
+		r.sum.Committed = committed
+		if err != nil {
+			if committed {
+				return fmt.Errorf("run %s is committed, but %w; the next run finishes it", r.id, err)
+			}
+			return err
+		}
+	}
 	if err := r.w.Rename(path.Join(runDir(r.id), manifestName), commitName(m.Seq, r.id)); err != nil {
 		return fmt.Errorf("committing run %s in %s: %w", r.id, r.w, err)
 	}
@@ -348,7 +360,30 @@ func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []strin
 		default:
 			return nil, nil, err
 		}
+		tm, inTable, err := mv.tableRun(name)
+		if err != nil {
+			release()
+			return nil, nil, fmt.Errorf("run %s: %w", name, err)
+		}
+		if inTable {
+			err = mv.finishTables(tm)
+			if err == nil {
+				err = mv.finish(tm)
+			}
+			release()
+			if err != nil {
+				return nil, nil, err
+			}
+			recovered = append(recovered, name)
+			continue
+		}
 		mv.log.Warn("deleting the files of an uncommitted run", "run", name)
+		if tm != nil {
+			if err := mv.discardTables(tm); err != nil {
+				release()
+				return nil, nil, fmt.Errorf("deleting uncommitted run %s: %w", name, err)
+			}
+		}
 		err = removeRunDir(mv.w, name)
 		release()
 		if err != nil {

@@ -53,6 +53,10 @@ type CompactConfig struct {
 	FS        warehouse.FS
 	// Topic is the topic whose hours are compacted.
 	Topic string
+	// Table, if set, compacts the topic's Iceberg table in this namespace
+	// (Config.Table) by a replace snapshot, on any warehouse
+	// (iceberg_compact.go); without Hours, the hours tagged complete.
+	Table string
 	// Hours, if set, are the hours to compact; otherwise every hour marked
 	// complete (_SUCCESS).
 	Hours []time.Time
@@ -115,6 +119,9 @@ func Compact(ctx context.Context, c CompactConfig) ([]CompactedHour, error) {
 			return nil, fmt.Errorf("compact: %w", err)
 		}
 		defer w.Close()
+	}
+	if c.Table != "" {
+		return compactTableLocked(ctx, c, w)
 	}
 	local, ok := w.(interface{ Root() string })
 	if !ok {

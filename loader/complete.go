@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tributary-io/tributary/audit"
@@ -108,7 +109,7 @@ func (r *run) checkHours(m *Manifest) error {
 	clear(marked)
 	if r.cfg.CompleteBy == CompleteByAudit {
 		for _, dir := range m.Markers {
-			if ts := m.Topics[hourTopic(dir)]; ts != nil {
+			if ts := m.Topics[r.hourTopic(m, dir)]; ts != nil {
 				ts.PendingHours = append(ts.PendingHours, dir)
 			}
 		}
@@ -142,13 +143,23 @@ func (r *run) checkHours(m *Manifest) error {
 	return nil
 }
 
-// hourTopic returns the topic of an hour directory, topic/YYYY/MM/DD/HH.
-func hourTopic(dir string) string {
-	const tail = len("/2006/01/02/15")
-	if len(dir) <= tail {
-		return ""
+// hourTopic returns the topic of m whose hour directory dir is:
+// topic/YYYY/MM/DD/HH, topic/dt=YYYY-MM-DD/hr=HH, or in a table,
+// <table>/<topic>/data/dt=YYYY-MM-DD/hr=HH. The longest prefix wins, so a
+// topic named like another's prefix ("a" and "a/b" cannot both be topics,
+// but a table namespace may be a topic's name) is told apart.
+func (r *run) hourTopic(m *Manifest, dir string) string {
+	best, bestLen := "", 0
+	for t := range m.Topics {
+		root := t
+		if r.cfg.Table != "" {
+			root = r.tableDir(t)
+		}
+		if strings.HasPrefix(dir, root+"/") && len(root) > bestLen {
+			best, bestLen = t, len(root)
+		}
 	}
-	return dir[:len(dir)-tail]
+	return best
 }
 
 // progressMarker is the _SUCCESS of an hour complete by progress.
@@ -235,6 +246,14 @@ func (r *run) completeHours(ctx context.Context, m *Manifest) error {
 		return fmt.Errorf("reading the audit to complete hours: %w", err)
 	}
 	now := r.cfg.Now()
+	tags := map[string][]time.Time{} // table topic → hours complete
+	defer func() {
+		for t, hs := range tags {
+			if err := tagIceHours(r.batch, r.tableDir(t), r.id, hs, now); err != nil {
+				r.log.Error("hours complete but not tagged in the table; their _SUCCESS markers are written", "table", r.tableDir(t), "err", err)
+			}
+		}
+	}()
 	for _, h := range hours {
 		fig := r.hourFigures(st, h.topic, h.start, now)
 		marker := HourMarker{By: CompleteByAudit, Dir: h.dir, Run: r.id, Written: now.UTC(), Grace: grace.String(), Audit: &fig}
@@ -244,6 +263,9 @@ func (r *run) completeHours(ctx context.Context, m *Manifest) error {
 			name = warehouse.SuccessName
 			marker.Certifies = fmt.Sprintf("every partition was loaded past the end of the hour plus the grace period, and the audit's warehouse tier holds %v%% of the events the producers counted in the hour (at least %v%%)", fig.Completeness, fig.Threshold)
 			r.sum.Markers = append(r.sum.Markers, h.dir)
+			if r.cfg.Table != "" {
+				tags[h.topic] = append(tags[h.topic], h.start)
+			}
 		case now.After(h.start.Add(time.Hour + r.cfg.CompleteMaxWait)):
 			name = incompleteName
 			fig.MaxWait = r.cfg.CompleteMaxWait.String()

@@ -95,6 +95,11 @@ type Config struct {
 	// Format is the data files' format: FormatAvro (default) or
 	// FormatParquet.
 	Format string
+	// Table, if set, loads each topic into the Apache Iceberg table
+	// <Table>/<topic> of the warehouse's file-system catalog (Table is the
+	// namespace), one snapshot a run, committed with the offsets
+	// (iceberg.go). It implies FormatParquet.
+	Table string
 	// Codec compresses file blocks: null, deflate or snappy for Avro
 	// (default deflate); snappy, zstd, gzip or none for Parquet (default
 	// snappy).
@@ -224,6 +229,15 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.FileMaxRecords <= 0 {
 		cfg.FileMaxRecords = DefaultFileMaxRecords
+	}
+	if cfg.Table != "" {
+		if err := CheckTableName(cfg.Table); err != nil {
+			return cfg, err
+		}
+		if cfg.Format != "" && cfg.Format != FormatParquet {
+			return cfg, fmt.Errorf("format %q: an Iceberg table's files are Parquet", cfg.Format)
+		}
+		cfg.Format = FormatParquet
 	}
 	if cfg.Format == "" {
 		cfg.Format = FormatAvro

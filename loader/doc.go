@@ -15,6 +15,13 @@
 //
 //	<warehouse>/<topic>/dt=YYYY-MM-DD/hr=HH/<topic>.p<partition>.<first>-<last>.s<schema id>.parquet
 //
+// With Config.Table the Parquet files go into Apache Iceberg tables
+// instead, one per topic, and a run's commit is one snapshot per table
+// whose summary holds the topic's offsets (iceberg.go):
+//
+//	<warehouse>/<Table>/<topic>/metadata/vN.metadata.json, snap-*.avro, *-m0.avro
+//	<warehouse>/<Table>/<topic>/data/dt=YYYY-MM-DD/hr=HH/<topic>.p<partition>.<first>-<last>.s<schema id>.<run>.parquet
+//
 // Files are grouped by the hour of each event's header time (UTC), by
 // writer schema (one schema per file, so evolution never mixes shapes in a
 // file) and by partition; they roll by size and record count as well.
@@ -30,7 +37,11 @@
 //     (or any run holding the same topics) finishes the moves of a committed
 //     run that was killed, and deletes the files of an uncommitted one. So a
 //     run killed at any point, followed by another run, leaves every record
-//     in the warehouse exactly once.
+//     in the warehouse exactly once. With Config.Table the commit point is
+//     the first table's new version (then the other tables', then the
+//     manifest's rename); a run found in any of its tables is finished by
+//     recovery, one found in none is discarded, and a table's next run
+//     resumes from the offsets in its current snapshot.
 //   - A run reads each partition from the offset committed in the warehouse
 //     up to the high watermark seen when it began (or its record and time
 //     limits), never further, so it ends even on a busy topic.

@@ -45,6 +45,9 @@ type Manifest struct {
 	// Late counts, per hour directory that already had its _SUCCESS, the
 	// records the run loaded into it (recorded in _LATE-<run> there).
 	Late map[string]int64 `json:"late,omitempty"`
+	// Tables are the Iceberg table commits of a run with Config.Table,
+	// by topic.
+	Tables map[string]*TableCommit `json:"tables,omitempty"`
 }
 
 // TopicState is where a topic stands in the warehouse.
@@ -236,6 +239,11 @@ func decodeManifest(data []byte, run string) (*Manifest, error) {
 	for dir, n := range m.Late {
 		if !inWarehouse(dir) || isState(dir) || n < 0 {
 			return bad("late records %d in %q, outside the warehouse's data", n, dir)
+		}
+	}
+	for t, tc := range m.Tables {
+		if tc == nil || !inWarehouse(tc.Dir) || isState(tc.Dir) || m.Topics[t] == nil {
+			return bad("table of topic %q: %+v", t, tc)
 		}
 	}
 	if m.Audit != nil {

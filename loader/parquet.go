@@ -158,6 +158,10 @@ type topicTable struct {
 	deser  *schema.Deserializer // resolves to latest
 	fits   map[int]bool         // writer id → latest reads it
 	files  map[int]*tableFile
+	// ice and iceLast are latest as an Iceberg table's schema and its last
+	// column id (Config.Table only).
+	ice     []iceField
+	iceLast int
 }
 
 type tables struct {
@@ -188,6 +192,9 @@ func (t *tables) decode(ctx context.Context, topic string, writerID int, value [
 		}
 		if fits {
 			id, deser = tt.latest, tt.deser
+		} else if t.r.cfg.Table != "" {
+			return nil, nil, fmt.Errorf("topic %s: writer schema id %d cannot be read as the table's schema (id %d, the latest of subject %s): an Iceberg table holds one schema; register a compatible version",
+				topic, writerID, tt.latest, schema.TopicNameStrategy(topic))
 		}
 	}
 	f, err := t.file(ctx, tt, id)
@@ -212,6 +219,9 @@ func (t *tables) topic(ctx context.Context, topic string) (*topicTable, error) {
 			if !errors.As(err, &re) || !sr.IsNotFoundError(re.ErrorCode) {
 				return nil, fmt.Errorf("table schema of %s (latest of subject %s): %w", topic, schema.TopicNameStrategy(topic), err)
 			}
+			if t.r.cfg.Table != "" {
+				return nil, fmt.Errorf("topic %s: no subject %s in the registry: an Iceberg table takes its schema from the topic's subject", topic, schema.TopicNameStrategy(topic))
+			}
 			t.r.log.Warn("no subject for the topic: its Parquet files keep each writer schema", "topic", topic, "subject", schema.TopicNameStrategy(topic))
 		} else {
 			d, err := schema.NewDeserializer(t.r.reg, schema.DeserializerConfig{ReaderSchema: ss.Schema.Schema})
@@ -219,7 +229,14 @@ func (t *tables) topic(ctx context.Context, topic string) (*topicTable, error) {
 				return nil, fmt.Errorf("table schema of %s (schema id %d): %w", topic, ss.ID, err)
 			}
 			tt.latest, tt.deser = ss.ID, d
+			if t.r.cfg.Table != "" {
+				if tt.ice, tt.iceLast, err = t.r.icebergTableSchema(topic, ss.Schema.Schema); err != nil {
+					return nil, fmt.Errorf("topic %s, schema id %d: %w", topic, ss.ID, err)
+				}
+			}
 		}
+	} else if t.r.cfg.Table != "" {
+		return nil, fmt.Errorf("topic %s: the registry client cannot look up subjects, which an Iceberg table needs", topic)
 	}
 	t.by[topic] = tt
 	return tt, nil
@@ -265,7 +282,11 @@ func (t *tables) file(ctx context.Context, tt *topicTable, id int) (*tableFile, 
 	if err != nil {
 		return nil, fmt.Errorf("schema id %d: %w", id, err)
 	}
-	ps, node, err := parquetSchema(s)
+	var extend func(*pqNode) error
+	if t.r.cfg.Table != "" {
+		extend = addEventTime
+	}
+	ps, node, err := parquetSchemaWith(s, extend)
 	if err != nil {
 		return nil, fmt.Errorf("schema id %d to Parquet: %w", id, err)
 	}

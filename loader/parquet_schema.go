@@ -61,12 +61,23 @@ const (
 
 // parquetSchema compiles an Avro schema for Parquet files.
 func parquetSchema(s avro.Schema) (*parquet.Schema, *pqNode, error) {
+	return parquetSchemaWith(s, nil)
+}
+
+// parquetSchemaWith is parquetSchema with more columns: extend adds them
+// to the compiled root before columns are numbered.
+func parquetSchemaWith(s avro.Schema, extend func(root *pqNode) error) (*parquet.Schema, *pqNode, error) {
 	root, err := pqCompile(s, "", map[string]bool{})
 	if err != nil {
 		return nil, nil, err
 	}
 	if root.kind != pqGroup || root.union {
 		return nil, nil, fmt.Errorf("a Parquet file holds records: the schema is a %s", s.Type())
+	}
+	if extend != nil {
+		if err := extend(root); err != nil {
+			return nil, nil, err
+		}
 	}
 	name := "record"
 	if n, ok := s.(avro.NamedSchema); ok {

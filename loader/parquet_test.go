@@ -346,3 +346,25 @@ func TestParquetIncompatibleWritersKeepTheirSchema(t *testing.T) {
 		t.Errorf("rows by the schema id of their file: %v, want %v (ids %v)", rows, want, ids)
 	}
 }
+
+// With the audit completing hours, a Parquet load's hours (dt=/hr=
+// directories) get their _SUCCESS once the audit has judged them: the
+// hour's topic is found from its directory whatever the layout.
+func TestParquetHoursCompleteByAudit(t *testing.T) {
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "pqaudit", 2)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-4 * time.Hour)
+	env.Produce(t, "pqaudit", loadertest.Schema(t, "pageview"), loadertest.PageViews(0, 600, 2, from, 2*time.Hour))
+	dir := t.TempDir()
+	cfg := config(env, "file://"+dir, "pqaudit")
+	cfg.Format, cfg.Audit = loader.FormatParquet, &loader.AuditConfig{}
+	sum := run(t, cfg)
+	if len(sum.Markers) != 2 {
+		t.Errorf("hours marked complete: %v, want the two loaded", sum.Markers)
+	}
+	for _, h := range []time.Time{from, from.Add(time.Hour)} {
+		if _, err := os.Stat(filepath.Join(dir, "pqaudit", h.Format("dt=2006-01-02/hr=15"), "_SUCCESS")); err != nil {
+			t.Errorf("hour %s: %v", h.Format(time.DateTime), err)
+		}
+	}
+}

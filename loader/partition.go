@@ -11,6 +11,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -167,6 +168,13 @@ func (p *partWriter) add(ctx context.Context, rec *recordbatch.Record) error {
 		ms = rec.Timestamp
 		p.noHeader++
 	}
+	if p.r.cfg.Table != "" {
+		rv, isMap := native.(map[string]any)
+		if !isMap {
+			return p.reject(rec, fmt.Errorf("%w: not a record", schema.ErrBadBody))
+		}
+		rv[eventTimeColumn] = ms
+	}
 	key := fileKey{hour: floorDiv(ms, 3600_000), schema: id}
 	f := p.cur
 	if f == nil || f.key != key {
@@ -276,6 +284,12 @@ func (p *partWriter) filed(f *openFile) {
 	dir, name := warehouse.HourDir(p.topic, hour), warehouse.DataFileName(p.topic, p.part, f.first, f.last, f.key.schema)
 	if f.pq != nil {
 		dir, name = warehouse.PartitionDir(p.topic, hour), warehouse.ParquetFileName(p.topic, p.part, f.first, f.last, f.key.schema)
+	}
+	if p.r.cfg.Table != "" {
+		// The run in the name: the files of a discarded run that reached
+		// the table never share a name with those of the run that loads
+		// the same offsets again.
+		dir, name = tableHour(p.r.tableDir(p.topic), hour), strings.TrimSuffix(name, ".parquet")+"."+p.r.id+".parquet"
 	}
 	p.hours[dir] = true
 	p.bytes += f.size()

@@ -27,15 +27,18 @@ type run struct {
 	w   warehouse.FS
 	// batch is w for the run's own files and moves: their names are
 	// made durable together, before the commit and after the moves.
-	batch   *warehouse.Batch
-	deser   *schema.Deserializer
-	reg     schema.Registry
-	tables  *tables // Parquet loads only: each topic's table schema
-	headers *schema.HeaderLayouts
-	log     *slog.Logger
-	started time.Time
-	sum     *Summary
-	adm     *kadm.Client
+	batch  *warehouse.Batch
+	deser  *schema.Deserializer
+	reg    schema.Registry
+	tables *tables // Parquet loads only: each topic's table schema
+	// tableBase is each Iceberg table's current snapshot when the run
+	// began (Config.Table).
+	tableBase map[string]int64
+	headers   *schema.HeaderLayouts
+	log       *slog.Logger
+	started   time.Time
+	sum       *Summary
+	adm       *kadm.Client
 
 	locks []*warehouse.Lock
 	held  map[string]bool // the topics of locks
@@ -114,6 +117,11 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 	if err != nil {
 		return sum, fmt.Errorf("reading committed offsets: %w", err)
 	}
+	if r.cfg.Table != "" {
+		if err := r.tableStates(topics, state); err != nil {
+			return sum, fmt.Errorf("reading committed offsets: %w", err)
+		}
+	}
 	plans, lost, listedAt, err := r.plan(ctx, topics, state)
 	if err != nil {
 		return sum, err
@@ -152,6 +160,9 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 	}
 	m := r.manifest(plans, state, listedAt)
 	if err := r.checkHours(m); err != nil {
+		return sum, err
+	}
+	if err := r.prepareTables(ctx, m, plans); err != nil {
 		return sum, err
 	}
 	if err := r.commit(m); err != nil {

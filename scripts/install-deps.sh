@@ -89,3 +89,11 @@ if ! python3 -c 'import pyarrow.dataset' >/dev/null 2>&1; then
   python3 -m pip install -q 'pyarrow==23.0.1' ||
     python3 -m pip install -q --break-system-packages 'pyarrow==23.0.1'
 fi
+
+# pyiceberg reads the loader's Iceberg tables back as another engine would
+# (loader/iceberg_test.go, loader/testdata/read_iceberg.py).
+if ! python3 -c 'import pyiceberg.table' >/dev/null 2>&1; then
+  echo "installing: pyiceberg (PyPI)"
+  python3 -m pip install -q 'pyiceberg==0.12.0' ||
+    python3 -m pip install -q --break-system-packages 'pyiceberg==0.12.0'
+fi

@@ -11,13 +11,14 @@ import (
 )
 
 func init() {
-	register("compact", "merge the small Parquet files of a topic's hours into one file per hour and schema, swapped in atomically (local warehouses)", runCompact)
+	register("compact", "merge the small Parquet files of a topic's hours into one file per hour and schema, swapped in atomically (local warehouses), or of its Iceberg table by a replace snapshot (--table; HDFS too)", runCompact)
 }
 
 func runCompact(ctx context.Context, args []string) error {
 	fs := newFlags("compact")
-	warehouse := fs.String("warehouse", "file:///var/warehouse", "warehouse URL (file:// only: the swap needs an atomic exchange of two directories)")
+	warehouse := fs.String("warehouse", "file:///var/warehouse", "warehouse URL (file:// only without --table: the swap needs an atomic exchange of two directories)")
 	topic := fs.String("topic", "", "topic whose hours are compacted (required)")
+	table := fs.String("table", "", "compact the topic's Iceberg table in this namespace (as given to tributary load --table) by a replace snapshot; any warehouse, HDFS too; default hours: those tagged complete")
 	hour := fs.String("hour", "", "one hour to compact, `YYYY-MM-DDTHH` (UTC); default: every hour marked _SUCCESS")
 	minFiles := fs.Int("min-files", 2, "merge a schema's files of an hour only when there are at least this many")
 	codec := fs.String("codec", loader.DefaultParquetCodec, "compression of the merged files: snappy, zstd, gzip or none")
@@ -29,7 +30,7 @@ func runCompact(ctx context.Context, args []string) error {
 	if *topic == "" {
 		return fmt.Errorf("--topic is required")
 	}
-	cfg := loader.CompactConfig{Warehouse: *warehouse, Topic: *topic, MinFiles: *minFiles, Codec: *codec, LockTTL: *lockTTL,
+	cfg := loader.CompactConfig{Warehouse: *warehouse, Topic: *topic, Table: *table, MinFiles: *minFiles, Codec: *codec, LockTTL: *lockTTL,
 		Fault: faultFromEnv()}
 	if *hour != "" {
 		h, err := time.Parse("2006-01-02T15", *hour)

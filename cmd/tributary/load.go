@@ -40,6 +40,7 @@ type loadFlags struct {
 	fileMaxBytes                         string
 	fileMaxRecords                       int64
 	format, codec                        string
+	table                                string
 	deflateLevel                         int
 	grace                                time.Duration
 	onDataLoss, startAt                  string
@@ -69,6 +70,7 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.StringVar(&f.fileMaxBytes, "file-max-bytes", "128MiB", "roll a file at this size")
 	fs.Int64Var(&f.fileMaxRecords, "file-max-records", loader.DefaultFileMaxRecords, "roll a file at this many records")
 	fs.StringVar(&f.format, "format", loader.FormatAvro, "data file format: avro (object container files, bodies as sent) or parquet (columns, in Hive partitions topic/dt=YYYY-MM-DD/hr=HH)")
+	fs.StringVar(&f.table, "table", "", "load each topic into the Apache Iceberg table NAMESPACE.TOPIC at <warehouse>/NAMESPACE/TOPIC (file-system catalog, hour partitions of event time), one snapshot a run holding the offsets; implies --format parquet")
 	fs.StringVar(&f.codec, "codec", "", "compression: null, deflate or snappy for avro (default deflate); snappy, zstd, gzip or none for parquet (default snappy)")
 	fs.IntVar(&f.deflateLevel, "deflate-level", loader.DefaultDeflateLevel, "with --codec deflate: 1 (fastest load, larger files) to 9 (smallest files, slowest load); any Avro reader reads every level")
 	fs.DurationVar(&f.grace, "success-grace", loader.DefaultSuccessGrace, "mark an hour _SUCCESS once every partition is loaded this long past its end")
@@ -141,6 +143,9 @@ func (f *loadFlags) config() (loader.Config, error) {
 	if err != nil {
 		return loader.Config{}, fmt.Errorf("--file-max-bytes: %w", err)
 	}
+	if f.table != "" && f.format == loader.FormatAvro {
+		f.format = loader.FormatParquet // --table implies it
+	}
 	if err := loader.CheckFormatCodec(f.format, f.codec); err != nil {
 		return loader.Config{}, fmt.Errorf("--format, --codec: %w", err)
 	}
@@ -176,6 +181,7 @@ func (f *loadFlags) config() (loader.Config, error) {
 		FileMaxBytes:   size,
 		FileMaxRecords: f.fileMaxRecords,
 		Format:         f.format,
+		Table:          f.table,
 		Codec:          f.codec,
 		DeflateLevel:   f.deflateLevel,
 		SuccessGrace:   f.grace,
@@ -203,10 +209,10 @@ func (f *loadFlags) config() (loader.Config, error) {
 // time a run reaches point, so a test can SIGKILL it exactly there;
 // TRIBUTARY_LOAD_DELAY_AT=<point>:<duration> makes every run wait there,
 // so that runs last long enough for overlap tests. Points:
-// loader.FaultPoints, loader.AuditFaultPoints, and loader.CompactFaultPoints
-// for tributary compact.
+// loader.FaultPoints, loader.TableFaultPoints, loader.AuditFaultPoints, and
+// loader.CompactFaultPoints for tributary compact.
 func faultFromEnv() func(loader.FaultPoint) error {
-	points := slices.Concat(loader.FaultPoints, loader.AuditFaultPoints, loader.CompactFaultPoints)
+	points := slices.Concat(loader.FaultPoints, loader.TableFaultPoints, loader.AuditFaultPoints, loader.CompactFaultPoints)
 	var hooks []func(loader.FaultPoint) error
 	if v := os.Getenv(pauseEnv); v != "" {
 		point := loader.FaultPoint(v)

@@ -1,0 +1,255 @@
+package loader
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tributary-io/tributary/loader/warehouse"
+)
+
+// A table's commit: files, manifest, manifest list, then the new version.
+
+// commitIceTable commits the table files of m for topic as one snapshot.
+// It moves them into the table's data directories first (unreferenced,
+// so invisible to readers), writes the manifest and manifest list, and
+// makes the new version appear by one rename. A table that already holds
+// the run's snapshot is left alone, so that recovery can call it again.
+func commitIceTable(w *warehouse.Batch, m *Manifest, topic string, now time.Time, fault func(FaultPoint) error) error {
+	tc := m.Tables[topic]
+	md, err := readIceTable(w, tc.Dir)
+	if err != nil {
+		return err
+	}
+	if md.snapshotOf(m.Run) != nil {
+		return nil
+	}
+	if cur := md.current(); (cur == nil && tc.Base != 0) || (cur != nil && cur.SnapshotID != tc.Base) {
+		return fmt.Errorf("table %s: its current snapshot is no longer %d, which the run began from: not committing the same offsets twice", tc.Dir, tc.Base)
+	}
+	root := iceRoot(w)
+	var files []iceDataFile
+	var added, addedBytes int64
+	for _, f := range m.Files {
+		if f.Topic != topic || f.Kind != "data" {
+			continue
+		}
+		if err := (&mover{w: w}).move(f); err != nil {
+			return fmt.Errorf("run %s: moving %s into table %s: %w", m.Run, f.Final, tc.Dir, err)
+		}
+		hour, err := warehouse.HourStart(path.Dir(f.Final))
+		if err != nil {
+			return err
+		}
+		files = append(files, iceDataFile{path: root + "/" + f.Final, hour: int32(hour.Unix() / 3600), records: f.Records,
+			bytes: f.Bytes, status: iceStatusAdded, snapshot: tc.Snapshot})
+		added += f.Records
+		addedBytes += f.Bytes
+	}
+	if err := w.Sync(); err != nil {
+		return err
+	}
+	if md == nil {
+		md = newIceMetadata(root, tc.Dir, now)
+	}
+	next, err := md.evolve(tc)
+	if err != nil {
+		return fmt.Errorf("table %s: %w", tc.Dir, err)
+	}
+	seq := md.LastSequenceNumber + 1
+	metaDir := path.Join(tc.Dir, iceMetadataDir)
+	schemaJSON, _ := json.Marshal(next.schema())
+	var entries []any
+	if len(files) > 0 {
+		name := path.Join(metaDir, m.Run+"-m0.avro")
+		n, err := writeIceManifest(w, name, tc.Snapshot, files, map[string]string{
+			"schema": string(schemaJSON), "schema-id": strconv.Itoa(next.CurrentSchemaID),
+			"partition-spec": iceSpecFields(tc.Fields), "partition-spec-id": "0",
+			"format-version": "2", "content": "data",
+		})
+		if err != nil {
+			return fmt.Errorf("table %s: writing manifest: %w", tc.Dir, err)
+		}
+		entries = append(entries, iceManifestSummary(root+"/"+name, n, tc.Snapshot, seq, files))
+	}
+	var parent int64
+	if cur := md.current(); cur != nil {
+		parent = cur.SnapshotID
+		prev, err := readIceAvro(w, strings.TrimPrefix(cur.ManifestList, root+"/"), "manifest_path")
+		if err != nil {
+			return fmt.Errorf("table %s: manifest list of snapshot %d: %w", tc.Dir, parent, err)
+		}
+		entries = append(entries, prev...)
+	}
+	list := path.Join(metaDir, fmt.Sprintf("snap-%d-%s.avro", tc.Snapshot, m.Run))
+	if err := writeIceManifestList(w, list, tc.Snapshot, parent, seq, entries); err != nil {
+		return fmt.Errorf("table %s: %w", tc.Dir, err)
+	}
+	summary, err := iceSummary(m, topic, md.current(), added, addedBytes, len(files))
+	if err != nil {
+		return err
+	}
+	snap := iceSnapshot{SnapshotID: tc.Snapshot, SequenceNumber: seq, TimestampMs: now.UnixMilli(),
+		ManifestList: root + "/" + list, Summary: summary, SchemaID: &next.CurrentSchemaID}
+	if parent != 0 {
+		snap.ParentSnapshotID = &parent
+	}
+	next.Snapshots = append(next.Snapshots, snap)
+	next.CurrentSnapshotID = tc.Snapshot
+	next.LastSequenceNumber = seq
+	next.LastUpdatedMs = now.UnixMilli()
+	next.SnapshotLog = append(next.SnapshotLog, iceLogEntry{TimestampMs: now.UnixMilli(), SnapshotID: tc.Snapshot})
+	if md.file != "" {
+		next.MetadataLog = append(next.MetadataLog, iceLogEntry{TimestampMs: md.LastUpdatedMs, MetadataFile: root + "/" + md.file})
+	}
+	next.Refs["main"] = iceRef{SnapshotID: tc.Snapshot, Type: "branch"}
+	for _, h := range strings.Split(summary[iceHoursKey], ",") {
+		if h != "" {
+			next.Refs[iceHourTagPrefix+h] = iceRef{SnapshotID: tc.Snapshot, Type: "tag"}
+		}
+	}
+	return publishIceVersion(w, tc.Dir, md.version+1, next, m.Run, fault)
+}
+
+// iceSummary is the snapshot's summary: Iceberg's counts and the loader's
+// offsets and state for the topic.
+func iceSummary(m *Manifest, topic string, prev *iceSnapshot, added, addedBytes int64, files int) (map[string]string, error) {
+	tc, ts := m.Tables[topic], m.Topics[topic]
+	offsets := map[string]int64{}
+	for p, ps := range ts.Partitions {
+		offsets[strconv.Itoa(int(p))] = ps.Next
+	}
+	from := map[string]int64{}
+	for p, o := range tc.From {
+		from[strconv.Itoa(int(p))] = o
+	}
+	state, err := json.Marshal(ts)
+	if err != nil {
+		return nil, err
+	}
+	o, _ := json.Marshal(offsets)
+	f, _ := json.Marshal(from)
+	s := map[string]string{
+		"operation":        "append",
+		"added-data-files": strconv.Itoa(files),
+		"added-records":    strconv.FormatInt(added, 10),
+		"added-files-size": strconv.FormatInt(addedBytes, 10),
+		iceRunKey:          m.Run,
+		iceOffsetsKey:      string(o),
+		iceFromKey:         string(f),
+		iceStateKey:        string(state),
+	}
+	totals := map[string]int64{"total-records": added, "total-data-files": int64(files), "total-files-size": addedBytes}
+	for k, v := range totals {
+		if prev != nil {
+			n, err := strconv.ParseInt(prev.Summary[k], 10, 64)
+			if err != nil {
+				continue // an earlier writer kept no totals: none now either
+			}
+			v += n
+		}
+		s[k] = strconv.FormatInt(v, 10)
+	}
+	var hours []string
+	for _, dir := range m.Markers {
+		if strings.HasPrefix(dir, tc.Dir+"/") {
+			if h, err := warehouse.HourStart(dir); err == nil {
+				hours = append(hours, h.UTC().Format("2006-01-02-15"))
+			}
+		}
+	}
+	sort.Strings(hours)
+	if len(hours) > 0 {
+		s[iceHoursKey] = strings.Join(hours, ",")
+	}
+	return s, nil
+}
+
+// publishIceVersion writes version n of a table: whole into a temporary
+// file first, then renamed to vN.metadata.json if that name is free. The
+// rename is the table's commit point.
+func publishIceVersion(w *warehouse.Batch, dir string, n int, md *iceMetadata, run string, fault func(FaultPoint) error) error {
+	// Readers want lists, never null.
+	md.Snapshots = nonNil(md.Snapshots)
+	md.SnapshotLog = nonNil(md.SnapshotLog)
+	md.MetadataLog = nonNil(md.MetadataLog)
+	data, err := json.MarshalIndent(md, "", "  ")
+	if err != nil {
+		return err
+	}
+	metaDir := path.Join(dir, iceMetadataDir)
+	tmp := path.Join(metaDir, fmt.Sprintf(".v%d-%s.metadata.json.tmp", n, run))
+	final := path.Join(metaDir, fmt.Sprintf("v%d.metadata.json", n))
+	if err := warehouse.WriteFile(w, tmp, data); err != nil {
+		return fmt.Errorf("table %s: writing version %d: %w", dir, n, err)
+	}
+	if err := w.Sync(); err != nil {
+		return err
+	}
+	if fault != nil {
+		if err := fault(FaultTableCommit); err != nil {
+			return err
+		}
+	}
+	if ok, err := warehouse.Exists(w, final); err != nil {
+		return err
+	} else if ok {
+		return fmt.Errorf("table %s: version %d was committed by another writer: not committing", dir, n)
+	}
+	if err := w.Rename(tmp, final); err != nil {
+		return fmt.Errorf("table %s: committing version %d: %w", dir, n, err)
+	}
+	if err := w.Sync(); err != nil {
+		return err
+	}
+	// The hint only helps readers find the version sooner; they (and the
+	// loader) take the highest version file, so a stale hint is harmless.
+	// One temporary name for every run (they hold the topic's lock): one
+	// cut short leaves it for the next to replace.
+	hintTmp := path.Join(metaDir, "."+iceHintName+".tmp")
+	if err := warehouse.WriteFile(w, hintTmp, []byte(strconv.Itoa(n))); err == nil {
+		w.Rename(hintTmp, path.Join(metaDir, iceHintName))
+	}
+	return nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// tagIceHours marks hours complete in a table after its commit (by the
+// audit, which judges them once the run's counts are published): one new
+// version whose tags hour-YYYY-MM-DD-HH name the current snapshot, which
+// holds the hours' records. Hours already tagged keep their tags.
+func tagIceHours(w *warehouse.Batch, dir, run string, hours []time.Time, now time.Time) error {
+	md, err := readIceTable(w, dir)
+	if err != nil {
+		return err
+	}
+	cur := md.current()
+	if cur == nil {
+		return nil
+	}
+	next := md.clone()
+	added := 0
+	for _, h := range hours {
+		name := iceHourTagPrefix + h.UTC().Format("2006-01-02-15")
+		if _, ok := next.Refs[name]; !ok {
+			next.Refs[name] = iceRef{SnapshotID: cur.SnapshotID, Type: "tag"}
+			added++
+		}
+	}
+	if added == 0 {
+		return nil
+	}
+	next.LastUpdatedMs = now.UnixMilli()
+	next.MetadataLog = append(next.MetadataLog, iceLogEntry{TimestampMs: md.LastUpdatedMs, MetadataFile: iceRoot(w) + "/" + md.file})
+	return publishIceVersion(w, dir, md.version+1, next, run, nil)
+}

@@ -59,6 +59,9 @@ func TestStartersSkipUnderShort(t *testing.T) {
 		"StartKafkaStreams":  func(t *testing.T) { StartKafkaStreamsWordCount(t, "127.0.0.1:1", "a", "i", "o") },
 		"Binary":             func(t *testing.T) { Binary(t) },
 		"StartProcess":       func(t *testing.T) { StartProcess(t, "version") },
+		"StartS3":            func(t *testing.T) { StartS3(t) },
+		"S3Warehouse":        func(t *testing.T) { S3Warehouse(t) },
+		"StartKafkaMember":   func(t *testing.T) { StartKafkaMember(t, "127.0.0.1:1", "g", "t", "classic", "m") },
 	} {
 		withShort(t, true, func() {
 			t.Run(name, func(t *testing.T) {

@@ -49,6 +49,7 @@ var s3Proxy = javaLauncher{
 // exits however it exits.
 func StartS3(t testing.TB) *S3Server {
 	t.Helper()
+	Needs(t, JVM)
 	s3Once.Do(func() {
 		var err error
 		for range 3 { // a free port can be taken before the server binds it

@@ -228,28 +228,28 @@ hdfs:
 	}
 }
 
-// The README's job spec recipe for HDFS (the yaml block after the marker
-// <!-- hdfs-recipe:job-spec -->) is a valid spec once given the fields it
-// leaves out, and means what the README says.
-func TestREADMEHDFSJobSpec(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// The job spec recipe for HDFS in docs/pipeline.md (the yaml block after
+// the marker <!-- hdfs-recipe:job-spec -->) is a valid spec once given the
+// fields it leaves out, and means what the page says.
+func TestDocsHDFSJobSpec(t *testing.T) {
+	doc, err := os.ReadFile("../docs/pipeline.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(readme), "<!-- hdfs-recipe:job-spec -->\n```yaml\n")
+	_, after, ok := strings.Cut(string(doc), "<!-- hdfs-recipe:job-spec -->\n```yaml\n")
 	block, _, closed := strings.Cut(after, "```")
 	if !ok || !closed {
-		t.Fatal("README.md has no yaml block after <!-- hdfs-recipe:job-spec -->")
+		t.Fatal("docs/pipeline.md has no yaml block after <!-- hdfs-recipe:job-spec -->")
 	}
 	dir := t.TempDir()
 	s, err := jobs.ParseSpec(filepath.Join(dir, "etl.yaml"), []byte("brokers: [127.0.0.1:9092]\nregistry: http://127.0.0.1:8081\ntopics: [pageviews]\nschedule: every 15m\n"+block))
 	if err != nil {
-		t.Fatalf("the README's job spec: %v\n%s", err, block)
+		t.Fatalf("the job spec of docs/pipeline.md: %v\n%s", err, block)
 	}
 	o := s.LoadConfig().WarehouseOptions.HDFS
 	if s.Warehouse != "hdfs://prod-ns/warehouse" || o.HadoopConf != "/etc/hadoop/conf" || o.Principal != "etl@EXAMPLE.COM" ||
 		o.Keytab != filepath.Join(dir, "etl.keytab") || o.DataTransferProtection != "privacy" {
-		t.Fatalf("the README's job spec gives warehouse %s, %+v", s.Warehouse, o)
+		t.Fatalf("the job spec of docs/pipeline.md gives warehouse %s, %+v", s.Warehouse, o)
 	}
 }
 

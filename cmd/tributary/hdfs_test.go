@@ -13,7 +13,7 @@ import (
 
 // `tributary load` and `tributary audit count --warehouse` with the HDFS
 // flags, against a Kerberized cluster of two NameNodes with privacy on the
-// data transfer, as the README's recipe shows them: the load commits
+// data transfer, as the recipe in docs/pipeline.md shows them: the load commits
 // every record, and the warehouse count finds each of them.
 func TestLoadIntoKerberizedHDFS(t *testing.T) {
 	testenv.Needs(t, testenv.HDFS, testenv.JVM, testenv.Tributary)

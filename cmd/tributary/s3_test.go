@@ -13,7 +13,7 @@ import (
 )
 
 // `tributary load` into an S3-compatible store and `tributary audit count
-// --warehouse s3://...` as the README's S3 recipe shows them: credentials
+// --warehouse s3://...` as the S3 recipe in docs/pipeline.md shows them: credentials
 // from the environment, the store named by --s3-endpoint; the load commits
 // every record, and the warehouse count finds each of them.
 func TestLoadIntoS3(t *testing.T) {

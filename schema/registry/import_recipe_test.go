@@ -13,20 +13,20 @@ import (
 	"github.com/tributary-io/tributary/schema/internal/srtest"
 )
 
-// TestReadmeCopyRecipe runs the README's recipe for copying a registry
+// TestDocsCopyRecipe runs the recipe of docs/pipeline.md for copying a registry
 // (the block marked registry-recipe:copy, with bash, curl and jq) from one
 // registry to an empty one: every version comes over with its id, version,
 // type and references, ids left unused by hard deletes stay unused, and
 // the next schema registered gets an id above every copied one; subjects
 // of other contexts and data contracts come over too.
-func TestReadmeCopyRecipe(t *testing.T) {
+func TestDocsCopyRecipe(t *testing.T) {
 	testenv.Needs(t, testenv.Program("bash"), testenv.Program("curl"))
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("the recipe needs %s: %v", tool, err)
 		}
 	}
-	recipe := readmeBlock(t, "../../README.md", "<!-- registry-recipe:copy -->")
+	recipe := docBlock(t, "../../docs/pipeline.md", "<!-- registry-recipe:copy -->")
 	src, dst := srtest.Start(t), srtest.Start(t)
 
 	call := func(base, method, path, body string) (int, string) {
@@ -92,8 +92,8 @@ const (
 	personAvro  = `{"type":"record","name":"Person","namespace":"com.example","fields":[{"name":"home","type":"Address"}]}`
 )
 
-// readmeBlock returns the ```sh block that follows marker in path.
-func readmeBlock(t *testing.T, path, marker string) string {
+// docBlock returns the ```sh block that follows marker in path.
+func docBlock(t *testing.T, path, marker string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -13,25 +13,25 @@ import (
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
-// The README's "Securing Tributary" recipe works as printed: its three
+// The "Securing Tributary" recipe of docs/security.md works as printed: its three
 // marked shell blocks (setup, broker, clients) run with bash in an empty
 // directory, with bin/tributary the binary under test and the broker's
 // port a free one, and alice's records come back from our consumer and
-// from kcat. The README cannot drift from the commands and flags it shows.
-func TestReadmeSecuringRecipe(t *testing.T) {
+// from kcat. The page cannot drift from the commands and flags it shows.
+func TestDocsSecuringRecipe(t *testing.T) {
 	testenv.Needs(t, testenv.Tributary, testenv.Kcat, testenv.Program("bash"))
 	for _, tool := range []string{"bash", "openssl", "kcat"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("the recipe needs %s: %v", tool, err)
 		}
 	}
-	blocks := readmeBlocks(t, "../../README.md", "securing-recipe:")
+	blocks := docBlocks(t, "../../docs/security.md", "securing-recipe:")
 	addr := testenv.FreeAddr(t)
 	script := func(name string) string {
 		t.Helper()
 		s, ok := blocks[name]
 		if !ok {
-			t.Fatalf("README.md has no block marked <!-- securing-recipe:%s -->", name)
+			t.Fatalf("docs/security.md has no block marked <!-- securing-recipe:%s -->", name)
 		}
 		s = strings.ReplaceAll(s, "bin/tributary", testenv.Binary(t))
 		return strings.ReplaceAll(s, "127.0.0.1:9093", addr)
@@ -105,9 +105,9 @@ func TestReadmeSecuringRecipe(t *testing.T) {
 	}
 }
 
-// readmeBlocks returns the fenced sh blocks of path each marked by an
+// docBlocks returns the fenced sh blocks of path each marked by an
 // HTML comment `<!-- <prefix><name> -->` on the line before, by name.
-func readmeBlocks(t *testing.T, path, prefix string) map[string]string {
+func docBlocks(t *testing.T, path, prefix string) map[string]string {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {

@@ -10,6 +10,12 @@ package broker
 // (log.MaxTimestamp). Without tiered storage, earliest-local (-4, v8+) is
 // the log start offset and latest-tiered (-5, v9+) is -1, as Kafka answers
 // for a topic that is not tiered.
+//
+// A new leader of a replicated partition answers the queries that depend
+// on the high watermark with OFFSET_NOT_AVAILABLE (retriable) until its
+// high watermark reaches where its leader epoch began (replica.go's
+// hwBehindEpochStart, KIP-207): before that, its latest offset could hide
+// records the previous leader acknowledged.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -56,6 +62,11 @@ func (b *Broker) listOffsets(who *request, req *kmsg.ListOffsetsRequest) *kmsg.L
 			}
 			if pcode != 0 {
 				sp.ErrorCode = pcode
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			if (rp.Timestamp == -1 || rp.Timestamp == -3 || rp.Timestamp >= 0) && b.replicas.hwBehindEpochStart(t, rp.Partition, l, hw) {
+				sp.ErrorCode = kerr.OffsetNotAvailable.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}

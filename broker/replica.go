@@ -119,6 +119,10 @@ type leaderState struct {
 	key   partKey
 	epoch int32
 
+	// epochStart is the log end offset when this broker began leading in
+	// this epoch: everything a previous leader acknowledged lies below it.
+	epochStart int64
+
 	mu        sync.Mutex
 	hw        int64
 	followers map[int32]*followerState
@@ -166,7 +170,7 @@ func (rs *replicas) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, 
 	ls := rs.leading[key]
 	if ls == nil || ls.epoch != st.LeaderEpoch {
 		now := time.Now()
-		ls = &leaderState{key: key, epoch: st.LeaderEpoch, followers: map[int32]*followerState{}, changed: make(chan struct{})}
+		ls = &leaderState{key: key, epoch: st.LeaderEpoch, epochStart: l.LogEndOffset(), followers: map[int32]*followerState{}, changed: make(chan struct{})}
 		ls.hw = min(rs.learned[key], l.HighWatermark())
 		for _, id := range t.ReplicasOf(p) {
 			if id != rs.b.selfID {
@@ -251,6 +255,18 @@ func (rs *replicas) highWatermark(t cluster.Topic, p int32, l *log.Log) (int64, 
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	return ls.advance(l, st.ISR, rs.b.selfID, rs.b.hwQuorum(t, p)), ls.changed, nil
+}
+
+// hwBehindEpochStart reports whether hw, the high watermark of a
+// partition this broker leads, is still below where its leader epoch
+// began. A new leader learns its followers' ends only as they fetch, so
+// until then its high watermark may lag what the previous leader
+// acknowledged: ListOffsets answers OFFSET_NOT_AVAILABLE meanwhile, which
+// clients retry, rather than an end that hides acknowledged records (as
+// Kafka, KIP-207).
+func (rs *replicas) hwBehindEpochStart(t cluster.Topic, p int32, l *log.Log, hw int64) bool {
+	ls, _, err := rs.leader(t, p, l)
+	return err == nil && ls != nil && hw < ls.epochStart
 }
 
 // followerFetched records a follower's fetch at offset (its fsynced end)

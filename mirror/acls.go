@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -113,7 +114,7 @@ func (s *source) syncACLs(ctx context.Context) {
 func (s *source) copyACLs(ctx context.Context) (side string, err error) {
 	have, err := literalTopicACLs(ctx, s.client)
 	if err != nil {
-		return "source", fmt.Errorf("reading the source's ACLs (the mirror's source principal needs Describe on the cluster): %w", err)
+		return "source", fmt.Errorf("reading the source's ACLs%s: %w", needs(err, "source", "Describe"), err)
 	}
 	want := map[aclEntry]bool{}
 	for _, a := range have {
@@ -126,7 +127,7 @@ func (s *source) copyACLs(ctx context.Context) (side string, err error) {
 	}
 	existing, err := literalTopicACLs(ctx, s.tgt.client)
 	if err != nil {
-		return "target", fmt.Errorf("reading the target's ACLs (the mirror's target principal needs Describe on the cluster): %w", err)
+		return "target", fmt.Errorf("reading the target's ACLs%s: %w", needs(err, "target", "Describe"), err)
 	}
 	for _, a := range existing {
 		delete(want, a)
@@ -152,8 +153,8 @@ func (s *source) copyACLs(ctx context.Context) (side string, err error) {
 			if r.ErrorMessage != nil {
 				e = fmt.Errorf("%w: %s", e, *r.ErrorMessage)
 			}
-			err = fmt.Errorf("creating %v %v for %s on topic %s in the target (the mirror's target principal needs Alter on the cluster): %w",
-				c.PermissionType, c.Operation, c.Principal, c.ResourceName, e)
+			err = fmt.Errorf("creating %v %v for %s on topic %s in the target%s: %w",
+				c.PermissionType, c.Operation, c.Principal, c.ResourceName, needs(e, "target", "Alter"), e)
 			continue
 		}
 		created++
@@ -165,4 +166,12 @@ func (s *source) copyACLs(ctx context.Context) (side string, err error) {
 		return "target", err
 	}
 	return "", nil
+}
+
+// needs says what permission a refused ACL request lacked.
+func needs(err error, side, op string) string {
+	if errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		return fmt.Sprintf(" (the mirror's %s principal needs %s on the cluster)", side, op)
+	}
+	return ""
 }

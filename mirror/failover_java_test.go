@@ -24,7 +24,7 @@ import (
 // record skipped, none read twice except those the crashed consumer had
 // read but not yet committed.
 func TestMirrorJavaGroupFailsOver(t *testing.T) {
-	const topic, group, partitions, own, first, total = "clicks", "billing", 3, 50, 1000, 1200
+	const topic, group, partitions, own, first, total = "clicks", "billing", 3, 50, 2000, 2200
 	needServices(t)
 	testenv.Needs(t, testenv.JVM)
 	src := testenv.StartBroker(t)

@@ -37,13 +37,13 @@ import (
 // every chunk written in either direction for the delay before passing it
 // on, one goroutine per direction.
 func BenchmarkMirrorWAN(b *testing.B) {
-	const records = 400000 // 100-byte values: about 44 MB
+	records := *wanRecords
 	delays := []time.Duration{0, 25 * time.Millisecond, 50 * time.Millisecond}
 	src := testenv.StartBroker(b)
 	for _, partitions := range []int32{1, 8} {
 		topic := fmt.Sprintf("wan-%d", partitions)
 		createTopic(b, []string{src.Addr}, topic, partitions)
-		produce(b, []string{src.Addr}, "dc1", topic, partitions, 0, records/int(partitions))
+		produce(b, []string{src.Addr}, "dc1", topic, partitions, 0, int(records)/int(partitions))
 	}
 	type cell struct {
 		partitions int32
@@ -80,12 +80,15 @@ func BenchmarkMirrorWAN(b *testing.B) {
 	}
 }
 
-// wanRounds and wanFetch tune BenchmarkMirrorWAN: more rounds cancel more
-// noise; -mirror.wan-fetch=1048576 measures the mirror as it was with
-// kgo's default of 1 MiB per partition and fetch.
+// wanRounds, wanRecords and wanFetch tune BenchmarkMirrorWAN: more rounds
+// cancel more noise; a copy must last many round trips for the rate to be
+// the link's steady state (2M records of 100 bytes take a second or two
+// here without delay, against a 100 ms round trip); -mirror.wan-fetch=1048576
+// measures the mirror as it was with kgo's default of 1 MiB per partition.
 var (
-	wanRounds = flag.Int("mirror.wan-rounds", 3, "BenchmarkMirrorWAN: rounds of the six measurements")
-	wanFetch  = flag.Int("mirror.wan-fetch", 32<<20, "BenchmarkMirrorWAN: the mirror's fetch size per partition, bytes")
+	wanRecords = flag.Int64("mirror.wan-records", 2_000_000, "BenchmarkMirrorWAN: records per topic (100-byte values)")
+	wanRounds  = flag.Int("mirror.wan-rounds", 3, "BenchmarkMirrorWAN: rounds of the six measurements")
+	wanFetch   = flag.Int("mirror.wan-fetch", 32<<20, "BenchmarkMirrorWAN: the mirror's fetch size per partition, bytes")
 )
 
 func median(xs []float64) float64 {

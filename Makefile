@@ -63,6 +63,17 @@ BENCH_FLAGS    ?=
 bench: build
 	-./scripts/bench/install.sh
 	./$(BIN) bench --messages $(BENCH_MESSAGES) --out $(BENCH_OUT) --scripts scripts/bench $(BENCH_FLAGS)
+	$(MAKE) bench-mirror
+
+# The mirror across a WAN: copy rates with 0, 25 and 50 ms one-way delay
+# between mirror and source, for 1 and 8 partitions, and the ratios to no
+# delay (BenchmarkMirrorWAN, about 5 minutes), also in
+# $(BENCH_OUT)/mirror-wan.txt.
+.PHONY: bench-mirror
+bench-mirror:
+	@mkdir -p $(BENCH_OUT)
+	$(GO) test -run '^$$' -bench '^BenchmarkMirrorWAN$$' -benchtime 1x -timeout 30m ./mirror/ >$(BENCH_OUT)/mirror-wan.txt; \
+	status=$$?; cat $(BENCH_OUT)/mirror-wan.txt; exit $$status
 
 # The Go micro-benchmarks beside the code (BenchmarkAppend, BenchmarkFetch, ...).
 .PHONY: bench-go

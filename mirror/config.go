@@ -108,6 +108,11 @@ type Config struct {
 	// datacenter (a regular expression; empty: none).
 	Groups            string
 	GroupSyncInterval time.Duration
+	// SyncACLs copies the sources' ACLs on the selected topics into the
+	// target every ACLSyncInterval (default 1m), read-only: Read and
+	// Describe grants, never Write (see acls.go for the rules).
+	SyncACLs        bool
+	ACLSyncInterval time.Duration
 	// TopicSyncInterval is how often topic config changes and partition
 	// increases in the sources are carried to the target. Default 30s.
 	TopicSyncInterval time.Duration
@@ -265,6 +270,7 @@ func (c Config) compile() (*compiled, error) {
 		}
 	}
 	def(&c.GroupSyncInterval, 10*time.Second)
+	def(&c.ACLSyncInterval, time.Minute)
 	return &compiled{Config: c, topics: topics, exclude: exclude, groups: groups}, nil
 }
 

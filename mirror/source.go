@@ -160,11 +160,12 @@ func (s *source) zkBrokers(ctx context.Context) ([]string, error) {
 }
 
 // manage keeps the watermarks fresh and carries topic configs and
-// partition increases over (topicsync.go) until ctx ends.
+// partition increases (topicsync.go), group offsets (groups.go) and ACLs
+// (acls.go) over until ctx ends.
 func (s *source) manage(ctx context.Context) {
 	tick := time.NewTicker(watermarkPoll)
 	defer tick.Stop()
-	var lastSync, lastGroups time.Time
+	var lastSync, lastGroups, lastACLs time.Time
 	for {
 		s.refreshWatermarks(ctx)
 		if time.Since(lastSync) >= s.cfg.TopicSyncInterval {
@@ -174,6 +175,10 @@ func (s *source) manage(ctx context.Context) {
 		if time.Since(lastGroups) >= s.cfg.GroupSyncInterval {
 			lastGroups = time.Now()
 			s.syncGroups(ctx)
+		}
+		if time.Since(lastACLs) >= s.cfg.ACLSyncInterval {
+			lastACLs = time.Now()
+			s.syncACLs(ctx)
 		}
 		select {
 		case <-ctx.Done():

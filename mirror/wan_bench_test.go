@@ -2,10 +2,13 @@ package mirror_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -18,49 +21,103 @@ import (
 
 // BenchmarkMirrorWAN measures the copy rate with a delay between the mirror
 // and the source (each direction delayed by the one-way delay, no bandwidth
-// cap, as a WAN link), for one and eight partitions, and reports it as a
-// ratio to the same copy without delay:
+// cap, as a WAN link) of 0, 25 and 50 ms, for a topic of one partition and
+// one of eight, and reports the six rates and each delay's ratio to no
+// delay in one line (make bench-mirror):
 //
 //	go test -run '^$' -bench MirrorWAN -benchtime 1x ./mirror/
+//
+// The machine's load changes from second to second (other processes share
+// the cores), so the cells are measured in rounds (-mirror.wan-rounds), the
+// delays in a rotated order each round, and a ratio is the median over the
+// rounds of the rate at that delay divided by the no-delay rate measured
+// next to it in the same round. Rates are medians too.
 //
 // There is no netem on these machines: the delay is a dialer that holds
 // every chunk written in either direction for the delay before passing it
 // on, one goroutine per direction.
 func BenchmarkMirrorWAN(b *testing.B) {
-	const records = 400000 // 100-byte values: about 44 MB
+	records := *wanRecords
+	delays := []time.Duration{0, 25 * time.Millisecond, 50 * time.Millisecond}
 	src := testenv.StartBroker(b)
 	for _, partitions := range []int32{1, 8} {
 		topic := fmt.Sprintf("wan-%d", partitions)
 		createTopic(b, []string{src.Addr}, topic, partitions)
-		produce(b, []string{src.Addr}, "dc1", topic, partitions, 0, records/int(partitions))
-		// 1 MiB a partition is kgo's default, which the mirror had: one
-		// fetch in flight per source broker, so a partition gets at most
-		// that per round trip.
-		for _, fetch := range []int32{1 << 20, 32 << 20} {
-			var base float64
-			for _, delay := range []time.Duration{0, 25 * time.Millisecond, 50 * time.Millisecond} {
-				b.Run(fmt.Sprintf("partitions=%d/fetch=%dMiB/one-way=%v", partitions, fetch>>20, delay), func(b *testing.B) {
-					for range b.N {
-						dst := testenv.StartBroker(b)
-						rate := copyRate(b, src, dst, topic, records, delay, fetch)
-						if delay == 0 {
-							base = rate
-						}
-						b.ReportMetric(rate, "records/s")
-						if base > 0 {
-							b.ReportMetric(rate/base, "ratio-to-no-delay")
-						}
-					}
-				})
+		produce(b, []string{src.Addr}, "dc1", topic, partitions, 0, int(records)/int(partitions))
+	}
+	type cell struct {
+		partitions int32
+		delay      time.Duration
+	}
+	for range b.N {
+		rates := map[cell][]float64{}
+		ratios := map[cell][]float64{}
+		for round := range *wanRounds {
+			for _, partitions := range []int32{1, 8} {
+				topic := fmt.Sprintf("wan-%d", partitions)
+				got := map[time.Duration]float64{}
+				for i := range delays {
+					delay := delays[(i+round)%len(delays)]
+					got[delay] = copyRate(b, src, topic, records, delay, int32(*wanFetch))
+					rates[cell{partitions, delay}] = append(rates[cell{partitions, delay}], got[delay])
+				}
+				for _, delay := range delays {
+					ratios[cell{partitions, delay}] = append(ratios[cell{partitions, delay}], got[delay]/got[0])
+				}
+				b.Logf("round %d, %d partition(s): %.0f, %.0f, %.0f records/s at 0, 25, 50 ms", round+1, partitions, got[delays[0]], got[delays[1]], got[delays[2]])
+			}
+		}
+		for _, partitions := range []int32{1, 8} {
+			for _, delay := range delays {
+				c := cell{partitions, delay}
+				name := fmt.Sprintf("p%d-%dms", partitions, delay.Milliseconds())
+				b.ReportMetric(median(rates[c]), name+"-records/s")
+				if delay > 0 {
+					b.ReportMetric(median(ratios[c]), name+"-ratio")
+				}
 			}
 		}
 	}
 }
 
+// wanRounds, wanRecords and wanFetch tune BenchmarkMirrorWAN: more rounds
+// cancel more noise; a copy must last many round trips for the rate to be
+// the link's steady state (2M records of 100 bytes take a second or two
+// here without delay, against a 100 ms round trip); -mirror.wan-fetch=1048576
+// measures the mirror as it was with kgo's default of 1 MiB per partition.
+var (
+	wanRecords = flag.Int64("mirror.wan-records", 2_000_000, "BenchmarkMirrorWAN: records per topic (100-byte values)")
+	wanRounds  = flag.Int("mirror.wan-rounds", 3, "BenchmarkMirrorWAN: rounds of the six measurements")
+	wanFetch   = flag.Int("mirror.wan-fetch", 32<<20, "BenchmarkMirrorWAN: the mirror's fetch size per partition, bytes")
+)
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else if n > 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return 0
+}
+
 // copyRate runs a mirror from src to a new target through a delayed link
-// and returns the records per second from its first copy to its last.
-func copyRate(b *testing.B, src, dst *testenv.Broker, topic string, total int64, delay time.Duration, fetch int32) float64 {
-	tcl := newClient(b, []string{dst.Addr}, kgo.MetadataMinAge(10*time.Millisecond))
+// and returns the records per second from its first copy to its last. The
+// target is stopped and its data removed afterwards.
+func copyRate(b *testing.B, src *testenv.Broker, topic string, total int64, delay time.Duration, fetch int32) float64 {
+	dir, err := os.MkdirTemp("", "mirror-wan-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	dst := testenv.StartBroker(b, testenv.WithDataDir(dir))
+	defer dst.Stop()
+	tcl, err := kgo.NewClient(kgo.SeedBrokers(dst.Addr), kgo.MetadataMinAge(10*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tcl.Close()
 	_, stop := runMirror(b, mirror.Config{Sources: []mirror.Source{{Name: "dc1", Bootstrap: []string{src.Addr}}}, Target: []string{dst.Addr},
 		Topics: "^" + topic + "$", LogInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		FetchMaxPartitionBytes: fetch, FetchOptions: []kgo.Opt{kgo.Dialer(delayedDialer(delay))}})

@@ -44,6 +44,8 @@ func runMirror(ctx context.Context, args []string) error {
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, wait this long for the target's acknowledgements, then exit whatever still waits")
 	groups := fs.String("groups", "", "`REGEX` of source consumer groups whose committed offsets are translated into the target, so their consumers can fail over to it")
 	groupSync := fs.Duration("groups-interval", 10*time.Second, "how often --groups' offsets are translated")
+	syncACLs := fs.Bool("sync-acls", false, "copy the sources' literal topic ACLs on mirrored topics into the target, read-only (Read, Describe and denies; never Write); needs Describe on both clusters and Alter on the target's")
+	aclSync := fs.Duration("acl-sync-interval", time.Minute, "how often --sync-acls copies ACLs")
 	topicSync := fs.Duration("topic-sync-interval", 30*time.Second, "how often topic config changes and partition increases in the sources are carried to the target")
 	rename := fs.String("rename", "{topic}", "target topic name `PATTERN`: {source} and {topic} are replaced, e.g. {source}.{topic}")
 	fetchPartition := fs.Int("fetch-max-partition-bytes", 32<<20, "bytes per partition in one fetch from a source; across a WAN a partition gets at most this per round trip")
@@ -87,6 +89,8 @@ func runMirror(ctx context.Context, args []string) error {
 		TopicSyncInterval:      *topicSync,
 		Groups:                 *groups,
 		GroupSyncInterval:      *groupSync,
+		SyncACLs:               *syncACLs,
+		ACLSyncInterval:        *aclSync,
 		FetchMaxPartitionBytes: int32(min(*fetchPartition, 1<<30)),
 		FetchMaxBytes:          int32(min(*fetchMax, 1<<30)),
 		ConnectTimeout:         *connect,

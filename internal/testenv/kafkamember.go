@@ -157,3 +157,11 @@ var kafkaMember = javaLauncher{
 	cacheName: "kafka-member-" + KafkaVersion, mvnArgs: []string{"-DincludeScope=runtime"},
 	what: "Apache Kafka " + KafkaVersion + "'s consumer", installHint: javaToolsInstallHint,
 }
+
+// Kill ends the member with SIGKILL, as a crashed application: what it
+// printed after its last commit was consumed but is not committed. It
+// returns once everything the member printed has been read.
+func (m *KafkaMember) Kill() {
+	m.cmd.Process.Kill()
+	<-m.done
+}

@@ -320,6 +320,20 @@ func escapeKey(k string) string {
 
 // Remove deletes a file; a directory is only a prefix, and goes with its
 // last file.
+// RenameNoReplace reads oldname, writes it to newname with one conditional
+// PUT (CreateExclusive) and deletes oldname: newname appears whole or not
+// at all, and only if it did not exist.
+func (w *S3) RenameNoReplace(oldname, newname string) error {
+	data, err := ReadFile(w, oldname)
+	if err != nil {
+		return err
+	}
+	if err := w.CreateExclusive(newname, data); err != nil {
+		return err
+	}
+	return w.Remove(oldname)
+}
+
 func (w *S3) Remove(name string) error {
 	k, err := w.key(name)
 	if err != nil {

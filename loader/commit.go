@@ -429,13 +429,22 @@ func isSyntaxError(err error) bool {
 }
 
 // removeCommit prunes a commit: a legacy one is deleted, one named by its
-// number alone emptied (a tombstone), so that its number is never free
-// again (fence.go).
+// number alone replaced by an empty file (a tombstone) in one step, so
+// that its number is never free again, not even for a moment (fence.go):
+// HDFS's Create removes before it creates, so the tombstone is renamed
+// over it.
 func removeCommit(w warehouse.FS, c commitEntry) error {
 	if c.legacy {
 		return w.Remove(c.name)
 	}
-	return warehouse.WriteFile(w, c.name, nil)
+	if warehouse.WholeObjectWrites(w) {
+		return warehouse.WriteFile(w, c.name, nil)
+	}
+	tmp := c.name + ".pruned"
+	if err := warehouse.WriteFile(w, tmp, nil); err != nil {
+		return err
+	}
+	return w.Rename(tmp, c.name)
 }
 
 // prune deletes committed manifests that are finished and superseded, for

@@ -12,6 +12,7 @@ import (
 	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/loadertest"
+	"github.com/tributary-io/tributary/loader/warehouse"
 )
 
 // A `tributary load` stopped (SIGSTOP, lease renewals included, as a long
@@ -67,11 +68,18 @@ func TestPausedLoaderIsFenced(t *testing.T) {
 				t.Errorf("the resumed run's error does not name the run that took over (%s):\n%s", taker.Run, out)
 			}
 
-			c := loadertest.Read(t, openWarehouse(t, url))
+			w := openWarehouse(t, url)
+			c := loadertest.Read(t, w)
 			loadertest.CheckExactlyOnce(t, c, "paused", events)
 			for _, s := range c.State {
 				if !isCommit(s) {
 					t.Errorf("left behind: %s", s)
+					continue
+				}
+				if data, err := warehouse.ReadFile(w, s); err != nil {
+					t.Error(err)
+				} else if strings.Contains(string(data), `"run": "`+taker.Discarded[0]+`"`) {
+					t.Errorf("the stopped run committed: %s", s)
 				}
 			}
 			if again := run(t, config(env, url, "paused")); again.Records != 0 || len(again.Discarded)+len(again.Recovered) != 0 {

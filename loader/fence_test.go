@@ -1,27 +1,26 @@
 package loader_test
 
 import (
-	"os"
-	"slices"
-	"strconv"
+	"context"
+	"io"
+	"io/fs"
 	"strings"
-	"syscall"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/loadertest"
 	"github.com/tributary-io/tributary/loader/warehouse"
 )
 
-// A `tributary load` stopped (SIGSTOP, lease renewals included, as a long
-// GC pause or a stalled disk would) at its commit point, after its last
-// lock check, for longer than its topic lease: another run takes the
-// topic over, discards the stopped run's files and commits the same
-// records. Resumed, the stopped run is refused by the commit itself, with
-// an error naming the other run; nothing of it is left, and every record
-// is in the warehouse exactly once.
+// A run stalled at its commit point, after its last lock check, for
+// longer than its topic lease (every warehouse call of its process hangs,
+// lease renewals included, as in a long GC pause or on a stalled disk):
+// another run takes the topic over, discards the stalled run's files and
+// commits the same records. Resumed, the stalled run is refused by the
+// commit itself, with an error naming the other run; nothing of it is
+// left, and every record is in the warehouse exactly once.
 func TestPausedLoaderIsFenced(t *testing.T) {
 	const n = 3000
 	env := loadertest.Start(t)
@@ -33,40 +32,57 @@ func TestPausedLoaderIsFenced(t *testing.T) {
 	for _, kind := range []string{"local", "s3", "hdfs"} {
 		t.Run(kind, func(t *testing.T) {
 			url := warehouses(t)[kind](t)
-			t.Setenv("TRIBUTARY_LOAD_STOP_AT", string(loader.FaultCommitPoint))
-			p := testenv.StartProcess(t, "load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
-				"--topics", "paused", "--warehouse", url, "--file-max-records", "500", "--lock-ttl", "2s", "--quiet")
-			testenv.Eventually(t, 60*time.Second, "tributary load stops at its commit point", func() bool {
-				select {
-				case <-p.Done():
-					t.Fatalf("tributary load exited before its commit point")
-				default:
+			stalled := &stallFS{FS: openWarehouse(t, url)}
+			cfg := config(env, url, "paused")
+			cfg.FileMaxRecords = 500
+			cfg.LockTTL = 2 * time.Second
+			first := cfg
+			first.FS = stalled
+			atCommit := make(chan struct{})
+			resume := make(chan struct{})
+			first.Fault = func(p loader.FaultPoint) error {
+				if p == loader.FaultCommitPoint {
+					stalled.stall(true)
+					close(atCommit)
+					<-resume
+					stalled.stall(false)
 				}
-				return strings.Contains(p.Output.String(), "stopping at "+string(loader.FaultCommitPoint)) && processStopped(p.Cmd.Process.Pid)
-			})
-			os.Unsetenv("TRIBUTARY_LOAD_STOP_AT")
+				return nil
+			}
+			type result struct {
+				sum *loader.Summary
+				err error
+			}
+			done := make(chan result, 1)
+			go func() { sum, err := loader.Run(context.Background(), first); done <- result{sum, err} }()
+			select {
+			case <-atCommit:
+			case r := <-done:
+				t.Fatalf("the first run ended before its commit point: %v", r.err)
+			case <-time.After(60 * time.Second):
+				t.Fatal("the first run did not reach its commit point")
+			}
 
 			// Its lease runs out; this run takes the topic over.
 			taker := runAfterExpiry(t, config(env, url, "paused"))
 			if taker.Records != n || len(taker.Discarded) != 1 {
-				t.Fatalf("the run taking over loaded %d records and discarded %v; want %d and the stopped run", taker.Records, taker.Discarded, n)
+				t.Fatalf("the run taking over loaded %d records and discarded %v; want %d and the stalled run", taker.Records, taker.Discarded, n)
 			}
 
-			if err := p.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
-				t.Fatal(err)
-			}
+			close(resume)
+			var r result
 			select {
-			case <-p.Done():
+			case r = <-done:
 			case <-time.After(60 * time.Second):
-				t.Fatal("the resumed tributary load did not finish")
+				t.Fatal("the resumed run did not finish")
 			}
-			out := p.Output.String()
-			if p.Cmd.ProcessState.ExitCode() == 0 {
-				t.Fatalf("the resumed run exited 0; its output:\n%s", out)
+			if r.err == nil || r.sum.Committed {
+				t.Fatalf("the resumed run: committed=%v, error %v; want its commit refused", r.sum.Committed, r.err)
 			}
-			if !strings.Contains(out, "not committing run "+taker.Discarded[0]) || !strings.Contains(out, "run "+taker.Run) {
-				t.Errorf("the resumed run's error does not name the run that took over (%s):\n%s", taker.Run, out)
+			if !strings.Contains(r.err.Error(), "not committing run "+r.sum.Run) || !strings.Contains(r.err.Error(), "run "+taker.Run) {
+				t.Errorf("the resumed run's error does not name the run that took over (%s): %v", taker.Run, r.err)
 			}
+			t.Logf("the resumed run: %v", r.err)
 
 			w := openWarehouse(t, url)
 			c := loadertest.Read(t, w)
@@ -78,8 +94,8 @@ func TestPausedLoaderIsFenced(t *testing.T) {
 				}
 				if data, err := warehouse.ReadFile(w, s); err != nil {
 					t.Error(err)
-				} else if strings.Contains(string(data), `"run": "`+taker.Discarded[0]+`"`) {
-					t.Errorf("the stopped run committed: %s", s)
+				} else if strings.Contains(string(data), `"run": "`+r.sum.Run+`"`) {
+					t.Errorf("the stalled run committed: %s", s)
 				}
 			}
 			if again := run(t, config(env, url, "paused")); again.Records != 0 || len(again.Discarded)+len(again.Recovered) != 0 {
@@ -89,14 +105,48 @@ func TestPausedLoaderIsFenced(t *testing.T) {
 	}
 }
 
-// processStopped reports whether pid is stopped by a signal (state T in
-// /proc/<pid>/stat).
-func processStopped(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && len(s) > i+2 && slices.Contains([]byte{'T', 't'}, s[i+2])
+// stallFS is a warehouse whose every call waits while it is stalled: the
+// warehouse side of a process that is paused (its lease renewals too).
+type stallFS struct {
+	warehouse.FS
+	mu      sync.Mutex
+	stalled bool
+	cond    *sync.Cond
 }
+
+func (s *stallFS) stall(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cond == nil {
+		s.cond = sync.NewCond(&s.mu)
+	}
+	s.stalled = on
+	s.cond.Broadcast()
+}
+
+func (s *stallFS) wait() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.stalled {
+		s.cond.Wait()
+	}
+}
+
+func (s *stallFS) Unwrap() warehouse.FS { return s.FS }
+
+func (s *stallFS) Create(name string) (io.WriteCloser, error) { s.wait(); return s.FS.Create(name) }
+func (s *stallFS) CreateExclusive(name string, data []byte) error {
+	s.wait()
+	return s.FS.CreateExclusive(name, data)
+}
+func (s *stallFS) Open(name string) (io.ReadCloser, error) { s.wait(); return s.FS.Open(name) }
+func (s *stallFS) Rename(o, n string) error                { s.wait(); return s.FS.Rename(o, n) }
+func (s *stallFS) RenameNoReplace(o, n string) error       { s.wait(); return s.FS.RenameNoReplace(o, n) }
+func (s *stallFS) Remove(name string) error                { s.wait(); return s.FS.Remove(name) }
+func (s *stallFS) RemoveAll(name string) error             { s.wait(); return s.FS.RemoveAll(name) }
+func (s *stallFS) ReadDir(name string) ([]fs.FileInfo, error) {
+	s.wait()
+	return s.FS.ReadDir(name)
+}
+func (s *stallFS) Stat(name string) (fs.FileInfo, error) { s.wait(); return s.FS.Stat(name) }
+func (s *stallFS) MkdirAll(name string) error            { s.wait(); return s.FS.MkdirAll(name) }

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/tributary-io/tributary/loader"
@@ -26,7 +25,6 @@ func init() {
 const (
 	pauseEnv = "TRIBUTARY_LOAD_PAUSE_AT"
 	delayEnv = "TRIBUTARY_LOAD_DELAY_AT"
-	stopEnv  = "TRIBUTARY_LOAD_STOP_AT"
 )
 
 // exitDataLoss is the exit status of a committed run that had to record
@@ -210,10 +208,7 @@ func (f *loadFlags) config() (loader.Config, error) {
 // for: TRIBUTARY_LOAD_PAUSE_AT=<point> stops the process forever the first
 // time a run reaches point, so a test can SIGKILL it exactly there;
 // TRIBUTARY_LOAD_DELAY_AT=<point>:<duration> makes every run wait there,
-// so that runs last long enough for overlap tests;
-// TRIBUTARY_LOAD_STOP_AT=<point> makes the process stop itself (SIGSTOP,
-// lease renewals included, as a long GC pause would) the first time a run
-// reaches point, until a SIGCONT resumes it there. Points:
+// so that runs last long enough for overlap tests. Points:
 // loader.FaultPoints, loader.TableFaultPoints, loader.AuditFaultPoints, and
 // loader.CompactFaultPoints for tributary compact.
 func faultFromEnv() func(loader.FaultPoint) error {
@@ -230,24 +225,6 @@ func faultFromEnv() func(loader.FaultPoint) error {
 					once.Do(func() {
 						fmt.Fprintf(os.Stderr, "tributary: paused at %s (%s)\n", p, pauseEnv)
 						select {}
-					})
-				}
-				return nil
-			})
-		}
-	}
-	if v := os.Getenv(stopEnv); v != "" {
-		point := loader.FaultPoint(v)
-		if !slices.Contains(points, point) {
-			fmt.Fprintf(os.Stderr, "tributary: %s=%q is not a fault point (%v); ignored\n", stopEnv, v, points)
-		} else {
-			var once sync.Once
-			hooks = append(hooks, func(p loader.FaultPoint) error {
-				if p == point {
-					once.Do(func() {
-						fmt.Fprintf(os.Stderr, "tributary: stopping at %s (%s)\n", p, stopEnv)
-						syscall.Kill(os.Getpid(), syscall.SIGSTOP)
-						fmt.Fprintf(os.Stderr, "tributary: resumed at %s\n", p)
 					})
 				}
 				return nil

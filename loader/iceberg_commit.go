@@ -276,6 +276,9 @@ func (r *run) commitWithTables(m *Manifest, staged string) error {
 	if err := r.checkLocks(); err != nil {
 		return err
 	}
+	if err := r.hook(FaultCommitPoint); err != nil {
+		return err
+	}
 	committed, err := commitTables(r.batch, m, m.Committed, r.hook)
 	r.sum.Committed = committed
 	if err != nil {

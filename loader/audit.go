@@ -302,9 +302,10 @@ func (r *run) unpublished() ([]*Manifest, error) {
 	}
 	var out []*Manifest
 	for _, c := range commits {
-		if published[c.run] && !r.republish {
+		if c.run != "" && published[c.run] && !r.republish {
 			continue
 		}
+		// A commit named by its number alone is read to learn its run.
 		m, err := readManifest(r.w, c.name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // pruned meanwhile
@@ -312,12 +313,15 @@ func (r *run) unpublished() ([]*Manifest, error) {
 		if err != nil {
 			return nil, err
 		}
+		if published[m.Run] && !r.republish {
+			continue
+		}
 		if m.Audit != nil {
 			out = append(out, m)
-		} else if !published[c.run] {
+		} else {
 			// A run that counted nothing: marked so that later runs
 			// need not read its manifest again. Best effort.
-			warehouse.WriteFile(r.w, auditMarker(c.run), []byte("no audit counts\n"))
+			warehouse.WriteFile(r.w, auditMarker(m.Run), []byte("no audit counts\n"))
 		}
 	}
 	return out, nil

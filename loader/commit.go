@@ -17,91 +17,58 @@ import (
 	"github.com/tributary-io/tributary/loader/warehouse"
 )
 
-// A run becomes visible in one step: the rename of its manifest into
-// _tributary/commits (commit). Everything before it stays in the run's own
-// directory; everything after it (moving files into place, _SUCCESS
-// markers) is repeatable, so that whoever takes the topics' locks next
-// finishes a run cut short (mover.recoverRuns), or deletes it if it never
-// reached the rename.
+// A run becomes visible in one step: the exclusive create of its commit,
+// _tributary/commits/<seq>.json (publish, fence.go, which also says why
+// that create is the fence against a run paused past its leases).
+// Everything before it stays in the run's own directory; everything after
+// it (moving files into place, _SUCCESS markers) is repeatable, so that
+// whoever takes the topics' locks next finishes a run cut short
+// (mover.recoverRuns), or deletes it if it never reached the commit.
 
-// commit makes the run's data part of the warehouse: it numbers the
-// manifest after the newest commit, writes it into the run's directory and
-// renames it into commits/. The topics' locks keep anyone else from
-// committing them meanwhile; they are checked once more just before the
-// rename, so a run that lost one does not commit.
+// commit makes the run's data part of the warehouse. The topics' locks
+// keep anyone else from committing them meanwhile and are checked once
+// more before the commit, so that a run that knows it lost one stops
+// early; the commit itself refuses if another run committed the topics
+// after this run's base, which holds even when the run was paused after
+// that check.
 func (r *run) commit(m *Manifest) error {
-	commits, err := listCommits(r.w)
-	if err != nil {
-		return err
-	}
-	m.Seq = 1
-	if len(commits) > 0 {
-		m.Seq = commits[len(commits)-1].seq + 1
-	}
 	m.Committed = r.cfg.Now()
-	if warehouse.WholeObjectWrites(r.w) {
-		return r.commitObject(m)
+	staged := path.Join(runDir(r.id), manifestName)
+	if len(m.Tables) > 0 {
+		return r.commitWithTables(m, staged)
 	}
-	if err := writeJSON(r.batch, path.Join(runDir(r.id), manifestName), m); err != nil {
-		return fmt.Errorf("writing the manifest: %w", err)
-	}
-	// Every file the manifest names, and the manifest, were synced when
-	// closed; their names become durable here, all at once, before the
-	// rename that makes them part of the warehouse.
+	// Every file the manifest names was synced when closed; their names
+	// become durable here, all at once, before the commit.
 	if err := r.batch.Sync(); err != nil {
 		return fmt.Errorf("writing the run's files: %w", err)
 	}
 	if err := r.hook(FaultBeforeCommit); err != nil {
 		return err
 	}
-	for _, l := range r.locks {
-		if err := l.Check(); err != nil {
-			return fmt.Errorf("not committing: %w", err)
-		}
+	if err := r.checkLocks(); err != nil {
+		return err
 	}
-	if len(m.Tables) > 0 {
-		// The first table's new version is the run's commit point
-		// (iceberg.go); the rename below follows it, as recovery would.
-		committed, err := commitTables(r.batch, m, m.Committed, r.hook)
-		r.sum.Committed = committed
-		if err != nil {
-			if committed {
-				return fmt.Errorf("run %s is committed, but %w; the next run finishes it", r.id, err)
-			}
+	err := publish(r.batch, m, r.base, true, staged, func() error { return r.hook(FaultCommitPoint) })
+	if err != nil {
+		var conflict *CommitConflictError
+		if errors.As(err, &conflict) || r.crashed.Load() {
 			return err
 		}
-	}
-	if err := r.w.Rename(path.Join(runDir(r.id), manifestName), commitName(m.Seq, r.id)); err != nil {
 		return fmt.Errorf("committing run %s in %s: %w", r.id, r.w, err)
 	}
 	r.committed()
 	return nil
 }
 
-// commitObject is commit in an object store, which has no rename but
-// writes an object whole or not at all: the commit point is one
-// conditional PUT (If-None-Match: *) of the manifest into commits/. The
-// run's files are already whole objects in its directory. A PUT refused
-// because the name exists was this run's own (CreateExclusive tells a
-// repeated request apart by the content), so the run is committed once.
-func (r *run) commitObject(m *Manifest) error {
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := r.hook(FaultBeforeCommit); err != nil {
-		return err
-	}
+// checkLocks returns an error if the run lost a lock or its directory is
+// being discarded.
+func (r *run) checkLocks() error {
 	for _, l := range r.locks {
 		if err := l.Check(); err != nil {
 			return fmt.Errorf("not committing: %w", err)
 		}
 	}
-	if err := r.w.CreateExclusive(commitName(m.Seq, r.id), data); err != nil {
-		return fmt.Errorf("committing run %s in %s: %w", r.id, r.w, err)
-	}
-	r.committed()
-	return nil
+	return checkNotDiscarded(r.w, r.id)
 }
 
 func (r *run) committed() {
@@ -146,7 +113,7 @@ func (r *run) afterCommit(ctx context.Context, mv *mover, m *Manifest) error {
 // may also clean up a dead run over more topics than this run holds: it
 // takes their locks too, without waiting, and lets them go when done.
 func (r *run) newMover() *mover {
-	return &mover{w: r.batch, log: r.log, grace: r.cfg.SuccessGrace, fault: r.hook, tryLock: func(names []string) (func(), bool) {
+	return &mover{w: r.batch, log: r.log, id: r.id, now: r.cfg.Now, grace: r.cfg.SuccessGrace, fault: r.hook, tryLock: func(names []string) (func(), bool) {
 		var extra []*warehouse.Lock
 		release := func() {
 			for _, l := range extra {
@@ -171,7 +138,9 @@ func (r *run) newMover() *mover {
 type mover struct {
 	w     *warehouse.Batch // moves and markers are made durable together
 	log   *slog.Logger
-	grace time.Duration // Config.SuccessGrace, for what _SUCCESS says
+	id    string           // the run recovering, named in fences
+	now   func() time.Time // Config.Now
+	grace time.Duration    // Config.SuccessGrace, for what _SUCCESS says
 	fault func(FaultPoint) error
 	// tryLock takes locks this run does not hold (of topics, or a
 	// partition-sharing run's partition leases), without waiting, so that
@@ -288,32 +257,43 @@ func (mv *mover) move(f FileEntry) error {
 // could be locked now (a live owner would hold them). It returns the runs
 // it recovered and discarded.
 func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []string, err error) {
-	commits, err := listCommits(mv.w)
-	if err != nil {
-		return nil, nil, err
-	}
-	committed := make(map[string]bool, len(commits))
-	for _, c := range commits {
-		committed[c.run] = true
-	}
 	runs, err := mv.w.ReadDir(runsDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("listing %s in %s: %w", runsDir, mv.w, err)
+	}
+	if len(runs) == 0 {
+		return nil, nil, nil
 	}
 	pending := make(map[string]fs.FileInfo, len(runs))
 	for _, fi := range runs {
 		pending[fi.Name()] = fi
 	}
+	commits, last, err := listCommitLog(mv.w)
+	if err != nil {
+		return nil, nil, err
+	}
+	committed := make(map[string]bool, len(commits))
 	for _, c := range commits {
-		if pending[c.run] == nil {
+		var m *Manifest
+		run := c.run
+		if run == "" { // named by number alone: the manifest says
+			if m, err = readManifest(mv.w, c.name); errors.Is(err, fs.ErrNotExist) {
+				continue
+			} else if err != nil {
+				return nil, nil, err
+			}
+			run = m.Run
+		}
+		committed[run] = true
+		if pending[run] == nil {
 			continue // finished
 		}
-		m, err := readManifest(mv.w, c.name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, nil, err
+		if m == nil {
+			if m, err = readManifest(mv.w, c.name); errors.Is(err, fs.ErrNotExist) {
+				continue
+			} else if err != nil {
+				return nil, nil, err
+			}
 		}
 		release, ok := mv.owns(m.topicNames(), held)
 		if !ok {
@@ -377,6 +357,24 @@ func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []strin
 			recovered = append(recovered, name)
 			continue
 		}
+		if info.Run != "" {
+			// The run may only be paused: fence it first, and finish it
+			// instead if it committed before the fence.
+			m, err := mv.fence(name, info.Topics, last)
+			if err != nil {
+				release()
+				return nil, nil, err
+			}
+			if m != nil {
+				err = mv.finish(m)
+				release()
+				if err != nil {
+					return nil, nil, err
+				}
+				recovered = append(recovered, name)
+				continue
+			}
+		}
 		mv.log.Warn("deleting the files of an uncommitted run", "run", name)
 		if tm != nil {
 			if err := mv.discardTables(tm); err != nil {
@@ -400,7 +398,8 @@ func (mv *mover) recoverRuns(held map[string]bool) (recovered, discarded []strin
 // last: a deletion cut short (its process killed) then leaves a directory
 // recovery still knows as that run's, rather than files without a
 // run.json, which recovery leaves alone for an hour as those of a run
-// still starting.
+// still starting. Its DISCARDED marker (fence.go) goes after the run.json,
+// so that the run, if alive, sees one or the other missing until the end.
 func removeRunDir(w warehouse.FS, run string) error {
 	dir := runDir(run)
 	entries, err := w.ReadDir(dir)
@@ -411,11 +410,14 @@ func removeRunDir(w warehouse.FS, run string) error {
 		return err
 	}
 	for _, e := range entries {
-		if e.Name() != runInfoName {
+		if e.Name() != runInfoName && e.Name() != discardedName {
 			if err := w.RemoveAll(path.Join(dir, e.Name())); err != nil {
 				return err
 			}
 		}
+	}
+	if err := w.Remove(path.Join(dir, runInfoName)); err != nil {
+		return err
 	}
 	return w.RemoveAll(dir)
 }
@@ -424,6 +426,25 @@ func isSyntaxError(err error) bool {
 	var se *json.SyntaxError
 	var ue *json.UnmarshalTypeError
 	return errors.As(err, &se) || errors.As(err, &ue)
+}
+
+// removeCommit prunes a commit: a legacy one is deleted, one named by its
+// number alone replaced by an empty file (a tombstone) in one step, so
+// that its number is never free again, not even for a moment (fence.go):
+// HDFS's Create removes before it creates, so the tombstone is renamed
+// over it.
+func removeCommit(w warehouse.FS, c commitEntry) error {
+	if c.legacy {
+		return w.Remove(c.name)
+	}
+	if warehouse.WholeObjectWrites(w) {
+		return warehouse.WriteFile(w, c.name, nil)
+	}
+	tmp := c.name + ".pruned"
+	if err := warehouse.WriteFile(w, tmp, nil); err != nil {
+		return err
+	}
+	return w.Rename(tmp, c.name)
 }
 
 // prune deletes committed manifests that are finished and superseded, for
@@ -472,7 +493,7 @@ func (mv *mover) prune(held map[string]bool) error {
 		if err := mv.w.Remove(auditMarker(m.Run)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		if err := mv.w.Remove(commits[i].name); err != nil {
+		if err := removeCommit(mv.w, commits[i]); err != nil {
 			return err
 		}
 	}

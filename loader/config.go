@@ -402,9 +402,14 @@ const (
 	FaultMidFetch FaultPoint = "mid-fetch"
 	// FaultMidWrite: files are open in the run's directory, partly written.
 	FaultMidWrite FaultPoint = "mid-write"
-	// FaultBeforeCommit: every file is complete, the manifest is written,
-	// the commit rename has not happened.
+	// FaultBeforeCommit: every file is complete and durable; the commit
+	// has not happened.
 	FaultBeforeCommit FaultPoint = "before-commit"
+	// FaultCommitPoint: the locks were checked and no other run has
+	// committed the run's topics; the exclusive create of the commit (its
+	// commit point) has not happened. A process stopped here past its
+	// leases is what the commit's fence is for.
+	FaultCommitPoint FaultPoint = "commit-point"
 	// FaultAfterCommit: the manifest is committed, no file has been moved.
 	FaultAfterCommit FaultPoint = "after-commit"
 	// FaultMidMove: some files have been moved into place, not all.
@@ -417,7 +422,7 @@ const (
 )
 
 // FaultPoints lists every FaultPoint in the order a run passes them.
-var FaultPoints = []FaultPoint{FaultMidFetch, FaultMidWrite, FaultBeforeCommit, FaultAfterCommit, FaultMidMove}
+var FaultPoints = []FaultPoint{FaultMidFetch, FaultMidWrite, FaultBeforeCommit, FaultCommitPoint, FaultAfterCommit, FaultMidMove}
 
 // AuditFaultPoints are the points only a run that publishes audit counts
 // passes, after FaultPoints.

@@ -32,8 +32,10 @@
 //
 // What a caller may rely on:
 //   - A run is either fully committed or invisible. Data files and the new
-//     offsets are committed together by one atomic rename of a manifest;
-//     files are moved into place only after it, idempotently. The next run
+//     offsets are committed together by one exclusive create of a numbered
+//     manifest (commit N+1, which only one of the runs that read commit N
+//     can create; fence.go); files are moved into place only after it,
+//     idempotently. The next run
 //     (or any run holding the same topics) finishes the moves of a committed
 //     run that was killed, and deletes the files of an uncommitted one. So a
 //     run killed at any point, followed by another run, leaves every record
@@ -56,7 +58,10 @@
 //     loaded in part. A partition's leader moving (or dying) mid-run is
 //     followed: the run asks the brokers again until stallTimeout.
 //   - One topic is loaded by one run at a time: a run holds a lease lock per
-//     topic in the warehouse, which expires if the run's process dies.
+//     topic in the warehouse, which expires if the run's process dies. A
+//     run paused past its lease (GC, SIGSTOP) never commits after another
+//     run took the topic over: the commit itself refuses it
+//     (CommitConflictError), without trusting clocks.
 //   - With Config.Audit, a run's counts for the audit's warehouse tier are
 //     committed in its manifest with the data and offsets they describe,
 //     and are in the audit exactly once whatever the crash: a run that
@@ -72,8 +77,10 @@
 // The state in _tributary:
 //
 //	_tributary/runs/<run>/                 a run's files before they are moved; its manifest
-//	_tributary/commits/<seq>-<run>.json    committed manifests: the newest holding a topic
-//	                                       has its offsets and hour progress
+//	_tributary/commits/<seq>.json          committed manifests: the newest holding a topic
+//	                                       has its offsets and hour progress; an empty one
+//	                                       was pruned (its number is never used again);
+//	                                       <seq>-<run>.json from older loaders still read
 //	_tributary/locks/topic-<topic>/        the topic's lease lock
 //	_tributary/audit/<run>                 the run's audit counts are published
 package loader

@@ -201,7 +201,7 @@ func (mv *mover) finishTables(m *Manifest) error {
 	if _, err := commitTables(mv.w, m, m.Committed, nil); err != nil {
 		return fmt.Errorf("run %s: %w", m.Run, err)
 	}
-	return mv.w.Rename(path.Join(runDir(m.Run), manifestName), commitName(m.Seq, m.Run))
+	return publish(mv.w, m, m.Seq-1, false, path.Join(runDir(m.Run), manifestName), nil)
 }
 
 // discardTables deletes what an uncommitted run put into its tables:

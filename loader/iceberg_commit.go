@@ -253,3 +253,43 @@ func tagIceHours(w *warehouse.Batch, dir, run string, hours []time.Time, now tim
 	next.MetadataLog = append(next.MetadataLog, iceLogEntry{TimestampMs: md.LastUpdatedMs, MetadataFile: iceRoot(w) + "/" + md.file})
 	return publishIceVersion(w, dir, md.version+1, next, run, nil)
 }
+
+// commitWithTables commits a run that loaded Iceberg tables: the first
+// table's new version is the run's commit point (iceberg.go), fenced by
+// the table's own check of its current snapshot; the loader's commit
+// follows it, as recovery would, without a check of its own.
+func (r *run) commitWithTables(m *Manifest, staged string) error {
+	_, last, err := listCommitLog(r.w)
+	if err != nil {
+		return err
+	}
+	m.Seq = last + 1 // provisional: publish numbers it again
+	if err := writeJSON(r.batch, staged, m); err != nil {
+		return fmt.Errorf("writing the manifest: %w", err)
+	}
+	if err := r.batch.Sync(); err != nil {
+		return fmt.Errorf("writing the run's files: %w", err)
+	}
+	if err := r.hook(FaultBeforeCommit); err != nil {
+		return err
+	}
+	if err := r.checkLocks(); err != nil {
+		return err
+	}
+	if err := r.hook(FaultCommitPoint); err != nil {
+		return err
+	}
+	committed, err := commitTables(r.batch, m, m.Committed, r.hook)
+	r.sum.Committed = committed
+	if err != nil {
+		if committed {
+			return fmt.Errorf("run %s is committed, but %w; the next run finishes it", r.id, err)
+		}
+		return err
+	}
+	if err := publish(r.batch, m, r.base, false, staged, nil); err != nil {
+		return fmt.Errorf("run %s is committed, but committing its manifest in %s failed: %w; the next run finishes it", r.id, r.w, err)
+	}
+	r.committed()
+	return nil
+}

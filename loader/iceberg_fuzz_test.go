@@ -116,6 +116,7 @@ var errReadOnly = errors.New("read-only")
 func (m memFS) Create(string) (io.WriteCloser, error) { return nil, errReadOnly }
 func (m memFS) CreateExclusive(string, []byte) error  { return errReadOnly }
 func (m memFS) Rename(string, string) error           { return errReadOnly }
+func (m memFS) RenameNoReplace(string, string) error  { return errReadOnly }
 func (m memFS) Remove(string) error                   { return errReadOnly }
 func (m memFS) RemoveAll(string) error                { return errReadOnly }
 func (m memFS) MkdirAll(string) error                 { return errReadOnly }

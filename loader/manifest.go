@@ -48,6 +48,11 @@ type Manifest struct {
 	// Tables are the Iceberg table commits of a run with Config.Table,
 	// by topic.
 	Tables map[string]*TableCommit `json:"tables,omitempty"`
+	// Fenced are runs whose files this commit's run discarded (recovery
+	// of runs whose locks ran out): the commit that fences them, holding
+	// their topics' unchanged state, so that they can never commit after
+	// it (fence.go).
+	Fenced []string `json:"fenced,omitempty"`
 }
 
 // TopicState is where a topic stands in the warehouse.
@@ -139,30 +144,49 @@ func writeJSON(w warehouse.FS, name string, v any) error {
 type commitEntry struct {
 	name string
 	seq  int64
-	run  string
+	run  string // "" unless legacy: then the manifest says
+	// legacy: named <seq>-<run>.json, by a loader from before commits
+	// were created exclusively by sequence number.
+	legacy bool
 }
 
+// listCommits returns the committed manifests, in commit order.
 func listCommits(w warehouse.FS) ([]commitEntry, error) {
+	commits, _, err := listCommitLog(w)
+	return commits, err
+}
+
+// listCommitLog returns the committed manifests, in commit order, and the
+// highest sequence number ever committed, which may be a pruned commit's:
+// pruning leaves an empty file under a commit's name (a tombstone), so that
+// the name is never free again and a run that read the commits long ago
+// (paused since) cannot create it.
+func listCommitLog(w warehouse.FS) (commits []commitEntry, last int64, err error) {
 	infos, err := w.ReadDir(commitsDir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listing %s in %s: %w", commitsDir, w, err)
+		return nil, 0, fmt.Errorf("listing %s in %s: %w", commitsDir, w, err)
 	}
-	var out []commitEntry
 	for _, fi := range infos {
-		if seq, run, ok := parseCommitName(fi.Name()); ok {
-			out = append(out, commitEntry{name: path.Join(commitsDir, fi.Name()), seq: seq, run: run})
+		seq, run, legacy, ok := parseCommitName(fi.Name())
+		if !ok {
+			continue
 		}
+		last = max(last, seq)
+		if !legacy && fi.Size() == 0 {
+			continue // pruned
+		}
+		commits = append(commits, commitEntry{name: path.Join(commitsDir, fi.Name()), seq: seq, run: run, legacy: legacy})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].seq != out[j].seq {
-			return out[i].seq < out[j].seq
+	sort.Slice(commits, func(i, j int) bool {
+		if commits[i].seq != commits[j].seq {
+			return commits[i].seq < commits[j].seq
 		}
-		return out[i].run < out[j].run
+		return commits[i].name < commits[j].name
 	})
-	return out, nil
+	return commits, last, nil
 }
 
 func readManifest(w warehouse.FS, name string) (*Manifest, error) {
@@ -170,11 +194,18 @@ func readManifest(w warehouse.FS, name string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, run, ok := parseCommitName(path.Base(name))
-	if !ok {
+	seq, run, legacy, ok := parseCommitName(path.Base(name))
+	if !ok || !legacy {
 		run = ""
 	}
+	if ok && !legacy && len(data) == 0 {
+		// Pruned since it was listed: its tombstone.
+		return nil, fmt.Errorf("%s: %s was pruned: %w", w, name, fs.ErrNotExist)
+	}
 	m, err := decodeManifest(data, run)
+	if err == nil && ok && !legacy && m.Seq != seq {
+		err = fmt.Errorf("%w: it says commit %d, its name %d", errBadManifest, m.Seq, seq)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", w, name, err)
 	}
@@ -284,15 +315,11 @@ func subset(topics []string, held map[string]bool) bool {
 // loadState returns the newest state of each topic in topics (nil for a
 // topic never loaded) and the highest sequence number committed so far.
 func loadState(w warehouse.FS, topics []string) (map[string]*TopicState, int64, error) {
-	commits, err := listCommits(w)
+	commits, maxSeq, err := listCommitLog(w)
 	if err != nil {
 		return nil, 0, err
 	}
 	state := make(map[string]*TopicState, len(topics))
-	var maxSeq int64
-	if len(commits) > 0 {
-		maxSeq = commits[len(commits)-1].seq
-	}
 	missing := len(topics)
 	for i := len(commits) - 1; i >= 0 && missing > 0; i-- {
 		m, err := readManifest(w, commits[i].name)

@@ -42,6 +42,10 @@ type run struct {
 
 	locks []*warehouse.Lock
 	held  map[string]bool // the topics of locks
+	// base is the highest commit number when the run read its topics'
+	// state: a commit after it holding them rules the run's commit out
+	// (fence.go).
+	base int64
 	// leases are a partition-sharing run's partition locks (share.go);
 	// cancel ends the run when any lock is lost.
 	leases []string
@@ -113,10 +117,11 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 			r.log.Warn("earlier runs' warehouse tier counts were not published; retrying after this run's commit", "err", err)
 		}
 	}
-	state, _, err := loadState(r.w, topics)
+	state, base, err := loadState(r.w, topics)
 	if err != nil {
 		return sum, fmt.Errorf("reading committed offsets: %w", err)
 	}
+	r.base = base
 	if r.cfg.Table != "" {
 		if err := r.tableStates(topics, state); err != nil {
 			return sum, fmt.Errorf("reading committed offsets: %w", err)

@@ -174,10 +174,11 @@ func (r *run) lockForCommit(ctx context.Context, topics []string, plans []*partP
 			}
 		}
 	}
-	state, _, err := loadState(r.w, topics)
+	state, base, err := loadState(r.w, topics)
 	if err != nil {
 		return nil, fmt.Errorf("reading committed offsets: %w", err)
 	}
+	r.base = base // the partitions are checked below, the rest at the commit
 	for _, pl := range plans {
 		if !samePartitionState(pl.prev, state, pl) {
 			return nil, fmt.Errorf("partition %s/%d was committed by another run while this one loaded it: not committing", pl.topic, pl.part)

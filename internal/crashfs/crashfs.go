@@ -30,6 +30,8 @@ import (
 	"sync"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
@@ -381,6 +383,20 @@ func (f *FS) rename(oldpath, newpath string) error {
 		forget()
 	}
 	return nil
+}
+
+// RenameNoReplace is Rename that fails with fs.ErrExist when newpath
+// exists (renameat2 RENAME_NOREPLACE); it passes Rename's failure points.
+func (f *FS) RenameNoReplace(oldpath, newpath string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.around(f.kindOf(newpath)+"-rename", func() error {
+		err := unix.Renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, unix.RENAME_NOREPLACE)
+		if err != nil {
+			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+		}
+		return nil
+	})
 }
 
 func (f *FS) Remove(name string) error {

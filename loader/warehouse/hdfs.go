@@ -344,6 +344,25 @@ func (h *HDFS) Rename(oldname, newname string) error {
 	return retryFailover(h.wait, func() error { return h.client.Rename(op, np) })
 }
 
+// RenameNoReplace is a rename2 without OVERWRITE, decided atomically by
+// the NameNode. Like Rename it is not repeated after a failover cut it
+// short: the caller cannot tell whether it happened (the loader's commit
+// then reads the new name back).
+func (h *HDFS) RenameNoReplace(oldname, newname string) error {
+	op, err := h.path(oldname)
+	if err != nil {
+		return err
+	}
+	np, err := h.path(newname)
+	if err != nil {
+		return err
+	}
+	if err := h.mkdirAll(path.Dir(np)); err != nil {
+		return err
+	}
+	return retryFailover(h.wait, func() error { return h.client.RenameNoReplace(op, np) })
+}
+
 func (h *HDFS) Remove(name string) error {
 	p, err := h.path(name)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tributary-io/tributary/internal/atomicfile"
 )
 
@@ -43,6 +45,9 @@ type Local struct {
 // (internal/crashfs). Names are operating-system paths.
 type LocalFiles interface {
 	atomicfile.FS
+	// RenameNoReplace is Rename failing with fs.ErrExist when newpath
+	// exists (renameat2 RENAME_NOREPLACE).
+	RenameNoReplace(oldpath, newpath string) error
 	MkdirAll(name string, perm fs.FileMode) error
 	RemoveAll(name string) error
 	ReadDir(name string) ([]fs.DirEntry, error)
@@ -55,6 +60,28 @@ func (osFiles) MkdirAll(name string, perm fs.FileMode) error { return os.MkdirAl
 func (osFiles) RemoveAll(name string) error                  { return os.RemoveAll(name) }
 func (osFiles) ReadDir(name string) ([]fs.DirEntry, error)   { return os.ReadDir(name) }
 func (osFiles) Stat(name string) (fs.FileInfo, error)        { return os.Stat(name) }
+func (osFiles) RenameNoReplace(oldpath, newpath string) error {
+	return renameNoReplace(oldpath, newpath)
+}
+
+// renameNoReplace is renameat2(RENAME_NOREPLACE), or where the file system
+// lacks it (EINVAL) a hard link and the removal of the old name: link(2)
+// also fails when the new name exists. A crash between the two leaves the
+// file under both names, which the loader's recovery tolerates (the old
+// one is in a run directory it deletes).
+func renameNoReplace(oldpath, newpath string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, unix.RENAME_NOREPLACE)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+	}
+	if err := os.Link(oldpath, newpath); err != nil {
+		return err
+	}
+	return os.Remove(oldpath)
+}
 
 // OpenLocal returns the warehouse in dir, creating dir if needed.
 func OpenLocal(dir string) (*Local, error) { return openLocal(dir, true) }
@@ -192,6 +219,39 @@ func (l *Local) Rename(oldname, newname string) error {
 		return err
 	}
 	if err := l.files.Rename(op, np); err != nil {
+		return err
+	}
+	if l.deferred != nil {
+		l.deferred.add(dir, filepath.Dir(op))
+		return nil
+	}
+	if err := l.syncDirs(dir); err != nil {
+		return err
+	}
+	if odir := filepath.Dir(op); odir != dir {
+		if err := l.files.SyncDir(odir); err != nil {
+			return fmt.Errorf("%s: syncing directory %s: %w", l, odir, err)
+		}
+	}
+	return nil
+}
+
+// RenameNoReplace is Rename that fails with fs.ErrExist when newname
+// exists; the names are made durable as Rename's are.
+func (l *Local) RenameNoReplace(oldname, newname string) error {
+	op, err := l.path(oldname)
+	if err != nil {
+		return err
+	}
+	np, err := l.path(newname)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(np)
+	if err := l.files.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := l.files.RenameNoReplace(op, np); err != nil {
 		return err
 	}
 	if l.deferred != nil {

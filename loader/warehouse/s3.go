@@ -239,12 +239,19 @@ func (w *S3) CreateExclusive(name string, data []byte) error {
 // WholeObjectWrites reports whether a write through w appears whole or not
 // at all, so that a file need not be written under a temporary name and
 // renamed: an object store's PUT.
+// A wrapper with an Unwrap() FS method (a test's) is looked through.
 func WholeObjectWrites(w FS) bool {
-	if b, ok := w.(*Batch); ok {
-		w = b.FS
+	for {
+		switch x := w.(type) {
+		case *Batch:
+			w = x.FS
+		case interface{ Unwrap() FS }:
+			w = x.Unwrap()
+		default:
+			_, ok := w.(*S3)
+			return ok
+		}
 	}
-	_, ok := w.(*S3)
-	return ok
 }
 
 func (w *S3) Open(name string) (io.ReadCloser, error) {
@@ -320,6 +327,20 @@ func escapeKey(k string) string {
 
 // Remove deletes a file; a directory is only a prefix, and goes with its
 // last file.
+// RenameNoReplace reads oldname, writes it to newname with one conditional
+// PUT (CreateExclusive) and deletes oldname: newname appears whole or not
+// at all, and only if it did not exist.
+func (w *S3) RenameNoReplace(oldname, newname string) error {
+	data, err := ReadFile(w, oldname)
+	if err != nil {
+		return err
+	}
+	if err := w.CreateExclusive(newname, data); err != nil {
+		return err
+	}
+	return w.Remove(oldname)
+}
+
 func (w *S3) Remove(name string) error {
 	k, err := w.key(name)
 	if err != nil {

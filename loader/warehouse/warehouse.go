@@ -14,7 +14,10 @@
 //     creates missing parent directories of the new name.
 //   - CreateExclusive fails with an error satisfying errors.Is(err,
 //     fs.ErrExist) when the name is taken, also when two callers race: this
-//     is what locks are built on.
+//     is what locks are built on. RenameNoReplace is its counterpart for a
+//     file already written: of callers racing for one new name, one wins
+//     and the others get fs.ErrExist; this is what the loader's commit is
+//     built on.
 //   - Missing files are reported with errors satisfying errors.Is(err,
 //     fs.ErrNotExist).
 package warehouse
@@ -42,6 +45,10 @@ type FS interface {
 	Open(name string) (io.ReadCloser, error)
 	// Rename moves oldname to newname atomically, replacing newname.
 	Rename(oldname, newname string) error
+	// RenameNoReplace moves oldname to newname atomically, or fails with
+	// fs.ErrExist, leaving both alone, if newname exists. On S3 it reads
+	// oldname whole: it is meant for small files.
+	RenameNoReplace(oldname, newname string) error
 	// Remove removes a file or an empty directory; a missing one is not an
 	// error.
 	Remove(name string) error

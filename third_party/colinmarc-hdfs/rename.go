@@ -29,3 +29,22 @@ func (c *Client) Rename(oldpath, newpath string) error {
 
 	return nil
 }
+
+// RenameNoReplace renames oldpath to newpath unless newpath exists, when it
+// fails with an error satisfying os.IsExist: one rename2 without
+// OVERWRITE, which the NameNode decides atomically.
+//
+// Tributary: added (not upstream); the loader's commit creates its commit
+// point with it, so that of two runs racing for one name only one wins.
+func (c *Client) RenameNoReplace(oldpath, newpath string) error {
+	req := &hdfs.Rename2RequestProto{
+		Src:           proto.String(oldpath),
+		Dst:           proto.String(newpath),
+		OverwriteDest: proto.Bool(false),
+	}
+	resp := &hdfs.Rename2ResponseProto{}
+	if err := c.namenode.Execute("rename2", req, resp); err != nil {
+		return &os.PathError{"rename", oldpath, interpretException(err)}
+	}
+	return nil
+}

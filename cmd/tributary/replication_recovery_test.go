@@ -26,24 +26,8 @@ func TestLoneLeaderRestartedWithLostTail(t *testing.T) {
 	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	const topic = "elr"
 	extra := []string{"--replica-lag-time-max", "1s", "--auto-leader-rebalance=false"}
-	j := startRepairCluster(t, extra...)
-	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1",
-		"--replication-factor", "3", "--config", "min.insync.replicas=2", topic)
-	if !j.waitInSync(topic, 1, 30*time.Second) {
-		t.Fatal("the new topic's partition is not led with three in-sync replicas")
-	}
+	j, prod, leader, followers := startOnePartition(t, topic, 2000, extra...)
 	zkc := dialTestZK(t, j.zk)
-	prod := newJepsenProducer(t, j.addrs(), topic, 1)
-	prod.waitAcked(t, 0, 2000, 60*time.Second)
-
-	leader := j.leader(t, topic, 0)
-	var followers []int32
-	for id := range j.brokers {
-		if id != leader {
-			followers = append(followers, id)
-		}
-	}
-	slices.Sort(followers)
 	f1, f2 := followers[0], followers[1]
 	pause := func(id int32) { j.brokers[id].p.Cmd.Process.Signal(syscall.SIGSTOP) }
 	resume := func(id int32) { j.brokers[id].p.Cmd.Process.Signal(syscall.SIGCONT) }
@@ -90,23 +74,7 @@ func TestEveryInSyncReplicaRestartedWithLostTails(t *testing.T) {
 	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	const topic = "recovery"
 	extra := []string{"--auto-leader-rebalance=false"}
-	j := startRepairCluster(t, extra...)
-	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1",
-		"--replication-factor", "3", "--config", "min.insync.replicas=2", topic)
-	if !j.waitInSync(topic, 1, 30*time.Second) {
-		t.Fatal("the new topic's partition is not led with three in-sync replicas")
-	}
-	prod := newJepsenProducer(t, j.addrs(), topic, 1)
-	prod.waitAcked(t, 0, 4000, 60*time.Second)
-
-	leader := j.leader(t, topic, 0)
-	var followers []int32
-	for id := range j.brokers {
-		if id != leader {
-			followers = append(followers, id)
-		}
-	}
-	slices.Sort(followers)
+	j, prod, leader, followers := startOnePartition(t, topic, 4000, extra...)
 	zkc := dialTestZK(t, j.zk)
 	before := waitLed(t, zkc, j.zk, topic, -1)
 	cuts := map[int32]int64{leader: 64 << 10, followers[0]: 32 << 10, followers[1]: 0}
@@ -137,6 +105,31 @@ func TestEveryInSyncReplicaRestartedWithLostTails(t *testing.T) {
 	j.stopAll(t)
 	compareReplicas(t, j.dataDirs(), topic, 1)
 	checkReplicasHold(t, j.dataDirs(), topic, 0, end[0], final[0])
+}
+
+// startOnePartition starts three brokers with extra flags, a topic of one
+// partition with three replicas and min.insync.replicas 2, and a producer
+// that has n records acknowledged; it returns the partition's leader and
+// its followers in id order.
+func startOnePartition(t *testing.T, topic string, n int, extra ...string) (*jepsenCluster, *jepsenProducer, int32, []int32) {
+	t.Helper()
+	j := startRepairCluster(t, extra...)
+	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1",
+		"--replication-factor", "3", "--config", "min.insync.replicas=2", topic)
+	if !j.waitInSync(topic, 1, 30*time.Second) {
+		t.Fatal("the new topic's partition is not led with three in-sync replicas")
+	}
+	prod := newJepsenProducer(t, j.addrs(), topic, 1)
+	prod.waitAcked(t, 0, n, 60*time.Second)
+	leader := j.leader(t, topic, 0)
+	var followers []int32
+	for id := range j.brokers {
+		if id != leader {
+			followers = append(followers, id)
+		}
+	}
+	slices.Sort(followers)
+	return j, prod, leader, followers
 }
 
 // waitLed waits until the state node of topic's partition 0 names a

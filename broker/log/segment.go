@@ -25,7 +25,12 @@ type segment struct {
 	f    *segFile // read-only, opened on demand (segfile.go); Slices point at it
 	refs atomic.Int32
 
-	// Guarded by Log.mu.
+	// wmu makes sync and seal exclusive: a flush fsyncs the writers
+	// outside Log.mu, and a seal must not close them underneath it (a
+	// test run once caught sync reading a nil index writer).
+	wmu sync.Mutex
+
+	// Guarded by Log.mu (and by wmu where sync and seal meet).
 	w          File // data writer, nil once sealed
 	idx        File // index writer, nil once sealed
 	size       int64
@@ -104,7 +109,9 @@ func (s *segment) openWriters() error {
 			return err
 		}
 	}
+	s.wmu.Lock()
 	s.w, s.idx, s.indexStale = w, idx, false
+	s.wmu.Unlock()
 	s.f.sealed.Store(false) // the active segment keeps its descriptor
 	return nil
 }
@@ -128,6 +135,8 @@ func (s *segment) writeIndexEntry(e indexEntry) error {
 
 // sync fsyncs the segment's data and index writers.
 func (s *segment) sync() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	if s.w == nil {
 		return nil
 	}
@@ -142,6 +151,8 @@ func (s *segment) sync() error {
 
 // seal closes the writers of a segment that will never be appended to again.
 func (s *segment) seal() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	if s.w == nil {
 		return nil
 	}

@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/tributary-io/tributary/cluster"
 )
 
 // PanicFor makes requests from clientID panic in place of their handler:
@@ -86,4 +89,21 @@ func (b *Broker) LogEnds(topic string, p int32) (flushed, end int64) {
 		return -1, -1
 	}
 	return l.HighWatermark(), l.LogEndOffset()
+}
+
+// ReplicationThrottleSeen reports whether this broker has seen both
+// halves of a replication throttle on topic's partition p for side
+// ("leader" or "follower"): its rate set and itself listed among the
+// throttled replicas. Both arrive through ZooKeeper watches, so a test
+// waits for them before it starts the copy they are to slow down.
+func (b *Broker) ReplicationThrottleSeen(topic string, p int32, side string) bool {
+	t, ok := b.meta.Topic(topic)
+	if !ok {
+		return false
+	}
+	leader, follower := b.throttleRates()
+	if side == "leader" {
+		return leader != math.MaxInt64 && throttledReplica(t.Configs, cluster.LeaderThrottledReplicas, p, b.selfID)
+	}
+	return follower != math.MaxInt64 && throttledReplica(t.Configs, cluster.FollowerThrottledReplicas, p, b.selfID)
 }

@@ -44,6 +44,11 @@ func TestReassignmentUnderReplicationThrottle(t *testing.T) {
 				_, err := admin.AlterBrokerConfigs(context.Background(), []kadm.AlterConfig{{Name: rateKey, Value: &rate}}, throttlerID)
 				return err == nil
 			})
+			// The rate and the list reach the throttler through ZooKeeper
+			// watches; a copy started before both arrive runs unthrottled.
+			testenv.Eventually(t, 10*time.Second, "the throttler sees the throttle", func() bool {
+				return throttler.ReplicationThrottleSeen(topic, 0, side)
+			})
 			testenv.Eventually(t, 10*time.Second, "the move recorded", func() bool {
 				var req kadm.AlterPartitionAssignmentsReq
 				req.Assign(topic, 0, []int32{2, 3})

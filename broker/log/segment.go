@@ -26,8 +26,11 @@ type segment struct {
 	refs atomic.Int32
 
 	// wmu makes sync and seal exclusive: a flush fsyncs the writers
-	// outside Log.mu, and a seal must not close them underneath it (a
-	// test run once caught sync reading a nil index writer).
+	// outside Log.mu, and a seal must not close them underneath it. The
+	// seal that meets it is retention's: a segment rolled while clean is
+	// queued for the next flush (maybeRoll) although the high watermark
+	// already covers it, so ApplyRetention may delete it mid-fsync. Its
+	// data is going anyway; sync finds the writers gone and does nothing.
 	wmu sync.Mutex
 
 	// Guarded by Log.mu (and by wmu where sync and seal meet).

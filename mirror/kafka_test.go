@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +29,7 @@ func startKafka(t *testing.T) string {
 	if _, err := os.Stat(filepath.Join(cache, "kafka-4.4.0", "libs", "kafka_2.13-4.4.0.jar")); err != nil {
 		t.Fatalf("Apache Kafka 4.4.0 is not installed in %s: run make deps (scripts/bench/install-kafka.sh): %v", cache, err)
 	}
-	port := twoFreePorts(t)
+	port := testenv.FreePorts(t, 2) // the listener and its controller
 	dir := t.TempDir()
 	script, _ := filepath.Abs("../scripts/bench/peer.sh")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -46,27 +45,6 @@ func startKafka(t *testing.T) string {
 		}
 	})
 	return fmt.Sprintf("127.0.0.1:%d", port)
-}
-
-// twoFreePorts finds a port p with p+1 also free (Kafka's listener and its
-// controller's).
-func twoFreePorts(t *testing.T) int {
-	t.Helper()
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := ln.Addr().(*net.TCPAddr).Port
-		ln2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+1))
-		ln.Close()
-		if err == nil {
-			ln2.Close()
-			return p
-		}
-	}
-	t.Fatal("no two consecutive free ports")
-	return 0
 }
 
 // Apache Kafka as the source, reached by its bootstrap address, the mirror

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"testing"
 )
 
 // ephemeralRangeFile holds Linux's range of ports for outgoing connections
@@ -81,3 +82,32 @@ func portWindow(ephLo, ephHi int) (lo, hi int) {
 // errPortTaken says another process bound the port picked for a service
 // before the service did; the start is retried on another port.
 var errPortTaken = errors.New("port taken by another process")
+
+// FreePorts returns the first of n consecutive loopback ports that are free
+// now and lie outside the ephemeral range (see freePort), for a process
+// told several ports at once (Apache Kafka's listener and its
+// controller's).
+func FreePorts(t testing.TB, n int) int {
+	t.Helper()
+	lo, hi := portWindow(ephemeralRange())
+	for range 200 {
+		base := lo + rand.IntN(hi-lo-n)
+		if portsFree(base, n) {
+			return base
+		}
+	}
+	t.Fatalf("no %d consecutive free loopback ports in %d-%d after 200 tries", n, lo, hi-1)
+	return 0
+}
+
+// portsFree reports whether ports base..base+n-1 can all be bound now.
+func portsFree(base, n int) bool {
+	for p := base; p < base+n; p++ {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			return false
+		}
+		ln.Close()
+	}
+	return true
+}

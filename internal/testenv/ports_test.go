@@ -66,3 +66,18 @@ func TestStartBrokerListensOutsideTheEphemeralRange(t *testing.T) {
 		t.Fatalf("restarted broker on %s, want %s", again.Addr, b.Addr)
 	}
 }
+
+func TestFreePortsAreConsecutiveFreeAndNotEphemeral(t *testing.T) {
+	base := FreePorts(t, 3)
+	lo, hi := portWindow(ephemeralRange())
+	if base < lo || base+2 >= hi {
+		t.Fatalf("ports %d-%d leave the test window %d-%d", base, base+2, lo, hi-1)
+	}
+	for p := base; p < base+3; p++ {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			t.Fatalf("port %d of %d-%d is not free: %v", p, base, base+2, err)
+		}
+		ln.Close()
+	}
+}

@@ -65,7 +65,7 @@ done
   echo "warning: could not install Apache Kafka now; the tests that need it fail until it is" >&2
 
 # librdkafka's admin client and Confluent's schema registry client, through
-# Python (broker/librdkafka_admin_test.go, cmd/tributary/registry_security_test.go);
+# Python (broker/librdkafka_admin_test.go, tests/system/registry_security_test.go);
 # the avro, json and protobuf extras bring the serializers' fastavro,
 # jsonschema and protobuf (schema/registry/python_serde_test.go).
 if ! python3 -c 'import confluent_kafka.schema_registry, fastavro, jsonschema, google.protobuf' >/dev/null 2>&1; then

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs the Jepsen-style test (cmd/tributary TestJepsenReplicatedCluster)
+# Runs the Jepsen-style test (tests/system TestJepsenReplicatedCluster)
 # for SOAK_DURATION of faults and prints its figures. The full log goes to
 # bin/soak.log; the exit status is the test's.
 set -eu
@@ -10,6 +10,6 @@ mkdir -p bin
 echo "soak: $SOAK_DURATION of faults on three brokers (log: bin/soak.log)"
 status=0
 SOAK_DURATION=$SOAK_DURATION $GO test -race -count=1 -v -timeout 0 \
-	-run '^TestJepsenReplicatedCluster$' ./cmd/tributary/ >bin/soak.log 2>&1 || status=$?
+	-run '^TestJepsenReplicatedCluster$' ./tests/system/ >bin/soak.log 2>&1 || status=$?
 grep -E 'round [0-9]+:|figures:|^soak:|disagree|acknowledged record|went backwards|was lost|--- (PASS|FAIL)' bin/soak.log || true
 exit $status

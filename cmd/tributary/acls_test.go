@@ -17,13 +17,13 @@ func TestACLsCLI(t *testing.T) {
 	as := func(user string, args ...string) []string { return append(args, login(user)...) }
 	acls := func(args ...string) string {
 		t.Helper()
-		return run(t, "", 0, as("admin", append([]string{"acls"}, args...)...)...)
+		return testenv.Run(t, "", 0, as("admin", append([]string{"acls"}, args...)...)...)
 	}
 	// produce is alice producing one record to topic; refused, the
 	// broker's reason is on stderr.
 	produce := func(topic string, want int) string {
 		t.Helper()
-		_, stderr := runBoth(t, "hello\n", want, as("alice", "produce", "--topic", topic)...)
+		_, stderr := testenv.RunBoth(t, "hello\n", want, as("alice", "produce", "--topic", topic)...)
 		return stderr
 	}
 	refused := func(topic string) {
@@ -32,7 +32,7 @@ func TestACLsCLI(t *testing.T) {
 			t.Fatalf("alice producing to %s: want TOPIC_AUTHORIZATION_FAILED, got\n%s", topic, stderr)
 		}
 	}
-	run(t, "", 0, append(as("admin", "topics", "create"), "orders", "payments", "logs-web")...)
+	testenv.Run(t, "", 0, append(as("admin", "topics", "create"), "orders", "payments", "logs-web")...)
 	refused("orders")
 
 	out := acls("add", "--allow", "User:alice", "--operation", "write", "--topic", "orders")
@@ -46,7 +46,7 @@ func TestACLsCLI(t *testing.T) {
 	produce("orders", 0)
 	produce("logs-web", 0)
 	refused("payments")
-	if out := acls("list", "--host", "10.0.0.7"); strings.Count(out, "\n") != 2 || !hasRow(out, "DENY User:alice 10.0.0.7 ALL topic literal orders") {
+	if out := acls("list", "--host", "10.0.0.7"); strings.Count(out, "\n") != 2 || !testenv.HasRow(out, "DENY User:alice 10.0.0.7 ALL topic literal orders") {
 		t.Fatalf("acls list --host 10.0.0.7: want the one deny, got\n%s", out)
 	}
 
@@ -58,14 +58,14 @@ func TestACLsCLI(t *testing.T) {
 		"ALLOW User:alice * WRITE topic prefixed logs-",
 		"DENY User:alice 10.0.0.7 ALL topic literal orders",
 	} {
-		if !hasRow(out, want) {
+		if !testenv.HasRow(out, want) {
 			t.Fatalf("acls list lacks %q:\n%s", want, out)
 		}
 	}
 	if out := acls("list", "--topic", "logs-", "--prefixed"); strings.Contains(out, "orders") || !strings.Contains(out, "logs-") {
 		t.Fatalf("acls list --topic logs- --prefixed:\n%s", out)
 	}
-	if stderr := runStderr(t, 1, as("alice", "acls", "list")...); !strings.Contains(stderr, "CLUSTER_AUTHORIZATION_FAILED") {
+	if stderr := testenv.RunStderr(t, 1, as("alice", "acls", "list")...); !strings.Contains(stderr, "CLUSTER_AUTHORIZATION_FAILED") {
 		t.Fatalf("acls list by alice, without DESCRIBE on the cluster: want the broker's refusal, got\n%s", stderr)
 	}
 
@@ -78,7 +78,7 @@ func TestACLsCLI(t *testing.T) {
 	refused("orders")
 	produce("logs-web", 0)
 	out = acls("list", "--allow", "User:alice")
-	if hasRow(out, "ALLOW User:alice * WRITE topic literal orders") || !hasRow(out, "ALLOW User:alice * READ topic literal orders") || !strings.Contains(out, "logs-") {
+	if testenv.HasRow(out, "ALLOW User:alice * WRITE topic literal orders") || !testenv.HasRow(out, "ALLOW User:alice * READ topic literal orders") || !strings.Contains(out, "logs-") {
 		t.Fatalf("after removing alice's write on orders, list shows:\n%s", out)
 	}
 	if out := acls("remove", "--deny", "User:alice", "--topic", "orders"); out != "removed: DENY User:alice from 10.0.0.7 to ALL topic orders\n" {
@@ -101,19 +101,8 @@ func TestACLsCLI(t *testing.T) {
 		{[]string{"add", "--allow", "User:alice", "--operation", "alter", "--cluster", "--prefixed"}, "--prefixed with --cluster"},
 		{[]string{"remove"}, "needs a principal"},
 	} {
-		if stderr := runStderr(t, 1, as("admin", append([]string{"acls"}, c.args...)...)...); !strings.Contains(stderr, c.want) {
+		if stderr := testenv.RunStderr(t, 1, as("admin", append([]string{"acls"}, c.args...)...)...); !strings.Contains(stderr, c.want) {
 			t.Errorf("acls %v: want an error with %q, got\n%s", c.args, c.want, stderr)
 		}
 	}
-}
-
-// hasRow reports whether a table printed by a command has a line whose
-// fields are those of row, however the columns are padded.
-func hasRow(table, row string) bool {
-	for _, l := range strings.Split(table, "\n") {
-		if strings.Join(strings.Fields(l), " ") == row {
-			return true
-		}
-	}
-	return false
 }

@@ -12,7 +12,7 @@ import (
 func TestLoadRefusesBadDeflateLevel(t *testing.T) {
 	testenv.Needs(t, testenv.Tributary)
 	for _, level := range []string{"0", "10", "-3"} {
-		stderr := runStderr(t, 1, "load", "--brokers", "127.0.0.1:1", "--topics", "pageviews", "--deflate-level", level)
+		stderr := testenv.RunStderr(t, 1, "load", "--brokers", "127.0.0.1:1", "--topics", "pageviews", "--deflate-level", level)
 		want := "--deflate-level: deflate level " + level + ": use 1 (fastest) to 9 (smallest)"
 		if !strings.Contains(stderr, want) {
 			t.Errorf("--deflate-level %s: stderr %q, want it to say %q", level, stderr, want)
@@ -25,7 +25,7 @@ func TestLoadRefusesBadDeflateLevel(t *testing.T) {
 func TestLoadRefusesDeflateLevelWithOtherCodec(t *testing.T) {
 	testenv.Needs(t, testenv.Tributary)
 	for _, codec := range []string{"snappy", "null"} {
-		stderr := runStderr(t, 1, "load", "--brokers", "127.0.0.1:1", "--topics", "pageviews", "--codec", codec, "--deflate-level", "9")
+		stderr := testenv.RunStderr(t, 1, "load", "--brokers", "127.0.0.1:1", "--topics", "pageviews", "--codec", codec, "--deflate-level", "9")
 		want := "--deflate-level: deflate level 9 applies to the deflate codec only, and the codec is " + codec
 		if !strings.Contains(stderr, want) {
 			t.Errorf("--codec %s --deflate-level 9: stderr %q, want it to say %q", codec, stderr, want)
@@ -44,7 +44,7 @@ func TestLoadRefusesBadHDFSFlags(t *testing.T) {
 		{[]string{"--hdfs-data-transfer-protection", "secret"}, `--hdfs-data-transfer-protection: data transfer protection "secret": want one of authentication, integrity, privacy`},
 		{[]string{"--hdfs-keytab", "etl.keytab"}, "--hdfs-keytab needs --hdfs-principal"},
 	} {
-		stderr := runStderr(t, 1, append([]string{"load", "--brokers", "127.0.0.1:1", "--topics", "pageviews", "--warehouse", "hdfs://127.0.0.1:1/w"}, c.args...)...)
+		stderr := testenv.RunStderr(t, 1, append([]string{"load", "--brokers", "127.0.0.1:1", "--topics", "pageviews", "--warehouse", "hdfs://127.0.0.1:1/w"}, c.args...)...)
 		if !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: stderr %q, want it to say %q", c.args, stderr, c.want)
 		}
@@ -62,7 +62,7 @@ func TestHDFSFlagsReachTheWarehouse(t *testing.T) {
 		{"audit", "count", "--brokers", "127.0.0.1:1", "--tier", "warehouse", "--dry-run"},
 	} {
 		args = append(args, "--warehouse", "hdfs://prod-ns/warehouse", "--hadoop-conf", missing)
-		if stderr := runStderr(t, 1, args...); !strings.Contains(stderr, want) {
+		if stderr := testenv.RunStderr(t, 1, args...); !strings.Contains(stderr, want) {
 			t.Errorf("%v: stderr %q, want it to say %q", args, stderr, want)
 		}
 	}
@@ -78,7 +78,7 @@ func TestLoadRefusesCompleteByAuditWithoutAudit(t *testing.T) {
 		"--complete-by audited":            `complete by "audited": use progress or audit`,
 		"--audit --complete-threshold 120": "complete threshold 120: a percentage, above 0 and at most 100",
 	} {
-		stderr := runStderr(t, 1, append([]string{"load", "--brokers", "127.0.0.1:1", "--warehouse", "file://" + t.TempDir(), "--topics", "pageviews"}, strings.Fields(args)...)...)
+		stderr := testenv.RunStderr(t, 1, append([]string{"load", "--brokers", "127.0.0.1:1", "--warehouse", "file://" + t.TempDir(), "--topics", "pageviews"}, strings.Fields(args)...)...)
 		if !strings.Contains(stderr, want) {
 			t.Errorf("%s: stderr %q, want it to say %q", args, stderr, want)
 		}
@@ -99,7 +99,7 @@ func TestLoadRefusesCodecOfOtherFormat(t *testing.T) {
 		{[]string{"--format", "parquet", "--deflate-level", "9"}, "--deflate-level: applies to --format avro only"},
 	} {
 		args := append([]string{"load", "--brokers", "127.0.0.1:1", "--topics", "pageviews"}, c.args...)
-		if stderr := runStderr(t, 1, args...); !strings.Contains(stderr, c.want) {
+		if stderr := testenv.RunStderr(t, 1, args...); !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: stderr %q, want it to say %q", c.args, stderr, c.want)
 		}
 	}

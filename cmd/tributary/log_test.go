@@ -45,12 +45,12 @@ func TestDamagedBatchCostsThatBatchOnly(t *testing.T) {
 			b.Stop()
 
 			part := filepath.Join(dir, "events-0")
-			out := run(t, "", 0, "log", "verify", "--data-dir", dir)
+			out := testenv.Run(t, "", 0, "log", "verify", "--data-dir", dir)
 			if !strings.Contains(out, "events-0: ") || !strings.Contains(out, "1 partition(s) checked, 0 damaged") {
 				t.Fatalf("verify of the clean directory:\n%s", out)
 			}
 			segFile, first, next := flipMiddleBatch(t, part)
-			out = run(t, "", 1, "log", "verify", "--data-dir", dir)
+			out = testenv.Run(t, "", 1, "log", "verify", "--data-dir", dir)
 			t.Logf("tributary log verify on the damaged directory:\n%s", out)
 			want := "offsets [" + strconv.FormatInt(first, 10) + ", " + strconv.FormatInt(next, 10) + ")"
 			if !strings.Contains(out, filepath.Base(segFile)) || !strings.Contains(out, want) || !strings.Contains(out, "crc mismatch") {
@@ -77,7 +77,7 @@ func TestDamagedBatchCostsThatBatchOnly(t *testing.T) {
 			if len(q) != 1 {
 				t.Fatalf("quarantine files %v, want one", q)
 			}
-			out = run(t, "", 0, "log", "verify", "--data-dir", dir)
+			out = testenv.Run(t, "", 0, "log", "verify", "--data-dir", dir)
 			t.Logf("tributary log verify after the repair:\n%s", out)
 		})
 	}
@@ -155,7 +155,7 @@ func TestLogVerifyShowsProgress(t *testing.T) {
 	b.Stop()
 
 	t.Setenv("TRIBUTARY_PROGRESS", "always")
-	out, stderr := runBoth(t, "", 0, "log", "verify", "--data-dir", dir)
+	out, stderr := testenv.RunBoth(t, "", 0, "log", "verify", "--data-dir", dir)
 	if !strings.Contains(stderr, "verified 2/2 partitions") || !strings.HasSuffix(stderr, "\n") {
 		t.Errorf("progress on stderr: %q", stderr)
 	}

@@ -17,7 +17,7 @@ func TestLogFormatJSON(t *testing.T) {
 	addr, regAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	p := testenv.StartProcess(t, "standalone", "--log-format", "json", "--data-dir", t.TempDir(), "--listen", addr, "--registry-listen", regAddr)
 	testenv.WaitListening(t, p, regAddr, 60*time.Second)
-	run(t, "a\nb\n", 0, "produce", "--brokers="+addr, "--topic", "clicks")
+	testenv.Run(t, "a\nb\n", 0, "produce", "--brokers="+addr, "--topic", "clicks")
 	if err := p.Stop(30 * time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.Output.String())
 	}
@@ -40,7 +40,7 @@ func TestLogFormatJSON(t *testing.T) {
 		}
 	}
 
-	if out := runStderr(t, 1, "topics", "list", "--log-format", "yaml"); !strings.Contains(out, `unknown log format "yaml"`) {
+	if out := testenv.RunStderr(t, 1, "topics", "list", "--log-format", "yaml"); !strings.Contains(out, `unknown log format "yaml"`) {
 		t.Errorf("--log-format yaml said %q", out)
 	}
 }

@@ -16,7 +16,7 @@ func TestQuotasCLI(t *testing.T) {
 	_, as := startSASLStandalone(t, "bob")
 	quotas := func(want int, user string, args ...string) string {
 		t.Helper()
-		return run(t, "", want, append(args, as(user)...)...)
+		return testenv.Run(t, "", want, append(args, as(user)...)...)
 	}
 
 	quotas(0, "admin", "quotas", "set", "--user", "alice", "--producer-byte-rate", "1048576", "--consumer-byte-rate", "2097152")
@@ -36,10 +36,10 @@ func TestQuotasCLI(t *testing.T) {
 		t.Fatalf("quotas describe --default-client:\n%s", out)
 	}
 
-	if stderr := runStderr(t, 1, append([]string{"quotas", "set", "--user", "bob", "--producer-byte-rate", "1"}, as("bob")...)...); !strings.Contains(stderr, "ALTER_CONFIGS") {
+	if stderr := testenv.RunStderr(t, 1, append([]string{"quotas", "set", "--user", "bob", "--producer-byte-rate", "1"}, as("bob")...)...); !strings.Contains(stderr, "ALTER_CONFIGS") {
 		t.Fatalf("quotas set by a user without ALTER_CONFIGS: want the broker's reason, got\n%s", stderr)
 	}
-	if stderr := runStderr(t, 1, append([]string{"quotas", "set", "--user", "bob"}, as("admin")...)...); !strings.Contains(stderr, "--producer-byte-rate") {
+	if stderr := testenv.RunStderr(t, 1, append([]string{"quotas", "set", "--user", "bob"}, as("admin")...)...); !strings.Contains(stderr, "--producer-byte-rate") {
 		t.Fatalf("quotas set without a rate: want the missing flag named, got\n%s", stderr)
 	}
 

@@ -24,7 +24,7 @@ func TestTopicsReassignAndElectLeaders(t *testing.T) {
 	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	_, brokers := testenv.StartCluster(t, 3)
 	seed := brokers[0].Addr
-	run(t, "", 0, "topics", "create", "--brokers", seed, "--partitions", "1", "--replication-factor", "2", "mv")
+	testenv.Run(t, "", 0, "topics", "create", "--brokers", seed, "--partitions", "1", "--replication-factor", "2", "mv")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
 	if err != nil {
 		t.Fatal(err)
@@ -50,23 +50,23 @@ func TestTopicsReassignAndElectLeaders(t *testing.T) {
 		}
 	}
 	target := []int32{third, p.Leader}
-	out := run(t, "", 0, "topics", "reassign", "--brokers", seed, "--topic", "mv", "--partition", "0", "--replicas", fmt.Sprintf("%d,%d", target[0], target[1]))
+	out := testenv.Run(t, "", 0, "topics", "reassign", "--brokers", seed, "--topic", "mv", "--partition", "0", "--replicas", fmt.Sprintf("%d,%d", target[0], target[1]))
 	if !strings.Contains(out, "mv-0: moving to replicas") {
 		t.Fatalf("topics reassign: %q", out)
 	}
 	testenv.Eventually(t, 30*time.Second, "the move is done", func() bool {
-		return strings.Contains(run(t, "", 0, "topics", "reassignments", "--brokers", seed), "no reassignment in progress") &&
+		return strings.Contains(testenv.Run(t, "", 0, "topics", "reassignments", "--brokers", seed), "no reassignment in progress") &&
 			slices.Equal(part().Replicas, target)
 	})
 	if p := part(); p.Leader != target[1] {
 		t.Fatalf("leader %d after the move, want %d (still a replica, so it keeps leading)", p.Leader, target[1])
 	}
-	out = run(t, "", 0, "topics", "elect-leaders", "--brokers", seed, "--topic", "mv")
+	out = testenv.Run(t, "", 0, "topics", "elect-leaders", "--brokers", seed, "--topic", "mv")
 	if !strings.Contains(out, "mv-0: leader elected") || !strings.Contains(out, "1 leaders moved") {
 		t.Fatalf("topics elect-leaders: %q", out)
 	}
 	testenv.Eventually(t, 10*time.Second, "the new preferred replica leads", func() bool { return part().Leader == target[0] })
-	if msg := runStderr(t, 1, "topics", "reassign", "--brokers", seed, "--topic", "mv", "--partition", "0", "--replicas", "1"); !strings.Contains(msg, "INVALID_REPLICA_ASSIGNMENT") {
+	if msg := testenv.RunStderr(t, 1, "topics", "reassign", "--brokers", seed, "--topic", "mv", "--partition", "0", "--replicas", "1"); !strings.Contains(msg, "INVALID_REPLICA_ASSIGNMENT") {
 		t.Fatalf("one replica: %q", msg)
 	}
 }
@@ -80,7 +80,7 @@ func TestTopicsReassignThrottle(t *testing.T) {
 	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	_, brokers := testenv.StartCluster(t, 3)
 	seed := brokers[0].Addr
-	run(t, "", 0, "topics", "create", "--brokers", seed, "--partitions", "1", "--replication-factor", "2", "thr")
+	testenv.Run(t, "", 0, "topics", "create", "--brokers", seed, "--partitions", "1", "--replication-factor", "2", "thr")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.DefaultProduceTopic("thr"), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchMaxBytes(256<<10), kgo.RecordRetries(20))
 	if err != nil {
@@ -124,7 +124,7 @@ func TestTopicsReassignThrottle(t *testing.T) {
 	}
 	target := fmt.Sprintf("%d,%d", third, p.Leader)
 	reassign := []string{"topics", "reassign", "--brokers", seed, "--topic", "thr", "--partition", "0"}
-	out := run(t, "", 0, slices.Concat(reassign, []string{"--replicas", target, "--throttle", "1000"})...)
+	out := testenv.Run(t, "", 0, slices.Concat(reassign, []string{"--replicas", target, "--throttle", "1000"})...)
 	if !strings.Contains(out, "copying at most 1000 bytes a second") {
 		t.Fatalf("topics reassign --throttle: %q", out)
 	}
@@ -165,10 +165,10 @@ func TestTopicsReassignThrottle(t *testing.T) {
 			t.Fatalf("broker %d's throttle rates during the move: %v, want 1000 each", id, r)
 		}
 	}
-	if out := run(t, "", 0, "topics", "reassignments", "--brokers", seed); !strings.Contains(out, "thr-0: replicas") {
+	if out := testenv.Run(t, "", 0, "topics", "reassignments", "--brokers", seed); !strings.Contains(out, "thr-0: replicas") {
 		t.Fatalf("topics reassignments during the move: %q", out)
 	}
-	if msg := runStderr(t, 1, slices.Concat(reassign, []string{"--verify"})...); !strings.Contains(msg, "thr-0: still moving") {
+	if msg := testenv.RunStderr(t, 1, slices.Concat(reassign, []string{"--verify"})...); !strings.Contains(msg, "thr-0: still moving") {
 		t.Fatalf("topics reassign --verify during the move: %q", msg)
 	}
 	if tc := topicConfigs(); tc["follower.replication.throttled.replicas"] == "" {
@@ -176,7 +176,7 @@ func TestTopicsReassignThrottle(t *testing.T) {
 	}
 
 	// Raising the throttle (the same move again) lets it complete.
-	run(t, "", 0, slices.Concat(reassign, []string{"--replicas", target, "--throttle", "1000000000"})...)
+	testenv.Run(t, "", 0, slices.Concat(reassign, []string{"--replicas", target, "--throttle", "1000000000"})...)
 	testenv.Eventually(t, 60*time.Second, "--verify finds the move done", func() bool {
 		cmd := exec.Command(testenv.Binary(t), slices.Concat(reassign, []string{"--verify"})...)
 		out, _ := cmd.Output()

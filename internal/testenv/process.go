@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -152,4 +153,50 @@ func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Run runs `tributary args...` with stdin and returns its stdout, failing
+// the test if the exit status is not want.
+func Run(t *testing.T, stdin string, want int, args ...string) string {
+	t.Helper()
+	out, _ := RunBoth(t, stdin, want, args...)
+	return out
+}
+
+// RunStderr is Run for a command whose stderr (its error) is the point.
+func RunStderr(t *testing.T, want int, args ...string) string {
+	t.Helper()
+	_, stderr := RunBoth(t, "", want, args...)
+	return stderr
+}
+
+// RunBoth is Run returning stderr too.
+func RunBoth(t *testing.T, stdin string, want int, args ...string) (stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(Binary(t), args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var errBuf strings.Builder
+	cmd.Stderr = &errBuf
+	out, err := cmd.Output()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("tributary %v: %v", args, err)
+	}
+	if code != want {
+		t.Fatalf("tributary %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, want, out, errBuf.String())
+	}
+	return string(out), errBuf.String()
+}
+
+// HasRow reports whether a table printed by a command has a line whose
+// fields are those of row, however the columns are padded.
+func HasRow(table, row string) bool {
+	for _, l := range strings.Split(table, "\n") {
+		if strings.Join(strings.Fields(l), " ") == row {
+			return true
+		}
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-package main_test
+package system_test
 
 import (
 	"encoding/json"
@@ -27,7 +27,7 @@ func TestLoadIntoS3(t *testing.T) {
 	os.Unsetenv("AWS_ENDPOINT_URL_S3")
 	s3 := []string{"--warehouse", wh, "--s3-endpoint", testenv.StartS3(t).Endpoint}
 
-	out := run(t, "", 0, append([]string{"load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
+	out := testenv.Run(t, "", 0, append([]string{"load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
 		"--topics", "objects", "--json", "--quiet"}, s3...)...)
 	var sum struct {
 		Committed bool  `json:"committed"`
@@ -36,7 +36,7 @@ func TestLoadIntoS3(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &sum); err != nil || !sum.Committed || sum.Records != n {
 		t.Fatalf("load: %v, summary %+v, want %d records committed\n%s", err, sum, n, out)
 	}
-	_, stderr := runBoth(t, "", 0, append([]string{"audit", "count", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
+	_, stderr := testenv.RunBoth(t, "", 0, append([]string{"audit", "count", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
 		"--tier", "warehouse", "--topics", "objects", "--dry-run"}, s3...)...)
 	if want := fmt.Sprintf("events=%d", n); !strings.Contains(stderr, want) {
 		t.Fatalf("audit count --warehouse: stderr %q, want it to say %s", stderr, want)

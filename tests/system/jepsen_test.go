@@ -1,4 +1,4 @@
-package main_test
+package system_test
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func TestJepsenReplicatedCluster(t *testing.T) {
 	}
 	const topic, partitions = "jepsen", 3
 	j := startJepsen(t, 3)
-	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", strconv.Itoa(partitions),
+	testenv.Run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", strconv.Itoa(partitions),
 		"--replication-factor", "3", "--config", "min.insync.replicas=2", topic)
 	if !j.waitInSync(topic, partitions, 30*time.Second) {
 		t.Fatal("the new topic's partitions are not led with three in-sync replicas")

@@ -1,4 +1,4 @@
-package main_test
+package system_test
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func TestReplicatedDiskLost(t *testing.T) {
 	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	const topic, partitions, n = "disklost", 3, 600
 	j := startJepsen(t, 3)
-	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", strconv.Itoa(partitions),
+	testenv.Run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", strconv.Itoa(partitions),
 		"--replication-factor", "3", "--config", "min.insync.replicas=2", topic)
 	if !j.waitInSync(topic, partitions, 30*time.Second) {
 		t.Fatal("the new topic's partitions are not led with three in-sync replicas")

@@ -1,4 +1,4 @@
-package main_test
+package system_test
 
 import (
 	"bufio"
@@ -33,7 +33,7 @@ func TestKafkaClientsRideFailover(t *testing.T) {
 	// Both write to one partition (the broker places replicas itself), so
 	// one kill fails both over.
 	const topic = "clients"
-	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1", "--replication-factor", "3", topic)
+	testenv.Run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1", "--replication-factor", "3", topic)
 	if !j.waitInSync(topic, 1, 30*time.Second) {
 		t.Fatalf("%s-0 is not led with three in-sync replicas", topic)
 	}

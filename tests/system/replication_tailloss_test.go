@@ -1,4 +1,4 @@
-package main_test
+package system_test
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ func TestLeaderRestartedWithLostTail(t *testing.T) {
 	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	const topic, rounds = "tailloss", 3
 	j := startJepsen(t, 3)
-	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1",
+	testenv.Run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1",
 		"--replication-factor", "3", "--config", "min.insync.replicas=2", topic)
 	if !j.waitInSync(topic, 1, 30*time.Second) {
 		t.Fatal("the new topic's partition is not led with three in-sync replicas")

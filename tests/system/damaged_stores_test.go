@@ -1,4 +1,4 @@
-package main_test
+package system_test
 
 import (
 	"os"
@@ -21,7 +21,7 @@ func TestDamagedDynamicConfigStore(t *testing.T) {
 	if err := os.WriteFile(file, []byte("{\"version\":1,\"default\":{\"log.retention.ms\":"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := runStderr(t, 1, "standalone", "--data-dir", dir, "--listen", testenv.FreeAddr(t), "--registry-listen", "")
+	out := testenv.RunStderr(t, 1, "standalone", "--data-dir", dir, "--listen", testenv.FreeAddr(t), "--registry-listen", "")
 	if !strings.Contains(out, file) || !strings.Contains(out, "fix or remove the file") {
 		t.Errorf("standalone on an unreadable %s said:\n%s", file, out)
 	}
@@ -32,7 +32,7 @@ func TestDamagedDynamicConfigStore(t *testing.T) {
 	addr := testenv.FreeAddr(t)
 	p := testenv.StartProcess(t, "standalone", "--data-dir", dir, "--listen", addr, "--registry-listen", "")
 	testenv.WaitListening(t, p, addr, 60*time.Second)
-	run(t, "a\n", 0, "produce", "--brokers="+addr, "--topic", "clicks")
+	testenv.Run(t, "a\n", 0, "produce", "--brokers="+addr, "--topic", "clicks")
 	if err := p.Stop(30 * time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.Output.String())
 	}

@@ -1,4 +1,4 @@
-package main_test
+package system_test
 
 import (
 	"bufio"
@@ -96,7 +96,7 @@ func TestDocsSecuringRecipe(t *testing.T) {
 		"ALLOW User:alice * WRITE topic literal orders",
 		"ALLOW User:alice * READ topic literal orders",
 	} {
-		if !hasRow(string(out), want) {
+		if !testenv.HasRow(string(out), want) {
 			t.Fatalf("clients block: acls list lacks %q:\n%s", want, out)
 		}
 	}

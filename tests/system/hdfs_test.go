@@ -1,4 +1,4 @@
-package main_test
+package system_test
 
 import (
 	"encoding/json"
@@ -27,7 +27,7 @@ func TestLoadIntoKerberizedHDFS(t *testing.T) {
 	hdfs := []string{"--warehouse", wh, "--hadoop-conf", c.ConfDir, "--hdfs-principal", "tributary@" + c.Realm,
 		"--hdfs-keytab", c.Keytab, "--krb5-conf", c.Krb5Conf, "--hdfs-data-transfer-protection", "privacy"}
 
-	out := run(t, "", 0, append([]string{"load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
+	out := testenv.Run(t, "", 0, append([]string{"load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
 		"--topics", "secured", "--json", "--quiet"}, hdfs...)...)
 	var sum struct {
 		Committed bool   `json:"committed"`
@@ -38,7 +38,7 @@ func TestLoadIntoKerberizedHDFS(t *testing.T) {
 		t.Fatalf("load: %v, summary %+v, want %d records committed in %s\n%s", err, sum, n, wh, out)
 	}
 
-	_, stderr := runBoth(t, "", 0, append([]string{"audit", "count", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
+	_, stderr := testenv.RunBoth(t, "", 0, append([]string{"audit", "count", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
 		"--tier", "warehouse", "--topics", "secured", "--dry-run"}, hdfs...)...)
 	if want := fmt.Sprintf("events=%d", n); !strings.Contains(stderr, want) {
 		t.Fatalf("audit count --warehouse: stderr %q, want it to say %s", stderr, want)

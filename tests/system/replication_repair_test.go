@@ -1,4 +1,4 @@
-package main_test
+package system_test
 
 import (
 	"context"
@@ -189,7 +189,7 @@ func TestRunningLeaderRepairsDamageFromAReplica(t *testing.T) {
 	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	const topic = "repair-running"
 	j := startRepairCluster(t, "--scrub-interval", "300ms")
-	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1", "--replication-factor", "3",
+	testenv.Run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1", "--replication-factor", "3",
 		"--config", "min.insync.replicas=2", "--config", "segment.bytes=1024", topic)
 	if !j.waitInSync(topic, 1, 30*time.Second) {
 		t.Fatal("the new topic is not led with three in-sync replicas")
@@ -231,7 +231,7 @@ func TestLeaderRestartedWithDamagedBatch(t *testing.T) {
 	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
 	const topic = "repair-restarted"
 	j := startRepairCluster(t)
-	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1", "--replication-factor", "3",
+	testenv.Run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1", "--replication-factor", "3",
 		"--config", "min.insync.replicas=2", topic)
 	if !j.waitInSync(topic, 1, 30*time.Second) {
 		t.Fatal("the new topic is not led with three in-sync replicas")

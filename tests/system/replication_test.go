@@ -1,4 +1,4 @@
-package main_test
+package system_test
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func TestReplicatedLeaderKilled(t *testing.T) {
 	for _, addr := range addrs {
 		waitBrokers(t, addr, 3)
 	}
-	out := run(t, "", 0, "topics", "create", "--brokers", addrs[0], "--partitions", "1", "--replication-factor", "3", "orders")
+	out := testenv.Run(t, "", 0, "topics", "create", "--brokers", addrs[0], "--partitions", "1", "--replication-factor", "3", "orders")
 	if want := "created topic orders with 1 partitions\n"; out != want {
 		t.Fatalf("topics create: %q, want %q", out, want)
 	}

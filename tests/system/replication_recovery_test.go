@@ -1,4 +1,4 @@
-package main_test
+package system_test
 
 import (
 	"fmt"
@@ -114,7 +114,7 @@ func TestEveryInSyncReplicaRestartedWithLostTails(t *testing.T) {
 func startOnePartition(t *testing.T, topic string, n int, extra ...string) (*jepsenCluster, *jepsenProducer, int32, []int32) {
 	t.Helper()
 	j := startRepairCluster(t, extra...)
-	run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1",
+	testenv.Run(t, "", 0, "topics", "create", "--brokers", j.addrs()[0], "--partitions", "1",
 		"--replication-factor", "3", "--config", "min.insync.replicas=2", topic)
 	if !j.waitInSync(topic, 1, 30*time.Second) {
 		t.Fatal("the new topic's partition is not led with three in-sync replicas")

@@ -1,4 +1,4 @@
-package main_test
+package system_test
 
 import (
 	"context"
@@ -36,10 +36,10 @@ func TestStandaloneRegistryUnderAuthorizer(t *testing.T) {
 
 	registry := "--registry=http://" + regAddr
 	schemaFile := filepath.Join("..", "..", "testdata", "schemas", "pageview.avsc")
-	if out := run(t, "", 0, "schema", "register", registry, "--subject", "pageviews-value", "--file", schemaFile); !strings.Contains(out, "version 1 id 1") {
+	if out := testenv.Run(t, "", 0, "schema", "register", registry, "--subject", "pageviews-value", "--file", schemaFile); !strings.Contains(out, "version 1 id 1") {
 		t.Fatalf("register said %q", out)
 	}
-	if out := run(t, "", 0, "schema", "get", registry, "--id", "1"); !strings.Contains(out, "PageView") {
+	if out := testenv.Run(t, "", 0, "schema", "get", registry, "--id", "1"); !strings.Contains(out, "PageView") {
 		t.Fatalf("get --id 1 said %q", out)
 	}
 
@@ -75,7 +75,7 @@ func TestStandaloneRegistryCredentialsNeedTheirListener(t *testing.T) {
 	if err := os.WriteFile(pw, []byte("secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stderr := runStderr(t, 1, "standalone", "--data-dir", t.TempDir(), "--listen", testenv.FreeAddr(t), "--registry-listen", testenv.FreeAddr(t),
+	stderr := testenv.RunStderr(t, 1, "standalone", "--data-dir", t.TempDir(), "--listen", testenv.FreeAddr(t), "--registry-listen", testenv.FreeAddr(t),
 		"--registry-kafka-sasl-mechanism", "SCRAM-SHA-512", "--registry-kafka-sasl-user", "registry", "--registry-kafka-sasl-password-file", pw)
 	if !strings.Contains(stderr, "speak SASL_PLAINTEXT, and no listener does") {
 		t.Fatalf("want the missing SASL_PLAINTEXT listener named, got\n%s", stderr)

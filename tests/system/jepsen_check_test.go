@@ -1,4 +1,4 @@
-package main_test
+package system_test
 
 // The Jepsen-style test's clients and checks: a producer per partition
 // writing increasing sequence numbers, a group consumer that watches its

@@ -1,4 +1,4 @@
-package main_test
+package system_test
 
 import (
 	"context"
@@ -167,7 +167,7 @@ func TestPrometheusScrapesMirrorAndRegistry(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	run(t, "", 0, "schema", "register", "--registry=http://"+regAddr, "--subject", "views-value",
+	testenv.Run(t, "", 0, "schema", "register", "--registry=http://"+regAddr, "--subject", "views-value",
 		"--file", filepath.Join("..", "..", "testdata", "schemas", "pageview.avsc"))
 
 	testenv.Eventually(t, 90*time.Second, "PromQL sees every record copied by the mirror, no lag, and the target's messages in", func() bool {

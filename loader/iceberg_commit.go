@@ -2,7 +2,9 @@ package loader
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"sort"
 	"strconv"
@@ -29,7 +31,7 @@ func commitIceTable(w *warehouse.Batch, m *Manifest, topic string, now time.Time
 		return nil
 	}
 	if cur := md.current(); (cur == nil && tc.Base != 0) || (cur != nil && cur.SnapshotID != tc.Base) {
-		return fmt.Errorf("table %s: its current snapshot is no longer %d, which the run began from: not committing the same offsets twice", tc.Dir, tc.Base)
+		return fmt.Errorf("table %s: its current snapshot is no longer %d, which the run began from: not committing the same offsets twice (%w)", tc.Dir, tc.Base, errTableMoved)
 	}
 	root := iceRoot(w)
 	var files []iceDataFile
@@ -169,9 +171,18 @@ func iceSummary(m *Manifest, topic string, prev *iceSnapshot, added, addedBytes 
 	return s, nil
 }
 
-// publishIceVersion writes version n of a table: whole into a temporary
-// file first, then renamed to vN.metadata.json if that name is free. The
-// rename is the table's commit point.
+// publishIceVersion writes version n of a table, only if no writer has
+// written it: the version's appearance is the table's commit point. Two
+// writers that read version n-1 (a run paused past its lease and the run
+// that took its topic over) race for the same name, and exactly one wins;
+// the other gets an error satisfying errors.Is(err, errTableMoved).
+//
+// On a warehouse with rename, the version is written whole under a
+// temporary name and renamed into place without replacing
+// (RenameNoReplace: renameat2 locally, HDFS's rename without overwrite).
+// On an object store, which has no rename, it is one PUT with
+// If-None-Match: * straight to vN.metadata.json: the object appears whole
+// or not at all, and only if the name was free.
 func publishIceVersion(w *warehouse.Batch, dir string, n int, md *iceMetadata, run string, fault func(FaultPoint) error) error {
 	// Readers want lists, never null.
 	md.Snapshots = nonNil(md.Snapshots)
@@ -182,25 +193,36 @@ func publishIceVersion(w *warehouse.Batch, dir string, n int, md *iceMetadata, r
 		return err
 	}
 	metaDir := path.Join(dir, iceMetadataDir)
-	tmp := path.Join(metaDir, fmt.Sprintf(".v%d-%s.metadata.json.tmp", n, run))
 	final := path.Join(metaDir, fmt.Sprintf("v%d.metadata.json", n))
-	if err := warehouse.WriteFile(w, tmp, data); err != nil {
-		return fmt.Errorf("table %s: writing version %d: %w", dir, n, err)
-	}
-	if err := w.Sync(); err != nil {
-		return err
-	}
-	if fault != nil {
-		if err := fault(FaultTableCommit); err != nil {
+	whole := warehouse.WholeObjectWrites(w)
+	if whole {
+		if fault != nil {
+			if err := fault(FaultTableCommit); err != nil {
+				return err
+			}
+		}
+		err = w.CreateExclusive(final, data)
+	} else {
+		tmp := path.Join(metaDir, fmt.Sprintf(".v%d-%s.metadata.json.tmp", n, run))
+		if err := warehouse.WriteFile(w, tmp, data); err != nil {
+			return fmt.Errorf("table %s: writing version %d: %w", dir, n, err)
+		}
+		if err := w.Sync(); err != nil {
 			return err
 		}
+		if fault != nil {
+			if err := fault(FaultTableCommit); err != nil {
+				return err
+			}
+		}
+		if err = w.RenameNoReplace(tmp, final); errors.Is(err, fs.ErrExist) {
+			w.Remove(tmp)
+		}
 	}
-	if ok, err := warehouse.Exists(w, final); err != nil {
-		return err
-	} else if ok {
-		return fmt.Errorf("table %s: version %d was committed by another writer: not committing", dir, n)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("table %s: version %d was committed by another writer: not committing (%w)", dir, n, errTableMoved)
 	}
-	if err := w.Rename(tmp, final); err != nil {
+	if err != nil {
 		return fmt.Errorf("table %s: committing version %d: %w", dir, n, err)
 	}
 	if err := w.Sync(); err != nil {
@@ -210,12 +232,22 @@ func publishIceVersion(w *warehouse.Batch, dir string, n int, md *iceMetadata, r
 	// loader) take the highest version file, so a stale hint is harmless.
 	// One temporary name for every run (they hold the topic's lock): one
 	// cut short leaves it for the next to replace.
+	hint := path.Join(metaDir, iceHintName)
+	if whole {
+		warehouse.WriteFile(w, hint, []byte(strconv.Itoa(n)))
+		return nil
+	}
 	hintTmp := path.Join(metaDir, "."+iceHintName+".tmp")
 	if err := warehouse.WriteFile(w, hintTmp, []byte(strconv.Itoa(n))); err == nil {
-		w.Rename(hintTmp, path.Join(metaDir, iceHintName))
+		w.Rename(hintTmp, hint)
 	}
 	return nil
 }
+
+// errTableMoved is a table commit's refusal: another writer committed the
+// table after the run read it. Nothing of the refused version is in the
+// table, so the run's files may be deleted.
+var errTableMoved = errors.New("the table moved on")
 
 func nonNil[T any](s []T) []T {
 	if s == nil {
@@ -284,6 +316,13 @@ func (r *run) commitWithTables(m *Manifest, staged string) error {
 	if err != nil {
 		if committed {
 			return fmt.Errorf("run %s is committed, but %w; the next run finishes it", r.id, err)
+		}
+		if errors.Is(err, errTableMoved) && !r.crashed.Load() {
+			// Refused, so nothing of the run is in any table: the files
+			// it moved into them go, as recovery would delete them.
+			if derr := (&mover{w: r.batch}).discardTables(m); derr != nil {
+				r.log.Warn("deleting the files of a refused table commit", "err", derr)
+			}
 		}
 		return err
 	}

@@ -212,7 +212,7 @@ func (f *loadFlags) config() (loader.Config, error) {
 // loader.FaultPoints, loader.TableFaultPoints, loader.AuditFaultPoints, and
 // loader.CompactFaultPoints for tributary compact.
 func faultFromEnv() func(loader.FaultPoint) error {
-	points := slices.Concat(loader.FaultPoints, loader.TableFaultPoints, loader.AuditFaultPoints, loader.CompactFaultPoints)
+	points := slices.Concat(loader.FaultPoints, loader.TableFaultPoints, loader.AuditFaultPoints, loader.CompactFaultPoints, loader.ExpireFaultPoints)
 	var hooks []func(loader.FaultPoint) error
 	if v := os.Getenv(pauseEnv); v != "" {
 		point := loader.FaultPoint(v)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary-io/tributary/audit"
 	"github.com/tributary-io/tributary/loader/warehouse"
 )
 
@@ -323,4 +324,25 @@ func (md *iceMetadata) clone() *iceMetadata {
 		next.Refs = map[string]iceRef{}
 	}
 	return &next
+}
+
+// TableDataFiles lists the data files of the current snapshot of the
+// table in directory dir (warehouse paths, with the hour each holds), for
+// the audit's warehouse scan (audit.WarehouseScanConfig.TableFiles). A
+// directory holding no table has none.
+func TableDataFiles(w warehouse.FS, dir string) ([]audit.TableFile, error) {
+	md, err := readIceTable(w, dir)
+	if err != nil {
+		return nil, err
+	}
+	live, err := iceLiveFiles(w, md)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", dir, err)
+	}
+	root := iceRoot(w) + "/"
+	out := make([]audit.TableFile, 0, len(live))
+	for _, f := range live {
+		out = append(out, audit.TableFile{Path: strings.TrimPrefix(f.path, root), Hour: time.Unix(int64(f.hour)*3600, 0).UTC()})
+	}
+	return out, nil
 }

@@ -83,11 +83,14 @@ type Spec struct {
 	// Table loads each topic into the Iceberg table Table.<topic> of the
 	// warehouse's file-system catalog (loader.Config.Table); files.format
 	// is then parquet.
-	Table        string   `yaml:"table"`
-	SuccessGrace Duration `yaml:"success_grace"`
-	OnDataLoss   string   `yaml:"on_data_loss"`
-	StartAt      string   `yaml:"start_at"`
-	LockTTL      Duration `yaml:"lock_ttl"`
+	Table string `yaml:"table"`
+	// Catalog is the table's catalog (loader.Config.Catalog): type
+	// hadoop (the default) or rest, with its uri.
+	Catalog      loader.CatalogConfig `yaml:"catalog"`
+	SuccessGrace Duration             `yaml:"success_grace"`
+	OnDataLoss   string               `yaml:"on_data_loss"`
+	StartAt      string               `yaml:"start_at"`
+	LockTTL      Duration             `yaml:"lock_ttl"`
 	// Audit publishes each committed run's counts to the _audit topic of
 	// the job's brokers, through its registry (loader.AuditConfig).
 	Audit bool `yaml:"audit"`
@@ -266,6 +269,9 @@ func (s *Spec) validate() error {
 		if err := loader.CheckTableName(s.Table); err != nil {
 			return fail("table", "%v", err)
 		}
+		if err := s.Catalog.Check(); err != nil {
+			return fail("catalog", "%v", err)
+		}
 		if s.Files.Format == "" {
 			s.Files.Format = loader.FormatParquet
 		}
@@ -367,6 +373,7 @@ func (s *Spec) LoadConfig() loader.Config {
 		FileMaxRecords:    s.Files.MaxRecords,
 		Format:            s.Files.Format,
 		Table:             s.Table,
+		Catalog:           s.Catalog,
 		Codec:             s.Files.Codec,
 		DeflateLevel:      s.Files.DeflateLevel,
 		SuccessGrace:      time.Duration(s.SuccessGrace),

@@ -21,12 +21,13 @@ import (
 // so invisible to readers), writes the manifest and manifest list, and
 // makes the new version appear by one rename. A table that already holds
 // the run's snapshot is left alone, so that recovery can call it again.
-func commitIceTable(w *warehouse.Batch, m *Manifest, topic string, now time.Time, fault func(FaultPoint) error) error {
+func commitIceTable(w *warehouse.Batch, cat iceCatalog, m *Manifest, topic string, now time.Time, fault func(FaultPoint) error) error {
 	tc := m.Tables[topic]
-	md, err := readIceTable(w, tc.Dir)
+	md, err := cat.load(tc.Dir)
 	if err != nil {
 		return err
 	}
+	base := md
 	if md.snapshotOf(m.Run) != nil {
 		return nil
 	}
@@ -114,7 +115,7 @@ func commitIceTable(w *warehouse.Batch, m *Manifest, topic string, now time.Time
 			next.Refs[iceHourTagPrefix+h] = iceRef{SnapshotID: tc.Snapshot, Type: "tag"}
 		}
 	}
-	return publishIceVersion(w, tc.Dir, md.version+1, next, m.Run, fault)
+	return cat.commit(tc.Dir, base, next, m.Run, fault)
 }
 
 // iceSummary is the snapshot's summary: Iceberg's counts and the loader's
@@ -260,8 +261,8 @@ func nonNil[T any](s []T) []T {
 // audit, which judges them once the run's counts are published): one new
 // version whose tags hour-YYYY-MM-DD-HH name the current snapshot, which
 // holds the hours' records. Hours already tagged keep their tags.
-func tagIceHours(w *warehouse.Batch, dir, run string, hours []time.Time, now time.Time) error {
-	md, err := readIceTable(w, dir)
+func tagIceHours(w *warehouse.Batch, cat iceCatalog, dir, run string, hours []time.Time, now time.Time) error {
+	md, err := cat.load(dir)
 	if err != nil {
 		return err
 	}
@@ -283,7 +284,7 @@ func tagIceHours(w *warehouse.Batch, dir, run string, hours []time.Time, now tim
 	}
 	next.LastUpdatedMs = now.UnixMilli()
 	next.MetadataLog = append(next.MetadataLog, iceLogEntry{TimestampMs: md.LastUpdatedMs, MetadataFile: iceRoot(w) + "/" + md.file})
-	return publishIceVersion(w, dir, md.version+1, next, run, nil)
+	return cat.commit(dir, md, next, run, nil)
 }
 
 // commitWithTables commits a run that loaded Iceberg tables: the first
@@ -311,7 +312,7 @@ func (r *run) commitWithTables(m *Manifest, staged string) error {
 	if err := r.hook(FaultCommitPoint); err != nil {
 		return err
 	}
-	committed, err := commitTables(r.batch, m, m.Committed, r.hook)
+	committed, err := commitTables(r.batch, r.cat, m, m.Committed, r.hook)
 	r.sum.Committed = committed
 	if err != nil {
 		if committed {

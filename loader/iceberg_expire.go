@@ -80,6 +80,8 @@ type ExpireConfig struct {
 	// Table is the namespace (Config.Table) and Topic the topic whose
 	// table <Table>/<Topic> is expired.
 	Table, Topic string
+	// Catalog is the table's catalog (Config.Catalog).
+	Catalog CatalogConfig
 	// OlderThan: snapshots committed longer ago than this may expire;
 	// zero: any (tributary expire's default is DefaultExpireOlderThan).
 	OlderThan time.Duration
@@ -145,6 +147,10 @@ func ExpireSnapshots(ctx context.Context, c ExpireConfig) (*Expired, error) {
 		return nil, err
 	}
 	x := &expiry{c: c, w: warehouse.NewBatch(w), dir: path.Join(c.Table, c.Topic), id: NewRunID(c.Now()), root: iceRoot(w) + "/"}
+	if x.cat, err = c.Catalog.open(x.w); err != nil {
+		lock.Release()
+		return nil, fmt.Errorf("expire: %w", err)
+	}
 	out, err := x.run(ctx)
 	if errors.As(err, new(errCrash)) {
 		lock.Abandon()
@@ -157,6 +163,7 @@ func ExpireSnapshots(ctx context.Context, c ExpireConfig) (*Expired, error) {
 type expiry struct {
 	c    ExpireConfig
 	w    *warehouse.Batch
+	cat  iceCatalog
 	dir  string // the table's
 	id   string
 	root string // iceRoot + "/"
@@ -188,7 +195,7 @@ func (x *expiry) run(ctx context.Context) (*Expired, error) {
 	if err != nil {
 		return out, err
 	}
-	md, err := readIceTable(x.w, x.dir)
+	md, err := x.cat.load(x.dir)
 	if err != nil {
 		return out, fmt.Errorf("expire: %w", err)
 	}
@@ -254,7 +261,7 @@ func (x *expiry) run(ctx context.Context) (*Expired, error) {
 	sort.Strings(out.MovedTags)
 	next.LastUpdatedMs = x.c.Now().UnixMilli()
 	next.MetadataLog = append(next.MetadataLog, iceLogEntry{TimestampMs: md.LastUpdatedMs, MetadataFile: x.root + md.file})
-	if err := publishIceVersion(x.w, x.dir, md.version+1, next, "expire-"+x.id, nil); err != nil {
+	if err := x.cat.commit(x.dir, md, next, "expire-"+x.id, nil); err != nil {
 		x.w.Remove(planName) // refused: nothing expired, nothing to delete
 		return out, fmt.Errorf("expire: %w", err)
 	}
@@ -441,7 +448,7 @@ func (x *expiry) finishPlans() (int, error) {
 			}
 			// Torn while written: its expiry never committed.
 		} else if len(plan.Files) > 0 {
-			md, err := readIceTable(x.w, x.dir)
+			md, err := x.cat.load(x.dir)
 			if err != nil {
 				return deleted, fmt.Errorf("expire: %w", err)
 			}

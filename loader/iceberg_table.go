@@ -227,6 +227,10 @@ type TableCommit struct {
 	LastColumnID int        `json:"last_column_id"`
 	// From is each loaded partition's first offset in this run.
 	From map[int32]int64 `json:"from"`
+	// Catalog is the REST catalog's URI the table is committed through;
+	// empty: the file-system catalog. Recovery must look for the run's
+	// snapshot where the run committed it.
+	Catalog string `json:"catalog,omitempty"`
 }
 
 func newSnapshotID() int64 {

@@ -34,6 +34,7 @@ type run struct {
 	// tableBase is each Iceberg table's current snapshot when the run
 	// began (Config.Table).
 	tableBase map[string]int64
+	cat       iceCatalog // Config.Table's catalog
 	headers   *schema.HeaderLayouts
 	log       *slog.Logger
 	started   time.Time
@@ -206,6 +207,11 @@ func (r *run) connect() (disconnect func(), err error) {
 	}
 	r.sum.Warehouse = r.w.String()
 	r.batch = warehouse.NewBatch(r.w)
+	if r.cfg.Table != "" {
+		if r.cat, err = r.cfg.Catalog.open(r.batch); err != nil {
+			return disconnect, err
+		}
+	}
 
 	reg := r.cfg.Registry
 	if reg == nil {

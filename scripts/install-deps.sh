@@ -7,7 +7,7 @@
 # (scripts/hdfs; Hadoop's jars are cached in ~/.m2, fetched here) and Apache Kafka's
 # command-line tools, Connect and Streams (scripts/kafka, fetched here so
 # tests do not wait on Maven Central); S3Proxy, an S3-compatible server
-# (scripts/s3).
+# (scripts/s3); Apache Iceberg's REST catalog server (scripts/iceberg-rest).
 # Safe to run repeatedly; does nothing when everything is present.
 set -euo pipefail
 
@@ -58,6 +58,12 @@ done
 [ -f "$HOME/.m2/repository/org/gaul/s3proxy/4.1.0/s3proxy-4.1.0.jar" ] ||
   mvn -q -B -f "$here/s3/pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||
   echo "warning: could not fetch S3Proxy from Maven Central now; the tests will try again" >&2
+
+# Apache Iceberg's REST catalog server, which the loader's REST catalog
+# tests start (internal/testenv/icebergrest.go), resolved once into ~/.m2.
+[ -f "$HOME/.m2/repository/org/apache/iceberg/iceberg-open-api/1.10.0/iceberg-open-api-1.10.0-test-fixtures.jar" ] ||
+  mvn -q -B -f "$here/iceberg-rest/pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||
+  echo "warning: could not fetch Iceberg's REST catalog server from Maven Central now; the tests will try again" >&2
 
 # The Apache Kafka broker, a source of the mirror's tests (mirror/kafka_test.go)
 # and the bench's peer.

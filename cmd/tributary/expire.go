@@ -24,6 +24,8 @@ func runExpire(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print what was expired as JSON")
 	var wf hdfsFlags
 	wf.register(fs)
+	var cf catalogFlags
+	cf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -34,7 +36,7 @@ func runExpire(ctx context.Context, args []string) error {
 		return fmt.Errorf("--retain-last %d: the current snapshot always stays; give 1 or more", *retainLast)
 	}
 	out, err := loader.ExpireSnapshots(ctx, loader.ExpireConfig{
-		Warehouse: *warehouse, WarehouseOptions: wf.options(), Table: *table, Topic: *topic,
+		Warehouse: *warehouse, WarehouseOptions: wf.options(), Table: *table, Topic: *topic, Catalog: cf.config(),
 		OlderThan: *olderThan, RetainLast: *retainLast, LockTTL: *lockTTL,
 		Fault: faultFromEnv(),
 	})

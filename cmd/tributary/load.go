@@ -41,6 +41,7 @@ type loadFlags struct {
 	fileMaxRecords                       int64
 	format, codec                        string
 	table                                string
+	catalog                              catalogFlags
 	deflateLevel                         int
 	grace                                time.Duration
 	onDataLoss, startAt                  string
@@ -70,6 +71,7 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.StringVar(&f.fileMaxBytes, "file-max-bytes", "128MiB", "roll a file at this size")
 	fs.Int64Var(&f.fileMaxRecords, "file-max-records", loader.DefaultFileMaxRecords, "roll a file at this many records")
 	fs.StringVar(&f.format, "format", loader.FormatAvro, "data file format: avro (object container files, bodies as sent) or parquet (columns, in Hive partitions topic/dt=YYYY-MM-DD/hr=HH)")
+	f.catalog.register(fs)
 	fs.StringVar(&f.table, "table", "", "load each topic into the Apache Iceberg table NAMESPACE.TOPIC at <warehouse>/NAMESPACE/TOPIC (file-system catalog, hour partitions of event time), one snapshot a run holding the offsets; implies --format parquet")
 	fs.StringVar(&f.codec, "codec", "", "compression: null, deflate or snappy for avro (default deflate); snappy, zstd, gzip or none for parquet (default snappy)")
 	fs.IntVar(&f.deflateLevel, "deflate-level", loader.DefaultDeflateLevel, "with --codec deflate: 1 (fastest load, larger files) to 9 (smallest files, slowest load); any Avro reader reads every level")
@@ -182,6 +184,7 @@ func (f *loadFlags) config() (loader.Config, error) {
 		FileMaxRecords: f.fileMaxRecords,
 		Format:         f.format,
 		Table:          f.table,
+		Catalog:        f.catalog.config(),
 		Codec:          f.codec,
 		DeflateLevel:   f.deflateLevel,
 		SuccessGrace:   f.grace,

@@ -65,6 +65,18 @@ done
   mvn -q -B -f "$here/iceberg-rest/pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||
   echo "warning: could not fetch Iceberg's REST catalog server from Maven Central now; the tests will try again" >&2
 
+# Apache Spark reads the loader's Iceberg tables (loader/iceberg_spark_test.go):
+# pyspark from PyPI (about 350 MB installed) and Iceberg's Spark runtime jar
+# (47 MB) from Maven Central; about 45 s on the machine this was measured on.
+if ! python3 -c 'import pyspark' >/dev/null 2>&1; then
+  echo "installing: pyspark (PyPI)"
+  python3 -m pip install -q 'pyspark==3.5.7' ||
+    python3 -m pip install -q --break-system-packages 'pyspark==3.5.7'
+fi
+[ -f "$HOME/.m2/repository/org/apache/iceberg/iceberg-spark-runtime-3.5_2.12/1.10.0/iceberg-spark-runtime-3.5_2.12-1.10.0.jar" ] ||
+  mvn -q -B -f "$here/spark/pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||
+  echo "warning: could not fetch Iceberg's Spark runtime from Maven Central now; the tests will try again" >&2
+
 # The Apache Kafka broker, a source of the mirror's tests (mirror/kafka_test.go)
 # and the bench's peer.
 "$here/bench/install-kafka.sh" ||

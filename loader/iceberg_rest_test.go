@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/audit"
 	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/loadertest"
@@ -115,6 +116,14 @@ func TestIcebergRESTCatalog(t *testing.T) {
 		t.Fatalf("expiry through the REST catalog: %+v, %v", out, err)
 	}
 	tab = checkIcebergExactlyOnceVia(t, target, tableDir, events, ends)
+	counts, _, err := audit.ScanWarehouse(context.Background(), audit.WarehouseScanConfig{FS: openWarehouse(t, url), Topics: []string{"icerest"},
+		Table: "db", TableFiles: loader.TableDataFilesIn(catalog), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := counts.Total(); got != n {
+		t.Errorf("the audit's count of the table through the REST catalog: %d events, want %d", got, n)
+	}
 	if tab.Snapshots != 1 || tab.Summary["operation"] != "replace" {
 		t.Errorf("after compaction and expiry: %d snapshots, current %v; want one, the compaction's", tab.Snapshots, tab.Summary["operation"])
 	}

@@ -331,14 +331,30 @@ func (md *iceMetadata) clone() *iceMetadata {
 }
 
 // TableDataFiles lists the data files of the current snapshot of the
-// table in directory dir (warehouse paths, with the hour each holds), for
-// the audit's warehouse scan (audit.WarehouseScanConfig.TableFiles). A
-// directory holding no table has none.
+// table in directory dir (warehouse paths, with the hour each holds) of
+// the file-system catalog, for the audit's warehouse scan
+// (audit.WarehouseScanConfig.TableFiles). A directory holding no table has
+// none.
 func TableDataFiles(w warehouse.FS, dir string) ([]audit.TableFile, error) {
-	md, err := readIceTable(w, dir)
-	if err != nil {
-		return nil, err
+	return TableDataFilesIn(CatalogConfig{})(w, dir)
+}
+
+// TableDataFilesIn is TableDataFiles for the tables of catalog c.
+func TableDataFilesIn(c CatalogConfig) func(w warehouse.FS, dir string) ([]audit.TableFile, error) {
+	return func(w warehouse.FS, dir string) ([]audit.TableFile, error) {
+		cat, err := c.open(warehouse.NewBatch(w))
+		if err != nil {
+			return nil, err
+		}
+		md, err := cat.load(dir)
+		if err != nil {
+			return nil, err
+		}
+		return tableDataFiles(w, dir, md)
 	}
+}
+
+func tableDataFiles(w warehouse.FS, dir string, md *iceMetadata) ([]audit.TableFile, error) {
 	live, err := iceLiveFiles(w, md)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", dir, err)

@@ -30,6 +30,8 @@ func runAuditCount(ctx context.Context, args []string) error {
 	table := fs.String("table", "", "with --warehouse, count the topics' Iceberg tables in this `NAMESPACE` (as given to tributary load --table): the data files of each table's current snapshot")
 	var hf hdfsFlags // an HDFS warehouse's cluster, as for load
 	hf.register(fs)
+	var cf catalogFlags // the tables' catalog, as for load
+	cf.register(fs)
 	headerField := fs.String("header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood")
 	var tr timeRange
 	tr.register(fs, "publish")
@@ -77,7 +79,10 @@ func runAuditCount(ctx context.Context, args []string) error {
 			if err := loader.CheckTableName(*table); err != nil {
 				return fmt.Errorf("--table: %w", err)
 			}
-			sc.Table, sc.TableFiles = *table, loader.TableDataFiles
+			if err := cf.config().Check(); err != nil {
+				return fmt.Errorf("--catalog: %w", err)
+			}
+			sc.Table, sc.TableFiles = *table, loader.TableDataFilesIn(cf.config())
 		}
 		counts, topics, err = audit.ScanWarehouse(ctx, sc)
 		if err != nil {

@@ -17,20 +17,25 @@ import (
 // same version (a run paused past its lease and the run, compaction or
 // expiry that went on meanwhile), exactly one wins, the others are told
 // the table moved on, and the version holds the winner's metadata, never
-// replaced. Round after round, on a local warehouse (rename without
-// replacing) and on S3 (a conditional PUT).
+// replaced. Round after round, on a local warehouse and HDFS (rename
+// without replacing) and on S3 (a conditional PUT).
 func TestTableVersionRace(t *testing.T) {
-	for _, kind := range []string{"local", "s3"} {
+	for _, kind := range []string{"local", "s3", "hdfs"} {
 		t.Run(kind, func(t *testing.T) {
 			var w warehouse.FS
 			if kind == "local" {
 				w = localWarehouse(t)
 			} else {
 				testenv.Needs(t, testenv.JVM)
+				url := testenv.S3Warehouse
+				if kind == "hdfs" {
+					url = testenv.HDFSWarehouse
+				}
 				var err error
-				if w, err = warehouse.Open(testenv.S3Warehouse(t)); err != nil {
+				if w, err = warehouse.Open(url(t)); err != nil {
 					t.Fatal(err)
 				}
+				t.Cleanup(func() { w.Close() })
 			}
 			b := warehouse.NewBatch(w)
 			md := newIceMetadata(iceRoot(w), "db/race", time.Now())

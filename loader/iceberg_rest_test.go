@@ -2,6 +2,7 @@ package loader_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,4 +128,51 @@ func TestIcebergRESTCatalog(t *testing.T) {
 	if tab.Snapshots != 1 || tab.Summary["operation"] != "replace" {
 		t.Errorf("after compaction and expiry: %d snapshots, current %v; want one, the compaction's", tab.Snapshots, tab.Summary["operation"])
 	}
+}
+
+// SIGKILLs of `tributary load --table --catalog rest`: runs stopped at
+// each fault point in turn (inside the write, right before the
+// commit-table request, after it, between the moves) and killed there,
+// then runs killed at random moments; then a last run: every event once in
+// the table the REST catalog serves, the last snapshot's offsets the
+// logs' ends.
+func TestIcebergRESTKillLoop(t *testing.T) {
+	const n, atRandom = 3000, 6
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "icerestkill", 2)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-4 * time.Hour)
+	events := loadertest.PageViews(0, n, 2, from, 3*time.Hour)
+	env.Produce(t, "icerestkill", loadertest.Schema(t, "pageview"), events)
+
+	dir := t.TempDir()
+	url := "file://" + dir
+	srv := testenv.StartIcebergREST(t, url)
+	args := []string{"load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
+		"--topics", "icerestkill", "--warehouse", url, "--table", "db", "--catalog", "rest", "--catalog-uri", srv.URI,
+		"--max-records", "300", "--file-max-records", "100", "--lock-ttl", "1s", "--quiet"}
+	points := slices.Concat(loader.FaultPoints, loader.TableFaultPoints)
+	for i, point := range points {
+		p := startLoad(t, string(point), args)
+		if !strings.Contains(p.Output.String(), "paused at "+string(point)) {
+			t.Fatalf("kill %d: tributary load exited before reaching %s:\n%s", i, point, p.Output.String())
+		}
+		p.Kill()
+	}
+	rng := rand.New(rand.NewPCG(26, uint64(time.Now().UnixNano())))
+	for range atRandom {
+		t.Setenv("TRIBUTARY_LOAD_DELAY_AT", string(points[rng.IntN(len(points))])+":1s")
+		p := testenv.StartProcess(t, args...)
+		select {
+		case <-p.Done(): // locked out by a killed run's lock, or done
+		case <-time.After(time.Duration(100+rng.IntN(1500)) * time.Millisecond):
+		}
+		p.Kill()
+	}
+	os.Unsetenv("TRIBUTARY_LOAD_DELAY_AT")
+	cfg := config(env, url, "icerestkill")
+	cfg.Table, cfg.Catalog, cfg.LockTTL = "db", loader.CatalogConfig{Type: loader.CatalogREST, URI: srv.URI}, time.Second
+	last := runAfterExpiry(t, cfg)
+	t.Logf("%d kills; the last run loaded %d, recovered %v, discarded %v", len(points)+atRandom, last.Records, last.Recovered, last.Discarded)
+	tab := checkIcebergExactlyOnceVia(t, "rest:"+srv.URI+"#db.icerestkill", filepath.Join(dir, "db", "icerestkill"), events, logEnds(t, env, "icerestkill", 2))
+	t.Logf("%d snapshots", tab.Snapshots)
 }

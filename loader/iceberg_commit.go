@@ -19,8 +19,10 @@ import (
 // commitIceTable commits the table files of m for topic as one snapshot.
 // It moves them into the table's data directories first (unreferenced,
 // so invisible to readers), writes the manifest and manifest list, and
-// makes the new version appear by one rename. A table that already holds
-// the run's snapshot is left alone, so that recovery can call it again.
+// commits the new metadata through the table's catalog (a new
+// vN.metadata.json, or the REST catalog's commit). A table that already
+// holds the run's snapshot is left alone, so that recovery can call it
+// again.
 func commitIceTable(w *warehouse.Batch, cat iceCatalog, m *Manifest, topic string, now time.Time, fault func(FaultPoint) error) error {
 	tc := m.Tables[topic]
 	md, err := cat.load(tc.Dir)

@@ -105,6 +105,7 @@ func (r *run) afterCommit(ctx context.Context, mv *mover, m *Manifest) error {
 	if err := mv.prune(r.held); err != nil {
 		r.log.Warn("pruning old manifests", "err", err)
 	}
+	r.expireTables(ctx, m)
 	return nil
 }
 

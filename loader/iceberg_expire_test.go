@@ -221,3 +221,45 @@ func TestIcebergExpireS3CLI(t *testing.T) {
 	}
 	checkExpired(t, env, cfg, tableAt(url, "db", "iceexps3"), events, before, replaced)
 }
+
+// A load that expires its table's old snapshots after each run
+// (Config.Expire, tributary load --expire-retain-last): the table never
+// holds more snapshots than asked, every record stays in it once, and no
+// file of it is left that no snapshot names.
+func TestIcebergLoadExpires(t *testing.T) {
+	const n = 2000
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "iceloadexp", 2)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-4 * time.Hour)
+	events := loadertest.PageViews(0, n, 2, from, 3*time.Hour)
+	env.Produce(t, "iceloadexp", loadertest.Schema(t, "pageview"), events)
+	url := "file://" + t.TempDir()
+	table := tableAt(url, "db", "iceloadexp")
+	cfg := config(env, url, "iceloadexp")
+	cfg.Table, cfg.FileMaxRecords, cfg.MaxRecords = "db", 200, n/4
+	cfg.Expire = &loader.ExpirePolicy{RetainLast: 2}
+	expired := 0
+	for i := range 3 {
+		sum := run(t, cfg)
+		expired += sum.ExpiredSnapshots
+		if got := len(readTableMeta(t, table).Snapshots); got != min(i+1, 2) || sum.ExpireError != "" {
+			t.Fatalf("after run %d: %d snapshots (%s), want %d", i+1, got, sum.ExpireError, min(i+1, 2))
+		}
+	}
+	p := testenv.StartProcess(t, "load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL, "--topics", "iceloadexp",
+		"--warehouse", url, "--table", "db", "--file-max-records", "200", "--expire-retain-last", "1", "--json", "--quiet")
+	<-p.Done()
+	var sum loader.Summary
+	text := p.Output.String()
+	if err := json.Unmarshal([]byte(text[max(0, strings.Index(text, "{")):]), &sum); err != nil || p.Cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("tributary load --expire-retain-last 1: %v\n%s", err, text)
+	}
+	expired += sum.ExpiredSnapshots
+	if expired != 3 {
+		t.Errorf("the runs expired %d snapshots in all, want 3", expired)
+	}
+	tab := checkIcebergExactlyOnce(t, table, events, logEnds(t, env, "iceloadexp", 2))
+	if tab.Snapshots != 1 {
+		t.Errorf("%d snapshots after a run with --expire-retain-last 1, want 1", tab.Snapshots)
+	}
+}

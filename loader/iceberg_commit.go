@@ -320,12 +320,20 @@ func (r *run) commitWithTables(m *Manifest, staged string) error {
 		if committed {
 			return fmt.Errorf("run %s is committed, but %w; the next run finishes it", r.id, err)
 		}
-		if errors.Is(err, errTableMoved) && !r.crashed.Load() {
+		switch {
+		case r.crashed.Load():
+		case errors.Is(err, errTableMoved):
 			// Refused, so nothing of the run is in any table: the files
 			// it moved into them go, as recovery would delete them.
 			if derr := (&mover{w: r.batch}).discardTables(m); derr != nil {
 				r.log.Warn("deleting the files of a refused table commit", "err", derr)
 			}
+		default:
+			// The commit may have happened: the next run's recovery
+			// finds the run's snapshot in the table or not, and finishes
+			// or discards the run.
+			r.commitUnknown = true
+			return fmt.Errorf("%w; whether run %s committed is unknown, and the next run finds out", err, r.id)
 		}
 		return err
 	}

@@ -303,3 +303,53 @@ func TestIcebergS3ConcurrentLoaders(t *testing.T) {
 		checkIcebergExactlyOnce(t, tableAt(url, "db", topic), events[topic], logEnds(t, env, topic, 2))
 	}
 }
+
+// lostAnswer is a warehouse whose creation of a table version happens but
+// answers with an error, as a request whose answer the network lost.
+type lostAnswer struct{ warehouse.FS }
+
+func (l lostAnswer) Unwrap() warehouse.FS { return l.FS }
+func (l lostAnswer) RenameNoReplace(o, n string) error {
+	if err := l.FS.RenameNoReplace(o, n); err != nil || !versionName.MatchString("/"+n) {
+		return err
+	}
+	return errors.New("connection reset by peer")
+}
+func (l lostAnswer) CreateExclusive(name string, data []byte) error {
+	if err := l.FS.CreateExclusive(name, data); err != nil || !versionName.MatchString("/"+name) {
+		return err
+	}
+	return errors.New("connection reset by peer")
+}
+
+// A run whose table commit happened but whose answer was lost (on a local
+// warehouse and on S3) does not know whether it committed: it keeps its
+// directory, and the next run finds its snapshot in the table and
+// finishes it (committing its manifest, with its counts), loading nothing
+// twice. Deleting the directory, as after a refusal, lost the manifest.
+func TestIcebergCommitAnswerLost(t *testing.T) {
+	const n = 1200
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "icelost", 2)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	events := loadertest.PageViews(0, n, 2, from, 2*time.Hour)
+	env.Produce(t, "icelost", loadertest.Schema(t, "pageview"), events)
+	for _, kind := range []string{"local", "s3"} {
+		t.Run(kind, func(t *testing.T) {
+			url := warehouses(t)[kind](t)
+			cfg := config(env, url, "icelost")
+			cfg.Table, cfg.FileMaxRecords, cfg.LockTTL = "db", 300, 2*time.Second
+			lost := cfg
+			lost.FS = lostAnswer{openWarehouse(t, url)}
+			sum, err := loader.Run(context.Background(), lost)
+			if err == nil || sum.Committed || !strings.Contains(err.Error(), "unknown") {
+				t.Fatalf("a lost answer: committed=%v, %v; want an error saying the commit is unknown", sum.Committed, err)
+			}
+			next := runAfterExpiry(t, cfg)
+			if !slices.Contains(next.Recovered, sum.Run) || next.Records != 0 {
+				t.Errorf("the next run recovered %v and loaded %d; want run %s finished and nothing loaded again", next.Recovered, next.Records, sum.Run)
+			}
+			checkIcebergExactlyOnce(t, tableAt(url, "db", "icelost"), events, logEnds(t, env, "icelost", 2))
+		})
+	}
+}

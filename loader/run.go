@@ -54,6 +54,10 @@ type run struct {
 
 	errCount atomic.Int64
 	crashed  atomic.Bool
+	// commitUnknown: a table commit failed without saying whether it
+	// happened (a lost answer); the run's directory stays for recovery,
+	// which asks the table.
+	commitUnknown bool
 	// republish makes publishAudit publish counts already marked
 	// published too (PublishAudit).
 	republish bool
@@ -148,7 +152,7 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 		return sum, fmt.Errorf("starting run directory in %s: %w", r.w, err)
 	}
 	defer func() {
-		if !sum.Committed && !r.crashed.Load() {
+		if !sum.Committed && !r.crashed.Load() && !r.commitUnknown {
 			// Best effort: recovery deletes it otherwise.
 			removeRunDir(r.w, r.id)
 		}

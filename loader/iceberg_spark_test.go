@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/internal/testenv"
+	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/loadertest"
 )
 
@@ -126,5 +127,35 @@ func TestIcebergReadBySpark(t *testing.T) {
 				t.Errorf("guid %s column %s: Spark reads %#v, want %#v", guid, col, got, w)
 			}
 		}
+	}
+}
+
+// A table committed through an Iceberg REST catalog (Apache Iceberg's
+// reference server) and read by Spark through the same catalog: Spark SQL
+// counts each hour's records as produced, and sees the snapshot and its
+// offsets.
+func TestIcebergRESTReadBySpark(t *testing.T) {
+	env := loadertest.Start(t)
+	const n = 1200
+	env.CreateTopic(t, "icerestspark", 2)
+	from := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	events := loadertest.PageViews(0, n, 2, from, 2*time.Hour)
+	env.Produce(t, "icerestspark", loadertest.Schema(t, "pageview"), events)
+	hours := map[string]int{}
+	for _, e := range events {
+		hours[e.Value["header"].(map[string]any)["time"].(time.Time).UTC().Format("2006-01-02-15")]++
+	}
+	url := "file://" + t.TempDir()
+	srv := testenv.StartIcebergREST(t, url)
+	cfg := config(env, url, "icerestspark")
+	cfg.Table, cfg.Catalog = "db", loader.CatalogConfig{Type: loader.CatalogREST, URI: srv.URI}
+	run(t, cfg)
+
+	tab := sparkRead(t, "rest:"+srv.URI, "db", "icerestspark")
+	if !reflect.DeepEqual(tab.Hours, hours) || len(tab.Rows) != n {
+		t.Errorf("Spark SQL counts %v per hour and reads %d rows; want %v and %d", tab.Hours, len(tab.Rows), hours, n)
+	}
+	if tab.Snapshots != 1 || tab.Offsets != `{"0":600,"1":600}` {
+		t.Errorf("Spark sees %d snapshots, the current one's offsets %s; want 1 and {\"0\":600,\"1\":600}", tab.Snapshots, tab.Offsets)
 	}
 }

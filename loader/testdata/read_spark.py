@@ -6,7 +6,9 @@ records per hour of event time (a GROUP BY in Spark SQL), the number of
 snapshots and the current one's tributary.offsets, and every row in plain
 JSON (bytes as hex, times in ISO 8601, decimals as their digits).
 
-Usage: read_spark.py RUNTIME_JAR WAREHOUSE_URL NAMESPACE TABLE"""
+Usage: read_spark.py RUNTIME_JAR WAREHOUSE_URL NAMESPACE TABLE; WAREHOUSE_URL
+may instead be rest:URI, an Iceberg REST catalog that Spark asks for the
+table."""
 import datetime
 import decimal
 import json
@@ -43,8 +45,9 @@ def main():
              .config("spark.jars", jar)
              .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
              .config("spark.sql.catalog.wh", "org.apache.iceberg.spark.SparkCatalog")
-             .config("spark.sql.catalog.wh.type", "hadoop")
-             .config("spark.sql.catalog.wh.warehouse", warehouse)
+             .config("spark.sql.catalog.wh.type", "rest" if warehouse.startswith("rest:") else "hadoop")
+             .config("spark.sql.catalog.wh.uri" if warehouse.startswith("rest:") else "spark.sql.catalog.wh.warehouse",
+                     warehouse[len("rest:"):] if warehouse.startswith("rest:") else warehouse)
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.ui.enabled", "false")
              .config("spark.driver.host", "127.0.0.1")

@@ -57,6 +57,8 @@ type CompactConfig struct {
 	// (Config.Table) by a replace snapshot, on any warehouse
 	// (iceberg_compact.go); without Hours, the hours tagged complete.
 	Table string
+	// Catalog is the table's catalog (Config.Catalog).
+	Catalog CatalogConfig
 	// Hours, if set, are the hours to compact; otherwise every hour marked
 	// complete (_SUCCESS).
 	Hours []time.Time

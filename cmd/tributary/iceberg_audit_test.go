@@ -40,7 +40,7 @@ func TestAuditCountIcebergTable(t *testing.T) {
 			load := []string{"load", "--brokers", env.Brokers[0], "--registry", env.RegistryURL, "--topics", "tablecount",
 				"--warehouse", wh, "--table", "db", "--file-max-records", "200", "--json", "--quiet"}
 			for _, limit := range []string{"1000", "0"} {
-				out := run(t, "", 0, append(load, "--max-records", limit)...)
+				out := testenv.Run(t, "", 0, append(load, "--max-records", limit)...)
 				var sum struct {
 					Committed bool `json:"committed"`
 				}
@@ -50,11 +50,11 @@ func TestAuditCountIcebergTable(t *testing.T) {
 			}
 			hours := []string{from.Format("2006-01-02T15"), from.Add(time.Hour).Format("2006-01-02T15")}
 			for _, h := range hours {
-				if out := run(t, "", 0, "compact", "--warehouse", wh, "--table", "db", "--topic", "tablecount", "--hour", h); !strings.Contains(out, "files into 1,") {
+				if out := testenv.Run(t, "", 0, "compact", "--warehouse", wh, "--table", "db", "--topic", "tablecount", "--hour", h); !strings.Contains(out, "files into 1,") {
 					t.Fatalf("compact --hour %s: %q, want the hour's files merged into one", h, out)
 				}
 			}
-			out, stderr := runBoth(t, "", 0, "audit", "count", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
+			out, stderr := testenv.RunBoth(t, "", 0, "audit", "count", "--brokers", env.Brokers[0], "--registry", env.RegistryURL,
 				"--tier", "warehouse", "--warehouse", wh, "--table", "db", "--topics", "tablecount", "--dry-run")
 			got := map[string]int64{}
 			sc := bufio.NewScanner(strings.NewReader(out))

@@ -1,0 +1,308 @@
+package transcode
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
+)
+
+// How a Protobuf message becomes an Avro record:
+//
+//	message, group            record named by the message's full name
+//	                          (a message met again, or holding itself, by
+//	                          reference to that name)
+//	field with presence       [null, T], default null: message fields,
+//	(proto2 optional, proto3  oneof members (a oneof's members are fields
+//	optional, oneof member)   of the message, at most one of them not null)
+//	field without presence    T with the type's zero value as default
+//	(proto3 scalar, required)
+//	repeated T                array of T (elements never null), default []
+//	map<K, V>                 map of V, keys written as text (decimal
+//	                          numbers, true/false), default {}
+//	bool, float, double       boolean, float, double
+//	int32, sint32, sfixed32   int
+//	uint32, fixed32, any      long; a uint64 or fixed64 above 2^63-1 does
+//	64-bit integer            not fit and the record is refused
+//	string, bytes             string, bytes
+//	enum                      string: the value's name, or its number as
+//	                          text for a number the enum does not name
+//	google.protobuf.Timestamp long timestamp-micros (nanoseconds truncated)
+//	google.protobuf.*Value    the wrapped scalar (nullable where the field
+//	(wrappers)                has presence)
+//	google.protobuf.Struct,   string holding the value's JSON text
+//	Value, ListValue
+//
+// Unknown fields and extensions are not carried: the record's own schema
+// does not name them.
+
+const (
+	wktTimestamp = "google.protobuf.Timestamp"
+)
+
+var wrappers = map[protoreflect.FullName]bool{
+	"google.protobuf.DoubleValue": true, "google.protobuf.FloatValue": true,
+	"google.protobuf.Int64Value": true, "google.protobuf.UInt64Value": true,
+	"google.protobuf.Int32Value": true, "google.protobuf.UInt32Value": true,
+	"google.protobuf.BoolValue": true, "google.protobuf.StringValue": true,
+	"google.protobuf.BytesValue": true,
+}
+
+var jsonTexts = map[protoreflect.FullName]bool{
+	"google.protobuf.Struct": true, "google.protobuf.Value": true, "google.protobuf.ListValue": true,
+}
+
+// Proto is a Protobuf message compiled for transcoding.
+type Proto struct {
+	md     protoreflect.MessageDescriptor
+	schema string
+}
+
+// NewProto derives the Avro schema of message md.
+func NewProto(md protoreflect.MessageDescriptor) (*Proto, error) {
+	if special(md) {
+		return nil, fmt.Errorf("message %s is a well-known type, not a record", md.FullName())
+	}
+	defined := map[protoreflect.FullName]bool{}
+	t := protoRecord(md, defined)
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	return &Proto{md: md, schema: string(b)}, nil
+}
+
+// Schema is the derived Avro schema's JSON.
+func (p *Proto) Schema() string { return p.schema }
+
+// Message is the message's full name.
+func (p *Proto) Message() string { return string(p.md.FullName()) }
+
+// special tells the well-known types that are not mapped as records.
+func special(md protoreflect.MessageDescriptor) bool {
+	n := md.FullName()
+	return n == wktTimestamp || wrappers[n] || jsonTexts[n]
+}
+
+func protoRecord(md protoreflect.MessageDescriptor, defined map[protoreflect.FullName]bool) any {
+	if defined[md.FullName()] {
+		return string(md.FullName())
+	}
+	defined[md.FullName()] = true
+	fs := md.Fields()
+	r := record{Type: "record", Name: string(md.FullName()), Fields: make([]field, 0, fs.Len())}
+	for i := 0; i < fs.Len(); i++ {
+		fd := fs.Get(i)
+		f := field{Name: string(fd.Name())}
+		switch {
+		case fd.IsMap():
+			f.Type, f.Default = avroMap{Type: "map", Values: protoElem(fd.MapValue(), defined)}, json.RawMessage("{}")
+		case fd.IsList():
+			f.Type, f.Default = array{Type: "array", Items: protoElem(fd, defined)}, json.RawMessage("[]")
+		case presence(fd):
+			f.Type, f.Default = nullable(protoElem(fd, defined)), nullDefault
+		default:
+			f.Type, f.Default = protoElem(fd, defined), zeroDefault(fd)
+		}
+		r.Fields = append(r.Fields, f)
+	}
+	return r
+}
+
+// presence tells a singular field written as [null, T]. A proto2
+// required field always has a value.
+func presence(fd protoreflect.FieldDescriptor) bool {
+	return fd.HasPresence() && fd.Cardinality() != protoreflect.Required
+}
+
+// protoElem is the Avro type of one value of fd (an element, for a
+// repeated field).
+func protoElem(fd protoreflect.FieldDescriptor, defined map[protoreflect.FullName]bool) any {
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return "boolean"
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return "int"
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
+		protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return "long"
+	case protoreflect.FloatKind:
+		return "float"
+	case protoreflect.DoubleKind:
+		return "double"
+	case protoreflect.StringKind, protoreflect.EnumKind:
+		return "string"
+	case protoreflect.BytesKind:
+		return "bytes"
+	}
+	md := fd.Message()
+	switch n := md.FullName(); {
+	case n == wktTimestamp:
+		return timestampMicros
+	case wrappers[n]:
+		return protoElem(md.Fields().ByNumber(1), defined)
+	case jsonTexts[n]:
+		return "string"
+	}
+	return protoRecord(md, defined)
+}
+
+func zeroDefault(fd protoreflect.FieldDescriptor) json.RawMessage {
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return json.RawMessage("false")
+	case protoreflect.StringKind, protoreflect.BytesKind:
+		return json.RawMessage(`""`)
+	case protoreflect.EnumKind:
+		b, _ := json.Marshal(enumName(fd.Enum(), 0))
+		return b
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		return json.RawMessage("0.0")
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return nil // a required message field: no default
+	}
+	return json.RawMessage("0")
+}
+
+func enumName(ed protoreflect.EnumDescriptor, n protoreflect.EnumNumber) string {
+	if v := ed.Values().ByNumber(n); v != nil {
+		return string(v.Name())
+	}
+	return strconv.Itoa(int(n))
+}
+
+// Decode parses a record's Protobuf bytes (after the envelope and message
+// indexes) and appends the Avro encoding of the message to dst.
+func (p *Proto) Decode(dst, b []byte) ([]byte, error) {
+	m := dynamicpb.NewMessage(p.md)
+	if err := (proto.UnmarshalOptions{RecursionLimit: maxDepth}).Unmarshal(b, m); err != nil {
+		return nil, fmt.Errorf("%w: not a %s: %v", ErrValue, p.md.FullName(), err)
+	}
+	return appendMessage(dst, m, 0)
+}
+
+func appendMessage(dst []byte, m protoreflect.Message, depth int) ([]byte, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("%w: messages nest more than %d deep", ErrValue, maxDepth)
+	}
+	fs := m.Descriptor().Fields()
+	var err error
+	for i := 0; i < fs.Len(); i++ {
+		fd := fs.Get(i)
+		v := m.Get(fd)
+		switch {
+		case fd.IsMap():
+			dst, err = appendProtoMap(dst, fd, v.Map(), depth)
+		case fd.IsList():
+			l := v.List()
+			if l.Len() > 0 {
+				dst = appendLong(dst, int64(l.Len()))
+				for j := 0; j < l.Len() && err == nil; j++ {
+					dst, err = appendProtoValue(dst, fd, l.Get(j), depth)
+				}
+			}
+			dst = append(dst, 0)
+		case presence(fd):
+			if !m.Has(fd) {
+				dst = append(dst, 0) // branch 0: null
+				continue
+			}
+			dst = append(dst, 2) // branch 1
+			dst, err = appendProtoValue(dst, fd, v, depth)
+		default:
+			dst, err = appendProtoValue(dst, fd, v, depth)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", fd.Name(), err)
+		}
+	}
+	return dst, nil
+}
+
+func appendProtoMap(dst []byte, fd protoreflect.FieldDescriptor, mp protoreflect.Map, depth int) ([]byte, error) {
+	if mp.Len() == 0 {
+		return append(dst, 0), nil
+	}
+	keys := make([]protoreflect.MapKey, 0, mp.Len())
+	mp.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
+		keys = append(keys, k)
+		return true
+	})
+	// Sorted, so that one message always gives the same bytes.
+	slices.SortFunc(keys, func(a, b protoreflect.MapKey) int { return cmpKey(a.String(), b.String()) })
+	dst = appendLong(dst, int64(len(keys)))
+	var err error
+	for _, k := range keys {
+		dst = appendString(dst, k.String())
+		if dst, err = appendProtoValue(dst, fd.MapValue(), mp.Get(k), depth); err != nil {
+			return nil, fmt.Errorf("[%s]: %w", k.String(), err)
+		}
+	}
+	return append(dst, 0), nil
+}
+
+func cmpKey(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// appendProtoValue appends one value of fd (an element, for a repeated
+// field) by protoElem's mapping.
+func appendProtoValue(dst []byte, fd protoreflect.FieldDescriptor, v protoreflect.Value, depth int) ([]byte, error) {
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return appendBool(dst, v.Bool()), nil
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return appendLong(dst, v.Int()), nil
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		u := v.Uint()
+		if u > math.MaxInt64 {
+			return nil, fmt.Errorf("%w: %s value %d does not fit the long column", ErrValue, fd.Kind(), u)
+		}
+		return appendLong(dst, int64(u)), nil
+	case protoreflect.FloatKind:
+		return appendFloat(dst, float32(v.Float())), nil
+	case protoreflect.DoubleKind:
+		return appendDouble(dst, v.Float()), nil
+	case protoreflect.StringKind:
+		return appendString(dst, v.String()), nil
+	case protoreflect.BytesKind:
+		return appendBytes(dst, v.Bytes()), nil
+	case protoreflect.EnumKind:
+		return appendString(dst, enumName(fd.Enum(), v.Enum())), nil
+	}
+	m := v.Message()
+	md := m.Descriptor()
+	switch n := md.FullName(); {
+	case n == wktTimestamp:
+		fs := md.Fields()
+		sec, nanos := m.Get(fs.ByNumber(1)).Int(), m.Get(fs.ByNumber(2)).Int()
+		if sec > math.MaxInt64/1_000_000-1 || sec < math.MinInt64/1_000_000+1 {
+			return nil, fmt.Errorf("%w: timestamp %d s is out of range", ErrValue, sec)
+		}
+		return appendLong(dst, sec*1e6+nanos/1e3), nil
+	case wrappers[n]:
+		inner := md.Fields().ByNumber(1)
+		return appendProtoValue(dst, inner, m.Get(inner), depth)
+	case jsonTexts[n]:
+		b, err := protojson.Marshal(m.Interface())
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s as JSON: %v", ErrValue, n, err)
+		}
+		return appendBytes(dst, b), nil
+	}
+	return appendMessage(dst, m, depth+1)
+}

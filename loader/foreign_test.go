@@ -1,0 +1,164 @@
+package loader_test
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/internal/testenv"
+	"github.com/tributary-io/tributary/loader"
+	"github.com/tributary-io/tributary/loader/loadertest"
+	"github.com/tributary-io/tributary/loader/warehouse"
+	"github.com/tributary-io/tributary/schema"
+)
+
+// foreignScripts holds the Python side of the Protobuf and JSON Schema
+// end-to-end tests (events.py says what they produce).
+var foreignScripts = filepath.Join("testdata", "foreign")
+
+// produceForeign runs produce.py: Confluent's ProtobufSerializer or
+// JSONSerializer produces events first..first+n-1 of schema version v to
+// topic, and their plain forms are appended to out.
+func produceForeign(t *testing.T, env *loadertest.Env, topic, format string, v, first, n int, base time.Time, out string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "python3", filepath.Join(foreignScripts, "produce.py"), env.RegistryURL, env.Brokers[0], topic, format,
+		fmt.Sprint(v), fmt.Sprint(first), fmt.Sprint(n), fmt.Sprint(base.UnixMilli()), out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("produce.py %s %s v%d: %v\n%s", topic, format, v, err, b)
+	}
+}
+
+// readBackForeign runs readback.py: a reader nobody here wrote (fastavro,
+// pyarrow, pyiceberg) reads what the loader wrote and compares each record
+// with its plain form, field by field.
+func readBackForeign(t *testing.T, kind, path, expected string) {
+	t.Helper()
+	b, err := exec.Command("python3", filepath.Join(foreignScripts, "readback.py"), kind, path, expected).CombinedOutput()
+	if err != nil {
+		t.Errorf("%s read back of %s: %v\n%s", kind, path, err, b)
+		return
+	}
+	t.Logf("%s", strings.TrimSpace(string(b)))
+}
+
+// errorReasons lists the records of a warehouse's _errors files as
+// "topic@offset: reason" lines.
+func errorReasons(t *testing.T, root string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, warehouse.ErrorsDir, "*", "*", "*", "*", "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no _errors files under %s (%v)", root, err)
+	}
+	var lines []string
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var e loadertest.ErrorLine
+			if err := json.Unmarshal([]byte(l), &e); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			lines = append(lines, fmt.Sprintf("%s@%d: %s", e.Topic, e.Offset, e.Error))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// A Protobuf topic and a JSON Schema topic, produced by Confluent's
+// Python serializers in two schema versions (the second adds a field),
+// load into Avro files, Parquet files and an Iceberg table; fastavro,
+// pyarrow and pyiceberg read back every record with every field as
+// produced, the added field a new column (null for the first version's
+// records). Hostile records (a message index past the schema, a cut
+// Protobuf body, JSON its schema refuses) go to _errors with the reason,
+// and nothing else is lost.
+func TestProtobufAndJSONTopicsLoad(t *testing.T) {
+	testenv.Needs(t, testenv.Python)
+	if exec.Command("python3", "-c", "import confluent_kafka.schema_registry.protobuf, fastavro, pyarrow.dataset, pyiceberg.table").Run() != nil {
+		t.Fatal("Python's confluent-kafka, fastavro, pyarrow or pyiceberg is missing: run scripts/install-deps.sh (.ci/run does)")
+	}
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "orders-pb", 1)
+	env.CreateTopic(t, "orders-js", 1)
+	dir := t.TempDir()
+	base := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+	want := map[string]string{"orders-pb": filepath.Join(dir, "pb.jsonl"), "orders-js": filepath.Join(dir, "js.jsonl")}
+	for topic, format := range map[string]string{"orders-pb": "proto", "orders-js": "json"} {
+		produceForeign(t, env, topic, format, 1, 0, 30, base, want[topic])
+	}
+
+	// Hostile records, between the versions.
+	ctx := context.Background()
+	pb, err := env.Registry.SchemaByVersion(ctx, "orders-pb-value", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := env.Registry.SchemaByVersion(ctx, "orders-js-value", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexes := func(ix ...int) []byte {
+		b := schema.AppendEnvelope(nil, pb.ID)
+		b = binary.AppendVarint(b, int64(len(ix)))
+		for _, i := range ix {
+			b = binary.AppendVarint(b, int64(i))
+		}
+		return b
+	}
+	env.ProduceRaw(t, "orders-pb", 0,
+		append(indexes(5), 0x12, 0x01, 'x'), // message index [5] of a file of 2 messages
+		append(indexes(1), 0x12, 0x05, 'x'), // an Order whose id claims 5 bytes and has 1
+	)
+	env.ProduceRaw(t, "orders-js", 0, append(schema.AppendEnvelope(nil, js.ID), `{"id": 5, "state": "NEW"}`...))
+
+	for topic, format := range map[string]string{"orders-pb": "proto", "orders-js": "json"} {
+		produceForeign(t, env, topic, format, 2, 30, 10, base, want[topic])
+	}
+
+	for _, out := range []string{loader.FormatAvro, loader.FormatParquet, "iceberg"} {
+		t.Run(out, func(t *testing.T) {
+			root := t.TempDir()
+			cfg := config(env, "file://"+root, "orders-pb", "orders-js")
+			cfg.MaxErrors = 10
+			switch out {
+			case loader.FormatParquet:
+				cfg.Format = loader.FormatParquet
+			case "iceberg":
+				cfg.Table = "db"
+			}
+			sum := run(t, cfg)
+			if sum.Records != 80 || sum.Errors != 3 {
+				t.Errorf("%d records, %d errors; want 80 and 3", sum.Records, sum.Errors)
+			}
+			got := errorReasons(t, root)
+			for _, w := range []string{
+				"orders-pb@30: " + fmt.Sprintf("schema: record body does not match its writer schema: schema id %d: message index [5] points past the schema (the schema defines 2 messages)", pb.ID),
+				"orders-pb@31: ", "not a ex.Order",
+				"orders-js@30: ", "the JSON does not match its schema",
+			} {
+				if !strings.Contains(got, w) {
+					t.Errorf("_errors lacks %q; it holds:\n%s", w, got)
+				}
+			}
+			for topic, exp := range want {
+				switch out {
+				case "iceberg":
+					readBackForeign(t, "iceberg", filepath.Join(root, "db", topic), exp)
+				default:
+					readBackForeign(t, out, filepath.Join(root, topic), exp)
+				}
+			}
+		})
+	}
+}

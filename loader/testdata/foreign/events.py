@@ -85,24 +85,30 @@ def json_schema(version):
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
-def event(i, version, base_ms):
-    """Event i in its plain form: what every reader must give back."""
-    placed_ns = (base_ms + i * 1000) * 1_000_000 + i * 1001  # below a microsecond: truncated
+def placed_ns(i, base_ms, step):
+    """Event i's Timestamp in nanoseconds: below a microsecond too, which
+    the tables truncate."""
+    return (base_ms + i * step) * 1_000_000 + i * 1001
+
+
+def event(i, version, base_ms, step=1000):
+    """Event i in its plain form: what every reader must give back. Its
+    header time is base_ms + i * step."""
     return {
-        "header": {"time": base_ms + i * 1000, "server": "web-%d" % (i % 3)},
+        "header": {"time": base_ms + i * step, "server": "web-%d" % (i % 3)},
         "id": "o-%d" % i,
         "lines": [{"sku": "s%d" % j, "qty": j + 1} for j in range(i % 3)],
         "attrs": {"a": i, "b": -i} if i % 2 else {},
         "card": "c%d" % i if i % 2 == 0 else None,
         "voucher": i if i % 2 else None,
         "state": STATES[i % 3],
-        "placed": placed_ns // 1000,
+        "placed": placed_ns(i, base_ms, step) // 1000,
         "weight": i * 0.5 if i % 4 else None,
         "coupon": "cp%d" % i if version >= 2 and i % 2 else None,
     }
 
 
-def to_proto(cls, e, i, base_ms):
+def to_proto(cls, e, i, base_ms, step=1000):
     o = cls(id=e["id"], state=STATES.index(e["state"]))
     o.header.time, o.header.server = e["header"]["time"], e["header"]["server"]
     for ln in e["lines"]:
@@ -113,8 +119,8 @@ def to_proto(cls, e, i, base_ms):
         o.card = e["card"]
     if e["voucher"] is not None:
         o.voucher = e["voucher"]
-    placed_ns = (base_ms + i * 1000) * 1_000_000 + i * 1001
-    o.placed.seconds, o.placed.nanos = placed_ns // 1_000_000_000, placed_ns % 1_000_000_000
+    ns = placed_ns(i, base_ms, step)
+    o.placed.seconds, o.placed.nanos = ns // 1_000_000_000, ns % 1_000_000_000
     if e["weight"] is not None:
         o.weight = e["weight"]
     if e["coupon"] is not None:
@@ -122,10 +128,10 @@ def to_proto(cls, e, i, base_ms):
     return o
 
 
-def to_json(e, i, base_ms):
+def to_json(e, i, base_ms, step=1000):
     j = {k: v for k, v in e.items() if v is not None and k != "placed"}
     j["card"] = e["card"]  # null is a value of its type
-    placed_ns = (base_ms + i * 1000) * 1_000_000 + i * 1001
-    t = EPOCH + datetime.timedelta(microseconds=placed_ns // 1000)
-    j["placed"] = t.strftime("%Y-%m-%dT%H:%M:%S.") + "%09dZ" % (placed_ns % 1_000_000_000)
+    ns = placed_ns(i, base_ms, step)
+    t = EPOCH + datetime.timedelta(microseconds=ns // 1000)
+    j["placed"] = t.strftime("%Y-%m-%dT%H:%M:%S.") + "%09dZ" % (ns % 1_000_000_000)
     return j

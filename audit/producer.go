@@ -25,8 +25,8 @@ type Producer struct {
 	headerField string
 	pub         *Publisher
 	headers     *HeaderReader
-	now     func() time.Time
-	log     *slog.Logger
+	now         func() time.Time
+	log         *slog.Logger
 
 	explained sync.Map // schema id → struct{}: why it has no time was logged
 }

@@ -221,7 +221,7 @@ func TestHostileProtobufAndJSONRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	js, err := reg.Client.CreateSchema(ctx, "j-value", sr.Schema{Type: sr.TypeJSON,
-		Schema: `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`})
+		Schema: `{"type":"object","properties":{"n":{"type":"integer"},"at":{"type":"string","format":"date-time"}},"required":["n"]}`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,6 +246,11 @@ func TestHostileProtobufAndJSONRecords(t *testing.T) {
 		{"JSON not matching", append(schema.AppendEnvelope(nil, js.ID), `{"n":"x"}`...), "does not match its schema"},
 		{"JSON missing required", append(schema.AppendEnvelope(nil, js.ID), `{}`...), "does not match its schema"},
 		{"not JSON", append(schema.AppendEnvelope(nil, js.ID), `{"n":`...), "not JSON"},
+		{"JSON with bytes after it", append(schema.AppendEnvelope(nil, js.ID), `{"n":1} {}`...), "not JSON"},
+		{"JSON integer past a long", append(schema.AppendEnvelope(nil, js.ID), `{"n":9223372036854775808}`...), "does not fit the long column"},
+		{"date-time that is not one", append(schema.AppendEnvelope(nil, js.ID), `{"n":1,"at":"yesterday"}`...), "date-time"},
+		{"uint64 past a long", protoEnvelope(pb.ID, []int{1}, []byte{0x60, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}), "big: uint64 value 9223372036854775808 does not fit the long column"},
+		{"string that is not UTF-8", protoEnvelope(pb.ID, []int{1}, []byte{0x12, 0x01, 0xff}), "not a shop.Order"},
 	} {
 		_, err := de.Deserialize(ctx, c.rec)
 		if !errors.Is(err, schema.ErrBadBody) || !strings.Contains(err.Error(), c.want) {
@@ -354,5 +359,71 @@ func TestJSONRecordsReadAsAvro(t *testing.T) {
 	}
 	if _, err := de.Deserialize(ctx, append(schema.AppendEnvelope(nil, bare.ID), `{}`...)); !errors.Is(err, schema.ErrUnsupportedSchema) || !strings.Contains(err.Error(), "not an object with properties") {
 		t.Errorf("bare object schema: %v", err)
+	}
+}
+
+// FuzzProtobufRecord: whatever bytes follow a Protobuf schema's id, the
+// conversion either refuses them as ErrBadBody or gives one whole Avro
+// value of the derived schema, which the header rule's check accepts and
+// the Avro decoder reads; it never panics.
+func FuzzProtobufRecord(f *testing.F) {
+	reg := srtest.Start(f)
+	ctx := context.Background()
+	ss, err := reg.Client.CreateSchema(ctx, "orders-value", sr.Schema{Schema: eventProto, Type: sr.TypeProtobuf})
+	if err != nil {
+		f.Fatal(err)
+	}
+	de, err := schema.NewDeserializer(reg.Client, schema.DeserializerConfig{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	layouts := schema.NewHeaderLayouts(de, "")
+	f.Add([]byte{0x02, 0x02, 0x12, 0x01, 'x'})
+	f.Add([]byte{0x04, 0x02, 0x00, 0x0a, 0x01, 'z'})
+	f.Add([]byte{0x00, 0x08, 0x07})
+	f.Add([]byte{0x02, 0x02, 0x22, 0x05, 0x08, 0x07, 0x12, 0x01, 'x'})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkConverted(t, ctx, de, layouts, ss.ID, body)
+	})
+}
+
+// FuzzJSONRecord is FuzzProtobufRecord for a JSON schema with nested
+// objects, arrays, maps, formats and untyped parts.
+func FuzzJSONRecord(f *testing.F) {
+	reg := srtest.Start(f)
+	ctx := context.Background()
+	ss, err := reg.Client.CreateSchema(ctx, "j-value", sr.Schema{Type: sr.TypeJSON, Schema: `{"type":"object","required":["header"],
+	  "properties": {"header": {"type":"object","properties":{"time":{"type":"integer"}},"required":["time"]},
+	    "tags": {"type":"array","items":{"type":["string","null"]}}, "m": {"type":"object","additionalProperties":{"type":"number"}},
+	    "at": {"type":"string","format":"date-time"}, "d": {"type":"string","format":"date"}, "any": {}, "b": {"type":"boolean"}}}`})
+	if err != nil {
+		f.Fatal(err)
+	}
+	de, err := schema.NewDeserializer(reg.Client, schema.DeserializerConfig{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	layouts := schema.NewHeaderLayouts(de, "")
+	f.Add([]byte(`{"header":{"time":1},"tags":["a",null],"m":{"x":1.5},"at":"2024-01-02T03:04:05Z","d":"2024-01-02","any":[{}],"b":true}`))
+	f.Add([]byte(`{"header":{"time":-1e3}}`))
+	f.Add([]byte(`{"header":{"time":1},"any":{"deep":[[[[1]]]]}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkConverted(t, ctx, de, layouts, ss.ID, body)
+	})
+}
+
+func checkConverted(t *testing.T, ctx context.Context, de *schema.Deserializer, layouts *schema.HeaderLayouts, id int, body []byte) {
+	l, w, avroBody, err := layouts.Body(ctx, id, body)
+	if err != nil {
+		if !errors.Is(err, schema.ErrBadBody) {
+			t.Fatalf("refused with %v, want ErrBadBody", err)
+		}
+		return
+	}
+	if err := l.Check(avroBody); err != nil {
+		t.Fatalf("converted to an Avro body its schema's check refuses: %v", err)
+	}
+	if _, err := de.DeserializeAvro(ctx, w, avroBody); err != nil {
+		t.Fatalf("converted to an Avro body that does not decode: %v", err)
 	}
 }

@@ -6,19 +6,15 @@
 // columns, the audit's counts) then reads these records unchanged.
 //
 // The mappings are in proto.go and json.go; docs/pipeline.md states them
-// for users.
+// for users. A record that does not fit its schema or the derived one
+// gets an error saying which field and why.
 package transcode
 
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"math"
 )
-
-// ErrValue means a record does not fit its schema or the derived one: the
-// error says which field and why.
-var ErrValue = errors.New("value does not fit its schema")
 
 // maxDepth bounds how deep a value may nest (a recursive message, nested
 // JSON), so that encoding recursion stays bounded whatever a record holds.

@@ -2,6 +2,7 @@ package transcode
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -94,7 +95,7 @@ func (j *JSON) Encode(dst []byte, v any) ([]byte, error) {
 
 func appendJSON(dst []byte, n *jsNode, v any, depth int) ([]byte, error) {
 	if depth > maxDepth {
-		return nil, fmt.Errorf("%w: values nest more than %d deep", ErrValue, maxDepth)
+		return nil, fmt.Errorf("values nest more than %d deep", maxDepth)
 	}
 	if n.nullable {
 		if v == nil {
@@ -102,37 +103,37 @@ func appendJSON(dst []byte, n *jsNode, v any, depth int) ([]byte, error) {
 		}
 		dst = append(dst, 2)
 	} else if v == nil && n.kind != jsText {
-		return nil, fmt.Errorf("%w: missing or null", ErrValue)
+		return nil, errors.New("missing or null")
 	}
 	var err error
 	switch n.kind {
 	case jsText:
 		b, err := json.Marshal(v)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrValue, err)
+			return nil, fmt.Errorf("%v", err)
 		}
 		return appendBytes(dst, b), nil
 	case jsString:
 		s, ok := v.(string)
 		if !ok {
-			return nil, fmt.Errorf("%w: %T, not a string", ErrValue, v)
+			return nil, fmt.Errorf("%T, not a string", v)
 		}
 		return appendString(dst, s), nil
 	case jsTimestamp, jsDate:
 		s, ok := v.(string)
 		if !ok {
-			return nil, fmt.Errorf("%w: %T, not a string", ErrValue, v)
+			return nil, fmt.Errorf("%T, not a string", v)
 		}
 		if n.kind == jsDate {
 			t, err := time.Parse(time.DateOnly, s)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %q is not a date (YYYY-MM-DD)", ErrValue, s)
+				return nil, fmt.Errorf("%q is not a date (YYYY-MM-DD)", s)
 			}
 			return appendLong(dst, t.Unix()/86400), nil
 		}
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %q is not an RFC 3339 date-time", ErrValue, s)
+			return nil, fmt.Errorf("%q is not an RFC 3339 date-time", s)
 		}
 		return appendLong(dst, t.UnixMicro()), nil
 	case jsLong:
@@ -144,23 +145,23 @@ func appendJSON(dst []byte, n *jsNode, v any, depth int) ([]byte, error) {
 	case jsDouble:
 		num, ok := v.(json.Number)
 		if !ok {
-			return nil, fmt.Errorf("%w: %T, not a number", ErrValue, v)
+			return nil, fmt.Errorf("%T, not a number", v)
 		}
 		f, err := num.Float64()
 		if err != nil && !math.IsInf(f, 0) {
-			return nil, fmt.Errorf("%w: %s: %v", ErrValue, num, err)
+			return nil, fmt.Errorf("%s: %v", num, err)
 		}
 		return appendDouble(dst, f), nil
 	case jsBool:
 		b, ok := v.(bool)
 		if !ok {
-			return nil, fmt.Errorf("%w: %T, not a boolean", ErrValue, v)
+			return nil, fmt.Errorf("%T, not a boolean", v)
 		}
 		return appendBool(dst, b), nil
 	case jsArray:
 		a, ok := v.([]any)
 		if !ok {
-			return nil, fmt.Errorf("%w: %T, not an array", ErrValue, v)
+			return nil, fmt.Errorf("%T, not an array", v)
 		}
 		if len(a) > 0 {
 			dst = appendLong(dst, int64(len(a)))
@@ -174,7 +175,7 @@ func appendJSON(dst []byte, n *jsNode, v any, depth int) ([]byte, error) {
 	case jsMap:
 		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("%w: %T, not an object", ErrValue, v)
+			return nil, fmt.Errorf("%T, not an object", v)
 		}
 		if len(m) > 0 {
 			dst = appendLong(dst, int64(len(m)))
@@ -189,7 +190,7 @@ func appendJSON(dst []byte, n *jsNode, v any, depth int) ([]byte, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%w: %T, not an object", ErrValue, v)
+		return nil, fmt.Errorf("%T, not an object", v)
 	}
 	for _, f := range n.fields {
 		if dst, err = appendJSON(dst, f.node, m[f.prop], depth+1); err != nil {
@@ -204,18 +205,18 @@ func appendJSON(dst []byte, n *jsNode, v any, depth int) ([]byte, error) {
 func jsonInt(v any) (int64, error) {
 	num, ok := v.(json.Number)
 	if !ok {
-		return 0, fmt.Errorf("%w: %T, not a number", ErrValue, v)
+		return 0, fmt.Errorf("%T, not a number", v)
 	}
 	if i, err := num.Int64(); err == nil {
 		return i, nil
 	}
 	f, ok := new(big.Float).SetString(num.String())
 	if !ok || !f.IsInt() {
-		return 0, fmt.Errorf("%w: %s is not an integer", ErrValue, num)
+		return 0, fmt.Errorf("%s is not an integer", num)
 	}
 	i, acc := f.Int64()
 	if acc != big.Exact {
-		return 0, fmt.Errorf("%w: %s does not fit the long column", ErrValue, num)
+		return 0, fmt.Errorf("%s does not fit the long column", num)
 	}
 	return i, nil
 }

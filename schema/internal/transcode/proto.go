@@ -183,14 +183,14 @@ func enumName(ed protoreflect.EnumDescriptor, n protoreflect.EnumNumber) string 
 func (p *Proto) Decode(dst, b []byte) ([]byte, error) {
 	m := dynamicpb.NewMessage(p.md)
 	if err := (proto.UnmarshalOptions{RecursionLimit: maxDepth}).Unmarshal(b, m); err != nil {
-		return nil, fmt.Errorf("%w: not a %s: %v", ErrValue, p.md.FullName(), err)
+		return nil, fmt.Errorf("not a %s: %v", p.md.FullName(), err)
 	}
 	return appendMessage(dst, m, 0)
 }
 
 func appendMessage(dst []byte, m protoreflect.Message, depth int) ([]byte, error) {
 	if depth > maxDepth {
-		return nil, fmt.Errorf("%w: messages nest more than %d deep", ErrValue, maxDepth)
+		return nil, fmt.Errorf("messages nest more than %d deep", maxDepth)
 	}
 	fs := m.Descriptor().Fields()
 	var err error
@@ -270,7 +270,7 @@ func appendProtoValue(dst []byte, fd protoreflect.FieldDescriptor, v protoreflec
 	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
 		u := v.Uint()
 		if u > math.MaxInt64 {
-			return nil, fmt.Errorf("%w: %s value %d does not fit the long column", ErrValue, fd.Kind(), u)
+			return nil, fmt.Errorf("%s value %d does not fit the long column", fd.Kind(), u)
 		}
 		return appendLong(dst, int64(u)), nil
 	case protoreflect.FloatKind:
@@ -291,7 +291,7 @@ func appendProtoValue(dst []byte, fd protoreflect.FieldDescriptor, v protoreflec
 		fs := md.Fields()
 		sec, nanos := m.Get(fs.ByNumber(1)).Int(), m.Get(fs.ByNumber(2)).Int()
 		if sec > math.MaxInt64/1_000_000-1 || sec < math.MinInt64/1_000_000+1 {
-			return nil, fmt.Errorf("%w: timestamp %d s is out of range", ErrValue, sec)
+			return nil, fmt.Errorf("timestamp %d s is out of range", sec)
 		}
 		return appendLong(dst, sec*1e6+nanos/1e3), nil
 	case wrappers[n]:
@@ -300,7 +300,7 @@ func appendProtoValue(dst []byte, fd protoreflect.FieldDescriptor, v protoreflec
 	case jsonTexts[n]:
 		b, err := protojson.Marshal(m.Interface())
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s as JSON: %v", ErrValue, n, err)
+			return nil, fmt.Errorf("%s as JSON: %v", n, err)
 		}
 		return appendBytes(dst, b), nil
 	}

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/loadertest"
@@ -161,4 +164,56 @@ func TestProtobufAndJSONTopicsLoad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Protobuf topic whose records are of two messages of one schema: the
+// table holds the schema's root message (the event, not the header the
+// file defines first). Parquet files keep the other message's records in
+// files of their own; an Iceberg table refuses them to _errors, naming
+// both messages, and loads the rest.
+func TestProtobufRecordsOfAnotherMessage(t *testing.T) {
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "two", 1)
+	ctx := context.Background()
+	ss, err := env.Registry.CreateSchema(ctx, "two-value", sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3";
+package ex;
+message Header { int64 time = 1; string server = 2; }
+message Event { Header header = 1; string id = 2; }`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour).UnixMilli()
+	header := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), uint64(at))
+	event := func(id string) []byte {
+		b := append(schema.AppendEnvelope(nil, ss.ID), 2, 2) // message index [1]
+		b = protowire.AppendBytes(protowire.AppendTag(b, 1, protowire.BytesType), header)
+		return protowire.AppendString(protowire.AppendTag(b, 2, protowire.BytesType), id)
+	}
+	lone := append(append(schema.AppendEnvelope(nil, ss.ID), 0), header...) // index [0]: a Header
+	env.ProduceRaw(t, "two", 0, event("a"), event("b"), lone, event("c"))
+
+	t.Run("parquet", func(t *testing.T) {
+		root := t.TempDir()
+		cfg := config(env, "file://"+root, "two")
+		cfg.Format = loader.FormatParquet
+		if sum := run(t, cfg); sum.Records != 4 || sum.Errors != 0 {
+			t.Fatalf("%d records, %d errors; want 4 and 0", sum.Records, sum.Errors)
+		}
+		files, _ := filepath.Glob(filepath.Join(root, "two", "*", "*", "*.parquet"))
+		if len(files) != 2 {
+			t.Fatalf("files %v, want one of ex.Event (3 records) and one of ex.Header (1)", files)
+		}
+	})
+	t.Run("iceberg", func(t *testing.T) {
+		root := t.TempDir()
+		cfg := config(env, "file://"+root, "two")
+		cfg.Table, cfg.MaxErrors = "db", 10
+		if sum := run(t, cfg); sum.Records != 3 || sum.Errors != 1 {
+			t.Fatalf("%d records, %d errors; want 3 and 1", sum.Records, sum.Errors)
+		}
+		want := fmt.Sprintf("two@2: schema: writer schema cannot be read as Avro: topic two: the record is a ex.Header; the table holds ex.Event (the root message of schema id %d, the latest of subject two-value)", ss.ID)
+		if got := errorReasons(t, root); got != want {
+			t.Errorf("_errors:\n%s\nwant\n%s", got, want)
+		}
+	})
 }

@@ -225,11 +225,20 @@ func TestHostileProtobufAndJSONRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p2, err := reg.Client.CreateSchema(ctx, "p2-value", sr.Schema{Type: sr.TypeProtobuf,
+		Schema: `syntax = "proto2"; message Outer { optional Inner in = 1; } message Inner { required int64 n = 1; }`})
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, m := orderMessage(t)
 	whole, _ := proto.Marshal(m)
 	de, err := schema.NewDeserializer(reg.Client, schema.DeserializerConfig{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if v, err := de.Deserialize(ctx, protoEnvelope(p2.ID, []int{0}, []byte{0x0a, 0x02, 0x08, 0x07})); err != nil ||
+		!reflect.DeepEqual(v, map[string]any{"in": map[string]any{"Inner": map[string]any{"n": int64(7)}}}) {
+		t.Errorf("proto2 record with its required field: %v %v", v, err)
 	}
 	for _, c := range []struct {
 		name string
@@ -251,6 +260,7 @@ func TestHostileProtobufAndJSONRecords(t *testing.T) {
 		{"date-time that is not one", append(schema.AppendEnvelope(nil, js.ID), `{"n":1,"at":"yesterday"}`...), "date-time"},
 		{"uint64 past a long", protoEnvelope(pb.ID, []int{1}, []byte{0x60, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}), "big: uint64 value 9223372036854775808 does not fit the long column"},
 		{"string that is not UTF-8", protoEnvelope(pb.ID, []int{1}, []byte{0x12, 0x01, 0xff}), "not a shop.Order"},
+		{"proto2 required field missing", protoEnvelope(p2.ID, []int{0}, []byte{0x0a, 0x00}), "required field Inner.n not set"},
 	} {
 		_, err := de.Deserialize(ctx, c.rec)
 		if !errors.Is(err, schema.ErrBadBody) || !strings.Contains(err.Error(), c.want) {

@@ -92,13 +92,14 @@ func compileForeign(ctx context.Context, reg Registry, id int, s sr.Schema, prep
 		f.file, f.msgs = fd, map[protoreflect.FullName]*writer{}
 		return f, nil
 	case sr.TypeJSON:
-		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(s.Schema))
+		order := transcode.KeyOrder{}
+		doc, err := transcode.DecodeSchema(s.Schema, order)
 		if err != nil {
 			return nil, fmt.Errorf("%w: schema id %d (JSON) is not JSON: %v", ErrUnsupportedSchema, id, err)
 		}
 		jrefs := make([]jsschema.Ref, len(refs))
 		for i, r := range refs {
-			d, err := jsonschema.UnmarshalJSON(strings.NewReader(r.text))
+			d, err := transcode.DecodeSchema(r.text, order)
 			if err != nil {
 				return nil, fmt.Errorf("%w: schema id %d (JSON): reference %q is not JSON: %v", ErrUnsupportedSchema, id, r.name, err)
 			}
@@ -107,7 +108,7 @@ func compileForeign(ctx context.Context, reg Registry, id int, s sr.Schema, prep
 		if f.valid, err = jsschema.Compile(doc, jrefs); err != nil {
 			return nil, fmt.Errorf("%w: schema id %d (JSON) does not compile: %v", ErrUnsupportedSchema, id, err)
 		}
-		tj, err := transcode.NewJSON(doc, jrefs)
+		tj, err := transcode.NewJSON(doc, jrefs, order)
 		if err != nil {
 			return nil, fmt.Errorf("%w: schema id %d (JSON) has no table form: %v", ErrUnsupportedSchema, id, err)
 		}

@@ -3,6 +3,7 @@ package schema_test
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -352,6 +353,24 @@ func TestJSONRecordsReadAsAvro(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("%d fields, want %d: %v", len(got), len(want), got)
+	}
+	// Columns in the order the schema declares its properties.
+	text, err := de.WriterSchema(ctx, ss.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var derived struct {
+		Fields []struct{ Name string }
+	}
+	if err := json.Unmarshal([]byte(text), &derived); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range derived.Fields {
+		names = append(names, f.Name)
+	}
+	if got := strings.Join(names, " "); got != "header name first_name age score ok born seen tags attrs home work any tree" {
+		t.Errorf("columns %s, want the properties' order", got)
 	}
 	layouts := schema.NewHeaderLayouts(de, "")
 	l, _, body, err := layouts.Body(ctx, ss.ID, rec[5:])

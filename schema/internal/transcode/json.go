@@ -14,10 +14,10 @@ import (
 // with "properties"; each schema below is followed through "$ref" (local,
 // or into a reference) and read by its "type":
 //
-//	object with properties   record; properties in name order, named as
-//	                         Avro names must be (other characters become
-//	                         _); properties the schema does not declare
-//	                         are not carried
+//	object with properties   record; properties in the schema's order,
+//	                         named as Avro names must be (other
+//	                         characters become _); properties the schema
+//	                         does not declare are not carried
 //	object without           map of the additionalProperties schema (of
 //	properties               JSON text when it has none)
 //	array with one "items"   array of the items' type
@@ -77,15 +77,17 @@ type jsCtx struct {
 
 type jsCompiler struct {
 	refs   []jsschema.Ref
+	order  KeyOrder
 	rootID string
 	stack  []string // the "$ref"s being followed: one met again is a cycle
 	names  map[string]bool
 }
 
-// NewJSON derives the Avro schema of the JSON schema doc (decoded by
-// jsonschema.UnmarshalJSON, numbers as json.Number) with its references.
-func NewJSON(doc any, refs []jsschema.Ref) (*JSON, error) {
-	c := &jsCompiler{refs: refs, rootID: jsschema.ID(doc), names: map[string]bool{}}
+// NewJSON derives the Avro schema of the JSON schema doc with its
+// references, all decoded by DecodeSchema into order (nil: properties
+// in name order).
+func NewJSON(doc any, refs []jsschema.Ref, order KeyOrder) (*JSON, error) {
+	c := &jsCompiler{refs: refs, order: order, rootID: jsschema.ID(doc), names: map[string]bool{}}
 	at := jsCtx{doc: doc, base: jsschema.URL}
 	if c.rootID != "" {
 		at.base = c.rootID
@@ -213,7 +215,11 @@ func (c *jsCompiler) node(s any, at jsCtx, depth int) (*jsNode, error) {
 			}
 		}
 		n.kind = jsRecord
-		for _, p := range slices.Sorted(mapKeys(props)) {
+		names, ok := c.order.Keys(props)
+		if !ok {
+			names = slices.Sorted(mapKeys(props))
+		}
+		for _, p := range names {
 			f, err := c.node(props[p], at, depth+1)
 			if err != nil {
 				return nil, err

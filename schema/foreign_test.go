@@ -381,6 +381,21 @@ func TestJSONRecordsReadAsAvro(t *testing.T) {
 		t.Errorf("header: %d %q %v", ms, server, err)
 	}
 
+	// Records whose path names meet get distinct names.
+	meet, err := reg.Client.CreateSchema(ctx, "meet-value", sr.Schema{Type: sr.TypeJSON, Schema: `{"type":"object","properties":{
+	  "a_b": {"type":"object","properties":{"x":{"type":"integer"}}},
+	  "a": {"type":"object","properties":{"b":{"type":"object","properties":{"y":{"type":"integer"}}}}}}}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := de.Deserialize(ctx, append(schema.AppendEnvelope(nil, meet.ID), `{"a_b":{"x":1},"a":{"b":{"y":2}}}`...)); err != nil ||
+		!reflect.DeepEqual(v, map[string]any{
+			"a_b": map[string]any{"Record_a_b": map[string]any{"x": map[string]any{"long": int64(1)}}},
+			"a":   map[string]any{"Record_a": map[string]any{"b": map[string]any{"Record_a_b_2": map[string]any{"y": map[string]any{"long": int64(2)}}}}},
+		}) {
+		t.Errorf("records named alike by their paths: %v %v", v, err)
+	}
+
 	// A schema with no columns is refused for what it is.
 	bare, err := reg.Client.CreateSchema(ctx, "bare-value", sr.Schema{Type: sr.TypeJSON, Schema: `{"type":"object"}`})
 	if err != nil {

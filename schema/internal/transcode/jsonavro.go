@@ -54,8 +54,10 @@ func (c *jsCompiler) avro(n *jsNode, name string) (any, error) {
 			t = avroMap{Type: "map", Values: e}
 		}
 	case jsRecord:
-		if c.names[name] {
-			return nil, fmt.Errorf("two records would be named %s", name)
+		// Names follow the path (Record_a_b), so two paths can meet
+		// ("a_b", and "b" inside "a"): the later one is numbered.
+		for i, base := 2, name; c.names[name]; i++ {
+			name = fmt.Sprintf("%s_%d", base, i)
 		}
 		c.names[name] = true
 		r := record{Type: "record", Name: name}

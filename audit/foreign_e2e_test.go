@@ -37,10 +37,11 @@ var foreignScripts = filepath.Join("..", "loader", "testdata", "foreign")
 // audited producer; the mirror carries them to the analysis cluster with
 // their schemas and references registered there and the ids rewritten,
 // counting as tier mirror; Confluent's deserializers read every record on
-// the target as produced; the loader loads them into Parquet counting as
-// tier warehouse; both clusters are scanned as tiers. The report finds
-// every tier complete in every window, and a scan of the warehouse, in
-// Parquet and in Avro, counts what the producers counted.
+// the target as produced; the loader loads them into an Iceberg table
+// counting as tier warehouse; both clusters are scanned as tiers. The
+// report finds every tier complete in every window, and audit count of
+// the warehouse, loaded again into Parquet and into Avro files, counts
+// what the producers counted.
 func TestEndToEndProtobufAndJSON(t *testing.T) {
 	audittest.NeedServices(t)
 	testenv.Needs(t, testenv.Python)
@@ -142,12 +143,14 @@ func TestEndToEndProtobufAndJSON(t *testing.T) {
 	}
 
 	from, to := ws[0], ws[1].Add(audit.DefaultWindow)
-	warehouses := map[string]string{loader.FormatParquet: t.TempDir(), loader.FormatAvro: t.TempDir()}
+	// The Iceberg load counts as tier warehouse; audit count scans the
+	// Parquet and Avro warehouses below.
+	warehouses := map[string]string{loader.FormatParquet: t.TempDir(), loader.FormatAvro: t.TempDir(), "iceberg": t.TempDir()}
 	for format, wdir := range warehouses {
 		cfg := loader.Config{Brokers: []string{an.Addr}, Topics: []string{"orders-pb", "orders-js"}, Warehouse: wdir, Registry: anReg,
 			Format: format, Logger: quiet}
-		if format == loader.FormatParquet {
-			cfg.Audit = &loader.AuditConfig{}
+		if format == "iceberg" {
+			cfg.Format, cfg.Table, cfg.Audit = "", "db", &loader.AuditConfig{}
 		}
 		sum, err := loader.Run(ctx, cfg)
 		if err != nil || sum.Records != 80 || sum.Errors != 0 {
@@ -199,8 +202,8 @@ func TestEndToEndProtobufAndJSON(t *testing.T) {
 
 	// audit count of the warehouse reads what the loader wrote of these
 	// topics, Parquet and Avro alike.
-	for format, wdir := range warehouses {
-		fsys, err := warehouse.Open(wdir)
+	for _, format := range []string{loader.FormatParquet, loader.FormatAvro} {
+		fsys, err := warehouse.Open(warehouses[format])
 		if err != nil {
 			t.Fatal(err)
 		}

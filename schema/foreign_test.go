@@ -202,6 +202,11 @@ func TestProtobufRecordsReadAsAvro(t *testing.T) {
 	}
 
 	// Index [0] is the header message; [1, 0] the nested Line.
+	// An enum number the enum does not name reads as its number.
+	if v, err := de.Deserialize(ctx, protoEnvelope(ss.ID, []int{1}, []byte{0x38, 0x09})); err != nil || v.(map[string]any)["state"] != "9" {
+		t.Errorf("unnamed enum number: %v %v", v, err)
+	}
+
 	h, err := de.Deserialize(ctx, protoEnvelope(ss.ID, []int{0}, []byte{0x08, 0x07}))
 	if err != nil || !reflect.DeepEqual(h, map[string]any{"time": int64(7), "server": ""}) {
 		t.Errorf("message [0]: %v %v", h, err)
@@ -379,6 +384,17 @@ func TestJSONRecordsReadAsAvro(t *testing.T) {
 	}
 	if ms, server, err := l.CheckRead(body); err != nil || ms != 1700000000123 || server != "w" {
 		t.Errorf("header: %d %q %v", ms, server, err)
+	}
+
+	// Properties one Avro name apart are numbered.
+	twins, err := reg.Client.CreateSchema(ctx, "twins-value", sr.Schema{Type: sr.TypeJSON, Schema: `{"type":"object","required":["a-b","a_b"],
+	  "properties":{"a-b":{"type":"integer"},"a_b":{"type":"string"}}}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := de.Deserialize(ctx, append(schema.AppendEnvelope(nil, twins.ID), `{"a-b":1,"a_b":"x"}`...)); err != nil ||
+		!reflect.DeepEqual(v, map[string]any{"a_b": int64(1), "a_b_2": "x"}) {
+		t.Errorf("properties with one Avro name: %v %v", v, err)
 	}
 
 	// Records whose path names meet get distinct names.

@@ -63,9 +63,11 @@ func (c *jsCompiler) avro(n *jsNode, name string) (any, error) {
 		r := record{Type: "record", Name: name}
 		seen := map[string]string{}
 		for _, f := range n.fields {
+			// "first-name" and "first_name" are both first_name as Avro
+			// names: the later one is numbered (its doc names it).
 			fn := avroName(f.prop)
-			if other, ok := seen[fn]; ok {
-				return nil, fmt.Errorf("properties %q and %q would both be column %s", other, f.prop, fn)
+			for i, base := 2, fn; seen[fn] != ""; i++ {
+				fn = fmt.Sprintf("%s_%d", base, i)
 			}
 			seen[fn] = f.prop
 			ft, err := c.avro(f.node, name+"_"+fn)

@@ -80,10 +80,10 @@ func errorReasons(t *testing.T, root string) string {
 
 // A Protobuf topic and a JSON Schema topic, produced by Confluent's
 // Python serializers in two schema versions (the second adds a field),
-// load into Avro files, Parquet files and an Iceberg table; fastavro,
-// pyarrow and pyiceberg read back every record with every field as
-// produced, the added field a new column (null for the first version's
-// records). Hostile records (a message index past the schema, a cut
+// load into Avro files, Parquet files and an Iceberg table in two runs
+// (the second version registered between them); fastavro, pyarrow and
+// pyiceberg read back every record with every field as produced, the
+// added field a new column (null for the first version's records). Hostile records (a message index past the schema, a cut
 // Protobuf body, JSON its schema refuses) go to _errors with the reason,
 // and nothing else is lost.
 func TestProtobufAndJSONTopicsLoad(t *testing.T) {
@@ -125,24 +125,37 @@ func TestProtobufAndJSONTopicsLoad(t *testing.T) {
 	)
 	env.ProduceRaw(t, "orders-js", 0, append(schema.AppendEnvelope(nil, js.ID), `{"id": 5, "state": "NEW"}`...))
 
+	// A first load of each output, then version 2 (and more of version 1,
+	// whose records the new table schema reads) and a second load: the
+	// table schema, and an Iceberg table's, gains the added column.
+	outputs := []string{loader.FormatAvro, loader.FormatParquet, "iceberg"}
+	roots := map[string]string{}
+	load := func(t *testing.T, out string) *loader.Summary {
+		cfg := config(env, "file://"+roots[out], "orders-pb", "orders-js")
+		cfg.MaxErrors = 10
+		switch out {
+		case loader.FormatParquet:
+			cfg.Format = loader.FormatParquet
+		case "iceberg":
+			cfg.Table = "db"
+		}
+		return run(t, cfg)
+	}
+	for _, out := range outputs {
+		roots[out] = t.TempDir()
+		if sum := load(t, out); sum.Records != 60 || sum.Errors != 3 {
+			t.Errorf("%s, first load: %d records, %d errors; want 60 and 3", out, sum.Records, sum.Errors)
+		}
+	}
 	for topic, format := range map[string]string{"orders-pb": "proto", "orders-js": "json"} {
 		produceForeign(t, env, topic, format, 2, 30, 10, base, want[topic])
+		produceForeign(t, env, topic, format, 1, 40, 5, base, want[topic])
 	}
-
-	for _, out := range []string{loader.FormatAvro, loader.FormatParquet, "iceberg"} {
+	for _, out := range outputs {
 		t.Run(out, func(t *testing.T) {
-			root := t.TempDir()
-			cfg := config(env, "file://"+root, "orders-pb", "orders-js")
-			cfg.MaxErrors = 10
-			switch out {
-			case loader.FormatParquet:
-				cfg.Format = loader.FormatParquet
-			case "iceberg":
-				cfg.Table = "db"
-			}
-			sum := run(t, cfg)
-			if sum.Records != 80 || sum.Errors != 3 {
-				t.Errorf("%d records, %d errors; want 80 and 3", sum.Records, sum.Errors)
+			root := roots[out]
+			if sum := load(t, out); sum.Records != 30 || sum.Errors != 0 {
+				t.Errorf("second load: %d records, %d errors; want 30 and 0", sum.Records, sum.Errors)
 			}
 			got := errorReasons(t, root)
 			for _, w := range []string{

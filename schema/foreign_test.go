@@ -304,12 +304,14 @@ func TestJSONRecordsReadAsAvro(t *testing.T) {
 		    "home": {"$ref": "addr.json"},
 		    "work": {"oneOf": [{"type": "null"}, {"$ref": "#/definitions/office"}]},
 		    "any": {},
-		    "tree": {"$ref": "#/definitions/node"}
+		    "tree": {"$ref": "#/definitions/node"},
+		    "anchored": {"$ref": "#here"}
 		  },
 		  "required": ["header", "name", "age"],
 		  "definitions": {
 		    "office": {"type": "object", "properties": {"floor": {"type": "integer"}}},
-		    "node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/definitions/node"}}}}
+		    "node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/definitions/node"}}}},
+		    "here": {"$id": "#here", "type": "integer"}
 		  }}`})
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +323,7 @@ func TestJSONRecordsReadAsAvro(t *testing.T) {
 	rec := append(schema.AppendEnvelope(nil, ss.ID), `{"header": {"time": 1700000000123, "server": "w"}, "name": "Ada", "age": 36.0,
 	  "score": 1.5, "ok": true, "born": "1815-12-10", "seen": "2024-01-02T03:04:05.123456Z", "tags": ["x"],
 	  "attrs": {"b": 2, "a": 1}, "home": {"city": "London"}, "work": {"floor": 3}, "any": [1, "two"],
-	  "tree": {"kids": [{"kids": []}]}, "undeclared": 1}`...)
+	  "tree": {"kids": [{"kids": []}]}, "anchored": 5, "undeclared": 1}`...)
 	v, err := de.Deserialize(ctx, rec)
 	if err != nil {
 		t.Fatal(err)
@@ -342,6 +344,7 @@ func TestJSONRecordsReadAsAvro(t *testing.T) {
 		"work":       map[string]any{"Person_work": map[string]any{"floor": map[string]any{"long": int64(3)}}},
 		"any":        map[string]any{"string": `[1,"two"]`},
 		"tree":       map[string]any{"Person_tree": map[string]any{"kids": map[string]any{"array": []any{map[string]any{"string": `{"kids":[]}`}}}}},
+		"anchored":   map[string]any{"string": "5"},
 	}
 	for k, w := range want {
 		g := got[k]
@@ -374,7 +377,7 @@ func TestJSONRecordsReadAsAvro(t *testing.T) {
 	for _, f := range derived.Fields {
 		names = append(names, f.Name)
 	}
-	if got := strings.Join(names, " "); got != "header name first_name age score ok born seen tags attrs home work any tree" {
+	if got := strings.Join(names, " "); got != "header name first_name age score ok born seen tags attrs home work any tree anchored" {
 		t.Errorf("columns %s, want the properties' order", got)
 	}
 	layouts := schema.NewHeaderLayouts(de, "")

@@ -308,23 +308,27 @@ func (c *jsCompiler) alternatives(alts []any, at jsCtx, depth int) (*jsNode, err
 // ref follows a "$ref": a JSON pointer into the current document, or into
 // a reference by its name. A "$ref" met again while being followed is a
 // schema that holds itself: JSON text, since a table's columns are fixed.
+// So is one this cannot follow (an anchor, a draft's metaschema, the
+// root by its "$id"): the validator has followed it, and the value's JSON
+// text loses nothing.
 func (c *jsCompiler) ref(ref string, at jsCtx, depth int) (*jsNode, error) {
+	text := &jsNode{kind: jsText, nullable: true}
 	target, frag, _ := strings.Cut(ref, "#")
 	next := at
 	if target != "" {
 		r, ok := jsschema.Find(c.refs, c.rootID, at.base, target)
 		if !ok {
-			return nil, fmt.Errorf("$ref %q names no reference of the schema", ref)
+			return text, nil
 		}
 		next = jsCtx{doc: r.Doc, base: jsschema.ResolveURL(jsschema.URL, r.Name)}
 	}
 	key := next.base + "#" + frag
 	if slices.Contains(c.stack, key) {
-		return &jsNode{kind: jsText, nullable: true}, nil
+		return text, nil
 	}
 	s, err := pointer(next.doc, frag)
 	if err != nil {
-		return nil, fmt.Errorf("$ref %q: %v", ref, err)
+		return text, nil
 	}
 	c.stack = append(c.stack, key)
 	defer func() { c.stack = c.stack[:len(c.stack)-1] }()

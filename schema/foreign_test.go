@@ -31,6 +31,7 @@ package shop;
 import "google/protobuf/timestamp.proto";
 import "google/protobuf/wrappers.proto";
 import "google/protobuf/struct.proto";
+import "google/protobuf/empty.proto";
 message Header { int64 time = 1; string server = 2; }
 message Order {
   enum State { NEW = 0; PAID = 1; }
@@ -51,6 +52,8 @@ message Order {
   float ratio = 15;
   bool gift = 16;
   sint32 delta = 17;
+  oneof ack { google.protobuf.Empty none = 18; string note = 19; }
+  repeated google.protobuf.Empty pings = 20;
 }
 `
 
@@ -103,6 +106,9 @@ func orderMessage(t *testing.T) (protoreflect.MessageDescriptor, *dynamicpb.Mess
 	set(m, "ratio", protoreflect.ValueOfFloat32(0.5))
 	set(m, "gift", protoreflect.ValueOfBool(true))
 	set(m, "delta", protoreflect.ValueOfInt32(-3))
+	set(m, "none", protoreflect.ValueOfMessage(dynamicpb.NewMessage(md.Fields().ByName("none").Message())))
+	pings := m.Mutable(md.Fields().ByName("pings")).List()
+	pings.Append(protoreflect.ValueOfMessage(dynamicpb.NewMessage(md.Fields().ByName("pings").Message())))
 	return md, m
 }
 
@@ -165,6 +171,9 @@ func TestProtobufRecordsReadAsAvro(t *testing.T) {
 		"ratio":    float32(0.5),
 		"gift":     true,
 		"delta":    int32(-3),
+		"none":     map[string]any{"boolean": true},
+		"note":     nil,
+		"pings":    []any{true},
 	}
 	got := v.(map[string]any)
 	if p, ok := got["placed"].(map[string]any); ok {

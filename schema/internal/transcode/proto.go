@@ -38,6 +38,9 @@ import (
 //	(wrappers)                has presence)
 //	google.protobuf.Struct,   string holding the value's JSON text
 //	Value, ListValue
+//	a message with no fields  boolean, true (google.protobuf.Empty): an
+//	                          empty record has no Parquet or Iceberg form,
+//	                          and presence is all such a field says
 //
 // Unknown fields and extensions are not carried: the record's own schema
 // does not name them.
@@ -174,6 +177,8 @@ func protoElem(fd protoreflect.FieldDescriptor, defined map[protoreflect.FullNam
 	}
 	md := fd.Message()
 	switch n := md.FullName(); {
+	case md.Fields().Len() == 0:
+		return "boolean" // all an empty message says is that it is there
 	case n == wktTimestamp:
 		return timestampMicros
 	case wrappers[n]:
@@ -319,6 +324,8 @@ func (p *Proto) appendValue(dst []byte, fd protoreflect.FieldDescriptor, v proto
 	m := v.Message()
 	md := m.Descriptor()
 	switch n := md.FullName(); {
+	case md.Fields().Len() == 0:
+		return appendBool(dst, true), nil
 	case n == wktTimestamp:
 		fs := md.Fields()
 		sec, nanos := m.Get(fs.ByNumber(1)).Int(), m.Get(fs.ByNumber(2)).Int()

@@ -40,6 +40,7 @@ def proto_plain(o):
         "placed": o.placed.seconds * 1_000_000 + o.placed.nanos // 1000,
         "weight": o.weight if o.HasField("weight") else None,
         "coupon": o.coupon if o.HasField("coupon") else None,
+        "ack": True if o.HasField("ack") else None,
     }
 
 

@@ -10,7 +10,7 @@ reference) and the well-known Timestamp, and defines a helper message
 before the event, so the event is message index [1]."""
 import datetime
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
+from google.protobuf import descriptor_pb2, descriptor_pool, empty_pb2, message_factory, timestamp_pb2
 
 F = descriptor_pb2.FieldDescriptorProto
 STATES = ["NEW", "PAID", "SHIPPED"]
@@ -24,8 +24,11 @@ def proto_classes(version):
     h.field.add(name="server", number=2, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
     ts = descriptor_pb2.FileDescriptorProto()
     timestamp_pb2.DESCRIPTOR.CopyToProto(ts)
+    empty = descriptor_pb2.FileDescriptorProto()
+    empty_pb2.DESCRIPTOR.CopyToProto(empty)
     order = descriptor_pb2.FileDescriptorProto(name="ex/order.proto", package="ex", syntax="proto3",
-                                               dependency=["ex/header.proto", "google/protobuf/timestamp.proto"])
+                                               dependency=["ex/header.proto", "google/protobuf/timestamp.proto",
+                                                           "google/protobuf/empty.proto"])
     line = order.message_type.add(name="Line")
     line.field.add(name="sku", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
     line.field.add(name="qty", number=2, type=F.TYPE_UINT32, label=F.LABEL_OPTIONAL)
@@ -50,12 +53,14 @@ def proto_classes(version):
     o.oneof_decl.add(name="_weight")
     o.field.add(name="weight", number=9, type=F.TYPE_DOUBLE, label=F.LABEL_OPTIONAL, oneof_index=1,
                 proto3_optional=True)
+    o.field.add(name="ack", number=11, type=F.TYPE_MESSAGE, type_name=".google.protobuf.Empty", label=F.LABEL_OPTIONAL)
     if version >= 2:
         o.oneof_decl.add(name="_coupon")
         o.field.add(name="coupon", number=10, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL, oneof_index=2,
                     proto3_optional=True)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(ts)
+    pool.Add(empty)
     pool.Add(header)
     pool.Add(order)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("ex.Order"))
@@ -91,10 +96,11 @@ def placed_ns(i, base_ms, step):
     return (base_ms + i * step) * 1_000_000 + i * 1001
 
 
-def event(i, version, base_ms, step=1000):
+def event(i, version, base_ms, step=1000, proto=False):
     """Event i in its plain form: what every reader must give back. Its
-    header time is base_ms + i * step."""
-    return {
+    header time is base_ms + i * step. A Protobuf event has an "ack", a
+    google.protobuf.Empty, which tables hold as true where it is set."""
+    e = {
         "header": {"time": base_ms + i * step, "server": "web-%d" % (i % 3)},
         "id": "o-%d" % i,
         "lines": [{"sku": "s%d" % j, "qty": j + 1} for j in range(i % 3)],
@@ -106,6 +112,9 @@ def event(i, version, base_ms, step=1000):
         "weight": i * 0.5 if i % 4 else None,
         "coupon": "cp%d" % i if version >= 2 and i % 2 else None,
     }
+    if proto:
+        e["ack"] = True if i % 5 == 0 else None
+    return e
 
 
 def to_proto(cls, e, i, base_ms, step=1000):
@@ -125,6 +134,8 @@ def to_proto(cls, e, i, base_ms, step=1000):
         o.weight = e["weight"]
     if e["coupon"] is not None:
         o.coupon = e["coupon"]
+    if e.get("ack"):
+        o.ack.SetInParent()
     return o
 
 

@@ -33,7 +33,7 @@ dump = open(out + ".values", "a") if bootstrap == "-" else None
 p = None if dump else Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
 with open(out, "a") as f:
     for i in range(first, first + n):
-        e = events.event(i, version, base_ms, step)
+        e = events.event(i, version, base_ms, step, proto=fmt == "proto")
         value = ser(events.to_proto(cls, e, i, base_ms, step) if fmt == "proto" else events.to_json(e, i, base_ms, step), ctx)
         if dump:
             dump.write(value.hex() + "\n")

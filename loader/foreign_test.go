@@ -230,3 +230,37 @@ message Event { Header header = 1; string id = 2; }`})
 		}
 	})
 }
+
+// A Protobuf message that holds itself (a tree) loads into Parquet files
+// and an Iceberg table, which cannot nest it: the nested nodes are JSON
+// text (a record holding itself would fail every run).
+func TestRecursiveProtobufLoadsIntoTables(t *testing.T) {
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "trees", 1)
+	ss, err := env.Registry.CreateSchema(context.Background(), "trees-value", sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3";
+message Header { int64 time = 1; }
+message Node { string name = 1; repeated Node kids = 2; }
+message Tree { Header header = 1; Node root = 2; }`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour).UnixMilli()
+	node := func(name string, kids ...[]byte) []byte {
+		b := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), name)
+		for _, k := range kids {
+			b = protowire.AppendBytes(protowire.AppendTag(b, 2, protowire.BytesType), k)
+		}
+		return b
+	}
+	v := append(schema.AppendEnvelope(nil, ss.ID), 2, 4) // message index [2]: Tree
+	v = protowire.AppendBytes(protowire.AppendTag(v, 1, protowire.BytesType), protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), uint64(at)))
+	v = protowire.AppendBytes(protowire.AppendTag(v, 2, protowire.BytesType), node("a", node("b", node("c"))))
+	env.ProduceRaw(t, "trees", 0, v)
+	for _, table := range []string{"", "db"} {
+		cfg := config(env, "file://"+t.TempDir(), "trees")
+		cfg.Format, cfg.Table = loader.FormatParquet, table
+		if sum := run(t, cfg); sum.Records != 1 || sum.Errors != 0 {
+			t.Errorf("table %q: %d records, %d errors; want 1 and 0", table, sum.Records, sum.Errors)
+		}
+	}
+}

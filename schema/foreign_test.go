@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -223,6 +224,63 @@ func TestProtobufRecordsReadAsAvro(t *testing.T) {
 	line, err := de.Deserialize(ctx, protoEnvelope(ss.ID, []int{1, 0}, []byte{0x0a, 0x01, 'z'}))
 	if err != nil || !reflect.DeepEqual(line, map[string]any{"sku": "z", "qty": int64(0)}) {
 		t.Errorf("message [1 0]: %v %v", line, err)
+	}
+}
+
+// TestRecursiveProtobufReadsAsJSONText: a message held by a field of
+// itself (a tree) has no fixed columns; such fields hold the nested
+// message as its JSON text, which keeps the whole value.
+func TestRecursiveProtobufReadsAsJSONText(t *testing.T) {
+	reg := srtest.Start(t)
+	ctx := context.Background()
+	ss, err := reg.Client.CreateSchema(ctx, "tree-value", sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3";
+package t;
+message Header { int64 time = 1; }
+message Node { string name = 1; repeated Node kids = 2; Node parent = 3; map<string, Node> by_name = 4; }
+message Tree { Header header = 1; Node root = 2; }`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := pbschema.Compile(`syntax = "proto3";
+package t;
+message Header { int64 time = 1; }
+message Node { string name = 1; repeated Node kids = 2; Node parent = 3; map<string, Node> by_name = 4; }
+message Tree { Header header = 1; Node root = 2; }`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := fd.Messages().ByName("Node")
+	newNode := func(name string) *dynamicpb.Message {
+		n := dynamicpb.NewMessage(node)
+		n.Set(node.Fields().ByName("name"), protoreflect.ValueOfString(name))
+		return n
+	}
+	root := newNode("a")
+	root.Mutable(node.Fields().ByName("kids")).List().Append(protoreflect.ValueOfMessage(newNode("b")))
+	root.Mutable(node.Fields().ByName("by_name")).Map().Set(protoreflect.ValueOfString("c").MapKey(), protoreflect.ValueOfMessage(newNode("c")))
+	tree := dynamicpb.NewMessage(fd.Messages().ByName("Tree"))
+	tree.Set(tree.Descriptor().Fields().ByName("root"), protoreflect.ValueOfMessage(root))
+	body, err := proto.Marshal(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	de, err := schema.NewDeserializer(reg.Client, schema.DeserializerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tw, _, err := de.TableWriter(ctx, ss.ID); err != nil || tw.Message != "t.Tree" {
+		t.Errorf("table writer %v %v, want t.Tree", tw, err)
+	}
+	v, err := de.Deserialize(ctx, protoEnvelope(ss.ID, []int{2}, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(v)
+	got = strings.ReplaceAll(got, " ", "")
+	for _, want := range []string{`kids:[{"name":"b"}]`, `by_name:map[c:{"name":"c"}]`, `parent:<nil>`, `name:a`} {
+		if !strings.Contains(got, strings.ReplaceAll(want, " ", "")) {
+			t.Errorf("tree reads %s, want it to hold %s", got, want)
+		}
 	}
 }
 

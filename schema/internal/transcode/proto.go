@@ -16,8 +16,9 @@ import (
 // How a Protobuf message becomes an Avro record:
 //
 //	message, group            record named by the message's full name
-//	                          (a message met again, or holding itself, by
-//	                          reference to that name)
+//	                          (a message met again by reference to that
+//	                          name); a message held by a field of itself,
+//	                          at any depth, is that field's JSON text
 //	field with presence       [null, T], default null: message fields,
 //	(proto2 optional, proto3  oneof members (a oneof's members are fields
 //	optional, oneof member)   of the message, at most one of them not null)
@@ -69,6 +70,9 @@ type Proto struct {
 	// its fields are [null, T]: the descriptor works it out anew on every
 	// call, which cost a tenth of a conversion.
 	presence map[protoreflect.FullName][]bool
+	// text holds, for each message mapped as a record, which of its fields
+	// hold messages as JSON text (deriver.record).
+	text map[protoreflect.FullName][]bool
 	// required: some message has a proto2 required field, so decoding
 	// checks that each is set (a walk that costs a fifth of a conversion
 	// otherwise).
@@ -80,13 +84,13 @@ func NewProto(md protoreflect.MessageDescriptor) (*Proto, error) {
 	if special(md) {
 		return nil, fmt.Errorf("message %s is a well-known type, not a record", md.FullName())
 	}
-	defined := map[protoreflect.FullName]bool{}
-	t := protoRecord(md, defined)
+	d := &deriver{defined: map[protoreflect.FullName]bool{}, open: map[protoreflect.FullName]bool{}, text: map[protoreflect.FullName][]bool{}}
+	t := d.record(md)
 	b, err := json.Marshal(t)
 	if err != nil {
 		return nil, err
 	}
-	p := &Proto{md: md, schema: string(b), presence: map[protoreflect.FullName][]bool{}}
+	p := &Proto{md: md, schema: string(b), presence: map[protoreflect.FullName][]bool{}, text: d.text}
 	p.plan(md)
 	return p, nil
 }
@@ -123,25 +127,50 @@ func special(md protoreflect.MessageDescriptor) bool {
 	return n == wktTimestamp || wrappers[n] || jsonTexts[n]
 }
 
-func protoRecord(md protoreflect.MessageDescriptor, defined map[protoreflect.FullName]bool) any {
-	if defined[md.FullName()] {
-		return string(md.FullName())
+// deriver derives the Avro schema of a message. A message is defined as
+// a record where first met, and named elsewhere. A message held, at any
+// depth, by a field of itself (a tree) is the one thing a table's fixed
+// columns cannot nest: that field holds it as its JSON text instead (in
+// text, by message and field), as a JSON schema that holds itself does.
+type deriver struct {
+	defined, open map[protoreflect.FullName]bool
+	text          map[protoreflect.FullName][]bool
+}
+
+func (d *deriver) record(md protoreflect.MessageDescriptor) any {
+	name := md.FullName()
+	if d.defined[name] {
+		return string(name)
 	}
-	defined[md.FullName()] = true
+	d.defined[name], d.open[name] = true, true
+	defer delete(d.open, name)
 	fs := md.Fields()
-	r := record{Type: "record", Name: string(md.FullName()), Fields: make([]field, 0, fs.Len())}
+	text := make([]bool, fs.Len())
+	d.text[name] = text
+	r := record{Type: "record", Name: string(name), Fields: make([]field, 0, fs.Len())}
 	for i := 0; i < fs.Len(); i++ {
 		fd := fs.Get(i)
+		vd := fd
+		if fd.IsMap() {
+			vd = fd.MapValue()
+		}
+		if m := vd.Message(); m != nil && d.open[m.FullName()] {
+			text[i] = true
+		}
+		elem := d.elem(vd, text[i])
 		f := field{Name: string(fd.Name())}
 		switch {
 		case fd.IsMap():
-			f.Type, f.Default = avroMap{Type: "map", Values: protoElem(fd.MapValue(), defined)}, json.RawMessage("{}")
+			f.Type, f.Default = avroMap{Type: "map", Values: elem}, json.RawMessage("{}")
 		case fd.IsList():
-			f.Type, f.Default = array{Type: "array", Items: protoElem(fd, defined)}, json.RawMessage("[]")
+			f.Type, f.Default = array{Type: "array", Items: elem}, json.RawMessage("[]")
 		case presence(fd):
-			f.Type, f.Default = nullable(protoElem(fd, defined)), nullDefault
+			f.Type, f.Default = nullable(elem), nullDefault
 		default:
-			f.Type, f.Default = protoElem(fd, defined), zeroDefault(fd)
+			f.Type, f.Default = elem, zeroDefault(fd)
+			if text[i] {
+				f.Default = nil
+			}
 		}
 		r.Fields = append(r.Fields, f)
 	}
@@ -154,9 +183,9 @@ func presence(fd protoreflect.FieldDescriptor) bool {
 	return fd.HasPresence() && fd.Cardinality() != protoreflect.Required
 }
 
-// protoElem is the Avro type of one value of fd (an element, for a
-// repeated field).
-func protoElem(fd protoreflect.FieldDescriptor, defined map[protoreflect.FullName]bool) any {
+// elem is the Avro type of one value of fd (an element, for a repeated
+// field); text: a message as its JSON text.
+func (d *deriver) elem(fd protoreflect.FieldDescriptor, text bool) any {
 	switch fd.Kind() {
 	case protoreflect.BoolKind:
 		return "boolean"
@@ -177,16 +206,18 @@ func protoElem(fd protoreflect.FieldDescriptor, defined map[protoreflect.FullNam
 	}
 	md := fd.Message()
 	switch n := md.FullName(); {
+	case text:
+		return "string"
 	case md.Fields().Len() == 0:
 		return "boolean" // all an empty message says is that it is there
 	case n == wktTimestamp:
 		return timestampMicros
 	case wrappers[n]:
-		return protoElem(md.Fields().ByNumber(1), defined)
+		return d.elem(md.Fields().ByNumber(1), false)
 	case jsonTexts[n]:
 		return "string"
 	}
-	return protoRecord(md, defined)
+	return d.record(md)
 }
 
 func zeroDefault(fd protoreflect.FieldDescriptor) json.RawMessage {
@@ -229,20 +260,20 @@ func (p *Proto) appendMessage(dst []byte, m protoreflect.Message, depth int) ([]
 	}
 	md := m.Descriptor()
 	fs := md.Fields()
-	pr := p.presence[md.FullName()]
+	pr, tx := p.presence[md.FullName()], p.text[md.FullName()]
 	var err error
 	for i := 0; i < fs.Len(); i++ {
 		fd := fs.Get(i)
 		v := m.Get(fd)
 		switch {
 		case fd.IsMap():
-			dst, err = p.appendMap(dst, fd, v.Map(), depth)
+			dst, err = p.appendMap(dst, fd, v.Map(), depth, tx[i])
 		case fd.IsList():
 			l := v.List()
 			if l.Len() > 0 {
 				dst = appendLong(dst, int64(l.Len()))
 				for j := 0; j < l.Len() && err == nil; j++ {
-					dst, err = p.appendValue(dst, fd, l.Get(j), depth)
+					dst, err = p.appendValue(dst, fd, l.Get(j), depth, tx[i])
 				}
 			}
 			dst = append(dst, 0)
@@ -252,9 +283,9 @@ func (p *Proto) appendMessage(dst []byte, m protoreflect.Message, depth int) ([]
 				continue
 			}
 			dst = append(dst, 2) // branch 1
-			dst, err = p.appendValue(dst, fd, v, depth)
+			dst, err = p.appendValue(dst, fd, v, depth, tx[i])
 		default:
-			dst, err = p.appendValue(dst, fd, v, depth)
+			dst, err = p.appendValue(dst, fd, v, depth, tx[i])
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", fd.Name(), err)
@@ -263,7 +294,7 @@ func (p *Proto) appendMessage(dst []byte, m protoreflect.Message, depth int) ([]
 	return dst, nil
 }
 
-func (p *Proto) appendMap(dst []byte, fd protoreflect.FieldDescriptor, mp protoreflect.Map, depth int) ([]byte, error) {
+func (p *Proto) appendMap(dst []byte, fd protoreflect.FieldDescriptor, mp protoreflect.Map, depth int, text bool) ([]byte, error) {
 	if mp.Len() == 0 {
 		return append(dst, 0), nil
 	}
@@ -278,7 +309,7 @@ func (p *Proto) appendMap(dst []byte, fd protoreflect.FieldDescriptor, mp protor
 	var err error
 	for _, k := range keys {
 		dst = appendString(dst, k.String())
-		if dst, err = p.appendValue(dst, fd.MapValue(), mp.Get(k), depth); err != nil {
+		if dst, err = p.appendValue(dst, fd.MapValue(), mp.Get(k), depth, text); err != nil {
 			return nil, fmt.Errorf("[%s]: %w", k.String(), err)
 		}
 	}
@@ -296,8 +327,8 @@ func cmpKey(a, b string) int {
 }
 
 // appendValue appends one value of fd (an element, for a repeated field)
-// by protoElem's mapping.
-func (p *Proto) appendValue(dst []byte, fd protoreflect.FieldDescriptor, v protoreflect.Value, depth int) ([]byte, error) {
+// by deriver.elem's mapping; text: a message as its JSON text.
+func (p *Proto) appendValue(dst []byte, fd protoreflect.FieldDescriptor, v protoreflect.Value, depth int, text bool) ([]byte, error) {
 	switch fd.Kind() {
 	case protoreflect.BoolKind:
 		return appendBool(dst, v.Bool()), nil
@@ -324,6 +355,12 @@ func (p *Proto) appendValue(dst []byte, fd protoreflect.FieldDescriptor, v proto
 	m := v.Message()
 	md := m.Descriptor()
 	switch n := md.FullName(); {
+	case text:
+		b, err := protojson.Marshal(m.Interface())
+		if err != nil {
+			return nil, fmt.Errorf("%s as JSON: %v", n, err)
+		}
+		return appendBytes(dst, b), nil
 	case md.Fields().Len() == 0:
 		return appendBool(dst, true), nil
 	case n == wktTimestamp:
@@ -335,7 +372,7 @@ func (p *Proto) appendValue(dst []byte, fd protoreflect.FieldDescriptor, v proto
 		return appendLong(dst, sec*1e6+nanos/1e3), nil
 	case wrappers[n]:
 		inner := md.Fields().ByNumber(1)
-		return p.appendValue(dst, inner, m.Get(inner), depth)
+		return p.appendValue(dst, inner, m.Get(inner), depth, false)
 	case jsonTexts[n]:
 		b, err := protojson.Marshal(m.Interface())
 		if err != nil {

@@ -492,7 +492,8 @@ func TestJSONRecordsReadAsAvro(t *testing.T) {
 	}
 }
 
-// FuzzProtobufRecord: whatever bytes follow a Protobuf schema's id, the
+// FuzzProtobufRecord: whatever bytes follow a Protobuf schema's id (the
+// event schema, and a proto2 tree with a group and required fields), the
 // conversion either refuses them as ErrBadBody or gives one whole Avro
 // value of the derived schema, which the header rule's check accepts and
 // the Avro decoder reads; it never panics.
@@ -503,17 +504,25 @@ func FuzzProtobufRecord(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	tree, err := reg.Client.CreateSchema(ctx, "tree-value", sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto2";
+message Node { optional string name = 1; repeated Node kids = 2; map<int64, Node> by_id = 3; required int32 n = 4; }
+message Tree { optional Node root = 1; repeated group G = 2 { optional Node in = 3; } }`})
+	if err != nil {
+		f.Fatal(err)
+	}
 	de, err := schema.NewDeserializer(reg.Client, schema.DeserializerConfig{})
 	if err != nil {
 		f.Fatal(err)
 	}
 	layouts := schema.NewHeaderLayouts(de, "")
+	f.Add([]byte{0x02, 0x02, 0x0a, 0x04, 0x12, 0x02, 0x20, 0x01})
 	f.Add([]byte{0x02, 0x02, 0x12, 0x01, 'x'})
 	f.Add([]byte{0x04, 0x02, 0x00, 0x0a, 0x01, 'z'})
 	f.Add([]byte{0x00, 0x08, 0x07})
 	f.Add([]byte{0x02, 0x02, 0x22, 0x05, 0x08, 0x07, 0x12, 0x01, 'x'})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkConverted(t, ctx, de, layouts, ss.ID, body)
+		checkConverted(t, ctx, de, layouts, tree.ID, body)
 	})
 }
 

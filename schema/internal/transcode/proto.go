@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -15,8 +16,9 @@ import (
 
 // How a Protobuf message becomes an Avro record:
 //
-//	message, group            record named by the message's full name
-//	                          (a message met again by reference to that
+//	message, group            record named by the message's full name,
+//	                          nested messages joined by _ (ex.Order_Line;
+//	                          a message met again by reference to that
 //	                          name); a message held by a field of itself,
 //	                          at any depth, is that field's JSON text
 //	field with presence       [null, T], default null: message fields,
@@ -137,17 +139,30 @@ type deriver struct {
 	text          map[protoreflect.FullName][]bool
 }
 
+// recordName is a message's Avro full name: its package as the namespace,
+// and nested messages joined by _ (ex.Order.Line is ex.Order_Line). Avro
+// reads the names of an enclosing record as a namespace for names without
+// a dot, so a nested message named as a namespace would hide the records
+// of a file without a package from every record inside it.
+func recordName(md protoreflect.MessageDescriptor) string {
+	pkg := string(md.ParentFile().Package())
+	if pkg == "" {
+		return strings.ReplaceAll(string(md.FullName()), ".", "_")
+	}
+	return pkg + "." + strings.ReplaceAll(strings.TrimPrefix(string(md.FullName()), pkg+"."), ".", "_")
+}
+
 func (d *deriver) record(md protoreflect.MessageDescriptor) any {
 	name := md.FullName()
 	if d.defined[name] {
-		return string(name)
+		return recordName(md)
 	}
 	d.defined[name], d.open[name] = true, true
 	defer delete(d.open, name)
 	fs := md.Fields()
 	text := make([]bool, fs.Len())
 	d.text[name] = text
-	r := record{Type: "record", Name: string(name), Fields: make([]field, 0, fs.Len())}
+	r := record{Type: "record", Name: recordName(md), Fields: make([]field, 0, fs.Len())}
 	for i := 0; i < fs.Len(); i++ {
 		fd := fs.Get(i)
 		vd := fd

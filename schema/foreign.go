@@ -126,7 +126,14 @@ func compileForeign(ctx context.Context, reg Registry, id int, s sr.Schema, prep
 	return nil, fmt.Errorf("%w: schema id %d is a %s schema", ErrUnsupportedSchema, id, s.Type)
 }
 
-func derivedWriter(w Writer, text string) (*writer, error) {
+func derivedWriter(w Writer, text string) (wr *writer, err error) {
+	defer func() {
+		// A derived schema is ours and should always parse; if a library
+		// ever panics on one, its records are refused, the process goes on.
+		if r := recover(); r != nil {
+			wr, err = nil, fmt.Errorf("%w: %s: the Avro schema derived from it does not parse: %v", ErrUnsupportedSchema, w, r)
+		}
+	}()
 	p, err := avsc.Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: the Avro schema derived from it does not parse: %v", ErrUnsupportedSchema, w, err)

@@ -87,3 +87,17 @@ var (
 // nullable is the union of null and t, null first, so that its default
 // is null.
 func nullable(t any) any { return []any{"null", t} }
+
+// primitive names the Avro types no named type may be called.
+var primitive = map[string]bool{"null": true, "boolean": true, "int": true, "long": true,
+	"float": true, "double": true, "bytes": true, "string": true}
+
+// typeName keeps a record's name (the part after its namespace) off the
+// primitive types' names, which Avro refuses and one of its libraries
+// crashes on: "long" is "long_".
+func typeName(name string) string {
+	if primitive[name] {
+		return name + "_"
+	}
+	return name
+}

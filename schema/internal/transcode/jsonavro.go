@@ -56,6 +56,7 @@ func (c *jsCompiler) avro(n *jsNode, name string) (any, error) {
 	case jsRecord:
 		// Names follow the path (Record_a_b), so two paths can meet
 		// ("a_b", and "b" inside "a"): the later one is numbered.
+		name = typeName(name)
 		for i, base := 2, name; c.names[name]; i++ {
 			name = fmt.Sprintf("%s_%d", base, i)
 		}

@@ -147,9 +147,9 @@ type deriver struct {
 func recordName(md protoreflect.MessageDescriptor) string {
 	pkg := string(md.ParentFile().Package())
 	if pkg == "" {
-		return strings.ReplaceAll(string(md.FullName()), ".", "_")
+		return typeName(strings.ReplaceAll(string(md.FullName()), ".", "_"))
 	}
-	return pkg + "." + strings.ReplaceAll(strings.TrimPrefix(string(md.FullName()), pkg+"."), ".", "_")
+	return pkg + "." + typeName(strings.ReplaceAll(strings.TrimPrefix(string(md.FullName()), pkg+"."), ".", "_"))
 }
 
 func (d *deriver) record(md protoreflect.MessageDescriptor) any {

@@ -302,7 +302,10 @@ func (d *Deserializer) schemaOf(ctx context.Context, id int) (*writer, *foreign,
 	}
 	if s.Type != sr.TypeAvro {
 		if f, err = compileForeign(ctx, d.reg, id, s, d.prepare); err != nil {
-			return nil, nil, err
+			if !errors.Is(err, ErrUnsupportedSchema) {
+				return nil, nil, err
+			}
+			f = &foreign{id: id, typ: s.Type, err: err}
 		}
 		d.mu.Lock()
 		d.foreign[id] = f

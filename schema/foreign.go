@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -58,8 +59,14 @@ type foreign struct {
 	valid *jsonschema.Schema          // JSON
 	json  *writer                     // JSON: its one derived writer
 
-	mu   sync.Mutex
-	msgs map[protoreflect.FullName]*writer // PROTOBUF: by message
+	// err: the schema has no Avro form (ErrUnsupportedSchema). It is kept,
+	// so that each record of it is refused without asking the registry
+	// again.
+	err error
+
+	mu     sync.Mutex
+	msgs   map[protoreflect.FullName]*writer // PROTOBUF: by message
+	failed map[protoreflect.FullName]error   // PROTOBUF: messages with no Avro form
 
 	// prepare finishes a derived writer for its Deserializer (the
 	// resolution to a reader schema).
@@ -89,7 +96,7 @@ func compileForeign(ctx context.Context, reg Registry, id int, s sr.Schema, prep
 		if fd.Messages().Len() == 0 {
 			return nil, fmt.Errorf("%w: schema id %d (PROTOBUF) defines no message", ErrUnsupportedSchema, id)
 		}
-		f.file, f.msgs = fd, map[protoreflect.FullName]*writer{}
+		f.file, f.msgs, f.failed = fd, map[protoreflect.FullName]*writer{}, map[protoreflect.FullName]error{}
 		return f, nil
 	case sr.TypeJSON:
 		order := transcode.KeyOrder{}
@@ -148,12 +155,18 @@ func (f *foreign) message(md protoreflect.MessageDescriptor) (*writer, error) {
 	if w := f.msgs[md.FullName()]; w != nil {
 		return w, nil
 	}
+	if err := f.failed[md.FullName()]; err != nil {
+		return nil, err
+	}
 	tp, err := transcode.NewProto(md)
 	if err != nil {
-		return nil, fmt.Errorf("%w: schema id %d: %v", ErrUnsupportedSchema, f.id, err)
+		err = fmt.Errorf("%w: schema id %d: %v", ErrUnsupportedSchema, f.id, err)
+		f.failed[md.FullName()] = err
+		return nil, err
 	}
 	w, err := derivedWriter(Writer{ID: f.id, Message: string(md.FullName())}, tp.Schema())
 	if err != nil {
+		f.failed[md.FullName()] = err
 		return nil, err
 	}
 	w.proto = tp
@@ -167,6 +180,9 @@ func (f *foreign) message(md protoreflect.MessageDescriptor) (*writer, error) {
 // byName returns the writer of the message named name; "" is the root
 // message (rootMessage).
 func (f *foreign) byName(name string) (*writer, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
 	if f.typ != sr.TypeProtobuf {
 		if name != "" {
 			return nil, fmt.Errorf("%w: schema id %d is a %s schema, which has no message %s", ErrUnsupportedSchema, f.id, f.typ, name)
@@ -223,8 +239,11 @@ func findMessage(ms protoreflect.MessageDescriptors, name protoreflect.FullName)
 
 // avroBody returns the writer of a record's body and the body in Avro.
 func (f *foreign) avroBody(body []byte) (*writer, []byte, error) {
+	if f.err != nil {
+		return nil, nil, f.err
+	}
 	if f.typ == sr.TypeJSON {
-		v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(body)))
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: schema id %d: not JSON: %v", ErrBadBody, f.id, err)
 		}

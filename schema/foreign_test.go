@@ -487,8 +487,10 @@ func TestJSONRecordsReadAsAvro(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := de.Deserialize(ctx, append(schema.AppendEnvelope(nil, bare.ID), `{}`...)); !errors.Is(err, schema.ErrUnsupportedSchema) || !strings.Contains(err.Error(), "not an object with properties") {
-		t.Errorf("bare object schema: %v", err)
+	for range 2 { // the second from what the first learnt
+		if _, err := de.Deserialize(ctx, append(schema.AppendEnvelope(nil, bare.ID), `{}`...)); !errors.Is(err, schema.ErrUnsupportedSchema) || !strings.Contains(err.Error(), "not an object with properties") {
+			t.Errorf("bare object schema: %v", err)
+		}
 	}
 }
 

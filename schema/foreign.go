@@ -64,7 +64,7 @@ type foreign struct {
 	// again.
 	err error
 
-	mu     sync.Mutex
+	mu     sync.RWMutex
 	msgs   map[protoreflect.FullName]*writer // PROTOBUF: by message
 	failed map[protoreflect.FullName]error   // PROTOBUF: messages with no Avro form
 
@@ -150,6 +150,13 @@ func derivedWriter(w Writer, text string) (wr *writer, err error) {
 
 // message returns the writer of one message of a Protobuf schema.
 func (f *foreign) message(md protoreflect.MessageDescriptor) (*writer, error) {
+	// Every record asks: the partitions' writers share the read lock.
+	f.mu.RLock()
+	w := f.msgs[md.FullName()]
+	f.mu.RUnlock()
+	if w != nil {
+		return w, nil
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if w := f.msgs[md.FullName()]; w != nil {
@@ -164,7 +171,7 @@ func (f *foreign) message(md protoreflect.MessageDescriptor) (*writer, error) {
 		f.failed[md.FullName()] = err
 		return nil, err
 	}
-	w, err := derivedWriter(Writer{ID: f.id, Message: string(md.FullName())}, tp.Schema())
+	w, err = derivedWriter(Writer{ID: f.id, Message: string(md.FullName())}, tp.Schema())
 	if err != nil {
 		f.failed[md.FullName()] = err
 		return nil, err

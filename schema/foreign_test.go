@@ -482,14 +482,26 @@ func TestJSONRecordsReadAsAvro(t *testing.T) {
 		t.Errorf("records named alike by their paths: %v %v", v, err)
 	}
 
-	// A schema with no columns is refused for what it is.
-	bare, err := reg.Client.CreateSchema(ctx, "bare-value", sr.Schema{Type: sr.TypeJSON, Schema: `{"type":"object"}`})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 2 { // the second from what the first learnt
-		if _, err := de.Deserialize(ctx, append(schema.AppendEnvelope(nil, bare.ID), `{}`...)); !errors.Is(err, schema.ErrUnsupportedSchema) || !strings.Contains(err.Error(), "not an object with properties") {
-			t.Errorf("bare object schema: %v", err)
+	// A root that is not an object with properties is one column, value.
+	for _, c := range []struct {
+		schema, record string
+		want           any
+	}{
+		{`{"type":"object"}`, `{"a":1,"b":[true]}`, map[string]any{"value": map[string]any{"a": map[string]any{"string": "1"}, "b": map[string]any{"string": "[true]"}}}},
+		{`{"type":"object","additionalProperties":{"type":"integer"}}`, `{"a":1}`, map[string]any{"value": map[string]any{"a": int64(1)}}},
+		{`{"type":"array","items":{"type":"string"}}`, `["x"]`, map[string]any{"value": []any{"x"}}},
+		{`{"type":["object","null"],"properties":{"n":{"type":"integer"}}}`, `null`, map[string]any{"value": nil}},
+		{`{"type":["object","null"],"properties":{"n":{"type":"integer"}}}`, `{"n":2}`,
+			map[string]any{"value": map[string]any{"Record_value": map[string]any{"n": map[string]any{"long": int64(2)}}}}},
+		{`true`, `"anything"`, map[string]any{"value": map[string]any{"string": `"anything"`}}},
+	} {
+		ss, err := reg.Client.CreateSchema(ctx, fmt.Sprintf("bare%d-value", len(c.schema)), sr.Schema{Type: sr.TypeJSON, Schema: c.schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := de.Deserialize(ctx, append(schema.AppendEnvelope(nil, ss.ID), c.record...))
+		if err != nil || !reflect.DeepEqual(v, c.want) {
+			t.Errorf("schema %s, record %s: %#v %v, want %#v", c.schema, c.record, v, err, c.want)
 		}
 	}
 }

@@ -10,9 +10,10 @@ import (
 	"github.com/tributary-io/tributary/schema/internal/jsschema"
 )
 
-// How a JSON schema becomes an Avro record. The root must be an object
-// with "properties"; each schema below is followed through "$ref" (local,
-// or into a reference) and read by its "type":
+// How a JSON schema becomes an Avro record. A root that is an object with
+// "properties" (and excludes null) is the record; any other root is the
+// one field, "value", of a record. Each schema is followed through "$ref"
+// (local, or into a reference) and read by its "type":
 //
 //	object with properties   record; properties in the schema's order,
 //	                         named as Avro names must be (other
@@ -64,8 +65,9 @@ type jsField struct {
 
 // JSON is a JSON schema compiled for transcoding.
 type JSON struct {
-	root   *jsNode
-	schema string
+	root    *jsNode
+	wrapped bool // root is a record of one field, value, holding the whole value
+	schema  string
 }
 
 // jsCtx is where a schema node sits: the document it is in and its base
@@ -96,8 +98,11 @@ func NewJSON(doc any, refs []jsschema.Ref, order KeyOrder) (*JSON, error) {
 	if err != nil {
 		return nil, err
 	}
-	if root.kind != jsRecord {
-		return nil, fmt.Errorf("the schema's root is not an object with properties: a table needs named columns")
+	wrapped := root.kind != jsRecord || root.nullable
+	if wrapped {
+		// Not an object with properties (an open object, an array, a
+		// union...): the table has one column, "value", that holds it.
+		root = &jsNode{kind: jsRecord, fields: []jsField{{prop: "value", node: root}}}
 	}
 	name := "Record"
 	if m, ok := doc.(map[string]any); ok {
@@ -113,7 +118,7 @@ func NewJSON(doc any, refs []jsschema.Ref, order KeyOrder) (*JSON, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &JSON{root: root, schema: string(b)}, nil
+	return &JSON{root: root, wrapped: wrapped, schema: string(b)}, nil
 }
 
 // Schema is the derived Avro schema's JSON.

@@ -95,6 +95,9 @@ func (c *jsCompiler) avro(n *jsNode, name string) (any, error) {
 // Encode appends the Avro encoding of v, a record's JSON value (decoded
 // with numbers as json.Number and already validated against its schema).
 func (j *JSON) Encode(dst []byte, v any) ([]byte, error) {
+	if j.wrapped {
+		return appendJSON(dst, j.root.fields[0].node, v, 0)
+	}
 	return appendJSON(dst, j.root, v, 0)
 }
 

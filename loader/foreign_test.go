@@ -264,3 +264,39 @@ message Tree { Header header = 1; Node root = 2; }`})
 		}
 	}
 }
+
+// When the latest schema of a Protobuf topic's subject has no Avro form
+// (here its only message is a well-known type's, which is no record), a
+// Parquet load keeps each writer schema, as for a topic without a
+// subject, instead of failing every run; the records of that schema go
+// to _errors with the reason.
+func TestProtobufLatestSchemaWithoutAvroForm(t *testing.T) {
+	env := loadertest.Start(t)
+	env.CreateTopic(t, "odd", 1)
+	ctx := context.Background()
+	for _, r := range env.Registry.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, "odd-value") {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	v1, err := env.Registry.CreateSchema(ctx, "odd-value", sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3"; message Ev { int64 n = 1; }`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := env.Registry.CreateSchema(ctx, "odd-value", sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3"; package google.protobuf; message Value { int64 n = 1; }`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.ProduceRaw(t, "odd", 0,
+		append(schema.AppendEnvelope(nil, v1.ID), 0, 0x08, 0x07),
+		append(schema.AppendEnvelope(nil, v2.ID), 0, 0x08, 0x07))
+	root := t.TempDir()
+	cfg := config(env, "file://"+root, "odd")
+	cfg.Format, cfg.MaxErrors = loader.FormatParquet, 10
+	if sum := run(t, cfg); sum.Records != 1 || sum.Errors != 1 {
+		t.Errorf("%d records, %d errors; want 1 and 1", sum.Records, sum.Errors)
+	}
+	if got := errorReasons(t, root); !strings.Contains(got, "odd@1: ") || !strings.Contains(got, "google.protobuf.Value is a well-known type, not a record") {
+		t.Errorf("_errors: %s", got)
+	}
+}

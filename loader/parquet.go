@@ -239,6 +239,14 @@ func (t *tables) topic(ctx context.Context, topic string) (*topicTable, error) {
 			t.r.log.Warn("no subject for the topic: its Parquet files keep each writer schema", "topic", topic, "subject", schema.TopicNameStrategy(topic))
 		} else {
 			tw, text, err := t.r.deser.TableWriter(ctx, ss.ID)
+			if errors.Is(err, schema.ErrUnsupportedSchema) && t.r.cfg.Table == "" {
+				// No Avro form (its records are refused anyway): Parquet
+				// files keep each writer schema, as without a subject.
+				t.r.log.Warn("the latest schema of the topic's subject has no Avro form: its Parquet files keep each writer schema",
+					"topic", topic, "schema_id", ss.ID, "reason", err)
+				t.by[topic] = tt
+				return tt, nil
+			}
 			if err != nil {
 				return nil, fmt.Errorf("table schema of %s (schema id %d, the latest of subject %s): %w", topic, ss.ID, schema.TopicNameStrategy(topic), err)
 			}

@@ -580,3 +580,26 @@ func checkConverted(t *testing.T, ctx context.Context, de *schema.Deserializer, 
 		t.Fatalf("converted to an Avro body that does not decode: %v", err)
 	}
 }
+
+// TestProtobufEditionsPresence: an editions file's presence features
+// decide nullability as proto2's and proto3's rules do (explicit by
+// default, implicit where a field says so), and packed repeated fields
+// read as arrays.
+func TestProtobufEditionsPresence(t *testing.T) {
+	reg := srtest.Start(t)
+	ctx := context.Background()
+	ss, err := reg.Client.CreateSchema(ctx, "ed-value", sr.Schema{Type: sr.TypeProtobuf, Schema: `edition = "2023";
+package e;
+message M { int64 a = 1; string b = 2 [features.field_presence = IMPLICIT]; repeated int32 c = 3; }`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	de, err := schema.NewDeserializer(reg.Client, schema.DeserializerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := de.Deserialize(ctx, append(schema.AppendEnvelope(nil, ss.ID), 0, 0x08, 0x05, 0x1a, 0x02, 0x01, 0x02))
+	if want := map[string]any{"a": map[string]any{"long": int64(5)}, "b": "", "c": []any{int32(1), int32(2)}}; err != nil || !reflect.DeepEqual(v, want) {
+		t.Errorf("got %#v %v, want %#v", v, err, want)
+	}
+}

@@ -317,7 +317,13 @@ func (f *foreign) messageAt(body []byte) (protoreflect.MessageDescriptor, []byte
 }
 
 // oneLine is a validation error's report on one line: the validator
-// lists each failing keyword on a line of its own.
+// lists each failing keyword on a line of its own. It is cut at 1 KiB:
+// the reason goes into every _errors line, and a large record failing in
+// many places would otherwise make a report larger than itself.
 func oneLine(err error) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	s := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	if len(s) > 1024 {
+		s = strings.ToValidUTF8(s[:1024], "") + " ..."
+	}
+	return s
 }

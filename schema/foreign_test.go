@@ -294,7 +294,7 @@ func TestHostileProtobufAndJSONRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	js, err := reg.Client.CreateSchema(ctx, "j-value", sr.Schema{Type: sr.TypeJSON,
-		Schema: `{"type":"object","properties":{"n":{"type":"integer"},"at":{"type":"string","format":"date-time"}},"required":["n"]}`})
+		Schema: `{"type":"object","properties":{"n":{"type":"integer"},"at":{"type":"string","format":"date-time"},"tags":{"type":"array","items":{"type":"string"}}},"required":["n"]}`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,6 +327,7 @@ func TestHostileProtobufAndJSONRecords(t *testing.T) {
 		{"wrong wire type", protoEnvelope(pb.ID, []int{1}, []byte{0x12, 0x05, 'a'}), "not a shop.Order"},
 		{"JSON not matching", append(schema.AppendEnvelope(nil, js.ID), `{"n":"x"}`...), "does not match its schema"},
 		{"JSON missing required", append(schema.AppendEnvelope(nil, js.ID), `{}`...), "does not match its schema"},
+		{"JSON failing everywhere, reason cut", append(schema.AppendEnvelope(nil, js.ID), `{"n":"x","tags":[`+strings.Repeat(`1,`, 5000)+`1]}`...), " ..."},
 		{"not JSON", append(schema.AppendEnvelope(nil, js.ID), `{"n":`...), "not JSON"},
 		{"JSON with bytes after it", append(schema.AppendEnvelope(nil, js.ID), `{"n":1} {}`...), "not JSON"},
 		{"JSON integer past a long", append(schema.AppendEnvelope(nil, js.ID), `{"n":9223372036854775808}`...), "does not fit the long column"},

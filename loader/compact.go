@@ -365,7 +365,7 @@ func (k *compactor) merge(dir string, names []string, to string) (int64, error) 
 		}
 		if wr == nil {
 			opts := []parquet.WriterOption{f.Schema(), parquetCodec(k.c.Codec), parquet.CreatedBy("tributary", "", "")}
-			for _, key := range []string{"parquet.avro.schema", "tributary.topic", "tributary.schema.id"} {
+			for _, key := range []string{"parquet.avro.schema", "tributary.topic", "tributary.schema.id", "tributary.schema.message"} {
 				if v, ok := f.Lookup(key); ok {
 					opts = append(opts, parquet.KeyValueMetadata(key, v))
 				}

@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register("load", "load Avro events from topics into a warehouse (local or HDFS) as Avro files, committing data and offsets atomically", runLoad)
+	register("load", "load events (Avro, Protobuf, JSON Schema) from topics into a warehouse (local, HDFS, S3) as Avro or Parquet files or Iceberg tables, committing data and offsets atomically", runLoad)
 }
 
 // Test hooks; see faultFromEnv.

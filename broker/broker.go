@@ -73,6 +73,7 @@ import (
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/quota"
 	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/budget"
 )
 
 // Broker serves the Kafka protocol for the partitions assigned to it.
@@ -105,13 +106,13 @@ type Broker struct {
 	closed    bool
 	stopSync  chan struct{}
 
-	budget        *byteBudget // queued.max.request.bytes
-	preAuthBudget *byteBudget // requests before login (conn_preauth.go)
+	budget        *budget.Budget // queued.max.request.bytes
+	preAuthBudget *budget.Budget // requests before login (conn_preauth.go)
 	autoCreate    *autoCreateLimit
 	// principalBudgets are the logged-in principals' shares of budget
 	// (conn_preauth.go): one per principal ever seen, which only
 	// credentials or certificates make.
-	principalBudgets sync.Map  // string -> *byteBudget
+	principalBudgets sync.Map  // string -> *budget.Budget
 	ipBudgets        ipBudgets // per-address shares of budget; guarded by mu
 	counters         connCounters
 	lastRefusalLog   atomic.Int64 // unix nanos of the last refused-connection line
@@ -156,8 +157,8 @@ func New(cfg Config) (*Broker, error) {
 		conns:         map[*conn]struct{}{},
 		perIP:         map[string]int{},
 		stopSync:      make(chan struct{}),
-		budget:        newByteBudget(cfg.QueuedMaxRequestBytes),
-		preAuthBudget: newByteBudget(preAuthBudgetFrames * int64(cfg.SASLMaxReceiveSize)),
+		budget:        budget.New(cfg.QueuedMaxRequestBytes),
+		preAuthBudget: budget.New(preAuthBudgetFrames * int64(cfg.SASLMaxReceiveSize)),
 		autoCreate:    newAutoCreateLimit(cfg.AutoCreateRate),
 		logins:        auth.NewGuard(),
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/internal/budget"
 )
 
 // maxInFlight bounds the requests read from one connection whose responses
@@ -51,10 +53,10 @@ type conn struct {
 	auth connAuth
 	// ipBudget is the address's share of the request budget; nil for
 	// in-process connections (conn_preauth.go).
-	ipBudget *byteBudget
+	ipBudget *budget.Budget
 	// princBudget is the logged-in principal's share, set at its first
 	// request (read goroutine only).
-	princBudget *byteBudget
+	princBudget *budget.Budget
 
 	queue    chan *pending
 	inFlight atomic.Int64 // requests read whose responses are not written yet

@@ -54,7 +54,7 @@ func (b *Broker) ConnStats() ConnStats {
 		Open:               open,
 		Refused:            b.counters.refused.Load(),
 		ReadingRequests:    b.counters.reading.Load(),
-		QueuedRequestBytes: b.budget.inUse(),
+		QueuedRequestBytes: b.budget.InUse(),
 	}
 }
 

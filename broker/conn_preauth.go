@@ -22,6 +22,8 @@ package broker
 
 import (
 	"time"
+
+	"github.com/tributary-io/tributary/internal/budget"
 )
 
 // preAuthBudgetFrames is how many largest pre-login frames the
@@ -57,7 +59,7 @@ func (c *conn) idleLimit() time.Duration {
 // broker-wide budget.
 type requestHold struct {
 	n         int64
-	ip, princ *byteBudget
+	ip, princ *budget.Budget
 	pre       bool
 }
 
@@ -65,27 +67,27 @@ type requestHold struct {
 // draws on; ok is false if the connection or the broker went first.
 func (c *conn) acquireHold(size int) (h requestHold, ok bool) {
 	if c.preAuth() {
-		h = requestHold{n: c.b.preAuthBudget.clamp(int64(size)), pre: true}
-		return h, c.b.preAuthBudget.acquire(h.n, c.gone, c.stopped)
+		h = requestHold{n: c.b.preAuthBudget.Clamp(int64(size)), pre: true}
+		return h, c.b.preAuthBudget.Acquire(h.n, c.gone, c.stopped)
 	}
-	h = requestHold{n: c.b.budget.clamp(int64(size)), ip: c.ipBudget, princ: c.principalBudget()}
+	h = requestHold{n: c.b.budget.Clamp(int64(size)), ip: c.ipBudget, princ: c.principalBudget()}
 	// The shares first: a host or an account over its share waits
 	// without holding any of the broker-wide budget.
 	if h.ip != nil {
-		h.n = h.ip.clamp(h.n)
+		h.n = h.ip.Clamp(h.n)
 	}
 	if h.princ != nil {
-		h.n = h.princ.clamp(h.n)
+		h.n = h.princ.Clamp(h.n)
 	}
-	if h.ip != nil && !h.ip.acquire(h.n, c.gone, c.stopped) {
+	if h.ip != nil && !h.ip.Acquire(h.n, c.gone, c.stopped) {
 		return requestHold{}, false
 	}
-	if h.princ != nil && !h.princ.acquire(h.n, c.gone, c.stopped) {
+	if h.princ != nil && !h.princ.Acquire(h.n, c.gone, c.stopped) {
 		h.princ = nil
 		h.releaseShares(c.b, false)
 		return requestHold{}, false
 	}
-	if !c.b.budget.acquire(h.n, c.gone, c.stopped) {
+	if !c.b.budget.Acquire(h.n, c.gone, c.stopped) {
 		h.releaseShares(c.b, false)
 		return requestHold{}, false
 	}
@@ -102,29 +104,29 @@ func (h requestHold) releaseShares(b *Broker, global bool) {
 		return
 	}
 	if h.pre {
-		b.preAuthBudget.release(h.n)
+		b.preAuthBudget.Release(h.n)
 		return
 	}
 	if global {
-		b.budget.release(h.n)
+		b.budget.Release(h.n)
 	}
 	if h.ip != nil {
-		h.ip.release(h.n)
+		h.ip.Release(h.n)
 	}
 	if h.princ != nil {
-		h.princ.release(h.n)
+		h.princ.Release(h.n)
 	}
 }
 
 // principalBudget is the share of the connection's principal, nil for
 // ANONYMOUS and in-process clients. A connection's principal never changes
 // once logged in (sasl.go), so it is looked up once.
-func (c *conn) principalBudget() *byteBudget {
+func (c *conn) principalBudget() *budget.Budget {
 	if c.princBudget != nil || c.auth.principal == anonymous || c.auth.principal == InternalPrincipal {
 		return c.princBudget
 	}
-	v, _ := c.b.principalBudgets.LoadOrStore(c.auth.principal, newByteBudget(c.b.cfg.QueuedMaxRequestBytesPerPrincipal))
-	c.princBudget = v.(*byteBudget)
+	v, _ := c.b.principalBudgets.LoadOrStore(c.auth.principal, budget.New(c.b.cfg.QueuedMaxRequestBytesPerPrincipal))
+	c.princBudget = v.(*budget.Budget)
 	return c.princBudget
 }
 
@@ -135,7 +137,7 @@ type ipBudgets struct {
 }
 
 type ipBudget struct {
-	*byteBudget
+	*budget.Budget
 	conns int
 }
 
@@ -146,11 +148,11 @@ func (b *Broker) attachIPBudgetLocked(c *conn) {
 	}
 	ib := b.ipBudgets.by[c.ip]
 	if ib == nil {
-		ib = &ipBudget{byteBudget: newByteBudget(b.cfg.QueuedMaxRequestBytesPerIP)}
+		ib = &ipBudget{Budget: budget.New(b.cfg.QueuedMaxRequestBytesPerIP)}
 		b.ipBudgets.by[c.ip] = ib
 	}
 	ib.conns++
-	c.ipBudget = ib.byteBudget
+	c.ipBudget = ib.Budget
 }
 
 // detachLocked drops c's hold on its address's share. b.mu must be held.

@@ -222,36 +222,26 @@ func (m *brokerMetrics) logConfig(c log.Config) log.Config {
 	return c
 }
 
-// requestDone records one request once its response is written or
-// dropped.
-func (m *brokerMetrics) requestDone(p *pending, dropped bool) {
-	if m.off || p.req == nil {
-		return
-	}
-	key, v := p.req.Key(), p.req.GetVersion()
-	if key < 0 || int(key) >= len(m.byKey) || m.byKey[key] == nil {
+// ResponseDone records one request once its response is written
+// (answered) or dropped (netserver.Observer).
+func (m *brokerMetrics) ResponseDone(key, v int16, read time.Time, answered bool) {
+	if m.off || key < 0 || int(key) >= len(m.byKey) || m.byKey[key] == nil {
 		return
 	}
 	s := m.byKey[key]
 	if i := int(v - s.min); i >= 0 && i < len(s.versions) {
 		s.versions[i].Inc()
 	}
-	if dropped || p.panicked != nil {
+	if !answered {
 		s.unanswered.Inc()
 		return
 	}
-	s.duration.Observe(time.Since(p.start).Seconds())
+	s.duration.Observe(time.Since(read).Seconds())
 }
 
-// dropped tells whether the connection was aborted.
-func (c *conn) dropped() bool {
-	select {
-	case <-c.gone:
-		return true
-	default:
-		return false
-	}
-}
+// ConnAccepted counts a connection accepted from a listener
+// (netserver.Observer).
+func (m *brokerMetrics) ConnAccepted() { m.accepted.Inc() }
 
 // produced records one partition of a Produce request after its append.
 func (m *brokerMetrics) produced(topic string, records []byte, code int16) {
@@ -309,13 +299,13 @@ func (m *brokerMetrics) fetched(r response) response {
 	return r
 }
 
-// handlerStarts records a request's queue time: from its frame read
-// (read) to its handler starting, now.
-func (m *brokerMetrics) handlerStarts(req *request, read time.Time) {
+// HandlerStarted records a request's queue time: from its frame read
+// (read) to its handler starting, now (netserver.Observer).
+func (m *brokerMetrics) HandlerStarted(key int16, read time.Time) {
 	if m.off {
 		return
 	}
-	if key := req.Key(); key >= 0 && int(key) < len(m.byKey) && m.byKey[key] != nil {
+	if key >= 0 && int(key) < len(m.byKey) && m.byKey[key] != nil {
 		m.byKey[key].queue.Observe(time.Since(read).Seconds())
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // brokerMetrics are the broker's Prometheus metrics, named and meant as
@@ -254,10 +255,10 @@ func (m *brokerMetrics) produced(topic string, records []byte, code int16) {
 	}
 	// The batches were validated by the append: their headers can be read.
 	var n int64
-	for b := records; len(b) >= 61; {
-		n += int64(int32(binary.BigEndian.Uint32(b[57:])))
-		size := int(int32(binary.BigEndian.Uint32(b[8:]))) + 12
-		if size < 61 || size > len(b) {
+	for b := records; len(b) >= recordbatch.HeaderSize; {
+		n += int64(int32(binary.BigEndian.Uint32(b[recordbatch.OffRecordCount:])))
+		size := int(int32(binary.BigEndian.Uint32(b[recordbatch.OffLength:]))) + recordbatch.LengthPrefix
+		if size < recordbatch.HeaderSize || size > len(b) {
 			break
 		}
 		b = b[size:]

@@ -285,7 +285,7 @@ func (c *Conn) readLoop() {
 			held.release(c.s)
 			return // the handler panicked
 		}
-		p.req, p.held, p.start = req, held, start
+		p.api, p.held, p.start = requestAPI(req), held, start
 		if req.Key() == produceKey {
 			p.frame = frame // back to its pool once the response is written
 		}
@@ -407,18 +407,18 @@ func (c *Conn) enqueue(p *Pending) {
 func (c *Conn) handle(req Request) (p *Pending) {
 	defer func() {
 		if v := recover(); v != nil {
-			c.logPanic(req, &Panic{Value: v, Stack: debug.Stack()})
+			c.logPanic(requestAPI(req), &Panic{Value: v, Stack: debug.Stack()})
 			p = nil
 		}
 	}()
 	return c.handler.Serve(req)
 }
 
-func (c *Conn) logPanic(req Request, pv *Panic) {
+func (c *Conn) logPanic(a api, pv *Panic) {
 	attrs := []any{"panic", fmt.Sprint(pv.Value), "stack", string(pv.Stack)}
-	if req.Request != nil { // nil only for the ApiVersions fallback, answered before decoding
-		attrs = append(attrs, "api", kmsg.NameForKey(req.Key()), "key", req.Key(),
-			"version", req.GetVersion(), "client_id", req.ClientID)
+	if a.known {
+		attrs = append(attrs, "api", kmsg.NameForKey(a.key), "key", a.key,
+			"version", a.version, "client_id", a.clientID)
 	}
 	c.logger.Error("closing connection: panic while serving a request", attrs...)
 }

@@ -73,7 +73,7 @@ func OnInlineWrite(fn func()) (restore func()) {
 // only released.
 func (c *Conn) deliver(p *Pending, failed bool) bool {
 	if p.panicked != nil {
-		c.logPanic(p.req, p.panicked)
+		c.logPanic(p.api, p.panicked)
 		// The client waits for an answer that will never come, and
 		// answering what follows would break the order: drop it.
 		failed = true
@@ -102,7 +102,7 @@ func (c *Conn) deliver(p *Pending, failed bool) bool {
 func (c *Conn) write(p *Pending) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			c.logPanic(p.req, &Panic{Value: v, Stack: debug.Stack()})
+			c.logPanic(p.api, &Panic{Value: v, Stack: debug.Stack()})
 			err = fmt.Errorf("panic writing a response: %v", v)
 		}
 	}()
@@ -120,8 +120,8 @@ func (c *Conn) finish(p *Pending) {
 		putFrame(p.frame)
 		p.frame = nil
 	}
-	if p.req.Request != nil { // nil for the ApiVersions fallback
-		c.s.cfg.Observer.ResponseDone(p.req.Key(), p.req.GetVersion(), p.start, !c.isGone() && p.panicked == nil)
+	if p.api.known {
+		c.s.cfg.Observer.ResponseDone(p.api.key, p.api.version, p.start, !c.isGone() && p.panicked == nil)
 	}
 	c.inFlight.Add(-1)
 }

@@ -15,11 +15,24 @@ type Pending struct {
 	done chan struct{}
 	resp Response // nil: no response (acks=0 produce)
 
-	req      Request     // set by the read loop, for the panic log and the observer
+	api      api         // set by the read loop, for the panic log and the observer
 	start    time.Time   // when the request was read, for the latency metric
 	held     requestHold // the request's share of the budgets, released once written (conn_preauth.go)
 	frame    []byte      // a Produce request's frame, pooled again once written (conn_buffers.go)
 	panicked *Panic      // the handler panicked: no response, drop the connection
+}
+
+// api names the request a response answers: the fields of its header that
+// the panic log and the observer read, rather than the decoded request,
+// which the response need not keep alive.
+type api struct {
+	key, version int16
+	known        bool // false for the ApiVersions fallback, answered before decoding
+	clientID     string
+}
+
+func requestAPI(r Request) api {
+	return api{key: r.Key(), version: r.GetVersion(), known: true, clientID: r.ClientID}
 }
 
 // Panic is a recovered panic with the stack where it happened.

@@ -101,7 +101,9 @@ type Handler interface {
 	// Serve starts one request, on the connection's read goroutine, and
 	// returns its pending response; nil closes the connection unanswered.
 	// What must happen in request order happens here; waiting happens in
-	// Later.
+	// Later. A Produce request's frame is reused once its response is
+	// written (conn_buffers.go): nothing may keep a slice of a Produce
+	// request past that.
 	Serve(req Request) *Pending
 }
 

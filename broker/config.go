@@ -161,7 +161,7 @@ type Config struct {
 	// (raised to its hard limit at start).
 	MaxPartitionFiles int
 
-	// TLS is the certificate of the SSL and SASL_SSL listeners (see tls.go).
+	// TLS is the certificate of the SSL and SASL_SSL listeners (broker/netserver/tls.go).
 	TLS TLSFiles
 	// SASLMechanisms are the mechanisms SASL listeners offer. Nil: PLAIN,
 	// SCRAM-SHA-256 and SCRAM-SHA-512.

@@ -19,9 +19,7 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"maps"
 	"slices"
 	"strings"
@@ -31,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/kafkaerr"
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // internalTopic is one topic the broker protects, and the shape it must
@@ -224,7 +223,7 @@ func encodeBatch(at time.Time, recs []InternalRecord) []byte {
 	}
 	ms := at.UnixMilli()
 	batch := kmsg.RecordBatch{
-		Length:          int32(49 + len(records)), // the header after the length field, then the records
+		Length:          int32(recordbatch.MinLength + len(records)), // the header after the length field, then the records
 		Magic:           2,
 		LastOffsetDelta: int32(len(recs) - 1),
 		FirstTimestamp:  ms,
@@ -236,7 +235,6 @@ func encodeBatch(at time.Time, recs []InternalRecord) []byte {
 		Records:         records,
 	}
 	raw := batch.AppendTo(nil)
-	// The CRC covers everything from the attributes on (byte 21).
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	recordbatch.SetCRC(raw)
 	return raw
 }

@@ -1,4 +1,4 @@
-package broker
+package netserver
 
 // Listeners, as Kafka names them: a broker serves several at once, each
 // with its own security protocol, and tells every client the addresses of
@@ -15,8 +15,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-
-	"github.com/tributary-io/tributary/cluster"
 )
 
 // SecurityProtocol is how a listener protects its connections.
@@ -117,48 +115,4 @@ type boundListener struct {
 	Listener
 	ln  net.Listener
 	tls *tls.Config // nil unless Protocol.TLS()
-}
-
-func (l *boundListener) endpoint() cluster.Endpoint { return ListenerEndpoint(l.Listener, l.ln) }
-
-// ListenerEndpoint is where clients reach listener l bound to ln: its
-// advertised address, else the bound one.
-func ListenerEndpoint(l Listener, ln net.Listener) cluster.Endpoint {
-	addr := l.Advertised
-	if addr == "" {
-		addr = ln.Addr().String()
-	}
-	host, port, _ := splitHostPort(addr)
-	return cluster.Endpoint{Listener: string(l.Protocol), Host: host, Port: port}
-}
-
-// Endpoints are the advertised endpoints of the listeners being served, in
-// the order given to ServeListeners; a cluster member registers them.
-func (b *Broker) Endpoints() []cluster.Endpoint {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := make([]cluster.Endpoint, 0, len(b.listeners))
-	for _, l := range b.listeners {
-		out = append(out, l.endpoint())
-	}
-	return out
-}
-
-// SelfWithEndpoints fills a cluster member's address from endpoints: all
-// of them, plus Host and Port from the first PLAINTEXT one (else the first)
-// for readers that predate listeners.
-func SelfWithEndpoints(self cluster.Broker, eps []cluster.Endpoint) cluster.Broker {
-	self.Endpoints = eps
-	if len(eps) == 0 {
-		return self
-	}
-	first := eps[0]
-	for _, e := range eps {
-		if e.Listener == string(Plaintext) {
-			first = e
-			break
-		}
-	}
-	self.Host, self.Port = first.Host, first.Port
-	return self
 }

@@ -1,8 +1,8 @@
-package broker
+package netserver
 
 // TLS for the SSL and SASL_SSL listeners, with Go's crypto/tls: TLS 1.2 and
 // newer only. The certificate is read through GetCertificate from a pair
-// that ReloadTLS swaps, so a renewed certificate takes effect for new
+// that Reload swaps, so a renewed certificate takes effect for new
 // connections on SIGHUP while established ones keep theirs. With a client
 // CA, clients must present a certificate it signed, and its subject's
 // common name is the connection's principal (User:<CN>).
@@ -25,18 +25,20 @@ type TLSFiles struct {
 	ClientCAFile string
 }
 
-type tlsState struct {
+// TLS is the broker's TLS identity, which Reload swaps.
+type TLS struct {
 	files TLSFiles
 	cert  atomic.Pointer[tls.Certificate]
 	pool  *x509.CertPool // client CAs; nil: no client certificates asked
 }
 
-func newTLSState(files TLSFiles) (*tlsState, error) {
+// NewTLS reads the files of the broker's TLS identity.
+func NewTLS(files TLSFiles) (*TLS, error) {
 	if files.KeyFile == "" {
 		return nil, errors.New("broker: --tls-cert needs --tls-key")
 	}
-	s := &tlsState{files: files}
-	if err := s.reload(); err != nil {
+	s := &TLS{files: files}
+	if err := s.Reload(); err != nil {
 		return nil, err
 	}
 	if files.ClientCAFile != "" {
@@ -52,8 +54,10 @@ func newTLSState(files TLSFiles) (*tlsState, error) {
 	return s, nil
 }
 
-// reload reads the certificate pair again; on error the current pair stays.
-func (s *tlsState) reload() error {
+// Reload reads the certificate pair again (on SIGHUP): new TLS connections
+// get the new certificate, open ones keep theirs. On error the current
+// pair stays.
+func (s *TLS) Reload() error {
 	cert, err := tls.LoadX509KeyPair(s.files.CertFile, s.files.KeyFile)
 	if err != nil {
 		return fmt.Errorf("broker: TLS certificate %s / key %s: %w", s.files.CertFile, s.files.KeyFile, err)
@@ -62,7 +66,7 @@ func (s *tlsState) reload() error {
 	return nil
 }
 
-func (s *tlsState) config() *tls.Config {
+func (s *TLS) config() *tls.Config {
 	cfg := &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -76,24 +80,10 @@ func (s *tlsState) config() *tls.Config {
 	return cfg
 }
 
-// ReloadTLS reads the certificate and key files again (on SIGHUP). New TLS
-// connections get the new certificate; open ones are not dropped. A pair
-// that does not load is reported and the current one kept.
-func (b *Broker) ReloadTLS() error {
-	if b.tls == nil {
-		return nil
-	}
-	if err := b.tls.reload(); err != nil {
-		b.logger.Error("TLS certificate reload failed; keeping the current certificate", "err", err)
-		return err
-	}
-	leaf := b.tls.cert.Load().Leaf
-	attrs := []any{"cert", b.tls.files.CertFile}
-	if leaf != nil {
-		attrs = append(attrs, "subject", leaf.Subject.String(), "not_after", leaf.NotAfter)
-	}
-	b.logger.Info("TLS certificate reloaded", attrs...)
-	return nil
+// Leaf is the certificate's leaf as parsed when loaded (nil if unparsed),
+// and the file it came from, for the reload's log line.
+func (s *TLS) Leaf() (*x509.Certificate, string) {
+	return s.cert.Load().Leaf, s.files.CertFile
 }
 
 // tlsPrincipal is the principal of a handshaken TLS connection: User:<CN>
@@ -102,7 +92,8 @@ func tlsPrincipal(cs tls.ConnectionState) string {
 	if len(cs.VerifiedChains) > 0 && len(cs.VerifiedChains[0]) > 0 {
 		return "User:" + cs.VerifiedChains[0][0].Subject.CommonName
 	}
-	return anonymous
+	return Anonymous
 }
 
-const anonymous = "User:ANONYMOUS"
+// Anonymous is the principal of a client that has not proved who it is.
+const Anonymous = "User:ANONYMOUS"

@@ -1,4 +1,4 @@
-package broker
+package netserver
 
 import (
 	"bufio"
@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/internal/budget"
 )
 
 // maxInFlight bounds the requests read from one connection whose responses
@@ -32,33 +34,38 @@ const (
 	readBufferSize = 16 << 10
 )
 
-// conn serves one client connection. Requests are read and started in order
+// Conn serves one client connection. Requests are read and started in order
 // by serve; a writer goroutine writes their responses in the same order,
 // waiting for each one, so a slow acks=all produce or a long-poll fetch
 // delays the responses behind it but never reorders them. A small response
 // that is ready at once with nothing ahead of it is written by the read
 // loop itself (writeInline).
-type conn struct {
-	b      *Broker
-	nc     net.Conn // a *tls.Conn on SSL and SASL_SSL listeners
-	ip     string
-	logger *slog.Logger
+type Conn struct {
+	s       *Server
+	handler Handler
+	nc      net.Conn // a *tls.Conn on SSL and SASL_SSL listeners
+	ip      string
+	logger  *slog.Logger
 
 	listener *boundListener
-	// auth is the connection's authentication: its principal, and on a
-	// SASL listener the exchange in progress. Only the read goroutine
-	// changes it, before it reads the next request.
-	auth connAuth
-	// ipBudget is the address's share of the request budget; nil for
-	// in-process connections (conn_preauth.go).
-	ipBudget *byteBudget
+	// principal is User:<name> of the connection, User:ANONYMOUS until
+	// proven; authenticated is false on a SASL listener until the
+	// handler logs the client in. Only the read goroutine changes them.
+	principal     string
+	authenticated bool
+	// internal: an in-process connection (DialInternal), which has no
+	// principal's share of the budget.
+	internal bool
+	// ipBudget is the address's share of the request budget
+	// (conn_preauth.go).
+	ipBudget *budget.Budget
 	// princBudget is the logged-in principal's share, set at its first
 	// request (read goroutine only).
-	princBudget *byteBudget
+	princBudget *budget.Budget
 
-	queue    chan *pending
+	queue    chan *Pending
 	inFlight atomic.Int64 // requests read whose responses are not written yet
-	quota    connQuota    // muted while its client is over a quota (conn_quota.go)
+	throttle Throttle     // muted while its client is over a quota (conn_quota.go)
 
 	mu      sync.Mutex    // orders stopReading against read deadlines
 	stopped chan struct{} // closed by stopReading
@@ -71,90 +78,96 @@ type conn struct {
 	readDeadline time.Time
 }
 
-// pending is one request's response, ready once done is closed.
-type pending struct {
-	done chan struct{}
-	resp response // nil: no response (acks=0 produce)
-
-	req      *request    // set by the read loop, for the panic log
-	start    time.Time   // when the request was read, for the latency metric
-	held     requestHold // the request's share of the budgets, released once written (conn_preauth.go)
-	frame    []byte      // a Produce request's frame, pooled again once written (conn_buffers.go)
-	panicked *panicValue // the handler panicked: no response, drop the connection
-}
-
-// panicValue is a recovered panic with the stack where it happened.
-type panicValue struct {
-	value any
-	stack []byte
-}
-
-// response is anything that can write itself, with its frame, to a
-// connection: an encoded kmsg response or a zero-copy fetch response.
-type response interface {
-	writeTo(nc net.Conn) error
-}
-
-// releaser is a response that holds resources (segment files) until it is
-// written; a response that will never be written must release them.
-type releaser interface {
-	release()
-}
-
-// request is a decoded request with its header.
-type request struct {
+// Request is a decoded request with its header.
+type Request struct {
 	kmsg.Request
-	correlationID int32
-	clientID      string
-	principal     string // User:<name> of the connection, for ACLs
-	host          string // the client's IP, for ACLs
-	// quota is the connection's throttle (conn_quota.go); nil in fuzz tests.
-	quota *connQuota
+	CorrelationID int32
+	ClientID      string
 }
 
-func newConn(b *Broker, l *boundListener, nc net.Conn) *conn {
-	c := &conn{
-		b:        b,
-		nc:       nc,
-		ip:       remoteIP(nc.RemoteAddr()),
-		logger:   b.logger.With("remote", nc.RemoteAddr().String()),
-		listener: l,
-		queue:    make(chan *pending, maxInFlight),
-		stopped:  make(chan struct{}),
-		gone:     make(chan struct{}),
+// produceKey is Produce's API key: its frames are pooled (conn_buffers.go).
+const produceKey = 0
+
+// newConn makes the connection of nc accepted on l, with its handler.
+func (s *Server) newConn(l *boundListener, nc net.Conn) *Conn {
+	c := &Conn{
+		s:             s,
+		nc:            nc,
+		ip:            remoteIP(nc.RemoteAddr()),
+		logger:        s.cfg.Logger.With("remote", nc.RemoteAddr().String()),
+		listener:      l,
+		principal:     Anonymous,
+		authenticated: !l.Protocol.SASL(),
+		queue:         make(chan *Pending, maxInFlight),
+		stopped:       make(chan struct{}),
+		gone:          make(chan struct{}),
 	}
-	c.auth.principal = anonymous
-	c.auth.authenticated = !l.Protocol.SASL()
 	if l.tls != nil {
 		c.nc = tls.Server(nc, l.tls)
 		c.logger = c.logger.With("listener", l.Protocol)
 	}
+	c.handler = s.cfg.NewHandler(c)
 	return c
 }
+
+// NewConn makes a connection of nc on a listener l of s without serving
+// it: for handlers driven directly (fuzzing, tests). Its requests are
+// never read, and its budgets are not taken.
+func (s *Server) NewConn(l Listener, nc net.Conn) *Conn {
+	return s.newConn(&boundListener{Listener: l}, nc)
+}
+
+// Listener is the listener the connection came through.
+func (c *Conn) Listener() Listener { return c.listener.Listener }
+
+// Logger logs with the connection's remote address (and listener on TLS).
+func (c *Conn) Logger() *slog.Logger { return c.logger }
+
+// IP is the client's address without its port.
+func (c *Conn) IP() string { return c.ip }
+
+// RemoteAddr is the client's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// Principal is the connection's principal: User:ANONYMOUS, User:<CN> of a
+// verified client certificate, or the user it logged in as.
+func (c *Conn) Principal() string { return c.principal }
+
+// Authenticated reports whether requests beyond the login are served: on a
+// SASL listener only once the client has logged in. Read goroutine only.
+func (c *Conn) Authenticated() bool { return c.authenticated }
+
+// Login makes principal the connection's, authenticated. Read goroutine
+// only (the SASL handlers run there); a connection's principal never
+// changes once logged in, which its budget share relies on.
+func (c *Conn) Login(principal string) { c.principal, c.authenticated = principal, true }
+
+// Throttle is the connection's throttle, which a quota mutes.
+func (c *Conn) Throttle() *Throttle { return &c.throttle }
 
 // handshake completes the TLS handshake within the request read timeout,
 // so that a client certificate names the principal before the first
 // request, and a client that never finishes it is dropped.
-func (c *conn) handshake() bool {
+func (c *Conn) handshake() bool {
 	tc, ok := c.nc.(*tls.Conn)
 	if !ok {
 		return true
 	}
-	c.setReadDeadline(time.Now().Add(c.b.cfg.RequestReadTimeout))
-	tc.SetWriteDeadline(time.Now().Add(c.b.cfg.ResponseWriteTimeout))
+	c.setReadDeadline(time.Now().Add(c.s.cfg.RequestReadTimeout))
+	tc.SetWriteDeadline(time.Now().Add(c.s.cfg.ResponseWriteTimeout))
 	if err := tc.Handshake(); err != nil {
 		if !c.isStopped() {
 			c.logger.Warn("closing connection: TLS handshake failed", "err", err)
 		}
 		return false
 	}
-	c.auth.principal = tlsPrincipal(tc.ConnectionState())
+	c.principal = tlsPrincipal(tc.ConnectionState())
 	return true
 }
 
 // stopReading makes serve stop after the request it is reading; responses
 // to requests already read are still written.
-func (c *conn) stopReading() {
+func (c *Conn) stopReading() {
 	c.once.Do(func() {
 		c.mu.Lock()
 		close(c.stopped)
@@ -165,7 +178,7 @@ func (c *conn) stopReading() {
 
 // setReadDeadline sets the read deadline unless reading was stopped, whose
 // immediate deadline must not be pushed back.
-func (c *conn) setReadDeadline(t time.Time) {
+func (c *Conn) setReadDeadline(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	select {
@@ -181,7 +194,7 @@ func (c *conn) setReadDeadline(t time.Time) {
 // socket deadline moves a runtime timer, and a producer that keeps its
 // connection busy would otherwise pay for that on every request. The idle
 // limit is thereby enforced to within 1/idleSlackDivisor of it.
-func (c *conn) setIdleDeadline() {
+func (c *Conn) setIdleDeadline() {
 	idle := c.idleLimit()
 	want := time.Now().Add(idle)
 	if d := c.readDeadline; !d.After(want) && want.Sub(d) <= idle/idleSlackDivisor {
@@ -196,23 +209,23 @@ const idleSlackDivisor = 64
 
 // setRequestDeadline gives the rest of a request RequestReadTimeout unless
 // its next want bytes are already buffered, so no read can block on them.
-func (c *conn) setRequestDeadline(r *bufio.Reader, want int) {
+func (c *Conn) setRequestDeadline(r *bufio.Reader, want int) {
 	if r.Buffered() >= want {
 		return
 	}
-	c.setReadDeadline(time.Now().Add(c.b.cfg.RequestReadTimeout))
+	c.setReadDeadline(time.Now().Add(c.s.cfg.RequestReadTimeout))
 }
 
 // abort drops the connection: reads and writes fail, a wait for request
 // budget ends, and what is still queued is released unwritten.
-func (c *conn) abort() {
+func (c *Conn) abort() {
 	c.goneOne.Do(func() {
 		close(c.gone)
 		c.nc.Close()
 	})
 }
 
-func (c *conn) serve() {
+func (c *Conn) serve() {
 	if !c.handshake() {
 		c.nc.Close()
 		return
@@ -225,7 +238,7 @@ func (c *conn) serve() {
 	c.nc.Close()
 }
 
-func (c *conn) readLoop() {
+func (c *Conn) readLoop() {
 	r := bufio.NewReaderSize(c.nc, readBufferSize)
 	var sizeBuf [4]byte
 	for {
@@ -239,10 +252,10 @@ func (c *conn) readLoop() {
 			return
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-		if size < 8 || size > c.b.cfg.MaxRequestBytes {
+		if size < 8 || size > c.s.cfg.MaxRequestBytes {
 			// Checked before reading on: a frame may claim any size.
 			c.logger.Warn("closing connection: request size out of bounds",
-				"size", size, "max", c.b.cfg.MaxRequestBytes, "setting", "socket.request.max.bytes")
+				"size", size, "max", c.s.cfg.MaxRequestBytes, "setting", "socket.request.max.bytes")
 			return
 		}
 		if !c.frameSizeAllowed(size) {
@@ -252,28 +265,28 @@ func (c *conn) readLoop() {
 		if !ok {
 			return
 		}
-		start := time.Now() // the frame is read: queue and total time start (metrics.go)
-		req, err := decodeRequest(frame)
+		start := time.Now() // the frame is read: queue and total time start (the Observer)
+		req, err := c.s.decodeRequest(frame)
 		if err != nil {
-			held.release(c.b)
-			var unsup *unsupportedVersion
-			if errors.As(err, &unsup) && unsup.key == apiVersionsKey {
+			held.release(c.s)
+			var unsup *UnsupportedVersion
+			if errors.As(err, &unsup) && unsup.Key == APIVersionsKey {
 				// Clients probe ApiVersions with versions newer than ours;
 				// the protocol says to answer v0 with our ranges.
-				c.enqueue(ready(apiVersionsUnsupported(unsup.correlationID)))
+				c.enqueue(Ready(c.s.cfg.APIVersionsFallback(unsup.CorrelationID)))
 				continue
 			}
 			c.logger.Warn("closing connection: malformed request", "err", err)
 			return
 		}
-		c.b.metrics.handlerStarts(req, start)
+		c.s.cfg.Observer.HandlerStarted(req.Key(), start)
 		p := c.handle(req)
 		if p == nil {
-			held.release(c.b)
+			held.release(c.s)
 			return // the handler panicked
 		}
-		p.req, p.held, p.start = req, held, start
-		if _, ok := req.Request.(*kmsg.ProduceRequest); ok {
+		p.api, p.held, p.start = requestAPI(req), held, start
+		if req.Key() == produceKey {
 			p.frame = frame // back to its pool once the response is written
 		}
 		if !c.writeInline(p) {
@@ -292,7 +305,7 @@ func (c *conn) readLoop() {
 // awaitRequest waits for the first byte of the next request. A connection
 // that sends nothing for ConnectionsMaxIdle while no response of its is
 // pending is idle and gets closed; one waiting on a long poll is not.
-func (c *conn) awaitRequest(r *bufio.Reader) bool {
+func (c *Conn) awaitRequest(r *bufio.Reader) bool {
 	for {
 		if r.Buffered() > 0 {
 			return true // the next request is here already
@@ -318,9 +331,9 @@ func (c *conn) awaitRequest(r *bufio.Reader) bool {
 // room for it. The buffer grows as bytes really arrive, so a frame that
 // announces a large size and then stalls costs one chunk, not its size.
 // On success the caller owns held bytes of the budget.
-func (c *conn) readBody(r *bufio.Reader, size int) (body []byte, held requestHold, ok bool) {
-	c.b.counters.reading.Add(1)
-	defer c.b.counters.reading.Add(-1)
+func (c *Conn) readBody(r *bufio.Reader, size int) (body []byte, held requestHold, ok bool) {
+	c.s.counters.reading.Add(1)
+	defer c.s.counters.reading.Add(-1)
 	// Dropping the connection or shutting down ends the wait.
 	if held, ok = c.acquireHold(size); !ok {
 		return nil, requestHold{}, false
@@ -336,7 +349,7 @@ func (c *conn) readBody(r *bufio.Reader, size int) (body []byte, held requestHol
 		n, err := r.Read(buf[len(buf):min(cap(buf), size)])
 		buf = buf[:len(buf)+n]
 		if err != nil && len(buf) < size {
-			held.release(c.b)
+			held.release(c.s)
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
@@ -347,7 +360,7 @@ func (c *conn) readBody(r *bufio.Reader, size int) (body []byte, held requestHol
 	return buf, held, true
 }
 
-func (c *conn) isGone() bool {
+func (c *Conn) isGone() bool {
 	select {
 	case <-c.gone:
 		return true
@@ -356,7 +369,7 @@ func (c *conn) isGone() bool {
 	}
 }
 
-func (c *conn) isStopped() bool {
+func (c *Conn) isStopped() bool {
 	select {
 	case <-c.stopped:
 		return true
@@ -365,7 +378,7 @@ func (c *conn) isStopped() bool {
 	}
 }
 
-func (c *conn) logReadEnd(err error) {
+func (c *Conn) logReadEnd(err error) {
 	if c.isStopped() {
 		return
 	}
@@ -378,72 +391,34 @@ func (c *conn) logReadEnd(err error) {
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		c.logger.Warn("closing connection: request not received in time",
-			"timeout", c.b.cfg.RequestReadTimeout)
+			"timeout", c.s.cfg.RequestReadTimeout)
 		return
 	}
 	c.logger.Debug("connection read ended", "err", err)
 }
 
-func (c *conn) enqueue(p *pending) {
+func (c *Conn) enqueue(p *Pending) {
 	c.inFlight.Add(1)
 	c.queue <- p
 }
 
 // handle starts a request, turning a panic in its handler into a logged,
 // closed connection (nil) instead of a dead broker.
-func (c *conn) handle(req *request) (p *pending) {
+func (c *Conn) handle(req Request) (p *Pending) {
 	defer func() {
 		if v := recover(); v != nil {
-			c.logPanic(req, &panicValue{value: v, stack: debug.Stack()})
+			c.logPanic(requestAPI(req), &Panic{Value: v, Stack: debug.Stack()})
 			p = nil
 		}
 	}()
-	req.quota = &c.quota
-	if c.sessionExpired(req) { // reauth.go
-		return nil
-	}
-	if hook := testHookHandle.Load(); hook != nil {
-		if p := (*hook)(req); p != nil {
-			return p
-		}
-	}
-	return c.b.handle(c, req)
+	return c.handler.Serve(req)
 }
 
-// testHookHandle, when set by a test, may serve a request in place of its
-// handler (e.g. to panic); nil in production.
-var testHookHandle atomic.Pointer[func(req *request) *pending]
-
-func (c *conn) logPanic(req *request, pv *panicValue) {
-	attrs := []any{"panic", fmt.Sprint(pv.value), "stack", string(pv.stack)}
-	if req != nil { // nil only for the ApiVersions fallback, answered before decoding
-		attrs = append(attrs, "api", kmsg.NameForKey(req.Key()), "key", req.Key(),
-			"version", req.GetVersion(), "client_id", req.clientID)
+func (c *Conn) logPanic(a api, pv *Panic) {
+	attrs := []any{"panic", fmt.Sprint(pv.Value), "stack", string(pv.Stack)}
+	if a.known {
+		attrs = append(attrs, "api", kmsg.NameForKey(a.key), "key", a.key,
+			"version", a.version, "client_id", a.clientID)
 	}
 	c.logger.Error("closing connection: panic while serving a request", attrs...)
-}
-
-// ready wraps a response that is complete at once.
-func ready(r response) *pending {
-	p := &pending{done: make(chan struct{}), resp: r}
-	close(p.done)
-	return p
-}
-
-// later returns a pending response completed by fill in its own goroutine.
-// A panic in fill is recovered there and reported to the writer, which logs
-// it and drops the connection.
-func later(fill func() response) *pending {
-	p := &pending{done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		defer func() {
-			if v := recover(); v != nil {
-				p.resp = nil
-				p.panicked = &panicValue{value: v, stack: debug.Stack()}
-			}
-		}()
-		p.resp = fill()
-	}()
-	return p
 }

@@ -1,4 +1,4 @@
-package broker
+package netserver
 
 import (
 	"math/bits"

@@ -1,4 +1,4 @@
-package broker
+package netserver
 
 import (
 	"errors"
@@ -25,8 +25,8 @@ func acceptBackoff(delay time.Duration) time.Duration {
 // reconnecting in a loop must not turn the cap into a log flood.
 const refusalLogEvery = 10 * time.Second
 
-// ConnStats is a snapshot of the connection layer, for operators and tests.
-type ConnStats struct {
+// Stats is a snapshot of the connection layer, for operators and tests.
+type Stats struct {
 	// Open is the number of connections being served.
 	Open int
 	// Refused counts connections closed at once because a cap was reached.
@@ -39,61 +39,61 @@ type ConnStats struct {
 	QueuedRequestBytes int64
 }
 
-// connCounters are the atomics behind ConnStats.
+// connCounters are the atomics behind Stats.
 type connCounters struct {
 	refused atomic.Int64
 	reading atomic.Int64
 }
 
-// ConnStats reports the connection layer's state.
-func (b *Broker) ConnStats() ConnStats {
-	b.mu.Lock()
-	open := len(b.conns)
-	b.mu.Unlock()
-	return ConnStats{
+// Stats reports the connection layer's state.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	open := len(s.conns)
+	s.mu.Unlock()
+	return Stats{
 		Open:               open,
-		Refused:            b.counters.refused.Load(),
-		ReadingRequests:    b.counters.reading.Load(),
-		QueuedRequestBytes: b.budget.inUse(),
+		Refused:            s.counters.refused.Load(),
+		ReadingRequests:    s.counters.reading.Load(),
+		QueuedRequestBytes: s.budget.InUse(),
 	}
 }
 
 // admitLocked registers c unless a connection cap is reached; it returns
-// the name of the setting that refused it, or "". b.mu must be held.
-func (b *Broker) admitLocked(c *conn) string {
-	maxConns, perIP := b.connLimits()
-	if len(b.conns) >= maxConns {
+// the name of the setting that refused it, or "". s.mu must be held.
+func (s *Server) admitLocked(c *Conn) string {
+	maxConns, perIP := s.cfg.Limits()
+	if len(s.conns) >= maxConns {
 		return "max.connections"
 	}
-	if b.perIP[c.ip] >= perIP {
+	if s.perIP[c.ip] >= perIP {
 		return "max.connections.per.ip"
 	}
-	b.conns[c] = struct{}{}
-	b.perIP[c.ip]++
-	b.attachIPBudgetLocked(c)
+	s.conns[c] = struct{}{}
+	s.perIP[c.ip]++
+	s.attachIPBudgetLocked(c)
 	return ""
 }
 
-// forgetLocked unregisters c. b.mu must be held.
-func (b *Broker) forgetLocked(c *conn) {
-	delete(b.conns, c)
-	b.detachIPBudgetLocked(c)
-	if b.perIP[c.ip]--; b.perIP[c.ip] <= 0 {
-		delete(b.perIP, c.ip)
+// forgetLocked unregisters c. s.mu must be held.
+func (s *Server) forgetLocked(c *Conn) {
+	delete(s.conns, c)
+	s.detachIPBudgetLocked(c)
+	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+		delete(s.perIP, c.ip)
 	}
 }
 
 // logRefusal logs a refused connection at most once per refusalLogEvery,
 // with the number refused since the last line.
-func (b *Broker) logRefusal(remote net.Addr, setting string) {
-	n := b.counters.refused.Add(1)
+func (s *Server) logRefusal(remote net.Addr, setting string) {
+	n := s.counters.refused.Add(1)
 	now := time.Now().UnixNano()
-	last := b.lastRefusalLog.Load()
-	if now-last < int64(refusalLogEvery) || !b.lastRefusalLog.CompareAndSwap(last, now) {
+	last := s.lastRefusalLog.Load()
+	if now-last < int64(refusalLogEvery) || !s.lastRefusalLog.CompareAndSwap(last, now) {
 		return
 	}
-	maxConns, perIP := b.connLimits()
-	b.logger.Warn("refusing connections: limit reached",
+	maxConns, perIP := s.cfg.Limits()
+	s.cfg.Logger.Warn("refusing connections: limit reached",
 		"setting", setting, "remote", remote.String(), "refused_total", n,
 		"max_connections", maxConns, "max_connections_per_ip", perIP)
 }
@@ -110,6 +110,6 @@ func remoteIP(a net.Addr) string {
 	return host
 }
 
-// errListenerClosed tells a listener closed under the broker (not by Close)
+// errListenerClosed tells a listener closed under the server (not by Close)
 // from a transient accept failure.
 func errListenerClosed(err error) bool { return errors.Is(err, net.ErrClosed) }

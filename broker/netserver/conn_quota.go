@@ -1,18 +1,19 @@
-package broker
+package netserver
 
 import (
 	"sync/atomic"
 	"time"
 )
 
-// connQuota is a connection's throttle: until when the broker does not read
+// Throttle is a connection's throttle: until when the broker does not read
 // its next request.
-type connQuota struct {
+type Throttle struct {
 	mutedUntil atomic.Int64 // unix nanoseconds
 }
 
-// mute stops reading from the connection for d (longer mutes win).
-func (m *connQuota) mute(d time.Duration) {
+// Mute stops reading from the connection for d (longer mutes win); a nil
+// Throttle (no connection) does nothing.
+func (m *Throttle) Mute(d time.Duration) {
 	if d <= 0 || m == nil {
 		return
 	}
@@ -27,8 +28,8 @@ func (m *connQuota) mute(d time.Duration) {
 
 // awaitUnmuted waits out a throttle before the connection's next request
 // is read; it ends early when the connection is stopped or dropped.
-func (c *conn) awaitUnmuted() {
-	wait := time.Until(time.Unix(0, c.quota.mutedUntil.Load()))
+func (c *Conn) awaitUnmuted() {
+	wait := time.Until(time.Unix(0, c.throttle.mutedUntil.Load()))
 	if wait <= 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package broker
+package netserver
 
 // The write side of a connection: responses leave in the order their
 // requests arrived, written by the writer goroutine (writeLoop) or, when
@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-func (c *conn) writeLoop(done chan<- struct{}) {
+func (c *Conn) writeLoop(done chan<- struct{}) {
 	defer close(done)
 	failed := false
 	for p := range c.queue {
@@ -33,7 +33,7 @@ const inlineMax = 16 << 10
 // only the read loop queues responses: with none in flight the writer is
 // idle and stays so until the next enqueue. It reports whether p was taken
 // care of; false leaves p to the writer.
-func (c *conn) writeInline(p *pending) bool {
+func (c *Conn) writeInline(p *Pending) bool {
 	if c.inFlight.Load() != 0 {
 		return false
 	}
@@ -45,10 +45,10 @@ func (c *conn) writeInline(p *pending) bool {
 	if p.panicked != nil {
 		return false
 	}
-	if e, ok := p.resp.(encoded); p.resp != nil && (!ok || len(e) > inlineMax) {
+	if e, ok := p.resp.(Encoded); p.resp != nil && (!ok || len(e) > inlineMax) {
 		return false
 	}
-	if hook := testHookInlineWrite.Load(); hook != nil {
+	if hook := inlineWriteHook.Load(); hook != nil {
 		(*hook)()
 	}
 	c.inFlight.Add(1)
@@ -56,17 +56,24 @@ func (c *conn) writeInline(p *pending) bool {
 	return true
 }
 
-// testHookInlineWrite, when set by a test, is called before each response
-// the read loop writes itself; nil in production.
-var testHookInlineWrite atomic.Pointer[func()]
+// inlineWriteHook, when set by a test (OnInlineWrite), is called before
+// each response the read loop writes itself; nil in production.
+var inlineWriteHook atomic.Pointer[func()]
+
+// OnInlineWrite makes fn run before each response a read loop writes
+// itself, until restore: for tests of the broker that count them.
+func OnInlineWrite(fn func()) (restore func()) {
+	inlineWriteHook.Store(&fn)
+	return func() { inlineWriteHook.Store(nil) }
+}
 
 // deliver writes p's response unless the connection has already failed,
 // then releases what p held. It reports whether the connection is still
 // usable; after a failure the connection is aborted and later responses are
 // only released.
-func (c *conn) deliver(p *pending, failed bool) bool {
+func (c *Conn) deliver(p *Pending, failed bool) bool {
 	if p.panicked != nil {
-		c.logPanic(p.req, p.panicked)
+		c.logPanic(p.api, p.panicked)
 		// The client waits for an answer that will never come, and
 		// answering what follows would break the order: drop it.
 		failed = true
@@ -80,7 +87,7 @@ func (c *conn) deliver(p *pending, failed bool) bool {
 			c.abort()
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				c.logger.Warn("closing connection: client is not reading its responses",
-					"timeout", c.b.cfg.ResponseWriteTimeout)
+					"timeout", c.s.cfg.ResponseWriteTimeout)
 			} else {
 				c.logger.Debug("writing response", "err", err)
 			}
@@ -92,27 +99,29 @@ func (c *conn) deliver(p *pending, failed bool) bool {
 
 // write writes one response within the write deadline. A panic while
 // writing is an error of this connection only.
-func (c *conn) write(p *pending) (err error) {
+func (c *Conn) write(p *Pending) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			c.logPanic(p.req, &panicValue{value: v, stack: debug.Stack()})
+			c.logPanic(p.api, &Panic{Value: v, Stack: debug.Stack()})
 			err = fmt.Errorf("panic writing a response: %v", v)
 		}
 	}()
-	c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.ResponseWriteTimeout))
-	return p.resp.writeTo(c.nc)
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.ResponseWriteTimeout))
+	return p.resp.Send(c.nc)
 }
 
 // finish releases what a response held, written or not.
-func (c *conn) finish(p *pending) {
-	if r, ok := p.resp.(releaser); ok {
-		r.release()
+func (c *Conn) finish(p *Pending) {
+	if r, ok := p.resp.(Releaser); ok {
+		r.Release()
 	}
-	p.held.release(c.b)
+	p.held.release(c.s)
 	if p.frame != nil {
 		putFrame(p.frame)
 		p.frame = nil
 	}
-	c.b.metrics.requestDone(p, c.dropped())
+	if p.api.known {
+		c.s.cfg.Observer.ResponseDone(p.api.key, p.api.version, p.start, !c.isGone() && p.panicked == nil)
+	}
 	c.inFlight.Add(-1)
 }

@@ -1,4 +1,4 @@
-package broker
+package netserver
 
 // What a client may hold before it has logged in, and what one address may
 // hold at all. Before these bounds, eight connections announcing 64 MiB
@@ -22,6 +22,8 @@ package broker
 
 import (
 	"time"
+
+	"github.com/tributary-io/tributary/internal/budget"
 )
 
 // preAuthBudgetFrames is how many largest pre-login frames the
@@ -30,25 +32,25 @@ const preAuthBudgetFrames = 16
 
 // preAuth reports whether c is on a SASL listener and has not logged in.
 // Read goroutine only (the SASL handlers run there).
-func (c *conn) preAuth() bool { return !c.auth.authenticated }
+func (c *Conn) preAuth() bool { return !c.authenticated }
 
 // frameSizeAllowed checks a frame's announced size against what the
 // connection may send now, logging and refusing a larger one.
-func (c *conn) frameSizeAllowed(size int32) bool {
-	if c.preAuth() && size > c.b.cfg.SASLMaxReceiveSize {
+func (c *Conn) frameSizeAllowed(size int32) bool {
+	if c.preAuth() && size > c.s.cfg.SASLMaxReceiveSize {
 		c.logger.Warn("closing connection: request before login larger than allowed",
-			"size", size, "max", c.b.cfg.SASLMaxReceiveSize, "setting", "sasl.server.max.receive.size (--sasl-max-receive-size)")
+			"size", size, "max", c.s.cfg.SASLMaxReceiveSize, "setting", "sasl.server.max.receive.size (--sasl-max-receive-size)")
 		return false
 	}
 	return true
 }
 
 // idleLimit is how long the connection may send nothing.
-func (c *conn) idleLimit() time.Duration {
+func (c *Conn) idleLimit() time.Duration {
 	if c.preAuth() {
-		return min(c.b.cfg.ConnectionsMaxIdleUnauthenticated, c.b.cfg.ConnectionsMaxIdle)
+		return min(c.s.cfg.ConnectionsMaxIdleUnauthenticated, c.s.cfg.ConnectionsMaxIdle)
 	}
-	return c.b.cfg.ConnectionsMaxIdle
+	return c.s.cfg.ConnectionsMaxIdle
 }
 
 // requestHold is a request's share of the budgets, returned once its
@@ -57,74 +59,74 @@ func (c *conn) idleLimit() time.Duration {
 // broker-wide budget.
 type requestHold struct {
 	n         int64
-	ip, princ *byteBudget
+	ip, princ *budget.Budget
 	pre       bool
 }
 
 // acquireHold waits until size bytes fit every budget the connection
 // draws on; ok is false if the connection or the broker went first.
-func (c *conn) acquireHold(size int) (h requestHold, ok bool) {
+func (c *Conn) acquireHold(size int) (h requestHold, ok bool) {
 	if c.preAuth() {
-		h = requestHold{n: c.b.preAuthBudget.clamp(int64(size)), pre: true}
-		return h, c.b.preAuthBudget.acquire(h.n, c.gone, c.stopped)
+		h = requestHold{n: c.s.preAuthBudget.Clamp(int64(size)), pre: true}
+		return h, c.s.preAuthBudget.Acquire(h.n, c.gone, c.stopped)
 	}
-	h = requestHold{n: c.b.budget.clamp(int64(size)), ip: c.ipBudget, princ: c.principalBudget()}
+	h = requestHold{n: c.s.budget.Clamp(int64(size)), ip: c.ipBudget, princ: c.principalBudget()}
 	// The shares first: a host or an account over its share waits
 	// without holding any of the broker-wide budget.
 	if h.ip != nil {
-		h.n = h.ip.clamp(h.n)
+		h.n = h.ip.Clamp(h.n)
 	}
 	if h.princ != nil {
-		h.n = h.princ.clamp(h.n)
+		h.n = h.princ.Clamp(h.n)
 	}
-	if h.ip != nil && !h.ip.acquire(h.n, c.gone, c.stopped) {
+	if h.ip != nil && !h.ip.Acquire(h.n, c.gone, c.stopped) {
 		return requestHold{}, false
 	}
-	if h.princ != nil && !h.princ.acquire(h.n, c.gone, c.stopped) {
+	if h.princ != nil && !h.princ.Acquire(h.n, c.gone, c.stopped) {
 		h.princ = nil
-		h.releaseShares(c.b, false)
+		h.releaseShares(c.s, false)
 		return requestHold{}, false
 	}
-	if !c.b.budget.acquire(h.n, c.gone, c.stopped) {
-		h.releaseShares(c.b, false)
+	if !c.s.budget.Acquire(h.n, c.gone, c.stopped) {
+		h.releaseShares(c.s, false)
 		return requestHold{}, false
 	}
 	return h, true
 }
 
 // release gives the hold back.
-func (h requestHold) release(b *Broker) { h.releaseShares(b, true) }
+func (h requestHold) release(s *Server) { h.releaseShares(s, true) }
 
 // releaseShares gives back the shares, and the broker-wide budget too
 // when global (false: acquireHold undoing what it had taken).
-func (h requestHold) releaseShares(b *Broker, global bool) {
+func (h requestHold) releaseShares(s *Server, global bool) {
 	if h.n == 0 {
 		return
 	}
 	if h.pre {
-		b.preAuthBudget.release(h.n)
+		s.preAuthBudget.Release(h.n)
 		return
 	}
 	if global {
-		b.budget.release(h.n)
+		s.budget.Release(h.n)
 	}
 	if h.ip != nil {
-		h.ip.release(h.n)
+		h.ip.Release(h.n)
 	}
 	if h.princ != nil {
-		h.princ.release(h.n)
+		h.princ.Release(h.n)
 	}
 }
 
 // principalBudget is the share of the connection's principal, nil for
 // ANONYMOUS and in-process clients. A connection's principal never changes
-// once logged in (sasl.go), so it is looked up once.
-func (c *conn) principalBudget() *byteBudget {
-	if c.princBudget != nil || c.auth.principal == anonymous || c.auth.principal == InternalPrincipal {
+// once logged in (Login), so it is looked up once.
+func (c *Conn) principalBudget() *budget.Budget {
+	if c.princBudget != nil || c.principal == Anonymous || c.internal {
 		return c.princBudget
 	}
-	v, _ := c.b.principalBudgets.LoadOrStore(c.auth.principal, newByteBudget(c.b.cfg.QueuedMaxRequestBytesPerPrincipal))
-	c.princBudget = v.(*byteBudget)
+	v, _ := c.s.principalBudgets.LoadOrStore(c.principal, budget.New(c.s.cfg.QueuedMaxRequestBytesPerPrincipal))
+	c.princBudget = v.(*budget.Budget)
 	return c.princBudget
 }
 
@@ -135,33 +137,34 @@ type ipBudgets struct {
 }
 
 type ipBudget struct {
-	*byteBudget
+	*budget.Budget
 	conns int
 }
 
-// attachLocked gives c its address's share. b.mu must be held.
-func (b *Broker) attachIPBudgetLocked(c *conn) {
-	if b.ipBudgets.by == nil {
-		b.ipBudgets.by = map[string]*ipBudget{}
+// attachIPBudgetLocked gives c its address's share. s.mu must be held.
+func (s *Server) attachIPBudgetLocked(c *Conn) {
+	if s.ipBudgets.by == nil {
+		s.ipBudgets.by = map[string]*ipBudget{}
 	}
-	ib := b.ipBudgets.by[c.ip]
+	ib := s.ipBudgets.by[c.ip]
 	if ib == nil {
-		ib = &ipBudget{byteBudget: newByteBudget(b.cfg.QueuedMaxRequestBytesPerIP)}
-		b.ipBudgets.by[c.ip] = ib
+		ib = &ipBudget{Budget: budget.New(s.cfg.QueuedMaxRequestBytesPerIP)}
+		s.ipBudgets.by[c.ip] = ib
 	}
 	ib.conns++
-	c.ipBudget = ib.byteBudget
+	c.ipBudget = ib.Budget
 }
 
-// detachLocked drops c's hold on its address's share. b.mu must be held.
-func (b *Broker) detachIPBudgetLocked(c *conn) {
-	ib := b.ipBudgets.by[c.ip]
+// detachIPBudgetLocked drops c's hold on its address's share. s.mu must be
+// held.
+func (s *Server) detachIPBudgetLocked(c *Conn) {
+	ib := s.ipBudgets.by[c.ip]
 	if ib == nil || c.ipBudget == nil {
 		return
 	}
 	// The share stays while requests of c are unwritten: they release
 	// into c.ipBudget, which a new connection may then share or not.
 	if ib.conns--; ib.conns <= 0 {
-		delete(b.ipBudgets.by, c.ip)
+		delete(s.ipBudgets.by, c.ip)
 	}
 }

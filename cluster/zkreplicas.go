@@ -97,23 +97,24 @@ func (z *ZooKeeper) CreateReplicatedTopic(ctx context.Context, name string, part
 func (z *ZooKeeper) readStates(t *Topic) error {
 	t.Leaders = slices.Clone(t.Leaders)
 	t.States = make([]PartitionState, len(t.Leaders))
-	for p := range t.Leaders {
+	// Pipelined (zkmany.go); each read fills its own partition's slots.
+	return inParallel(len(t.Leaders), func(p int) error {
 		t.Leaders[p] = -1
 		data, _, ok, err := z.watch.Get(z.s.Paths.PartitionState(t.Name, int32(p)))
 		if err != nil {
 			return fmt.Errorf("reading the state of %s-%d: %w", t.Name, p, err)
 		}
 		if !ok {
-			continue
+			return nil
 		}
 		st, err := DecodePartitionStateNode(data)
 		if err != nil {
 			z.log.Warn("ignoring unreadable partition state", "topic", t.Name, "partition", p, "err", err)
-			continue
+			return nil
 		}
 		t.States[p], t.Leaders[p] = st, st.Leader
-	}
-	return nil
+		return nil
+	})
 }
 
 // deleteStates removes a replicated topic's state nodes, which must go
@@ -175,9 +176,8 @@ func (z *ZooKeeper) SetISR(ctx context.Context, topic string, partition int32, l
 			return PartitionState{}, fmt.Errorf("writing %s: %w", path, err)
 		}
 		z.log.Info("isr changed", "topic", topic, "partition", partition, "isr", isr, "elr", st.ELR, "leader_epoch", leaderEpoch)
-		if err := z.refresh(); err != nil {
-			z.log.Warn("isr changed but the local view is not refreshed yet", "topic", topic, "err", err)
-		}
+		z.watch.Forget(path)
+		z.patchState(topic, partition, st) // not a whole refresh per change (zkmany.go)
 		return st, nil
 	}
 }

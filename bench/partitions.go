@@ -196,7 +196,9 @@ feed:
 }
 
 func adminFor(addr string) (*kadm.Client, *kgo.Client, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addr, ",")...))
+	// kgo answers a Metadata request from what it fetched within
+	// MetadataMinAge (5 s by default): every poll must ask the broker.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addr, ",")...), kgo.MetadataMinAge(10*time.Millisecond))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
@@ -64,7 +67,7 @@ func ManyCluster(ctx context.Context, cfg ManyConfig, partitions, rounds int) ([
 			"--data-dir", data, "--listen", addrs[i]}, cfg.TributaryArgs...)
 		p, err := startProcess(fmt.Sprintf("tributary broker %d", id),
 			filepath.Join(work, fmt.Sprintf("broker-%d-%d.log", id, time.Now().UnixNano())),
-			[]string{"TRIBUTARY_LOG=warn"}, cfg.TributaryBinary, args...)
+			[]string{"TRIBUTARY_LOG=info"}, cfg.TributaryBinary, args...)
 		if err != nil {
 			return err
 		}
@@ -85,7 +88,8 @@ func ManyCluster(ctx context.Context, cfg ManyConfig, partitions, rounds int) ([
 			return rows, err
 		}
 	}
-	if _, err := waitRegistered(ctx, fmt.Sprintf("127.0.0.1:%d", base+ClusterNodes), chroot+"/brokers/ids", ClusterNodes, stepTimeout); err != nil {
+	zkAddr := fmt.Sprintf("127.0.0.1:%d", base+ClusterNodes)
+	if _, err := waitRegistered(ctx, zkAddr, chroot+"/brokers/ids", ClusterNodes, stepTimeout); err != nil {
 		return rows, err
 	}
 	all := strings.Join(addrs, ",")
@@ -121,9 +125,22 @@ func ManyCluster(ctx context.Context, cfg ManyConfig, partitions, rounds int) ([
 		brokers[victim].cmd.Process.Signal(syscall.SIGKILL)
 		<-brokers[victim].done
 		c, cancel := context.WithTimeout(ctx, stepTimeout)
+		// ZooKeeper's part: the session expires (timeout 6 s, checked
+		// every tick of 2 s) and the registration goes.
+		gone := make(chan time.Duration, 1)
+		go func() {
+			_, err := waitUnregistered(c, zkAddr, chroot+"/brokers/ids", int(id))
+			if err == nil {
+				gone <- time.Since(start)
+			}
+			close(gone)
+		}()
 		err = waitReplicas(c, sadm, topic, partitions, id)
 		cancel()
 		add(fmt.Sprintf("round %d: every leader live after kill -9 of broker %d", round+1, id), time.Since(start).Seconds(), err)
+		if d, ok := <-gone; ok {
+			add(fmt.Sprintf("round %d: of which until its session expired", round+1), d.Seconds(), nil)
+		}
 		start = time.Now()
 		if err := startBroker(victim); err != nil {
 			scl.Close()
@@ -169,6 +186,27 @@ func waitReplicas(ctx context.Context, adm *kadm.Client, topic string, partition
 		case <-ctx.Done():
 			return errors.New(last + ": " + ctx.Err().Error())
 		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitUnregistered waits until id is no longer a child of path on the
+// ZooKeeper at addr.
+func waitUnregistered(ctx context.Context, addr, path string, id int) (time.Time, error) {
+	conn, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quietZK{}))
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer conn.Close()
+	for {
+		kids, _, err := conn.Children(path)
+		if err == nil && !slices.Contains(kids, strconv.Itoa(id)) {
+			return time.Now(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }

@@ -17,6 +17,7 @@ var (
 	manySystems    = flag.String("many.systems", "tributary,kafka", "BenchmarkManyPartitions: systems, comma-separated")
 	manyCluster    = flag.Int("many.cluster-partitions", 3000, "BenchmarkManyPartitionsCluster: partitions of the RF 3 topic")
 	manyRounds     = flag.Int("many.rounds", 5, "BenchmarkManyPartitionsCluster: kill -9 and restart rounds")
+	manyWorkDir    = flag.String("many.workdir", "", "BenchmarkManyPartitions*: keep the brokers' data and logs here (default: a temporary directory, removed)")
 	manyBinary     = flag.String("many.binary", "", "BenchmarkManyPartitions*: the tributary executable (default: built from this tree)")
 )
 
@@ -36,8 +37,8 @@ func BenchmarkManyPartitions(b *testing.B) {
 	rows, err := ManyPartitions(context.Background(), ManyConfig{
 		Topics: *manyTopics, Partitions: *manyPartitions,
 		TributaryBinary: manyBinaryFor(b), Scripts: "../scripts/bench",
-		Systems: strings.Split(*manySystems, ","),
-		Logger:  testenv.Logger(b, 0),
+		Systems: strings.Split(*manySystems, ","), WorkDir: *manyWorkDir,
+		Logger: testenv.Logger(b, 0),
 	})
 	fmt.Printf("Standalone, %d topics x %d partitions:\n", *manyTopics, *manyPartitions)
 	WriteManyTable(os.Stdout, rows)
@@ -52,7 +53,7 @@ func BenchmarkManyPartitions(b *testing.B) {
 func BenchmarkManyPartitionsCluster(b *testing.B) {
 	testenv.Needs(b, testenv.Tributary, testenv.ZooKeeper)
 	rows, err := ManyCluster(context.Background(), ManyConfig{
-		TributaryBinary: manyBinaryFor(b), Logger: testenv.Logger(b, 0),
+		TributaryBinary: manyBinaryFor(b), Logger: testenv.Logger(b, 0), WorkDir: *manyWorkDir,
 	}, *manyCluster, *manyRounds)
 	fmt.Printf("Three brokers, one topic of %d partitions at RF 3:\n", *manyCluster)
 	WriteManyTable(os.Stdout, rows)

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -119,5 +120,42 @@ func TestManyPartitionsFailover(t *testing.T) {
 	t.Logf("%d ISR changes cost %d reads through the views' watches (three views)", changes, read)
 	if changes < n/2 || read > int64(10*changes) {
 		t.Errorf("%d ISR changes cost %d ZooKeeper reads: the views re-read every partition", changes, read)
+	}
+}
+
+// TestCreateReplicatedTopicBeyondOneMulti: a replicated topic whose nodes
+// pass what one ZooKeeper request may carry (3,000 partitions at RF 3, about
+// 1.3 MB) is created in several multis; as one, ZooKeeper closed the
+// connection and the topic could not be created.
+func TestCreateReplicatedTopicBeyondOneMulti(t *testing.T) {
+	connect := testenv.StartZooKeeper(t)
+	members := []*cluster.ZooKeeper{join(t, connect, 1), join(t, connect, 2), join(t, connect, 3)}
+	for _, m := range members {
+		testenv.Eventually(t, 10*time.Second, "three brokers", func() bool { return len(m.Brokers()) == 3 })
+	}
+	const n = 3000
+	created, err := members[0].CreateReplicatedTopic(context.Background(), "big", n, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Partitions() != n {
+		t.Fatalf("created %d partitions, want %d", created.Partitions(), n)
+	}
+	for _, m := range members {
+		testenv.Eventually(t, 30*time.Second, "every partition has its state and leader", func() bool {
+			tp, ok := m.Topic("big")
+			if !ok || tp.Partitions() != n {
+				return false
+			}
+			for p := range int32(n) {
+				if st, ok := tp.StateOf(p); !ok || st.Leader < 0 || len(st.ISR) != 3 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	if _, err := members[1].CreateReplicatedTopic(context.Background(), "big", n, 3, nil); !errors.Is(err, cluster.ErrTopicExists) {
+		t.Fatalf("creating it again: %v, want ErrTopicExists", err)
 	}
 }

@@ -17,8 +17,12 @@ package cluster
 //     same state, or a newer one, with the next refresh.
 
 import (
+	"context"
+	"path"
 	"sync"
 	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // Counts of the work the above avoids, for tests (export_test.go): reads
@@ -90,4 +94,41 @@ func (z *ZooKeeper) patchState(topic string, p int32, st PartitionState) {
 	z.topics[topic] = t
 	close(z.changed)
 	z.changed = make(chan struct{})
+}
+
+// multiBytes bounds the estimated size of one multi: ZooKeeper refuses a
+// request over jute.maxbuffer (1 MB by default) by closing the connection.
+const multiBytes = 512 << 10
+
+// createInMultis runs the creations of a replicated topic (the topic node
+// first) in one multi when they fit in multiBytes, else in several: the
+// first holds the topic node, so a topic that exists already fails there
+// and nothing is written. Until the last one lands, brokers may see some
+// of its partitions without a state node, which they serve as having no
+// leader. A later multi failing takes the topic back out (best effort).
+func (z *ZooKeeper) createInMultis(ops []any) error {
+	var chunks [][]any
+	size, start := 0, 0
+	for i, op := range ops {
+		c := op.(*zk.CreateRequest)
+		n := len(c.Path) + len(c.Data) + 64
+		if size+n > multiBytes && i > start {
+			chunks = append(chunks, ops[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	chunks = append(chunks, ops[start:])
+	for i, chunk := range chunks {
+		if _, err := z.s.Conn.Multi(chunk...); err != nil {
+			if i > 0 {
+				topic := path.Base(ops[0].(*zk.CreateRequest).Path)
+				if derr := z.DeleteTopic(context.Background(), topic); derr != nil {
+					z.log.Warn("a topic's creation failed half way and could not be taken back: delete it", "topic", topic, "err", derr)
+				}
+			}
+			return err
+		}
+	}
+	return nil
 }

@@ -24,8 +24,8 @@ var ErrNotLeader = errors.New("this broker no longer leads the partition")
 // spread over the brokers alive now. The topic node and every
 // partition's state node (leader: the first replica, the ISR: all
 // replicas, leader epoch 0) are created in one ZooKeeper multi, so no
-// broker ever sees a replicated topic without its states. rf 1 is
-// CreateTopic.
+// broker ever sees a replicated topic without its states, unless they
+// pass what one request may carry (createInMultis). rf 1 is CreateTopic.
 func (z *ZooKeeper) CreateReplicatedTopic(ctx context.Context, name string, partitions int32, rf int, configs map[string]string) (Topic, error) {
 	if rf <= 1 {
 		return z.CreateTopic(ctx, name, partitions, configs)
@@ -75,7 +75,7 @@ func (z *ZooKeeper) CreateReplicatedTopic(ctx context.Context, name string, part
 			&zk.CreateRequest{Path: state[:len(state)-len("/state")], Acl: acl},
 			&zk.CreateRequest{Path: state, Acl: acl, Data: encodeState(firstState(replicas[p], ctrlEpoch, live))})
 	}
-	if _, err := z.s.Conn.Multi(ops...); err != nil {
+	if err := z.createInMultis(ops); err != nil {
 		if errors.Is(err, zk.ErrNodeExists) {
 			return Topic{}, ErrTopicExists
 		}

@@ -175,7 +175,9 @@ func (z *ZooKeeper) SetISR(ctx context.Context, topic string, partition int32, l
 		if err != nil {
 			return PartitionState{}, fmt.Errorf("writing %s: %w", path, err)
 		}
-		z.log.Info("isr changed", "topic", topic, "partition", partition, "isr", isr, "elr", st.ELR, "leader_epoch", leaderEpoch)
+		// Debug: a restarted broker rejoins thousands of ISRs at once; the
+		// ISR metrics count them, and a member leaving is warned of.
+		z.log.Debug("isr changed", "topic", topic, "partition", partition, "isr", isr, "elr", st.ELR, "leader_epoch", leaderEpoch)
 		z.watch.Forget(path)
 		z.patchState(topic, partition, st) // not a whole refresh per change (zkmany.go)
 		return st, nil

@@ -124,3 +124,7 @@ func (b *Broker) ReplicationThrottleSeen(topic string, p int32, side string) boo
 	}
 	return follower != math.MaxInt64 && throttledReplica(t.Configs, cluster.FollowerThrottledReplicas, p, b.selfID)
 }
+
+// MetadataChanged is the cluster view's Changed: closed at each published
+// change (in standalone, each write of the topic registry).
+func (b *Broker) MetadataChanged() <-chan struct{} { return b.meta.Changed() }

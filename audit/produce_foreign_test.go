@@ -1,0 +1,162 @@
+package audit_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/audit/internal/audittest"
+	"github.com/tributary-io/tributary/schema"
+)
+
+// orderProto defines the header before the event, so the root message
+// (the event) is the second one: its records carry message indexes [1].
+const orderProto = `syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+message Header { int64 time = 1; string server = 2; string service = 3; bytes guid = 4; }
+message Order {
+  Header header = 1;
+  string id = 2;
+  message Line { string sku = 1; int32 qty = 2; }
+  repeated Line lines = 3;
+  State state = 4;
+  google.protobuf.Timestamp placed = 5;
+  optional double weight = 6;
+}
+enum State { NEW = 0; PAID = 1; }
+`
+
+// consumeAll reads the n records of topic, failing the test if they do
+// not all come.
+func consumeAll(t *testing.T, addr, topic string, n int) []*kgo.Record {
+	t.Helper()
+	cl := audittest.Client(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%s: %d records of %d read", topic, len(out), n)
+		}
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+// produceLines runs `tributary produce` over lines and checks that it
+// fails naming the one bad line, on line bad, and its reason.
+func produceLines(t *testing.T, lines []string, bad int, reason string, args ...string) {
+	t.Helper()
+	_, stderr, code := tributary(t, strings.Join(lines, "\n")+"\n", append([]string{"produce", "--server", "fe-1"}, args...)...)
+	want := fmt.Sprintf("1 lines were not valid events (see the warnings above; the first, line %d: ", bad)
+	if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, reason) || !strings.Contains(stderr, "counts published to _audit") {
+		t.Fatalf("produce %v: exit %d, want 1 naming line %d and %q, counts published\n%s", args, code, bad, reason, stderr)
+	}
+	if want := fmt.Sprintf("produced %d events", len(lines)-1); !strings.Contains(stderr, want) {
+		t.Errorf("stderr does not say %q:\n%s", want, stderr)
+	}
+}
+
+// checkAudited checks the producer's counts for topic in window w, and
+// those of the broker (audit count's scan): both n, complete.
+func checkAudited(t *testing.T, env *audittest.Env, topic string, w time.Time, n int) {
+	t.Helper()
+	snapshot(t, env.Broker.Addr, env.Broker.Addr, env.Registry, "live", []time.Time{w}, topic)
+	r := reconcile(t, env.Broker.Addr, env.Registry, []time.Time{w})
+	if p := row(t, r, topic, w, "producer"); p.Produced != int64(n) || p.NoTime != 0 {
+		t.Errorf("%s producer row %+v: want %d produced, none without a time", topic, p, n)
+	}
+	if l := row(t, r, topic, w, "live"); l.Received != int64(n) || l.Completeness != 100 {
+		t.Errorf("%s live row %+v: want %d received, complete", topic, l, n)
+	}
+}
+
+// `tributary produce --schema order.proto`: JSON lines become shop.Order
+// messages (the root message) in Confluent's Protobuf envelope, with the
+// header's server, service and guid filled in, counted by the audited
+// producer through its WAL; a line that is not an Order is refused with
+// its line number and reason while the others go through. Each record
+// reads back field by field, and the producer's and the broker's counts
+// are the records sent.
+func TestProduceProtobufEvents(t *testing.T) {
+	env := audittest.Start(t)
+	createTopic(t, env.Broker.Addr, "orders", 1)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "order.proto")
+	if err := os.WriteFile(file, []byte(orderProto), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := pastWindows(1)[0]
+	const n = 20
+	var lines []string
+	for i := range n {
+		lines = append(lines, fmt.Sprintf(`{"header": {"time": "%d"}, "id": "o-%d", "lines": [{"sku": "a", "qty": %d}], "state": "PAID", "placed": "2026-01-02T03:04:05.000006Z"%s}`,
+			w.Add(time.Duration(i)*time.Second).UnixMilli(), i, i, map[bool]string{true: `, "weight": 1.5`}[i%2 == 0]))
+	}
+	lines = append(lines[:5], append([]string{`{"header": {"time": "1"}, "id": 7, "colour": "red"}`}, lines[5:]...)...)
+	produceLines(t, lines, 6, "shop.Order", "--brokers", env.Broker.Addr, "--registry", env.RegistryURL, "--topic", "orders",
+		"--schema", file, "--audit-wal", filepath.Join(dir, "wal"))
+
+	des, err := schema.NewDeserializer(env.Registry, schema.DeserializerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := env.Registry.SchemaByVersion(t.Context(), "orders-value", -1)
+	if err != nil || ss.Type.String() != "PROTOBUF" {
+		t.Fatalf("orders-value: %+v %v, want a PROTOBUF schema", ss, err)
+	}
+	for i, r := range consumeAll(t, env.Broker.Addr, "orders", n) {
+		id, body, err := schema.DecodeEnvelope(r.Value)
+		if err != nil || id != ss.ID || !bytes.HasPrefix(body, []byte{2, 2}) {
+			t.Fatalf("record %d: id %d (want %d), body % x: want message indexes [1] (02 02): %v", i, id, ss.ID, body[:min(len(body), 4)], err)
+		}
+		v, err := des.Deserialize(t.Context(), r.Value)
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		got := v.(map[string]any)
+		h := got["header"].(map[string]any)["shop.Header"].(map[string]any)
+		if h["time"] != w.Add(time.Duration(i)*time.Second).UnixMilli() || h["server"] != "fe-1" || h["service"] != "tributary-produce" || len(h["guid"].([]byte)) != 16 {
+			t.Errorf("record %d header %v: want the line's time, server fe-1, service tributary-produce, a guid", i, h)
+		}
+		var weight any
+		if i%2 == 0 {
+			weight = map[string]any{"double": 1.5}
+		}
+		want := map[string]any{
+			"id":     fmt.Sprintf("o-%d", i),
+			"lines":  []any{map[string]any{"sku": "a", "qty": int32(i)}},
+			"state":  "PAID",
+			"placed": map[string]any{"long.timestamp-micros": time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)},
+			"weight": weight,
+		}
+		if p, ok := got["placed"].(map[string]any); ok {
+			if tm, ok := p["long.timestamp-micros"].(time.Time); ok {
+				p["long.timestamp-micros"] = tm.UTC()
+			}
+		}
+		for k, wv := range want {
+			if !reflect.DeepEqual(got[k], wv) {
+				t.Errorf("record %d %s = %#v, want %#v", i, k, got[k], wv)
+			}
+		}
+	}
+	checkAudited(t, env, "orders", w, n)
+
+	// A message the file does not define is refused before anything is sent.
+	_, stderr, code := tributary(t, lines[0]+"\n", "produce", "--brokers", env.Broker.Addr, "--registry", env.RegistryURL, "--topic", "orders",
+		"--schema", file, "--message", "shop.Nope")
+	if code == 0 || !strings.Contains(stderr, "defines no message shop.Nope") || !strings.Contains(stderr, "shop.Order.Line") {
+		t.Errorf("--message shop.Nope: exit %d, want the messages there are named\n%s", code, stderr)
+	}
+}

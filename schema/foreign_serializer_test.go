@@ -1,0 +1,126 @@
+package schema_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/tributary-io/tributary/schema"
+	"github.com/tributary-io/tributary/schema/internal/srtest"
+)
+
+const shopProto = `syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+message Header { google.protobuf.Timestamp time = 1; string server = 2; }
+message Order {
+  Header header = 1;
+  message Line { string sku = 1; int64 qty = 2; }
+  repeated Line lines = 2;
+}
+`
+
+// Each message of a file is written with the message indexes Confluent's
+// serializers write for it, and reads back as that message; the header's
+// time (a Timestamp) and server are filled where the event leaves them.
+func TestForeignSerializerMessageIndexes(t *testing.T) {
+	reg := srtest.Start(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 4, 5, 6, 7, 8000, time.UTC)
+	des, err := schema.NewDeserializer(reg.Client, schema.DeserializerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		message, root string
+		indexes       []byte
+		event         string
+		want          map[string]any
+	}{
+		{"", "shop.Order", []byte{2, 2}, `{"lines": [{"sku": "a", "qty": "3"}]}`, map[string]any{
+			"header": map[string]any{"shop.Header": map[string]any{"time": map[string]any{"long.timestamp-micros": now}, "server": "fe-9"}},
+			"lines":  []any{map[string]any{"sku": "a", "qty": int64(3)}}}},
+		{"shop.Header", "shop.Header", []byte{0}, `{"server": "x"}`, map[string]any{"time": nil, "server": "x"}},
+		{"shop.Order.Line", "shop.Order.Line", []byte{4, 2, 0}, `{"sku": "b"}`, map[string]any{"sku": "b", "qty": int64(0)}},
+	} {
+		s, err := schema.NewForeignSerializer(reg.Client, schema.ForeignSerializerConfig{Type: sr.TypeProtobuf, Schema: shopProto,
+			Message: tc.message, Server: "fe-9", Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Message() != tc.root {
+			t.Errorf("message %q: serializer writes %s, want %s", tc.message, s.Message(), tc.root)
+		}
+		b, err := s.Serialize(ctx, "shop", []byte(tc.event))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(b[5:], tc.indexes) {
+			t.Errorf("%s: body % x, want message indexes % x", tc.root, b[5:], tc.indexes)
+		}
+		v, err := des.Deserialize(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, ok := v.(map[string]any)["header"].(map[string]any); ok {
+			tm := h["shop.Header"].(map[string]any)["time"].(map[string]any)
+			tm["long.timestamp-micros"] = tm["long.timestamp-micros"].(time.Time).UTC()
+		}
+		if !reflect.DeepEqual(v, tc.want) {
+			t.Errorf("%s reads back as %#v, want %#v", tc.root, v, tc.want)
+		}
+	}
+}
+
+// What the serializer refuses, and says why: a schema that would need
+// references, a message the file lacks, events that do not parse or
+// validate (ErrBadEvent, naming the field).
+func TestForeignSerializerRefuses(t *testing.T) {
+	reg := srtest.Start(t)
+	for _, tc := range []struct {
+		typ            sr.SchemaType
+		text, message  string
+		wantCompileErr string
+	}{
+		{sr.TypeProtobuf, `syntax = "proto3"; import "money.proto"; message A { Money m = 1; }`, "", `import "money.proto"`},
+		{sr.TypeProtobuf, shopProto, "shop.Nope", "defines no message shop.Nope"},
+		{sr.TypeJSON, `{"type": "object", "properties": {"a": {"$ref": "address.json"}}}`, "", "address.json"},
+		{sr.TypeJSON, `{"type": "object"}`, "A", "no messages"},
+	} {
+		_, err := schema.NewForeignSerializer(reg.Client, schema.ForeignSerializerConfig{Type: tc.typ, Schema: tc.text, Message: tc.message})
+		if err == nil || !strings.Contains(err.Error(), tc.wantCompileErr) {
+			t.Errorf("%s %q: %v, want an error naming %q", tc.typ, tc.text, err, tc.wantCompileErr)
+		}
+	}
+	pb, err := schema.NewForeignSerializer(reg.Client, schema.ForeignSerializerConfig{Type: sr.TypeProtobuf, Schema: shopProto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := schema.NewForeignSerializer(reg.Client, schema.ForeignSerializerConfig{Type: sr.TypeJSON,
+		Schema: `{"type": "object", "required": ["n"], "properties": {"n": {"type": "integer", "maximum": 9}}}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		s          *schema.ForeignSerializer
+		event, why string
+	}{
+		{pb, `{"lines": [{"sku": 1}]}`, "sku"},
+		{pb, `{"colour": "red"}`, "colour"},
+		{pb, `{"lines": `, "shop.Order"},
+		{js, `{"n": 10}`, "maximum"},
+		{js, `{}`, "missing property 'n'"},
+		{js, `{"n": 1`, "not JSON"},
+	} {
+		_, err := tc.s.Serialize(context.Background(), "t", []byte(tc.event))
+		if !errors.Is(err, schema.ErrBadEvent) || !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("%s: %v, want ErrBadEvent naming %q", tc.event, err, tc.why)
+		}
+	}
+}

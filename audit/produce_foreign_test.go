@@ -3,8 +3,11 @@ package audit_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/audit/internal/audittest"
+	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/schema"
 )
 
@@ -51,6 +55,49 @@ func consumeAll(t *testing.T, addr, topic string, n int) []*kgo.Record {
 		out = append(out, fs.Records()...)
 	}
 	return out
+}
+
+// confluentRead reads the n records of topic with Confluent's Python
+// deserializers (produced.py) and returns each as the JSON they give.
+func confluentRead(t *testing.T, env *audittest.Env, topic, format string, n int) []map[string]any {
+	t.Helper()
+	testenv.Needs(t, testenv.Python)
+	if exec.Command("python3", "-c", "import confluent_kafka.schema_registry.protobuf, jsonschema").Run() != nil {
+		t.Fatal("Python's confluent-kafka with its Protobuf and JSON serializers is missing: run scripts/install-deps.sh (.ci/run does)")
+	}
+	cmd := exec.CommandContext(t.Context(), "python3", filepath.Join(foreignScripts, "produced.py"), env.RegistryURL, env.Broker.Addr, topic, format, fmt.Sprint(n))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("produced.py %s: %v\n%s", topic, err, stderr.String())
+	}
+	var recs []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("produced.py printed %q: %v", l, err)
+		}
+		recs = append(recs, m)
+	}
+	if len(recs) != n {
+		t.Fatalf("produced.py read %d records of %s, want %d", len(recs), topic, n)
+	}
+	return recs
+}
+
+// sameJSON compares a record as Confluent's deserializers read it with
+// the JSON text it should be.
+func sameJSON(t *testing.T, what string, got map[string]any, want string) {
+	t.Helper()
+	var w map[string]any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, w) {
+		g, _ := json.Marshal(got)
+		t.Errorf("%s as Confluent's deserializer reads it:\n got %s\nwant %s", what, g, want)
+	}
 }
 
 // produceLines runs `tributary produce` over lines and checks that it
@@ -151,6 +198,25 @@ func TestProduceProtobufEvents(t *testing.T) {
 			}
 		}
 	}
+	// Confluent's ProtobufDeserializer finds shop.Order at the records'
+	// message indexes and reads each as sent.
+	for i, r := range confluentRead(t, env, "orders", "proto", n) {
+		h, _ := r["header"].(map[string]any)
+		if g, err := base64.StdEncoding.DecodeString(fmt.Sprint(h["guid"])); err != nil || len(g) != 16 {
+			t.Errorf("record %d: guid %v, want 16 bytes", i, h["guid"])
+		}
+		delete(h, "guid")
+		line := `{"sku": "a"}`
+		if i > 0 {
+			line = fmt.Sprintf(`{"sku": "a", "qty": %d}`, i) // proto3 leaves a zero out
+		}
+		weight := ""
+		if i%2 == 0 {
+			weight = `, "weight": 1.5`
+		}
+		sameJSON(t, fmt.Sprintf("record %d", i), r, fmt.Sprintf(`{"header": {"time": "%d", "server": "fe-1", "service": "tributary-produce"}, "id": "o-%d", "lines": [%s], "state": "PAID", "placed": "2026-01-02T03:04:05.000006Z"%s}`,
+			w.Add(time.Duration(i)*time.Second).UnixMilli(), i, line, weight))
+	}
 	checkAudited(t, env, "orders", w, n)
 
 	// A message the file does not define is refused before anything is sent.
@@ -227,6 +293,10 @@ func TestProduceJSONSchemaEvents(t *testing.T) {
 		if got != want {
 			t.Errorf("record %d = %s, want %s", i, got, want)
 		}
+	}
+	for i, r := range confluentRead(t, env, "orders-js", "json", n) {
+		sameJSON(t, fmt.Sprintf("record %d", i), r, fmt.Sprintf(`{"header": {"time": %d, "server": "fe-1", "service": "tributary-produce"}, "id": "o-%d", "qty": %d, "tags": ["t%d"]}`,
+			w.Add(time.Duration(i)*time.Second).UnixMilli(), i, i+1, i))
 	}
 	checkAudited(t, env, "orders-js", w, n)
 }

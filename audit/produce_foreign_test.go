@@ -219,6 +219,34 @@ func TestProduceProtobufEvents(t *testing.T) {
 	}
 	checkAudited(t, env, "orders", w, n)
 
+	// A file that imports its header: refused naming the import without
+	// --reference, registered with a reference to it with one.
+	evFile, hdrFile := filepath.Join(dir, "ev.proto"), filepath.Join(dir, "header.proto")
+	for f, text := range map[string]string{
+		evFile:  `syntax = "proto3"; package shop; import "shop/header.proto"; message Ev { shop.Header header = 1; string id = 2; }`,
+		hdrFile: `syntax = "proto3"; package shop; message Header { int64 time = 1; string server = 2; }`,
+	} {
+		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev := fmt.Sprintf(`{"header": {"time": "%d"}, "id": "e"}`, w.UnixMilli()) + "\n"
+	refArgs := []string{"produce", "--brokers", env.Broker.Addr, "--registry", env.RegistryURL, "--topic", "evs", "--schema", evFile, "--server", "fe-1"}
+	if _, stderr, code := tributary(t, ev, refArgs...); code == 0 || !strings.Contains(stderr, `import "shop/header.proto"`) || !strings.Contains(stderr, "--reference") {
+		t.Errorf("an import without --reference: exit %d, want the import named and --reference suggested\n%s", code, stderr)
+	}
+	if _, stderr, code := tributary(t, ev, append(refArgs, "--reference", "shop/header.proto="+hdrFile)...); code != 0 {
+		t.Fatalf("with --reference: exit %d\n%s", code, stderr)
+	}
+	evs, err := env.Registry.SchemaByVersion(t.Context(), "evs-value", -1)
+	if err != nil || len(evs.References) != 1 || evs.References[0].Subject != "shop/header.proto" {
+		t.Fatalf("evs-value: %+v %v, want a reference to subject shop/header.proto", evs, err)
+	}
+	v, err := des.Deserialize(t.Context(), consumeAll(t, env.Broker.Addr, "evs", 1)[0].Value)
+	if got := fmt.Sprint(v); err != nil || got != fmt.Sprintf("map[header:map[shop.Header:map[server:fe-1 time:%d]] id:e]", w.UnixMilli()) {
+		t.Errorf("evs record reads back as %s: %v", got, err)
+	}
+
 	// A message the file does not define is refused before anything is sent.
 	_, stderr, code := tributary(t, lines[0]+"\n", "produce", "--brokers", env.Broker.Addr, "--registry", env.RegistryURL, "--topic", "orders",
 		"--schema", file, "--message", "shop.Nope")

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -31,11 +32,17 @@ var ErrBadEvent = errors.New("not a valid event")
 type ForeignSerializerConfig struct {
 	// Type is sr.TypeProtobuf or sr.TypeJSON. Required.
 	Type sr.SchemaType
-	// Schema is the writer schema: .proto text, or a JSON schema. It is
-	// registered alone: a .proto that imports anything but the
-	// well-known types, or a JSON schema whose "$ref"s leave it, is
-	// refused, since it would need references.
+	// Schema is the writer schema: .proto text, or a JSON schema. A
+	// .proto may import the well-known types and References, a JSON
+	// schema "$ref" References; anything else is refused.
 	Schema string
+	// References are the files Schema imports (Protobuf: by import path)
+	// or "$ref"s (JSON: by the name the "$ref" uses), of the same type.
+	// Each is registered under a subject of its name, as Confluent's
+	// serializers do by default, before Schema is registered with
+	// references to them. A referenced file may itself import only the
+	// well-known types.
+	References []Reference
 	// Message is the full name of the Protobuf message events are
 	// (default: the root message, as the loader's tables take it).
 	Message string
@@ -43,6 +50,11 @@ type ForeignSerializerConfig struct {
 	Service, Server, HeaderField string
 	// Now is the clock for header.time. Default: time.Now.
 	Now func() time.Time
+}
+
+// Reference is a file a schema imports: its name and its text.
+type Reference struct {
+	Name, Schema string
 }
 
 // ForeignSerializer writes JSON events as Protobuf or JSON Schema records
@@ -60,6 +72,9 @@ type ForeignSerializer struct {
 	valid   *jsonschema.Schema             // JSON
 	header  map[string]bool                // JSON: the header's declared properties
 	cfg     ForeignSerializerConfig
+
+	refsMu sync.Mutex
+	refsOK bool // References registered, ids.schema.References set
 }
 
 // NewForeignSerializer compiles cfg.Schema as the registry and every
@@ -81,9 +96,16 @@ func NewForeignSerializer(reg Registry, cfg ForeignSerializerConfig) (*ForeignSe
 		ids: idCache{reg: reg, schema: sr.Schema{Schema: cfg.Schema, Type: cfg.Type}, ids: map[string]int{}}}
 	switch cfg.Type {
 	case sr.TypeProtobuf:
-		fd, err := pbschema.Compile(cfg.Schema, nil)
+		deps := make(map[string]string, len(cfg.References))
+		for _, r := range cfg.References {
+			if _, err := pbschema.Compile(r.Schema, nil); err != nil {
+				return nil, fmt.Errorf("reference %s does not compile on its own (it may import only the well-known types): %w", r.Name, err)
+			}
+			deps[r.Name] = r.Schema
+		}
+		fd, err := pbschema.Compile(cfg.Schema, deps)
 		if err != nil {
-			return nil, fmt.Errorf("does not compile (it is registered alone, without references): %w", err)
+			return nil, fmt.Errorf("does not compile: %w", err)
 		}
 		if fd.Messages().Len() == 0 {
 			return nil, errors.New("defines no message")
@@ -103,8 +125,19 @@ func NewForeignSerializer(reg Registry, cfg ForeignSerializerConfig) (*ForeignSe
 		if err != nil {
 			return nil, fmt.Errorf("is not JSON: %w", err)
 		}
-		if s.valid, err = jsschema.Compile(doc, nil); err != nil {
-			return nil, fmt.Errorf("does not compile (it is registered alone, without references): %w", err)
+		refs := make([]jsschema.Ref, len(cfg.References))
+		for i, r := range cfg.References {
+			d, err := transcode.DecodeSchema(r.Schema, transcode.KeyOrder{})
+			if err != nil {
+				return nil, fmt.Errorf("reference %s is not JSON: %w", r.Name, err)
+			}
+			if _, err := jsschema.Compile(d, nil); err != nil {
+				return nil, fmt.Errorf("reference %s does not compile on its own (it may not \"$ref\" other files): %w", r.Name, err)
+			}
+			refs[i] = jsschema.Ref{Name: r.Name, Doc: d}
+		}
+		if s.valid, err = jsschema.Compile(doc, refs); err != nil {
+			return nil, fmt.Errorf("does not compile: %w", err)
 		}
 		s.header = declaredHeader(doc, cfg.HeaderField)
 	default:
@@ -138,6 +171,9 @@ func (s *ForeignSerializer) Serialize(ctx context.Context, topic string, event [
 	if err != nil {
 		return nil, err
 	}
+	if err := s.registerReferences(ctx); err != nil {
+		return nil, err
+	}
 	id, err := s.ids.id(ctx, TopicNameStrategy(topic))
 	if err != nil {
 		return nil, err
@@ -145,6 +181,32 @@ func (s *ForeignSerializer) Serialize(ctx context.Context, topic string, event [
 	out := AppendEnvelope(make([]byte, 0, 5+len(s.indexes)+len(body)), id)
 	out = append(out, s.indexes...)
 	return append(out, body...), nil
+}
+
+// registerReferences registers each referenced file under its name, once,
+// and makes the schema refer to the versions registered.
+func (s *ForeignSerializer) registerReferences(ctx context.Context) error {
+	s.refsMu.Lock()
+	defer s.refsMu.Unlock()
+	if s.refsOK || len(s.cfg.References) == 0 {
+		return nil
+	}
+	refs := make([]sr.SchemaReference, 0, len(s.cfg.References))
+	for _, r := range s.cfg.References {
+		sch := sr.Schema{Schema: r.Schema, Type: s.typ}
+		if _, err := s.ids.reg.RegisterSchema(ctx, r.Name, sch, -1, -1); err != nil {
+			return fmt.Errorf("schema: register reference %s under subject %q: %w", r.Name, r.Name, err)
+		}
+		ss, err := s.ids.reg.LookupSchema(ctx, r.Name, sch)
+		if err != nil {
+			return fmt.Errorf("schema: look up reference %s under subject %q: %w", r.Name, r.Name, err)
+		}
+		refs = append(refs, sr.SchemaReference{Name: r.Name, Subject: r.Name, Version: ss.Version})
+	}
+	// Every id lookup comes after this, ordered by refsMu.
+	s.ids.schema.References = refs
+	s.refsOK = true
+	return nil
 }
 
 func (s *ForeignSerializer) protoBody(event []byte) ([]byte, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -121,6 +122,58 @@ func TestForeignSerializerRefuses(t *testing.T) {
 		_, err := tc.s.Serialize(context.Background(), "t", []byte(tc.event))
 		if !errors.Is(err, schema.ErrBadEvent) || !strings.Contains(err.Error(), tc.why) {
 			t.Errorf("%s: %v, want ErrBadEvent naming %q", tc.event, err, tc.why)
+		}
+	}
+}
+
+// A schema that imports (Protobuf) or "$ref"s (JSON) another file is
+// registered with a reference to that file, registered first under its
+// name; its records read back through the reference.
+func TestForeignSerializerReferences(t *testing.T) {
+	reg := srtest.Start(t)
+	ctx := context.Background()
+	des, err := schema.NewDeserializer(reg.Client, schema.DeserializerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		typ         sr.SchemaType
+		text, event string
+		ref         schema.Reference
+		want        string
+	}{
+		{sr.TypeProtobuf, `syntax = "proto3"; package shop; import "shop/header.proto"; message Ev { shop.Header header = 1; string id = 2; }`,
+			`{"header": {"time": "5"}, "id": "e"}`,
+			schema.Reference{Name: "shop/header.proto", Schema: `syntax = "proto3"; package shop; message Header { int64 time = 1; string server = 2; }`},
+			`map[header:map[shop.Header:map[server:fe-9 time:5]] id:e]`},
+		{sr.TypeJSON, `{"type": "object", "properties": {"header": {"$ref": "header.json"}, "id": {"type": "string"}}}`,
+			`{"header": {"time": 5, "server": "x"}, "id": "e"}`,
+			schema.Reference{Name: "header.json", Schema: `{"type": "object", "properties": {"time": {"type": "integer"}, "server": {"type": "string"}}}`},
+			`map[header:map[Record_header:map[server:map[string:x] time:map[long:5]]] id:map[string:e]]`},
+	} {
+		s, err := schema.NewForeignSerializer(reg.Client, schema.ForeignSerializerConfig{Type: tc.typ, Schema: tc.text,
+			References: []schema.Reference{tc.ref}, Server: "fe-9"})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.typ, err)
+		}
+		topic := "ref-" + strings.ToLower(tc.typ.String())
+		b, err := s.Serialize(ctx, topic, []byte(tc.event))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.typ, err)
+		}
+		ss, err := reg.Client.SchemaByVersion(ctx, topic+"-value", -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []sr.SchemaReference{{Name: tc.ref.Name, Subject: tc.ref.Name, Version: 1}}; !reflect.DeepEqual(ss.References, want) {
+			t.Errorf("%s registered with references %+v, want %+v", tc.typ, ss.References, want)
+		}
+		v, err := des.Deserialize(ctx, b)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.typ, err)
+		}
+		if got := fmt.Sprint(v); got != tc.want {
+			t.Errorf("%s reads back as %s, want %s", tc.typ, got, tc.want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -49,9 +50,19 @@ func newEventEncoder(reg schema.Registry, typ sr.SchemaType, text string, f avro
 	if f.message != "" && typ != sr.TypeProtobuf {
 		return nil, errors.New("--message picks a message of a Protobuf schema")
 	}
+	if len(f.references) > 0 && typ == sr.TypeAvro {
+		return nil, errors.New("--reference is for Protobuf and JSON Schema schemas: an Avro --schema must define its types")
+	}
 	if typ != sr.TypeAvro {
+		refs, err := readReferences(f.references)
+		if err != nil {
+			return nil, err
+		}
 		fs, err := schema.NewForeignSerializer(reg, schema.ForeignSerializerConfig{Type: typ, Schema: text, Message: f.message,
-			Service: f.service, Server: f.server, HeaderField: f.headerField})
+			References: refs, Service: f.service, Server: f.server, HeaderField: f.headerField})
+		if err != nil && strings.Contains(err.Error(), `import "`) {
+			err = fmt.Errorf("%w (give each imported file with --reference IMPORT_PATH=FILE)", err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -69,6 +80,23 @@ func newEventEncoder(reg schema.Registry, typ sr.SchemaType, text string, f avro
 		return nil, err
 	}
 	return &eventEncoder{avro: events, ser: ser}, nil
+}
+
+// readReferences reads the --reference NAME=FILE files.
+func readReferences(flags []string) ([]schema.Reference, error) {
+	var out []schema.Reference
+	for _, f := range flags {
+		name, file, ok := strings.Cut(f, "=")
+		if !ok || name == "" || file == "" {
+			return nil, fmt.Errorf("--reference %q: want NAME=FILE (NAME: the import path or $ref name)", f)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--reference %s: %w", name, err)
+		}
+		out = append(out, schema.Reference{Name: name, Schema: string(b)})
+	}
+	return out, nil
 }
 
 // looksLikeJSONSchema tells a JSON Schema that was taken for Avro.

@@ -72,6 +72,9 @@ type ForeignSerializer struct {
 	valid   *jsonschema.Schema             // JSON
 	header  map[string]bool                // JSON: the header's declared properties
 	cfg     ForeignSerializerConfig
+	// readable converts a record's body as every reader of it will
+	// (Deserializer.AvroBody); nil when the schema has no Avro form.
+	readable func(body []byte, v any) error
 
 	refsMu sync.Mutex
 	refsOK bool // References registered, ids.schema.References set
@@ -117,17 +120,21 @@ func NewForeignSerializer(reg Registry, cfg ForeignSerializerConfig) (*ForeignSe
 			}
 		}
 		s.indexes = messageIndexes(s.md)
+		if tp, err := transcode.NewProto(s.md); err == nil {
+			s.readable = func(body []byte, _ any) error { _, err := tp.Decode(nil, body); return err }
+		}
 	case sr.TypeJSON:
 		if cfg.Message != "" {
 			return nil, errors.New("a JSON schema has no messages to pick from")
 		}
-		doc, err := transcode.DecodeSchema(cfg.Schema, transcode.KeyOrder{})
+		order := transcode.KeyOrder{}
+		doc, err := transcode.DecodeSchema(cfg.Schema, order)
 		if err != nil {
 			return nil, fmt.Errorf("is not JSON: %w", err)
 		}
 		refs := make([]jsschema.Ref, len(cfg.References))
 		for i, r := range cfg.References {
-			d, err := transcode.DecodeSchema(r.Schema, transcode.KeyOrder{})
+			d, err := transcode.DecodeSchema(r.Schema, order)
 			if err != nil {
 				return nil, fmt.Errorf("reference %s is not JSON: %w", r.Name, err)
 			}
@@ -140,6 +147,9 @@ func NewForeignSerializer(reg Registry, cfg ForeignSerializerConfig) (*ForeignSe
 			return nil, fmt.Errorf("does not compile: %w", err)
 		}
 		s.header = declaredHeader(doc, cfg.HeaderField)
+		if tj, err := transcode.NewJSON(doc, refs, order); err == nil {
+			s.readable = func(_ []byte, v any) error { _, err := tj.Encode(nil, v); return err }
+		}
 	default:
 		return nil, fmt.Errorf("schema type %q: PROTOBUF or JSON", cfg.Type)
 	}
@@ -221,7 +231,24 @@ func (s *ForeignSerializer) protoBody(event []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: as %s: %v", ErrBadEvent, s.md.FullName(), err)
 	}
+	if err := s.checkReadable(b, nil); err != nil {
+		return nil, err
+	}
 	return b, nil
+}
+
+// checkReadable refuses an event that its schema allows but that
+// Tributary's readers cannot convert (a JSON integer or a uint64 past a
+// long): sent, it would be a malformed record in every tier and the
+// loader's _errors, so it is refused here, where the sender sees why.
+func (s *ForeignSerializer) checkReadable(body []byte, v any) error {
+	if s.readable == nil {
+		return nil
+	}
+	if err := s.readable(body, v); err != nil {
+		return fmt.Errorf("%w: valid, but Tributary's readers could not convert it: %v", ErrBadEvent, err)
+	}
+	return nil
 }
 
 // fillProtoHeader sets the header fields left at their zero value: time
@@ -269,6 +296,9 @@ func (s *ForeignSerializer) jsonBody(event []byte) ([]byte, error) {
 	}
 	if err := s.valid.Validate(v); err != nil {
 		return nil, fmt.Errorf("%w: does not match the schema: %s", ErrBadEvent, oneLine(err))
+	}
+	if err := s.checkReadable(event, v); err != nil {
+		return nil, err
 	}
 	return event, nil
 }

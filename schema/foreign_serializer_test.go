@@ -177,3 +177,45 @@ func TestForeignSerializerReferences(t *testing.T) {
 		}
 	}
 }
+
+// FuzzForeignEvent: whatever line comes in, the serializer refuses it
+// with ErrBadEvent or writes a record that the Deserializer reads back.
+func FuzzForeignEvent(f *testing.F) {
+	for _, s := range []string{
+		`{"lines": [{"sku": "a", "qty": "3"}]}`, `{"header": {"time": "2026-01-01T00:00:00Z"}}`, `{"n": 3}`,
+		`{"lines": [{"sku": 1}]}`, `[]`, `{"n": 1e400}`, `{"lines": [` + strings.Repeat("[", 200),
+	} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	reg := srtest.Start(f)
+	des, err := schema.NewDeserializer(reg.Client, schema.DeserializerConfig{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	pb, err := schema.NewForeignSerializer(reg.Client, schema.ForeignSerializerConfig{Type: sr.TypeProtobuf, Schema: shopProto})
+	if err != nil {
+		f.Fatal(err)
+	}
+	js, err := schema.NewForeignSerializer(reg.Client, schema.ForeignSerializerConfig{Type: sr.TypeJSON,
+		Schema: `{"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "array", "items": {"type": "string"}}, "header": {"type": "object"}}}`})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, line string, json bool) {
+		s, topic := pb, "fuzz-pb"
+		if json {
+			s, topic = js, "fuzz-js"
+		}
+		b, err := s.Serialize(context.Background(), topic, []byte(line))
+		if err != nil {
+			if !errors.Is(err, schema.ErrBadEvent) {
+				t.Fatalf("%q: %v, want ErrBadEvent", line, err)
+			}
+			return
+		}
+		if _, err := des.Deserialize(context.Background(), b); err != nil {
+			t.Fatalf("%q was written as % x, which does not read back: %v", line, b, err)
+		}
+	})
+}

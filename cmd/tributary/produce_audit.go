@@ -28,7 +28,7 @@ type avroFlags struct {
 func (f *avroFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.schema, "schema", "", "schema `FILE` (Avro .avsc, Protobuf .proto, JSON Schema with --schema-type JSON): read one JSON event per line, send it in the Confluent envelope and count it for the audit")
 	fs.StringVar(&f.schemaTypeName, "schema-type", "", "`TYPE` of --schema: AVRO, PROTOBUF or JSON (default: PROTOBUF for a .proto file, else AVRO)")
-	fs.Var(&f.references, "reference", "`NAME=FILE`: a file the --schema imports (Protobuf: NAME is the import path) or \"$ref\"s (JSON Schema), registered under subject NAME first; repeatable; it may import only the well-known types itself")
+	fs.Var(&f.references, "reference", "a file the --schema imports (Protobuf: NAME is the import path) or \"$ref\"s (JSON Schema: NAME as the $ref writes it), as `NAME=FILE`, registered under subject NAME first; repeatable; it may import only the well-known types itself")
 	fs.StringVar(&f.message, "message", "", "Protobuf message `NAME` (full name, with the package) the events are (default: the file's root message, the first top-level message no other one holds)")
 	fs.StringVar(&f.registry, "registry", "http://127.0.0.1:8081", "schema registry `URL` (with --schema)")
 	fs.StringVar(&f.service, "service", "tributary-produce", "header.service of events that do not set it (with --schema)")

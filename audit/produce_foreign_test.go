@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary-io/tributary/audit"
 	"github.com/tributary-io/tributary/audit/internal/audittest"
 	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/schema"
@@ -116,9 +117,20 @@ func produceLines(t *testing.T, lines []string, bad int, reason string, args ...
 
 // checkAudited checks the producer's counts for topic in window w, and
 // those of the broker (audit count's scan): both n, complete.
-func checkAudited(t *testing.T, env *audittest.Env, topic string, w time.Time, n int) {
+// The refused line is counted malformed, in the window of when it was
+// read (some time since produced).
+func checkAudited(t *testing.T, env *audittest.Env, topic string, w time.Time, n int, produced time.Time) {
 	t.Helper()
 	snapshot(t, env.Broker.Addr, env.Broker.Addr, env.Registry, "live", []time.Time{w}, topic)
+	var malformed int64
+	for _, x := range reconcile(t, env.Broker.Addr, env.Registry, []time.Time{audit.WindowStart(produced, audit.DefaultWindow), audit.WindowStart(time.Now(), audit.DefaultWindow)}).Rows {
+		if x.Topic == topic && x.Tier == "producer" {
+			malformed += x.Malformed
+		}
+	}
+	if malformed != 1 {
+		t.Errorf("%s: the producer counted %d malformed events, want the 1 refused line", topic, malformed)
+	}
 	r := reconcile(t, env.Broker.Addr, env.Registry, []time.Time{w})
 	if p := row(t, r, topic, w, "producer"); p.Produced != int64(n) || p.NoTime != 0 {
 		t.Errorf("%s producer row %+v: want %d produced, none without a time", topic, p, n)
@@ -151,6 +163,7 @@ func TestProduceProtobufEvents(t *testing.T) {
 			w.Add(time.Duration(i)*time.Second).UnixMilli(), i, i, map[bool]string{true: `, "weight": 1.5`}[i%2 == 0]))
 	}
 	lines = append(lines[:5], append([]string{`{"header": {"time": "1"}, "id": 7, "colour": "red"}`}, lines[5:]...)...)
+	start := time.Now()
 	produceLines(t, lines, 6, "shop.Order", "--brokers", env.Broker.Addr, "--registry", env.RegistryURL, "--topic", "orders",
 		"--schema", file, "--audit-wal", filepath.Join(dir, "wal"))
 
@@ -217,7 +230,7 @@ func TestProduceProtobufEvents(t *testing.T) {
 		sameJSON(t, fmt.Sprintf("record %d", i), r, fmt.Sprintf(`{"header": {"time": "%d", "server": "fe-1", "service": "tributary-produce"}, "id": "o-%d", "lines": [%s], "state": "PAID", "placed": "2026-01-02T03:04:05.000006Z"%s}`,
 			w.Add(time.Duration(i)*time.Second).UnixMilli(), i, line, weight))
 	}
-	checkAudited(t, env, "orders", w, n)
+	checkAudited(t, env, "orders", w, n, start)
 
 	// A file that imports its header: refused naming the import without
 	// --reference, registered with a reference to it with one.
@@ -293,6 +306,7 @@ func TestProduceJSONSchemaEvents(t *testing.T) {
 			w.Add(time.Duration(i)*time.Second).UnixMilli(), i, i+1, i))
 	}
 	lines = append(lines[:2], append([]string{`{"header": {"time": 1}, "id": "o-x", "qty": 0}`}, lines[2:]...)...)
+	start := time.Now()
 	produceLines(t, lines, 3, "minimum", "--brokers", env.Broker.Addr, "--registry", env.RegistryURL, "--topic", "orders-js",
 		"--schema", file, "--schema-type", "JSON")
 
@@ -326,5 +340,5 @@ func TestProduceJSONSchemaEvents(t *testing.T) {
 		sameJSON(t, fmt.Sprintf("record %d", i), r, fmt.Sprintf(`{"header": {"time": %d, "server": "fe-1", "service": "tributary-produce"}, "id": "o-%d", "qty": %d, "tags": ["t%d"]}`,
 			w.Add(time.Duration(i)*time.Second).UnixMilli(), i, i+1, i))
 	}
-	checkAudited(t, env, "orders-js", w, n)
+	checkAudited(t, env, "orders-js", w, n, start)
 }

@@ -176,8 +176,8 @@ func (l *Log) clean(m *offsetMap, stop <-chan struct{}) (CleanStats, error) {
 		}
 		err := eachRecord(s, limit, stop, func(h *recordbatch.Header, r *cleanRecord, _ []byte) bool {
 			off := h.BaseOffset + r.delta
-			if off < from || !r.hasKey {
-				return true
+			if off < from || !r.hasKey || h.Transactional() {
+				return true // a transaction's records are never cleaned (txn.go)
 			}
 			if !m.put(r.key, off) {
 				end, full = off, true
@@ -284,7 +284,11 @@ func (l *Log) rewriteSegment(s *segment, m *offsetMap, end, horizon int64, newes
 		for i := range recs {
 			r := &recs[i]
 			off := h.BaseOffset + r.delta
-			keep := off >= end
+			// Transactions' records and markers are kept whole: whether a
+			// record was aborted is not known here, and an aborted one must
+			// neither supersede a committed value nor be superseded away
+			// from its abort's index entry.
+			keep := off >= end || h.Transactional()
 			if !keep && r.hasKey {
 				latest, found := m.get(r.key)
 				keep = !found || latest <= off

@@ -1,0 +1,215 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
+)
+
+// txnBatch is a transactional batch of n records from producer pid.
+func txnBatch(pid int64, epoch int16, seq int32, n int) []byte {
+	b := makeBatch(batchOpts{records: n, pid: pid, epoch: epoch, seq: seq})
+	b[recordbatch.OffAttributes+1] |= recordbatch.AttrTransactional
+	recordbatch.SetCRC(b)
+	return b
+}
+
+func mustMarker(t testing.TB, l *Log, pid int64, epoch int16, commit bool) int64 {
+	t.Helper()
+	off, err := l.AppendMarker(pid, epoch, commit, 0)
+	if err != nil {
+		t.Fatalf("AppendMarker(%d, commit=%v): %v", pid, commit, err)
+	}
+	return off
+}
+
+func wantLSO(t testing.TB, l *Log, want int64) {
+	t.Helper()
+	if got := l.LastStableOffset(); got != want {
+		t.Fatalf("last stable offset %d, want %d (high watermark %d)", got, want, l.HighWatermark())
+	}
+}
+
+func wantAborted(t testing.TB, l *Log, want ...AbortedTxn) {
+	t.Helper()
+	got := l.AbortedTransactions(0, l.LogEndOffset())
+	if !slices.Equal(got, want) {
+		t.Fatalf("aborted transactions %v, want %v", got, want)
+	}
+}
+
+// The last stable offset stops at the oldest open transaction and moves
+// once markers decide it; an abort is listed for read_committed readers.
+func TestTransactionMarkersAndLastStableOffset(t *testing.T) {
+	l, _ := openLog(t, t.TempDir(), testConfig())
+	mustAppend(t, l, txnBatch(7, 0, 0, 3))   // 0-2
+	mustAppend(t, l, makeBatch(batchOpts{})) // 3
+	mustAppend(t, l, txnBatch(8, 0, 0, 2))   // 4-5
+	mustAppend(t, l, txnBatch(7, 0, 3, 1))   // 6
+	mustFlush(t, l)
+	wantLSO(t, l, 0)
+	if got := l.FirstUnstableOffset(); got != 0 {
+		t.Fatalf("first unstable offset %d, want 0", got)
+	}
+	if c := mustMarker(t, l, 7, 0, true); c != 7 {
+		t.Fatalf("commit marker at %d, want 7", c)
+	}
+	mustFlush(t, l)
+	wantLSO(t, l, 4)
+	a := mustMarker(t, l, 8, 0, false)
+	wantLSO(t, l, 8) // the high watermark: the marker is not flushed yet
+	mustFlush(t, l)
+	wantLSO(t, l, 9)
+	wantAborted(t, l, AbortedTxn{ProducerID: 8, FirstOffset: 4, LastOffset: a})
+	if got := l.AbortedTransactions(a+1, 100); len(got) != 0 {
+		t.Fatalf("a fetch from past the marker is told of %v", got)
+	}
+
+	// A client's control batch is refused; so is a marker of an old epoch.
+	ctrl := recordbatch.MarkerBatch(9, 0, true, 0, 1000)
+	if _, err := l.Append(ctrl); !errors.Is(err, ErrControlBatch) || !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("client control batch: %v, want ErrControlBatch", err)
+	}
+	mustMarker(t, l, 7, 2, false) // the coordinator fenced producer 7 at epoch 2
+	if _, err := l.AppendMarker(7, 1, false, 0); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("marker of an older epoch: %v, want ErrInvalidProducerEpoch", err)
+	}
+	if _, err := l.Append(txnBatch(7, 0, 4, 1)); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("a fenced epoch's batch: %v, want ErrInvalidProducerEpoch", err)
+	}
+	mustAppend(t, l, txnBatch(7, 2, 0, 1)) // the new epoch starts at sequence 0
+}
+
+// Open transactions and the aborted index survive a clean restart, a
+// crash, and losing the snapshot and index files (rebuilt from the log);
+// a truncation below an abort marker forgets that abort.
+func TestTransactionStateSurvivesRestartAndTruncation(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openLog(t, dir, testConfig())
+	mustAppend(t, l, txnBatch(5, 0, 0, 2))   // 0-1
+	a := mustMarker(t, l, 5, 0, false)       // 2
+	mustAppend(t, l, txnBatch(6, 0, 0, 1))   // 3
+	mustAppend(t, l, makeBatch(batchOpts{})) // 4
+	mustFlush(t, l)
+	abort := AbortedTxn{ProducerID: 5, FirstOffset: 0, LastOffset: a}
+	check := func(l *Log, how string) {
+		t.Helper()
+		if got := l.AbortedTransactions(0, 100); !slices.Equal(got, []AbortedTxn{abort}) {
+			t.Fatalf("%s: aborted %v, want %v", how, got, abort)
+		}
+		if first, ok := l.OpenTransaction(6); !ok || first != 3 {
+			t.Fatalf("%s: producer 6's transaction open at %d (%v), want 3", how, first, ok)
+		}
+		if got := l.LastStableOffset(); got != 3 {
+			t.Fatalf("%s: last stable offset %d, want 3", how, got)
+		}
+	}
+	check(l, "before restart")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, _ = openLog(t, dir, testConfig())
+	check(l, "after a clean restart")
+	mustFlush(t, l)
+	crash(l)
+	l, _ = openLog(t, dir, testConfig())
+	check(l, "after a crash")
+	crash(l)
+	for _, pattern := range []string{"*.producers", "*.txnindex"} {
+		files, _ := filepath.Glob(filepath.Join(dir, pattern))
+		if len(files) == 0 {
+			t.Fatalf("no %s file to remove", pattern)
+		}
+		for _, f := range files {
+			os.Remove(f)
+		}
+	}
+	l, _ = openLog(t, dir, testConfig())
+	check(l, "rebuilt from the log")
+	if _, err := os.Stat(txnIndexPath(dir, 0)); err != nil {
+		t.Fatalf("the rebuilt index was not written: %v", err)
+	}
+
+	if _, err := l.TruncateTo(a); err != nil {
+		t.Fatal(err)
+	}
+	wantAborted(t, l)
+	if first, ok := l.OpenTransaction(5); !ok || first != 0 {
+		t.Fatalf("after truncating the abort marker, producer 5's transaction is open at %d (%v), want 0", first, ok)
+	}
+	if _, err := os.Stat(txnIndexPath(dir, 0)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the index still exists after its only entry was truncated: %v", err)
+	}
+}
+
+// Every acknowledged abort marker keeps its entry in the aborted index
+// through a power loss at each sync boundary, across segment rolls.
+func TestAbortedIndexSurvivesPowerLoss(t *testing.T) {
+	points := []string{"before-other-sync", "after-other-sync", "before-segment-sync", "after-segment-sync", "before-dir-sync", "after-dir-sync"}
+	for _, point := range points {
+		for n := 1; n <= 6; n++ {
+			reached := false
+			t.Run(fmt.Sprintf("%s#%d", point, n), func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "p")
+				cfs := newCrashFS(t, dir)
+				cfs.CrashAt(point, n)
+				cfg := fixtureConfig()
+				cfg.FS = cfs
+				cfg.SegmentBytes = 300
+				var acked []AbortedTxn
+				seq := map[int64]int32{}
+				for run := range 2 {
+					l, _, err := Open(dir, cfg, quietLogger())
+					if err != nil {
+						break
+					}
+					for i := range 6 {
+						pid := int64(100*run + i + 1)
+						first, err := l.Append(txnBatch(pid, 0, seq[pid], 2))
+						if err != nil {
+							break
+						}
+						seq[pid] += 2
+						off, err := l.AppendMarker(pid, 0, i%2 == 0, 0)
+						if err != nil || l.WaitFlushed(context.Background(), off) != nil {
+							break
+						}
+						if i%2 != 0 {
+							acked = append(acked, AbortedTxn{ProducerID: pid, FirstOffset: first.BaseOffset, LastOffset: off})
+						}
+					}
+					l.Close()
+				}
+				reached = cfs.Crashed()
+				if err := cfs.PowerLoss(); err != nil {
+					t.Fatal(err)
+				}
+				l, _, err := Open(dir, fixtureConfig(), quietLogger())
+				if err != nil {
+					t.Fatalf("open after power loss: %v", err)
+				}
+				defer l.Close()
+				got := l.AbortedTransactions(0, l.LogEndOffset())
+				for _, a := range acked {
+					if !slices.Contains(got, a) {
+						t.Fatalf("acknowledged abort %v lost; index holds %v", a, got)
+					}
+				}
+				for _, a := range got {
+					if a.LastOffset >= l.LogEndOffset() {
+						t.Fatalf("index holds %v past the log end %d", a, l.LogEndOffset())
+					}
+				}
+			})
+			if !reached {
+				break
+			}
+		}
+	}
+}

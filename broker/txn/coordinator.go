@@ -1,0 +1,586 @@
+// Package txn is the transaction coordinator (KIP-98, KIP-447): it maps a
+// transactional id to a producer id and epoch, runs each transaction's
+// state machine (Empty → Ongoing → PrepareCommit/PrepareAbort →
+// CompleteCommit/CompleteAbort) and ends transactions by writing markers
+// into every partition they touched.
+//
+// What a caller may rely on:
+//   - Every state change is durable in __transaction_state (Kafka's key and
+//     value layout, one compacted record per id) before it is answered, so
+//     a restarted coordinator resumes where the last one stopped: a
+//     prepared transaction is completed (markers written again, which
+//     partitions accept), an open one stays open until its producer ends
+//     it, is fenced, or times out.
+//   - A commit decided (PrepareCommit written) is carried out: its markers
+//     and its consumer offsets are written, retried until they are. An
+//     open transaction is aborted, never committed, when it times out or a
+//     new instance of its producer calls InitProducerId (which also bumps
+//     the epoch, so the old instance is fenced everywhere).
+//   - Offsets sent with TxnOffsetCommit are kept in the transaction's state
+//     and reach the group only with the commit.
+//
+// The package knows nothing of sockets or logs: the broker gives it a
+// Backend that stores its records, writes markers and commits offsets.
+package txn
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Record is one record of __transaction_state; a nil Value is a tombstone.
+type Record struct {
+	Key, Value []byte
+}
+
+// Backend is what the coordinator needs from its broker.
+type Backend interface {
+	// AppendState writes records to partition p of __transaction_state
+	// and returns once they are durable.
+	AppendState(ctx context.Context, p int32, recs []Record) error
+	// ReadState returns every record of partition p, oldest first.
+	ReadState(ctx context.Context, p int32) ([]Record, error)
+	// WriteMarkers ends producerID's transaction in each partition (a
+	// commit or abort marker at epoch) and returns once they are durable.
+	// Partitions that no longer exist are skipped without error.
+	WriteMarkers(ctx context.Context, producerID int64, epoch int16, commit bool, parts []TP) error
+	// CommitOffsets makes a committed transaction's offsets the group's.
+	CommitOffsets(ctx context.Context, group string, offsets map[TP]Offset) error
+	// NewProducerID hands out a producer id never handed out before.
+	NewProducerID() (int64, error)
+	// StateEpoch is the leader epoch in which this broker leads state
+	// partition p, or an error when it does not lead it: the state read
+	// in another epoch may have been changed by another coordinator since.
+	StateEpoch(ctx context.Context, p int32) (int32, error)
+}
+
+// Config sizes the coordinator; zero values take Kafka's defaults.
+type Config struct {
+	// Partitions of __transaction_state (transaction.state.log.num.partitions).
+	Partitions int32
+	// MaxTimeout bounds the timeout a producer may ask for
+	// (transaction.max.timeout.ms). Default 15 minutes.
+	MaxTimeout time.Duration
+	// IDExpiration forgets a transactional id idle this long with no open
+	// transaction (transactional.id.expiration.ms). Default 7 days.
+	IDExpiration time.Duration
+	// CheckInterval is how often timeouts and unfinished completions are
+	// looked at. Default 1 second.
+	CheckInterval time.Duration
+	Clock         func() time.Time
+	Logger        *slog.Logger
+}
+
+// Coordinator coordinates the transactions of every id whose state
+// partition this broker holds.
+type Coordinator struct {
+	cfg Config
+	be  Backend
+	log *slog.Logger
+
+	mu     sync.Mutex
+	loaded map[int32]int32 // state partition → leader epoch it was read in
+	txns   map[string]*entry
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// entry pairs an id's state with the lock its operations hold, I/O
+// included, so that operations on one id run one at a time while other
+// ids proceed.
+type entry struct {
+	mu sync.Mutex
+	m  *meta // nil once the id is forgotten
+}
+
+// New starts a coordinator; Close stops its background checks.
+func New(be Backend, cfg Config) *Coordinator {
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = 50
+	}
+	if cfg.MaxTimeout <= 0 {
+		cfg.MaxTimeout = 15 * time.Minute
+	}
+	if cfg.IDExpiration <= 0 {
+		cfg.IDExpiration = 7 * 24 * time.Hour
+	}
+	if cfg.CheckInterval <= 0 {
+		cfg.CheckInterval = time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	c := &Coordinator{cfg: cfg, be: be, log: cfg.Logger, loaded: map[int32]int32{}, txns: map[string]*entry{}, stop: make(chan struct{})}
+	c.wg.Add(1)
+	go c.checkLoop()
+	return c
+}
+
+// Close stops the background checks.
+func (c *Coordinator) Close() {
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	c.wg.Wait()
+}
+
+// Partitions is the number of __transaction_state partitions.
+func (c *Coordinator) Partitions() int32 { return c.cfg.Partitions }
+
+// load reads partition p's state once per leader epoch: a coordinator
+// that lost the partition and got it back reads what the others wrote.
+func (c *Coordinator) load(ctx context.Context, p int32) error {
+	epoch, err := c.be.StateEpoch(ctx, p)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.loaded[p]; ok && e == epoch {
+		return nil
+	}
+	for id := range c.txns {
+		if PartitionFor(id, c.cfg.Partitions) == p {
+			delete(c.txns, id) // an operation holding its entry finds it gone (lookup)
+		}
+	}
+	recs, err := c.be.ReadState(ctx, p)
+	if err != nil {
+		return fmt.Errorf("loading transaction state partition %d: %w", p, err)
+	}
+	latest := map[string]*meta{}
+	for _, r := range recs {
+		id, m, err := decodeRecord(r.Key, r.Value)
+		if err != nil {
+			// Skipping a record would resurrect an older state of its id;
+			// the id's next record (if any) supersedes it anyway.
+			c.log.Warn("skipping an unreadable transaction state record", "partition", p, "err", err)
+			continue
+		}
+		latest[id] = m
+	}
+	for id, m := range latest {
+		if m == nil || m.state == Dead {
+			continue
+		}
+		if PartitionFor(id, c.cfg.Partitions) != p {
+			continue
+		}
+		c.txns[id] = &entry{m: m}
+	}
+	c.loaded[p] = epoch
+	c.log.Info("loaded transaction state", "partition", p, "leader_epoch", epoch, "records", len(recs), "transactional_ids", len(latest))
+	return nil
+}
+
+// lookup returns id's entry, locked, loading its partition first; create
+// makes an empty entry for an unknown id (m nil).
+func (c *Coordinator) lookup(ctx context.Context, id string, create bool) (*entry, error) {
+	if err := c.load(ctx, PartitionFor(id, c.cfg.Partitions)); err != nil {
+		return nil, err
+	}
+	for {
+		c.mu.Lock()
+		e := c.txns[id]
+		if e == nil {
+			if !create {
+				c.mu.Unlock()
+				return nil, nil
+			}
+			e = &entry{}
+			c.txns[id] = e
+		}
+		c.mu.Unlock()
+		e.mu.Lock()
+		c.mu.Lock()
+		current := c.txns[id] == e
+		c.mu.Unlock()
+		if current {
+			return e, nil
+		}
+		e.mu.Unlock() // forgotten meanwhile: look again
+	}
+}
+
+// persist writes m's state; on failure the in-memory state is the
+// caller's to roll back (it answers the client with an error).
+func (c *Coordinator) persist(ctx context.Context, m *meta) error {
+	m.lastUpdate = c.cfg.Clock()
+	rec := Record{Key: encodeKey(m.id), Value: m.encodeValue()}
+	if err := c.be.AppendState(ctx, PartitionFor(m.id, c.cfg.Partitions), []Record{rec}); err != nil {
+		c.log.Error("writing transaction state", "transactional_id", m.id, "state", m.state.String(), "err", err)
+		return err
+	}
+	return nil
+}
+
+func clone(m *meta) meta { return *m }
+
+// InitProducerID gives id's producer its producer id and a new epoch,
+// first finishing what the previous epoch left: a decided transaction is
+// completed, an open one is aborted (fencing the old instance).
+func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs int32, producerID int64, epoch int16) (int64, int16, *kerr.Error) {
+	if id == "" {
+		return -1, -1, kerr.InvalidRequest
+	}
+	if timeoutMs <= 0 || time.Duration(timeoutMs)*time.Millisecond > c.cfg.MaxTimeout {
+		return -1, -1, kerr.InvalidTransactionTimeout
+	}
+	e, err := c.lookup(ctx, id, true)
+	if err != nil {
+		return -1, -1, kerr.CoordinatorLoadInProgress
+	}
+	defer e.mu.Unlock()
+	m := e.m
+	if m == nil {
+		pid, err := c.be.NewProducerID()
+		if err != nil {
+			return -1, -1, kerr.KafkaStorageError
+		}
+		m = &meta{id: id, producerID: pid, epoch: 0, timeoutMs: timeoutMs, state: Empty}
+		if err := c.persist(ctx, m); err != nil {
+			return -1, -1, kerr.CoordinatorNotAvailable
+		}
+		e.m = m
+		return m.producerID, m.epoch, nil
+	}
+	if producerID >= 0 && epoch >= 0 {
+		// KIP-360: a producer recovering from an error names itself.
+		if producerID != m.producerID {
+			return -1, -1, kerr.InvalidProducerIDMapping
+		}
+		if epoch != m.epoch {
+			return -1, -1, kerr.ProducerFenced
+		}
+	}
+	switch m.state {
+	case PrepareCommit, PrepareAbort:
+		if err := c.complete(ctx, m); err != nil {
+			return -1, -1, kerr.ConcurrentTransactions
+		}
+	case Ongoing:
+		if err := c.fenceAndAbort(ctx, m, "a new instance of the producer called InitProducerId"); err != nil {
+			return -1, -1, kerr.ConcurrentTransactions
+		}
+	}
+	next := clone(m)
+	next.timeoutMs = timeoutMs
+	next.state, next.start = Empty, time.Time{}
+	next.resetTxn()
+	if next.epoch >= math.MaxInt16-1 {
+		pid, err := c.be.NewProducerID()
+		if err != nil {
+			return -1, -1, kerr.KafkaStorageError
+		}
+		next.producerID, next.epoch = pid, 0
+	} else {
+		next.epoch++
+	}
+	if err := c.persist(ctx, &next); err != nil {
+		return -1, -1, kerr.CoordinatorNotAvailable
+	}
+	*m = next
+	return m.producerID, m.epoch, nil
+}
+
+// check is the producer id and epoch rule of every request after
+// InitProducerId: another id is INVALID_PRODUCER_ID_MAPPING, an older
+// epoch is fenced.
+func check(m *meta, producerID int64, epoch int16) *kerr.Error {
+	switch {
+	case m == nil || m.producerID != producerID:
+		return kerr.InvalidProducerIDMapping
+	case epoch < m.epoch:
+		return kerr.ProducerFenced
+	case epoch > m.epoch:
+		return kerr.InvalidProducerEpoch
+	}
+	return nil
+}
+
+// begin makes the transaction Ongoing in next (a copy to persist).
+func (c *Coordinator) begin(next *meta) *kerr.Error {
+	switch next.state {
+	case PrepareCommit, PrepareAbort:
+		return kerr.ConcurrentTransactions
+	case Dead:
+		return kerr.InvalidTxnState
+	case Empty, CompleteCommit, CompleteAbort:
+		next.state, next.start = Ongoing, c.cfg.Clock()
+		next.resetTxn()
+	}
+	return nil
+}
+
+// AddPartitions adds partitions to id's transaction, starting it if
+// needed. Each partition's answer is the one code.
+func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID int64, epoch int16, parts []TP) *kerr.Error {
+	e, err := c.lookup(ctx, id, false)
+	if err != nil {
+		return kerr.CoordinatorLoadInProgress
+	}
+	if e == nil {
+		return kerr.InvalidProducerIDMapping
+	}
+	defer e.mu.Unlock()
+	if kerr := check(e.m, producerID, epoch); kerr != nil {
+		return kerr
+	}
+	next := clone(e.m)
+	if kerr := c.begin(&next); kerr != nil {
+		return kerr
+	}
+	added := next.state != e.m.state
+	np := make(map[TP]bool, len(next.partitions)+len(parts))
+	for tp := range next.partitions {
+		np[tp] = true
+	}
+	for _, tp := range parts {
+		if !np[tp] {
+			np[tp], added = true, true
+		}
+	}
+	if !added {
+		return nil
+	}
+	next.partitions = np
+	if err := c.persist(ctx, &next); err != nil {
+		return kerr.CoordinatorNotAvailable
+	}
+	*e.m = next
+	return nil
+}
+
+// Verify says whether producerID at epoch may write transactional batches
+// to tp now: its transaction is open and holds tp (KIP-890's check, made
+// by the partition leader before the append).
+func (c *Coordinator) Verify(ctx context.Context, id string, producerID int64, epoch int16, tp TP) *kerr.Error {
+	e, err := c.lookup(ctx, id, false)
+	if err != nil {
+		return kerr.CoordinatorLoadInProgress
+	}
+	if e == nil {
+		return kerr.InvalidProducerIDMapping
+	}
+	defer e.mu.Unlock()
+	if kerr := check(e.m, producerID, epoch); kerr != nil {
+		return kerr
+	}
+	if e.m.state != Ongoing || !e.m.partitions[tp] {
+		return kerr.InvalidTxnState
+	}
+	return nil
+}
+
+// AddOffsets adds a consumer group to id's transaction (AddOffsetsToTxn).
+func (c *Coordinator) AddOffsets(ctx context.Context, id string, producerID int64, epoch int16, group string) *kerr.Error {
+	e, err := c.lookup(ctx, id, false)
+	if err != nil {
+		return kerr.CoordinatorLoadInProgress
+	}
+	if e == nil {
+		return kerr.InvalidProducerIDMapping
+	}
+	defer e.mu.Unlock()
+	if kerr := check(e.m, producerID, epoch); kerr != nil {
+		return kerr
+	}
+	next := clone(e.m)
+	if kerr := c.begin(&next); kerr != nil {
+		return kerr
+	}
+	if next.state == e.m.state && next.groups[group] {
+		return nil
+	}
+	ng := map[string]bool{group: true}
+	for g := range next.groups {
+		ng[g] = true
+	}
+	next.groups = ng
+	if err := c.persist(ctx, &next); err != nil {
+		return kerr.CoordinatorNotAvailable
+	}
+	*e.m = next
+	return nil
+}
+
+// CommitOffsets records offsets of group in id's transaction
+// (TxnOffsetCommit): durable now, visible to the group at the commit.
+func (c *Coordinator) CommitOffsets(ctx context.Context, id string, producerID int64, epoch int16, group string, offsets map[TP]Offset) *kerr.Error {
+	e, err := c.lookup(ctx, id, false)
+	if err != nil {
+		return kerr.CoordinatorLoadInProgress
+	}
+	if e == nil {
+		return kerr.InvalidProducerIDMapping
+	}
+	defer e.mu.Unlock()
+	if kerr := check(e.m, producerID, epoch); kerr != nil {
+		return kerr
+	}
+	if e.m.state != Ongoing || !e.m.groups[group] {
+		// AddOffsetsToTxn comes first (Kafka's TRANSACTION_COORDINATOR_FENCED
+		// family of answers; clients treat this one as abortable).
+		return kerr.InvalidTxnState
+	}
+	next := clone(e.m)
+	next.pending = map[string]map[TP]Offset{}
+	for g, offs := range e.m.pending {
+		next.pending[g] = offs
+	}
+	merged := map[TP]Offset{}
+	for tp, o := range e.m.pending[group] {
+		merged[tp] = o
+	}
+	for tp, o := range offsets {
+		merged[tp] = o
+	}
+	next.pending[group] = merged
+	if err := c.persist(ctx, &next); err != nil {
+		return kerr.CoordinatorNotAvailable
+	}
+	*e.m = next
+	return nil
+}
+
+// EndTxn commits or aborts id's transaction: the decision is made durable
+// (Prepare*), then markers and offsets are written and the transaction
+// completes. A retry of an end already done is answered with success.
+func (c *Coordinator) EndTxn(ctx context.Context, id string, producerID int64, epoch int16, commit bool) *kerr.Error {
+	e, err := c.lookup(ctx, id, false)
+	if err != nil {
+		return kerr.CoordinatorLoadInProgress
+	}
+	if e == nil {
+		return kerr.InvalidProducerIDMapping
+	}
+	defer e.mu.Unlock()
+	m := e.m
+	if kerr := check(m, producerID, epoch); kerr != nil {
+		return kerr
+	}
+	want := PrepareAbort
+	if commit {
+		want = PrepareCommit
+	}
+	switch m.state {
+	case Ongoing:
+	case want, completed(want): // retried: prepared or completed as asked
+		if m.state == want {
+			if err := c.complete(ctx, m); err != nil {
+				return kerr.ConcurrentTransactions
+			}
+		}
+		return nil
+	case Empty:
+		if !commit {
+			return nil // nothing was sent: an abort has nothing to undo
+		}
+		return kerr.InvalidTxnState
+	default:
+		return kerr.InvalidTxnState
+	}
+	next := clone(m)
+	next.state = want
+	if err := c.persist(ctx, &next); err != nil {
+		return kerr.CoordinatorNotAvailable
+	}
+	*m = next
+	if err := c.complete(ctx, m); err != nil {
+		// Decided and durable: the background check completes it.
+		c.log.Warn("transaction decided but not yet completed; retrying in the background",
+			"transactional_id", id, "state", m.state.String(), "err", err)
+	}
+	return nil
+}
+
+// complete carries out a decided transaction: markers, then (for a
+// commit) the offsets, then the Complete state.
+func (c *Coordinator) complete(ctx context.Context, m *meta) error {
+	commit := m.state == PrepareCommit
+	if err := c.be.WriteMarkers(ctx, m.producerID, m.epoch, commit, m.sortedPartitions()); err != nil {
+		return fmt.Errorf("writing markers: %w", err)
+	}
+	if commit {
+		for g, offs := range m.pending {
+			if len(offs) == 0 {
+				continue
+			}
+			if err := c.be.CommitOffsets(ctx, g, offs); err != nil {
+				return fmt.Errorf("committing offsets of group %s: %w", g, err)
+			}
+		}
+	}
+	next := clone(m)
+	next.state = CompleteAbort
+	if commit {
+		next.state = CompleteCommit
+	}
+	next.resetTxn()
+	next.start = time.Time{}
+	if err := c.persist(ctx, &next); err != nil {
+		return err
+	}
+	*m = next
+	return nil
+}
+
+// fenceAndAbort aborts m's open transaction at a bumped epoch, so that
+// the instance that opened it is fenced in every partition it wrote.
+func (c *Coordinator) fenceAndAbort(ctx context.Context, m *meta, why string) error {
+	next := clone(m)
+	next.state = PrepareAbort
+	if next.epoch < math.MaxInt16-1 {
+		next.epoch++
+	}
+	if err := c.persist(ctx, &next); err != nil {
+		return err
+	}
+	*m = next
+	c.log.Info("aborting an open transaction", "transactional_id", m.id, "producer_id", m.producerID, "epoch", m.epoch, "why", why)
+	return c.complete(ctx, m)
+}
+
+// completed is the state a prepared one ends in.
+func completed(prepared State) State {
+	if prepared == PrepareCommit {
+		return CompleteCommit
+	}
+	return CompleteAbort
+}
+
+// WithVerified runs appendFn, the append of producerID's transactional
+// batch to tp, if its transaction is open and holds tp, holding the
+// transaction still meanwhile: its end (and the markers) waits until the
+// batch is in the log, so no batch of a transaction lands after the
+// marker that ended it and leaves a transaction open that nobody knows.
+func (c *Coordinator) WithVerified(ctx context.Context, id string, producerID int64, epoch int16, tp TP, appendFn func()) *kerr.Error {
+	e, err := c.lookup(ctx, id, false)
+	if err != nil {
+		return kerr.CoordinatorLoadInProgress
+	}
+	if e == nil {
+		return kerr.InvalidProducerIDMapping
+	}
+	defer e.mu.Unlock()
+	if kerr := check(e.m, producerID, epoch); kerr != nil {
+		return kerr
+	}
+	if e.m.state != Ongoing || !e.m.partitions[tp] {
+		return kerr.InvalidTxnState
+	}
+	appendFn()
+	return nil
+}

@@ -72,6 +72,7 @@ import (
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/quota"
+	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -84,7 +85,8 @@ type Broker struct {
 	pids   *producerIDs
 	selfID int32 // this broker's id: fixed for its lifetime, read on every request
 	groups *group.Coordinator
-	faults storageFaults // partitions failing writes, logged once each
+	txns   *txn.Coordinator // txncoordinator.go
+	faults storageFaults    // partitions failing writes, logged once each
 
 	closing chan struct{}   // closed when shutdown starts; long polls end
 	tls     *tlsState       // nil without Config.TLS
@@ -231,6 +233,7 @@ func New(cfg Config) (*Broker, error) {
 		b.logs.closeAll()
 		return nil, err
 	}
+	b.startTxns()
 	b.replicas = newReplicas(b)
 	go b.replicas.shrinkISRs()
 	go b.metrics.watchISRs() // replica_metrics.go
@@ -437,6 +440,7 @@ func (b *Broker) Close() error {
 	b.connWG.Wait()
 	b.replicas.closeFetchers()
 	b.groups.Close()
+	b.closeTxns()
 	err := b.logs.closeAll()
 	if merr := b.meta.Close(); err == nil {
 		err = merr

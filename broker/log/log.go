@@ -36,7 +36,7 @@ type Log struct {
 	closed    bool
 	failed    error // a write or fsync failed: the log takes no more appends
 	producers producers
-	txns      openTxns // open transactions (txn.go)
+	txns      openTxns   // open transactions (txn.go)
 	dirty     []*segment // segments with bytes not yet fsynced
 	// unsealed are segments rolled while clean (the flush that covered
 	// them ended before the roll): no flush syncs them again, so the next
@@ -341,7 +341,7 @@ func (l *Log) maybeRoll(h *recordbatch.Header, now time.Time) error {
 	}
 	l.dirDirty = true
 	s.syncTxnIndexForSnapshot(l.logger) // txnindex.go
-	l.snapshotProducers() // a failure is logged: it only lengthens the next Open's scan
+	l.snapshotProducers()               // a failure is logged: it only lengthens the next Open's scan
 	l.logger.Debug("rolled segment", "dir", l.dir, "base_offset", ns.base, "reason", why, "previous_bytes", s.size)
 	return nil
 }

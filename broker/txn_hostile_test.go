@@ -1,0 +1,111 @@
+package broker_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
+	"github.com/tributary-io/tributary/internal/recordbatch/rbtest"
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// rawTxnBatch is a transactional batch of one record from producer pid.
+func rawTxnBatch(pid int64, epoch int16, seq int32, control bool) []byte {
+	if control {
+		return recordbatch.MarkerBatch(pid, epoch, true, 0, 1000)
+	}
+	rb := kmsg.RecordBatch{Magic: 2, Attributes: recordbatch.AttrTransactional, FirstTimestamp: 1000, MaxTimestamp: 1000,
+		ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: 1, Records: rbtest.Record(0, nil, []byte("x"))}
+	return rbtest.FixBatch(rb.AppendTo(nil))
+}
+
+func rawTxnProduce(w *wire, id *string, topic string, batch []byte) int16 {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks, req.TimeoutMillis, req.TransactionID = -1, 10000, id
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return w.roundTrip(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+}
+
+// Clients lying about transactions are refused and change nothing: a
+// transactional batch for a partition the transaction never added, epochs
+// older or newer than the coordinator's, a batch without the request's
+// transactional id, a client's own markers and WriteTxnMarkers.
+func TestTransactionsRefuseHostileClients(t *testing.T) {
+	b := testenv.StartBroker(t)
+	createTopic(t, b.Addr, "hostile", 1, nil)
+	w := dial(t, b.Addr)
+	id := "hostile-id"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.SetVersion(4)
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	ir := w.roundTrip(init).(*kmsg.InitProducerIDResponse)
+	wantCode(t, "InitProducerId", ir.ErrorCode, nil)
+	pid, epoch := ir.ProducerID, ir.ProducerEpoch
+
+	wantCode(t, "transactional produce before AddPartitionsToTxn",
+		rawTxnProduce(w, &id, "hostile", rawTxnBatch(pid, epoch, 0, false)), kerr.InvalidTxnState)
+
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.SetVersion(3)
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, pid, epoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "hostile", Partitions: []int32{0}}}
+	wantCode(t, "AddPartitionsToTxn", w.roundTrip(add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode, nil)
+
+	wantCode(t, "a newer epoch than the coordinator's",
+		rawTxnProduce(w, &id, "hostile", rawTxnBatch(pid, epoch+1, 0, false)), kerr.InvalidProducerEpoch)
+	wantCode(t, "a transactional batch without the transactional id",
+		rawTxnProduce(w, nil, "hostile", rawTxnBatch(pid, epoch, 0, false)), kerr.InvalidRecord)
+	wantCode(t, "a client's commit marker",
+		rawTxnProduce(w, &id, "hostile", rawTxnBatch(pid, epoch, 0, true)), kerr.InvalidRecord)
+	wantCode(t, "the transaction's own batch", rawTxnProduce(w, &id, "hostile", rawTxnBatch(pid, epoch, 0, false)), nil)
+
+	markers := kmsg.NewPtrWriteTxnMarkersRequest()
+	markers.SetVersion(1)
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed = pid, epoch, true
+	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "hostile", Partitions: []int32{0}}}
+	markers.Markers = append(markers.Markers, m)
+	wantCode(t, "WriteTxnMarkers from a client", w.roundTrip(markers).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode,
+		kerr.ClusterAuthorizationFailed)
+
+	// The transaction is still open: nothing above decided it.
+	adm := kadm.NewClient(newClient(t, b.Addr))
+	ctx := context.Background()
+	stable, err := adm.ListCommittedOffsets(ctx, "hostile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := stable.Lookup("hostile", 0); o.Offset != 0 {
+		t.Fatalf("last stable offset %d after the refused requests, want 0 (the transaction is open)", o.Offset)
+	}
+
+	// A new instance fences this one: its epoch is now old.
+	ir = w.roundTrip(init).(*kmsg.InitProducerIDResponse)
+	wantCode(t, "InitProducerId again", ir.ErrorCode, nil)
+	if ir.ProducerID != pid || ir.ProducerEpoch <= epoch {
+		t.Fatalf("InitProducerId again gave producer %d epoch %d, want %d with an epoch above %d", ir.ProducerID, ir.ProducerEpoch, pid, epoch)
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.SetVersion(3)
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, pid, epoch, true
+	wantCode(t, "EndTxn of the fenced epoch", w.roundTrip(end).(*kmsg.EndTxnResponse).ErrorCode, kerr.ProducerFenced)
+	wantCode(t, "a batch of the fenced epoch",
+		rawTxnProduce(w, &id, "hostile", rawTxnBatch(pid, epoch, 1, false)), kerr.ProducerFenced)
+	stable, err = adm.ListCommittedOffsets(ctx, "hostile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := stable.Lookup("hostile", 0); o.Offset != 2 {
+		t.Fatalf("last stable offset %d once the fenced transaction was aborted, want 2 (its record and the abort marker)", o.Offset)
+	}
+}

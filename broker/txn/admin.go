@@ -94,3 +94,33 @@ func (c *Coordinator) OpenTransactions() int {
 	}
 	return n
 }
+
+// PendingOffsets lists the partitions of group with offsets inside a
+// transaction not yet complete (KIP-447): a consumer asking for stable
+// offsets is told to wait, or it could start from offsets the commit is
+// about to move.
+func (c *Coordinator) PendingOffsets(ctx context.Context, group string) map[TP]bool {
+	if _, err := c.List(ctx); err != nil { // loads what this broker leads
+		return nil
+	}
+	c.mu.Lock()
+	entries := make([]*entry, 0, len(c.txns))
+	for _, e := range c.txns {
+		entries = append(entries, e)
+	}
+	c.mu.Unlock()
+	var out map[TP]bool
+	for _, e := range entries {
+		e.mu.Lock()
+		if m := e.m; m != nil && (m.state == Ongoing || m.state == PrepareCommit) {
+			for tp := range m.pending[group] {
+				if out == nil {
+					out = map[TP]bool{}
+				}
+				out[tp] = true
+			}
+		}
+		e.mu.Unlock()
+	}
+	return out
+}

@@ -41,17 +41,17 @@ func (b *Broker) findCoordinatorRefused(req *request, r *kmsg.FindCoordinatorReq
 	if r.Version < 4 {
 		keys = []string{r.CoordinatorKey}
 	}
-	typ := kmsg.ACLResourceTypeGroup
+	typ, refused := kmsg.ACLResourceTypeGroup, groupRefused
 	if r.CoordinatorType == 1 {
-		typ = kmsg.ACLResourceTypeTransactionalId
+		typ, refused = kmsg.ACLResourceTypeTransactionalId, txnRefused
 	}
 	for _, k := range keys {
 		if !b.may(req, kmsg.ACLOperationDescribe, typ, k) {
 			resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
-			resp.ErrorCode = groupRefused
+			resp.ErrorCode = refused
 			for _, k := range keys {
 				c := kmsg.NewFindCoordinatorResponseCoordinator()
-				c.Key, c.ErrorCode, c.NodeID = k, groupRefused, -1
+				c.Key, c.ErrorCode, c.NodeID = k, refused, -1
 				resp.Coordinators = append(resp.Coordinators, c)
 			}
 			resp.NodeID = -1

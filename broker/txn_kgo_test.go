@@ -155,6 +155,19 @@ func TestKgoOpenTransactionHoldsReadCommitted(t *testing.T) {
 	if o, _ := stable.Lookup("txn-open", 0); o.Offset != 5 {
 		t.Fatalf("read_committed latest offset %d, want 5 (the open transaction's first)", o.Offset)
 	}
+	producers, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"txn-open": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := 0
+	producers.EachProducer(func(p kadm.DescribedProducer) {
+		if p.CurrentTxnStartOffset == 5 {
+			open++
+		}
+	})
+	if open != 1 {
+		t.Fatalf("DescribeProducers shows %d producers with a transaction open at 5, want 1: %+v", open, producers)
+	}
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,9 @@ type Broker struct {
 	selfID int32 // this broker's id: fixed for its lifetime, read on every request
 	groups *group.Coordinator
 	txns   *txn.Coordinator // txncoordinator.go
-	faults storageFaults    // partitions failing writes, logged once each
+	// txnMarkers counts the markers written here: abort, commit.
+	txnMarkers [2]atomic.Int64
+	faults     storageFaults // partitions failing writes, logged once each
 
 	closing chan struct{}   // closed when shutdown starts; long polls end
 	tls     *tlsState       // nil without Config.TLS

@@ -103,6 +103,14 @@ func TestKgoTransactionsCommitAndAbort(t *testing.T) {
 	if err != nil || len(list) != 1 {
 		t.Fatalf("ListTransactions: %v %+v", err, list)
 	}
+	markers := map[string]float64{}
+	for _, m := range gather(t, b)["tributary_transaction_markers_total"].GetMetric() {
+		markers[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+	}
+	// One marker per partition a transaction wrote to: 20 records over 3.
+	if markers["commit"] != 6*3 || markers["abort"] != 4*3 {
+		t.Errorf("markers written %v, want 18 commits and 12 aborts", markers)
+	}
 }
 
 // wantExactly fails unless got holds each of want once and nothing else.
@@ -167,6 +175,13 @@ func TestKgoOpenTransactionHoldsReadCommitted(t *testing.T) {
 	})
 	if open != 1 {
 		t.Fatalf("DescribeProducers shows %d producers with a transaction open at 5, want 1: %+v", open, producers)
+	}
+	m := gather(t, b)
+	if v := m["tributary_transactions_open"].GetMetric()[0].GetGauge().GetValue(); v != 1 {
+		t.Errorf("tributary_transactions_open %v, want 1", v)
+	}
+	if lag := m["tributary_partition_lso_lag"].GetMetric(); len(lag) != 1 || lag[0].GetGauge().GetValue() != 4 {
+		t.Errorf("tributary_partition_lso_lag %v, want one partition 4 behind (the open record and 3 after it)", lag)
 	}
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)

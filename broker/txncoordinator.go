@@ -240,6 +240,7 @@ func (b *Broker) writeMarker(ctx context.Context, t cluster.Topic, p int32, pid 
 		}
 		return b.storageError(l, err)
 	}
+	b.txnMarkerWritten(commit)
 	return 0
 }
 

@@ -43,6 +43,10 @@ func (b *Broker) startTxns() {
 	if cfg.Partitions <= 0 {
 		cfg.Partitions = defaultTxnStatePartitions
 	}
+	if t, ok := b.meta.Topic(txnStateTopic); ok {
+		// Fixed when the topic was made: placement depends on it.
+		cfg.Partitions = t.Partitions()
+	}
 	b.txns = txn.New(txnBackend{b}, cfg)
 }
 

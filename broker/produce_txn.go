@@ -60,8 +60,9 @@ func transactionalProducer(records []byte) (pid int64, epoch int16, found, mixed
 		if size < recordbatch.HeaderSize || size > int64(len(records)) {
 			return // appendBatches refuses the framing
 		}
-		h := recordbatch.ParseHeader(records)
-		if h.Magic == 2 && h.Transactional() {
+		// Only the attributes on the way: every produce passes here.
+		if records[recordbatch.OffMagic] == 2 && records[recordbatch.OffAttributes+1]&recordbatch.AttrTransactional != 0 {
+			h := recordbatch.ParseHeader(records)
 			if found && (h.ProducerID != pid || h.ProducerEpoch != epoch) {
 				mixed = true
 			}

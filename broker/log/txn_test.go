@@ -2,14 +2,17 @@ package log
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tributary-io/tributary/internal/recordbatch"
+	"github.com/tributary-io/tributary/internal/recordbatch/rbtest"
 )
 
 // txnBatch is a transactional batch of n records from producer pid.
@@ -212,4 +215,40 @@ func TestAbortedIndexSurvivesPowerLoss(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Compaction keeps a transaction's records and markers whole: an aborted
+// record is neither taken as its key's latest value (superseding a
+// committed one) nor removed from beside its abort's index entry, and
+// what it does clean (non-transactional records) is cleaned as before.
+func TestCleanKeepsTransactionsWhole(t *testing.T) {
+	clock := newFakeClock()
+	l, _ := openLog(t, t.TempDir(), compactConfig(clock))
+	ts := clock.Now().UnixMilli()
+	mustAppend(t, l, keyedBatch(ts, nil, kv{"k", []byte("committed-old")})) // 0: superseded below
+	aborted := keyedBatch(ts, nil, kv{"k", []byte("aborted")})
+	binary.BigEndian.PutUint64(aborted[recordbatch.OffProducerID:], 9)
+	binary.BigEndian.PutUint16(aborted[recordbatch.OffProducerEpoch:], 0)
+	binary.BigEndian.PutUint32(aborted[recordbatch.OffBaseSequence:], 0)
+	aborted[recordbatch.OffAttributes+1] |= recordbatch.AttrTransactional
+	mustAppend(t, l, rbtest.FixBatch(aborted))                              // 1
+	abort := mustMarker(t, l, 9, 0, false)                                  // 2
+	mustAppend(t, l, keyedBatch(ts, nil, kv{"k", []byte("committed-new")})) // 3
+	for range 20 {                                                          // fill sealed segments so 0-3 are cleanable
+		mustAppend(t, l, keyedBatch(ts, nil, kv{"filler", []byte("x")}))
+		mustFlush(t, l)
+	}
+	if _, err := l.clean(newOffsetMap(1<<20), nil); err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, r := range readRecords(t, l) {
+		if r.key == "k" || r.offset == abort {
+			kept = append(kept, fmt.Sprintf("%d:%s", r.offset, r.value))
+		}
+	}
+	if len(kept) != 3 || !strings.HasPrefix(kept[0], "1:aborted") || !strings.HasPrefix(kept[1], "2:") || kept[2] != "3:committed-new" {
+		t.Fatalf("after cleaning, key k and the marker: %q; want the aborted record, its marker and the newest committed value", kept)
+	}
+	wantAborted(t, l, AbortedTxn{ProducerID: 9, FirstOffset: 1, LastOffset: abort})
 }

@@ -11,7 +11,8 @@ import (
 
 // Apache Kafka's own transactional producer (ProducerPerformance with a
 // transactional id, committing every 100 ms) runs to the end against
-// Tributary, and a read_committed consumer reads every record it sent.
+// Tributary, a read_committed consumer reads every record it sent, and
+// kafka-transactions lists and describes the transactional id.
 // (Transactions were refused here once: Java then read our refusal as an
 // ACL problem.)
 func TestJavaTransactionalProducerPerformance(t *testing.T) {
@@ -29,5 +30,15 @@ func TestJavaTransactionalProducerPerformance(t *testing.T) {
 	}
 	if got := consumeIsolated(t, b.Addr, "java-txn", kgo.ReadCommitted(), 3000); len(got) != 3000 {
 		t.Fatalf("read_committed read %d records, want 3000", len(got))
+	}
+	// kafka-transactions list and describe.
+	res = testenv.RunKafkaTools(t,
+		testenv.KafkaToolRun{Class: "org.apache.kafka.tools.TransactionsCommand", Args: []string{"--bootstrap-server", b.Addr, "list"}},
+		testenv.KafkaToolRun{Class: "org.apache.kafka.tools.TransactionsCommand", Args: []string{"--bootstrap-server", b.Addr, "describe", "--transactional-id", "app-1"}},
+	)
+	for _, r := range res {
+		if r.Exit != 0 || !strings.Contains(r.Stdout, "app-1") || !strings.Contains(r.Stdout, "CompleteCommit") {
+			t.Errorf("kafka-transactions %s:\n%v", r.Run.Args[2], r)
+		}
 	}
 }

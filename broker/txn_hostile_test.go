@@ -3,11 +3,13 @@ package broker_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/internal/recordbatch"
 	"github.com/tributary-io/tributary/internal/recordbatch/rbtest"
 	"github.com/tributary-io/tributary/internal/testenv"
@@ -108,4 +110,51 @@ func TestTransactionsRefuseHostileClients(t *testing.T) {
 	if o, _ := stable.Lookup("hostile", 0); o.Offset != 2 {
 		t.Fatalf("last stable offset %d once the fenced transaction was aborted, want 2 (its record and the abort marker)", o.Offset)
 	}
+}
+
+// KIP-360: a producer whose transaction the coordinator aborted for its
+// timeout recovers with InitProducerId naming its id and old epoch; one
+// fenced by a new instance of its transactional id cannot.
+func TestTransactionTimeoutRecoveryAndFencing(t *testing.T) {
+	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) {
+		c.Transactions.CheckInterval = 20 * time.Millisecond
+	}))
+	createTopic(t, b.Addr, "recover", 1, nil)
+	w := dial(t, b.Addr)
+	id := "recovering"
+	initPID := func(pid int64, epoch int16) *kmsg.InitProducerIDResponse {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.SetVersion(4)
+		req.TransactionalID, req.TransactionTimeoutMillis = &id, 1000
+		req.ProducerID, req.ProducerEpoch = pid, epoch
+		return w.roundTrip(req).(*kmsg.InitProducerIDResponse)
+	}
+	open := func(pid int64, epoch int16) {
+		add := kmsg.NewPtrAddPartitionsToTxnRequest()
+		add.SetVersion(3)
+		add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, pid, epoch
+		add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "recover", Partitions: []int32{0}}}
+		wantCode(t, "AddPartitionsToTxn", w.roundTrip(add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode, nil)
+	}
+	first := initPID(-1, -1)
+	pid, epoch := first.ProducerID, first.ProducerEpoch
+	open(pid, epoch)
+	adm := kadm.NewClient(newClient(t, b.Addr))
+	testenv.Eventuallyf(t, 20*time.Second, func() (bool, string) {
+		d, err := adm.DescribeTransactions(context.Background(), id)
+		if err != nil {
+			return false, err.Error()
+		}
+		return d[id].State == "CompleteAbort", "state " + d[id].State
+	})
+	rec := initPID(pid, epoch)
+	wantCode(t, "InitProducerId naming the epoch the timeout aborted", rec.ErrorCode, nil)
+	if rec.ProducerID != pid || rec.ProducerEpoch != epoch+2 {
+		t.Fatalf("recovered as producer %d epoch %d, want %d epoch %d", rec.ProducerID, rec.ProducerEpoch, pid, epoch+2)
+	}
+
+	open(pid, rec.ProducerEpoch)
+	fresh := initPID(-1, -1) // a new instance fences the open transaction's
+	wantCode(t, "a new instance", fresh.ErrorCode, nil)
+	wantCode(t, "the fenced instance naming its epoch", initPID(pid, rec.ProducerEpoch).ErrorCode, kerr.ProducerFenced)
 }

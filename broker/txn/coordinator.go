@@ -249,7 +249,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		if err != nil {
 			return -1, -1, kerr.KafkaStorageError
 		}
-		m = &meta{id: id, producerID: pid, epoch: 0, timeoutMs: timeoutMs, state: Empty}
+		m = &meta{id: id, producerID: pid, epoch: 0, prevEpoch: -1, timeoutMs: timeoutMs, state: Empty}
 		if err := c.persist(ctx, m); err != nil {
 			return -1, -1, kerr.CoordinatorNotAvailable
 		}
@@ -261,7 +261,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		if producerID != m.producerID {
 			return -1, -1, kerr.InvalidProducerIDMapping
 		}
-		if epoch != m.epoch {
+		if epoch != m.epoch && (epoch != m.prevEpoch || m.prevEpoch < 0) {
 			return -1, -1, kerr.ProducerFenced
 		}
 	}
@@ -284,8 +284,9 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		if err != nil {
 			return -1, -1, kerr.KafkaStorageError
 		}
-		next.producerID, next.epoch = pid, 0
+		next.producerID, next.epoch, next.prevEpoch = pid, 0, -1
 	} else {
+		next.prevEpoch = next.epoch
 		next.epoch++
 	}
 	if err := c.persist(ctx, &next); err != nil {
@@ -543,6 +544,7 @@ func (c *Coordinator) fenceAndAbort(ctx context.Context, m *meta, why string) er
 	next := clone(m)
 	next.state = PrepareAbort
 	if next.epoch < math.MaxInt16-1 {
+		next.prevEpoch = next.epoch
 		next.epoch++
 	}
 	if err := c.persist(ctx, &next); err != nil {

@@ -76,6 +76,13 @@ type meta struct {
 	pending    map[string]map[TP]Offset
 	start      time.Time // when the open transaction began
 	lastUpdate time.Time
+	// prevEpoch is the epoch before the last bump (-1: unknown, as after
+	// a restart). A producer whose transaction the coordinator aborted
+	// for its timeout still holds it and may recover with InitProducerId
+	// naming it (KIP-360); the bump that fences for a new instance is
+	// followed by a second one, so the fenced instance's epoch is never
+	// prevEpoch.
+	prevEpoch int16
 }
 
 func (m *meta) resetTxn() {
@@ -175,7 +182,7 @@ func decodeRecord(key, value []byte) (string, *meta, error) {
 	if err := v.ReadFrom(value); err != nil {
 		return "", nil, fmt.Errorf("transaction state of %q: %w", k.TransactionalID, err)
 	}
-	m := &meta{id: k.TransactionalID, producerID: v.ProducerID, epoch: v.ProducerEpoch,
+	m := &meta{id: k.TransactionalID, producerID: v.ProducerID, epoch: v.ProducerEpoch, prevEpoch: -1,
 		timeoutMs: v.TimeoutMillis, state: State(v.State), lastUpdate: time.UnixMilli(v.LastUpdateTimestamp)}
 	if m.state < Empty || m.state > Dead || m.producerID < 0 {
 		return "", nil, fmt.Errorf("transaction state of %q: state %d, producer id %d", m.id, v.State, m.producerID)

@@ -88,6 +88,7 @@ type Broker struct {
 	txns   *txn.Coordinator // txncoordinator.go
 	// txnMarkers counts the markers written here: abort, commit.
 	txnMarkers [2]atomic.Int64
+	txnPeers   txnPeers      // txn_peers.go
 	faults     storageFaults // partitions failing writes, logged once each
 
 	closing chan struct{}   // closed when shutdown starts; long polls end

@@ -17,8 +17,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -57,6 +55,7 @@ func (b *Broker) closeTxns() {
 	if b.txns != nil {
 		b.txns.Close()
 	}
+	b.closeTxnPeers()
 }
 
 // txnCoordinatorFor is the broker coordinating id: the leader of its
@@ -283,33 +282,6 @@ func (b *Broker) sendMarkers(ctx context.Context, leader int32, pid int64, epoch
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// interBrokerRoundTrip sends one request to broker id's inter-broker
-// listener on a fresh connection, logged in as this broker.
-func (b *Broker) interBrokerRoundTrip(id int32, req kmsg.Request, resp kmsg.Response, timeout time.Duration) error {
-	listener := b.interBrokerListener()
-	for _, br := range b.meta.Brokers() {
-		if br.ID != id {
-			continue
-		}
-		host, port, ok := br.Endpoint(string(listener))
-		if !ok {
-			return fmt.Errorf("broker %d has no %s listener (--inter-broker-listener)", id, listener)
-		}
-		nc, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(int(port))), 5*time.Second)
-		if err != nil {
-			return err
-		}
-		c, err := openReplicaConn(nc, host, listener, b.cfg.InterBroker, b.selfID)
-		if err != nil {
-			nc.Close()
-			return err
-		}
-		defer c.Close()
-		return c.roundTrip(req, resp, timeout)
-	}
-	return fmt.Errorf("broker %d is not alive", id)
 }
 
 // stateBatch is one uncompressed batch of state records at time ts.

@@ -174,7 +174,7 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 				watches = append(watches, watch)
 			}
 			fp.highWatermark, fp.logStart = hw, l.StartOffset()
-			fp.lastStable = lastStable(l, hw, end)
+			fp.lastStable = lastStable(l, hw)
 			committed := r.IsolationLevel == 1 && r.ReplicaID < 0
 			if committed {
 				end = fp.lastStable

@@ -9,13 +9,9 @@ import (
 	"github.com/tributary-io/tributary/broker/log"
 )
 
-// lastStable is a partition's LSO given its read bound: the high
-// watermark hw capped at its oldest open transaction. end is fetchBounds'
-// bound (-1: the log's own high watermark, which LastStableOffset caps).
-func lastStable(l *log.Log, hw, end int64) int64 {
-	if end == -1 {
-		return min(l.LastStableOffset(), hw)
-	}
+// lastStable is a partition's LSO: its high watermark as the fetch sees
+// it (flushed, or replicated), capped at its oldest open transaction.
+func lastStable(l *log.Log, hw int64) int64 {
 	if f := l.FirstUnstableOffset(); f >= 0 && f < hw {
 		return f
 	}

@@ -77,7 +77,7 @@ func (b *Broker) listOffsets(who *request, req *kmsg.ListOffsetsRequest) *kmsg.L
 			case -1:
 				sp.Offset = hw
 				if req.IsolationLevel == 1 {
-					sp.Offset = lastStable(l, hw, hw)
+					sp.Offset = lastStable(l, hw)
 				}
 			case -3:
 				if off, ts, ok := l.MaxTimestamp(); ok {

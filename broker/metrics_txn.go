@@ -30,7 +30,7 @@ func (m *brokerMetrics) collectTxns(ch chan<- prometheus.Metric) {
 			continue
 		}
 		hw := p.log.HighWatermark()
-		ch <- prometheus.MustNewConstMetric(descLSOLag, prometheus.GaugeValue, float64(hw-lastStable(p.log, hw, hw)),
+		ch <- prometheus.MustNewConstMetric(descLSOLag, prometheus.GaugeValue, float64(hw-lastStable(p.log, hw)),
 			p.topic, strconv.Itoa(int(p.partition)))
 	}
 }

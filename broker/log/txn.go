@@ -21,6 +21,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/tributary-io/tributary/internal/recordbatch"
@@ -40,13 +41,19 @@ type AbortedTxn struct {
 }
 
 // openTxns maps a producer id to the first offset of its open transaction.
-// first caches the smallest (-1: none), so the LSO costs nothing to read.
+// first caches the smallest (-1: none), so the LSO costs nothing to read;
+// shown is first as readers without the log's lock see it (every fetch
+// reads it).
 type openTxns struct {
 	m     map[int64]int64
 	first int64
+	shown atomic.Int64
 }
 
-func (o *openTxns) reset() { o.m, o.first = nil, -1 }
+func (o *openTxns) reset() {
+	o.m, o.first = nil, -1
+	o.shown.Store(-1)
+}
 
 func (o *openTxns) begin(pid, offset int64) {
 	if _, ok := o.m[pid]; ok {
@@ -58,6 +65,7 @@ func (o *openTxns) begin(pid, offset int64) {
 	o.m[pid] = offset
 	if o.first < 0 || offset < o.first {
 		o.first = offset
+		o.shown.Store(offset)
 	}
 }
 
@@ -75,6 +83,7 @@ func (o *openTxns) end(pid int64) (int64, bool) {
 				o.first = f
 			}
 		}
+		o.shown.Store(o.first)
 	}
 	return first, true
 }
@@ -155,15 +164,10 @@ func (l *Log) LastStableOffset() int64 {
 }
 
 // FirstUnstableOffset is the first offset of the oldest open transaction,
-// or -1 when none is open; a replicated partition caps its replicated high
-// watermark with it.
+// or -1 when none is open; a fetch caps its high watermark with it. It
+// takes no lock.
 func (l *Log) FirstUnstableOffset() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if len(l.txns.m) == 0 {
-		return -1
-	}
-	return l.txns.first
+	return l.txns.shown.Load()
 }
 
 // OpenTransaction is the first offset of producerID's open transaction

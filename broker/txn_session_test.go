@@ -59,7 +59,7 @@ func (tr *transformer) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(tr.addr), kgo.TransactionalID("transformer"),
 			kgo.ConsumerGroup("transformer"), kgo.ConsumeTopics(tr.in), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-			kgo.RequireStableFetchOffsets(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.TransactionTimeout(10*time.Second), kgo.FetchMaxWait(200*time.Millisecond),
 			kgo.RetryTimeout(30*time.Second))
 		if err != nil {

@@ -88,3 +88,83 @@ func newClientOpts(t *testing.T, opts ...kgo.Opt) *kgo.Client {
 	t.Cleanup(cl.Close)
 	return cl
 }
+
+// A commit whose markers cannot all be written (a partition's only
+// replica is down) is still a commit: EndTxn answers once the decision is
+// durable, the transaction stays PrepareCommit, and the coordinator writes
+// the marker once the partition's broker is back, after which
+// read_committed consumers read the record.
+func TestDecidedCommitCompletesWhenTheLeaderReturns(t *testing.T) {
+	txnConfig := testenv.WithConfig(func(c *broker.Config) {
+		c.Transactions.Partitions = 1
+		c.Transactions.CheckInterval = 100 * time.Millisecond
+	})
+	connect, brokers := testenv.StartCluster(t, 2, txnConfig)
+	seeds := kgo.SeedBrokers(brokers[0].Addr, brokers[1].Addr)
+	adm := kadm.NewClient(newClientOpts(t, seeds))
+	ctx := context.Background()
+	// The coordinator: whoever leads the one state partition, created by
+	// the first FindCoordinator.
+	cl := newClientOpts(t, seeds, kgo.TransactionalID("decided"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionTimeout(60*time.Second))
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	var coordinator int32
+	testenv.Eventually(t, 20*time.Second, "the transaction state partition led", func() bool {
+		m, err := adm.Metadata(ctx, "__transaction_state")
+		if err != nil || len(m.Topics["__transaction_state"].Partitions) != 1 {
+			return false
+		}
+		coordinator = m.Topics["__transaction_state"].Partitions[0].Leader
+		return coordinator > 0
+	})
+	other, id := brokers[0], int32(1) // StartCluster numbers brokers from 1
+	if coordinator == 1 {
+		other, id = brokers[1], 2
+	}
+	testenv.Eventually(t, 20*time.Second, "creating the topic", func() bool {
+		resp, err := adm.CreateTopic(ctx, 2, 1, nil, "decided")
+		err = errors.Join(err, resp.Err)
+		return err == nil || errors.Is(err, kerr.TopicAlreadyExists)
+	})
+	var p int32 = -1
+	testenv.Eventually(t, 20*time.Second, "a partition of the topic on the other broker", func() bool {
+		m, err := adm.Metadata(ctx, "decided")
+		if err != nil {
+			return false
+		}
+		for _, pd := range m.Topics["decided"].Partitions {
+			if pd.Leader == id {
+				p = pd.Partition
+			}
+		}
+		return p >= 0
+	})
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "decided", Partition: p, Value: []byte("decided")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	addr, dir := other.Addr, other.DataDir
+	other.Stop()
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("the commit with a partition's broker down: %v (the decision is durable: it should be answered)", err)
+	}
+	// kadm may ask the stopped broker first: retried.
+	testenv.Eventuallyf(t, 20*time.Second, func() (bool, string) {
+		d, err := adm.DescribeTransactions(ctx, "decided")
+		if err != nil {
+			return false, err.Error()
+		}
+		return d["decided"].State == "PrepareCommit", "with the marker not written the transaction is " + d["decided"].State + ", want PrepareCommit"
+	})
+	back := testenv.StartClusterBroker(t, connect, id, testenv.WithDataDir(dir), testenv.WithAddr(addr), txnConfig)
+	testenv.Eventuallyf(t, 30*time.Second, func() (bool, string) {
+		d, err := adm.DescribeTransactions(ctx, "decided")
+		if err != nil {
+			return false, err.Error()
+		}
+		return d["decided"].State == "CompleteCommit", "state " + d["decided"].State
+	})
+	got := consumeIsolated(t, back.Addr, "decided", kgo.ReadCommitted(), 1)
+	wantExactly(t, got, []string{"decided"})
+}

@@ -35,6 +35,11 @@ func (b *Broker) transactionalAppend(txnID *string, topic string, p int32, recor
 	case txnID == nil:
 		return kerr.InvalidRecord.Code, "transactional batches need the request's transactional id"
 	}
+	if _, ok := b.meta.Topic(txnStateTopic); !ok {
+		// No transaction was ever begun: nothing to vouch for the batch
+		// (and a client does not get to create the state topic this way).
+		return kerr.InvalidProducerIDMapping.Code, fmt.Sprintf("transactional id %q has no producer id: call InitProducerId first", *txnID)
+	}
 	tp := txn.TP{Topic: topic, Partition: p}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

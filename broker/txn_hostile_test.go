@@ -158,3 +158,20 @@ func TestTransactionTimeoutRecoveryAndFencing(t *testing.T) {
 	wantCode(t, "a new instance", fresh.ErrorCode, nil)
 	wantCode(t, "the fenced instance naming its epoch", initPID(pid, rec.ProducerEpoch).ErrorCode, kerr.ProducerFenced)
 }
+
+// A transactional batch before any transaction existed is refused, and
+// does not create the transaction state topic.
+func TestTransactionalBatchWithoutAnyTransaction(t *testing.T) {
+	b := testenv.StartBroker(t)
+	createTopic(t, b.Addr, "early", 1, nil)
+	w := dial(t, b.Addr)
+	id := "never-initialised"
+	wantCode(t, "a transactional batch out of nowhere", rawTxnProduce(w, &id, "early", rawTxnBatch(12345, 0, 0, false)), kerr.InvalidProducerIDMapping)
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(7)
+	for _, t0 := range w.roundTrip(md).(*kmsg.MetadataResponse).Topics {
+		if t0.Topic != nil && *t0.Topic == "__transaction_state" {
+			t.Fatal("the refused batch created the transaction state topic")
+		}
+	}
+}

@@ -175,3 +175,30 @@ func TestTransactionalBatchWithoutAnyTransaction(t *testing.T) {
 		}
 	}
 }
+
+// An id idle past --transactional-id-expiration is forgotten (a tombstone
+// in __transaction_state): DescribeTransactions no longer finds it, and
+// its next producer gets a new producer id.
+func TestTransactionalIDExpires(t *testing.T) {
+	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) {
+		c.Transactions.CheckInterval = 20 * time.Millisecond
+		c.Transactions.IDExpiration = 500 * time.Millisecond
+	}))
+	w := dial(t, b.Addr)
+	id := "expiring"
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.SetVersion(4)
+	req.TransactionalID, req.TransactionTimeoutMillis = &id, 60000
+	first := w.roundTrip(req).(*kmsg.InitProducerIDResponse)
+	wantCode(t, "InitProducerId", first.ErrorCode, nil)
+	describe := kmsg.NewPtrDescribeTransactionsRequest()
+	describe.TransactionalIDs = []string{id}
+	testenv.Eventually(t, 20*time.Second, "the idle id forgotten", func() bool {
+		return w.roundTrip(describe).(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode == kerr.TransactionalIDNotFound.Code
+	})
+	again := w.roundTrip(req).(*kmsg.InitProducerIDResponse)
+	wantCode(t, "InitProducerId after expiry", again.ErrorCode, nil)
+	if again.ProducerID == first.ProducerID {
+		t.Fatalf("the expired id kept its producer id %d", first.ProducerID)
+	}
+}

@@ -202,3 +202,55 @@ func TestTransactionalIDExpires(t *testing.T) {
 		t.Fatalf("the expired id kept its producer id %d", first.ProducerID)
 	}
 }
+
+// Offsets sent with TxnOffsetCommit are invisible to the group until the
+// commit, survive a restart of the broker in between (they are in the
+// transaction's state), and are the group's once it commits.
+func TestTxnOffsetsVisibleOnlyOnCommit(t *testing.T) {
+	dir := t.TempDir()
+	b := testenv.StartBroker(t, testenv.WithDataDir(dir))
+	addr := b.Addr
+	createTopic(t, addr, "consumed", 1, nil)
+	w := dial(t, addr)
+	id := "offsets"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.SetVersion(4)
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	ir := w.roundTrip(init).(*kmsg.InitProducerIDResponse)
+	wantCode(t, "InitProducerId", ir.ErrorCode, nil)
+	addOffsets := kmsg.NewPtrAddOffsetsToTxnRequest()
+	addOffsets.SetVersion(3)
+	addOffsets.TransactionalID, addOffsets.ProducerID, addOffsets.ProducerEpoch, addOffsets.Group = id, ir.ProducerID, ir.ProducerEpoch, "reader"
+	wantCode(t, "AddOffsetsToTxn", w.roundTrip(addOffsets).(*kmsg.AddOffsetsToTxnResponse).ErrorCode, nil)
+	commit := kmsg.NewPtrTxnOffsetCommitRequest()
+	commit.SetVersion(3)
+	commit.TransactionalID, commit.Group, commit.ProducerID, commit.ProducerEpoch, commit.Generation = id, "reader", ir.ProducerID, ir.ProducerEpoch, -1
+	commit.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "consumed", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 42, LeaderEpoch: -1}}}}
+	wantCode(t, "TxnOffsetCommit", w.roundTrip(commit).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, nil)
+
+	offset := func(addr string) int64 {
+		t.Helper()
+		resp := committed(t, addr, "reader")
+		o, ok := resp.Lookup("consumed", 0)
+		if !ok {
+			return -1
+		}
+		return o.At
+	}
+	if o := offset(addr); o != -1 {
+		t.Fatalf("before the commit the group's offset is %d, want none", o)
+	}
+	b.Stop()
+	b = testenv.StartBroker(t, testenv.WithDataDir(dir), testenv.WithAddr(addr))
+	if o := offset(addr); o != -1 {
+		t.Fatalf("after a restart, before the commit, the group's offset is %d, want none", o)
+	}
+	w = dial(t, addr)
+	end := kmsg.NewPtrEndTxnRequest()
+	end.SetVersion(3)
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, ir.ProducerID, ir.ProducerEpoch, true
+	wantCode(t, "EndTxn after the restart", w.roundTrip(end).(*kmsg.EndTxnResponse).ErrorCode, nil)
+	if o := offset(addr); o != 42 {
+		t.Fatalf("after the commit the group's offset is %d, want 42", o)
+	}
+}

@@ -241,7 +241,7 @@ func TestTxnOffsetsVisibleOnlyOnCommit(t *testing.T) {
 		t.Fatalf("before the commit the group's offset is %d, want none", o)
 	}
 	b.Stop()
-	b = testenv.StartBroker(t, testenv.WithDataDir(dir), testenv.WithAddr(addr))
+	testenv.StartBroker(t, testenv.WithDataDir(dir), testenv.WithAddr(addr))
 	if o := offset(addr); o != -1 {
 		t.Fatalf("after a restart, before the commit, the group's offset is %d, want none", o)
 	}

@@ -280,3 +280,36 @@ func sameAborted(a, b []AbortedTxn) bool {
 // markerPeek is how much of a control batch the replay reads: a marker,
 // header and one small record, is well under it.
 const markerPeek = 256
+
+// abortedSet is every aborted transaction of a log by producer, for the
+// cleaner: a cleanable segment lies below the first unstable offset, so
+// each transaction in it is decided, and an aborted one has its entry in
+// the index of the segment holding its marker.
+type abortedSet map[int64][]AbortedTxn
+
+func (l *Log) abortedSetLocked() abortedSet {
+	var set abortedSet
+	for _, s := range l.segs {
+		for _, a := range s.aborted {
+			if set == nil {
+				set = abortedSet{}
+			}
+			set[a.ProducerID] = append(set[a.ProducerID], a)
+		}
+	}
+	return set
+}
+
+// aborted says whether the record at off of a batch with header h belongs
+// to an aborted transaction.
+func (set abortedSet) aborted(h *recordbatch.Header, off int64) bool {
+	if !h.Transactional() || h.Control() {
+		return false
+	}
+	for _, a := range set[h.ProducerID] {
+		if a.FirstOffset <= off && off < a.LastOffset {
+			return true
+		}
+	}
+	return false
+}

@@ -217,38 +217,54 @@ func TestAbortedIndexSurvivesPowerLoss(t *testing.T) {
 	}
 }
 
-// Compaction keeps a transaction's records and markers whole: an aborted
-// record is neither taken as its key's latest value (superseding a
-// committed one) nor removed from beside its abort's index entry, and
-// what it does clean (non-transactional records) is cleaned as before.
-func TestCleanKeepsTransactionsWhole(t *testing.T) {
+// Compaction and transactions: an aborted transaction's records go (they
+// never supersede a committed value: the older committed one stays until
+// a committed one replaces it), a committed transaction's records are
+// records like any other, markers stay, and nothing at or past the first
+// unstable offset is cleaned (its transactions are not decided yet).
+func TestCleanRemovesAbortedRecords(t *testing.T) {
 	clock := newFakeClock()
 	l, _ := openLog(t, t.TempDir(), compactConfig(clock))
 	ts := clock.Now().UnixMilli()
-	mustAppend(t, l, keyedBatch(ts, nil, kv{"k", []byte("committed-old")})) // 0: superseded below
-	aborted := keyedBatch(ts, nil, kv{"k", []byte("aborted")})
-	binary.BigEndian.PutUint64(aborted[recordbatch.OffProducerID:], 9)
-	binary.BigEndian.PutUint16(aborted[recordbatch.OffProducerEpoch:], 0)
-	binary.BigEndian.PutUint32(aborted[recordbatch.OffBaseSequence:], 0)
-	aborted[recordbatch.OffAttributes+1] |= recordbatch.AttrTransactional
-	mustAppend(t, l, rbtest.FixBatch(aborted))                              // 1
+	txnRecord := func(pid int64, seq int32, key, value string) []byte {
+		b := keyedBatch(ts, nil, kv{key, []byte(value)})
+		binary.BigEndian.PutUint64(b[recordbatch.OffProducerID:], uint64(pid))
+		binary.BigEndian.PutUint16(b[recordbatch.OffProducerEpoch:], 0)
+		binary.BigEndian.PutUint32(b[recordbatch.OffBaseSequence:], uint32(seq))
+		b[recordbatch.OffAttributes+1] |= recordbatch.AttrTransactional
+		return rbtest.FixBatch(b)
+	}
+	mustAppend(t, l, keyedBatch(ts, nil, kv{"k", []byte("committed-old")})) // 0
+	mustAppend(t, l, txnRecord(9, 0, "k", "aborted"))                       // 1
 	abort := mustMarker(t, l, 9, 0, false)                                  // 2
-	mustAppend(t, l, keyedBatch(ts, nil, kv{"k", []byte("committed-new")})) // 3
-	for range 20 {                                                          // fill sealed segments so 0-3 are cleanable
+	mustAppend(t, l, keyedBatch(ts, nil, kv{"j", []byte("old")}))           // 3: superseded by a committed transaction
+	mustAppend(t, l, txnRecord(8, 0, "j", "committed-in-txn"))              // 4
+	commit := mustMarker(t, l, 8, 0, true)                                  // 5
+	for range 20 {
 		mustAppend(t, l, keyedBatch(ts, nil, kv{"filler", []byte("x")}))
 		mustFlush(t, l)
 	}
-	if _, err := l.clean(newOffsetMap(1<<20), nil); err != nil {
+	open := mustAppend(t, l, txnRecord(7, 0, "k", "pending")).BaseOffset // an open transaction
+	for range 20 {
+		mustAppend(t, l, keyedBatch(ts, nil, kv{"filler", []byte("y")}))
+		mustFlush(t, l)
+	}
+	st, err := l.clean(newOffsetMap(1<<20), nil)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if st.CleanedTo > open {
+		t.Fatalf("cleaned to %d, past the open transaction at %d", st.CleanedTo, open)
 	}
 	var kept []string
 	for _, r := range readRecords(t, l) {
-		if r.key == "k" || r.offset == abort {
+		if r.key == "k" || r.key == "j" || r.offset == abort || r.offset == commit {
 			kept = append(kept, fmt.Sprintf("%d:%s", r.offset, r.value))
 		}
 	}
-	if len(kept) != 3 || !strings.HasPrefix(kept[0], "1:aborted") || !strings.HasPrefix(kept[1], "2:") || kept[2] != "3:committed-new" {
-		t.Fatalf("after cleaning, key k and the marker: %q; want the aborted record, its marker and the newest committed value", kept)
+	want := []string{"0:committed-old", "2:\x00\x00\x00\x00\x00\x00", "4:committed-in-txn", "5:\x00\x00\x00\x00\x00\x00", fmt.Sprintf("%d:pending", open)}
+	if strings.Join(kept, " ") != strings.Join(want, " ") {
+		t.Fatalf("after cleaning, keys k and j and the markers:\n got %q\nwant %q", kept, want)
 	}
 	wantAborted(t, l, AbortedTxn{ProducerID: 9, FirstOffset: 1, LastOffset: abort})
 }

@@ -195,7 +195,7 @@ func (tb txnBackend) CommitOffsets(_ context.Context, g string, offsets map[txn.
 // WriteMarkers writes the markers of one transaction, each partition's
 // into its leader's log: this broker's own directly, others' with
 // WriteTxnMarkers (writetxnmarkers.go).
-func (tb txnBackend) WriteMarkers(ctx context.Context, pid int64, epoch int16, commit bool, parts []txn.TP) error {
+func (tb txnBackend) WriteMarkers(ctx context.Context, pid int64, epoch int16, commit bool, coordEpoch int32, parts []txn.TP) error {
 	b := tb.b
 	remote := map[int32][]txn.TP{}
 	var errs []error
@@ -208,12 +208,12 @@ func (tb txnBackend) WriteMarkers(ctx context.Context, pid int64, epoch int16, c
 			remote[leader] = append(remote[leader], tp)
 			continue
 		}
-		if code := b.writeMarker(ctx, t, tp.Partition, pid, epoch, commit); code != 0 {
+		if code := b.writeMarker(ctx, t, tp.Partition, pid, epoch, commit, coordEpoch); code != 0 {
 			errs = append(errs, fmt.Errorf("%s[%d]: %w", tp.Topic, tp.Partition, kerr.ErrorForCode(code)))
 		}
 	}
 	for leader, tps := range remote {
-		if err := b.sendMarkers(ctx, leader, pid, epoch, commit, tps); err != nil {
+		if err := b.sendMarkers(ctx, leader, pid, epoch, commit, coordEpoch, tps); err != nil {
 			errs = append(errs, fmt.Errorf("markers to broker %d: %w", leader, err))
 		}
 	}
@@ -222,7 +222,7 @@ func (tb txnBackend) WriteMarkers(ctx context.Context, pid int64, epoch int16, c
 
 // writeMarker appends one marker to a partition this broker leads and
 // waits until it is replicated (acks=all).
-func (b *Broker) writeMarker(ctx context.Context, t cluster.Topic, p int32, pid int64, epoch int16, commit bool) int16 {
+func (b *Broker) writeMarker(ctx context.Context, t cluster.Topic, p int32, pid int64, epoch int16, commit bool, coordEpoch int32) int16 {
 	l, code := b.localPartition(t, p)
 	if code == 0 {
 		code = b.leadForAppend(t, p, l)
@@ -230,7 +230,11 @@ func (b *Broker) writeMarker(ctx context.Context, t cluster.Topic, p int32, pid 
 	if code != 0 {
 		return code
 	}
-	off, err := l.AppendMarker(pid, epoch, commit, 0)
+	off, err := l.AppendMarker(pid, epoch, commit, coordEpoch)
+	if errors.Is(err, log.ErrCoordinatorFenced) {
+		b.logger.Warn("refused a transaction marker from a fenced coordinator", "topic", t.Name, "partition", p, "producer_id", pid, "err", err)
+		return kerr.TransactionCoordinatorFenced.Code
+	}
 	if err == nil {
 		err = b.waitReplicated(ctx, t, p, l, off)
 	}
@@ -248,11 +252,11 @@ func (b *Broker) writeMarker(ctx context.Context, t cluster.Topic, p int32, pid 
 }
 
 // sendMarkers asks another broker, the leader of tps, to write markers.
-func (b *Broker) sendMarkers(ctx context.Context, leader int32, pid int64, epoch int16, commit bool, tps []txn.TP) error {
+func (b *Broker) sendMarkers(ctx context.Context, leader int32, pid int64, epoch int16, commit bool, coordEpoch int32, tps []txn.TP) error {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.Version = 1
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
-	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, epoch, commit, 0
+	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, epoch, commit, coordEpoch
 	byTopic := map[string][]int32{}
 	for _, tp := range tps {
 		byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)

@@ -12,7 +12,9 @@ package broker
 // there too). Each marker is written with the leader's epoch and answered
 // once replicated
 // (acks=all); a marker of a producer epoch older than the partition's
-// current one gets INVALID_PRODUCER_EPOCH, a partition this broker does not
+// current one gets INVALID_PRODUCER_EPOCH, one from a coordinator epoch
+// older than a marker already written for the producer
+// TRANSACTION_COORDINATOR_FENCED, a partition this broker does not
 // lead NOT_LEADER_OR_FOLLOWER, so the coordinator retries at the new
 // leader.
 
@@ -48,7 +50,7 @@ func (b *Broker) writeTxnMarkers(req *request, r *kmsg.WriteTxnMarkersRequest) *
 				case !ok:
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				default:
-					rp.ErrorCode = b.writeMarker(ctx, ct, p, m.ProducerID, m.ProducerEpoch, m.Committed)
+					rp.ErrorCode = b.writeMarker(ctx, ct, p, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch)
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}

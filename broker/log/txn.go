@@ -27,6 +27,11 @@ import (
 	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
+// ErrCoordinatorFenced: a marker from a transaction coordinator older
+// than one that already wrote a marker for the producer here (a paused
+// coordinator whose state partition moved on; TRANSACTION_COORDINATOR_FENCED).
+var ErrCoordinatorFenced = errors.New("transaction marker from a fenced coordinator")
+
 // ErrControlBatch: a client sent a control batch; only the transaction
 // coordinator's markers (AppendMarker) write them (INVALID_RECORD).
 var ErrControlBatch = fmt.Errorf("%w: control batches are written by the transaction coordinator only", ErrInvalidRecord)
@@ -129,8 +134,11 @@ func (p *producers) marker(h *recordbatch.Header, now time.Time) {
 // AppendMarker writes the marker ending producerID's transaction in this
 // partition, committing or aborting it, and returns its offset. As in
 // Kafka, a marker whose epoch is older than the producer's current one is
-// refused (a coordinator that lost its place); a marker for a producer
-// with no open transaction here is still written, as a retried marker is.
+// refused, and so is one from a coordinator epoch older than that of a
+// marker this log already wrote for the producer (ErrCoordinatorFenced: a
+// coordinator that lost its place and would end the next transaction); a
+// marker for a producer with no open transaction here is still written,
+// as a retried marker is.
 func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch int32) (int64, error) {
 	now := l.cfg.Clock()
 	b := recordbatch.MarkerBatch(producerID, epoch, commit, coordinatorEpoch, now.UnixMilli())
@@ -143,11 +151,21 @@ func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinat
 	if l.failed != nil {
 		return 0, l.failed
 	}
-	if st := l.producers.lookup(producerID); st != nil && epoch < st.epoch {
+	st := l.producers.lookup(producerID)
+	if st != nil && epoch < st.epoch {
 		return 0, fmt.Errorf("%w: marker for producer %d at epoch %d, current epoch is %d",
 			ErrInvalidProducerEpoch, producerID, epoch, st.epoch)
 	}
+	if st != nil && coordinatorEpoch < st.coordEpoch {
+		return 0, fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, one from epoch %d was written",
+			ErrCoordinatorFenced, producerID, coordinatorEpoch, st.coordEpoch)
+	}
 	base, _, err := l.write(b, &h, now, false)
+	if err == nil {
+		if st = l.producers.lookup(producerID); st != nil {
+			st.coordEpoch = max(st.coordEpoch, coordinatorEpoch)
+		}
+	}
 	return base, err
 }
 

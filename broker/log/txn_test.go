@@ -292,3 +292,25 @@ func FuzzDecodeTxnIndex(f *testing.F) {
 		}
 	})
 }
+
+// A marker from an older transaction coordinator epoch than one already
+// written for the producer is refused: a coordinator paused while another
+// took its state partition over would otherwise end the producer's next
+// transaction with what it remembered of the last one.
+func TestMarkerFromFencedCoordinatorRefused(t *testing.T) {
+	l, _ := openLog(t, t.TempDir(), testConfig())
+	mustAppend(t, l, txnBatch(5, 0, 0, 1))
+	if _, err := l.AppendMarker(5, 0, true, 7); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, txnBatch(5, 0, 1, 1)) // the next transaction
+	if _, err := l.AppendMarker(5, 0, false, 6); !errors.Is(err, ErrCoordinatorFenced) {
+		t.Fatalf("a marker from coordinator epoch 6 after one from 7: %v, want ErrCoordinatorFenced", err)
+	}
+	if first, ok := l.OpenTransaction(5); !ok || first != 2 {
+		t.Fatalf("the next transaction is open at %d (%v), want 2", first, ok)
+	}
+	if _, err := l.AppendMarker(5, 0, true, 7); err != nil {
+		t.Fatalf("the current coordinator's marker: %v", err)
+	}
+}

@@ -25,6 +25,7 @@ package txn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -47,9 +48,11 @@ type Backend interface {
 	// ReadState returns every record of partition p, oldest first.
 	ReadState(ctx context.Context, p int32) ([]Record, error)
 	// WriteMarkers ends producerID's transaction in each partition (a
-	// commit or abort marker at epoch) and returns once they are durable.
-	// Partitions that no longer exist are skipped without error.
-	WriteMarkers(ctx context.Context, producerID int64, epoch int16, commit bool, parts []TP) error
+	// commit or abort marker at epoch, from coordinator epoch coordEpoch,
+	// which partitions use to refuse a stale coordinator's markers) and
+	// returns once they are durable. Partitions that no longer exist are
+	// skipped without error.
+	WriteMarkers(ctx context.Context, producerID int64, epoch int16, commit bool, coordEpoch int32, parts []TP) error
 	// CommitOffsets makes a committed transaction's offsets the group's.
 	CommitOffsets(ctx context.Context, group string, offsets map[TP]Offset) error
 	// NewProducerID hands out a producer id never handed out before.
@@ -323,4 +326,33 @@ func (c *Coordinator) begin(next *meta) *kerr.Error {
 		next.resetTxn()
 	}
 	return nil
+}
+
+// errNotCoordinator: the state partition moved on since it was read.
+var errNotCoordinator = errors.New("this broker no longer coordinates the transactional id (its state partition moved)")
+
+// coordinatorEpoch is the leader epoch id's state partition was read in,
+// after checking this broker still leads it in that epoch: a coordinator
+// that was paused while another took its partition over must not write
+// markers from what it remembers. On a change the partition's state is
+// dropped, to be read again by the next request.
+func (c *Coordinator) coordinatorEpoch(ctx context.Context, id string) (int32, error) {
+	p := PartitionFor(id, c.cfg.Partitions)
+	now, err := c.be.StateEpoch(ctx, p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	loaded, ok := c.loaded[p]
+	if err == nil && ok && now == loaded {
+		return loaded, nil
+	}
+	delete(c.loaded, p)
+	for other := range c.txns {
+		if PartitionFor(other, c.cfg.Partitions) == p {
+			delete(c.txns, other)
+		}
+	}
+	if err == nil {
+		err = errNotCoordinator
+	}
+	return 0, err
 }

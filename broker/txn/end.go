@@ -67,7 +67,11 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, producerID int64, e
 // commit) the offsets, then the Complete state.
 func (c *Coordinator) complete(ctx context.Context, m *meta) error {
 	commit := m.state == PrepareCommit
-	if err := c.be.WriteMarkers(ctx, m.producerID, m.epoch, commit, m.sortedPartitions()); err != nil {
+	coordEpoch, err := c.coordinatorEpoch(ctx, m.id)
+	if err != nil {
+		return err
+	}
+	if err := c.be.WriteMarkers(ctx, m.producerID, m.epoch, commit, coordEpoch, m.sortedPartitions()); err != nil {
 		return fmt.Errorf("writing markers: %w", err)
 	}
 	if commit {

@@ -8,12 +8,14 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/broker/txn"
+	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -22,7 +24,8 @@ import (
 // transactional producers that commit or abort each transaction at
 // random, and a read_committed consumer, while it kill -9s, round after
 // round, the leader of a partition and then the broker coordinating the
-// producers' transactions, restarting each. Afterwards:
+// producers' transactions, restarting each, and SIGSTOPs the coordinator
+// past its ZooKeeper session (then SIGCONTs it). Afterwards:
 //   - every record of a transaction whose commit was acknowledged is in
 //     the topic exactly once; one whose commit failed is there at most
 //     once; no record of an aborted transaction is there;
@@ -82,6 +85,18 @@ func TestJepsenTransactions(t *testing.T) {
 			j.start(t, c)
 		}
 		if !j.healed(t, topic, partitions, round, "coordinator restart") {
+			break
+		}
+		// SIGSTOP the coordinator past its ZooKeeper session, then SIGCONT:
+		// a paused coordinator must not decide anything after another took
+		// its state partition over.
+		if c := j.leader(t, stateTopic, coordinatorPartition); c > 0 {
+			j.brokers[c].p.Cmd.Process.Signal(syscall.SIGSTOP)
+			t.Logf("round %d: paused broker %d, coordinator of jt-0", round, c)
+			time.Sleep(cluster.DefaultSessionTimeout + 2*time.Second)
+			j.brokers[c].p.Cmd.Process.Signal(syscall.SIGCONT)
+		}
+		if !j.healed(t, topic, partitions, round, "coordinator pause") {
 			break
 		}
 		before := ledger.count(committed)

@@ -63,6 +63,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/auth"
@@ -71,6 +72,7 @@ import (
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/broker/quota"
+	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -83,7 +85,11 @@ type Broker struct {
 	pids   *producerIDs
 	selfID int32 // this broker's id: fixed for its lifetime, read on every request
 	groups *group.Coordinator
-	faults storageFaults // partitions failing writes, logged once each
+	txns   *txn.Coordinator // txncoordinator.go
+	// txnMarkers counts the markers written here: abort, commit.
+	txnMarkers [2]atomic.Int64
+	txnPeers   txnPeers      // txn_peers.go
+	faults     storageFaults // partitions failing writes, logged once each
 
 	closing chan struct{}     // closed when shutdown starts; long polls end
 	server  *netserver.Server // the connection layer (connections.go)
@@ -213,6 +219,7 @@ func New(cfg Config) (*Broker, error) {
 		b.logs.closeAll()
 		return nil, err
 	}
+	b.startTxns()
 	b.replicas = newReplicas(b)
 	go b.replicas.shrinkISRs()
 	go b.metrics.watchISRs() // replica_metrics.go
@@ -284,6 +291,7 @@ func (b *Broker) Close() error {
 	b.server.Close() // stops accepting and reading; waits for the responses owed
 	b.replicas.closeFetchers()
 	b.groups.Close()
+	b.closeTxns()
 	err := b.logs.closeAll()
 	if merr := b.meta.Close(); err == nil {
 		err = merr

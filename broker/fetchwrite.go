@@ -67,11 +67,11 @@ func newFetchResponse(req *request, topics []fetchTopic) *fetchResponse {
 			e.int32(p.partition)
 			e.int16(p.errorCode)
 			e.int64(p.highWatermark)
-			e.int64(p.highWatermark) // LastStableOffset: no transactions
+			e.int64(p.stableOffset())
 			if v >= 5 {
 				e.int64(p.logStart)
 			}
-			e.nullArray() // AbortedTransactions
+			e.abortedTxns(p.aborted) // fetch_txn.go
 			if v >= 11 {
 				e.int32(-1) // PreferredReadReplica
 			}

@@ -54,6 +54,9 @@ var internalTopics = map[string]internalTopic{
 	// compaction removes (schema/registry's state.apply).
 	"_schemas": {owner: "the schema registry", partitions: 1, configs: map[string]string{"retention.ms": "-1", "cleanup.policy": "compact"}},
 	"_audit":   {owner: "the audit publishers and the mirror"},
+	// __transaction_state holds the transaction coordinator's state, one
+	// record per transactional id: compacted, as Kafka's is.
+	"__transaction_state": {owner: "the transaction coordinator", configs: map[string]string{"cleanup.policy": "compact"}},
 }
 
 // The client ids the broker admits to internal topics by default: the

@@ -360,6 +360,9 @@ func (m *brokerMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range replicaDescs {
 		ch <- d
 	}
+	for _, d := range txnDescs { // metrics_txn.go
+		ch <- d
+	}
 }
 
 // Collect reads the broker's state: connections, every open partition and
@@ -409,6 +412,7 @@ func (m *brokerMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	m.collectLag(ch, hw)
 	m.collectReplication(ch, logEnd)
+	m.collectTxns(ch) // metrics_txn.go
 }
 
 // openPartitions lists the open partition logs. Partitions whose logs are

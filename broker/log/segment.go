@@ -45,6 +45,14 @@ type segment struct {
 	dirty      bool            // has bytes not yet fsynced
 	indexStale bool            // the index file on disk differs from index
 
+	// aborted lists the transactions aborted by markers in this segment
+	// (txnindex.go), guarded by Log.mu; txnW writes NNN.txnindex and, like
+	// w, is set and closed under wmu as well; txnNew says its directory
+	// entry is not yet fsynced.
+	aborted []AbortedTxn
+	txnW    File
+	txnNew  bool
+
 	// checked holds the stretches known to hold valid batches: appended
 	// or scanned by this process, or CRC-checked by a read (readcheck.go).
 	checked *checkedRanges
@@ -143,6 +151,10 @@ func (s *segment) sync() error {
 	if s.w == nil {
 		return nil
 	}
+	// The aborted index first: a durable marker has a durable entry.
+	if err := s.syncTxnIndex(); err != nil {
+		return err
+	}
 	if err := s.w.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", s.path, err)
 	}
@@ -159,8 +171,11 @@ func (s *segment) seal() error {
 	if s.w == nil {
 		return nil
 	}
-	err := errors.Join(s.w.Close(), s.idx.Close())
-	s.w, s.idx = nil, nil
+	err := errors.Join(s.syncTxnIndex(), s.w.Close(), s.idx.Close())
+	if s.txnW != nil {
+		err = errors.Join(err, s.txnW.Close())
+	}
+	s.w, s.idx, s.txnW = nil, nil, nil
 	s.f.markSealed()
 	return err
 }
@@ -187,7 +202,8 @@ func (s *segment) close() error {
 // already handed out keep reading the unlinked file.
 func (s *segment) remove() error {
 	err := s.close()
-	for _, p := range []string{s.path, s.indexPath, gapsPath(filepath.Dir(s.path), s.base)} {
+	dir := filepath.Dir(s.path)
+	for _, p := range []string{s.path, s.indexPath, gapsPath(dir, s.base), txnIndexPath(dir, s.base)} {
 		if rerr := s.fs.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			err = errors.Join(err, rerr)
 		}

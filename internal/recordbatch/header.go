@@ -77,6 +77,7 @@ type Header struct {
 	Length          int32 // the length field: bytes after the 12-byte prefix
 	Magic           int8
 	CRC             uint32
+	Attributes      int16 // codec, timestamp type, transactional and control bits
 	LastOffsetDelta int32
 	MaxTimestamp    int64
 	ProducerID      int64
@@ -100,6 +101,7 @@ func ParseHeader(b []byte) Header {
 		Length:          int32(binary.BigEndian.Uint32(b[OffLength:])),
 		Magic:           int8(b[OffMagic]),
 		CRC:             binary.BigEndian.Uint32(b[OffCRC:]),
+		Attributes:      int16(binary.BigEndian.Uint16(b[OffAttributes:])),
 		LastOffsetDelta: int32(binary.BigEndian.Uint32(b[OffLastOffsetDelta:])),
 		MaxTimestamp:    int64(binary.BigEndian.Uint64(b[OffMaxTimestamp:])),
 		ProducerID:      int64(binary.BigEndian.Uint64(b[OffProducerID:])),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -124,6 +125,62 @@ func TestShutdownClosesPartitionsTogether(t *testing.T) {
 	t.Logf("%d open partitions closed in %v: %d fsyncs, at most %d at once", topics*parts, time.Since(start), disk.syncs.Load()-fsyncs, disk.most.Load())
 	if disk.most.Load() < 4 {
 		t.Errorf("shutdown ran at most %d fsyncs at once: the logs closed one after the other", disk.most.Load())
+	}
+}
+
+// TestRestartAfterKillRecoversPartitionsTogether: after an unclean stop
+// the broker recovers its partitions several at a time before it serves.
+// One after the other, a broker killed with 10,000 partitions took 14 s to
+// listen again.
+func TestRestartAfterKillRecoversPartitionsTogether(t *testing.T) {
+	dir := t.TempDir()
+	b := testenv.StartBroker(t, testenv.WithDataDir(dir))
+	const topics, parts = 20, 5
+	names := make([]string, topics)
+	for i := range names {
+		names[i] = fmt.Sprintf("kill-%03d", i)
+	}
+	resp, err := kadm.NewClient(newClient(t, b.Addr)).CreateTopics(context.Background(), parts, 1, nil, names...)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.ProducerLinger(5*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for _, n := range names {
+		for p := range int32(parts) {
+			recs = append(recs, &kgo.Record{Topic: n, Partition: p, Value: []byte("x")})
+		}
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	b.Stop()
+	// As after a kill -9: no partition says it shut down cleanly.
+	markers, _ := filepath.Glob(filepath.Join(dir, "*", ".clean-shutdown"))
+	for _, m := range markers {
+		if err := os.Remove(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(markers) < topics*parts {
+		t.Fatalf("%d clean-shutdown markers, want %d", len(markers), topics*parts)
+	}
+	disk := &slowDisk{delay: 5 * time.Millisecond}
+	start := time.Now()
+	b = testenv.StartBroker(t, testenv.WithDataDir(dir), testenv.WithConfig(func(c *broker.Config) { c.Log.FS = disk }))
+	t.Logf("%d partitions recovered in %v: %d fsyncs, at most %d at once", len(markers), time.Since(start), disk.syncs.Load(), disk.most.Load())
+	if disk.most.Load() < 4 {
+		t.Errorf("recovery ran at most %d fsyncs at once: the partitions recovered one after the other", disk.most.Load())
+	}
+	if end := listLatest(t, dial(t, b.Addr), names[0], 0); end != 1 {
+		t.Fatalf("%s-0 ends at %d after recovery, want 1", names[0], end)
 	}
 }
 

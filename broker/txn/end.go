@@ -16,18 +16,12 @@ import (
 // (Prepare*), then markers and offsets are written and the transaction
 // completes. A retry of an end already done is answered with success.
 func (c *Coordinator) EndTxn(ctx context.Context, id string, producerID int64, epoch int16, commit bool) *kerr.Error {
-	e, err := c.lookup(ctx, id, false)
-	if err != nil {
-		return kerr.CoordinatorLoadInProgress
-	}
-	if e == nil {
-		return kerr.InvalidProducerIDMapping
+	e, refused := c.lockChecked(ctx, id, producerID, epoch)
+	if refused != nil {
+		return refused
 	}
 	defer e.mu.Unlock()
 	m := e.m
-	if kerr := check(m, producerID, epoch); kerr != nil {
-		return kerr
-	}
 	want := PrepareAbort
 	if commit {
 		want = PrepareCommit

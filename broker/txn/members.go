@@ -13,17 +13,11 @@ import (
 // AddPartitions adds partitions to id's transaction, starting it if
 // needed. Each partition's answer is the one code.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID int64, epoch int16, parts []TP) *kerr.Error {
-	e, err := c.lookup(ctx, id, false)
-	if err != nil {
-		return kerr.CoordinatorLoadInProgress
-	}
-	if e == nil {
-		return kerr.InvalidProducerIDMapping
+	e, refused := c.lockChecked(ctx, id, producerID, epoch)
+	if refused != nil {
+		return refused
 	}
 	defer e.mu.Unlock()
-	if kerr := check(e.m, producerID, epoch); kerr != nil {
-		return kerr
-	}
 	next := clone(e.m)
 	if kerr := c.begin(&next); kerr != nil {
 		return kerr
@@ -53,17 +47,11 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID i
 // to tp now: its transaction is open and holds tp (KIP-890's check, made
 // by the partition leader before the append).
 func (c *Coordinator) Verify(ctx context.Context, id string, producerID int64, epoch int16, tp TP) *kerr.Error {
-	e, err := c.lookup(ctx, id, false)
-	if err != nil {
-		return kerr.CoordinatorLoadInProgress
-	}
-	if e == nil {
-		return kerr.InvalidProducerIDMapping
+	e, refused := c.lockChecked(ctx, id, producerID, epoch)
+	if refused != nil {
+		return refused
 	}
 	defer e.mu.Unlock()
-	if kerr := check(e.m, producerID, epoch); kerr != nil {
-		return kerr
-	}
 	if e.m.state != Ongoing || !e.m.partitions[tp] {
 		return kerr.InvalidTxnState
 	}
@@ -72,17 +60,11 @@ func (c *Coordinator) Verify(ctx context.Context, id string, producerID int64, e
 
 // AddOffsets adds a consumer group to id's transaction (AddOffsetsToTxn).
 func (c *Coordinator) AddOffsets(ctx context.Context, id string, producerID int64, epoch int16, group string) *kerr.Error {
-	e, err := c.lookup(ctx, id, false)
-	if err != nil {
-		return kerr.CoordinatorLoadInProgress
-	}
-	if e == nil {
-		return kerr.InvalidProducerIDMapping
+	e, refused := c.lockChecked(ctx, id, producerID, epoch)
+	if refused != nil {
+		return refused
 	}
 	defer e.mu.Unlock()
-	if kerr := check(e.m, producerID, epoch); kerr != nil {
-		return kerr
-	}
 	next := clone(e.m)
 	if kerr := c.begin(&next); kerr != nil {
 		return kerr
@@ -105,17 +87,11 @@ func (c *Coordinator) AddOffsets(ctx context.Context, id string, producerID int6
 // CommitOffsets records offsets of group in id's transaction
 // (TxnOffsetCommit): durable now, visible to the group at the commit.
 func (c *Coordinator) CommitOffsets(ctx context.Context, id string, producerID int64, epoch int16, group string, offsets map[TP]Offset) *kerr.Error {
-	e, err := c.lookup(ctx, id, false)
-	if err != nil {
-		return kerr.CoordinatorLoadInProgress
-	}
-	if e == nil {
-		return kerr.InvalidProducerIDMapping
+	e, refused := c.lockChecked(ctx, id, producerID, epoch)
+	if refused != nil {
+		return refused
 	}
 	defer e.mu.Unlock()
-	if kerr := check(e.m, producerID, epoch); kerr != nil {
-		return kerr
-	}
 	if e.m.state != Ongoing || !e.m.groups[group] {
 		// AddOffsetsToTxn comes first (Kafka's TRANSACTION_COORDINATOR_FENCED
 		// family of answers; clients treat this one as abortable).
@@ -147,20 +123,32 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, id string, producerID i
 // batch is in the log, so no batch of a transaction lands after the
 // marker that ended it and leaves a transaction open that nobody knows.
 func (c *Coordinator) WithVerified(ctx context.Context, id string, producerID int64, epoch int16, tp TP, appendFn func()) *kerr.Error {
-	e, err := c.lookup(ctx, id, false)
-	if err != nil {
-		return kerr.CoordinatorLoadInProgress
-	}
-	if e == nil {
-		return kerr.InvalidProducerIDMapping
+	e, refused := c.lockChecked(ctx, id, producerID, epoch)
+	if refused != nil {
+		return refused
 	}
 	defer e.mu.Unlock()
-	if kerr := check(e.m, producerID, epoch); kerr != nil {
-		return kerr
-	}
 	if e.m.state != Ongoing || !e.m.partitions[tp] {
 		return kerr.InvalidTxnState
 	}
 	appendFn()
 	return nil
+}
+
+// lockChecked returns id's entry, locked, once producerID at epoch is its
+// current producer (check): the start of every call a transactional
+// producer makes. The caller unlocks it.
+func (c *Coordinator) lockChecked(ctx context.Context, id string, producerID int64, epoch int16) (*entry, *kerr.Error) {
+	e, err := c.lookup(ctx, id, false)
+	if err != nil {
+		return nil, kerr.CoordinatorLoadInProgress
+	}
+	if e == nil {
+		return nil, kerr.InvalidProducerIDMapping
+	}
+	if kerr := check(e.m, producerID, epoch); kerr != nil {
+		e.mu.Unlock()
+		return nil, kerr
+	}
+	return e, nil
 }

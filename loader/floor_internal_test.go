@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tributary-io/tributary/loader/warehouse"
@@ -151,5 +152,26 @@ func TestVoidCommitIsIgnored(t *testing.T) {
 	want := []string{"000000000005.json", "floor-000000000005.json"}
 	if got := commitsListing(t, w); !slices.Equal(got, want) {
 		t.Fatalf("commits: %v, want %v (the void commit deleted)", got, want)
+	}
+}
+
+// A floor file damaged on disk (cut short, or naming another number) is
+// reported by name, and no commit is read past it: the warehouse's state
+// cannot be trusted without it.
+func TestDamagedFloorIsReported(t *testing.T) {
+	w := localWarehouse(t)
+	if err := commitOf(t, w, stateManifest("r1", "t", 10), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{
+		"cut short":    `{"floor": 1, "li`,
+		"other number": `{"floor": 7, "live": [1]}`,
+	} {
+		if err := warehouse.WriteFile(w, floorName(1), []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := listCommitLog(w); err == nil || !strings.Contains(err.Error(), "floor-000000000001.json is damaged") {
+			t.Errorf("%s: listing the commits: %v, want the damaged floor named", name, err)
+		}
 	}
 }

@@ -77,3 +77,31 @@ func TestDropAbortedTail(t *testing.T) {
 		t.Fatalf("with a cut batch: kept %d bytes, next %d; want the 20 cut bytes and 16", len(kept), next)
 	}
 }
+
+// Whatever a broken or hostile broker sends (lying lengths, garbage with
+// a valid CRC, markers without records), DropAborted neither panics nor
+// returns bytes it was not given: what it keeps is the input with whole
+// batches cut out, and next never goes backwards past a batch it walked.
+func FuzzDropAborted(f *testing.F) {
+	var b []byte
+	b = append(b, txnBatch(0, 7, 2)...)
+	b = append(b, marker(2, 7, false)...)
+	b = append(b, txnBatch(3, 9, 1)...)
+	f.Add(b, int64(7), int64(0))
+	f.Add(b[:len(b)-3], int64(9), int64(3))
+	lying := slices.Clone(b)
+	binary.BigEndian.PutUint32(lying[OffLength:], 0x7fffffff)
+	f.Add(lying, int64(7), int64(0))
+	f.Fuzz(func(t *testing.T, batches []byte, pid, first int64) {
+		kept, next := DropAborted(batches, []Aborted{{ProducerID: pid, FirstOffset: first}})
+		if len(kept) > len(batches) {
+			t.Fatalf("kept %d bytes of %d", len(kept), len(batches))
+		}
+		if len(kept) == len(batches) && !slices.Equal(kept, batches) {
+			t.Fatal("nothing dropped, yet the bytes changed")
+		}
+		if next < -1 {
+			t.Fatalf("next %d", next)
+		}
+	})
+}

@@ -119,10 +119,15 @@ func (b *Broker) txnStatePartition(ctx context.Context, p int32) (cluster.Topic,
 // txnBackend is the coordinator's view of the broker.
 type txnBackend struct{ b *Broker }
 
-func (tb txnBackend) AppendState(ctx context.Context, p int32, recs []txn.Record) error {
+func (tb txnBackend) AppendState(ctx context.Context, p int32, epoch int32, recs []txn.Record) error {
 	t, l, err := tb.b.txnStatePartition(ctx, p)
 	if err != nil {
 		return err
+	}
+	if _, st, err := tb.b.replicas.leader(t, p, l); err != nil {
+		return err
+	} else if st.LeaderEpoch != epoch {
+		return fmt.Errorf("%w: state read in leader epoch %d, this broker leads it in epoch %d", kerr.NotCoordinator, epoch, st.LeaderEpoch)
 	}
 	res, err := l.Append(stateBatch(recs, time.Now().UnixMilli()))
 	if err != nil {

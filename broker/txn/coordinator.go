@@ -43,8 +43,9 @@ type Record struct {
 // Backend is what the coordinator needs from its broker.
 type Backend interface {
 	// AppendState writes records to partition p of __transaction_state
-	// and returns once they are durable.
-	AppendState(ctx context.Context, p int32, recs []Record) error
+	// if this broker leads it in leader epoch epoch, the one its state
+	// was read in, and returns once they are durable.
+	AppendState(ctx context.Context, p int32, epoch int32, recs []Record) error
 	// ReadState returns every record of partition p, oldest first.
 	ReadState(ctx context.Context, p int32) ([]Record, error)
 	// WriteMarkers ends producerID's transaction in each partition (a
@@ -222,11 +223,25 @@ func (c *Coordinator) lookup(ctx context.Context, id string, create bool) (*entr
 func (c *Coordinator) persist(ctx context.Context, m *meta) error {
 	m.lastUpdate = c.cfg.Clock()
 	rec := Record{Key: encodeKey(m.id), Value: m.encodeValue()}
-	if err := c.be.AppendState(ctx, PartitionFor(m.id, c.cfg.Partitions), []Record{rec}); err != nil {
+	if err := c.write(ctx, m.id, rec); err != nil {
 		c.log.Error("writing transaction state", "transactional_id", m.id, "state", m.state.String(), "err", err)
 		return err
 	}
 	return nil
+}
+
+// write appends id's record to its state partition in the leader epoch
+// the partition was read in, and only then: a coordinator that lost the
+// partition and got it back in a later epoch remembers transactions that
+// another coordinator has since ended, and a record written from that
+// memory (a timeout's abort, a tombstone) would become the id's state at
+// the next read.
+func (c *Coordinator) write(ctx context.Context, id string, rec Record) error {
+	epoch, err := c.coordinatorEpoch(ctx, id)
+	if err != nil {
+		return err
+	}
+	return c.be.AppendState(ctx, PartitionFor(id, c.cfg.Partitions), epoch, []Record{rec})
 }
 
 func clone(m *meta) meta { return *m }

@@ -64,7 +64,7 @@ func (c *Coordinator) checkOnce() {
 
 // forget writes id's tombstone and drops it; call with e.mu held.
 func (c *Coordinator) forget(ctx context.Context, id string, e *entry) error {
-	if err := c.be.AppendState(ctx, PartitionFor(id, c.cfg.Partitions), []Record{{Key: encodeKey(id)}}); err != nil {
+	if err := c.write(ctx, id, Record{Key: encodeKey(id)}); err != nil {
 		return err
 	}
 	c.mu.Lock()

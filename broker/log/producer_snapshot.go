@@ -272,6 +272,7 @@ func (l *Log) loadProducerState() error {
 	now := l.cfg.Clock()
 	leo := l.active.next
 	l.producers = newProducers(l.cfg.MaxProducerIDs, l.logger, l.dir)
+	l.txns.hold(l.start) // released once rebuilt; a failed reload keeps it
 	l.txns.reset()
 	for _, s := range l.segs {
 		if err := s.loadAborted(l.dir); err != nil {
@@ -331,6 +332,7 @@ func (l *Log) loadProducerState() error {
 	if err := l.finishReplay(replay); err != nil {
 		return err
 	}
+	l.txns.release()
 	expired := l.producers.expire(now.Add(-l.cfg.ProducerIDExpiry))
 	l.logger.Debug("loaded idempotent producer state", "dir", l.dir, "snapshot_offset", from,
 		"batches_scanned", scanned, "producers", l.producers.len(), "expired", expired)

@@ -48,16 +48,40 @@ type AbortedTxn struct {
 // openTxns maps a producer id to the first offset of its open transaction.
 // first caches the smallest (-1: none), so the LSO costs nothing to read;
 // shown is first as readers without the log's lock see it (every fetch
-// reads it).
+// reads it), except while a reload holds it (hold).
 type openTxns struct {
 	m     map[int64]int64
 	first int64
 	shown atomic.Int64
+	held  bool
 }
 
 func (o *openTxns) reset() {
 	o.m, o.first = nil, -1
-	o.shown.Store(-1)
+	o.show(-1)
+}
+
+// hold shows readers floor, every offset from there unstable, until
+// release: a reload (Open, a follower's truncation) rebuilds the open
+// transactions one at a time from a snapshot and the log, and a fetch
+// that read a half-built set would take an open transaction's records for
+// decided. A broker that just lost a partition's leadership truncates it
+// while answering fetches it accepted as the leader.
+func (o *openTxns) hold(floor int64) {
+	o.held = true
+	o.shown.Store(floor)
+}
+
+// release shows readers the rebuilt first unstable offset.
+func (o *openTxns) release() {
+	o.held = false
+	o.shown.Store(o.first)
+}
+
+func (o *openTxns) show(first int64) {
+	if !o.held {
+		o.shown.Store(first)
+	}
 }
 
 func (o *openTxns) begin(pid, offset int64) {
@@ -70,7 +94,7 @@ func (o *openTxns) begin(pid, offset int64) {
 	o.m[pid] = offset
 	if o.first < 0 || offset < o.first {
 		o.first = offset
-		o.shown.Store(offset)
+		o.show(offset)
 	}
 }
 
@@ -88,7 +112,7 @@ func (o *openTxns) end(pid int64) (int64, bool) {
 				o.first = f
 			}
 		}
-		o.shown.Store(o.first)
+		o.show(o.first)
 	}
 	return first, true
 }

@@ -132,8 +132,8 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 					break
 				}
 				last := int64(-1)
-				if code, msg := b.transactionalAppend(r.TransactionID, rt.Topic, rp.Partition, rp.Records, func() {
-					last = b.appendBatches(l, rp.Records, r.Version, &sp, b.produceLimitsFor(t), allow)
+				if code, msg := b.transactionalAppend(r.TransactionID, rt.Topic, rp.Partition, l, rp.Records, func(guard log.TxnGuard) {
+					last = b.appendBatches(l, rp.Records, r.Version, &sp, b.produceLimitsFor(t), allow, guard)
 				}); code != 0 {
 					sp.ErrorCode = code
 					setMessage(&sp, msg)
@@ -195,7 +195,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 // validation) before any is written, so a refused request leaves nothing
 // behind for the client's retry to duplicate. It returns the last offset
 // written (or already present, for duplicates), -1 if none.
-func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *kmsg.ProduceResponseTopicPartition, lim produceLimits, allow *log.Allowance) int64 {
+func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *kmsg.ProduceResponseTopicPartition, lim produceLimits, allow *log.Allowance, guard log.TxnGuard) int64 {
 	var small [2][]byte
 	batches := small[:0]
 	for len(records) > 0 {
@@ -247,9 +247,9 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 	var err error
 	if lim.recompress {
 		// The topic's compression.type decides the stored codec.
-		res, err = l.AppendBatchesInWithin(batches, lim.codec, int64(lim.maxMessageBytes), allow)
+		res, err = l.AppendBatchesInWithin(batches, lim.codec, int64(lim.maxMessageBytes), allow, guard)
 	} else {
-		res, err = l.AppendBatchesWithin(batches, allow)
+		res, err = l.AppendBatchesWithin(batches, allow, guard)
 	}
 	if err != nil {
 		sp.ErrorCode = b.storageError(l, err)

@@ -17,18 +17,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // transactionalAppend runs appendFn for a partition's records unless they
 // hold a transactional batch the coordinator does not vouch for, and
-// returns the refusal otherwise.
-func (b *Broker) transactionalAppend(txnID *string, topic string, p int32, records []byte, appendFn func()) (int16, string) {
+// returns the refusal otherwise. appendFn gets the guard taken before the
+// coordinator was asked: the log refuses the batch if the transaction
+// ended meanwhile (log/txn_guard.go).
+func (b *Broker) transactionalAppend(txnID *string, topic string, p int32, l *log.Log, records []byte, appendFn func(log.TxnGuard)) (int16, string) {
 	pid, epoch, found, mixed := transactionalProducer(records)
 	switch {
 	case !found:
-		appendFn()
+		appendFn(log.TxnGuard{})
 		return 0, ""
 	case mixed:
 		return kerr.InvalidRecord.Code, "a partition's batches name more than one transactional producer or epoch"
@@ -43,8 +46,9 @@ func (b *Broker) transactionalAppend(txnID *string, topic string, p int32, recor
 	tp := txn.TP{Topic: topic, Partition: p}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	guard := l.GuardTxn(pid)
 	if b.txnCoordinatorRefusal(*txnID) == 0 {
-		if err := b.txns.WithVerified(ctx, *txnID, pid, epoch, tp, appendFn); err != nil {
+		if err := b.txns.WithVerified(ctx, *txnID, pid, epoch, tp, func() { appendFn(guard) }); err != nil {
 			return err.Code, fmt.Sprintf("transactional id %q: producer %d epoch %d has no open transaction holding %s[%d] (AddPartitionsToTxn first): %s",
 				*txnID, pid, epoch, topic, p, err.Message)
 		}
@@ -53,7 +57,7 @@ func (b *Broker) transactionalAppend(txnID *string, topic string, p int32, recor
 	if code := b.verifyRemote(ctx, *txnID, pid, epoch, tp); code != 0 {
 		return code, fmt.Sprintf("transactional id %q: its coordinator does not vouch for producer %d epoch %d writing %s[%d]", *txnID, pid, epoch, topic, p)
 	}
-	appendFn()
+	appendFn(guard)
 	return 0, ""
 }
 

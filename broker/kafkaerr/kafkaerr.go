@@ -54,6 +54,8 @@ func OfStorage(err error) int16 {
 		return kerr.OutOfOrderSequenceNumber.Code
 	case errors.Is(err, log.ErrInvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, log.ErrTxnEndedMeanwhile):
+		return kerr.InvalidTxnState.Code
 	case errors.Is(err, log.ErrBatchTooLarge):
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, log.ErrOffsetOutOfRange):

@@ -45,12 +45,13 @@ func (a *Allowance) validate(b []byte, limit int64, keyed bool) (recordbatch.Hea
 }
 
 // AppendBatchesWithin is AppendBatches charging allow for what the
-// batches decompress to.
-func (l *Log) AppendBatchesWithin(batches [][]byte, allow *Allowance) (AppendResult, error) {
-	return l.appendBatches(batches, nil, allow)
+// batches decompress to, and refusing the guarded producer's
+// transactional batches if its transaction ended meanwhile (txn_guard.go).
+func (l *Log) AppendBatchesWithin(batches [][]byte, allow *Allowance, guard TxnGuard) (AppendResult, error) {
+	return l.appendBatches(batches, nil, allow, guard)
 }
 
-// AppendBatchesInWithin is AppendBatchesIn charging allow.
-func (l *Log) AppendBatchesInWithin(batches [][]byte, codec Codec, maxSize int64, allow *Allowance) (AppendResult, error) {
-	return l.appendBatches(batches, &recoding{codec: codec, maxSize: maxSize}, allow)
+// AppendBatchesInWithin is AppendBatchesIn charging allow, with guard.
+func (l *Log) AppendBatchesInWithin(batches [][]byte, codec Codec, maxSize int64, allow *Allowance, guard TxnGuard) (AppendResult, error) {
+	return l.appendBatches(batches, &recoding{codec: codec, maxSize: maxSize}, allow, guard)
 }

@@ -99,7 +99,7 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 // one already in the log. The batches are readable once a flush covers them
 // (HighWatermark); WaitFlushed waits for that.
 func (l *Log) AppendBatches(batches [][]byte) (AppendResult, error) {
-	return l.appendBatches(batches, nil, nil)
+	return l.appendBatches(batches, nil, nil, TxnGuard{})
 }
 
 // AppendBatchesIn is AppendBatches for a topic that stores every batch in
@@ -108,7 +108,7 @@ func (l *Log) AppendBatches(batches [][]byte) (AppendResult, error) {
 // bytes are written instead. A batch that re-encoding grows past maxSize
 // bytes is refused with ErrBatchTooLarge, and then none is written.
 func (l *Log) AppendBatchesIn(batches [][]byte, codec Codec, maxSize int64) (AppendResult, error) {
-	return l.appendBatches(batches, &recoding{codec: codec, maxSize: maxSize}, nil)
+	return l.appendBatches(batches, &recoding{codec: codec, maxSize: maxSize}, nil, TxnGuard{})
 }
 
 // recoding is what AppendBatchesIn asks of appendBatches.
@@ -117,7 +117,7 @@ type recoding struct {
 	maxSize int64
 }
 
-func (l *Log) appendBatches(batches [][]byte, rc *recoding, allow *Allowance) (AppendResult, error) {
+func (l *Log) appendBatches(batches [][]byte, rc *recoding, allow *Allowance, guard TxnGuard) (AppendResult, error) {
 	if len(batches) == 0 {
 		return AppendResult{}, fmt.Errorf("%w: no record batch to append", ErrCorruptBatch)
 	}
@@ -158,6 +158,9 @@ func (l *Log) appendBatches(batches [][]byte, rc *recoding, allow *Allowance) (A
 	}
 	now := l.cfg.Clock()
 	if err := l.checkProducers(plan, now); err != nil {
+		return AppendResult{}, err
+	}
+	if err := l.checkGuard(plan, guard); err != nil {
 		return AppendResult{}, err
 	}
 	res := AppendResult{LogAppendTime: now.UnixMilli(), Duplicate: true}

@@ -45,6 +45,7 @@ type producerEntry struct {
 	batches    [producerBatchesKept]seqRange // a ring; batches[head-1] is the newest
 	prev, next int32                         // neighbours in recency order, -1 at the ends
 	coordEpoch int32                         // highest transaction coordinator epoch of a marker (txn.go), in memory only
+	markers    uint32                        // markers written, for the verification guard (txn_guard.go), in memory only
 	epoch      int16
 	n, head    uint8 // batches remembered; where the next one goes
 }

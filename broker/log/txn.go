@@ -152,6 +152,7 @@ func (p *producers) marker(h *recordbatch.Header, now time.Time) {
 	if h.ProducerEpoch > st.epoch {
 		st.epoch, st.n, st.head = h.ProducerEpoch, 0, 0
 	}
+	st.markers++
 	st.lastSeen = now.UnixMilli()
 }
 

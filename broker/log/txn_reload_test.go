@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"os"
 	"sync"
 	"testing"
@@ -65,5 +66,37 @@ func TestFirstUnstableOffsetHoldsDuringTruncation(t *testing.T) {
 	}
 	if got := opened.FirstUnstableOffset(); got != 4 {
 		t.Fatalf("first unstable offset %d after the truncation, want 4", got)
+	}
+}
+
+// A transactional batch whose transaction ended in the partition between
+// the guard (taken before its coordinator was asked) and the append is
+// refused: appended, it would open a transaction no coordinator knows of,
+// which the producer's next marker would decide (a commit would show an
+// aborted transaction's records). Markers for other producers do not
+// matter, and a guard taken after the marker lets the batch in.
+func TestLateTransactionalBatchRefused(t *testing.T) {
+	l, _ := openLog(t, t.TempDir(), testConfig())
+	mustAppend(t, l, txnBatch(7, 0, 0, 2)) // 0-1, producer 7's transaction
+	guard := l.GuardTxn(7)
+	other := l.GuardTxn(8)
+	mustMarker(t, l, 7, 0, false) // 2: the client gave up and aborted
+	mustMarker(t, l, 8, 0, true)  // 3: another producer's marker
+	allow := NewAllowance(1 << 20)
+	if _, err := l.AppendBatchesWithin([][]byte{txnBatch(7, 0, 2, 1)}, allow, guard); !errors.Is(err, ErrTxnEndedMeanwhile) {
+		t.Fatalf("late batch: %v, want ErrTxnEndedMeanwhile", err)
+	}
+	if _, ok := l.OpenTransaction(7); ok || l.LogEndOffset() != 4 {
+		t.Fatalf("the refused batch was written: log end %d, open %v", l.LogEndOffset(), ok)
+	}
+	if _, err := l.AppendBatchesWithin([][]byte{makeBatch(batchOpts{})}, allow, guard); err != nil {
+		t.Fatalf("a batch that is not the guarded producer's transaction: %v", err)
+	}
+	mustAppend(t, l, txnBatch(9, 0, 0, 1))
+	if _, err := l.AppendBatchesWithin([][]byte{txnBatch(9, 0, 1, 1)}, allow, other); err != nil {
+		t.Fatalf("producer 9 guarded as 8: %v", err)
+	}
+	if _, err := l.AppendBatchesWithin([][]byte{txnBatch(7, 0, 2, 1)}, allow, l.GuardTxn(7)); err != nil {
+		t.Fatalf("the next transaction's batch, guarded after the marker: %v", err)
 	}
 }

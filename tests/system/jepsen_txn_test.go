@@ -36,14 +36,6 @@ import (
 // longer.
 func TestJepsenTransactions(t *testing.T) {
 	testenv.Needs(t, testenv.ZooKeeper, testenv.Tributary)
-	if os.Getenv("SOAK_DURATION") == "" {
-		// Known failure, issue #28: in one of three full CI runs a
-		// read_committed consumer read records of an aborted transaction
-		// after a partition leader and then the coordinator were killed
-		// and the coordinator paused. Until it is fixed this test runs
-		// under `make soak` (which sets SOAK_DURATION) and not in make test.
-		t.Skip("a read_committed consumer can read an aborted transaction's records after leader and coordinator faults (issue #28); run with make soak")
-	}
 	faults := 30 * time.Second
 	if s := os.Getenv("SOAK_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)

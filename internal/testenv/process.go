@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -27,23 +29,64 @@ var (
 func Binary(t testing.TB) string {
 	t.Helper()
 	Needs(t, Tributary)
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tributary-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "tributary")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/tributary")
-		cmd.Dir = repoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/tributary: %v\n%s", err, out)
-		}
-	})
+	buildOnce.Do(func() { binPath, buildErr = buildBinary() })
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// binKeep is how long a built binary no test has used is kept.
+const binKeep = 24 * time.Hour
+
+// buildBinary builds cmd/tributary into one directory under the system
+// temp dir, named by the binary's content: the test processes of one tree
+// share a copy, and copies unused for binKeep are removed. A directory per
+// test process, never removed, filled a developer's disk at 66 MB a copy
+// (500 copies in a day of test runs).
+func buildBinary() (string, error) {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("tributary-bin-%d", os.Getuid()))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	pruneBinaries(dir)
+	tmp, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	built := filepath.Join(tmp, "tributary")
+	cmd := exec.Command("go", "build", "-o", built, "./cmd/tributary")
+	cmd.Dir = repoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/tributary: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(built)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	final := filepath.Join(dir, "tributary-"+hex.EncodeToString(sum[:8]))
+	if _, err := os.Stat(final); err == nil {
+		now := time.Now()
+		os.Chtimes(final, now, now) // in use: not pruned
+		return final, nil
+	}
+	return final, os.Rename(built, final) // atomic: a racing process renames the same bytes
+}
+
+// pruneBinaries removes the binaries and leftover builds in dir not used
+// for binKeep.
+func pruneBinaries(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > binKeep {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 func repoRoot() string {

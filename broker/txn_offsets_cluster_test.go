@@ -20,7 +20,8 @@ import (
 // its group have different coordinators: TxnOffsetCommit goes to the
 // group's coordinator (as Java, kgo and librdkafka send it), which
 // forwards the offsets to the id's coordinator; they reach the group with
-// the commit, not before. (Each broker once sent the client to the other
+// the commit, not before, and a consumer asking for stable offsets is
+// told to wait until then. (Each broker once sent the client to the other
 // with NOT_COORDINATOR, so Kafka Streams' exactly_once_v2 timed out on its
 // first commit on a cluster.)
 func TestTxnOffsetCommitAtTheGroupsCoordinator(t *testing.T) {
@@ -89,11 +90,30 @@ func TestTxnOffsetCommitAtTheGroupsCoordinator(t *testing.T) {
 	if at := fetched(); at != -1 {
 		t.Fatalf("the group's offset is %d before the transaction committed, want none", at)
 	}
+	// A consumer asking for stable offsets (KIP-447: every Java and kgo
+	// consumer) is told to wait while the transaction is open.
+	stable := func() (int64, int16) {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.RequireStable = true
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group = group
+		rg.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "consumed", Partitions: []int32{0}}}
+		req.Groups = append(req.Groups, rg)
+		p := send(groupCoord, req).(*kmsg.OffsetFetchResponse).Groups[0].Topics[0].Partitions[0]
+		return p.Offset, p.ErrorCode
+	}
+	if _, code := stable(); code != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("OffsetFetch with RequireStable while the transaction is open: error %v, want UNSTABLE_OFFSET_COMMIT", kerr.ErrorForCode(code))
+	}
 	end := kmsg.NewPtrEndTxnRequest()
 	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, ir.ProducerID, ir.ProducerEpoch, true
 	wantCode(t, "EndTxn", send(txnCoord, end).(*kmsg.EndTxnResponse).ErrorCode, nil)
 	if at := fetched(); at != 42 {
 		t.Fatalf("the group's offset is %d after the commit, want 42", at)
+	}
+	if at, code := stable(); code != 0 || at != 42 {
+		t.Fatalf("OffsetFetch with RequireStable after the commit: %d, error %v, want 42", at, kerr.ErrorForCode(code))
 	}
 }
 

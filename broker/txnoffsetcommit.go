@@ -168,6 +168,7 @@ func (b *Broker) forwardTxnOffsets(ctx context.Context, r *kmsg.TxnOffsetCommitR
 		return
 	}
 	fail(kerr.CoordinatorNotAvailable.Code) // any partition the answer leaves out
+	var held []txn.TP
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			tp := txn.TP{Topic: t.Topic, Partition: p.Partition}
@@ -176,7 +177,13 @@ func (b *Broker) forwardTxnOffsets(ctx context.Context, r *kmsg.TxnOffsetCommitR
 				if p.ErrorCode == kerr.ProducerFenced.Code {
 					codes[tp] = txnCode(kerr.ProducerFenced, r.Version, 3)
 				}
+				if p.ErrorCode == 0 {
+					held = append(held, tp)
+				}
 			}
 		}
+	}
+	if len(held) > 0 {
+		b.rememberForwarded(ctx, r, held) // txn_forwarded.go
 	}
 }

@@ -16,8 +16,9 @@ const kafkaTransactions = "org.apache.kafka.tools.TransactionsCommand"
 
 // TestKafkaTransactionsAbortsAHangingTransaction: Kafka 4.4's
 // kafka-transactions lists and describes an open transaction on a
-// standalone broker, describe-producers shows where it starts, and
-// `abort --start-offset` aborts it there (DescribeProducers, then
+// standalone broker, describe-producers shows where it starts,
+// find-hanging runs, and `abort --start-offset` aborts it there
+// (DescribeProducers, then
 // WriteTxnMarkers from the tool): the last stable offset moves past it and
 // a read_committed consumer skips its records. (A standalone broker once
 // refused every WriteTxnMarkers that did not come from another broker, so
@@ -52,9 +53,13 @@ func TestKafkaTransactionsAbortsAHangingTransaction(t *testing.T) {
 		tool("list"),
 		tool("describe", "--transactional-id", "stuck-app"),
 		tool("describe-producers", "--topic", topic, "--partition", "0"),
+		tool("find-hanging", "--broker-id", "0"),
 		tool("abort", "--topic", topic, "--partition", "0", "--start-offset", "0"),
 	)
-	for i, want := range []string{"stuck-app", "Ongoing", "0", ""} {
+	// find-hanging looks at every open transaction of the broker's
+	// partitions (DescribeProducers, ListTransactions, DescribeTransactions)
+	// and finds none hanging: the coordinator knows this one.
+	for i, want := range []string{"stuck-app", "Ongoing", "0", "Topic\tPartition\tProducerId", ""} {
 		if r := res[i]; r.Exit != 0 || !strings.Contains(r.Stdout, want) {
 			t.Errorf("kafka-transactions %s: want exit 0 and %q in its output:\n%v", r.Run.Args[2], want, r)
 		}

@@ -13,8 +13,9 @@ package broker
 // stays the same from one transaction to the next, and only the start time
 // tells the transaction that holds the offsets from a later one. An entry
 // goes once its transaction is found finished; a partition holds at most
-// one (the latest forward), so the map is no larger than the groups'
-// committed partitions.
+// one (the latest forward). Entries of groups nobody fetches would stay,
+// so at most maxForwarded are kept: past it a forward is not remembered
+// (logged), and RequireStable falls back to what this broker coordinates.
 
 import (
 	"context"
@@ -28,9 +29,14 @@ import (
 )
 
 type forwardedTxns struct {
-	mu sync.Mutex
-	m  map[string]map[txn.TP]forwardedTxn // by group
+	mu      sync.Mutex
+	m       map[string]map[txn.TP]forwardedTxn // by group
+	n       int                                // entries in m
+	skipped time.Time                          // when a forward was last not remembered (full)
 }
+
+// maxForwarded bounds the entries kept (about 100 bytes each).
+const maxForwarded = 100_000
 
 // forwardedTxn is the transaction whose coordinator holds a partition's
 // offsets.
@@ -85,20 +91,46 @@ func (b *Broker) rememberForwarded(ctx context.Context, r *kmsg.TxnOffsetCommitR
 		}
 		return
 	}
-	f := &b.txnFwd
+	if kept := b.txnFwd.add(r.Group, tps, forwardedTxn{id: r.TransactionalID, pid: r.ProducerID, start: st.StartTimestamp}); !kept {
+		f := &b.txnFwd
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if time.Since(f.skipped) > time.Minute {
+			f.skipped = time.Now()
+			b.logger.Warn("too many forwarded transactional offsets remembered; RequireStable fetches may not wait for this transaction",
+				"group", r.Group, "transactional_id", r.TransactionalID, "kept", f.n)
+		}
+	}
+}
+
+// add remembers ft for group's tps, replacing what they held; it reports
+// false if some were not remembered because maxForwarded are kept.
+func (f *forwardedTxns) add(group string, tps []txn.TP, ft forwardedTxn) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.m == nil {
 		f.m = map[string]map[txn.TP]forwardedTxn{}
 	}
-	g := f.m[r.Group]
+	g := f.m[group]
 	if g == nil {
 		g = map[txn.TP]forwardedTxn{}
-		f.m[r.Group] = g
+		f.m[group] = g
 	}
+	kept := true
 	for _, tp := range tps {
-		g[tp] = forwardedTxn{id: r.TransactionalID, pid: r.ProducerID, start: st.StartTimestamp}
+		if _, ok := g[tp]; !ok {
+			if f.n >= maxForwarded {
+				kept = false
+				continue
+			}
+			f.n++
+		}
+		g[tp] = ft
 	}
+	if len(g) == 0 {
+		delete(f.m, group)
+	}
+	return kept
 }
 
 func (b *Broker) forgetForwarded(group string, tps []txn.TP) {
@@ -106,9 +138,19 @@ func (b *Broker) forgetForwarded(group string, tps []txn.TP) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, tp := range tps {
-		delete(f.m[group], tp)
+		f.dropLocked(group, tp)
 	}
-	if len(f.m[group]) == 0 {
+}
+
+// dropLocked removes group's entry for tp, if any; call with mu held.
+func (f *forwardedTxns) dropLocked(group string, tp txn.TP) {
+	g := f.m[group]
+	if _, ok := g[tp]; !ok {
+		return
+	}
+	delete(g, tp)
+	f.n--
+	if len(g) == 0 {
 		delete(f.m, group)
 	}
 }
@@ -132,8 +174,8 @@ func (b *Broker) forwardedPending(ctx context.Context, group string) map[txn.TP]
 		if err == nil && (st.ProducerID != ft.pid || st.StartTimestamp != ft.start || !unfinished(st)) {
 			f.mu.Lock()
 			for _, tp := range tps {
-				if f.m[group][tp] == ft {
-					delete(f.m[group], tp)
+				if cur, ok := f.m[group][tp]; ok && cur == ft {
+					f.dropLocked(group, tp)
 				}
 			}
 			f.mu.Unlock()

@@ -63,7 +63,7 @@ func (b *Broker) deleteRecords(who *request, req *kmsg.DeleteRecordsRequest) *km
 				sp.ErrorCode = kerr.KafkaStorageError.Code
 			default:
 				sp.LowWatermark = start
-				// Kafka Streams asks at every commit whether or not
+				// Kafka Streams repeats its purge whether or not
 				// anything was processed since: only a move is news.
 				if start > before {
 					b.logger.Info("records deleted", "topic", rt.Topic, "partition", rp.Partition, "start_offset", start)

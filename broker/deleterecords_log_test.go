@@ -13,8 +13,9 @@ import (
 )
 
 // DeleteRecords logs a partition's new start once, when it moves: Kafka
-// Streams repeats the same request at every commit (every 100 ms with
-// exactly_once_v2's default) and the log once filled with copies.
+// Streams purges its repartition topics with the same request again and
+// again (every repartition.purge.interval.ms, whether or not anything was
+// processed), and the log once filled with copies.
 func TestDeleteRecordsLogsOnlyAMove(t *testing.T) {
 	logs := &testenv.SyncBuffer{}
 	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) {

@@ -8,6 +8,12 @@
 //     spread over the topic's partitions). Every third transaction
 //     (i % 3 == 2) is written, then aborted, the others committed; prints
 //     "COMMITTED i" or "ABORTED i" after each.
+//   JavaTransactions fence <bootstrap> <topic> <transactional id> <unused>
+//     A first producer writes "zombie-<j>" in a transaction; a second
+//     producer with the same transactional id starts (initTransactions),
+//     which fences the first; the first's commit must fail with
+//     ProducerFencedException (prints "FENCED"); the second commits
+//     "successor-<j>" (prints "COMMITTED successor").
 //   JavaTransactions consume <bootstrap> <topic> <read_committed|read_uncommitted> <count>
 //     Reads the topic's partitions from the beginning with that isolation
 //     level until it has read count records (or 60 s have passed), printing
@@ -36,7 +42,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
 
 public class JavaTransactions {
     public static void main(String[] args) throws Exception {
-        if (args.length != 5 || !(args[0].equals("produce") || args[0].equals("consume"))) {
+        if (args.length != 5 || !(args[0].equals("produce") || args[0].equals("consume") || args[0].equals("fence"))) {
             System.err.println("usage: JavaTransactions produce <bootstrap> <topic> <transactional id> <transactions>");
             System.err.println("       JavaTransactions consume <bootstrap> <topic> <read_committed|read_uncommitted> <count>");
             System.exit(2);
@@ -44,6 +50,8 @@ public class JavaTransactions {
         try {
             if (args[0].equals("produce")) {
                 produce(args[1], args[2], args[3], Integer.parseInt(args[4]));
+            } else if (args[0].equals("fence")) {
+                fence(args[1], args[2], args[3]);
             } else {
                 consume(args[1], args[2], args[3], Integer.parseInt(args[4]));
             }
@@ -79,6 +87,40 @@ public class JavaTransactions {
                 }
                 System.out.flush();
             }
+        }
+    }
+
+    static KafkaProducer<String, String> producer(String bootstrap, String id) {
+        Properties props = new Properties();
+        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, id);
+        props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 30000);
+        return new KafkaProducer<>(props, new StringSerializer(), new StringSerializer());
+    }
+
+    static void fence(String bootstrap, String topic, String id) throws Exception {
+        try (KafkaProducer<String, String> zombie = producer(bootstrap, id);
+             KafkaProducer<String, String> successor = producer(bootstrap, id)) {
+            zombie.initTransactions();
+            zombie.beginTransaction();
+            for (int j = 0; j < 5; j++) {
+                zombie.send(new ProducerRecord<>(topic, "zombie-" + j));
+            }
+            zombie.flush();
+            successor.initTransactions(); // fences the zombie, aborting its transaction
+            try {
+                zombie.commitTransaction();
+                throw new IllegalStateException("the fenced producer committed");
+            } catch (org.apache.kafka.common.errors.ProducerFencedException e) {
+                System.out.println("FENCED");
+            }
+            successor.beginTransaction();
+            for (int j = 0; j < 5; j++) {
+                successor.send(new ProducerRecord<>(topic, "successor-" + j));
+            }
+            successor.commitTransaction();
+            System.out.println("COMMITTED successor");
+            System.out.flush();
         }
     }
 

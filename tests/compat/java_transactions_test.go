@@ -71,3 +71,38 @@ func TestJavaTransactionalProducerAndReadCommittedConsumer(t *testing.T) {
 		}
 	}
 }
+
+// A zombie Java producer is fenced: a second instance with the same
+// transactional id starts while the first has records in an open
+// transaction; the first's commit fails with ProducerFencedException, its
+// records are aborted, and the second's commit is what read_committed
+// consumers read.
+func TestJavaZombieProducerIsFenced(t *testing.T) {
+	testenv.Needs(t, testenv.JVM)
+	b := testenv.StartBroker(t)
+	const topic = "java-fenced"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	out := testenv.RunJavaTransactions(t, "fence", b.Addr, topic, "java-zombie", "0")
+	if !strings.Contains(out, "FENCED\n") || !strings.Contains(out, "COMMITTED successor\n") {
+		t.Fatalf("the zombie was not fenced, or its successor did not commit:\n%s", out)
+	}
+	out = testenv.RunJavaTransactions(t, "consume", b.Addr, topic, "read_committed", "5")
+	var got []string
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "VALUE "); ok {
+			got = append(got, v)
+		}
+	}
+	if want := []string{"successor-0", "successor-1", "successor-2", "successor-3", "successor-4"}; !slices.Equal(got, want) {
+		t.Fatalf("read_committed read %v, want only the successor's %v", got, want)
+	}
+}

@@ -89,6 +89,7 @@ type Broker struct {
 	// txnMarkers counts the markers written here: abort, commit.
 	txnMarkers [2]atomic.Int64
 	txnPeers   txnPeers      // txn_peers.go
+	txnFwd     forwardedTxns // txn_forwarded.go
 	faults     storageFaults // partitions failing writes, logged once each
 
 	closing chan struct{}     // closed when shutdown starts; long polls end

@@ -53,6 +53,7 @@ func (b *Broker) deleteRecords(who *request, req *kmsg.DeleteRecordsRequest) *km
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
+			before := l.StartOffset()
 			start, err := l.DeleteRecordsBefore(rp.Offset)
 			switch {
 			case errors.Is(err, log.ErrOffsetOutOfRange):
@@ -62,7 +63,11 @@ func (b *Broker) deleteRecords(who *request, req *kmsg.DeleteRecordsRequest) *km
 				sp.ErrorCode = kerr.KafkaStorageError.Code
 			default:
 				sp.LowWatermark = start
-				b.logger.Info("records deleted", "topic", rt.Topic, "partition", rp.Partition, "start_offset", start)
+				// Kafka Streams repeats its purge whether or not
+				// anything was processed since: only a move is news.
+				if start > before {
+					b.logger.Info("records deleted", "topic", rt.Topic, "partition", rp.Partition, "start_offset", start)
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -23,7 +23,8 @@ func (b *Broker) describeTransactions(req *request, r *kmsg.DescribeTransactions
 	for _, id := range r.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, -1, -1, -1
-		if !b.mayTxn(req, kmsg.ACLOperationDescribe, id) {
+		// A group's coordinator asks as a broker (txn_forwarded.go).
+		if !b.mayTxn(req, kmsg.ACLOperationDescribe, id) && !(b.authz != nil && b.mayCluster(req, kmsg.ACLOperationClusterAction)) {
 			st.ErrorCode = txnRefused
 		} else if st.ErrorCode = b.txnCoordinatorRefusal(id); st.ErrorCode == 0 {
 			d, ok, err := b.txns.Describe(ctx, id)

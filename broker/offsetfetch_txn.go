@@ -3,8 +3,10 @@ package broker
 // OffsetFetch with RequireStable (v7+, KIP-447): a partition of the group
 // whose offsets an unfinished transaction holds gets
 // UNSTABLE_OFFSET_COMMIT, which clients retry, instead of the offset the
-// commit is about to replace. Only transactions this broker coordinates
-// are seen (all of them on a standalone broker).
+// commit is about to replace. Transactions this broker coordinates are
+// seen directly (all of them on a standalone broker); those of other
+// brokers through the offsets this broker, the group's coordinator,
+// forwarded to them (txn_forwarded.go).
 
 import (
 	"context"
@@ -24,6 +26,12 @@ func (b *Broker) markUnstable(group string, topics []fetchedTopic) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	pending := b.txns.PendingOffsets(ctx, group)
+	for tp := range b.forwardedPending(ctx, group) {
+		if pending == nil {
+			pending = map[txn.TP]bool{}
+		}
+		pending[tp] = true
+	}
 	if len(pending) == 0 {
 		return
 	}

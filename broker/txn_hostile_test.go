@@ -77,7 +77,7 @@ func TestTransactionsRefuseHostileClients(t *testing.T) {
 	m.ProducerID, m.ProducerEpoch, m.Committed = pid, epoch, true
 	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "hostile", Partitions: []int32{0}}}
 	markers.Markers = append(markers.Markers, m)
-	wantCode(t, "WriteTxnMarkers from a client", w.roundTrip(markers).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode,
+	wantCode(t, "a commit by WriteTxnMarkers from a client", w.roundTrip(markers).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode,
 		kerr.ClusterAuthorizationFailed)
 
 	// The transaction is still open: nothing above decided it.

@@ -4,19 +4,22 @@ package broker
 //
 // v0–1: a transaction coordinator (another broker of the cluster) asks
 // this partition leader to end a producer's transaction with a commit or
-// abort marker. Only brokers may (ClusterAction on the cluster): a marker
-// from a client would decide another producer's transaction. Each marker
-// Without an authorizer, the sender must at least connect from the address
-// of another live broker: a standalone broker, its own only coordinator,
-// refuses every WriteTxnMarkers (so kafka-transactions abort is refused
-// there too). Each marker is written with the leader's epoch and answered
-// once replicated
-// (acks=all); a marker of a producer epoch older than the partition's
-// current one gets INVALID_PRODUCER_EPOCH, one from a coordinator epoch
-// older than a marker already written for the producer
-// TRANSACTION_COORDINATOR_FENCED, a partition this broker does not
-// lead NOT_LEADER_OR_FOLLOWER, so the coordinator retries at the new
-// leader.
+// abort marker, and an operator's admin client (kafka-transactions abort,
+// Admin.abortTransaction) aborts a hanging transaction, one whose
+// coordinator no longer ends it. With an authorizer, ClusterAction on the
+// cluster decides, as in Kafka. Without one, a marker from another live
+// broker's address is a coordinator's; from anywhere else only aborts are
+// admitted (what the admin API sends; every client is an administrator
+// when nothing is authorized, as in Kafka) and each is logged, while a
+// commit is refused: a client deciding that another producer's records
+// become visible is never an operator's repair.
+//
+// Each marker is written with the leader's epoch and answered once
+// replicated (acks=all); a marker of a producer epoch older than the
+// partition's current one gets INVALID_PRODUCER_EPOCH, one from a
+// coordinator epoch older than a marker already written for the producer
+// TRANSACTION_COORDINATOR_FENCED, a partition this broker does not lead
+// NOT_LEADER_OR_FOLLOWER, so the coordinator retries at the new leader.
 
 import (
 	"net"
@@ -31,10 +34,15 @@ func init() {
 
 func (b *Broker) writeTxnMarkers(req *request, r *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse {
 	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	allowed := b.mayCluster(req, kmsg.ACLOperationClusterAction) && (b.authz != nil || b.fromOtherBroker(req.host))
+	coordinator := b.mayCluster(req, kmsg.ACLOperationClusterAction) && (b.authz != nil || b.fromOtherBroker(req.host))
 	ctx, cancel := b.txnCtx()
 	defer cancel()
 	for _, m := range r.Markers {
+		allowed := coordinator || b.authz == nil && !m.Committed
+		if allowed && !coordinator {
+			b.logger.Warn("aborting a transaction at a client's request (kafka-transactions abort)",
+				"principal", req.principal, "host", req.host, "producer_id", m.ProducerID, "producer_epoch", m.ProducerEpoch)
+		}
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
 		rm.ProducerID = m.ProducerID
 		for _, t := range m.Topics {

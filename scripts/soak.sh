@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs the Jepsen-style tests (tests/system TestJepsenReplicatedCluster,
-# then TestJepsenTransactions) for SOAK_DURATION of faults each and prints
+# then TestJepsenTransactions, then tests/compat
+# TestKafkaStreamsExactlyOnceUnderKills) for SOAK_DURATION of faults each and prints
 # their figures. The full log goes to
 # bin/soak.log; the exit status is the test's.
 set -eu
@@ -12,5 +13,8 @@ echo "soak: $SOAK_DURATION of faults on three brokers (log: bin/soak.log)"
 status=0
 SOAK_DURATION=$SOAK_DURATION $GO test -race -count=1 -v -timeout 0 \
 	-run '^(TestJepsenReplicatedCluster|TestJepsenTransactions)$' ./tests/system/ >bin/soak.log 2>&1 || status=$?
-grep -E 'round [0-9]+:|figures:|^soak:|disagree|acknowledged record|went backwards|was lost|transactions committed|aborted transaction|read twice|times, want once|--- (PASS|FAIL)' bin/soak.log || true
+# Kafka Streams exactly_once_v2 under kills of the coordinator and the app.
+SOAK_DURATION=$SOAK_DURATION $GO test -count=1 -v -timeout 0 \
+	-run '^TestKafkaStreamsExactlyOnceUnderKills$' ./tests/compat/ >>bin/soak.log 2>&1 || status=$?
+grep -E 'round [0-9]+:|figures:|^soak:|disagree|acknowledged record|went backwards|was lost|transactions committed|aborted transaction|read twice|times, want once|counts exact|counted twice|--- (PASS|FAIL)' bin/soak.log || true
 exit $status

@@ -91,6 +91,7 @@ type Coordinator struct {
 	mu     sync.Mutex
 	loaded map[int32]int32 // state partition → leader epoch it was read in
 	txns   map[string]*entry
+	loads  LoadStats // guarded by mu
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -155,6 +156,7 @@ func (c *Coordinator) load(ctx context.Context, p int32) error {
 	if e, ok := c.loaded[p]; ok && e == epoch {
 		return nil
 	}
+	began := time.Now()
 	for id := range c.txns {
 		if PartitionFor(id, c.cfg.Partitions) == p {
 			delete(c.txns, id) // an operation holding its entry finds it gone (lookup)
@@ -185,7 +187,11 @@ func (c *Coordinator) load(ctx context.Context, p int32) error {
 		c.txns[id] = &entry{m: m}
 	}
 	c.loaded[p] = epoch
-	c.log.Info("loaded transaction state", "partition", p, "leader_epoch", epoch, "records", len(recs), "transactional_ids", len(latest))
+	took := time.Since(began)
+	c.loads.Loads++
+	c.loads.Records += int64(len(recs))
+	c.loads.Time += took
+	c.log.Info("loaded transaction state", "partition", p, "leader_epoch", epoch, "records", len(recs), "transactional_ids", len(latest), "took", took)
 	return nil
 }
 

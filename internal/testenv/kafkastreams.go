@@ -29,7 +29,9 @@ type KafkaStreamsApp struct {
 // classpath and the compiled application under the user cache directory).
 // The application is killed at the end of the test if still running; its
 // output is logged if the test fails. A guarantee (exactly_once_v2) sets
-// processing.guarantee.
+// processing.guarantee; a second argument after it, the replication
+// factor of the internal topics (default 1); a third, how often in ms
+// processed repartition records are deleted (default 200).
 func StartKafkaStreamsWordCount(t testing.TB, bootstrap, appID, input, output string, guarantee ...string) *KafkaStreamsApp {
 	t.Helper()
 	Needs(t, JVM)

@@ -8,7 +8,11 @@
 // the word, its value the count as an 8-byte big-endian long. Streams
 // deletes the repartition topic's records once processed and committed.
 //
-// Usage: StreamsWordCount <bootstrap> <application id> <state dir> <input topic> <output topic>
+// Usage: StreamsWordCount <bootstrap> <application id> <state dir> <input topic> <output topic> [processing guarantee [replication factor [purge interval ms]]]
+//
+// The replication factor (default 1) is that of the internal topics: 3 on
+// a three-broker cluster whose brokers the tests kill. The purge interval
+// (default 200 ms) is how often processed repartition records are deleted.
 //
 // The application runs until its standard input closes, then closes Streams
 // cleanly and exits 0. It prints "STATE <state>" on stdout at each change of
@@ -35,8 +39,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
 
 public class StreamsWordCount {
     public static void main(String[] args) throws Exception {
-        if (args.length != 5 && args.length != 6) {
-            System.err.println("usage: StreamsWordCount <bootstrap> <application id> <state dir> <input topic> <output topic> [processing guarantee]");
+        if (args.length < 5 || args.length > 8) {
+            System.err.println("usage: StreamsWordCount <bootstrap> <application id> <state dir> <input topic> <output topic> [processing guarantee [replication factor [purge interval ms]]]");
             System.exit(2);
         }
         Properties props = new Properties();
@@ -49,9 +53,9 @@ public class StreamsWordCount {
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
         // Records of the repartition topic that are processed and committed
         // are deleted (DeleteRecords) at the next commit, not 30 s later.
-        props.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 200);
-        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
-        if (args.length == 6) {
+        props.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, args.length >= 8 ? Long.parseLong(args[7]) : 200L);
+        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, args.length >= 7 ? Integer.parseInt(args[6]) : 1);
+        if (args.length >= 6) {
             // exactly_once_v2: transactions (KIP-447's producer per thread).
             props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args[5]);
             // A killed instance's partitions and open transaction are

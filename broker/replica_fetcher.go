@@ -66,6 +66,7 @@ type fetcher struct {
 	// leader said the follower is past its end.
 	checked   map[partKey]int32
 	rechecked map[partKey]bool
+	skipTo    map[partKey]int64 // fetched from the leader's log start, past this log's end (replica_logstart.go)
 	wake      chan struct{}
 	conn      net.Conn // the current connection, closed to stop a fetch in flight
 
@@ -122,7 +123,7 @@ func (rs *replicas) followView() {
 		f := rs.fetchers[id]
 		if f == nil {
 			f = &fetcher{rs: rs, leader: id, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-				checked: map[partKey]int32{}, rechecked: map[partKey]bool{}}
+				checked: map[partKey]int32{}, rechecked: map[partKey]bool{}, skipTo: map[partKey]int64{}}
 			rs.fetchers[id] = f
 			go f.run()
 		}
@@ -317,7 +318,7 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = k.p
 		rp.CurrentLeaderEpoch = -1
-		rp.FetchOffset = l.HighWatermark()
+		rp.FetchOffset = f.fetchOffset(k, l)
 		rp.LogStartOffset = -1
 		rp.PartitionMaxBytes = replicaPartitionMax
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
@@ -368,6 +369,9 @@ func (f *fetcher) store(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) er
 		err := kerr.ErrorForCode(rp.ErrorCode)
 		if errors.Is(err, kerr.OffsetOutOfRange) {
 			key := partKey{t.Name, rp.Partition}
+			if f.belowLeadersStart(t, rp) {
+				return nil
+			}
 			if !f.rechecked[key] {
 				// The leader's log ends before this one: ask again where
 				// they diverge, once.

@@ -18,7 +18,6 @@ import (
 // leader answers OFFSET_OUT_OF_RANGE, which the follower read as its own
 // log being ahead, and it stayed out of the ISR for good.)
 func TestFollowerBelowTheLeadersLogStartRejoins(t *testing.T) {
-	t.Skip("known bug in the replica fetcher (issue #28): the follower reads OFFSET_OUT_OF_RANGE below the leader's log start as its own log being ahead; it needs a log reset to the leader's log start (Kafka's truncateFullyAndStartAt)")
 	const topic = "purged"
 	connect, brokers, admin := replicatedCluster(t, topic)
 	old := partitionMeta(t, admin, topic).Leader

@@ -71,10 +71,10 @@ func TestKafkaStreamsExactlyOnceUnderKills(t *testing.T) {
 
 	seen := map[string]bool{} // transactional ids of earlier instances
 	start := func() (*testenv.KafkaStreamsApp, string) {
-		// Processed repartition records are never deleted here: a broker
-		// back from a kill below its leader's log start does not rejoin
-		// the ISR yet (TestFollowerBelowTheLeadersLogStartRejoins).
-		a := testenv.StartKafkaStreamsWordCount(t, c.bootstrap(), app, input, output, "exactly_once_v2", "3", "86400000")
+		// Streams deletes processed repartition records at each commit,
+		// so a broker back from a kill finds its log below its leader's
+		// log start (TestFollowerBelowTheLeadersLogStartRejoins).
+		a := testenv.StartKafkaStreamsWordCount(t, c.bootstrap(), app, input, output, "exactly_once_v2", "3")
 		produce()
 		id := c.newTransactionalID(t, app, seen, a)
 		seen[id] = true

@@ -1,15 +1,11 @@
 package broker_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/tributary-io/tributary/broker"
-	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // startSASL starts a broker with a SASL_PLAINTEXT listener and the user
@@ -135,47 +130,4 @@ func rawRequest(conn net.Conn, corr int32, req kmsg.Request) ([]byte, error) {
 	body := make([]byte, binary.BigEndian.Uint32(size[:]))
 	_, err := io.ReadFull(conn, body)
 	return body, err
-}
-
-// TestKcatOverSASLSSL: Debian's kcat (librdkafka 2.0.2, whose SCRAM
-// client-final nonce repeats the client nonce) logs in with SCRAM-SHA-512
-// over TLS, produces and consumes.
-func TestKcatOverSASLSSL(t *testing.T) {
-	testenv.Needs(t, testenv.Kcat)
-	if _, err := exec.LookPath(kcatPath); err != nil {
-		t.Fatalf("kcat is missing: apt-get install -y kcat (.ci/run installs it)")
-	}
-	pki := newTestPKI(t)
-	dir := t.TempDir()
-	setUser(t, dir, "kcat-user", "SCRAM-SHA-512", "kcat-secret")
-	_, addrs := startListeners(t, func(c *broker.Config) {
-		c.DataDir = dir
-		c.TLS = broker.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile}
-	}, broker.SASLSSL)
-	cfg := filepath.Join(t.TempDir(), "kcat.conf")
-	os.WriteFile(cfg, []byte(strings.Join([]string{
-		"security.protocol=SASL_SSL",
-		"sasl.mechanisms=SCRAM-SHA-512",
-		"sasl.username=kcat-user",
-		"sasl.password=kcat-secret",
-		"ssl.ca.location=" + pki.caFile,
-	}, "\n")+"\n"), 0o600)
-	kcat := func(stdin string, args ...string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, kcatPath, append([]string{"-F", cfg, "-b", addrs[broker.SASLSSL]}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		var out, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("kcat %v: %v\n%s", args, err, stderr.String())
-		}
-		return out.String()
-	}
-	kcat("one\ntwo\nthree\n", "-P", "-t", "kcat-secure")
-	got := kcat("", "-C", "-t", "kcat-secure", "-o", "beginning", "-c", "3", "-e")
-	if got != "one\ntwo\nthree\n" {
-		t.Fatalf("kcat consumed %q, want the three lines it produced", got)
-	}
 }

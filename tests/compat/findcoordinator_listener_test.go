@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -25,8 +26,8 @@ func TestFindCoordinatorAnswersOnTheClientsListener(t *testing.T) {
 		t.Fatalf("kcat is missing: apt-get install -y kcat (.ci/run installs it)")
 	}
 	dir := t.TempDir()
-	setUser(t, dir, "alice", "SCRAM-SHA-512", "alice-secret")
-	_, addrs := startListeners(t, func(c *broker.Config) { c.DataDir = dir }, broker.SASLPlaintext, broker.Plaintext)
+	brokertest.SetUser(t, dir, "alice", "SCRAM-SHA-512", "alice-secret")
+	_, addrs := brokertest.StartListeners(t, func(c *broker.Config) { c.DataDir = dir }, broker.SASLPlaintext, broker.Plaintext)
 	conf := filepath.Join(t.TempDir(), "sasl.conf")
 	if err := os.WriteFile(conf, []byte("security.protocol=SASL_PLAINTEXT\nsasl.mechanisms=SCRAM-SHA-512\nsasl.username=alice\nsasl.password=alice-secret\n"), 0o600); err != nil {
 		t.Fatal(err)

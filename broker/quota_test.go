@@ -134,6 +134,7 @@ func TestClientQuotasAlterDescribePersist(t *testing.T) {
 // can under a producer_byte_rate is told to wait (throttle_time_ms > 0)
 // and its acknowledged rate comes down to about the quota.
 func TestProducerThrottledToQuota(t *testing.T) {
+	testenv.Slow(t, "produces under a byte-rate quota for seconds")
 	b := testenv.StartBroker(t)
 	const quota = 200 << 10
 	if code, msg := alterQuota(t, newClient(t, b.Addr), "client-id=bulk-writer", "producer_byte_rate", quota); code != 0 {
@@ -176,6 +177,7 @@ func TestProducerThrottledToQuota(t *testing.T) {
 // TestConsumerThrottledToQuota: a franz-go consumer reading a backlog under
 // a consumer_byte_rate is throttled and reads at about the quota.
 func TestConsumerThrottledToQuota(t *testing.T) {
+	testenv.Slow(t, "consumes under a byte-rate quota for seconds")
 	b := testenv.StartBroker(t)
 	const quota = 300 << 10
 	const total = 1200 << 10
@@ -303,6 +305,7 @@ func TestQuotaAPIsNeedClusterACLs(t *testing.T) {
 // writes to _schemas go at full speed while an ordinary client writing the
 // same bytes is told to wait.
 func TestDefaultUserQuotaSparesInternalClients(t *testing.T) {
+	testenv.Slow(t, "produces under a 1 KiB/s quota")
 	b := testenv.StartBroker(t)
 	if code, msg := alterQuota(t, newClient(t, b.Addr), "user=<default>", "producer_byte_rate", 1024); code != 0 {
 		t.Fatalf("setting the quota: %v %s", kerr.ErrorForCode(code), msg)

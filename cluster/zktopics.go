@@ -19,21 +19,9 @@ import (
 // Creating the node is atomic, so of two brokers creating the same topic at
 // once exactly one succeeds and the other gets ErrTopicExists.
 func (z *ZooKeeper) CreateTopic(ctx context.Context, name string, partitions int32, configs map[string]string) (Topic, error) {
-	if err := ValidateName("topic", name); err != nil {
-		return Topic{}, err
-	}
-	if partitions < 1 {
-		return Topic{}, fmt.Errorf("topic %s: partition count must be at least 1, got %d", name, partitions)
-	}
-	if err := ctx.Err(); err != nil {
-		return Topic{}, err
-	}
-	brokers, err := z.readBrokers(func(p string) ([]string, error) {
-		kids, _, err := z.s.Conn.Children(p)
-		return kids, err
-	})
+	brokers, err := z.brokersToCreateOn(ctx, name, partitions)
 	if err != nil {
-		return Topic{}, fmt.Errorf("creating topic %s: %w", name, err)
+		return Topic{}, err
 	}
 	leaders, err := Spread(name, partitions, brokers)
 	if err != nil {
@@ -81,4 +69,27 @@ func (z *ZooKeeper) DeleteTopic(ctx context.Context, name string) error {
 	}
 	z.log.Info("deleted topic", "topic", name)
 	return nil
+}
+
+// brokersToCreateOn checks a new topic's name and partition count and
+// reads the brokers alive now, from ZooKeeper itself rather than the view
+// (which may lag): the brokers its partitions are spread over.
+func (z *ZooKeeper) brokersToCreateOn(ctx context.Context, name string, partitions int32) ([]Broker, error) {
+	if err := ValidateName("topic", name); err != nil {
+		return nil, err
+	}
+	if partitions < 1 {
+		return nil, fmt.Errorf("topic %s: partition count must be at least 1, got %d", name, partitions)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	brokers, err := z.readBrokers(func(p string) ([]string, error) {
+		kids, _, err := z.s.Conn.Children(p)
+		return kids, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating topic %s: %w", name, err)
+	}
+	return brokers, nil
 }

@@ -11,6 +11,31 @@
 // run under -short too.
 package compat_test
 
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
 // kcatPath is Debian's kcat (librdkafka), which scripts/install-deps.sh
 // installs.
 const kcatPath = "/usr/bin/kcat"
+
+// runKcat runs kcat with args and stdin for at most timeout and returns
+// what it printed; the test fails, with kcat's stderr, if kcat does.
+func runKcat(t *testing.T, timeout time.Duration, stdin string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kcatPath, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kcat %v: %v\n%s", args, err, stderr.String())
+	}
+	return out.String()
+}

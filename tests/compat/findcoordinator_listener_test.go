@@ -1,12 +1,9 @@
 package compat_test
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -34,16 +31,7 @@ func TestFindCoordinatorAnswersOnTheClientsListener(t *testing.T) {
 	}
 	kcat := func(stdin string, args ...string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, kcatPath, args...)
-		cmd.Stdin = strings.NewReader(stdin)
-		var out, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("kcat %v: %v\n%s", args, err, stderr.String())
-		}
-		return out.String()
+		return runKcat(t, 30*time.Second, stdin, args...)
 	}
 	sasl := []string{"-F", conf, "-b", addrs[broker.SASLPlaintext]}
 	kcat("one\ntwo\nthree\n", append(sasl, "-P", "-t", "listeners")...)

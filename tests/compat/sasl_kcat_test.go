@@ -1,8 +1,6 @@
 package compat_test
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,16 +38,7 @@ func TestKcatOverSASLSSL(t *testing.T) {
 	}, "\n")+"\n"), 0o600)
 	kcat := func(stdin string, args ...string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, kcatPath, append([]string{"-F", cfg, "-b", addrs[broker.SASLSSL]}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		var out, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("kcat %v: %v\n%s", args, err, stderr.String())
-		}
-		return out.String()
+		return runKcat(t, 60*time.Second, stdin, append([]string{"-F", cfg, "-b", addrs[broker.SASLSSL]}, args...)...)
 	}
 	kcat("one\ntwo\nthree\n", "-P", "-t", "kcat-secure")
 	got := kcat("", "-C", "-t", "kcat-secure", "-o", "beginning", "-c", "3", "-e")

@@ -250,6 +250,7 @@ func TestClusterQuotasApplyOnEveryBroker(t *testing.T) {
 // TestUserQuotaAppliesToSASLUser: a quota for user alice throttles the
 // principal User:alice logged in with SASL.
 func TestUserQuotaAppliesToSASLUser(t *testing.T) {
+	testenv.Slow(t, "produces under a byte-rate quota for seconds")
 	addr := startReauth(t, 0)
 	login := kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism())
 	admin := newClient(t, addr, login)

@@ -195,6 +195,7 @@ func TestKgoZombieProducerIsFenced(t *testing.T) {
 
 // A transaction left open past its timeout is aborted by the coordinator.
 func TestKgoTransactionTimeoutAborts(t *testing.T) {
+	testenv.Slow(t, "waits past a transaction timeout")
 	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) {
 		c.Transactions.CheckInterval = 50 * time.Millisecond
 	}))

@@ -32,4 +32,6 @@ var (
 	setUser          = brokertest.SetUser
 	withCertificate  = brokertest.WithCertificate
 	startStandalone  = brokertest.StartStandalone
+	roundTrip        = brokertest.RoundTrip
+	rawRequest       = brokertest.RawRequest
 )

@@ -2,7 +2,6 @@ package broker_test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -108,26 +107,4 @@ func TestRequestsBeforeSASLAreRefused(t *testing.T) {
 	} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "reset") {
 		t.Fatalf("Metadata before login: want the connection closed, got %v", err)
 	}
-}
-
-// rawRequest writes one request frame and reads the response body.
-func rawRequest(conn net.Conn, corr int32, req kmsg.Request) ([]byte, error) {
-	buf := make([]byte, 4, 64)
-	buf = binary.BigEndian.AppendUint16(buf, uint16(req.Key()))
-	buf = binary.BigEndian.AppendUint16(buf, uint16(req.GetVersion()))
-	buf = binary.BigEndian.AppendUint32(buf, uint32(corr))
-	buf = binary.BigEndian.AppendUint16(buf, 4)
-	buf = append(buf, "test"...)
-	buf = req.AppendTo(buf)
-	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-	if _, err := conn.Write(buf); err != nil {
-		return nil, err
-	}
-	var size [4]byte
-	if _, err := io.ReadFull(conn, size[:]); err != nil {
-		return nil, err
-	}
-	body := make([]byte, binary.BigEndian.Uint32(size[:]))
-	_, err := io.ReadFull(conn, body)
-	return body, err
 }

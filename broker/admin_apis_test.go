@@ -15,20 +15,6 @@ import (
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
-func produceSized(t *testing.T, addr, topic string, partition int32, n int, ts func(i int) time.Time) {
-	t.Helper()
-	cl := newClient(t, addr, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	for i := range n {
-		r := &kgo.Record{Partition: partition, Value: randomBytes(300)}
-		if ts != nil {
-			r.Timestamp = ts(i)
-		}
-		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func TestCreatePartitionsStandalone(t *testing.T) {
 	b := testenv.StartBroker(t)
 	adm, _ := newAdmin(t, b.Addr)

@@ -9,37 +9,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
-
-func newAdmin(t *testing.T, addr string) (*kadm.Client, *kgo.Client) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return kadm.NewClient(cl), cl
-}
-
-// configsByName indexes a topic's reported configs.
-func configsByName(t *testing.T, rcs kadm.ResourceConfigs, name string) map[string]kadm.Config {
-	t.Helper()
-	rc, err := rcs.On(name, nil)
-	if err != nil || rc.Err != nil {
-		t.Fatalf("configs of %s: %v %v", name, err, rc.Err)
-	}
-	out := map[string]kadm.Config{}
-	for _, c := range rc.Configs {
-		out[c.Key] = c
-	}
-	return out
-}
 
 func TestCreateTopicsAnswersWithConfigs(t *testing.T) {
 	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) { c.Log.SegmentBytes = 1 << 20 }))

@@ -2,7 +2,6 @@ package broker_test
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"os"
 	"path/filepath"
@@ -185,10 +184,3 @@ func TestAlterConfigsReachesEveryBrokerOfACluster(t *testing.T) {
 }
 
 func valueOf(c kadm.Config) string { return c.MaybeValue() }
-
-// randomBytes does not compress, so a record's size on the wire is known.
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	rand.Read(b)
-	return b
-}

@@ -6,10 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -20,127 +16,6 @@ import (
 
 	"github.com/tributary-io/tributary/internal/testenv"
 )
-
-// storedBatch is a batch as the segment files hold it.
-type storedBatch struct{ codec, count int }
-
-// storedBatches reads partition 0 of topic straight from its segment files.
-func storedBatches(t *testing.T, dataDir, topic string) []storedBatch {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dataDir, topic+"-0", "*.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(files)
-	var out []storedBatch
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for len(b) >= 61 {
-			n := 12 + int(binary.BigEndian.Uint32(b[8:]))
-			out = append(out, storedBatch{codec: int(binary.BigEndian.Uint16(b[21:]) & 7), count: int(binary.BigEndian.Uint32(b[57:]))})
-			b = b[n:]
-		}
-	}
-	return out
-}
-
-// storedCodecs returns the compression codec (attribute bits 0-2) of every
-// batch of partition 0 of topic in offset order: what the broker really
-// stored, whatever a consumer sees.
-func storedCodecs(t *testing.T, dataDir, topic string) []int {
-	t.Helper()
-	var codecs []int
-	for _, sb := range storedBatches(t, dataDir, topic) {
-		codecs = append(codecs, sb.codec)
-	}
-	return codecs
-}
-
-var codecNumbers = map[string]int{"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-
-// produceBatches sends n records in batches of up to 50, with the
-// producer's codec, and waits for every acknowledgement.
-func produceBatches(t *testing.T, addr, topic string, n int, codec kgo.CompressionCodec, opts ...kgo.Opt) []string {
-	t.Helper()
-	cl := newClient(t, addr, append([]kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(codec),
-		kgo.MaxBufferedRecords(50), kgo.ProducerLinger(0)}, opts...)...)
-	var values []string
-	rs := make([]*kgo.Record, 0, n)
-	for i := range n {
-		v := fmt.Sprintf("%s record %04d %s", topic, i, strings.Repeat("payload ", 20))
-		values = append(values, v)
-		rs = append(rs, &kgo.Record{Value: []byte(v)})
-	}
-	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
-		t.Fatalf("producing to %s: %v", topic, err)
-	}
-	return values
-}
-
-// TestTopicCompressionRecompressesOnAppend: a topic whose compression.type
-// names a codec stores every batch in it, whatever the producer sent, and
-// franz-go and kcat (librdkafka) read the records back unchanged.
-func TestTopicCompressionRecompressesOnAppend(t *testing.T) {
-	testenv.Needs(t, testenv.Kcat)
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Fatal("kcat is missing: run scripts/install-deps.sh (.ci/run does)")
-	}
-	dir := t.TempDir()
-	b := testenv.StartBroker(t, testenv.WithDataDir(dir))
-	adm, _ := newAdmin(t, b.Addr)
-	for _, tc := range []struct {
-		topicCodec string
-		sent       kgo.CompressionCodec
-	}{
-		{"gzip", kgo.NoCompression()},
-		{"zstd", kgo.NoCompression()},
-		{"snappy", kgo.GzipCompression()},
-		{"lz4", kgo.ZstdCompression()},
-		{"uncompressed", kgo.Lz4Compression()},
-	} {
-		t.Run(tc.topicCodec, func(t *testing.T) {
-			topic := "stored-" + tc.topicCodec
-			createTopic(t, b.Addr, topic, 1, map[string]*string{"compression.type": kmsg.StringPtr(tc.topicCodec)})
-			want := produceBatches(t, b.Addr, topic, 300, tc.sent)
-
-			codecs := storedCodecs(t, dir, topic)
-			if len(codecs) < 2 {
-				t.Fatalf("%d batches stored, want several", len(codecs))
-			}
-			for i, c := range codecs {
-				if c != codecNumbers[tc.topicCodec] {
-					t.Fatalf("batch %d stored with codec %d, want %s (%d)", i, c, tc.topicCodec, codecNumbers[tc.topicCodec])
-				}
-			}
-
-			got := consumeAll(t, b.Addr, topic, len(want))[0]
-			for i, r := range got {
-				if r.Offset != int64(i) || string(r.Value) != want[i] {
-					t.Fatalf("kgo: offset %d holds %q at %d, want %q", i, r.Value, r.Offset, want[i])
-				}
-			}
-			out, err := exec.Command(kcat, "-b", b.Addr, "-t", topic, "-C", "-o", "beginning", "-e", "-q").Output()
-			if err != nil {
-				t.Fatalf("kcat -C: %v\n%s", err, out)
-			}
-			if string(out) != strings.Join(want, "\n")+"\n" {
-				t.Fatalf("kcat read back %d bytes, want the %d records:\n%.300s", len(out), len(want), out)
-			}
-
-			rcs, err := adm.DescribeTopicConfigs(context.Background(), topic)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c := configsByName(t, rcs, topic)["compression.type"]; valueOf(c) != tc.topicCodec || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
-				t.Errorf("DescribeConfigs: compression.type=%s from %v, want %s from the topic", valueOf(c), c.Source, tc.topicCodec)
-			}
-		})
-	}
-}
 
 // TestCompressionTypeChangeAppliesToNextAppend: IncrementalAlterConfigs on
 // compression.type changes how the next batch is stored, on the open

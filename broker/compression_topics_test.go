@@ -102,10 +102,10 @@ func TestCompactedTopicKeepsItsCodec(t *testing.T) {
 
 			rebuilt := 0
 			for i, sb := range storedBatches(t, dir, topic) {
-				if sb.codec != tc.want {
-					t.Fatalf("after cleaning, batch %d (%d records) is stored with codec %d, want %d", i, sb.count, sb.codec, tc.want)
+				if sb.Codec != tc.want {
+					t.Fatalf("after cleaning, batch %d (%d records) is stored with codec %d, want %d", i, sb.Count, sb.Codec, tc.want)
 				}
-				if sb.count > 0 && sb.count < perBatch {
+				if sb.Count > 0 && sb.Count < perBatch {
 					rebuilt++
 				}
 			}
@@ -250,8 +250,8 @@ func TestBrokerDefaultCompressionType(t *testing.T) {
 	for topic, want := range map[string]int{"inherits": 3, "own": 1} {
 		values := produceBatches(t, b.Addr, topic, 120, kgo.SnappyCompression())
 		for i, sb := range storedBatches(t, dir, topic) {
-			if sb.codec != want {
-				t.Fatalf("topic %s: batch %d stored with codec %d, want %d", topic, i, sb.codec, want)
+			if sb.Codec != want {
+				t.Fatalf("topic %s: batch %d stored with codec %d, want %d", topic, i, sb.Codec, want)
 			}
 		}
 		got := consumeAll(t, b.Addr, topic, len(values))[0]

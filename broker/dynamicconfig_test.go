@@ -35,37 +35,6 @@ func alterBroker(t *testing.T, adm *kadm.Client, cs []kadm.AlterConfig, ids ...i
 	return nil
 }
 
-// brokerConfigs describes a broker resource: the cluster-wide default
-// without an id.
-func brokerConfigs(t *testing.T, adm *kadm.Client, ids ...int32) map[string]kadm.Config {
-	t.Helper()
-	rcs, err := adm.DescribeBrokerConfigs(context.Background(), ids...)
-	if err != nil || len(rcs) != 1 || rcs[0].Err != nil {
-		t.Fatalf("describing broker configs %v: %v %+v", ids, err, rcs)
-	}
-	out := map[string]kadm.Config{}
-	for _, c := range rcs[0].Configs {
-		out[c.Key] = c
-	}
-	return out
-}
-
-func topicConfig(t *testing.T, adm *kadm.Client, topic, key string) kadm.Config {
-	t.Helper()
-	rcs, err := adm.DescribeTopicConfigs(context.Background(), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return configsByName(t, rcs, topic)[key]
-}
-
-func wantConfig(t *testing.T, what string, c kadm.Config, value string, src kmsg.ConfigSource) {
-	t.Helper()
-	if valueOf(c) != value || c.Source != src {
-		t.Errorf("%s: %s = %q from %v, want %q from %v", what, c.Key, valueOf(c), c.Source, value, src)
-	}
-}
-
 func startOffset(t *testing.T, adm *kadm.Client, topic string) int64 {
 	t.Helper()
 	offs, err := adm.ListStartOffsets(context.Background(), topic)
@@ -219,8 +188,12 @@ func TestDynamicProduceLimits(t *testing.T) {
 	if err := alterBroker(t, adm, []kadm.AlterConfig{set("min.insync.replicas", "2")}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.NotEnoughReplicas) {
-		t.Errorf("acks=all to one replica after min.insync.replicas=2: %v, want NOT_ENOUGH_REPLICAS", err)
+	// Asked on the wire: kgo retries NOT_ENOUGH_REPLICAS, and its
+	// idempotent producer then waits for an epoch bump until the record's
+	// delivery timeout, so what it reports depends on timing.
+	resp := dial(t, b.Addr).roundTrip(produceRequest(9, -1, "limits", 0, makeBatch(-1, -1, -1, "x")))
+	if code := produceResult(resp).ErrorCode; code != kerr.NotEnoughReplicas.Code {
+		t.Errorf("acks=all to one replica after min.insync.replicas=2: %v, want NOT_ENOUGH_REPLICAS", kerr.ErrorForCode(code))
 	}
 }
 
@@ -247,43 +220,4 @@ func TestDynamicBrokerConfigsReachEveryBrokerOfACluster(t *testing.T) {
 	})
 	wantConfig(t, "broker 1 keeps its segment size", brokerConfigs(t, adm, 1)["log.segment.bytes"], "1073741824", kmsg.ConfigSourceDefaultConfig)
 	wantConfig(t, "topic on broker 2", topicConfig(t, adm2, "cl-dynb", "retention.ms"), "120000", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
-}
-
-// Kafka's kafka-configs sets and reads the cluster-wide default and a
-// broker's own value as it does against Kafka.
-func TestKafkaConfigsDynamicBrokerConfigs(t *testing.T) {
-	testenv.Needs(t, testenv.JVM)
-	b := testenv.StartBroker(t)
-	adm, _ := newAdmin(t, b.Addr)
-	createTopic(t, b.Addr, "tools-dyn", 1, nil)
-	run := func(args ...string) testenv.KafkaToolRun {
-		return testenv.KafkaToolRun{Class: testenv.KafkaConfigs, Args: append([]string{"--bootstrap-server", b.Addr, "--entity-type", "brokers"}, args...)}
-	}
-	res := testenv.RunKafkaTools(t,
-		run("--entity-default", "--alter", "--add-config", "log.retention.ms=5400000,log.segment.bytes=2097152"),
-		run("--entity-default", "--describe"),
-		run("--entity-name", "0", "--alter", "--add-config", "log.segment.bytes=4194304"),
-		run("--entity-name", "0", "--describe"),
-		run("--entity-default", "--alter", "--delete-config", "log.segment.bytes"),
-		run("--entity-default", "--alter", "--add-config", "log.dirs=/elsewhere"),
-	)
-	for i, r := range res[:5] {
-		if r.Exit != 0 {
-			t.Errorf("run %d: %s", i, r)
-		}
-	}
-	if out := res[1].Stdout; !strings.Contains(out, "log.retention.ms=5400000") || !strings.Contains(out, "DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=5400000") {
-		t.Errorf("--entity-default --describe does not show the default:\n%s", res[1])
-	}
-	if out := res[3].Stdout; !strings.Contains(out, "log.segment.bytes=4194304") || strings.Contains(out, "log.retention.ms=") {
-		t.Errorf("--entity-name 0 --describe shows other than the broker's own value:\n%s", res[3])
-	}
-	if r := res[5]; r.Exit == 0 || !strings.Contains(r.Stdout+r.Stderr, "log.dirs") {
-		t.Errorf("a static key was accepted or refused without naming it:\n%s", r)
-	}
-	wantConfig(t, "topic after kafka-configs", topicConfig(t, adm, "tools-dyn", "retention.ms"), "5400000", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
-	wantConfig(t, "topic after kafka-configs", topicConfig(t, adm, "tools-dyn", "segment.bytes"), "4194304", kmsg.ConfigSourceDynamicBrokerConfig)
-	if _, ok := brokerConfigs(t, adm)["log.segment.bytes"]; ok {
-		t.Error("--delete-config left log.segment.bytes in the default")
-	}
 }

@@ -6,40 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
-
-func commitOffsets(t *testing.T, addr, groupName string, topic string, offsets map[int32]int64) {
-	t.Helper()
-	adm := kadm.NewClient(newClient(t, addr))
-	var os kadm.Offsets
-	for p, o := range offsets {
-		os.Add(kadm.Offset{Topic: topic, Partition: p, At: o, LeaderEpoch: -1})
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	resp, err := adm.CommitOffsets(ctx, groupName, os)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatalf("committing offsets of %s: %v", groupName, err)
-	}
-}
-
-func wantOffsets(t *testing.T, got kadm.OffsetResponses, topic string, want map[int32]int64) {
-	t.Helper()
-	for p, o := range want {
-		if r, ok := got.Lookup(topic, p); !ok || r.At != o {
-			t.Errorf("%s/%d committed at %v, want %d", topic, p, r.At, o)
-		}
-	}
-}
 
 // TestOffsetsSurviveRestartStandalone: committed offsets are in the data
 // directory, and a restarted broker serves them.

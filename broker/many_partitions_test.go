@@ -27,6 +27,7 @@ import (
 // never answered, although every record was written. The disk here takes
 // 5 ms an fsync, as a cloud volume may.
 func TestProduceNamingMorePartitionsThanStayOpen(t *testing.T) {
+	testenv.Slow(t, "produces twice to 300 partitions on a disk of 5 ms fsyncs")
 	dir := t.TempDir()
 	disk := &slowDisk{delay: 5 * time.Millisecond}
 	cfg := testenv.WithConfig(func(c *broker.Config) {
@@ -93,6 +94,7 @@ func TestProduceNamingMorePartitionsThanStayOpen(t *testing.T) {
 // logs several at a time. One after the other, each close's fsyncs in
 // turn, a broker with 10,000 partitions took 2 min 42 s to stop.
 func TestShutdownClosesPartitionsTogether(t *testing.T) {
+	testenv.Slow(t, "closes 200 partitions on a disk of 5 ms fsyncs")
 	disk := &slowDisk{delay: 5 * time.Millisecond}
 	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) { c.Log.FS = disk }))
 	const topics, parts = 40, 5
@@ -231,6 +233,7 @@ func (f slowFile) Sync() error { return f.d.sync(f.File.Sync) }
 // own CPU time (getrusage, so other processes on the machine do not count)
 // over a window, as a share of that window.
 func TestIdleBrokerWithManyOpenPartitions(t *testing.T) {
+	testenv.Slow(t, "opens 1,000 partitions and measures idle CPU over a window")
 	b := testenv.StartBroker(t)
 	const topics, parts = 200, 5
 	names := make([]string, topics)

@@ -8,53 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/internal/testenv"
 )
-
-func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-func createTopic(t *testing.T, addr, topic string, partitions int32, configs map[string]*string) {
-	t.Helper()
-	adm := kadm.NewClient(newClient(t, addr))
-	resp, err := adm.CreateTopic(context.Background(), partitions, 1, configs, topic)
-	if err != nil || resp.Err != nil {
-		t.Fatalf("creating topic %s: %v %v %s", topic, err, resp.Err, resp.ErrMessage)
-	}
-}
-
-// consumeAll reads n records from the start of topic and returns them per
-// partition in offset order.
-func consumeAll(t *testing.T, addr, topic string, n int) map[int32][]*kgo.Record {
-	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	got := map[int32][]*kgo.Record{}
-	seen := 0
-	for seen < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records before timeout", seen, n)
-		}
-		fs.EachError(func(tp string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", tp, p, err) })
-		fs.EachRecord(func(r *kgo.Record) {
-			got[r.Partition] = append(got[r.Partition], r)
-			seen++
-		})
-	}
-	return got
-}
 
 // TestProduceConsumeIdempotent sends 100k records over 4 partitions with
 // kgo's default (idempotent, acks=all) producer and reads every one back,

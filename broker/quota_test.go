@@ -2,8 +2,6 @@ package broker_test
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,36 +53,6 @@ func alterQuota(t *testing.T, cl *kgo.Client, entity, key string, value float64)
 		msg = *m
 	}
 	return resp.Entries[0].ErrorCode, msg
-}
-
-// describeQuotas returns the matching entities as sorted lines
-// "user=alice: producer_byte_rate=1024".
-func describeQuotas(t *testing.T, cl *kgo.Client, strict bool, comps ...kmsg.DescribeClientQuotasRequestComponent) []string {
-	t.Helper()
-	req := kmsg.NewPtrDescribeClientQuotasRequest()
-	req.Components, req.Strict = comps, strict
-	resp, err := req.RequestWith(context.Background(), cl)
-	if err != nil || resp.ErrorCode != 0 {
-		t.Fatalf("DescribeClientQuotas: %v %v", err, kerr.ErrorForCode(resp.ErrorCode))
-	}
-	var lines []string
-	for _, e := range resp.Entries {
-		var ents, vals []string
-		for _, c := range e.Entity {
-			name := "<default>"
-			if c.Name != nil {
-				name = *c.Name
-			}
-			ents = append(ents, c.Type+"="+name)
-		}
-		for _, v := range e.Values {
-			vals = append(vals, fmt.Sprintf("%s=%.0f", v.Key, v.Value))
-		}
-		sort.Strings(vals)
-		lines = append(lines, strings.Join(ents, ",")+": "+strings.Join(vals, ","))
-	}
-	sort.Strings(lines)
-	return lines
 }
 
 func component(typ string, match kmsg.QuotasMatchType, name string) kmsg.DescribeClientQuotasRequestComponent {
@@ -166,6 +134,7 @@ func TestClientQuotasAlterDescribePersist(t *testing.T) {
 // can under a producer_byte_rate is told to wait (throttle_time_ms > 0)
 // and its acknowledged rate comes down to about the quota.
 func TestProducerThrottledToQuota(t *testing.T) {
+	testenv.Slow(t, "produces under a byte-rate quota for seconds")
 	b := testenv.StartBroker(t)
 	const quota = 200 << 10
 	if code, msg := alterQuota(t, newClient(t, b.Addr), "client-id=bulk-writer", "producer_byte_rate", quota); code != 0 {
@@ -208,6 +177,7 @@ func TestProducerThrottledToQuota(t *testing.T) {
 // TestConsumerThrottledToQuota: a franz-go consumer reading a backlog under
 // a consumer_byte_rate is throttled and reads at about the quota.
 func TestConsumerThrottledToQuota(t *testing.T) {
+	testenv.Slow(t, "consumes under a byte-rate quota for seconds")
 	b := testenv.StartBroker(t)
 	const quota = 300 << 10
 	const total = 1200 << 10
@@ -261,49 +231,6 @@ func (h throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ 
 	}
 }
 
-// TestKafkaConfigsClientQuotas: Apache Kafka's kafka-configs sets and
-// describes user and client-id quotas on Tributary.
-func TestKafkaConfigsClientQuotas(t *testing.T) {
-	testenv.Needs(t, testenv.JVM)
-	b := testenv.StartBroker(t)
-	bs := []string{"--bootstrap-server", b.Addr}
-	run := func(args ...string) testenv.KafkaToolRun {
-		return testenv.KafkaToolRun{Class: testenv.KafkaConfigs, Args: append(append([]string{}, bs...), args...)}
-	}
-	results := testenv.RunKafkaTools(t,
-		run("--alter", "--entity-type", "users", "--entity-name", "alice", "--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152"),
-		run("--alter", "--entity-type", "clients", "--entity-default", "--add-config", "producer_byte_rate=4096"),
-		run("--describe", "--entity-type", "users", "--entity-name", "alice"),
-		run("--describe", "--entity-type", "clients", "--entity-default"),
-		run("--alter", "--entity-type", "users", "--entity-name", "alice", "--delete-config", "consumer_byte_rate"),
-		run("--describe", "--entity-type", "users", "--entity-name", "alice"),
-	)
-	for _, r := range results {
-		if r.Exit != 0 {
-			t.Errorf("%v", r)
-		}
-	}
-	wantIn := func(i int, subs ...string) {
-		t.Helper()
-		for _, s := range subs {
-			if !strings.Contains(results[i].Stdout, s) {
-				t.Errorf("output of run %d lacks %q:\n%v", i, s, results[i])
-			}
-		}
-	}
-	wantIn(2, "producer_byte_rate=1048576", "consumer_byte_rate=2097152")
-	wantIn(3, "producer_byte_rate=4096")
-	wantIn(5, "producer_byte_rate=1048576")
-	if strings.Contains(results[5].Stdout, "consumer_byte_rate") {
-		t.Errorf("consumer_byte_rate still described after --delete-config:\n%v", results[5])
-	}
-	got := describeQuotas(t, newClient(t, b.Addr), false)
-	want := []string{"client-id=<default>: producer_byte_rate=4096", "user=alice: producer_byte_rate=1048576"}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("after kafka-configs: %q, want %q", got, want)
-	}
-}
-
 // TestClusterQuotasApplyOnEveryBroker: a quota altered through broker 1 is
 // stored in ZooKeeper and described (and so enforced) by broker 2 once its
 // watch fires.
@@ -323,6 +250,7 @@ func TestClusterQuotasApplyOnEveryBroker(t *testing.T) {
 // TestUserQuotaAppliesToSASLUser: a quota for user alice throttles the
 // principal User:alice logged in with SASL.
 func TestUserQuotaAppliesToSASLUser(t *testing.T) {
+	testenv.Slow(t, "produces under a byte-rate quota for seconds")
 	addr := startReauth(t, 0)
 	login := kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism())
 	admin := newClient(t, addr, login)
@@ -378,6 +306,7 @@ func TestQuotaAPIsNeedClusterACLs(t *testing.T) {
 // writes to _schemas go at full speed while an ordinary client writing the
 // same bytes is told to wait.
 func TestDefaultUserQuotaSparesInternalClients(t *testing.T) {
+	testenv.Slow(t, "produces under a 1 KiB/s quota")
 	b := testenv.StartBroker(t)
 	if code, msg := alterQuota(t, newClient(t, b.Addr), "user=<default>", "producer_byte_rate", 1024); code != 0 {
 		t.Fatalf("setting the quota: %v %s", kerr.ErrorForCode(code), msg)

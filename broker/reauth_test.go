@@ -56,6 +56,7 @@ func (h *reauthHooks) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _
 // requests a login) and keeps producing across several lifetimes without
 // a connection being closed.
 func TestReauthKeepsKgoProducing(t *testing.T) {
+	testenv.Slow(t, "produces across 8 s of 2.5 s SASL sessions")
 	addr := startReauth(t, 2500*time.Millisecond)
 	hooks := &reauthHooks{}
 	cl := newClient(t, addr, kgo.DefaultProduceTopic("reauth"), kgo.AllowAutoTopicCreation(),

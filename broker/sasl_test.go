@@ -1,15 +1,10 @@
 package broker_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/tributary-io/tributary/broker"
-	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // startSASL starts a broker with a SASL_PLAINTEXT listener and the user
@@ -112,70 +106,5 @@ func TestRequestsBeforeSASLAreRefused(t *testing.T) {
 		t.Fatalf("Metadata before login was answered (%d bytes)", len(body))
 	} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "reset") {
 		t.Fatalf("Metadata before login: want the connection closed, got %v", err)
-	}
-}
-
-// rawRequest writes one request frame and reads the response body.
-func rawRequest(conn net.Conn, corr int32, req kmsg.Request) ([]byte, error) {
-	buf := make([]byte, 4, 64)
-	buf = binary.BigEndian.AppendUint16(buf, uint16(req.Key()))
-	buf = binary.BigEndian.AppendUint16(buf, uint16(req.GetVersion()))
-	buf = binary.BigEndian.AppendUint32(buf, uint32(corr))
-	buf = binary.BigEndian.AppendUint16(buf, 4)
-	buf = append(buf, "test"...)
-	buf = req.AppendTo(buf)
-	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-	if _, err := conn.Write(buf); err != nil {
-		return nil, err
-	}
-	var size [4]byte
-	if _, err := io.ReadFull(conn, size[:]); err != nil {
-		return nil, err
-	}
-	body := make([]byte, binary.BigEndian.Uint32(size[:]))
-	_, err := io.ReadFull(conn, body)
-	return body, err
-}
-
-// TestKcatOverSASLSSL: Debian's kcat (librdkafka 2.0.2, whose SCRAM
-// client-final nonce repeats the client nonce) logs in with SCRAM-SHA-512
-// over TLS, produces and consumes.
-func TestKcatOverSASLSSL(t *testing.T) {
-	testenv.Needs(t, testenv.Kcat)
-	if _, err := exec.LookPath(kcatPath); err != nil {
-		t.Fatalf("kcat is missing: apt-get install -y kcat (.ci/run installs it)")
-	}
-	pki := newTestPKI(t)
-	dir := t.TempDir()
-	setUser(t, dir, "kcat-user", "SCRAM-SHA-512", "kcat-secret")
-	_, addrs := startListeners(t, func(c *broker.Config) {
-		c.DataDir = dir
-		c.TLS = broker.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile}
-	}, broker.SASLSSL)
-	cfg := filepath.Join(t.TempDir(), "kcat.conf")
-	os.WriteFile(cfg, []byte(strings.Join([]string{
-		"security.protocol=SASL_SSL",
-		"sasl.mechanisms=SCRAM-SHA-512",
-		"sasl.username=kcat-user",
-		"sasl.password=kcat-secret",
-		"ssl.ca.location=" + pki.caFile,
-	}, "\n")+"\n"), 0o600)
-	kcat := func(stdin string, args ...string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, kcatPath, append([]string{"-F", cfg, "-b", addrs[broker.SASLSSL]}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		var out, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("kcat %v: %v\n%s", args, err, stderr.String())
-		}
-		return out.String()
-	}
-	kcat("one\ntwo\nthree\n", "-P", "-t", "kcat-secure")
-	got := kcat("", "-C", "-t", "kcat-secure", "-o", "beginning", "-c", "3", "-e")
-	if got != "one\ntwo\nthree\n" {
-		t.Fatalf("kcat consumed %q, want the three lines it produced", got)
 	}
 }

@@ -27,18 +27,6 @@ func (p *testPKI) issueValid(t testing.TB, base, cn, ip string, serial int64, no
 	return p.IssueValid(t, base, cn, ip, serial, notBefore, notAfter)
 }
 
-// withCertificate is cfg presenting the certificate in certFile/keyFile.
-func withCertificate(t testing.TB, cfg *tls.Config, certFile, keyFile string) *tls.Config {
-	t.Helper()
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg = cfg.Clone()
-	cfg.Certificates = []tls.Certificate{pair}
-	return cfg
-}
-
 // localAddrs records the local address of every connection a client
 // dials, which is the remote address the broker logs for it.
 type localAddrs struct {

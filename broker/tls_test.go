@@ -15,33 +15,6 @@ import (
 	"github.com/tributary-io/tributary/broker"
 )
 
-// roundTrip produces n records to topic through a client with opts and
-// reads them back through another, failing the test on any error.
-func roundTrip(t *testing.T, addr, topic string, n int, opts ...kgo.Opt) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	prod := newClient(t, addr, append([]kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation()}, opts...)...)
-	for i := range n {
-		if err := prod.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "record %d", i)}).FirstErr(); err != nil {
-			t.Fatalf("producing to %s: %v", topic, err)
-		}
-	}
-	cons := newClient(t, addr, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
-	for seen := 0; seen < n; {
-		fs := cons.PollFetches(ctx)
-		if err := fs.Err(); err != nil {
-			t.Fatalf("consuming %s: %v", topic, err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if want := fmt.Sprintf("record %d", seen); string(r.Value) != want {
-				t.Fatalf("record %d is %q, want %q", seen, r.Value, want)
-			}
-			seen++
-		})
-	}
-}
-
 // TestMetadataAnswersWithTheClientsListener: a client of the SSL listener
 // is sent to SSL ports only, and one of the PLAINTEXT listener to
 // PLAINTEXT ports, so both produce and consume through their own.

@@ -16,36 +16,6 @@ import (
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
-// consumeAll reads topic from the start at the isolation level until
-// want records arrived, then for a while longer, and returns the values.
-func consumeIsolated(t *testing.T, addr, topic string, level kgo.IsolationLevel, want int) []string {
-	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
-	var got []string
-	deadline := time.Now().Add(30 * time.Second)
-	quiet := time.Time{}
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		for _, e := range fs.Errors() {
-			if !errors.Is(e.Err, context.DeadlineExceeded) {
-				t.Fatalf("fetch %s[%d]: %v", e.Topic, e.Partition, e.Err)
-			}
-		}
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
-		switch {
-		case len(got) >= want && quiet.IsZero():
-			quiet = time.Now().Add(time.Second) // anything that should not be there has time to show
-		case !quiet.IsZero() && time.Now().After(quiet):
-			return got
-		case time.Now().After(deadline):
-			t.Fatalf("read %d of %d records from %s", len(got), want, topic)
-		}
-	}
-}
-
 func txnClient(t *testing.T, addr, id, topic string, opts ...kgo.Opt) *kgo.Client {
 	return newClient(t, addr, append([]kgo.Opt{kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.TransactionTimeout(20 * time.Second)}, opts...)...)
@@ -225,6 +195,7 @@ func TestKgoZombieProducerIsFenced(t *testing.T) {
 
 // A transaction left open past its timeout is aborted by the coordinator.
 func TestKgoTransactionTimeoutAborts(t *testing.T) {
+	testenv.Slow(t, "waits past a transaction timeout")
 	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) {
 		c.Transactions.CheckInterval = 50 * time.Millisecond
 	}))

@@ -30,21 +30,9 @@ func (z *ZooKeeper) CreateReplicatedTopic(ctx context.Context, name string, part
 	if rf <= 1 {
 		return z.CreateTopic(ctx, name, partitions, configs)
 	}
-	if err := ValidateName("topic", name); err != nil {
-		return Topic{}, err
-	}
-	if partitions < 1 {
-		return Topic{}, fmt.Errorf("topic %s: partition count must be at least 1, got %d", name, partitions)
-	}
-	if err := ctx.Err(); err != nil {
-		return Topic{}, err
-	}
-	brokers, err := z.readBrokers(func(p string) ([]string, error) {
-		kids, _, err := z.s.Conn.Children(p)
-		return kids, err
-	})
+	brokers, err := z.brokersToCreateOn(ctx, name, partitions)
 	if err != nil {
-		return Topic{}, fmt.Errorf("creating topic %s: %w", name, err)
+		return Topic{}, err
 	}
 	replicas, err := SpreadReplicas(name, partitions, rf, brokers)
 	if err != nil {

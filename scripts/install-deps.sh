@@ -83,7 +83,7 @@ fi
   echo "warning: could not install Apache Kafka now; the tests that need it fail until it is" >&2
 
 # librdkafka's admin client and Confluent's schema registry client, through
-# Python (broker/librdkafka_admin_test.go, tests/system/registry_security_test.go);
+# Python (tests/compat/librdkafka_admin_test.go, tests/system/registry_security_test.go);
 # the avro, json and protobuf extras bring the serializers' fastavro,
 # jsonschema and protobuf (schema/registry/python_serde_test.go).
 if ! python3 -c 'import confluent_kafka.schema_registry, fastavro, jsonschema, google.protobuf' >/dev/null 2>&1; then
@@ -93,7 +93,7 @@ if ! python3 -c 'import confluent_kafka.schema_registry, fastavro, jsonschema, g
 fi
 
 # kafka-python, the pure-Python client, produces and consumes in a group
-# (broker/kafka_python_test.go, scripts/kafka/kafka_python_group.py).
+# (tests/compat/kafka_python_test.go, scripts/kafka/kafka_python_group.py).
 if ! python3 -c 'import kafka.admin' >/dev/null 2>&1; then
   echo "installing: kafka-python (PyPI)"
   python3 -m pip install -q 'kafka-python==3.0.12' ||

@@ -49,3 +49,17 @@ func Needs(t testing.TB, s Service, more ...Service) {
 	}
 	t.Skipf("starts %s: skipped with -short (unit tests only)", strings.Join(names, ", "))
 }
+
+// Slow marks a test that starts no service but takes seconds by design:
+// it waits out throttles, session lifetimes or a simulated slow disk, or
+// opens thousands of partitions. Under -short it is skipped, saying why,
+// so that make test-short stays a quick run of unit tests; make test runs
+// it. why says what takes the time.
+//
+// Call it from the test's goroutine (t.Skip ends the goroutine it runs on).
+func Slow(t testing.TB, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("%s: skipped with -short (unit tests only)", why)
+	}
+}

@@ -1,6 +1,6 @@
 """kafka-python (the pure-Python client) producing and consuming in a group.
 
-Run by broker/kafka_python_test.go as: python3 kafka_python_group.py
+Run by tests/compat/kafka_python_test.go as: python3 kafka_python_group.py
 BOOTSTRAP TOPIC GROUP COUNT. It produces COUNT records (acks=all), then a
 first consumer of GROUP reads from the start until it has at least half of
 them, commits synchronously and closes (leaving the group); a second

@@ -1,6 +1,6 @@
 """librdkafka's admin client (Python confluent-kafka) against a broker.
 
-Run by broker/librdkafka_admin_test.go as: python3 librdkafka_admin.py
+Run by tests/compat/librdkafka_admin_test.go as: python3 librdkafka_admin.py
 BOOTSTRAP. Creates a topic with a config, reads and changes its configs,
 grows it and deletes records (transactions: librdkafka_transactions.py).
 Prints one "ok <step>" line per step and exits 0, or prints the

@@ -1,6 +1,6 @@
 """A librdkafka consumer with group.protocol=consumer (KIP-848).
 
-Run by broker/group_kip848_test.go as: python3 librdkafka_consumer_protocol.py
+Run by tests/compat/group_kip848_clients_test.go as: python3 librdkafka_consumer_protocol.py
 BOOTSTRAP TOPIC GROUP COUNT. Consumes until it has COUNT records or 30 s
 passed, committing synchronously after each record, then closes (leaving
 the group) and prints "consumed N distinct D" and, if the client reported

@@ -1,6 +1,6 @@
 """librdkafka consumers of both group protocols in one live group.
 
-Run by broker/group_migration_test.go as: python3 librdkafka_migration.py
+Run by tests/compat/group_migration_clients_test.go as: python3 librdkafka_migration.py
 BOOTSTRAP TOPIC GROUP COUNT, with COUNT records already in TOPIC. A classic
 consumer (group.protocol=classic, the range assignor: eager) reads a third
 of them; a consumer-protocol one (group.protocol=consumer) joins, which

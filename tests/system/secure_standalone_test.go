@@ -1,4 +1,4 @@
-package broker_test
+package system_test
 
 import (
 	"crypto/tls"
@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -23,7 +24,8 @@ import (
 // replaced, SIGHUP makes new connections get the new certificate while a
 // connection opened before keeps being served.
 func TestSecureStandaloneProcess(t *testing.T) {
-	pki := newTestPKI(t)
+	testenv.Needs(t, testenv.Tributary)
+	pki := testenv.NewPKI(t)
 	dataDir := t.TempDir()
 	pwFile := filepath.Join(t.TempDir(), "password")
 	os.WriteFile(pwFile, []byte("bob-secret\n"), 0o600)
@@ -43,14 +45,14 @@ func TestSecureStandaloneProcess(t *testing.T) {
 	plain, secure := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	p := testenv.StartProcess(t, "standalone", "--data-dir", dataDir, "--registry-listen=",
 		"--listeners", "PLAINTEXT://"+plain+",SASL_SSL://"+secure,
-		"--tls-cert", pki.certFile, "--tls-key", pki.keyFile)
+		"--tls-cert", pki.CertFile, "--tls-key", pki.KeyFile)
 	testenv.WaitListening(t, p, secure, 30*time.Second)
 
-	roundTrip(t, secure, "secure-process", 10, kgo.DialTLSConfig(pki.clientTLS(t, false)),
+	brokertest.RoundTrip(t, secure, "secure-process", 10, kgo.DialTLSConfig(brokertest.ClientTLS(t, pki.Pool, "", "")),
 		kgo.SASL(scram.Auth{User: "bob", Pass: "bob-secret"}.AsSha512Mechanism()))
 
 	serial := func(c *tls.Conn) int64 { return c.ConnectionState().PeerCertificates[0].SerialNumber.Int64() }
-	old, err := tls.Dial("tcp", secure, pki.clientTLS(t, false))
+	old, err := tls.Dial("tcp", secure, brokertest.ClientTLS(t, pki.Pool, "", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,10 +61,10 @@ func TestSecureStandaloneProcess(t *testing.T) {
 		t.Fatalf("first certificate has serial %d, want 2", s)
 	}
 
-	pki.issue(t, "server", "127.0.0.1", 7) // overwrites the files the broker reads
+	pki.Issue(t, "server", "127.0.0.1", 7) // overwrites the files the broker reads
 	p.Cmd.Process.Signal(syscall.SIGHUP)
 	testenv.Eventuallyf(t, 30*time.Second, func() (bool, string) {
-		c, err := tls.Dial("tcp", secure, pki.clientTLS(t, false))
+		c, err := tls.Dial("tcp", secure, brokertest.ClientTLS(t, pki.Pool, "", ""))
 		if err != nil {
 			t.Fatalf("TLS connection after SIGHUP: %v", err)
 		}
@@ -75,7 +77,7 @@ func TestSecureStandaloneProcess(t *testing.T) {
 	old.SetDeadline(time.Now().Add(10 * time.Second))
 	api := kmsg.NewPtrApiVersionsRequest()
 	api.SetVersion(0)
-	if _, err := rawRequest(old, 1, api); err != nil {
+	if _, err := brokertest.RawRequest(old, 1, api); err != nil {
 		t.Fatalf("connection opened before SIGHUP was dropped: %v", err)
 	}
 }

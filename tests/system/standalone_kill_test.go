@@ -1,37 +1,31 @@
-package broker_test
+package system_test
 
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
-
-func startStandalone(t *testing.T, dataDir, addr string) *testenv.Process {
-	t.Helper()
-	// No schema registry: these tests are about the broker.
-	p := testenv.StartProcess(t, "standalone", "--data-dir", dataDir, "--listen", addr, "--registry-listen=", "--flush-interval", "20ms")
-	testenv.WaitListening(t, p, addr, 30*time.Second)
-	return p
-}
 
 // TestKillDuringProduce kills the broker process with SIGKILL in the middle
 // of an acks=all produce stream, restarts it on the same data, and checks
 // that every acknowledged record is there, in order, exactly once.
 func TestKillDuringProduce(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	dataDir, addr := t.TempDir(), testenv.FreeAddr(t)
-	proc := startStandalone(t, dataDir, addr)
-	createTopic(t, addr, "orders", 3, nil)
+	proc := brokertest.StartStandalone(t, dataDir, addr)
+	brokertest.CreateTopic(t, addr, "orders", 3, nil)
 
-	prod := newClient(t, addr, kgo.DefaultProduceTopic("orders"),
+	prod := brokertest.NewClient(t, addr, kgo.DefaultProduceTopic("orders"),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.RecordRetries(0), kgo.RecordDeliveryTimeout(5*time.Second))
 	var mu sync.Mutex
@@ -72,8 +66,8 @@ func TestKillDuringProduce(t *testing.T) {
 	}
 	mu.Unlock()
 
-	startStandalone(t, dataDir, addr)
-	cons := newClient(t, addr, kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	brokertest.StartStandalone(t, dataDir, addr)
+	cons := brokertest.NewClient(t, addr, kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ends := endOffsets(t, addr, "orders")
 	got := map[int32][]int{}
 	testenv.Eventuallyf(t, 60*time.Second, func() (bool, string) {
@@ -108,11 +102,16 @@ func TestKillDuringProduce(t *testing.T) {
 
 func endOffsets(t *testing.T, addr, topic string) map[int32]int64 {
 	t.Helper()
-	w := dial(t, addr)
-	ends := map[int32]int64{}
-	for p := int32(0); p < 3; p++ {
-		ends[p] = listLatest(t, w, topic, p)
+	adm, _ := brokertest.NewAdmin(t, addr)
+	offs, err := adm.ListEndOffsets(context.Background(), topic)
+	if err == nil {
+		err = offs.Error()
 	}
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", topic, err)
+	}
+	ends := map[int32]int64{}
+	offs.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
 	return ends
 }
 
@@ -136,9 +135,10 @@ func lens(m map[int32][]int) map[int32]int {
 // TestGracefulShutdown: SIGTERM lets the process finish, exit 0, and the
 // data is all there after a restart.
 func TestGracefulShutdown(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	dataDir, addr := t.TempDir(), testenv.FreeAddr(t)
-	proc := startStandalone(t, dataDir, addr)
-	prod := newClient(t, addr, kgo.DefaultProduceTopic("clean"), kgo.AllowAutoTopicCreation())
+	proc := brokertest.StartStandalone(t, dataDir, addr)
+	prod := brokertest.NewClient(t, addr, kgo.DefaultProduceTopic("clean"), kgo.AllowAutoTopicCreation())
 	var recs []*kgo.Record
 	for i := range 1000 {
 		recs = append(recs, &kgo.Record{Value: []byte(strconv.Itoa(i))})
@@ -153,46 +153,11 @@ func TestGracefulShutdown(t *testing.T) {
 	if out := proc.Output.String(); !strings.Contains(out, "broker stopped") {
 		t.Fatalf("no shutdown line in the log:\n%s", out)
 	}
-	startStandalone(t, dataDir, addr)
-	got := consumeAll(t, addr, "clean", 1000)[0]
+	brokertest.StartStandalone(t, dataDir, addr)
+	got := brokertest.ConsumeAll(t, addr, "clean", 1000)[0]
 	for i, r := range got {
 		if string(r.Value) != strconv.Itoa(i) {
 			t.Fatalf("offset %d holds %q after restart", i, r.Value)
 		}
-	}
-}
-
-// TestKcat drives the broker with Debian's kcat (librdkafka): produce with
-// idempotence and compression, then consume from the beginning.
-func TestKcat(t *testing.T) {
-	testenv.Needs(t, testenv.Kcat)
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Fatal("kcat is missing: run scripts/install-deps.sh (.ci/run does)")
-	}
-	b := testenv.StartBroker(t)
-	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
-		t.Run(codec, func(t *testing.T) {
-			topic := "kcat-" + codec
-			var lines []string
-			for i := range 500 {
-				lines = append(lines, fmt.Sprintf("%s line %d", codec, i))
-			}
-			in := strings.Join(lines, "\n") + "\n"
-			produce := exec.Command(kcat, "-b", b.Addr, "-t", topic, "-P",
-				"-X", "enable.idempotence=true", "-X", "compression.codec="+codec)
-			produce.Stdin = strings.NewReader(in)
-			if out, err := produce.CombinedOutput(); err != nil {
-				t.Fatalf("kcat -P: %v\n%s", err, out)
-			}
-			consume := exec.Command(kcat, "-b", b.Addr, "-t", topic, "-C", "-o", "beginning", "-e", "-q")
-			out, err := consume.Output()
-			if err != nil {
-				t.Fatalf("kcat -C: %v\n%s", err, out)
-			}
-			if string(out) != in {
-				t.Fatalf("kcat read back %d bytes, want %d:\n%.300s", len(out), len(in), out)
-			}
-		})
 	}
 }

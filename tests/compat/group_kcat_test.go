@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 import (
 	"context"
@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
-
-const kcatPath = "/usr/bin/kcat"
 
 // kcatGroup runs `kcat -G` (librdkafka's balanced consumer) until it has
 // read to the end of every partition, and returns the values it printed.
@@ -64,12 +63,12 @@ func TestKcatGroupResumesAfterRestart(t *testing.T) {
 		t.Fatalf("kcat is missing: apt-get install -y kcat (.ci/run installs it)")
 	}
 	dir := t.TempDir()
-	b := startGroupBroker(t, testenv.WithDataDir(dir))
+	b := brokertest.StartGroupBroker(t, testenv.WithDataDir(dir))
 	addr := b.Addr
-	createTopic(t, addr, "logins", 3, nil)
-	produceValues(t, addr, "logins", 0, 300)
+	brokertest.CreateTopic(t, addr, "logins", 3, nil)
+	brokertest.ProduceValues(t, addr, "logins", 0, 300)
 	sameSet(t, "first run", kcatGroup(t, addr, "kcat-app", "logins"), values(0, 300))
-	offs := committed(t, addr, "kcat-app")
+	offs := brokertest.Committed(t, addr, "kcat-app")
 	for p := int32(0); p < 3; p++ {
 		if o, _ := offs.Lookup("logins", p); o.At != 100 {
 			t.Fatalf("kcat committed partition %d at %d, want 100", p, o.At)
@@ -77,8 +76,8 @@ func TestKcatGroupResumesAfterRestart(t *testing.T) {
 	}
 
 	b.Stop()
-	startGroupBroker(t, testenv.WithDataDir(dir), testenv.WithAddr(addr))
-	produceValues(t, addr, "logins", 300, 450)
+	brokertest.StartGroupBroker(t, testenv.WithDataDir(dir), testenv.WithAddr(addr))
+	brokertest.ProduceValues(t, addr, "logins", 300, 450)
 	sameSet(t, "run after the restart", kcatGroup(t, addr, "kcat-app", "logins"), values(300, 450))
 }
 

@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 import (
 	"context"
@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/tributary-io/tributary/internal/brokertest"
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 // saramaHandler records what one sarama group member consumed.
@@ -96,9 +98,9 @@ func TestSaramaGroup(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			const partitions, n = 6, 600
-			b := startGroupBroker(t)
-			createTopic(t, b.Addr, "views", partitions, nil)
-			produceValues(t, b.Addr, "views", 0, n)
+			b := brokertest.StartGroupBroker(t)
+			brokertest.CreateTopic(t, b.Addr, "views", partitions, nil)
+			brokertest.ProduceValues(t, b.Addr, "views", 0, n)
 
 			hs := []*saramaHandler{{seen: map[string]bool{}}, {seen: map[string]bool{}}}
 			var stops []func()
@@ -121,7 +123,7 @@ func TestSaramaGroup(t *testing.T) {
 				return len(all) == n
 			})
 
-			adm := kadm.NewClient(newClient(t, b.Addr))
+			adm := kadm.NewClient(brokertest.NewClient(t, b.Addr))
 			described, err := adm.DescribeGroups(context.Background(), "sarama-"+tc.name)
 			if err != nil {
 				t.Fatal(err)
@@ -134,7 +136,7 @@ func TestSaramaGroup(t *testing.T) {
 			for _, stop := range stops {
 				stop()
 			}
-			offs := committed(t, b.Addr, "sarama-"+tc.name)
+			offs := brokertest.Committed(t, b.Addr, "sarama-"+tc.name)
 			for p := int32(0); p < partitions; p++ {
 				if o, _ := offs.Lookup("views", p); o.At != n/partitions {
 					t.Errorf("partition %d committed at %d, want %d", p, o.At, n/partitions)

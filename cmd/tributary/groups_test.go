@@ -1,4 +1,4 @@
-package broker_test
+package main_test
 
 import (
 	"os/exec"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -35,10 +36,10 @@ func wantLine(t *testing.T, out, pattern string) {
 // refusal while the group has members, delete.
 func TestGroupsCommand(t *testing.T) {
 	testenv.Needs(t, testenv.Tributary)
-	b := startGroupBroker(t)
-	createTopic(t, b.Addr, "events", 2, nil)
-	produceValues(t, b.Addr, "events", 0, 100) // 50 per partition
-	commitOffsets(t, b.Addr, "cli-app", "events", map[int32]int64{0: 20, 1: 50})
+	b := brokertest.StartGroupBroker(t)
+	brokertest.CreateTopic(t, b.Addr, "events", 2, nil)
+	brokertest.ProduceValues(t, b.Addr, "events", 0, 100) // 50 per partition
+	brokertest.CommitOffsets(t, b.Addr, "cli-app", "events", map[int32]int64{0: 20, 1: 50})
 
 	wantLine(t, groupsCLI(t, true, b.Addr, "list"), `^cli-app\s+Empty\s`)
 	out := groupsCLI(t, true, b.Addr, "describe", "cli-app")
@@ -58,10 +59,10 @@ func TestGroupsCommand(t *testing.T) {
 	}
 	for _, s := range steps {
 		groupsCLI(t, true, b.Addr, append([]string{"reset-offsets", "--group", "cli-app"}, s.args...)...)
-		wantOffsets(t, committed(t, b.Addr, "cli-app"), "events", s.want)
+		brokertest.WantOffsets(t, brokertest.Committed(t, b.Addr, "cli-app"), "events", s.want)
 	}
 
-	member := newClient(t, b.Addr, kgo.ConsumerGroup("cli-app"), kgo.ConsumeTopics("events"),
+	member := brokertest.NewClient(t, b.Addr, kgo.ConsumerGroup("cli-app"), kgo.ConsumeTopics("events"),
 		kgo.SessionTimeout(2*time.Second), kgo.HeartbeatInterval(200*time.Millisecond))
 	go member.PollFetches(t.Context())
 	testenv.Eventually(t, 20*time.Second, "the member in the group", func() bool {

@@ -1,16 +1,14 @@
-package broker_test
+package compat_test
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -25,24 +23,15 @@ func TestFindCoordinatorAnswersOnTheClientsListener(t *testing.T) {
 		t.Fatalf("kcat is missing: apt-get install -y kcat (.ci/run installs it)")
 	}
 	dir := t.TempDir()
-	setUser(t, dir, "alice", "SCRAM-SHA-512", "alice-secret")
-	_, addrs := startListeners(t, func(c *broker.Config) { c.DataDir = dir }, broker.SASLPlaintext, broker.Plaintext)
+	brokertest.SetUser(t, dir, "alice", "SCRAM-SHA-512", "alice-secret")
+	_, addrs := brokertest.StartListeners(t, func(c *broker.Config) { c.DataDir = dir }, broker.SASLPlaintext, broker.Plaintext)
 	conf := filepath.Join(t.TempDir(), "sasl.conf")
 	if err := os.WriteFile(conf, []byte("security.protocol=SASL_PLAINTEXT\nsasl.mechanisms=SCRAM-SHA-512\nsasl.username=alice\nsasl.password=alice-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	kcat := func(stdin string, args ...string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, kcatPath, args...)
-		cmd.Stdin = strings.NewReader(stdin)
-		var out, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("kcat %v: %v\n%s", args, err, stderr.String())
-		}
-		return out.String()
+		return runKcat(t, 30*time.Second, stdin, args...)
 	}
 	sasl := []string{"-F", conf, "-b", addrs[broker.SASLPlaintext]}
 	kcat("one\ntwo\nthree\n", append(sasl, "-P", "-t", "listeners")...)

@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestJavaTransactionalProducerPerformance(t *testing.T) {
 	testenv.Needs(t, testenv.JVM)
 	b := testenv.StartBroker(t)
-	createTopic(t, b.Addr, "java-txn", 2, nil)
+	brokertest.CreateTopic(t, b.Addr, "java-txn", 2, nil)
 	res := testenv.RunKafkaTools(t,
 		testenv.KafkaToolRun{Class: "org.apache.kafka.tools.ProducerPerformance", Args: []string{
 			"--topic", "java-txn", "--num-records", "3000", "--record-size", "10", "--throughput", "-1",
@@ -28,7 +29,7 @@ func TestJavaTransactionalProducerPerformance(t *testing.T) {
 	if r := res[0]; r.Exit != 0 || !strings.Contains(r.Stdout, "3000 records sent") {
 		t.Fatalf("the transactional producer failed:\n%v", r)
 	}
-	if got := consumeIsolated(t, b.Addr, "java-txn", kgo.ReadCommitted(), 3000); len(got) != 3000 {
+	if got := brokertest.ConsumeIsolated(t, b.Addr, "java-txn", kgo.ReadCommitted(), 3000); len(got) != 3000 {
 		t.Fatalf("read_committed read %d records, want 3000", len(got))
 	}
 	// kafka-transactions list and describe.

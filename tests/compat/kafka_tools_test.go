@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 // Apache Kafka's own command-line tools against Tributary: each run must
 // exit 0 and have the effect it has against Kafka. All runs share one JVM
@@ -15,20 +15,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
 func TestKafkaCommandLineTools(t *testing.T) {
 	testenv.Needs(t, testenv.JVM)
 	b := testenv.StartBroker(t)
-	adm, _ := newAdmin(t, b.Addr)
+	adm, _ := brokertest.NewAdmin(t, b.Addr)
 	ctx := context.Background()
 
 	// A topic with data and a group with committed offsets, for the tools
 	// that read or trim them.
-	createTopic(t, b.Addr, "tools-data", 1, nil)
+	brokertest.CreateTopic(t, b.Addr, "tools-data", 1, nil)
 	stamps := []int64{1000, 9000, 3000, 4000, 5000}
-	produceSized(t, b.Addr, "tools-data", 0, len(stamps), func(i int) time.Time { return time.UnixMilli(stamps[i]) })
+	brokertest.ProduceSized(t, b.Addr, "tools-data", 0, len(stamps), func(i int) time.Time { return time.UnixMilli(stamps[i]) })
 	var committed kadm.Offsets
 	committed.Add(kadm.Offset{Topic: "tools-data", Partition: 0, At: 2})
 	if _, err := adm.CommitOffsets(ctx, "tools-app", committed); err != nil {
@@ -88,9 +89,9 @@ func TestKafkaCommandLineTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := configsByName(t, rcs, "tools")
-	if c := got["retention.ms"]; valueOf(c) != "3600000" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
-		t.Errorf("retention.ms = %s from %v after kafka-configs", valueOf(c), c.Source)
+	got := brokertest.ConfigsByName(t, rcs, "tools")
+	if c := got["retention.ms"]; c.MaybeValue() != "3600000" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+		t.Errorf("retention.ms = %s from %v after kafka-configs", c.MaybeValue(), c.Source)
 	}
 	fetched, err := adm.FetchOffsets(ctx, "tools-app")
 	if err != nil {

@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 // Apache Kafka 4.4's Java client against Tributary's secured listeners, the
 // way an operator runs it: kafka-console-producer, kafka-console-consumer
@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -39,21 +40,21 @@ func javaClientConfig(t *testing.T, lines ...string) string {
 
 // javaSCRAMConfig is the client configuration of user over SASL_SSL with
 // SCRAM-SHA-256, trusting the test CA.
-func javaSCRAMConfig(t *testing.T, pki *testPKI, user, password string) string {
+func javaSCRAMConfig(t *testing.T, pki *testenv.PKI, user, password string) string {
 	t.Helper()
 	return javaClientConfig(t,
 		"security.protocol=SASL_SSL",
 		"sasl.mechanism=SCRAM-SHA-256",
 		fmt.Sprintf(`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`, user, password),
 		"ssl.truststore.type=PEM",
-		"ssl.truststore.location="+pki.caFile,
+		"ssl.truststore.location="+pki.CAFile,
 	)
 }
 
 // javaMutualTLSConfig is the client configuration of an SSL client
 // presenting certFile/keyFile, given inline as PEM (Kafka reads a PEM key
 // from a keystore file only when it is encrypted).
-func javaMutualTLSConfig(t *testing.T, pki *testPKI, certFile, keyFile string) string {
+func javaMutualTLSConfig(t *testing.T, pki *testenv.PKI, certFile, keyFile string) string {
 	t.Helper()
 	inline := func(path string) string {
 		b, err := os.ReadFile(path)
@@ -69,7 +70,7 @@ func javaMutualTLSConfig(t *testing.T, pki *testPKI, certFile, keyFile string) s
 		"ssl.keystore.certificate.chain="+inline(certFile),
 		"ssl.keystore.key="+inline(keyFile),
 		"ssl.truststore.type=PEM",
-		"ssl.truststore.certificates="+inline(pki.caFile),
+		"ssl.truststore.certificates="+inline(pki.CAFile),
 	)
 }
 
@@ -93,22 +94,23 @@ func consoleRoundTrip(addr, config, topic string, lines []string) []testenv.Kafk
 // is served as the principal its certificate names.
 func TestJavaConsoleClientsOverSASLSSLAndMutualTLS(t *testing.T) {
 	testenv.Needs(t, testenv.JVM)
-	pki := newTestPKI(t)
+	pki := testenv.NewPKI(t)
+	aliceCert, aliceKey := pki.Issue(t, "alice", "", 3) // principal User:alice
 	dir := t.TempDir()
-	setUser(t, dir, "alice", "SCRAM-SHA-256", "alice-secret")
-	_, saslAddrs := startListeners(t, func(c *broker.Config) {
+	brokertest.SetUser(t, dir, "alice", "SCRAM-SHA-256", "alice-secret")
+	_, saslAddrs := brokertest.StartListeners(t, func(c *broker.Config) {
 		c.DataDir = dir
-		c.TLS = broker.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile}
+		c.TLS = broker.TLSFiles{CertFile: pki.CertFile, KeyFile: pki.KeyFile}
 	}, broker.SASLSSL)
-	_, mtlsAddrs := startListeners(t, func(c *broker.Config) {
+	_, mtlsAddrs := brokertest.StartListeners(t, func(c *broker.Config) {
 		c.DataDir = t.TempDir()
-		c.TLS = broker.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.caFile}
+		c.TLS = broker.TLSFiles{CertFile: pki.CertFile, KeyFile: pki.KeyFile, ClientCAFile: pki.CAFile}
 		c.Authorizer = true
 		c.SuperUsers = []string{"User:root"}
 	}, broker.SSL)
-	rootCert, rootKey := pki.issue(t, "root", "", 10)
-	rootTLS := withCertificate(t, pki.clientTLS(t, false), rootCert, rootKey)
-	root := kadm.NewClient(newClient(t, mtlsAddrs[broker.SSL], kgo.DialTLSConfig(rootTLS)))
+	rootCert, rootKey := pki.Issue(t, "root", "", 10)
+	rootTLS := brokertest.ClientTLS(t, pki.Pool, rootCert, rootKey)
+	root := kadm.NewClient(brokertest.NewClient(t, mtlsAddrs[broker.SSL], kgo.DialTLSConfig(rootTLS)))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if _, err := root.CreateTopics(ctx, 1, 1, nil, "java-mtls"); err != nil {
@@ -131,7 +133,7 @@ func TestJavaConsoleClientsOverSASLSSLAndMutualTLS(t *testing.T) {
 	}
 	runs := append(
 		consoleRoundTrip(saslAddrs[broker.SASLSSL], javaSCRAMConfig(t, pki, "alice", "alice-secret"), "java-sasl-ssl", lines),
-		consoleRoundTrip(mtlsAddrs[broker.SSL], javaMutualTLSConfig(t, pki, pki.clientCert, pki.clientKey), "java-mtls", lines)...)
+		consoleRoundTrip(mtlsAddrs[broker.SSL], javaMutualTLSConfig(t, pki, aliceCert, aliceKey), "java-mtls", lines)...)
 	results := testenv.RunKafkaTools(t, runs...)
 	for i, r := range results {
 		// The console tools report a failed send or poll only in their
@@ -151,7 +153,7 @@ func TestJavaConsoleClientsOverSASLSSLAndMutualTLS(t *testing.T) {
 	}
 
 	// The mTLS records are in the topic, as franz-go reads them too.
-	cons := newClient(t, mtlsAddrs[broker.SSL], kgo.DialTLSConfig(rootTLS),
+	cons := brokertest.NewClient(t, mtlsAddrs[broker.SSL], kgo.DialTLSConfig(rootTLS),
 		kgo.ConsumeTopics("java-mtls"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	for seen := 0; seen < n; {
 		fs := cons.PollFetches(ctx)
@@ -173,20 +175,20 @@ func TestJavaConsoleClientsOverSASLSSLAndMutualTLS(t *testing.T) {
 // and alice's writes succeed or fail accordingly.
 func TestJavaKafkaAclsCommand(t *testing.T) {
 	testenv.Needs(t, testenv.JVM)
-	pki := newTestPKI(t)
+	pki := testenv.NewPKI(t)
 	dir := t.TempDir()
 	for _, u := range []string{"admin", "alice"} {
-		setUser(t, dir, u, "SCRAM-SHA-256", u+"-secret")
+		brokertest.SetUser(t, dir, u, "SCRAM-SHA-256", u+"-secret")
 	}
-	_, addrs := startListeners(t, func(c *broker.Config) {
+	_, addrs := brokertest.StartListeners(t, func(c *broker.Config) {
 		c.DataDir = dir
-		c.TLS = broker.TLSFiles{CertFile: pki.certFile, KeyFile: pki.keyFile}
+		c.TLS = broker.TLSFiles{CertFile: pki.CertFile, KeyFile: pki.KeyFile}
 		c.Authorizer = true
 		c.SuperUsers = []string{"User:admin"}
 	}, broker.SASLSSL)
 	addr := addrs[broker.SASLSSL]
 	as := func(user string) *kgo.Client {
-		return newClient(t, addr, kgo.DialTLSConfig(pki.clientTLS(t, false)),
+		return brokertest.NewClient(t, addr, kgo.DialTLSConfig(brokertest.ClientTLS(t, pki.Pool, "", "")),
 			kgo.SASL(scram.Auth{User: user, Pass: user + "-secret"}.AsSha256Mechanism()),
 			kgo.RequestRetries(0), kgo.RetryTimeout(2*time.Second))
 	}

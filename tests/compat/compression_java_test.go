@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -24,12 +25,12 @@ func TestTopicCompressionJavaConsumer(t *testing.T) {
 	var runs []testenv.KafkaToolRun
 	for _, codec := range codecs {
 		topic := "java-" + codec
-		createTopic(t, b.Addr, topic, 1, map[string]*string{"compression.type": kmsg.StringPtr(codec)})
+		brokertest.CreateTopic(t, b.Addr, topic, 1, map[string]*string{"compression.type": kmsg.StringPtr(codec)})
 		sent := kgo.NoCompression()
 		if codec == "uncompressed" {
 			sent = kgo.SnappyCompression()
 		}
-		want[codec] = produceBatches(t, b.Addr, topic, 120, sent)
+		want[codec] = brokertest.ProduceBatches(t, b.Addr, topic, 120, sent)
 		runs = append(runs, testenv.KafkaToolRun{Class: kafkaConsoleConsumer, Args: []string{
 			"--bootstrap-server", b.Addr, "--topic", topic, "--from-beginning", "--max-messages", "120", "--timeout-ms", "30000"}})
 	}

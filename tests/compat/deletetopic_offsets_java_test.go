@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/broker"
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -24,33 +25,33 @@ func TestDeletedTopicOffsetsForgotten(t *testing.T) {
 	testenv.Needs(t, testenv.JVM)
 	for _, tc := range []struct {
 		name  string
-		start func(t *testing.T, errs *lockedBuffer) string
+		start func(t *testing.T, errs *testenv.SyncBuffer) string
 		java  bool
 	}{
-		{"standalone", func(t *testing.T, errs *lockedBuffer) string {
-			return startGroupBroker(t, testenv.WithConfig(func(c *broker.Config) {
-				fastGroups(c)
+		{"standalone", func(t *testing.T, errs *testenv.SyncBuffer) string {
+			return brokertest.StartGroupBroker(t, testenv.WithConfig(func(c *broker.Config) {
+				brokertest.FastGroups(c)
 				c.Logger = errorRecorder(errs)
 			})).Addr
 		}, true},
-		{"zookeeper", func(t *testing.T, errs *lockedBuffer) string {
+		{"zookeeper", func(t *testing.T, errs *testenv.SyncBuffer) string {
 			_, bs := testenv.StartCluster(t, 1, testenv.WithConfig(func(c *broker.Config) {
-				fastGroups(c)
+				brokertest.FastGroups(c)
 				c.Logger = errorRecorder(errs)
 			}))
 			return bs[0].Addr
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := &lockedBuffer{}
+			errs := &testenv.SyncBuffer{}
 			addr := tc.start(t, errs)
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			createTopic(t, addr, "gone", 1, nil)
-			createTopic(t, addr, "kept", 1, nil)
-			produceValues(t, addr, "gone", 0, 100)
-			produceValues(t, addr, "kept", 0, 10)
-			adm, _ := newAdmin(t, addr)
+			brokertest.CreateTopic(t, addr, "gone", 1, nil)
+			brokertest.CreateTopic(t, addr, "kept", 1, nil)
+			brokertest.ProduceValues(t, addr, "gone", 0, 100)
+			brokertest.ProduceValues(t, addr, "kept", 0, 10)
+			adm, _ := brokertest.NewAdmin(t, addr)
 			var offs kadm.Offsets
 			offs.Add(kadm.Offset{Topic: "gone", Partition: 0, At: 100})
 			offs.Add(kadm.Offset{Topic: "kept", Partition: 0, At: 10})
@@ -79,7 +80,7 @@ func TestDeletedTopicOffsetsForgotten(t *testing.T) {
 				}
 			}
 			// Answered: the offsets are already gone.
-			got := committed(t, addr, "app")
+			got := brokertest.Committed(t, addr, "app")
 			if _, ok := got.Lookup("gone", 0); ok {
 				t.Fatalf("committed offset of the deleted topic still stored: %+v", got)
 			}
@@ -87,9 +88,9 @@ func TestDeletedTopicOffsetsForgotten(t *testing.T) {
 				t.Fatalf("offset of the other topic: %+v, want 10", o)
 			}
 
-			createTopic(t, addr, "gone", 1, nil)
-			produceValues(t, addr, "gone", 0, 150)
-			cl := newClient(t, addr, kgo.ConsumerGroup("app"), kgo.ConsumeTopics("gone"),
+			brokertest.CreateTopic(t, addr, "gone", 1, nil)
+			brokertest.ProduceValues(t, addr, "gone", 0, 150)
+			cl := brokertest.NewClient(t, addr, kgo.ConsumerGroup("app"), kgo.ConsumeTopics("gone"),
 				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 			var first int64 = -1
 			n := 0
@@ -116,6 +117,6 @@ func TestDeletedTopicOffsetsForgotten(t *testing.T) {
 }
 
 // errorRecorder is a broker logger that keeps ERROR lines only.
-func errorRecorder(w *lockedBuffer) *slog.Logger {
+func errorRecorder(w *testenv.SyncBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelError}))
 }

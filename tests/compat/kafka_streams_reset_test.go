@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -26,8 +27,8 @@ func TestKafkaStreamsApplicationReset(t *testing.T) {
 	testenv.Needs(t, testenv.JVM)
 	b := testenv.StartBroker(t)
 	const app, input, output = "resettable", "reset-lines", "reset-counts"
-	createTopic(t, b.Addr, input, 2, nil)
-	createTopic(t, b.Addr, output, 2, nil)
+	brokertest.CreateTopic(t, b.Addr, input, 2, nil)
+	brokertest.CreateTopic(t, b.Addr, output, 2, nil)
 	lines := []string{"to be or not to be", "that is the question", "to sleep perchance to dream"}
 	want := map[string]int64{}
 	updates := 0
@@ -37,7 +38,7 @@ func TestKafkaStreamsApplicationReset(t *testing.T) {
 			updates++
 		}
 	}
-	producer := newClient(t, b.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	producer := brokertest.NewClient(t, b.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for i, l := range lines {
 		if err := producer.ProduceSync(context.Background(), &kgo.Record{Topic: input, Partition: int32(i % 2), Value: []byte(l)}).FirstErr(); err != nil {
 			t.Fatal(err)
@@ -71,7 +72,7 @@ func TestKafkaStreamsApplicationReset(t *testing.T) {
 	}
 	t.Logf("kafka-streams-application-reset --force:\n%s", res[1].Stdout)
 
-	adm, _ := newAdmin(t, b.Addr)
+	adm, _ := brokertest.NewAdmin(t, b.Addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	topics, err := adm.ListTopics(ctx)
@@ -83,7 +84,7 @@ func TestKafkaStreamsApplicationReset(t *testing.T) {
 			t.Errorf("internal topic %s still exists after the reset", internal)
 		}
 	}
-	offs := committed(t, b.Addr, app)
+	offs := brokertest.Committed(t, b.Addr, app)
 	offs.Each(func(o kadm.OffsetResponse) {
 		if o.Topic != input || o.At != 0 {
 			t.Errorf("after the reset the application has %s/%d committed at %d; want only its input, at 0", o.Topic, o.Partition, o.At)
@@ -103,7 +104,7 @@ func TestKafkaStreamsApplicationReset(t *testing.T) {
 // outputEnd is the end offset of each partition of topic.
 func outputEnd(t *testing.T, addr, topic string) map[int32]int64 {
 	t.Helper()
-	adm, _ := newAdmin(t, addr)
+	adm, _ := brokertest.NewAdmin(t, addr)
 	ends, err := adm.ListEndOffsets(context.Background(), topic)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +123,7 @@ func readUpdatesAfter(t *testing.T, addr, topic string, from map[int32]int64, n 
 	for p, o := range from {
 		start[topic][p] = kgo.NewOffset().At(o)
 	}
-	cl := newClient(t, addr, kgo.ConsumePartitions(start))
+	cl := brokertest.NewClient(t, addr, kgo.ConsumePartitions(start))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	got := map[string]int64{}

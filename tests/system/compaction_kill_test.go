@@ -1,4 +1,4 @@
-package broker_test
+package system_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -24,17 +25,18 @@ import (
 // was produced at that offset, offsets only grow, and for every key the
 // last acknowledged record, or a later one of the same key, is there.
 func TestKillDuringCleaning(t *testing.T) {
+	testenv.Needs(t, testenv.Tributary)
 	dataDir, addr := t.TempDir(), testenv.FreeAddr(t)
 	args := []string{"standalone", "--data-dir", dataDir, "--listen", addr, "--registry-listen=",
 		"--log-cleaner-backoff", "5ms", "--log-cleaner-dedupe-buffer-size", "48000"}
 	proc := testenv.StartProcess(t, args...)
 	testenv.WaitListening(t, proc, addr, 30*time.Second)
-	createTopic(t, addr, "state", 1, map[string]*string{
+	brokertest.CreateTopic(t, addr, "state", 1, map[string]*string{
 		"cleanup.policy":            kmsg.StringPtr("compact"),
 		"segment.bytes":             kmsg.StringPtr("4096"),
 		"min.cleanable.dirty.ratio": kmsg.StringPtr("0.01"),
 	})
-	prod := newClient(t, addr, kgo.DefaultProduceTopic("state"), kgo.RecordRetries(0), kgo.RecordDeliveryTimeout(5*time.Second))
+	prod := brokertest.NewClient(t, addr, kgo.DefaultProduceTopic("state"), kgo.RecordRetries(0), kgo.RecordDeliveryTimeout(5*time.Second))
 
 	type rec struct{ key, value string }
 	var mu sync.Mutex
@@ -79,8 +81,8 @@ func TestKillDuringCleaning(t *testing.T) {
 
 	proc = testenv.StartProcess(t, args...)
 	testenv.WaitListening(t, proc, addr, 30*time.Second)
-	end := listLatest(t, dial(t, addr), "state", 0)
-	cons := newClient(t, addr, kgo.ConsumeTopics("state"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	end := endOffsets(t, addr, "state")[0]
+	cons := brokertest.NewClient(t, addr, kgo.ConsumeTopics("state"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	cctx, ccancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer ccancel()
 	read := map[string][]int64{}

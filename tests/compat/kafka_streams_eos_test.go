@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -23,14 +24,14 @@ import (
 func TestKafkaStreamsWordCountExactlyOnce(t *testing.T) {
 	testenv.Needs(t, testenv.JVM)
 	dataDir, addr := t.TempDir(), testenv.FreeAddr(t)
-	proc := startStandalone(t, dataDir, addr)
+	proc := brokertest.StartStandalone(t, dataDir, addr)
 	const app, input, output = "wordcount-eos", "eos-lines", "eos-counts"
-	createTopic(t, addr, input, 2, nil)
-	createTopic(t, addr, output, 2, nil)
+	brokertest.CreateTopic(t, addr, input, 2, nil)
+	brokertest.CreateTopic(t, addr, output, 2, nil)
 	want := map[string]int64{}
 	batch := func(n int) {
 		t.Helper()
-		producer := newClient(t, addr, kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+		producer := brokertest.NewClient(t, addr, kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 		var recs []*kgo.Record
 		for i := range 40 {
 			line := fmt.Sprintf("word%d common batch%d", i%7, n)
@@ -52,7 +53,7 @@ func TestKafkaStreamsWordCountExactlyOnce(t *testing.T) {
 	readCommittedCounts(t, addr, output, want, streams)
 
 	proc.Kill() // the coordinator of every transaction, and every partition's leader
-	proc = startStandalone(t, dataDir, addr)
+	proc = brokertest.StartStandalone(t, dataDir, addr)
 	batch(2)
 	readCommittedCounts(t, addr, output, want, streams)
 
@@ -71,7 +72,7 @@ func TestKafkaStreamsWordCountExactlyOnce(t *testing.T) {
 // count above want's (counted twice) or after two minutes.
 func readCommittedCounts(t *testing.T, addr, topic string, want map[string]int64, app *testenv.KafkaStreamsApp) {
 	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	cl := brokertest.NewClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(300*time.Millisecond))
 	defer cl.Close()
 	got := map[string]int64{}

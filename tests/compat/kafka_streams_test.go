@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -26,8 +27,8 @@ func TestKafkaStreamsWordCount(t *testing.T) {
 	testenv.Needs(t, testenv.JVM)
 	b := testenv.StartBroker(t)
 	const app, input, output = "wordcount", "streams-lines", "streams-counts"
-	createTopic(t, b.Addr, input, 2, nil)
-	createTopic(t, b.Addr, output, 2, nil)
+	brokertest.CreateTopic(t, b.Addr, input, 2, nil)
+	brokertest.CreateTopic(t, b.Addr, output, 2, nil)
 
 	// Lines spread over both input partitions, so that the words of one
 	// key meet only after the repartition.
@@ -42,7 +43,7 @@ func TestKafkaStreamsWordCount(t *testing.T) {
 			want[w]++
 		}
 	}
-	producer := newClient(t, b.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	producer := brokertest.NewClient(t, b.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for i, l := range lines {
 		r := &kgo.Record{Topic: input, Partition: int32(i % 2), Value: []byte(l)}
 		if err := producer.ProduceSync(context.Background(), r).FirstErr(); err != nil {
@@ -62,7 +63,7 @@ func TestKafkaStreamsWordCount(t *testing.T) {
 
 	// The internal topics Streams created: the repartition topic has the
 	// input's partitions and deletes; the changelog compacts.
-	adm, _ := newAdmin(t, b.Addr)
+	adm, _ := brokertest.NewAdmin(t, b.Addr)
 	ctx := context.Background()
 	repartition, changelog := app+"-words-repartition", app+"-counts-changelog"
 	details, err := adm.ListTopics(ctx, repartition, changelog)
@@ -83,7 +84,7 @@ func TestKafkaStreamsWordCount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := configsByName(t, rcs, topic)["cleanup.policy"]; c.MaybeValue() != policy {
+		if c := brokertest.ConfigsByName(t, rcs, topic)["cleanup.policy"]; c.MaybeValue() != policy {
 			t.Errorf("%s has cleanup.policy=%s, want %s", topic, c.MaybeValue(), policy)
 		}
 	}
@@ -94,7 +95,7 @@ func TestKafkaStreamsWordCount(t *testing.T) {
 // Streams application exits first, or if that takes over 90 seconds.
 func readCounts(t *testing.T, addr, topic string, want map[string]int64, app *testenv.KafkaStreamsApp) map[string]int64 {
 	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl := brokertest.NewClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	go func() {
@@ -132,7 +133,7 @@ func readCounts(t *testing.T, addr, topic string, want map[string]int64, app *te
 // test if the application exits first, or if that takes over 30 seconds.
 func waitRepartitionPurged(t *testing.T, addr, topic string, app *testenv.KafkaStreamsApp) {
 	t.Helper()
-	adm, _ := newAdmin(t, addr)
+	adm, _ := brokertest.NewAdmin(t, addr)
 	ctx := context.Background()
 	testenv.Eventuallyf(t, 30*time.Second, func() (bool, string) {
 		select {

@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -41,8 +42,8 @@ func TestReassignVerifyAndLogDirsWithKafkaTools(t *testing.T) {
 		return res
 	}
 	mustRun(run(testenv.KafkaTopics, "--create", "--topic", "mv", "--partitions", "1", "--replication-factor", "2"))
-	produceValues(t, addr, "mv", 0, 100) // acks=all: the follower holds them too
-	adm, _ := newAdmin(t, addr)
+	brokertest.ProduceValues(t, addr, "mv", 0, 100) // acks=all: the follower holds them too
+	adm, _ := brokertest.NewAdmin(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	td, err := adm.ListTopics(ctx, "mv")

@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -22,11 +23,11 @@ func TestKafkaPythonGroup(t *testing.T) {
 		t.Fatalf("Python's kafka-python is missing: python3 -m pip install kafka-python (scripts/install-deps.sh does it)")
 	}
 	const count = 400
-	b := testenv.StartBroker(t, testenv.WithConfig(fastGroups))
-	createTopic(t, b.Addr, "kpy", 3, nil)
+	b := testenv.StartBroker(t, testenv.WithConfig(brokertest.FastGroups))
+	brokertest.CreateTopic(t, b.Addr, "kpy", 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	script := filepath.Join("..", "scripts", "kafka", "kafka_python_group.py")
+	script := filepath.Join("..", "..", "scripts", "kafka", "kafka_python_group.py")
 	out, err := exec.CommandContext(ctx, "python3", script, b.Addr, "kpy", "kpy-group", "400").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kafka-python: %v\n%s", err, out)
@@ -36,7 +37,7 @@ func TestKafkaPythonGroup(t *testing.T) {
 			t.Errorf("kafka-python printed no %q:\n%s", want, out)
 		}
 	}
-	offs := committed(t, b.Addr, "kpy-group")
+	offs := brokertest.Committed(t, b.Addr, "kpy-group")
 	total := int64(0)
 	for p := int32(0); p < 3; p++ {
 		o, _ := offs.Lookup("kpy", p)

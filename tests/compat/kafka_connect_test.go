@@ -1,4 +1,4 @@
-package broker_test
+package compat_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -23,13 +24,13 @@ func TestKafkaConnectDistributedWorkerStarts(t *testing.T) {
 	testenv.Needs(t, testenv.JVM)
 	b := testenv.StartBroker(t)
 	testenv.StartKafkaConnect(t, b.Addr, "tributary-connect", nil)
-	adm, _ := newAdmin(t, b.Addr)
+	adm, _ := brokertest.NewAdmin(t, b.Addr)
 	for _, topic := range []string{"tributary-connect-configs", "tributary-connect-offsets", "tributary-connect-status"} {
 		rcs, err := adm.DescribeTopicConfigs(context.Background(), topic)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := configsByName(t, rcs, topic)["cleanup.policy"]; c.MaybeValue() != "compact" {
+		if c := brokertest.ConfigsByName(t, rcs, topic)["cleanup.policy"]; c.MaybeValue() != "compact" {
 			t.Errorf("%s has cleanup.policy=%s, want compact", topic, c.MaybeValue())
 		}
 	}
@@ -45,7 +46,7 @@ func TestKafkaConnectFileSource(t *testing.T) {
 	testenv.Needs(t, testenv.JVM)
 	b := testenv.StartBroker(t)
 	const topic, name = "connect-lines", "file-lines"
-	createTopic(t, b.Addr, topic, 1, nil)
+	brokertest.CreateTopic(t, b.Addr, topic, 1, nil)
 	url := testenv.StartKafkaConnect(t, b.Addr, "tributary-connect-file", nil)
 
 	file := filepath.Join(t.TempDir(), "lines.txt")
@@ -69,7 +70,7 @@ func TestKafkaConnectFileSource(t *testing.T) {
 	waitConnectorRunning(t, url, name)
 	appendLines(t, file, lines[20:])
 
-	records := consumeAll(t, b.Addr, topic, len(lines))[0]
+	records := brokertest.ConsumeAll(t, b.Addr, topic, len(lines))[0]
 	for i, r := range records {
 		if string(r.Value) != lines[i] || r.Key != nil {
 			t.Fatalf("record %d in %s: key %q value %q, want no key and value %q", i, topic, r.Key, r.Value, lines[i])

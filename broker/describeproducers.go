@@ -51,7 +51,7 @@ func (b *Broker) describeProducers(who *request, req *kmsg.DescribeProducersRequ
 				a := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				a.ProducerID, a.ProducerEpoch = ap.ID, int32(ap.Epoch)
 				a.LastSequence, a.LastTimestamp = ap.LastSequence, ap.LastTimestamp
-				a.CoordinatorEpoch, a.CurrentTxnStartOffset = -1, -1
+				a.CoordinatorEpoch, a.CurrentTxnStartOffset = ap.CoordinatorEpoch, -1
 				if first, ok := l.OpenTransaction(ap.ID); ok {
 					a.CurrentTxnStartOffset = first
 				}

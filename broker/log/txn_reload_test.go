@@ -100,3 +100,28 @@ func TestLateTransactionalBatchRefused(t *testing.T) {
 		t.Fatalf("the next transaction's batch, guarded after the marker: %v", err)
 	}
 }
+
+// DescribeProducers reports the coordinator epoch of a producer's last
+// marker (kafka-transactions abort sends its marker with it: one below it
+// is refused as a fenced coordinator's), and -1 before any marker.
+func TestActiveProducersShowTheCoordinatorEpoch(t *testing.T) {
+	l, _ := openLog(t, t.TempDir(), testConfig())
+	mustAppend(t, l, txnBatch(7, 0, 0, 1))
+	mustAppend(t, l, txnBatch(8, 0, 0, 1))
+	if _, err := l.AppendMarker(7, 0, false, 3); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]int32{}
+	for _, p := range l.ActiveProducers() {
+		got[p.ID] = p.CoordinatorEpoch
+	}
+	if got[7] != 3 || got[8] != -1 {
+		t.Fatalf("coordinator epochs %v, want producer 7 at 3 and 8 at -1", got)
+	}
+	if _, err := l.AppendMarker(8, 0, false, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendMarker(7, 0, false, 2); !errors.Is(err, ErrCoordinatorFenced) {
+		t.Fatalf("a marker below the reported epoch: %v, want ErrCoordinatorFenced", err)
+	}
+}

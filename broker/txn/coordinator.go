@@ -88,10 +88,11 @@ type Coordinator struct {
 	be  Backend
 	log *slog.Logger
 
-	mu     sync.Mutex
-	loaded map[int32]int32 // state partition → leader epoch it was read in
-	txns   map[string]*entry
-	loads  LoadStats // guarded by mu
+	mu      sync.Mutex
+	loaded  map[int32]int32 // state partition → leader epoch it was read in
+	loading map[int32]*sync.Mutex
+	txns    map[string]*entry
+	loads   LoadStats // guarded by mu
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -151,17 +152,20 @@ func (c *Coordinator) load(ctx context.Context, p int32) error {
 	if err != nil {
 		return err
 	}
+	// One load of p at a time, outside mu: the ids of other partitions
+	// go on while p's state is read (a large partition takes seconds).
+	// Until the new entries are swapped in, p's old ones stay, and every
+	// write from them is refused (write checks the epoch).
+	lm := c.loadLock(p)
+	lm.Lock()
+	defer lm.Unlock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.loaded[p]; ok && e == epoch {
+	e, ok := c.loaded[p]
+	c.mu.Unlock()
+	if ok && e == epoch {
 		return nil
 	}
 	began := time.Now()
-	for id := range c.txns {
-		if PartitionFor(id, c.cfg.Partitions) == p {
-			delete(c.txns, id) // an operation holding its entry finds it gone (lookup)
-		}
-	}
 	recs, err := c.be.ReadState(ctx, p)
 	if err != nil {
 		return fmt.Errorf("loading transaction state partition %d: %w", p, err)
@@ -176,6 +180,13 @@ func (c *Coordinator) load(ctx context.Context, p int32) error {
 			continue
 		}
 		latest[id] = m
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id := range c.txns {
+		if PartitionFor(id, c.cfg.Partitions) == p {
+			delete(c.txns, id) // an operation holding its entry finds it gone (lookup)
+		}
 	}
 	for id, m := range latest {
 		if m == nil || m.state == Dead {
@@ -193,6 +204,19 @@ func (c *Coordinator) load(ctx context.Context, p int32) error {
 	c.loads.Time += took
 	c.log.Info("loaded transaction state", "partition", p, "leader_epoch", epoch, "records", len(recs), "transactional_ids", len(latest), "took", took)
 	return nil
+}
+
+// loadLock is the mutex one load of state partition p at a time holds.
+func (c *Coordinator) loadLock(p int32) *sync.Mutex {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.loading == nil {
+		c.loading = map[int32]*sync.Mutex{}
+	}
+	if c.loading[p] == nil {
+		c.loading[p] = &sync.Mutex{}
+	}
+	return c.loading[p]
 }
 
 // lookup returns id's entry, locked, loading its partition first; create

@@ -8,14 +8,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // memBackend keeps __transaction_state in memory for the coordinator's
 // unit tests: every state partition is led by "this broker" in epoch
 // (-1: led elsewhere), as a broker's replicas would say.
 type memBackend struct {
-	mu      sync.Mutex
-	epoch   int32
+	mu       sync.Mutex
+	readGate func(p int32) // called before a read of partition p, unlocked
+	epoch    int32
 	recs    map[int32][]Record
 	markers []markerCall
 	pids    int64
@@ -45,6 +48,9 @@ func (b *memBackend) AppendState(_ context.Context, p int32, epoch int32, recs [
 }
 
 func (b *memBackend) ReadState(_ context.Context, p int32) ([]Record, error) {
+	if b.readGate != nil {
+		b.readGate(p)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]Record(nil), b.recs[p]...), nil
@@ -162,5 +168,49 @@ func TestReturningCoordinatorDecidesNothingFromItsOldState(t *testing.T) {
 	if d.State != Ongoing || d.Epoch != epoch || len(d.Partitions) != 1 || d.Partitions[0] != (TP{"t", 1}) {
 		t.Fatalf("after the reload the transaction is %s at epoch %d on %v; want the other coordinator's: Ongoing at epoch %d on [{t 1}]",
 			d.State, d.Epoch, d.Partitions, epoch)
+	}
+}
+
+// A slow read of one state partition (a large one after a failover)
+// holds up only the ids placed in it: an id of another partition is
+// served meanwhile.
+func TestSlowStateLoadStallsOnlyItsPartition(t *testing.T) {
+	ctx := context.Background()
+	slow, other := "app", "other"
+	for PartitionFor(other, 50) == PartitionFor(slow, 50) {
+		other += "x"
+	}
+	release := make(chan struct{})
+	reading := make(chan struct{}, 1)
+	be := &memBackend{epoch: 1, readGate: func(p int32) {
+		if p == PartitionFor(slow, 50) {
+			reading <- struct{}{}
+			<-release
+		}
+	}}
+	c := newTestCoordinator(t, be, &testClock{now: time.UnixMilli(1_700_000_000_000)})
+	slowDone := make(chan *kerr.Error, 1)
+	go func() {
+		_, _, err := c.InitProducerID(ctx, slow, 10_000, -1, -1)
+		slowDone <- err
+	}()
+	<-reading
+	otherDone := make(chan *kerr.Error, 1)
+	go func() {
+		_, _, err := c.InitProducerID(ctx, other, 10_000, -1, -1)
+		otherDone <- err
+	}()
+	select {
+	case err := <-otherDone:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("an id of another state partition waited for the slow load")
+	}
+	close(release)
+	if err := <-slowDone; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -34,16 +34,22 @@ type segment struct {
 	wmu sync.Mutex
 
 	// Guarded by Log.mu (and by wmu where sync and seal meet).
-	w          File // data writer, nil once sealed
-	idx        File // index writer, nil once sealed
-	size       int64
-	next       int64 // offset after the last batch
-	maxTs      int64 // largest batch MaxTimestamp, -1 when none
-	firstTime  time.Time
-	index      []indexEntry
-	gaps       map[int64]int64 // offsets lost to repaired damage: from -> to (exclusive); see gaps.go
-	dirty      bool            // has bytes not yet fsynced
-	indexStale bool            // the index file on disk differs from index
+	w         File // data writer, nil once sealed
+	idx       File // index writer, nil once sealed
+	size      int64
+	next      int64 // offset after the last batch
+	maxTs     int64 // largest batch MaxTimestamp, -1 when none
+	firstTime time.Time
+	index     []indexEntry
+	gaps      map[int64]int64 // offsets lost to repaired damage: from -> to (exclusive); see gaps.go
+	dirty     bool            // has bytes not yet fsynced
+	// idxDirty: the index file has writes not yet fsynced. A flush fsyncs
+	// the data of the active segment only; its index is rebuilt by the
+	// scan after a crash (recovery starts at the checkpoint's segment), so
+	// it is fsynced when the segment is sealed, rolled, or before a
+	// checkpoint (syncIndex), not on every flush.
+	idxDirty   atomic.Bool
+	indexStale bool // the index file on disk differs from index
 
 	// checked holds the stretches known to hold valid batches: appended
 	// or scanned by this process, or CRC-checked by a read (readcheck.go).
@@ -115,6 +121,7 @@ func (s *segment) openWriters() error {
 	s.wmu.Lock()
 	s.w, s.idx, s.indexStale = w, idx, false
 	s.wmu.Unlock()
+	s.idxDirty.Store(true)  // O_TRUNC and rewritten: durable at the next syncIndex
 	s.f.sealed.Store(false) // the active segment keeps its descriptor
 	return nil
 }
@@ -133,10 +140,14 @@ func (s *segment) indexEntryFor(pos, base, maxTs, interval int64) (indexEntry, b
 func (s *segment) writeIndexEntry(e indexEntry) error {
 	var b [indexEntrySize]byte
 	_, err := s.idx.WriteAt(e.appendTo(b[:0]), int64(len(s.index))*indexEntrySize)
+	s.idxDirty.Store(true)
 	return err
 }
 
-// sync fsyncs the segment's data and index writers.
+// sync fsyncs the segment's data writer: what an acknowledgement and the
+// high watermark need. The index is not needed to read the data back after
+// a crash, so its fsync (a second journal commit per flush, which an
+// acks=all request would wait for) is left to syncIndex.
 func (s *segment) sync() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -146,7 +157,25 @@ func (s *segment) sync() error {
 	if err := s.w.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", s.path, err)
 	}
+	return nil
+}
+
+// syncIndex fsyncs the index writer if it has unsynced writes. Recovery
+// trusts the index of every segment before the one holding the recovery
+// checkpoint (and, after a clean shutdown, of all), so it runs for a
+// segment that has rolled, before a checkpoint is written, and at seal.
+func (s *segment) syncIndex() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.syncIndexLocked()
+}
+
+func (s *segment) syncIndexLocked() error {
+	if s.idx == nil || !s.idxDirty.Swap(false) {
+		return nil
+	}
 	if err := s.idx.Sync(); err != nil {
+		s.idxDirty.Store(true)
 		return fmt.Errorf("fsync %s: %w", s.indexPath, err)
 	}
 	return nil
@@ -159,7 +188,7 @@ func (s *segment) seal() error {
 	if s.w == nil {
 		return nil
 	}
-	err := errors.Join(s.w.Close(), s.idx.Close())
+	err := errors.Join(s.syncIndexLocked(), s.w.Close(), s.idx.Close())
 	s.w, s.idx = nil, nil
 	s.f.markSealed()
 	return err

@@ -48,7 +48,11 @@ type segment struct {
 	// scan after a crash (recovery starts at the checkpoint's segment), so
 	// it is fsynced when the segment is sealed, rolled, or before a
 	// checkpoint (syncIndex), not on every flush.
-	idxDirty   atomic.Bool
+	idxDirty atomic.Bool
+	// idxBuf encodes the entry writeIndexEntry writes (under Log.mu): a
+	// local array would escape through the File interface, one allocation
+	// per indexed append.
+	idxBuf     [indexEntrySize]byte
 	indexStale bool // the index file on disk differs from index
 
 	// checked holds the stretches known to hold valid batches: appended
@@ -138,8 +142,7 @@ func (s *segment) indexEntryFor(pos, base, maxTs, interval int64) (indexEntry, b
 // writeIndexEntry writes e at the end of the index file; the caller adds it
 // to s.index once the batch it points at is written.
 func (s *segment) writeIndexEntry(e indexEntry) error {
-	var b [indexEntrySize]byte
-	_, err := s.idx.WriteAt(e.appendTo(b[:0]), int64(len(s.index))*indexEntrySize)
+	_, err := s.idx.WriteAt(e.appendTo(s.idxBuf[:0]), int64(len(s.index))*indexEntrySize)
 	s.idxDirty.Store(true)
 	return err
 }

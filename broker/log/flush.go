@@ -61,12 +61,6 @@ const (
 func (l *Log) Flush() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
-	return l.flushHeld()
-}
-
-// flushHeld is Flush with flushMu held: the group commit, and the recovery
-// checkpoint when it is due.
-func (l *Log) flushHeld() error {
 	l.mu.RLock()
 	closed := l.closed
 	l.mu.RUnlock()
@@ -153,22 +147,14 @@ func (l *Log) flushLocked() error {
 	return nil
 }
 
-// WaitFlushed waits until the high watermark is above offset (acks=all),
-// running the flush itself when none is running: the waiter becomes the
-// group commit's leader, and its request is answered without two hand-offs
-// to and from the log's goroutine (each a wake-up that a loaded machine
-// makes slow). When a flush is running it asks for the next one and waits.
-// Concurrent waiters share fsyncs: one flush covers every batch appended
-// before it started. It returns ErrClosed if the log closes first, the
-// log's failure if a flush fails, or ctx's error.
+// WaitFlushed asks for a flush now and waits until the high watermark is
+// above offset (acks=all). Concurrent waiters share fsyncs: one flush covers
+// every batch appended before it started. It returns ErrClosed if the log
+// closes first, the log's failure if a flush fails, or ctx's error.
 func (l *Log) WaitFlushed(ctx context.Context, offset int64) error {
 	for {
 		l.mu.RLock()
 		hw, closed, failed, ch := l.hw, l.closed, l.failed, l.changed
-		// Lead only for an offset appended and not yet taken by a flush:
-		// a flush that took it is running, and one of an offset not yet
-		// written would have nothing to do.
-		lead := l.leo > offset && l.flushTarget <= offset
 		l.mu.RUnlock()
 		switch {
 		case hw > offset:
@@ -177,17 +163,6 @@ func (l *Log) WaitFlushed(ctx context.Context, offset int64) error {
 			return failed
 		case closed:
 			return ErrClosed
-		case ctx.Err() != nil:
-			return ctx.Err()
-		}
-		if lead && l.flushMu.TryLock() {
-			l.waiterFlushes.Add(1)
-			err := l.flushHeld()
-			l.flushMu.Unlock()
-			if err != nil && !errors.Is(err, ErrClosed) && l.Failed() == nil {
-				l.logger.Error("writing recovery checkpoint", "dir", l.dir, "err", err)
-			}
-			continue
 		}
 		signal(l.flushReq)
 		select {

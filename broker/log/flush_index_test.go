@@ -123,26 +123,3 @@ func TestPowerLossWithUnsyncedActiveIndex(t *testing.T) {
 		}
 	}
 }
-
-// An acks=all waiter whose batch no flush has taken yet runs the flush
-// itself instead of handing it to the log's goroutine and being woken
-// back: under the interval policy (an hour here) every flush of a serial
-// producer is the waiter's, and each answers at once.
-func TestWaitFlushedRunsTheFlushItself(t *testing.T) {
-	l, _ := openLog(t, t.TempDir(), testConfig())
-	for i := range 10 {
-		res, err := l.Append(makeBatch(batchOpts{records: 2}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.WaitFlushed(context.Background(), res.LastOffset); err != nil {
-			t.Fatal(err)
-		}
-		if got := l.waiterFlushes.Load(); got != int64(i+1) {
-			t.Fatalf("after %d acks=all appends %d flushes were the waiters', want all", i+1, got)
-		}
-	}
-	if hw := l.HighWatermark(); hw != 20 {
-		t.Fatalf("high watermark %d, want 20", hw)
-	}
-}

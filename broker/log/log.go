@@ -77,9 +77,6 @@ type Log struct {
 	// Counters for tests and metrics.
 	fsyncs  atomic.Int64 // segment files fsynced
 	flushes atomic.Int64 // flushes that fsynced something
-	// waiterFlushes counts the flushes an acks=all waiter ran itself
-	// (WaitFlushed), without handing off to the log's goroutine.
-	waiterFlushes atomic.Int64
 }
 
 // Dir is the partition directory.

@@ -65,6 +65,7 @@ bench: build
 	baseline=$$(./scripts/bench/build-baseline.sh) || baseline=; \
 	./$(BIN) bench --messages $(BENCH_MESSAGES) --out $(BENCH_OUT) --scripts scripts/bench --baseline "$$baseline" $(BENCH_FLAGS)
 	$(MAKE) bench-mirror
+	$(MAKE) bench-partitions
 
 # The mirror across a WAN: copy rates with 0, 25 and 50 ms one-way delay
 # between mirror and source, for 1 and 8 partitions, and the ratios to no
@@ -75,6 +76,26 @@ bench-mirror:
 	@mkdir -p $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench '^BenchmarkMirrorWAN$$' -benchtime 1x -timeout 30m ./mirror/ >$(BENCH_OUT)/mirror-wan.txt; \
 	status=$$?; cat $(BENCH_OUT)/mirror-wan.txt; exit $$status
+
+# Many partitions (issue 32): a standalone broker with MANY_TOPICS x
+# MANY_PARTITIONS partitions (2,000 x 5) beside Apache Kafka on one node:
+# create, one acks=all record to each (one request naming all, one request
+# each), idle CPU, RSS, descriptors, clean stop, restarts after it and after
+# a kill -9; then a 3-broker cluster of one RF 3 topic of MANY_CLUSTER_PARTITIONS
+# partitions (3,000): leaders after a kill -9 and full ISR after the
+# restart, MANY_ROUNDS (5) times (BenchmarkManyPartitions*, tens of minutes),
+# also in $(BENCH_OUT)/partitions.txt.
+MANY_TOPICS             ?= 2000
+MANY_PARTITIONS         ?= 5
+MANY_CLUSTER_PARTITIONS ?= 3000
+MANY_ROUNDS             ?= 5
+.PHONY: bench-partitions
+bench-partitions:
+	@mkdir -p $(BENCH_OUT)
+	$(GO) test -run '^$$' -bench '^BenchmarkManyPartitions' -benchtime 1x -timeout 120m ./bench/ \
+		-many.topics $(MANY_TOPICS) -many.partitions $(MANY_PARTITIONS) \
+		-many.cluster-partitions $(MANY_CLUSTER_PARTITIONS) -many.rounds $(MANY_ROUNDS) >$(BENCH_OUT)/partitions.txt; \
+	status=$$?; cat $(BENCH_OUT)/partitions.txt; exit $$status
 
 # The Go micro-benchmarks beside the code (BenchmarkAppend, BenchmarkFetch, ...).
 .PHONY: bench-go

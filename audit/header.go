@@ -21,7 +21,8 @@ var ErrNoTime = schema.ErrNoHeaderTime
 // nothing about the value and must not be counted.
 func IsMalformed(err error) bool {
 	return errors.Is(err, schema.ErrWrongMagic) || errors.Is(err, schema.ErrTruncated) ||
-		errors.Is(err, schema.ErrUnknownID) || errors.Is(err, schema.ErrBadBody)
+		errors.Is(err, schema.ErrUnknownID) || errors.Is(err, schema.ErrBadBody) ||
+		errors.Is(err, schema.ErrUnsupportedSchema) // a schema without an Avro form: its events are unreadable here
 }
 
 // HeaderReaderConfig configures a HeaderReader.
@@ -63,21 +64,23 @@ func (h *HeaderReader) Read(ctx context.Context, value []byte) (time.Time, strin
 	if err != nil {
 		return time.Time{}, "", err
 	}
-	l, err := h.layouts.Get(ctx, id)
+	// A Protobuf or JSON Schema record is read in the Avro schema derived
+	// from its own, converted whole (and so checked whole, strict or not).
+	l, w, body, err := h.layouts.Body(ctx, id, body)
 	if err != nil {
 		return time.Time{}, "", err
 	}
-	if h.strict {
+	if h.strict && !l.Derived() {
 		// Walked by its encodings, not decoded: the same acceptance as a
 		// decoder's (and the loader's, which files exactly the bodies that
 		// pass), without building the value.
 		if err := l.Check(body); err != nil {
-			return time.Time{}, "", fmt.Errorf("schema id %d: %w", id, err)
+			return time.Time{}, "", fmt.Errorf("%s: %w", w, err)
 		}
 	}
 	ms, server, err := l.Read(body)
 	if err != nil {
-		return time.Time{}, "", fmt.Errorf("schema id %d: %w", id, err)
+		return time.Time{}, "", fmt.Errorf("%s: %w", w, err)
 	}
 	return time.UnixMilli(ms).UTC(), server, nil
 }

@@ -20,12 +20,13 @@ import (
 // filled them in). Records that fail to produce are not counted: the
 // application saw the error.
 type Producer struct {
-	cl      *kgo.Client
-	ser     *schema.Serializer
-	pub     *Publisher
-	headers *HeaderReader
-	now     func() time.Time
-	log     *slog.Logger
+	cl          *kgo.Client
+	ser         *schema.Serializer // nil: values come serialized (NewEnvelopeProducer)
+	headerField string
+	pub         *Publisher
+	headers     *HeaderReader
+	now         func() time.Time
+	log         *slog.Logger
 
 	explained sync.Map // schema id → struct{}: why it has no time was logged
 }
@@ -34,11 +35,28 @@ type Producer struct {
 // counting in pub (whose schema registry must be the one ser uses). It
 // reads the header in the field ser fills (SerializerConfig.HeaderField).
 func NewProducer(cl *kgo.Client, ser *schema.Serializer, pub *Publisher) (*Producer, error) {
-	hr, err := NewHeaderReader(pub.cfg.Registry, HeaderReaderConfig{HeaderField: ser.HeaderField()})
+	p, err := NewEnvelopeProducer(cl, pub, ser.HeaderField())
 	if err != nil {
 		return nil, err
 	}
-	p := &Producer{cl: cl, ser: ser, pub: pub, headers: hr, now: pub.cfg.Now, log: pub.cfg.Logger}
+	p.ser = ser
+	return p, nil
+}
+
+// NewEnvelopeProducer returns a Producer of values serialized elsewhere
+// (ProduceRecord only): envelopes of any schema the registry serves, a
+// Protobuf or JSON Schema record written by Confluent's serializers too,
+// whose header the producer reads in headerField (default
+// schema.DefaultHeaderField).
+func NewEnvelopeProducer(cl *kgo.Client, pub *Publisher, headerField string) (*Producer, error) {
+	if headerField == "" {
+		headerField = schema.DefaultHeaderField
+	}
+	hr, err := NewHeaderReader(pub.cfg.Registry, HeaderReaderConfig{HeaderField: headerField})
+	if err != nil {
+		return nil, err
+	}
+	p := &Producer{cl: cl, headerField: headerField, pub: pub, headers: hr, now: pub.cfg.Now, log: pub.cfg.Logger}
 	pub.FindIn(cl)
 	return p, nil
 }
@@ -47,6 +65,9 @@ func NewProducer(cl *kgo.Client, ser *schema.Serializer, pub *Publisher) (*Produ
 // promise, if not nil, is called as kgo calls it. An event that fails to
 // encode is counted malformed and its error returned.
 func (p *Producer) Produce(ctx context.Context, topic string, event any, promise func(*kgo.Record, error)) error {
+	if p.ser == nil {
+		return errors.New("audit: this producer takes serialized values (ProduceRecord) only")
+	}
 	v, err := p.ser.Serialize(ctx, topic, event)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
@@ -104,7 +125,7 @@ func (p *Producer) explain(r *kgo.Record, err error) {
 		return
 	}
 	p.log.Warn("audit: events of this schema are counted as no_time: the producer cannot read their header time",
-		"topic", r.Topic, "schema_id", id, "header_field", p.ser.HeaderField(), "reason", err)
+		"topic", r.Topic, "schema_id", id, "header_field", p.headerField, "reason", err)
 }
 
 // Flush waits until every record produced so far is acknowledged (and

@@ -38,8 +38,9 @@ type ScanConfig struct {
 	MaxDistinct int
 }
 
-// Scan counts what a cluster holds now: every record of the topics, from
-// each partition's start to its high watermark when the scan began, by the
+// Scan counts what a cluster holds now: every committed record of the
+// topics, from each partition's start to its last stable offset (its high
+// watermark when no transaction is open) when the scan began, by the
 // header time window and server; records without a usable time or that do
 // not decode are counted apart by the window of their record timestamp.
 // It returns the counts and the topics counted. A registry that cannot be
@@ -81,7 +82,12 @@ func Scan(ctx context.Context, cfg ScanConfig) (*Counts, []string, error) {
 	if remaining == 0 {
 		return c, topics, nil
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumePartitions(parts)}, cfg.Opts...)...)
+	// Committed records only, to the last stable offset listed: aborted
+	// transactions were never delivered to anyone. Transaction markers
+	// are delivered (and not counted) so that a partition whose last
+	// offset below the end is a marker is seen to be done.
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumePartitions(parts),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords()}, cfg.Opts...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -104,7 +110,7 @@ func Scan(ctx context.Context, cfg ScanConfig) (*Counts, []string, error) {
 				delete(left[r.Topic], r.Partition)
 				remaining--
 			}
-			if fatal != nil {
+			if fatal != nil || r.Attrs.IsControl() {
 				return
 			}
 			if err := countRecord(ctx, hr, c, dc, r, cfg.Window); err != nil {
@@ -190,7 +196,7 @@ func scanRange(ctx context.Context, cfg ScanConfig) (start, end map[string]map[i
 	if start, err = list("start", adm.ListStartOffsets); err != nil {
 		return nil, nil, nil, err
 	}
-	if end, err = list("end", adm.ListEndOffsets); err != nil {
+	if end, err = list("end", adm.ListCommittedOffsets); err != nil {
 		return nil, nil, nil, err
 	}
 	return start, end, topics, nil

@@ -36,6 +36,22 @@ type WarehouseScanConfig struct {
 	// MaxDistinct bounds the event identities held to tell duplicates
 	// apart. Default: DefaultMaxDistinct; -1: do not tell them apart.
 	MaxDistinct int
+	// Table, if set, counts the topics' Iceberg tables in this namespace
+	// (the loader's --table: <warehouse>/<Table>/<topic>) instead of the
+	// plain layout: the data files of each table's current snapshot, as
+	// TableFiles lists them. Without Topics, every table of the namespace.
+	Table string
+	// TableFiles lists the data files of the current snapshot of the
+	// table in directory dir; required with Table. The loader provides it
+	// (loader.TableDataFiles): the audit does not read Iceberg metadata
+	// itself, the loader being the one writer of it (and importing audit).
+	TableFiles func(w warehouse.FS, dir string) ([]TableFile, error)
+}
+
+// A TableFile is a data file of an Iceberg table's snapshot.
+type TableFile struct {
+	Path string    // in the warehouse
+	Hour time.Time // its partition: the hour of its events' header time
 }
 
 // ScanWarehouse counts what a warehouse holds, the loader's layout as
@@ -53,6 +69,9 @@ func ScanWarehouse(ctx context.Context, cfg WarehouseScanConfig) (*Counts, []str
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Table != "" {
+		return scanTables(ctx, cfg)
 	}
 	topics := slices.Clone(cfg.Topics)
 	if len(topics) == 0 {
@@ -142,4 +161,51 @@ func countFile(w warehouse.FS, name, topic string, hour time.Time, window time.D
 		return fmt.Errorf("audit: %s: %w", name, err)
 	}
 	return nil
+}
+
+// scanTables is ScanWarehouse for Iceberg tables: each topic's table is
+// counted from the Parquet files its current snapshot names, a file's
+// events as in a Parquet load (countParquetFile); files only older
+// snapshots name (replaced by a compaction, not yet expired) are not
+// read, so a compacted table counts every event once.
+func scanTables(ctx context.Context, cfg WarehouseScanConfig) (*Counts, []string, error) {
+	if cfg.TableFiles == nil {
+		return nil, nil, fmt.Errorf("audit: counting the tables of %s needs the loader's table reader (WarehouseScanConfig.TableFiles)", cfg.Table)
+	}
+	topics := slices.Clone(cfg.Topics)
+	if len(topics) == 0 {
+		infos, err := cfg.FS.ReadDir(cfg.Table)
+		if err != nil {
+			return nil, nil, fmt.Errorf("audit: tables of %s in %s: %w", cfg.Table, cfg.FS, err)
+		}
+		for _, fi := range infos {
+			if fi.IsDir() {
+				topics = append(topics, fi.Name())
+			}
+		}
+	}
+	slices.Sort(topics)
+	c := NewCounts()
+	dc := newDistinctCounter(cfg.MaxDistinct, cfg.Logger)
+	defer dc.fill(c)
+	for _, topic := range topics {
+		dir := path.Join(cfg.Table, topic)
+		files, err := cfg.TableFiles(cfg.FS, dir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("audit: table %s: %w", dir, err)
+		}
+		for _, f := range files {
+			if (!cfg.From.IsZero() && !f.Hour.Add(time.Hour).After(cfg.From)) || (!cfg.To.IsZero() && !f.Hour.Before(cfg.To)) {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+			if err := countParquetFile(cfg.FS, f.Path, topic, f.Hour, cfg.Window, cfg.HeaderField, c, dc); err != nil {
+				return nil, nil, err
+			}
+		}
+		cfg.Logger.Debug("audit: counted table", "table", dir, "files", len(files))
+	}
+	return c, topics, nil
 }

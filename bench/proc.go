@@ -133,6 +133,11 @@ func startTributary(ctx context.Context, cfg Config, dir string) (*server, error
 // A peer of nodes nodes takes clients on every other port from its base
 // (see peer.sh).
 func startPeer(name string, nodes int) func(ctx context.Context, cfg Config, dir string) (*server, error) {
+	return startPeerOn(name, nodes, 0)
+}
+
+// startPeerOn is startPeer on the given base port (0: a free one).
+func startPeerOn(name string, nodes, port int) func(ctx context.Context, cfg Config, dir string) (*server, error) {
 	return func(ctx context.Context, cfg Config, dir string) (*server, error) {
 		script, err := filepath.Abs(filepath.Join(cfg.Scripts, "peer.sh"))
 		if err != nil {
@@ -141,9 +146,11 @@ func startPeer(name string, nodes int) func(ctx context.Context, cfg Config, dir
 		if _, err := os.Stat(script); err != nil {
 			return nil, fmt.Errorf("%s: %w (run from the repository root, or pass the scripts directory)", script, err)
 		}
-		port, err := freePortRange(max(3, 2*nodes))
-		if err != nil {
-			return nil, err
+		port := port
+		if port == 0 {
+			if port, err = freePortRange(max(3, 2*nodes)); err != nil {
+				return nil, err
+			}
 		}
 		stop := func() error {
 			c, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -66,6 +66,10 @@ func (b *Broker) autoCreateRefusal(name string) int16 {
 	return 0
 }
 
+// refusalLogEvery bounds how often refused auto-creations are logged: a
+// client asking in a loop must not turn the limit into a log flood.
+const refusalLogEvery = 10 * time.Second
+
 func (b *Broker) logAutoCreateRefusal(name, why string, maxTopics int) {
 	a := b.autoCreate
 	n := a.refused.Add(1)

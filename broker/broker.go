@@ -20,8 +20,8 @@
 //     bounded (QueuedMaxRequestBytes), connections are capped in total and
 //     per IP, and a client that stalls mid-request, stops reading responses
 //     or stays idle is disconnected.
-//   - Every listener (listeners.go) has its security protocol: TLS 1.2+
-//     with an optional client CA (tls.go), SASL PLAIN and SCRAM-SHA-256/512
+//   - Every listener (broker/netserver) has its security protocol: TLS 1.2+
+//     with an optional client CA, SASL PLAIN and SCRAM-SHA-256/512
 //     (sasl.go). On a SASL listener nothing but ApiVersions and the SASL
 //     exchange is answered before the client has proved who it is, and no
 //     password is stored, only salted, iterated SCRAM keys (broker/auth).
@@ -47,7 +47,8 @@
 //   - A partition that cannot write (full disk) answers KAFKA_STORAGE_ERROR
 //     and is logged once until it writes again.
 //
-// New wires the parts that are packages of their own: broker/auth
+// New wires the parts that are packages of their own: broker/netserver
+// (connections, framing, the request budget and its shares), broker/auth
 // (credentials, SCRAM, the login guard), broker/acl (the authorizer),
 // broker/quota, broker/topicconfig and broker/brokerconfig (the config
 // models), broker/kafkaerr (error codes), broker/log (storage) and
@@ -59,19 +60,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/broker/brokerconfig"
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/broker/quota"
+	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -84,39 +85,30 @@ type Broker struct {
 	pids   *producerIDs
 	selfID int32 // this broker's id: fixed for its lifetime, read on every request
 	groups *group.Coordinator
-	faults storageFaults // partitions failing writes, logged once each
+	txns   *txn.Coordinator // txncoordinator.go
+	// txnMarkers counts the markers written here: abort, commit.
+	txnMarkers [2]atomic.Int64
+	txnPeers   txnPeers      // txn_peers.go
+	faults     storageFaults // partitions failing writes, logged once each
 
-	closing chan struct{}   // closed when shutdown starts; long polls end
-	tls     *tlsState       // nil without Config.TLS
-	authz   *acl.Authorizer // nil without Config.Authorizer
-	logins  *auth.Guard     // failed-login limit and timing (broker/auth)
-	quotas  *quota.Manager  // client quotas (broker/quota)
+	closing chan struct{}     // closed when shutdown starts; long polls end
+	server  *netserver.Server // the connection layer (connections.go)
+	tls     *netserver.TLS    // nil without Config.TLS
+	authz   *acl.Authorizer   // nil without Config.Authorizer
+	logins  *auth.Guard       // failed-login limit and timing (broker/auth)
+	quotas  *quota.Manager    // client quotas (broker/quota)
 	// staticLog is the partitions' configuration as the flags make it,
 	// dyn the dynamic broker configs over it (dynamicconfig.go).
 	staticLog log.Config
 	dyn       dynamicConfigs
 
-	mu        sync.Mutex
-	listeners []*boundListener
-	serving   chan struct{} // closed once the first listeners are bound (Serving)
-	conns     map[*conn]struct{}
-	perIP     map[string]int // open connections per remote IP
-	connWG    sync.WaitGroup
-	closed    bool
-	stopSync  chan struct{}
+	mu       sync.Mutex
+	closed   bool
+	stopSync chan struct{}
 
-	budget        *byteBudget // queued.max.request.bytes
-	preAuthBudget *byteBudget // requests before login (conn_preauth.go)
-	autoCreate    *autoCreateLimit
-	// principalBudgets are the logged-in principals' shares of budget
-	// (conn_preauth.go): one per principal ever seen, which only
-	// credentials or certificates make.
-	principalBudgets sync.Map  // string -> *byteBudget
-	ipBudgets        ipBudgets // per-address shares of budget; guarded by mu
-	counters         connCounters
-	lastRefusalLog   atomic.Int64 // unix nanos of the last refused-connection line
-	refusals         refusalLog   // refused features, logged once a minute each (refusals.go)
-	startLevel       slog.Level   // the log level at start, which DELETE of a BROKER_LOGGER returns to
+	autoCreate *autoCreateLimit
+	refusals   refusalLog // refused features, logged once a minute each (refusals.go)
+	startLevel slog.Level // the log level at start, which DELETE of a BROKER_LOGGER returns to
 
 	metrics *brokerMetrics // see metrics.go
 
@@ -139,27 +131,22 @@ func New(cfg Config) (*Broker, error) {
 			return nil, fmt.Errorf("broker: SASL mechanism %q is not served: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", m)
 		}
 	}
-	var tlsState *tlsState
+	var tlsState *netserver.TLS
 	if cfg.TLS.CertFile != "" {
 		var err error
-		if tlsState, err = newTLSState(cfg.TLS); err != nil {
+		if tlsState, err = netserver.NewTLS(cfg.TLS); err != nil {
 			return nil, err
 		}
 	}
 	b := &Broker{
-		serving:       make(chan struct{}),
-		tls:           tlsState,
-		cfg:           cfg,
-		meta:          cfg.Metadata,
-		logger:        cfg.Logger,
-		closing:       make(chan struct{}),
-		conns:         map[*conn]struct{}{},
-		perIP:         map[string]int{},
-		stopSync:      make(chan struct{}),
-		budget:        newByteBudget(cfg.QueuedMaxRequestBytes),
-		preAuthBudget: newByteBudget(preAuthBudgetFrames * int64(cfg.SASLMaxReceiveSize)),
-		autoCreate:    newAutoCreateLimit(cfg.AutoCreateRate),
-		logins:        auth.NewGuard(),
+		tls:        tlsState,
+		cfg:        cfg,
+		meta:       cfg.Metadata,
+		logger:     cfg.Logger,
+		closing:    make(chan struct{}),
+		stopSync:   make(chan struct{}),
+		autoCreate: newAutoCreateLimit(cfg.AutoCreateRate),
+		logins:     auth.NewGuard(),
 	}
 	var err error
 	if b.meta == nil {
@@ -210,6 +197,7 @@ func New(cfg Config) (*Broker, error) {
 		fileBudget = partitionFileBudget(limit)
 	}
 	b.metrics = newBrokerMetrics(b)
+	b.server = b.newServer(tlsState)
 	b.migrateInternalTopics()
 	b.staticLog = b.metrics.logConfig(cfg.Log)
 	b.logs = newPartitions(cfg.DataDir, b.staticLog, fileBudget, b.logger)
@@ -231,6 +219,7 @@ func New(cfg Config) (*Broker, error) {
 		b.logs.closeAll()
 		return nil, err
 	}
+	b.startTxns()
 	b.replicas = newReplicas(b)
 	go b.replicas.shrinkISRs()
 	go b.metrics.watchISRs() // replica_metrics.go
@@ -286,135 +275,6 @@ func (b *Broker) followMetadata() {
 	}
 }
 
-// Serve accepts connections on ln, a PLAINTEXT listener, until Close. It
-// returns nil after Close.
-func (b *Broker) Serve(ln net.Listener) error {
-	return b.ServeListeners([]Listener{{Protocol: Plaintext}}, []net.Listener{ln})
-}
-
-// Serving is closed once the broker has bound its first listeners: from
-// then on DialInternal connects, so in-process clients (the standalone
-// registry) start after it rather than retrying.
-func (b *Broker) Serving() <-chan struct{} { return b.serving }
-
-// ServeListeners serves every listener ls[i] on lns[i] until Close, and
-// returns nil after Close, or the first listener's failure (after closing
-// the others' listeners).
-func (b *Broker) ServeListeners(ls []Listener, lns []net.Listener) error {
-	if len(ls) != len(lns) || len(ls) == 0 {
-		return fmt.Errorf("broker: %d listeners with %d sockets", len(ls), len(lns))
-	}
-	bound := make([]*boundListener, len(ls))
-	for i, l := range ls {
-		bl := &boundListener{Listener: l, ln: lns[i]}
-		if l.Protocol.TLS() {
-			if b.tls == nil {
-				return fmt.Errorf("broker: listener %s needs a certificate (--tls-cert, --tls-key)", l)
-			}
-			bl.tls = b.tls.config()
-		}
-		bound[i] = bl
-	}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return errors.New("broker: closed")
-	}
-	if len(b.listeners) == 0 {
-		close(b.serving)
-	}
-	b.listeners = append(b.listeners, bound...)
-	b.mu.Unlock()
-	errc := make(chan error, len(bound))
-	for _, bl := range bound {
-		go func() { errc <- b.serveListener(bl) }()
-	}
-	var first error
-	for range bound {
-		if err := <-errc; err != nil && first == nil {
-			first = err
-			for _, bl := range bound {
-				bl.ln.Close()
-			}
-		}
-	}
-	return first
-}
-
-func (b *Broker) serveListener(l *boundListener) error {
-	ln := l.ln
-	b.logger.Info("broker listening", "listener", l.Protocol, "addr", ln.Addr().String(), "node", b.selfID, "data_dir", b.cfg.DataDir)
-	var delay time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			select {
-			case <-b.closing:
-				return nil
-			default:
-			}
-			if errListenerClosed(err) {
-				return fmt.Errorf("listener %s: %w", l.Protocol, err)
-			}
-			// Out of descriptors, or any other failure of one accept:
-			// keep serving the connections we have and try again.
-			if delay == 0 {
-				b.logger.Warn("accepting connections failed; retrying with backoff", "listener", l.Protocol, "err", err)
-			}
-			delay = acceptBackoff(delay)
-			select {
-			case <-time.After(delay):
-			case <-b.closing:
-				return nil
-			}
-			continue
-		}
-		if delay != 0 {
-			b.logger.Info("accepting connections again", "listener", l.Protocol)
-			delay = 0
-		}
-		c := newConn(b, l, nc)
-		b.mu.Lock()
-		if b.closed {
-			b.mu.Unlock()
-			nc.Close()
-			continue
-		}
-		if setting := b.admitLocked(c); setting != "" {
-			b.mu.Unlock()
-			nc.Close()
-			b.logRefusal(nc.RemoteAddr(), setting)
-			continue
-		}
-		b.connWG.Add(1)
-		b.mu.Unlock()
-		b.metrics.accepted.Inc()
-		go func() {
-			defer b.connWG.Done()
-			c.serve()
-			b.mu.Lock()
-			b.forgetLocked(c)
-			b.mu.Unlock()
-		}()
-	}
-}
-
-// Addr is the address of the first PLAINTEXT listener (else of the first
-// listener), or "" before Serve.
-func (b *Broker) Addr() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.listeners) == 0 {
-		return ""
-	}
-	for _, l := range b.listeners {
-		if l.Protocol == Plaintext {
-			return l.ln.Addr().String()
-		}
-	}
-	return b.listeners[0].ln.Addr().String()
-}
-
 // Close shuts down gracefully: stop accepting, stop reading new requests,
 // answer the requests already read, then flush every partition and mark it
 // cleanly shut down so the next start skips recovery.
@@ -427,16 +287,11 @@ func (b *Broker) Close() error {
 	b.closed = true
 	close(b.closing)
 	close(b.stopSync)
-	for _, l := range b.listeners {
-		l.ln.Close()
-	}
-	for c := range b.conns {
-		c.stopReading()
-	}
 	b.mu.Unlock()
-	b.connWG.Wait()
+	b.server.Close() // stops accepting and reading; waits for the responses owed
 	b.replicas.closeFetchers()
 	b.groups.Close()
+	b.closeTxns()
 	err := b.logs.closeAll()
 	if merr := b.meta.Close(); err == nil {
 		err = merr

@@ -12,6 +12,7 @@ import (
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/topicconfig"
+	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/clientsec"
 )
@@ -89,6 +90,9 @@ type Config struct {
 	// GroupOffsets is where committed offsets live. Nil: the ZooKeeper
 	// offset registry when Metadata lends its session, else DataDir/groups.
 	GroupOffsets group.OffsetStore
+	// Transactions tunes the transaction coordinator (broker/txn): state
+	// partitions, the longest transaction timeout, id expiration.
+	Transactions txn.Config
 
 	// QueuedMaxRequestBytes bounds the bytes held by all requests in flight
 	// across the broker, from reading a body until its response is written
@@ -161,7 +165,7 @@ type Config struct {
 	// (raised to its hard limit at start).
 	MaxPartitionFiles int
 
-	// TLS is the certificate of the SSL and SASL_SSL listeners (see tls.go).
+	// TLS is the certificate of the SSL and SASL_SSL listeners (broker/netserver/tls.go).
 	TLS TLSFiles
 	// SASLMechanisms are the mechanisms SASL listeners offer. Nil: PLAIN,
 	// SCRAM-SHA-256 and SCRAM-SHA-512.

@@ -15,7 +15,7 @@ import (
 
 // TestProduceFramesReused checks that the broker reads Produce requests
 // into reused buffers: a stream of 10 KB produce requests must not cost the
-// broker a new 10 KB buffer each (the frame pool in conn_buffers.go), and
+// broker a new 10 KB buffer each (the frame pool in broker/netserver/conn_buffers.go), and
 // the reuse must not mix up what the requests carried.
 func TestProduceFramesReused(t *testing.T) {
 	br := testenv.StartBroker(t)

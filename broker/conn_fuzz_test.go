@@ -62,17 +62,17 @@ func serveOne(t *testing.T, req *request) {
 	defer server.Close()
 	go io.Copy(io.Discard, client)
 
-	c := newConn(b, &boundListener{Listener: Listener{Protocol: Plaintext}}, server)
-	p := b.handle(c, req) // not c.handle: a panic must fail the fuzzer
-	<-p.done
-	if p.panicked != nil {
-		t.Fatalf("%s v%d panicked: %v\n%s", kmsg.NameForKey(req.Key()), req.GetVersion(), p.panicked.value, p.panicked.stack)
+	c := testConn(b, server)
+	p := b.handle(c, req) // not c.Serve: a panic must fail the fuzzer
+	resp, panicked := p.Wait()
+	if panicked != nil {
+		t.Fatalf("%s v%d panicked: %v\n%s", kmsg.NameForKey(req.Key()), req.GetVersion(), panicked.Value, panicked.Stack)
 	}
-	if p.resp != nil {
+	if resp != nil {
 		// A refused SASL exchange closes its connection after the answer.
-		if err := p.resp.writeTo(server); err != nil && !errors.Is(err, errClosedAfterResponse) {
+		if err := resp.Send(server); err != nil && !errors.Is(err, errClosedAfterResponse) {
 			t.Fatalf("writing the response: %v", err)
 		}
 	}
-	c.finish(p)
+	p.Discard()
 }

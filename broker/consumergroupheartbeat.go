@@ -37,7 +37,7 @@ func (b *Broker) consumerGroupHeartbeat(c *conn, req *request, r *kmsg.ConsumerG
 	hb := group.ConsumerHeartbeat{
 		Group: r.Group, MemberID: r.MemberID, MemberEpoch: r.MemberEpoch,
 		InstanceID: r.InstanceID, RackID: r.RackID,
-		ClientID: req.clientID, ClientHost: clientHost(c.nc.RemoteAddr()),
+		ClientID: req.clientID, ClientHost: clientHost(c.RemoteAddr()),
 		SubscribedTopics: r.SubscribedTopicNames, ServerAssignor: r.ServerAssignor,
 	}
 	if r.RebalanceTimeoutMillis > 0 {

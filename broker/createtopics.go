@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -45,24 +46,55 @@ func (b *Broker) createTopics(who *request, req *kmsg.CreateTopicsRequest) *kmsg
 	resp := kmsg.NewPtrCreateTopicsResponse()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, rt := range req.Topics {
-		st := kmsg.NewCreateTopicsResponseTopic()
-		st.Topic = rt.Topic
-		t, err := b.createTopic(ctx, rt, req.ValidateOnly)
-		if err != nil {
-			st.ErrorCode = kafkaerr.Code(err)
-			msg := err.Error()
-			st.ErrorMessage = &msg
-		} else {
-			st.NumPartitions = t.Partitions()
-			st.ReplicationFactor = int16(len(t.ReplicasOf(0)))
-			st.TopicID = t.ID
-			st.Configs = b.createdTopicConfigs(t)
+	resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
+	named := make(map[string]bool, len(req.Topics))
+	var again []int // topics named a second time: after the first, as before
+	slots := make(chan struct{}, createConcurrency)
+	var wg sync.WaitGroup
+	for i, rt := range req.Topics {
+		resp.Topics[i] = kmsg.NewCreateTopicsResponseTopic()
+		resp.Topics[i].Topic = rt.Topic
+		if named[rt.Topic] {
+			again = append(again, i)
+			continue
 		}
-		resp.Topics = append(resp.Topics, st)
+		named[rt.Topic] = true
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			b.createOneTopic(ctx, rt, req.ValidateOnly, &resp.Topics[i])
+		})
+	}
+	wg.Wait()
+	for _, i := range again {
+		b.createOneTopic(ctx, req.Topics[i], req.ValidateOnly, &resp.Topics[i])
 	}
 	resp.Topics = append(resp.Topics, refused...)
 	return resp
+}
+
+// createConcurrency bounds the topics of one CreateTopics request created
+// at once. One at a time, each topic waited for its own registry write: a
+// request for 2,000 topics cost 2,000 rewrites of the standalone registry
+// (each fsynced, each a bigger file) or 2,000 ZooKeeper round trips in
+// turn. Created together, the standalone registry's group commit covers
+// many with one write, and ZooKeeper requests share the connection's
+// pipeline.
+const createConcurrency = 64
+
+// createOneTopic creates rt and fills its answer st.
+func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool, st *kmsg.CreateTopicsResponseTopic) {
+	t, err := b.createTopic(ctx, rt, validateOnly)
+	if err != nil {
+		st.ErrorCode = kafkaerr.Code(err)
+		msg := err.Error()
+		st.ErrorMessage = &msg
+		return
+	}
+	st.NumPartitions = t.Partitions()
+	st.ReplicationFactor = int16(len(t.ReplicasOf(0)))
+	st.TopicID = t.ID
+	st.Configs = b.createdTopicConfigs(t)
 }
 
 // createdTopicConfigs reports a new topic's effective configs (v5+). Java's

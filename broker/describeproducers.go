@@ -3,8 +3,9 @@ package broker
 // DescribeProducers (key 61, version 0): the idempotent producers each
 // partition tracks (kafka-transactions describe-producers, kafka-python's
 // admin client). Asked of the partition's leader, as in Kafka; another
-// broker answers NOT_LEADER_OR_FOLLOWER. There are no transactions, so
-// coordinator epoch is -1 and no transaction is open (-1).
+// broker answers NOT_LEADER_OR_FOLLOWER. A producer's open transaction
+// in the partition shows as its first offset (-1: none); coordinator
+// epochs are not kept (-1).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -51,6 +52,9 @@ func (b *Broker) describeProducers(who *request, req *kmsg.DescribeProducersRequ
 				a.ProducerID, a.ProducerEpoch = ap.ID, int32(ap.Epoch)
 				a.LastSequence, a.LastTimestamp = ap.LastSequence, ap.LastTimestamp
 				a.CoordinatorEpoch, a.CurrentTxnStartOffset = -1, -1
+				if first, ok := l.OpenTransaction(ap.ID); ok {
+					a.CurrentTxnStartOffset = first
+				}
 				sp.ActiveProducers = append(sp.ActiveProducers, a)
 			}
 			st.Partitions = append(st.Partitions, sp)

@@ -2,10 +2,12 @@ package broker
 
 import (
 	"math"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -40,12 +42,27 @@ func (b *Broker) OpenPartitions() int {
 // now on; stop ends the counting and returns the count.
 func CountInlineWrites() (stop func() int64) {
 	var n atomic.Int64
-	hook := func() { n.Add(1) }
-	testHookInlineWrite.Store(&hook)
+	restore := netserver.OnInlineWrite(func() { n.Add(1) })
 	return func() int64 {
-		testHookInlineWrite.Store(nil)
+		restore()
 		return n.Load()
 	}
+}
+
+// decodeRequest decodes a frame (after its size) as the connection layer
+// does, against the broker's API registry.
+func decodeRequest(frame []byte) (*request, error) {
+	r, err := netserver.DecodeRequest(frame, served, checkBody)
+	if err != nil {
+		return nil, err
+	}
+	return &request{Request: r.Request, correlationID: r.CorrelationID, clientID: r.ClientID}, nil
+}
+
+// testConn is a connection of b on a PLAINTEXT listener over nc, for
+// handlers driven directly.
+func testConn(b *Broker, nc net.Conn) *conn {
+	return b.newConn(b.server.NewConn(Listener{Protocol: Plaintext}, nc))
 }
 
 // PauseReplication stops this broker's replica fetchers after their round
@@ -107,3 +124,7 @@ func (b *Broker) ReplicationThrottleSeen(topic string, p int32, side string) boo
 	}
 	return follower != math.MaxInt64 && throttledReplica(t.Configs, cluster.FollowerThrottledReplicas, p, b.selfID)
 }
+
+// MetadataChanged is the cluster view's Changed: closed at each published
+// change (in standalone, each write of the topic registry).
+func (b *Broker) MetadataChanged() <-chan struct{} { return b.meta.Changed() }

@@ -10,8 +10,9 @@ package broker
 // response and PartitionMaxBytes each partition, except that the first
 // batch of the first partition with data is always sent whole, so a
 // consumer never sticks on a batch larger than its limits. Fetch sessions (v7+) are declined with session id 0, which
-// clients answer with full fetches; isolation levels are equivalent because
-// there are no transactions. Records go out with sendfile (fetchwrite.go).
+// clients answer with full fetches. A read_committed fetch stops at the
+// last stable offset and lists the aborted transactions of what it returns
+// (fetch_txn.go). Records go out with sendfile (fetchwrite.go).
 
 import (
 	"reflect"
@@ -50,6 +51,8 @@ type fetchPartition struct {
 	highWatermark int64
 	logStart      int64
 	records       log.Slice // Size 0: no records
+	lastStable    int64     // set with highWatermark (fetch_txn.go)
+	aborted       []log.AbortedTxn
 }
 
 func (b *Broker) fetch(req *request, r *kmsg.FetchRequest) *pending {
@@ -171,6 +174,11 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 				watches = append(watches, watch)
 			}
 			fp.highWatermark, fp.logStart = hw, l.StartOffset()
+			fp.lastStable = lastStable(l, hw)
+			committed := r.IsolationLevel == 1 && r.ReplicaID < 0
+			if committed {
+				end = fp.lastStable
+			}
 			if budget > 0 || size == 0 {
 				limit := min(int64(rp.PartitionMaxBytes), budget)
 				var s log.Slice
@@ -197,6 +205,9 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 					s.Release()
 				default:
 					fp.records = s
+					if committed {
+						fp.aborted = l.AbortedTransactions(rp.FetchOffset, end)
+					}
 					size += s.Size
 					budget -= s.Size
 					if r.ReplicaID >= 0 {

@@ -67,11 +67,11 @@ func newFetchResponse(req *request, topics []fetchTopic) *fetchResponse {
 			e.int32(p.partition)
 			e.int16(p.errorCode)
 			e.int64(p.highWatermark)
-			e.int64(p.highWatermark) // LastStableOffset: no transactions
+			e.int64(p.stableOffset())
 			if v >= 5 {
 				e.int64(p.logStart)
 			}
-			e.nullArray() // AbortedTransactions
+			e.abortedTxns(p.aborted) // fetch_txn.go
 			if v >= 11 {
 				e.int32(-1) // PreferredReadReplica
 			}
@@ -101,13 +101,13 @@ func newFetchResponse(req *request, topics []fetchTopic) *fetchResponse {
 	return resp
 }
 
-// release lets go of the segment files of a response that will not be
+// Release lets go of the segment files of a response that will not be
 // written (its connection was dropped); idempotent.
-func (f *fetchResponse) release() { releaseFetch(f.topics) }
+func (f *fetchResponse) Release() { releaseFetch(f.topics) }
 
-// writeTo writes the encoded pieces with writev and the record ranges with
+// Send writes the encoded pieces with writev and the record ranges with
 // sendfile, in order, then releases the segment files.
-func (f *fetchResponse) writeTo(nc net.Conn) error {
+func (f *fetchResponse) Send(nc net.Conn) error {
 	defer releaseFetch(f.topics)
 	if tc, ok := nc.(*tls.Conn); ok {
 		return f.writeCopy(tc)

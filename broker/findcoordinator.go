@@ -8,11 +8,10 @@ package broker
 // (spread over the others, which read their committed offsets from the
 // ZooKeeper offset registry), and when one joins it takes about 1/n of the
 // groups and no other group moves. A standalone broker
-// coordinates every group. Transactions are not supported, and a
-// transactional producer must learn that at once, and why: key type 1 is
-// answered with a fatal error and our reason (transactionRefusal). Share
-// groups (type 2) get INVALID_REQUEST. Both carry a message from v1, and
-// both are logged (refusals.go).
+// coordinates every group. A transactional id (key type 1) is
+// coordinated by the leader of its __transaction_state partition
+// (txncoordinator.go). Share groups (type 2) get INVALID_REQUEST with a
+// message from v1, logged (refusals.go).
 
 import (
 	"encoding/binary"
@@ -42,17 +41,17 @@ func (b *Broker) findCoordinatorRefused(req *request, r *kmsg.FindCoordinatorReq
 	if r.Version < 4 {
 		keys = []string{r.CoordinatorKey}
 	}
-	typ := kmsg.ACLResourceTypeGroup
+	typ, refused := kmsg.ACLResourceTypeGroup, groupRefused
 	if r.CoordinatorType == 1 {
-		typ = kmsg.ACLResourceTypeTransactionalId
+		typ, refused = kmsg.ACLResourceTypeTransactionalId, txnRefused
 	}
 	for _, k := range keys {
 		if !b.may(req, kmsg.ACLOperationDescribe, typ, k) {
 			resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
-			resp.ErrorCode = groupRefused
+			resp.ErrorCode = refused
 			for _, k := range keys {
 				c := kmsg.NewFindCoordinatorResponseCoordinator()
-				c.Key, c.ErrorCode, c.NodeID = k, groupRefused, -1
+				c.Key, c.ErrorCode, c.NodeID = k, refused, -1
 				resp.Coordinators = append(resp.Coordinators, c)
 			}
 			resp.NodeID = -1
@@ -74,17 +73,17 @@ func (b *Broker) findCoordinator(listener SecurityProtocol, req *kmsg.FindCoordi
 	for _, key := range keys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key
-		switch br, ok := b.coordinatorFor(key); {
-		case req.CoordinatorType == 1:
-			msg := "Tributary does not support Kafka transactions; unset transactional.id (an idempotent producer still writes each batch exactly once per partition)"
-			c.ErrorCode, c.ErrorMessage, c.NodeID = transactionRefusal(req.Version), &msg, -1
-			b.refuse("transactions", "a transactional producer (transactional.id set) looked for its transaction coordinator", "transactional_id", key)
-		case req.CoordinatorType != 0:
+		br, ok := b.coordinatorFor(key)
+		if req.CoordinatorType == 1 {
+			br, ok = b.txnCoordinatorFor(key)
+		}
+		switch {
+		case req.CoordinatorType > 1:
 			msg := "Tributary coordinates consumer groups only (key type 0); share groups are not supported"
 			c.ErrorCode, c.ErrorMessage, c.NodeID = kerr.InvalidRequest.Code, &msg, -1
 			b.refuse("share groups", "a client looked for a share group coordinator", "key", key)
 		case !ok:
-			msg := "no live broker to coordinate the group; the cluster view may be catching up"
+			msg := "no live broker to coordinate the group or transactional id; the cluster view may be catching up"
 			c.ErrorCode, c.ErrorMessage, c.NodeID = kerr.CoordinatorNotAvailable.Code, &msg, -1
 		default:
 			host, port, ok := br.Endpoint(string(listener))
@@ -104,18 +103,6 @@ func (b *Broker) findCoordinator(listener SecurityProtocol, req *kmsg.FindCoordi
 		resp.Coordinators = nil
 	}
 	return resp
-}
-
-// transactionRefusal is the code a transactional FindCoordinator gets. Both
-// are fatal to the producer. From v4 (Java 3.0 and later) INVALID_REQUEST,
-// whose message Java shows as the reason; below it (librdkafka)
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which librdkafka shows with the
-// message too, while it retries INVALID_REQUEST until its own timeout.
-func transactionRefusal(version int16) int16 {
-	if version >= 4 {
-		return kerr.InvalidRequest.Code
-	}
-	return kerr.TransactionalIDAuthorizationFailed.Code
 }
 
 // coordinatorFor picks a group's coordinator among the live brokers.

@@ -3,7 +3,8 @@ package broker
 // The API registry: every Kafka API the broker serves is declared once, by
 // a register call in its own file (produce.go, fetch.go, ...), with its key,
 // the versions it really implements and its handler. ApiVersions advertises
-// exactly these ranges, decodeRequest refuses anything outside them, and
+// exactly these ranges, the connection layer refuses anything outside them
+// before decoding (served, connections.go), and
 // handle dispatches through them, so adding an API or a version is one edit
 // in that API's file.
 
@@ -12,8 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-const apiVersionsKey = 18
 
 // versions is a range of versions of one API that the broker really
 // implements.
@@ -73,12 +72,12 @@ func async[Q kmsg.Request, P kmsg.Response](h func(*Broker, *request, Q) P) serv
 // authentication closes the connection (nil, as Kafka does): the client
 // skipped the login, and answering would serve an unknown principal.
 func (b *Broker) handle(c *conn, req *request) *pending {
-	if !c.auth.authenticated && !preAuthAPI(req.Key()) {
+	if !c.Authenticated() && !preAuthAPI(req.Key()) {
 		c.logger.Warn("closing connection: request before SASL authentication",
 			"api", kmsg.NameForKey(req.Key()), "client_id", req.clientID, "listener", c.listener.Protocol)
 		return nil
 	}
-	req.principal, req.host = c.auth.principal, c.ip // each handler authorizes (authorize.go)
+	req.principal, req.host = c.Principal(), c.ip // each handler authorizes (authorize.go)
 	a, ok := supported[req.Key()]
 	if !ok {
 		// decodeRequest only accepts registered keys.

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/netserver"
 )
 
 // registeredKeys returns the registered API keys in order.
@@ -83,20 +84,20 @@ func serveAndRead(t *testing.T, b *Broker, req *request, flexibleHeader bool) []
 	server, client := net.Pipe()
 	defer client.Close()
 	defer server.Close()
-	c := newConn(b, &boundListener{Listener: Listener{Protocol: Plaintext}}, server)
+	c := testConn(b, server)
 	p := b.handle(c, req)
 	if p == nil {
 		t.Fatal("the connection was closed instead of answered")
 	}
-	<-p.done
-	defer c.finish(p)
-	if p.panicked != nil {
-		t.Fatalf("panicked: %v\n%s", p.panicked.value, p.panicked.stack)
+	resp, panicked := p.Wait()
+	defer p.Discard()
+	if panicked != nil {
+		t.Fatalf("panicked: %v\n%s", panicked.Value, panicked.Stack)
 	}
-	if p.resp == nil {
+	if resp == nil {
 		t.Fatal("no response: no handler reached")
 	}
-	return writeAndReadBack(t, p.resp, server, client, req.correlationID, flexibleHeader)
+	return writeAndReadBack(t, resp, server, client, req.correlationID, flexibleHeader)
 }
 
 // writeAndReadBack writes resp on server, reads its frame on client, checks
@@ -105,7 +106,7 @@ func serveAndRead(t *testing.T, b *Broker, req *request, flexibleHeader bool) []
 func writeAndReadBack(t *testing.T, resp response, server, client net.Conn, corr int32, flexibleHeader bool) []byte {
 	t.Helper()
 	written := make(chan error, 1)
-	go func() { written <- resp.writeTo(server) }()
+	go func() { written <- resp.Send(server) }()
 	var size [4]byte
 	if _, err := io.ReadFull(client, size[:]); err != nil {
 		t.Fatal(err)
@@ -124,7 +125,7 @@ func writeAndReadBack(t *testing.T, resp response, server, client net.Conn, corr
 	body = body[4:]
 	if flexibleHeader {
 		var err error
-		if body, err = skipTags(body); err != nil {
+		if body, err = netserver.SkipTags(body); err != nil {
 			t.Fatalf("response header: %v", err)
 		}
 	}
@@ -143,8 +144,8 @@ func TestUnregisteredIsUnsupportedVersion(t *testing.T) {
 		kreq := kmsg.RequestForKey(key)
 		kreq.SetVersion(v)
 		_, err := decodeRequest(formatter.AppendRequest(nil, kreq, 1)[4:])
-		var unsup *unsupportedVersion
-		if !errors.As(err, &unsup) || unsup.key != key || unsup.version != v {
+		var unsup *netserver.UnsupportedVersion
+		if !errors.As(err, &unsup) || unsup.Key != key || unsup.Version != v {
 			t.Errorf("%s v%d: got %v, want UNSUPPORTED_VERSION", kmsg.NameForKey(key), v, err)
 		}
 	}

@@ -15,7 +15,13 @@ package broker
 // id: bumping the epoch of a named id would let anyone fence a stranger.
 // Each id remembers the principal it was handed to, and a batch with it
 // from another principal is refused (checkProducerIDs).
-// Transactions are not supported: a transactional id is refused.
+//
+// With a transactional id the request goes to the transaction coordinator
+// (broker/txn, txncoordinator.go), which needs Write on the id: the id's
+// producer id is kept, its epoch bumped (fencing the previous instance)
+// and what that instance left open aborted. Such ids are not tied to a
+// principal: the TransactionalId ACL and the coordinator's checks guard
+// them. v5 and later (KIP-939's two-phase commit) are not served.
 
 import (
 	"encoding/binary"
@@ -35,6 +41,9 @@ import (
 func init() {
 	register(22, 0, 4, func(b *Broker, _ *conn, req *request) *pending {
 		r := req.Request.(*kmsg.InitProducerIDRequest)
+		if r.TransactionalID != nil {
+			return later(func() response { return encode(req, b.initTransactionalProducerID(req, r)) })
+		}
 		// An idempotent producer needs IdempotentWrite on the cluster or
 		// Write on some topic, as in Kafka 3.x.
 		if r.TransactionalID == nil && !b.mayCluster(req, kmsg.ACLOperationIdempotentWrite) &&
@@ -56,12 +65,6 @@ const (
 func (b *Broker) initProducerID(principal string, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
 	resp := kmsg.NewPtrInitProducerIDResponse()
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if req.TransactionalID != nil {
-		// Kafka's code for a broker that will not serve transactions.
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		b.refuse("transactions", "a transactional producer asked for a producer id", "transactional_id", *req.TransactionalID)
-		return resp
-	}
 	id, err := b.pids.next(principal)
 	if err != nil {
 		b.logger.Error("allocating a producer id", "err", err)
@@ -107,7 +110,8 @@ func openProducerIDs(dir string, brokerID int32) (*producerIDs, error) {
 	return p, nil
 }
 
-// next hands out a new id to principal.
+// next hands out a new id to principal ("": to nobody in particular,
+// as for a transactional id's producer, which its ACL guards).
 func (p *producerIDs) next(principal string) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -123,9 +127,11 @@ func (p *producerIDs) next(principal string) (int64, error) {
 		p.nextID++
 		if c >= p.key.floor {
 			id := p.prefix | c
-			p.ownersMu.Lock()
-			p.owners.add(id, principal)
-			p.ownersMu.Unlock()
+			if principal != "" {
+				p.ownersMu.Lock()
+				p.owners.add(id, principal)
+				p.ownersMu.Unlock()
+			}
 			return id, nil
 		}
 	}
@@ -188,4 +194,28 @@ func (b *Broker) producerIDRefusal(principal string, records []byte) (int16, str
 		records = records[size:]
 	}
 	return 0, ""
+}
+
+// initTransactionalProducerID serves InitProducerId with a transactional
+// id: Write on the id, then the coordinator of the id (this broker, or
+// NOT_COORDINATOR).
+func (b *Broker) initTransactionalProducerID(req *request, r *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
+	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	id := *r.TransactionalID
+	if !b.mayTxn(req, kmsg.ACLOperationWrite, id) {
+		resp.ErrorCode = txnRefused
+		return resp
+	}
+	if resp.ErrorCode = b.txnCoordinatorRefusal(id); resp.ErrorCode != 0 {
+		return resp
+	}
+	ctx, cancel := b.txnCtx()
+	defer cancel()
+	pid, epoch, err := b.txns.InitProducerID(ctx, id, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch)
+	resp.ErrorCode = txnCode(err, r.Version, 4)
+	if err == nil {
+		resp.ProducerID, resp.ProducerEpoch = pid, epoch
+	}
+	return resp
 }

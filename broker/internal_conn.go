@@ -16,8 +16,6 @@ package broker
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,42 +37,10 @@ func internalAllowed(typ kmsg.ACLResourceType, name string) bool {
 // (the listeners' addresses, which Metadata also names). Before the
 // broker serves its listeners it waits for them as long as ctx allows (a
 // client made beside a starting broker should not spend its retries on
-// the start); after Close it fails.
+// the start); after Close it fails. Metadata names every broker by its
+// endpoint of the connection's listener: the first listener's, which the
+// client's dialer (this function again) maps back here. No TLS and no
+// SASL on a pipe.
 func (b *Broker) DialInternal(ctx context.Context, _, _ string) (net.Conn, error) {
-	select {
-	case <-b.serving:
-	case <-b.closing:
-		return nil, errors.New("broker: closed")
-	case <-ctx.Done():
-		return nil, fmt.Errorf("broker: not serving yet: %w", context.Cause(ctx))
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return nil, errors.New("broker: closed")
-	}
-	if len(b.listeners) == 0 {
-		return nil, errors.New("broker: not serving yet")
-	}
-	// Metadata names every broker by its endpoint of the connection's
-	// listener: the first listener's, which the client's dialer (this
-	// function again) maps back here. No TLS and no SASL on a pipe.
-	l := &boundListener{Listener: b.listeners[0].Listener, ln: b.listeners[0].ln}
-	client, server := net.Pipe()
-	c := newConn(b, l, server)
-	c.auth.principal, c.auth.authenticated = InternalPrincipal, true
-	if setting := b.admitLocked(c); setting != "" {
-		client.Close()
-		server.Close()
-		return nil, errors.New("broker: in-process connection refused: " + setting + " reached")
-	}
-	b.connWG.Add(1)
-	go func() {
-		defer b.connWG.Done()
-		c.serve()
-		b.mu.Lock()
-		b.forgetLocked(c)
-		b.mu.Unlock()
-	}()
-	return client, nil
+	return b.server.DialInternal(ctx, InternalPrincipal)
 }

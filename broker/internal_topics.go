@@ -19,9 +19,7 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"maps"
 	"slices"
 	"strings"
@@ -31,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/kafkaerr"
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // internalTopic is one topic the broker protects, and the shape it must
@@ -55,6 +54,9 @@ var internalTopics = map[string]internalTopic{
 	// compaction removes (schema/registry's state.apply).
 	"_schemas": {owner: "the schema registry", partitions: 1, configs: map[string]string{"retention.ms": "-1", "cleanup.policy": "compact"}},
 	"_audit":   {owner: "the audit publishers and the mirror"},
+	// __transaction_state holds the transaction coordinator's state, one
+	// record per transactional id: compacted, as Kafka's is.
+	"__transaction_state": {owner: "the transaction coordinator", configs: map[string]string{"cleanup.policy": "compact"}},
 }
 
 // The client ids the broker admits to internal topics by default: the
@@ -224,7 +226,7 @@ func encodeBatch(at time.Time, recs []InternalRecord) []byte {
 	}
 	ms := at.UnixMilli()
 	batch := kmsg.RecordBatch{
-		Length:          int32(49 + len(records)), // the header after the length field, then the records
+		Length:          int32(recordbatch.MinLength + len(records)), // the header after the length field, then the records
 		Magic:           2,
 		LastOffsetDelta: int32(len(recs) - 1),
 		FirstTimestamp:  ms,
@@ -236,7 +238,6 @@ func encodeBatch(at time.Time, recs []InternalRecord) []byte {
 		Records:         records,
 	}
 	raw := batch.AppendTo(nil)
-	// The CRC covers everything from the attributes on (byte 21).
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	recordbatch.SetCRC(raw)
 	return raw
 }

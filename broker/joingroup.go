@@ -39,7 +39,7 @@ func (b *Broker) joinGroup(c *conn, req *request, r *kmsg.JoinGroupRequest) *pen
 		MemberID:           r.MemberID,
 		InstanceID:         r.InstanceID,
 		ClientID:           req.clientID,
-		ClientHost:         clientHost(c.nc.RemoteAddr()),
+		ClientHost:         clientHost(c.RemoteAddr()),
 		SessionTimeout:     time.Duration(r.SessionTimeoutMillis) * time.Millisecond,
 		ProtocolType:       r.ProtocolType,
 		RequireKnownMember: r.Version >= 4,

@@ -4,7 +4,8 @@ package broker
 //
 // Earliest (-2) is the log start offset, latest (-1) the high watermark:
 // consumers see only flushed data, so the latest offset a consumer can read
-// is the flushed one. A timestamp finds the first batch whose max timestamp
+// is the flushed one; for a read_committed client (v2+) it is the last
+// stable offset, as far as such a client can read (fetch_txn.go). A timestamp finds the first batch whose max timestamp
 // is at or after it, from the sparse index; none gives offset -1, as Kafka.
 // Max timestamp (-3, v7+) is the flushed record with the largest timestamp
 // (log.MaxTimestamp). Without tiered storage, earliest-local (-4, v8+) is
@@ -75,6 +76,9 @@ func (b *Broker) listOffsets(who *request, req *kmsg.ListOffsetsRequest) *kmsg.L
 				sp.Offset = l.StartOffset()
 			case -1:
 				sp.Offset = hw
+				if req.IsolationLevel == 1 {
+					sp.Offset = lastStable(l, hw)
+				}
 			case -3:
 				if off, ts, ok := l.MaxTimestamp(); ok {
 					sp.Offset, sp.Timestamp = off, ts

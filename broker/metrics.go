@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // brokerMetrics are the broker's Prometheus metrics, named and meant as
@@ -222,36 +223,26 @@ func (m *brokerMetrics) logConfig(c log.Config) log.Config {
 	return c
 }
 
-// requestDone records one request once its response is written or
-// dropped.
-func (m *brokerMetrics) requestDone(p *pending, dropped bool) {
-	if m.off || p.req == nil {
-		return
-	}
-	key, v := p.req.Key(), p.req.GetVersion()
-	if key < 0 || int(key) >= len(m.byKey) || m.byKey[key] == nil {
+// ResponseDone records one request once its response is written
+// (answered) or dropped (netserver.Observer).
+func (m *brokerMetrics) ResponseDone(key, v int16, read time.Time, answered bool) {
+	if m.off || key < 0 || int(key) >= len(m.byKey) || m.byKey[key] == nil {
 		return
 	}
 	s := m.byKey[key]
 	if i := int(v - s.min); i >= 0 && i < len(s.versions) {
 		s.versions[i].Inc()
 	}
-	if dropped || p.panicked != nil {
+	if !answered {
 		s.unanswered.Inc()
 		return
 	}
-	s.duration.Observe(time.Since(p.start).Seconds())
+	s.duration.Observe(time.Since(read).Seconds())
 }
 
-// dropped tells whether the connection was aborted.
-func (c *conn) dropped() bool {
-	select {
-	case <-c.gone:
-		return true
-	default:
-		return false
-	}
-}
+// ConnAccepted counts a connection accepted from a listener
+// (netserver.Observer).
+func (m *brokerMetrics) ConnAccepted() { m.accepted.Inc() }
 
 // produced records one partition of a Produce request after its append.
 func (m *brokerMetrics) produced(topic string, records []byte, code int16) {
@@ -264,10 +255,10 @@ func (m *brokerMetrics) produced(topic string, records []byte, code int16) {
 	}
 	// The batches were validated by the append: their headers can be read.
 	var n int64
-	for b := records; len(b) >= 61; {
-		n += int64(int32(binary.BigEndian.Uint32(b[57:])))
-		size := int(int32(binary.BigEndian.Uint32(b[8:]))) + 12
-		if size < 61 || size > len(b) {
+	for b := records; len(b) >= recordbatch.HeaderSize; {
+		n += int64(int32(binary.BigEndian.Uint32(b[recordbatch.OffRecordCount:])))
+		size := int(int32(binary.BigEndian.Uint32(b[recordbatch.OffLength:]))) + recordbatch.LengthPrefix
+		if size < recordbatch.HeaderSize || size > len(b) {
 			break
 		}
 		b = b[size:]
@@ -309,13 +300,13 @@ func (m *brokerMetrics) fetched(r response) response {
 	return r
 }
 
-// handlerStarts records a request's queue time: from its frame read
-// (read) to its handler starting, now.
-func (m *brokerMetrics) handlerStarts(req *request, read time.Time) {
+// HandlerStarted records a request's queue time: from its frame read
+// (read) to its handler starting, now (netserver.Observer).
+func (m *brokerMetrics) HandlerStarted(key int16, read time.Time) {
 	if m.off {
 		return
 	}
-	if key := req.Key(); key >= 0 && int(key) < len(m.byKey) && m.byKey[key] != nil {
+	if key >= 0 && int(key) < len(m.byKey) && m.byKey[key] != nil {
 		m.byKey[key].queue.Observe(time.Since(read).Seconds())
 	}
 }
@@ -369,6 +360,9 @@ func (m *brokerMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range replicaDescs {
 		ch <- d
 	}
+	for _, d := range txnDescs { // metrics_txn.go
+		ch <- d
+	}
 }
 
 // Collect reads the broker's state: connections, every open partition and
@@ -418,6 +412,7 @@ func (m *brokerMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	m.collectLag(ch, hw)
 	m.collectReplication(ch, logEnd)
+	m.collectTxns(ch) // metrics_txn.go
 }
 
 // openPartitions lists the open partition logs. Partitions whose logs are

@@ -5,8 +5,9 @@ package broker
 // Returns a group's committed offsets; -1 for a partition without one. From
 // v2 a null topic list asks for every committed partition, and group errors
 // are also given at the top level. v8+ batches groups, each with its own
-// error (NOT_COORDINATOR for groups another broker coordinates). There are no
-// transactions, so every offset is stable and RequireStable changes nothing.
+// error (NOT_COORDINATOR for groups another broker coordinates).
+// RequireStable (v7+) holds back offsets a transaction is about to commit
+// (offsetfetch_txn.go).
 // v9's member id and epoch are checked in a consumer-protocol group
 // (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) and ignored in a classic one.
 // v10 (topic ids) is not served.
@@ -128,6 +129,9 @@ func (b *Broker) offsetFetch(r *kmsg.OffsetFetchRequest, describe func(string) b
 				requested[t.Topic] = append(requested[t.Topic], t.Partitions...)
 			}
 			topics, err := b.fetchOffsetsAs(rg.Group, rg.MemberID, rg.MemberEpoch, requested, rg.Topics == nil, describe)
+			if r.RequireStable {
+				b.markUnstable(rg.Group, topics)
+			}
 			sg := kmsg.NewOffsetFetchResponseGroup()
 			sg.Group = rg.Group
 			sg.ErrorCode = codeOf(err)
@@ -152,6 +156,9 @@ func (b *Broker) offsetFetch(r *kmsg.OffsetFetchRequest, describe func(string) b
 		requested[t.Topic] = append(requested[t.Topic], t.Partitions...)
 	}
 	topics, err := b.fetchOffsets(r.Group, requested, r.Topics == nil && r.Version >= 2, describe)
+	if r.RequireStable {
+		b.markUnstable(r.Group, topics)
+	}
 	resp.ErrorCode = codeOf(err)
 	for _, ft := range topics {
 		st := kmsg.NewOffsetFetchResponseTopic()

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -23,8 +22,9 @@ import (
 //
 // A log is opened (and so recovered) on first use, not at start, and the
 // open logs together hold at most fdBudget file descriptors: opening one
-// more closes the least recently used (CLOCK) with the clean Close, and the
-// next request for it opens it again. So a broker hosting more partitions
+// more closes the least recently used (CLOCK) with the clean Close, in the
+// background (partitions_close.go), and the next request for it opens it
+// again. So a broker hosting more partitions
 // than it has descriptors for still starts and serves them all. A request
 // that got a log just as it was being closed sees log.ErrClosed, which
 // clients get as NOT_LEADER_FOR_PARTITION and retry; nothing is lost,
@@ -41,6 +41,11 @@ type partitions struct {
 	hand    int
 	fds     int                       // descriptors held by the logs in ring, estimated
 	closing map[partKey]chan struct{} // logs being closed: wait before reopening
+	// closingFDs are the descriptors still held by the logs in closing
+	// (partitions_close.go); roomFreed is closed and replaced whenever one
+	// of them finishes.
+	closingFDs int
+	roomFreed  chan struct{}
 
 	cleaner *log.Cleaner // compacts the open logs whose cleanup policy says so
 
@@ -72,9 +77,10 @@ type openLog struct {
 func newPartitions(dir string, base log.Config, fdBudget int, logger *slog.Logger) *partitions {
 	ps := &partitions{
 		dir: dir, logger: logger, fdBudget: fdBudget,
-		logs:    map[partKey]*openLog{},
-		closing: map[partKey]chan struct{}{},
-		cleaner: log.NewCleaner(base.Cleaner, logger),
+		logs:      map[partKey]*openLog{},
+		closing:   map[partKey]chan struct{}{},
+		roomFreed: make(chan struct{}),
+		cleaner:   log.NewCleaner(base.Cleaner, logger),
 	}
 	ps.base.Store(&base)
 	return ps
@@ -119,6 +125,7 @@ func (ps *partitions) open(t cluster.Topic, p int32, used bool) (*log.Log, error
 // long recovery holds up no other partition; it returns the entry to wait
 // on (another caller's, if one was first).
 func (ps *partitions) startOpen(t cluster.Topic, key partKey, used bool) *openLog {
+	ps.waitForClosingRoom()
 	ps.mu.Lock()
 	if o := ps.logs[key]; o != nil {
 		ps.mu.Unlock()
@@ -138,7 +145,7 @@ func (ps *partitions) startOpen(t cluster.Topic, key partKey, used bool) *openLo
 	wait := ps.closing[key]
 	ps.mu.Unlock()
 
-	ps.closeLogs(victims)
+	ps.closeInBackground(victims)
 	if wait != nil {
 		<-wait // the previous instance must finish its Close first
 	}
@@ -216,9 +223,7 @@ func (ps *partitions) makeRoomLocked(want int) []*openLog {
 			ps.hand++
 			continue
 		}
-		ps.removeLocked(o)
-		delete(ps.logs, o.key)
-		ps.closing[o.key] = make(chan struct{})
+		ps.retireLocked(o)
 		victims = append(victims, o)
 	}
 	return victims
@@ -241,20 +246,6 @@ func (ps *partitions) removeLocked(o *openLog) {
 	ps.fds -= o.fds
 }
 
-// closeLogs closes logs taken out by makeRoomLocked and lets waiting
-// openers of the same partitions go on.
-func (ps *partitions) closeLogs(victims []*openLog) {
-	for _, o := range victims {
-		if err := o.l.Close(); err != nil && !errors.Is(err, log.ErrClosed) {
-			ps.logger.Error("closing idle partition", "topic", o.key.topic, "partition", o.key.p, "err", err)
-		}
-		ps.mu.Lock()
-		close(ps.closing[o.key])
-		delete(ps.closing, o.key)
-		ps.mu.Unlock()
-	}
-}
-
 // closeIfUnused closes the log of key if nothing used it since it was
 // opened cold: the retention sweep's way of giving its descriptors back.
 func (ps *partitions) closeIfUnused(key partKey) {
@@ -264,9 +255,7 @@ func (ps *partitions) closeIfUnused(key partKey) {
 		ps.mu.Unlock()
 		return
 	}
-	ps.removeLocked(o)
-	delete(ps.logs, key)
-	ps.closing[key] = make(chan struct{})
+	ps.retireLocked(o)
 	ps.mu.Unlock()
 	ps.closeLogs([]*openLog{o})
 }
@@ -385,18 +374,6 @@ func (ps *partitions) deleteTopic(topic string) {
 			}
 		}
 	}
-}
-
-// closeAll flushes and closes every log, writing their clean-shutdown marks.
-func (ps *partitions) closeAll() error {
-	ps.cleaner.Close()
-	var errs []error
-	for _, o := range ps.take(func(partKey) bool { return true }) {
-		if err := o.l.Close(); err != nil && !errors.Is(err, log.ErrClosed) {
-			errs = append(errs, fmt.Errorf("closing %s-%d: %w", o.key.topic, o.key.p, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // cutPartitionDir splits "<topic>-<partition>" (topics may contain '-').

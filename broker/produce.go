@@ -10,7 +10,9 @@ package broker
 // idempotent producer's pipelined batches reach the log in sequence order.
 // acks=1 is answered after the append, acks=all after the fsync that covers
 // the batch (one fsync answers every request waiting on it), acks=0 never.
-// Transactional and control batches are refused: no transactions.
+// Transactional batches are appended only within their producer's open
+// transaction (produce_txn.go); control batches come only from the
+// transaction coordinator, never in a Produce request.
 //
 // A partition's batches are appended as a unit: each is checked down to its
 // records (see package log) and, for idempotent producers, its sequence,
@@ -49,10 +51,9 @@ func init() {
 }
 
 const (
-	attrCodecMask     = 0x07
-	codecZstd         = 4
-	attrTransactional = 0x10
-	attrControl       = 0x20
+	attrCodecMask = 0x07
+	codecZstd     = 4
+	attrControl   = 0x20
 )
 
 // appended is what a partition's append left for the answer: where the last
@@ -105,10 +106,9 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 			case r.Version < 3:
 				sp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
 				setMessage(&sp, "Tributary stores record batches v2 only: use Produce v3 or newer")
-			case r.TransactionID != nil:
-				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-				setMessage(&sp, "Tributary does not support transactions")
-				b.refuse("transactions", "a produce request named a transactional id", "transactional_id", *r.TransactionID)
+			case r.TransactionID != nil && !b.mayTxn(req, kmsg.ACLOperationWrite, *r.TransactionID):
+				sp.ErrorCode = txnRefused
+				setMessage(&sp, "not allowed to write as transactional id "+*r.TransactionID)
 			case refusal != "":
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				setMessage(&sp, refusal)
@@ -131,7 +131,14 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 					setMessage(&sp, msg)
 					break
 				}
-				last := b.appendBatches(l, rp.Records, r.Version, &sp, b.produceLimitsFor(t), allow)
+				last := int64(-1)
+				if code, msg := b.transactionalAppend(r.TransactionID, rt.Topic, rp.Partition, rp.Records, func() {
+					last = b.appendBatches(l, rp.Records, r.Version, &sp, b.produceLimitsFor(t), allow)
+				}); code != 0 {
+					sp.ErrorCode = code
+					setMessage(&sp, msg)
+					break
+				}
 				b.storageWritten(l, sp.ErrorCode)
 				if sp.ErrorCode == 0 && acks == -1 && last >= 0 {
 					waits = append(waits, appended{log: l, last: last, ti: len(resp.Topics), pi: len(st.Partitions), topic: t, p: rp.Partition})
@@ -192,7 +199,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 }
 
 // appendBatches appends one partition's batches as a unit and fills sp:
-// every batch is checked (size, no transactions, then the log's full
+// every batch is checked (size, no control batch, then the log's full
 // validation) before any is written, so a refused request leaves nothing
 // behind for the client's retry to duplicate. It returns the last offset
 // written (or already present, for duplicates), -1 if none.
@@ -220,9 +227,9 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 		records = records[size:]
 		if batch[16] == 2 {
 			attrs := binary.BigEndian.Uint16(batch[21:])
-			if attrs&(attrTransactional|attrControl) != 0 {
+			if attrs&attrControl != 0 {
 				sp.ErrorCode = kerr.InvalidRecord.Code
-				setMessage(sp, "transactional and control batches are not supported")
+				setMessage(sp, "control batches (transaction markers) are written by the transaction coordinator only")
 				return -1
 			}
 			// Kafka refuses zstd from clients too old to know it, which

@@ -14,7 +14,7 @@ import (
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
-func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
 	if err != nil {

@@ -140,7 +140,7 @@ func (b *Broker) throttleProduce(req *request, r *kmsg.ProduceRequest) int32 {
 		return 0
 	}
 	d := b.quotas.Record(quota.User(req.principal), req.clientID, quota.ProducerByteRate, n)
-	req.quota.mute(d)
+	req.quota.Mute(d)
 	b.metrics.throttled("produce", d)
 	return quota.ThrottleMillis(d)
 }
@@ -156,7 +156,7 @@ func (b *Broker) throttledFetch(req *request) *pending {
 	if d <= 0 {
 		return nil
 	}
-	req.quota.mute(d)
+	req.quota.Mute(d)
 	b.metrics.throttled("fetch", d)
 	resp := kmsg.NewPtrFetchResponse()
 	resp.ThrottleMillis = quota.ThrottleMillis(d)
@@ -173,7 +173,7 @@ func (b *Broker) countFetch(req *request, r response) response {
 	}
 	d := b.quotas.Record(quota.User(req.principal), req.clientID, quota.ConsumerByteRate, f.size)
 	if d > 0 {
-		req.quota.mute(d)
+		req.quota.Mute(d)
 		b.metrics.throttled("fetch", d)
 		setFetchThrottle(req, f, d)
 	}

@@ -22,7 +22,7 @@ import "time"
 // mayReauthenticate reports whether a SaslHandshake on a connection that
 // already chose a mechanism starts a re-authentication.
 func (b *Broker) mayReauthenticate(c *conn, mechanism string) bool {
-	if b.cfg.ConnectionsMaxReauth <= 0 || !c.auth.authenticated || c.auth.reauth {
+	if b.cfg.ConnectionsMaxReauth <= 0 || !c.Authenticated() || c.auth.reauth {
 		return false
 	}
 	if mechanism != c.auth.mechanism {
@@ -51,7 +51,7 @@ func (c *conn) sessionExpired(req *request) bool {
 		return false
 	}
 	c.logger.Info("closing connection: SASL session expired without re-authentication",
-		"principal", c.auth.principal, "expired", c.auth.expires, "setting", "connections.max.reauth.ms",
+		"principal", c.Principal(), "expired", c.auth.expires, "setting", "connections.max.reauth.ms",
 		"api", req.Key(), "client_id", req.clientID)
 	return true
 }

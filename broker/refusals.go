@@ -1,6 +1,6 @@
 package broker
 
-// Features Tributary refuses (transactions, share groups) are refused with
+// Features Tributary refuses (share groups) are refused with
 // an error the client shows and a broker log line that says what is not
 // supported, so that an operator learns why an application fails without
 // asking its owners. A client retrying in a loop must not flood the log:

@@ -183,7 +183,9 @@ func (rs *replicas) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, 
 		if err := l.AssignLeaderEpoch(st.LeaderEpoch); err != nil {
 			rs.b.logger.Error("recording the leader epoch failed", "topic", t.Name, "partition", p, "leader_epoch", st.LeaderEpoch, "err", err)
 		}
-		rs.b.logger.Info("leading partition", "topic", t.Name, "partition", p, "leader_epoch", st.LeaderEpoch, "isr", st.ISR, "high_watermark", ls.hw)
+		// Debug: a broker's failure moves thousands of leaderships at once;
+		// the controller logs the round, the metrics count the leaders.
+		rs.b.logger.Debug("leading partition", "topic", t.Name, "partition", p, "leader_epoch", st.LeaderEpoch, "isr", st.ISR, "high_watermark", ls.hw)
 	}
 	return ls, st, nil
 }

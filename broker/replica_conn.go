@@ -209,8 +209,8 @@ func newReplicaConn(nc net.Conn, self int32) *replicaConn {
 
 func (c *replicaConn) Close() error { return c.nc.Close() }
 
-// roundTrip sends req and decodes the answer into resp (request and
-// response header v0 and v1: the versions used here are not flexible).
+// roundTrip sends req and decodes the answer into resp, at req's version
+// (a flexible version's response header carries tagged fields, skipped).
 func (c *replicaConn) roundTrip(req kmsg.Request, resp kmsg.Response, timeout time.Duration) error {
 	c.corr++
 	c.buf = c.fmt.AppendRequest(c.buf[:0], req, c.corr)
@@ -232,6 +232,13 @@ func (c *replicaConn) roundTrip(req kmsg.Request, resp kmsg.Response, timeout ti
 	body := make([]byte, size-4)
 	if _, err := io.ReadFull(c.r, body); err != nil {
 		return err
+	}
+	resp.SetVersion(req.GetVersion())
+	if req.IsFlexible() {
+		if len(body) == 0 || body[0] != 0 {
+			return fmt.Errorf("answer to request %d: unexpected tagged fields in the response header", c.corr)
+		}
+		body = body[1:]
 	}
 	return resp.ReadFrom(body)
 }

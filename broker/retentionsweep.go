@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/cluster"
 )
 
 // Partitions are opened on first use and closed again when descriptors run
@@ -20,12 +22,48 @@ import (
 // on a clean Close and removes on Open (documented in package log).
 const cleanShutdownMarker = ".clean-shutdown"
 
+// recoveryConcurrency bounds the partitions recovering at once at start.
+const recoveryConcurrency = 8
+
 // recoverUnclean opens every local partition whose directory lacks the
 // clean-shutdown marker, so recovery runs (and is logged) at start; the
 // logs are opened cold and closed again as descriptors are needed. A
 // partition that cleanly shut down waits for its first request.
+//
+// Partitions recover recoveryConcurrency at a time: one after the other,
+// a broker killed with 10,000 partitions took 14 s to listen again.
 func (b *Broker) recoverUnclean() error {
-	recovered := 0
+	type part struct {
+		t cluster.Topic
+		p int32
+	}
+	work := make(chan part)
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		first     error
+		recovered int
+	)
+	for range recoveryConcurrency {
+		wg.Go(func() {
+			for w := range work {
+				_, err := b.logs.open(w.t, w.p, false)
+				mu.Lock()
+				if err != nil && first == nil {
+					first = err
+				} else if err == nil {
+					recovered++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	failed := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return first != nil
+	}
+feed:
 	for _, t := range b.meta.Topics() {
 		for p, leader := range t.Leaders {
 			if leader != b.selfID {
@@ -38,16 +76,18 @@ func (b *Broker) recoverUnclean() error {
 			if _, err := os.Stat(filepath.Join(dir, cleanShutdownMarker)); err == nil {
 				continue
 			}
-			if _, err := b.logs.open(t, int32(p), false); err != nil {
-				return err
+			if failed() {
+				break feed
 			}
-			recovered++
+			work <- part{t, int32(p)}
 		}
 	}
+	close(work)
+	wg.Wait()
 	if recovered > 0 {
 		b.logger.Info("partitions recovered after an unclean shutdown", "partitions", recovered)
 	}
-	return nil
+	return first
 }
 
 // sweepRetention applies retention every interval to the local partitions

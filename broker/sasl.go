@@ -40,14 +40,14 @@ func init() {
 	})
 }
 
-// connAuth is the authentication state of one connection.
+// connAuth is the SASL state of one connection; its principal, and whether
+// it is authenticated, are the connection's (netserver.Conn: Principal,
+// Authenticated, Login).
 type connAuth struct {
-	principal     string // User:<name>; User:ANONYMOUS until proven
-	authenticated bool   // requests beyond the SASL exchange are served
-	mechanism     string // chosen by SaslHandshake, "" before
-	scram         *auth.SCRAM
-	expires       time.Time // end of the session; zero: never (reauth.go)
-	reauth        bool      // an authenticated client is logging in again
+	mechanism string // chosen by SaslHandshake, "" before
+	scram     *auth.SCRAM
+	expires   time.Time // end of the session; zero: never (reauth.go)
+	reauth    bool      // an authenticated client is logging in again
 }
 
 // preAuthAPI reports whether a request may come before SASL
@@ -72,7 +72,7 @@ func (b *Broker) saslHandshake(c *conn, req *kmsg.SASLHandshakeRequest) *kmsg.SA
 	case !slices.Contains(b.cfg.SASLMechanisms, req.Mechanism):
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 	default:
-		c.auth.reauth = c.auth.authenticated
+		c.auth.reauth = c.Authenticated()
 		c.auth.mechanism = req.Mechanism
 		if auth.SCRAMHash(req.Mechanism) != nil {
 			c.auth.scram = auth.NewSCRAM(req.Mechanism, b.cfg.Credentials, b.logins)
@@ -85,7 +85,7 @@ func (b *Broker) saslHandshake(c *conn, req *kmsg.SASLHandshakeRequest) *kmsg.SA
 // connection once its answer is written.
 func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticateRequest) response {
 	resp := kmsg.NewPtrSASLAuthenticateResponse()
-	if c.auth.mechanism == "" || c.auth.authenticated && !c.auth.reauth {
+	if c.auth.mechanism == "" || c.Authenticated() && !c.auth.reauth {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		msg := "SaslAuthenticate without a SaslHandshake choosing a mechanism, or after authentication"
 		resp.ErrorMessage = &msg
@@ -126,13 +126,13 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 	}
 	resp.SASLAuthBytes = reply
 	if done {
-		if c.auth.reauth && "User:"+user != c.auth.principal {
+		if c.auth.reauth && "User:"+user != c.Principal() {
 			// A connection's principal never changes (its ACL decisions
 			// and quotas were made for it), as in Kafka.
 			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-			msg := fmt.Sprintf("re-authentication as %q on a connection of %q: a connection keeps its user", user, quota.User(c.auth.principal))
+			msg := fmt.Sprintf("re-authentication as %q on a connection of %q: a connection keeps its user", user, quota.User(c.Principal()))
 			resp.ErrorMessage = &msg
-			c.logger.Warn("closing connection: re-authentication as another user", "user", user, "principal", c.auth.principal)
+			c.logger.Warn("closing connection: re-authentication as another user", "user", user, "principal", c.Principal())
 			return closeAfter{encode(req, resp)}
 		}
 		if c.auth.reauth {
@@ -141,8 +141,8 @@ func (b *Broker) saslAuthenticate(c *conn, req *request, r *kmsg.SASLAuthenticat
 			c.logger.Info("SASL authentication succeeded", "user", user, "mechanism", c.auth.mechanism)
 		}
 		b.logins.Failed.Succeed(c.ip, user)
-		c.auth.authenticated, c.auth.reauth = true, false
-		c.auth.principal = "User:" + user
+		c.Login("User:" + user)
+		c.auth.reauth = false
 		c.auth.scram = nil
 		resp.SessionLifetimeMillis = b.startSession(c)
 	}
@@ -163,14 +163,14 @@ func saslUser(c *conn, token []byte) (string, bool) {
 	return c.auth.scram.User(), c.auth.scram.User() != ""
 }
 
-// closeAfter is a response after which the connection is closed: its write
+// closeAfter is a response after which the connection is closed: its Send
 // reports an error, so the writer drops the connection once it is sent.
 type closeAfter struct{ encoded }
 
 var errClosedAfterResponse = errors.New("connection closed after its last response")
 
-func (r closeAfter) writeTo(nc net.Conn) error {
-	if err := r.encoded.writeTo(nc); err != nil {
+func (r closeAfter) Send(nc net.Conn) error {
+	if err := r.encoded.Send(nc); err != nil {
 		return err
 	}
 	return errClosedAfterResponse

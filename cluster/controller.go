@@ -69,6 +69,11 @@ type controller struct {
 	// replicas' log ends was first seen so (logends.go).
 	recovering map[TopicPartition]time.Time
 
+	// pending are the round's state writes not yet sent, prefetched the
+	// state nodes read at its start (controller_batch.go).
+	pending    []queuedWrite
+	prefetched map[string]stateRead
+
 	// unreadable is the undecodable /controller content last warned
 	// about: a round runs on every change in the cluster, and the
 	// operator needs one line per bad content, not one per round.
@@ -79,7 +84,7 @@ type controller struct {
 // it, keeps the replicated partitions led.
 func (z *ZooKeeper) runController() {
 	defer z.wg.Done()
-	c := &controller{z: z, watch: NewZKWatch(z.s.Conn), rebalance: z.rebalance, lastRebalance: time.Now(),
+	c := &controller{z: z, watch: NewCachingZKWatch(z.s.Conn), rebalance: z.rebalance, lastRebalance: time.Now(),
 		recovering: map[TopicPartition]time.Time{}}
 	resweep := controllerResweep
 	if c.rebalance > 0 {
@@ -216,8 +221,14 @@ func (c *controller) elect() error {
 	rebalance := c.rebalance > 0 && time.Since(c.lastRebalance) >= c.rebalance
 	// The replica lists come from this broker's view (a reassignment's
 	// writes reach it through the watch); the states are read afresh and
-	// watched.
-	for _, t := range z.Topics() {
+	// watched, all at once before the partitions are looked at.
+	topics := z.Topics()
+	c.pending = c.pending[:0]
+	defer func() { c.prefetched = nil }()
+	if err := c.prefetchStates(topics); err != nil {
+		return err
+	}
+	for _, t := range topics {
 		if !t.Replicated() {
 			continue
 		}
@@ -232,6 +243,10 @@ func (c *controller) elect() error {
 				return err
 			}
 			if c.active && reassigning {
+				// It reads the state electPartition may have queued.
+				if err := c.flushWrites(); err != nil {
+					return err
+				}
 				if err := c.reassignStep(t, int32(p), live); err != nil {
 					return err
 				}
@@ -240,6 +255,9 @@ func (c *controller) elect() error {
 				return nil
 			}
 		}
+	}
+	if err := c.flushWrites(); err != nil || !c.active {
+		return err
 	}
 	if rebalance {
 		c.lastRebalance = time.Now()
@@ -265,7 +283,7 @@ func (c *controller) electPartition(t Topic, p int32, replicas []int32, live liv
 	topic := t.Name
 	z := c.z
 	path := z.s.Paths.PartitionState(topic, p)
-	data, version, ok, err := c.watch.Get(path)
+	data, version, ok, err := c.readState(path)
 	if err != nil || !ok {
 		return err
 	}
@@ -302,19 +320,25 @@ func (c *controller) electPartition(t Topic, p int32, replicas []int32, live liv
 	if !changed {
 		return nil
 	}
-	if err := c.write(&zk.SetDataRequest{Path: path, Data: encodeState(c.stamp(next)), Version: version}); err != nil || !c.active {
-		return err
-	}
+	c.queue(&zk.SetDataRequest{Path: path, Data: encodeState(c.stamp(next)), Version: version}, func() {
+		c.reportChange(topic, p, st, next, live, ends, asked)
+	})
+	return nil
+}
+
+// reportChange logs a state change electPartition decided, once written.
+func (c *controller) reportChange(topic string, p int32, st, next PartitionState, live liveBrokers, ends map[int32]LogEndReport, asked bool) {
+	z := c.z
 	if next.Leader < 0 && st.Leader >= 0 && st.restarted(st.Leader, live) {
 		z.log.Warn("every in-sync replica restarted: the partition is offline until they report their log ends, and the longest leads",
 			"topic", topic, "partition", p, "leader_epoch", next.LeaderEpoch, "isr", next.ISR, "old_leader", st.Leader)
-		return nil
+		return
 	}
 	if next.Leader >= 0 && st.restarted(next.Leader, live) {
 		z.log.Warn("a restarted broker leads alone, with the longest log its in-sync replicas reported: no in-sync replica is alive in its recorded incarnation; records above its log end are lost",
 			"topic", topic, "partition", p, "leader", next.Leader, "leader_epoch", next.LeaderEpoch, "broker_epoch", next.LeaderBrokerEpoch,
 			"log_ends", fmt.Sprint(ends), "old_isr", st.ISR, "old_leader", st.Leader)
-		return nil
+		return
 	}
 	for _, id := range st.ISR {
 		if st.restarted(id, live) {
@@ -325,7 +349,7 @@ func (c *controller) electPartition(t Topic, p int32, replicas []int32, live liv
 	if next.Leader >= 0 && next.Leader != st.Leader && slices.Contains(st.ELR, next.Leader) {
 		z.log.Warn("an eligible leader replica leads: no in-sync replica is alive in the incarnation the isr records, and this one left the isr under min.insync.replicas holding every acknowledged record",
 			"topic", topic, "partition", p, "leader", next.Leader, "leader_epoch", next.LeaderEpoch, "old_isr", st.ISR, "old_leader", st.Leader)
-		return nil
+		return
 	}
 	if next.Leader >= 0 && next.Leader != st.Leader && !slices.Contains(st.ISR, next.Leader) {
 		why := "unclean.leader.election.enable is true"
@@ -334,11 +358,12 @@ func (c *controller) electPartition(t Topic, p int32, replicas []int32, live liv
 		}
 		z.log.Warn("unclean leader election: a replica outside the ISR leads; records acknowledged above its log end are lost, and the old leader truncates them when it returns",
 			"reason", why, "topic", topic, "partition", p, "leader", next.Leader, "leader_epoch", next.LeaderEpoch, "old_isr", st.ISR, "old_leader", st.Leader)
-		return nil
+		return
 	}
-	z.log.Info("partition state changed by the controller", "topic", topic, "partition", p,
+	// One line per partition only at debug: a broker's failure changes
+	// thousands; flushWrites sums them up.
+	z.log.Debug("partition state changed by the controller", "topic", topic, "partition", p,
 		"leader", next.Leader, "leader_epoch", next.LeaderEpoch, "isr", next.ISR, "was_leader", st.Leader)
-	return nil
 }
 
 // stamp marks a state as written by this controller.
@@ -354,8 +379,20 @@ func (c *controller) stamp(st PartitionState) PartitionState {
 func (c *controller) write(ops ...any) error {
 	z := c.z
 	ops = append([]any{&zk.CheckVersionRequest{Path: z.s.Paths.ControllerEpoch(), Version: c.epochVersion}}, ops...)
+	controllerMultis.Add(1)
 	_, err := z.s.Conn.Multi(ops...)
 	if err == nil {
+		// What the round's watch kept of these nodes is now old.
+		for _, op := range ops {
+			switch op := op.(type) {
+			case *zk.SetDataRequest:
+				c.watch.Forget(op.Path)
+			case *zk.CreateRequest:
+				c.watch.Forget(op.Path)
+			case *zk.DeleteRequest:
+				c.watch.Forget(op.Path)
+			}
+		}
 		return nil
 	}
 	if _, v, rerr := z.readControllerEpoch(); rerr == nil && v != c.epochVersion {

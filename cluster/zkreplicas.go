@@ -24,8 +24,8 @@ var ErrNotLeader = errors.New("this broker no longer leads the partition")
 // spread over the brokers alive now. The topic node and every
 // partition's state node (leader: the first replica, the ISR: all
 // replicas, leader epoch 0) are created in one ZooKeeper multi, so no
-// broker ever sees a replicated topic without its states. rf 1 is
-// CreateTopic.
+// broker ever sees a replicated topic without its states, unless they
+// pass what one request may carry (createInMultis). rf 1 is CreateTopic.
 func (z *ZooKeeper) CreateReplicatedTopic(ctx context.Context, name string, partitions int32, rf int, configs map[string]string) (Topic, error) {
 	if rf <= 1 {
 		return z.CreateTopic(ctx, name, partitions, configs)
@@ -75,7 +75,7 @@ func (z *ZooKeeper) CreateReplicatedTopic(ctx context.Context, name string, part
 			&zk.CreateRequest{Path: state[:len(state)-len("/state")], Acl: acl},
 			&zk.CreateRequest{Path: state, Acl: acl, Data: encodeState(firstState(replicas[p], ctrlEpoch, live))})
 	}
-	if _, err := z.s.Conn.Multi(ops...); err != nil {
+	if err := z.createInMultis(ops); err != nil {
 		if errors.Is(err, zk.ErrNodeExists) {
 			return Topic{}, ErrTopicExists
 		}
@@ -97,23 +97,24 @@ func (z *ZooKeeper) CreateReplicatedTopic(ctx context.Context, name string, part
 func (z *ZooKeeper) readStates(t *Topic) error {
 	t.Leaders = slices.Clone(t.Leaders)
 	t.States = make([]PartitionState, len(t.Leaders))
-	for p := range t.Leaders {
+	// Pipelined (zkmany.go); each read fills its own partition's slots.
+	return inParallel(len(t.Leaders), func(p int) error {
 		t.Leaders[p] = -1
 		data, _, ok, err := z.watch.Get(z.s.Paths.PartitionState(t.Name, int32(p)))
 		if err != nil {
 			return fmt.Errorf("reading the state of %s-%d: %w", t.Name, p, err)
 		}
 		if !ok {
-			continue
+			return nil
 		}
 		st, err := DecodePartitionStateNode(data)
 		if err != nil {
 			z.log.Warn("ignoring unreadable partition state", "topic", t.Name, "partition", p, "err", err)
-			continue
+			return nil
 		}
 		t.States[p], t.Leaders[p] = st, st.Leader
-	}
-	return nil
+		return nil
+	})
 }
 
 // deleteStates removes a replicated topic's state nodes, which must go
@@ -174,10 +175,11 @@ func (z *ZooKeeper) SetISR(ctx context.Context, topic string, partition int32, l
 		if err != nil {
 			return PartitionState{}, fmt.Errorf("writing %s: %w", path, err)
 		}
-		z.log.Info("isr changed", "topic", topic, "partition", partition, "isr", isr, "elr", st.ELR, "leader_epoch", leaderEpoch)
-		if err := z.refresh(); err != nil {
-			z.log.Warn("isr changed but the local view is not refreshed yet", "topic", topic, "err", err)
-		}
+		// Debug: a restarted broker rejoins thousands of ISRs at once; the
+		// ISR metrics count them, and a member leaving is warned of.
+		z.log.Debug("isr changed", "topic", topic, "partition", partition, "isr", isr, "elr", st.ELR, "leader_epoch", leaderEpoch)
+		z.watch.Forget(path)
+		z.patchState(topic, partition, st) // not a whole refresh per change (zkmany.go)
 		return st, nil
 	}
 }

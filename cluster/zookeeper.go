@@ -47,8 +47,10 @@ type ZooKeeper struct {
 	refreshMu sync.Mutex         // serializes refreshes so views publish in read order
 	published map[string][]int32 // own partitions last written to the broker node
 	// unreadable holds the version of each undecodable topic node last
-	// warned of (under refreshMu): one warning per write, not per refresh.
-	unreadable map[string]int32
+	// warned of (under unreadableMu; a refresh reads topics in parallel):
+	// one warning per write, not per refresh.
+	unreadableMu sync.Mutex
+	unreadable   map[string]int32
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -81,7 +83,7 @@ func JoinZooKeeper(ctx context.Context, connect string, self Broker, logger *slo
 		self:    self,
 		s:       s,
 		log:     logger,
-		watch:   NewZKWatch(s.Conn),
+		watch:   NewCachingZKWatch(s.Conn),
 		topics:  map[string]Topic{},
 		changed: make(chan struct{}),
 		reelect: make(chan struct{}, 1),
@@ -186,7 +188,7 @@ func (z *ZooKeeper) run() {
 			}
 		}
 		if err == nil {
-			err = z.refresh()
+			err = z.refreshView()
 		}
 		if err == nil && !z.listed() {
 			// The read that just happened does not show this broker:
@@ -234,9 +236,11 @@ func (z *ZooKeeper) Registered() error {
 	return fmt.Errorf("broker %d is not registered at %s on zookeeper %s (yet); it keeps trying", z.self.ID, z.s.Paths.Broker(z.self.ID), z.s.Connect)
 }
 
-// refresh re-reads both registries, publishes the view if it changed, and
-// keeps this broker's own node listing the partitions it stores.
-func (z *ZooKeeper) refresh() error {
+// refreshView reads both registries (through the watch, which answers
+// what did not change since its last read), publishes the view if it
+// changed, and keeps this broker's own node listing the partitions it
+// stores.
+func (z *ZooKeeper) refreshView() error {
 	z.refreshMu.Lock()
 	defer z.refreshMu.Unlock()
 	brokers, err := z.readBrokers(z.watch.Children)
@@ -247,14 +251,19 @@ func (z *ZooKeeper) refresh() error {
 	if err != nil {
 		return fmt.Errorf("listing %s: %w", z.s.Paths.Topics(), err)
 	}
+	read := make([]Topic, len(names))
+	found := make([]bool, len(names))
+	// Pipelined (zkmany.go): thousands of topics, each a few nodes.
+	if err := inParallel(len(names), func(i int) (err error) {
+		read[i], found[i], err = z.readTopic(names[i])
+		return err
+	}); err != nil {
+		return err
+	}
 	topics := make(map[string]Topic, len(names))
-	for _, name := range names {
-		t, ok, err := z.readTopic(name)
-		if err != nil {
-			return err
-		}
-		if ok {
-			topics[name] = t
+	for i, name := range names {
+		if found[i] {
+			topics[name] = read[i]
 		}
 	}
 
@@ -336,11 +345,16 @@ func (z *ZooKeeper) readTopic(name string) (Topic, bool, error) {
 		// Left out of the view, the topic is neither served nor moved by
 		// the controller, and its data stays: brokers delete a copy only
 		// when ZooKeeper confirms it (TopicDeleted, AssignedReplicas).
-		if v, warned := z.unreadable[path]; !warned || v != version {
+		z.unreadableMu.Lock()
+		v, warned := z.unreadable[path]
+		if !warned || v != version {
 			if z.unreadable == nil {
 				z.unreadable = map[string]int32{}
 			}
 			z.unreadable[path] = version
+		}
+		z.unreadableMu.Unlock()
+		if !warned || v != version {
 			z.log.Warn("ignoring unreadable topic assignment", "topic", name, "path", path, "err", err)
 		}
 		return Topic{}, false, nil

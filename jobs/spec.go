@@ -83,11 +83,17 @@ type Spec struct {
 	// Table loads each topic into the Iceberg table Table.<topic> of the
 	// warehouse's file-system catalog (loader.Config.Table); files.format
 	// is then parquet.
-	Table        string   `yaml:"table"`
-	SuccessGrace Duration `yaml:"success_grace"`
-	OnDataLoss   string   `yaml:"on_data_loss"`
-	StartAt      string   `yaml:"start_at"`
-	LockTTL      Duration `yaml:"lock_ttl"`
+	Table string `yaml:"table"`
+	// Catalog is the table's catalog (loader.Config.Catalog): type
+	// hadoop (the default) or rest, with its uri.
+	Catalog loader.CatalogConfig `yaml:"catalog"`
+	// Expire expires the table's old snapshots after each run
+	// (loader.Config.Expire).
+	Expire       *ExpireSpec `yaml:"expire"`
+	SuccessGrace Duration    `yaml:"success_grace"`
+	OnDataLoss   string      `yaml:"on_data_loss"`
+	StartAt      string      `yaml:"start_at"`
+	LockTTL      Duration    `yaml:"lock_ttl"`
 	// Audit publishes each committed run's counts to the _audit topic of
 	// the job's brokers, through its registry (loader.AuditConfig).
 	Audit bool `yaml:"audit"`
@@ -266,6 +272,12 @@ func (s *Spec) validate() error {
 		if err := loader.CheckTableName(s.Table); err != nil {
 			return fail("table", "%v", err)
 		}
+		if err := s.Catalog.Check(); err != nil {
+			return fail("catalog", "%v", err)
+		}
+		if e := s.Expire; e != nil && (e.OlderThan < 0 || e.RetainLast < 0 || e.OlderThan == 0 && e.RetainLast == 0) {
+			return fail("expire", "give older_than (a duration), retain_last (a count), or both")
+		}
 		if s.Files.Format == "" {
 			s.Files.Format = loader.FormatParquet
 		}
@@ -275,6 +287,9 @@ func (s *Spec) validate() error {
 		if s.Files.Compact {
 			return fail("files.compact", "compacts Parquet hour directories, not Iceberg tables")
 		}
+	}
+	if s.Table == "" && s.Expire != nil {
+		return fail("expire", "expires Iceberg table snapshots: give table too")
 	}
 	if s.Files.Compact && s.Files.Format != loader.FormatParquet {
 		return fail("files.compact", "compacts Parquet files only: add files.format: parquet")
@@ -367,6 +382,8 @@ func (s *Spec) LoadConfig() loader.Config {
 		FileMaxRecords:    s.Files.MaxRecords,
 		Format:            s.Files.Format,
 		Table:             s.Table,
+		Catalog:           s.Catalog,
+		Expire:            s.Expire.policy(),
 		Codec:             s.Files.Codec,
 		DeflateLevel:      s.Files.DeflateLevel,
 		SuccessGrace:      time.Duration(s.SuccessGrace),
@@ -464,4 +481,17 @@ func Find(specs []*Spec, name string) (*Spec, error) {
 		names = append(names, s.Name)
 	}
 	return nil, fmt.Errorf("no job named %q (jobs: %s)", name, strings.Join(names, ", "))
+}
+
+// ExpireSpec is a job's snapshot expiry (loader.ExpirePolicy).
+type ExpireSpec struct {
+	OlderThan  Duration `yaml:"older_than"`
+	RetainLast int      `yaml:"retain_last"`
+}
+
+func (e *ExpireSpec) policy() *loader.ExpirePolicy {
+	if e == nil {
+		return nil
+	}
+	return &loader.ExpirePolicy{OlderThan: time.Duration(e.OlderThan), RetainLast: e.RetainLast}
 }

@@ -303,10 +303,28 @@ func TestSpecTable(t *testing.T) {
 	if cfg := s.LoadConfig(); cfg.Table != "db" || cfg.Format != "parquet" {
 		t.Errorf("table %q format %q, want db and parquet", cfg.Table, cfg.Format)
 	}
+	s, err = jobs.ParseSpec("ice.yaml", []byte(base+"table: db\ncatalog:\n  type: rest\n  uri: http://catalog:8181\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.LoadConfig().Catalog; c.Type != "rest" || c.URI != "http://catalog:8181" {
+		t.Errorf("catalog %+v, want the REST catalog at http://catalog:8181", c)
+	}
+	s, err = jobs.ParseSpec("ice.yaml", []byte(base+"table: db\nexpire:\n  older_than: 120h\n  retain_last: 10\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := s.LoadConfig().Expire; e == nil || e.OlderThan != 120*time.Hour || e.RetainLast != 10 {
+		t.Errorf("expire %+v, want snapshots older than 120h, the last 10 kept", e)
+	}
 	for body, key := range map[string]string{
-		"table: db\nfiles:\n  format: avro\n": "files.format",
-		"table: a/b\n":                        "table",
-		"table: _db\n":                        "table",
+		"table: db\ncatalog:\n  type: rest\n":                     "catalog",
+		"table: db\nexpire: {}\n":                                 "expire",
+		"expire:\n  retain_last: 3\n":                             "expire",
+		"table: db\ncatalog:\n  type: glue\n":                     "catalog",
+		"table: db\nfiles:\n  format: avro\n":                     "files.format",
+		"table: a/b\n":                                            "table",
+		"table: _db\n":                                            "table",
 		"table: db\nfiles:\n  format: parquet\n  compact: true\n": "files.compact",
 	} {
 		_, err := jobs.ParseSpec("ice.yaml", []byte(base+body))

@@ -69,8 +69,9 @@ func toV2(events []loadertest.Event) []loadertest.Event {
 }
 
 // Records that cannot be decoded go to _errors with their offsets and are
-// counted; past the limit the run fails and commits nothing. Records of a
-// JSON Schema or Protobuf writer schema are among them, their format named.
+// counted; past the limit the run fails and commits nothing. A JSON
+// record its schema refuses and a Protobuf record naming a message the
+// schema does not have are among them, the reason named.
 func TestUndecodableRecords(t *testing.T) {
 	env := loadertest.Start(t)
 	env.CreateTopic(t, "mixed", 1)
@@ -85,7 +86,7 @@ func TestUndecodableRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jsonID, err := env.Registry.CreateSchema(context.Background(), "mixed-json", sr.Schema{Schema: `{"type":"object"}`, Type: sr.TypeJSON})
+	jsonID, err := env.Registry.CreateSchema(context.Background(), "mixed-json", sr.Schema{Schema: `{"type":"object","properties":{"a":{"type":"string"}}}`, Type: sr.TypeJSON})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,8 +101,8 @@ func TestUndecodableRecords(t *testing.T) {
 		valid[:len(valid)-5],                  // 12: body cut short
 		[]byte{0, 0},                          // 13: envelope truncated
 		append(valid, 0),                      // 14: a byte left over after the value
-		append(schema.AppendEnvelope(nil, jsonID.ID), `{"a":1}`...),     // 15: JSON Schema
-		append(schema.AppendEnvelope(nil, protoID.ID), 0, 0x0a, 1, 'x'), // 16: Protobuf
+		append(schema.AppendEnvelope(nil, jsonID.ID), `{"a":1}`...),        // 15: JSON its schema refuses
+		append(schema.AppendEnvelope(nil, protoID.ID), 2, 2, 0x0a, 1, 'x'), // 16: Protobuf message index [1] of 1 message
 	)
 	env.Produce(t, "mixed", loadertest.Schema(t, "pageview"), good[10:])
 
@@ -142,8 +143,8 @@ func TestUndecodableRecords(t *testing.T) {
 			t.Errorf("error records at offsets %v, want [10 11 12 13 14 15 16]", offsets)
 		}
 		for i, want := range []error{schema.ErrWrongMagic, schema.ErrUnknownID, schema.ErrBadBody, schema.ErrTruncated, schema.ErrBadBody,
-			fmt.Errorf("%w: schema id %d is a JSON schema", schema.ErrUnsupportedSchema, jsonID.ID),
-			fmt.Errorf("%w: schema id %d is a PROTOBUF schema", schema.ErrUnsupportedSchema, protoID.ID)} {
+			fmt.Errorf("%w: schema id %d: the JSON does not match its schema", schema.ErrBadBody, jsonID.ID),
+			fmt.Errorf("%w: schema id %d: message index [1] points past the schema (the schema defines 1 messages)", schema.ErrBadBody, protoID.ID)} {
 			if i < len(c.Errors) && !strings.Contains(c.Errors[i].Error, strings.TrimPrefix(want.Error(), "schema: ")) {
 				t.Errorf("offset %d: error %q, want %q", c.Errors[i].Offset, c.Errors[i].Error, want)
 			}

@@ -105,6 +105,7 @@ func (r *run) afterCommit(ctx context.Context, mv *mover, m *Manifest) error {
 	if err := mv.prune(r.held); err != nil {
 		r.log.Warn("pruning old manifests", "err", err)
 	}
+	r.expireTables(ctx, m)
 	return nil
 }
 
@@ -112,7 +113,11 @@ func (r *run) afterCommit(ctx context.Context, mv *mover, m *Manifest) error {
 // may also clean up a dead run over more topics than this run holds: it
 // takes their locks too, without waiting, and lets them go when done.
 func (r *run) newMover() *mover {
-	return &mover{w: r.batch, log: r.log, id: r.id, now: r.cfg.Now, grace: r.cfg.SuccessGrace, fault: r.hook, tryLock: func(names []string) (func(), bool) {
+	cat := r.cat
+	if cat == nil { // a run without tables recovering one with
+		cat = hadoopCatalog{w: r.batch}
+	}
+	return &mover{w: r.batch, cat: cat, log: r.log, id: r.id, now: r.cfg.Now, grace: r.cfg.SuccessGrace, fault: r.hook, tryLock: func(names []string) (func(), bool) {
 		var extra []*warehouse.Lock
 		release := func() {
 			for _, l := range extra {
@@ -136,6 +141,7 @@ func (r *run) newMover() *mover {
 // repeated, so a run cut short at any point is finished by the next.
 type mover struct {
 	w     *warehouse.Batch // moves and markers are made durable together
+	cat   iceCatalog       // of a run's tables: recovery reads and finishes their commits
 	log   *slog.Logger
 	id    string           // the run recovering, named in fences
 	now   func() time.Time // Config.Now

@@ -57,6 +57,8 @@ type CompactConfig struct {
 	// (Config.Table) by a replace snapshot, on any warehouse
 	// (iceberg_compact.go); without Hours, the hours tagged complete.
 	Table string
+	// Catalog is the table's catalog (Config.Catalog).
+	Catalog CatalogConfig
 	// Hours, if set, are the hours to compact; otherwise every hour marked
 	// complete (_SUCCESS).
 	Hours []time.Time
@@ -363,7 +365,7 @@ func (k *compactor) merge(dir string, names []string, to string) (int64, error) 
 		}
 		if wr == nil {
 			opts := []parquet.WriterOption{f.Schema(), parquetCodec(k.c.Codec), parquet.CreatedBy("tributary", "", "")}
-			for _, key := range []string{"parquet.avro.schema", "tributary.topic", "tributary.schema.id"} {
+			for _, key := range []string{"parquet.avro.schema", "tributary.topic", "tributary.schema.id", "tributary.schema.message"} {
 				if v, ok := f.Lookup(key); ok {
 					opts = append(opts, parquet.KeyValueMetadata(key, v))
 				}

@@ -249,7 +249,7 @@ func (r *run) completeHours(ctx context.Context, m *Manifest) error {
 	tags := map[string][]time.Time{} // table topic → hours complete
 	defer func() {
 		for t, hs := range tags {
-			if err := tagIceHours(r.batch, r.tableDir(t), r.id, hs, now); err != nil {
+			if err := tagIceHours(r.batch, r.cat, r.tableDir(t), r.id, hs, now); err != nil {
 				r.log.Error("hours complete but not tagged in the table; their _SUCCESS markers are written", "table", r.tableDir(t), "err", err)
 			}
 		}

@@ -100,6 +100,12 @@ type Config struct {
 	// namespace), one snapshot a run, committed with the offsets
 	// (iceberg.go). It implies FormatParquet.
 	Table string
+	// Catalog is the catalog of the tables (iceberg_catalog.go): the
+	// file-system catalog on the warehouse by default, or a REST catalog.
+	Catalog CatalogConfig
+	// Expire, if set, expires old snapshots of each table a run
+	// committed to, right after the run (iceberg_expire.go).
+	Expire *ExpirePolicy
 	// Codec compresses file blocks: null, deflate or snappy for Avro
 	// (default deflate); snappy, zstd, gzip or none for Parquet (default
 	// snappy).
@@ -230,8 +236,17 @@ func (c *Config) withDefaults() (Config, error) {
 	if cfg.FileMaxRecords <= 0 {
 		cfg.FileMaxRecords = DefaultFileMaxRecords
 	}
+	if cfg.Table == "" && cfg.Expire != nil {
+		return cfg, errors.New("snapshot expiry is for Iceberg tables: give the table namespace too")
+	}
+	if cfg.Table == "" && cfg.Catalog != (CatalogConfig{}) {
+		return cfg, fmt.Errorf("a catalog (%s) is for Iceberg tables: give the table namespace too", cfg.Catalog.Type)
+	}
 	if cfg.Table != "" {
 		if err := CheckTableName(cfg.Table); err != nil {
+			return cfg, err
+		}
+		if err := cfg.Catalog.Check(); err != nil {
 			return cfg, err
 		}
 		if cfg.Format != "" && cfg.Format != FormatParquet {

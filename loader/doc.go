@@ -1,4 +1,5 @@
-// Package loader runs one load: it copies Avro events from Kafka topics into
+// Package loader runs one load: it copies events (Avro, and Protobuf and
+// JSON Schema read as Avro) from Kafka topics into
 // a warehouse (a local directory or HDFS) as Avro object container files,
 // laid out for Hive and Spark:
 //
@@ -28,7 +29,11 @@
 // Each record's Avro body goes into its file byte for byte as the
 // producer wrote it: it is checked to be one whole value of its writer
 // schema and its header time is read (schema.HeaderLayout), but it is
-// never decoded and re-encoded.
+// never decoded and re-encoded. A Protobuf or JSON Schema record (as
+// Confluent's serializers write them) is converted to the Avro encoding
+// of its value under an Avro schema derived from its own
+// (schema.Deserializer.AvroBody), and from there loaded as an Avro one;
+// its files are kept apart by writer schema and, for Protobuf, message.
 //
 // What a caller may rely on:
 //   - A run is either fully committed or invisible. Data files and the new

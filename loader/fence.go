@@ -31,7 +31,9 @@ import (
 //   - Numbers are only ever created one past the highest existing one, and
 //     a pruned commit leaves an empty file (a tombstone) under its name,
 //     so a number once taken is never free again: a run that read the
-//     commits before a long pause cannot slip into an old number.
+//     commits before a long pause cannot slip into an old number. Once a
+//     floor replaces the tombstones, such a number is void and the run
+//     takes it back (floor.go).
 //   - Recovery deletes a dead-looking run's files only after committing a
 //     fence: a commit holding that run's topics' unchanged state and its
 //     id in Fenced, made after writing a DISCARDED marker in its
@@ -175,13 +177,21 @@ func publish(w warehouse.FS, m *Manifest, base int64, check bool, staged string,
 					return fmt.Errorf("commit %d in %s: %w", m.Seq, w, err)
 				}
 			}
-			return nil
+			if void, err := takeBackVoid(w, m.Seq); err != nil || !void {
+				return err
+			}
+			written = -1 // the staged manifest was renamed away
+			continue
 		}
 		if errors.Is(err, fs.ErrExist) {
 			continue // another run took the number: look again
 		}
 		if got, rerr := readManifest(w, commitName(m.Seq)); rerr == nil && got.Run == m.Run {
-			return nil
+			if void, err := takeBackVoid(w, m.Seq); err != nil || !void {
+				return err
+			}
+			written = -1
+			continue
 		}
 		failed = fmt.Errorf("creating commit %d in %s: %w", m.Seq, w, err)
 		if !check {
@@ -192,6 +202,20 @@ func publish(w warehouse.FS, m *Manifest, base int64, check bool, staged string,
 		// says more than this error does.
 	}
 	return fmt.Errorf("run %s: other runs took the next commit number %d times in a row; try again", m.Run, maxCommitAttempts)
+}
+
+// takeBackVoid deletes commit seq, just created, if a floor voids it (its
+// tombstone was deleted under a floor while this run was paused before
+// its create: floor.go); the run numbers again.
+func takeBackVoid(w warehouse.FS, seq int64) (bool, error) {
+	void, err := voided(w, seq)
+	if err != nil || !void {
+		return false, err
+	}
+	if err := w.Remove(commitName(seq)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return true, fmt.Errorf("taking back commit %d, made void by the commit floor: %w", seq, err)
+	}
+	return true, nil
 }
 
 // checkNotDiscarded refuses to commit a run whose directory recovery has

@@ -253,6 +253,9 @@ func fetchRequest(parts []*partPlan) *kmsg.FetchRequest {
 	req.MinBytes = 1
 	req.MaxBytes = fetchMaxBytes
 	req.SessionEpoch = -1 // no fetch session: every fetch names its partitions
+	// Only what committed readers see is loaded: the broker stops at the
+	// last stable offset and lists aborted transactions (takePartition).
+	req.IsolationLevel = 1
 	byTopic := map[string]int{}
 	for _, pl := range parts {
 		i, ok := byTopic[pl.topic]

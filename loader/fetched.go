@@ -60,7 +60,7 @@ func (f *fetcher) take(ctx context.Context, res fetchResult) error {
 			err := kerr.ErrorForCode(p.ErrorCode)
 			switch {
 			case err == nil:
-				if err := f.takePartition(ctx, pl, p.RecordBatches); err != nil {
+				if err := f.takePartition(ctx, pl, p); err != nil {
 					return err
 				}
 				if f.stop {
@@ -83,15 +83,25 @@ func (f *fetcher) take(ctx context.Context, res fetchResult) error {
 }
 
 // takePartition walks one partition's batches and hands the records in
-// [next, end) to its writer as they lie in the response.
-func (f *fetcher) takePartition(ctx context.Context, pl *partPlan, batches []byte) error {
+// [next, end) to its writer as they lie in the response, leaving out
+// aborted transactions.
+func (f *fetcher) takePartition(ctx context.Context, pl *partPlan, p *kmsg.FetchResponseTopicPartition) error {
 	r := f.r
+	batches, dropped := p.RecordBatches, int64(-1)
+	if len(p.AbortedTransactions) > 0 {
+		aborted := make([]recordbatch.Aborted, len(p.AbortedTransactions))
+		for i, a := range p.AbortedTransactions {
+			aborted[i] = recordbatch.Aborted{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+		}
+		batches, dropped = recordbatch.DropAborted(batches, aborted)
+	}
 	c := getChunk(len(batches))
 	recs, fetched, err := recordbatch.WalkArena(c.recs, &c.arena, batches, pl.fetchAt, maxDecompressed)
 	c.recs = recs
 	if err != nil {
 		return fmt.Errorf("fetching %s/%d: %w", pl.topic, pl.part, err)
 	}
+	fetched = max(fetched, dropped) // an answer may end in aborted batches
 	if fetched > pl.fetchAt {
 		pl.fetchAt = fetched
 		f.moved = true
@@ -106,7 +116,9 @@ func (f *fetcher) takePartition(ctx context.Context, pl *partPlan, batches []byt
 		if rec.Offset >= pl.end {
 			break
 		}
-		if rec.Offset > pl.next {
+		if rec.Offset > pl.next && (p.LogStartOffset < 0 || p.LogStartOffset > pl.next) {
+			// Below the log start the gap is the log's own (markers,
+			// aborted or compacted records); above it, maybe a loss.
 			r.checkGap(ctx, pl, rec.Offset)
 		}
 		pl.next = rec.Offset + 1

@@ -65,7 +65,7 @@ func (r *run) tableDir(topic string) string { return path.Join(r.cfg.Table, topi
 func (r *run) tableStates(topics []string, state map[string]*TopicState) error {
 	r.tableBase = map[string]int64{}
 	for _, t := range topics {
-		md, err := readIceTable(r.w, r.tableDir(t))
+		md, err := r.cat.load(r.tableDir(t))
 		if err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func (r *run) icebergTableSchema(topic string, avroText string) ([]iceField, int
 	if err != nil {
 		return nil, 0, err
 	}
-	md, err := readIceTable(r.w, r.tableDir(topic))
+	md, err := r.cat.load(r.tableDir(topic))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -136,7 +136,7 @@ func (r *run) prepareTables(ctx context.Context, m *Manifest, plans []*partPlan)
 			m.Tables = map[string]*TableCommit{}
 		}
 		m.Tables[t] = &TableCommit{Dir: r.tableDir(t), Base: r.tableBase[t], Snapshot: newSnapshotID(),
-			SchemaID: tt.latest, Fields: tt.ice, LastColumnID: tt.iceLast, From: from[t]}
+			SchemaID: tt.latest, Fields: tt.ice, LastColumnID: tt.iceLast, From: from[t], Catalog: r.cat.uri()}
 	}
 	return nil
 }
@@ -144,7 +144,7 @@ func (r *run) prepareTables(ctx context.Context, m *Manifest, plans []*partPlan)
 // commitTables commits every table of m, in the order of their names. Once
 // the first is committed, so is the run: committed says so, also with an
 // error.
-func commitTables(w *warehouse.Batch, m *Manifest, now time.Time, fault func(FaultPoint) error) (committed bool, err error) {
+func commitTables(w *warehouse.Batch, cat iceCatalog, m *Manifest, now time.Time, fault func(FaultPoint) error) (committed bool, err error) {
 	topics := make([]string, 0, len(m.Tables))
 	for t := range m.Tables {
 		topics = append(topics, t)
@@ -156,7 +156,7 @@ func commitTables(w *warehouse.Batch, m *Manifest, now time.Time, fault func(Fau
 				return true, err
 			}
 		}
-		if err := commitIceTable(w, m, t, now, fault); err != nil {
+		if err := commitIceTable(w, cat, m, t, now, fault); err != nil {
 			return i > 0, err
 		}
 	}
@@ -183,7 +183,14 @@ func (mv *mover) tableRun(run string) (*Manifest, bool, error) {
 		return nil, false, nil
 	}
 	for _, tc := range m.Tables {
-		md, err := readIceTable(mv.w, tc.Dir)
+		if mv.cat.uri() != tc.Catalog {
+			where := "the file-system catalog"
+			if tc.Catalog != "" {
+				where = "the REST catalog " + tc.Catalog
+			}
+			return nil, false, fmt.Errorf("it loaded table %s through %s: recover it with a load of its topics through that catalog (--table and --catalog as it had), which finds out whether it committed", tc.Dir, where)
+		}
+		md, err := mv.cat.load(tc.Dir)
 		if err != nil {
 			return nil, false, err
 		}
@@ -198,7 +205,7 @@ func (mv *mover) tableRun(run string) (*Manifest, bool, error) {
 // the other tables get theirs, and its manifest is committed.
 func (mv *mover) finishTables(m *Manifest) error {
 	mv.log.Warn("finishing the table commits of a run that was cut short", "run", m.Run, "tables", len(m.Tables))
-	if _, err := commitTables(mv.w, m, m.Committed, nil); err != nil {
+	if _, err := commitTables(mv.w, mv.cat, m, m.Committed, nil); err != nil {
 		return fmt.Errorf("run %s: %w", m.Run, err)
 	}
 	return publish(mv.w, m, m.Seq-1, false, path.Join(runDir(m.Run), manifestName), nil)

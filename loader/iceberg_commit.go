@@ -2,7 +2,9 @@ package loader
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"sort"
 	"strconv"
@@ -17,19 +19,22 @@ import (
 // commitIceTable commits the table files of m for topic as one snapshot.
 // It moves them into the table's data directories first (unreferenced,
 // so invisible to readers), writes the manifest and manifest list, and
-// makes the new version appear by one rename. A table that already holds
-// the run's snapshot is left alone, so that recovery can call it again.
-func commitIceTable(w *warehouse.Batch, m *Manifest, topic string, now time.Time, fault func(FaultPoint) error) error {
+// commits the new metadata through the table's catalog (a new
+// vN.metadata.json, or the REST catalog's commit). A table that already
+// holds the run's snapshot is left alone, so that recovery can call it
+// again.
+func commitIceTable(w *warehouse.Batch, cat iceCatalog, m *Manifest, topic string, now time.Time, fault func(FaultPoint) error) error {
 	tc := m.Tables[topic]
-	md, err := readIceTable(w, tc.Dir)
+	md, err := cat.load(tc.Dir)
 	if err != nil {
 		return err
 	}
+	base := md
 	if md.snapshotOf(m.Run) != nil {
 		return nil
 	}
 	if cur := md.current(); (cur == nil && tc.Base != 0) || (cur != nil && cur.SnapshotID != tc.Base) {
-		return fmt.Errorf("table %s: its current snapshot is no longer %d, which the run began from: not committing the same offsets twice", tc.Dir, tc.Base)
+		return fmt.Errorf("table %s: its current snapshot is no longer %d, which the run began from: not committing the same offsets twice (%w)", tc.Dir, tc.Base, errTableMoved)
 	}
 	root := iceRoot(w)
 	var files []iceDataFile
@@ -112,7 +117,7 @@ func commitIceTable(w *warehouse.Batch, m *Manifest, topic string, now time.Time
 			next.Refs[iceHourTagPrefix+h] = iceRef{SnapshotID: tc.Snapshot, Type: "tag"}
 		}
 	}
-	return publishIceVersion(w, tc.Dir, md.version+1, next, m.Run, fault)
+	return cat.commit(tc.Dir, base, next, m.Run, fault)
 }
 
 // iceSummary is the snapshot's summary: Iceberg's counts and the loader's
@@ -169,9 +174,18 @@ func iceSummary(m *Manifest, topic string, prev *iceSnapshot, added, addedBytes 
 	return s, nil
 }
 
-// publishIceVersion writes version n of a table: whole into a temporary
-// file first, then renamed to vN.metadata.json if that name is free. The
-// rename is the table's commit point.
+// publishIceVersion writes version n of a table, only if no writer has
+// written it: the version's appearance is the table's commit point. Two
+// writers that read version n-1 (a run paused past its lease and the run
+// that took its topic over) race for the same name, and exactly one wins;
+// the other gets an error satisfying errors.Is(err, errTableMoved).
+//
+// On a warehouse with rename, the version is written whole under a
+// temporary name and renamed into place without replacing
+// (RenameNoReplace: renameat2 locally, HDFS's rename without overwrite).
+// On an object store, which has no rename, it is one PUT with
+// If-None-Match: * straight to vN.metadata.json: the object appears whole
+// or not at all, and only if the name was free.
 func publishIceVersion(w *warehouse.Batch, dir string, n int, md *iceMetadata, run string, fault func(FaultPoint) error) error {
 	// Readers want lists, never null.
 	md.Snapshots = nonNil(md.Snapshots)
@@ -182,25 +196,36 @@ func publishIceVersion(w *warehouse.Batch, dir string, n int, md *iceMetadata, r
 		return err
 	}
 	metaDir := path.Join(dir, iceMetadataDir)
-	tmp := path.Join(metaDir, fmt.Sprintf(".v%d-%s.metadata.json.tmp", n, run))
 	final := path.Join(metaDir, fmt.Sprintf("v%d.metadata.json", n))
-	if err := warehouse.WriteFile(w, tmp, data); err != nil {
-		return fmt.Errorf("table %s: writing version %d: %w", dir, n, err)
-	}
-	if err := w.Sync(); err != nil {
-		return err
-	}
-	if fault != nil {
-		if err := fault(FaultTableCommit); err != nil {
+	whole := warehouse.WholeObjectWrites(w)
+	if whole {
+		if fault != nil {
+			if err := fault(FaultTableCommit); err != nil {
+				return err
+			}
+		}
+		err = w.CreateExclusive(final, data)
+	} else {
+		tmp := path.Join(metaDir, fmt.Sprintf(".v%d-%s.metadata.json.tmp", n, run))
+		if err := warehouse.WriteFile(w, tmp, data); err != nil {
+			return fmt.Errorf("table %s: writing version %d: %w", dir, n, err)
+		}
+		if err := w.Sync(); err != nil {
 			return err
 		}
+		if fault != nil {
+			if err := fault(FaultTableCommit); err != nil {
+				return err
+			}
+		}
+		if err = w.RenameNoReplace(tmp, final); errors.Is(err, fs.ErrExist) {
+			w.Remove(tmp)
+		}
 	}
-	if ok, err := warehouse.Exists(w, final); err != nil {
-		return err
-	} else if ok {
-		return fmt.Errorf("table %s: version %d was committed by another writer: not committing", dir, n)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("table %s: version %d was committed by another writer: not committing (%w)", dir, n, errTableMoved)
 	}
-	if err := w.Rename(tmp, final); err != nil {
+	if err != nil {
 		return fmt.Errorf("table %s: committing version %d: %w", dir, n, err)
 	}
 	if err := w.Sync(); err != nil {
@@ -210,12 +235,22 @@ func publishIceVersion(w *warehouse.Batch, dir string, n int, md *iceMetadata, r
 	// loader) take the highest version file, so a stale hint is harmless.
 	// One temporary name for every run (they hold the topic's lock): one
 	// cut short leaves it for the next to replace.
+	hint := path.Join(metaDir, iceHintName)
+	if whole {
+		warehouse.WriteFile(w, hint, []byte(strconv.Itoa(n)))
+		return nil
+	}
 	hintTmp := path.Join(metaDir, "."+iceHintName+".tmp")
 	if err := warehouse.WriteFile(w, hintTmp, []byte(strconv.Itoa(n))); err == nil {
-		w.Rename(hintTmp, path.Join(metaDir, iceHintName))
+		w.Rename(hintTmp, hint)
 	}
 	return nil
 }
+
+// errTableMoved is a table commit's refusal: another writer committed the
+// table after the run read it. Nothing of the refused version is in the
+// table, so the run's files may be deleted.
+var errTableMoved = errors.New("the table moved on")
 
 func nonNil[T any](s []T) []T {
 	if s == nil {
@@ -228,8 +263,8 @@ func nonNil[T any](s []T) []T {
 // audit, which judges them once the run's counts are published): one new
 // version whose tags hour-YYYY-MM-DD-HH name the current snapshot, which
 // holds the hours' records. Hours already tagged keep their tags.
-func tagIceHours(w *warehouse.Batch, dir, run string, hours []time.Time, now time.Time) error {
-	md, err := readIceTable(w, dir)
+func tagIceHours(w *warehouse.Batch, cat iceCatalog, dir, run string, hours []time.Time, now time.Time) error {
+	md, err := cat.load(dir)
 	if err != nil {
 		return err
 	}
@@ -251,7 +286,7 @@ func tagIceHours(w *warehouse.Batch, dir, run string, hours []time.Time, now tim
 	}
 	next.LastUpdatedMs = now.UnixMilli()
 	next.MetadataLog = append(next.MetadataLog, iceLogEntry{TimestampMs: md.LastUpdatedMs, MetadataFile: iceRoot(w) + "/" + md.file})
-	return publishIceVersion(w, dir, md.version+1, next, run, nil)
+	return cat.commit(dir, md, next, run, nil)
 }
 
 // commitWithTables commits a run that loaded Iceberg tables: the first
@@ -279,11 +314,26 @@ func (r *run) commitWithTables(m *Manifest, staged string) error {
 	if err := r.hook(FaultCommitPoint); err != nil {
 		return err
 	}
-	committed, err := commitTables(r.batch, m, m.Committed, r.hook)
+	committed, err := commitTables(r.batch, r.cat, m, m.Committed, r.hook)
 	r.sum.Committed = committed
 	if err != nil {
 		if committed {
 			return fmt.Errorf("run %s is committed, but %w; the next run finishes it", r.id, err)
+		}
+		switch {
+		case r.crashed.Load():
+		case errors.Is(err, errTableMoved):
+			// Refused, so nothing of the run is in any table: the files
+			// it moved into them go, as recovery would delete them.
+			if derr := (&mover{w: r.batch}).discardTables(m); derr != nil {
+				r.log.Warn("deleting the files of a refused table commit", "err", derr)
+			}
+		default:
+			// The commit may have happened: the next run's recovery
+			// finds the run's snapshot in the table or not, and finishes
+			// or discards the run.
+			r.commitUnknown = true
+			return fmt.Errorf("%w; whether run %s committed is unknown, and the next run finds out", err, r.id)
 		}
 		return err
 	}

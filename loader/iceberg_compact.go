@@ -125,7 +125,12 @@ func compactTableLocked(ctx context.Context, c CompactConfig, w warehouse.FS) ([
 // topic's lock.
 func compactTable(ctx context.Context, c CompactConfig, w warehouse.FS, id string) ([]CompactedHour, error) {
 	dir := path.Join(c.Table, c.Topic)
-	md, err := readIceTable(w, dir)
+	batch := warehouse.NewBatch(w)
+	cat, err := c.Catalog.open(batch)
+	if err != nil {
+		return nil, fmt.Errorf("compact: %w", err)
+	}
+	md, err := cat.load(dir)
 	if err != nil {
 		return nil, fmt.Errorf("compact: %w", err)
 	}
@@ -204,8 +209,7 @@ func compactTable(ctx context.Context, c CompactConfig, w warehouse.FS, id strin
 			return nil, errCrash{err}
 		}
 	}
-	batch := warehouse.NewBatch(w)
-	if err := commitIceReplace(batch, md, dir, id, snapshot, live, replaced, added); err != nil {
+	if err := commitIceReplace(batch, cat, md, dir, id, snapshot, live, replaced, added); err != nil {
 		return nil, err
 	}
 	return done, nil
@@ -213,7 +217,7 @@ func compactTable(ctx context.Context, c CompactConfig, w warehouse.FS, id strin
 
 // commitIceReplace commits a replace snapshot: live files in replaced are
 // deleted, the others kept, added added; all in one new manifest.
-func commitIceReplace(w *warehouse.Batch, md *iceMetadata, dir, id string, snapshot int64, live []iceLiveFile, replaced map[int]bool, added []iceDataFile) error {
+func commitIceReplace(w *warehouse.Batch, cat iceCatalog, md *iceMetadata, dir, id string, snapshot int64, live []iceLiveFile, replaced map[int]bool, added []iceDataFile) error {
 	cur := md.current()
 	seq := md.LastSequenceNumber + 1
 	root := iceRoot(w) + "/"
@@ -288,7 +292,7 @@ func commitIceReplace(w *warehouse.Batch, md *iceMetadata, dir, id string, snaps
 	next.SnapshotLog = append(next.SnapshotLog, iceLogEntry{TimestampMs: now.UnixMilli(), SnapshotID: snapshot})
 	next.MetadataLog = append(next.MetadataLog, iceLogEntry{TimestampMs: md.LastUpdatedMs, MetadataFile: root + md.file})
 	next.Refs["main"] = iceRef{SnapshotID: snapshot, Type: "branch"}
-	return publishIceVersion(w, dir, md.version+1, next, "compact-"+id, nil)
+	return cat.commit(dir, md, next, "compact-"+id, nil)
 }
 
 // removeCompactOrphans deletes merged files of killed compactions: named

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary-io/tributary/audit"
 	"github.com/tributary-io/tributary/loader/warehouse"
 )
 
@@ -226,6 +227,10 @@ type TableCommit struct {
 	LastColumnID int        `json:"last_column_id"`
 	// From is each loaded partition's first offset in this run.
 	From map[int32]int64 `json:"from"`
+	// Catalog is the REST catalog's URI the table is committed through;
+	// empty: the file-system catalog. Recovery must look for the run's
+	// snapshot where the run committed it.
+	Catalog string `json:"catalog,omitempty"`
 }
 
 func newSnapshotID() int64 {
@@ -323,4 +328,41 @@ func (md *iceMetadata) clone() *iceMetadata {
 		next.Refs = map[string]iceRef{}
 	}
 	return &next
+}
+
+// TableDataFiles lists the data files of the current snapshot of the
+// table in directory dir (warehouse paths, with the hour each holds) of
+// the file-system catalog, for the audit's warehouse scan
+// (audit.WarehouseScanConfig.TableFiles). A directory holding no table has
+// none.
+func TableDataFiles(w warehouse.FS, dir string) ([]audit.TableFile, error) {
+	return TableDataFilesIn(CatalogConfig{})(w, dir)
+}
+
+// TableDataFilesIn is TableDataFiles for the tables of catalog c.
+func TableDataFilesIn(c CatalogConfig) func(w warehouse.FS, dir string) ([]audit.TableFile, error) {
+	return func(w warehouse.FS, dir string) ([]audit.TableFile, error) {
+		cat, err := c.open(warehouse.NewBatch(w))
+		if err != nil {
+			return nil, err
+		}
+		md, err := cat.load(dir)
+		if err != nil {
+			return nil, err
+		}
+		return tableDataFiles(w, dir, md)
+	}
+}
+
+func tableDataFiles(w warehouse.FS, dir string, md *iceMetadata) ([]audit.TableFile, error) {
+	live, err := iceLiveFiles(w, md)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", dir, err)
+	}
+	root := iceRoot(w) + "/"
+	out := make([]audit.TableFile, 0, len(live))
+	for _, f := range live {
+		out = append(out, audit.TableFile{Path: strings.TrimPrefix(f.path, root), Hour: time.Unix(int64(f.hour)*3600, 0).UTC()})
+	}
+	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -160,33 +161,75 @@ func listCommits(w warehouse.FS) ([]commitEntry, error) {
 // highest sequence number ever committed, which may be a pruned commit's:
 // pruning leaves an empty file under a commit's name (a tombstone), so that
 // the name is never free again and a run that read the commits long ago
-// (paused since) cannot create it.
+// (paused since) cannot create it; the floor stands for the tombstones it
+// replaced (floor.go).
 func listCommitLog(w warehouse.FS) (commits []commitEntry, last int64, err error) {
+	cl, err := scanCommits(w)
+	if err != nil {
+		return nil, 0, err
+	}
+	return cl.commits, cl.last, nil
+}
+
+// scanCommits lists _tributary/commits. A floor deleted between the
+// listing and its read was replaced by a higher one: it lists again.
+func scanCommits(w warehouse.FS) (*commitLog, error) {
+	for range 10 {
+		cl, err := scanCommitsOnce(w)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return cl, err
+		}
+	}
+	return nil, fmt.Errorf("listing %s in %s: its floor changed under ten listings in a row; try again", commitsDir, w)
+}
+
+func scanCommitsOnce(w warehouse.FS) (*commitLog, error) {
 	infos, err := w.ReadDir(commitsDir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil
+		return &commitLog{}, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("listing %s in %s: %w", commitsDir, w, err)
+		return nil, fmt.Errorf("listing %s in %s: %w", commitsDir, w, err)
 	}
+	cl := &commitLog{}
 	for _, fi := range infos {
+		if n, ok := parseFloorName(fi.Name()); ok {
+			cl.floors = append(cl.floors, n)
+			continue
+		}
 		seq, run, legacy, ok := parseCommitName(fi.Name())
 		if !ok {
 			continue
 		}
-		last = max(last, seq)
+		name := path.Join(commitsDir, fi.Name())
+		cl.last = max(cl.last, seq)
 		if !legacy && fi.Size() == 0 {
-			continue // pruned
+			cl.tombstones = append(cl.tombstones, name)
+			continue
 		}
-		commits = append(commits, commitEntry{name: path.Join(commitsDir, fi.Name()), seq: seq, run: run, legacy: legacy})
+		cl.commits = append(cl.commits, commitEntry{name: name, seq: seq, run: run, legacy: legacy})
 	}
-	sort.Slice(commits, func(i, j int) bool {
-		if commits[i].seq != commits[j].seq {
-			return commits[i].seq < commits[j].seq
+	if len(cl.floors) > 0 {
+		n := slices.Max(cl.floors)
+		if cl.floor, err = readFloor(w, n); err != nil {
+			return nil, err
 		}
-		return commits[i].name < commits[j].name
+		cl.last = max(cl.last, n)
+		cl.commits = slices.DeleteFunc(cl.commits, func(c commitEntry) bool {
+			if c.legacy || !cl.floor.voids(c.seq) {
+				return false
+			}
+			cl.void = append(cl.void, c.name)
+			return true
+		})
+	}
+	sort.Slice(cl.commits, func(i, j int) bool {
+		if cl.commits[i].seq != cl.commits[j].seq {
+			return cl.commits[i].seq < cl.commits[j].seq
+		}
+		return cl.commits[i].name < cl.commits[j].name
 	})
-	return commits, last, nil
+	return cl, nil
 }
 
 func readManifest(w warehouse.FS, name string) (*Manifest, error) {

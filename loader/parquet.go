@@ -136,28 +136,35 @@ func (f *parquetFile) abandon() { f.out.Close() }
 
 // Table schemas. A topic's Parquet files are all written in one schema,
 // the table's: the latest version registered under the topic's subject
-// (<topic>-value) when the run first needs it. Records written with an
-// older (or newer) writer schema are resolved to it by Avro's rules (a
-// field added with a default gets its default, a removed one is dropped),
-// so every file of a run has every column a reader expects. A writer
-// schema the table schema cannot read, or a topic whose subject is not
-// registered (another subject name strategy), keeps its own writer schema:
-// its records go to files of their own, never refused, and the schema id
-// in the file name says which.
+// (<topic>-value) when the run first needs it (of a Protobuf or JSON
+// schema, the Avro schema derived from it; of a Protobuf schema, the one
+// of its root message, see schema.Deserializer.TableWriter). Records
+// written with an older (or newer) writer schema are resolved to it by
+// Avro's rules (a field added with a default gets its default, a removed
+// one is dropped), so every file of a run has every column a reader
+// expects. A writer schema the table schema cannot read, a Protobuf
+// record of another message, or a topic whose subject is not registered
+// (another subject name strategy), keeps its own writer schema: its
+// records go to files of their own, never refused, and the schema id in
+// the file name says which. An Iceberg table holds one schema: there,
+// a Protobuf record of another message is refused (to _errors), and a
+// writer the table cannot read fails the run.
 
 // tableFile is a schema files are written in.
 type tableFile struct {
-	id     int
+	w      schema.Writer
 	text   string
 	schema *parquet.Schema
 	node   *pqNode
 }
 
 type topicTable struct {
-	latest int                  // the table schema's id; 0: none
-	deser  *schema.Deserializer // resolves to latest
-	fits   map[int]bool         // writer id → latest reads it
-	files  map[int]*tableFile
+	latest  int                  // the table schema's id; 0: none
+	message string               // of a Protobuf table schema, its message
+	text    string               // the table schema (Avro)
+	deser   *schema.Deserializer // resolves to latest
+	fits    map[schema.Writer]bool
+	files   map[schema.Writer]*tableFile
 	// ice and iceLast are latest as an Iceberg table's schema and its last
 	// column id (Config.Table only).
 	ice     []iceField
@@ -174,34 +181,41 @@ type subjectVersions interface {
 	SchemaByVersion(ctx context.Context, subject string, version int) (sr.SubjectSchema, error)
 }
 
-// decode returns a record's value in the schema its file is written in,
-// and that schema's id.
-func (t *tables) decode(ctx context.Context, topic string, writerID int, value []byte) (any, *tableFile, error) {
+// decode returns a record's value, whose Avro body (schema.AvroBody) is
+// of writer w, in the schema its file is written in, and that schema.
+func (t *tables) decode(ctx context.Context, topic string, w schema.Writer, body []byte) (any, *tableFile, error) {
 	tt, err := t.topic(ctx, topic)
 	if err != nil {
 		return nil, nil, err
 	}
-	id := writerID
+	fw := w
 	deser := t.r.deser
 	if tt.latest != 0 {
-		t.mu.Lock()
-		fits, ok := tt.fits[writerID]
-		t.mu.Unlock()
-		if !ok {
-			fits = t.resolves(ctx, tt, topic, writerID)
-		}
-		if fits {
-			id, deser = tt.latest, tt.deser
-		} else if t.r.cfg.Table != "" {
-			return nil, nil, fmt.Errorf("topic %s: writer schema id %d cannot be read as the table's schema (id %d, the latest of subject %s): an Iceberg table holds one schema; register a compatible version",
-				topic, writerID, tt.latest, schema.TopicNameStrategy(topic))
+		if w.Message != tt.message {
+			if t.r.cfg.Table != "" {
+				return nil, nil, fmt.Errorf("%w: topic %s: the record is a %s; the table holds %s (the root message of schema id %d, the latest of subject %s)",
+					schema.ErrUnsupportedSchema, topic, w.Message, tt.message, tt.latest, schema.TopicNameStrategy(topic))
+			}
+		} else {
+			t.mu.Lock()
+			fits, ok := tt.fits[w]
+			t.mu.Unlock()
+			if !ok {
+				fits = t.resolves(ctx, tt, topic, w)
+			}
+			if fits {
+				fw, deser = schema.Writer{ID: tt.latest, Message: tt.message}, tt.deser
+			} else if t.r.cfg.Table != "" {
+				return nil, nil, fmt.Errorf("topic %s: writer %s cannot be read as the table's schema (id %d, the latest of subject %s): an Iceberg table holds one schema; register a compatible version",
+					topic, w, tt.latest, schema.TopicNameStrategy(topic))
+			}
 		}
 	}
-	f, err := t.file(ctx, tt, id)
+	f, err := t.file(ctx, tt, fw)
 	if err != nil {
 		return nil, nil, err
 	}
-	v, err := deser.Deserialize(ctx, value)
+	v, err := deser.DeserializeAvro(ctx, w, body)
 	return v, f, err
 }
 
@@ -211,7 +225,7 @@ func (t *tables) topic(ctx context.Context, topic string) (*topicTable, error) {
 	if tt := t.by[topic]; tt != nil {
 		return tt, nil
 	}
-	tt := &topicTable{fits: map[int]bool{}, files: map[int]*tableFile{}}
+	tt := &topicTable{fits: map[schema.Writer]bool{}, files: map[schema.Writer]*tableFile{}}
 	if sv, ok := t.r.reg.(subjectVersions); ok {
 		ss, err := sv.SchemaByVersion(ctx, schema.TopicNameStrategy(topic), -1)
 		if err != nil {
@@ -224,13 +238,25 @@ func (t *tables) topic(ctx context.Context, topic string) (*topicTable, error) {
 			}
 			t.r.log.Warn("no subject for the topic: its Parquet files keep each writer schema", "topic", topic, "subject", schema.TopicNameStrategy(topic))
 		} else {
-			d, err := schema.NewDeserializer(t.r.reg, schema.DeserializerConfig{ReaderSchema: ss.Schema.Schema})
+			tw, text, err := t.r.deser.TableWriter(ctx, ss.ID)
+			if errors.Is(err, schema.ErrUnsupportedSchema) && t.r.cfg.Table == "" {
+				// No Avro form (its records are refused anyway): Parquet
+				// files keep each writer schema, as without a subject.
+				t.r.log.Warn("the latest schema of the topic's subject has no Avro form: its Parquet files keep each writer schema",
+					"topic", topic, "schema_id", ss.ID, "reason", err)
+				t.by[topic] = tt
+				return tt, nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("table schema of %s (schema id %d, the latest of subject %s): %w", topic, ss.ID, schema.TopicNameStrategy(topic), err)
+			}
+			d, err := schema.NewDeserializer(t.r.reg, schema.DeserializerConfig{ReaderSchema: text})
 			if err != nil {
 				return nil, fmt.Errorf("table schema of %s (schema id %d): %w", topic, ss.ID, err)
 			}
-			tt.latest, tt.deser = ss.ID, d
+			tt.latest, tt.message, tt.text, tt.deser = ss.ID, tw.Message, text, d
 			if t.r.cfg.Table != "" {
-				if tt.ice, tt.iceLast, err = t.r.icebergTableSchema(topic, ss.Schema.Schema); err != nil {
+				if tt.ice, tt.iceLast, err = t.r.icebergTableSchema(topic, text); err != nil {
 					return nil, fmt.Errorf("topic %s, schema id %d: %w", topic, ss.ID, err)
 				}
 			}
@@ -242,15 +268,14 @@ func (t *tables) topic(ctx context.Context, topic string) (*topicTable, error) {
 	return tt, nil
 }
 
-// resolves tells whether the table schema reads records of writerID.
-func (t *tables) resolves(ctx context.Context, tt *topicTable, topic string, writerID int) bool {
-	fits := writerID == tt.latest
+// resolves tells whether the table schema reads records of writer w.
+func (t *tables) resolves(ctx context.Context, tt *topicTable, topic string, w schema.Writer) bool {
+	fits := w.ID == tt.latest
 	if !fits {
-		wt, err1 := t.r.deser.WriterSchema(ctx, writerID)
-		rt, err2 := t.r.deser.WriterSchema(ctx, tt.latest)
-		if err1 == nil && err2 == nil {
+		wt, err := t.r.deser.WriterSchemaOf(ctx, w)
+		if err == nil {
 			ws, err1 := avro.ParseWithCache(wt, "", &avro.SchemaCache{})
-			rs, err2 := avro.ParseWithCache(rt, "", &avro.SchemaCache{})
+			rs, err2 := avro.ParseWithCache(tt.text, "", &avro.SchemaCache{})
 			if err1 == nil && err2 == nil {
 				_, err := avro.NewSchemaCompatibility().Resolve(rs, ws)
 				fits = err == nil
@@ -258,29 +283,29 @@ func (t *tables) resolves(ctx context.Context, tt *topicTable, topic string, wri
 		}
 		if !fits {
 			t.r.log.Warn("the table schema cannot read a writer schema: its records go to files in their own schema",
-				"topic", topic, "table_schema_id", tt.latest, "writer_schema_id", writerID)
+				"topic", topic, "table_schema_id", tt.latest, "writer", w.String())
 		}
 	}
 	t.mu.Lock()
-	tt.fits[writerID] = fits
+	tt.fits[w] = fits
 	t.mu.Unlock()
 	return fits
 }
 
-func (t *tables) file(ctx context.Context, tt *topicTable, id int) (*tableFile, error) {
+func (t *tables) file(ctx context.Context, tt *topicTable, w schema.Writer) (*tableFile, error) {
 	t.mu.Lock()
-	f := tt.files[id]
+	f := tt.files[w]
 	t.mu.Unlock()
 	if f != nil {
 		return f, nil
 	}
-	text, err := t.r.deser.WriterSchema(ctx, id)
+	text, err := t.r.deser.WriterSchemaOf(ctx, w)
 	if err != nil {
 		return nil, err
 	}
 	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
 	if err != nil {
-		return nil, fmt.Errorf("schema id %d: %w", id, err)
+		return nil, fmt.Errorf("%s: %w", w, err)
 	}
 	var extend func(*pqNode) error
 	if t.r.cfg.Table != "" {
@@ -288,11 +313,11 @@ func (t *tables) file(ctx context.Context, tt *topicTable, id int) (*tableFile, 
 	}
 	ps, node, err := parquetSchemaWith(s, extend)
 	if err != nil {
-		return nil, fmt.Errorf("schema id %d to Parquet: %w", id, err)
+		return nil, fmt.Errorf("%s to Parquet: %w", w, err)
 	}
-	f = &tableFile{id: id, text: text, schema: ps, node: node}
+	f = &tableFile{w: w, text: text, schema: ps, node: node}
 	t.mu.Lock()
-	tt.files[id] = f
+	tt.files[w] = f
 	t.mu.Unlock()
 	return f, nil
 }

@@ -33,7 +33,7 @@ func FuzzParquetRecord(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	tf := &tableFile{id: 1, text: string(text), schema: ps, node: root}
+	tf := &tableFile{w: schema.Writer{ID: 1}, text: string(text), schema: ps, node: root}
 	// The loader decodes only bodies its header walk found to be one
 	// whole value (partWriter.readRecord): a count claiming more entries
 	// than the body has bytes never reaches the decoder.

@@ -54,6 +54,7 @@ type partWriter struct {
 type fileKey struct {
 	hour   int64 // unix hours
 	schema int
+	msg    string // of a Protobuf schema, the message (schema.Writer)
 }
 
 type openFile struct {
@@ -103,7 +104,7 @@ func (p *partWriter) run(ctx context.Context, in <-chan *chunk) error {
 func isBadRecord(err error) bool {
 	return errors.Is(err, schema.ErrWrongMagic) || errors.Is(err, schema.ErrTruncated) ||
 		errors.Is(err, schema.ErrUnknownID) || errors.Is(err, schema.ErrBadBody) ||
-		errors.Is(err, schema.ErrUnsupportedSchema) // JSON Schema and Protobuf records: to _errors, the format named
+		errors.Is(err, schema.ErrUnsupportedSchema) // a schema without an Avro form: to _errors, the reason named
 }
 
 // readRecord checks a record's value and reads its header time and
@@ -111,26 +112,31 @@ func isBadRecord(err error) bool {
 // a record is filed under and the window the warehouse tier counts it in
 // are those the producer counted it in.
 //
-// Nothing is decoded: the envelope gives the writer schema, and the
-// layout's CheckRead (or CheckTime) walks the body by its encodings once,
-// to make sure it is one whole value of that schema (a record that is not
-// goes to _errors, as a decoder would have refused it) and to read the
-// few header fields on the way. The body is then copied as it is into a file of the same writer
-// schema, which is what lets a load keep up with the fetch.
+// An Avro record is not decoded: the envelope gives the writer schema, and
+// the layout's CheckRead (or CheckTime) walks the body by its encodings
+// once, to make sure it is one whole value of that schema (a record that
+// is not goes to _errors, as a decoder would have refused it) and to read
+// the few header fields on the way. The body is then copied as it is into
+// a file of the same writer schema, which is what lets a load keep up with
+// the fetch. A Protobuf or JSON Schema record is converted to Avro under
+// the schema derived from its own (schema.Deserializer.AvroBody), and that
+// body is what is checked and filed.
 //
 // ok is false when the event has no usable time. err is a bad record's
 // (see isBadRecord) or the registry's.
-func (p *partWriter) readRecord(ctx context.Context, value []byte) (id int, body []byte, ms int64, server string, ok bool, err error) {
+func (p *partWriter) readRecord(ctx context.Context, value []byte) (w schema.Writer, body []byte, ms int64, server string, ok bool, err error) {
 	r := p.r
-	if id, body, err = schema.DecodeEnvelope(value); err != nil {
-		return 0, nil, 0, "", false, err
+	id, body, err := schema.DecodeEnvelope(value)
+	if err != nil {
+		return w, nil, 0, "", false, err
 	}
+	w = schema.Writer{ID: id}
 	// A partition's records are almost all of one writer schema: the
 	// layout of the last is kept, sparing the shared cache's lock.
 	l := p.layout
-	if l == nil || id != p.layoutID {
-		if l, err = r.headers.Get(ctx, id); err != nil {
-			return 0, nil, 0, "", false, err
+	if l == nil || id != p.layoutID || l.Derived() {
+		if l, w, body, err = r.headers.Body(ctx, id, body); err != nil {
+			return w, nil, 0, "", false, err
 		}
 		p.layout, p.layoutID = l, id
 	}
@@ -140,13 +146,13 @@ func (p *partWriter) readRecord(ctx context.Context, value []byte) (id int, body
 		ms, err = l.CheckTime(body) // the server is for the audit only
 	}
 	if errors.Is(err, schema.ErrBadBody) {
-		return 0, nil, 0, "", false, fmt.Errorf("schema id %d: %w", id, err)
+		return w, nil, 0, "", false, fmt.Errorf("%s: %w", w, err)
 	}
-	return id, body, ms, server, err == nil, nil
+	return w, body, ms, server, err == nil, nil
 }
 
 func (p *partWriter) add(ctx context.Context, rec *recordbatch.Record) error {
-	id, body, ms, server, ok, err := p.readRecord(ctx, rec.Value)
+	w, body, ms, server, ok, err := p.readRecord(ctx, rec.Value)
 	if err != nil {
 		if !isBadRecord(err) {
 			return fmt.Errorf("%s/%d offset %d: %w", p.topic, p.part, rec.Offset, err)
@@ -156,13 +162,13 @@ func (p *partWriter) add(ctx context.Context, rec *recordbatch.Record) error {
 	var native any
 	var tf *tableFile // the schema of the record's Parquet file
 	if p.r.tables != nil {
-		if native, tf, err = p.r.tables.decode(ctx, p.topic, id, rec.Value); err != nil {
+		if native, tf, err = p.r.tables.decode(ctx, p.topic, w, body); err != nil {
 			if !isBadRecord(err) {
 				return fmt.Errorf("%s/%d offset %d: %w", p.topic, p.part, rec.Offset, err)
 			}
 			return p.reject(rec, err)
 		}
-		id = tf.id
+		w = tf.w
 	}
 	if !ok {
 		ms = rec.Timestamp
@@ -175,7 +181,7 @@ func (p *partWriter) add(ctx context.Context, rec *recordbatch.Record) error {
 		}
 		rv[eventTimeColumn] = ms
 	}
-	key := fileKey{hour: floorDiv(ms, 3600_000), schema: id}
+	key := fileKey{hour: floorDiv(ms, 3600_000), schema: w.ID, msg: w.Message}
 	f := p.cur
 	if f == nil || f.key != key {
 		if f = p.open[key]; f == nil {
@@ -240,7 +246,7 @@ func (p *partWriter) openFile(ctx context.Context, key fileKey, first int64, tf 
 			return nil, err
 		}
 	}
-	text, err := p.r.deser.WriterSchema(ctx, key.schema)
+	text, err := p.r.deser.WriterSchemaOf(ctx, schema.Writer{ID: key.schema, Message: key.msg})
 	if err != nil {
 		return nil, fmt.Errorf("%s/%d offset %d: %w", p.topic, p.part, first, err)
 	}
@@ -254,6 +260,9 @@ func (p *partWriter) openFile(ctx context.Context, key fileKey, first int64, tf 
 		"tributary.topic":     p.topic,
 		"tributary.partition": strconv.Itoa(int(p.part)),
 		"tributary.schema.id": strconv.Itoa(key.schema),
+	}
+	if key.msg != "" {
+		meta["tributary.schema.message"] = key.msg
 	}
 	f := &openFile{key: key, tmp: tmp, first: first}
 	if tf != nil {
@@ -346,7 +355,9 @@ func (p *partWriter) closeAll() error {
 	for k := range p.open {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b fileKey) int { return cmp.Or(cmp.Compare(a.hour, b.hour), cmp.Compare(a.schema, b.schema)) })
+	slices.SortFunc(keys, func(a, b fileKey) int {
+		return cmp.Or(cmp.Compare(a.hour, b.hour), cmp.Compare(a.schema, b.schema), cmp.Compare(a.msg, b.msg))
+	})
 	for _, k := range keys {
 		p.filed(p.open[k])
 		delete(p.open, k)

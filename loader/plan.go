@@ -77,12 +77,14 @@ func (r *run) plan(ctx context.Context, topics []string, state map[string]*Topic
 	if err != nil {
 		return nil, nil, listedAt, fmt.Errorf("listing log start offsets on the brokers at %v: %w", r.cfg.Brokers, err)
 	}
-	ends, err := r.adm.ListEndOffsets(tctx, topics...)
+	// The last stable offsets: a run loads what committed readers see,
+	// and does not wait on a transaction still open.
+	ends, err := r.adm.ListCommittedOffsets(tctx, topics...)
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
-		return nil, nil, listedAt, fmt.Errorf("listing high watermarks on the brokers at %v: %w", r.cfg.Brokers, err)
+		return nil, nil, listedAt, fmt.Errorf("listing last stable offsets on the brokers at %v: %w", r.cfg.Brokers, err)
 	}
 	var plans []*partPlan
 	var lost []LostRange
@@ -97,7 +99,7 @@ func (r *run) plan(ctx context.Context, topics []string, state map[string]*Topic
 			logStart := parts[p].Offset
 			end, ok := ends.Lookup(t, p)
 			if !ok {
-				return nil, nil, listedAt, fmt.Errorf("%s/%d: no high watermark listed", t, p)
+				return nil, nil, listedAt, fmt.Errorf("%s/%d: no last stable offset listed", t, p)
 			}
 			pl := &partPlan{topic: t, part: p, end: end.Offset}
 			var prev *PartitionState

@@ -33,6 +33,7 @@ func removeCommit(w warehouse.FS, c commitEntry) error {
 // prune deletes committed manifests that are finished and superseded, for
 // every topic they hold, by a newer manifest; it touches only manifests
 // whose topics are all held. Offsets live on in the newest manifests.
+// Once tombstones pile up, a floor replaces them (floor.go).
 func (mv *mover) prune(held map[string]bool) error {
 	commits, err := listCommits(mv.w)
 	if err != nil {
@@ -80,5 +81,5 @@ func (mv *mover) prune(held map[string]bool) error {
 			return err
 		}
 	}
-	return nil
+	return raiseFloor(mv.w)
 }

@@ -34,6 +34,7 @@ type run struct {
 	// tableBase is each Iceberg table's current snapshot when the run
 	// began (Config.Table).
 	tableBase map[string]int64
+	cat       iceCatalog // Config.Table's catalog
 	headers   *schema.HeaderLayouts
 	log       *slog.Logger
 	started   time.Time
@@ -53,6 +54,10 @@ type run struct {
 
 	errCount atomic.Int64
 	crashed  atomic.Bool
+	// commitUnknown: a table commit failed without saying whether it
+	// happened (a lost answer); the run's directory stays for recovery,
+	// which asks the table.
+	commitUnknown bool
 	// republish makes publishAudit publish counts already marked
 	// published too (PublishAudit).
 	republish bool
@@ -147,7 +152,7 @@ func Run(ctx context.Context, c Config) (*Summary, error) {
 		return sum, fmt.Errorf("starting run directory in %s: %w", r.w, err)
 	}
 	defer func() {
-		if !sum.Committed && !r.crashed.Load() {
+		if !sum.Committed && !r.crashed.Load() && !r.commitUnknown {
 			// Best effort: recovery deletes it otherwise.
 			removeRunDir(r.w, r.id)
 		}
@@ -206,6 +211,11 @@ func (r *run) connect() (disconnect func(), err error) {
 	}
 	r.sum.Warehouse = r.w.String()
 	r.batch = warehouse.NewBatch(r.w)
+	if r.cfg.Table != "" {
+		if r.cat, err = r.cfg.Catalog.open(r.batch); err != nil {
+			return disconnect, err
+		}
+	}
 
 	reg := r.cfg.Registry
 	if reg == nil {

@@ -19,6 +19,11 @@ type Summary struct {
 	// Committed is true once the run's manifest is committed: its data
 	// will be in the warehouse even if moving it into place was cut short.
 	Committed bool `json:"committed"`
+	// ExpiredSnapshots counts the table snapshots that Config.Expire
+	// expired after the run; ExpireError says why an expiry failed (the
+	// run is committed all the same, and the next run tries again).
+	ExpiredSnapshots int    `json:"expired_snapshots,omitempty"`
+	ExpireError      string `json:"expire_error,omitempty"`
 	RunCounts
 	// NoHeaderTime counts events without a header time, filed by their
 	// Kafka timestamp instead.

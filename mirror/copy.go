@@ -46,9 +46,12 @@ func (s *source) consume(ctx context.Context) {
 			s.stop(ctx, err)
 			return
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if part := s.lookup(r.Topic, r.Partition); part != nil {
-				s.copyPartition(ctx, part, r)
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			part := s.lookup(fp.Topic, fp.Partition)
+			for _, r := range fp.Records {
+				if part != nil {
+					s.copyPartition(ctx, part, r, fp.LogStartOffset)
+				}
 			}
 		})
 		s.client.AllowRebalance()
@@ -140,10 +143,13 @@ func (s *source) stopPartition(part *partition, offset int64, err error) {
 }
 
 // copyPartition copies one record of a partition. Records come in order
-// from where the partition resumed; a record beyond the next expected
-// offset means the source's retention deleted records before they were
-// copied, which is logged as the loss it is.
-func (s *source) copyPartition(ctx context.Context, part *partition, r *kgo.Record) {
+// from where the partition resumed. A record beyond the next expected
+// offset is a loss only when the source's log start (as its fetch answer
+// gave it, -1 if unknown) is past that offset: retention deleted records
+// before they were copied, logged as the loss it is. Below the log start
+// the gap is the log's own: compacted records, transaction markers and
+// aborted transactions, which a read_committed fetch leaves out.
+func (s *source) copyPartition(ctx context.Context, part *partition, r *kgo.Record, logStart int64) {
 	part.mu.Lock()
 	next, failed, halted := part.next, part.failed != nil, part.revoked || part.failed != nil || part.stopped != nil
 	part.mu.Unlock()
@@ -153,10 +159,14 @@ func (s *source) copyPartition(ctx context.Context, part *partition, r *kgo.Reco
 			s.client.PauseFetchPartitions(map[string][]int32{part.topic: {part.partition}})
 		}
 		return
-	case r.Offset > next:
+	case r.Offset > next && (logStart < 0 || logStart > next):
+		to := r.Offset
+		if logStart > 0 {
+			to = min(to, logStart)
+		}
 		s.log.Error("the source deleted records before they were copied (retention shorter than the mirror's lag); they are lost to the target",
-			"topic", part.topic, "partition", part.partition, "from", next, "to", r.Offset-1, "lost", r.Offset-next)
-		part.lost.Add(r.Offset - next)
+			"topic", part.topic, "partition", part.partition, "from", next, "to", to-1, "lost", to-next)
+		part.lost.Add(to - next)
 	}
 	if err := s.copyRecord(ctx, part, r); err != nil {
 		var fatal *fatalError

@@ -78,6 +78,9 @@ func (s *source) connect(ctx context.Context) error {
 		// are never copied.
 		kgo.ConsumeExcludeTopics(s.cfg.Exclude, "^__"),
 		kgo.DisableAutoCommit(),
+		// Only what the source's committed readers see is copied:
+		// aborted transactions and open ones stay behind.
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// Revocations wait until the copy loop has handed the polled
 		// records to the producer, so that draining covers them.
 		kgo.BlockRebalanceOnPoll(),

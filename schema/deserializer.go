@@ -9,6 +9,7 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/linkedin/goavro/v2"
 	"github.com/tributary-io/tributary/schema/internal/avsc"
+	"github.com/tributary-io/tributary/schema/internal/transcode"
 	"github.com/twmb/franz-go/pkg/sr"
 )
 
@@ -43,7 +44,8 @@ type Deserializer struct {
 	api    avro.API
 
 	mu      sync.RWMutex
-	writers map[int]*writer // schema id → writer schema, filled on first use
+	writers map[int]*writer  // schema id → writer schema, filled on first use
+	foreign map[int]*foreign // Protobuf and JSON schema ids (foreign.go)
 
 	readers sync.Pool // *avro.Reader: each holds a 1 KiB slab for short strings
 }
@@ -54,6 +56,12 @@ type writer struct {
 	*avsc.Schema
 	resolved avro.Schema // hamba's writer→reader plan; nil if not needed
 	walk     *walkPlan   // for checkLengths
+
+	// Derived from a Protobuf or JSON schema (foreign.go): which, and how
+	// a body converts. Both nil for Avro.
+	ref   Writer
+	proto *transcode.Proto
+	json  *transcode.JSON
 }
 
 // NewDeserializer returns a Deserializer that fetches writer schemas through
@@ -73,6 +81,7 @@ func NewDeserializer(reg Registry, cfg DeserializerConfig) (*Deserializer, error
 		// reader schemas that differ only there.
 		api:     avro.Config{MaxByteSliceSize: max, MaxSliceAllocSize: max}.Freeze(),
 		writers: make(map[int]*writer),
+		foreign: make(map[int]*foreign),
 	}
 	if cfg.ReaderSchema != "" {
 		r, err := avsc.Parse(cfg.ReaderSchema)
@@ -89,15 +98,37 @@ func NewDeserializer(reg Registry, cfg DeserializerConfig) (*Deserializer, error
 // string, fixed as []byte, arrays as []any, maps as map[string]any,
 // timestamp-millis and date as time.Time, decimal as *big.Rat, uuid as
 // string. This is the form Serializer accepts, so values round-trip.
+//
+// A Protobuf or JSON Schema record comes back as the value of the Avro
+// schema derived from its writer schema (foreign.go).
 func (d *Deserializer) Deserialize(ctx context.Context, b []byte) (any, error) {
 	id, body, err := DecodeEnvelope(b)
 	if err != nil {
 		return nil, err
 	}
-	w, err := d.writer(ctx, id)
+	w, body, err := d.avroBody(ctx, id, body)
 	if err != nil {
 		return nil, err
 	}
+	return d.decode(w, id, body)
+}
+
+// DeserializeAvro is Deserialize of a body AvroBody returned, with its
+// writer: a converted record is not converted again.
+func (d *Deserializer) DeserializeAvro(ctx context.Context, wr Writer, body []byte) (any, error) {
+	w, f, err := d.schemaOf(ctx, wr.ID)
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
+		if w, err = f.byName(wr.Message); err != nil {
+			return nil, err
+		}
+	}
+	return d.decode(w, wr.ID, body)
+}
+
+func (d *Deserializer) decode(w *writer, id int, body []byte) (any, error) {
 	if w.resolved == nil {
 		if err := checkLengths(w.walk, body); err != nil {
 			return nil, fmt.Errorf("schema id %d: %w", id, err)
@@ -130,7 +161,7 @@ func (d *Deserializer) DeserializeInto(ctx context.Context, b []byte, v any) err
 	if err != nil {
 		return err
 	}
-	w, err := d.writer(ctx, id)
+	w, body, err := d.avroBody(ctx, id, body)
 	if err != nil {
 		return err
 	}
@@ -143,14 +174,66 @@ func (d *Deserializer) DeserializeInto(ctx context.Context, b []byte, v any) err
 	return d.read(s, id, body, v)
 }
 
-// WriterSchema returns the text of the schema registered under id, from
-// the cache after the first call. The loader groups files by it.
+// WriterSchema returns the text of the Avro schema registered under id
+// (of a Protobuf or JSON schema, the Avro schema derived from it; of a
+// Protobuf schema, that of its root message: the first top-level message
+// no other has a field of), from the cache after the first call. The
+// loader groups files by it.
 func (d *Deserializer) WriterSchema(ctx context.Context, id int) (string, error) {
-	w, err := d.writer(ctx, id)
+	return d.WriterSchemaOf(ctx, Writer{ID: id})
+}
+
+// WriterSchemaOf is WriterSchema of a Writer AvroBody returned.
+func (d *Deserializer) WriterSchemaOf(ctx context.Context, wr Writer) (string, error) {
+	w, f, err := d.schemaOf(ctx, wr.ID)
 	if err != nil {
 		return "", err
 	}
+	if f != nil {
+		if w, err = f.byName(wr.Message); err != nil {
+			return "", err
+		}
+	} else if wr.Message != "" {
+		return "", fmt.Errorf("%w: schema id %d is an Avro schema, which has no message %s", ErrUnsupportedSchema, wr.ID, wr.Message)
+	}
 	return w.Text, nil
+}
+
+// TableWriter is WriterSchema, also naming the Writer: for a Protobuf
+// schema, its root message, whose records a table of the schema holds.
+func (d *Deserializer) TableWriter(ctx context.Context, id int) (Writer, string, error) {
+	w, f, err := d.schemaOf(ctx, id)
+	if err != nil {
+		return Writer{}, "", err
+	}
+	if f != nil {
+		if w, err = f.byName(""); err != nil {
+			return Writer{}, "", err
+		}
+	}
+	return w.ref, w.Text, nil
+}
+
+// AvroBody returns which writer schema a record's body (after the
+// envelope's 5 bytes) is of, and the body in Avro under it: an Avro body
+// as it is (aliasing body, not checked), a Protobuf or JSON one converted
+// and so checked whole. Its errors are DecodeEnvelope's, ErrBadBody for
+// a body that does not decode, ErrUnsupportedSchema for a schema that
+// has no Avro form, or the registry's.
+func (d *Deserializer) AvroBody(ctx context.Context, id int, body []byte) (Writer, []byte, error) {
+	w, out, err := d.avroBody(ctx, id, body)
+	if err != nil {
+		return Writer{}, nil, err
+	}
+	return w.ref, out, nil
+}
+
+func (d *Deserializer) avroBody(ctx context.Context, id int, body []byte) (*writer, []byte, error) {
+	w, f, err := d.schemaOf(ctx, id)
+	if err != nil || f == nil {
+		return w, body, err
+	}
+	return f.avroBody(body)
 }
 
 func (d *Deserializer) decodeResolved(w *writer, id int, body []byte) (any, error) {
@@ -198,28 +281,44 @@ func decodeExact(codec *goavro.Codec, id int, body []byte) (any, error) {
 	return v, nil
 }
 
-// writer returns the writer schema for id, fetching and preparing it once.
+// schemaOf returns the writer schema for id, fetching and preparing it
+// once: an Avro one, or a Protobuf or JSON one to derive writers from.
 // Concurrent first uses of one id may both fetch it; the registry answers
 // the same and one result wins, which is cheaper than coordinating.
-func (d *Deserializer) writer(ctx context.Context, id int) (*writer, error) {
+func (d *Deserializer) schemaOf(ctx context.Context, id int) (*writer, *foreign, error) {
 	d.mu.RLock()
 	w, ok := d.writers[id]
+	f := d.foreign[id]
 	d.mu.RUnlock()
-	if ok {
-		return w, nil
+	if ok || f != nil {
+		return w, f, nil
 	}
 	s, err := d.reg.SchemaByID(ctx, id)
 	if err != nil {
 		if isNotFound(err) {
-			return nil, fmt.Errorf("%w: %d: %v", ErrUnknownID, id, err)
+			return nil, nil, fmt.Errorf("%w: %d: %v", ErrUnknownID, id, err)
 		}
-		return nil, fmt.Errorf("schema: fetch writer schema id %d: %w", id, err)
+		return nil, nil, fmt.Errorf("schema: fetch writer schema id %d: %w", id, err)
 	}
 	if s.Type != sr.TypeAvro {
-		// The registry stores JSON and Protobuf schemas too; their records
-		// are not Avro, and decoding them as Avro would yield garbage.
-		return nil, fmt.Errorf("%w: schema id %d is a %s schema; this deserializer reads Avro records only", ErrUnsupportedSchema, id, s.Type)
+		if f, err = compileForeign(ctx, d.reg, id, s, d.prepare); err != nil {
+			if !errors.Is(err, ErrUnsupportedSchema) {
+				return nil, nil, err
+			}
+			f = &foreign{id: id, typ: s.Type, err: err}
+		}
+		d.mu.Lock()
+		d.foreign[id] = f
+		d.mu.Unlock()
+		return nil, f, nil
 	}
+	w, err = d.avroWriter(ctx, id, s)
+	return w, nil, err
+}
+
+// avroWriter prepares Avro writer schema s.
+func (d *Deserializer) avroWriter(ctx context.Context, id int, s sr.Schema) (*writer, error) {
+	var err error
 	var p *avsc.Schema
 	if len(s.References) > 0 {
 		p, err = resolveReferences(ctx, d.reg, id, s) // references.go
@@ -229,14 +328,23 @@ func (d *Deserializer) writer(ctx context.Context, id int) (*writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w = &writer{Schema: p, walk: compileWalk(p.Avro)}
-	if d.reader != nil && d.reader.Key != p.Key {
-		if w.resolved, err = avro.NewSchemaCompatibility().Resolve(d.reader.Avro, p.Avro); err != nil {
-			return nil, fmt.Errorf("schema: data written with schema id %d cannot be read with the reader schema: %w", id, err)
-		}
+	w := &writer{Schema: p, walk: compileWalk(p.Avro), ref: Writer{ID: id}}
+	if err := d.prepare(w); err != nil {
+		return nil, err
 	}
 	d.mu.Lock()
 	d.writers[id] = w
 	d.mu.Unlock()
 	return w, nil
+}
+
+// prepare plans the resolution of w to the reader schema, if any.
+func (d *Deserializer) prepare(w *writer) error {
+	if d.reader != nil && d.reader.Key != w.Key {
+		var err error
+		if w.resolved, err = avro.NewSchemaCompatibility().Resolve(d.reader.Avro, w.Avro); err != nil {
+			return fmt.Errorf("schema: data written with %s cannot be read with the reader schema: %w", w.ref, err)
+		}
+	}
+	return nil
 }

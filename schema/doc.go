@@ -20,6 +20,10 @@
 //     decoding: the loader copies bodies into files after only these two.
 //   - Deserializer decodes an envelope, fetching each writer schema once by
 //     id, and optionally resolves it to a reader schema (schema evolution).
+//     Records of Protobuf and JSON Schema writer schemas (Confluent's wire
+//     format) are read as Avro: converted to the Avro encoding of their
+//     value under an Avro schema derived from theirs (foreign.go,
+//     internal/transcode), so every reader of Avro reads them too.
 //   - JSONEvents reads events typed as plain JSON (bare union values,
 //     RFC 3339 times, header optional) into the native form Serializer
 //     takes, naming the field that does not fit; the CLI's producer uses it.

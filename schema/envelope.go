@@ -31,14 +31,17 @@ var (
 	// ErrUnknownID means the registry has no schema with the envelope's id:
 	// the value comes from another registry, or its schema was hard-deleted.
 	ErrUnknownID = errors.New("schema: unknown schema id")
-	// ErrBadBody means the Avro body does not decode under the writer
-	// schema named by the id: it is cut short or has bytes left over.
-	ErrBadBody = errors.New("schema: Avro body does not match its writer schema")
+	// ErrBadBody means the body does not decode under the writer schema
+	// named by the id: it is cut short or has bytes left over; for a
+	// Protobuf or JSON schema, it is not that message or does not match
+	// the schema.
+	ErrBadBody = errors.New("schema: record body does not match its writer schema")
 	// ErrUnsupportedSchema means the writer schema is one the registry
-	// stores but this package does not decode (JSON Schema, Protobuf, or
-	// references it cannot resolve): the record may be whole, but cannot
-	// be read here. The error says which.
-	ErrUnsupportedSchema = errors.New("schema: writer schema is not Avro")
+	// stores but this package cannot read records of: a Protobuf or JSON
+	// schema with no Avro form (a JSON schema whose root has no
+	// properties), or references it cannot resolve. The record may be
+	// whole, but cannot be read here. The error says why.
+	ErrUnsupportedSchema = errors.New("schema: writer schema cannot be read as Avro")
 )
 
 // AppendEnvelope appends the 5-byte envelope header for schema id to dst.

@@ -53,7 +53,14 @@ type HeaderLayout struct {
 	timeBranch int8 // -1: a plain long; else the union branch of the long
 	micros     bool
 	serverBr   int8 // -1: a plain string or no server; else the union branch of the string
+
+	derived bool // of an Avro schema derived from a Protobuf or JSON one
 }
+
+// Derived tells a layout of an Avro schema derived from a Protobuf or
+// JSON schema: its records' bodies must be converted (HeaderLayouts.Body)
+// before it reads them.
+func (l *HeaderLayout) Derived() bool { return l.derived }
 
 // NewHeaderLayout applies the rule to writer schema s, looking for the
 // header in field (DefaultHeaderField when empty).
@@ -362,7 +369,7 @@ type HeaderLayouts struct {
 	des   *Deserializer
 
 	mu      sync.RWMutex
-	layouts map[int]*HeaderLayout
+	layouts map[Writer]*HeaderLayout
 }
 
 // NewHeaderLayouts returns layouts for the writer schemas des resolves,
@@ -371,7 +378,7 @@ func NewHeaderLayouts(des *Deserializer, field string) *HeaderLayouts {
 	if field == "" {
 		field = DefaultHeaderField
 	}
-	return &HeaderLayouts{field: field, des: des, layouts: map[int]*HeaderLayout{}}
+	return &HeaderLayouts{field: field, des: des, layouts: map[Writer]*HeaderLayout{}}
 }
 
 // Field is the header field the layouts look for.
@@ -381,25 +388,49 @@ func (h *HeaderLayouts) Field() string { return h.field }
 // (ErrUnknownID for an id it does not know) or a schema that does not
 // parse.
 func (h *HeaderLayouts) Get(ctx context.Context, id int) (*HeaderLayout, error) {
+	return h.Of(ctx, Writer{ID: id})
+}
+
+// Of is Get for a Writer (Deserializer.AvroBody).
+func (h *HeaderLayouts) Of(ctx context.Context, w Writer) (*HeaderLayout, error) {
 	h.mu.RLock()
-	l, ok := h.layouts[id]
+	l, ok := h.layouts[w]
 	h.mu.RUnlock()
 	if ok {
 		return l, nil
 	}
-	text, err := h.des.WriterSchema(ctx, id)
+	text, err := h.des.WriterSchemaOf(ctx, w)
 	if err != nil {
 		return nil, err
 	}
 	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
 	if err != nil {
-		return nil, fmt.Errorf("%w: writer schema %d: %v", ErrBadBody, id, err)
+		return nil, fmt.Errorf("%w: writer %s: %v", ErrBadBody, w, err)
 	}
 	l = NewHeaderLayout(s, h.field)
+	h.des.mu.RLock()
+	l.derived = h.des.foreign[w.ID] != nil
+	h.des.mu.RUnlock()
 	h.mu.Lock()
-	h.layouts[id] = l
+	h.layouts[w] = l
 	h.mu.Unlock()
 	return l, nil
+}
+
+// Body returns the layout of a record's body (after the envelope's 5
+// bytes), its writer and the body in Avro (Deserializer.AvroBody): what
+// the layout reads. A Protobuf or JSON body has been converted whole, and
+// so checked; an Avro one is neither.
+func (h *HeaderLayouts) Body(ctx context.Context, id int, body []byte) (*HeaderLayout, Writer, []byte, error) {
+	w, out, err := h.des.AvroBody(ctx, id, body)
+	if err != nil {
+		return nil, Writer{}, nil, err
+	}
+	l, err := h.Of(ctx, w)
+	if err != nil {
+		return nil, Writer{}, nil, err
+	}
+	return l, w, out, nil
 }
 
 func deref(s avro.Schema) avro.Schema {

@@ -27,14 +27,21 @@ type VersionReader interface {
 // registry bounds them.
 const maxReferences = 256
 
-// resolveReferences returns the writer schema id, which has refs, in its
-// self-contained form.
-func resolveReferences(ctx context.Context, reg Registry, id int, s sr.Schema) (*avsc.Schema, error) {
+// referenced is a schema a writer schema's references reach, with the
+// name the reference gives it.
+type referenced struct {
+	name, text string
+}
+
+// references returns the versions the references of schema id reach,
+// transitively, each after those it references itself. They must be of
+// the schema's own type.
+func references(ctx context.Context, reg Registry, id int, s sr.Schema) ([]referenced, error) {
 	vr, ok := reg.(VersionReader)
 	if !ok {
 		return nil, fmt.Errorf("%w: schema id %d uses schema references, and the registry client cannot read the versions they name", ErrUnsupportedSchema, id)
 	}
-	var deps []string
+	var deps []referenced
 	seen := map[string]bool{}
 	var walk func(refs []sr.SchemaReference, depth int) error
 	walk = func(refs []sr.SchemaReference, depth int) error {
@@ -56,18 +63,32 @@ func resolveReferences(ctx context.Context, reg Registry, id int, s sr.Schema) (
 				}
 				return fmt.Errorf("schema: fetch reference %q of schema id %d: %w", ref.Name, id, err)
 			}
-			if ss.Type != sr.TypeAvro {
+			if ss.Type != s.Type {
 				return fmt.Errorf("%w: schema id %d: reference %q is a %s schema", ErrUnsupportedSchema, id, ref.Name, ss.Type)
 			}
 			if err := walk(ss.References, depth+1); err != nil {
 				return err
 			}
-			deps = append(deps, ss.Schema.Schema)
+			deps = append(deps, referenced{name: ref.Name, text: ss.Schema.Schema})
 		}
 		return nil
 	}
 	if err := walk(s.References, 1); err != nil {
 		return nil, err
+	}
+	return deps, nil
+}
+
+// resolveReferences returns the writer schema id, which has refs, in its
+// self-contained form.
+func resolveReferences(ctx context.Context, reg Registry, id int, s sr.Schema) (*avsc.Schema, error) {
+	refs, err := references(ctx, reg, id, s)
+	if err != nil {
+		return nil, err
+	}
+	deps := make([]string, len(refs))
+	for i, r := range refs {
+		deps[i] = r.text
 	}
 	p, err := avsc.ParseReferencing(s.Schema, deps)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tributary-io/tributary/schema"
 	"github.com/tributary-io/tributary/schema/internal/srtest"
-	"github.com/twmb/franz-go/pkg/sr"
 )
 
 // avroTypes holds one case per Avro type: the type of a record field "v"
@@ -335,32 +334,5 @@ func TestSerializerWithOurRegistry(t *testing.T) {
 	_, err = bad.Serialize(ctx, "pageviews", pageView(0))
 	if err == nil || !strings.Contains(err.Error(), "incompatible") || !strings.Contains(err.Error(), "mandatory") {
 		t.Errorf("incompatible schema: %v", err)
-	}
-}
-
-// TestDeserializerRefusesNonAvroWriters: a record whose schema id names a
-// JSON or Protobuf schema is refused with the schema's type, not decoded
-// as Avro, and with ErrUnsupportedSchema, which the loader counts as a bad
-// record rather than a failure of its run.
-func TestDeserializerRefusesNonAvroWriters(t *testing.T) {
-	reg := srtest.Start(t)
-	ctx := context.Background()
-	de, err := schema.NewDeserializer(reg.Client, schema.DeserializerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []sr.Schema{
-		{Schema: `{"type":"object"}`, Type: sr.TypeJSON},
-		{Schema: `syntax = "proto3"; message M { string a = 1; }`, Type: sr.TypeProtobuf},
-	} {
-		ss, err := reg.Client.CreateSchema(ctx, "t-"+s.Type.String(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := schema.AppendEnvelope(nil, ss.ID)
-		rec = append(rec, 0x02, 0x61)
-		if _, err := de.Deserialize(ctx, rec); !errors.Is(err, schema.ErrUnsupportedSchema) || !strings.Contains(err.Error(), s.Type.String()+" schema") {
-			t.Errorf("record of %s schema id %d: %v, want ErrUnsupportedSchema naming the type", s.Type, ss.ID, err)
-		}
 	}
 }

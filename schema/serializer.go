@@ -41,18 +41,13 @@ type SerializerConfig struct {
 // Serializer encodes values under one writer schema into envelopes. It is
 // safe for concurrent use.
 type Serializer struct {
-	reg     Registry
-	text    string
+	ids     idCache
 	subject func(string) string
-	lookup  bool
 	codec   *goavro.Codec // maps, in goavro's native form
 	hschema avro.Schema   // structs
 	api     avro.API
 	header  *headerFiller // nil when the schema has no header to fill
 	hfield  string
-
-	mu  sync.RWMutex
-	ids map[string]int // subject → id, filled on first use
 }
 
 // NewSerializer parses cfg.Schema and returns a Serializer that registers it
@@ -66,14 +61,11 @@ func NewSerializer(reg Registry, cfg SerializerConfig) (*Serializer, error) {
 		return nil, fmt.Errorf("schema: writer schema: %w", err)
 	}
 	s := &Serializer{
-		reg:     reg,
-		text:    cfg.Schema,
+		ids:     idCache{reg: reg, schema: sr.Schema{Schema: cfg.Schema, Type: sr.TypeAvro}, lookup: cfg.LookupOnly, ids: map[string]int{}},
 		subject: cfg.Subject,
-		lookup:  cfg.LookupOnly,
 		codec:   p.Codec,
 		hschema: p.Avro,
 		api:     avro.Config{}.Freeze(),
-		ids:     make(map[string]int),
 	}
 	if s.subject == nil {
 		s.subject = TopicNameStrategy
@@ -140,28 +132,42 @@ func (s *Serializer) HeaderField() string { return s.hfield }
 // ID returns the schema id for subject, asking the registry only the first
 // time.
 func (s *Serializer) ID(ctx context.Context, subject string) (int, error) {
-	s.mu.RLock()
-	id, ok := s.ids[subject]
-	s.mu.RUnlock()
+	return s.ids.id(ctx, subject)
+}
+
+// idCache registers one schema (or looks it up) under each subject it is
+// asked for, once.
+type idCache struct {
+	reg    Registry
+	schema sr.Schema
+	lookup bool
+
+	mu  sync.RWMutex
+	ids map[string]int // subject → id, filled on first use
+}
+
+func (c *idCache) id(ctx context.Context, subject string) (int, error) {
+	c.mu.RLock()
+	id, ok := c.ids[subject]
+	c.mu.RUnlock()
 	if ok {
 		return id, nil
 	}
-	sch := sr.Schema{Schema: s.text, Type: sr.TypeAvro}
-	if s.lookup {
-		ss, err := s.reg.LookupSchema(ctx, subject, sch)
+	if c.lookup {
+		ss, err := c.reg.LookupSchema(ctx, subject, c.schema)
 		if err != nil {
 			return 0, fmt.Errorf("schema: look up writer schema under subject %q (this serializer is lookup-only: register the schema first): %w", subject, err)
 		}
 		id = ss.ID
 	} else {
 		var err error
-		if id, err = s.reg.RegisterSchema(ctx, subject, sch, -1, -1); err != nil {
+		if id, err = c.reg.RegisterSchema(ctx, subject, c.schema, -1, -1); err != nil {
 			return 0, fmt.Errorf("schema: register writer schema under subject %q: %w", subject, err)
 		}
 	}
-	s.mu.Lock()
-	s.ids[subject] = id
-	s.mu.Unlock()
+	c.mu.Lock()
+	c.ids[subject] = id
+	c.mu.Unlock()
 	return id, nil
 }
 

@@ -7,7 +7,7 @@
 # (scripts/hdfs; Hadoop's jars are cached in ~/.m2, fetched here) and Apache Kafka's
 # command-line tools, Connect and Streams (scripts/kafka, fetched here so
 # tests do not wait on Maven Central); S3Proxy, an S3-compatible server
-# (scripts/s3).
+# (scripts/s3); Apache Iceberg's REST catalog server (scripts/iceberg-rest).
 # Safe to run repeatedly; does nothing when everything is present.
 set -euo pipefail
 
@@ -58,6 +58,24 @@ done
 [ -f "$HOME/.m2/repository/org/gaul/s3proxy/4.1.0/s3proxy-4.1.0.jar" ] ||
   mvn -q -B -f "$here/s3/pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||
   echo "warning: could not fetch S3Proxy from Maven Central now; the tests will try again" >&2
+
+# Apache Iceberg's REST catalog server, which the loader's REST catalog
+# tests start (internal/testenv/icebergrest.go), resolved once into ~/.m2.
+[ -f "$HOME/.m2/repository/org/apache/iceberg/iceberg-open-api/1.10.0/iceberg-open-api-1.10.0-test-fixtures.jar" ] ||
+  mvn -q -B -f "$here/iceberg-rest/pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||
+  echo "warning: could not fetch Iceberg's REST catalog server from Maven Central now; the tests will try again" >&2
+
+# Apache Spark reads the loader's Iceberg tables (loader/iceberg_spark_test.go):
+# pyspark from PyPI (about 350 MB installed) and Iceberg's Spark runtime jar
+# (47 MB) from Maven Central; about 45 s on the machine this was measured on.
+if ! python3 -c 'import pyspark' >/dev/null 2>&1; then
+  echo "installing: pyspark (PyPI)"
+  python3 -m pip install -q 'pyspark==3.5.7' ||
+    python3 -m pip install -q --break-system-packages 'pyspark==3.5.7'
+fi
+[ -f "$HOME/.m2/repository/org/apache/iceberg/iceberg-spark-runtime-3.5_2.12/1.10.0/iceberg-spark-runtime-3.5_2.12-1.10.0.jar" ] ||
+  mvn -q -B -f "$here/spark/pom.xml" dependency:resolve -DincludeScope=runtime >/dev/null 2>&1 ||
+  echo "warning: could not fetch Iceberg's Spark runtime from Maven Central now; the tests will try again" >&2
 
 # The Apache Kafka broker, a source of the mirror's tests (mirror/kafka_test.go)
 # and the bench's peer.

@@ -86,6 +86,9 @@ func (l *Log) cleanableLocked(now time.Time) []*segment {
 		if s == l.active || s == l.hwSeg || s.next > l.hw || s.dirty {
 			break
 		}
+		if len(l.txns.m) > 0 && s.next > l.txns.first {
+			break // a transaction open in it: whether its records count is not known yet
+		}
 		if lag > 0 && (s.maxTs < 0 || now.UnixMilli()-s.maxTs < lag) {
 			break
 		}
@@ -154,6 +157,7 @@ func (l *Log) clean(m *offsetMap, stop <-chan struct{}) (CleanStats, error) {
 	horizon := now.Add(-l.cfg.DeleteRetention).UnixMilli()
 	limit := l.cfg.MaxDecompressedBytes
 	newest := l.producers.newestBases()
+	ab := l.abortedSetLocked() // txn.go
 	store := l.cfg.Compression
 	l.mu.RUnlock()
 	defer func() {
@@ -176,8 +180,8 @@ func (l *Log) clean(m *offsetMap, stop <-chan struct{}) (CleanStats, error) {
 		}
 		err := eachRecord(s, limit, stop, func(h *recordbatch.Header, r *cleanRecord, _ []byte) bool {
 			off := h.BaseOffset + r.delta
-			if off < from || !r.hasKey {
-				return true
+			if off < from || !r.hasKey || h.Control() || ab.aborted(h, off) {
+				return true // an aborted record supersedes nothing (txn.go)
 			}
 			if !m.put(r.key, off) {
 				end, full = off, true
@@ -202,7 +206,7 @@ func (l *Log) clean(m *offsetMap, stop <-chan struct{}) (CleanStats, error) {
 		if s.base >= end {
 			break
 		}
-		c, err := l.rewriteSegment(s, m, end, horizon, newest, store, limit, stop, &st)
+		c, err := l.rewriteSegment(s, m, end, horizon, newest, ab, store, limit, stop, &st)
 		if err != nil {
 			return st, fmt.Errorf("clean %s: %w", s.path, err)
 		}
@@ -249,7 +253,7 @@ func (c cleanedSegment) discard(fsys FS) {
 // NNN.log.cleaned, and the gaps their removal leaves to NNN.gaps.cleaned;
 // store is the topic's compression type, which the batches it rebuilds are
 // written in.
-func (l *Log) rewriteSegment(s *segment, m *offsetMap, end, horizon int64, newest map[int64]int64,
+func (l *Log) rewriteSegment(s *segment, m *offsetMap, end, horizon int64, newest map[int64]int64, ab abortedSet,
 	store Compression, limit int64, stop <-chan struct{}, st *CleanStats) (cleanedSegment, error) {
 	c := cleanedSegment{old: s, next: s.base, maxTs: -1}
 	dir := filepath.Dir(s.path)
@@ -284,7 +288,15 @@ func (l *Log) rewriteSegment(s *segment, m *offsetMap, end, horizon int64, newes
 		for i := range recs {
 			r := &recs[i]
 			off := h.BaseOffset + r.delta
-			keep := off >= end
+			// Markers stay (their index entries and the replay need them);
+			// an aborted transaction's records go, as in Kafka: no
+			// read_committed consumer reads them, and they supersede
+			// nothing. Committed ones are records like any other.
+			keep := off >= end || h.Control()
+			if !keep && ab.aborted(h, off) {
+				st.RecordsRemoved++
+				continue
+			}
 			if !keep && r.hasKey {
 				latest, found := m.get(r.key)
 				keep = !found || latest <= off

@@ -36,6 +36,7 @@ type Log struct {
 	closed    bool
 	failed    error // a write or fsync failed: the log takes no more appends
 	producers producers
+	txns      openTxns   // open transactions (txn.go)
 	dirty     []*segment // segments with bytes not yet fsynced
 	// unsealed are segments rolled while clean (the flush that covered
 	// them ended before the roll): no flush syncs them again, so the next
@@ -126,6 +127,9 @@ func (l *Log) appendBatches(batches [][]byte, rc *recoding, allow *Allowance) (A
 	recoded := false
 	for i, b := range batches {
 		h, err := allow.validate(b, l.cfg.MaxDecompressedBytes, keyed) // decompress_allowance.go
+		if err == nil && h.Control() {
+			err = ErrControlBatch
+		}
 		if err == nil && rc != nil && recordbatch.BatchCodec(b) != rc.codec {
 			// Validated as sent: the re-encoded records are the same bytes.
 			var nb []byte
@@ -272,7 +276,11 @@ func (l *Log) write(batch []byte, h *recordbatch.Header, now time.Time, keepBase
 		l.appended = nil
 	}
 	last = l.leo - 1
-	if h.ProducerID != -1 {
+	if h.Transactional() && h.ProducerID != -1 {
+		if err := l.txnWritten(batch, h, base, last, now); err != nil {
+			l.logger.Error("recording a transactional batch", "dir", l.dir, "offset", base, "err", err)
+		}
+	} else if h.ProducerID != -1 {
 		l.producers.record(h, base, last, now)
 	}
 	if l.leo-l.flushTarget >= l.cfg.FlushMessages {
@@ -332,7 +340,8 @@ func (l *Log) maybeRoll(h *recordbatch.Header, now time.Time) error {
 		l.dirty = append(l.dirty, s)
 	}
 	l.dirDirty = true
-	l.snapshotProducers() // a failure is logged: it only lengthens the next Open's scan
+	s.syncTxnIndexForSnapshot(l.logger) // txnindex.go
+	l.snapshotProducers()               // a failure is logged: it only lengthens the next Open's scan
 	l.logger.Debug("rolled segment", "dir", l.dir, "base_offset", ns.base, "reason", why, "previous_bytes", s.size)
 	return nil
 }

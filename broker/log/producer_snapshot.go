@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,15 +29,18 @@ import (
 // ignored, never half-believed:
 //
 //	length uint32 | crc32c uint32 (of data) | data
-//	data:  version uint8 (1) | offset int64 | count uint32 | count × producer
+//	data:  version uint8 (2) | offset int64 | count uint32 | count × producer |
+//	       open uint32 | open × (producer id int64 | first offset int64)
 //	producer: id int64 | epoch int16 | last append ms int64 | n uint8 |
 //	          n × (first sequence int32 | records int32 | base offset int64)
 //
 // all big-endian; producers least recently appended first, each one's
-// batches oldest first, so loading rebuilds the recency order too.
+// batches oldest first, so loading rebuilds the recency order too. The
+// open list is the transactions open at offset (txn.go): where each began.
+// Version 1, written before transactions, has no open list.
 const (
 	producerSnapshotSuffix  = ".producers"
-	producerSnapshotVersion = 1
+	producerSnapshotVersion = 2
 	producerSnapshotsKept   = 2
 
 	snapshotFrame     = 8  // length and CRC
@@ -49,8 +54,8 @@ func snapshotPath(dir string, offset int64) string {
 }
 
 // encodeProducerSnapshot serializes p as the state at offset.
-func encodeProducerSnapshot(p *producers, offset int64) []byte {
-	size := snapshotFrame + snapshotHeader + p.len()*(snapshotProducer+producerBatchesKept*snapshotBatchSize)
+func encodeProducerSnapshot(p *producers, txns *openTxns, offset int64) []byte {
+	size := snapshotFrame + snapshotHeader + p.len()*(snapshotProducer+producerBatchesKept*snapshotBatchSize) + 4 + 16*len(txns.m)
 	b := make([]byte, snapshotFrame, size)
 	b = append(b, producerSnapshotVersion)
 	b = binary.BigEndian.AppendUint64(b, uint64(offset))
@@ -67,6 +72,11 @@ func encodeProducerSnapshot(p *producers, offset int64) []byte {
 			b = binary.BigEndian.AppendUint64(b, uint64(r.base))
 		}
 	})
+	b = binary.BigEndian.AppendUint32(b, uint32(len(txns.m)))
+	for _, pid := range slices.Sorted(maps.Keys(txns.m)) {
+		b = binary.BigEndian.AppendUint64(b, uint64(pid))
+		b = binary.BigEndian.AppendUint64(b, uint64(txns.m[pid]))
+	}
 	binary.BigEndian.PutUint32(b[0:], uint32(len(b)-snapshotFrame))
 	binary.BigEndian.PutUint32(b[4:], crc32.Checksum(b[snapshotFrame:], snapshotCRC))
 	return b
@@ -78,7 +88,7 @@ var snapshotCRC = crc32.MakeTable(crc32.Castagnoli)
 // decodeProducerSnapshot rebuilds the table a snapshot of offset holds. Any
 // inconsistency (frame, CRC, version, an offset other than the file's, a
 // batch at or past offset, a repeated producer) fails the whole snapshot.
-func decodeProducerSnapshot(b []byte, offset int64, into producers) (producers, error) {
+func decodeProducerSnapshot(b []byte, offset int64, into producers, txns *openTxns) (producers, error) {
 	if len(b) < snapshotFrame+snapshotHeader {
 		return into, fmt.Errorf("%d bytes, shorter than a snapshot header", len(b))
 	}
@@ -89,7 +99,8 @@ func decodeProducerSnapshot(b []byte, offset int64, into producers) (producers, 
 	if want, got := binary.BigEndian.Uint32(b[4:]), crc32.Checksum(data, snapshotCRC); want != got {
 		return into, fmt.Errorf("crc mismatch: header says %08x, bytes give %08x", want, got)
 	}
-	if data[0] != producerSnapshotVersion {
+	version := data[0]
+	if version != 1 && version != producerSnapshotVersion {
 		return into, fmt.Errorf("unknown snapshot version %d", data[0])
 	}
 	if at := int64(binary.BigEndian.Uint64(data[1:])); at != offset {
@@ -131,6 +142,27 @@ func decodeProducerSnapshot(b []byte, offset int64, into producers) (producers, 
 			e.push(r)
 		}
 	}
+	txns.reset()
+	if version >= 2 {
+		if len(data) < 4 {
+			return into, fmt.Errorf("snapshot ends before its open transactions")
+		}
+		open := int(binary.BigEndian.Uint32(data))
+		data = data[4:]
+		if open > len(data)/16 {
+			return into, fmt.Errorf("%d open transactions cannot fit in %d bytes", open, len(data))
+		}
+		prev := int64(-1)
+		for range open {
+			pid, first := int64(binary.BigEndian.Uint64(data)), int64(binary.BigEndian.Uint64(data[8:]))
+			data = data[16:]
+			if pid <= prev || first < 0 || first >= offset {
+				return into, fmt.Errorf("open transaction of producer %d at offset %d: not below offset %d, or out of order", pid, first, offset)
+			}
+			prev = pid
+			txns.begin(pid, first)
+		}
+	}
 	if len(data) != 0 {
 		return into, fmt.Errorf("%d bytes after the last producer", len(data))
 	}
@@ -169,7 +201,7 @@ func (l *Log) snapshotProducers() error {
 	if n := l.producers.expire(now.Add(-l.cfg.ProducerIDExpiry)); n > 0 {
 		l.logger.Debug("expired idle producer ids", "dir", l.dir, "count", n)
 	}
-	data := encodeProducerSnapshot(&l.producers, l.leo)
+	data := encodeProducerSnapshot(&l.producers, &l.txns, l.leo)
 	name := filepath.Base(snapshotPath(l.dir, l.leo))
 	if err := writeFileAtomic(l.fs, l.dir, name, data); err != nil {
 		err = fmt.Errorf("write producer snapshot %s: %w", name, err)
@@ -213,7 +245,7 @@ func (l *Log) loadProducerSnapshot(leo int64) (int64, error) {
 			b, err := l.fs.ReadFile(path)
 			if err == nil {
 				var p producers
-				p, err = decodeProducerSnapshot(b, off, newProducers(l.cfg.MaxProducerIDs, l.logger, l.dir))
+				p, err = decodeProducerSnapshot(b, off, newProducers(l.cfg.MaxProducerIDs, l.logger, l.dir), &l.txns)
 				if err == nil {
 					l.producers = p
 					return off, nil
@@ -240,10 +272,20 @@ func (l *Log) loadProducerState() error {
 	now := l.cfg.Clock()
 	leo := l.active.next
 	l.producers = newProducers(l.cfg.MaxProducerIDs, l.logger, l.dir)
+	l.txns.reset()
+	for _, s := range l.segs {
+		if err := s.loadAborted(l.dir); err != nil {
+			return err
+		}
+	}
 	from, err := l.loadProducerSnapshot(leo)
 	if err != nil {
 		return err
 	}
+	if from < 0 {
+		l.txns.reset() // what a damaged snapshot left
+	}
+	replay := &txnReplay{from: max(from, 0), aborted: map[*segment][]AbortedTxn{}}
 	l.setActiveFirstTime(now)
 	scanned := 0
 	for _, s := range l.segs {
@@ -265,11 +307,29 @@ func (l *Log) loadProducerState() error {
 				return fmt.Errorf("segment %s: %w: length %d at byte %d", s.path, ErrCorruptBatch, h.Length, pos)
 			}
 			if h.ProducerID != -1 && h.BaseOffset >= from {
-				l.producers.record(&h, h.BaseOffset, h.NextOffset()-1, now)
+				if h.Control() {
+					l.producers.marker(&h, now)
+				} else {
+					l.producers.record(&h, h.BaseOffset, h.NextOffset()-1, now)
+				}
+				if h.Transactional() {
+					if h.Control() {
+						b, err = r.peek(pos, int(min(h.Size(), markerPeek)))
+					}
+					if err == nil {
+						err = l.replayBatch(replay, s, &h, b)
+					}
+					if err != nil {
+						return fmt.Errorf("segment %s: batch at byte %d: %w", s.path, pos, err)
+					}
+				}
 				scanned++
 			}
 			pos += h.Size()
 		}
+	}
+	if err := l.finishReplay(replay); err != nil {
+		return err
 	}
 	expired := l.producers.expire(now.Add(-l.cfg.ProducerIDExpiry))
 	l.logger.Debug("loaded idempotent producer state", "dir", l.dir, "snapshot_offset", from,

@@ -257,15 +257,20 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 		p.record(&h, off, off+2, now.Add(time.Duration(i)*time.Second))
 		off += 3
 	}
-	b := encodeProducerSnapshot(&p, off)
-	q, err := decodeProducerSnapshot(b, off, newProducers(100, quietLogger(), ""))
+	open := openTxns{m: map[int64]int64{2: 90, 5: 30}}
+	b := encodeProducerSnapshot(&p, &open, off)
+	var txns openTxns
+	q, err := decodeProducerSnapshot(b, off, newProducers(100, quietLogger(), ""), &txns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := encodeProducerSnapshot(&q, off); !bytes.Equal(got, b) {
+	if got := encodeProducerSnapshot(&q, &txns, off); !bytes.Equal(got, b) {
 		t.Fatal("re-encoding a decoded snapshot gives other bytes")
 	}
-	if _, err := decodeProducerSnapshot(b, off-1, newProducers(100, quietLogger(), "")); err == nil {
+	if txns.first != 30 || len(txns.m) != 2 || txns.m[2] != 90 {
+		t.Fatalf("open transactions decoded as %v (first %d), want producer 2 at 90 and 5 at 30", txns.m, txns.first)
+	}
+	if _, err := decodeProducerSnapshot(b, off-1, newProducers(100, quietLogger(), ""), &openTxns{}); err == nil {
 		t.Fatal("snapshot accepted under another offset's name")
 	}
 }
@@ -280,14 +285,18 @@ func FuzzDecodeProducerSnapshot(f *testing.F) {
 		h := recordbatch.Header{ProducerID: int64(i % 3), BaseSequence: int32(i), RecordCount: 1}
 		p.record(&h, int64(i), int64(i), time.UnixMilli(int64(i)))
 	}
-	f.Add(encodeProducerSnapshot(&p, 8), int64(8))
-	f.Add(encodeProducerSnapshot(&producers{}, 0), int64(0))
+	f.Add(encodeProducerSnapshot(&p, &openTxns{m: map[int64]int64{3: 1, 9: 5}}, 8), int64(8))
+	f.Add(encodeProducerSnapshot(&producers{}, &openTxns{}, 0), int64(0))
 	f.Fuzz(func(t *testing.T, b []byte, offset int64) {
-		q, err := decodeProducerSnapshot(b, offset, newProducers(1<<20, nil, ""))
+		var txns openTxns
+		q, err := decodeProducerSnapshot(b, offset, newProducers(1<<20, nil, ""), &txns)
 		if err != nil {
 			return
 		}
-		if got := encodeProducerSnapshot(&q, offset); !bytes.Equal(got, b) {
+		if b[snapshotFrame] != producerSnapshotVersion {
+			return // an older version re-encodes in the current one
+		}
+		if got := encodeProducerSnapshot(&q, &txns, offset); !bytes.Equal(got, b) {
 			t.Fatalf("accepted snapshot re-encodes differently:\n%x\n%x", b, got)
 		}
 	})

@@ -98,5 +98,6 @@ func repairSegment(fsys FS, s *segment, damaged []damage, keep int64, interval i
 		return nil, nil, fmt.Errorf("repaired segment %s does not walk: %v", ns.path, p)
 	}
 	ns.indexStale = true
+	ns.aborted = s.aborted // NNN.txnindex is not rewritten: its entries still say what was aborted
 	return ns, lost, nil
 }

@@ -55,6 +55,18 @@ type segment struct {
 	idxBuf     [indexEntrySize]byte
 	indexStale bool // the index file on disk differs from index
 
+	// aborted lists the transactions aborted by markers in this segment
+	// (txnindex.go), guarded by Log.mu; txnW writes NNN.txnindex and, like
+	// w, is set and closed under wmu as well; txnNew says its directory
+	// entry is not yet fsynced.
+	aborted []AbortedTxn
+	txnW    File
+	txnNew  bool
+	// txnDirty: txnW has entries not yet fsynced (set by addAborted), so
+	// a flush fsyncs the aborted index only when it carries a new abort
+	// marker, not on every flush of a segment that once held one.
+	txnDirty atomic.Bool
+
 	// checked holds the stretches known to hold valid batches: appended
 	// or scanned by this process, or CRC-checked by a read (readcheck.go).
 	checked *checkedRanges
@@ -157,6 +169,17 @@ func (s *segment) sync() error {
 	if s.w == nil {
 		return nil
 	}
+	// The aborted index first, when it has a new entry: a durable marker
+	// has a durable entry. Open would rebuild the active segment's entries
+	// anyway (it replays the headers after the producer snapshot, taken at
+	// roll and close), so this is belt and braces that costs only the rare
+	// flush that carries an abort marker.
+	if s.txnDirty.Swap(false) {
+		if err := s.syncTxnIndex(); err != nil {
+			s.txnDirty.Store(true)
+			return err
+		}
+	}
 	if err := s.w.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", s.path, err)
 	}
@@ -191,8 +214,11 @@ func (s *segment) seal() error {
 	if s.w == nil {
 		return nil
 	}
-	err := errors.Join(s.syncIndexLocked(), s.w.Close(), s.idx.Close())
-	s.w, s.idx = nil, nil
+	err := errors.Join(s.syncIndexLocked(), s.syncTxnIndex(), s.w.Close(), s.idx.Close())
+	if s.txnW != nil {
+		err = errors.Join(err, s.txnW.Close())
+	}
+	s.w, s.idx, s.txnW = nil, nil, nil
 	s.f.markSealed()
 	return err
 }
@@ -219,7 +245,8 @@ func (s *segment) close() error {
 // already handed out keep reading the unlinked file.
 func (s *segment) remove() error {
 	err := s.close()
-	for _, p := range []string{s.path, s.indexPath, gapsPath(filepath.Dir(s.path), s.base)} {
+	dir := filepath.Dir(s.path)
+	for _, p := range []string{s.path, s.indexPath, gapsPath(dir, s.base), txnIndexPath(dir, s.base)} {
 		if rerr := s.fs.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			err = errors.Join(err, rerr)
 		}

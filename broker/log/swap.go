@@ -94,6 +94,7 @@ func (l *Log) swapCleaned(out []cleanedSegment) (committed bool, err error) {
 			return true, l.failed
 		}
 		ns.index, ns.next, ns.maxTs = c.index, c.next, c.maxTs
+		ns.aborted = c.old.aborted // markers are kept whole, so is NNN.txnindex
 		if err := writeIndexFile(l.fs, ns.indexPath, ns.index); err != nil {
 			l.logger.Warn("writing index of cleaned segment: it is rebuilt at the next start", "file", ns.indexPath, "err", err)
 		}

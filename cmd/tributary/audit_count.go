@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/audit"
+	"github.com/tributary-io/tributary/loader"
 	"github.com/tributary-io/tributary/loader/warehouse"
 )
 
@@ -26,13 +27,19 @@ func runAuditCount(ctx context.Context, args []string) error {
 	auditRegistry := fs.String("audit-registry", "", "schema registry `URL` for the monitoring events (default: --registry)")
 	dryRun := fs.Bool("dry-run", false, "print the counts without publishing them")
 	wh := fs.String("warehouse", "", "count this warehouse (`URL` file:///path, hdfs://namenode:port/path, hdfs://nameservice/path or s3://bucket/prefix, the loader's layout) instead of --brokers")
+	table := fs.String("table", "", "with --warehouse, count the topics' Iceberg tables in this `NAMESPACE` (as given to tributary load --table): the data files of each table's current snapshot")
 	var hf hdfsFlags // an HDFS warehouse's cluster, as for load
 	hf.register(fs)
+	var cf catalogFlags // the tables' catalog, as for load
+	cf.register(fs)
 	headerField := fs.String("header-field", "header", "top-level `FIELD` of the events' record that holds their header (time, server); any record name or namespace is understood")
 	var tr timeRange
 	tr.register(fs, "publish")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *table != "" && *wh == "" {
+		return fmt.Errorf("--table counts the tables of a warehouse: give --warehouse too")
 	}
 	if *tier == "" {
 		return fmt.Errorf("--tier is required: the name this cluster's counts are published as (e.g. --tier analysis)")
@@ -67,7 +74,17 @@ func runAuditCount(ctx context.Context, args []string) error {
 			return fmt.Errorf("--warehouse: %w", err)
 		}
 		defer fsys.Close()
-		counts, topics, err = audit.ScanWarehouse(ctx, audit.WarehouseScanConfig{FS: fsys, Topics: splitList(f.topics), From: from, To: to, Window: f.window, HeaderField: *headerField})
+		sc := audit.WarehouseScanConfig{FS: fsys, Topics: splitList(f.topics), From: from, To: to, Window: f.window, HeaderField: *headerField}
+		if *table != "" {
+			if err := loader.CheckTableName(*table); err != nil {
+				return fmt.Errorf("--table: %w", err)
+			}
+			if err := cf.config().Check(); err != nil {
+				return fmt.Errorf("--catalog: %w", err)
+			}
+			sc.Table, sc.TableFiles = *table, loader.TableDataFilesIn(cf.config())
+		}
+		counts, topics, err = audit.ScanWarehouse(ctx, sc)
 		if err != nil {
 			return err
 		}

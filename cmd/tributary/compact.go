@@ -24,13 +24,15 @@ func runCompact(ctx context.Context, args []string) error {
 	codec := fs.String("codec", loader.DefaultParquetCodec, "compression of the merged files: snappy, zstd, gzip or none")
 	lockTTL := fs.Duration("lock-ttl", loader.DefaultLockTTL, "lease of the topic's lock, shared with tributary load")
 	asJSON := fs.Bool("json", false, "print what was compacted as JSON")
+	var cf catalogFlags
+	cf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *topic == "" {
 		return fmt.Errorf("--topic is required")
 	}
-	cfg := loader.CompactConfig{Warehouse: *warehouse, Topic: *topic, Table: *table, MinFiles: *minFiles, Codec: *codec, LockTTL: *lockTTL,
+	cfg := loader.CompactConfig{Warehouse: *warehouse, Topic: *topic, Table: *table, Catalog: cf.config(), MinFiles: *minFiles, Codec: *codec, LockTTL: *lockTTL,
 		Fault: faultFromEnv()}
 	if *hour != "" {
 		h, err := time.Parse("2006-01-02T15", *hour)

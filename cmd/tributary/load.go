@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register("load", "load Avro events from topics into a warehouse (local or HDFS) as Avro files, committing data and offsets atomically", runLoad)
+	register("load", "load events (Avro, Protobuf, JSON Schema) from topics into a warehouse (local, HDFS, S3) as Avro or Parquet files or Iceberg tables, committing data and offsets atomically", runLoad)
 }
 
 // Test hooks; see faultFromEnv.
@@ -41,6 +41,9 @@ type loadFlags struct {
 	fileMaxRecords                       int64
 	format, codec                        string
 	table                                string
+	catalog                              catalogFlags
+	expireOlderThan                      time.Duration
+	expireRetainLast                     int
 	deflateLevel                         int
 	grace                                time.Duration
 	onDataLoss, startAt                  string
@@ -70,6 +73,9 @@ func runLoad(ctx context.Context, args []string) error {
 	fs.StringVar(&f.fileMaxBytes, "file-max-bytes", "128MiB", "roll a file at this size")
 	fs.Int64Var(&f.fileMaxRecords, "file-max-records", loader.DefaultFileMaxRecords, "roll a file at this many records")
 	fs.StringVar(&f.format, "format", loader.FormatAvro, "data file format: avro (object container files, bodies as sent) or parquet (columns, in Hive partitions topic/dt=YYYY-MM-DD/hr=HH)")
+	f.catalog.register(fs)
+	fs.DurationVar(&f.expireOlderThan, "expire-older-than", 0, "with --table, after each committed run expire the table's snapshots older than this, as tributary expire does (default: no expiry)")
+	fs.IntVar(&f.expireRetainLast, "expire-retain-last", 0, "with --table, after each committed run expire all but the newest N snapshots (with --expire-older-than: only those older too)")
 	fs.StringVar(&f.table, "table", "", "load each topic into the Apache Iceberg table NAMESPACE.TOPIC at <warehouse>/NAMESPACE/TOPIC (file-system catalog, hour partitions of event time), one snapshot a run holding the offsets; implies --format parquet")
 	fs.StringVar(&f.codec, "codec", "", "compression: null, deflate or snappy for avro (default deflate); snappy, zstd, gzip or none for parquet (default snappy)")
 	fs.IntVar(&f.deflateLevel, "deflate-level", loader.DefaultDeflateLevel, "with --codec deflate: 1 (fastest load, larger files) to 9 (smallest files, slowest load); any Avro reader reads every level")
@@ -138,6 +144,15 @@ func runLoad(ctx context.Context, args []string) error {
 	return nil
 }
 
+// expirePolicy is the snapshot expiry after each run the flags ask for,
+// nil for none.
+func (f *loadFlags) expirePolicy() *loader.ExpirePolicy {
+	if f.expireOlderThan <= 0 && f.expireRetainLast <= 0 {
+		return nil
+	}
+	return &loader.ExpirePolicy{OlderThan: f.expireOlderThan, RetainLast: f.expireRetainLast}
+}
+
 func (f *loadFlags) config() (loader.Config, error) {
 	size, err := loader.ParseBytes(f.fileMaxBytes)
 	if err != nil {
@@ -182,6 +197,8 @@ func (f *loadFlags) config() (loader.Config, error) {
 		FileMaxRecords: f.fileMaxRecords,
 		Format:         f.format,
 		Table:          f.table,
+		Catalog:        f.catalog.config(),
+		Expire:         f.expirePolicy(),
 		Codec:          f.codec,
 		DeflateLevel:   f.deflateLevel,
 		SuccessGrace:   f.grace,
@@ -212,7 +229,7 @@ func (f *loadFlags) config() (loader.Config, error) {
 // loader.FaultPoints, loader.TableFaultPoints, loader.AuditFaultPoints, and
 // loader.CompactFaultPoints for tributary compact.
 func faultFromEnv() func(loader.FaultPoint) error {
-	points := slices.Concat(loader.FaultPoints, loader.TableFaultPoints, loader.AuditFaultPoints, loader.CompactFaultPoints)
+	points := slices.Concat(loader.FaultPoints, loader.TableFaultPoints, loader.AuditFaultPoints, loader.CompactFaultPoints, loader.ExpireFaultPoints)
 	var hooks []func(loader.FaultPoint) error
 	if v := os.Getenv(pauseEnv); v != "" {
 		point := loader.FaultPoint(v)

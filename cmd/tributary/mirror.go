@@ -157,7 +157,12 @@ func runMirror(ctx context.Context, args []string) error {
 		return errors.New("--audit-wal needs --audit")
 	}
 	if *auditTier {
-		tier, closeTier, err := newAuditTier(ctx, cfg, auditTierFlags{*window, *auditFlush, *headerField, *auditWAL})
+		// The last audit counts are published after the copy stops: they
+		// get a share of --shutdown-timeout, and the copy the rest, so
+		// that the whole shutdown ends within it.
+		share := min(max(time.Second, *shutdown/4), *shutdown/2)
+		cfg.ShutdownTimeout = *shutdown - share
+		tier, closeTier, err := newAuditTier(ctx, cfg, auditTierFlags{*window, *auditFlush, *headerField, *auditWAL, share})
 		if err != nil {
 			return err
 		}
@@ -215,6 +220,7 @@ type auditTierFlags struct {
 	window, flush time.Duration
 	headerField   string
 	wal           string
+	closeWithin   time.Duration // the last counts' share of the shutdown
 }
 
 // newAuditTier counts copied events for the audit through a publisher that
@@ -249,7 +255,7 @@ func newAuditTier(ctx context.Context, cfg mirror.Config, f auditTierFlags) (tie
 		return nil, nil, err
 	}
 	closeTier = func() {
-		ctx, cancel := context.WithTimeout(context.Background(), max(time.Second, cfg.ShutdownTimeout/4))
+		ctx, cancel := context.WithTimeout(context.Background(), f.closeWithin)
 		defer cancel()
 		if err := pub.Close(ctx); err != nil {
 			slog.Warn("publishing the last audit counts", "err", err)

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register("produce", "send each line of stdin as one record to a topic (with --schema: one JSON event per line, Avro-encoded and counted for the audit)", runProduce)
+	register("produce", "send each line of stdin as one record to a topic (with --schema: one JSON event per line, encoded as Avro, Protobuf or JSON Schema and counted for the audit)", runProduce)
 }
 
 func runProduce(ctx context.Context, args []string) error {
@@ -57,7 +57,7 @@ func runProduce(ctx context.Context, args []string) error {
 		return errors.New("--audit-wal needs --schema: only audited events are counted")
 	}
 	if af.schema != "" {
-		return produceAvro(ctx, cl, *topic, splitList(*brokers), af, *shutdown)
+		return produceEvents(ctx, cl, *topic, splitList(*brokers), af, *shutdown)
 	}
 
 	var (

@@ -14,19 +14,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/audit"
-	"github.com/tributary-io/tributary/schema"
 )
 
 // avroFlags turn `tributary produce` into an audited event producer.
 type avroFlags struct {
 	schema, registry, service, server, auditTopic string
-	headerField, wal                              string
+	headerField, wal, schemaTypeName, message     string
+	references                                    multiFlag
 	window, flushInterval                         time.Duration
 	sec                                           clientFlags
 }
 
 func (f *avroFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.schema, "schema", "", "Avro schema `FILE.avsc`: read one JSON event per line, send it in the Confluent envelope and count it for the audit")
+	fs.StringVar(&f.schema, "schema", "", "schema `FILE` (Avro .avsc, Protobuf .proto, JSON Schema with --schema-type JSON): read one JSON event per line, send it in the Confluent envelope and count it for the audit")
+	fs.StringVar(&f.schemaTypeName, "schema-type", "", "`TYPE` of --schema: AVRO, PROTOBUF or JSON (default: PROTOBUF for a .proto file, else AVRO)")
+	fs.Var(&f.references, "reference", "a file the --schema imports (Protobuf: NAME is the import path) or \"$ref\"s (JSON Schema: NAME as the $ref writes it), as `NAME=FILE`, registered under subject NAME first; repeatable; it may import only the well-known types itself")
+	fs.StringVar(&f.message, "message", "", "Protobuf message `NAME` (full name, with the package) the events are (default: the file's root message, the first top-level message no other one holds)")
 	fs.StringVar(&f.registry, "registry", "http://127.0.0.1:8081", "schema registry `URL` (with --schema)")
 	fs.StringVar(&f.service, "service", "tributary-produce", "header.service of events that do not set it (with --schema)")
 	fs.StringVar(&f.server, "server", "", "header.server of events that do not set it (default: the host name)")
@@ -63,27 +66,27 @@ func walFault() func(string) {
 	}
 }
 
-// produceAvro sends stdin's JSON events through an audit.Producer: each is
-// counted by its header's time window and server once acknowledged, and
-// the counts are published to the audit topic when their window closes
-// and when stdin ends. A line that is not a valid event is skipped,
-// counted malformed, and makes the command fail at the end.
-func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []string, f avroFlags, shutdown time.Duration) error {
+// produceEvents sends stdin's JSON events through an audit.Producer: each
+// is counted by its header's time window and server once acknowledged,
+// and the counts are published to the audit topic when their window
+// closes and when stdin ends. A line that is not a valid event is
+// skipped, counted malformed, and makes the command fail at the end.
+func produceEvents(ctx context.Context, cl *kgo.Client, topic string, brokers []string, f avroFlags, shutdown time.Duration) error {
 	text, err := os.ReadFile(f.schema)
 	if err != nil {
 		return fmt.Errorf("--schema: %w", err)
 	}
-	events, err := schema.NewJSONEvents(string(text), f.headerField)
+	typ, err := f.schemaType()
 	if err != nil {
-		return fmt.Errorf("--schema %s: %w", f.schema, err)
+		return err
 	}
 	reg, err := registryClient("--registry", f.registry, f.sec.registry)
 	if err != nil {
 		return err
 	}
-	ser, err := schema.NewSerializer(reg, schema.SerializerConfig{Schema: string(text), Service: f.service, Server: f.server, HeaderField: f.headerField})
+	enc, err := newEventEncoder(reg, typ, string(text), f)
 	if err != nil {
-		return fmt.Errorf("--schema %s: %w", f.schema, err)
+		return fmt.Errorf("--schema %s (%s): %w", f.schema, typ, err)
 	}
 	// The counts go through their own client so they are sent with
 	// acks=all whatever --acks says for the events.
@@ -106,7 +109,7 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 		}
 		return err
 	}
-	prod, err := audit.NewProducer(cl, ser, pub)
+	prod, err := enc.producer(cl, pub)
 	if err != nil {
 		return err
 	}
@@ -127,6 +130,7 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 		mu            sync.Mutex
 		failed        error
 		sent, skipped int
+		firstBad      string
 	)
 	in := readLines(os.Stdin)
 	for line := 1; ; line++ {
@@ -137,26 +141,24 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 		if len(b) == 0 {
 			continue
 		}
-		ev, err := events.Decode(b)
-		if err == nil {
-			err = prod.Produce(ctx, topic, ev, func(r *kgo.Record, err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil && failed == nil {
-					failed = fmt.Errorf("event on line %d: %w", line, err)
-				}
-				if err == nil {
-					sent++
-				}
-			})
-		} else {
-			pub.Malformed(topic, time.Now())
-		}
+		err := enc.send(ctx, prod, pub, topic, b, func(r *kgo.Record, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && failed == nil {
+				failed = fmt.Errorf("event on line %d: %w", line, err)
+			}
+			if err == nil {
+				sent++
+			}
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				break
 			}
 			skipped++
+			if firstBad == "" {
+				firstBad = fmt.Sprintf("line %d: %v", line, err)
+			}
 			slog.Warn("produce: skipping a line that is not a valid event", "line", line, "err", err)
 		}
 	}
@@ -191,7 +193,7 @@ func produceAvro(ctx context.Context, cl *kgo.Client, topic string, brokers []st
 		fmt.Fprintf(os.Stderr, "; counts published to %s\n", f.auditTopic)
 	}
 	if skipped > 0 && failed == nil {
-		failed = fmt.Errorf("%d lines were not valid events (see the warnings above)", skipped)
+		failed = fmt.Errorf("%d lines were not valid events (see the warnings above; the first, %s)", skipped, firstBad)
 	}
 	return errors.Join(ferr, failed, perr)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/txn"
 )
 
 // brokerFlags are the settings shared by `standalone` and `broker`, named
@@ -45,6 +46,7 @@ type brokerFlags struct {
 	compression         log.Compression
 	cleaner             log.CleanerConfig
 	groups              group.Config
+	txns                txn.Config
 	conns               connFlags
 	security            securityFlags
 	metricsListen       *string
@@ -136,6 +138,10 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 		"a member of a consumer-protocol group (group.protocol=consumer) that does not heartbeat this long is removed and its partitions reassigned (group.consumer.session.timeout.ms)")
 	fs.DurationVar(&f.groups.ConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", 5*time.Second,
 		"interval consumer-protocol members heartbeat at: how soon one learns of partitions another released; below --group-consumer-session-timeout (group.consumer.heartbeat.interval.ms)")
+	fs.DurationVar(&f.txns.MaxTimeout, "transaction-max-timeout", 15*time.Minute,
+		"longest transaction.timeout.ms a transactional producer may ask for; a transaction open longer is aborted by its coordinator (transaction.max.timeout.ms)")
+	fs.DurationVar(&f.txns.IDExpiration, "transactional-id-expiration", 7*24*time.Hour,
+		"a transactional id with no transaction open for this long is forgotten: its next producer starts with a new producer id (transactional.id.expiration.ms)")
 	f.groups.MigrationPolicy = group.MigrationBidirectional
 	fs.Func("group-consumer-migration-policy", "whether a live group is converted between the classic and the consumer protocols as its members are rolled from group.protocol=classic to consumer and back: bidirectional (default), upgrade, downgrade or disabled (group.consumer.migration.policy)",
 		func(v string) error {
@@ -171,6 +177,7 @@ func (f *brokerFlags) config() broker.Config {
 		AutoCreateRate:                    f.autoCreateRate,
 		MaxPartitions:                     f.maxPartitions,
 		Groups:                            f.groups,
+		Transactions:                      f.txns,
 		Log: log.Config{
 			SegmentBytes:     f.segmentBytes,
 			SegmentAge:       f.segmentAge,

@@ -18,75 +18,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/tributary-io/tributary/internal/budget"
 )
 
 // smallDecompressGrant is what a batch takes first: ordinary batches
 // (a producer's 1 MiB of records) fit in it and never wait.
 const smallDecompressGrant = 1 << 20
 
-// MemoryBudget bounds the bytes held by decompressions across logs.
-type MemoryBudget struct {
-	mu       sync.Mutex
-	capacity int64
-	used     int64
-	peak     int64
-	wake     chan struct{} // closed (and replaced) when bytes are released
-}
+// MemoryBudget bounds the bytes held by decompressions across logs: the
+// broker's one byte budget (internal/budget), named here for the format's
+// callers.
+type MemoryBudget = budget.Budget
 
 // NewMemoryBudget makes a budget of capacity bytes.
-func NewMemoryBudget(capacity int64) *MemoryBudget {
-	return &MemoryBudget{capacity: capacity, wake: make(chan struct{})}
-}
-
-// acquire takes min(n, capacity) bytes, waiting for room; it gives up,
-// taking nothing, when cancel is closed. It returns what it took.
-func (m *MemoryBudget) acquire(n int64, cancel <-chan struct{}) (int64, bool) {
-	n = min(n, m.capacity)
-	for {
-		m.mu.Lock()
-		if m.used+n <= m.capacity {
-			m.used += n
-			m.peak = max(m.peak, m.used)
-			m.mu.Unlock()
-			return n, true
-		}
-		wake := m.wake
-		m.mu.Unlock()
-		select {
-		case <-wake:
-		case <-cancel:
-			return 0, false
-		}
-	}
-}
-
-func (m *MemoryBudget) release(n int64) {
-	if n == 0 {
-		return
-	}
-	m.mu.Lock()
-	m.used -= n
-	close(m.wake)
-	m.wake = make(chan struct{})
-	m.mu.Unlock()
-}
-
-// Peak is the most the budget has held at once.
-func (m *MemoryBudget) Peak() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.peak
-}
-
-// InUse is what the budget holds now.
-func (m *MemoryBudget) InUse() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.used
-}
+func NewMemoryBudget(capacity int64) *MemoryBudget { return budget.New(capacity) }
 
 // ErrCanceled is DecompressBudgeted's when cancel closed while it waited
 // for room.
@@ -118,11 +66,11 @@ func DecompressBudgeted(m *MemoryBudget, codec Codec, data []byte, limit int64, 
 			}
 		}
 	}
-	held, ok := m.acquire(grant, cancel)
-	if !ok {
+	held := m.Clamp(grant)
+	if !m.Acquire(held, cancel, nil) {
 		return nil, nil, ErrCanceled
 	}
-	releaseHeld := func() { m.release(held) }
+	releaseHeld := func() { m.Release(held) }
 	src, whole, put, err := decompressor(codec, data, limit)
 	if err != nil {
 		releaseHeld()
@@ -131,8 +79,8 @@ func DecompressBudgeted(m *MemoryBudget, codec Codec, data []byte, limit int64, 
 	defer put()
 	if whole != nil { // raw snappy: decoded whole, within limit, by decompressor
 		if int64(len(whole)) > held {
-			m.release(held)
-			if held, ok = m.acquire(int64(len(whole)), cancel); !ok {
+			m.Release(held)
+			if held = m.Clamp(int64(len(whole))); !m.Acquire(held, cancel, nil) {
 				return nil, nil, ErrCanceled
 			}
 		}
@@ -147,8 +95,8 @@ func DecompressBudgeted(m *MemoryBudget, codec Codec, data []byte, limit int64, 
 	if _, err = io.Copy(&buf, io.LimitReader(src, first)); err == nil && int64(buf.Len()) == held && held < limit {
 		// Larger than the small grant: wait for room for the largest
 		// batch allowed, holding nothing meanwhile.
-		m.release(held)
-		if held, ok = m.acquire(large, cancel); !ok {
+		m.Release(held)
+		if held = m.Clamp(large); !m.Acquire(held, cancel, nil) {
 			return nil, nil, ErrCanceled
 		}
 		_, err = io.Copy(&buf, io.LimitReader(src, limit+1-int64(buf.Len())))

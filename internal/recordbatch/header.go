@@ -48,12 +48,36 @@ func UpdateChecksum(crc uint32, p []byte) uint32 { return crc32.Update(crc, cast
 // to the bytes it covers.
 func SetCRC(b []byte) { binary.BigEndian.PutUint32(b[OffCRC:], Checksum(b)) }
 
+// AttrLogAppendTime is the attributes bit saying the batch's MaxTimestamp,
+// the broker's append time, is every record's timestamp
+// (message.timestamp.type=LogAppendTime).
+const AttrLogAppendTime = 0x08
+
+// StampLogAppendTime marks the batch at b as timestamped by the broker at
+// ts (AttrLogAppendTime, MaxTimestamp) and recomputes the CRC those bytes
+// are under, as Kafka does for message.timestamp.type=LogAppendTime. It
+// leaves a batch that is not magic 2 or whose CRC does not match alone and
+// returns false: validation refuses it anyway, and a fresh CRC over a
+// damaged batch would hide the damage from it. b must hold at least
+// HeaderSize bytes.
+func StampLogAppendTime(b []byte, ts int64) bool {
+	if b[OffMagic] != 2 || binary.BigEndian.Uint32(b[OffCRC:]) != Checksum(b) {
+		return false
+	}
+	attrs := binary.BigEndian.Uint16(b[OffAttributes:])
+	binary.BigEndian.PutUint16(b[OffAttributes:], attrs|AttrLogAppendTime)
+	binary.BigEndian.PutUint64(b[OffMaxTimestamp:], uint64(ts))
+	SetCRC(b)
+	return true
+}
+
 // Header is the part of a RecordBatch header the storage engine works with.
 type Header struct {
 	BaseOffset      int64
 	Length          int32 // the length field: bytes after the 12-byte prefix
 	Magic           int8
 	CRC             uint32
+	Attributes      int16 // codec, timestamp type, transactional and control bits
 	LastOffsetDelta int32
 	MaxTimestamp    int64
 	ProducerID      int64
@@ -77,6 +101,7 @@ func ParseHeader(b []byte) Header {
 		Length:          int32(binary.BigEndian.Uint32(b[OffLength:])),
 		Magic:           int8(b[OffMagic]),
 		CRC:             binary.BigEndian.Uint32(b[OffCRC:]),
+		Attributes:      int16(binary.BigEndian.Uint16(b[OffAttributes:])),
 		LastOffsetDelta: int32(binary.BigEndian.Uint32(b[OffLastOffsetDelta:])),
 		MaxTimestamp:    int64(binary.BigEndian.Uint64(b[OffMaxTimestamp:])),
 		ProducerID:      int64(binary.BigEndian.Uint64(b[OffProducerID:])),

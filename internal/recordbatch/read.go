@@ -32,7 +32,7 @@ func (e *Error) Unwrap() error { return ErrCorrupt }
 const (
 	minRecordSize = 7 // a length, attributes, two deltas, null key and value, no headers
 
-	logAppendTime = 0x08
+	logAppendTime = AttrLogAppendTime
 	controlBatch  = 0x20
 )
 

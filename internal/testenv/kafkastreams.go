@@ -28,18 +28,20 @@ type KafkaStreamsApp struct {
 // jars come from Maven Central on first use (cached in ~/.m2; the
 // classpath and the compiled application under the user cache directory).
 // The application is killed at the end of the test if still running; its
-// output is logged if the test fails.
-func StartKafkaStreamsWordCount(t testing.TB, bootstrap, appID, input, output string) *KafkaStreamsApp {
+// output is logged if the test fails. A guarantee (exactly_once_v2) sets
+// processing.guarantee.
+func StartKafkaStreamsWordCount(t testing.TB, bootstrap, appID, input, output string, guarantee ...string) *KafkaStreamsApp {
 	t.Helper()
 	Needs(t, JVM)
 	cp, classes, err := kafkaStreams.classpath()
 	if err != nil {
 		t.Fatalf("Kafka Streams: %v", err)
 	}
-	cmd := exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xmx256m",
+	args := []string{"-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xmx256m",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-		"-cp", classes+string(os.PathListSeparator)+cp,
-		"StreamsWordCount", bootstrap, appID, t.TempDir(), input, output)
+		"-cp", classes + string(os.PathListSeparator) + cp,
+		"StreamsWordCount", bootstrap, appID, t.TempDir(), input, output}
+	cmd := exec.Command("java", append(args, guarantee...)...)
 	app := &KafkaStreamsApp{cmd: cmd, out: &SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = app.out, app.out
 	if app.stdin, err = cmd.StdinPipe(); err != nil {
@@ -66,6 +68,13 @@ func (a *KafkaStreamsApp) Done() <-chan struct{} { return a.done }
 // Output is what the application printed so far (its state changes, and
 // Streams' warnings and errors).
 func (a *KafkaStreamsApp) Output() string { return a.out.String() }
+
+// Kill stops the application with SIGKILL (kill -9): nothing committed,
+// no group left, its open transaction left for the broker to abort.
+func (a *KafkaStreamsApp) Kill() {
+	a.cmd.Process.Kill()
+	<-a.done
+}
 
 // Close asks the application to close Streams cleanly (which commits its
 // offsets and leaves its group) and waits for it to exit. It reports an

@@ -5,7 +5,12 @@ time, the guid of every record, and whether pyiceberg's hour-partition
 filter (a scan of one hour) finds exactly that hour's records.
 
 Usage: read_iceberg.py TABLE_DIR [COLUMN...]; the named columns' values
-are printed per record too (top-level, as text).
+are printed per record too (top-level, as text). TABLE_DIR may instead be
+the s3:// URL of a version's metadata file: pyiceberg then reads the table
+through its S3 file IO, from the store AWS_ENDPOINT_URL_S3 names with
+AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, as the tests set them; or
+rest:URI#NAMESPACE.TABLE, a table pyiceberg loads from the Iceberg REST
+catalog at URI.
 
 read_iceberg.py --files reads the Parquet files named on stdin (one a line)
 with pyarrow instead, for tables whose paths pyiceberg cannot open here
@@ -37,9 +42,21 @@ def main():
         return files()
     table_dir = sys.argv[1]
     columns = sys.argv[2:]
-    meta = os.path.join(table_dir, "metadata")
-    versions = [int(m.group(1)) for m in (re.match(r"v(\d+)\.metadata\.json$", f) for f in os.listdir(meta)) if m]
-    tab = StaticTable.from_metadata("file://" + os.path.join(meta, "v%d.metadata.json" % max(versions)))
+    if table_dir.startswith("rest:"):
+        from pyiceberg.catalog.rest import RestCatalog
+        uri, ident = table_dir[len("rest:"):].rsplit("#", 1)
+        tab = RestCatalog("rest", uri=uri).load_table(ident)
+    elif table_dir.startswith("s3://"):
+        tab = StaticTable.from_metadata(table_dir, {
+            "s3.endpoint": os.environ["AWS_ENDPOINT_URL_S3"],
+            "s3.access-key-id": os.environ["AWS_ACCESS_KEY_ID"],
+            "s3.secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"],
+            "s3.region": os.environ.get("AWS_REGION", "us-east-1"),
+        })
+    else:
+        meta = os.path.join(table_dir, "metadata")
+        versions = [int(m.group(1)) for m in (re.match(r"v(\d+)\.metadata\.json$", f) for f in os.listdir(meta)) if m]
+        tab = StaticTable.from_metadata("file://" + os.path.join(meta, "v%d.metadata.json" % max(versions)))
     snap = tab.current_snapshot()
     rows = tab.scan().to_arrow()
     hours = {}

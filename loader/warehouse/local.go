@@ -206,40 +206,19 @@ func (l *Local) Open(name string) (io.ReadCloser, error) {
 }
 
 func (l *Local) Rename(oldname, newname string) error {
-	op, err := l.path(oldname)
-	if err != nil {
-		return err
-	}
-	np, err := l.path(newname)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Dir(np)
-	if err := l.files.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := l.files.Rename(op, np); err != nil {
-		return err
-	}
-	if l.deferred != nil {
-		l.deferred.add(dir, filepath.Dir(op))
-		return nil
-	}
-	if err := l.syncDirs(dir); err != nil {
-		return err
-	}
-	if odir := filepath.Dir(op); odir != dir {
-		if err := l.files.SyncDir(odir); err != nil {
-			return fmt.Errorf("%s: syncing directory %s: %w", l, odir, err)
-		}
-	}
-	return nil
+	return l.rename(oldname, newname, l.files.Rename)
 }
 
 // RenameNoReplace is Rename that fails with fs.ErrExist when newname
 // exists; the names are made durable as Rename's are.
 func (l *Local) RenameNoReplace(oldname, newname string) error {
-	op, err := l.path(oldname)
+	return l.rename(oldname, newname, l.files.RenameNoReplace)
+}
+
+// rename moves oldname to newname with op, making newname's directory
+// first, and both names durable (at once, or at the batch's Sync).
+func (l *Local) rename(oldname, newname string, op func(oldpath, newpath string) error) error {
+	oldPath, err := l.path(oldname)
 	if err != nil {
 		return err
 	}
@@ -251,17 +230,17 @@ func (l *Local) RenameNoReplace(oldname, newname string) error {
 	if err := l.files.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := l.files.RenameNoReplace(op, np); err != nil {
+	if err := op(oldPath, np); err != nil {
 		return err
 	}
 	if l.deferred != nil {
-		l.deferred.add(dir, filepath.Dir(op))
+		l.deferred.add(dir, filepath.Dir(oldPath))
 		return nil
 	}
 	if err := l.syncDirs(dir); err != nil {
 		return err
 	}
-	if odir := filepath.Dir(op); odir != dir {
+	if odir := filepath.Dir(oldPath); odir != dir {
 		if err := l.files.SyncDir(odir); err != nil {
 			return fmt.Errorf("%s: syncing directory %s: %w", l, odir, err)
 		}

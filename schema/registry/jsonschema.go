@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/tributary-io/tributary/schema/internal/jsschema"
 )
 
 // JSON Schema (schemaType JSON). A schema is compiled, and so checked
@@ -15,15 +17,11 @@ import (
 // Confluent assumes). Its identity is its canonical JSON: keys sorted, no
 // insignificant whitespace, numbers as written.
 //
-// The compiler never reads a file or the network: a "$ref" reaches the
-// schema itself, a draft's metaschema (built in), or a schema reference
-// (jsonrefs.go) by its name; anything else is refused. Patterns are Go
+// The compiler (schema/internal/jsschema) never reads a file or the
+// network: a "$ref" reaches the schema itself, a draft's metaschema (built
+// in), or a schema reference by its name; anything else is refused. Patterns are Go
 // regular expressions (RE2), which run in linear time; an ECMAScript-only
 // pattern (lookaround, backreferences) is refused.
-
-// jsonSchemaURL names the schema being compiled; it resolves nowhere, and
-// a reference's relative name ("address.json") resolves next to it.
-const jsonSchemaURL = "https://schemas.tributary.invalid/schema.json"
 
 func parseJSONSchema(text string, lim schemaLimits, deps []refDep) (*schemaDoc, error) {
 	doc, err := decodeJSONSchema(text, lim)
@@ -34,13 +32,7 @@ func parseJSONSchema(text string, lim schemaLimits, deps []refDep) (*schemaDoc, 
 	if err != nil {
 		return nil, err
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft7)
-	c.UseLoader(refLoader{refs: refs, id: jsonID(doc)})
-	if err := c.AddResource(jsonSchemaURL, doc); err != nil {
-		return nil, err
-	}
-	if _, err := c.Compile(jsonSchemaURL); err != nil {
+	if _, err := jsschema.Compile(doc, refs); err != nil {
 		return nil, err
 	}
 	canon, err := json.Marshal(doc) // maps marshal with sorted keys; json.Number as written

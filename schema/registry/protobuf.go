@@ -1,34 +1,20 @@
 package registry
 
 import (
-	"context"
 	"encoding/base64"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
-	"github.com/bufbuild/protocompile"
-	"github.com/bufbuild/protocompile/reporter"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/descriptorpb"
 
-	// The well-known types, which a descriptor sent in serialized form
-	// may import, resolve from the global registry.
-	_ "google.golang.org/protobuf/types/known/anypb"
-	_ "google.golang.org/protobuf/types/known/durationpb"
-	_ "google.golang.org/protobuf/types/known/emptypb"
-	_ "google.golang.org/protobuf/types/known/fieldmaskpb"
-	_ "google.golang.org/protobuf/types/known/structpb"
-	_ "google.golang.org/protobuf/types/known/timestamppb"
-	_ "google.golang.org/protobuf/types/known/wrapperspb"
+	"github.com/tributary-io/tributary/schema/internal/pbschema"
 )
 
 // Protobuf (schemaType PROTOBUF): .proto text, proto2 or proto3, compiled
-// by github.com/bufbuild/protocompile. It may import the well-known types
+// by github.com/bufbuild/protocompile (schema/internal/pbschema). It may import the well-known types
 // (google/protobuf/*.proto, built in) and the schemas its references name:
 // a reference's name is the import path, as Confluent has it, and the
 // referenced schema, in either form below, is what that import reads. The
@@ -41,9 +27,6 @@ import (
 // that descriptor, and the same schema in either form is one schema.
 
 const typeProtobuf = "PROTOBUF"
-
-// protoFile is the name the compiled schema has; imports resolve next to it.
-const protoFile = "schema.proto"
 
 // protoDoc is a compiled Protobuf schema.
 type protoDoc struct {
@@ -65,7 +48,7 @@ func parseProtobuf(text string, lim schemaLimits, deps []refDep) (*schemaDoc, er
 	}
 	fdp := protodesc.ToFileDescriptorProto(fd)
 	fdp.SourceCodeInfo = nil
-	fdp.Name = proto.String(protoFile) // the name a sender gave its file is not the schema
+	fdp.Name = proto.String(pbschema.File) // the name a sender gave its file is not the schema
 	key, err := proto.MarshalOptions{Deterministic: true}.Marshal(fdp)
 	if err != nil {
 		return nil, err
@@ -73,97 +56,14 @@ func parseProtobuf(text string, lim schemaLimits, deps []refDep) (*schemaDoc, er
 	return &schemaDoc{Type: typeProtobuf, Text: text, Key: typeProtobuf + "\x00" + string(key), proto: &protoDoc{file: fd}}, nil
 }
 
-// protoSource returns a file for the compiler: .proto text, or a base64
-// descriptor, which is given the path it is imported by.
-func protoSource(path, text string) (protocompile.SearchResult, error) {
-	if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text)); err == nil && len(b) > 0 {
-		var fdp descriptorpb.FileDescriptorProto
-		if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, &fdp); err != nil {
-			return protocompile.SearchResult{}, fmt.Errorf("%s: base64 text that is not a serialized FileDescriptorProto: %v", path, err)
-		}
-		fdp.Name = proto.String(path)
-		fillJSONNames(fdp.MessageType)
-		return protocompile.SearchResult{Proto: &fdp}, nil
-	}
-	return protocompile.SearchResult{Source: strings.NewReader(text)}, nil
-}
-
-// fillJSONNames gives fields without a json_name the one protoc would
-// have written: descriptors built by Python's protobuf runtime have none,
-// and the compiler takes a missing one for a custom name "" that every
-// field of the message shares.
-func fillJSONNames(ms []*descriptorpb.DescriptorProto) {
-	for _, m := range ms {
-		for _, f := range m.Field {
-			if f.GetJsonName() == "" {
-				f.JsonName = proto.String(jsonCamelCase(f.GetName()))
-			}
-		}
-		fillJSONNames(m.NestedType)
-	}
-}
-
-// jsonCamelCase is protoc's default JSON name: underscores dropped, the
-// letter after each one upper-cased.
-func jsonCamelCase(s string) string {
-	var b strings.Builder
-	up := false
-	for _, c := range s {
-		switch {
-		case c == '_':
-			up = true
-		case up && 'a' <= c && c <= 'z':
-			b.WriteRune(c - 'a' + 'A')
-			up = false
-		default:
-			b.WriteRune(c)
-			up = false
-		}
-	}
-	return b.String()
-}
-
-// compileProto compiles a schema with the referenced files deps, by their
-// import paths. An import of anything else but a well-known type is
-// refused, naming the references there are.
+// compileProto compiles a schema with the referenced files deps
+// (pbschema.Compile).
 func compileProto(text string, deps []refDep) (protoreflect.FileDescriptor, error) {
 	files := make(map[string]string, len(deps))
 	for _, d := range deps {
-		if d.name == protoFile || isWellKnown(d.name) {
-			return nil, fmt.Errorf("reference %q: the name is the import path of the referenced file, and cannot be %s or a well-known type's", d.name, protoFile)
-		}
 		files[d.name] = d.text
 	}
-	resolve := protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
-		if path == protoFile {
-			return protoSource(path, text)
-		}
-		if t, ok := files[path]; ok {
-			return protoSource(path, t)
-		}
-		if isWellKnown(path) {
-			return protocompile.SearchResult{}, protoregistry.NotFound // the standard imports serve it
-		}
-		names := slices.Sorted(maps.Keys(files))
-		if len(names) == 0 {
-			return protocompile.SearchResult{}, fmt.Errorf("import %q: only the well-known types (google/protobuf/*.proto) and the files the schema's references name may be imported; this schema has no references", path)
-		}
-		return protocompile.SearchResult{}, fmt.Errorf("import %q: only the well-known types (google/protobuf/*.proto) and the files the schema's references name (%s) may be imported", path, strings.Join(names, ", "))
-	})
-	c := protocompile.Compiler{
-		Resolver:       protocompile.WithStandardImports(resolve),
-		Reporter:       reporter.NewReporter(func(err reporter.ErrorWithPos) error { return err }, nil),
-		MaxParallelism: 1,
-	}
-	compiled, err := c.Compile(context.Background(), protoFile)
-	if err != nil {
-		return nil, err
-	}
-	fd := compiled.FindFileByPath(protoFile)
-	if fd == nil {
-		return nil, fmt.Errorf("%s did not compile", protoFile)
-	}
-	return fd, nil
+	return pbschema.Compile(text, files)
 }
 
 // serialized is the schema as Confluent's ?format=serialized gives it:
@@ -176,10 +76,6 @@ func (p *protoDoc) serialized(text string) string {
 	fdp.SourceCodeInfo = nil
 	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(fdp)
 	return base64.StdEncoding.EncodeToString(b)
-}
-
-func isWellKnown(path string) bool {
-	return len(path) > len("google/protobuf/") && path[:len("google/protobuf/")] == "google/protobuf/"
 }
 
 // protoNodes counts a file's messages, enums, fields and enum values, and
@@ -293,7 +189,7 @@ func compareField(m protoreflect.MessageDescriptor, rf, wf protoreflect.FieldDes
 		// may take at another version) is compared as Confluent does: its
 		// fields too. The file's own messages are compared by
 		// compareMessages.
-		if rm, wm := rf.Message(), wf.Message(); wm.ParentFile().Path() != protoFile && !seen[wm.FullName()] {
+		if rm, wm := rf.Message(), wf.Message(); wm.ParentFile().Path() != pbschema.File && !seen[wm.FullName()] {
 			seen[wm.FullName()] = true
 			if err := compareFields(rm, wm, seen); err != nil {
 				return fmt.Errorf("%s: %w", at, err)

@@ -14,6 +14,9 @@
 # Kafka uses PORT..PORT+5 (node N takes clients on PORT+2(N-1) and its
 # controller on the port after), all on 127.0.0.1.
 #
+# Starting a Kafka instance again on a DIR it ran in keeps its data (its
+# node directories are not formatted again).
+#
 # Durability is set to match Tributary's interval flush where the peer
 # allows it (fsync every 10000 messages or 200 ms), except for kafka, which
 # runs at Kafka's own defaults beside kafka-flush; the bench prints what
@@ -68,6 +71,9 @@ log.flush.interval.ms=200
 log.flush.scheduler.interval.ms=200
 EOF
   esac
+  # A node whose data directory is formatted already is being restarted on
+  # its data (the many-partitions bench): it keeps it.
+  [ -f "$dir/data/n$n/meta.properties" ] && return 0
   java -cp "$cp" -Dlog4j2.configurationFile="$dir/log4j2.yaml" kafka.tools.StorageTool \
     format -t "$uuid" -c "$conf/server.properties" >>"$log" 2>&1
 }

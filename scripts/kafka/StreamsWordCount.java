@@ -35,8 +35,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
 
 public class StreamsWordCount {
     public static void main(String[] args) throws Exception {
-        if (args.length != 5) {
-            System.err.println("usage: StreamsWordCount <bootstrap> <application id> <state dir> <input topic> <output topic>");
+        if (args.length != 5 && args.length != 6) {
+            System.err.println("usage: StreamsWordCount <bootstrap> <application id> <state dir> <input topic> <output topic> [processing guarantee]");
             System.exit(2);
         }
         Properties props = new Properties();
@@ -51,6 +51,15 @@ public class StreamsWordCount {
         // are deleted (DeleteRecords) at the next commit, not 30 s later.
         props.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 200);
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        if (args.length == 6) {
+            // exactly_once_v2: transactions (KIP-447's producer per thread).
+            props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args[5]);
+            // A killed instance's partitions and open transaction are
+            // taken over sooner (the defaults are 45 s and 10 s).
+            props.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 6000);
+            props.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), 1000);
+            props.put(StreamsConfig.producerPrefix("transaction.timeout.ms"), 5000);
+        }
 
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(args[3], Consumed.with(Serdes.String(), Serdes.String()))

@@ -2,8 +2,8 @@
 
 Run by broker/librdkafka_admin_test.go as: python3 librdkafka_admin.py
 BOOTSTRAP. Creates a topic with a config, reads and changes its configs,
-grows it, deletes records, and checks that a transactional producer fails
-at once. Prints one "ok <step>" line per step and exits 0, or prints the
+grows it and deletes records (transactions: librdkafka_transactions.py).
+Prints one "ok <step>" line per step and exits 0, or prints the
 failing step and exits 1.
 """
 
@@ -70,17 +70,6 @@ def main(bootstrap):
         if low.low_watermark != 3:
             raise SystemExit(f"low watermark {low.low_watermark}, want 3")
     print("ok delete_records", flush=True)
-
-    tp = Producer({"bootstrap.servers": bootstrap, "transactional.id": "rdkafka-txn"})
-    started = time.monotonic()
-    try:
-        tp.init_transactions(60)
-        raise SystemExit("init_transactions succeeded")
-    except KafkaException as e:
-        err = e.args[0]
-        if not err.fatal() or "transactions" not in err.str():
-            raise SystemExit(f"init_transactions: {err} (fatal={err.fatal()})")
-    print("ok init_transactions failed in %.1fs: fatal" % (time.monotonic() - started), flush=True)
 
 
 if __name__ == "__main__":

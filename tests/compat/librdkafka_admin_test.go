@@ -12,8 +12,8 @@ import (
 
 // TestLibrdkafkaAdmin runs librdkafka's admin client (Python
 // confluent-kafka, scripts/kafka/librdkafka_admin.py): create a topic with
-// configs, describe and alter them, grow the topic, delete records, and a
-// transactional producer failing at once with a fatal error.
+// configs, describe and alter them, grow the topic, delete records
+// (transactions: librdkafka_transactions_test.go).
 func TestLibrdkafkaAdmin(t *testing.T) {
 	testenv.Needs(t, testenv.Python)
 	if err := exec.Command("python3", "-c", "import confluent_kafka").Run(); err != nil {

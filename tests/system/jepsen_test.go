@@ -138,10 +138,11 @@ type jepsenCluster struct {
 	zk      string
 	brokers map[int32]*jepsenBroker
 	adm     *kadm.Client
+	extra   []string // flags every broker starts with
 }
 
-func startJepsen(t *testing.T, n int) *jepsenCluster {
-	j := &jepsenCluster{zk: testenv.StartZooKeeper(t), brokers: map[int32]*jepsenBroker{}}
+func startJepsen(t *testing.T, n int, extra ...string) *jepsenCluster {
+	j := &jepsenCluster{zk: testenv.StartZooKeeper(t), brokers: map[int32]*jepsenBroker{}, extra: extra}
 	for id := int32(1); id <= int32(n); id++ {
 		j.brokers[id] = &jepsenBroker{id: id, addr: testenv.FreeAddr(t), dir: t.TempDir()}
 		j.start(t, id)
@@ -160,9 +161,9 @@ func startJepsen(t *testing.T, n int) *jepsenCluster {
 
 func (j *jepsenCluster) start(t *testing.T, id int32) {
 	b := j.brokers[id]
-	b.p = testenv.StartProcess(t, "broker", "--id", strconv.Itoa(int(id)), "--zookeeper", j.zk,
+	b.p = testenv.StartProcess(t, append([]string{"broker", "--id", strconv.Itoa(int(id)), "--zookeeper", j.zk,
 		"--listen", b.addr, "--data-dir", b.dir, "--min-insync-replicas", "2",
-		"--replica-lag-time-max", "5s", "--leader-rebalance-interval", "10s")
+		"--replica-lag-time-max", "5s", "--leader-rebalance-interval", "10s"}, j.extra...)...)
 	testenv.WaitListening(t, b.p, b.addr, 60*time.Second)
 }
 

@@ -39,7 +39,7 @@ func Parse(text string) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	codec, err := goavro.NewCodec(text)
+	codec, err := newCodec(text)
 	if err != nil {
 		return nil, fmt.Errorf("rejected by the goavro encoder: %w", err)
 	}
@@ -48,6 +48,19 @@ func Parse(text string) (*Schema, error) {
 		return nil, err
 	}
 	return &Schema{Text: text, Avro: s, Codec: codec, Key: key}, nil
+}
+
+// newCodec is goavro.NewCodec, which panics on some schemas hamba takes
+// (a record named "long" with a field of type long): the panic is an
+// error, so the registry refuses such a schema instead of dropping the
+// request, and replaying `_schemas` never stops on one.
+func newCodec(text string) (c *goavro.Codec, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = nil, fmt.Errorf("%v", r)
+		}
+	}()
+	return goavro.NewCodec(text)
 }
 
 // Key returns the identity of a schema: two schemas with equal keys are

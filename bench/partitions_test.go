@@ -1,0 +1,65 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+var (
+	manyTopics     = flag.Int("many.topics", 2000, "BenchmarkManyPartitions: topics")
+	manyPartitions = flag.Int("many.partitions", 5, "BenchmarkManyPartitions: partitions per topic")
+	manySystems    = flag.String("many.systems", "tributary,kafka", "BenchmarkManyPartitions: systems, comma-separated")
+	manyCluster    = flag.Int("many.cluster-partitions", 3000, "BenchmarkManyPartitionsCluster: partitions of the RF 3 topic")
+	manyRounds     = flag.Int("many.rounds", 5, "BenchmarkManyPartitionsCluster: kill -9 and restart rounds")
+	manyWorkDir    = flag.String("many.workdir", "", "BenchmarkManyPartitions*: keep the brokers' data and logs here (default: a temporary directory, removed)")
+	manyBinary     = flag.String("many.binary", "", "BenchmarkManyPartitions*: the tributary executable (default: built from this tree)")
+)
+
+func manyBinaryFor(b *testing.B) string {
+	if *manyBinary != "" {
+		return *manyBinary
+	}
+	return testenv.Binary(b)
+}
+
+// BenchmarkManyPartitions is the standalone half of the many-partitions
+// run (partitions.go; make bench-partitions). It runs once whatever
+// -benchtime says and prints its table: the figures are the report, not
+// ns/op.
+func BenchmarkManyPartitions(b *testing.B) {
+	testenv.Needs(b, testenv.Tributary, testenv.JVM)
+	rows, err := ManyPartitions(context.Background(), ManyConfig{
+		Topics: *manyTopics, Partitions: *manyPartitions,
+		TributaryBinary: manyBinaryFor(b), Scripts: "../scripts/bench",
+		Systems: strings.Split(*manySystems, ","), WorkDir: *manyWorkDir,
+		Logger: testenv.Logger(b, 0),
+	})
+	fmt.Printf("Standalone, %d topics x %d partitions:\n", *manyTopics, *manyPartitions)
+	WriteManyTable(os.Stdout, rows)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+	}
+}
+
+// BenchmarkManyPartitionsCluster is the cluster half (partitions_cluster.go).
+func BenchmarkManyPartitionsCluster(b *testing.B) {
+	testenv.Needs(b, testenv.Tributary, testenv.ZooKeeper)
+	rows, err := ManyCluster(context.Background(), ManyConfig{
+		TributaryBinary: manyBinaryFor(b), Logger: testenv.Logger(b, 0), WorkDir: *manyWorkDir,
+	}, *manyCluster, *manyRounds)
+	fmt.Printf("Three brokers, one topic of %d partitions at RF 3:\n", *manyCluster)
+	WriteManyTable(os.Stdout, rows)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+	}
+}

@@ -1,0 +1,31 @@
+package compat_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/internal/testenv"
+)
+
+// TestLibrdkafkaTransactions runs librdkafka's transactional producer and
+// read_committed consumer (Python confluent-kafka,
+// scripts/kafka/librdkafka_transactions.py): commits and aborts, and a
+// consume-transform-produce copy with send_offsets_to_transaction.
+func TestLibrdkafkaTransactions(t *testing.T) {
+	testenv.Needs(t, testenv.Python)
+	if err := exec.Command("python3", "-c", "import confluent_kafka").Run(); err != nil {
+		t.Fatalf("Python's confluent-kafka is missing: python3 -m pip install confluent-kafka (scripts/install-deps.sh does it)")
+	}
+	b := testenv.StartBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	script := filepath.Join("..", "..", "scripts", "kafka", "librdkafka_transactions.py")
+	out, err := exec.CommandContext(ctx, "python3", script, b.Addr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	t.Logf("%s", out)
+}

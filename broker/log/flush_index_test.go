@@ -123,3 +123,50 @@ func TestPowerLossWithUnsyncedActiveIndex(t *testing.T) {
 		}
 	}
 }
+
+// The aborted-transaction index is fsynced by the flush that covers an
+// abort marker, before the data, and not again by later flushes of the
+// same segment: each such fsync is a disk-cache flush that acks=all
+// requests would wait for, on every flush of a segment that once held an
+// abort.
+func TestFlushFsyncsAbortedIndexOnlyWithNewEntries(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p")
+	cfs := newCrashFS(t, dir)
+	cfg := fixtureConfig()
+	cfg.SegmentBytes = 1 << 30 // one segment: no roll, no producer snapshot
+	cfg.FS = cfs
+	l, _, err := Open(dir, cfg, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	acked := func(b []byte) {
+		t.Helper()
+		res, err := l.Append(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.WaitFlushed(context.Background(), res.LastOffset); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Flush()
+	// "other" is every file that is not data, index, checkpoint or
+	// marker; with no roll, only the aborted index is fsynced as one.
+	before := cfs.Hits("before-other-sync")
+	acked(txnBatch(7, 0, 0, 2))
+	off := mustMarker(t, l, 7, 0, false)
+	if err := l.WaitFlushed(context.Background(), off); err != nil {
+		t.Fatal(err)
+	}
+	if n := cfs.Hits("before-other-sync") - before; n != 1 {
+		t.Fatalf("the flush covering an abort marker fsynced the aborted index %d times, want 1", n)
+	}
+	before = cfs.Hits("before-other-sync")
+	for range 10 {
+		acked(fixtureBatch())
+	}
+	if n := cfs.Hits("before-other-sync") - before; n != 0 {
+		t.Errorf("10 acks=all appends after the abort fsynced the aborted index %d times, want 0", n)
+	}
+}

@@ -192,10 +192,14 @@ type Row struct {
 	// DiskFraction, on a capacity row, is its payload MB/s over the disk's
 	// sequential write bandwidth measured in the same run.
 	DiskFraction float64 `json:"disk_fraction,omitempty"`
-	Messages     int     `json:"messages"`
-	Seconds      float64 `json:"seconds"`
-	MsgsPerSec   float64 `json:"msgs_per_sec"`
-	MBPerSec     float64 `json:"mb_per_sec"`
+	// CPUMicrosPerMsg, on a capacity row, is the CPU time (user and
+	// system, all threads) the broker's processes spent per acknowledged
+	// message during the timed run (bench/cpu.go); 0 when not measured.
+	CPUMicrosPerMsg float64 `json:"cpu_us_per_msg,omitempty"`
+	Messages        int     `json:"messages"`
+	Seconds         float64 `json:"seconds"`
+	MsgsPerSec      float64 `json:"msgs_per_sec"`
+	MBPerSec        float64 `json:"mb_per_sec"`
 	// OverheadBytes is disk bytes per message beyond the payload (produce
 	// rows); nil when not measured.
 	OverheadBytes *float64 `json:"overhead_bytes_per_msg,omitempty"`

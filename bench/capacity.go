@@ -194,6 +194,7 @@ func capacityRound(ctx context.Context, cfg Config, sys *system, dir string, rou
 			row.Status = "failed: nothing was acknowledged"
 		default:
 			row.produced(res.sent, res.acked, res.elapsed)
+			row.CPUMicrosPerMsg = res.cpu * 1e6 / float64(res.acked)
 		}
 		row.Rounds = []float64{row.MsgsPerSec}
 		log.Info(row.Test, "connections", row.Connections, "acks", row.Acks, "msgs_per_sec", int(row.MsgsPerSec), "status", row.Status)
@@ -226,7 +227,10 @@ func (r *runner) capacityWire(ctx context.Context, kd *kafkaDriver, topic string
 	}
 	stopProfile := r.profile(fmt.Sprintf("%s-c%d-a%d", TestCapacity, conns, acks))
 	defer stopProfile()
-	return runWire(ctx, r.srv.addr, frames, conns, capacityInFlight, math.MaxInt32, time.Now().Add(r.cfg.CapacityTime))
+	cpu := startCPU(r.srv.pids)
+	res, err := runWire(ctx, r.srv.addr, frames, conns, capacityInFlight, math.MaxInt32, time.Now().Add(r.cfg.CapacityTime))
+	res.cpu = cpu.stop()
+	return res, err
 }
 
 // capacityKgo times one kgo producer, batch capacityBatch, into a new
@@ -241,6 +245,7 @@ func (r *runner) capacityKgo(ctx context.Context, kd *kafkaDriver, topic string,
 	n := math.MaxInt32
 	stopProfile := r.profile(fmt.Sprintf("%s-a%d", TestCapacityKgo, acks))
 	defer stopProfile()
+	cpu := startCPU(r.srv.pids)
 	start := time.Now()
 	var sent, stored int
 	var err error
@@ -249,7 +254,7 @@ func (r *runner) capacityKgo(ctx context.Context, kd *kafkaDriver, topic string,
 	} else {
 		sent, stored, err = kd.Produce(ctx, topic, n, capacityBatch, true, start.Add(r.cfg.CapacityTime))
 	}
-	return wireResult{sent: sent, acked: stored, elapsed: time.Since(start)}, err
+	return wireResult{sent: sent, acked: stored, elapsed: time.Since(start), cpu: cpu.stop()}, err
 }
 
 // createPartitioned creates topic with partitions partitions of one replica

@@ -14,8 +14,8 @@ import (
 // on Tributary, on the baseline system (the current binary standing in for
 // the build of BaselineCommit, which takes a minute to build) and on a Kafka
 // whose scripts are missing, and checks every row: figures from
-// acknowledged records only, one per round, ratios to Tributary, and the
-// peer kept as not started.
+// acknowledged records only, one per round, ratios to Tributary, the
+// broker's CPU per message, and the peer kept as not started.
 func TestCapacitySmoke(t *testing.T) {
 	testenv.Needs(t, testenv.Tributary)
 	rep, err := Run(context.Background(), Config{
@@ -56,6 +56,8 @@ func TestCapacitySmoke(t *testing.T) {
 			t.Errorf("%s %s c%d a%d: %d messages, want whole acknowledged batches", r.System, r.Test, r.Connections, r.Acks, r.Messages)
 		case r.MsgsPerSec <= 0 || r.MBPerSec <= 0 || r.Seconds <= 0:
 			t.Errorf("%s %s c%d a%d: %.0f msg/s, %.1f MB/s in %.2fs", r.System, r.Test, r.Connections, r.Acks, r.MsgsPerSec, r.MBPerSec, r.Seconds)
+		case r.CPUMicrosPerMsg <= 0 && r.Test == TestCapacity && r.Acks == 1: // the busiest rows: whole clock ticks of CPU
+			t.Errorf("%s %s c%d a%d: no CPU per message measured", r.System, r.Test, r.Connections, r.Acks)
 		case len(r.Rounds) != 2 || r.Rounds[0] <= 0 || r.Rounds[1] <= 0:
 			t.Errorf("%s %s c%d a%d: rounds %v, want two figures", r.System, r.Test, r.Connections, r.Acks, r.Rounds)
 		case r.System == "tributary" && r.Ratio != 1, r.System == baselineSystem && r.Ratio <= 0:
@@ -71,7 +73,7 @@ func TestCapacitySmoke(t *testing.T) {
 	if err := rep.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"CAPACITY:", "ONE KGO PRODUCER", baselineSystem, "trib÷", "not started"} {
+	for _, s := range []string{"CAPACITY:", "ONE KGO PRODUCER", baselineSystem, "trib÷", "cpu µs/msg", "not started"} {
 		if !strings.Contains(table.String(), s) {
 			t.Errorf("table has no %q:\n%s", s, table.String())
 		}

@@ -92,6 +92,9 @@ type wireResult struct {
 	elapsed     time.Duration
 	// refusal is the first error code a partition answered with (0: none).
 	refusal int16
+	// cpu is the CPU seconds the broker's processes used meanwhile (0:
+	// not measured).
+	cpu float64
 }
 
 // runWire sends up to total records (rounded up to whole requests) over

@@ -197,7 +197,8 @@ func capacityRound(ctx context.Context, cfg Config, sys *system, dir string, rou
 			row.CPUMicrosPerMsg = res.cpu * 1e6 / float64(res.acked)
 		}
 		row.Rounds = []float64{row.MsgsPerSec}
-		log.Info(row.Test, "connections", row.Connections, "acks", row.Acks, "msgs_per_sec", int(row.MsgsPerSec), "status", row.Status)
+		log.Info(row.Test, "connections", row.Connections, "acks", row.Acks, "msgs_per_sec", int(row.MsgsPerSec),
+			"cpu_us_per_msg", fmt.Sprintf("%.2f", row.CPUMicrosPerMsg), "status", row.Status)
 	}
 	return rows
 }

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/tributary-io/tributary/broker/netserver"
 )
 
@@ -61,5 +63,41 @@ func TestReadyResponsesShareAWrite(t *testing.T) {
 	}
 	if n := writes.Load() - before; n > 2 {
 		t.Errorf("10 answers ready together took %d writes, want at most 2", n)
+	}
+}
+
+// TestPipelinedAnswersGoToTheWriter: while the client's next request is
+// already read, the read loop leaves its ready answer to the writer (which
+// sends the answers ready together in one write) instead of writing each
+// itself; a client waiting for each answer still gets it from the read
+// loop.
+func TestPipelinedAnswersGoToTheWriter(t *testing.T) {
+	var inline atomic.Int64
+	defer netserver.OnInlineWrite(func() { inline.Add(1) })()
+	_, addr := start(t, netserver.Plaintext, &handler{})
+	c := dial(t, addr)
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("t"))
+	var frames []byte
+	for corr := int32(1); corr <= 10; corr++ {
+		frames = append(frames, f.AppendRequest(nil, apiVersions(), corr)...) // it frames from dst[0]
+	}
+	if _, err := c.Write(frames); err != nil { // one segment: read at once
+		t.Fatal(err)
+	}
+	for want := int32(1); want <= 10; want++ {
+		if got, err := correlation(c); err != nil || got != want {
+			t.Fatalf("response %d, %v; want %d", got, err, want)
+		}
+	}
+	if n := inline.Load(); n > 1 {
+		t.Errorf("the read loop wrote %d of 10 pipelined answers itself, want at most the last", n)
+	}
+	inline.Store(0)
+	send(t, c, "t", 11, apiVersions())
+	if got, err := correlation(c); err != nil || got != 11 {
+		t.Fatalf("response %d, %v; want 11", got, err)
+	}
+	if n := inline.Load(); n != 1 {
+		t.Errorf("a lone request's answer: %d written by the read loop, want 1", n)
 	}
 }

@@ -62,7 +62,8 @@ BENCH_OUT      ?= bin/bench
 BENCH_FLAGS    ?=
 bench: build
 	-./scripts/bench/install.sh
-	./$(BIN) bench --messages $(BENCH_MESSAGES) --out $(BENCH_OUT) --scripts scripts/bench $(BENCH_FLAGS)
+	baseline=$$(./scripts/bench/build-baseline.sh) || baseline=; \
+	./$(BIN) bench --messages $(BENCH_MESSAGES) --out $(BENCH_OUT) --scripts scripts/bench --baseline "$$baseline" $(BENCH_FLAGS)
 	$(MAKE) bench-mirror
 	$(MAKE) bench-partitions
 

@@ -19,6 +19,12 @@
 //     with the ratio of the two; the other tests run on the one-node systems
 //     and this one on the clusters, each reporting the other as not
 //     applicable.
+//   - capacity: batch-50 produce when the client is not the limit:
+//     pre-encoded requests pipelined over 1 and 8 connections into 8
+//     partitions, acks=1 and acks=all, and one kgo producer, on Tributary,
+//     Tributary's build of BaselineCommit and Kafka, each started fresh in
+//     turn for three rounds; a row is a system's median round, also read
+//     against the disk's sequential write bandwidth (capacity.go).
 //   - memory: the broker processes' peak RSS (VmHWM) over all their tests,
 //     summed over the processes of a cluster (ZooKeeper included).
 //
@@ -83,6 +89,14 @@ type Config struct {
 	TributaryArgs   []string
 	// Scripts is the directory of peer.sh (scripts/bench).
 	Scripts string
+	// BaselineBinary is the build of BaselineCommit the capacity test
+	// compares with (scripts/bench/build-baseline.sh prints its path).
+	BaselineBinary string
+	// Rounds is how many times the capacity test starts and measures each
+	// system, alternating them (default 3).
+	Rounds int
+	// CapacityTime is how long each capacity row sends (default 5s).
+	CapacityTime time.Duration
 	// ProfileDir, if set, gets a `perf record` profile of the Tributary
 	// broker process per row (needs perf on PATH).
 	ProfileDir string
@@ -93,11 +107,11 @@ type Config struct {
 
 // AllSystems are the systems a run measures by default.
 var AllSystems = []string{"tributary", "kafka", "kafka-flush", "rabbitmq", "activemq", "nats",
-	"tributary-rf3", "kafka-rf3", "kafka-rf3-flush"}
+	"tributary-rf3", "kafka-rf3", "kafka-rf3-flush", baselineSystem}
 
 // AllTests are the tests a run can select, in the order they run; memory
 // is measured over whichever of the others ran.
-var AllTests = []string{TestProduce, TestConsume, TestLatency, TestReplicated, TestMemory}
+var AllTests = []string{TestProduce, TestConsume, TestLatency, TestReplicated, TestCapacity, TestMemory}
 
 func (c Config) withDefaults() Config {
 	if c.Messages <= 0 {
@@ -123,6 +137,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RowTime <= 0 {
 		c.RowTime = 20 * time.Second
+	}
+	if c.Rounds <= 0 {
+		c.Rounds = 3
+	}
+	if c.CapacityTime <= 0 {
+		c.CapacityTime = 5 * time.Second
 	}
 	if c.LatencyRate <= 0 {
 		c.LatencyRate = 1000
@@ -163,11 +183,23 @@ type Row struct {
 	// Acks is 0, 1, or AcksAll (-1).
 	Acks int `json:"acks"`
 	// Replicas is the replication factor of the replicated test's topic.
-	Replicas   int     `json:"replication_factor,omitempty"`
-	Messages   int     `json:"messages"`
-	Seconds    float64 `json:"seconds"`
-	MsgsPerSec float64 `json:"msgs_per_sec"`
-	MBPerSec   float64 `json:"mb_per_sec"`
+	Replicas int `json:"replication_factor,omitempty"`
+	// Connections is how many connections the client used (capacity rows).
+	Connections int `json:"connections,omitempty"`
+	// Rounds are the msgs/s of each round of a capacity row; the row's
+	// figures are of the median one.
+	Rounds []float64 `json:"rounds_msgs_per_sec,omitempty"`
+	// DiskFraction, on a capacity row, is its payload MB/s over the disk's
+	// sequential write bandwidth measured in the same run.
+	DiskFraction float64 `json:"disk_fraction,omitempty"`
+	// CPUMicrosPerMsg, on a capacity row, is the CPU time (user and
+	// system, all threads) the broker's processes spent per acknowledged
+	// message during the timed run (bench/cpu.go); 0 when not measured.
+	CPUMicrosPerMsg float64 `json:"cpu_us_per_msg,omitempty"`
+	Messages        int     `json:"messages"`
+	Seconds         float64 `json:"seconds"`
+	MsgsPerSec      float64 `json:"msgs_per_sec"`
+	MBPerSec        float64 `json:"mb_per_sec"`
 	// OverheadBytes is disk bytes per message beyond the payload (produce
 	// rows); nil when not measured.
 	OverheadBytes *float64 `json:"overhead_bytes_per_msg,omitempty"`
@@ -243,7 +275,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	rep := &Report{Messages: cfg.Messages, MessageSize: MessageSize, Notes: map[string]string{}}
 	// The ceiling is what the throughput rows are read against.
-	if !cfg.SkipCeiling && (cfg.runs(TestProduce) || cfg.runs(TestConsume)) {
+	if !cfg.SkipCeiling && (cfg.runs(TestProduce) || cfg.runs(TestConsume) || cfg.runs(TestCapacity)) {
 		c, err := MeasureCeiling(ctx, work)
 		if err != nil {
 			cfg.Logger.Warn("machine ceiling not measured", "err", err)
@@ -251,6 +283,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Ceiling = c
 		}
 	}
+	// The capacity test starts the systems anew, round after round; the
+	// other tests share one start per system.
+	each := cfg
+	each.Tests = slices.DeleteFunc(slices.Clone(cfg.Tests), func(t string) bool { return t == TestCapacity })
 	for _, name := range cfg.Systems {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -260,10 +296,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("bench: unknown system %q (known: %s)", name, strings.Join(AllSystems, ", "))
 		}
 		rep.Notes[name] = sys.notes
-		if strings.HasPrefix(name, "tributary") && len(cfg.TributaryArgs) > 0 {
+		if name != baselineSystem && strings.HasPrefix(name, "tributary") && len(cfg.TributaryArgs) > 0 {
 			rep.Notes[name] += ". Broker flags of this run: " + strings.Join(cfg.TributaryArgs, " ")
 		}
-		rep.Rows = append(rep.Rows, runSystem(ctx, cfg, sys, filepath.Join(work, name))...)
+		if len(each.Tests) > 0 && !sys.capacityOnly {
+			rep.Rows = append(rep.Rows, runSystem(ctx, each, sys, filepath.Join(work, name))...)
+		}
+	}
+	if cfg.runs(TestCapacity) {
+		rows, err := runCapacity(ctx, cfg, work)
+		if err != nil {
+			return nil, err
+		}
+		capacityDiskFraction(rows, rep.Ceiling)
+		rep.Rows = append(rep.Rows, rows...)
 	}
 	computeRatios(rep.Rows)
 	computeReplicationRatios(rep.Rows)
@@ -375,6 +421,8 @@ func testRows(system, test, status string) []Row {
 		return replicatedTemplate(system, status)
 	case TestMemory:
 		return []Row{{System: system, Test: TestMemory, Status: status}}
+	case TestCapacity:
+		return capacityTemplate(system, status)
 	}
 	return nil
 }
@@ -413,7 +461,8 @@ func computeRatios(rows []Row) {
 		}
 		for _, t := range rows {
 			if t.System == referenceSystem(rows[i].System) && t.Test == rows[i].Test && t.Batch == rows[i].Batch &&
-				t.Acks == rows[i].Acks && t.Replicas == rows[i].Replicas && t.OK() && metric(t) > 0 {
+				t.Acks == rows[i].Acks && t.Replicas == rows[i].Replicas && t.Connections == rows[i].Connections &&
+				t.OK() && metric(t) > 0 {
 				rows[i].Ratio = metric(rows[i]) / metric(t)
 			}
 		}

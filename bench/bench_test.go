@@ -35,6 +35,8 @@ func TestBenchSmoke(t *testing.T) {
 		TributaryBinary: testenv.Binary(t),
 		Scripts:         t.TempDir(), // no peer.sh: kafka cannot start
 		SkipCeiling:     true,
+		Rounds:          1, // the capacity test's own smoke test is TestCapacitySmoke
+		CapacityTime:    200 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)

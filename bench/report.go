@@ -130,6 +130,44 @@ func (rep *Report) WriteTable(w io.Writer) error {
 				figures(r, fmt.Sprint(r.Messages)), figures(r, fmt.Sprintf("%.0f", r.MsgsPerSec)),
 				figures(r, fmt.Sprintf("%.1f", r.MBPerSec)), ratio(r), rf, status(r))
 		})
+	capacityCells := func(r Row) string {
+		acks, client := fmt.Sprint(r.Acks), "wire"
+		if r.Acks == AcksAll {
+			acks = "all"
+		}
+		if r.Test == TestCapacityKgo {
+			client = "kgo"
+		}
+		inverse, disk, cpu := "-", "-", "-"
+		if r.CPUMicrosPerMsg > 0 {
+			cpu = fmt.Sprintf("%.2f", r.CPUMicrosPerMsg)
+		}
+		if r.Ratio > 0 {
+			inverse = fmt.Sprintf("%.2fx", 1/r.Ratio)
+		}
+		if r.DiskFraction > 0 {
+			disk = fmt.Sprintf("%.0f%%", 100*r.DiskFraction)
+		}
+		var rounds []string
+		for _, f := range r.Rounds {
+			rounds = append(rounds, fmt.Sprintf("%.0f", f))
+		}
+		if strings.HasPrefix(r.Status, "not ") {
+			rounds = []string{"-"}
+		}
+		return fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t  %s\t  %s", client, r.Connections, acks, r.System,
+			figures(r, fmt.Sprintf("%.0f", r.MsgsPerSec)), figures(r, fmt.Sprintf("%.1f", r.MBPerSec)), ratio(r), inverse, disk, cpu,
+			figures(r, fmt.Sprint(r.Messages)), strings.Join(rounds, " "), status(r))
+	}
+	capacityHeader := "client\tconns\tacks\tsystem\tmsg/s\tMB/s\t×trib\ttrib÷\tof disk\tcpu µs/msg\tmessages\t  rounds msg/s\t  status"
+	section(fmt.Sprintf("CAPACITY: batch %d, %d-byte records, median of each system's rounds, each round a fresh start, systems alternating; "+
+		"wire = pre-encoded Produce requests pipelined (%d in flight per connection) into %d partitions; only acknowledged records count "+
+		"(×trib: msg/s over Tributary's; trib÷: Tributary's over this; of disk: payload MB/s over the disk's sequential write MB/s; "+
+		"cpu µs/msg: the broker process's CPU time per acknowledged message, of the median round)",
+		capacityBatch, MessageSize, capacityInFlight, capacityPartitions),
+		capacityHeader, TestCapacity, capacityCells)
+	section("CAPACITY, ONE KGO PRODUCER: one request of one batch at a time, until the broker holds every record; acks=all idempotent",
+		capacityHeader, TestCapacityKgo, capacityCells)
 	section("MEMORY: peak RSS (VmHWM) of the broker process over all its tests, summed over a cluster's processes (×trib: RSS)",
 		"system\tpeak RSS MB\t×trib\t  status", TestMemory,
 		func(r Row) string {

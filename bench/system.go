@@ -22,9 +22,11 @@ type system struct {
 	notes string
 	// nodes is how many brokers it runs (0 reads as 1); a system of
 	// several runs the replicated test, a system of one the others.
-	nodes   int
-	start   func(ctx context.Context, cfg Config, dir string) (*server, error)
-	connect func(ctx context.Context, addr string) (driver, error)
+	nodes int
+	// capacityOnly: measured by the capacity test alone.
+	capacityOnly bool
+	start        func(ctx context.Context, cfg Config, dir string) (*server, error)
+	connect      func(ctx context.Context, addr string) (driver, error)
 }
 
 var systems = map[string]*system{}

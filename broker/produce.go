@@ -165,13 +165,21 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 		ctx, cancelT := context.WithTimeout(ctx, timeout)
 		defer cancelT()
 		// Wait on every partition at once: each wait asks its log for a
-		// flush, and the fsyncs of different partitions overlap.
+		// flush, and the fsyncs of different partitions overlap. A request
+		// of one partition (a client's usual batch) waits here: a goroutine
+		// of its own would cost its start, its stack's growth through the
+		// fsync and a wake-up.
 		errs := make([]error, len(waits))
-		var wg sync.WaitGroup
-		for i, w := range waits {
-			wg.Go(func() { errs[i] = b.waitReplicated(ctx, w.topic, w.p, w.log, w.last) })
+		if len(waits) == 1 {
+			w := waits[0]
+			errs[0] = b.waitReplicated(ctx, w.topic, w.p, w.log, w.last)
+		} else {
+			var wg sync.WaitGroup
+			for i, w := range waits {
+				wg.Go(func() { errs[i] = b.waitReplicated(ctx, w.topic, w.p, w.log, w.last) })
+			}
+			wg.Wait()
 		}
-		wg.Wait()
 		for i, err := range errs {
 			if err == nil {
 				continue

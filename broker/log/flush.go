@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -109,6 +110,11 @@ func (l *Log) flushLocked() error {
 			break
 		}
 		l.fsyncs.Add(1)
+		if s != tSeg { // rolled: about to be sealed, its index trusted
+			if err = s.syncIndex(); err != nil {
+				break
+			}
+		}
 	}
 	if err == nil && syncDir {
 		err = l.fs.SyncDir(l.dir)
@@ -249,8 +255,16 @@ func (l *Log) Failed() error {
 func (l *Log) writeCheckpoint() error {
 	l.mu.RLock()
 	hw := l.hw
+	segs := slices.Clone(l.segs)
 	l.mu.RUnlock()
 	l.lastCheckpoint = time.Now() // also on failure: retry later, not on every flush
+	// Recovery trusts the indexes of the segments before the checkpoint's
+	// (flushes fsync data only): make them durable first.
+	for _, s := range segs {
+		if err := s.syncIndex(); err != nil {
+			return fmt.Errorf("write recovery checkpoint: %w", err)
+		}
+	}
 	if err := writeFileAtomic(l.fs, l.dir, checkpointFile, []byte(strconv.FormatInt(hw, 10)+"\n")); err != nil {
 		return fmt.Errorf("write recovery checkpoint: %w", err)
 	}

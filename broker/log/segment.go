@@ -34,16 +34,26 @@ type segment struct {
 	wmu sync.Mutex
 
 	// Guarded by Log.mu (and by wmu where sync and seal meet).
-	w          File // data writer, nil once sealed
-	idx        File // index writer, nil once sealed
-	size       int64
-	next       int64 // offset after the last batch
-	maxTs      int64 // largest batch MaxTimestamp, -1 when none
-	firstTime  time.Time
-	index      []indexEntry
-	gaps       map[int64]int64 // offsets lost to repaired damage: from -> to (exclusive); see gaps.go
-	dirty      bool            // has bytes not yet fsynced
-	indexStale bool            // the index file on disk differs from index
+	w         File // data writer, nil once sealed
+	idx       File // index writer, nil once sealed
+	size      int64
+	next      int64 // offset after the last batch
+	maxTs     int64 // largest batch MaxTimestamp, -1 when none
+	firstTime time.Time
+	index     []indexEntry
+	gaps      map[int64]int64 // offsets lost to repaired damage: from -> to (exclusive); see gaps.go
+	dirty     bool            // has bytes not yet fsynced
+	// idxDirty: the index file has writes not yet fsynced. A flush fsyncs
+	// the data of the active segment only; its index is rebuilt by the
+	// scan after a crash (recovery starts at the checkpoint's segment), so
+	// it is fsynced when the segment is sealed, rolled, or before a
+	// checkpoint (syncIndex), not on every flush.
+	idxDirty atomic.Bool
+	// idxBuf encodes the entry writeIndexEntry writes (under Log.mu): a
+	// local array would escape through the File interface, one allocation
+	// per indexed append.
+	idxBuf     [indexEntrySize]byte
+	indexStale bool // the index file on disk differs from index
 
 	// aborted lists the transactions aborted by markers in this segment
 	// (txnindex.go), guarded by Log.mu; txnW writes NNN.txnindex and, like
@@ -52,6 +62,10 @@ type segment struct {
 	aborted []AbortedTxn
 	txnW    File
 	txnNew  bool
+	// txnDirty: txnW has entries not yet fsynced (set by addAborted), so
+	// a flush fsyncs the aborted index only when it carries a new abort
+	// marker, not on every flush of a segment that once held one.
+	txnDirty atomic.Bool
 
 	// checked holds the stretches known to hold valid batches: appended
 	// or scanned by this process, or CRC-checked by a read (readcheck.go).
@@ -123,6 +137,7 @@ func (s *segment) openWriters() error {
 	s.wmu.Lock()
 	s.w, s.idx, s.indexStale = w, idx, false
 	s.wmu.Unlock()
+	s.idxDirty.Store(true)  // O_TRUNC and rewritten: durable at the next syncIndex
 	s.f.sealed.Store(false) // the active segment keeps its descriptor
 	return nil
 }
@@ -139,26 +154,54 @@ func (s *segment) indexEntryFor(pos, base, maxTs, interval int64) (indexEntry, b
 // writeIndexEntry writes e at the end of the index file; the caller adds it
 // to s.index once the batch it points at is written.
 func (s *segment) writeIndexEntry(e indexEntry) error {
-	var b [indexEntrySize]byte
-	_, err := s.idx.WriteAt(e.appendTo(b[:0]), int64(len(s.index))*indexEntrySize)
+	_, err := s.idx.WriteAt(e.appendTo(s.idxBuf[:0]), int64(len(s.index))*indexEntrySize)
+	s.idxDirty.Store(true)
 	return err
 }
 
-// sync fsyncs the segment's data and index writers.
+// sync fsyncs the segment's data writer: what an acknowledgement and the
+// high watermark need. The index is not needed to read the data back after
+// a crash, so its fsync (a second journal commit per flush, which an
+// acks=all request would wait for) is left to syncIndex.
 func (s *segment) sync() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.w == nil {
 		return nil
 	}
-	// The aborted index first: a durable marker has a durable entry.
-	if err := s.syncTxnIndex(); err != nil {
-		return err
+	// The aborted index first, when it has a new entry: a durable marker
+	// has a durable entry. Open would rebuild the active segment's entries
+	// anyway (it replays the headers after the producer snapshot, taken at
+	// roll and close), so this is belt and braces that costs only the rare
+	// flush that carries an abort marker.
+	if s.txnDirty.Swap(false) {
+		if err := s.syncTxnIndex(); err != nil {
+			s.txnDirty.Store(true)
+			return err
+		}
 	}
 	if err := s.w.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", s.path, err)
 	}
+	return nil
+}
+
+// syncIndex fsyncs the index writer if it has unsynced writes. Recovery
+// trusts the index of every segment before the one holding the recovery
+// checkpoint (and, after a clean shutdown, of all), so it runs for a
+// segment that has rolled, before a checkpoint is written, and at seal.
+func (s *segment) syncIndex() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.syncIndexLocked()
+}
+
+func (s *segment) syncIndexLocked() error {
+	if s.idx == nil || !s.idxDirty.Swap(false) {
+		return nil
+	}
 	if err := s.idx.Sync(); err != nil {
+		s.idxDirty.Store(true)
 		return fmt.Errorf("fsync %s: %w", s.indexPath, err)
 	}
 	return nil
@@ -171,7 +214,7 @@ func (s *segment) seal() error {
 	if s.w == nil {
 		return nil
 	}
-	err := errors.Join(s.syncTxnIndex(), s.w.Close(), s.idx.Close())
+	err := errors.Join(s.syncIndexLocked(), s.syncTxnIndex(), s.w.Close(), s.idx.Close())
 	if s.txnW != nil {
 		err = errors.Join(err, s.txnW.Close())
 	}

@@ -92,7 +92,9 @@ func (s *segment) addAborted(a AbortedTxn, dir string) error {
 		s.txnW, s.txnNew = f, true
 		s.wmu.Unlock()
 	}
-	if _, err := s.txnW.WriteAt(a.appendTo(nil), int64(len(s.aborted))*txnIndexEntrySize); err != nil {
+	_, err := s.txnW.WriteAt(a.appendTo(nil), int64(len(s.aborted))*txnIndexEntrySize)
+	s.txnDirty.Store(true)
+	if err != nil {
 		return fmt.Errorf("writing %s: %w", txnIndexPath(dir, s.base), err)
 	}
 	s.aborted = append(s.aborted, a)

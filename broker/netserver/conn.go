@@ -289,7 +289,11 @@ func (c *Conn) readLoop() {
 		if req.Key() == produceKey {
 			p.frame = frame // back to its pool once the response is written
 		}
-		if !c.writeInline(p) {
+		// With the client's next request already arriving, the answer
+		// goes to the writer, which sends it with the answers of the
+		// requests read meanwhile in one write (conn_write.go), instead of
+		// one write per answer from here.
+		if r.Buffered() > 0 || !c.writeInline(p) {
 			c.enqueue(p)
 		} else if c.isGone() {
 			return

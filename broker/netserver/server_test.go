@@ -49,6 +49,13 @@ func (h *handler) Serve(req netserver.Request) *netserver.Pending {
 // start serves one listener of protocol with h's behaviour.
 func start(t *testing.T, protocol netserver.SecurityProtocol, h *handler) (*netserver.Server, string) {
 	t.Helper()
+	return startWrapped(t, protocol, h, nil)
+}
+
+// startWrapped is start with the listening socket wrapped by wrap, if not
+// nil (to watch what the server does with its connections).
+func startWrapped(t *testing.T, protocol netserver.SecurityProtocol, h *handler, wrap func(net.Listener) net.Listener) (*netserver.Server, string) {
+	t.Helper()
 	s := netserver.New(netserver.Config{
 		Logger:                            slog.New(slog.NewTextHandler(io.Discard, nil)),
 		MaxRequestBytes:                   4096,
@@ -75,8 +82,12 @@ func start(t *testing.T, protocol netserver.SecurityProtocol, h *handler) (*nets
 	if err != nil {
 		t.Fatal(err)
 	}
+	var served net.Listener = ln
+	if wrap != nil {
+		served = wrap(ln)
+	}
 	done := make(chan error, 1)
-	go func() { done <- s.Serve([]netserver.Listener{{Protocol: protocol}}, []net.Listener{ln}) }()
+	go func() { done <- s.Serve([]netserver.Listener{{Protocol: protocol}}, []net.Listener{served}) }()
 	t.Cleanup(func() {
 		s.Close()
 		if err := <-done; err != nil {

@@ -29,6 +29,9 @@ func runBench(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.WorkDir, "work-dir", "", "where the systems keep their data (default: a temporary directory)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (data and peer logs) afterwards")
 	tribArgs := fs.String("tributary-args", "", "extra flags for the Tributary brokers (standalone, and each broker of tributary-rf3), space-separated (e.g. \"--flush-interval 10ms\")")
+	fs.StringVar(&cfg.BaselineBinary, "baseline", "", "the build of Tributary "+bench.BaselineCommit+" that the capacity test compares with (scripts/bench/build-baseline.sh prints its path; make bench passes it)")
+	fs.DurationVar(&cfg.CapacityTime, "capacity-time", 0, "how long each row of the capacity test sends (default 5s)")
+	fs.IntVar(&cfg.Rounds, "rounds", 0, "rounds of the capacity test, each starting every system in turn (default 3)")
 	fs.StringVar(&cfg.ProfileDir, "profile", "", "write a perf profile of the Tributary broker per row into this directory")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -113,6 +114,7 @@ func TestJepsenTransactions(t *testing.T) {
 	testenv.Eventually(t, 60*time.Second, "the live consumer reaching the sentinels", func() bool { return cons.sentinels() >= partitions })
 	cons.stop()
 	cons.check(t, ledger)
+	dumpAround(t, j.addrs(), topic, cons.aborted)
 	t.Logf("%d transactions committed, %d aborted, %d uncertain; %d records read", want, ledger.count(aborted), ledger.count(uncertain), len(final))
 	j.stopAll(t)
 }
@@ -242,8 +244,10 @@ type txnReader struct {
 	done       chan struct{}
 	mu         sync.Mutex
 	seen       map[string]int
+	at         map[string]kgo.EpochOffset // where each value was read: partition (as Epoch) and offset
 	last       map[int32]int64
 	violations []string
+	aborted    []kgo.EpochOffset // where aborted records were read (check)
 }
 
 func startTxnReader(t *testing.T, seeds []string, topic string, ledger *txnLedger) *txnReader {
@@ -253,7 +257,7 @@ func startTxnReader(t *testing.T, seeds []string, topic string, ledger *txnLedge
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &txnReader{t: t, cancel: cancel, done: make(chan struct{}), seen: map[string]int{}, last: map[int32]int64{}}
+	r := &txnReader{t: t, cancel: cancel, done: make(chan struct{}), seen: map[string]int{}, at: map[string]kgo.EpochOffset{}, last: map[int32]int64{}}
 	go func() {
 		defer close(r.done)
 		defer cl.Close()
@@ -268,6 +272,7 @@ func startTxnReader(t *testing.T, seeds []string, topic string, ledger *txnLedge
 				}
 				r.last[rec.Partition] = rec.Offset
 				r.seen[v]++
+				r.at[v] = kgo.EpochOffset{Epoch: rec.Partition, Offset: rec.Offset}
 				if r.seen[v] > 1 && v != sentinel {
 					r.violations = append(r.violations, fmt.Sprintf("%s read twice", v))
 				}
@@ -303,7 +308,9 @@ func (r *txnReader) check(t *testing.T, ledger *txnLedger) {
 		}
 		tx := v[:len(v)-len("/0")]
 		if ledger.outcome(tx) == aborted {
-			t.Errorf("the read_committed consumer read %s of an aborted transaction", v)
+			at := r.at[v]
+			t.Errorf("the read_committed consumer read %s of an aborted transaction, at offset %d of partition %d", v, at.Offset, at.Epoch)
+			r.aborted = append(r.aborted, at)
 		}
 	}
 }
@@ -345,3 +352,46 @@ func readCommittedValues(t *testing.T, seeds []string, topic string, partitions 
 }
 
 const sentinel = "sentinel"
+
+// dumpAround logs, for the first place of each partition in at, the
+// records around it as they are stored (read_uncommitted, markers kept):
+// what a failure's investigation needs first.
+func dumpAround(t *testing.T, seeds []string, topic string, at []kgo.EpochOffset) {
+	done := map[int32]bool{}
+	for _, a := range at {
+		if done[a.Epoch] {
+			continue
+		}
+		done[a.Epoch] = true
+		from := max(a.Offset-15, 0)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.KeepControlRecords(),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {a.Epoch: kgo.NewOffset().At(from)}}))
+		if err != nil {
+			t.Log(err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var lines []string
+		for ctx.Err() == nil && (len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], "end")) {
+			cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+				if r.Offset > a.Offset+15 {
+					return
+				}
+				what := string(r.Value)
+				if r.Attrs.IsControl() {
+					what = "COMMIT marker"
+					if len(r.Key) >= 4 && r.Key[3] == 0 {
+						what = "ABORT marker"
+					}
+				}
+				lines = append(lines, fmt.Sprintf("%d: producer %d epoch %d transactional %v: %s", r.Offset, r.ProducerID, r.ProducerEpoch, r.Attrs.IsTransactional(), what))
+				if r.Offset >= a.Offset+15 {
+					lines = append(lines, "end")
+				}
+			})
+		}
+		cancel()
+		cl.Close()
+		t.Logf("partition %d around offset %d, as stored:\n%s", a.Epoch, a.Offset, strings.Join(lines, "\n"))
+	}
+}

@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary-io/tributary/internal/recordbatch"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // ProduceValues writes the values v<from>..v<to-1> (six digits each) to

@@ -234,8 +234,10 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 			}
 		}
 		if lim.logAppendTime {
+			// A damaged batch is left unstamped for the log's validation
+			// to refuse (a fresh CRC would hide the damage).
 			sp.LogAppendTime = time.Now().UnixMilli()
-			stampLogAppendTime(batch, sp.LogAppendTime)
+			recordbatch.StampLogAppendTime(batch, sp.LogAppendTime)
 		}
 		batches = append(batches, batch)
 	}

@@ -31,7 +31,8 @@ var (
 	startMember      = brokertest.StartMember
 	setUser          = brokertest.SetUser
 	withCertificate  = brokertest.WithCertificate
-	startStandalone  = brokertest.StartStandalone
 	roundTrip        = brokertest.RoundTrip
 	rawRequest       = brokertest.RawRequest
+	startTransformer = brokertest.StartTransformer
+	checkCopiedOnce  = brokertest.CheckCopiedOnce
 )

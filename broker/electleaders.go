@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -77,27 +78,15 @@ func (b *Broker) electLeaders(who *request, req *kmsg.ElectLeadersRequest) *kmsg
 	for tp, err := range results {
 		code, msg := int16(0), ""
 		if err != nil {
-			code, msg = electionErrorCode(err), err.Error()
+			code, msg = kafkaerr.OfCluster(err), err.Error()
+			if errors.Is(err, cluster.ErrNotReplicated) {
+				// A partition with one replica has the only leader it can have.
+				code = kerr.ElectionNotNeeded.Code
+			}
 		}
 		addElectResult(resp, tp, code, msg)
 	}
 	return resp
-}
-
-func electionErrorCode(err error) int16 {
-	switch {
-	case errors.Is(err, cluster.ErrElectionNotNeeded):
-		return kerr.ElectionNotNeeded.Code
-	case errors.Is(err, cluster.ErrPreferredNotAvailable):
-		return kerr.PreferredLeaderNotAvailable.Code
-	case errors.Is(err, cluster.ErrEligibleNotAvailable):
-		return kerr.EligibleLeadersNotAvailable.Code
-	case errors.Is(err, cluster.ErrUnknownTopic):
-		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, cluster.ErrNotReplicated):
-		return kerr.ElectionNotNeeded.Code
-	}
-	return kerr.UnknownServerError.Code
 }
 
 func addElectResult(resp *kmsg.ElectLeadersResponse, tp cluster.TopicPartition, code int16, msg string) {

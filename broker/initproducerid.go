@@ -24,7 +24,6 @@ package broker
 // them. v5 and later (KIP-939's two-phase commit) are not served.
 
 import (
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,6 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/internal/atomicfile"
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 func init() {
@@ -181,17 +181,17 @@ func (o *idOwners) get(id int64) (string, bool) {
 // broker does not know (handed out before its last start, or by another
 // broker) pass: their unguessability is the guard there.
 func (b *Broker) producerIDRefusal(principal string, records []byte) (int16, string) {
-	for len(records) >= 61 {
-		size := int64(int32(binary.BigEndian.Uint32(records[8:]))) + 12
-		if size < 61 || size > int64(len(records)) {
+	for len(records) >= recordbatch.HeaderSize {
+		h := recordbatch.ParseHeader(records)
+		if h.Size() < recordbatch.HeaderSize || h.Size() > int64(len(records)) {
 			return 0, "" // appendBatches refuses the framing
 		}
-		if id := int64(binary.BigEndian.Uint64(records[43:])); id >= 0 {
+		if id := h.ProducerID; id >= 0 {
 			if owner, ok := b.pids.ownerOf(id); ok && owner != principal {
 				return kerr.InvalidProducerIDMapping.Code, fmt.Sprintf("producer id %d was handed to another principal than %s", id, principal)
 			}
 		}
-		records = records[size:]
+		records = records[h.Size():]
 	}
 	return 0, ""
 }

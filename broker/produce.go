@@ -29,7 +29,6 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -40,6 +39,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 func init() {
@@ -49,12 +49,6 @@ func init() {
 		return b.produce(req, req.Request.(*kmsg.ProduceRequest))
 	})
 }
-
-const (
-	attrCodecMask = 0x07
-	codecZstd     = 4
-	attrControl   = 0x20
-)
 
 // appended is what a partition's append left for the answer: where the last
 // batch landed and, for acks=all, which offset must be flushed.
@@ -207,42 +201,43 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 	var small [2][]byte
 	batches := small[:0]
 	for len(records) > 0 {
-		if len(records) < 61 {
+		if len(records) < recordbatch.HeaderSize {
 			sp.ErrorCode = kerr.CorruptMessage.Code
 			setMessage(sp, "records end with a partial record batch header")
 			return -1
 		}
-		size := int64(int32(binary.BigEndian.Uint32(records[8:]))) + 12
+		size := recordbatch.FramedSize(records)
 		if size > int64(lim.maxMessageBytes) {
 			sp.ErrorCode = kerr.MessageTooLarge.Code
 			setMessage(sp, fmt.Sprintf("record batch of %d bytes is larger than the topic's max.message.bytes=%d", size, lim.maxMessageBytes))
 			return -1
 		}
-		if size < 61 || size > int64(len(records)) {
+		if size < recordbatch.HeaderSize || size > int64(len(records)) {
 			sp.ErrorCode = kerr.CorruptMessage.Code
 			setMessage(sp, "record batch length field does not match the records sent")
 			return -1
 		}
 		batch := records[:size]
 		records = records[size:]
-		if batch[16] == 2 {
-			attrs := binary.BigEndian.Uint16(batch[21:])
-			if attrs&attrControl != 0 {
+		if h := recordbatch.ParseHeader(batch); h.Magic == 2 {
+			if h.Control() {
 				sp.ErrorCode = kerr.InvalidRecord.Code
 				setMessage(sp, "control batches (transaction markers) are written by the transaction coordinator only")
 				return -1
 			}
 			// Kafka refuses zstd from clients too old to know it, which
 			// could not read it back either.
-			if attrs&attrCodecMask == codecZstd && version < 7 {
+			if h.Codec() == recordbatch.CodecZstd && version < 7 {
 				sp.ErrorCode = kerr.UnsupportedCompressionType.Code
 				setMessage(sp, "zstd-compressed batches need Produce v7 or newer")
 				return -1
 			}
 		}
 		if lim.logAppendTime {
+			// A damaged batch is left unstamped for the log's validation
+			// to refuse (a fresh CRC would hide the damage).
 			sp.LogAppendTime = time.Now().UnixMilli()
-			stampLogAppendTime(batch, sp.LogAppendTime)
+			recordbatch.StampLogAppendTime(batch, sp.LogAppendTime)
 		}
 		batches = append(batches, batch)
 	}

@@ -15,12 +15,12 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -58,27 +58,13 @@ func (b *Broker) alterReassignments(who *request, req *kmsg.AlterPartitionAssign
 			sp.Partition = rp.Partition
 			if err := ra.AlterReassignment(ctx, rt.Topic, rp.Partition, rp.Replicas); err != nil {
 				msg := err.Error()
-				sp.ErrorCode, sp.ErrorMessage = reassignErrorCode(err), &msg
+				sp.ErrorCode, sp.ErrorMessage = kafkaerr.OfCluster(err), &msg
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
-}
-
-func reassignErrorCode(err error) int16 {
-	switch {
-	case errors.Is(err, cluster.ErrUnknownTopic):
-		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, cluster.ErrInvalidReplicas), errors.Is(err, cluster.ErrNotReplicated):
-		return kerr.InvalidReplicaAssignment.Code
-	case errors.Is(err, cluster.ErrNoReassignment):
-		return kerr.NoReassignmentInProgress.Code
-	case errors.Is(err, context.DeadlineExceeded):
-		return kerr.RequestTimedOut.Code
-	}
-	return kerr.UnknownServerError.Code
 }
 
 func (b *Broker) listReassignments(who *request, req *kmsg.ListPartitionReassignmentsRequest) *kmsg.ListPartitionReassignmentsResponse {

@@ -27,7 +27,6 @@ package broker
 
 import (
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -41,6 +40,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 const (
@@ -439,9 +439,9 @@ func (f *fetcher) followLogStart(topic string, p int32, l *log.Log, leaderStart 
 // fetch.
 func splitRecordBatches(records []byte) ([][]byte, error) {
 	var out [][]byte
-	for len(records) >= 12 {
-		size := int64(int32(binary.BigEndian.Uint32(records[8:]))) + 12
-		if size < 61 {
+	for len(records) >= recordbatch.LengthPrefix {
+		size := recordbatch.FramedSize(records)
+		if size < recordbatch.HeaderSize {
 			return nil, fmt.Errorf("the leader sent a record batch of %d bytes", size)
 		}
 		if size > int64(len(records)) {

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
 
 	"github.com/go-zookeeper/zk"
@@ -32,13 +31,12 @@ func NewZooKeeperCredentials(s *cluster.ZKSession) *ZooKeeperCredentials {
 
 func (z *ZooKeeperCredentials) dir() string { return z.s.Paths.Users() }
 
-// path is the user's node; the name is path-escaped, so any user name
-// (an e-mail address, a name with '/') is one node.
+// path is the user's node (cluster.ZKPaths.User: any name is one node).
 func (z *ZooKeeperCredentials) path(user string) (string, error) {
 	if user == "" || user == "." || user == ".." {
 		return "", fmt.Errorf("user name %q is not allowed", user)
 	}
-	return z.dir() + "/" + url.PathEscape(user), nil
+	return z.s.Paths.User(user), nil
 }
 
 // read returns a user's credentials and the node's version (-1: no node).
@@ -157,7 +155,7 @@ func (z *ZooKeeperCredentials) List() ([]UserCredentials, error) {
 	}
 	out := make([]UserCredentials, 0, len(names))
 	for _, node := range names {
-		name, err := url.PathUnescape(node)
+		name, err := cluster.UserName(node)
 		if err != nil {
 			continue // not a node of ours
 		}

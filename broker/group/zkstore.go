@@ -31,7 +31,7 @@ func NewZooKeeperStore(s *cluster.ZKSession) *ZooKeeperStore {
 }
 
 func (z *ZooKeeperStore) offsetsDir(group string) string {
-	return z.s.Paths.Group(group) + "/offsets"
+	return z.s.Paths.GroupOffsets(group)
 }
 
 func checkNames(group string, topics ...string) error {
@@ -214,7 +214,7 @@ func deleteTree(c *zk.Conn, path string) error {
 // Groups lists every group under /consumers, including those of the paper's
 // ZooKeeper consumers: they are groups with committed offsets too.
 func (z *ZooKeeperStore) Groups() ([]string, error) {
-	root := z.s.Paths.Root + "/consumers"
+	root := z.s.Paths.Consumers()
 	names, _, err := z.s.Conn.Children(root)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil

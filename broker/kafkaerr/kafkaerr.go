@@ -1,7 +1,8 @@
 // Package kafkaerr is the one place where the broker's errors become the
 // Kafka error codes a client sees: an error made with New carries its code
 // and a message for a person (Code reads it back; anything else is
-// UNKNOWN_SERVER_ERROR), and OfStorage maps the storage engine's errors.
+// UNKNOWN_SERVER_ERROR), OfStorage maps the storage engine's errors and
+// OfCluster the cluster metadata's.
 // A handler answers with the code and the message; no other package picks
 // codes for errors it did not make.
 package kafkaerr

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/cluster"
 )
 
 // TestCodes: an error keeps its code through wrapping, any other error is
@@ -35,6 +36,33 @@ func TestCodes(t *testing.T) {
 		{errors.New("no space left on device"), kerr.KafkaStorageError},
 	} {
 		if got := OfStorage(c.err); got != c.want.Code {
+			t.Errorf("%v: code %d, want %s", c.err, got, c.want.Message)
+		}
+	}
+}
+
+// TestClusterCodes: the cluster metadata's refusals keep their codes
+// through wrapping; what the table does not know is UNKNOWN_SERVER_ERROR.
+func TestClusterCodes(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want *kerr.Error
+	}{
+		{fmt.Errorf("topic t: %w", cluster.ErrUnknownTopic), kerr.UnknownTopicOrPartition},
+		{cluster.ErrInvalidReplicas, kerr.InvalidReplicaAssignment},
+		{cluster.ErrNotReplicated, kerr.InvalidReplicaAssignment},
+		{cluster.ErrNoReassignment, kerr.NoReassignmentInProgress},
+		{cluster.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
+		{cluster.ErrPreferredNotAvailable, kerr.PreferredLeaderNotAvailable},
+		{cluster.ErrEligibleNotAvailable, kerr.EligibleLeadersNotAvailable},
+		{cluster.ErrTopicExists, kerr.TopicAlreadyExists},
+		{cluster.ErrPartitionCount, kerr.InvalidPartitions},
+		{cluster.ErrNoBrokers, kerr.BrokerNotAvailable},
+		{cluster.ErrTooManyTopics, kerr.PolicyViolation},
+		{context.DeadlineExceeded, kerr.RequestTimedOut},
+		{errors.New("zookeeper: connection closed"), kerr.UnknownServerError},
+	} {
+		if got := OfCluster(c.err); got != c.want.Code {
 			t.Errorf("%v: code %d, want %s", c.err, got, c.want.Message)
 		}
 	}

@@ -3,7 +3,6 @@ package brokertest
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
 // ProduceValues writes the values v<from>..v<to-1> (six digits each) to
@@ -153,10 +154,13 @@ func StoredBatches(t testing.TB, dataDir, topic string) []StoredBatch {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for len(b) >= 61 {
-			n := 12 + int(binary.BigEndian.Uint32(b[8:]))
-			out = append(out, StoredBatch{Codec: int(binary.BigEndian.Uint16(b[21:]) & 7), Count: int(binary.BigEndian.Uint32(b[57:]))})
-			b = b[n:]
+		for len(b) >= recordbatch.HeaderSize {
+			h := recordbatch.ParseHeader(b)
+			if h.Size() < recordbatch.HeaderSize || h.Size() > int64(len(b)) {
+				t.Fatalf("%s: a batch at the end says it is %d bytes, %d left", f, h.Size(), len(b))
+			}
+			out = append(out, StoredBatch{Codec: int(h.Codec()), Count: int(h.RecordCount)})
+			b = b[h.Size():]
 		}
 	}
 	return out

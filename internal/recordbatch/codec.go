@@ -35,6 +35,9 @@ func BatchCodec(batch []byte) Codec {
 	return Codec(binary.BigEndian.Uint16(batch[OffAttributes:]) & codecMask)
 }
 
+// Codec is the batch's codec, from its attributes.
+func (h *Header) Codec() Codec { return Codec(h.Attributes & codecMask) }
+
 // name is the codec's name in errors and logs.
 func (c Codec) name() string {
 	if names := [...]string{"none", "gzip", "snappy", "lz4", "zstd"}; int(c) < len(names) {

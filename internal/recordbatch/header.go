@@ -86,6 +86,15 @@ type Header struct {
 	RecordCount     int32
 }
 
+// FramedSize is the number of bytes the batch starting at b says it takes,
+// as its length field gives it (LengthPrefix plus the length; negative or
+// short for a damaged field, which the caller refuses). b must hold at
+// least LengthPrefix bytes: a reader cutting a stream into batches needs
+// no more to know where the next one starts.
+func FramedSize(b []byte) int64 {
+	return LengthPrefix + int64(int32(binary.BigEndian.Uint32(b[OffLength:])))
+}
+
 // Size is the number of bytes the whole batch takes in a segment.
 func (h *Header) Size() int64 { return LengthPrefix + int64(h.Length) }
 

@@ -35,3 +35,19 @@ func TestStampLogAppendTime(t *testing.T) {
 		t.Fatalf("the damaged batch after stamping: %v, want ErrCorrupt", err)
 	}
 }
+
+// TestFramedSizeAndCodec: the length prefix alone says where the next batch
+// starts, and ParseHeader's codec is the one the attributes carry.
+func TestFramedSizeAndCodec(t *testing.T) {
+	b := rbtest.Batch(rbtest.Record(0, nil, []byte("v")), 1, int16(recordbatch.CodecZstd))
+	if got := recordbatch.FramedSize(b[:recordbatch.LengthPrefix]); got != int64(len(b)) {
+		t.Errorf("FramedSize %d, want the batch's %d bytes", got, len(b))
+	}
+	if h := recordbatch.ParseHeader(b); h.Size() != int64(len(b)) || h.Codec() != recordbatch.CodecZstd {
+		t.Errorf("Size %d codec %v, want %d and zstd", h.Size(), h.Codec(), len(b))
+	}
+	b[recordbatch.OffLength] = 0xff // a negative length field
+	if got := recordbatch.FramedSize(b); got >= recordbatch.LengthPrefix {
+		t.Errorf("FramedSize of a negative length field = %d, want less than the prefix", got)
+	}
+}

@@ -1,4 +1,4 @@
-package broker_test
+package system_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -88,7 +89,7 @@ func (p *limitedBroker) signal(sig syscall.Signal) {
 // the test on any error.
 func produceEach(t *testing.T, addr, topic string, partitions, chunk, round int) {
 	t.Helper()
-	cl := newClient(t, addr, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	cl := brokertest.NewClient(t, addr, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RecordDeliveryTimeout(90*time.Second))
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -114,7 +115,7 @@ func TestManyPartitionsUnderLowFileLimit(t *testing.T) {
 	const partitions, nofile, chunk = 1000, "--nofile=512:512", 50
 	dataDir, addr := t.TempDir(), testenv.FreeAddr(t)
 	b := startLimitedBroker(t, nofile, dataDir, addr)
-	createTopic(t, addr, "wide", partitions, nil)
+	brokertest.CreateTopic(t, addr, "wide", partitions, nil)
 	produceEach(t, addr, "wide", partitions, chunk, 0)
 	b.signal(syscall.SIGKILL)
 
@@ -134,7 +135,7 @@ func TestManyPartitionsUnderLowFileLimit(t *testing.T) {
 		for p := from; p < from+chunk; p++ {
 			offsets[int32(p)] = kgo.NewOffset().AtStart()
 		}
-		cons := newClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"wide": offsets}))
+		cons := brokertest.NewClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"wide": offsets}))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		for n := 0; n < 3*chunk; {
 			fs := cons.PollFetches(ctx)

@@ -1,4 +1,4 @@
-package broker_test
+package system_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary-io/tributary/internal/brokertest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -22,8 +23,8 @@ func TestFullDiskIsLogged(t *testing.T) {
 	testenv.Needs(t, testenv.Tributary, testenv.Program("prlimit"))
 	dataDir, addr := t.TempDir(), testenv.FreeAddr(t)
 	b := startLimitedBroker(t, "--fsize=1000000", dataDir, addr)
-	createTopic(t, addr, "full", 1, nil)
-	cl := newClient(t, addr, kgo.DefaultProduceTopic("full"),
+	brokertest.CreateTopic(t, addr, "full", 1, nil)
+	cl := brokertest.NewClient(t, addr, kgo.DefaultProduceTopic("full"),
 		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordRetries(1))
 	ctx := context.Background()

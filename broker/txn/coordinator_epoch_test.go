@@ -19,9 +19,9 @@ type memBackend struct {
 	mu       sync.Mutex
 	readGate func(p int32) // called before a read of partition p, unlocked
 	epoch    int32
-	recs    map[int32][]Record
-	markers []markerCall
-	pids    int64
+	recs     map[int32][]Record
+	markers  []markerCall
+	pids     int64
 }
 
 type markerCall struct {

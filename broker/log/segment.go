@@ -53,6 +53,10 @@ type segment struct {
 	txnW    File
 	txnNew  bool
 
+	// parked: the active segment's writers were closed by ReleaseFiles
+	// (release.go) and are reopened by the next append; guarded like w.
+	parked bool
+
 	// checked holds the stretches known to hold valid batches: appended
 	// or scanned by this process, or CRC-checked by a read (readcheck.go).
 	checked *checkedRanges
@@ -121,7 +125,7 @@ func (s *segment) openWriters() error {
 		}
 	}
 	s.wmu.Lock()
-	s.w, s.idx, s.indexStale = w, idx, false
+	s.w, s.idx, s.indexStale, s.parked = w, idx, false, false
 	s.wmu.Unlock()
 	s.f.sealed.Store(false) // the active segment keeps its descriptor
 	return nil
@@ -169,6 +173,10 @@ func (s *segment) seal() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.w == nil {
+		if s.parked { // released clean (release.go): nothing to sync or close
+			s.parked = false
+			s.f.markSealed()
+		}
 		return nil
 	}
 	err := errors.Join(s.syncTxnIndex(), s.w.Close(), s.idx.Close())

@@ -427,7 +427,7 @@ func (l *Log) Close() error {
 	defer l.flushMu.Unlock()
 	err := l.flushLocked()
 	if err == nil {
-		err = l.writeCheckpoint()
+		err = l.closeCheckpoint() // release.go
 	}
 	l.mu.Lock()
 	if err == nil {

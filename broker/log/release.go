@@ -22,6 +22,9 @@ package log
 
 import (
 	"os"
+	"path/filepath"
+	"strconv"
+	"time"
 )
 
 // ReleaseFiles closes the log's descriptors once it is clean, keeping it
@@ -82,6 +85,9 @@ func (l *Log) tryRelease(wait bool) bool {
 		return false
 	}
 	l.releaseDone = nil
+	if err := l.checkpointUnsynced(); err != nil {
+		l.logger.Warn("writing the recovery checkpoint of an idle log", "dir", l.dir, "err", err)
+	}
 	for _, s := range l.segs {
 		s.release()
 	}
@@ -167,4 +173,77 @@ func (sf *segFile) closeUnused() {
 		f.Close()
 		sf.cache.forget(sf)
 	}
+}
+
+// A released log is idle, so it is likely to be one of thousands open when
+// the process is killed; without a clean-shutdown marker each would then
+// be recovered at start with about four fsyncs (its scanned segments, the
+// directory, a new checkpoint): 10,000 partitions took 40 s to listen
+// again. So a release also brings the recovery checkpoint to the log end,
+// written without an fsync (checkpointUnsynced), and recovery that finds
+// nothing past the checkpoint makes nothing durable (durableToCheckpoint).
+
+// checkpointUnsynced writes the recovery checkpoint at the high watermark
+// if it is behind, without fsyncs. The checkpoint only bounds recovery's
+// scan, and everything below the high watermark is fsynced already, so
+// the file need not be durable: a power loss leaves the old checkpoint
+// (more to scan) or an unreadable one (everything scanned, with a
+// warning). Call with flushMu and mu held on a clean log.
+func (l *Log) checkpointUnsynced() error {
+	if cp, err := readCheckpoint(l.fs, l.dir); err == nil && cp == l.hw {
+		return nil
+	}
+	path := filepath.Join(l.dir, checkpointFile)
+	tmp := path + ".tmp"
+	f, err := l.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write([]byte(strconv.FormatInt(l.hw, 10) + "\n"))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = l.fs.Rename(tmp, path)
+	}
+	if err != nil {
+		l.fs.Remove(tmp)
+	}
+	return err
+}
+
+// durableToCheckpoint tells whether recovery found nothing to make
+// durable: the log ends exactly at the checkpoint cp, nothing was cut or
+// lost, and every scanned segment holds data below cp, so its bytes were
+// fsynced, and its directory entry with the flush that covered them,
+// before cp was written. A segment starting at cp may be a roll whose
+// entry no flush synced yet; then recovery syncs as before.
+func (l *Log) durableToCheckpoint(cp int64, scanned []*segment, rep RecoveryReport) bool {
+	if cp < 0 || l.leo != cp || rep.TruncatedAt >= 0 || len(rep.Lost) > 0 {
+		return false
+	}
+	for _, s := range scanned {
+		if s.base >= cp {
+			return false
+		}
+	}
+	l.logger.Debug("partition log ends at its recovery checkpoint: nothing to make durable", "dir", l.dir, "log_end_offset", l.leo)
+	return true
+}
+
+// closeCheckpoint writes the recovery checkpoint for Close, unless the one
+// on disk (a release's, unsynced) is at the high watermark already: the
+// clean-shutdown marker makes the next Open trust the segments without
+// it, and should a power loss take it, recovery scans more. Thousands of
+// released logs closing at shutdown save two fsyncs each. Call with
+// flushMu held.
+func (l *Log) closeCheckpoint() error {
+	l.mu.RLock()
+	hw := l.hw
+	l.mu.RUnlock()
+	if cp, err := readCheckpoint(l.fs, l.dir); err == nil && cp == hw {
+		l.lastCheckpoint = time.Now()
+		return nil
+	}
+	return l.writeCheckpoint()
 }

@@ -33,6 +33,7 @@ type ZKWatch struct {
 
 	mu    sync.Mutex
 	armed map[string]*watchEntry
+	subs  []chan struct{} // Subscribe's channels, told along with fired
 }
 
 // watchEntry is one armed watch and, when caching, what was last read.
@@ -60,6 +61,32 @@ func NewCachingZKWatch(conn *zk.Conn) *ZKWatch {
 // Fired receives (coalesced) after any watched path changed, and when the
 // watches were lost with an expired session: read again.
 func (w *ZKWatch) Fired() <-chan struct{} { return w.fired }
+
+// Subscribe returns another channel told, like Fired, of every firing, for
+// a second reader sharing the watches (and, caching, what they keep): the
+// controller shares the cluster view's, so at a broker's failure each
+// changed state node is read once per broker, not once for the view and
+// again for the controller, and a broker that becomes controller finds
+// every state in its cache. The caller may send on it too (coalesced), to
+// wake itself.
+func (w *ZKWatch) Subscribe() chan struct{} {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	w.subs = append(w.subs, ch)
+	w.mu.Unlock()
+	return ch
+}
+
+// notifyAll tells Fired and every subscriber.
+func (w *ZKWatch) notifyAll() {
+	notify(w.fired)
+	w.mu.Lock()
+	subs := w.subs
+	w.mu.Unlock()
+	for _, ch := range subs {
+		notify(ch)
+	}
+}
 
 // arm returns path's entry, creating it (fresh true: the caller sets the
 // watch) if there is none.
@@ -116,7 +143,7 @@ func (w *ZKWatch) Children(path string) ([]string, error) {
 	go func() {
 		<-ch // a change, or EventNotWatching when the session is lost
 		w.disarm(path, e)
-		notify(w.fired)
+		w.notifyAll()
 	}()
 	return kids, nil
 }
@@ -183,7 +210,7 @@ func (w *ZKWatch) Get(path string) (data []byte, version int32, ok bool, err err
 		exists, _, ch, err = w.conn.ExistsW(path)
 		if err == nil && exists {
 			racing = true
-			notify(w.fired) // created between the two calls: read again
+			w.notifyAll() // created between the two calls: read again
 		}
 	}
 	if err != nil {
@@ -193,7 +220,7 @@ func (w *ZKWatch) Get(path string) (data []byte, version int32, ok bool, err err
 	go func() {
 		<-ch
 		w.disarm(path, e)
-		notify(w.fired)
+		w.notifyAll()
 	}()
 	if !found {
 		if !racing { // the next read must not find "missing" kept

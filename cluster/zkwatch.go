@@ -34,6 +34,20 @@ type ZKWatch struct {
 	mu    sync.Mutex
 	armed map[string]*watchEntry
 	subs  []chan struct{} // Subscribe's channels, told along with fired
+	// loading holds the Get of each path in flight: a concurrent Get of
+	// the same path waits for it rather than asking ZooKeeper again
+	// (Forget detaches it, so a writer never joins a read older than its
+	// write).
+	loading map[string]*loadCall
+}
+
+// loadCall is a Get in flight and, once done is closed, its result.
+type loadCall struct {
+	done    chan struct{}
+	data    []byte
+	version int32
+	ok      bool
+	err     error
 }
 
 // watchEntry is one armed watch and, when caching, what was last read.
@@ -165,6 +179,7 @@ func (w *ZKWatch) Forget(p string) {
 		if e := w.armed[k]; e != nil {
 			e.cached = false
 		}
+		delete(w.loading, k)
 	}
 	w.mu.Unlock()
 }
@@ -175,11 +190,15 @@ func (w *ZKWatch) ForgetAll() {
 	for _, e := range w.armed {
 		e.cached = false
 	}
+	clear(w.loading)
 	w.mu.Unlock()
 }
 
 // Get reads path's data and makes sure a watch on it is armed; a missing
-// node gives ok false and a watch that fires when it is created.
+// node gives ok false and a watch that fires when it is created. A Get of
+// a path another Get is reading shares that read: at a broker's failure
+// the view's refresh and the controller's round read the same thousands of
+// changed states at once.
 func (w *ZKWatch) Get(path string) (data []byte, version int32, ok bool, err error) {
 	w.mu.Lock()
 	if e := w.armed[path]; e != nil && e.cached {
@@ -187,7 +206,29 @@ func (w *ZKWatch) Get(path string) (data []byte, version int32, ok bool, err err
 		w.mu.Unlock()
 		return data, version, ok, nil
 	}
+	if c := w.loading[path]; c != nil {
+		w.mu.Unlock()
+		<-c.done
+		return c.data, c.version, c.ok, c.err
+	}
+	c := &loadCall{done: make(chan struct{})}
+	if w.loading == nil {
+		w.loading = map[string]*loadCall{}
+	}
+	w.loading[path] = c
 	w.mu.Unlock()
+	c.data, c.version, c.ok, c.err = w.load(path)
+	w.mu.Lock()
+	if w.loading[path] == c {
+		delete(w.loading, path)
+	}
+	w.mu.Unlock()
+	close(c.done)
+	return c.data, c.version, c.ok, c.err
+}
+
+// load is Get's read from ZooKeeper.
+func (w *ZKWatch) load(path string) (data []byte, version int32, ok bool, err error) {
 	e, fresh := w.arm(path)
 	if !fresh {
 		watchReads.Add(1)

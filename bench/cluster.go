@@ -105,6 +105,12 @@ func stopAll(brokers []*process, last *process) error {
 
 // startZooKeeper runs Debian's ZooKeeper 3.8 on port, its data in dir, and
 // creates the node chroot, which also proves that it gives sessions.
+// ZooKeeperTick is the tickTime of the ZooKeeper the cluster benches
+// start: ZooKeeper's default, 2 s. A session expires at the first tick
+// after its timeout, so a 6 s session of a killed broker ends 6-8 s after
+// its last ping (BenchmarkManyPartitionsCluster's -many.zk-tick).
+var ZooKeeperTick = 2 * time.Second
+
 func startZooKeeper(ctx context.Context, dir string, port int, chroot string) (*process, error) {
 	jar := "/usr/share/java/zookeeper.jar"
 	if _, err := os.Stat(jar); err != nil {
@@ -119,8 +125,8 @@ func startZooKeeper(ctx context.Context, dir string, port int, chroot string) (*
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
 		return nil, err
 	}
-	cfg := fmt.Sprintf("tickTime=2000\ndataDir=%s/data\nclientPort=%d\nclientPortAddress=127.0.0.1\n"+
-		"maxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=ruok\n", dir, port)
+	cfg := fmt.Sprintf("tickTime=%d\ndataDir=%s/data\nclientPort=%d\nclientPortAddress=127.0.0.1\n"+
+		"maxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=ruok\n", ZooKeeperTick.Milliseconds(), dir, port)
 	cfgPath := filepath.Join(dir, "zoo.cfg")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err

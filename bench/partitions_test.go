@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tributary-io/tributary/internal/testenv"
 )
@@ -19,6 +20,7 @@ var (
 	manyRounds     = flag.Int("many.rounds", 5, "BenchmarkManyPartitionsCluster: kill -9 and restart rounds")
 	manyWorkDir    = flag.String("many.workdir", "", "BenchmarkManyPartitions*: keep the brokers' data and logs here (default: a temporary directory, removed)")
 	manyBinary     = flag.String("many.binary", "", "BenchmarkManyPartitions*: the tributary executable (default: built from this tree)")
+	manyZKTick     = flag.Duration("many.zk-tick", 2*time.Second, "BenchmarkManyPartitionsCluster: ZooKeeper's tickTime (a session expires at the first tick after its timeout)")
 )
 
 func manyBinaryFor(b *testing.B) string {
@@ -52,10 +54,11 @@ func BenchmarkManyPartitions(b *testing.B) {
 // BenchmarkManyPartitionsCluster is the cluster half (partitions_cluster.go).
 func BenchmarkManyPartitionsCluster(b *testing.B) {
 	testenv.Needs(b, testenv.Tributary, testenv.ZooKeeper)
+	ZooKeeperTick = *manyZKTick
 	rows, err := ManyCluster(context.Background(), ManyConfig{
 		TributaryBinary: manyBinaryFor(b), Logger: testenv.Logger(b, 0), WorkDir: *manyWorkDir,
 	}, *manyCluster, *manyRounds)
-	fmt.Printf("Three brokers, one topic of %d partitions at RF 3:\n", *manyCluster)
+	fmt.Printf("Three brokers, one topic of %d partitions at RF 3 (ZooKeeper tickTime %v):\n", *manyCluster, ZooKeeperTick)
 	WriteManyTable(os.Stdout, rows)
 	if err != nil {
 		b.Fatal(err)

@@ -202,6 +202,9 @@ func New(cfg Config) (*Broker, error) {
 	b.migrateInternalTopics()
 	b.staticLog = b.metrics.logConfig(cfg.Log)
 	b.logs = newPartitions(cfg.DataDir, b.staticLog, fileBudget, b.logger)
+	if cfg.MaxOpenPartitions > 0 {
+		b.logs.maxOpen = cfg.MaxOpenPartitions
+	}
 	b.logs.current = b.meta.Topic
 	b.logs.repair.b = b
 	b.dyn.store = brokerconfig.NewFile(filepath.Join(cfg.DataDir, "broker-configs.json"), b.selfID)

@@ -160,10 +160,15 @@ type Config struct {
 	// (--max-partitions). Default 20000; negative: no limit.
 	MaxPartitions int
 	// MaxPartitionFiles caps the file descriptors the open partition logs
-	// hold together; least recently used logs are closed to stay below it
-	// and reopened on demand. Default: half the process's open file limit
-	// (raised to its hard limit at start).
+	// hold together; least recently used logs give theirs back (they stay
+	// open, parked) to stay below it and reopen their files on demand.
+	// Default: half the process's open file limit (raised to its hard
+	// limit at start).
 	MaxPartitionFiles int
+	// MaxOpenPartitions caps the open partition logs, parked or not; the
+	// least recently used are closed to stay below it and reopened on
+	// demand. Default: twice MaxPartitionFiles.
+	MaxOpenPartitions int
 
 	// TLS is the certificate of the SSL and SASL_SSL listeners (broker/netserver/tls.go).
 	TLS TLSFiles

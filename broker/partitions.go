@@ -21,19 +21,22 @@ import (
 // in DataDir/<topic>-<partition>.
 //
 // A log is opened (and so recovered) on first use, not at start, and the
-// open logs together hold at most fdBudget file descriptors: opening one
-// more closes the least recently used (CLOCK) with the clean Close, in the
+// open logs together hold at most fdBudget file descriptors: opening or
+// using one more parks the least recently used (CLOCK), which gives its
+// descriptors back and stays open (partitions_park.go). Past maxOpen open
+// logs the least recently used is closed with the clean Close, in the
 // background (partitions_close.go), and the next request for it opens it
-// again. So a broker hosting more partitions
-// than it has descriptors for still starts and serves them all. A request
-// that got a log just as it was being closed sees log.ErrClosed, which
-// clients get as NOT_LEADER_FOR_PARTITION and retry; nothing is lost,
-// because Close flushes first.
+// again. So a broker hosting more partitions than it has descriptors for
+// still starts and serves them all. A request that got a log just as it was
+// being closed sees log.ErrClosed, which clients get as
+// NOT_LEADER_FOR_PARTITION and retry; nothing is lost, because Close
+// flushes first.
 type partitions struct {
 	dir      string
 	base     atomic.Pointer[log.Config] // of every partition, before its topic's configs (setBase)
 	logger   *slog.Logger
 	fdBudget int // descriptors the open logs may hold together; <= 0: no limit
+	maxOpen  int // open logs, parked or not, when fdBudget > 0 (partitions_park.go)
 
 	mu      sync.RWMutex // read-locked on every produce and fetch
 	logs    map[partKey]*openLog
@@ -68,15 +71,18 @@ type openLog struct {
 	ready  chan struct{} // closed once l or err is set
 	l      *log.Log
 	err    error
-	fds    int         // descriptors it holds: its segments plus two writers
-	used   atomic.Bool // CLOCK reference bit, set on every get
-	pos    int         // index in ring; guarded by mu
-	inRing bool
+	fds    int  // descriptors it holds: its segments plus two writers
+	parked bool // its descriptors are given back (partitions_park.go); guarded by mu
+	// retiredFDs are the descriptors counted in closingFDs while it closes.
+	retiredFDs int
+	used       atomic.Bool // CLOCK reference bit, set on every get
+	pos        int         // index in ring; guarded by mu
+	inRing     bool
 }
 
 func newPartitions(dir string, base log.Config, fdBudget int, logger *slog.Logger) *partitions {
 	ps := &partitions{
-		dir: dir, logger: logger, fdBudget: fdBudget,
+		dir: dir, logger: logger, fdBudget: fdBudget, maxOpen: maxOpenLogs(fdBudget),
 		logs:      map[partKey]*openLog{},
 		closing:   map[partKey]chan struct{}{},
 		roomFreed: make(chan struct{}),
@@ -107,9 +113,12 @@ func (ps *partitions) open(t cluster.Topic, p int32, used bool) (*log.Log, error
 	key := partKey{t.Name, p}
 	ps.mu.RLock()
 	o := ps.logs[key]
+	parked := o != nil && o.parked
 	ps.mu.RUnlock()
 	if o == nil {
 		o = ps.startOpen(t, key, used)
+	} else if parked && used {
+		ps.unpark(o)
 	}
 	<-o.ready
 	if o.err != nil {
@@ -140,12 +149,12 @@ func (ps *partitions) startOpen(t cluster.Topic, key partKey, used bool) *openLo
 	o := &openLog{key: key, ready: make(chan struct{}), fds: 3}
 	o.used.Store(used)
 	ps.logs[key] = o
-	victims := ps.makeRoomLocked(o.fds)
+	victims := ps.makeRoomLocked(o.fds, 1)
 	ps.addLocked(o)
 	wait := ps.closing[key]
 	ps.mu.Unlock()
 
-	ps.closeInBackground(victims)
+	ps.evict(victims)
 	if wait != nil {
 		<-wait // the previous instance must finish its Close first
 	}
@@ -156,7 +165,7 @@ func (ps *partitions) startOpen(t cluster.Topic, key partKey, used bool) *openLo
 		if ps.logs[key] == o {
 			delete(ps.logs, key)
 		}
-	} else {
+	} else if o.inRing {
 		ps.fds += o.fds - 3
 	}
 	ps.mu.Unlock()
@@ -201,15 +210,17 @@ func segmentFiles(dir string) int {
 	return max(n, 1)
 }
 
-// makeRoomLocked takes logs out of the ring, least recently used first,
-// until want more descriptors fit the budget; the caller closes them after
-// releasing mu. Logs still opening are skipped.
-func (ps *partitions) makeRoomLocked(want int) []*openLog {
+// makeRoomLocked parks logs, least recently used first, until want more
+// descriptors fit the budget, and takes logs out of the ring until
+// wantLogs more fit maxOpen; the caller parks and closes them (evict)
+// after releasing mu. Logs still opening are skipped.
+func (ps *partitions) makeRoomLocked(want, wantLogs int) eviction {
+	var ev eviction
 	if ps.fdBudget <= 0 {
-		return nil
+		return ev
 	}
-	var victims []*openLog
-	for scanned := 0; ps.fds+want > ps.fdBudget && len(ps.ring) > 0 && scanned < 3*len(ps.ring); scanned++ {
+	over := func() bool { return ps.fds+want > ps.fdBudget || len(ps.ring)+wantLogs > ps.maxOpen }
+	for scanned := 0; over() && len(ps.ring) > 0 && scanned < 3*len(ps.ring); scanned++ {
 		ps.hand %= len(ps.ring)
 		o := ps.ring[ps.hand]
 		select {
@@ -223,16 +234,26 @@ func (ps *partitions) makeRoomLocked(want int) []*openLog {
 			ps.hand++
 			continue
 		}
-		ps.retireLocked(o)
-		victims = append(victims, o)
+		if len(ps.ring)+wantLogs > ps.maxOpen {
+			ps.retireLocked(o) // the last of the ring takes its place under the hand
+			ev.close = append(ev.close, o)
+			continue
+		}
+		if !o.parked {
+			ps.parkLocked(o)
+			ev.park = append(ev.park, o)
+		}
+		ps.hand++
 	}
-	return victims
+	return ev
 }
 
 func (ps *partitions) addLocked(o *openLog) {
 	o.pos, o.inRing = len(ps.ring), true
 	ps.ring = append(ps.ring, o)
-	ps.fds += o.fds
+	if !o.parked {
+		ps.fds += o.fds
+	}
 }
 
 func (ps *partitions) removeLocked(o *openLog) {
@@ -243,7 +264,9 @@ func (ps *partitions) removeLocked(o *openLog) {
 	ps.ring[o.pos], last.pos = last, o.pos
 	ps.ring = ps.ring[:len(ps.ring)-1]
 	o.inRing = false
-	ps.fds -= o.fds
+	if !o.parked {
+		ps.fds -= o.fds
+	}
 }
 
 // closeIfUnused closes the log of key if nothing used it since it was

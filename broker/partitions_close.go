@@ -43,7 +43,10 @@ func (ps *partitions) retireLocked(o *openLog) {
 	ps.removeLocked(o)
 	delete(ps.logs, o.key)
 	ps.closing[o.key] = make(chan struct{})
-	ps.closingFDs += o.fds
+	if !o.parked { // a parked log's descriptors are counted by its release
+		o.retiredFDs = o.fds
+		ps.closingFDs += o.fds
+	}
 }
 
 // waitForClosingRoom returns once the descriptors of logs still closing
@@ -85,7 +88,7 @@ func (ps *partitions) closeLogs(victims []*openLog) {
 			ps.mu.Lock()
 			close(ps.closing[o.key])
 			delete(ps.closing, o.key)
-			ps.closingFDs -= o.fds
+			ps.closingFDs -= o.retiredFDs
 			close(ps.roomFreed)
 			ps.roomFreed = make(chan struct{})
 			ps.mu.Unlock()

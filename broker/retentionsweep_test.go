@@ -13,12 +13,13 @@ import (
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
-// TestRetentionReachesClosedPartitions: with descriptors for one open log
-// only, a partition closed to make room for another still has its expired
+// TestRetentionReachesClosedPartitions: with room for one open log only, a
+// partition closed to make room for another still has its expired
 // segments deleted, by the sweep, and is closed again afterwards.
 func TestRetentionReachesClosedPartitions(t *testing.T) {
 	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) {
 		c.MaxPartitionFiles = 3
+		c.MaxOpenPartitions = 1
 		c.Log = log.Config{SegmentBytes: 1024, RetentionAge: time.Millisecond, RetentionCheckInterval: time.Hour}
 	}))
 	createTopic(t, b.Addr, "old", 2, nil)

@@ -55,8 +55,11 @@ import (
 const controllerResweep = 5 * time.Second
 
 type controller struct {
-	z            *ZooKeeper
+	z *ZooKeeper
+	// watch is the cluster view's (ZKWatch.Subscribe): wake hears its
+	// firings, and the controller's own wake-ups.
 	watch        *ZKWatch
+	wake         chan struct{}
 	active       bool
 	epoch        int32
 	epochVersion int32 // version of /controller_epoch after our increment
@@ -72,6 +75,7 @@ type controller struct {
 	// state nodes read at its start (controller_batch.go).
 	pending    []queuedWrite
 	prefetched map[string]stateRead
+	roundStart time.Time // when the round writing them began
 
 	// unreadable is the undecodable /controller content last warned
 	// about: a round runs on every change in the cluster, and the
@@ -83,7 +87,7 @@ type controller struct {
 // it, keeps the replicated partitions led.
 func (z *ZooKeeper) runController() {
 	defer z.wg.Done()
-	c := &controller{z: z, watch: NewCachingZKWatch(z.s.Conn), rebalance: z.rebalance, lastRebalance: time.Now(),
+	c := &controller{z: z, watch: z.watch, wake: z.watch.Subscribe(), rebalance: z.rebalance, lastRebalance: time.Now(),
 		recovering: map[TopicPartition]time.Time{}}
 	resweep := controllerResweep
 	if c.rebalance > 0 {
@@ -103,7 +107,7 @@ func (z *ZooKeeper) runController() {
 		select {
 		case <-z.stop:
 			return
-		case <-c.watch.Fired():
+		case <-c.wake:
 		case <-changed: // a new replicated topic or topic config, say
 		case <-z.reelect: // the unclean default changed
 		case <-time.After(resweep):
@@ -204,6 +208,7 @@ func (c *controller) win() error {
 // reassignments' next steps.
 func (c *controller) elect() error {
 	z := c.z
+	c.roundStart = time.Now()
 	ids, err := c.watch.Children(z.s.Paths.BrokerIDs())
 	if err != nil {
 		return err
@@ -376,31 +381,53 @@ func (c *controller) stamp(st PartitionState) PartitionState {
 // error. Another failure (a node changed meanwhile) is returned; the
 // watch brings the controller back to it.
 func (c *controller) write(ops ...any) error {
-	z := c.z
-	ops = append([]any{&zk.CheckVersionRequest{Path: z.s.Paths.ControllerEpoch(), Version: c.epochVersion}}, ops...)
-	controllerMultis.Add(1)
-	_, err := z.s.Conn.Multi(ops...)
+	err := c.send(ops)
 	if err == nil {
-		// What the round's watch kept of these nodes is now old.
-		for _, op := range ops {
-			switch op := op.(type) {
-			case *zk.SetDataRequest:
-				c.watch.Forget(op.Path)
-			case *zk.CreateRequest:
-				c.watch.Forget(op.Path)
-			case *zk.DeleteRequest:
-				c.watch.Forget(op.Path)
-			}
-		}
+		c.wrote(ops)
 		return nil
 	}
-	if _, v, rerr := z.readControllerEpoch(); rerr == nil && v != c.epochVersion {
-		z.log.Warn("controller fenced: the controller epoch moved on", "controller_epoch", c.epoch)
-		c.active = false
-		notify(c.watch.fired) // next round: give up the node
+	if c.fenced() {
 		return nil
 	}
 	return err
+}
+
+// send runs ops in a multi that also checks the controller epoch; safe
+// for concurrent use.
+func (c *controller) send(ops []any) error {
+	ops = append([]any{&zk.CheckVersionRequest{Path: c.z.s.Paths.ControllerEpoch(), Version: c.epochVersion}}, ops...)
+	controllerMultis.Add(1)
+	_, err := c.z.s.Conn.Multi(ops...)
+	return err
+}
+
+// wrote drops what the round's watch kept of the nodes ops wrote: it is
+// now old.
+func (c *controller) wrote(ops []any) {
+	for _, op := range ops {
+		switch op := op.(type) {
+		case *zk.SetDataRequest:
+			c.watch.Forget(op.Path)
+		case *zk.CreateRequest:
+			c.watch.Forget(op.Path)
+		case *zk.DeleteRequest:
+			c.watch.Forget(op.Path)
+		}
+	}
+}
+
+// fenced reports, after a failed write, whether the controller epoch
+// moved on; if so the controller steps down (c.active false) and the next
+// round gives up the node.
+func (c *controller) fenced() bool {
+	z := c.z
+	if _, v, rerr := z.readControllerEpoch(); rerr == nil && v != c.epochVersion {
+		z.log.Warn("controller fenced: the controller epoch moved on", "controller_epoch", c.epoch)
+		c.active = false
+		notify(c.wake) // next round: give up the node
+		return true
+	}
+	return false
 }
 
 // Controller is the id of the elected controller as this broker last read

@@ -14,6 +14,7 @@ package cluster
 
 import (
 	"errors"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -78,7 +79,10 @@ func (c *controller) queue(op *zk.SetDataRequest, done func()) {
 }
 
 // flushWrites sends the queued writes, controllerWriteBatch to a multi,
-// and drops the prefetched states they replace. It returns the first
+// all multis at once (the client pipelines them on its connection, and
+// ZooKeeper commits them together: one after the other, the 15 multis of a
+// dead broker's 3,000 partition changes each waited for a commit of their
+// own), and drops the prefetched states they replace. It returns the first
 // failure of a single write (the round is then retried); a fenced
 // controller stops with c.active false and nil.
 func (c *controller) flushWrites() error {
@@ -86,33 +90,54 @@ func (c *controller) flushWrites() error {
 	written := 0
 	defer func() {
 		if written > 0 {
-			c.z.log.Info("partition states changed by the controller", "partitions", written, "controller_epoch", c.epoch)
+			c.z.log.Info("partition states changed by the controller", "partitions", written, "controller_epoch", c.epoch,
+				"round_took", time.Since(c.roundStart).Round(time.Millisecond))
 		}
 	}()
-	for len(c.pending) > 0 && c.active {
+	var batches [][]queuedWrite
+	for len(c.pending) > 0 {
 		n := min(len(c.pending), controllerWriteBatch)
-		batch := c.pending[:n]
+		batches = append(batches, c.pending[:n])
 		c.pending = c.pending[n:]
-		for _, w := range batch {
-			delete(c.prefetched, w.op.Path)
-		}
+	}
+	c.pending = c.pending[:0]
+	if !c.active || len(batches) == 0 {
+		return nil
+	}
+	opsOf := func(batch []queuedWrite) []any {
 		ops := make([]any, len(batch))
 		for i, w := range batch {
+			delete(c.prefetched, w.op.Path)
 			ops[i] = w.op
 		}
-		err := c.write(ops...)
-		if err == nil && c.active {
+		return ops
+	}
+	ops := make([][]any, len(batches))
+	for i, batch := range batches {
+		ops[i] = opsOf(batch)
+	}
+	errs := make([]error, len(batches))
+	inParallel(len(batches), func(i int) error {
+		errs[i] = c.send(ops[i])
+		return nil
+	})
+	for i, batch := range batches {
+		if !c.active {
+			break
+		}
+		if errs[i] == nil {
+			c.wrote(ops[i])
 			for _, w := range batch {
 				w.done()
 			}
 			written += len(batch)
 			continue
 		}
-		if !c.active {
+		if c.fenced() {
 			break
 		}
 		if len(batch) == 1 {
-			first = errors.Join(first, err)
+			first = errors.Join(first, errs[i])
 			continue
 		}
 		// One node changed since the round read it: the others go alone.
@@ -130,6 +155,5 @@ func (c *controller) flushWrites() error {
 			written++
 		}
 	}
-	c.pending = c.pending[:0]
 	return first
 }

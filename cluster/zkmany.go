@@ -9,9 +9,10 @@ package cluster
 //   - state nodes are read zkReadsInFlight at a time: the client pipelines
 //     concurrent requests on its one connection, so a refresh costs a few
 //     dozen round trips instead of thousands;
-//   - the view's and the controller's watches keep what they read
-//     (NewCachingZKWatch): a refresh or a round reads again only the nodes
-//     whose watch fired, so a change costs one read, not thousands;
+//   - the view's watches keep what they read (NewCachingZKWatch), and the
+//     controller shares them (ZKWatch.Subscribe): a refresh or a round
+//     reads again only the nodes whose watch fired, so a change costs one
+//     read per broker, not thousands;
 //   - a leader's ISR change puts the state it wrote into the view
 //     (patchState) instead of re-reading everything; the watch brings the
 //     same state, or a newer one, with the next refresh.

@@ -33,6 +33,21 @@ type ZKWatch struct {
 
 	mu    sync.Mutex
 	armed map[string]*watchEntry
+	subs  []chan struct{} // Subscribe's channels, told along with fired
+	// loading holds the Get of each path in flight: a concurrent Get of
+	// the same path waits for it rather than asking ZooKeeper again
+	// (Forget detaches it, so a writer never joins a read older than its
+	// write).
+	loading map[string]*loadCall
+}
+
+// loadCall is a Get in flight and, once done is closed, its result.
+type loadCall struct {
+	done    chan struct{}
+	data    []byte
+	version int32
+	ok      bool
+	err     error
 }
 
 // watchEntry is one armed watch and, when caching, what was last read.
@@ -60,6 +75,32 @@ func NewCachingZKWatch(conn *zk.Conn) *ZKWatch {
 // Fired receives (coalesced) after any watched path changed, and when the
 // watches were lost with an expired session: read again.
 func (w *ZKWatch) Fired() <-chan struct{} { return w.fired }
+
+// Subscribe returns another channel told, like Fired, of every firing, for
+// a second reader sharing the watches (and, caching, what they keep): the
+// controller shares the cluster view's, so at a broker's failure each
+// changed state node is read once per broker, not once for the view and
+// again for the controller, and a broker that becomes controller finds
+// every state in its cache. The caller may send on it too (coalesced), to
+// wake itself.
+func (w *ZKWatch) Subscribe() chan struct{} {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	w.subs = append(w.subs, ch)
+	w.mu.Unlock()
+	return ch
+}
+
+// notifyAll tells Fired and every subscriber.
+func (w *ZKWatch) notifyAll() {
+	notify(w.fired)
+	w.mu.Lock()
+	subs := w.subs
+	w.mu.Unlock()
+	for _, ch := range subs {
+		notify(ch)
+	}
+}
 
 // arm returns path's entry, creating it (fresh true: the caller sets the
 // watch) if there is none.
@@ -116,7 +157,7 @@ func (w *ZKWatch) Children(path string) ([]string, error) {
 	go func() {
 		<-ch // a change, or EventNotWatching when the session is lost
 		w.disarm(path, e)
-		notify(w.fired)
+		w.notifyAll()
 	}()
 	return kids, nil
 }
@@ -138,6 +179,7 @@ func (w *ZKWatch) Forget(p string) {
 		if e := w.armed[k]; e != nil {
 			e.cached = false
 		}
+		delete(w.loading, k)
 	}
 	w.mu.Unlock()
 }
@@ -148,11 +190,15 @@ func (w *ZKWatch) ForgetAll() {
 	for _, e := range w.armed {
 		e.cached = false
 	}
+	clear(w.loading)
 	w.mu.Unlock()
 }
 
 // Get reads path's data and makes sure a watch on it is armed; a missing
-// node gives ok false and a watch that fires when it is created.
+// node gives ok false and a watch that fires when it is created. A Get of
+// a path another Get is reading shares that read: at a broker's failure
+// the view's refresh and the controller's round read the same thousands of
+// changed states at once.
 func (w *ZKWatch) Get(path string) (data []byte, version int32, ok bool, err error) {
 	w.mu.Lock()
 	if e := w.armed[path]; e != nil && e.cached {
@@ -160,7 +206,29 @@ func (w *ZKWatch) Get(path string) (data []byte, version int32, ok bool, err err
 		w.mu.Unlock()
 		return data, version, ok, nil
 	}
+	if c := w.loading[path]; c != nil {
+		w.mu.Unlock()
+		<-c.done
+		return c.data, c.version, c.ok, c.err
+	}
+	c := &loadCall{done: make(chan struct{})}
+	if w.loading == nil {
+		w.loading = map[string]*loadCall{}
+	}
+	w.loading[path] = c
 	w.mu.Unlock()
+	c.data, c.version, c.ok, c.err = w.load(path)
+	w.mu.Lock()
+	if w.loading[path] == c {
+		delete(w.loading, path)
+	}
+	w.mu.Unlock()
+	close(c.done)
+	return c.data, c.version, c.ok, c.err
+}
+
+// load is Get's read from ZooKeeper.
+func (w *ZKWatch) load(path string) (data []byte, version int32, ok bool, err error) {
 	e, fresh := w.arm(path)
 	if !fresh {
 		watchReads.Add(1)
@@ -183,7 +251,7 @@ func (w *ZKWatch) Get(path string) (data []byte, version int32, ok bool, err err
 		exists, _, ch, err = w.conn.ExistsW(path)
 		if err == nil && exists {
 			racing = true
-			notify(w.fired) // created between the two calls: read again
+			w.notifyAll() // created between the two calls: read again
 		}
 	}
 	if err != nil {
@@ -193,7 +261,7 @@ func (w *ZKWatch) Get(path string) (data []byte, version int32, ok bool, err err
 	go func() {
 		<-ch
 		w.disarm(path, e)
-		notify(w.fired)
+		w.notifyAll()
 	}()
 	if !found {
 		if !racing { // the next read must not find "missing" kept

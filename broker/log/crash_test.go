@@ -45,6 +45,12 @@ func TestAcknowledgedBatchesSurvivePowerLoss(t *testing.T) {
 }
 
 func crashCase(t *testing.T, point string, n int) (reached bool) {
+	return crashCaseWith(t, point, n, nil)
+}
+
+// crashCaseWith is crashCase; between, if set, runs after each
+// acknowledged batch.
+func crashCaseWith(t *testing.T, point string, n int, between func(*Log)) (reached bool) {
 	dir := filepath.Join(t.TempDir(), "p")
 	cfs := newCrashFS(t, dir)
 	cfs.CrashAt(point, n)
@@ -68,6 +74,9 @@ func crashCase(t *testing.T, point string, n int) (reached bool) {
 				break
 			}
 			acked[res.BaseOffset] = bytes.Clone(b)
+			if between != nil {
+				between(l)
+			}
 		}
 		l.Close()
 	}

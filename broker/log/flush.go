@@ -233,6 +233,7 @@ func (l *Log) backgroundFlush() {
 	if err := l.Flush(); err != nil && !errors.Is(err, ErrClosed) && l.Failed() == nil {
 		l.logger.Error("writing recovery checkpoint", "dir", l.dir, "err", err)
 	}
+	l.tryRelease(true) // a release waiting for this flush (release.go)
 	// Data appended during the flush re-arms the timer through dirtyCh.
 	l.mu.RLock()
 	pending := l.leo > l.flushTarget

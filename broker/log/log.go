@@ -78,6 +78,10 @@ type Log struct {
 	// Counters for tests and metrics.
 	fsyncs  atomic.Int64 // segment files fsynced
 	flushes atomic.Int64 // flushes that fsynced something
+
+	// releaseDone is the callback of a pending ReleaseFiles (release.go),
+	// guarded by mu.
+	releaseDone func()
 }
 
 // Dir is the partition directory.
@@ -233,6 +237,12 @@ func (l *Log) write(batch []byte, h *recordbatch.Header, now time.Time, keepBase
 		return 0, 0, err
 	}
 	s := l.active
+	l.cancelReleaseLocked() // in use again
+	if s.parked {
+		if err := s.reopenWriters(); err != nil {
+			return 0, 0, fmt.Errorf("reopen %s to append: %w", s.path, err)
+		}
+	}
 	pos := s.size
 	base = l.leo
 	if keepBase {
@@ -411,6 +421,7 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	l.closed = true
+	l.cancelReleaseLocked()
 	l.mu.Unlock()
 	close(l.done)
 	l.wg.Wait()
@@ -419,7 +430,7 @@ func (l *Log) Close() error {
 	defer l.flushMu.Unlock()
 	err := l.flushLocked()
 	if err == nil {
-		err = l.writeCheckpoint()
+		err = l.closeCheckpoint() // release.go
 	}
 	l.mu.Lock()
 	if err == nil {

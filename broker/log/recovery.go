@@ -147,8 +147,9 @@ func (l *Log) load() (RecoveryReport, error) {
 		}
 	}
 	scanFrom := len(bases)
+	cp := int64(-1)
 	if !rep.Clean {
-		cp, err := readCheckpoint(l.fs, l.dir)
+		cp, err = readCheckpoint(l.fs, l.dir)
 		if err != nil {
 			l.logger.Warn("ignoring unreadable recovery checkpoint: scanning the whole log", "dir", l.dir, "err", err)
 		}
@@ -248,7 +249,7 @@ func (l *Log) load() (RecoveryReport, error) {
 	l.hw, l.hwSeg, l.hwPos, l.flushTarget = l.leo, l.active, l.active.size, l.leo
 	l.loadEpochs()
 
-	if !rep.Clean {
+	if !rep.Clean && !l.durableToCheckpoint(cp, scanned, rep) {
 		// A process crash leaves unflushed bytes in the page cache: make what
 		// recovery kept durable before anyone reads it, then checkpoint.
 		for _, s := range scanned {

@@ -59,7 +59,7 @@ func (l *Log) Scrub() ([]LostRange, error) {
 	}
 	var cands []candidate
 	for i, s := range l.segs {
-		if s == l.active || s == l.hwSeg || s.next > l.hw || s.w != nil {
+		if s == l.active || s == l.hwSeg || s.next > l.hw || s.w != nil || s.parked {
 			break
 		}
 		s.ref()

@@ -67,6 +67,10 @@ type segment struct {
 	// marker, not on every flush of a segment that once held one.
 	txnDirty atomic.Bool
 
+	// parked: the active segment's writers were closed by ReleaseFiles
+	// (release.go) and are reopened by the next append; guarded like w.
+	parked bool
+
 	// checked holds the stretches known to hold valid batches: appended
 	// or scanned by this process, or CRC-checked by a read (readcheck.go).
 	checked *checkedRanges
@@ -135,7 +139,7 @@ func (s *segment) openWriters() error {
 		}
 	}
 	s.wmu.Lock()
-	s.w, s.idx, s.indexStale = w, idx, false
+	s.w, s.idx, s.indexStale, s.parked = w, idx, false, false
 	s.wmu.Unlock()
 	s.idxDirty.Store(true)  // O_TRUNC and rewritten: durable at the next syncIndex
 	s.f.sealed.Store(false) // the active segment keeps its descriptor
@@ -212,6 +216,10 @@ func (s *segment) seal() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.w == nil {
+		if s.parked { // released clean (release.go): nothing to sync or close
+			s.parked = false
+			s.f.markSealed()
+		}
 		return nil
 	}
 	err := errors.Join(s.syncIndexLocked(), s.syncTxnIndex(), s.w.Close(), s.idx.Close())

@@ -141,6 +141,7 @@ func completeSwap(fsys FS, dir string, bases []int64) error {
 func finishSwap(fsys FS, dir string) (completed []int64, err error) {
 	marker := filepath.Join(dir, swapMarkerFile)
 	b, err := fsys.ReadFile(marker)
+	changed := err == nil // the marker goes
 	switch {
 	case err == nil:
 		for _, line := range strings.Fields(string(b)) {
@@ -168,7 +169,11 @@ func finishSwap(fsys FS, dir string) (completed []int64, err error) {
 			if err := fsys.Remove(filepath.Join(dir, e.Name())); err != nil {
 				return nil, err
 			}
+			changed = true
 		}
+	}
+	if !changed {
+		return nil, nil // nothing changed: no directory fsync on every Open
 	}
 	return completed, fsys.SyncDir(dir)
 }

@@ -73,6 +73,8 @@ func (s *source) fence(ctx context.Context, topic string, ps []int32) (map[int32
 	if s.cfg.NoTransactions {
 		return nil, nil
 	}
+	s.log.Info("initializing the partitions' transactional producers: earlier owners are fenced, and what they left open ends before the target is read",
+		"topic", topic, "partitions", fmt.Sprint(ps))
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup

@@ -271,7 +271,7 @@ func (s *source) copyRecord(ctx context.Context, part *partition, r *kgo.Record)
 		if r.Offset <= part.careful {
 			// After a refusal: one record a transaction up to where it
 			// happened.
-			s.endTransaction(ctx, part)
+			s.endTransaction(s.commitCtx, part)
 		}
 		return nil
 	}

@@ -46,6 +46,9 @@ type source struct {
 	// runCtx is the mirror's run: the writers' goroutines (txn.go) live
 	// as long as it, or until their partition is released.
 	runCtx context.Context
+	// commitCtx bounds the writers' commits: it ends once the shutdown
+	// has given them their time (Mirror.Run).
+	commitCtx context.Context
 
 	mu      sync.RWMutex
 	parts   map[topicPartition]*partition

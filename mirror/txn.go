@@ -209,7 +209,10 @@ func (w *writer) poke() {
 
 // write is the goroutine of one source partition's writer: it copies the
 // partition's records in its transactions until the partition is released
-// or the mirror stops.
+// or the mirror stops. Copies are produced under ctx, the mirror's run, so
+// that they stop with it; commits run under the source's commitCtx, which
+// outlives the run by the shutdown timeout, so that a commit the target
+// completed is not taken for failed because the mirror began to stop.
 func (s *source) write(ctx context.Context, part *partition) {
 	w := part.w
 	defer close(w.done)
@@ -247,12 +250,12 @@ func (s *source) write(ctx context.Context, part *partition) {
 		w.mu.Unlock()
 		switch {
 		case failed:
-			s.abort(ctx, part)
+			s.abort(s.commitCtx, part)
 		case released:
-			s.endTransaction(ctx, part)
+			s.endTransaction(s.commitCtx, part)
 			return
 		case open && time.Since(began) >= s.cfg.TransactionInterval:
-			s.endTransaction(ctx, part)
+			s.endTransaction(s.commitCtx, part)
 		case open:
 			timer.Reset(time.Until(began.Add(s.cfg.TransactionInterval)))
 		}

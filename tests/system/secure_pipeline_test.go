@@ -93,6 +93,8 @@ func startSecuredCluster(t *testing.T) *securedCluster {
 	for _, acl := range []*kadm.ACLBuilder{
 		kadm.NewACLs().Allow("User:registry").AllowHosts("*").Topics("_schemas").Operations(kadm.OpAll),
 		kadm.NewACLs().Allow("User:pipeline").AllowHosts("*").Topics("*").Groups("*").Clusters().Operations(kadm.OpAll),
+		// The mirror copies in transactions of producers named tributary-mirror/...
+		kadm.NewACLs().Allow("User:pipeline").AllowHosts("*").TransactionalIDs("tributary-mirror/").ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpWrite, kadm.OpDescribe),
 	} {
 		res, err := adm.CreateACLs(ctx, acl)
 		if err != nil {

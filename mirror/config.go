@@ -141,7 +141,7 @@ type Config struct {
 	// names, where what was in flight can be copied twice.
 	NoTransactions bool
 	// TransactionInterval is how long a source partition's transaction
-	// stays open from its first record (default 100ms): the records it
+	// stays open from its first record (default 1s): the records it
 	// holds become visible to the target's read_committed consumers at its
 	// commit, so it bounds the latency transactions add; shorter costs
 	// more commits (see txn.go). An idle partition has none open.
@@ -274,7 +274,7 @@ func (c Config) compile() (*compiled, error) {
 	def(&c.TopicSyncInterval, 30*time.Second)
 	def(&c.ConnectTimeout, 30*time.Second)
 	def(&c.ShutdownTimeout, 30*time.Second)
-	def(&c.TransactionInterval, 100*time.Millisecond)
+	def(&c.TransactionInterval, time.Second)
 	def(&c.TransactionTimeout, time.Minute)
 	if c.LogInterval == 0 {
 		c.LogInterval = 30 * time.Second

@@ -177,7 +177,14 @@ func readTopic(t testing.TB, addrs []string, topic string) map[int32][]*kgo.Reco
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	listed, err := kadm.NewClient(newClient(t, addrs)).ListCommittedOffsets(ctx, topic)
+	// Clients closed on return, not at the test's end: a test may read
+	// the topic many times.
+	admin, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	listed, err := kadm.NewClient(admin).ListCommittedOffsets(ctx, topic)
 	if err != nil {
 		t.Fatalf("reading %s: %v", topic, err)
 	}
@@ -195,8 +202,12 @@ func readTopic(t testing.TB, addrs []string, topic string) map[int32][]*kgo.Reco
 	}
 	// Markers come as control records, so each partition's position is
 	// known even where it ends in one.
-	cl := newClient(t, addrs, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}), kgo.FetchMaxBytes(16<<20),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}), kgo.FetchMaxBytes(16<<20),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
 	done := 0
 	for done < len(ends) {
 		fs := cl.PollFetches(ctx)

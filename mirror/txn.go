@@ -30,8 +30,8 @@ import (
 // no record is copied twice and none is skipped.
 //
 // Batching: a partition's transaction begins with its first record and
-// commits Config.TransactionInterval later (100 ms by default), whatever
-// came in between, so that a busy partition commits about ten times a
+// commits Config.TransactionInterval later (1 s by default), whatever
+// came in between, so that a busy partition commits about once a
 // second and an idle one not at all. Copies become visible to
 // read_committed readers at the commit: the interval is the latency
 // transactions add. The commit runs on the partition's own goroutine
@@ -117,6 +117,12 @@ func (s *source) initWriter(ctx context.Context, w *writer) error {
 				kgo.MaxBufferedBytes(16 << 20),
 				kgo.TransactionalID(w.id),
 				kgo.TransactionTimeout(s.cfg.TransactionTimeout),
+				// kgo retries adding partitions to a transaction at once,
+				// without a pause, while a broker refuses connections
+				// (about 10,000 times a second, each logged). Bounded, the
+				// records fail, the transaction aborts, and the partition
+				// waits for the target in initWriter's backed-off retries.
+				kgo.RecordRetries(20),
 			}, s.cfg.ProducerOptions...),
 		})
 		if err != nil {

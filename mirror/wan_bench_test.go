@@ -108,6 +108,7 @@ var (
 	wanRecords = flag.Int64("mirror.wan-records", 2_000_000, "BenchmarkMirrorWAN: records per topic (100-byte values)")
 	wanRounds  = flag.Int("mirror.wan-rounds", 3, "BenchmarkMirrorWAN: rounds of the six measurements")
 	wanFetch   = flag.Int("mirror.wan-fetch", 32<<20, "BenchmarkMirrorWAN: the mirror's fetch size per partition, bytes")
+	wanTxn     = flag.Duration("mirror.wan-txn-interval", 0, "BenchmarkMirrorWAN: the mirror's transaction interval (0: its default)")
 )
 
 func median(xs []float64) float64 {
@@ -139,7 +140,7 @@ func copyRate(b *testing.B, src *testenv.Broker, topic string, total int64, dela
 	defer tcl.Close()
 	_, stop := runMirror(b, mirror.Config{Sources: []mirror.Source{{Name: "dc1", Bootstrap: []string{src.Addr}}}, Target: []string{dst.Addr},
 		Topics: "^" + topic + "$", LogInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		FetchMaxPartitionBytes: fetch, FetchOptions: []kgo.Opt{kgo.Dialer(delayedDialer(delay))}, NoTransactions: !txn})
+		FetchMaxPartitionBytes: fetch, FetchOptions: []kgo.Opt{kgo.Dialer(delayedDialer(delay))}, NoTransactions: !txn, TransactionInterval: *wanTxn})
 	// From the first copy on: joining the group (a new group waits 3 s
 	// for more members) is not the link's doing.
 	var start time.Time

@@ -104,8 +104,8 @@ func (p *Producer) produceLogged(ctx context.Context, r *kgo.Record, t time.Time
 }
 
 // findSent reads the brokers from each doubtful record's time on (with
-// walClockSlack) to the high watermark, and returns the records found,
-// matched by topic and the hash of their value.
+// walClockSlack) to the last stable offset, at read_committed, and returns
+// the records found, matched by topic and the hash of their value.
 func findSent(ctx context.Context, pcl *kgo.Client, ins []*walIntent) (map[uint64]bool, error) {
 	want := map[string]map[[16]byte][]uint64{}
 	earliest := map[string]int64{}
@@ -129,7 +129,7 @@ func findSent(ctx context.Context, pcl *kgo.Client, ins []*walIntent) (map[uint6
 		if err != nil {
 			return nil, fmt.Errorf("audit WAL: offsets of %s after %s: %w", topic, time.UnixMilli(ms).UTC().Format(time.RFC3339), err)
 		}
-		to, err := adm.ListEndOffsets(ctx, topic)
+		to, err := adm.ListCommittedOffsets(ctx, topic)
 		if err == nil {
 			err = to.Error()
 		}
@@ -161,7 +161,12 @@ func findSent(ctx context.Context, pcl *kgo.Client, ins []*walIntent) (map[uint6
 		}
 		opts = append(opts, o)
 	}
-	cl, err := kgo.NewClient(append(opts, kgo.ConsumePartitions(parts))...)
+	// Only what read_committed readers see was written: a copy the
+	// transactional mirror left in an aborted transaction is not there.
+	// Markers come as control records, so that a partition ending in one
+	// is seen to be read to its end.
+	cl, err := kgo.NewClient(append(opts, kgo.ConsumePartitions(parts),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
 	if err != nil {
 		return nil, fmt.Errorf("audit WAL: client to look for records: %w", err)
 	}
@@ -179,6 +184,9 @@ func findSent(ctx context.Context, pcl *kgo.Client, ins []*walIntent) (map[uint6
 			if r.Offset+1 >= end {
 				delete(ends[r.Topic], r.Partition)
 				remaining--
+			}
+			if r.Attrs.IsControl() {
+				return
 			}
 			h := recordHash(r)
 			if seqs := want[r.Topic][h]; len(seqs) > 0 {

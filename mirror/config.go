@@ -133,6 +133,23 @@ type Config struct {
 	// StrictPartitions refuses to copy a topic whose target has a different
 	// partition count, instead of placing its records by key hash.
 	StrictPartitions bool
+	// NoTransactions copies with one idempotent producer instead of a
+	// transactional producer per source partition (txn.go): for a target
+	// that cannot do transactions (or whose ACLs grant the mirror no
+	// transactional id). Resuming from the target still copies each
+	// record once across kills, except in the windows the package doc
+	// names, where what was in flight can be copied twice.
+	NoTransactions bool
+	// TransactionInterval is how long a source partition's transaction
+	// stays open from its first record (default 1s): the records it
+	// holds become visible to the target's read_committed consumers at its
+	// commit, so it bounds the latency transactions add; shorter costs
+	// more commits (see txn.go). An idle partition has none open.
+	TransactionInterval time.Duration
+	// TransactionTimeout is the coordinator's limit on one transaction
+	// (default 60s): a transaction its owner leaves open longer (a paused
+	// process nobody took over from) is aborted by the target.
+	TransactionTimeout time.Duration
 	// UnknownSchemas is the policy for unresolvable schema ids.
 	UnknownSchemas UnknownSchemaPolicy
 	// LogInterval is how often a progress line per source is logged.
@@ -257,6 +274,8 @@ func (c Config) compile() (*compiled, error) {
 	def(&c.TopicSyncInterval, 30*time.Second)
 	def(&c.ConnectTimeout, 30*time.Second)
 	def(&c.ShutdownTimeout, 30*time.Second)
+	def(&c.TransactionInterval, time.Second)
+	def(&c.TransactionTimeout, time.Minute)
 	if c.LogInterval == 0 {
 		c.LogInterval = 30 * time.Second
 	}

@@ -48,8 +48,12 @@ func (s *source) consume(ctx context.Context) {
 		}
 		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
 			part := s.lookup(fp.Topic, fp.Partition)
-			for _, r := range fp.Records {
-				if part != nil {
+			switch {
+			case part == nil || len(fp.Records) == 0:
+			case part.w != nil:
+				s.handOver(ctx, part, batch{fp.Records, fp.LogStartOffset})
+			default:
+				for _, r := range fp.Records {
 					s.copyPartition(ctx, part, r, fp.LogStartOffset)
 				}
 			}
@@ -96,10 +100,23 @@ func (s *source) restartFailed(ctx context.Context) {
 		part.mu.Lock()
 		failed, at, hi, revoked, alone := part.failed, part.failedAt, part.failedHi, part.revoked, part.careful >= part.failedAt
 		part.mu.Unlock()
-		if failed == nil || revoked || part.inflight.Load() > 0 || time.Now().Before(part.retryAt) {
+		if failed == nil || revoked || part.inflight.Load() > 0 || part.queued.Load() > 0 || time.Now().Before(part.retryAt) {
 			continue
 		}
 		part.mu.Lock()
+		fenced := part.fenced
+		if fenced {
+			// Another process initialized the partition's producer: the
+			// group gave it the partition, and will soon tell this one.
+			// Only if it does not is the partition taken back, after a
+			// session timeout; that is no failure of the record.
+			part.fenced = false
+			part.retryAt = time.Now().Add(s.cfg.SessionTimeout)
+			part.mu.Unlock()
+			s.log.Warn("another mirror took over the partition's transactional producer; waiting for the group to say who owns it",
+				"topic", part.topic, "partition", part.partition, "err", failed)
+			continue
+		}
 		part.attempts++
 		attempts := part.attempts
 		part.careful = max(part.careful, hi)
@@ -111,6 +128,18 @@ func (s *source) restartFailed(ctx context.Context) {
 		}
 		s.log.Warn("the target refused a copy; resuming the partition from what the target holds",
 			"topic", part.topic, "partition", part.partition, "offset", at, "attempt", attempts, "err", failed)
+		if part.w != nil {
+			// A new producer fences what is left of the old one before
+			// the tail is read.
+			part.w.drop()
+			if err := s.initWriter(ctx, part.w); err != nil {
+				var fatal *fatalError
+				if errors.As(err, &fatal) {
+					s.stop(ctx, err)
+				}
+				return
+			}
+		}
 		// An upgraded partition that has no new copy yet keeps the older
 		// mirror's commit it started from (resume uses it only then).
 		parts, err := s.resume(ctx, part.topic, []int32{part.partition}, map[int32]int64{part.partition: part.resumed})
@@ -225,14 +254,29 @@ func (s *source) copyRecord(ctx context.Context, part *partition, r *kgo.Record)
 	seq := part.acks.add(r.Offset)
 	part.next = r.Offset + 1
 	part.mu.Unlock()
-	part.inflight.Add(1)
 	offset, sent := r.Offset, time.Now()
-	s.tgt.client.Produce(ctx, out, func(rec *kgo.Record, err error) {
+	promise := func(rec *kgo.Record, err error) {
 		if err == nil {
 			s.events.ackLatency.WithLabelValues(s.Name).Observe(time.Since(sent).Seconds())
 		}
 		s.acked(ctx, part, seq, offset, rec, err)
-	})
+	}
+	if part.w != nil {
+		if !s.produceTxn(ctx, part, out, promise) {
+			if sa, ok := s.cfg.Auditor.(sendAuditor); ok {
+				sa.Failed(s.Name, out)
+			}
+			return nil
+		}
+		if r.Offset <= part.careful {
+			// After a refusal: one record a transaction up to where it
+			// happened.
+			s.endTransaction(s.commitCtx, part)
+		}
+		return nil
+	}
+	part.inflight.Add(1)
+	s.tgt.client.Produce(ctx, out, promise)
 	if r.Offset <= part.careful {
 		// After a refusal: one record at a time up to where it happened.
 		drain(ctx, []*partition{part})
@@ -243,7 +287,13 @@ func (s *source) copyRecord(ctx context.Context, part *partition, r *kgo.Record)
 // acked is the producer's callback: the record is in the target (err nil),
 // or could not be written.
 func (s *source) acked(ctx context.Context, part *partition, seq uint64, offset int64, rec *kgo.Record, err error) {
-	defer part.inflight.Add(-1)
+	txn := part.w != nil
+	if txn {
+		// In flight until its transaction ends; counted at the commit.
+		part.w.ackedTxn(seq, rec, err)
+	} else {
+		defer part.inflight.Add(-1)
+	}
 	if err != nil {
 		if sa, ok := s.cfg.Auditor.(sendAuditor); ok {
 			sa.Failed(s.Name, rec)
@@ -266,8 +316,15 @@ func (s *source) acked(ctx context.Context, part *partition, seq uint64, offset 
 				part.attempts = 0
 			}
 			part.failedAt = offset
+			part.fenced = fenced(err)
 		}
 		part.mu.Unlock()
+		if txn {
+			part.w.poke()
+		}
+		return
+	}
+	if txn {
 		return
 	}
 	part.mu.Lock()

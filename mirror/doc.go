@@ -13,19 +13,22 @@
 //     number of times, leaves the target holding each source record once, in
 //     source order per partition. No offsets are committed in the source; a
 //     new target starts at the source's beginning (Config.Start), never where
-//     another target's mirror stopped. The windows this leaves without
-//     transactions are a produce request a dead process had fully sent that
-//     the target appends after the next owner read the tail, and a process
-//     cut off from its group past the session timeout that still reaches the
-//     target: each can duplicate what was in flight.
+//     another target's mirror stopped. Each source partition is copied in
+//     transactions of its own transactional producer, which a new owner
+//     initializes before it reads the tail (txn.go): that fences every
+//     earlier owner, a dead process's late requests and a paused one's
+//     alike, and aborts what it left open, and the tail is read at
+//     read_committed. With Config.NoTransactions (a target without
+//     transactions) those are windows again where what was in flight can
+//     be copied twice.
 //   - Any Kafka-protocol source, by its brokers (Source.Bootstrap) or, for a
 //     Tributary cluster, its ZooKeeper. Mirror processes with the same
 //     Config.Group share each source's partitions through the source's own
 //     broker-side consumer group, used for assignment only (source.go);
 //     Config.InstanceID makes a restarted process take its partitions back
 //     at once.
-//   - Order within a source partition is kept: one idempotent acks=all
-//     producer writes each source partition's records in offset order.
+//   - Order within a source partition is kept: one producer writes each
+//     source partition's records in offset order.
 //   - Placement: the topic named by Config.Rename (default the same name).
 //     With the same partition count, the same partition number; otherwise
 //     by key hash, where the Java client's default partitioner would put it

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/internal/testenv"
 	"github.com/tributary-io/tributary/mirror"
@@ -55,8 +56,9 @@ func TestMirrorJavaGroupFailsOver(t *testing.T) {
 	waitForCount(t, []string{dst.Addr}, topic, partitions*(own+total), time.Minute)
 
 	// The translation is exact: source offset c (the next record to read)
-	// is target offset own+c, since each target partition holds its own
-	// records and then the copies of one source partition in order.
+	// becomes the target offset of c's copy. Each target partition holds
+	// its own records and then the copies of one source partition in
+	// order, with the transactions' markers among them.
 	sadm := kadm.NewClient(newClient(t, []string{src.Addr}))
 	tadm := kadm.NewClient(newClient(t, []string{dst.Addr}))
 	committed := map[int32]int64{}
@@ -75,8 +77,9 @@ func TestMirrorJavaGroupFailsOver(t *testing.T) {
 				return false, fmt.Sprintf("the dc1 consumer committed nothing for partition %d", p)
 			}
 			committed[p] = so.At
-			if do, ok := d.Lookup(topic, p); !ok || do.At != own+so.At {
-				return false, fmt.Sprintf("partition %d: committed %d in the source, %d in the target, want %d", p, so.At, do.At, own+so.At)
+			want := copyOffset(t, dst.Addr, topic, p, so.At)
+			if do, ok := d.Lookup(topic, p); !ok || do.At != want {
+				return false, fmt.Sprintf("partition %d: committed %d in the source, %d in the target, want %d", p, so.At, do.At, want)
 			}
 		}
 		return true, ""
@@ -89,13 +92,14 @@ func TestMirrorJavaGroupFailsOver(t *testing.T) {
 	// The application starts again in the analysis datacenter.
 	after := testenv.StartKafkaMember(t, dst.Addr, group, topic, "classic", "analysis-app")
 	testenv.Eventuallyf(t, 2*time.Minute, func() (bool, string) {
-		last := map[int32]int64{}
+		last := map[int32]int{}
 		for _, r := range after.Records() {
-			last[r.Partition] = max(last[r.Partition], r.Offset)
+			_, p, i := parseValue(t, r.Value)
+			last[p] = max(last[p], i)
 		}
 		for p := range int32(partitions) {
-			if last[p] != own+total-1 {
-				return false, fmt.Sprintf("the analysis consumer's last offset per partition: %v, want %d in each", last, own+total-1)
+			if last[p] != total-1 {
+				return false, fmt.Sprintf("the analysis consumer's last record per partition: %v, want %d in each", last, total-1)
 			}
 		}
 		return true, ""
@@ -144,6 +148,29 @@ func TestMirrorJavaGroupFailsOver(t *testing.T) {
 		}
 	}
 	t.Logf("after failing over the consumer read %d records; %d of them the dc1 consumer had read but not committed", len(after.Records()), uncommitted)
+}
+
+// copyOffset is the target offset of the copy of source record c of
+// partition p (-1 while there is none).
+func copyOffset(t *testing.T, target, topic string, p int32, c int64) int64 {
+	t.Helper()
+	want := fmt.Sprintf("dc1/%d/%d", p, c)
+	for _, r := range readTopic(t, []string{target}, topic)[p] {
+		if h, ok := originHeader(r); ok && h == want {
+			return r.Offset
+		}
+	}
+	return -1
+}
+
+// originHeader is the value of a record's origin header.
+func originHeader(r *kgo.Record) (string, bool) {
+	for _, h := range r.Headers {
+		if h.Key == mirror.OriginHeader {
+			return string(h.Value), true
+		}
+	}
+	return "", false
 }
 
 // parseValue reads a test record's cluster, partition and index from the

@@ -152,40 +152,78 @@ func endOffsets(t testing.TB, cl *kgo.Client, topic string) (int64, map[int32]in
 	return sum, per
 }
 
-// waitForCount waits until the topic holds at least n records in total.
+// waitForCount waits until the topic holds at least n records that its
+// read_committed readers see: with a transactional mirror, the target's
+// offsets also count transaction markers and aborted copies.
 func waitForCount(t testing.TB, addrs []string, topic string, n int64, timeout time.Duration) {
 	t.Helper()
-	cl := newClient(t, addrs, kgo.MetadataMinAge(10*time.Millisecond))
-	testenv.Eventually(t, timeout, fmt.Sprintf("topic %s holds %d records", topic, n), func() bool {
-		got, _ := endOffsets(t, cl, topic)
-		return got >= n
-	})
+	cl := newClient(t, addrs, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.MetadataMinAge(10*time.Millisecond), kgo.MetadataMaxAge(time.Second), kgo.FetchMaxWait(200*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var got int64
+	for got < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("topic %s holds %d committed records after %v, want %d", topic, got, timeout, n)
+		}
+		got += int64(fs.NumRecords())
+	}
 }
 
-// readTopic reads every record of topic up to its current end offsets, in
-// offset order per partition.
+// readTopic reads every record of topic its read_committed readers see,
+// up to its last stable offsets, in offset order per partition.
 func readTopic(t testing.TB, addrs []string, topic string) map[int32][]*kgo.Record {
 	t.Helper()
-	admin := newClient(t, addrs)
-	total, ends := endOffsets(t, admin, topic)
-	offsets := map[int32]kgo.Offset{}
-	for p := range ends {
-		offsets[p] = kgo.NewOffset().AtStart()
-	}
-	cl := newClient(t, addrs, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}), kgo.FetchMaxBytes(16<<20))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// Clients closed on return, not at the test's end: a test may read
+	// the topic many times.
+	admin, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	listed, err := kadm.NewClient(admin).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("reading %s: %v", topic, err)
+	}
+	ends := map[int32]int64{}
+	offsets := map[int32]kgo.Offset{}
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil && o.Offset > 0 {
+			ends[o.Partition] = o.Offset
+			offsets[o.Partition] = kgo.NewOffset().AtStart()
+		}
+	})
 	out := map[int32][]*kgo.Record{}
-	var n int64
-	for n < total {
+	if len(offsets) == 0 {
+		return out
+	}
+	// Markers come as control records, so each partition's position is
+	// known even where it ends in one.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}), kgo.FetchMaxBytes(16<<20),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	done := 0
+	for done < len(ends) {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			t.Fatalf("reading %s: %d of %d records: %v", topic, n, total, err)
+			t.Fatalf("reading %s: %d of %d partitions read to their end: %v", topic, done, len(ends), err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset < ends[r.Partition] {
+			end, ok := ends[r.Partition]
+			if !ok || r.Offset >= end {
+				return
+			}
+			if !r.Attrs.IsControl() {
 				out[r.Partition] = append(out[r.Partition], r)
-				n++
+			}
+			if r.Offset == end-1 {
+				done++
 			}
 		})
 	}

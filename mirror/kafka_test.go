@@ -56,7 +56,7 @@ func TestMirrorFromApacheKafkaExactlyOnce(t *testing.T) {
 	const (
 		topic      = "clicks"
 		partitions = 8
-		kills      = 8
+		kills      = 20
 	)
 	testenv.Binary(t)
 	kafka := startKafka(t)

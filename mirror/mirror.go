@@ -55,6 +55,8 @@ func (m *Mirror) Run(ctx context.Context) error {
 
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
+	commitCtx, endCommits := context.WithCancel(context.WithoutCancel(ctx))
+	defer endCommits()
 	fail := func(err error) { stop(err) }
 
 	var sources []*source
@@ -72,7 +74,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 		}
 	}()
 	for _, sc := range m.cfg.Sources {
-		s := &source{Source: sc, cfg: m.cfg, log: log.With("source", sc.Name), tgt: tgt, fail: fail, lastAck: &m.lastAck, events: m.events}
+		s := &source{Source: sc, cfg: m.cfg, log: log.With("source", sc.Name), tgt: tgt, fail: fail, lastAck: &m.lastAck, events: m.events, runCtx: runCtx, commitCtx: commitCtx}
 		if sc.Registry != "" && sc.Registry != m.cfg.TargetRegistry {
 			src, err := newRegistryClient(sc.Registry, m.cfg.SourceRegistryOptions...)
 			if err != nil {
@@ -111,6 +113,14 @@ func (m *Mirror) Run(ctx context.Context) error {
 	// target does not acknowledge by then is found missing by the next run.
 	fctx, cancel := context.WithTimeout(context.Background(), m.cfg.ShutdownTimeout)
 	defer cancel()
+	// The partitions' transactions commit what the target acknowledges
+	// in time; the rest is aborted.
+	var fwg sync.WaitGroup
+	for _, s := range sources {
+		fwg.Go(func() { s.finish(fctx) })
+	}
+	fwg.Wait()
+	endCommits() // a writer still committing gives up: the next run copies it again
 	if err := tgt.client.Flush(fctx); err != nil {
 		log.Warn("the target did not acknowledge everything before the shutdown timeout; the next run copies the rest",
 			"timeout", m.cfg.ShutdownTimeout)

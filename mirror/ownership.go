@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,8 +32,17 @@ func (s *source) assigned(ctx context.Context, offsets map[string]map[int32]kgo.
 		for p, o := range offsets[topic] {
 			committed[p] = o.EpochOffset().Offset
 		}
-		parts, err := s.resume(ctx, topic, ps, committed)
+		// With transactions, every earlier owner is fenced before the
+		// tail is read (txn.go).
+		writers, err := s.fence(ctx, topic, ps)
+		var parts map[int32]*partition
+		if err == nil {
+			parts, err = s.resume(ctx, topic, ps, committed)
+		}
 		if err != nil {
+			for _, w := range writers {
+				w.cl.Close()
+			}
 			var fatal *fatalError
 			if errors.As(err, &fatal) {
 				s.stop(context.Background(), err)
@@ -40,13 +50,59 @@ func (s *source) assigned(ctx context.Context, offsets map[string]map[int32]kgo.
 			return nil, err
 		}
 		for p, part := range parts {
+			part.w = writers[p]
 			s.mu.Lock()
 			s.parts[topicPartition{topic, p}] = part
+			if part.w != nil {
+				s.writers[part.w] = struct{}{}
+			}
 			s.mu.Unlock()
+			if part.w != nil {
+				go s.write(s.runCtx, part)
+			}
 			offsets[topic][p] = kgo.NewOffset().At(part.next).WithEpoch(-1)
 		}
 	}
 	return offsets, nil
+}
+
+// fence makes the transactional writers of partitions ps of topic, all at
+// once: each initialization waits for the target to complete what the
+// partition's earlier owner left. Nil without transactions.
+func (s *source) fence(ctx context.Context, topic string, ps []int32) (map[int32]*writer, error) {
+	if s.cfg.NoTransactions {
+		return nil, nil
+	}
+	s.log.Info("initializing the partitions' transactional producers: earlier owners are fenced, and what they left open ends before the target is read",
+		"topic", topic, "partitions", fmt.Sprint(ps))
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		firstErr error
+		out      = map[int32]*writer{}
+	)
+	for _, p := range ps {
+		wg.Go(func() {
+			w, err := s.newWriter(ctx, topic, p)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			out[p] = w
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		for _, w := range out {
+			w.cl.Close()
+		}
+		return nil, firstErr
+	}
+	return out, nil
 }
 
 // drainTimeout bounds the wait for acknowledgements when partitions are
@@ -86,6 +142,9 @@ func (s *source) release(ps map[string][]int32, why string) []*partition {
 			part.mu.Lock()
 			part.revoked = true
 			part.mu.Unlock()
+			if part.w != nil {
+				part.w.poke() // commit what is open, then exit
+			}
 			delete(s.parts, tp)
 			parts = append(parts, part)
 		}
@@ -101,6 +160,14 @@ func (s *source) release(ps map[string][]int32, why string) []*partition {
 // or ctx ends.
 func drain(ctx context.Context, parts []*partition) {
 	for _, p := range parts {
+		if p.w != nil {
+			// The writer commits what it has, then exits.
+			select {
+			case <-p.w.done:
+			case <-ctx.Done():
+			}
+			continue
+		}
 		for p.inflight.Load() > 0 && ctx.Err() == nil {
 			select {
 			case <-ctx.Done():

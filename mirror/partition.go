@@ -46,13 +46,20 @@ type partition struct {
 	// alone and the records batched with it get through.
 	careful int64
 	stopped error // non-nil: this partition no longer copies (a poison record)
+	// fenced says that failed came of another process initializing the
+	// partition's transactional producer (txn.go): not the record's fault.
+	fenced bool
+	// w is the partition's transactional writer (txn.go); nil when the
+	// mirror copies without transactions.
+	w *writer
 
 	copied   atomic.Int64 // records acknowledged by the target
 	bytes    atomic.Int64 // their key+value bytes
 	skipped  atomic.Int64 // records not copied because they came from the target
 	unknown  atomic.Int64 // records copied with a schema id that could not be resolved
 	lost     atomic.Int64 // records the source deleted before they were copied
-	inflight atomic.Int64 // produced, not yet acknowledged
+	inflight atomic.Int64 // produced, not yet acknowledged (with transactions: not yet committed or aborted)
+	queued   atomic.Int64 // fetches waiting for the writer (transactions only)
 }
 
 func newPartition(source, topic string, p int32, start int64) *partition {

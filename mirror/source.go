@@ -43,8 +43,16 @@ type source struct {
 	client *kgo.Client
 	adm    *kadm.Client
 
-	mu    sync.RWMutex
-	parts map[topicPartition]*partition
+	// runCtx is the mirror's run: the writers' goroutines (txn.go) live
+	// as long as it, or until their partition is released.
+	runCtx context.Context
+	// commitCtx bounds the writers' commits: it ends once the shutdown
+	// has given them their time (Mirror.Run).
+	commitCtx context.Context
+
+	mu      sync.RWMutex
+	parts   map[topicPartition]*partition
+	writers map[*writer]struct{} // running writers, to finish at shutdown
 }
 
 type topicPartition struct {
@@ -110,6 +118,7 @@ func (s *source) connect(ctx context.Context) error {
 	}
 	s.adm = kadm.NewClient(s.client)
 	s.parts = map[topicPartition]*partition{}
+	s.writers = map[*writer]struct{}{}
 	return nil
 }
 

@@ -24,6 +24,12 @@ const (
 	fetchBytes = 8 << 20
 )
 
+// The tail is read as the target's read_committed consumers see it, up to
+// the last stable offset: copies of an aborted transaction were never
+// made, and those of a transaction still open are not yet (the partition's
+// producer was initialized before, so none of its own is; see txn.go).
+// Without transactions this is the high watermark, as before.
+
 // lastCopies reads target partition tp of topic backwards and returns, for
 // each source partition in want, the source offset of its newest copy from
 // cluster (the last hop of the copy's origin header). A partition absent
@@ -36,7 +42,7 @@ func (t *target) lastCopies(ctx context.Context, topic string, tp int32, cluster
 	if err != nil {
 		return nil, false, fmt.Errorf("listing the start offsets of target topic %s: %w", topic, err)
 	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	ends, err := adm.ListCommittedOffsets(ctx, topic)
 	if err != nil {
 		return nil, false, fmt.Errorf("listing the end offsets of target topic %s: %w", topic, err)
 	}
@@ -89,6 +95,7 @@ func (t *target) read(ctx context.Context, topic string, tp int32, lo, hi int64,
 		req.MaxWaitMillis = 0
 		req.MinBytes = 0
 		req.MaxBytes = fetchBytes
+		req.IsolationLevel = 1 // read_committed
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic, rt.TopicID = topic, id
 		rp := kmsg.NewFetchRequestTopicPartition()
@@ -106,7 +113,7 @@ func (t *target) read(ctx context.Context, topic string, tp int32, lo, hi int64,
 		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 			return fmt.Errorf("reading target partition %s/%d at %d: the answer holds no partition", topic, tp, pos)
 		}
-		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: pos, Topic: topic, Partition: tp},
+		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: pos, Topic: topic, Partition: tp, IsolationLevel: kgo.ReadCommitted()},
 			&resp.Topics[0].Partitions[0], kgo.DefaultDecompressor(), nil)
 		if fp.Err != nil {
 			return fmt.Errorf("reading target partition %s/%d at %d: %w", topic, tp, pos, fp.Err)
@@ -161,7 +168,7 @@ func (t *target) copyBefore(ctx context.Context, topic string, tp int32, cluster
 	if err != nil {
 		return 0, false, err
 	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	ends, err := adm.ListCommittedOffsets(ctx, topic)
 	if err != nil {
 		return 0, false, err
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/internal/testenv"
@@ -23,7 +24,10 @@ import (
 // and the source (each direction delayed by the one-way delay, no bandwidth
 // cap, as a WAN link) of 0, 25 and 50 ms, for a topic of one partition and
 // one of eight, and reports the six rates and each delay's ratio to no
-// delay in one line (make bench-mirror):
+// delay in one line (make bench-mirror), with transactions (the default).
+// Each round also measures the no-delay copy without transactions
+// (Config.NoTransactions): p1-0ms-txn/notxn and p8-0ms-txn/notxn are what
+// transactions cost, the median of the rounds' ratios.
 //
 //	go test -run '^$' -bench MirrorWAN -benchtime 1x ./mirror/
 //
@@ -56,15 +60,27 @@ func BenchmarkMirrorWAN(b *testing.B) {
 			for _, partitions := range []int32{1, 8} {
 				topic := fmt.Sprintf("wan-%d", partitions)
 				got := map[time.Duration]float64{}
-				for i := range delays {
-					delay := delays[(i+round)%len(delays)]
-					got[delay] = copyRate(b, src, topic, records, delay, int32(*wanFetch))
+				var plain float64
+				j := 0 // the delays in a rotated order, the plain copy among them
+				for i := range len(delays) + 1 {
+					if i == round%(len(delays)+1) {
+						// No delay and no transactions (--transactions=false):
+						// what transactions cost.
+						plain = copyRate(b, src, topic, records, 0, int32(*wanFetch), false)
+						rates[cell{partitions, -1}] = append(rates[cell{partitions, -1}], plain)
+						continue
+					}
+					delay := delays[(j+round)%len(delays)]
+					j++
+					got[delay] = copyRate(b, src, topic, records, delay, int32(*wanFetch), true)
 					rates[cell{partitions, delay}] = append(rates[cell{partitions, delay}], got[delay])
 				}
 				for _, delay := range delays {
 					ratios[cell{partitions, delay}] = append(ratios[cell{partitions, delay}], got[delay]/got[0])
 				}
-				b.Logf("round %d, %d partition(s): %.0f, %.0f, %.0f records/s at 0, 25, 50 ms", round+1, partitions, got[delays[0]], got[delays[1]], got[delays[2]])
+				ratios[cell{partitions, -1}] = append(ratios[cell{partitions, -1}], got[0]/plain)
+				b.Logf("round %d, %d partition(s): %.0f, %.0f, %.0f records/s at 0, 25, 50 ms; %.0f at 0 ms without transactions",
+					round+1, partitions, got[delays[0]], got[delays[1]], got[delays[2]], plain)
 			}
 		}
 		for _, partitions := range []int32{1, 8} {
@@ -76,6 +92,9 @@ func BenchmarkMirrorWAN(b *testing.B) {
 					b.ReportMetric(median(ratios[c]), name+"-ratio")
 				}
 			}
+			c := cell{partitions, -1}
+			b.ReportMetric(median(rates[c]), fmt.Sprintf("p%d-0ms-notxn-records/s", partitions))
+			b.ReportMetric(median(ratios[c]), fmt.Sprintf("p%d-0ms-txn/notxn", partitions))
 		}
 	}
 }
@@ -89,6 +108,7 @@ var (
 	wanRecords = flag.Int64("mirror.wan-records", 2_000_000, "BenchmarkMirrorWAN: records per topic (100-byte values)")
 	wanRounds  = flag.Int("mirror.wan-rounds", 3, "BenchmarkMirrorWAN: rounds of the six measurements")
 	wanFetch   = flag.Int("mirror.wan-fetch", 32<<20, "BenchmarkMirrorWAN: the mirror's fetch size per partition, bytes")
+	wanTxn     = flag.Duration("mirror.wan-txn-interval", 0, "BenchmarkMirrorWAN: the mirror's transaction interval (0: its default)")
 )
 
 func median(xs []float64) float64 {
@@ -105,7 +125,7 @@ func median(xs []float64) float64 {
 // copyRate runs a mirror from src to a new target through a delayed link
 // and returns the records per second from its first copy to its last. The
 // target is stopped and its data removed afterwards.
-func copyRate(b *testing.B, src *testenv.Broker, topic string, total int64, delay time.Duration, fetch int32) float64 {
+func copyRate(b *testing.B, src *testenv.Broker, topic string, total int64, delay time.Duration, fetch int32, txn bool) float64 {
 	dir, err := os.MkdirTemp("", "mirror-wan-")
 	if err != nil {
 		b.Fatal(err)
@@ -120,13 +140,13 @@ func copyRate(b *testing.B, src *testenv.Broker, topic string, total int64, dela
 	defer tcl.Close()
 	_, stop := runMirror(b, mirror.Config{Sources: []mirror.Source{{Name: "dc1", Bootstrap: []string{src.Addr}}}, Target: []string{dst.Addr},
 		Topics: "^" + topic + "$", LogInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		FetchMaxPartitionBytes: fetch, FetchOptions: []kgo.Opt{kgo.Dialer(delayedDialer(delay))}})
+		FetchMaxPartitionBytes: fetch, FetchOptions: []kgo.Opt{kgo.Dialer(delayedDialer(delay))}, NoTransactions: !txn, TransactionInterval: *wanTxn})
 	// From the first copy on: joining the group (a new group waits 3 s
 	// for more members) is not the link's doing.
 	var start time.Time
 	var first int64
 	for {
-		n, _ := endOffsets(b, tcl, topic)
+		n := committedEnd(b, tcl, topic) // copies count once committed
 		if n > 0 && start.IsZero() {
 			start, first = time.Now(), n
 		}
@@ -140,6 +160,24 @@ func copyRate(b *testing.B, src *testenv.Broker, topic string, total int64, dela
 		b.Fatal(err)
 	}
 	return rate
+}
+
+// committedEnd sums the last stable offsets of topic: what read_committed
+// readers see, transaction markers included (a few dozen in 2M records).
+func committedEnd(b *testing.B, cl *kgo.Client, topic string) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return 0
+	}
+	var sum int64
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil {
+			sum += o.Offset
+		}
+	})
+	return sum
 }
 
 // delayedDialer dials through a link that delays each direction by d.

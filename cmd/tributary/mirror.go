@@ -50,6 +50,9 @@ func runMirror(ctx context.Context, args []string) error {
 	rename := fs.String("rename", "{topic}", "target topic name `PATTERN`: {source} and {topic} are replaced, e.g. {source}.{topic}")
 	fetchPartition := fs.Int("fetch-max-partition-bytes", 32<<20, "bytes per partition in one fetch from a source; across a WAN a partition gets at most this per round trip")
 	fetchMax := fs.Int("fetch-max-bytes", 64<<20, "bytes in one fetch from a source broker")
+	transactions := fs.Bool("transactions", true, "copy each source partition in transactions of its own transactional producer, which fences an earlier owner's late writes: exactly once in every case; false for a target that cannot do transactions (then a dead or paused mirror's in-flight copies can be duplicated)")
+	txnInterval := fs.Duration("transaction-interval", time.Second, "how long a source partition's transaction stays open from its first copy: the latency copies take to become visible to read_committed readers of the target")
+	txnTimeout := fs.Duration("transaction-timeout", time.Minute, "the target aborts a transaction left open this long (a paused mirror nobody took over from)")
 	strict := fs.Bool("strict-partitions", false, "stop instead of placing records by key hash when a target topic's partition count differs from the source's")
 	unknown := fs.String("unknown-schemas", "stop", "a value whose schema id the source registry cannot resolve: stop (with topic, partition, offset) or copy (unchanged, counted)")
 	status := fs.String("status", "", "serve the status (lag, rate, per-window counts) as JSON over HTTP on `host:port`")
@@ -96,6 +99,9 @@ func runMirror(ctx context.Context, args []string) error {
 		ConnectTimeout:         *connect,
 		ShutdownTimeout:        *shutdown,
 		StrictPartitions:       *strict,
+		NoTransactions:         !*transactions,
+		TransactionInterval:    *txnInterval,
+		TransactionTimeout:     *txnTimeout,
 		LogInterval:            *logEvery,
 		Logger:                 slog.Default(),
 	}

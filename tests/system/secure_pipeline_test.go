@@ -93,6 +93,8 @@ func startSecuredCluster(t *testing.T) *securedCluster {
 	for _, acl := range []*kadm.ACLBuilder{
 		kadm.NewACLs().Allow("User:registry").AllowHosts("*").Topics("_schemas").Operations(kadm.OpAll),
 		kadm.NewACLs().Allow("User:pipeline").AllowHosts("*").Topics("*").Groups("*").Clusters().Operations(kadm.OpAll),
+		// The mirror copies in transactions of producers named tributary-mirror/...
+		kadm.NewACLs().Allow("User:pipeline").AllowHosts("*").TransactionalIDs("tributary-mirror/").ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpWrite, kadm.OpDescribe),
 	} {
 		res, err := adm.CreateACLs(ctx, acl)
 		if err != nil {
@@ -145,6 +147,53 @@ func runAll(t *testing.T, stdin string, args ...string) (string, string, int) {
 	}
 	t.Fatalf("tributary %v: %v", args, err)
 	return "", "", -1
+}
+
+// committedRecords counts the records of topic that its read_committed
+// readers see: the mirror copies in transactions, whose markers take
+// offsets too.
+func committedRecords(t *testing.T, cl *kgo.Client, topic string) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	listed, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return -1
+	}
+	ends, offsets := map[int32]int64{}, map[int32]kgo.Offset{}
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil && o.Offset > 0 {
+			ends[o.Partition], offsets[o.Partition] = o.Offset, kgo.NewOffset().AtStart()
+		}
+	})
+	if len(ends) == 0 {
+		return 0
+	}
+	rc, err := kgo.NewClient(append(cl.Opts(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var n int64
+	for done := 0; done < len(ends); {
+		fs := rc.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return -1
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			end := ends[r.Partition]
+			if r.Offset >= end {
+				return
+			}
+			if !r.Attrs.IsControl() {
+				n++
+			}
+			if r.Offset == end-1 {
+				done++
+			}
+		})
+	}
+	return n
 }
 
 // endOffset is the sum of a topic's partition end offsets.
@@ -221,10 +270,10 @@ func TestSecuredPipeline(t *testing.T) {
 		append(c.kafkaFlags(t, "source-", "pipeline"), c.kafkaFlags(t, "target-", "pipeline")...)...), c.registryFlags(t, "target-", "pipeline")...)...)
 	testenv.WaitListening(t, mirror, status, 60*time.Second)
 	liveAdm := kadm.NewClient(newPlainClient(t, livePlain))
-	adm := kadm.NewClient(c.client(t, "pipeline"))
+	pipeline := c.client(t, "pipeline")
 	wantAudit := endOffset(t, liveAdm, audit.DefaultTopic)
 	testenv.Eventually(t, 90*time.Second, "the mirror to copy the events and the producer's counts", func() bool {
-		return endOffset(t, adm, "pageviews") == events && endOffset(t, adm, audit.DefaultTopic) >= wantAudit
+		return committedRecords(t, pipeline, "pageviews") == events && committedRecords(t, pipeline, audit.DefaultTopic) >= wantAudit
 	})
 	if err := mirror.Stop(30 * time.Second); err != nil { // publishes the mirror tier's last counts
 		t.Fatalf("mirror: %v\n%s", err, mirror.Output.String())

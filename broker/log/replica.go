@@ -83,16 +83,16 @@ func (l *Log) readUpToOnce(offset, maxBytes, end int64) (Slice, error) {
 		l.mu.RUnlock()
 		return Slice{}, ErrClosed
 	}
-	if end >= l.hw {
-		l.mu.RUnlock()
-		return l.Read(offset, maxBytes)
-	}
 	if offset < l.start || offset > l.leo {
 		err := fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, l.start, l.leo)
 		l.mu.RUnlock()
 		return Slice{}, err
 	}
-	if offset >= end {
+	// Readable: below end and below the flushed end, both as of this
+	// lock. (Reading "to the flushed end" after letting go of it once
+	// returned what a flush had added meanwhile, past end.)
+	bounded := end < l.hw
+	if offset >= min(end, l.hw) {
 		l.mu.RUnlock()
 		return Slice{}, nil
 	}
@@ -105,17 +105,20 @@ func (l *Log) readUpToOnce(offset, maxBytes, end int64) (Slice, error) {
 	s.ref()
 	l.mu.RUnlock()
 
-	// end may lie in this segment: stop at the batch starting there.
-	readable := limit
-	limit, err := s.positionOf(entries, end, limit)
-	if err != nil {
-		err = l.checkRange(s, gaps, 0, 0, readable, err)
-		s.unref()
-		return Slice{}, err
-	}
-	if limit == 0 {
-		s.unref()
-		return Slice{}, nil
+	if bounded {
+		// end may lie in this segment: stop at the batch starting there.
+		readable := limit
+		var err error
+		limit, err = s.positionOf(entries, end, limit)
+		if err != nil {
+			err = l.checkRange(s, gaps, 0, 0, readable, err)
+			s.unref()
+			return Slice{}, err
+		}
+		if limit == 0 {
+			s.unref()
+			return Slice{}, nil
+		}
 	}
 	pos, stop, err := s.readRange(entries, offset, limit, maxBytes)
 	err = l.checkRange(s, gaps, pos, stop, limit, err)

@@ -92,12 +92,17 @@ func TestPipelinedAnswersGoToTheWriter(t *testing.T) {
 	if n := inline.Load(); n > 1 {
 		t.Errorf("the read loop wrote %d of 10 pipelined answers itself, want at most the last", n)
 	}
+	// Lone requests, each sent once the last answer is in: the read loop
+	// writes them itself, unless the writer has not yet counted its last
+	// answer done (a race a loaded machine can lose several times running).
 	inline.Store(0)
-	send(t, c, "t", 11, apiVersions())
-	if got, err := correlation(c); err != nil || got != 11 {
-		t.Fatalf("response %d, %v; want 11", got, err)
+	for corr := int32(11); corr <= 30 && inline.Load() == 0; corr++ {
+		send(t, c, "t", corr, apiVersions())
+		if got, err := correlation(c); err != nil || got != corr {
+			t.Fatalf("response %d, %v; want %d", got, err, corr)
+		}
 	}
-	if n := inline.Load(); n != 1 {
-		t.Errorf("a lone request's answer: %d written by the read loop, want 1", n)
+	if n := inline.Load(); n == 0 {
+		t.Errorf("20 lone requests: none written by the read loop")
 	}
 }

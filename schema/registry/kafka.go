@@ -144,14 +144,31 @@ func (l *kafkaLog) Append(ctx context.Context, recs ...Record) (int64, error) {
 	return last, nil
 }
 
+// endWait bounds how long End waits for the topic's partition to show in
+// the brokers' answer: the registry may have created the topic a moment
+// before, and a broker's metadata can lag its creation briefly.
+const endWait = 10 * time.Second
+
 func (l *kafkaLog) End(ctx context.Context) (int64, error) {
-	offs, err := l.adm.ListEndOffsets(ctx, l.topic)
-	if err != nil {
-		return 0, fmt.Errorf("list end offset of %s: %w", l.topic, err)
-	}
-	o, ok := offs.Lookup(l.topic, 0)
-	if !ok {
-		return 0, fmt.Errorf("list end offset of %s: partition 0 missing from the answer", l.topic)
+	deadline := time.Now().Add(endWait)
+	var o kadm.ListedOffset
+	for {
+		offs, err := l.adm.ListEndOffsets(ctx, l.topic)
+		if err != nil {
+			return 0, fmt.Errorf("list end offset of %s: %w", l.topic, err)
+		}
+		var ok bool
+		if o, ok = offs.Lookup(l.topic, 0); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("list end offset of %s: partition 0 missing from the answer for %s", l.topic, endWait)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("list end offset of %s: %w", l.topic, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	if o.Err != nil {
 		return 0, fmt.Errorf("list end offset of %s: %w", l.topic, o.Err)

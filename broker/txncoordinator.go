@@ -199,10 +199,12 @@ func (tb txnBackend) CommitOffsets(_ context.Context, g string, offsets map[txn.
 
 // WriteMarkers writes the markers of one transaction, each partition's
 // into its leader's log: this broker's own directly, others' with
-// WriteTxnMarkers (writetxnmarkers.go).
-func (tb txnBackend) WriteMarkers(ctx context.Context, pid int64, epoch int16, commit bool, coordEpoch int32, parts []txn.TP) error {
+// WriteTxnMarkers (writetxnmarkers.go). It names the partitions that
+// failed, so the coordinator retries only those.
+func (tb txnBackend) WriteMarkers(ctx context.Context, pid int64, epoch int16, commit bool, coordEpoch int32, parts []txn.TP) ([]txn.TP, error) {
 	b := tb.b
 	remote := map[int32][]txn.TP{}
+	var failed []txn.TP
 	var errs []error
 	for _, tp := range parts {
 		t, ok := b.meta.Topic(tp.Topic)
@@ -214,15 +216,18 @@ func (tb txnBackend) WriteMarkers(ctx context.Context, pid int64, epoch int16, c
 			continue
 		}
 		if code := b.writeMarker(ctx, t, tp.Partition, pid, epoch, commit, coordEpoch); code != 0 {
+			failed = append(failed, tp)
 			errs = append(errs, fmt.Errorf("%s[%d]: %w", tp.Topic, tp.Partition, kerr.ErrorForCode(code)))
 		}
 	}
 	for leader, tps := range remote {
-		if err := b.sendMarkers(ctx, leader, pid, epoch, commit, coordEpoch, tps); err != nil {
+		notWritten, err := b.sendMarkers(ctx, leader, pid, epoch, commit, coordEpoch, tps)
+		if err != nil {
+			failed = append(failed, notWritten...)
 			errs = append(errs, fmt.Errorf("markers to broker %d: %w", leader, err))
 		}
 	}
-	return errors.Join(errs...)
+	return failed, errors.Join(errs...)
 }
 
 // writeMarker appends one marker to a partition this broker leads and
@@ -256,8 +261,9 @@ func (b *Broker) writeMarker(ctx context.Context, t cluster.Topic, p int32, pid 
 	return 0
 }
 
-// sendMarkers asks another broker, the leader of tps, to write markers.
-func (b *Broker) sendMarkers(ctx context.Context, leader int32, pid int64, epoch int16, commit bool, coordEpoch int32, tps []txn.TP) error {
+// sendMarkers asks another broker, the leader of tps, to write markers,
+// and returns those it did not write (all of them when it did not answer).
+func (b *Broker) sendMarkers(ctx context.Context, leader int32, pid int64, epoch int16, commit bool, coordEpoch int32, tps []txn.TP) ([]txn.TP, error) {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.Version = 1
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
@@ -278,19 +284,30 @@ func (b *Broker) sendMarkers(ctx context.Context, leader int32, pid int64, epoch
 		timeout = time.Until(d)
 	}
 	if err := b.interBrokerRoundTrip(leader, req, resp, timeout); err != nil {
-		return err
+		return tps, err
 	}
+	answered := map[txn.TP]bool{}
+	var failed []txn.TP
 	var errs []error
 	for _, rm := range resp.Markers {
 		for _, rt := range rm.Topics {
 			for _, rp := range rt.Partitions {
+				tp := txn.TP{Topic: rt.Topic, Partition: rp.Partition}
+				answered[tp] = true
 				if rp.ErrorCode != 0 && rp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+					failed = append(failed, tp)
 					errs = append(errs, fmt.Errorf("%s[%d]: %w", rt.Topic, rp.Partition, kerr.ErrorForCode(rp.ErrorCode)))
 				}
 			}
 		}
 	}
-	return errors.Join(errs...)
+	for _, tp := range tps {
+		if !answered[tp] {
+			failed = append(failed, tp)
+			errs = append(errs, fmt.Errorf("%s[%d]: broker %d did not answer for it", tp.Topic, tp.Partition, leader))
+		}
+	}
+	return failed, errors.Join(errs...)
 }
 
 // stateBatch is one uncompressed batch of state records at time ts.

@@ -52,8 +52,10 @@ type Backend interface {
 	// commit or abort marker at epoch, from coordinator epoch coordEpoch,
 	// which partitions use to refuse a stale coordinator's markers) and
 	// returns once they are durable. Partitions that no longer exist are
-	// skipped without error.
-	WriteMarkers(ctx context.Context, producerID int64, epoch int16, commit bool, coordEpoch int32, parts []TP) error
+	// skipped without error. On an error, failed names the partitions
+	// whose markers may not be written (nil: all of them), so a retry
+	// writes only those and the others get no duplicate marker.
+	WriteMarkers(ctx context.Context, producerID int64, epoch int16, commit bool, coordEpoch int32, parts []TP) (failed []TP, err error)
 	// CommitOffsets makes a committed transaction's offsets the group's.
 	CommitOffsets(ctx context.Context, group string, offsets map[TP]Offset) error
 	// NewProducerID hands out a producer id never handed out before.

@@ -22,6 +22,8 @@ type memBackend struct {
 	recs     map[int32][]Record
 	markers  []markerCall
 	pids     int64
+	// refuse, when set, names partitions whose next marker fails.
+	refuse map[TP]bool
 }
 
 type markerCall struct {
@@ -56,11 +58,21 @@ func (b *memBackend) ReadState(_ context.Context, p int32) ([]Record, error) {
 	return append([]Record(nil), b.recs[p]...), nil
 }
 
-func (b *memBackend) WriteMarkers(_ context.Context, pid int64, epoch int16, commit bool, coordEpoch int32, parts []TP) error {
+func (b *memBackend) WriteMarkers(_ context.Context, pid int64, epoch int16, commit bool, coordEpoch int32, parts []TP) ([]TP, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.markers = append(b.markers, markerCall{pid, epoch, commit, coordEpoch, parts})
-	return nil
+	var failed []TP
+	for _, tp := range parts {
+		if b.refuse[tp] {
+			delete(b.refuse, tp)
+			failed = append(failed, tp)
+		}
+	}
+	if failed != nil {
+		return failed, errors.New("the leader refused the marker")
+	}
+	return nil, nil
 }
 
 func (b *memBackend) CommitOffsets(context.Context, string, map[TP]Offset) error { return nil }

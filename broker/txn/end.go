@@ -65,8 +65,12 @@ func (c *Coordinator) complete(ctx context.Context, m *meta) error {
 	if err != nil {
 		return err
 	}
-	if err := c.be.WriteMarkers(ctx, m.producerID, m.epoch, commit, coordEpoch, m.sortedPartitions()); err != nil {
-		return fmt.Errorf("writing markers: %w", err)
+	if parts := m.unmarked(); len(parts) > 0 {
+		failed, err := c.be.WriteMarkers(ctx, m.producerID, m.epoch, commit, coordEpoch, parts)
+		m.markWritten(parts, failed, err)
+		if err != nil {
+			return fmt.Errorf("writing markers: %w", err)
+		}
 	}
 	if commit {
 		for g, offs := range m.pending {

@@ -83,10 +83,41 @@ type meta struct {
 	// followed by a second one, so the fenced instance's epoch is never
 	// prevEpoch.
 	prevEpoch int16
+	// marked are the partitions whose markers for the decision at
+	// markedEpoch are durable, kept in memory only: a completion that
+	// failed in some partitions retries those alone. After a reload it is
+	// empty and every marker is written again, which partitions accept.
+	marked      map[TP]bool
+	markedEpoch int16
 }
 
 func (m *meta) resetTxn() {
-	m.partitions, m.groups, m.pending = nil, nil, nil
+	m.partitions, m.groups, m.pending, m.marked = nil, nil, nil, nil
+}
+
+// unmarked is the transaction's partitions whose markers for the current
+// decision are not known to be written, sorted.
+func (m *meta) unmarked() []TP {
+	if m.markedEpoch != m.epoch {
+		m.marked = nil
+	}
+	return slices.DeleteFunc(m.sortedPartitions(), func(tp TP) bool { return m.marked[tp] })
+}
+
+// markWritten records that the markers of parts, but for failed, are
+// durable at the current epoch (failed nil with an error: none is known).
+func (m *meta) markWritten(parts, failed []TP, err error) {
+	if err != nil && failed == nil {
+		return
+	}
+	if m.marked == nil || m.markedEpoch != m.epoch {
+		m.marked, m.markedEpoch = map[TP]bool{}, m.epoch
+	}
+	for _, tp := range parts {
+		if !slices.Contains(failed, tp) {
+			m.marked[tp] = true
+		}
+	}
 }
 
 // PartitionFor is the __transaction_state partition holding id's state,

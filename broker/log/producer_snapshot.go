@@ -29,23 +29,28 @@ import (
 // ignored, never half-believed:
 //
 //	length uint32 | crc32c uint32 (of data) | data
-//	data:  version uint8 (2) | offset int64 | count uint32 | count × producer |
+//	data:  version uint8 (3) | offset int64 | count uint32 | count × producer |
 //	       open uint32 | open × (producer id int64 | first offset int64)
-//	producer: id int64 | epoch int16 | last append ms int64 | n uint8 |
+//	producer: id int64 | epoch int16 | last append ms int64 |
+//	          coordinator epoch int32 | n uint8 |
 //	          n × (first sequence int32 | records int32 | base offset int64)
 //
 // all big-endian; producers least recently appended first, each one's
 // batches oldest first, so loading rebuilds the recency order too. The
 // open list is the transactions open at offset (txn.go): where each began.
-// Version 1, written before transactions, has no open list.
+// The coordinator epoch is that of the newest marker written for the
+// producer, with which the log refuses an older coordinator's markers; a
+// producer known here only by its markers has no batches (n = 0).
+// Version 2 has no coordinator epoch and no producer without batches;
+// version 1, written before transactions, has no open list either.
 const (
 	producerSnapshotSuffix  = ".producers"
-	producerSnapshotVersion = 2
+	producerSnapshotVersion = 3
 	producerSnapshotsKept   = 2
 
 	snapshotFrame     = 8  // length and CRC
 	snapshotHeader    = 13 // version, offset, count
-	snapshotProducer  = 19 // a producer without its batches
+	snapshotProducer  = 23 // a producer without its batches (19 before version 3)
 	snapshotBatchSize = 16
 )
 
@@ -64,6 +69,7 @@ func encodeProducerSnapshot(p *producers, txns *openTxns, offset int64) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(e.id))
 		b = binary.BigEndian.AppendUint16(b, uint16(e.epoch))
 		b = binary.BigEndian.AppendUint64(b, uint64(e.lastSeen))
+		b = binary.BigEndian.AppendUint32(b, uint32(e.coordEpoch))
 		b = append(b, e.n)
 		for k := range int(e.n) {
 			r := e.batches[(int(e.head)+producerBatchesKept-int(e.n)+k)%producerBatchesKept]
@@ -100,34 +106,42 @@ func decodeProducerSnapshot(b []byte, offset int64, into producers, txns *openTx
 		return into, fmt.Errorf("crc mismatch: header says %08x, bytes give %08x", want, got)
 	}
 	version := data[0]
-	if version != 1 && version != producerSnapshotVersion {
+	if version < 1 || version > producerSnapshotVersion {
 		return into, fmt.Errorf("unknown snapshot version %d", data[0])
+	}
+	producerSize, minBatches := snapshotProducer, 0
+	if version < 3 {
+		producerSize, minBatches = snapshotProducer-4, 1
 	}
 	if at := int64(binary.BigEndian.Uint64(data[1:])); at != offset {
 		return into, fmt.Errorf("snapshot says it covers offset %d, its name says %d", at, offset)
 	}
 	count := int(binary.BigEndian.Uint32(data[9:]))
 	data = data[snapshotHeader:]
-	if count > len(data)/snapshotProducer {
+	if count > len(data)/producerSize {
 		return into, fmt.Errorf("%d producers cannot fit in %d bytes", count, len(data))
 	}
 	for i := range count {
-		if len(data) < snapshotProducer {
+		if len(data) < producerSize {
 			return into, fmt.Errorf("producer %d of %d: snapshot ends early", i, count)
 		}
 		id := int64(binary.BigEndian.Uint64(data))
 		epoch := int16(binary.BigEndian.Uint16(data[8:]))
 		lastSeen := int64(binary.BigEndian.Uint64(data[10:]))
-		n := int(data[18])
-		data = data[snapshotProducer:]
-		if id == -1 || n < 1 || n > producerBatchesKept || len(data) < n*snapshotBatchSize {
-			return into, fmt.Errorf("producer %d of %d (id %d): malformed, %d batches", i, count, id, n)
+		coordEpoch := int32(0)
+		if version >= 3 {
+			coordEpoch = int32(binary.BigEndian.Uint32(data[18:]))
+		}
+		n := int(data[producerSize-1])
+		data = data[producerSize:]
+		if id == -1 || n < minBatches || n > producerBatchesKept || len(data) < n*snapshotBatchSize || coordEpoch < -1 {
+			return into, fmt.Errorf("producer %d of %d (id %d): malformed, %d batches, coordinator epoch %d", i, count, id, n, coordEpoch)
 		}
 		if into.lookup(id) != nil {
 			return into, fmt.Errorf("producer id %d appears twice", id)
 		}
 		e := into.insert(id)
-		e.epoch, e.lastSeen = epoch, lastSeen
+		e.epoch, e.lastSeen, e.coordEpoch = epoch, lastSeen, max(coordEpoch, 0)
 		for range n {
 			r := seqRange{
 				firstSeq: int32(binary.BigEndian.Uint32(data)),
@@ -309,14 +323,16 @@ func (l *Log) loadProducerState() error {
 			}
 			if h.ProducerID != -1 && h.BaseOffset >= from {
 				if h.Control() {
-					l.producers.marker(&h, now)
+					b, err = r.peek(pos, int(min(h.Size(), markerPeek)))
+					coordEpoch := int32(-1)
+					if err == nil {
+						_, coordEpoch, _ = recordbatch.ControlRecord(b) // a bad marker is reported below
+					}
+					l.producers.marker(&h, coordEpoch, now)
 				} else {
 					l.producers.record(&h, h.BaseOffset, h.NextOffset()-1, now)
 				}
 				if h.Transactional() {
-					if h.Control() {
-						b, err = r.peek(pos, int(min(h.Size(), markerPeek)))
-					}
 					if err == nil {
 						err = l.replayBatch(replay, s, &h, b)
 					}

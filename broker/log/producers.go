@@ -44,7 +44,7 @@ type producerEntry struct {
 	lastSeen   int64                         // Clock time of the last append, ms
 	batches    [producerBatchesKept]seqRange // a ring; batches[head-1] is the newest
 	prev, next int32                         // neighbours in recency order, -1 at the ends
-	coordEpoch int32                         // highest transaction coordinator epoch of a marker (txn.go), in memory only
+	coordEpoch int32                         // highest transaction coordinator epoch of a marker (txn.go), kept in snapshots
 	markers    uint32                        // markers written, for the verification guard (txn_guard.go), in memory only
 	epoch      int16
 	n, head    uint8 // batches remembered; where the next one goes

@@ -22,7 +22,7 @@ func (l *Log) ActiveProducers() []ActiveProducer {
 	out := make([]ActiveProducer, 0, len(l.producers.index))
 	l.producers.each(func(e *producerEntry) {
 		p := ActiveProducer{ID: e.id, Epoch: e.epoch, LastSequence: -1, LastTimestamp: e.lastSeen, CoordinatorEpoch: -1}
-		if e.markers > 0 {
+		if e.markers > 0 || e.coordEpoch > 0 {
 			p.CoordinatorEpoch = e.coordEpoch
 		}
 		if e.n > 0 {

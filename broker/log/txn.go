@@ -125,11 +125,11 @@ func (l *Log) txnWritten(batch []byte, h *recordbatch.Header, base, last int64, 
 		l.txns.begin(h.ProducerID, base)
 		return nil
 	}
-	l.producers.marker(h, now)
-	typ, err := recordbatch.ControlType(batch)
+	typ, coordEpoch, err := recordbatch.ControlRecord(batch)
 	if err != nil {
 		return err // validated before it was written: only a bug gets here
 	}
+	l.producers.marker(h, coordEpoch, now)
 	first, ok := l.txns.end(h.ProducerID)
 	if typ == recordbatch.ControlAbort && ok {
 		return l.active.addAborted(AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: base}, l.dir)
@@ -140,8 +140,11 @@ func (l *Log) txnWritten(batch []byte, h *recordbatch.Header, base, last int64, 
 // marker applies a transaction marker to a producer's state: a marker of
 // a newer epoch (the coordinator fenced the producer) makes the older
 // epoch's batches stale; the same epoch keeps its sequences, which go on
-// across transactions.
-func (p *producers) marker(h *recordbatch.Header, now time.Time) {
+// across transactions. The coordinator epoch it carries is remembered
+// whether the marker was written here, replicated from a leader or
+// replayed at Open, so a follower that becomes leader, or a restarted
+// broker, refuses an older coordinator's markers as the writer did.
+func (p *producers) marker(h *recordbatch.Header, coordEpoch int32, now time.Time) {
 	st := p.lookup(h.ProducerID)
 	if st == nil {
 		st = p.insert(h.ProducerID)
@@ -153,6 +156,7 @@ func (p *producers) marker(h *recordbatch.Header, now time.Time) {
 		st.epoch, st.n, st.head = h.ProducerEpoch, 0, 0
 	}
 	st.markers++
+	st.coordEpoch = max(st.coordEpoch, coordEpoch)
 	st.lastSeen = now.UnixMilli()
 }
 
@@ -186,11 +190,6 @@ func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinat
 			ErrCoordinatorFenced, producerID, coordinatorEpoch, st.coordEpoch)
 	}
 	base, _, err := l.write(b, &h, now, false)
-	if err == nil {
-		if st = l.producers.lookup(producerID); st != nil {
-			st.coordEpoch = max(st.coordEpoch, coordinatorEpoch)
-		}
-	}
 	return base, err
 }
 

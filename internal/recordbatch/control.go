@@ -68,11 +68,20 @@ func MarkerBatch(producerID int64, epoch int16, commit bool, coordinatorEpoch in
 // whose bytes from the header on are in b (a marker is a few dozen bytes):
 // ControlCommit or ControlAbort. Control batches are never compressed.
 func ControlType(b []byte) (int16, error) {
+	typ, _, err := ControlRecord(b)
+	return typ, err
+}
+
+// ControlRecord reads a control batch's marker: its type and the epoch of
+// the transaction coordinator that wrote it (the value's second field; -1
+// when the value is missing or too short, which only a broken writer
+// leaves, so the type still counts).
+func ControlRecord(b []byte) (typ int16, coordinatorEpoch int32, err error) {
 	if len(b) < HeaderSize+1 {
-		return 0, fmt.Errorf("%w: control batch of %d bytes holds no record", ErrCorrupt, len(b))
+		return 0, -1, fmt.Errorf("%w: control batch of %d bytes holds no record", ErrCorrupt, len(b))
 	}
 	if c := BatchCodec(b); c != 0 {
-		return 0, fmt.Errorf("%w: control batch compressed with %s", ErrInvalidRecord, c)
+		return 0, -1, fmt.Errorf("%w: control batch compressed with %s", ErrInvalidRecord, c)
 	}
 	pos := HeaderSize
 	var vals [4]int64 // record length, timestamp delta, offset delta, key length
@@ -85,16 +94,24 @@ func ControlType(b []byte) (int16, error) {
 		}
 		v, n := binary.Varint(b[pos:])
 		if n <= 0 {
-			return 0, fmt.Errorf("%w: control record is cut short", ErrCorrupt)
+			return 0, -1, fmt.Errorf("%w: control record is cut short", ErrCorrupt)
 		}
 		vals[i], pos = v, pos+n
 	}
 	if vals[3] < 4 || pos+4 > len(b) {
-		return 0, fmt.Errorf("%w: control record key of %d bytes, need 4", ErrInvalidRecord, vals[3])
+		return 0, -1, fmt.Errorf("%w: control record key of %d bytes, need 4", ErrInvalidRecord, vals[3])
 	}
-	typ := int16(binary.BigEndian.Uint16(b[pos+2:]))
+	typ = int16(binary.BigEndian.Uint16(b[pos+2:]))
 	if typ != ControlAbort && typ != ControlCommit {
-		return 0, fmt.Errorf("%w: control record type %d is neither commit nor abort", ErrInvalidRecord, typ)
+		return 0, -1, fmt.Errorf("%w: control record type %d is neither commit nor abort", ErrInvalidRecord, typ)
 	}
-	return typ, nil
+	coordinatorEpoch = -1
+	if vals[3] > int64(len(b)-pos) {
+		return typ, coordinatorEpoch, nil
+	}
+	pos += int(vals[3])
+	if vlen, n := binary.Varint(b[pos:]); n > 0 && vlen >= 6 && int64(len(b)-pos-n) >= 6 {
+		coordinatorEpoch = int32(binary.BigEndian.Uint32(b[pos+n+2:]))
+	}
+	return typ, coordinatorEpoch, nil
 }

@@ -26,6 +26,9 @@ func TestMarkerBatch(t *testing.T) {
 		if err != nil || typ != want {
 			t.Fatalf("ControlType = %d, %v; want %d", typ, err, want)
 		}
+		if typ, coord, err := ControlRecord(b); err != nil || typ != want || coord != 7 {
+			t.Fatalf("ControlRecord = %d, %d, %v; want %d, coordinator epoch 7", typ, coord, err, want)
+		}
 		var rb kmsg.RecordBatch
 		if err := rb.ReadFrom(b); err != nil {
 			t.Fatal(err)
@@ -56,7 +59,7 @@ func FuzzControlType(f *testing.F) {
 	f.Add(MarkerBatch(1, 2, true, 3, 4))
 	f.Add(MarkerBatch(1, 2, false, 3, 4)[:HeaderSize+3])
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if typ, err := ControlType(b); err == nil && typ != ControlAbort && typ != ControlCommit {
+		if typ, _, err := ControlRecord(b); err == nil && typ != ControlAbort && typ != ControlCommit {
 			t.Fatalf("type %d accepted", typ)
 		}
 	})

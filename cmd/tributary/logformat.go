@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/tributary-io/tributary/internal/logstorm"
 )
 
 // logFormat is how every command writes its log lines: "text" (slog's
@@ -32,13 +34,16 @@ var logLevelVar = func() *slog.LevelVar {
 }()
 
 // newLogHandler is the handler of every log line the command writes to w, in
-// the chosen format and at logLevelVar's level.
+// the chosen format and at logLevelVar's level. A storm of one message
+// (thousands of partitions logging the same event) is cut to its first
+// lines and a count (internal/logstorm), except at debug level.
 func newLogHandler(w io.Writer) slog.Handler {
 	opts := &slog.HandlerOptions{Level: logLevelVar}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if logFormat == "json" {
-		return slog.NewJSONHandler(w, opts)
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.NewTextHandler(w, opts)
+	return logstorm.New(h, logstorm.DefaultBurst, logstorm.DefaultWindow, func() bool { return logLevelVar.Level() <= slog.LevelDebug })
 }
 
 // addLogFormatFlag gives a command's flag set --log-format. Setting it

@@ -127,6 +127,9 @@ func New(cfg Config) (*Broker, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: data directory: %w", err)
 	}
+	if err := validPartitionMetrics(cfg.PartitionMetrics); err != nil {
+		return nil, err
+	}
 	for _, m := range cfg.SASLMechanisms {
 		if m != auth.MechPlain && auth.SCRAMHash(m) == nil {
 			return nil, fmt.Errorf("broker: SASL mechanism %q is not served: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", m)

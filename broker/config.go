@@ -79,6 +79,11 @@ type Config struct {
 	// served. It exists to measure what the hooks cost
 	// (BenchmarkProduceMetricsCost).
 	DisableMetrics bool
+	// PartitionMetrics is how the partition-level series are exported:
+	// "partition" (the default), one series per partition; "topic", one
+	// per topic, summed over its partitions (lags: the largest), for
+	// brokers with thousands of partitions (metrics_partitions.go).
+	PartitionMetrics string
 	// Logger receives one line per event an operator would want.
 	Logger *slog.Logger
 	// LogLevel, when set, is the level Logger's handler filters by: BROKER_LOGGER

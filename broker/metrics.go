@@ -102,7 +102,11 @@ var (
 )
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc("tributary_"+name, help, labels, nil)
+	d := prometheus.NewDesc("tributary_"+name, help, labels, nil)
+	descLabelsMu.Lock()
+	descLabels[d] = labels // metrics_partitions.go
+	descLabelsMu.Unlock()
+	return d
 }
 
 func newBrokerMetrics(b *Broker) *brokerMetrics {
@@ -366,8 +370,25 @@ func (m *brokerMetrics) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect reads the broker's state: connections, every open partition and
-// the lag of every group this broker coordinates.
+// the lag of every group this broker coordinates; per topic rather than
+// per partition when Config.PartitionMetrics says so (metrics_partitions.go).
 func (m *brokerMetrics) Collect(ch chan<- prometheus.Metric) {
+	if m.b.cfg.PartitionMetrics != PartitionMetricsTopic {
+		m.collect(ch)
+		return
+	}
+	in := make(chan prometheus.Metric, 256)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sumByTopic(in, ch)
+	}()
+	m.collect(in)
+	close(in)
+	<-done
+}
+
+func (m *brokerMetrics) collect(ch chan<- prometheus.Metric) {
 	for _, c := range m.events() {
 		c.Collect(ch)
 	}

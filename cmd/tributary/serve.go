@@ -22,6 +22,7 @@ import (
 // after Kafka's where one exists so that operators recognise them.
 type brokerFlags struct {
 	dataDir             string
+	partitionMetrics    string
 	listen              string
 	autoCreate          bool
 	partitions          int
@@ -128,6 +129,7 @@ func (f *brokerFlags) register(fs *flag.FlagSet, defaultListen string) {
 	fs.IntVar(&f.maxTopics, "max-topics", 10000, "refuse creating topics beyond this many; -1: no limit")
 	fs.IntVar(&f.autoCreateMaxTopics, "auto-create-max-topics", 0, "auto-create topics only while the cluster has fewer than this many, so CreateTopics keeps room; 0: half of --max-topics, -1: no cap of its own")
 	fs.Float64Var(&f.autoCreateRate, "auto-create-rate", 10, "topics auto-created a second at most (ten seconds' worth of burst); more get THROTTLING_QUOTA_EXCEEDED; -1: no limit")
+	fs.StringVar(&f.partitionMetrics, "partition-metrics", broker.PartitionMetricsPartition, "`partition`: the partition-level metrics (offsets, size, lag, ...) have a series per partition; topic: one per topic, summed over its partitions (lags: the largest), for brokers with thousands of partitions")
 	fs.IntVar(&f.maxPartitions, "max-partitions", 20000, "refuse creating topics that would make this broker host more partitions; -1: no limit")
 	fs.TextVar(&f.compression, "compression-type", log.CompressionProducer, "codec batches are stored in: `producer` (as each producer sent them), uncompressed, gzip, snappy, lz4 or zstd; the default of topics that set no compression.type (compression.type)")
 	fs.IntVar(&f.cleaner.Threads, "log-cleaner-threads", log.DefaultCleanerThreads, "compacted logs cleaned at once (log.cleaner.threads)")
@@ -176,6 +178,7 @@ func (f *brokerFlags) config() broker.Config {
 		AutoCreateMaxTopics:               f.autoCreateMaxTopics,
 		AutoCreateRate:                    f.autoCreateRate,
 		MaxPartitions:                     f.maxPartitions,
+		PartitionMetrics:                  f.partitionMetrics,
 		Groups:                            f.groups,
 		Transactions:                      f.txns,
 		Log: log.Config{

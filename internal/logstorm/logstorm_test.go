@@ -1,63 +1,33 @@
 package logstorm
 
 import (
-	"bytes"
 	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/testenv"
 )
 
-// syncBuffer is a bytes.Buffer safe for the summary's timer goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func newLogger(buf *syncBuffer, burst int, window time.Duration, pass func() bool) *slog.Logger {
+func newLogger(buf *testenv.SyncBuffer, burst int, window time.Duration, pass func() bool) *slog.Logger {
 	return slog.New(New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}), burst, window, pass))
 }
 
-// waitFor polls until the log holds want, for up to 10 s.
-func waitFor(t *testing.T, buf *syncBuffer, want string) string {
-	return waitForN(t, buf, want, 1)
-}
-
-// waitForN polls until the log holds want n times, for up to 10 s.
-func waitForN(t *testing.T, buf *syncBuffer, want string, n int) string {
+// waitFor waits until the log holds want n times, for up to 10 s, and
+// returns it.
+func waitFor(t *testing.T, buf *testenv.SyncBuffer, want string, n int) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out := buf.String()
-		if strings.Count(out, want) >= n {
-			return out
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in the log within 10 s:\n%s", want, out)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, want+" in the log", func() bool { return strings.Count(buf.String(), want) >= n })
+	return buf.String()
 }
 
 // A storm of one message keeps its first lines and is summed up in one
 // more: 1,000 partitions leaving the ISR at once give burst lines and a
 // count, while another message, and debug lines, pass untouched.
 func TestStormIsCutToItsBurstAndACount(t *testing.T) {
-	var buf syncBuffer
+	var buf testenv.SyncBuffer
 	l := newLogger(&buf, 5, 200*time.Millisecond, nil).With("component", "replication")
 	for p := range 1000 {
 		l.Warn("follower left the isr", "topic", "clicks", "partition", p)
@@ -66,7 +36,7 @@ func TestStormIsCutToItsBurstAndACount(t *testing.T) {
 	for p := range 50 {
 		l.Debug("debug line", "partition", p)
 	}
-	out := waitFor(t, &buf, "suppressed=")
+	out := waitFor(t, &buf, "suppressed=", 1)
 	if n := strings.Count(out, `msg="follower left the isr"`); n != 6 {
 		t.Fatalf("%d lines of the storm, want 5 and a summary:\n%s", n, out)
 	}
@@ -92,18 +62,18 @@ func TestStormIsCutToItsBurstAndACount(t *testing.T) {
 // After a window closes the message gets a new burst, and while pass says
 // so (the level is debug) nothing is held back.
 func TestNewWindowAndPass(t *testing.T) {
-	var buf syncBuffer
+	var buf testenv.SyncBuffer
 	var passing bool
 	var mu sync.Mutex
 	l := newLogger(&buf, 2, 100*time.Millisecond, func() bool { mu.Lock(); defer mu.Unlock(); return passing })
 	for range 4 {
 		l.Info("tick")
 	}
-	waitFor(t, &buf, "suppressed=2")
+	waitFor(t, &buf, "suppressed=2", 1)
 	for range 4 {
 		l.Info("tick")
 	}
-	out := waitForN(t, &buf, "suppressed=2", 2)
+	out := waitFor(t, &buf, "suppressed=2", 2)
 	if n := strings.Count(out, `msg=tick`); n != 6 {
 		t.Fatalf("%d tick lines, want 2 and a summary per window:\n%s", n, out)
 	}

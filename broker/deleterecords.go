@@ -6,6 +6,11 @@ package broker
 // records below it can no longer be read, and whole segments below it are
 // deleted at once. Offset -1 means the high watermark; an offset above it
 // gets OFFSET_OUT_OF_RANGE. The answer's low watermark is the new start.
+// For a replicated partition the bound is the replicated high watermark,
+// what every in-sync replica holds, as in Kafka: the leader's own flushed
+// end may be ahead of its followers, and deleting up to it would delete
+// records no consumer could have seen and no follower holds yet (a
+// follower would then jump past them to the leader's start).
 
 import (
 	"errors"
@@ -53,8 +58,23 @@ func (b *Broker) deleteRecords(who *request, req *kmsg.DeleteRecordsRequest) *km
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
+			hw, _, _, pcode := b.fetchBounds(t, rp.Partition, l, -1, 0)
+			if pcode != 0 {
+				sp.ErrorCode = pcode
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			offset := rp.Offset
+			if offset == -1 {
+				offset = hw
+			}
+			if offset > hw {
+				sp.ErrorCode = kerr.OffsetOutOfRange.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			before := l.StartOffset()
-			start, err := l.DeleteRecordsBefore(rp.Offset)
+			start, err := l.DeleteRecordsBefore(offset)
 			switch {
 			case errors.Is(err, log.ErrOffsetOutOfRange):
 				sp.ErrorCode = kerr.OffsetOutOfRange.Code

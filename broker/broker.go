@@ -69,6 +69,7 @@ import (
 	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/broker/brokerconfig"
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/broker/quota"
@@ -112,6 +113,8 @@ type Broker struct {
 	startLevel slog.Level // the log level at start, which DELETE of a BROKER_LOGGER returns to
 
 	metrics *brokerMetrics // see metrics.go
+
+	apis *kafkaapi.Registry // the APIs served (handlers.go, broker/kafkaapi)
 
 	replicas *replicas // replicated partitions led and followed (replica*.go)
 }
@@ -227,6 +230,8 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.startTxns()
+	b.apis = b.newAPIs()
+	b.metrics.observeAPIs(b.apis)
 	b.replicas = newReplicas(b)
 	go b.replicas.shrinkISRs()
 	go b.metrics.watchISRs() // replica_metrics.go

@@ -48,7 +48,7 @@ type request struct {
 func (req *request) APIRequest() *kafkaapi.Request {
 	return &kafkaapi.Request{
 		Request: req.Request, CorrelationID: req.correlationID, ClientID: req.clientID,
-		Principal: req.principal, Host: req.host, Quota: req.quota,
+		Who: req.who(), Quota: req.quota,
 	}
 }
 

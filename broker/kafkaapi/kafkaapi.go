@@ -11,8 +11,8 @@
 // handler packages' constructors; it is complete before the broker
 // serves and only read afterwards, so reading it takes no lock.
 //
-// Handlers authorize their requests themselves,
-// beside their versions, so an API's rules are in its one file.
+// Handlers authorize their requests themselves, through broker/acl's
+// helper (Authorizer.May*, Filter) with their Request's Who, beside their versions, so an API's rules are in its one file.
 package kafkaapi
 
 import (
@@ -23,6 +23,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/netserver"
 )
 
@@ -31,8 +32,9 @@ type Request struct {
 	kmsg.Request
 	CorrelationID int32
 	ClientID      string
-	Principal     string // User:<name> of the connection, for ACLs
-	Host          string // the client's IP, for ACLs
+	// Who is the connection's principal and IP, which the handler asks
+	// broker/acl's helper about.
+	acl.Who
 	// Quota is the connection's throttle; nil in fuzz tests.
 	Quota *netserver.Throttle
 }

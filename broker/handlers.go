@@ -12,6 +12,7 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/groupapi"
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
@@ -38,7 +39,8 @@ func register(key, min, max int16, serve serveFunc) {
 }
 
 // newAPIs builds b's API registry: the root's APIs and the handler
-// packages'. It only reads b's fields when a request is served.
+// packages', each package's handlers built from what they use of b. New
+// calls it once the group coordinator is started.
 func (b *Broker) newAPIs() *kafkaapi.Registry {
 	r := kafkaapi.NewRegistry()
 	for _, a := range rootAPIs {
@@ -47,6 +49,13 @@ func (b *Broker) newAPIs() *kafkaapi.Registry {
 			return serve(b, c.(*conn), in.(*request))
 		})
 	}
+	groupapi.New(groupapi.Config{
+		Groups:            b.groups,
+		Authz:             b.authz,
+		Topics:            b.meta,
+		Closing:           b.closing,
+		PendingTxnOffsets: b.pendingTxnOffsets,
+	}).Register(r)
 	return r
 }
 

@@ -168,14 +168,15 @@ func TestUnregisteredIsUnsupportedVersion(t *testing.T) {
 }
 
 // TestApiVersionsListsTheRegistry: ApiVersions advertises exactly the
-// registered APIs and ranges, in key order.
+// registered APIs and ranges, in key order: the root's and the handler
+// packages'.
 func TestApiVersionsListsTheRegistry(t *testing.T) {
 	b := &Broker{}
 	b.apis = b.newAPIs()
 	keys := b.apiVersions(nil, kmsg.NewPtrApiVersionsRequest()).ApiKeys
 	want := registeredKeys()
-	if len(keys) != len(want) {
-		t.Fatalf("advertised %d apis, registered %d", len(keys), len(want))
+	if len(keys) != len(want) || len(want) <= len(rootAPIs) {
+		t.Fatalf("advertised %d apis, registered %d, %d of them by the root: the handler packages' are missing", len(keys), len(want), len(rootAPIs))
 	}
 	for i, k := range keys {
 		a := apiVersionsOf(want[i])

@@ -42,3 +42,6 @@ func Ready(req *Request, resp kmsg.Response) *netserver.Pending {
 func Later(req *Request, fill func() kmsg.Response) *netserver.Pending {
 	return netserver.Later(func() netserver.Response { return Encode(req, fill()) })
 }
+
+// Pending is a response that may still be computed (netserver's).
+type Pending = netserver.Pending

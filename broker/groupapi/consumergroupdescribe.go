@@ -65,7 +65,7 @@ func (h *Handlers) consumerGroupDescribe(req *kafkaapi.Request, r *kmsg.Consumer
 // assignmentOf gives partitions (sorted by topic) their topic ids.
 func (h *Handlers) assignmentOf(tps []group.TopicPartition) []kmsg.AssignmentTopicPartition {
 	out := []kmsg.AssignmentTopicPartition{}
-	for _, run := range byTopic(tps) {
+	for _, run := range group.ByTopic(tps) {
 		at := kmsg.AssignmentTopicPartition{Topic: run[0].Topic}
 		if t, ok := h.meta.Topic(at.Topic); ok {
 			at.TopicID = t.ID

@@ -25,10 +25,9 @@ import (
 
 func init() {
 	add(68, 0, 1, func(h *Handlers) kafkaapi.Serve {
-		return func(c kafkaapi.Conn, in kafkaapi.Incoming) *kafkaapi.Pending {
-			req := in.APIRequest()
-			return kafkaapi.Ready(req, h.consumerGroupHeartbeat(c, req, req.Request.(*kmsg.ConsumerGroupHeartbeatRequest)))
-		}
+		return kafkaapi.Start(func(c kafkaapi.Conn, req *kafkaapi.Request, r *kmsg.ConsumerGroupHeartbeatRequest) *kafkaapi.Pending {
+			return kafkaapi.Ready(req, h.consumerGroupHeartbeat(c, req, r))
+		})
 	})
 }
 
@@ -79,7 +78,7 @@ func (h *Handlers) consumerGroupHeartbeat(c kafkaapi.Conn, req *kafkaapi.Request
 	}
 	a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 	a.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
-	for _, tps := range byTopic(res.Assignment) {
+	for _, tps := range group.ByTopic(res.Assignment) {
 		t, ok := h.meta.Topic(tps[0].Topic)
 		if !ok {
 			continue
@@ -101,20 +100,6 @@ func (h *Handlers) topicNamesByID() map[[16]byte]string {
 	out := make(map[[16]byte]string, len(topics))
 	for _, t := range topics {
 		out[t.ID] = t.Name
-	}
-	return out
-}
-
-// byTopic splits partitions sorted by topic into one run per topic.
-func byTopic(tps []group.TopicPartition) [][]group.TopicPartition {
-	var out [][]group.TopicPartition
-	for i := 0; i < len(tps); {
-		j := i
-		for j < len(tps) && tps[j].Topic == tps[i].Topic {
-			j++
-		}
-		out = append(out, tps[i:j])
-		i = j
 	}
 	return out
 }

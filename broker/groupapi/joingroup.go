@@ -24,12 +24,7 @@ import (
 )
 
 func init() {
-	add(11, 0, 9, func(h *Handlers) kafkaapi.Serve {
-		return func(c kafkaapi.Conn, in kafkaapi.Incoming) *kafkaapi.Pending {
-			req := in.APIRequest()
-			return h.joinGroup(c, req, req.Request.(*kmsg.JoinGroupRequest))
-		}
-	})
+	add(11, 0, 9, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Start(h.joinGroup) })
 }
 
 func (h *Handlers) joinGroup(c kafkaapi.Conn, req *kafkaapi.Request, r *kmsg.JoinGroupRequest) *kafkaapi.Pending {

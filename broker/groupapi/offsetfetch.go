@@ -29,19 +29,20 @@ import (
 )
 
 func init() {
-	add(9, 0, 9, func(h *Handlers) kafkaapi.Serve {
-		return func(_ kafkaapi.Conn, in kafkaapi.Incoming) *kafkaapi.Pending {
-			req := in.APIRequest()
-			r := req.Request.(*kmsg.OffsetFetchRequest)
-			if refused := h.offsetFetchRefused(req, r); refused != nil {
-				return kafkaapi.Ready(req, refused)
-			}
-			describe := func(topic string) bool {
-				return h.authz.MayTopic(req.Who, kmsg.ACLOperationDescribe, topic)
-			}
-			return kafkaapi.Later(req, func() kmsg.Response { return h.offsetFetch(r, describe) })
-		}
-	})
+	add(9, 0, 9, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Start(h.serveOffsetFetch) })
+}
+
+// serveOffsetFetch refuses at once a request naming a group its client may
+// not describe, and answers the others from their own goroutine (a
+// cluster's offsets may be read from ZooKeeper).
+func (h *Handlers) serveOffsetFetch(_ kafkaapi.Conn, req *kafkaapi.Request, r *kmsg.OffsetFetchRequest) *kafkaapi.Pending {
+	if refused := h.offsetFetchRefused(req, r); refused != nil {
+		return kafkaapi.Ready(req, refused)
+	}
+	describe := func(topic string) bool {
+		return h.authz.MayTopic(req.Who, kmsg.ACLOperationDescribe, topic)
+	}
+	return kafkaapi.Later(req, func() kmsg.Response { return h.offsetFetch(r, describe) })
 }
 
 // offsetFetchRefused answers a request naming a group its client may not

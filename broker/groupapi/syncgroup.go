@@ -17,15 +17,10 @@ import (
 )
 
 func init() {
-	add(14, 0, 5, func(h *Handlers) kafkaapi.Serve {
-		return func(_ kafkaapi.Conn, in kafkaapi.Incoming) *kafkaapi.Pending {
-			req := in.APIRequest()
-			return h.syncGroup(req, req.Request.(*kmsg.SyncGroupRequest))
-		}
-	})
+	add(14, 0, 5, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Start(h.syncGroup) })
 }
 
-func (h *Handlers) syncGroup(req *kafkaapi.Request, r *kmsg.SyncGroupRequest) *kafkaapi.Pending {
+func (h *Handlers) syncGroup(_ kafkaapi.Conn, req *kafkaapi.Request, r *kmsg.SyncGroupRequest) *kafkaapi.Pending {
 	if !h.authz.MayGroup(req.Who, kmsg.ACLOperationRead, r.Group) {
 		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
 		resp.ErrorCode = acl.GroupRefused

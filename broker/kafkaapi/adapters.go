@@ -26,6 +26,16 @@ func Async[Q kmsg.Request, P kmsg.Response](h func(*Request, Q) P) Serve {
 	}
 }
 
+// Start adapts a handler that decides itself what it answers at once and
+// what later (Ready, Later), and may read its connection (a member's
+// address, the listener it answers for).
+func Start[Q kmsg.Request](h func(Conn, *Request, Q) *Pending) Serve {
+	return func(c Conn, in Incoming) *netserver.Pending {
+		req := in.APIRequest()
+		return h(c, req, req.Request.(Q))
+	}
+}
+
 // Encode frames resp as the answer to req.
 func Encode(req *Request, resp kmsg.Response) netserver.Encoded {
 	return netserver.Encode(req.CorrelationID, req.GetVersion(), resp)

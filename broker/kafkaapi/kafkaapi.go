@@ -49,8 +49,8 @@ type Conn interface {
 // Incoming is a request as the package that accepted it holds it, which
 // gives this package's Request on demand. The root broker's own handlers
 // take its request type as it is (nothing copied on the produce path);
-// handlers elsewhere get Request, once per request, through Now, Async or
-// Request.
+// handlers elsewhere get Request, made once per request, through the
+// adapters (Now, Async, Start).
 type Incoming interface {
 	APIRequest() *Request
 }

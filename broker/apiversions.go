@@ -2,7 +2,8 @@ package broker
 
 // ApiVersions.
 //
-// Lists the registered APIs and their versions (handlers.go). The response
+// Lists the registered APIs and their versions (the broker's registry,
+// broker/kafkaapi). The response
 // header is always v0 (no tagged fields), whatever the request version, so
 // that a client can read it before it knows which versions we speak. A request for a version
 // newer than ours gets UNSUPPORTED_VERSION in a v0 body that still lists our
@@ -10,7 +11,6 @@ package broker
 
 import (
 	"encoding/binary"
-	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,25 +22,16 @@ func init() {
 
 func (b *Broker) apiVersions(_ *request, _ *kmsg.ApiVersionsRequest) *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
-	resp.ApiKeys = apiKeys()
+	resp.ApiKeys = b.apis.APIVersions()
 	return resp
-}
-
-func apiKeys() []kmsg.ApiVersionsResponseApiKey {
-	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(supported))
-	for k, v := range supported {
-		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: v.min, MaxVersion: v.max})
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].ApiKey < keys[j].ApiKey })
-	return keys
 }
 
 // apiVersionsUnsupported answers an ApiVersions request of a version we do
 // not know, in the v0 format every client can read.
-func apiVersionsUnsupported(correlationID int32) encoded {
+func (b *Broker) apiVersionsUnsupported(correlationID int32) response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = apiKeys()
+	resp.ApiKeys = b.apis.APIVersions()
 	resp.SetVersion(0)
 	buf := make([]byte, 8, 256)
 	binary.BigEndian.PutUint32(buf[4:], uint32(correlationID))

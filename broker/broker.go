@@ -2,8 +2,9 @@
 // connections, decodes requests with franz-go's kmsg, and serves the
 // partitions that the cluster metadata assigns to this broker from the
 // storage engine in broker/log. One file per Kafka API, which registers
-// the API's key, the versions it serves and its handler (handlers.go):
-// ApiVersions advertises exactly those.
+// the API's key, the versions it serves and its handler (handlers.go, or
+// a handler package's Register, e.g. broker/groupapi): ApiVersions
+// advertises exactly those (broker/kafkaapi's registry).
 //
 // What a client may rely on:
 //   - Requests pipelined on one connection are answered in request order.
@@ -27,7 +28,7 @@
 //     password is stored, only salted, iterated SCRAM keys (broker/auth).
 //   - With Config.Authorizer every request is checked against the ACLs as
 //     Kafka checks it, and a request nothing allows is refused (each
-//     handler asks authorize.go; the ACL model is broker/acl).
+//     handler asks broker/acl's helper; the ACL model is broker/acl's).
 //   - A client over its producer_byte_rate or consumer_byte_rate (per
 //     user and/or client id, Kafka's precedence; broker/quota) is answered with
 //     throttle_time_ms and its connection is not read for that long, so its
@@ -69,6 +70,7 @@ import (
 	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/broker/brokerconfig"
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/broker/quota"
@@ -112,6 +114,8 @@ type Broker struct {
 	startLevel slog.Level // the log level at start, which DELETE of a BROKER_LOGGER returns to
 
 	metrics *brokerMetrics // see metrics.go
+
+	apis *kafkaapi.Registry // the APIs served (handlers.go, broker/kafkaapi)
 
 	replicas *replicas // replicated partitions led and followed (replica*.go)
 }
@@ -227,6 +231,8 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.startTxns()
+	b.apis = b.newAPIs()
+	b.metrics.observeAPIs(b.apis)
 	b.replicas = newReplicas(b)
 	go b.replicas.shrinkISRs()
 	go b.metrics.watchISRs() // replica_metrics.go

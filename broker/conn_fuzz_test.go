@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"sort"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,14 +16,9 @@ import (
 // in ApiVersions (the supported table), so each handler is reached.
 func FuzzDecodeRequest(f *testing.F) {
 	formatter := kmsg.NewRequestFormatter(kmsg.FormatterClientID("fuzz"))
-	keys := make([]int16, 0, len(supported))
-	for k := range supported {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-	for _, key := range keys {
-		vr := supported[key]
-		for v := vr.min; v <= vr.max; v++ {
+	for _, key := range testAPIs().Keys() {
+		vr := apiVersionsOf(key)
+		for v := vr.Min; v <= vr.Max; v++ {
 			r := kmsg.RequestForKey(key)
 			r.SetVersion(v)
 			frame := formatter.AppendRequest(nil, r, 1)[4:] // the read loop strips the size

@@ -5,7 +5,7 @@ package broker
 // here each connection gets its session (conn: the listener a handler
 // answers for, the SASL exchange in progress) and each request the fields
 // its handler reads (request), and New gives the server what it needs
-// from the broker: the API registry (handlers.go), the dynamic connection
+// from the broker: the API registry (handlers.go, broker/kafkaapi), the dynamic connection
 // caps (dynamicconfig.go) and the metrics.
 
 import (
@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/netserver"
 )
 
@@ -40,6 +41,15 @@ type request struct {
 	host          string // the client's IP, for ACLs
 	// quota is the connection's throttle (quota_api.go); nil in fuzz tests.
 	quota *netserver.Throttle
+}
+
+// APIRequest is req as handlers outside the root see it
+// (kafkaapi.Incoming).
+func (req *request) APIRequest() *kafkaapi.Request {
+	return &kafkaapi.Request{
+		Request: req.Request, CorrelationID: req.correlationID, ClientID: req.clientID,
+		Who: req.who(), Quota: req.quota,
+	}
 }
 
 // The connection layer's types under the names the handlers use.
@@ -81,9 +91,9 @@ func (b *Broker) newServer(tls *netserver.TLS) *netserver.Server {
 		QueuedMaxRequestBytesPerPrincipal: cfg.QueuedMaxRequestBytesPerPrincipal,
 		Limits:                            b.connLimits,
 		TLS:                               tls,
-		Supports:                          served,
+		Supports:                          func(key, version int16) bool { return b.apis.Supports(key, version) },
 		CheckBody:                         checkBody,
-		APIVersionsFallback:               func(corr int32) response { return apiVersionsUnsupported(corr) },
+		APIVersionsFallback:               b.apiVersionsUnsupported,
 		NewHandler:                        func(nc *netserver.Conn) netserver.Handler { return b.newConn(nc) },
 		Observer:                          b.metrics,
 	})
@@ -111,12 +121,6 @@ func (c *conn) Serve(r netserver.Request) *pending {
 // testHookHandle, when set by a test, may serve a request in place of its
 // handler (e.g. to panic); nil in production.
 var testHookHandle atomic.Pointer[func(req *request) *pending]
-
-// served reports whether the broker serves key at version (handlers.go).
-func served(key, version int16) bool {
-	a, ok := supported[key]
-	return ok && version >= a.min && version <= a.max
-}
 
 // checkBody refuses, before decoding, a Metadata request naming more
 // topics than allowed (metadata.go).

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/cluster"
 )
@@ -49,10 +50,23 @@ func CountInlineWrites() (stop func() int64) {
 	}
 }
 
+// testAPIs is an API registry built as New builds a broker's, for tests
+// that decode or list APIs without a broker.
+var testAPIs = sync.OnceValue(func() *kafkaapi.Registry { return (&Broker{}).newAPIs() })
+
+// apiVersionsOf is the range of versions served of key (0..-1 for none).
+func apiVersionsOf(key int16) kafkaapi.Versions {
+	a, ok := testAPIs().Lookup(key)
+	if !ok {
+		return kafkaapi.Versions{Min: 0, Max: -1}
+	}
+	return a.Versions
+}
+
 // decodeRequest decodes a frame (after its size) as the connection layer
 // does, against the broker's API registry.
 func decodeRequest(frame []byte) (*request, error) {
-	r, err := netserver.DecodeRequest(frame, served, checkBody)
+	r, err := netserver.DecodeRequest(frame, testAPIs().Supports, checkBody)
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ func TestFetchEncodingMatchesKmsg(t *testing.T) {
 	}
 	defer server.Close()
 
-	for v := supported[1].min; v <= supported[1].max; v++ {
+	for v := apiVersionsOf(1).Min; v <= apiVersionsOf(1).Max; v++ {
 		topics := []fetchTopic{
 			{name: "pageviews", partitions: []fetchPartition{
 				{partition: 0, highWatermark: 42, logStart: 7, records: log.Slice{File: f, Pos: int64(len(prefix)), Size: int64(len(records))}},

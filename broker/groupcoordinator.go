@@ -46,3 +46,14 @@ func (b *Broker) startGroups() error {
 	b.groups = group.New(cfg, store)
 	return nil
 }
+
+// groupTopics lists the cluster's topics for the server-side assignors,
+// marking internal ones, which a regex never matches (as in Kafka).
+func (b *Broker) groupTopics() []group.TopicInfo {
+	topics := b.meta.Topics()
+	out := make([]group.TopicInfo, 0, len(topics))
+	for _, t := range topics {
+		out = append(out, group.TopicInfo{Name: t.Name, Partitions: t.Partitions(), Internal: IsInternalTopic(t.Name)})
+	}
+	return out
+}

@@ -1,49 +1,62 @@
 package broker
 
-// The API registry: every Kafka API the broker serves is declared once, by
-// a register call in its own file (produce.go, fetch.go, ...), with its key,
-// the versions it really implements and its handler. ApiVersions advertises
-// exactly these ranges, the connection layer refuses anything outside them
-// before decoding (served, connections.go), and
-// handle dispatches through them, so adding an API or a version is one edit
+// The root's side of the API registry (broker/kafkaapi). Each API file of
+// the root declares its key, the versions it really implements and its
+// handler once, by a register call in its init; New builds the broker's
+// registry from these and from the handler packages' constructors
+// (newAPIs). ApiVersions advertises exactly the registry's ranges, the
+// connection layer refuses anything outside them before decoding, and
+// handle dispatches through it, so adding an API or a version is one edit
 // in that API's file.
 
 import (
-	"fmt"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
 
-// versions is a range of versions of one API that the broker really
-// implements.
-type versions struct{ min, max int16 }
+	"github.com/tributary-io/tributary/broker/groupapi"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
+)
 
 // serveFunc starts serving one decoded request of its API and returns its
 // pending response (nil closes the connection).
 type serveFunc func(b *Broker, c *conn, req *request) *pending
 
-// api is one registered API.
-type api struct {
-	versions
-	serve serveFunc
+// rootAPI is an API served by a file of the root.
+type rootAPI struct {
+	key, min, max int16
+	serve         serveFunc
 }
 
-// supported holds the registered APIs by key. It is filled by the init
-// functions of the API files and only read afterwards.
-var supported = map[int16]api{}
+// rootAPIs are the root's APIs, declared by the init functions of their
+// files and only read afterwards.
+var rootAPIs []rootAPI
 
-// register declares that the broker serves API key in versions min..max
-// with serve. It is called from an init function of the API's file; a key
-// registered twice or a range kmsg cannot decode is a programming error.
+// register declares that the root serves API key in versions min..max
+// with serve. It is called from an init function of the API's file; New
+// puts it in the broker's registry, which refuses a key registered twice
+// or a range kmsg cannot decode.
 func register(key, min, max int16, serve serveFunc) {
-	if _, dup := supported[key]; dup {
-		panic(fmt.Sprintf("api key %d registered twice", key))
+	rootAPIs = append(rootAPIs, rootAPI{key, min, max, serve})
+}
+
+// newAPIs builds b's API registry: the root's APIs and the handler
+// packages', each package's handlers built from what they use of b. New
+// calls it once the group coordinator is started.
+func (b *Broker) newAPIs() *kafkaapi.Registry {
+	r := kafkaapi.NewRegistry()
+	for _, a := range rootAPIs {
+		serve := a.serve
+		r.Register(a.key, a.min, a.max, func(c kafkaapi.Conn, in kafkaapi.Incoming) *pending {
+			return serve(b, c.(*conn), in.(*request))
+		})
 	}
-	r := kmsg.RequestForKey(key)
-	if r == nil || min < 0 || min > max || max > r.MaxVersion() {
-		panic(fmt.Sprintf("api key %d: cannot serve versions %d..%d", key, min, max))
-	}
-	supported[key] = api{versions{min, max}, serve}
+	groupapi.New(groupapi.Config{
+		Groups:            b.groups,
+		Authz:             b.authz,
+		Topics:            b.meta,
+		Closing:           b.closing,
+		PendingTxnOffsets: b.pendingTxnOffsets,
+	}).Register(r)
+	return r
 }
 
 // now adapts a handler that answers at once, on the connection's read
@@ -78,11 +91,11 @@ func (b *Broker) handle(c *conn, req *request) *pending {
 		return nil
 	}
 	req.principal, req.host = c.Principal(), c.ip // each handler authorizes (authorize.go)
-	a, ok := supported[req.Key()]
+	a, ok := b.apis.Lookup(req.Key())
 	if !ok {
 		// decodeRequest only accepts registered keys.
 		c.logger.Error("request with no handler", "key", req.Key())
 		return ready(nil)
 	}
-	return a.serve(b, c, req)
+	return a.Serve(c, req)
 }

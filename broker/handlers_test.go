@@ -17,14 +17,7 @@ import (
 )
 
 // registeredKeys returns the registered API keys in order.
-func registeredKeys() []int16 {
-	keys := make([]int16, 0, len(supported))
-	for k := range supported {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func registeredKeys() []int16 { return testAPIs().Keys() }
 
 // TestRegisteredAPIsAreServed: every registered API is answered by its own
 // handler at both ends of its version range: the answer decodes as that
@@ -32,9 +25,9 @@ func registeredKeys() []int16 {
 func TestRegisteredAPIsAreServed(t *testing.T) {
 	b := newInProcessBroker(t)
 	formatter := kmsg.NewRequestFormatter(kmsg.FormatterClientID("registry-test"))
-	for _, key := range registeredKeys() {
-		a := supported[key]
-		for _, v := range slices.Compact([]int16{a.min, a.max}) {
+	for _, key := range b.apis.Keys() {
+		a, _ := b.apis.Lookup(key)
+		for _, v := range slices.Compact([]int16{a.Min, a.Max}) {
 			t.Run(fmt.Sprintf("%s/v%d", kmsg.NameForKey(key), v), func(t *testing.T) {
 				kreq := kmsg.RequestForKey(key)
 				kreq.SetVersion(v)
@@ -155,18 +148,18 @@ func TestUnregisteredIsUnsupportedVersion(t *testing.T) {
 		if kreq == nil {
 			continue
 		}
-		a, ok := supported[key]
+		a, ok := testAPIs().Lookup(key)
 		if !ok {
 			unregistered++
 			refused(key, kreq.MaxVersion()) // v0 of ControlledShutdown has no client id
 
 			continue
 		}
-		if a.min > 0 {
-			refused(key, a.min-1)
+		if a.Min > 0 {
+			refused(key, a.Min-1)
 		}
-		if a.max < kreq.MaxVersion() {
-			refused(key, a.max+1)
+		if a.Max < kreq.MaxVersion() {
+			refused(key, a.Max+1)
 		}
 	}
 	if unregistered == 0 {
@@ -175,18 +168,21 @@ func TestUnregisteredIsUnsupportedVersion(t *testing.T) {
 }
 
 // TestApiVersionsListsTheRegistry: ApiVersions advertises exactly the
-// registered APIs and ranges, in key order.
+// registered APIs and ranges, in key order: the root's and the handler
+// packages'.
 func TestApiVersionsListsTheRegistry(t *testing.T) {
-	keys := (&Broker{}).apiVersions(nil, kmsg.NewPtrApiVersionsRequest()).ApiKeys
+	b := &Broker{}
+	b.apis = b.newAPIs()
+	keys := b.apiVersions(nil, kmsg.NewPtrApiVersionsRequest()).ApiKeys
 	want := registeredKeys()
-	if len(keys) != len(want) {
-		t.Fatalf("advertised %d apis, registered %d", len(keys), len(want))
+	if len(keys) != len(want) || len(want) <= len(rootAPIs) {
+		t.Fatalf("advertised %d apis, registered %d, %d of them by the root: the handler packages' are missing", len(keys), len(want), len(rootAPIs))
 	}
 	for i, k := range keys {
-		a := supported[want[i]]
-		if k.ApiKey != want[i] || k.MinVersion != a.min || k.MaxVersion != a.max {
+		a := apiVersionsOf(want[i])
+		if k.ApiKey != want[i] || k.MinVersion != a.Min || k.MaxVersion != a.Max {
 			t.Errorf("advertised %s %d..%d, registered key %d %d..%d",
-				kmsg.NameForKey(k.ApiKey), k.MinVersion, k.MaxVersion, want[i], a.min, a.max)
+				kmsg.NameForKey(k.ApiKey), k.MinVersion, k.MaxVersion, want[i], a.Min, a.Max)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/internal/recordbatch"
 )
@@ -27,7 +28,7 @@ import (
 // answered, bytes appended or sent, an fsync) is recorded by a one-line
 // hook into this type, which needs no lock of the broker's.
 //
-// Labels are bounded: API names and versions come from the supported table,
+// Labels are bounded: API names and versions come from the API registry,
 // error names from kerr, topics only once they exist (a produce or fetch to
 // an unknown topic counts as an error, not as a new series). There is no
 // client-id label: any client could make unbounded series of it.
@@ -187,20 +188,26 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 			m.refused.WithLabelValues(mech, reason)
 		}
 	}
-	for key, vr := range supported {
+	return m
+}
+
+// observeAPIs makes the series of each API and version of r. New calls it
+// once r is complete, before the broker serves.
+func (m *brokerMetrics) observeAPIs(r *kafkaapi.Registry) {
+	for _, key := range r.Keys() {
+		vr, _ := r.Lookup(key)
 		name := kmsg.NameForKey(key)
 		s := &apiSeries{
-			min:        vr.min,
+			min:        vr.Min,
 			unanswered: m.unanswered.WithLabelValues(name),
 			duration:   m.duration.WithLabelValues(name),
 			queue:      m.queue.WithLabelValues(name),
 		}
-		for v := vr.min; v <= vr.max; v++ {
+		for v := vr.Min; v <= vr.Max; v++ {
 			s.versions = append(s.versions, m.requests.WithLabelValues(name, strconv.Itoa(int(v))))
 		}
 		m.byKey[key] = s
 	}
-	return m
 }
 
 // logConfig returns the storage configuration with the flush observer set,

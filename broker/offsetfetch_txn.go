@@ -1,46 +1,40 @@
 package broker
 
-// OffsetFetch with RequireStable (v7+, KIP-447): a partition of the group
-// whose offsets an unfinished transaction holds gets
-// UNSTABLE_OFFSET_COMMIT, which clients retry, instead of the offset the
-// commit is about to replace. Transactions this broker coordinates are
-// seen directly (all of them on a standalone broker); those of other
-// brokers through the offsets this broker, the group's coordinator,
-// forwarded to them (txn_forwarded.go).
+// OffsetFetch with RequireStable (v7+, KIP-447), the transactions' side: a
+// partition of the group whose offsets an unfinished transaction holds gets
+// UNSTABLE_OFFSET_COMMIT (broker/groupapi), which clients retry, instead of
+// the offset the commit is about to replace. Transactions this broker
+// coordinates are seen directly (all of them on a standalone broker);
+// those of other brokers through the offsets this broker, the group's
+// coordinator, forwarded to them (txn_forwarded.go).
 
 import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/tributary-io/tributary/broker/txn"
+	"github.com/tributary-io/tributary/broker/group"
 )
 
-// markUnstable sets UNSTABLE_OFFSET_COMMIT on the partitions of topics
-// that group's unfinished transactions hold.
-func (b *Broker) markUnstable(group string, topics []fetchedTopic) {
+// pendingTxnOffsets returns the partitions of the group name whose offsets
+// an unfinished transaction holds (groupapi.Config.PendingTxnOffsets).
+func (b *Broker) pendingTxnOffsets(name string) map[group.TopicPartition]bool {
 	if _, ok := b.meta.Topic(txnStateTopic); !ok {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pending := b.txns.PendingOffsets(ctx, group)
-	for tp := range b.forwardedPending(ctx, group) {
+	var pending map[group.TopicPartition]bool
+	mark := func(topic string, partition int32) {
 		if pending == nil {
-			pending = map[txn.TP]bool{}
+			pending = map[group.TopicPartition]bool{}
 		}
-		pending[tp] = true
+		pending[group.TopicPartition{Topic: topic, Partition: partition}] = true
 	}
-	if len(pending) == 0 {
-		return
+	for tp := range b.txns.PendingOffsets(ctx, name) {
+		mark(tp.Topic, tp.Partition)
 	}
-	for i := range topics {
-		for j := range topics[i].partitions {
-			p := &topics[i].partitions[j]
-			if p.code == 0 && pending[txn.TP{Topic: topics[i].topic, Partition: p.partition}] {
-				p.code = kerr.UnstableOffsetCommit.Code
-			}
-		}
+	for tp := range b.forwardedPending(ctx, name) {
+		mark(tp.Topic, tp.Partition)
 	}
+	return pending
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/groupapi"
 	"github.com/tributary-io/tributary/broker/txn"
 )
 
@@ -55,7 +56,7 @@ func (b *Broker) txnOffsetCommit(req *request, r *kmsg.TxnOffsetCommitRequest) *
 			case pcode != 0:
 			case !known || p.Partition < 0 || p.Partition >= ct.Partitions():
 				pcode = kerr.UnknownTopicOrPartition.Code
-			case p.Metadata != nil && len(*p.Metadata) > maxCommitMetadata:
+			case p.Metadata != nil && len(*p.Metadata) > groupapi.MaxCommitMetadata:
 				pcode = kerr.OffsetMetadataTooLarge.Code
 			default:
 				o := txn.Offset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch}

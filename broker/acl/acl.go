@@ -1,8 +1,8 @@
 // Package acl decides requests by ACLs, Kafka's model: an ACL allows or denies a principal, from a host,
 // an operation on a resource (topic, group, cluster, transactional id)
 // named literally or by prefix. With Config.Authorizer on, every request
-// is checked as Kafka checks it (each handler asks through
-// broker/authorize.go): a deny that matches wins
+// is checked as Kafka checks it (each handler asks the helper, helper.go,
+// with its client's Who): a deny that matches wins
 // over any allow, an allow must match, and nothing matching means deny.
 // Super users pass every check. Allowing Read, Write, Delete or Alter
 // implies Describe, and AlterConfigs implies DescribeConfigs, as in Kafka.

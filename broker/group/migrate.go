@@ -231,7 +231,7 @@ func metadataVersion(ps []Protocol) int16 {
 // encodeAssignment writes partitions as a classic consumer's assignment.
 func encodeAssignment(s tpSet, version int16) []byte {
 	a := kmsg.ConsumerMemberAssignment{Version: version, Topics: []kmsg.ConsumerMemberAssignmentTopic{}}
-	for _, run := range byTopicRuns(s.sorted()) {
+	for _, run := range ByTopic(s.sorted()) {
 		t := kmsg.ConsumerMemberAssignmentTopic{Topic: run[0].Topic}
 		for _, tp := range run {
 			t.Partitions = append(t.Partitions, tp.Partition)
@@ -241,8 +241,10 @@ func encodeAssignment(s tpSet, version int16) []byte {
 	return a.AppendTo(nil)
 }
 
-// byTopicRuns splits partitions sorted by topic into one run per topic.
-func byTopicRuns(tps []TopicPartition) [][]TopicPartition {
+// ByTopic splits partitions sorted by topic into one run per topic (the
+// coordinator's assignments are sorted so; broker/groupapi gives each run
+// its topic id).
+func ByTopic(tps []TopicPartition) [][]TopicPartition {
 	var out [][]TopicPartition
 	for i := 0; i < len(tps); {
 		j := i

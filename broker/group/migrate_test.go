@@ -15,7 +15,7 @@ import (
 // protocol name.
 func subscription(owned []TopicPartition, names ...string) []Protocol {
 	meta := kmsg.ConsumerMemberMetadata{Version: 1, Topics: []string{"t"}}
-	for _, run := range byTopicRuns(owned) {
+	for _, run := range ByTopic(owned) {
 		op := kmsg.ConsumerMemberMetadataOwnedPartition{Topic: run[0].Topic}
 		for _, tp := range run {
 			op.Partitions = append(op.Partitions, tp.Partition)

@@ -1,4 +1,4 @@
-package broker
+package groupapi
 
 // JoinGroup.
 //
@@ -13,32 +13,31 @@ package broker
 // logged; v9's SkipAssignment is always false (the leader always assigns).
 
 import (
-	"net"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 func init() {
-	register(11, 0, 9, func(b *Broker, c *conn, req *request) *pending {
-		return b.joinGroup(c, req, req.Request.(*kmsg.JoinGroupRequest))
-	})
+	add(11, 0, 9, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Start(h.joinGroup) })
 }
 
-func (b *Broker) joinGroup(c *conn, req *request, r *kmsg.JoinGroupRequest) *pending {
-	if !b.mayGroup(req, kmsg.ACLOperationRead, r.Group) {
+func (h *Handlers) joinGroup(c kafkaapi.Conn, req *kafkaapi.Request, r *kmsg.JoinGroupRequest) *kafkaapi.Pending {
+	if !h.authz.MayGroup(req.Who, kmsg.ACLOperationRead, r.Group) {
 		resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
-		resp.ErrorCode = groupRefused
-		return ready(encode(req, resp))
+		resp.ErrorCode = acl.GroupRefused
+		return kafkaapi.Ready(req, resp)
 	}
 	jr := group.JoinRequest{
 		Group:              r.Group,
 		MemberID:           r.MemberID,
 		InstanceID:         r.InstanceID,
-		ClientID:           req.clientID,
+		ClientID:           req.ClientID,
 		ClientHost:         clientHost(c.RemoteAddr()),
 		SessionTimeout:     time.Duration(r.SessionTimeoutMillis) * time.Millisecond,
 		ProtocolType:       r.ProtocolType,
@@ -51,17 +50,17 @@ func (b *Broker) joinGroup(c *conn, req *request, r *kmsg.JoinGroupRequest) *pen
 		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
 	}
 	if r.Reason != nil && *r.Reason != "" {
-		c.logger.Debug("join group", "group", r.Group, "member", r.MemberID, "reason", *r.Reason)
+		c.Logger().Debug("join group", "group", r.Group, "member", r.MemberID, "reason", *r.Reason)
 	}
-	ch := b.groups.Join(jr)
-	return later(func() response {
+	ch := h.groups.Join(jr)
+	return kafkaapi.Later(req, func() kmsg.Response {
 		var res group.JoinResult
 		select {
 		case res = <-ch:
-		case <-b.closing:
+		case <-h.closing:
 			res = group.JoinResult{Err: kerr.CoordinatorNotAvailable, MemberID: r.MemberID, Generation: -1}
 		}
-		return encode(req, joinResponse(res))
+		return joinResponse(res)
 	})
 }
 
@@ -82,20 +81,4 @@ func joinResponse(res group.JoinResult) *kmsg.JoinGroupResponse {
 		resp.Members = append(resp.Members, rm)
 	}
 	return resp
-}
-
-// codeOf is the wire code of a coordinator error (nil: none).
-func codeOf(err *kerr.Error) int16 {
-	if err == nil {
-		return 0
-	}
-	return err.Code
-}
-
-// clientHost is how Kafka shows a member's address in DescribeGroups.
-func clientHost(addr net.Addr) string {
-	if host, _, err := net.SplitHostPort(addr.String()); err == nil {
-		return "/" + host
-	}
-	return "/" + addr.String()
 }

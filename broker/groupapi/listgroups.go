@@ -1,4 +1,4 @@
-package broker
+package groupapi
 
 // ListGroups.
 //
@@ -12,19 +12,21 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 func init() {
-	register(16, 0, 5, async((*Broker).listGroups))
+	add(16, 0, 5, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Async(h.listGroups) })
 }
 
-func (b *Broker) listGroups(req *request, r *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
-	resp := b.listAllGroups(r)
-	if !b.mayCluster(req, kmsg.ACLOperationDescribe) {
+func (h *Handlers) listGroups(req *kafkaapi.Request, r *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	resp := h.listAllGroups(r)
+	if !h.authz.MayCluster(req.Who, kmsg.ACLOperationDescribe) {
 		// Without Describe on the cluster, only the groups it may describe.
 		kept := resp.Groups[:0]
 		for _, g := range resp.Groups {
-			if b.mayGroup(req, kmsg.ACLOperationDescribe, g.Group) {
+			if h.authz.MayGroup(req.Who, kmsg.ACLOperationDescribe, g.Group) {
 				kept = append(kept, g)
 			}
 		}
@@ -33,9 +35,9 @@ func (b *Broker) listGroups(req *request, r *kmsg.ListGroupsRequest) *kmsg.ListG
 	return resp
 }
 
-func (b *Broker) listAllGroups(r *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+func (h *Handlers) listAllGroups(r *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := kmsg.NewPtrListGroupsResponse()
-	groups, err := b.groups.List()
+	groups, err := h.groups.List()
 	resp.ErrorCode = codeOf(err)
 	for _, g := range groups {
 		state := g.State.String()

@@ -1,4 +1,4 @@
-package broker
+package groupapi
 
 // DescribeGroups.
 //
@@ -13,26 +13,28 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 func init() {
-	register(15, 0, 6, async((*Broker).describeGroups))
+	add(15, 0, 6, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Async(h.describeGroups) })
 }
 
-func (b *Broker) describeGroups(req *request, r *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
-	groups, refused := filterAuthorized(r.Groups, func(g string) bool {
-		return b.mayGroup(req, kmsg.ACLOperationDescribe, g)
+func (h *Handlers) describeGroups(req *kafkaapi.Request, r *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+	groups, refused := acl.Filter(r.Groups, func(g string) bool {
+		return h.authz.MayGroup(req.Who, kmsg.ACLOperationDescribe, g)
 	}, func(g string) kmsg.DescribeGroupsResponseGroup {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
-		rg.Group, rg.ErrorCode = g, groupRefused
+		rg.Group, rg.ErrorCode = g, acl.GroupRefused
 		return rg
 	})
 	resp := kmsg.NewPtrDescribeGroupsResponse()
 	for _, name := range groups {
 		sg := kmsg.NewDescribeGroupsResponseGroup()
 		sg.Group = name
-		d, err := b.groups.Describe(name)
+		d, err := h.groups.Describe(name)
 		sg.ErrorCode = codeOf(err)
 		switch {
 		case err == kerr.GroupIDNotFound && r.Version >= 6:

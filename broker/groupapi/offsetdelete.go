@@ -1,4 +1,4 @@
-package broker
+package groupapi
 
 // OffsetDelete.
 //
@@ -10,15 +10,17 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 func init() {
-	register(47, 0, 0, async((*Broker).offsetDelete))
+	add(47, 0, 0, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Async(h.offsetDelete) })
 }
 
-func (b *Broker) offsetDelete(who *request, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
-	if refused := b.offsetDeleteRefused(who, req); refused != nil {
+func (h *Handlers) offsetDelete(who *kafkaapi.Request, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	if refused := h.offsetDeleteRefused(who, req); refused != nil {
 		return refused
 	}
 	resp := kmsg.NewPtrOffsetDeleteResponse()
@@ -28,7 +30,7 @@ func (b *Broker) offsetDelete(who *request, req *kmsg.OffsetDeleteRequest) *kmsg
 			tps = append(tps, group.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
 		}
 	}
-	results, gerr := b.groups.DeleteOffsets(req.Group, tps)
+	results, gerr := h.groups.DeleteOffsets(req.Group, tps)
 	if gerr != nil {
 		resp.ErrorCode = gerr.Code
 		return resp
@@ -51,15 +53,15 @@ func (b *Broker) offsetDelete(who *request, req *kmsg.OffsetDeleteRequest) *kmsg
 // group's offsets (Delete on the group) or read one of its topics: nothing
 // is deleted, since an offset delete is one group operation. nil when the
 // request is allowed.
-func (b *Broker) offsetDeleteRefused(who *request, r *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+func (h *Handlers) offsetDeleteRefused(who *kafkaapi.Request, r *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
 	resp := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if !b.mayGroup(who, kmsg.ACLOperationDelete, r.Group) {
-		resp.ErrorCode = groupRefused
+	if !h.authz.MayGroup(who.Who, kmsg.ACLOperationDelete, r.Group) {
+		resp.ErrorCode = acl.GroupRefused
 		return resp
 	}
 	refusedAny := false
 	for _, t := range r.Topics {
-		ok := b.mayTopic(who, kmsg.ACLOperationRead, t.Topic)
+		ok := h.authz.MayTopic(who.Who, kmsg.ACLOperationRead, t.Topic)
 		refusedAny = refusedAny || !ok
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
@@ -67,7 +69,7 @@ func (b *Broker) offsetDeleteRefused(who *request, r *kmsg.OffsetDeleteRequest) 
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition
 			if !ok {
-				rp.ErrorCode = topicRefused
+				rp.ErrorCode = acl.TopicRefused
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}

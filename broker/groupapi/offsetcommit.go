@@ -1,4 +1,4 @@
-package broker
+package groupapi
 
 // OffsetCommit.
 //
@@ -16,30 +16,33 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 func init() {
-	register(8, 0, 9, now((*Broker).offsetCommit))
+	add(8, 0, 9, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Now(h.offsetCommit) })
 }
 
-// maxCommitMetadata is Kafka's offset.metadata.max.bytes.
-const maxCommitMetadata = 4096
+// MaxCommitMetadata is Kafka's offset.metadata.max.bytes, for
+// OffsetCommit and TxnOffsetCommit alike.
+const MaxCommitMetadata = 4096
 
 // offsetCommit commits the partitions of the topics its client may read
 // in a group it may read; the others are answered with the refusal.
-func (b *Broker) offsetCommit(req *request, r *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
-	groupOK := b.mayGroup(req, kmsg.ACLOperationRead, r.Group)
+func (h *Handlers) offsetCommit(req *kafkaapi.Request, r *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	groupOK := h.authz.MayGroup(req.Who, kmsg.ACLOperationRead, r.Group)
 	code := func(t kmsg.OffsetCommitRequestTopic) int16 {
 		switch {
 		case !groupOK:
-			return groupRefused
-		case !b.mayTopic(req, kmsg.ACLOperationRead, t.Topic):
-			return topicRefused
+			return acl.GroupRefused
+		case !h.authz.MayTopic(req.Who, kmsg.ACLOperationRead, t.Topic):
+			return acl.TopicRefused
 		}
 		return 0
 	}
-	kept, refused := filterAuthorized(r.Topics, func(t kmsg.OffsetCommitRequestTopic) bool { return code(t) == 0 },
+	kept, refused := acl.Filter(r.Topics, func(t kmsg.OffsetCommitRequestTopic) bool { return code(t) == 0 },
 		func(t kmsg.OffsetCommitRequestTopic) kmsg.OffsetCommitResponseTopic {
 			rt := kmsg.NewOffsetCommitResponseTopic()
 			rt.Topic = t.Topic
@@ -51,11 +54,11 @@ func (b *Broker) offsetCommit(req *request, r *kmsg.OffsetCommitRequest) *kmsg.O
 			return rt
 		})
 	if len(refused) == 0 {
-		return b.commitOffsets(r)
+		return h.commitOffsets(r)
 	}
 	var resp *kmsg.OffsetCommitResponse
 	if r.Topics = kept; len(kept) > 0 {
-		resp = b.commitOffsets(r)
+		resp = h.commitOffsets(r)
 	} else {
 		resp = r.ResponseKind().(*kmsg.OffsetCommitResponse)
 	}
@@ -63,7 +66,7 @@ func (b *Broker) offsetCommit(req *request, r *kmsg.OffsetCommitRequest) *kmsg.O
 	return resp
 }
 
-func (b *Broker) commitOffsets(r *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+func (h *Handlers) commitOffsets(r *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	cr := group.CommitRequest{
 		Group:      r.Group,
 		MemberID:   r.MemberID,
@@ -78,13 +81,13 @@ func (b *Broker) commitOffsets(r *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitRe
 	// partition goes to the coordinator.
 	codes := make([][]int16, len(r.Topics))
 	for i, rt := range r.Topics {
-		t, known := b.meta.Topic(rt.Topic)
+		t, known := h.meta.Topic(rt.Topic)
 		codes[i] = make([]int16, len(rt.Partitions))
 		for j, rp := range rt.Partitions {
 			switch {
 			case !known || rp.Partition < 0 || rp.Partition >= t.Partitions():
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
-			case rp.Metadata != nil && len(*rp.Metadata) > maxCommitMetadata:
+			case rp.Metadata != nil && len(*rp.Metadata) > MaxCommitMetadata:
 				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
 			default:
 				o := group.Offset{Offset: rp.Offset}
@@ -95,7 +98,7 @@ func (b *Broker) commitOffsets(r *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitRe
 			}
 		}
 	}
-	groupCode := codeOf(b.groups.Commit(cr))
+	groupCode := codeOf(h.groups.Commit(cr))
 
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	for i, rt := range r.Topics {

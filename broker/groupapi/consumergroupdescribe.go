@@ -1,4 +1,4 @@
-package broker
+package groupapi
 
 // ConsumerGroupDescribe (key 69, versions 0-1): a consumer-protocol
 // group's state, epochs, assignor and members, each with what it owns and
@@ -13,25 +13,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 func init() {
-	register(69, 0, 1, func(b *Broker, _ *conn, req *request) *pending {
-		return ready(encode(req, b.consumerGroupDescribe(req, req.Request.(*kmsg.ConsumerGroupDescribeRequest))))
-	})
+	add(69, 0, 1, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Now(h.consumerGroupDescribe) })
 }
 
-func (b *Broker) consumerGroupDescribe(req *request, r *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse {
+func (h *Handlers) consumerGroupDescribe(req *kafkaapi.Request, r *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse {
 	resp := kmsg.NewPtrConsumerGroupDescribeResponse()
 	for _, name := range r.Groups {
 		sg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		sg.Group = name
-		if !b.mayGroup(req, kmsg.ACLOperationDescribe, name) {
+		if !h.authz.MayGroup(req.Who, kmsg.ACLOperationDescribe, name) {
 			sg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			resp.Groups = append(resp.Groups, sg)
 			continue
 		}
-		d, err, msg := b.groups.DescribeConsumer(name)
+		d, err, msg := h.groups.DescribeConsumer(name)
 		sg.ErrorCode = codeOf(err)
 		if msg != "" {
 			sg.ErrorMessage = &msg
@@ -49,8 +48,8 @@ func (b *Broker) consumerGroupDescribe(req *request, r *kmsg.ConsumerGroupDescri
 					re := m.Regex
 					sm.SubscribedTopicRegex = &re
 				}
-				sm.Assignment.TopicPartitions = b.assignmentOf(m.Assigned)
-				sm.TargetAssignment.TopicPartitions = b.assignmentOf(m.Target)
+				sm.Assignment.TopicPartitions = h.assignmentOf(m.Assigned)
+				sm.TargetAssignment.TopicPartitions = h.assignmentOf(m.Target)
 				sm.MemberType = 1 // consumer protocol (KIP-1099: 0 classic, 1 consumer)
 				if m.Classic {
 					sm.MemberType = 0 // a classic member of a group being migrated
@@ -64,11 +63,11 @@ func (b *Broker) consumerGroupDescribe(req *request, r *kmsg.ConsumerGroupDescri
 }
 
 // assignmentOf gives partitions (sorted by topic) their topic ids.
-func (b *Broker) assignmentOf(tps []group.TopicPartition) []kmsg.AssignmentTopicPartition {
+func (h *Handlers) assignmentOf(tps []group.TopicPartition) []kmsg.AssignmentTopicPartition {
 	out := []kmsg.AssignmentTopicPartition{}
-	for _, run := range byTopic(tps) {
+	for _, run := range group.ByTopic(tps) {
 		at := kmsg.AssignmentTopicPartition{Topic: run[0].Topic}
-		if t, ok := b.meta.Topic(at.Topic); ok {
+		if t, ok := h.meta.Topic(at.Topic); ok {
 			at.TopicID = t.ID
 		}
 		for _, tp := range run {

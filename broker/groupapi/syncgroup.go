@@ -1,4 +1,4 @@
-package broker
+package groupapi
 
 // SyncGroup.
 //
@@ -11,20 +11,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 func init() {
-	register(14, 0, 5, func(b *Broker, _ *conn, req *request) *pending {
-		return b.syncGroup(req, req.Request.(*kmsg.SyncGroupRequest))
-	})
+	add(14, 0, 5, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Start(h.syncGroup) })
 }
 
-func (b *Broker) syncGroup(req *request, r *kmsg.SyncGroupRequest) *pending {
-	if !b.mayGroup(req, kmsg.ACLOperationRead, r.Group) {
+func (h *Handlers) syncGroup(_ kafkaapi.Conn, req *kafkaapi.Request, r *kmsg.SyncGroupRequest) *kafkaapi.Pending {
+	if !h.authz.MayGroup(req.Who, kmsg.ACLOperationRead, r.Group) {
 		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
-		resp.ErrorCode = groupRefused
-		return ready(encode(req, resp))
+		resp.ErrorCode = acl.GroupRefused
+		return kafkaapi.Ready(req, resp)
 	}
 	sr := group.SyncRequest{
 		Group:        r.Group,
@@ -40,12 +40,12 @@ func (b *Broker) syncGroup(req *request, r *kmsg.SyncGroupRequest) *pending {
 			sr.Assignments[a.MemberID] = a.MemberAssignment
 		}
 	}
-	ch := b.groups.Sync(sr)
-	return later(func() response {
+	ch := h.groups.Sync(sr)
+	return kafkaapi.Later(req, func() kmsg.Response {
 		var res group.SyncResult
 		select {
 		case res = <-ch:
-		case <-b.closing:
+		case <-h.closing:
 			res = group.SyncResult{Err: kerr.CoordinatorNotAvailable}
 		}
 		resp := kmsg.NewPtrSyncGroupResponse()
@@ -54,6 +54,6 @@ func (b *Broker) syncGroup(req *request, r *kmsg.SyncGroupRequest) *pending {
 			resp.ProtocolType, resp.Protocol = &res.ProtocolType, &res.Protocol
 			resp.MemberAssignment = res.Assignment
 		}
-		return encode(req, resp)
+		return resp
 	})
 }

@@ -1,4 +1,4 @@
-package broker
+package groupapi
 
 // ConsumerGroupHeartbeat (key 68, versions 0-1): the KIP-848 consumer
 // group protocol, served by the group coordinator (broker/group,
@@ -20,24 +20,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 func init() {
-	register(68, 0, 1, func(b *Broker, c *conn, req *request) *pending {
-		return ready(encode(req, b.consumerGroupHeartbeat(c, req, req.Request.(*kmsg.ConsumerGroupHeartbeatRequest))))
+	add(68, 0, 1, func(h *Handlers) kafkaapi.Serve {
+		return kafkaapi.Start(func(c kafkaapi.Conn, req *kafkaapi.Request, r *kmsg.ConsumerGroupHeartbeatRequest) *kafkaapi.Pending {
+			return kafkaapi.Ready(req, h.consumerGroupHeartbeat(c, req, r))
+		})
 	})
 }
 
-func (b *Broker) consumerGroupHeartbeat(c *conn, req *request, r *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+func (h *Handlers) consumerGroupHeartbeat(c kafkaapi.Conn, req *kafkaapi.Request, r *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
-	if !b.mayGroup(req, kmsg.ACLOperationRead, r.Group) {
+	if !h.authz.MayGroup(req.Who, kmsg.ACLOperationRead, r.Group) {
 		resp.ErrorCode, resp.MemberEpoch = kerr.GroupAuthorizationFailed.Code, -1
 		return resp
 	}
 	hb := group.ConsumerHeartbeat{
 		Group: r.Group, MemberID: r.MemberID, MemberEpoch: r.MemberEpoch,
 		InstanceID: r.InstanceID, RackID: r.RackID,
-		ClientID: req.clientID, ClientHost: clientHost(c.RemoteAddr()),
+		ClientID: req.ClientID, ClientHost: clientHost(c.RemoteAddr()),
 		SubscribedTopics: r.SubscribedTopicNames, ServerAssignor: r.ServerAssignor,
 	}
 	if r.RebalanceTimeoutMillis > 0 {
@@ -48,7 +51,7 @@ func (b *Broker) consumerGroupHeartbeat(c *conn, req *request, r *kmsg.ConsumerG
 	}
 	if r.Topics != nil {
 		hb.Owned = []group.TopicPartition{}
-		names := b.topicNamesByID()
+		names := h.topicNamesByID()
 		for _, t := range r.Topics {
 			name, ok := names[t.TopicID]
 			if !ok {
@@ -59,7 +62,7 @@ func (b *Broker) consumerGroupHeartbeat(c *conn, req *request, r *kmsg.ConsumerG
 			}
 		}
 	}
-	res := b.groups.ConsumerHeartbeat(hb)
+	res := h.groups.ConsumerHeartbeat(hb)
 	resp.ErrorCode, resp.MemberEpoch = codeOf(res.Err), res.MemberEpoch
 	resp.HeartbeatIntervalMillis = int32(res.HeartbeatInterval / time.Millisecond)
 	if res.Message != "" {
@@ -75,8 +78,8 @@ func (b *Broker) consumerGroupHeartbeat(c *conn, req *request, r *kmsg.ConsumerG
 	}
 	a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 	a.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
-	for _, tps := range byTopic(res.Assignment) {
-		t, ok := b.meta.Topic(tps[0].Topic)
+	for _, tps := range group.ByTopic(res.Assignment) {
+		t, ok := h.meta.Topic(tps[0].Topic)
 		if !ok {
 			continue
 		}
@@ -92,36 +95,11 @@ func (b *Broker) consumerGroupHeartbeat(c *conn, req *request, r *kmsg.ConsumerG
 }
 
 // topicNamesByID maps every topic's id to its name.
-func (b *Broker) topicNamesByID() map[[16]byte]string {
-	topics := b.meta.Topics()
+func (h *Handlers) topicNamesByID() map[[16]byte]string {
+	topics := h.meta.Topics()
 	out := make(map[[16]byte]string, len(topics))
 	for _, t := range topics {
 		out[t.ID] = t.Name
-	}
-	return out
-}
-
-// byTopic splits partitions sorted by topic into one run per topic.
-func byTopic(tps []group.TopicPartition) [][]group.TopicPartition {
-	var out [][]group.TopicPartition
-	for i := 0; i < len(tps); {
-		j := i
-		for j < len(tps) && tps[j].Topic == tps[i].Topic {
-			j++
-		}
-		out = append(out, tps[i:j])
-		i = j
-	}
-	return out
-}
-
-// groupTopics lists the cluster's topics for the server-side assignors,
-// marking internal ones, which a regex never matches (as in Kafka).
-func (b *Broker) groupTopics() []group.TopicInfo {
-	topics := b.meta.Topics()
-	out := make([]group.TopicInfo, 0, len(topics))
-	for _, t := range topics {
-		out = append(out, group.TopicInfo{Name: t.Name, Partitions: t.Partitions(), Internal: IsInternalTopic(t.Name)})
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package broker
+package groupapi
 
 // LeaveGroup.
 //
@@ -9,17 +9,19 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 func init() {
-	register(13, 0, 5, now((*Broker).leaveGroup))
+	add(13, 0, 5, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Now(h.leaveGroup) })
 }
 
-func (b *Broker) leaveGroup(req *request, r *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
-	if !b.mayGroup(req, kmsg.ACLOperationRead, r.Group) {
+func (h *Handlers) leaveGroup(req *kafkaapi.Request, r *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+	if !h.authz.MayGroup(req.Who, kmsg.ACLOperationRead, r.Group) {
 		resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
-		resp.ErrorCode = groupRefused
+		resp.ErrorCode = acl.GroupRefused
 		return resp
 	}
 	resp := kmsg.NewPtrLeaveGroupResponse()
@@ -30,7 +32,7 @@ func (b *Broker) leaveGroup(req *request, r *kmsg.LeaveGroupRequest) *kmsg.Leave
 	for _, m := range r.Members {
 		leaving = append(leaving, group.LeaveMember{MemberID: m.MemberID, InstanceID: m.InstanceID})
 	}
-	groupErr, errs := b.groups.Leave(r.Group, leaving)
+	groupErr, errs := h.groups.Leave(r.Group, leaving)
 	resp.ErrorCode = codeOf(groupErr)
 	if r.Version < 3 {
 		if groupErr == nil && len(errs) == 1 {

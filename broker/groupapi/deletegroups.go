@@ -1,4 +1,4 @@
-package broker
+package groupapi
 
 // DeleteGroups.
 //
@@ -10,25 +10,28 @@ package broker
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 func init() {
-	register(42, 0, 2, now((*Broker).deleteGroups))
+	add(42, 0, 2, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Now(h.deleteGroups) })
 }
 
-func (b *Broker) deleteGroups(req *request, r *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
-	groups, refused := filterAuthorized(r.Groups, func(g string) bool {
-		return b.mayGroup(req, kmsg.ACLOperationDelete, g)
+func (h *Handlers) deleteGroups(req *kafkaapi.Request, r *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+	groups, refused := acl.Filter(r.Groups, func(g string) bool {
+		return h.authz.MayGroup(req.Who, kmsg.ACLOperationDelete, g)
 	}, func(g string) kmsg.DeleteGroupsResponseGroup {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
-		rg.Group, rg.ErrorCode = g, groupRefused
+		rg.Group, rg.ErrorCode = g, acl.GroupRefused
 		return rg
 	})
 	resp := kmsg.NewPtrDeleteGroupsResponse()
 	for _, name := range groups {
 		sg := kmsg.NewDeleteGroupsResponseGroup()
 		sg.Group = name
-		sg.ErrorCode = codeOf(b.groups.Delete(name))
+		sg.ErrorCode = codeOf(h.groups.Delete(name))
 		resp.Groups = append(resp.Groups, sg)
 	}
 	resp.Groups = append(resp.Groups, refused...)

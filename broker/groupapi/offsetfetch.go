@@ -1,4 +1,4 @@
-package broker
+package groupapi
 
 // OffsetFetch.
 //
@@ -7,7 +7,7 @@ package broker
 // are also given at the top level. v8+ batches groups, each with its own
 // error (NOT_COORDINATOR for groups another broker coordinates).
 // RequireStable (v7+) holds back offsets a transaction is about to commit
-// (offsetfetch_txn.go).
+// (markUnstable; the broker says which, Config.PendingTxnOffsets).
 // v9's member id and epoch are checked in a consumer-protocol group
 // (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) and ignored in a classic one.
 // v10 (topic ids) is not served.
@@ -23,25 +23,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 func init() {
-	register(9, 0, 9, func(b *Broker, _ *conn, req *request) *pending {
-		r := req.Request.(*kmsg.OffsetFetchRequest)
-		if refused := b.offsetFetchRefused(req, r); refused != nil {
-			return ready(encode(req, refused))
-		}
-		describe := func(topic string) bool {
-			return b.mayTopic(req, kmsg.ACLOperationDescribe, topic)
-		}
-		return later(func() response { return encode(req, b.offsetFetch(r, describe)) })
-	})
+	add(9, 0, 9, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Start(h.serveOffsetFetch) })
+}
+
+// serveOffsetFetch refuses at once a request naming a group its client may
+// not describe, and answers the others from their own goroutine (a
+// cluster's offsets may be read from ZooKeeper).
+func (h *Handlers) serveOffsetFetch(_ kafkaapi.Conn, req *kafkaapi.Request, r *kmsg.OffsetFetchRequest) *kafkaapi.Pending {
+	if refused := h.offsetFetchRefused(req, r); refused != nil {
+		return kafkaapi.Ready(req, refused)
+	}
+	describe := func(topic string) bool {
+		return h.authz.MayTopic(req.Who, kmsg.ACLOperationDescribe, topic)
+	}
+	return kafkaapi.Later(req, func() kmsg.Response { return h.offsetFetch(r, describe) })
 }
 
 // offsetFetchRefused answers a request naming a group its client may not
 // describe; nil when it may describe them all.
-func (b *Broker) offsetFetchRefused(req *request, r *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+func (h *Handlers) offsetFetchRefused(req *kafkaapi.Request, r *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	groups := []string{r.Group}
 	if r.Version >= 8 {
 		groups = groups[:0]
@@ -50,12 +56,12 @@ func (b *Broker) offsetFetchRefused(req *request, r *kmsg.OffsetFetchRequest) *k
 		}
 	}
 	for _, g := range groups {
-		if !b.mayGroup(req, kmsg.ACLOperationDescribe, g) {
+		if !h.authz.MayGroup(req.Who, kmsg.ACLOperationDescribe, g) {
 			resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
-			resp.ErrorCode = groupRefused
+			resp.ErrorCode = acl.GroupRefused
 			for _, g := range groups {
 				rg := kmsg.NewOffsetFetchResponseGroup()
-				rg.Group, rg.ErrorCode = g, groupRefused
+				rg.Group, rg.ErrorCode = g, acl.GroupRefused
 				resp.Groups = append(resp.Groups, rg)
 			}
 			return resp
@@ -79,14 +85,14 @@ type fetchedPartition struct {
 
 // fetchOffsets answers one group: for the requested topics (nil: every
 // committed partition), each partition's offset or the group's error.
-func (b *Broker) fetchOffsets(name string, requested map[string][]int32, all bool, describe func(string) bool) ([]fetchedTopic, *kerr.Error) {
-	return b.fetchOffsetsAs(name, nil, -1, requested, all, describe)
+func (h *Handlers) fetchOffsets(name string, requested map[string][]int32, all bool, describe func(string) bool) ([]fetchedTopic, *kerr.Error) {
+	return h.fetchOffsetsAs(name, nil, -1, requested, all, describe)
 }
 
 // fetchOffsetsAs is fetchOffsets for a member naming itself (v9), checked
 // against a consumer-protocol group's member epochs.
-func (b *Broker) fetchOffsetsAs(name string, memberID *string, epoch int32, requested map[string][]int32, all bool, describe func(string) bool) ([]fetchedTopic, *kerr.Error) {
-	offsets, err := b.groups.FetchAs(name, memberID, epoch)
+func (h *Handlers) fetchOffsetsAs(name string, memberID *string, epoch int32, requested map[string][]int32, all bool, describe func(string) bool) ([]fetchedTopic, *kerr.Error) {
+	offsets, err := h.groups.FetchAs(name, memberID, epoch)
 	if all {
 		requested = map[string][]int32{}
 		for tp := range offsets {
@@ -120,7 +126,29 @@ func (b *Broker) fetchOffsetsAs(name string, memberID *string, epoch int32, requ
 	return out, err
 }
 
-func (b *Broker) offsetFetch(r *kmsg.OffsetFetchRequest, describe func(string) bool) *kmsg.OffsetFetchResponse {
+// markUnstable sets UNSTABLE_OFFSET_COMMIT (RequireStable, v7+, KIP-447)
+// on the partitions of topics whose offsets an unfinished transaction of
+// the group name holds: clients retry it, rather than take the offset the
+// commit is about to replace.
+func (h *Handlers) markUnstable(name string, topics []fetchedTopic) {
+	if h.pending == nil {
+		return
+	}
+	pending := h.pending(name)
+	if len(pending) == 0 {
+		return
+	}
+	for i := range topics {
+		for j := range topics[i].partitions {
+			p := &topics[i].partitions[j]
+			if p.code == 0 && pending[group.TopicPartition{Topic: topics[i].topic, Partition: p.partition}] {
+				p.code = kerr.UnstableOffsetCommit.Code
+			}
+		}
+	}
+}
+
+func (h *Handlers) offsetFetch(r *kmsg.OffsetFetchRequest, describe func(string) bool) *kmsg.OffsetFetchResponse {
 	resp := kmsg.NewPtrOffsetFetchResponse()
 	if r.Version >= 8 {
 		for _, rg := range r.Groups {
@@ -128,9 +156,9 @@ func (b *Broker) offsetFetch(r *kmsg.OffsetFetchRequest, describe func(string) b
 			for _, t := range rg.Topics {
 				requested[t.Topic] = append(requested[t.Topic], t.Partitions...)
 			}
-			topics, err := b.fetchOffsetsAs(rg.Group, rg.MemberID, rg.MemberEpoch, requested, rg.Topics == nil, describe)
+			topics, err := h.fetchOffsetsAs(rg.Group, rg.MemberID, rg.MemberEpoch, requested, rg.Topics == nil, describe)
 			if r.RequireStable {
-				b.markUnstable(rg.Group, topics)
+				h.markUnstable(rg.Group, topics)
 			}
 			sg := kmsg.NewOffsetFetchResponseGroup()
 			sg.Group = rg.Group
@@ -155,9 +183,9 @@ func (b *Broker) offsetFetch(r *kmsg.OffsetFetchRequest, describe func(string) b
 	for _, t := range r.Topics {
 		requested[t.Topic] = append(requested[t.Topic], t.Partitions...)
 	}
-	topics, err := b.fetchOffsets(r.Group, requested, r.Topics == nil && r.Version >= 2, describe)
+	topics, err := h.fetchOffsets(r.Group, requested, r.Topics == nil && r.Version >= 2, describe)
 	if r.RequireStable {
-		b.markUnstable(r.Group, topics)
+		h.markUnstable(r.Group, topics)
 	}
 	resp.ErrorCode = codeOf(err)
 	for _, ft := range topics {

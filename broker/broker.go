@@ -51,7 +51,8 @@
 // (connections, framing, the request budget and its shares), broker/auth
 // (credentials, SCRAM, the login guard), broker/acl (the authorizer),
 // broker/quota, broker/topicconfig and broker/brokerconfig (the config
-// models), broker/kafkaerr (error codes), broker/log (storage) and
+// models), broker/kafkaerr (error codes), broker/partition (the partition
+// table: open logs within the descriptor budget), broker/log (storage) and
 // broker/group (the group coordinator). None of them imports this package.
 package broker
 
@@ -71,6 +72,7 @@ import (
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/netserver"
+	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/broker/quota"
 	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/tributary-io/tributary/cluster"
@@ -81,7 +83,7 @@ type Broker struct {
 	cfg    Config
 	meta   cluster.Metadata
 	logger *slog.Logger
-	logs   *partitions
+	logs   *partition.Table // the partition table (broker/partition)
 	pids   *producerIDs
 	selfID int32 // this broker's id: fixed for its lifetime, read on every request
 	groups *group.Coordinator
@@ -90,7 +92,6 @@ type Broker struct {
 	txnMarkers [2]atomic.Int64
 	txnPeers   txnPeers      // txn_peers.go
 	txnFwd     forwardedTxns // txn_forwarded.go
-	faults     storageFaults // partitions failing writes, logged once each
 
 	closing chan struct{}     // closed when shutdown starts; long polls end
 	server  *netserver.Server // the connection layer (connections.go)
@@ -113,7 +114,8 @@ type Broker struct {
 
 	metrics *brokerMetrics // see metrics.go
 
-	replicas *replicas // replicated partitions led and followed (replica*.go)
+	replicas *replicas   // replicated partitions led and followed (replica*.go)
+	repair   repairState // damaged replicas fetching again (replica_repair.go)
 }
 
 // New opens the data directory (running crash recovery on every local
@@ -194,33 +196,32 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.pids = pids
 	fileBudget := cfg.MaxPartitionFiles
-	if limit := raiseOpenFileLimit(b.logger); fileBudget == 0 {
-		fileBudget = partitionFileBudget(limit)
+	if limit := partition.RaiseOpenFileLimit(b.logger); fileBudget == 0 {
+		fileBudget = partition.FileBudget(limit)
 	}
 	b.metrics = newBrokerMetrics(b)
 	b.server = b.newServer(tlsState)
 	b.migrateInternalTopics()
 	b.staticLog = b.metrics.logConfig(cfg.Log)
-	b.logs = newPartitions(cfg.DataDir, b.staticLog, fileBudget, b.logger)
-	if cfg.MaxOpenPartitions > 0 {
-		b.logs.maxOpen = cfg.MaxOpenPartitions
-	}
-	b.logs.current = b.meta.Topic
-	b.logs.repair.b = b
+	b.repair.b = b
+	b.logs = partition.New(partition.Config{
+		Dir: cfg.DataDir, Base: b.staticLog, FDBudget: fileBudget, MaxOpen: cfg.MaxOpenPartitions,
+		Logger: b.logger, Current: b.meta.Topic, Hooks: &b.repair,
+	})
 	b.dyn.store = brokerconfig.NewFile(filepath.Join(cfg.DataDir, "broker-configs.json"), b.selfID)
 	if zs, ok := b.meta.(zkSessioner); ok {
 		b.dyn.store = brokerconfig.NewZooKeeper(cluster.NewZKBrokerConfigs(zs.Session()), b.selfID)
 	}
 	if err := b.loadDynamicConfigs(); err != nil {
-		b.logs.closeAll()
+		b.logs.CloseAll()
 		return nil, err
 	}
-	if err := b.recoverUnclean(); err != nil {
-		b.logs.closeAll()
+	if err := b.logs.RecoverUnclean(b.meta.Topics(), b.selfID); err != nil {
+		b.logs.CloseAll()
 		return nil, err
 	}
 	if err := b.startGroups(); err != nil {
-		b.logs.closeAll()
+		b.logs.CloseAll()
 		return nil, err
 	}
 	b.startTxns()
@@ -228,7 +229,7 @@ func New(cfg Config) (*Broker, error) {
 	go b.replicas.shrinkISRs()
 	go b.metrics.watchISRs() // replica_metrics.go
 	go b.followMetadata()
-	go b.sweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval)
+	go b.logs.SweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval, b.stopSync, b.meta.Topics, b.selfID)
 	go brokerconfig.Follow(b.dyn.store, b.stopSync, b.reloadDynamicConfigs)
 	go b.quotas.Follow(b.stopSync, func(err error) {
 		b.logger.Error("reading client quotas from ZooKeeper failed; keeping the last ones read", "err", err)
@@ -266,13 +267,13 @@ func (b *Broker) followMetadata() {
 		for _, t := range b.meta.Topics() {
 			live[t.Name] = true
 		}
-		for _, topic := range b.logs.topics() {
+		for _, topic := range b.logs.Topics() {
 			prev[topic] = true
 		}
 		for topic := range prev {
 			if !live[topic] && b.topicDeleted(topic) {
 				b.logger.Info("topic deleted from the cluster; removing its local partitions", "topic", topic)
-				b.logs.deleteTopic(topic)
+				b.logs.DeleteTopic(topic)
 			}
 		}
 		prev = live
@@ -296,7 +297,7 @@ func (b *Broker) Close() error {
 	b.replicas.closeFetchers()
 	b.groups.Close()
 	b.closeTxns()
-	err := b.logs.closeAll()
+	err := b.logs.CloseAll()
 	if merr := b.meta.Close(); err == nil {
 		err = merr
 	}

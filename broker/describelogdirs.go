@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -103,12 +104,12 @@ func (b *Broker) storedPartition(t cluster.Topic, p int32) (*log.Log, int16) {
 	if t.Leaders[p] == b.selfID {
 		return b.localPartition(t, p)
 	}
-	if _, err := os.Stat(b.logs.partitionDir(t.Name, p)); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(b.logs.Dir(t.Name, p)); errors.Is(err, os.ErrNotExist) {
 		return nil, kerr.UnknownTopicOrPartition.Code
 	}
-	l, err := b.logs.get(t, p)
+	l, err := b.logs.Get(t, p)
 	switch {
-	case errors.Is(err, errTopicDeleted):
+	case errors.Is(err, partition.ErrTopicDeleted):
 		return nil, kerr.UnknownTopicOrPartition.Code
 	case err != nil:
 		b.logger.Error("partition unavailable", "topic", t.Name, "partition", p, "err", err)

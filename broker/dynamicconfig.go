@@ -60,7 +60,7 @@ func (b *Broker) loadDynamicConfigs() error {
 		b.logger.Warn("ignoring a stored dynamic broker config", "err", e)
 	}
 	b.dyn.state.Store(st)
-	b.logs.setBase(st.Eff.Topic.Log)
+	b.logs.SetBase(st.Eff.Topic.Log)
 	if c, ok := b.meta.(uncleanElector); ok {
 		c.SetUncleanLeaderElection(st.Eff.Topic.Unclean)
 	}

@@ -30,11 +30,11 @@ func PanicFor(clientID string, inLater bool) (restore func()) {
 
 // SweepRetention runs one pass of the retention sweep now and returns the
 // number of partitions it opened.
-func (b *Broker) SweepRetention() int { return b.sweepOnce() }
+func (b *Broker) SweepRetention() int { return b.logs.SweepOnce(b.meta.Topics(), b.selfID, b.stopSync) }
 
 // OpenPartitions is the number of open partition logs.
 func (b *Broker) OpenPartitions() int {
-	n, _ := b.logs.openCount()
+	n, _ := b.logs.OpenCount()
 	return n
 }
 
@@ -101,7 +101,7 @@ func (b *Broker) LogEnds(topic string, p int32) (flushed, end int64) {
 	if !ok {
 		return -1, -1
 	}
-	l, err := b.logs.get(t, p)
+	l, err := b.logs.Get(t, p)
 	if err != nil {
 		return -1, -1
 	}

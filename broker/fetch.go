@@ -191,7 +191,7 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 				default:
 					s, err = l.ReadUpTo(rp.FetchOffset, max(limit, 1), end)
 				}
-				if err == nil && t.Replicated() && b.logs.repair.refusingNow(partKey{t.Name, rp.Partition}) {
+				if err == nil && t.Replicated() && b.repair.refusingNow(partKey{t.Name, rp.Partition}) {
 					s.Release() // the read found damage: not served with the gap (replica_repair.go)
 					s, err = log.Slice{}, log.ErrClosed
 				}

@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -243,8 +244,8 @@ func (b *Broker) localPartition(t cluster.Topic, p int32) (*log.Log, int16) {
 	if t.Leaders[p] != b.selfID {
 		return nil, kerr.NotLeaderForPartition.Code
 	}
-	l, err := b.logs.get(t, p)
-	if errors.Is(err, errTopicDeleted) {
+	l, err := b.logs.Get(t, p)
+	if errors.Is(err, partition.ErrTopicDeleted) {
 		return nil, kerr.UnknownTopicOrPartition.Code // looked up just before a delete
 	}
 	if err != nil {

@@ -419,17 +419,9 @@ func (m *brokerMetrics) Collect(ch chan<- prometheus.Metric) {
 // closed (opened lazily, or closed to stay within the descriptor budget)
 // are not listed: a scrape must not open files.
 func (b *Broker) openPartitions() []openPartition {
-	b.logs.mu.RLock()
-	defer b.logs.mu.RUnlock()
 	var out []openPartition
-	for key, o := range b.logs.logs {
-		select {
-		case <-o.ready:
-			if o.l != nil {
-				out = append(out, openPartition{key.topic, key.p, o.l})
-			}
-		default: // still opening
-		}
+	for _, o := range b.logs.OpenLogs() {
+		out = append(out, openPartition{o.Topic, o.Partition, o.Log})
 	}
 	return out
 }

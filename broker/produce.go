@@ -133,7 +133,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 					setMessage(&sp, msg)
 					break
 				}
-				b.storageWritten(l, sp.ErrorCode)
+				b.logs.StorageWritten(l, sp.ErrorCode)
 				if sp.ErrorCode == 0 && acks == -1 && last >= 0 {
 					waits = append(waits, appended{log: l, last: last, ti: len(resp.Topics), pi: len(st.Partitions), topic: t, p: rp.Partition})
 				}
@@ -184,7 +184,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 			} else if errors.Is(err, context.DeadlineExceeded) {
 				sp.ErrorCode = kerr.RequestTimedOut.Code
 			} else {
-				sp.ErrorCode = b.storageError(waits[i].log, err)
+				sp.ErrorCode = b.logs.StorageError(waits[i].log, err)
 			}
 			setMessage(sp, "waiting for the flush that covers this batch: "+err.Error())
 		}
@@ -255,7 +255,7 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 		res, err = l.AppendBatchesWithin(batches, allow, guard)
 	}
 	if err != nil {
-		sp.ErrorCode = b.storageError(l, err)
+		sp.ErrorCode = b.logs.StorageError(l, err)
 		setMessage(sp, err.Error())
 		var rerr *log.RecordError
 		if errors.As(err, &rerr) {

@@ -111,6 +111,12 @@ type replicas struct {
 	throttledFetches           atomic.Int64
 }
 
+// partKey names a partition in replication's maps.
+type partKey struct {
+	topic string
+	p     int32
+}
+
 // leaderState is one led partition in one leader epoch.
 type leaderState struct {
 	key   partKey

@@ -265,11 +265,11 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 	logs := make(map[partKey]*log.Log, len(keys))
 	var checks []epochCheck
 	for _, k := range keys {
-		l, err := b.logs.get(parts[k], k.p)
+		l, err := b.logs.Get(parts[k], k.p)
 		if err != nil {
 			return fmt.Errorf("opening %s-%d to follow it: %w", k.topic, k.p, err)
 		}
-		if !f.rs.b.logs.repair.repairBeforeFollowing(k, l) {
+		if !f.rs.b.repair.repairBeforeFollowing(k, l) {
 			continue // not fetched until its log can be cut back (replica_repair.go)
 		}
 		logs[k] = l
@@ -399,7 +399,7 @@ func (f *fetcher) store(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) er
 	if err != nil {
 		return err
 	}
-	l, err := b.logs.get(t, rp.Partition)
+	l, err := b.logs.Get(t, rp.Partition)
 	if err != nil {
 		return err
 	}

@@ -49,8 +49,8 @@ func (rs *replicas) reportLogEnd(r logEndReporter, t cluster.Topic, p, leaderEpo
 		return
 	}
 	end := int64(0)
-	if _, err := os.Stat(rs.b.logs.partitionDir(t.Name, p)); err == nil {
-		l, err := rs.b.logs.open(t, p, false)
+	if _, err := os.Stat(rs.b.logs.Dir(t.Name, p)); err == nil {
+		l, err := rs.b.logs.OpenCold(t, p)
 		if err != nil {
 			rs.b.logger.Warn("cannot report the log end of an offline partition: its log does not open", "topic", t.Name, "partition", p, "err", err)
 			return

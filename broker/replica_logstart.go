@@ -22,7 +22,7 @@ import (
 // says the partition's log ends below the leader's log start, and if so
 // makes the next fetch start there.
 func (f *fetcher) belowLeadersStart(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) bool {
-	l, err := f.rs.b.logs.get(t, rp.Partition)
+	l, err := f.rs.b.logs.Get(t, rp.Partition)
 	if err != nil || rp.LogStartOffset <= l.HighWatermark() {
 		return false
 	}

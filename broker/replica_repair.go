@@ -47,8 +47,9 @@ type stepDowner interface {
 // the gap rather than nothing.
 const stepDownTimeout = 30 * time.Second
 
-// repairState is the broker's repairs in progress, held by its partitions
-// table (logs are opened, and recovered, before replication starts).
+// repairState is the broker's repairs in progress. It is the partition
+// table's Hooks (logs are opened, and recovered, before replication
+// starts).
 type repairState struct {
 	b *Broker
 
@@ -71,9 +72,10 @@ type repairState struct {
 	cutFailed map[partKey]string
 }
 
-// beforeLoss is log.Config.BeforeLoss for a replicated partition's log
-// (partitions.openLog): record where to fetch again, then act on it.
-func (rp *repairState) beforeLoss(t cluster.Topic, key partKey, dir string, fsys log.FS) func(int64) error {
+// BeforeLoss is log.Config.BeforeLoss for a replicated partition's log
+// (partition.Hooks): record where to fetch again, then act on it.
+func (rp *repairState) BeforeLoss(t cluster.Topic, p int32, dir string, fsys log.FS) func(int64) error {
+	key := partKey{t.Name, p}
 	if !t.Replicated() {
 		return nil
 	}
@@ -90,14 +92,14 @@ func (rp *repairState) beforeLoss(t cluster.Topic, key partKey, dir string, fsys
 	}
 }
 
-// opened notes a marker left by an earlier run (the process stopped
-// before it cut its log back).
-func (rp *repairState) opened(t cluster.Topic, key partKey, l *log.Log) {
+// Opened notes a marker left by an earlier run (the process stopped
+// before it cut its log back); partition.Hooks.
+func (rp *repairState) Opened(t cluster.Topic, p int32, l *log.Log) {
 	if !t.Replicated() {
 		return
 	}
 	if _, ok, err := l.RepairFrom(); ok || err != nil {
-		rp.setPending(key)
+		rp.setPending(partKey{t.Name, p})
 	}
 }
 
@@ -158,7 +160,7 @@ func (rp *repairState) refuses(key partKey, leaderEpoch int32, isr int) bool {
 
 // damagedLeader is repairState.refuses for the leader's checks.
 func (rs *replicas) damagedLeader(key partKey, st cluster.PartitionState) bool {
-	return rs.b.logs != nil && rs.b.logs.repair.refuses(key, st.LeaderEpoch, len(st.ISR))
+	return rs.b.repair.refuses(key, st.LeaderEpoch, len(st.ISR))
 }
 
 // refusingNow is refuses for a read already made: was key's damage found

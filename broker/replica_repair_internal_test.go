@@ -22,15 +22,14 @@ func TestDamagedLeaderRules(t *testing.T) {
 	}
 	defer l.Close()
 	b := &Broker{selfID: 1, logger: logger} // no cluster metadata: a step-down always fails
-	b.logs = &partitions{}
-	b.logs.repair.b = b
+	b.repair.b = b
 	b.replicas = &replicas{b: b, leading: map[partKey]*leaderState{}, learned: map[partKey]int64{}}
 	top := func(epoch int32, isr ...int32) cluster.Topic {
 		return cluster.Topic{Name: "damaged", Leaders: []int32{1}, Replicas: [][]int32{{1, 2, 3}},
 			States: []cluster.PartitionState{{Version: 1, Leader: 1, LeaderEpoch: epoch, ISR: isr}}}
 	}
 	key := partKey{"damaged", 0}
-	rp := &b.logs.repair
+	rp := &b.repair
 	settled := func() {
 		t.Helper()
 		for range 1000 {

@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -98,19 +99,15 @@ func (rs *replicas) deleteStrays() (retry bool) {
 // replicas, as the view names them, settled and explicit, leave this
 // broker out.
 func (rs *replicas) strayCandidates() []partKey {
-	entries, err := os.ReadDir(rs.b.logs.dir)
+	stored, err := rs.b.logs.Stored()
 	if err != nil {
 		return nil
 	}
 	var out []partKey
-	for _, e := range entries {
-		topic, p, ok := cutPartitionDir(e.Name())
-		if !ok || !e.IsDir() {
-			continue
-		}
-		t, ok := rs.b.meta.Topic(topic)
-		if ok && rs.notReplicaOf(t, p) {
-			out = append(out, partKey{topic, p})
+	for _, k := range stored {
+		t, ok := rs.b.meta.Topic(k.Topic)
+		if ok && rs.notReplicaOf(t, k.Partition) {
+			out = append(out, partKey{k.Topic, k.Partition})
 		}
 	}
 	return out
@@ -143,7 +140,7 @@ func (rs *replicas) deleteStray(k partKey, replicas []int32) bool {
 	if t, ok := rs.b.meta.Topic(k.topic); closed || !ok || !rs.notReplicaOf(t, k.p) {
 		return false // shutting down, or the view changed since: decide again on the next change
 	}
-	dir := rs.b.logs.partitionDir(k.topic, k.p)
+	dir := rs.b.logs.Dir(k.topic, k.p)
 	var size int64
 	if entries, err := os.ReadDir(dir); err == nil {
 		for _, e := range entries {
@@ -152,8 +149,8 @@ func (rs *replicas) deleteStray(k partKey, replicas []int32) bool {
 			}
 		}
 	}
-	for _, o := range rs.b.logs.take(func(o partKey) bool { return o == k }) {
-		if err := o.l.Delete(); err != nil {
+	for _, l := range rs.b.logs.Take(func(o partition.Key) bool { return o == partition.Key{Topic: k.topic, Partition: k.p} }) {
+		if err := l.Delete(); err != nil {
 			rs.b.logger.Error("deleting a partition this broker is no longer a replica of", "topic", k.topic, "partition", k.p, "err", err)
 			return false
 		}
@@ -219,7 +216,7 @@ func (rs *replicas) recheckTopics() (retry bool) {
 				continue
 			}
 			rs.b.logger.Info("topic deleted from the cluster; removing its local partitions", "topic", topic)
-			rs.b.logs.deleteTopic(topic)
+			rs.b.logs.DeleteTopic(topic)
 		}
 		rs.mu.Lock()
 		delete(rs.unconfirmed, topic)

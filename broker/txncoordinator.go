@@ -250,7 +250,7 @@ func (b *Broker) writeMarker(ctx context.Context, t cluster.Topic, p int32, pid 
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return kerr.RequestTimedOut.Code
 		}
-		return b.storageError(l, err)
+		return b.logs.StorageError(l, err)
 	}
 	b.txnMarkerWritten(commit)
 	return 0

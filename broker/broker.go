@@ -8,7 +8,7 @@
 // What a client may rely on:
 //   - Requests pipelined on one connection are answered in request order.
 //   - A Produce with acks=all is answered only after the fsync that covers
-//     it, on every in-sync replica for a replicated partition (replica.go);
+//     it, on every in-sync replica for a replicated partition (broker/replication);
 //     acks=1 after the append; acks=0 is never answered.
 //   - Fetch serves only flushed data and sends record bytes with sendfile,
 //     straight from the segment file to the socket (on TLS listeners they
@@ -52,8 +52,10 @@
 // (credentials, SCRAM, the login guard), broker/acl (the authorizer),
 // broker/quota, broker/topicconfig and broker/brokerconfig (the config
 // models), broker/kafkaerr (error codes), broker/partition (the partition
-// table: open logs within the descriptor budget), broker/log (storage) and
-// broker/group (the group coordinator). None of them imports this package.
+// table: open logs within the descriptor budget), broker/replication
+// (leaders' high watermarks and ISRs, followers' fetchers), broker/log
+// (storage) and broker/group (the group coordinator). None of them
+// imports this package.
 package broker
 
 import (
@@ -74,6 +76,7 @@ import (
 	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/broker/quota"
+	"github.com/tributary-io/tributary/broker/replication"
 	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/tributary-io/tributary/cluster"
 )
@@ -114,8 +117,8 @@ type Broker struct {
 
 	metrics *brokerMetrics // see metrics.go
 
-	replicas *replicas   // replicated partitions led and followed (replica*.go)
-	repair   repairState // damaged replicas fetching again (replica_repair.go)
+	replicas *replication.Manager // replicated partitions led and followed (broker/replication)
+	repair   *replication.Repair  // damaged replicas fetching again, the table's Hooks
 }
 
 // New opens the data directory (running crash recovery on every local
@@ -203,10 +206,10 @@ func New(cfg Config) (*Broker, error) {
 	b.server = b.newServer(tlsState)
 	b.migrateInternalTopics()
 	b.staticLog = b.metrics.logConfig(cfg.Log)
-	b.repair.b = b
+	b.repair = replication.NewRepair(b.selfID, b.meta, b.logger, b.closing)
 	b.logs = partition.New(partition.Config{
 		Dir: cfg.DataDir, Base: b.staticLog, FDBudget: fileBudget, MaxOpen: cfg.MaxOpenPartitions,
-		Logger: b.logger, Current: b.meta.Topic, Hooks: &b.repair,
+		Logger: b.logger, Current: b.meta.Topic, Hooks: b.repair,
 	})
 	b.dyn.store = brokerconfig.NewFile(filepath.Join(cfg.DataDir, "broker-configs.json"), b.selfID)
 	if zs, ok := b.meta.(zkSessioner); ok {
@@ -225,9 +228,16 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.startTxns()
-	b.replicas = newReplicas(b)
-	go b.replicas.shrinkISRs()
-	go b.metrics.watchISRs() // replica_metrics.go
+	b.replicas = replication.New(replication.Deps{
+		Self: b.selfID, Meta: b.meta, Logs: b.logs, Repair: b.repair, DataDir: cfg.DataDir,
+		LagMax: cfg.ReplicaLagMax, Logger: b.logger,
+		InterBroker: cfg.InterBroker, Listener: b.interBrokerListener(),
+		Stop: b.stopSync, Closing: b.closing,
+		MinISR:        func(t cluster.Topic) int { return b.topicSettingsOf(t.Configs).MinISR },
+		ThrottleRates: b.throttleRates,
+	})
+	go b.replicas.ShrinkISRs()
+	go b.metrics.watchISRs() // metrics_replication.go
 	go b.followMetadata()
 	go b.logs.SweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval, b.stopSync, b.meta.Topics, b.selfID)
 	go brokerconfig.Follow(b.dyn.store, b.stopSync, b.reloadDynamicConfigs)
@@ -251,8 +261,8 @@ func (b *Broker) followMetadata() {
 	for _, t := range b.meta.Topics() {
 		prev[t.Name] = true
 	}
-	b.replicas.reconcileFetchers()
-	b.replicas.reportLogEnds()
+	b.replicas.ReconcileFetchers()
+	b.replicas.ReportLogEnds()
 	for {
 		ch := b.meta.Changed()
 		select {
@@ -261,8 +271,8 @@ func (b *Broker) followMetadata() {
 		case <-ch:
 		}
 		b.reconfigureAll() // configs changed through another broker (alterconfigs.go)
-		b.replicas.reconcileFetchers()
-		b.replicas.reportLogEnds()
+		b.replicas.ReconcileFetchers()
+		b.replicas.ReportLogEnds()
 		live := map[string]bool{}
 		for _, t := range b.meta.Topics() {
 			live[t.Name] = true
@@ -271,7 +281,7 @@ func (b *Broker) followMetadata() {
 			prev[topic] = true
 		}
 		for topic := range prev {
-			if !live[topic] && b.topicDeleted(topic) {
+			if !live[topic] && b.replicas.TopicDeleted(topic) {
 				b.logger.Info("topic deleted from the cluster; removing its local partitions", "topic", topic)
 				b.logs.DeleteTopic(topic)
 			}
@@ -294,7 +304,7 @@ func (b *Broker) Close() error {
 	close(b.stopSync)
 	b.mu.Unlock()
 	b.server.Close() // stops accepting and reading; waits for the responses owed
-	b.replicas.closeFetchers()
+	b.replicas.CloseFetchers()
 	b.groups.Close()
 	b.closeTxns()
 	err := b.logs.CloseAll()

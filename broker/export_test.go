@@ -3,11 +3,11 @@ package broker
 import (
 	"math"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/tributary-io/tributary/broker/netserver"
+	"github.com/tributary-io/tributary/broker/replication"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -68,31 +68,29 @@ func testConn(b *Broker, nc net.Conn) *conn {
 // PauseReplication stops this broker's replica fetchers after their round
 // in flight; resume (idempotent) starts them again.
 func (b *Broker) PauseReplication() (resume func()) {
-	b.replicas.gate.Lock()
-	return sync.OnceFunc(b.replicas.gate.Unlock)
+	return b.replicas.Pause()
 }
 
 // ReplicaDials and ReplicaRenewals are how many connections this broker's
 // fetchers made to leaders, and how many times they logged in again on
 // one before its SASL session ended.
-func (b *Broker) ReplicaDials() int64    { return b.replicas.dials.Load() }
-func (b *Broker) ReplicaRenewals() int64 { return b.replicas.renewals.Load() }
+func (b *Broker) ReplicaDials() int64    { return b.replicas.Counters().Dials }
+func (b *Broker) ReplicaRenewals() int64 { return b.replicas.Counters().Renewals }
 
 // EpochRequestsSent is how many OffsetForLeaderEpoch requests this
 // broker's replica fetchers sent.
-func (b *Broker) EpochRequestsSent() int64 { return b.replicas.epochRequests.Load() }
+func (b *Broker) EpochRequestsSent() int64 { return b.replicas.Counters().EpochRequests }
 
 // BeforeStrayCheck runs fn before any broker of this process reads from
 // ZooKeeper the assignment of a partition it is about to delete as no
-// longer its replica (replica_stray.go), until the test ends.
+// longer its replica (broker/replication/stray.go), until the test ends.
 func BeforeStrayCheck(t testing.TB, fn func(topic string, p int32)) {
-	testHookBeforeStrayCheck.Store(&fn)
-	t.Cleanup(func() { testHookBeforeStrayCheck.Store(nil) })
+	t.Cleanup(replication.BeforeStrayCheck(fn))
 }
 
 // ThrottledFetches is how many partition fetches this broker's
 // replication throttles held back, as leader or as follower.
-func (b *Broker) ThrottledFetches() int64 { return b.replicas.throttledFetches.Load() }
+func (b *Broker) ThrottledFetches() int64 { return b.replicas.Counters().ThrottledFetches }
 
 // LogEnds are this broker's copy of topic's partition p: the offset up to
 // which it is fsynced and its log end offset (-1, -1 when it holds none).
@@ -120,9 +118,9 @@ func (b *Broker) ReplicationThrottleSeen(topic string, p int32, side string) boo
 	}
 	leader, follower := b.throttleRates()
 	if side == "leader" {
-		return leader != math.MaxInt64 && throttledReplica(t.Configs, cluster.LeaderThrottledReplicas, p, b.selfID)
+		return leader != math.MaxInt64 && replication.ThrottledReplica(t.Configs, cluster.LeaderThrottledReplicas, p, b.selfID)
 	}
-	return follower != math.MaxInt64 && throttledReplica(t.Configs, cluster.FollowerThrottledReplicas, p, b.selfID)
+	return follower != math.MaxInt64 && replication.ThrottledReplica(t.Configs, cluster.FollowerThrottledReplicas, p, b.selfID)
 }
 
 // MetadataChanged is the cluster view's Changed: closed at each published

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/replication"
 )
 
 func init() {
@@ -35,10 +36,6 @@ func init() {
 // defaultFetchMaxBytes applies to versions before MaxBytes existed or when
 // a client sends 0 (fetch.max.bytes default).
 const defaultFetchMaxBytes = 50 << 20
-
-// toLogEnd is fetchBounds' read bound for a follower: the leader's log
-// end, flushed or not (replica.go).
-const toLogEnd = -2
 
 type fetchTopic struct {
 	name       string
@@ -163,7 +160,7 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 				continue
 			}
 			watches = append(watches, l.Changed())
-			hw, end, watch, code := b.fetchBounds(t, rp.Partition, l, r.ReplicaID, rp.FetchOffset)
+			hw, end, watch, code := b.replicas.FetchBounds(t, rp.Partition, l, r.ReplicaID, rp.FetchOffset)
 			if code != 0 {
 				fp.errorCode = code
 				anyError = true
@@ -184,15 +181,15 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 				var s log.Slice
 				var err error
 				switch {
-				case end == toLogEnd:
+				case end == replication.ToLogEnd:
 					s, err = l.ReadToEnd(rp.FetchOffset, max(limit, 1))
 				case end < 0:
 					s, err = l.Read(rp.FetchOffset, max(limit, 1))
 				default:
 					s, err = l.ReadUpTo(rp.FetchOffset, max(limit, 1), end)
 				}
-				if err == nil && t.Replicated() && b.repair.refusingNow(partKey{t.Name, rp.Partition}) {
-					s.Release() // the read found damage: not served with the gap (replica_repair.go)
+				if err == nil && t.Replicated() && b.replicas.RefusingRead(t.Name, rp.Partition) {
+					s.Release() // the read found damage: not served with the gap (broker/replication/repair.go)
 					s, err = log.Slice{}, log.ErrClosed
 				}
 				switch {
@@ -211,7 +208,7 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 					size += s.Size
 					budget -= s.Size
 					if r.ReplicaID >= 0 {
-						b.sentToFollower(t, rp.Partition, r.ReplicaID, s.Size)
+						b.replicas.SentToFollower(t, rp.Partition, r.ReplicaID, s.Size)
 					}
 				}
 			}

@@ -14,7 +14,7 @@ package broker
 //
 // A new leader of a replicated partition answers the queries that depend
 // on the high watermark with OFFSET_NOT_AVAILABLE (retriable) until its
-// high watermark reaches where its leader epoch began (replica.go's
+// high watermark reaches where its leader epoch began (broker/replication's
 // hwBehindEpochStart, KIP-207): before that, its latest offset could hide
 // records the previous leader acknowledged.
 
@@ -59,14 +59,14 @@ func (b *Broker) listOffsets(who *request, req *kmsg.ListOffsetsRequest) *kmsg.L
 			var hw int64
 			if pcode == 0 {
 				// Replicated partitions: what every in-sync replica holds.
-				hw, _, _, pcode = b.fetchBounds(t, rp.Partition, l, -1, 0)
+				hw, _, _, pcode = b.replicas.FetchBounds(t, rp.Partition, l, -1, 0)
 			}
 			if pcode != 0 {
 				sp.ErrorCode = pcode
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			if (rp.Timestamp == -1 || rp.Timestamp == -3 || rp.Timestamp >= 0) && b.replicas.hwBehindEpochStart(t, rp.Partition, l, hw) {
+			if (rp.Timestamp == -1 || rp.Timestamp == -3 || rp.Timestamp >= 0) && b.replicas.HWBehindEpochStart(t, rp.Partition, l, hw) {
 				sp.ErrorCode = kerr.OffsetNotAvailable.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue

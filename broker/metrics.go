@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
@@ -385,7 +386,7 @@ func (m *brokerMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	hw := map[string]map[int32]int64{}
-	logEnd := map[partKey]int64{}
+	logEnd := map[partition.Key]int64{}
 	for _, p := range m.b.openPartitions() {
 		st := p.log.Stats()
 		part := strconv.Itoa(int(p.partition))
@@ -408,7 +409,7 @@ func (m *brokerMetrics) Collect(ch chan<- prometheus.Metric) {
 			hw[p.topic] = map[int32]int64{}
 		}
 		hw[p.topic][p.partition] = st.HighWatermark
-		logEnd[partKey{p.topic, p.partition}] = st.LogEndOffset
+		logEnd[partition.Key{Topic: p.topic, Partition: p.partition}] = st.LogEndOffset
 	}
 	m.collectLag(ch, hw)
 	m.collectReplication(ch, logEnd)

@@ -8,7 +8,7 @@ package broker
 // older than every one the log still holds (DeleteRecords or retention
 // moved the log start past it) ends at the log start, as in Kafka. A follower
 // that starts following asks it with its own latest epoch and truncates its
-// log there (replica_truncate.go), so that no two replicas hold different
+// log there (broker/replication/truncate.go), so that no two replicas hold different
 // records at one offset; a consumer may ask it to detect truncation
 // (KIP-320). CurrentLeaderEpoch, when set, fences a requester whose view
 // of the leadership is older (FENCED_LEADER_EPOCH) or newer
@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/replication"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -66,9 +67,9 @@ func (b *Broker) epochEnd(t cluster.Topic, rp kmsg.OffsetForLeaderEpochRequestTo
 	current := int32(-1)
 	if t.Replicated() {
 		// Leading: the epoch is recorded before it is answered for.
-		_, st, err := b.replicas.leader(t, rp.Partition, l)
+		st, err := b.replicas.Lead(t, rp.Partition, l)
 		if err != nil {
-			code, _ := replicationErrorCode(err)
+			code, _ := replication.ErrorCode(err)
 			return code, -1, -1
 		}
 		current = st.LeaderEpoch

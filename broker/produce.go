@@ -38,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/replication"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/recordbatch"
 )
@@ -111,10 +112,10 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 			default:
 				l, code := b.localPartition(t, rp.Partition)
 				if code == 0 {
-					code = b.leadForAppend(t, rp.Partition, l)
+					code = b.replicas.LeadForAppend(t, rp.Partition, l)
 				}
 				if code == 0 && acks == -1 {
-					code = b.enoughReplicas(t, rp.Partition)
+					code = b.replicas.EnoughReplicas(t, rp.Partition)
 				}
 				if code != 0 {
 					sp.ErrorCode = code
@@ -166,11 +167,11 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 		errs := make([]error, len(waits))
 		if len(waits) == 1 {
 			w := waits[0]
-			errs[0] = b.waitReplicated(ctx, w.topic, w.p, w.log, w.last)
+			errs[0] = b.replicas.WaitReplicated(ctx, w.topic, w.p, w.log, w.last)
 		} else {
 			var wg sync.WaitGroup
 			for i, w := range waits {
-				wg.Go(func() { errs[i] = b.waitReplicated(ctx, w.topic, w.p, w.log, w.last) })
+				wg.Go(func() { errs[i] = b.replicas.WaitReplicated(ctx, w.topic, w.p, w.log, w.last) })
 			}
 			wg.Wait()
 		}
@@ -179,7 +180,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 				continue
 			}
 			sp := &resp.Topics[waits[i].ti].Partitions[waits[i].pi]
-			if code, ok := replicationErrorCode(err); ok {
+			if code, ok := replication.ErrorCode(err); ok {
 				sp.ErrorCode = code
 			} else if errors.Is(err, context.DeadlineExceeded) {
 				sp.ErrorCode = kerr.RequestTimedOut.Code

@@ -24,6 +24,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/replication"
 	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/recordbatch"
@@ -108,7 +109,7 @@ func (b *Broker) txnStatePartition(ctx context.Context, p int32) (cluster.Topic,
 	}
 	l, code := b.localPartition(t, p)
 	if code == 0 {
-		code = b.leadForAppend(t, p, l)
+		code = b.replicas.LeadForAppend(t, p, l)
 	}
 	if code != 0 {
 		return t, nil, kerr.ErrorForCode(code)
@@ -124,7 +125,7 @@ func (tb txnBackend) AppendState(ctx context.Context, p int32, epoch int32, recs
 	if err != nil {
 		return err
 	}
-	if _, st, err := tb.b.replicas.leader(t, p, l); err != nil {
+	if st, err := tb.b.replicas.Lead(t, p, l); err != nil {
 		return err
 	} else if st.LeaderEpoch != epoch {
 		return fmt.Errorf("%w: state read in leader epoch %d, this broker leads it in epoch %d", kerr.NotCoordinator, epoch, st.LeaderEpoch)
@@ -133,7 +134,7 @@ func (tb txnBackend) AppendState(ctx context.Context, p int32, epoch int32, recs
 	if err != nil {
 		return err
 	}
-	return tb.b.waitReplicated(ctx, t, p, l, res.LastOffset)
+	return tb.b.replicas.WaitReplicated(ctx, t, p, l, res.LastOffset)
 }
 
 func (tb txnBackend) ReadState(ctx context.Context, p int32) ([]txn.Record, error) {
@@ -181,7 +182,7 @@ func (tb txnBackend) StateEpoch(ctx context.Context, p int32) (int32, error) {
 	if err != nil {
 		return 0, err
 	}
-	_, st, err := tb.b.replicas.leader(t, p, l)
+	st, err := tb.b.replicas.Lead(t, p, l)
 	return st.LeaderEpoch, err
 }
 
@@ -230,7 +231,7 @@ func (tb txnBackend) WriteMarkers(ctx context.Context, pid int64, epoch int16, c
 func (b *Broker) writeMarker(ctx context.Context, t cluster.Topic, p int32, pid int64, epoch int16, commit bool, coordEpoch int32) int16 {
 	l, code := b.localPartition(t, p)
 	if code == 0 {
-		code = b.leadForAppend(t, p, l)
+		code = b.replicas.LeadForAppend(t, p, l)
 	}
 	if code != 0 {
 		return code
@@ -241,10 +242,10 @@ func (b *Broker) writeMarker(ctx context.Context, t cluster.Topic, p int32, pid 
 		return kerr.TransactionCoordinatorFenced.Code
 	}
 	if err == nil {
-		err = b.waitReplicated(ctx, t, p, l, off)
+		err = b.replicas.WaitReplicated(ctx, t, p, l, off)
 	}
 	if err != nil {
-		if code, ok := replicationErrorCode(err); ok {
+		if code, ok := replication.ErrorCode(err); ok {
 			return code
 		}
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {

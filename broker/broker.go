@@ -211,6 +211,15 @@ func New(cfg Config) (*Broker, error) {
 		Dir: cfg.DataDir, Base: b.staticLog, FDBudget: fileBudget, MaxOpen: cfg.MaxOpenPartitions,
 		Logger: b.logger, Current: b.meta.Topic, Hooks: b.repair,
 	})
+	// Before anything that may look a partition up (Lookup is replication's).
+	b.replicas = replication.New(replication.Deps{
+		Self: b.selfID, Meta: b.meta, Logs: b.logs, Repair: b.repair, DataDir: cfg.DataDir,
+		LagMax: cfg.ReplicaLagMax, Logger: b.logger,
+		InterBroker: cfg.InterBroker, Listener: b.interBrokerListener(),
+		Stop: b.stopSync, Closing: b.closing,
+		MinISR:        func(t cluster.Topic) int { return b.topicSettingsOf(t.Configs).MinISR },
+		ThrottleRates: b.throttleRates,
+	})
 	b.dyn.store = brokerconfig.NewFile(filepath.Join(cfg.DataDir, "broker-configs.json"), b.selfID)
 	if zs, ok := b.meta.(zkSessioner); ok {
 		b.dyn.store = brokerconfig.NewZooKeeper(cluster.NewZKBrokerConfigs(zs.Session()), b.selfID)
@@ -228,14 +237,6 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.startTxns()
-	b.replicas = replication.New(replication.Deps{
-		Self: b.selfID, Meta: b.meta, Logs: b.logs, Repair: b.repair, DataDir: cfg.DataDir,
-		LagMax: cfg.ReplicaLagMax, Logger: b.logger,
-		InterBroker: cfg.InterBroker, Listener: b.interBrokerListener(),
-		Stop: b.stopSync, Closing: b.closing,
-		MinISR:        func(t cluster.Topic) int { return b.topicSettingsOf(t.Configs).MinISR },
-		ThrottleRates: b.throttleRates,
-	})
 	go b.replicas.ShrinkISRs()
 	go b.metrics.watchISRs() // metrics_replication.go
 	go b.followMetadata()

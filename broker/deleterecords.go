@@ -47,12 +47,13 @@ func (b *Broker) deleteRecords(who *request, req *kmsg.DeleteRecordsRequest) *km
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			l, pcode := b.localPartition(t, rp.Partition)
+			part, pcode := b.replicas.Lookup(t, rp.Partition)
 			if pcode != 0 {
 				sp.ErrorCode = pcode
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
+			l := part.Log()
 			before := l.StartOffset()
 			start, err := l.DeleteRecordsBefore(rp.Offset)
 			switch {

@@ -102,7 +102,8 @@ func (b *Broker) ownPartitions(t cluster.Topic) []int32 {
 // replica just added) is skipped: describing it must not create it.
 func (b *Broker) storedPartition(t cluster.Topic, p int32) (*log.Log, int16) {
 	if t.Leaders[p] == b.selfID {
-		return b.localPartition(t, p)
+		part, code := b.replicas.Lookup(t, p)
+		return part.Log(), code
 	}
 	if _, err := os.Stat(b.logs.Dir(t.Name, p)); errors.Is(err, os.ErrNotExist) {
 		return nil, kerr.UnknownTopicOrPartition.Code

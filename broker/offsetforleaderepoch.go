@@ -20,7 +20,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary-io/tributary/broker/replication"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -60,19 +59,14 @@ func (b *Broker) offsetForLeaderEpoch(req *request, r *kmsg.OffsetForLeaderEpoch
 
 // epochEnd answers one partition.
 func (b *Broker) epochEnd(t cluster.Topic, rp kmsg.OffsetForLeaderEpochRequestTopicPartition) (int16, int32, int64) {
-	l, code := b.localPartition(t, rp.Partition)
+	part, code := b.replicas.Lookup(t, rp.Partition)
 	if code != 0 {
 		return code, -1, -1
 	}
-	current := int32(-1)
-	if t.Replicated() {
-		// Leading: the epoch is recorded before it is answered for.
-		st, err := b.replicas.Lead(t, rp.Partition, l)
-		if err != nil {
-			code, _ := replication.ErrorCode(err)
-			return code, -1, -1
-		}
-		current = st.LeaderEpoch
+	// Leading: the epoch is recorded before it is answered for.
+	current, code := part.LeaderEpoch()
+	if code != 0 {
+		return code, -1, -1
 	}
 	if rp.CurrentLeaderEpoch >= 0 && current >= 0 {
 		switch {
@@ -82,6 +76,6 @@ func (b *Broker) epochEnd(t cluster.Topic, rp kmsg.OffsetForLeaderEpochRequestTo
 			return kerr.UnknownLeaderEpoch.Code, -1, -1
 		}
 	}
-	epoch, end := l.EndOffsetForEpoch(rp.LeaderEpoch)
+	epoch, end := part.Log().EndOffsetForEpoch(rp.LeaderEpoch)
 	return 0, epoch, end
 }

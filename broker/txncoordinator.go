@@ -24,7 +24,6 @@ import (
 
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/log"
-	"github.com/tributary-io/tributary/broker/replication"
 	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/recordbatch"
@@ -107,14 +106,14 @@ func (b *Broker) txnStatePartition(ctx context.Context, p int32) (cluster.Topic,
 			b.logger.Info("created the transaction state topic", "topic", txnStateTopic, "partitions", t.Partitions())
 		}
 	}
-	l, code := b.localPartition(t, p)
+	part, code := b.replicas.Lookup(t, p)
 	if code == 0 {
-		code = b.replicas.LeadForAppend(t, p, l)
+		code = part.Writable(1)
 	}
 	if code != 0 {
 		return t, nil, kerr.ErrorForCode(code)
 	}
-	return t, l, nil
+	return t, part.Log(), nil
 }
 
 // txnBackend is the coordinator's view of the broker.
@@ -229,29 +228,26 @@ func (tb txnBackend) WriteMarkers(ctx context.Context, pid int64, epoch int16, c
 // writeMarker appends one marker to a partition this broker leads and
 // waits until it is replicated (acks=all).
 func (b *Broker) writeMarker(ctx context.Context, t cluster.Topic, p int32, pid int64, epoch int16, commit bool, coordEpoch int32) int16 {
-	l, code := b.localPartition(t, p)
+	part, code := b.replicas.Lookup(t, p)
 	if code == 0 {
-		code = b.replicas.LeadForAppend(t, p, l)
+		code = part.Writable(1)
 	}
 	if code != 0 {
 		return code
 	}
-	off, err := l.AppendMarker(pid, epoch, commit, coordEpoch)
+	off, err := part.Log().AppendMarker(pid, epoch, commit, coordEpoch)
 	if errors.Is(err, log.ErrCoordinatorFenced) {
 		b.logger.Warn("refused a transaction marker from a fenced coordinator", "topic", t.Name, "partition", p, "producer_id", pid, "err", err)
 		return kerr.TransactionCoordinatorFenced.Code
 	}
-	if err == nil {
-		err = b.replicas.WaitReplicated(ctx, t, p, l, off)
-	}
 	if err != nil {
-		if code, ok := replication.ErrorCode(err); ok {
-			return code
-		}
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return b.logs.StorageError(part.Log(), err)
+	}
+	if code, err := part.WaitAcked(ctx, off); err != nil {
+		if errors.Is(err, context.Canceled) {
 			return kerr.RequestTimedOut.Code
 		}
-		return b.logs.StorageError(l, err)
+		return code
 	}
 	b.txnMarkerWritten(commit)
 	return 0

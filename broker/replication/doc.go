@@ -8,13 +8,15 @@
 // (repair.go); and, on every broker, the removal of copies no longer
 // assigned to it (stray.go), the high-watermark checkpoint
 // (checkpoint.go) and the log ends reported for offline partitions
-// (logends.go).
+// (logends.go). Request handlers see one partition through the facade
+// Partition (partition.go, from Manager.Lookup), which hides whether it
+// has one replica or several and whether its records are flushed.
 //
 // What a caller may rely on:
-//   - An acks=all produce that WaitReplicated lets through is fsynced on
+//   - An acks=all produce that WaitAcked lets through is fsynced on
 //     every in-sync replica, and the ISR held at least min.insync.replicas
 //     when the high watermark passed it.
-//   - FetchBounds never lets a consumer read past the high watermark of a
+//   - ReadBound never lets a consumer read past the high watermark of a
 //     replicated partition, and the high watermark never goes back within
 //     a leader epoch.
 //   - A broker leads only in the broker epoch its partition's state names

@@ -25,12 +25,12 @@ func NewLeaderForTest(meta cluster.Metadata, logger *slog.Logger, learned map[st
 
 // Append is the check before a produce appends (its error code, 0 to go on).
 func (r *LeaderForTest) Append(t cluster.Topic, p int32, l *log.Log) int16 {
-	return r.rs.LeadForAppend(t, p, l)
+	return r.rs.leadForAppend(t, p, l)
 }
 
 // Fetch is the bound a fetch by replica (-1: a consumer) at offset gets.
 func (r *LeaderForTest) Fetch(t cluster.Topic, p int32, l *log.Log, replica int32, offset int64) (hw int64, code int16) {
-	hw, _, _, code = r.rs.FetchBounds(t, p, l, replica, offset)
+	hw, _, _, code = r.rs.fetchBounds(t, p, l, replica, offset)
 	return hw, code
 }
 

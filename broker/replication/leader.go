@@ -197,18 +197,18 @@ func (rs *Manager) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, c
 
 // Lead checks that this broker leads t's partition p (any partition
 // with one replica), starting its leader state at a new leader epoch, and
-// returns the partition's state; ErrorCode maps its error.
+// returns the partition's state.
 func (rs *Manager) Lead(t cluster.Topic, p int32, l *log.Log) (cluster.PartitionState, error) {
 	_, st, err := rs.leader(t, p, l)
 	return st, err
 }
 
-// LeadForAppend is checked before a batch is appended to a partition
+// leadForAppend is checked before a batch is appended to a partition
 // this broker leads: a replicated partition's leader epoch is then
 // recorded, so the batch carries it.
-func (rs *Manager) LeadForAppend(t cluster.Topic, p int32, l *log.Log) int16 {
+func (rs *Manager) leadForAppend(t cluster.Topic, p int32, l *log.Log) int16 {
 	if _, _, err := rs.leader(t, p, l); err != nil {
-		code, _ := ErrorCode(err)
+		code, _ := errorCode(err)
 		return code
 	}
 	return 0
@@ -272,14 +272,14 @@ func (rs *Manager) highWatermark(t cluster.Topic, p int32, l *log.Log) (int64, <
 	return ls.advance(l, st.ISR, rs.env.selfID, rs.env.hwQuorum(t, p)), ls.changed, nil
 }
 
-// HWBehindEpochStart reports whether hw, the high watermark of a
+// hwBehindEpochStart reports whether hw, the high watermark of a
 // partition this broker leads, is still below where its leader epoch
 // began. A new leader learns its followers' ends only as they fetch, so
 // until then its high watermark may lag what the previous leader
 // acknowledged: ListOffsets answers OFFSET_NOT_AVAILABLE meanwhile, which
 // clients retry, rather than an end that hides acknowledged records (as
 // Kafka, KIP-207).
-func (rs *Manager) HWBehindEpochStart(t cluster.Topic, p int32, l *log.Log, hw int64) bool {
+func (rs *Manager) hwBehindEpochStart(t cluster.Topic, p int32, l *log.Log, hw int64) bool {
 	ls, _, err := rs.leader(t, p, l)
 	return err == nil && ls != nil && hw < ls.epochStart
 }

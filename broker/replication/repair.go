@@ -170,10 +170,10 @@ func (rs *Manager) damagedLeader(key partKey, st cluster.PartitionState) bool {
 	return rs.env.repair != nil && rs.env.repair.refuses(key, st.LeaderEpoch, len(st.ISR))
 }
 
-// RefusingRead reports whether a read of topic's partition p, which this
+// refusingRead reports whether a read of topic's partition p, which this
 // broker leads, just made is not to be served: its damage was found (the
 // read may have been the one to find it) and a step-down is under way.
-func (rs *Manager) RefusingRead(topic string, p int32) bool {
+func (rs *Manager) refusingRead(topic string, p int32) bool {
 	return rs.env.repair != nil && rs.env.repair.refusingNow(partKey{topic, p})
 }
 

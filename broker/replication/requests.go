@@ -16,11 +16,11 @@ import (
 	"github.com/tributary-io/tributary/cluster"
 )
 
-// EnoughReplicas is checked before an acks=all batch is appended:
+// enoughReplicas is checked before an acks=all batch is appended:
 // NOT_ENOUGH_REPLICAS while the ISR is smaller than min.insync.replicas,
 // so nothing is written that could not be acknowledged. A partition with
 // one replica has an ISR of one.
-func (rs *Manager) EnoughReplicas(t cluster.Topic, p int32) int16 {
+func (rs *Manager) enoughReplicas(t cluster.Topic, p int32) int16 {
 	need := rs.env.minISR(t)
 	if need <= 1 {
 		return 0
@@ -68,13 +68,13 @@ func (rs *Manager) WaitReplicated(ctx context.Context, t cluster.Topic, p int32,
 	}
 }
 
-// ToLogEnd is FetchBounds' read bound for a follower: the leader's log
+// ToLogEnd is fetchBounds' read bound for a follower: the leader's log
 // end, flushed or not (leader.go).
 const ToLogEnd = -2
 
-// ErrorCode maps replication's own errors (of WaitReplicated, Lead,
-// FetchBounds) to the Kafka error code a client gets; false for others.
-func ErrorCode(err error) (int16, bool) {
+// errorCode maps replication's own errors (of WaitReplicated, Lead,
+// fetchBounds) to the Kafka error code a client gets; false for others.
+func errorCode(err error) (int16, bool) {
 	switch {
 	case errors.Is(err, errNotLeader):
 		return kerr.NotLeaderForPartition.Code, true
@@ -86,7 +86,7 @@ func ErrorCode(err error) (int16, bool) {
 	return 0, false
 }
 
-// FetchBounds decides what a Fetch may read from a partition this broker
+// fetchBounds decides what a Fetch may read from a partition this broker
 // leads: a follower (replica >= 0) reads up to this broker's log end,
 // flushed or not (end ToLogEnd; watch closes at the next append), and is
 // told the high watermark; a consumer of a replicated partition reads up
@@ -99,11 +99,11 @@ func ErrorCode(err error) (int16, bool) {
 // this broker's own fsync instead of following it; the high watermark
 // still counts this broker's flushed end, so neither acks=all nor what
 // consumers see changes.
-func (rs *Manager) FetchBounds(t cluster.Topic, p int32, l *log.Log, replica int32, offset int64) (hw, end int64, watch <-chan struct{}, code int16) {
+func (rs *Manager) fetchBounds(t cluster.Topic, p int32, l *log.Log, replica int32, offset int64) (hw, end int64, watch <-chan struct{}, code int16) {
 	if replica >= 0 && t.Replicated() {
 		hw, err := rs.followerFetched(t, p, l, replica, offset)
 		if err != nil {
-			code, _ := ErrorCode(err)
+			code, _ := errorCode(err)
 			return -1, -1, nil, code
 		}
 		if rs.holdLeaderFetch(t, p, replica) {
@@ -116,7 +116,7 @@ func (rs *Manager) FetchBounds(t cluster.Topic, p int32, l *log.Log, replica int
 	}
 	hw, watch, err := rs.highWatermark(t, p, l)
 	if err != nil {
-		code, _ := ErrorCode(err)
+		code, _ := errorCode(err)
 		return -1, -1, nil, code
 	}
 	return hw, hw, watch, 0

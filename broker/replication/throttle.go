@@ -130,9 +130,9 @@ func (rs *Manager) holdLeaderFetch(t cluster.Topic, p, replica int32) bool {
 	return true
 }
 
-// SentToFollower counts the bytes a follower's fetch of t's partition p
+// sentToFollower counts the bytes a follower's fetch of t's partition p
 // got against the leader throttle, if the partition is throttled.
-func (rs *Manager) SentToFollower(t cluster.Topic, p, replica int32, n int64) {
+func (rs *Manager) sentToFollower(t cluster.Topic, p, replica int32, n int64) {
 	if rate, _ := rs.env.throttleRates(); rs.leaderThrottled(t, p, replica, rate) {
 		rs.leaderQuota.record(n)
 	}

@@ -118,7 +118,6 @@ type Broker struct {
 	metrics *brokerMetrics // see metrics.go
 
 	replicas *replication.Manager // replicated partitions led and followed (broker/replication)
-	repair   *replication.Repair  // damaged replicas fetching again, the table's Hooks
 }
 
 // New opens the data directory (running crash recovery on every local
@@ -206,14 +205,15 @@ func New(cfg Config) (*Broker, error) {
 	b.server = b.newServer(tlsState)
 	b.migrateInternalTopics()
 	b.staticLog = b.metrics.logConfig(cfg.Log)
-	b.repair = replication.NewRepair(b.selfID, b.meta, b.logger, b.closing)
+	// Damaged replicas fetching again: the table's Hooks, so made first.
+	repair := replication.NewRepair(b.selfID, b.meta, b.logger, b.closing)
 	b.logs = partition.New(partition.Config{
 		Dir: cfg.DataDir, Base: b.staticLog, FDBudget: fileBudget, MaxOpen: cfg.MaxOpenPartitions,
-		Logger: b.logger, Current: b.meta.Topic, Hooks: b.repair,
+		Logger: b.logger, Current: b.meta.Topic, Hooks: repair,
 	})
 	// Before anything that may look a partition up (Lookup is replication's).
 	b.replicas = replication.New(replication.Deps{
-		Self: b.selfID, Meta: b.meta, Logs: b.logs, Repair: b.repair, DataDir: cfg.DataDir,
+		Self: b.selfID, Meta: b.meta, Logs: b.logs, Repair: repair, DataDir: cfg.DataDir,
 		LagMax: cfg.ReplicaLagMax, Logger: b.logger,
 		InterBroker: cfg.InterBroker, Listener: b.interBrokerListener(),
 		Stop: b.stopSync, Closing: b.closing,

@@ -254,7 +254,7 @@ func (b *Broker) reconfigureTopic(t cluster.Topic) {
 		b.logger.Error("topic configs cannot be applied; partitions keep their settings", "topic", t.Name, "err", err)
 		return
 	}
-	for _, l := range b.logs.openLogsOf(t.Name) {
+	for _, l := range b.logs.OpenLogsOf(t.Name) {
 		l.Reconfigure(cfg)
 	}
 }

@@ -9,7 +9,7 @@
 // What a client may rely on:
 //   - Requests pipelined on one connection are answered in request order.
 //   - A Produce with acks=all is answered only after the fsync that covers
-//     it, on every in-sync replica for a replicated partition (replica.go);
+//     it, on every in-sync replica for a replicated partition (broker/replication);
 //     acks=1 after the append; acks=0 is never answered.
 //   - Fetch serves only flushed data and sends record bytes with sendfile,
 //     straight from the segment file to the socket (on TLS listeners they
@@ -52,8 +52,11 @@
 // (connections, framing, the request budget and its shares), broker/auth
 // (credentials, SCRAM, the login guard), broker/acl (the authorizer),
 // broker/quota, broker/topicconfig and broker/brokerconfig (the config
-// models), broker/kafkaerr (error codes), broker/log (storage) and
-// broker/group (the group coordinator). None of them imports this package.
+// models), broker/kafkaerr (error codes), broker/partition (the partition
+// table: open logs within the descriptor budget), broker/replication
+// (leaders' high watermarks and ISRs, followers' fetchers), broker/log
+// (storage) and broker/group (the group coordinator). None of them
+// imports this package.
 package broker
 
 import (
@@ -73,7 +76,9 @@ import (
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/netserver"
+	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/broker/quota"
+	"github.com/tributary-io/tributary/broker/replication"
 	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/tributary-io/tributary/cluster"
 )
@@ -83,7 +88,7 @@ type Broker struct {
 	cfg    Config
 	meta   cluster.Metadata
 	logger *slog.Logger
-	logs   *partitions
+	logs   *partition.Table // the partition table (broker/partition)
 	pids   *producerIDs
 	selfID int32 // this broker's id: fixed for its lifetime, read on every request
 	groups *group.Coordinator
@@ -92,7 +97,6 @@ type Broker struct {
 	txnMarkers [2]atomic.Int64
 	txnPeers   txnPeers      // txn_peers.go
 	txnFwd     forwardedTxns // txn_forwarded.go
-	faults     storageFaults // partitions failing writes, logged once each
 
 	closing chan struct{}     // closed when shutdown starts; long polls end
 	server  *netserver.Server // the connection layer (connections.go)
@@ -117,7 +121,7 @@ type Broker struct {
 
 	apis *kafkaapi.Registry // the APIs served (handlers.go, broker/kafkaapi)
 
-	replicas *replicas // replicated partitions led and followed (replica*.go)
+	replicas *replication.Manager // replicated partitions led and followed (broker/replication)
 }
 
 // New opens the data directory (running crash recovery on every local
@@ -201,43 +205,51 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.pids = pids
 	fileBudget := cfg.MaxPartitionFiles
-	if limit := raiseOpenFileLimit(b.logger); fileBudget == 0 {
-		fileBudget = partitionFileBudget(limit)
+	if limit := partition.RaiseOpenFileLimit(b.logger); fileBudget == 0 {
+		fileBudget = partition.FileBudget(limit)
 	}
 	b.metrics = newBrokerMetrics(b)
 	b.server = b.newServer(tlsState)
 	b.migrateInternalTopics()
 	b.staticLog = b.metrics.logConfig(cfg.Log)
-	b.logs = newPartitions(cfg.DataDir, b.staticLog, fileBudget, b.logger)
-	if cfg.MaxOpenPartitions > 0 {
-		b.logs.maxOpen = cfg.MaxOpenPartitions
-	}
-	b.logs.current = b.meta.Topic
-	b.logs.repair.b = b
+	// Damaged replicas fetching again: the table's Hooks, so made first.
+	repair := replication.NewRepair(b.selfID, b.meta, b.logger, b.closing)
+	b.logs = partition.New(partition.Config{
+		Dir: cfg.DataDir, Base: b.staticLog, FDBudget: fileBudget, MaxOpen: cfg.MaxOpenPartitions,
+		Logger: b.logger, Current: b.meta.Topic, Hooks: repair,
+	})
+	// Before anything that may look a partition up (Lookup is replication's).
+	b.replicas = replication.New(replication.Deps{
+		Self: b.selfID, Meta: b.meta, Logs: b.logs, Repair: repair, DataDir: cfg.DataDir,
+		LagMax: cfg.ReplicaLagMax, Logger: b.logger,
+		InterBroker: cfg.InterBroker, Listener: b.interBrokerListener(),
+		Stop: b.stopSync, Closing: b.closing,
+		MinISR:        func(t cluster.Topic) int { return b.topicSettingsOf(t.Configs).MinISR },
+		ThrottleRates: b.throttleRates,
+	})
 	b.dyn.store = brokerconfig.NewFile(filepath.Join(cfg.DataDir, "broker-configs.json"), b.selfID)
 	if zs, ok := b.meta.(zkSessioner); ok {
 		b.dyn.store = brokerconfig.NewZooKeeper(cluster.NewZKBrokerConfigs(zs.Session()), b.selfID)
 	}
 	if err := b.loadDynamicConfigs(); err != nil {
-		b.logs.closeAll()
+		b.logs.CloseAll()
 		return nil, err
 	}
-	if err := b.recoverUnclean(); err != nil {
-		b.logs.closeAll()
+	if err := b.logs.RecoverUnclean(b.meta.Topics(), b.selfID); err != nil {
+		b.logs.CloseAll()
 		return nil, err
 	}
 	if err := b.startGroups(); err != nil {
-		b.logs.closeAll()
+		b.logs.CloseAll()
 		return nil, err
 	}
 	b.startTxns()
 	b.apis = b.newAPIs()
 	b.metrics.observeAPIs(b.apis)
-	b.replicas = newReplicas(b)
-	go b.replicas.shrinkISRs()
-	go b.metrics.watchISRs() // replica_metrics.go
+	go b.replicas.ShrinkISRs()
+	go b.metrics.watchISRs() // metrics_replication.go
 	go b.followMetadata()
-	go b.sweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval)
+	go b.logs.SweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval, b.stopSync, b.meta.Topics, b.selfID)
 	go brokerconfig.Follow(b.dyn.store, b.stopSync, b.reloadDynamicConfigs)
 	go b.quotas.Follow(b.stopSync, func(err error) {
 		b.logger.Error("reading client quotas from ZooKeeper failed; keeping the last ones read", "err", err)
@@ -259,8 +271,8 @@ func (b *Broker) followMetadata() {
 	for _, t := range b.meta.Topics() {
 		prev[t.Name] = true
 	}
-	b.replicas.reconcileFetchers()
-	b.replicas.reportLogEnds()
+	b.replicas.ReconcileFetchers()
+	b.replicas.ReportLogEnds()
 	for {
 		ch := b.meta.Changed()
 		select {
@@ -269,19 +281,19 @@ func (b *Broker) followMetadata() {
 		case <-ch:
 		}
 		b.reconfigureAll() // configs changed through another broker (alterconfigs.go)
-		b.replicas.reconcileFetchers()
-		b.replicas.reportLogEnds()
+		b.replicas.ReconcileFetchers()
+		b.replicas.ReportLogEnds()
 		live := map[string]bool{}
 		for _, t := range b.meta.Topics() {
 			live[t.Name] = true
 		}
-		for _, topic := range b.logs.topics() {
+		for _, topic := range b.logs.Topics() {
 			prev[topic] = true
 		}
 		for topic := range prev {
-			if !live[topic] && b.topicDeleted(topic) {
+			if !live[topic] && b.replicas.TopicDeleted(topic) {
 				b.logger.Info("topic deleted from the cluster; removing its local partitions", "topic", topic)
-				b.logs.deleteTopic(topic)
+				b.logs.DeleteTopic(topic)
 			}
 		}
 		prev = live
@@ -302,10 +314,10 @@ func (b *Broker) Close() error {
 	close(b.stopSync)
 	b.mu.Unlock()
 	b.server.Close() // stops accepting and reading; waits for the responses owed
-	b.replicas.closeFetchers()
+	b.replicas.CloseFetchers()
 	b.groups.Close()
 	b.closeTxns()
-	err := b.logs.closeAll()
+	err := b.logs.CloseAll()
 	if merr := b.meta.Close(); err == nil {
 		err = merr
 	}

@@ -4,7 +4,7 @@ package broker
 //
 // Partitions are spread over the live brokers by the cluster metadata.
 // A replication factor above 1 (or -1 with a default above 1) needs a
-// cluster (replica.go); a standalone broker stores each partition once. Configs are checked against the settings Tributary implements
+// cluster (broker/replication); a standalone broker stores each partition once. Configs are checked against the settings Tributary implements
 // (topicconfig.go); an unknown or unsupported one fails the topic with
 // INVALID_CONFIG and a message naming it. Manual replica assignments are
 // refused. Internal topics (internal_topics.go) are created only in their

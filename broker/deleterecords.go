@@ -52,13 +52,13 @@ func (b *Broker) deleteRecords(who *request, req *kmsg.DeleteRecordsRequest) *km
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			l, pcode := b.localPartition(t, rp.Partition)
+			part, pcode := b.replicas.Lookup(t, rp.Partition)
 			if pcode != 0 {
 				sp.ErrorCode = pcode
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			hw, _, _, pcode := b.fetchBounds(t, rp.Partition, l, -1, 0)
+			hw, pcode := part.HighWatermark()
 			if pcode != 0 {
 				sp.ErrorCode = pcode
 				st.Partitions = append(st.Partitions, sp)
@@ -73,6 +73,7 @@ func (b *Broker) deleteRecords(who *request, req *kmsg.DeleteRecordsRequest) *km
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
+			l := part.Log()
 			before := l.StartOffset()
 			start, err := l.DeleteRecordsBefore(offset)
 			switch {

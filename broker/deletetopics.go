@@ -64,7 +64,7 @@ func (b *Broker) deleteTopics(who *request, req *kmsg.DeleteTopicsRequest) *kmsg
 			msg := err.Error()
 			st.ErrorMessage = &msg
 		default:
-			b.logs.deleteTopic(name)
+			b.logs.DeleteTopic(name)
 			b.forgetTopicOffsets(name)
 			b.logger.Info("topic deleted", "topic", name)
 		}

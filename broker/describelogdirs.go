@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -101,14 +102,15 @@ func (b *Broker) ownPartitions(t cluster.Topic) []int32 {
 // replica just added) is skipped: describing it must not create it.
 func (b *Broker) storedPartition(t cluster.Topic, p int32) (*log.Log, int16) {
 	if t.Leaders[p] == b.selfID {
-		return b.localPartition(t, p)
+		part, code := b.replicas.Lookup(t, p)
+		return part.Log(), code
 	}
-	if _, err := os.Stat(b.logs.partitionDir(t.Name, p)); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(b.logs.Dir(t.Name, p)); errors.Is(err, os.ErrNotExist) {
 		return nil, kerr.UnknownTopicOrPartition.Code
 	}
-	l, err := b.logs.get(t, p)
+	l, err := b.logs.Get(t, p)
 	switch {
-	case errors.Is(err, errTopicDeleted):
+	case errors.Is(err, partition.ErrTopicDeleted):
 		return nil, kerr.UnknownTopicOrPartition.Code
 	case err != nil:
 		b.logger.Error("partition unavailable", "topic", t.Name, "partition", p, "err", err)

@@ -41,12 +41,13 @@ func (b *Broker) describeProducers(who *request, req *kmsg.DescribeProducersRequ
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			l, pcode := b.localPartition(t, p)
+			part, pcode := b.replicas.Lookup(t, p)
 			if pcode != 0 {
 				sp.ErrorCode = pcode
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
+			l := part.Log()
 			for _, ap := range l.ActiveProducers() {
 				a := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				a.ProducerID, a.ProducerEpoch = ap.ID, int32(ap.Epoch)

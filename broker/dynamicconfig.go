@@ -60,7 +60,7 @@ func (b *Broker) loadDynamicConfigs() error {
 		b.logger.Warn("ignoring a stored dynamic broker config", "err", e)
 	}
 	b.dyn.state.Store(st)
-	b.logs.setBase(st.Eff.Topic.Log)
+	b.logs.SetBase(st.Eff.Topic.Log)
 	if c, ok := b.meta.(uncleanElector); ok {
 		c.SetUncleanLeaderElection(st.Eff.Topic.Unclean)
 	}
@@ -84,6 +84,14 @@ func (b *Broker) connLimits() (maxConns, perIP int) {
 
 // dynamicNow is the current state.
 func (b *Broker) dynamicNow() *brokerconfig.State { return b.dyn.state.Load() }
+
+// throttleRates are this broker's leader and follower replication rates.
+func (b *Broker) throttleRates() (leader, follower int64) {
+	if st := b.dynamicNow(); st != nil {
+		return st.Eff.LeaderThrottleRate, st.Eff.FollowerThrottleRate
+	}
+	return math.MaxInt64, math.MaxInt64
+}
 
 // reloadDynamicConfigs rereads the stored configs and applies them to the
 // open partitions: after a change through this broker, or a ZooKeeper

@@ -6,6 +6,7 @@ package broker
 
 import (
 	"net"
+	"strconv"
 
 	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/cluster"
@@ -80,4 +81,16 @@ func SelfWithEndpoints(self cluster.Broker, eps []cluster.Endpoint) cluster.Brok
 	}
 	self.Host, self.Port = first.Host, first.Port
 	return self
+}
+
+func splitHostPort(addr string) (string, int32, bool) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, false
+	}
+	p, err := strconv.ParseInt(port, 10, 32)
+	if err != nil {
+		return "", 0, false
+	}
+	return host, int32(p), true
 }

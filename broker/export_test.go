@@ -9,6 +9,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/netserver"
+	"github.com/tributary-io/tributary/broker/replication"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -31,11 +32,11 @@ func PanicFor(clientID string, inLater bool) (restore func()) {
 
 // SweepRetention runs one pass of the retention sweep now and returns the
 // number of partitions it opened.
-func (b *Broker) SweepRetention() int { return b.sweepOnce() }
+func (b *Broker) SweepRetention() int { return b.logs.SweepOnce(b.meta.Topics(), b.selfID, b.stopSync) }
 
 // OpenPartitions is the number of open partition logs.
 func (b *Broker) OpenPartitions() int {
-	n, _ := b.logs.openCount()
+	n, _ := b.logs.OpenCount()
 	return n
 }
 
@@ -82,31 +83,29 @@ func testConn(b *Broker, nc net.Conn) *conn {
 // PauseReplication stops this broker's replica fetchers after their round
 // in flight; resume (idempotent) starts them again.
 func (b *Broker) PauseReplication() (resume func()) {
-	b.replicas.gate.Lock()
-	return sync.OnceFunc(b.replicas.gate.Unlock)
+	return b.replicas.Pause()
 }
 
 // ReplicaDials and ReplicaRenewals are how many connections this broker's
 // fetchers made to leaders, and how many times they logged in again on
 // one before its SASL session ended.
-func (b *Broker) ReplicaDials() int64    { return b.replicas.dials.Load() }
-func (b *Broker) ReplicaRenewals() int64 { return b.replicas.renewals.Load() }
+func (b *Broker) ReplicaDials() int64    { return b.replicas.Counters().Dials }
+func (b *Broker) ReplicaRenewals() int64 { return b.replicas.Counters().Renewals }
 
 // EpochRequestsSent is how many OffsetForLeaderEpoch requests this
 // broker's replica fetchers sent.
-func (b *Broker) EpochRequestsSent() int64 { return b.replicas.epochRequests.Load() }
+func (b *Broker) EpochRequestsSent() int64 { return b.replicas.Counters().EpochRequests }
 
 // BeforeStrayCheck runs fn before any broker of this process reads from
 // ZooKeeper the assignment of a partition it is about to delete as no
-// longer its replica (replica_stray.go), until the test ends.
+// longer its replica (broker/replication/stray.go), until the test ends.
 func BeforeStrayCheck(t testing.TB, fn func(topic string, p int32)) {
-	testHookBeforeStrayCheck.Store(&fn)
-	t.Cleanup(func() { testHookBeforeStrayCheck.Store(nil) })
+	t.Cleanup(replication.BeforeStrayCheck(fn))
 }
 
 // ThrottledFetches is how many partition fetches this broker's
 // replication throttles held back, as leader or as follower.
-func (b *Broker) ThrottledFetches() int64 { return b.replicas.throttledFetches.Load() }
+func (b *Broker) ThrottledFetches() int64 { return b.replicas.Counters().ThrottledFetches }
 
 // LogEnds are this broker's copy of topic's partition p: the offset up to
 // which it is fsynced and its log end offset (-1, -1 when it holds none).
@@ -115,7 +114,7 @@ func (b *Broker) LogEnds(topic string, p int32) (flushed, end int64) {
 	if !ok {
 		return -1, -1
 	}
-	l, err := b.logs.get(t, p)
+	l, err := b.logs.Get(t, p)
 	if err != nil {
 		return -1, -1
 	}
@@ -134,9 +133,9 @@ func (b *Broker) ReplicationThrottleSeen(topic string, p int32, side string) boo
 	}
 	leader, follower := b.throttleRates()
 	if side == "leader" {
-		return leader != math.MaxInt64 && throttledReplica(t.Configs, cluster.LeaderThrottledReplicas, p, b.selfID)
+		return leader != math.MaxInt64 && replication.ThrottledReplica(t.Configs, cluster.LeaderThrottledReplicas, p, b.selfID)
 	}
-	return follower != math.MaxInt64 && throttledReplica(t.Configs, cluster.FollowerThrottledReplicas, p, b.selfID)
+	return follower != math.MaxInt64 && replication.ThrottledReplica(t.Configs, cluster.FollowerThrottledReplicas, p, b.selfID)
 }
 
 // MetadataChanged is the cluster view's Changed: closed at each published

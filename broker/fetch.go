@@ -3,10 +3,11 @@ package broker
 // Fetch.
 //
 // Serves whole record batches of flushed data (to a follower, also what is
-// not flushed yet: see fetchBounds), from the batch containing the requested
-// offset. The response is long-polled: when fewer than MinBytes are ready it
-// waits until a requested partition's high watermark moves (for a follower,
-// until the leader appends) or MaxWaitMillis passes. MaxBytes bounds the
+// not flushed yet: see the partition facade's ReadBound), from the batch
+// containing the requested offset. The response is long-polled: when
+// fewer than MinBytes are ready it waits until a requested partition's
+// high watermark moves (for a follower, until the leader appends) or
+// MaxWaitMillis passes. MaxBytes bounds the
 // response and PartitionMaxBytes each partition, except that the first
 // batch of the first partition with data is always sent whole, so a
 // consumer never sticks on a batch larger than its limits. Fetch sessions (v7+) are declined with session id 0, which
@@ -35,10 +36,6 @@ func init() {
 // defaultFetchMaxBytes applies to versions before MaxBytes existed or when
 // a client sends 0 (fetch.max.bytes default).
 const defaultFetchMaxBytes = 50 << 20
-
-// toLogEnd is fetchBounds' read bound for a follower: the leader's log
-// end, flushed or not (replica.go).
-const toLogEnd = -2
 
 type fetchTopic struct {
 	name       string
@@ -152,7 +149,7 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 				ft.partitions = append(ft.partitions, fp)
 				continue
 			}
-			l, code := b.localPartition(t, rp.Partition)
+			part, code := b.replicas.Lookup(t, rp.Partition)
 			if code == 0 && r.Version < 10 {
 				code = b.fetchCodecCheck(t) // zstd needs Fetch v10+ (topicconfig.go)
 			}
@@ -162,39 +159,28 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 				ft.partitions = append(ft.partitions, fp)
 				continue
 			}
+			l := part.Log()
 			watches = append(watches, l.Changed())
-			hw, end, watch, code := b.fetchBounds(t, rp.Partition, l, r.ReplicaID, rp.FetchOffset)
+			bound, code := part.ReadBound(r.ReplicaID, rp.FetchOffset)
 			if code != 0 {
 				fp.errorCode = code
 				anyError = true
 				ft.partitions = append(ft.partitions, fp)
 				continue
 			}
-			if watch != nil {
-				watches = append(watches, watch)
+			if bound.Watch != nil {
+				watches = append(watches, bound.Watch)
 			}
-			fp.highWatermark, fp.logStart = hw, l.StartOffset()
-			fp.lastStable = lastStable(l, hw)
+			end := bound.End
+			fp.highWatermark, fp.logStart = bound.HighWatermark, l.StartOffset()
+			fp.lastStable = part.LastStable(bound.HighWatermark)
 			committed := r.IsolationLevel == 1 && r.ReplicaID < 0
 			if committed {
 				end = fp.lastStable
 			}
 			if budget > 0 || size == 0 {
 				limit := min(int64(rp.PartitionMaxBytes), budget)
-				var s log.Slice
-				var err error
-				switch {
-				case end == toLogEnd:
-					s, err = l.ReadToEnd(rp.FetchOffset, max(limit, 1))
-				case end < 0:
-					s, err = l.Read(rp.FetchOffset, max(limit, 1))
-				default:
-					s, err = l.ReadUpTo(rp.FetchOffset, max(limit, 1), end)
-				}
-				if err == nil && t.Replicated() && b.logs.repair.refusingNow(partKey{t.Name, rp.Partition}) {
-					s.Release() // the read found damage: not served with the gap (replica_repair.go)
-					s, err = log.Slice{}, log.ErrClosed
-				}
+				s, err := part.Read(rp.FetchOffset, max(limit, 1), end)
 				switch {
 				case err != nil:
 					fp.errorCode = kafkaerr.OfStorage(err)
@@ -211,7 +197,7 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 					size += s.Size
 					budget -= s.Size
 					if r.ReplicaID >= 0 {
-						b.sentToFollower(t, rp.Partition, r.ReplicaID, s.Size)
+						part.SentToFollower(r.ReplicaID, s.Size)
 					}
 				}
 			}

@@ -9,15 +9,6 @@ import (
 	"github.com/tributary-io/tributary/broker/log"
 )
 
-// lastStable is a partition's LSO: its high watermark as the fetch sees
-// it (flushed, or replicated), capped at its oldest open transaction.
-func lastStable(l *log.Log, hw int64) int64 {
-	if f := l.FirstUnstableOffset(); f >= 0 && f < hw {
-		return f
-	}
-	return hw
-}
-
 // stableOffset is the LSO to send: an errored partition carries -1 as
 // its high watermark does.
 func (p *fetchPartition) stableOffset() int64 {

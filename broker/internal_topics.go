@@ -200,10 +200,11 @@ func (b *Broker) AppendInternal(ctx context.Context, topic string, partition int
 	if code != 0 {
 		return -1, fmt.Errorf("append to %s[%d]: %w", topic, partition, kerr.ErrorForCode(code))
 	}
-	l, code := b.localPartition(t, partition)
+	part, code := b.replicas.Lookup(t, partition)
 	if code != 0 {
 		return -1, fmt.Errorf("append to %s[%d]: %w", topic, partition, kerr.ErrorForCode(code))
 	}
+	l := part.Log()
 	res, err := l.Append(encodeBatch(time.Now(), recs))
 	if err != nil {
 		return -1, fmt.Errorf("append to %s[%d]: %w", topic, partition, err)

@@ -14,8 +14,8 @@ package broker
 //
 // A new leader of a replicated partition answers the queries that depend
 // on the high watermark with OFFSET_NOT_AVAILABLE (retriable) until its
-// high watermark reaches where its leader epoch began (replica.go's
-// hwBehindEpochStart, KIP-207): before that, its latest offset could hide
+// high watermark reaches where its leader epoch began (the partition
+// facade's HighWatermarkPending, KIP-207): before that, its latest offset could hide
 // records the previous leader acknowledged.
 
 import (
@@ -55,29 +55,30 @@ func (b *Broker) listOffsets(who *request, req *kmsg.ListOffsetsRequest) *kmsg.L
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			l, pcode := b.localPartition(t, rp.Partition)
+			part, pcode := b.replicas.Lookup(t, rp.Partition)
 			var hw int64
 			if pcode == 0 {
 				// Replicated partitions: what every in-sync replica holds.
-				hw, _, _, pcode = b.fetchBounds(t, rp.Partition, l, -1, 0)
+				hw, pcode = part.HighWatermark()
 			}
 			if pcode != 0 {
 				sp.ErrorCode = pcode
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			if (rp.Timestamp == -1 || rp.Timestamp == -3 || rp.Timestamp >= 0) && b.replicas.hwBehindEpochStart(t, rp.Partition, l, hw) {
+			if (rp.Timestamp == -1 || rp.Timestamp == -3 || rp.Timestamp >= 0) && part.HighWatermarkPending(hw) {
 				sp.ErrorCode = kerr.OffsetNotAvailable.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
+			l := part.Log()
 			switch rp.Timestamp {
 			case -2, -4:
 				sp.Offset = l.StartOffset()
 			case -1:
 				sp.Offset = hw
 				if req.IsolationLevel == 1 {
-					sp.Offset = lastStable(l, hw)
+					sp.Offset = part.LastStable(hw)
 				}
 			case -3:
 				if off, ts, ok := l.MaxTimestamp(); ok {

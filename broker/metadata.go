@@ -26,7 +26,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -232,26 +231,6 @@ func (b *Broker) topicByID(id [16]byte) (cluster.Topic, bool) {
 		}
 	}
 	return cluster.Topic{}, false
-}
-
-// localPartition returns the log of a partition this broker stores, or the
-// error code for a client asking the wrong broker or a missing partition.
-func (b *Broker) localPartition(t cluster.Topic, p int32) (*log.Log, int16) {
-	if p < 0 || p >= t.Partitions() {
-		return nil, kerr.UnknownTopicOrPartition.Code
-	}
-	if t.Leaders[p] != b.selfID {
-		return nil, kerr.NotLeaderForPartition.Code
-	}
-	l, err := b.logs.get(t, p)
-	if errors.Is(err, errTopicDeleted) {
-		return nil, kerr.UnknownTopicOrPartition.Code // looked up just before a delete
-	}
-	if err != nil {
-		b.logger.Error("partition unavailable", "topic", t.Name, "partition", p, "err", err)
-		return nil, kerr.KafkaStorageError.Code
-	}
-	return l, 0
 }
 
 // maxMetadataTopics bounds the topics one Metadata request may name.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
@@ -413,7 +414,7 @@ func (m *brokerMetrics) collect(ch chan<- prometheus.Metric) {
 	}
 
 	hw := map[string]map[int32]int64{}
-	logEnd := map[partKey]int64{}
+	logEnd := map[partition.Key]int64{}
 	for _, p := range m.b.openPartitions() {
 		st := p.log.Stats()
 		part := strconv.Itoa(int(p.partition))
@@ -436,7 +437,7 @@ func (m *brokerMetrics) collect(ch chan<- prometheus.Metric) {
 			hw[p.topic] = map[int32]int64{}
 		}
 		hw[p.topic][p.partition] = st.HighWatermark
-		logEnd[partKey{p.topic, p.partition}] = st.LogEndOffset
+		logEnd[partition.Key{Topic: p.topic, Partition: p.partition}] = st.LogEndOffset
 	}
 	m.collectLag(ch, hw)
 	m.collectReplication(ch, logEnd)
@@ -447,17 +448,9 @@ func (m *brokerMetrics) collect(ch chan<- prometheus.Metric) {
 // closed (opened lazily, or closed to stay within the descriptor budget)
 // are not listed: a scrape must not open files.
 func (b *Broker) openPartitions() []openPartition {
-	b.logs.mu.RLock()
-	defer b.logs.mu.RUnlock()
 	var out []openPartition
-	for key, o := range b.logs.logs {
-		select {
-		case <-o.ready:
-			if o.l != nil {
-				out = append(out, openPartition{key.topic, key.p, o.l})
-			}
-		default: // still opening
-		}
+	for _, o := range b.logs.OpenLogs() {
+		out = append(out, openPartition{o.Topic, o.Partition, o.Log})
 	}
 	return out
 }

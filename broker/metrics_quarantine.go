@@ -10,7 +10,7 @@ import (
 // moved out of the logs as damaged (log.LostRange): each range is also
 // logged with its offsets, but an alert needs a number. On a replicated
 // partition the offsets are fetched again from the leader afterwards
-// (replica_repair.go), so a count here is not by itself a loss.
+// (broker/replication/repair.go), so a count here is not by itself a loss.
 type quarantineMetrics struct {
 	ranges, offsets prometheus.Counter
 }

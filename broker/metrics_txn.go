@@ -12,6 +12,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tributary-io/tributary/broker/replication"
 )
 
 var (
@@ -44,7 +46,7 @@ func (m *brokerMetrics) collectTxns(ch chan<- prometheus.Metric) {
 			continue
 		}
 		hw := p.log.HighWatermark()
-		ch <- prometheus.MustNewConstMetric(descLSOLag, prometheus.GaugeValue, float64(hw-lastStable(p.log, hw)),
+		ch <- prometheus.MustNewConstMetric(descLSOLag, prometheus.GaugeValue, float64(hw-replication.LastStable(p.log, hw)),
 			p.topic, strconv.Itoa(int(p.partition)))
 	}
 }

@@ -8,7 +8,7 @@ package broker
 // older than every one the log still holds (DeleteRecords or retention
 // moved the log start past it) ends at the log start, as in Kafka. A follower
 // that starts following asks it with its own latest epoch and truncates its
-// log there (replica_truncate.go), so that no two replicas hold different
+// log there (broker/replication/truncate.go), so that no two replicas hold different
 // records at one offset; a consumer may ask it to detect truncation
 // (KIP-320). CurrentLeaderEpoch, when set, fences a requester whose view
 // of the leadership is older (FENCED_LEADER_EPOCH) or newer
@@ -59,19 +59,14 @@ func (b *Broker) offsetForLeaderEpoch(req *request, r *kmsg.OffsetForLeaderEpoch
 
 // epochEnd answers one partition.
 func (b *Broker) epochEnd(t cluster.Topic, rp kmsg.OffsetForLeaderEpochRequestTopicPartition) (int16, int32, int64) {
-	l, code := b.localPartition(t, rp.Partition)
+	part, code := b.replicas.Lookup(t, rp.Partition)
 	if code != 0 {
 		return code, -1, -1
 	}
-	current := int32(-1)
-	if t.Replicated() {
-		// Leading: the epoch is recorded before it is answered for.
-		_, st, err := b.replicas.leader(t, rp.Partition, l)
-		if err != nil {
-			code, _ := replicationErrorCode(err)
-			return code, -1, -1
-		}
-		current = st.LeaderEpoch
+	// Leading: the epoch is recorded before it is answered for.
+	current, code := part.LeaderEpoch()
+	if code != 0 {
+		return code, -1, -1
 	}
 	if rp.CurrentLeaderEpoch >= 0 && current >= 0 {
 		switch {
@@ -81,6 +76,6 @@ func (b *Broker) epochEnd(t cluster.Topic, rp kmsg.OffsetForLeaderEpochRequestTo
 			return kerr.UnknownLeaderEpoch.Code, -1, -1
 		}
 	}
-	epoch, end := l.EndOffsetForEpoch(rp.LeaderEpoch)
+	epoch, end := part.Log().EndOffsetForEpoch(rp.LeaderEpoch)
 	return 0, epoch, end
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/replication"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/recordbatch"
 )
@@ -53,11 +54,11 @@ func init() {
 // appended is what a partition's append left for the answer: where the last
 // batch landed and, for acks=all, which offset must be flushed.
 type appended struct {
-	log    *log.Log
+	part   replication.Partition
 	last   int64 // last offset appended
 	ti, pi int   // the partition's place in the response
-	topic  cluster.Topic
-	p      int32
+	code   int16 // acks=all's outcome (WaitAcked)
+	err    error
 }
 
 // produceRefusal says why the client of req may not write topic, or "" when
@@ -109,12 +110,9 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 			case tcode != 0:
 				sp.ErrorCode = tcode
 			default:
-				l, code := b.localPartition(t, rp.Partition)
+				part, code := b.replicas.Lookup(t, rp.Partition)
 				if code == 0 {
-					code = b.leadForAppend(t, rp.Partition, l)
-				}
-				if code == 0 && acks == -1 {
-					code = b.enoughReplicas(t, rp.Partition)
+					code = part.Writable(acks)
 				}
 				if code != 0 {
 					sp.ErrorCode = code
@@ -126,16 +124,15 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 					break
 				}
 				last := int64(-1)
-				if code, msg := b.transactionalAppend(r.TransactionID, rt.Topic, rp.Partition, l, rp.Records, func(guard log.TxnGuard) {
-					last = b.appendBatches(l, rp.Records, r.Version, &sp, b.produceLimitsFor(t), allow, guard)
+				if code, msg := b.transactionalAppend(r.TransactionID, rt.Topic, rp.Partition, part.Log(), rp.Records, func(guard log.TxnGuard) {
+					last = b.appendBatches(&part, rp.Records, r.Version, &sp, b.produceLimitsFor(t), allow, guard)
 				}); code != 0 {
 					sp.ErrorCode = code
 					setMessage(&sp, msg)
 					break
 				}
-				b.storageWritten(l, sp.ErrorCode)
 				if sp.ErrorCode == 0 && acks == -1 && last >= 0 {
-					waits = append(waits, appended{log: l, last: last, ti: len(resp.Topics), pi: len(st.Partitions), topic: t, p: rp.Partition})
+					waits = append(waits, appended{part: part, last: last, ti: len(resp.Topics), pi: len(st.Partitions)})
 				}
 			}
 			b.metrics.produced(rt.Topic, rp.Records, sp.ErrorCode)
@@ -163,30 +160,24 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 		// of one partition (a client's usual batch) waits here: a goroutine
 		// of its own would cost its start, its stack's growth through the
 		// fsync and a wake-up.
-		errs := make([]error, len(waits))
 		if len(waits) == 1 {
-			w := waits[0]
-			errs[0] = b.waitReplicated(ctx, w.topic, w.p, w.log, w.last)
+			w := &waits[0]
+			w.code, w.err = w.part.WaitAcked(ctx, w.last)
 		} else {
 			var wg sync.WaitGroup
-			for i, w := range waits {
-				wg.Go(func() { errs[i] = b.waitReplicated(ctx, w.topic, w.p, w.log, w.last) })
+			for i := range waits {
+				w := &waits[i]
+				wg.Go(func() { w.code, w.err = w.part.WaitAcked(ctx, w.last) })
 			}
 			wg.Wait()
 		}
-		for i, err := range errs {
-			if err == nil {
+		for _, w := range waits {
+			if w.err == nil {
 				continue
 			}
-			sp := &resp.Topics[waits[i].ti].Partitions[waits[i].pi]
-			if code, ok := replicationErrorCode(err); ok {
-				sp.ErrorCode = code
-			} else if errors.Is(err, context.DeadlineExceeded) {
-				sp.ErrorCode = kerr.RequestTimedOut.Code
-			} else {
-				sp.ErrorCode = b.storageError(waits[i].log, err)
-			}
-			setMessage(sp, "waiting for the flush that covers this batch: "+err.Error())
+			sp := &resp.Topics[w.ti].Partitions[w.pi]
+			sp.ErrorCode = w.code
+			setMessage(sp, "waiting for the flush that covers this batch: "+w.err.Error())
 		}
 		return encode(req, resp)
 	})
@@ -197,7 +188,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 // validation) before any is written, so a refused request leaves nothing
 // behind for the client's retry to duplicate. It returns the last offset
 // written (or already present, for duplicates), -1 if none.
-func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *kmsg.ProduceResponseTopicPartition, lim produceLimits, allow *log.Allowance, guard log.TxnGuard) int64 {
+func (b *Broker) appendBatches(part *replication.Partition, records []byte, version int16, sp *kmsg.ProduceResponseTopicPartition, lim produceLimits, allow *log.Allowance, guard log.TxnGuard) int64 {
 	var small [2][]byte
 	batches := small[:0]
 	for len(records) > 0 {
@@ -246,16 +237,12 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 		setMessage(sp, "no record batch for the partition")
 		return -1
 	}
-	var res log.AppendResult
-	var err error
-	if lim.recompress {
-		// The topic's compression.type decides the stored codec.
-		res, err = l.AppendBatchesInWithin(batches, lim.codec, int64(lim.maxMessageBytes), allow, guard)
-	} else {
-		res, err = l.AppendBatchesWithin(batches, allow, guard)
-	}
+	// The topic's compression.type decides the stored codec.
+	res, code, err := part.Append(batches, replication.AppendOptions{
+		Recompress: lim.recompress, Codec: lim.codec, MaxBatchBytes: int64(lim.maxMessageBytes), Allow: allow, Guard: guard,
+	})
 	if err != nil {
-		sp.ErrorCode = b.storageError(l, err)
+		sp.ErrorCode = code
 		setMessage(sp, err.Error())
 		var rerr *log.RecordError
 		if errors.As(err, &rerr) {
@@ -266,7 +253,7 @@ func (b *Broker) appendBatches(l *log.Log, records []byte, version int16, sp *km
 		return -1
 	}
 	sp.BaseOffset = res.BaseOffset
-	sp.LogStartOffset = l.StartOffset()
+	sp.LogStartOffset = part.Log().StartOffset()
 	return res.LastOffset
 }
 

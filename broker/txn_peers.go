@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/replication"
 )
 
 type txnPeers struct {
@@ -27,7 +29,7 @@ type txnPeers struct {
 
 type txnPeer struct {
 	mu   sync.Mutex
-	conn *replicaConn // nil until dialled, and after a failure
+	conn *replication.PeerConn // nil until dialled, and after a failure
 }
 
 // interBrokerRoundTrip sends one request to broker id's inter-broker
@@ -56,9 +58,9 @@ func (b *Broker) interBrokerRoundTrip(id int32, req kmsg.Request, resp kmsg.Resp
 			}
 			p.conn = c
 		}
-		err := p.conn.renew(&ps.renewals)
+		err := p.conn.Renew(&ps.renewals)
 		if err == nil {
-			err = p.conn.roundTrip(req, resp, timeout)
+			err = p.conn.RoundTrip(req, resp, timeout)
 		}
 		if err == nil {
 			return nil
@@ -73,8 +75,17 @@ func (b *Broker) interBrokerRoundTrip(id int32, req kmsg.Request, resp kmsg.Resp
 	}
 }
 
+// interBrokerListener is the listener followers fetch from and
+// transaction peers are reached on.
+func (b *Broker) interBrokerListener() SecurityProtocol {
+	if b.cfg.InterBrokerListener != "" {
+		return b.cfg.InterBrokerListener
+	}
+	return SecurityProtocol(b.cfg.InterBroker.Protocol())
+}
+
 // dialPeer connects to broker id's inter-broker listener and logs in.
-func (b *Broker) dialPeer(id int32) (*replicaConn, error) {
+func (b *Broker) dialPeer(id int32) (*replication.PeerConn, error) {
 	listener := b.interBrokerListener()
 	for _, br := range b.meta.Brokers() {
 		if br.ID != id {
@@ -88,7 +99,7 @@ func (b *Broker) dialPeer(id int32) (*replicaConn, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := openReplicaConn(nc, host, listener, b.cfg.InterBroker, b.selfID)
+		c, err := replication.OpenPeerConn(nc, host, listener, b.cfg.InterBroker, b.selfID)
 		if err != nil {
 			nc.Close()
 			return nil, err

@@ -106,14 +106,14 @@ func (b *Broker) txnStatePartition(ctx context.Context, p int32) (cluster.Topic,
 			b.logger.Info("created the transaction state topic", "topic", txnStateTopic, "partitions", t.Partitions())
 		}
 	}
-	l, code := b.localPartition(t, p)
+	part, code := b.replicas.Lookup(t, p)
 	if code == 0 {
-		code = b.leadForAppend(t, p, l)
+		code = part.Writable(1)
 	}
 	if code != 0 {
 		return t, nil, kerr.ErrorForCode(code)
 	}
-	return t, l, nil
+	return t, part.Log(), nil
 }
 
 // txnBackend is the coordinator's view of the broker.
@@ -124,7 +124,7 @@ func (tb txnBackend) AppendState(ctx context.Context, p int32, epoch int32, recs
 	if err != nil {
 		return err
 	}
-	if _, st, err := tb.b.replicas.leader(t, p, l); err != nil {
+	if st, err := tb.b.replicas.Lead(t, p, l); err != nil {
 		return err
 	} else if st.LeaderEpoch != epoch {
 		return fmt.Errorf("%w: state read in leader epoch %d, this broker leads it in epoch %d", kerr.NotCoordinator, epoch, st.LeaderEpoch)
@@ -133,7 +133,7 @@ func (tb txnBackend) AppendState(ctx context.Context, p int32, epoch int32, recs
 	if err != nil {
 		return err
 	}
-	return tb.b.waitReplicated(ctx, t, p, l, res.LastOffset)
+	return tb.b.replicas.WaitReplicated(ctx, t, p, l, res.LastOffset)
 }
 
 func (tb txnBackend) ReadState(ctx context.Context, p int32) ([]txn.Record, error) {
@@ -181,7 +181,7 @@ func (tb txnBackend) StateEpoch(ctx context.Context, p int32) (int32, error) {
 	if err != nil {
 		return 0, err
 	}
-	_, st, err := tb.b.replicas.leader(t, p, l)
+	st, err := tb.b.replicas.Lead(t, p, l)
 	return st.LeaderEpoch, err
 }
 
@@ -233,29 +233,26 @@ func (tb txnBackend) WriteMarkers(ctx context.Context, pid int64, epoch int16, c
 // writeMarker appends one marker to a partition this broker leads and
 // waits until it is replicated (acks=all).
 func (b *Broker) writeMarker(ctx context.Context, t cluster.Topic, p int32, pid int64, epoch int16, commit bool, coordEpoch int32) int16 {
-	l, code := b.localPartition(t, p)
+	part, code := b.replicas.Lookup(t, p)
 	if code == 0 {
-		code = b.leadForAppend(t, p, l)
+		code = part.Writable(1)
 	}
 	if code != 0 {
 		return code
 	}
-	off, err := l.AppendMarker(pid, epoch, commit, coordEpoch)
+	off, err := part.Log().AppendMarker(pid, epoch, commit, coordEpoch)
 	if errors.Is(err, log.ErrCoordinatorFenced) {
 		b.logger.Warn("refused a transaction marker from a fenced coordinator", "topic", t.Name, "partition", p, "producer_id", pid, "err", err)
 		return kerr.TransactionCoordinatorFenced.Code
 	}
-	if err == nil {
-		err = b.waitReplicated(ctx, t, p, l, off)
-	}
 	if err != nil {
-		if code, ok := replicationErrorCode(err); ok {
-			return code
-		}
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return b.logs.StorageError(part.Log(), err)
+	}
+	if code, err := part.WaitAcked(ctx, off); err != nil {
+		if errors.Is(err, context.Canceled) {
 			return kerr.RequestTimedOut.Code
 		}
-		return b.storageError(l, err)
+		return code
 	}
 	b.txnMarkerWritten(commit)
 	return 0

@@ -1,4 +1,4 @@
-package broker
+package partition
 
 // Parking. A partition log holds three descriptors on its active segment
 // (data and index writers, the read descriptor) and some on sealed ones, so
@@ -33,14 +33,14 @@ func maxOpenLogs(fdBudget int) int {
 
 // parkLocked marks o parked: its descriptors leave the budget and wait in
 // closingFDs for evict's release.
-func (ps *partitions) parkLocked(o *openLog) {
+func (ps *Table) parkLocked(o *openLog) {
 	o.parked = true
 	ps.fds -= o.fds
 	ps.closingFDs += o.fds
 }
 
 // evict parks and closes what makeRoomLocked took; call without mu.
-func (ps *partitions) evict(ev eviction) {
+func (ps *Table) evict(ev eviction) {
 	ps.closeInBackground(ev.close)
 	for _, o := range ev.park {
 		n := o.fds
@@ -49,7 +49,7 @@ func (ps *partitions) evict(ev eviction) {
 }
 
 // released counts n descriptors of a parked log as given back.
-func (ps *partitions) released(n int) {
+func (ps *Table) released(n int) {
 	ps.mu.Lock()
 	ps.closingFDs -= n
 	close(ps.roomFreed)
@@ -59,7 +59,7 @@ func (ps *partitions) released(n int) {
 
 // unpark puts a parked log that a request uses back in the budget, parking
 // others to make room. Its files reopen as the log uses them.
-func (ps *partitions) unpark(o *openLog) {
+func (ps *Table) unpark(o *openLog) {
 	ps.waitForClosingRoom()
 	ps.mu.Lock()
 	if !o.parked || !o.inRing {

@@ -1,4 +1,4 @@
-package broker
+package replication
 
 import (
 	"math"
@@ -49,7 +49,7 @@ func TestThrottledReplicaList(t *testing.T) {
 		{"", 0, 1, false}, {"*", 3, 7, true}, {"0:1,0:2", 0, 2, true}, {" 0:1 , 1:3 ", 1, 3, true},
 		{"0:1,0:2", 1, 2, false}, {"0:1", 0, 3, false},
 	} {
-		if got := throttledReplica(map[string]string{cluster.FollowerThrottledReplicas: c.v}, cluster.FollowerThrottledReplicas, c.p, c.id); got != c.want {
+		if got := ThrottledReplica(map[string]string{cluster.FollowerThrottledReplicas: c.v}, cluster.FollowerThrottledReplicas, c.p, c.id); got != c.want {
 			t.Errorf("%q names %d:%d = %v, want %v", c.v, c.p, c.id, got, c.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/recordbatch/rbtest"
 )
 
 // A request that looked a topic up just before DeleteTopics must not open
@@ -21,17 +22,15 @@ func TestDeletedTopicIsNotReopened(t *testing.T) {
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))
 	dir := t.TempDir()
-	ps := newPartitions(dir, log.Config{IntervalFlush: true, FlushInterval: time.Hour, RetentionCheckInterval: time.Hour}, 0, logger)
-	defer ps.closeAll()
-
 	var mu sync.Mutex
 	view := map[string]cluster.Topic{}
-	ps.current = func(name string) (cluster.Topic, bool) {
+	ps := New(Config{Dir: dir, Base: testLogConfig, Logger: logger, Current: func(name string) (cluster.Topic, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		t, ok := view[name]
 		return t, ok
-	}
+	}})
+	defer ps.CloseAll()
 	setView := func(t cluster.Topic, present bool) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -44,25 +43,25 @@ func TestDeletedTopicIsNotReopened(t *testing.T) {
 
 	old := cluster.Topic{Name: "gone", ID: cluster.NewTopicID(), Leaders: []int32{1}}
 	setView(old, true)
-	l, err := ps.get(old, 0)
+	l, err := ps.Get(old, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Append(encodeBatch(time.Now(), []InternalRecord{{Value: []byte("a")}})); err != nil {
+	if _, err := l.Append(oneRecord()); err != nil {
 		t.Fatal(err)
 	}
 
 	setView(old, false) // the cluster view drops the topic first, as DeleteTopics does
-	ps.deleteTopic("gone")
+	ps.DeleteTopic("gone")
 
 	// The request that looked "gone" up before the delete.
-	if _, err := ps.get(old, 0); !errors.Is(err, errTopicDeleted) {
-		t.Fatalf("opening a partition of the deleted topic: err %v, want errTopicDeleted", err)
+	if _, err := ps.Get(old, 0); !errors.Is(err, ErrTopicDeleted) {
+		t.Fatalf("opening a partition of the deleted topic: err %v, want ErrTopicDeleted", err)
 	}
-	if _, err := os.Stat(ps.partitionDir("gone", 0)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(ps.Dir("gone", 0)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("partition directory of the deleted topic after the stale open: %v, want it gone", err)
 	}
-	if ps.isOpen(partKey{"gone", 0}) {
+	if ps.isOpen(Key{"gone", 0}) {
 		t.Fatal("the deleted topic's partition is open again")
 	}
 
@@ -70,10 +69,10 @@ func TestDeletedTopicIsNotReopened(t *testing.T) {
 	// a request still holding the old topic is refused until then.
 	fresh := cluster.Topic{Name: "gone", ID: cluster.NewTopicID(), Leaders: []int32{1}}
 	setView(fresh, true)
-	if _, err := ps.get(old, 0); !errors.Is(err, errTopicDeleted) {
-		t.Fatalf("stale lookup after the topic was created again: err %v, want errTopicDeleted", err)
+	if _, err := ps.Get(old, 0); !errors.Is(err, ErrTopicDeleted) {
+		t.Fatalf("stale lookup after the topic was created again: err %v, want ErrTopicDeleted", err)
 	}
-	l, err = ps.get(fresh, 0)
+	l, err = ps.Get(fresh, 0)
 	if err != nil {
 		t.Fatalf("opening the topic created again: %v", err)
 	}
@@ -92,17 +91,24 @@ func TestDeletedTopicIsNotReopened(t *testing.T) {
 func TestConcurrentDeletesOfATopicLogNoError(t *testing.T) {
 	var logs lockedLogs
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))
-	ps := newPartitions(t.TempDir(), log.Config{IntervalFlush: true, FlushInterval: time.Hour, RetentionCheckInterval: time.Hour}, 0, logger)
-	defer ps.closeAll()
+	var top cluster.Topic
+	var mu sync.Mutex
+	ps := New(Config{Dir: t.TempDir(), Base: testLogConfig, Logger: logger, Current: func(string) (cluster.Topic, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		return top, true
+	}})
+	defer ps.CloseAll()
 	for round := range 20 {
-		top := cluster.Topic{Name: "twice", ID: cluster.NewTopicID(), Leaders: []int32{1, 1, 1, 1}}
-		ps.current = func(string) (cluster.Topic, bool) { return top, true }
+		mu.Lock()
+		top = cluster.Topic{Name: "twice", ID: cluster.NewTopicID(), Leaders: []int32{1, 1, 1, 1}}
+		mu.Unlock()
 		for p := range top.Partitions() {
-			l, err := ps.get(top, p)
+			l, err := ps.Get(top, p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := l.Append(encodeBatch(time.Now(), []InternalRecord{{Value: []byte("a")}})); err != nil {
+			if _, err := l.Append(oneRecord()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -111,7 +117,7 @@ func TestConcurrentDeletesOfATopicLogNoError(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ps.deleteTopic("twice")
+				ps.DeleteTopic("twice")
 			}()
 		}
 		wg.Wait()
@@ -136,4 +142,13 @@ func (l *lockedLogs) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// testLogConfig flushes only when asked: the tests here look at opening
+// and deleting, not at durability.
+var testLogConfig = log.Config{IntervalFlush: true, FlushInterval: time.Hour, RetentionCheckInterval: time.Hour}
+
+// oneRecord is a batch of one record, "a".
+func oneRecord() []byte {
+	return rbtest.Batch(rbtest.Record(0, nil, []byte("a")), 1, 0)
 }

@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"errors"
@@ -26,14 +26,14 @@ type storageFaults struct {
 	dirs    map[string]bool
 }
 
-// storageError maps a storage error to the Kafka error code the client
+// StorageError maps a storage error to the Kafka error code the client
 // gets, and logs the first storage error of a partition that was writing.
-func (b *Broker) storageError(l *log.Log, err error) int16 {
+func (ps *Table) StorageError(l *log.Log, err error) int16 {
 	code := kafkaerr.OfStorage(err)
 	if code != kerr.KafkaStorageError.Code {
 		return code
 	}
-	f := &b.faults
+	f := &ps.faults
 	dir := l.Dir()
 	f.mu.Lock()
 	first := !f.dirs[dir]
@@ -46,16 +46,16 @@ func (b *Broker) storageError(l *log.Log, err error) int16 {
 	}
 	f.mu.Unlock()
 	if first {
-		b.logger.Error("partition cannot write: "+storageFaultKind(err), partitionAttrs(dir, err)...)
+		ps.logger.Error("partition cannot write: "+storageFaultKind(err), partitionAttrs(dir, err)...)
 	}
 	return code
 }
 
-// storageWritten notes the outcome (a Kafka error code) of appending to l:
+// StorageWritten notes the outcome (a Kafka error code) of appending to l:
 // after a success, a partition that was failing writes again, which is
 // logged once.
-func (b *Broker) storageWritten(l *log.Log, code int16) {
-	f := &b.faults
+func (ps *Table) StorageWritten(l *log.Log, code int16) {
+	f := &ps.faults
 	if code != 0 || f.failing.Load() == 0 {
 		return
 	}
@@ -68,7 +68,7 @@ func (b *Broker) storageWritten(l *log.Log, code int16) {
 	}
 	f.mu.Unlock()
 	if was {
-		b.logger.Info("partition writes again", partitionAttrs(dir, nil)...)
+		ps.logger.Info("partition writes again", partitionAttrs(dir, nil)...)
 	}
 }
 
@@ -86,7 +86,7 @@ func storageFaultKind(err error) string {
 // of its file system.
 func partitionAttrs(dir string, err error) []any {
 	var attrs []any
-	if topic, p, ok := cutPartitionDir(filepath.Base(dir)); ok {
+	if topic, p, ok := ParseDir(filepath.Base(dir)); ok {
 		attrs = append(attrs, "topic", topic, "partition", p)
 	}
 	attrs = append(attrs, "dir", dir)

@@ -1,4 +1,4 @@
-package broker
+package replication
 
 // Truncation by leader epoch, the follower's side (KIP-101, KIP-279).
 //
@@ -60,7 +60,7 @@ type epochAnswer struct {
 // partitions still unsettled. It returns the partitions it settled; one
 // the leader could not answer for yet (errEpochUnsettled) is left out, to
 // be checked in a later round.
-func (f *fetcher) truncateToLeader(c *replicaConn, checks []epochCheck) ([]epochCheck, error) {
+func (f *fetcher) truncateToLeader(c *PeerConn, checks []epochCheck) ([]epochCheck, error) {
 	var settled, pending []epochCheck
 	for _, ec := range checks {
 		if ec.ask = ec.l.LatestEpoch(); ec.ask < 0 {
@@ -109,11 +109,11 @@ func (f *fetcher) truncateToLeader(c *replicaConn, checks []epochCheck) ([]epoch
 // the leader named an epoch this log lacks, moves ec.ask to an older one
 // of ours and returns false to ask again.
 func (f *fetcher) cutToAnswer(ec *epochCheck, a epochAnswer) (bool, error) {
-	b, l, topic, p := f.rs.b, ec.l, ec.key.topic, ec.key.p
+	e, l, topic, p := f.rs.env, ec.l, ec.key.topic, ec.key.p
 	if a.end < 0 {
 		// The leader knows no epoch at or above ours: it holds only
 		// records of older epochs or none with epochs at all.
-		b.logger.Warn("the leader knows none of this follower's leader epochs; not truncating",
+		e.logger.Warn("the leader knows none of this follower's leader epochs; not truncating",
 			"topic", topic, "partition", p, "leader", f.leader, "follower_epoch", ec.ask)
 		return true, nil
 	}
@@ -134,7 +134,7 @@ func (f *fetcher) cutToAnswer(ec *epochCheck, a epochAnswer) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("truncating %s-%d to offset %d: %w", topic, p, cut, err)
 	}
-	b.logger.Warn("follower truncated its log to its leader's", "topic", topic, "partition", p,
+	e.logger.Warn("follower truncated its log to its leader's", "topic", topic, "partition", p,
 		"leader", f.leader, "leader_epoch", ec.leaderEpoch, "epoch", a.epoch, "from", was, "to", got)
 	return true, nil
 }
@@ -142,10 +142,10 @@ func (f *fetcher) cutToAnswer(ec *epochCheck, a epochAnswer) (bool, error) {
 // askEpochEnds is one OffsetForLeaderEpoch exchange for the partitions of
 // checks, each asked about its ec.ask. A partition the leader refused
 // gets its error in its answer; only a failed exchange is an error.
-func (f *fetcher) askEpochEnds(c *replicaConn, checks []epochCheck) (map[partKey]epochAnswer, error) {
+func (f *fetcher) askEpochEnds(c *PeerConn, checks []epochCheck) (map[partKey]epochAnswer, error) {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.Version = 3 // the last with a v0 response header
-	req.ReplicaID = f.rs.b.selfID
+	req.ReplicaID = f.rs.env.selfID
 	byTopic := map[string]int{}
 	for _, ec := range checks {
 		i, ok := byTopic[ec.key.topic]
@@ -163,7 +163,7 @@ func (f *fetcher) askEpochEnds(c *replicaConn, checks []epochCheck) (map[partKey
 	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
 	resp.Version = req.Version
 	f.rs.epochRequests.Add(1)
-	if err := c.roundTrip(req, resp, 10*time.Second); err != nil {
+	if err := c.RoundTrip(req, resp, 10*time.Second); err != nil {
 		return nil, err
 	}
 	answers := make(map[partKey]epochAnswer, len(checks))

@@ -1,4 +1,4 @@
-package broker
+package replication
 
 // Log-end reports (cluster/logends.go). When every in-sync replica of a
 // partition restarted, each may have lost a different part of its log's
@@ -20,19 +20,19 @@ type logEndReporter interface {
 	ReportLogEnd(topic string, partition, leaderEpoch int32, end int64) error
 }
 
-// reportLogEnds runs after every view change.
-func (rs *replicas) reportLogEnds() {
-	r, ok := rs.b.meta.(logEndReporter)
+// ReportLogEnds runs after every view change.
+func (rs *Manager) ReportLogEnds() {
+	r, ok := rs.env.meta.(logEndReporter)
 	if !ok {
 		return
 	}
-	for _, t := range rs.b.meta.Topics() {
+	for _, t := range rs.env.meta.Topics() {
 		if !t.Replicated() {
 			continue
 		}
 		for p := range int32(len(t.Replicas)) {
 			st, ok := t.StateOf(p)
-			if !ok || st.Leader >= 0 || !slices.Contains(st.ISR, rs.b.selfID) {
+			if !ok || st.Leader >= 0 || !slices.Contains(st.ISR, rs.env.selfID) {
 				continue
 			}
 			rs.reportLogEnd(r, t, p, st.LeaderEpoch)
@@ -40,7 +40,7 @@ func (rs *replicas) reportLogEnds() {
 	}
 }
 
-func (rs *replicas) reportLogEnd(r logEndReporter, t cluster.Topic, p, leaderEpoch int32) {
+func (rs *Manager) reportLogEnd(r logEndReporter, t cluster.Topic, p, leaderEpoch int32) {
 	key := partKey{t.Name, p}
 	rs.mu.Lock()
 	e, done := rs.reported[key]
@@ -49,19 +49,19 @@ func (rs *replicas) reportLogEnd(r logEndReporter, t cluster.Topic, p, leaderEpo
 		return
 	}
 	end := int64(0)
-	if _, err := os.Stat(rs.b.logs.partitionDir(t.Name, p)); err == nil {
-		l, err := rs.b.logs.open(t, p, false)
+	if _, err := os.Stat(rs.env.logs.Dir(t.Name, p)); err == nil {
+		l, err := rs.env.logs.OpenCold(t, p)
 		if err != nil {
-			rs.b.logger.Warn("cannot report the log end of an offline partition: its log does not open", "topic", t.Name, "partition", p, "err", err)
+			rs.env.logger.Warn("cannot report the log end of an offline partition: its log does not open", "topic", t.Name, "partition", p, "err", err)
 			return
 		}
 		end = l.LogEndOffset()
 	}
 	if err := r.ReportLogEnd(t.Name, p, leaderEpoch, end); err != nil {
-		rs.b.logger.Warn("reporting the log end of an offline partition failed; the next view change retries", "topic", t.Name, "partition", p, "err", err)
+		rs.env.logger.Warn("reporting the log end of an offline partition failed; the next view change retries", "topic", t.Name, "partition", p, "err", err)
 		return
 	}
-	rs.b.logger.Info("reported the log end of an offline partition whose isr lists this broker", "topic", t.Name, "partition", p, "leader_epoch", leaderEpoch, "log_end", end)
+	rs.env.logger.Info("reported the log end of an offline partition whose isr lists this broker", "topic", t.Name, "partition", p, "leader_epoch", leaderEpoch, "log_end", end)
 	rs.mu.Lock()
 	rs.reported[key] = leaderEpoch
 	rs.mu.Unlock()

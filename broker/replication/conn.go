@@ -1,4 +1,4 @@
-package broker
+package replication
 
 // The connection of a replica fetcher to its leader: to the leader's
 // inter-broker listener (Config.InterBrokerListener), over TLS when that
@@ -23,24 +23,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
 
+	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/internal/clientsec"
 )
 
 const replicaHandshakeTimeout = 10 * time.Second
 
-// interBrokerListener is the listener followers fetch from.
-func (b *Broker) interBrokerListener() SecurityProtocol {
-	if b.cfg.InterBrokerListener != "" {
-		return b.cfg.InterBrokerListener
-	}
-	return SecurityProtocol(b.cfg.InterBroker.Protocol())
-}
-
 // dial connects to the leader's inter-broker listener and logs in.
-func (f *fetcher) dial() (*replicaConn, error) {
-	b := f.rs.b
-	listener := b.interBrokerListener()
-	for _, br := range b.meta.Brokers() {
+func (f *fetcher) dial() (*PeerConn, error) {
+	e := f.rs.env
+	listener := e.listener
+	for _, br := range e.meta.Brokers() {
 		if br.ID != f.leader {
 			continue
 		}
@@ -60,7 +53,7 @@ func (f *fetcher) dial() (*replicaConn, error) {
 			nc.Close()
 			return nil, net.ErrClosed
 		}
-		c, err := openReplicaConn(nc, host, listener, b.cfg.InterBroker, b.selfID)
+		c, err := OpenPeerConn(nc, host, listener, e.sec, e.selfID)
 		if err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("leader %d, listener %s: %w", f.leader, listener, err)
@@ -70,8 +63,10 @@ func (f *fetcher) dial() (*replicaConn, error) {
 	return nil, fmt.Errorf("leader %d is not in the broker registry", f.leader)
 }
 
-// openReplicaConn secures nc as listener requires.
-func openReplicaConn(nc net.Conn, host string, listener SecurityProtocol, sec clientsec.Kafka, self int32) (*replicaConn, error) {
+// OpenPeerConn secures nc, a connection to another broker's listener, as
+// listener requires, and logs in with sec as broker self. The replica
+// fetchers and the transaction coordinator's peers use it.
+func OpenPeerConn(nc net.Conn, host string, listener netserver.SecurityProtocol, sec clientsec.Kafka, self int32) (*PeerConn, error) {
 	if listener.TLS() {
 		cfg, err := sec.TLSConfig()
 		if err != nil {
@@ -111,14 +106,14 @@ func openReplicaConn(nc net.Conn, host string, listener SecurityProtocol, sec cl
 
 // login runs SaslHandshake and the SaslAuthenticate exchanges of mech,
 // and notes when to run them again if the leader limits the session.
-func (c *replicaConn) login(mech sasl.Mechanism, host string) error {
+func (c *PeerConn) login(mech sasl.Mechanism, host string) error {
 	c.mech, c.host = mech, host
 	start := time.Now()
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version, hs.Mechanism = 1, mech.Name()
 	hsr := kmsg.NewPtrSASLHandshakeResponse()
 	hsr.Version = hs.Version
-	if err := c.roundTrip(hs, hsr, replicaHandshakeTimeout); err != nil {
+	if err := c.RoundTrip(hs, hsr, replicaHandshakeTimeout); err != nil {
 		return err
 	}
 	if hsr.ErrorCode != 0 {
@@ -135,7 +130,7 @@ func (c *replicaConn) login(mech sasl.Mechanism, host string) error {
 		req.Version, req.SASLAuthBytes = 1, msg
 		resp := kmsg.NewPtrSASLAuthenticateResponse()
 		resp.Version = req.Version
-		if err := c.roundTrip(req, resp, replicaHandshakeTimeout); err != nil {
+		if err := c.RoundTrip(req, resp, replicaHandshakeTimeout); err != nil {
 			return err
 		}
 		if resp.ErrorCode != 0 {
@@ -171,10 +166,10 @@ func renewTime(start time.Time, lifetimeMs int64) time.Time {
 	return start.Add(max(life-margin, 0))
 }
 
-// renew logs in again on the connection, between fetch rounds, once its
+// Renew logs in again on the connection, between fetch rounds, once its
 // session nears its end (KIP-368): a follower keeps its connection, and
 // the leader checks its credentials again, as it does any client's.
-func (c *replicaConn) renew(renewals *atomic.Int64) error {
+func (c *PeerConn) Renew(renewals *atomic.Int64) error {
 	if c.renewAt.IsZero() || time.Now().Before(c.renewAt) {
 		return nil
 	}
@@ -185,9 +180,9 @@ func (c *replicaConn) renew(renewals *atomic.Int64) error {
 	return nil
 }
 
-// replicaConn is a Kafka client connection of one fetcher: requests one
-// at a time, framed by kmsg.
-type replicaConn struct {
+// PeerConn is a Kafka client connection to another broker (a fetcher's,
+// a transaction peer's): requests one at a time, framed by kmsg.
+type PeerConn struct {
 	nc   net.Conn
 	r    *bufio.Reader
 	fmt  *kmsg.RequestFormatter
@@ -199,19 +194,19 @@ type replicaConn struct {
 	renewAt time.Time
 }
 
-func newReplicaConn(nc net.Conn, self int32) *replicaConn {
-	return &replicaConn{
+func newReplicaConn(nc net.Conn, self int32) *PeerConn {
+	return &PeerConn{
 		nc:  nc,
 		r:   bufio.NewReaderSize(nc, 64<<10),
 		fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID("tributary-replica-" + strconv.Itoa(int(self)))),
 	}
 }
 
-func (c *replicaConn) Close() error { return c.nc.Close() }
+func (c *PeerConn) Close() error { return c.nc.Close() }
 
-// roundTrip sends req and decodes the answer into resp, at req's version
+// RoundTrip sends req and decodes the answer into resp, at req's version
 // (a flexible version's response header carries tagged fields, skipped).
-func (c *replicaConn) roundTrip(req kmsg.Request, resp kmsg.Response, timeout time.Duration) error {
+func (c *PeerConn) RoundTrip(req kmsg.Request, resp kmsg.Response, timeout time.Duration) error {
 	c.corr++
 	c.buf = c.fmt.AppendRequest(c.buf[:0], req, c.corr)
 	c.nc.SetDeadline(time.Now().Add(timeout))

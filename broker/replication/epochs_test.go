@@ -1,4 +1,4 @@
-package broker_test
+package replication_test
 
 import (
 	"context"
@@ -9,9 +9,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/replication"
 	"github.com/tributary-io/tributary/cluster"
+	"github.com/tributary-io/tributary/internal/recordbatch/rbtest"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -20,7 +21,7 @@ import (
 // broker 1 leads, and returns broker 1's replication state over a real log
 // holding n flushed records that the old leader epoch's high watermark
 // covered.
-func epochCluster(t *testing.T, n int) (*broker.LeaderForTest, *cluster.ZooKeeper, cluster.Topic, *log.Log) {
+func epochCluster(t *testing.T, n int) (*replication.LeaderForTest, *cluster.ZooKeeper, cluster.Topic, *log.Log) {
 	t.Helper()
 	connect := testenv.StartZooKeeper(t)
 	logger := testenv.Logger(t, 0)
@@ -53,14 +54,14 @@ func epochCluster(t *testing.T, n int) (*broker.LeaderForTest, *cluster.ZooKeepe
 	}
 	t.Cleanup(func() { l.Close() })
 	for i := range n {
-		if _, err := l.Append(broker.EncodeBatchForTest([]broker.InternalRecord{{Value: []byte(strconv.Itoa(i))}})); err != nil {
+		if _, err := l.Append(rbtest.Batch(rbtest.Record(0, nil, []byte(strconv.Itoa(i))), 1, 0)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	return broker.NewLeaderForTest(members[1], logger, map[string]int64{name: int64(n)}), members[1], top, l
+	return replication.NewLeaderForTest(members[1], logger, map[string]int64{name: int64(n)}), members[1], top, l
 }
 
 // A broker leads only in the broker epoch the state names it in: a state

@@ -1,10 +1,10 @@
-package broker
+package replication
 
 // Replication, the leader's side: for each replicated partition this
 // broker leads, what its followers reported and the high watermark.
 //
 // Followers fetch with the Fetch API, replica id set, from the offset up
-// to which their log is fsynced (replica_fetcher.go), so a follower's
+// to which their log is fsynced (fetcher.go), so a follower's
 // fetch offset is what it holds on disk. The high watermark is the
 // smallest such offset over the ISR, the leader's own fsynced end
 // included: consumers see nothing above it, and an acks=all produce is
@@ -18,7 +18,7 @@ package broker
 // fsyncs rather than their sum. A follower may so hold records the leader
 // loses in a crash; the high watermark never covered them, and the leader
 // epochs cut them from the follower's log once a leader without them leads
-// (replica_truncate.go).
+// (truncate.go).
 //
 // A follower that has not caught up with the leader's log end for
 // ReplicaLagMax leaves the ISR; one whose fetch offset reaches the high
@@ -65,17 +65,17 @@ var (
 	errISRChangeFailed = errors.New("isr change not recorded")
 )
 
-// replicas is the broker's replication state: the partitions it leads and
-// (replica_fetcher.go) the fetchers of the partitions it follows.
-type replicas struct {
-	b      *Broker
+// Manager is the broker's replication state: the partitions it leads and
+// (fetcher.go) the fetchers of the partitions it follows.
+type Manager struct {
+	env    *env
 	lagMax time.Duration
 
 	mu      sync.Mutex
 	leading map[partKey]*leaderState
 	learned map[partKey]int64 // high watermarks heard from leaders while following, or checkpointed
 	// checkpointed is what replication-offset-checkpoint last got
-	// (replica_checkpoint.go).
+	// (checkpoint.go).
 	checkpointed map[partKey]int64
 	fetchers     map[int32]*fetcher
 	closed       bool // shutting down: no new fetchers
@@ -90,7 +90,7 @@ type replicas struct {
 	// their re-authentications on them (KIP-368), for tests.
 	dials, renewals atomic.Int64
 
-	// The stray-replica remover (replica_stray.go), started with the
+	// The stray-replica remover (stray.go), started with the
 	// fetchers: woken by every view change, done once it stopped.
 	strayOnce sync.Once
 	strayWake chan struct{}
@@ -102,13 +102,19 @@ type replicas struct {
 	unconfirmed  map[string]bool
 
 	// reported is the leader epoch in which each offline partition's log
-	// end was last reported (replica_logends.go), under mu.
+	// end was last reported (logends.go), under mu.
 	reported map[partKey]int32
 
-	// The replication throttles (replica_throttle.go), and how many
+	// The replication throttles (throttle.go), and how many
 	// partition fetches they held back (export_test.go).
 	leaderQuota, followerQuota replicationQuota
 	throttledFetches           atomic.Int64
+}
+
+// partKey names a partition in replication's maps.
+type partKey struct {
+	topic string
+	p     int32
 }
 
 // leaderState is one led partition in one leader epoch.
@@ -135,9 +141,11 @@ type followerState struct {
 	prevFetch time.Time
 }
 
-func newReplicas(b *Broker) *replicas {
-	rs := &replicas{
-		b: b, lagMax: b.cfg.ReplicaLagMax,
+// New returns the replication state of a broker; its background work
+// starts with ShrinkISRs and the first ReconcileFetchers.
+func New(d Deps) *Manager {
+	rs := &Manager{
+		env: newEnv(d), lagMax: d.LagMax,
 		leading: map[partKey]*leaderState{}, learned: map[partKey]int64{}, fetchers: map[int32]*fetcher{},
 		strayWake: make(chan struct{}, 1), strayDone: make(chan struct{}),
 		strayRefused: map[partKey]bool{}, unconfirmed: map[string]bool{}, reported: map[partKey]int32{},
@@ -150,16 +158,16 @@ func newReplicas(b *Broker) *replicas {
 // leader returns the state of t's partition p if this broker leads it
 // (nil for a partition with one replica, which has none), starting it at
 // a new leader epoch.
-func (rs *replicas) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, cluster.PartitionState, error) {
+func (rs *Manager) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, cluster.PartitionState, error) {
 	if !t.Replicated() {
 		return nil, cluster.PartitionState{}, nil
 	}
 	st, ok := t.StateOf(p)
-	if !ok || !rs.b.leads(st) {
+	if !ok || !rs.env.leads(st) {
 		return nil, st, errNotLeader
 	}
 	key := partKey{t.Name, p}
-	if rs.damagedLeader(key, st) { // a damaged leader steps down (replica_repair.go)
+	if rs.damagedLeader(key, st) { // a damaged leader steps down (repair.go)
 		return nil, st, errNotLeader
 	}
 	rs.mu.Lock()
@@ -170,7 +178,7 @@ func (rs *replicas) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, 
 		ls = &leaderState{key: key, epoch: st.LeaderEpoch, epochStart: l.LogEndOffset(), followers: map[int32]*followerState{}, changed: make(chan struct{})}
 		ls.hw = min(rs.learned[key], l.HighWatermark())
 		for _, id := range t.ReplicasOf(p) {
-			if id != rs.b.selfID {
+			if id != rs.env.selfID {
 				ls.followers[id] = &followerState{end: -1, caughtUp: now, prevFetch: now}
 			}
 		}
@@ -178,21 +186,29 @@ func (rs *replicas) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, 
 		// Before anything is appended in this epoch: followers truncate
 		// by where each epoch starts (offsetforleaderepoch.go).
 		if err := l.AssignLeaderEpoch(st.LeaderEpoch); err != nil {
-			rs.b.logger.Error("recording the leader epoch failed", "topic", t.Name, "partition", p, "leader_epoch", st.LeaderEpoch, "err", err)
+			rs.env.logger.Error("recording the leader epoch failed", "topic", t.Name, "partition", p, "leader_epoch", st.LeaderEpoch, "err", err)
 		}
 		// Debug: a broker's failure moves thousands of leaderships at once;
 		// the controller logs the round, the metrics count the leaders.
-		rs.b.logger.Debug("leading partition", "topic", t.Name, "partition", p, "leader_epoch", st.LeaderEpoch, "isr", st.ISR, "high_watermark", ls.hw)
+		rs.env.logger.Debug("leading partition", "topic", t.Name, "partition", p, "leader_epoch", st.LeaderEpoch, "isr", st.ISR, "high_watermark", ls.hw)
 	}
 	return ls, st, nil
+}
+
+// Lead checks that this broker leads t's partition p (any partition
+// with one replica), starting its leader state at a new leader epoch, and
+// returns the partition's state.
+func (rs *Manager) Lead(t cluster.Topic, p int32, l *log.Log) (cluster.PartitionState, error) {
+	_, st, err := rs.leader(t, p, l)
+	return st, err
 }
 
 // leadForAppend is checked before a batch is appended to a partition
 // this broker leads: a replicated partition's leader epoch is then
 // recorded, so the batch carries it.
-func (b *Broker) leadForAppend(t cluster.Topic, p int32, l *log.Log) int16 {
-	if _, _, err := b.replicas.leader(t, p, l); err != nil {
-		code, _ := replicationErrorCode(err)
+func (rs *Manager) leadForAppend(t cluster.Topic, p int32, l *log.Log) int16 {
+	if _, _, err := rs.leader(t, p, l); err != nil {
+		code, _ := errorCode(err)
 		return code
 	}
 	return 0
@@ -209,12 +225,12 @@ type brokerEpocher interface {
 // session) does not lead what it led before until the controller elects
 // it again: it may have lost records it acknowledged, and its followers
 // must not truncate to it.
-func (b *Broker) leads(st cluster.PartitionState) bool {
+func (e *env) leads(st cluster.PartitionState) bool {
 	var epoch int64
-	if e, ok := b.meta.(brokerEpocher); ok {
-		epoch = e.BrokerEpoch()
+	if be, ok := e.meta.(brokerEpocher); ok {
+		epoch = be.BrokerEpoch()
 	}
-	return st.LedBy(b.selfID, epoch)
+	return st.LedBy(e.selfID, epoch)
 }
 
 // advance recomputes the high watermark over isr; it does not move while
@@ -246,14 +262,14 @@ func (ls *leaderState) advance(l *log.Log, isr []int32, self int32, quorum int) 
 
 // highWatermark is what consumers of a led partition may read up to, and
 // a channel closed when it moves.
-func (rs *replicas) highWatermark(t cluster.Topic, p int32, l *log.Log) (int64, <-chan struct{}, error) {
+func (rs *Manager) highWatermark(t cluster.Topic, p int32, l *log.Log) (int64, <-chan struct{}, error) {
 	ls, st, err := rs.leader(t, p, l)
 	if ls == nil {
 		return l.HighWatermark(), nil, err
 	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	return ls.advance(l, st.ISR, rs.b.selfID, rs.b.hwQuorum(t, p)), ls.changed, nil
+	return ls.advance(l, st.ISR, rs.env.selfID, rs.env.hwQuorum(t, p)), ls.changed, nil
 }
 
 // hwBehindEpochStart reports whether hw, the high watermark of a
@@ -263,7 +279,7 @@ func (rs *replicas) highWatermark(t cluster.Topic, p int32, l *log.Log) (int64, 
 // acknowledged: ListOffsets answers OFFSET_NOT_AVAILABLE meanwhile, which
 // clients retry, rather than an end that hides acknowledged records (as
 // Kafka, KIP-207).
-func (rs *replicas) hwBehindEpochStart(t cluster.Topic, p int32, l *log.Log, hw int64) bool {
+func (rs *Manager) hwBehindEpochStart(t cluster.Topic, p int32, l *log.Log, hw int64) bool {
 	ls, _, err := rs.leader(t, p, l)
 	return err == nil && ls != nil && hw < ls.epochStart
 }
@@ -271,7 +287,7 @@ func (rs *replicas) hwBehindEpochStart(t cluster.Topic, p int32, l *log.Log, hw 
 // followerFetched records a follower's fetch at offset (its fsynced end)
 // and returns the high watermark to send it. A follower that reached the
 // high watermark and is not in the ISR is added to it.
-func (rs *replicas) followerFetched(t cluster.Topic, p int32, l *log.Log, replica int32, offset int64) (int64, error) {
+func (rs *Manager) followerFetched(t cluster.Topic, p int32, l *log.Log, replica int32, offset int64) (int64, error) {
 	ls, st, err := rs.leader(t, p, l)
 	if err != nil {
 		return -1, err
@@ -311,7 +327,7 @@ func (rs *replicas) followerFetched(t cluster.Topic, p int32, l *log.Log, replic
 	// by recovery): it must not stay electable.
 	inSync := slices.Contains(st.ISR, replica)
 	leave := inSync && offset < ls.hw && !ls.isrChange
-	hw := ls.advance(l, st.ISR, rs.b.selfID, rs.b.hwQuorum(t, p))
+	hw := ls.advance(l, st.ISR, rs.env.selfID, rs.env.hwQuorum(t, p))
 	join := !inSync && slices.Contains(t.ReplicasOf(p), replica) && f.end >= hw && !ls.isrChange
 	if join || leave {
 		ls.isrChange = true
@@ -319,11 +335,11 @@ func (rs *replicas) followerFetched(t cluster.Topic, p int32, l *log.Log, replic
 	ls.mu.Unlock()
 	switch {
 	case join:
-		go rs.changeISR(ls, t.Name, p, append(slices.Clone(st.ISR), replica), rs.b.minISR(t), false)
+		go rs.changeISR(ls, t.Name, p, append(slices.Clone(st.ISR), replica), rs.env.minISR(t), false)
 	case leave:
-		rs.b.logger.Warn("follower left the isr: it fetches below the high watermark, so it lost records it held",
+		rs.env.logger.Warn("follower left the isr: it fetches below the high watermark, so it lost records it held",
 			"topic", t.Name, "partition", p, "follower", replica, "fetch_offset", offset, "high_watermark", hw)
-		go rs.changeISR(ls, t.Name, p, slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return id == replica }), rs.b.minISR(t), true)
+		go rs.changeISR(ls, t.Name, p, slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return id == replica }), rs.env.minISR(t), true)
 	}
 	return hw, nil
 }

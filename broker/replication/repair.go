@@ -1,4 +1,4 @@
-package broker
+package replication
 
 // Repair from replicas. A replica of a replicated partition that finds a
 // damaged batch in its own log (recovery, the scrubber or a read, see
@@ -29,6 +29,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,10 +48,11 @@ type stepDowner interface {
 // the gap rather than nothing.
 const stepDownTimeout = 30 * time.Second
 
-// repairState is the broker's repairs in progress, held by its partitions
-// table (logs are opened, and recovered, before replication starts).
-type repairState struct {
-	b *Broker
+// Repair is the broker's repairs in progress. It is the partition table's
+// Hooks, so it is made before the table (NewRepair): logs are opened, and
+// recovered, before replication starts.
+type Repair struct {
+	env *env
 
 	// any is set while a map below has an entry, so that produce and fetch
 	// of every other partition pass without the lock.
@@ -71,9 +73,16 @@ type repairState struct {
 	cutFailed map[partKey]string
 }
 
-// beforeLoss is log.Config.BeforeLoss for a replicated partition's log
-// (partitions.openLog): record where to fetch again, then act on it.
-func (rp *repairState) beforeLoss(t cluster.Topic, key partKey, dir string, fsys log.FS) func(int64) error {
+// NewRepair returns the repairs of a broker (self) in the cluster view
+// meta; closing ends its step-down requests.
+func NewRepair(self int32, meta cluster.Metadata, logger *slog.Logger, closing <-chan struct{}) *Repair {
+	return &Repair{env: newEnv(Deps{Self: self, Meta: meta, Logger: logger, Closing: closing})}
+}
+
+// BeforeLoss is log.Config.BeforeLoss for a replicated partition's log
+// (partition.Hooks): record where to fetch again, then act on it.
+func (rp *Repair) BeforeLoss(t cluster.Topic, p int32, dir string, fsys log.FS) func(int64) error {
+	key := partKey{t.Name, p}
 	if !t.Replicated() {
 		return nil
 	}
@@ -90,18 +99,18 @@ func (rp *repairState) beforeLoss(t cluster.Topic, key partKey, dir string, fsys
 	}
 }
 
-// opened notes a marker left by an earlier run (the process stopped
-// before it cut its log back).
-func (rp *repairState) opened(t cluster.Topic, key partKey, l *log.Log) {
+// Opened notes a marker left by an earlier run (the process stopped
+// before it cut its log back); partition.Hooks.
+func (rp *Repair) Opened(t cluster.Topic, p int32, l *log.Log) {
 	if !t.Replicated() {
 		return
 	}
 	if _, ok, err := l.RepairFrom(); ok || err != nil {
-		rp.setPending(key)
+		rp.setPending(partKey{t.Name, p})
 	}
 }
 
-func (rp *repairState) setPending(key partKey) {
+func (rp *Repair) setPending(key partKey) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	if rp.pending == nil {
@@ -118,15 +127,15 @@ type gapServed struct {
 }
 
 // damageFound starts a step-down when this broker leads key.
-func (rp *repairState) damageFound(key partKey, first int64) {
-	b := rp.b
-	if b == nil || b.meta == nil {
+func (rp *Repair) damageFound(key partKey, first int64) {
+	e := rp.env
+	if e == nil || e.meta == nil {
 		return
 	}
-	t, _ := b.meta.Topic(key.topic)
+	t, _ := e.meta.Topic(key.topic)
 	st, ok := t.StateOf(key.p)
-	if !ok || st.Leader != b.selfID {
-		b.logger.Warn("found a damaged batch: fetching it again from the leader", "topic", key.topic, "partition", key.p, "from_offset", first)
+	if !ok || st.Leader != e.selfID {
+		e.logger.Warn("found a damaged batch: fetching it again from the leader", "topic", key.topic, "partition", key.p, "from_offset", first)
 		return
 	}
 	rp.refuses(key, st.LeaderEpoch, len(st.ISR))
@@ -136,7 +145,7 @@ func (rp *repairState) damageFound(key partKey, first int64) {
 // in-sync replicas, is not to be served: it is pending repair and a
 // step-down is under way (one is started here unless one failed in this
 // epoch with as many in-sync replicas).
-func (rp *repairState) refuses(key partKey, leaderEpoch int32, isr int) bool {
+func (rp *Repair) refuses(key partKey, leaderEpoch int32, isr int) bool {
 	if !rp.any.Load() {
 		return false
 	}
@@ -156,14 +165,21 @@ func (rp *repairState) refuses(key partKey, leaderEpoch int32, isr int) bool {
 	return true
 }
 
-// damagedLeader is repairState.refuses for the leader's checks.
-func (rs *replicas) damagedLeader(key partKey, st cluster.PartitionState) bool {
-	return rs.b.logs != nil && rs.b.logs.repair.refuses(key, st.LeaderEpoch, len(st.ISR))
+// damagedLeader is Repair.refuses for the leader's checks.
+func (rs *Manager) damagedLeader(key partKey, st cluster.PartitionState) bool {
+	return rs.env.repair != nil && rs.env.repair.refuses(key, st.LeaderEpoch, len(st.ISR))
+}
+
+// refusingRead reports whether a read of topic's partition p, which this
+// broker leads, just made is not to be served: its damage was found (the
+// read may have been the one to find it) and a step-down is under way.
+func (rs *Manager) refusingRead(topic string, p int32) bool {
+	return rs.env.repair != nil && rs.env.repair.refusingNow(partKey{topic, p})
 }
 
 // refusingNow is refuses for a read already made: was key's damage found
 // while this broker leads it (the read may have been the one to find it).
-func (rp *repairState) refusingNow(key partKey) bool {
+func (rp *Repair) refusingNow(key partKey) bool {
 	if !rp.any.Load() {
 		return false
 	}
@@ -173,11 +189,11 @@ func (rp *repairState) refusingNow(key partKey) bool {
 	return ok
 }
 
-func (rp *repairState) stepDown(key partKey, epoch int32, isr int) {
-	b := rp.b
+func (rp *Repair) stepDown(key partKey, epoch int32, isr int) {
+	e := rp.env
 	err := errors.New("the cluster metadata cannot move leaderships")
-	if sd, ok := b.meta.(stepDowner); ok {
-		ctx, cancel := b.ctx()
+	if sd, ok := e.meta.(stepDowner); ok {
+		ctx, cancel := e.ctx()
 		ctx, cancelT := context.WithTimeout(ctx, stepDownTimeout)
 		err = sd.StepDown(ctx, key.topic, key.p)
 		cancelT()
@@ -188,14 +204,14 @@ func (rp *repairState) stepDown(key partKey, epoch int32, isr int) {
 	switch {
 	case err == nil:
 		// Refused until the view shows the new leader (a new epoch).
-		b.logger.Warn("stepped down as leader of a partition with a damaged batch: another in-sync replica leads, this one fetches the batch back",
+		e.logger.Warn("stepped down as leader of a partition with a damaged batch: another in-sync replica leads, this one fetches the batch back",
 			"topic", key.topic, "partition", key.p, "leader_epoch", epoch)
 	case errors.Is(err, cluster.ErrNotLeading):
 		delete(rp.refusing, key)
 	default:
 		delete(rp.refusing, key)
 		rp.gapServed[key] = gapServed{epoch, isr}
-		b.logger.Error("a damaged batch cannot be repaired: no other in-sync replica can lead; serving the partition with the quarantined offsets missing",
+		e.logger.Error("a damaged batch cannot be repaired: no other in-sync replica can lead; serving the partition with the quarantined offsets missing",
 			"topic", key.topic, "partition", key.p, "leader_epoch", epoch, "err", err)
 	}
 }
@@ -203,7 +219,7 @@ func (rp *repairState) stepDown(key partKey, epoch int32, isr int) {
 // repairBeforeFollowing cuts a followed partition pending repair back to
 // its marker's offset, before it is fetched; false when it could not be
 // (the partition is not fetched this round, and the error is logged once).
-func (rp *repairState) repairBeforeFollowing(key partKey, l *log.Log) bool {
+func (rp *Repair) repairBeforeFollowing(key partKey, l *log.Log) bool {
 	if !rp.any.Load() {
 		return true
 	}
@@ -219,7 +235,7 @@ func (rp *repairState) repairBeforeFollowing(key partKey, l *log.Log) bool {
 	if err != nil {
 		if rp.cutFailed[key] != err.Error() {
 			rp.cutFailed[key] = err.Error()
-			rp.b.logger.Error("cannot cut a damaged log back to fetch it again: the partition is not followed until this is fixed",
+			rp.env.logger.Error("cannot cut a damaged log back to fetch it again: the partition is not followed until this is fixed",
 				"topic", key.topic, "partition", key.p, "err", err)
 		}
 		return false

@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"log/slog"
@@ -13,9 +13,9 @@ import (
 // the other half is for client connections, group offset files and the
 // files the broker opens briefly.
 
-// raiseOpenFileLimit raises the soft RLIMIT_NOFILE to the hard limit and
+// RaiseOpenFileLimit raises the soft RLIMIT_NOFILE to the hard limit and
 // returns the soft limit in force afterwards.
-func raiseOpenFileLimit(logger *slog.Logger) uint64 {
+func RaiseOpenFileLimit(logger *slog.Logger) uint64 {
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
 		logger.Warn("reading the open file limit", "err", err)
@@ -33,9 +33,10 @@ func raiseOpenFileLimit(logger *slog.Logger) uint64 {
 	return lim.Cur
 }
 
-// partitionFileBudget is the default of Config.MaxPartitionFiles: half the
+// FileBudget is the default descriptor budget (the broker's
+// MaxPartitionFiles): half the
 // descriptor limit, or no limit when the limit is unknown or unlimited.
-func partitionFileBudget(limit uint64) int {
+func FileBudget(limit uint64) int {
 	if limit == 0 || limit == unix.RLIM_INFINITY || limit > 1<<40 {
 		return 0
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -24,47 +25,8 @@ var (
 	descFollowerLag     = desc("replica_follower_lag_messages", "On a partition's leader, per follower: the leader's log end offset minus the follower's fetched (fsynced) end. A follower that has not fetched since this broker became leader has no series yet.", "topic", "partition", "replica")
 )
 
-// replicaDescs are the descriptions replica_metrics.go collects.
+// replicaDescs are the descriptions metrics_replication.go collects.
 var replicaDescs = []*prometheus.Desc{descUnderReplicated, descOffline, descControllerOn, descFollowerLag}
-
-// followerLag is one follower's lag as its leader sees it.
-type followerLag struct {
-	topic     string
-	partition int32
-	replica   int32
-	lag       int64
-}
-
-// followerLags reads, for every partition this broker leads in its
-// current leader epoch and whose log is open, each follower's lag.
-func (rs *replicas) followerLags(logEnd map[partKey]int64) []followerLag {
-	rs.mu.Lock()
-	led := make([]*leaderState, 0, len(rs.leading))
-	for _, ls := range rs.leading {
-		led = append(led, ls)
-	}
-	rs.mu.Unlock()
-	var out []followerLag
-	for _, ls := range led {
-		end, ok := logEnd[ls.key]
-		if !ok {
-			continue
-		}
-		t, ok := rs.b.meta.Topic(ls.key.topic)
-		st, sok := t.StateOf(ls.key.p)
-		if !ok || !sok || !rs.b.leads(st) || st.LeaderEpoch != ls.epoch {
-			continue // no longer led: shrinkISRs drops it
-		}
-		ls.mu.Lock()
-		for id, f := range ls.followers {
-			if f.end >= 0 {
-				out = append(out, followerLag{ls.key.topic, ls.key.p, id, max(end-f.end, 0)})
-			}
-		}
-		ls.mu.Unlock()
-	}
-	return out
-}
 
 // isController tells whether this broker is the cluster's controller; a
 // standalone broker is.
@@ -79,7 +41,7 @@ func (b *Broker) isController() bool {
 
 // collectReplication reports the replication state; logEnd holds the log
 // end offset of every open partition log.
-func (m *brokerMetrics) collectReplication(ch chan<- prometheus.Metric, logEnd map[partKey]int64) {
+func (m *brokerMetrics) collectReplication(ch chan<- prometheus.Metric, logEnd map[partition.Key]int64) {
 	b := m.b
 	controller := b.isController()
 	live := map[int32]bool{}
@@ -120,9 +82,9 @@ func (m *brokerMetrics) collectReplication(ch chan<- prometheus.Metric, logEnd m
 	if b.replicas == nil {
 		return
 	}
-	for _, f := range b.replicas.followerLags(logEnd) {
-		ch <- prometheus.MustNewConstMetric(descFollowerLag, prometheus.GaugeValue, float64(f.lag),
-			f.topic, strconv.Itoa(int(f.partition)), strconv.Itoa(int(f.replica)))
+	for _, f := range b.replicas.FollowerLags(logEnd) {
+		ch <- prometheus.MustNewConstMetric(descFollowerLag, prometheus.GaugeValue, float64(f.Lag),
+			f.Topic, strconv.Itoa(int(f.Partition)), strconv.Itoa(int(f.Replica)))
 	}
 }
 
@@ -136,10 +98,10 @@ func (m *brokerMetrics) watchISRs() {
 		return
 	}
 	b := m.b
-	prev := map[partKey]cluster.PartitionState{}
+	prev := map[partition.Key]cluster.PartitionState{}
 	for {
 		changed := b.meta.Changed()
-		cur := map[partKey]cluster.PartitionState{}
+		cur := map[partition.Key]cluster.PartitionState{}
 		for _, t := range b.meta.Topics() {
 			if !t.Replicated() {
 				continue
@@ -149,7 +111,7 @@ func (m *brokerMetrics) watchISRs() {
 				if !ok || st.Leader != b.selfID {
 					continue
 				}
-				key := partKey{t.Name, p}
+				key := partition.Key{Topic: t.Name, Partition: p}
 				cur[key] = st
 				old, seen := prev[key]
 				if !seen || old.LeaderEpoch != st.LeaderEpoch || slices.Equal(old.ISR, st.ISR) {

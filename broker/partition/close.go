@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"errors"
@@ -32,14 +32,14 @@ var closeSlots = make(chan struct{}, closeConcurrency)
 // closeSlackFDs is how far past the budget the descriptors of logs still
 // closing may go before openers wait: a quarter of the budget (which is
 // half the limit), at least enough for the closes in flight.
-func (ps *partitions) closeSlackFDs() int {
+func (ps *Table) closeSlackFDs() int {
 	return max(ps.fdBudget/4, 3*closeConcurrency)
 }
 
 // retireLocked takes o out of the open set for closing: openers of the
 // same partition wait for closing[key] before opening it again. The
 // caller closes it (closeLogs, closeInBackground) after releasing mu.
-func (ps *partitions) retireLocked(o *openLog) {
+func (ps *Table) retireLocked(o *openLog) {
 	ps.removeLocked(o)
 	delete(ps.logs, o.key)
 	ps.closing[o.key] = make(chan struct{})
@@ -51,7 +51,7 @@ func (ps *partitions) retireLocked(o *openLog) {
 
 // waitForClosingRoom returns once the descriptors of logs still closing
 // are within the slack.
-func (ps *partitions) waitForClosingRoom() {
+func (ps *Table) waitForClosingRoom() {
 	if ps.fdBudget <= 0 {
 		return
 	}
@@ -68,7 +68,7 @@ func (ps *partitions) waitForClosingRoom() {
 }
 
 // closeInBackground closes logs retired by makeRoomLocked without waiting.
-func (ps *partitions) closeInBackground(victims []*openLog) {
+func (ps *Table) closeInBackground(victims []*openLog) {
 	for _, o := range victims {
 		go ps.closeLogs([]*openLog{o})
 	}
@@ -76,14 +76,14 @@ func (ps *partitions) closeInBackground(victims []*openLog) {
 
 // closeLogs closes retired logs, closeConcurrency at a time across the
 // broker, and lets waiting openers of the same partitions go on.
-func (ps *partitions) closeLogs(victims []*openLog) {
+func (ps *Table) closeLogs(victims []*openLog) {
 	var wg sync.WaitGroup
 	for _, o := range victims {
 		closeSlots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-closeSlots }()
 			if err := o.l.Close(); err != nil && !errors.Is(err, log.ErrClosed) {
-				ps.logger.Error("closing idle partition", "topic", o.key.topic, "partition", o.key.p, "err", err)
+				ps.logger.Error("closing idle partition", "topic", o.key.Topic, "partition", o.key.Partition, "err", err)
 			}
 			ps.mu.Lock()
 			close(ps.closing[o.key])
@@ -97,12 +97,12 @@ func (ps *partitions) closeLogs(victims []*openLog) {
 	wg.Wait()
 }
 
-// closeAll flushes and closes every log, writing their clean-shutdown
+// CloseAll flushes and closes every log, writing their clean-shutdown
 // marks, closeConcurrency at a time: one after the other, a broker with
 // thousands of open partitions took minutes to stop.
-func (ps *partitions) closeAll() error {
+func (ps *Table) CloseAll() error {
 	ps.cleaner.Close()
-	taken := ps.take(func(partKey) bool { return true })
+	taken := ps.take(func(Key) bool { return true })
 	errs := make([]error, len(taken))
 	var wg sync.WaitGroup
 	for i, o := range taken {
@@ -110,7 +110,7 @@ func (ps *partitions) closeAll() error {
 		wg.Go(func() {
 			defer func() { <-closeSlots }()
 			if err := o.l.Close(); err != nil && !errors.Is(err, log.ErrClosed) {
-				errs[i] = fmt.Errorf("closing %s-%d: %w", o.key.topic, o.key.p, err)
+				errs[i] = fmt.Errorf("closing %s-%d: %w", o.key.Topic, o.key.Partition, err)
 			}
 		})
 	}

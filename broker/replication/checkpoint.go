@@ -1,11 +1,11 @@
-package broker
+package replication
 
 // The high-watermark checkpoint: every replicated partition's high
 // watermark as this broker last knew it (led: its own; followed: the
 // leader's last answer), written to replication-offset-checkpoint in the
 // data directory every hwCheckpointEvery and at shutdown, and read at
 // start. A leader starting in a new incarnation holds its high watermark
-// where it was until each follower has fetched (replica.go); without the
+// where it was until each follower has fetched (leader.go); without the
 // checkpoint that is 0, so after a restart consumers would see nothing of
 // what they saw before until every in-sync follower fetched again. The
 // checkpoint is only ever below what the ISR holds, and the leader caps it
@@ -38,8 +38,8 @@ const (
 // loadHighWatermarks reads the checkpoint into rs.learned at start. A
 // damaged file is logged and ignored: the high watermarks then start at 0,
 // as before the checkpoint existed.
-func (rs *replicas) loadHighWatermarks() {
-	path := filepath.Join(rs.b.cfg.DataDir, hwCheckpointFile)
+func (rs *Manager) loadHighWatermarks() {
+	path := filepath.Join(rs.env.dataDir, hwCheckpointFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return
@@ -49,7 +49,7 @@ func (rs *replicas) loadHighWatermarks() {
 		hws, err = decodeHWCheckpoint(data)
 	}
 	if err != nil {
-		rs.b.logger.Warn("ignoring the high-watermark checkpoint: consumers of replicated partitions wait for followers to fetch",
+		rs.env.logger.Warn("ignoring the high-watermark checkpoint: consumers of replicated partitions wait for followers to fetch",
 			"file", path, "err", err)
 		return
 	}
@@ -60,7 +60,7 @@ func (rs *replicas) loadHighWatermarks() {
 
 // checkpointHighWatermarks writes the checkpoint if it changed since the
 // last write.
-func (rs *replicas) checkpointHighWatermarks() {
+func (rs *Manager) checkpointHighWatermarks() {
 	hws := rs.highWatermarks()
 	rs.mu.Lock()
 	same := maps.Equal(hws, rs.checkpointed)
@@ -68,9 +68,9 @@ func (rs *replicas) checkpointHighWatermarks() {
 	if same {
 		return
 	}
-	path := filepath.Join(rs.b.cfg.DataDir, hwCheckpointFile)
+	path := filepath.Join(rs.env.dataDir, hwCheckpointFile)
 	if err := atomicfile.Write(path, encodeHWCheckpoint(hws)); err != nil {
-		rs.b.logger.Warn("writing the high-watermark checkpoint failed", "file", path, "err", err)
+		rs.env.logger.Warn("writing the high-watermark checkpoint failed", "file", path, "err", err)
 		return
 	}
 	rs.mu.Lock()
@@ -80,7 +80,7 @@ func (rs *replicas) checkpointHighWatermarks() {
 
 // highWatermarks is what the checkpoint holds: the high watermarks heard
 // from leaders, and those of the partitions led, for topics still there.
-func (rs *replicas) highWatermarks() map[partKey]int64 {
+func (rs *Manager) highWatermarks() map[partKey]int64 {
 	rs.mu.Lock()
 	hws := maps.Clone(rs.learned)
 	led := slices.Collect(maps.Values(rs.leading))
@@ -91,7 +91,7 @@ func (rs *replicas) highWatermarks() map[partKey]int64 {
 		ls.mu.Unlock()
 	}
 	for k := range hws {
-		if t, ok := rs.b.meta.Topic(k.topic); !ok || !t.Replicated() || k.p >= t.Partitions() {
+		if t, ok := rs.env.meta.Topic(k.topic); !ok || !t.Replicated() || k.p >= t.Partitions() {
 			delete(hws, k)
 		}
 	}

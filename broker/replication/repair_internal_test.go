@@ -1,4 +1,4 @@
-package broker
+package replication
 
 import (
 	"io"
@@ -21,16 +21,14 @@ func TestDamagedLeaderRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	b := &Broker{selfID: 1, logger: logger} // no cluster metadata: a step-down always fails
-	b.logs = &partitions{}
-	b.logs.repair.b = b
-	b.replicas = &replicas{b: b, leading: map[partKey]*leaderState{}, learned: map[partKey]int64{}}
+	// No cluster metadata: a step-down always fails.
+	rp := NewRepair(1, nil, logger, nil)
+	rs := &Manager{env: newEnv(Deps{Self: 1, Logger: logger, Repair: rp}), leading: map[partKey]*leaderState{}, learned: map[partKey]int64{}}
 	top := func(epoch int32, isr ...int32) cluster.Topic {
 		return cluster.Topic{Name: "damaged", Leaders: []int32{1}, Replicas: [][]int32{{1, 2, 3}},
 			States: []cluster.PartitionState{{Version: 1, Leader: 1, LeaderEpoch: epoch, ISR: isr}}}
 	}
 	key := partKey{"damaged", 0}
-	rp := &b.logs.repair
 	settled := func() {
 		t.Helper()
 		for range 1000 {
@@ -45,7 +43,7 @@ func TestDamagedLeaderRules(t *testing.T) {
 		t.Fatal("the step-down never ended")
 	}
 	serves := func(tp cluster.Topic) bool {
-		_, _, err := b.replicas.leader(tp, 0, l)
+		_, _, err := rs.leader(tp, 0, l)
 		return err == nil
 	}
 

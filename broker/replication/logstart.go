@@ -1,4 +1,4 @@
-package broker
+package replication
 
 // A follower whose whole log lies below its leader's log start: while it
 // was away the leader deleted (DeleteRecords, as Kafka Streams purges its
@@ -22,13 +22,13 @@ import (
 // says the partition's log ends below the leader's log start, and if so
 // makes the next fetch start there.
 func (f *fetcher) belowLeadersStart(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) bool {
-	l, err := f.rs.b.logs.get(t, rp.Partition)
+	l, err := f.rs.env.logs.Get(t, rp.Partition)
 	if err != nil || rp.LogStartOffset <= l.HighWatermark() {
 		return false
 	}
 	key := partKey{t.Name, rp.Partition}
 	if f.skipTo[key] != rp.LogStartOffset {
-		f.rs.b.logger.Warn("follower's log ends below its leader's log start (the leader deleted the records in between): fetching from the leader's start",
+		f.rs.env.logger.Warn("follower's log ends below its leader's log start (the leader deleted the records in between): fetching from the leader's start",
 			"topic", t.Name, "partition", rp.Partition, "leader", f.leader, "log_end_offset", l.HighWatermark(), "leader_log_start_offset", rp.LogStartOffset)
 	}
 	f.skipTo[key] = rp.LogStartOffset

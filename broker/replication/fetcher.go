@@ -1,9 +1,9 @@
-package broker
+package replication
 
 // Replication, the follower's side: one fetcher per leader broker copies
 // every partition this broker follows from that leader, with the Fetch
 // API (replica id set to this broker's id) on a connection to the
-// leader's inter-broker listener (replica_conn.go).
+// leader's inter-broker listener (conn.go).
 //
 // Each round asks for every followed partition from the offset up to
 // which its local log is fsynced, appends what comes back as it is
@@ -13,15 +13,15 @@ package broker
 // high watermark and acks=all count. The leader serves up to its log end,
 // flushed or not, so this fsync runs alongside the leader's own; records
 // the leader then loses in a crash are cut from this log by leader epoch
-// before it follows a leader without them (replica_truncate.go).
+// before it follows a leader without them (truncate.go).
 //
 // Before it fetches a partition in a new leader epoch, a fetcher cuts the
 // partition's log where it diverges from the leader's
-// (replica_truncate.go). A follower's log start follows the leader's
+// (truncate.go). A follower's log start follows the leader's
 // (DeleteRecords, retention), and a replica a reassignment adds may be
-// throttled (replica_throttle.go).
+// throttled (throttle.go).
 //
-// The fetchers follow the cluster view (reconcileFetchers runs on every
+// The fetchers follow the cluster view (ReconcileFetchers runs on every
 // change): a partition whose leader changes moves to the new leader's
 // fetcher, one this broker now leads leaves them.
 
@@ -53,7 +53,7 @@ const (
 
 // fetcher copies the partitions this broker follows from one leader.
 type fetcher struct {
-	rs     *replicas
+	rs     *Manager
 	leader int32
 
 	mu       sync.Mutex
@@ -62,11 +62,11 @@ type fetcher struct {
 
 	// Used by the run goroutine only: the leader epoch in which each
 	// partition was last truncated to the leader's log
-	// (replica_truncate.go), and the partitions checked again after the
+	// (truncate.go), and the partitions checked again after the
 	// leader said the follower is past its end.
 	checked   map[partKey]int32
 	rechecked map[partKey]bool
-	skipTo    map[partKey]int64 // fetched from the leader's log start, past this log's end (replica_logstart.go)
+	skipTo    map[partKey]int64 // fetched from the leader's log start, past this log's end (logstart.go)
 	wake      chan struct{}
 	conn      net.Conn // the current connection, closed to stop a fetch in flight
 
@@ -74,26 +74,26 @@ type fetcher struct {
 	done chan struct{}
 }
 
-// reconcileFetchers makes the fetchers follow the view: for each
+// ReconcileFetchers makes the fetchers follow the view: for each
 // replicated partition of which this broker is a replica but not the
 // leader, the leader's fetcher copies it. Then copies of partitions this
-// broker is no longer a replica of are deleted (replica_stray.go).
-func (rs *replicas) reconcileFetchers() {
+// broker is no longer a replica of are deleted (stray.go).
+func (rs *Manager) ReconcileFetchers() {
 	rs.followView()
 	rs.strayOnce.Do(func() { go rs.removeStrays() })
 	signal(rs.strayWake)
 }
 
 // followView gives each fetcher the partitions it copies now.
-func (rs *replicas) followView() {
+func (rs *Manager) followView() {
 	want := map[int32]map[partKey]cluster.Topic{}
-	for _, t := range rs.b.meta.Topics() {
+	for _, t := range rs.env.meta.Topics() {
 		if !t.Replicated() {
 			continue
 		}
 		for p := range t.Partitions() {
 			st, ok := t.StateOf(p)
-			if !ok || st.Leader < 0 || st.Leader == rs.b.selfID || !slices.Contains(t.ReplicasOf(p), rs.b.selfID) {
+			if !ok || st.Leader < 0 || st.Leader == rs.env.selfID || !slices.Contains(t.ReplicasOf(p), rs.env.selfID) {
 				continue
 			}
 			if want[st.Leader] == nil {
@@ -134,9 +134,9 @@ func (rs *replicas) followView() {
 	}
 }
 
-// closeFetchers stops every fetcher and checkpoints the high watermarks
+// CloseFetchers stops every fetcher and checkpoints the high watermarks
 // (shutdown, once no request is served any more).
-func (rs *replicas) closeFetchers() {
+func (rs *Manager) CloseFetchers() {
 	rs.mu.Lock()
 	fs := rs.fetchers
 	rs.fetchers, rs.closed = map[int32]*fetcher{}, true
@@ -181,7 +181,7 @@ func (f *fetcher) stopped() bool {
 // run fetches until stopped, reconnecting after any failure.
 func (f *fetcher) run() {
 	defer close(f.done)
-	var c *replicaConn
+	var c *PeerConn
 	defer func() {
 		if c != nil {
 			c.Close()
@@ -208,7 +208,7 @@ func (f *fetcher) run() {
 			c, err = f.dial()
 		}
 		if err == nil {
-			err = c.renew(&f.rs.renewals)
+			err = c.Renew(&f.rs.renewals)
 		}
 		if err == nil {
 			f.rs.gate.RLock()
@@ -235,7 +235,7 @@ func (f *fetcher) run() {
 			return
 		}
 		if failures++; failures == 1 || failures%50 == 0 {
-			f.rs.b.logger.Warn("fetching from the leader failed; retrying", "leader", f.leader, "err", err, "failures", failures)
+			f.rs.env.logger.Warn("fetching from the leader failed; retrying", "leader", f.leader, "err", err, "failures", failures)
 		}
 		select {
 		case <-f.stop:
@@ -245,11 +245,11 @@ func (f *fetcher) run() {
 }
 
 // round is one fetch of every followed partition.
-func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
-	b := f.rs.b
+func (f *fetcher) round(c *PeerConn, parts map[partKey]cluster.Topic) error {
+	e := f.rs.env
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = replicaFetchVersion
-	req.ReplicaID = b.selfID
+	req.ReplicaID = e.selfID
 	req.MaxWaitMillis = int32(replicaFetchWait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = replicaFetchMaxBytes
@@ -265,12 +265,12 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 	logs := make(map[partKey]*log.Log, len(keys))
 	var checks []epochCheck
 	for _, k := range keys {
-		l, err := b.logs.get(parts[k], k.p)
+		l, err := e.logs.Get(parts[k], k.p)
 		if err != nil {
 			return fmt.Errorf("opening %s-%d to follow it: %w", k.topic, k.p, err)
 		}
-		if !f.rs.b.logs.repair.repairBeforeFollowing(k, l) {
-			continue // not fetched until its log can be cut back (replica_repair.go)
+		if !f.rs.env.repair.repairBeforeFollowing(k, l) {
+			continue // not fetched until its log can be cut back (repair.go)
 		}
 		logs[k] = l
 		if st, ok := parts[k].StateOf(k.p); ok {
@@ -293,7 +293,7 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 			return err
 		}
 	}
-	_, rate := b.throttleRates()
+	_, rate := e.throttleRates()
 	throttled := map[partKey]bool{}
 	for _, k := range keys {
 		if unchecked[k] || logs[k] == nil {
@@ -302,7 +302,7 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 		if f.rs.followerThrottled(parts[k], k.p, rate) {
 			if f.rs.followerQuota.exceeded(rate) {
 				f.rs.throttledFetches.Add(1)
-				continue // over the follower throttle (replica_throttle.go)
+				continue // over the follower throttle (throttle.go)
 			}
 			throttled[k] = true
 		}
@@ -328,7 +328,7 @@ func (f *fetcher) round(c *replicaConn, parts map[partKey]cluster.Topic) error {
 	}
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = replicaFetchVersion
-	if err := c.roundTrip(req, resp, replicaFetchWait+10*time.Second); err != nil {
+	if err := c.RoundTrip(req, resp, replicaFetchWait+10*time.Second); err != nil {
 		return err
 	}
 	if code := resp.ErrorCode; code != 0 {
@@ -364,7 +364,7 @@ var errNothingServed = errors.New("the leader served none of the partitions")
 
 // store appends one partition's fetched batches and waits for their flush.
 func (f *fetcher) store(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) error {
-	b := f.rs.b
+	e := f.rs.env
 	if rp.ErrorCode != 0 {
 		err := kerr.ErrorForCode(rp.ErrorCode)
 		if errors.Is(err, kerr.OffsetOutOfRange) {
@@ -379,7 +379,7 @@ func (f *fetcher) store(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) er
 				delete(f.checked, key)
 				return nil
 			}
-			b.logger.Error("follower's log is ahead of its leader's and the leader epochs do not say where they diverge; it waits for the next leader change",
+			e.logger.Error("follower's log is ahead of its leader's and the leader epochs do not say where they diverge; it waits for the next leader change",
 				"topic", t.Name, "partition", rp.Partition, "leader", f.leader)
 			f.mu.Lock()
 			if f.diverged == nil {
@@ -399,7 +399,7 @@ func (f *fetcher) store(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) er
 	if err != nil {
 		return err
 	}
-	l, err := b.logs.get(t, rp.Partition)
+	l, err := e.logs.Get(t, rp.Partition)
 	if err != nil {
 		return err
 	}
@@ -414,7 +414,7 @@ func (f *fetcher) store(t cluster.Topic, rp kmsg.FetchResponseTopicPartition) er
 	if res.Duplicate {
 		return nil
 	}
-	ctx, cancel := b.ctx()
+	ctx, cancel := e.ctx()
 	defer cancel()
 	return l.WaitFlushed(ctx, res.LastOffset)
 }
@@ -429,7 +429,7 @@ func (f *fetcher) followLogStart(topic string, p int32, l *log.Log, leaderStart 
 		return
 	}
 	if _, err := l.DeleteRecordsBefore(to); err != nil {
-		f.rs.b.logger.Warn("moving a followed partition's log start to its leader's failed", "topic", topic,
+		f.rs.env.logger.Warn("moving a followed partition's log start to its leader's failed", "topic", topic,
 			"partition", p, "leader", f.leader, "start_offset", to, "err", err)
 	}
 }

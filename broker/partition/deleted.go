@@ -1,4 +1,4 @@
-package broker
+package partition
 
 // Tombstones of deleted topics in the partition table.
 //
@@ -20,9 +20,9 @@ import (
 	"github.com/tributary-io/tributary/cluster"
 )
 
-// errTopicDeleted is returned by partitions.get for a topic deleted after
-// the caller looked it up; clients get UNKNOWN_TOPIC_OR_PARTITION.
-var errTopicDeleted = errors.New("topic was deleted")
+// ErrTopicDeleted is returned by Get for a topic deleted after the caller
+// looked it up; clients get UNKNOWN_TOPIC_OR_PARTITION.
+var ErrTopicDeleted = errors.New("topic was deleted")
 
 // maxTombstones bounds the tombstones kept; the oldest go first. A
 // tombstone matters only for the moment a request takes between its
@@ -42,7 +42,7 @@ type tombstones struct {
 }
 
 // buryLocked records topic as deleted. Call with ps.mu held.
-func (ps *partitions) buryLocked(topic string) {
+func (ps *Table) buryLocked(topic string) {
 	ts := &ps.dead
 	if ts.names == nil {
 		ts.names = map[string]bool{}
@@ -58,11 +58,11 @@ func (ps *partitions) buryLocked(topic string) {
 	}
 }
 
-// refuseDeletedLocked returns errTopicDeleted when t is a topic deleted by
+// refuseDeletedLocked returns ErrTopicDeleted when t is a topic deleted by
 // this process and the cluster view no longer holds that very topic (same
 // id). A topic created again under the name is in the view with a new id:
 // its first open lifts the tombstone. Call with ps.mu held.
-func (ps *partitions) refuseDeletedLocked(t cluster.Topic) error {
+func (ps *Table) refuseDeletedLocked(t cluster.Topic) error {
 	if !ps.dead.names[t.Name] {
 		return nil
 	}
@@ -72,5 +72,5 @@ func (ps *partitions) refuseDeletedLocked(t cluster.Topic) error {
 			return nil
 		}
 	}
-	return errTopicDeleted
+	return ErrTopicDeleted
 }

@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 )
 
 // Partitions are opened on first use and closed again when descriptors run
-// short (partitions.go), so two duties of an open log need doing for the
+// short (table.go), so two duties of an open log need doing for the
 // partitions that are not open: recovery after an unclean shutdown, which
 // must happen before a partition is served and is wanted at start-up where
 // an operator reads about it, and retention, which an open log applies by
@@ -25,14 +25,14 @@ const cleanShutdownMarker = ".clean-shutdown"
 // recoveryConcurrency bounds the partitions recovering at once at start.
 const recoveryConcurrency = 8
 
-// recoverUnclean opens every local partition whose directory lacks the
+// RecoverUnclean opens every partition of topics led by self whose directory lacks the
 // clean-shutdown marker, so recovery runs (and is logged) at start; the
 // logs are opened cold and closed again as descriptors are needed. A
 // partition that cleanly shut down waits for its first request.
 //
 // Partitions recover recoveryConcurrency at a time: one after the other,
 // a broker killed with 10,000 partitions took 14 s to listen again.
-func (b *Broker) recoverUnclean() error {
+func (ps *Table) RecoverUnclean(topics []cluster.Topic, self int32) error {
 	type part struct {
 		t cluster.Topic
 		p int32
@@ -47,7 +47,7 @@ func (b *Broker) recoverUnclean() error {
 	for range recoveryConcurrency {
 		wg.Go(func() {
 			for w := range work {
-				_, err := b.logs.open(w.t, w.p, false)
+				_, err := ps.open(w.t, w.p, false)
 				mu.Lock()
 				if err != nil && first == nil {
 					first = err
@@ -64,12 +64,12 @@ func (b *Broker) recoverUnclean() error {
 		return first != nil
 	}
 feed:
-	for _, t := range b.meta.Topics() {
+	for _, t := range topics {
 		for p, leader := range t.Leaders {
-			if leader != b.selfID {
+			if leader != self {
 				continue
 			}
-			dir := b.logs.partitionDir(t.Name, int32(p))
+			dir := ps.Dir(t.Name, int32(p))
 			if _, err := os.Stat(dir); err != nil {
 				continue // never written: nothing to recover
 			}
@@ -85,55 +85,55 @@ feed:
 	close(work)
 	wg.Wait()
 	if recovered > 0 {
-		b.logger.Info("partitions recovered after an unclean shutdown", "partitions", recovered)
+		ps.logger.Info("partitions recovered after an unclean shutdown", "partitions", recovered)
 	}
 	return first
 }
 
-// sweepRetention applies retention every interval to the local partitions
-// that are not open (open logs apply it themselves). A partition with a
-// single segment is skipped without opening it: retention never deletes the
-// active segment.
-func (b *Broker) sweepRetention(interval time.Duration) {
+// SweepRetention applies retention every interval, until stop is closed,
+// to the partitions of topics() led by self that are not open (open logs
+// apply it themselves). A partition with a single segment is skipped
+// without opening it: retention never deletes the active segment.
+func (ps *Table) SweepRetention(interval time.Duration, stop <-chan struct{}, topics func() []cluster.Topic, self int32) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
-		case <-b.stopSync:
+		case <-stop:
 			return
 		case <-tick.C:
 		}
-		b.sweepOnce()
+		ps.SweepOnce(topics(), self, stop)
 	}
 }
 
-// sweepOnce is one pass of sweepRetention; it returns the number of
+// SweepOnce is one pass of SweepRetention; it returns the number of
 // partitions it opened.
-func (b *Broker) sweepOnce() (opened int) {
-	for _, t := range b.meta.Topics() {
+func (ps *Table) SweepOnce(topics []cluster.Topic, self int32, stop <-chan struct{}) (opened int) {
+	for _, t := range topics {
 		for p, leader := range t.Leaders {
 			select {
-			case <-b.stopSync:
+			case <-stop:
 				return opened
 			default:
 			}
-			key := partKey{t.Name, int32(p)}
-			if leader != b.selfID || b.logs.isOpen(key) {
+			key := Key{t.Name, int32(p)}
+			if leader != self || ps.isOpen(key) {
 				continue
 			}
-			if segmentFiles(b.logs.partitionDir(t.Name, int32(p))) < 2 {
+			if segmentFiles(ps.Dir(t.Name, int32(p))) < 2 {
 				continue
 			}
-			l, err := b.logs.open(t, int32(p), false)
+			l, err := ps.open(t, int32(p), false)
 			if err != nil {
-				b.logger.Error("retention sweep: opening partition", "topic", t.Name, "partition", p, "err", err)
+				ps.logger.Error("retention sweep: opening partition", "topic", t.Name, "partition", p, "err", err)
 				continue
 			}
 			opened++
 			if _, err := l.ApplyRetention(); err != nil && !errors.Is(err, log.ErrClosed) {
-				b.logger.Error("retention sweep", "topic", t.Name, "partition", p, "err", err)
+				ps.logger.Error("retention sweep", "topic", t.Name, "partition", p, "err", err)
 			}
-			b.logs.closeIfUnused(key)
+			ps.closeIfUnused(key)
 		}
 	}
 	return opened

@@ -1,10 +1,10 @@
-package broker
+package replication
 
 // Stray replicas: a broker's copy of a partition it is no longer a
 // replica of, left behind once a reassignment moved the partition to
 // other brokers (cluster/reassign.go). The broker deletes it, as Kafka's
 // StopReplica with delete does: its fetcher stops copying the partition
-// (reconcileFetchers follows the view), then the partition's log is
+// (ReconcileFetchers follows the view), then the partition's log is
 // closed and its directory removed (segments, indexes, the leader-epoch
 // checkpoint), and its high watermark leaves the high-watermark
 // checkpoint at its next write. One log line is written per deletion.
@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -46,12 +47,12 @@ var testHookBeforeStrayCheck atomic.Pointer[func(topic string, p int32)]
 
 // removeStrays runs until shutdown, deleting stray replicas whenever the
 // view changes (strayWake) and after a refused deletion.
-func (rs *replicas) removeStrays() {
+func (rs *Manager) removeStrays() {
 	defer close(rs.strayDone)
 	var retry <-chan time.Time
 	for {
 		select {
-		case <-rs.b.stopSync:
+		case <-rs.env.stopSync:
 			return
 		case <-rs.strayWake:
 		case <-retry:
@@ -66,8 +67,8 @@ func (rs *replicas) removeStrays() {
 
 // deleteStrays deletes the stray replicas it can confirm; it reports
 // whether one could not be confirmed (to try again later).
-func (rs *replicas) deleteStrays() (retry bool) {
-	ar, ok := rs.b.meta.(assignmentReader)
+func (rs *Manager) deleteStrays() (retry bool) {
+	ar, ok := rs.env.meta.(assignmentReader)
 	if !ok {
 		return false
 	}
@@ -78,7 +79,7 @@ func (rs *replicas) deleteStrays() (retry bool) {
 		replicas, err := ar.AssignedReplicas(k.topic, k.p)
 		if err != nil {
 			if !rs.strayRefused[k] { // once, not at every retry
-				rs.b.logger.Warn("keeping a partition this broker may no longer be a replica of: its assignment could not be confirmed; checking again",
+				rs.env.logger.Warn("keeping a partition this broker may no longer be a replica of: its assignment could not be confirmed; checking again",
 					"topic", k.topic, "partition", k.p, "err", err)
 			}
 			rs.strayRefused[k] = true
@@ -86,7 +87,7 @@ func (rs *replicas) deleteStrays() (retry bool) {
 			continue
 		}
 		delete(rs.strayRefused, k)
-		if slices.Contains(replicas, rs.b.selfID) {
+		if slices.Contains(replicas, rs.env.selfID) {
 			continue // the view was behind
 		}
 		rs.deleteStray(k, replicas)
@@ -97,20 +98,16 @@ func (rs *replicas) deleteStrays() (retry bool) {
 // strayCandidates lists the partitions with a directory here whose
 // replicas, as the view names them, settled and explicit, leave this
 // broker out.
-func (rs *replicas) strayCandidates() []partKey {
-	entries, err := os.ReadDir(rs.b.logs.dir)
+func (rs *Manager) strayCandidates() []partKey {
+	stored, err := rs.env.logs.Stored()
 	if err != nil {
 		return nil
 	}
 	var out []partKey
-	for _, e := range entries {
-		topic, p, ok := cutPartitionDir(e.Name())
-		if !ok || !e.IsDir() {
-			continue
-		}
-		t, ok := rs.b.meta.Topic(topic)
-		if ok && rs.notReplicaOf(t, p) {
-			out = append(out, partKey{topic, p})
+	for _, k := range stored {
+		t, ok := rs.env.meta.Topic(k.Topic)
+		if ok && rs.notReplicaOf(t, k.Partition) {
+			out = append(out, partKey{k.Topic, k.Partition})
 		}
 	}
 	return out
@@ -118,7 +115,7 @@ func (rs *replicas) strayCandidates() []partKey {
 
 // notReplicaOf: the view lists partition p's replicas, it is not being
 // moved, and this broker is neither among them nor its leader.
-func (rs *replicas) notReplicaOf(t cluster.Topic, p int32) bool {
+func (rs *Manager) notReplicaOf(t cluster.Topic, p int32) bool {
 	if !t.Replicated() || p >= t.Partitions() || int(p) >= len(t.Replicas) || len(t.Replicas[p]) == 0 {
 		return false
 	}
@@ -126,12 +123,12 @@ func (rs *replicas) notReplicaOf(t cluster.Topic, p int32) bool {
 		return false
 	}
 	st, _ := t.StateOf(p)
-	return !slices.Contains(t.Replicas[p], rs.b.selfID) && st.Leader != rs.b.selfID && t.Leaders[p] != rs.b.selfID
+	return !slices.Contains(t.Replicas[p], rs.env.selfID) && st.Leader != rs.env.selfID && t.Leaders[p] != rs.env.selfID
 }
 
 // deleteStray closes and removes this broker's copy of k, confirmed as
 // assigned to replicas only, and reports whether it is gone.
-func (rs *replicas) deleteStray(k partKey, replicas []int32) bool {
+func (rs *Manager) deleteStray(k partKey, replicas []int32) bool {
 	// No fetch round is in flight while the gate is held, and the next
 	// ones follow the view, which no longer gives k to a fetcher: nothing
 	// appends to k, or opens it again, while it goes.
@@ -140,10 +137,10 @@ func (rs *replicas) deleteStray(k partKey, replicas []int32) bool {
 	rs.mu.Lock()
 	closed := rs.closed
 	rs.mu.Unlock()
-	if t, ok := rs.b.meta.Topic(k.topic); closed || !ok || !rs.notReplicaOf(t, k.p) {
+	if t, ok := rs.env.meta.Topic(k.topic); closed || !ok || !rs.notReplicaOf(t, k.p) {
 		return false // shutting down, or the view changed since: decide again on the next change
 	}
-	dir := rs.b.logs.partitionDir(k.topic, k.p)
+	dir := rs.env.logs.Dir(k.topic, k.p)
 	var size int64
 	if entries, err := os.ReadDir(dir); err == nil {
 		for _, e := range entries {
@@ -152,21 +149,21 @@ func (rs *replicas) deleteStray(k partKey, replicas []int32) bool {
 			}
 		}
 	}
-	for _, o := range rs.b.logs.take(func(o partKey) bool { return o == k }) {
-		if err := o.l.Delete(); err != nil {
-			rs.b.logger.Error("deleting a partition this broker is no longer a replica of", "topic", k.topic, "partition", k.p, "err", err)
+	for _, l := range rs.env.logs.Take(func(o partition.Key) bool { return o == partition.Key{Topic: k.topic, Partition: k.p} }) {
+		if err := l.Delete(); err != nil {
+			rs.env.logger.Error("deleting a partition this broker is no longer a replica of", "topic", k.topic, "partition", k.p, "err", err)
 			return false
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		rs.b.logger.Error("deleting a partition this broker is no longer a replica of", "topic", k.topic, "partition", k.p, "dir", dir, "err", err)
+		rs.env.logger.Error("deleting a partition this broker is no longer a replica of", "topic", k.topic, "partition", k.p, "dir", dir, "err", err)
 		return false
 	}
 	rs.mu.Lock()
 	delete(rs.learned, k)
 	delete(rs.leading, k)
 	rs.mu.Unlock()
-	rs.b.logger.Info("deleted the local copy of a partition this broker is no longer a replica of",
+	rs.env.logger.Info("deleted the local copy of a partition this broker is no longer a replica of",
 		"topic", k.topic, "partition", k.p, "replicas", replicas, "dir", dir, "bytes", size)
 	return true
 }
@@ -177,13 +174,14 @@ type topicDeletionReader interface {
 	TopicDeleted(topic string) (bool, error)
 }
 
-// topicDeleted confirms that a topic missing from the view was deleted
+// TopicDeleted confirms that a topic missing from the view was deleted
 // before its local partitions go (followMetadata): a topic node that
 // exists but could not be read or decoded leaves the topic out of the
 // view too, and must not cost its data. An unconfirmed topic is checked
 // again by the stray remover until it is confirmed or back in the view.
-func (b *Broker) topicDeleted(topic string) bool {
-	r, ok := b.meta.(topicDeletionReader)
+func (rs *Manager) TopicDeleted(topic string) bool {
+	e := rs.env
+	r, ok := e.meta.(topicDeletionReader)
 	if !ok {
 		return true // the metadata is this broker's own: the view is the record
 	}
@@ -191,13 +189,12 @@ func (b *Broker) topicDeleted(topic string) bool {
 	if err == nil && gone {
 		return true
 	}
-	rs := b.replicas
 	rs.mu.Lock()
 	known := rs.unconfirmed[topic]
 	rs.unconfirmed[topic] = true
 	rs.mu.Unlock()
 	if !known {
-		b.logger.Warn("keeping the local partitions of a topic missing from the cluster view: its deletion is not confirmed; checking again",
+		e.logger.Warn("keeping the local partitions of a topic missing from the cluster view: its deletion is not confirmed; checking again",
 			"topic", topic, "node_exists", err == nil, "err", err)
 	}
 	signal(rs.strayWake)
@@ -207,19 +204,19 @@ func (b *Broker) topicDeleted(topic string) bool {
 // recheckTopics deletes the local partitions of the topics topicDeleted
 // could not confirm, once it can, and forgets those back in the view. It
 // reports whether some are still unconfirmed.
-func (rs *replicas) recheckTopics() (retry bool) {
+func (rs *Manager) recheckTopics() (retry bool) {
 	rs.mu.Lock()
 	topics := slices.Collect(maps.Keys(rs.unconfirmed))
 	rs.mu.Unlock()
-	r, _ := rs.b.meta.(topicDeletionReader)
+	r, _ := rs.env.meta.(topicDeletionReader)
 	for _, topic := range topics {
-		if _, ok := rs.b.meta.Topic(topic); !ok && r != nil {
+		if _, ok := rs.env.meta.Topic(topic); !ok && r != nil {
 			if gone, err := r.TopicDeleted(topic); err != nil || !gone {
 				retry = true
 				continue
 			}
-			rs.b.logger.Info("topic deleted from the cluster; removing its local partitions", "topic", topic)
-			rs.b.logs.deleteTopic(topic)
+			rs.env.logger.Info("topic deleted from the cluster; removing its local partitions", "topic", topic)
+			rs.env.logs.DeleteTopic(topic)
 		}
 		rs.mu.Lock()
 		delete(rs.unconfirmed, topic)

@@ -1,4 +1,4 @@
-package broker
+package replication
 
 // Replication throttles (Kafka's leader.replication.throttled.rate and
 // follower.replication.throttled.rate, with the topic configs
@@ -80,9 +80,9 @@ func (q *replicationQuota) exceeded(rate int64) bool {
 	return total/(sec-oldest+1) > rate
 }
 
-// throttledReplica reports whether a topic's throttled-replicas config
+// ThrottledReplica reports whether a topic's throttled-replicas config
 // (key) names partition p on broker id.
-func throttledReplica(configs map[string]string, key string, p, id int32) bool {
+func ThrottledReplica(configs map[string]string, key string, p, id int32) bool {
 	v := strings.TrimSpace(configs[key])
 	if v == "" {
 		return false
@@ -101,14 +101,6 @@ func throttledReplica(configs map[string]string, key string, p, id int32) bool {
 	return false
 }
 
-// throttleRates are this broker's leader and follower replication rates.
-func (b *Broker) throttleRates() (leader, follower int64) {
-	if st := b.dynamicNow(); st != nil {
-		return st.Eff.LeaderThrottleRate, st.Eff.FollowerThrottleRate
-	}
-	return math.MaxInt64, math.MaxInt64
-}
-
 // outOfSync: replica id is not in partition p's ISR.
 func outOfSync(t cluster.Topic, p, id int32) bool {
 	st, ok := t.StateOf(p)
@@ -117,20 +109,20 @@ func outOfSync(t cluster.Topic, p, id int32) bool {
 
 // followerThrottled: this broker copies t's partition p under the
 // follower throttle.
-func (rs *replicas) followerThrottled(t cluster.Topic, p int32, rate int64) bool {
-	return rate != math.MaxInt64 && throttledReplica(t.Configs, cluster.FollowerThrottledReplicas, p, rs.b.selfID) && outOfSync(t, p, rs.b.selfID)
+func (rs *Manager) followerThrottled(t cluster.Topic, p int32, rate int64) bool {
+	return rate != math.MaxInt64 && ThrottledReplica(t.Configs, cluster.FollowerThrottledReplicas, p, rs.env.selfID) && outOfSync(t, p, rs.env.selfID)
 }
 
 // leaderThrottled: replica's fetches of t's partition p, which this
 // broker leads, are under the leader throttle.
-func (rs *replicas) leaderThrottled(t cluster.Topic, p, replica int32, rate int64) bool {
-	return rate != math.MaxInt64 && throttledReplica(t.Configs, cluster.LeaderThrottledReplicas, p, rs.b.selfID) && outOfSync(t, p, replica)
+func (rs *Manager) leaderThrottled(t cluster.Topic, p, replica int32, rate int64) bool {
+	return rate != math.MaxInt64 && ThrottledReplica(t.Configs, cluster.LeaderThrottledReplicas, p, rs.env.selfID) && outOfSync(t, p, replica)
 }
 
 // holdLeaderFetch reports whether a follower's fetch of t's partition p
 // is to get no records now: throttled, with the leader's rate used up.
-func (rs *replicas) holdLeaderFetch(t cluster.Topic, p, replica int32) bool {
-	rate, _ := rs.b.throttleRates()
+func (rs *Manager) holdLeaderFetch(t cluster.Topic, p, replica int32) bool {
+	rate, _ := rs.env.throttleRates()
 	if !rs.leaderThrottled(t, p, replica, rate) || !rs.leaderQuota.exceeded(rate) {
 		return false
 	}
@@ -140,9 +132,8 @@ func (rs *replicas) holdLeaderFetch(t cluster.Topic, p, replica int32) bool {
 
 // sentToFollower counts the bytes a follower's fetch of t's partition p
 // got against the leader throttle, if the partition is throttled.
-func (b *Broker) sentToFollower(t cluster.Topic, p, replica int32, n int64) {
-	rs := b.replicas
-	if rate, _ := b.throttleRates(); rs.leaderThrottled(t, p, replica, rate) {
+func (rs *Manager) sentToFollower(t cluster.Topic, p, replica int32, n int64) {
+	if rate, _ := rs.env.throttleRates(); rs.leaderThrottled(t, p, replica, rate) {
 		rs.leaderQuota.record(n)
 	}
 }

@@ -31,13 +31,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/recordbatch"
 )
@@ -153,6 +156,9 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
+	if !anyReplicated(waits) {
+		return b.answerWhenFlushed(req, resp, waits, timeout)
+	}
 	return later(func() response {
 		ctx, cancel := b.ctx()
 		defer cancel()
@@ -174,22 +180,72 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 			}
 			wg.Wait()
 		}
-		for i, err := range errs {
-			if err == nil {
-				continue
-			}
-			sp := &resp.Topics[waits[i].ti].Partitions[waits[i].pi]
-			if code, ok := replicationErrorCode(err); ok {
-				sp.ErrorCode = code
-			} else if errors.Is(err, context.DeadlineExceeded) {
-				sp.ErrorCode = kerr.RequestTimedOut.Code
-			} else {
-				sp.ErrorCode = b.storageError(waits[i].log, err)
-			}
-			setMessage(sp, "waiting for the flush that covers this batch: "+err.Error())
-		}
+		b.setWaitErrors(resp, waits, errs)
 		return encode(req, resp)
 	})
+}
+
+// answerWhenFlushed answers an acks=all request whose partitions each have
+// one replica from the log flushes that cover its batches: the answer is
+// encoded now, and the last flush it needs completes it (re-encoding it
+// only if a wait failed), so no goroutine waits per request and a flush
+// hands its requests to their connections' writers itself.
+func (b *Broker) answerWhenFlushed(req *request, resp *kmsg.ProduceResponse, waits []appended, timeout time.Duration) *pending {
+	a := &flushedAnswer{p: netserver.Deferred(), ok: encode(req, resp), errs: make([]error, len(waits))}
+	a.left.Store(int32(len(waits)))
+	var ctx context.Context
+	ctx, a.cancel = context.WithTimeout(b.life, timeout)
+	for i, w := range waits {
+		w.log.WhenFlushed(ctx, w.last, func(err error) {
+			a.errs[i] = err
+			if a.left.Add(-1) != 0 {
+				return
+			}
+			a.cancel()
+			a.p.Complete(func() response {
+				if !slices.ContainsFunc(a.errs, func(err error) bool { return err != nil }) {
+					return a.ok
+				}
+				b.setWaitErrors(resp, waits, a.errs)
+				return encode(req, resp)
+			})
+		})
+	}
+	return a.p
+}
+
+// flushedAnswer is an acks=all answer waiting for its partitions' flushes.
+type flushedAnswer struct {
+	p      *pending
+	ok     encoded // the answer if every wait succeeds
+	errs   []error // each partition's wait, set before left counts it
+	left   atomic.Int32
+	cancel context.CancelFunc
+}
+
+// anyReplicated reports whether a wait is on a replicated partition, which
+// must also wait for its followers (waitReplicated).
+func anyReplicated(waits []appended) bool {
+	return slices.ContainsFunc(waits, func(w appended) bool { return w.topic.Replicated() })
+}
+
+// setWaitErrors sets the error of each partition whose acks=all wait
+// failed.
+func (b *Broker) setWaitErrors(resp *kmsg.ProduceResponse, waits []appended, errs []error) {
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		sp := &resp.Topics[waits[i].ti].Partitions[waits[i].pi]
+		if code, ok := replicationErrorCode(err); ok {
+			sp.ErrorCode = code
+		} else if errors.Is(err, context.DeadlineExceeded) {
+			sp.ErrorCode = kerr.RequestTimedOut.Code
+		} else {
+			sp.ErrorCode = b.storageError(waits[i].log, err)
+		}
+		setMessage(sp, "waiting for the flush that covers this batch: "+err.Error())
+	}
 }
 
 // appendBatches appends one partition's batches as a unit and fills sp:

@@ -3,6 +3,7 @@ package broker_test
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -177,4 +178,74 @@ func TestAcksAllFailedFsyncFailsEveryWaitingRequest(t *testing.T) {
 			t.Fatalf("answer %d: error code %d, want KAFKA_STORAGE_ERROR", i, code)
 		}
 	}
+}
+
+// TestAcksAllTimesOutWhileTheFsyncIsHeld: a request whose timeout passes
+// before the fsync covering it ends is answered REQUEST_TIMED_OUT and
+// dropped from the flush's waiters; a later request is served normally once
+// the fsync ends.
+func TestAcksAllTimesOutWhileTheFsyncIsHeld(t *testing.T) {
+	fsys := &heldFS{topic: "slow"}
+	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) { c.Log.FS = fsys }))
+	createTopic(t, b.Addr, fsys.topic, 1, nil)
+	w := dial(t, b.Addr)
+	open := fsys.hold()
+	defer open()
+	req := produceRequest(9, -1, fsys.topic, 0, makeBatch(-1, -1, -1, "a"))
+	req.TimeoutMillis = 100
+	if code := produceResult(w.roundTrip(req)).ErrorCode; code != kerr.RequestTimedOut.Code {
+		t.Fatalf("error code %d, want REQUEST_TIMED_OUT", code)
+	}
+	open()
+	if code := produceResult(w.roundTrip(produceRequest(9, -1, fsys.topic, 0, makeBatch(-1, -1, -1, "b")))).ErrorCode; code != 0 {
+		t.Fatalf("after the fsync: error code %d", code)
+	}
+}
+
+// TestAcksAllWaitingAtShutdownIsAnswered: Close does not wait for a held
+// fsync to answer the acks=all requests waiting on it: they are answered
+// (NOT_LEADER_FOR_PARTITION, as before the flush answered them: the client
+// retries elsewhere) and none is acknowledged, and Close returns.
+func TestAcksAllWaitingAtShutdownIsAnswered(t *testing.T) {
+	fsys := &heldFS{topic: "closing"}
+	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) { c.Log.FS = fsys }))
+	createTopic(t, b.Addr, fsys.topic, 2, nil)
+	w := dial(t, b.Addr)
+	open := fsys.hold()
+	const n = 4
+	pipelineAcksAll(t, w, fsys, n)
+	closed := make(chan error, 1)
+	go func() { closed <- b.Broker.Close() }()
+	w.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for i := range n {
+		body, err := readFrameErr(w)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		resp := kmsg.NewPtrProduceResponse()
+		resp.SetVersion(9)
+		if err := resp.ReadFrom(body[5:]); err != nil {
+			t.Fatal(err)
+		}
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code == 0 {
+			t.Fatalf("answer %d acknowledged while its fsync was held", i)
+		}
+	}
+	open() // the final flush of Close may now end
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return")
+	}
+}
+
+// readFrameErr reads one response frame, or returns the read's error.
+func readFrameErr(w *wire) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(w.conn, size[:]); err != nil {
+		return nil, err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	_, err := io.ReadFull(w.conn, body)
+	return body, err
 }

@@ -21,13 +21,14 @@ import (
 // with the log's error when it fails (a failed fsync fails every waiter,
 // since nothing says which of its bytes reached the disk), with ErrClosed
 // when it closes, or with its context's error, whichever comes first. The
-// list is the arbiter: whoever takes a waiter out of it under mu calls it.
+// list is the arbiter: whoever takes a waiter out of it (under waitMu)
+// calls it.
 
 // flushWaiter is one caller of WhenFlushed.
 type flushWaiter struct {
 	offset int64
 	done   func(error)
-	stop   func() bool // ends the watch of the caller's context
+	stop   func() bool // ends the watch of the caller's context; nil: the caller watches
 	err    error       // what done is called with, once decided
 }
 
@@ -42,35 +43,9 @@ type flushWaiter struct {
 // result on (answer a request), so that a flush answers every request it
 // covers without a goroutine per request.
 func (l *Log) WhenFlushed(ctx context.Context, offset int64, done func(error)) {
-	l.mu.Lock()
-	var err error
-	switch {
-	case l.hw > offset:
-	case l.failed != nil:
-		err = l.failed
-	case l.closed:
-		err = ErrClosed
-	case ctx.Err() != nil:
-		err = ctx.Err()
-	default:
-		w := &flushWaiter{offset: offset, done: done}
-		// Set before w is in the list, so whoever takes w out sees it.
-		w.stop = context.AfterFunc(ctx, func() {
-			if l.dropWaiter(w) {
-				done(ctx.Err())
-			}
-		})
-		i := len(l.waiters) // appends come in offset order: insert from the end
-		for i > 0 && l.waiters[i-1].offset > offset {
-			i--
-		}
-		l.waiters = slices.Insert(l.waiters, i, w)
-		l.mu.Unlock()
-		signal(l.flushReq)
-		return
+	if _, decided, err := l.addWaiter(ctx, offset, done, true); decided {
+		done(err)
 	}
-	l.mu.Unlock()
-	done(err)
 }
 
 // WaitFlushed waits until the high watermark is above offset (acks=all).
@@ -79,15 +54,69 @@ func (l *Log) WhenFlushed(ctx context.Context, offset int64, done func(error)) {
 // log's failure if a flush fails, or ctx's error.
 func (l *Log) WaitFlushed(ctx context.Context, offset int64) error {
 	ch := make(chan error, 1)
-	l.WhenFlushed(ctx, offset, func(err error) { ch <- err })
-	return <-ch
+	w, decided, err := l.addWaiter(ctx, offset, func(err error) { ch <- err }, false)
+	if decided {
+		return err
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		if l.dropWaiter(w) {
+			return ctx.Err()
+		}
+		return <-ch // a flush took it first and answers
+	}
+}
+
+// addWaiter puts a waiter for offset in the list, or, when the log's
+// state answers it already, returns that answer with decided set. With
+// watch, ctx's end takes the waiter out and answers it; without, the
+// caller watches ctx (and calls dropWaiter).
+func (l *Log) addWaiter(ctx context.Context, offset int64, done func(error), watch bool) (w *flushWaiter, decided bool, err error) {
+	// The read lock keeps the high watermark, the failure and closed as
+	// they are (a flush changes them under the write lock, and takes the
+	// waiters they answer then), without holding off the reads and other
+	// waiters the write lock would; waitMu orders the list itself.
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	switch {
+	case l.hw > offset:
+		return nil, true, nil
+	case l.failed != nil:
+		return nil, true, l.failed
+	case l.closed:
+		return nil, true, ErrClosed
+	case ctx.Err() != nil:
+		return nil, true, ctx.Err()
+	}
+	w = &flushWaiter{offset: offset, done: done}
+	l.waitMu.Lock()
+	if watch {
+		// Set before w is in the list, so whoever takes w out sees it; a
+		// ctx ending meanwhile finds w in the list, as dropWaiter waits
+		// for waitMu.
+		w.stop = context.AfterFunc(ctx, func() {
+			if l.dropWaiter(w) {
+				done(ctx.Err())
+			}
+		})
+	}
+	i := len(l.waiters) // appends come in offset order: insert from the end
+	for i > 0 && l.waiters[i-1].offset > offset {
+		i--
+	}
+	l.waiters = slices.Insert(l.waiters, i, w)
+	l.waitMu.Unlock()
+	signal(l.flushReq)
+	return w, false, nil
 }
 
 // dropWaiter takes w out of the list, reporting whether it was there (and
 // so whether the caller is the one to call it).
 func (l *Log) dropWaiter(w *flushWaiter) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.waitMu.Lock()
+	defer l.waitMu.Unlock()
 	i := slices.Index(l.waiters, w)
 	if i < 0 {
 		return false
@@ -135,7 +164,9 @@ func (l *Log) decidedWaiters() []*flushWaiter {
 // meanwhile finds itself out of the list and leaves the call to us.
 func runWaiters(ws []*flushWaiter) {
 	for _, w := range ws {
-		w.stop()
+		if w.stop != nil {
+			w.stop()
+		}
 		w.done(w.err)
 	}
 }

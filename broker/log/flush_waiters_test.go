@@ -132,8 +132,8 @@ func (a *answers) count() int {
 }
 
 func waitersLeft(l *Log) int {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
+	l.waitMu.Lock()
+	defer l.waitMu.Unlock()
 	return len(l.waiters)
 }
 
@@ -290,5 +290,30 @@ func TestCloseAnswersTheWaitersItsFlushCovers(t *testing.T) {
 		case off != last && !errors.Is(a.errs[i], ErrClosed):
 			t.Fatalf("waiter past the log end at Close: %v, want ErrClosed", a.errs[i])
 		}
+	}
+}
+
+func TestWaitFlushedWhoseContextEndsLeavesNoWaiter(t *testing.T) {
+	g := newGateFS()
+	cfg := testConfig()
+	cfg.FS = g
+	l, _ := openLog(t, t.TempDir(), cfg)
+	last := mustAppend(t, l, makeBatch(batchOpts{records: 2})).LastOffset
+	open := g.hold()
+	defer open()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- l.WaitFlushed(ctx, last) }()
+	waitEntered(t, g)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitFlushed whose context ended: %v", err)
+	}
+	if n := waitersLeft(l); n != 0 {
+		t.Fatalf("%d waiters left", n)
+	}
+	open()
+	if err := l.WaitFlushed(context.Background(), last); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -41,12 +41,17 @@ type Log struct {
 	// unsealed are segments rolled while clean (the flush that covered
 	// them ended before the roll): no flush syncs them again, so the next
 	// one seals them.
-	unsealed       []*segment
-	dirDirty       bool           // a segment file was created since the last flush
-	flushTarget    int64          // log end offset covered by the last flush started
-	waiters        []*flushWaiter // WhenFlushed's callers, by offset (flush_waiters.go)
-	lastFlushStart time.Time      // when the last flush started
-	flushIsBusy    bool           // the last flush found the partition busy (flushBusy)
+	unsealed    []*segment
+	dirDirty    bool  // a segment file was created since the last flush
+	flushTarget int64 // log end offset covered by the last flush started
+
+	lastFlushStart time.Time // when the last flush started
+	flushIsBusy    bool      // the last flush found the partition busy (flushBusy)
+
+	// waitMu guards waiters, WhenFlushed's callers by offset
+	// (flush_waiters.go); it is taken after mu, never before.
+	waitMu  sync.Mutex
+	waiters []*flushWaiter
 
 	// flushMu serializes flushes so that each knows what the previous one
 	// covered; it is taken before mu, never while holding it.

@@ -98,6 +98,11 @@ type Broker struct {
 	txnPeers   txnPeers      // txn_peers.go
 	txnFwd     forwardedTxns // txn_forwarded.go
 
+	// life is cancelled when shutdown starts, with closing: the parent of
+	// the contexts requests wait under (ctx).
+	life    context.Context
+	endLife context.CancelFunc
+
 	closing chan struct{}     // closed when shutdown starts; long polls end
 	server  *netserver.Server // the connection layer (connections.go)
 	tls     *netserver.TLS    // nil without Config.TLS
@@ -150,12 +155,15 @@ func New(cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
+	life, endLife := context.WithCancel(context.Background())
 	b := &Broker{
 		tls:        tlsState,
 		cfg:        cfg,
 		meta:       cfg.Metadata,
 		logger:     cfg.Logger,
 		closing:    make(chan struct{}),
+		life:       life,
+		endLife:    endLife,
 		stopSync:   make(chan struct{}),
 		autoCreate: newAutoCreateLimit(cfg.AutoCreateRate),
 		logins:     auth.NewGuard(),
@@ -311,6 +319,7 @@ func (b *Broker) Close() error {
 	}
 	b.closed = true
 	close(b.closing)
+	b.endLife()
 	close(b.stopSync)
 	b.mu.Unlock()
 	b.server.Close() // stops accepting and reading; waits for the responses owed
@@ -338,15 +347,9 @@ func (m *standaloneMeta) Self() cluster.Broker {
 
 func (m *standaloneMeta) Brokers() []cluster.Broker { return []cluster.Broker{m.Self()} }
 
-// ctx returns a context cancelled when the broker starts shutting down.
+// ctx returns a context cancelled when the broker starts shutting down:
+// derived from the broker's, so it costs no goroutine watching closing
+// (acks=all took one per request).
 func (b *Broker) ctx() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-b.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	return context.WithCancel(b.life)
 }

@@ -31,13 +31,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/broker/replication"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/recordbatch"
@@ -150,6 +153,9 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
+	if !anyReplicated(waits) {
+		return b.answerWhenFlushed(req, resp, waits, timeout)
+	}
 	return later(func() response {
 		ctx, cancel := b.ctx()
 		defer cancel()
@@ -171,16 +177,66 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 			}
 			wg.Wait()
 		}
-		for _, w := range waits {
-			if w.err == nil {
-				continue
-			}
-			sp := &resp.Topics[w.ti].Partitions[w.pi]
-			sp.ErrorCode = w.code
-			setMessage(sp, "waiting for the flush that covers this batch: "+w.err.Error())
-		}
+		setWaitErrors(resp, waits)
 		return encode(req, resp)
 	})
+}
+
+// answerWhenFlushed answers an acks=all request whose partitions each have
+// one replica from the log flushes that cover its batches: the answer is
+// encoded now, and the last flush it needs completes it (re-encoding it
+// only if a wait failed), so no goroutine waits per request and a flush
+// hands its requests to their connections' writers itself.
+func (b *Broker) answerWhenFlushed(req *request, resp *kmsg.ProduceResponse, waits []appended, timeout time.Duration) *pending {
+	a := &flushedAnswer{p: netserver.Deferred(), ok: encode(req, resp)}
+	a.left.Store(int32(len(waits)))
+	var ctx context.Context
+	ctx, a.cancel = context.WithTimeout(b.life, timeout)
+	for i := range waits {
+		w := &waits[i]
+		w.part.WhenAcked(ctx, w.last, func(code int16, err error) {
+			w.code, w.err = code, err
+			if a.left.Add(-1) != 0 {
+				return
+			}
+			a.cancel()
+			a.p.Complete(func() response {
+				if !slices.ContainsFunc(waits, func(w appended) bool { return w.err != nil }) {
+					return a.ok
+				}
+				setWaitErrors(resp, waits)
+				return encode(req, resp)
+			})
+		})
+	}
+	return a.p
+}
+
+// flushedAnswer is an acks=all answer waiting for its partitions' flushes.
+type flushedAnswer struct {
+	p      *pending
+	ok     encoded // the answer if every wait succeeds
+	left   atomic.Int32
+	cancel context.CancelFunc
+}
+
+// anyReplicated reports whether a wait is on a replicated partition, which
+// must also wait for its followers (WaitAcked).
+func anyReplicated(waits []appended) bool {
+	return slices.ContainsFunc(waits, func(w appended) bool { return w.part.Topic().Replicated() })
+}
+
+// setWaitErrors sets the error of each partition whose acks=all wait
+// failed.
+func setWaitErrors(resp *kmsg.ProduceResponse, waits []appended) {
+	for _, w := range waits {
+		if w.err == nil {
+			continue
+		}
+		sp := &resp.Topics[w.ti].Partitions[w.pi]
+		sp.ErrorCode = w.code
+		setMessage(sp, "waiting for the flush that covers this batch: "+w.err.Error())
+	}
 }
 
 // appendBatches appends one partition's batches as a unit and fills sp:

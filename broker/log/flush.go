@@ -1,7 +1,6 @@
 package log
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -78,12 +77,16 @@ func (l *Log) Flush() error {
 
 // flushLocked is one group commit: it takes the log end offset, fsyncs
 // every segment written since the previous flush without holding mu (appends
-// go on meanwhile), then moves the high watermark to that offset, which
-// wakes every waiter it covers. Call with flushMu held.
+// go on meanwhile), then moves the high watermark to that offset and calls
+// the waiters it covers (flush_waiters.go). Call with flushMu held.
 func (l *Log) flushLocked() error {
 	l.mu.Lock()
 	if l.failed != nil {
+		// An append that failed stopped the log without a flush: its
+		// waiters learn it here.
+		ws := l.decidedWaiters()
 		l.mu.Unlock()
+		runWaiters(ws)
 		return l.failed
 	}
 	if l.leo == l.flushTarget && len(l.dirty) == 0 {
@@ -123,20 +126,30 @@ func (l *Log) flushLocked() error {
 	l.flushes.Add(1)
 
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err != nil {
 		// After a failed fsync the kernel may have dropped the dirty pages:
 		// nothing says what is on disk, so stop rather than guess.
 		l.failed = fmt.Errorf("log %s failed: %w", l.dir, err)
 		l.logger.Error("partition log stopped taking appends", "dir", l.dir, "err", err)
-		l.wake()
+		l.broadcast()
+		ws := l.decidedWaiters()
+		l.mu.Unlock()
+		runWaiters(ws)
 		return l.failed
 	}
+	var ws []*flushWaiter
 	l.observeFlush(began, target-l.hw)
 	if target > l.hw {
 		l.hw, l.hwSeg, l.hwPos = target, tSeg, tPos
-		l.wake()
+		l.broadcast()
+		ws = l.decidedWaiters()
 	}
+	// The waiters this flush covers are answered by it, here, before the
+	// sealing below: nothing of theirs waits on that.
+	l.mu.Unlock()
+	runWaiters(ws)
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for _, s := range append(segs, unsealed...) {
 		if s != l.active && !s.dirty {
 			if serr := s.seal(); serr != nil {
@@ -145,32 +158,6 @@ func (l *Log) flushLocked() error {
 		}
 	}
 	return nil
-}
-
-// WaitFlushed asks for a flush now and waits until the high watermark is
-// above offset (acks=all). Concurrent waiters share fsyncs: one flush covers
-// every batch appended before it started. It returns ErrClosed if the log
-// closes first, the log's failure if a flush fails, or ctx's error.
-func (l *Log) WaitFlushed(ctx context.Context, offset int64) error {
-	for {
-		l.mu.RLock()
-		hw, closed, failed, ch := l.hw, l.closed, l.failed, l.changed
-		l.mu.RUnlock()
-		switch {
-		case hw > offset:
-			return nil
-		case failed != nil:
-			return failed
-		case closed:
-			return ErrClosed
-		}
-		signal(l.flushReq)
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }
 
 // run is the log's one background goroutine: it flushes as soon as data

@@ -41,11 +41,17 @@ type Log struct {
 	// unsealed are segments rolled while clean (the flush that covered
 	// them ended before the roll): no flush syncs them again, so the next
 	// one seals them.
-	unsealed       []*segment
-	dirDirty       bool      // a segment file was created since the last flush
-	flushTarget    int64     // log end offset covered by the last flush started
+	unsealed    []*segment
+	dirDirty    bool  // a segment file was created since the last flush
+	flushTarget int64 // log end offset covered by the last flush started
+
 	lastFlushStart time.Time // when the last flush started
 	flushIsBusy    bool      // the last flush found the partition busy (flushBusy)
+
+	// waitMu guards waiters, WhenFlushed's callers by offset
+	// (flush_waiters.go); it is taken after mu, never before.
+	waitMu  sync.Mutex
+	waiters []*flushWaiter
 
 	// flushMu serializes flushes so that each knows what the previous one
 	// covered; it is taken before mu, never while holding it.
@@ -405,8 +411,19 @@ func (l *Log) Changed() <-chan struct{} {
 	return l.changed
 }
 
-// wake closes the Changed channel and makes a new one. Call with mu held.
+// wake closes the Changed channel and makes a new one, and hands the flush
+// waiters the change decided to a goroutine of their own (the flush, the
+// common case, calls its waiters itself: flushLocked). Call with mu held.
 func (l *Log) wake() {
+	l.broadcast()
+	if ws := l.decidedWaiters(); len(ws) > 0 {
+		go runWaiters(ws)
+	}
+}
+
+// broadcast closes the Changed channel and makes a new one. Call with mu
+// held.
+func (l *Log) broadcast() {
 	close(l.changed)
 	l.changed = make(chan struct{})
 }

@@ -1,8 +1,9 @@
 package netserver
 
-// Responses as handlers give them: ready at once (Ready) or filled later
-// in a goroutine of their own (Later); the connection writes them in
-// request order either way (conn_write.go).
+// Responses as handlers give them: ready at once (Ready), filled later in
+// a goroutine of their own (Later) or completed by whatever the handler
+// handed them to (Deferred); the connection writes them in request order
+// either way (conn_write.go).
 
 import (
 	"net"
@@ -64,18 +65,32 @@ func Ready(r Response) *Pending {
 // A panic in fill is recovered there and reported to the writer, which logs
 // it and drops the connection.
 func Later(fill func() Response) *Pending {
-	p := &Pending{done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		defer func() {
-			if v := recover(); v != nil {
-				p.resp = nil
-				p.panicked = &Panic{Value: v, Stack: debug.Stack()}
-			}
-		}()
-		p.resp = fill()
-	}()
+	p := Deferred()
+	go p.Complete(fill)
 	return p
+}
+
+// Deferred returns a pending response that its handler arranges for
+// something else to complete, with Complete, exactly once: for an answer
+// that waits on an event a goroutine already watches (an acks=all produce
+// is completed by the log flush that covers it), so that no goroutine of
+// its own waits per request, as Later's does.
+func Deferred() *Pending {
+	return &Pending{done: make(chan struct{})}
+}
+
+// Complete fills a Deferred response with fill's result and hands it to
+// the connection's writer. A panic in fill is recovered here, as Later's
+// is, so that it ends the connection and not the goroutine completing.
+func (p *Pending) Complete(fill func() Response) {
+	defer close(p.done)
+	defer func() {
+		if v := recover(); v != nil {
+			p.resp = nil
+			p.panicked = &Panic{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	p.resp = fill()
 }
 
 // Wait waits for the response and returns it (nil: none), or the panic of

@@ -23,6 +23,15 @@ type handler struct {
 	c       *netserver.Conn
 	served  chan int32    // correlation ids as they are started
 	release chan struct{} // closed by the test: Metadata answers
+	// deferred, if set, gets each Metadata request's Deferred response
+	// for the test to complete instead.
+	deferred chan deferredReq
+}
+
+type deferredReq struct {
+	p       *netserver.Pending
+	corr    int32
+	version int16
 }
 
 func (h *handler) Serve(req netserver.Request) *netserver.Pending {
@@ -37,6 +46,11 @@ func (h *handler) Serve(req netserver.Request) *netserver.Pending {
 	}
 	switch r := req.Request.(type) {
 	case *kmsg.MetadataRequest:
+		if h.deferred != nil {
+			p := netserver.Deferred()
+			h.deferred <- deferredReq{p, req.CorrelationID, r.Version}
+			return p
+		}
 		return netserver.Later(func() netserver.Response {
 			<-h.release
 			return netserver.Encode(req.CorrelationID, r.Version, kmsg.NewPtrMetadataResponse())

@@ -127,16 +127,34 @@ func (pt *Partition) Append(batches [][]byte, o AppendOptions) (log.AppendResult
 // cancelled: the broker is shutting down).
 func (pt *Partition) WaitAcked(ctx context.Context, last int64) (int16, error) {
 	err := pt.rs.WaitReplicated(ctx, pt.t, pt.p, pt.l, last)
+	return pt.ackCode(err), err
+}
+
+// WhenAcked is WaitAcked for a partition of one replica, answered by the
+// flush that covers the batch (log.WhenFlushed) instead of a goroutine
+// waiting: done gets what WaitAcked would return, on the goroutine that
+// decided it (the log's flush, most often), and must not block. A
+// replicated partition, which also waits for its followers, must use
+// WaitAcked: WhenAcked panics on one.
+func (pt *Partition) WhenAcked(ctx context.Context, last int64, done func(code int16, err error)) {
+	if pt.t.Replicated() {
+		panic("replication: WhenAcked on a replicated partition")
+	}
+	pt.l.WhenFlushed(ctx, last, func(err error) { done(pt.ackCode(err), err) })
+}
+
+// ackCode is the error code of an acks=all wait's error (0 for none).
+func (pt *Partition) ackCode(err error) int16 {
 	if err == nil {
-		return 0, nil
+		return 0
 	}
 	if code, ok := errorCode(err); ok {
-		return code, err
+		return code
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return kerr.RequestTimedOut.Code, err
+		return kerr.RequestTimedOut.Code
 	}
-	return pt.rs.env.logs.StorageError(pt.l, err), err
+	return pt.rs.env.logs.StorageError(pt.l, err)
 }
 
 // Bound is what a fetch may read of a partition: up to End (ToLogEnd: the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/groupapi"
 	"github.com/tributary-io/tributary/broker/kafkaapi"
+	"github.com/tributary-io/tributary/broker/securityapi"
 )
 
 // serveFunc starts serving one decoded request of its API and returns its
@@ -55,6 +56,12 @@ func (b *Broker) newAPIs() *kafkaapi.Registry {
 		Topics:            b.meta,
 		Closing:           b.closing,
 		PendingTxnOffsets: b.pendingTxnOffsets,
+	}).Register(r)
+	securityapi.New(securityapi.Config{
+		Authz:       b.authz,
+		Credentials: b.cfg.Credentials,
+		Quotas:      b.quotas,
+		Logger:      b.logger,
 	}).Register(r)
 	return r
 }

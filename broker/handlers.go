@@ -12,6 +12,7 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/clusterapi"
 	"github.com/tributary-io/tributary/broker/groupapi"
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/securityapi"
@@ -63,6 +64,7 @@ func (b *Broker) newAPIs() *kafkaapi.Registry {
 		Quotas:      b.quotas,
 		Logger:      b.logger,
 	}).Register(r)
+	clusterapi.New(clusterapi.Config{Authz: b.authz, Metadata: b.meta, Logger: b.logger}).Register(r)
 	return r
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/tributary-io/tributary/broker/groupapi"
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/securityapi"
+	"github.com/tributary-io/tributary/broker/txnapi"
 )
 
 // serveFunc starts serving one decoded request of its API and returns its
@@ -65,6 +66,13 @@ func (b *Broker) newAPIs() *kafkaapi.Registry {
 		Logger:      b.logger,
 	}).Register(r)
 	clusterapi.New(clusterapi.Config{Authz: b.authz, Metadata: b.meta, Logger: b.logger}).Register(r)
+	txnapi.New(txnapi.Config{
+		Txns:    b.txns,
+		Authz:   b.authz,
+		Refusal: b.txnCoordinatorRefusal,
+		Topics:  b.meta,
+		Closing: b.closing,
+	}).Register(r)
 	return r
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/clusterapi"
+	"github.com/tributary-io/tributary/broker/configapi"
 	"github.com/tributary-io/tributary/broker/groupapi"
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/securityapi"
@@ -73,6 +74,7 @@ func (b *Broker) newAPIs() *kafkaapi.Registry {
 		Topics:  b.meta,
 		Closing: b.closing,
 	}).Register(r)
+	configapi.New(configapi.Config{Authz: b.authz, Settings: configSettings{b}}).Register(r)
 	return r
 }
 

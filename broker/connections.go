@@ -39,7 +39,7 @@ type request struct {
 	clientID      string
 	principal     string // User:<name> of the connection, for ACLs
 	host          string // the client's IP, for ACLs
-	// quota is the connection's throttle (quota_api.go); nil in fuzz tests.
+	// quota is the connection's throttle (quota_throttle.go); nil in fuzz tests.
 	quota *netserver.Throttle
 }
 

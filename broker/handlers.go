@@ -12,8 +12,12 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/clusterapi"
+	"github.com/tributary-io/tributary/broker/configapi"
 	"github.com/tributary-io/tributary/broker/groupapi"
 	"github.com/tributary-io/tributary/broker/kafkaapi"
+	"github.com/tributary-io/tributary/broker/securityapi"
+	"github.com/tributary-io/tributary/broker/txnapi"
 )
 
 // serveFunc starts serving one decoded request of its API and returns its
@@ -56,6 +60,21 @@ func (b *Broker) newAPIs() *kafkaapi.Registry {
 		Closing:           b.closing,
 		PendingTxnOffsets: b.pendingTxnOffsets,
 	}).Register(r)
+	securityapi.New(securityapi.Config{
+		Authz:       b.authz,
+		Credentials: b.cfg.Credentials,
+		Quotas:      b.quotas,
+		Logger:      b.logger,
+	}).Register(r)
+	clusterapi.New(clusterapi.Config{Authz: b.authz, Metadata: b.meta, Logger: b.logger}).Register(r)
+	txnapi.New(txnapi.Config{
+		Txns:    b.txns,
+		Authz:   b.authz,
+		Refusal: b.txnCoordinatorRefusal,
+		Topics:  b.meta,
+		Closing: b.closing,
+	}).Register(r)
+	configapi.New(configapi.Config{Authz: b.authz, Settings: configSettings{b}}).Register(r)
 	return r
 }
 

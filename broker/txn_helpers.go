@@ -1,41 +1,36 @@
 package broker
 
-// Helpers the transaction APIs share (addpartitionstotxn.go, endtxn.go,
-// ...): the ACL rule on transactional ids and the mapping of the
-// coordinator's answers to what each API version knows.
+// Helpers the root's transaction APIs share (addpartitionstotxn.go,
+// initproducerid.go, txnoffsetcommit.go, writetxnmarkers.go, ...): the ACL
+// rule on transactional ids (broker/acl's MayTxn) and the mapping of the
+// coordinator's answers to what each API version knows, both written once
+// for them and broker/txnapi.
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/txnapi"
 )
 
 // txnRefused is the answer to a client without rights on a transactional id.
-var txnRefused = kerr.TransactionalIDAuthorizationFailed.Code
+var txnRefused = acl.TxnRefused
 
 // mayTxn reports whether the client of req may op the transactional id.
 func (b *Broker) mayTxn(req *request, op kmsg.ACLOperation, id string) bool {
-	return b.may(req, op, kmsg.ACLResourceTypeTransactionalId, id)
+	return b.authz.MayTxn(req.who(), op, id)
 }
 
-// txnCode turns the coordinator's answer into the request's error code:
-// PRODUCER_FENCED exists from the version given (KIP-588); before it
-// clients know the same condition as INVALID_PRODUCER_EPOCH.
+// txnCode is txnapi.Code: PRODUCER_FENCED from the version given, and
+// INVALID_PRODUCER_EPOCH before it.
 func txnCode(err *kerr.Error, version, fencedFrom int16) int16 {
-	if err == nil {
-		return 0
-	}
-	if err == kerr.ProducerFenced && version < fencedFrom {
-		return kerr.InvalidProducerEpoch.Code
-	}
-	return err.Code
+	return txnapi.Code(err, version, fencedFrom)
 }
 
 // txnCtx bounds one transaction request's work (state writes, markers).
 func (b *Broker) txnCtx() (context.Context, context.CancelFunc) {
-	ctx, cancel := b.ctx()
-	ctx, cancelT := context.WithTimeout(ctx, 30*time.Second)
-	return ctx, func() { cancelT(); cancel() }
+	return txnapi.Context(b.closing)
 }

@@ -7,8 +7,9 @@ package acl
 // handler serves, and the answers for the others, which it appends to its
 // response. A nil *Authorizer (no Config.Authorizer) allows everything.
 //
-// A refused request gets TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED
-// where its answer has room for it. The rule of each API is in its file:
+// A refused request gets TOPIC_, GROUP_, TRANSACTIONAL_ID_ or
+// CLUSTER_AUTHORIZATION_FAILED where its answer has room for it. The rule
+// of each API is in its file:
 //
 //	Produce, DeleteTopics       Write, Delete on the topic
 //	Fetch                       Read on the topic; a replica's ClusterAction on the cluster
@@ -20,7 +21,10 @@ package acl
 //	the group APIs              Read on the group (OffsetCommit also Read on each topic);
 //	                            Describe to describe or find it, Delete to delete it
 //	ListGroups                  Describe on the cluster, else the groups it may Describe
-//	InitProducerId              IdempotentWrite on the cluster, or Write on some topic
+//	InitProducerId              IdempotentWrite on the cluster, or Write on some topic;
+//	                            with a transactional id, Write on it
+//	the transaction APIs        Write on the transactional id (AddOffsetsToTxn also Read
+//	                            on the group); Describe on it to describe or list it
 //	the ACL, SCRAM, quota, reassignment and election APIs, DescribeLogDirs
 //	                            Alter (or AlterConfigs) to change, Describe (or
 //	                            DescribeConfigs) to read, on the cluster
@@ -47,6 +51,7 @@ var (
 	TopicRefused   = kerr.TopicAuthorizationFailed.Code
 	GroupRefused   = kerr.GroupAuthorizationFailed.Code
 	ClusterRefused = kerr.ClusterAuthorizationFailed.Code
+	TxnRefused     = kerr.TransactionalIDAuthorizationFailed.Code
 )
 
 // May reports whether who may do op on the resource; always true for a
@@ -63,6 +68,11 @@ func (z *Authorizer) MayTopic(who Who, op kmsg.ACLOperation, topic string) bool 
 // MayGroup is May on a group.
 func (z *Authorizer) MayGroup(who Who, op kmsg.ACLOperation, group string) bool {
 	return z.May(who, op, kmsg.ACLResourceTypeGroup, group)
+}
+
+// MayTxn is May on a transactional id.
+func (z *Authorizer) MayTxn(who Who, op kmsg.ACLOperation, id string) bool {
+	return z.May(who, op, kmsg.ACLResourceTypeTransactionalId, id)
 }
 
 // MayCluster is May on the cluster.

@@ -66,6 +66,9 @@ func TestHelperDecides(t *testing.T) {
 	if z.MayTopic(Who{Principal: "User:alice", Host: "10.0.0.2"}, kmsg.ACLOperationWrite, "t") {
 		t.Error("alice may write t from another host")
 	}
+	if z.MayTxn(alice, kmsg.ACLOperationWrite, "t") {
+		t.Error("an ACL on topic t let alice write the transactional id t")
+	}
 	if msg := z.TopicRefusal(alice, kmsg.ACLOperationWrite, "write", "u"); msg == "" {
 		t.Error("no refusal for a topic without an ACL")
 	}

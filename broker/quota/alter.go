@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// What DescribeClientQuotas and AlterClientQuotas (broker/quota_api.go)
+// What DescribeClientQuotas and AlterClientQuotas (broker/securityapi)
 // ask of the model: matching a filter, checking and applying changes.
 
 // Matches applies DescribeClientQuotas' filter: every component

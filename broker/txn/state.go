@@ -12,6 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// StateTopic is Kafka's name for the topic the coordinator keeps its state
+// in, one compacted record per transactional id.
+const StateTopic = "__transaction_state"
+
 // State is a transaction's state, with Kafka's codes (they are stored in
 // __transaction_state and shown by DescribeTransactions by name).
 type State int8

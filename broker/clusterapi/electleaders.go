@@ -1,4 +1,4 @@
-package broker
+package clusterapi
 
 // ElectLeaders (key 43), versions 0-2.
 //
@@ -7,38 +7,34 @@ package broker
 // the first replica, if it is alive and in sync (type 0), or to let any
 // live replica lead a leaderless partition (type 1, unclean), whatever
 // the topic's unclean.leader.election.enable says (as in Kafka: the
-// operator accepts the loss for these partitions, once). The answer
-// comes once the controller ran the elections, per partition: none,
-// ELECTION_NOT_NEEDED (already led as asked),
-// PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE or
-// UNKNOWN_TOPIC_OR_PARTITION. A
-// standalone broker has nothing to elect: INVALID_REQUEST.
+// operator accepts the loss for these partitions, once). The caller needs
+// Alter on the cluster. The answer comes once the controller ran the
+// elections, per partition: none, ELECTION_NOT_NEEDED (already led as
+// asked), PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE or
+// UNKNOWN_TOPIC_OR_PARTITION. A standalone broker has nothing to elect:
+// INVALID_REQUEST.
 
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/cluster"
 )
 
 func init() {
-	register(43, 0, 2, async((*Broker).electLeaders))
+	add(43, 0, 2, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Async(h.electLeaders) })
 }
 
-// leaderElector is cluster metadata with a controller (cluster.ZooKeeper).
-type leaderElector interface {
-	ElectLeaders(ctx context.Context, unclean bool, parts []cluster.TopicPartition) (map[cluster.TopicPartition]error, error)
-}
-
-func (b *Broker) electLeaders(who *request, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
+func (h *Handlers) electLeaders(who *kafkaapi.Request, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
-	if !b.mayCluster(who, kmsg.ACLOperationAlter) {
-		resp.ErrorCode = clusterRefused
+	if !h.authz.MayCluster(who.Who, kmsg.ACLOperationAlter) {
+		resp.ErrorCode = acl.ClusterRefused
 		return resp
 	}
 	var parts []cluster.TopicPartition
@@ -47,7 +43,7 @@ func (b *Broker) electLeaders(who *request, req *kmsg.ElectLeadersRequest) *kmsg
 			parts = append(parts, cluster.TopicPartition{Topic: t.Topic, Partition: p})
 		}
 	}
-	el, ok := b.meta.(leaderElector)
+	el, ok := h.meta.(Elector)
 	if !ok || req.ElectionType > 1 {
 		code := kerr.InvalidRequest
 		msg := "leader election needs a cluster: a standalone broker's partitions have one replica"
@@ -60,11 +56,11 @@ func (b *Broker) electLeaders(who *request, req *kmsg.ElectLeadersRequest) *kmsg
 		resp.ErrorCode = code.Code
 		return resp
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), max(time.Duration(req.TimeoutMillis)*time.Millisecond, time.Second))
+	ctx, cancel := timeout(req.TimeoutMillis)
 	defer cancel()
 	results, err := el.ElectLeaders(ctx, req.ElectionType == 1, parts)
 	if err != nil {
-		b.logger.Warn("leader election failed", "err", err)
+		h.logger.Warn("leader election failed", "err", err)
 		code := kerr.RequestTimedOut.Code
 		if !errors.Is(err, context.DeadlineExceeded) {
 			code = kerr.UnknownServerError.Code

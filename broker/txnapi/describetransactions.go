@@ -1,33 +1,37 @@
-package broker
+package txnapi
 
-// DescribeTransactions.
+// DescribeTransactions (key 65), version 0.
 //
-// v0 (kafka-transactions describe): the state of each transactional id
-// this broker coordinates (Describe on the id); an id it does not know is
+// kafka-transactions describe: the state of each transactional id this
+// broker coordinates (Describe on the id, or ClusterAction on the cluster:
+// a group's coordinator asks as a broker); an id it does not know is
 // TRANSACTIONAL_ID_NOT_FOUND, one another broker coordinates
 // NOT_COORDINATOR.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 func init() {
-	register(65, 0, 0, async((*Broker).describeTransactions))
+	add(65, 0, 0, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Async(h.describeTransactions) })
 }
 
-func (b *Broker) describeTransactions(req *request, r *kmsg.DescribeTransactionsRequest) *kmsg.DescribeTransactionsResponse {
+func (h *Handlers) describeTransactions(req *kafkaapi.Request, r *kmsg.DescribeTransactionsRequest) *kmsg.DescribeTransactionsResponse {
 	resp := r.ResponseKind().(*kmsg.DescribeTransactionsResponse)
-	ctx, cancel := b.txnCtx()
+	ctx, cancel := h.ctx()
 	defer cancel()
 	for _, id := range r.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, -1, -1, -1
-		// A group's coordinator asks as a broker (txn_forwarded.go).
-		if !b.mayTxn(req, kmsg.ACLOperationDescribe, id) && !(b.authz != nil && b.mayCluster(req, kmsg.ACLOperationClusterAction)) {
-			st.ErrorCode = txnRefused
-		} else if st.ErrorCode = b.txnCoordinatorRefusal(id); st.ErrorCode == 0 {
-			d, ok, err := b.txns.Describe(ctx, id)
+		// A group's coordinator asks as a broker (the root's txn_forwarded.go).
+		if !h.authz.MayTxn(req.Who, kmsg.ACLOperationDescribe, id) && !(h.authz != nil && h.authz.MayCluster(req.Who, kmsg.ACLOperationClusterAction)) {
+			st.ErrorCode = acl.TxnRefused
+		} else if st.ErrorCode = h.refusal(id); st.ErrorCode == 0 {
+			d, ok, err := h.txns.Describe(ctx, id)
 			switch {
 			case err != nil:
 				st.ErrorCode = kerr.CoordinatorLoadInProgress.Code

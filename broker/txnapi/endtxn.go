@@ -1,8 +1,8 @@
-package broker
+package txnapi
 
-// EndTxn.
+// EndTxn (key 26), versions 0-4.
 //
-// v0–4: commits or aborts the producer's open transaction (Write on the
+// Commits or aborts the producer's open transaction (Write on the
 // transactional id). The answer comes once the decision is durable and the
 // markers are written to every partition of the transaction (and, for a
 // commit, its offsets to their groups); if some partition's leader could
@@ -13,24 +13,27 @@ package broker
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 func init() {
-	register(26, 0, 4, async((*Broker).endTxn))
+	add(26, 0, 4, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Async(h.endTxn) })
 }
 
-func (b *Broker) endTxn(req *request, r *kmsg.EndTxnRequest) *kmsg.EndTxnResponse {
+func (h *Handlers) endTxn(req *kafkaapi.Request, r *kmsg.EndTxnRequest) *kmsg.EndTxnResponse {
 	resp := r.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if !b.mayTxn(req, kmsg.ACLOperationWrite, r.TransactionalID) {
-		resp.ErrorCode = txnRefused
+	if !h.authz.MayTxn(req.Who, kmsg.ACLOperationWrite, r.TransactionalID) {
+		resp.ErrorCode = acl.TxnRefused
 		return resp
 	}
-	if resp.ErrorCode = b.txnCoordinatorRefusal(r.TransactionalID); resp.ErrorCode != 0 {
+	if resp.ErrorCode = h.refusal(r.TransactionalID); resp.ErrorCode != 0 {
 		return resp
 	}
-	ctx, cancel := b.txnCtx()
+	ctx, cancel := h.ctx()
 	defer cancel()
-	resp.ErrorCode = txnCode(b.txns.EndTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit), r.Version, 2)
+	resp.ErrorCode = Code(h.txns.EndTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit), r.Version, 2)
 	return resp
 }

@@ -1,17 +1,9 @@
 package broker
 
-// DescribeConfigs.
-//
-// Topics report the effective value of every setting of topicconfig.go with
-// its source: the topic's own value (DYNAMIC_TOPIC_CONFIG), a dynamic
-// broker config (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG), a
-// broker flag (STATIC_BROKER_CONFIG) or the built-in default
-// (DEFAULT_CONFIG). A broker (resource name: its id) reports its settings
-// under Kafka's names the same way, the dynamic ones (dynamicconfig.go)
-// writable and the rest read-only; the resource "" (the cluster-wide
-// default) reports the dynamic defaults set, as Kafka does. Synonyms, when
-// asked for, list every level's value, highest precedence first.
-// Documentation is not sent.
+// The settings DescribeConfigs describes (broker/configapi serves it):
+// configSettings is its configapi.Settings, over a topic's settings on the
+// broker's defaults (topicconfig.go), the broker's dynamic configs
+// (dynamicconfig.go), its flags, and its log level (brokerlogger.go).
 
 import (
 	"strconv"
@@ -21,103 +13,55 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/brokerconfig"
+	"github.com/tributary-io/tributary/broker/configapi"
 	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/topicconfig"
 )
 
-func init() {
-	register(32, 0, 4, now((*Broker).describeConfigs))
+// configSettings is the broker's configapi.Settings.
+type configSettings struct{ b *Broker }
+
+// TopicConfigs implements configapi.Settings: an existing topic only,
+// never created by being described.
+func (s configSettings) TopicConfigs(name string) ([]configapi.Entry, int16, error) {
+	t, code := s.b.lookupTopic(name, false)
+	if code != 0 {
+		return nil, code, nil
+	}
+	entries, err := s.b.topicConfigEntries(t.Configs)
+	if err != nil {
+		return nil, 0, err
+	}
+	return apiEntries(entries), 0, nil
 }
 
-func (b *Broker) describeConfigs(who *request, req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
-	var refused []kmsg.DescribeConfigsResponseResource
-	req.Resources, refused = filterAuthorized(req.Resources, func(res kmsg.DescribeConfigsRequestResource) bool {
-		switch res.ResourceType {
-		case kmsg.ConfigResourceTypeTopic:
-			return b.mayTopic(who, kmsg.ACLOperationDescribeConfigs, res.ResourceName)
-		case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
-			return b.mayCluster(who, kmsg.ACLOperationDescribeConfigs)
-		}
-		return true
-	}, func(it kmsg.DescribeConfigsRequestResource) kmsg.DescribeConfigsResponseResource {
-		rr := kmsg.NewDescribeConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName = it.ResourceType, it.ResourceName
-		rr.ErrorCode = topicRefused
-		if it.ResourceType != kmsg.ConfigResourceTypeTopic {
-			rr.ErrorCode = clusterRefused
-		}
-		return rr
-	})
-	resp := kmsg.NewPtrDescribeConfigsResponse()
-	for _, rr := range req.Resources {
-		sr := kmsg.NewDescribeConfigsResponseResource()
-		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		var entries []configEntry
-		switch rr.ResourceType {
-		case kmsg.ConfigResourceTypeTopic:
-			t, code := b.lookupTopic(rr.ResourceName, false)
-			if code != 0 {
-				sr.ErrorCode = code
-				break
-			}
-			var err error
-			if entries, err = b.topicConfigEntries(t.Configs); err != nil {
-				sr.ErrorCode = kerr.InvalidConfig.Code
-				msg := err.Error()
-				sr.ErrorMessage = &msg
-			}
-		case kmsg.ConfigResourceTypeBroker:
-			if err := b.checkBrokerResource(rr.ResourceName); err != nil {
-				sr.ErrorCode = kafkaerr.Code(err)
-				msg := err.Error()
-				sr.ErrorMessage = &msg
-				break
-			}
-			entries = b.brokerConfigEntries(rr.ResourceName != "")
-		case kmsg.ConfigResourceTypeBrokerLogger:
-			var err error
-			if entries, err = b.brokerLoggerEntries(rr.ResourceName); err != nil {
-				sr.ErrorCode = kafkaerr.Code(err)
-				msg := err.Error()
-				sr.ErrorMessage = &msg
-			}
-		default:
-			sr.ErrorCode = kerr.InvalidRequest.Code
-			msg := "Tributary describes topic, broker and broker logger configs only"
-			sr.ErrorMessage = &msg
-		}
-		want := wantedNames(rr.ConfigNames)
-		for _, e := range entries {
-			if !want(e.name) {
-				continue
-			}
-			rc := kmsg.NewDescribeConfigsResponseResourceConfig()
-			rc.Name, rc.ConfigType, rc.Source, rc.ReadOnly = e.name, e.typ, e.source, e.readOnly
-			v := e.value
-			rc.Value = &v
-			rc.IsDefault = e.source == kmsg.ConfigSourceDefaultConfig
-			if req.IncludeSynonyms {
-				rc.ConfigSynonyms = e.synonyms
-			}
-			sr.Configs = append(sr.Configs, rc)
-		}
-		resp.Resources = append(resp.Resources, sr)
+// BrokerConfigs implements configapi.Settings.
+func (s configSettings) BrokerConfigs(name string) ([]configapi.Entry, error) {
+	if err := s.b.checkBrokerResource(name); err != nil {
+		return nil, err
 	}
-	resp.Resources = append(resp.Resources, refused...)
-	return resp
+	return apiEntries(s.b.brokerConfigEntries(name != "")), nil
 }
 
-// wantedNames filters by the names a request lists; nil lists all.
-func wantedNames(names []string) func(string) bool {
-	if names == nil {
-		return func(string) bool { return true }
+// LoggerConfigs implements configapi.Settings.
+func (s configSettings) LoggerConfigs(name string) ([]configapi.Entry, error) {
+	entries, err := s.b.brokerLoggerEntries(name)
+	return apiEntries(entries), err
+}
+
+// apiEntries are entries as broker/configapi reports them. configEntry
+// stays the root's while CreateTopics (createtopics.go), in the root,
+// reads its fields.
+func apiEntries(entries []configEntry) []configapi.Entry {
+	if entries == nil {
+		return nil
 	}
-	want := make(map[string]bool, len(names))
-	for _, n := range names {
-		want[n] = true
+	out := make([]configapi.Entry, len(entries))
+	for i, e := range entries {
+		out[i] = configapi.Entry{Name: e.name, Value: e.value, Type: e.typ, Source: e.source, ReadOnly: e.readOnly, Synonyms: e.synonyms}
 	}
-	return func(n string) bool { return want[n] }
+	return out
 }
 
 // checkBrokerResource accepts this broker's id, or "" (the cluster-wide

@@ -1,0 +1,91 @@
+// Package configapi serves the config APIs: DescribeConfigs for now;
+// AlterConfigs and IncrementalAlterConfigs are still the root's.
+//
+// One file per API holds its versions, its handler and its ACL rule
+// (DescribeConfigs on the topic, or on the cluster for a broker or its
+// loggers). What a setting's value is and where it comes from is the
+// broker's: its flags, its dynamic broker configs and a topic's own
+// configs meet in the root, which gives the handlers a Settings to ask.
+// A handler checks and filters the request, asks Settings, and shapes the
+// answer for the request's version.
+//
+// The broker builds Handlers with New from what they use and adds them to
+// its registry with Register; nothing here imports the root broker.
+package configapi
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
+)
+
+// Config is what the config APIs use from the broker.
+type Config struct {
+	// Authz decides each request (broker/acl's helper); nil allows
+	// everything.
+	Authz *acl.Authorizer
+	// Settings reports the settings described.
+	Settings Settings
+}
+
+// Settings is where the described settings come from: the broker's
+// defaults, flags and dynamic configs, and a topic's own configs.
+type Settings interface {
+	// TopicConfigs reports topic name's settings. A code refuses the
+	// lookup (UNKNOWN_TOPIC_OR_PARTITION); an error says why its stored
+	// configs do not apply (INVALID_CONFIG).
+	TopicConfigs(name string) (entries []Entry, code int16, err error)
+	// BrokerConfigs reports the settings of broker resource name: this
+	// broker's id, or "" for the cluster-wide defaults set. An error
+	// (broker/kafkaerr) refuses name.
+	BrokerConfigs(name string) ([]Entry, error)
+	// LoggerConfigs reports the loggers of broker resource name (its id);
+	// an error (broker/kafkaerr) refuses name.
+	LoggerConfigs(name string) ([]Entry, error)
+}
+
+// Entry is one reported setting.
+type Entry struct {
+	Name     string
+	Value    string
+	Type     kmsg.ConfigType
+	Source   kmsg.ConfigSource
+	ReadOnly bool
+	// Synonyms are the values of every level the setting has, highest
+	// precedence first (DescribeConfigs' include_synonyms).
+	Synonyms []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+}
+
+// Handlers serves the config APIs of one broker.
+type Handlers struct {
+	authz    *acl.Authorizer
+	settings Settings
+}
+
+// New returns the config APIs over cfg. It only keeps cfg: the broker may
+// build them before it serves.
+func New(cfg Config) *Handlers {
+	return &Handlers{authz: cfg.Authz, settings: cfg.Settings}
+}
+
+// api is one API of this package, declared in its file's init.
+type api struct {
+	key, min, max int16
+	serve         func(*Handlers) kafkaapi.Serve
+}
+
+var apis []api
+
+// add declares, from an API file's init, that h serves key in versions
+// min..max with serve(h).
+func add(key, min, max int16, serve func(*Handlers) kafkaapi.Serve) {
+	apis = append(apis, api{key, min, max, serve})
+}
+
+// Register adds every config API of this package to r.
+func (h *Handlers) Register(r *kafkaapi.Registry) {
+	for _, x := range apis {
+		r.Register(x.key, x.min, x.max, x.serve(h))
+	}
+}

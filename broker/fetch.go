@@ -58,7 +58,7 @@ func (b *Broker) fetch(req *request, r *kmsg.FetchRequest) *pending {
 			return p
 		}
 	}
-	if p := b.throttledFetch(req); p != nil { // over a consumer quota (quota_api.go)
+	if p := b.throttledFetch(req); p != nil { // over a consumer quota (quota_throttle.go)
 		return p
 	}
 	return later(func() response { return b.countFetch(req, b.metrics.fetched(b.serveFetch(req, r))) })

@@ -56,7 +56,7 @@ var internalTopics = map[string]internalTopic{
 	"_audit":   {owner: "the audit publishers and the mirror"},
 	// __transaction_state holds the transaction coordinator's state, one
 	// record per transactional id: compacted, as Kafka's is.
-	"__transaction_state": {owner: "the transaction coordinator", configs: map[string]string{"cleanup.policy": "compact"}},
+	txnStateTopic: {owner: "the transaction coordinator", configs: map[string]string{"cleanup.policy": "compact"}},
 }
 
 // The client ids the broker admits to internal topics by default: the

@@ -76,7 +76,7 @@ func (b *Broker) produceRefusal(req *request, topic string) string {
 
 func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 	resp := kmsg.NewPtrProduceResponse()
-	resp.ThrottleMillis = b.throttleProduce(req, r) // quota_api.go
+	resp.ThrottleMillis = b.throttleProduce(req, r) // quota_throttle.go
 	acks := r.Acks
 	allow := b.decompressAllowance(r) // produce_bombs.go
 	var waits []appended

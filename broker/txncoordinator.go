@@ -30,7 +30,7 @@ import (
 )
 
 // txnStateTopic is Kafka's name for the coordinator's state topic.
-const txnStateTopic = "__transaction_state"
+const txnStateTopic = txn.StateTopic
 
 // startTxns starts the transaction coordinator.
 func (b *Broker) startTxns() {

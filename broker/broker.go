@@ -99,7 +99,7 @@ type Broker struct {
 	txnFwd     forwardedTxns // txn_forwarded.go
 
 	// life is cancelled when shutdown starts, with closing: the parent of
-	// the contexts requests wait under (ctx).
+	// the contexts requests wait under (dataapi's acks=all waits).
 	life    context.Context
 	endLife context.CancelFunc
 
@@ -346,10 +346,3 @@ func (m *standaloneMeta) Self() cluster.Broker {
 }
 
 func (m *standaloneMeta) Brokers() []cluster.Broker { return []cluster.Broker{m.Self()} }
-
-// ctx returns a context cancelled when the broker starts shutting down:
-// derived from the broker's, so it costs no goroutine watching closing
-// (acks=all took one per request).
-func (b *Broker) ctx() (context.Context, context.CancelFunc) {
-	return context.WithCancel(b.life)
-}

@@ -39,17 +39,23 @@ type request struct {
 	clientID      string
 	principal     string // User:<name> of the connection, for ACLs
 	host          string // the client's IP, for ACLs
-	// quota is the connection's throttle (quota_throttle.go); nil in fuzz tests.
+	// quota is the connection's throttle (broker/dataapi's throttle.go);
+	// nil in fuzz tests.
 	quota *netserver.Throttle
+	// api is req as APIRequest gives it, kept in req so that handing it to
+	// a handler package costs no allocation (Produce and Fetch are served
+	// by broker/dataapi).
+	api kafkaapi.Request
 }
 
 // APIRequest is req as handlers outside the root see it
-// (kafkaapi.Incoming).
+// (kafkaapi.Incoming), filled in req itself.
 func (req *request) APIRequest() *kafkaapi.Request {
-	return &kafkaapi.Request{
+	req.api = kafkaapi.Request{
 		Request: req.Request, CorrelationID: req.correlationID, ClientID: req.clientID,
 		Who: req.who(), Quota: req.quota,
 	}
+	return &req.api
 }
 
 // The connection layer's types under the names the handlers use.

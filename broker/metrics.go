@@ -256,8 +256,9 @@ func (m *brokerMetrics) ResponseDone(key, v int16, read time.Time, answered bool
 // (netserver.Observer).
 func (m *brokerMetrics) ConnAccepted() { m.accepted.Inc() }
 
-// produced records one partition of a Produce request after its append.
-func (m *brokerMetrics) produced(topic string, records []byte, code int16) {
+// Produced records one partition of a Produce request after its append
+// (dataapi.Metrics).
+func (m *brokerMetrics) Produced(topic string, records []byte, code int16) {
 	if m.off {
 		return
 	}
@@ -291,25 +292,22 @@ func (m *brokerMetrics) topicSeries(topic string) *topicSeries {
 	return s.(*topicSeries)
 }
 
-// fetched records what a Fetch response carries, and returns it.
-func (m *brokerMetrics) fetched(r response) response {
-	f, ok := r.(*fetchResponse)
-	if !ok || m.off {
-		return r
+// Fetched records the record bytes a Fetch response carries of topic
+// (dataapi.Metrics).
+func (m *brokerMetrics) Fetched(topic string, bytes int64) {
+	if m.off {
+		return
 	}
-	for _, t := range f.topics {
-		var bytes int64
-		for _, p := range t.partitions {
-			if p.errorCode != 0 {
-				m.partErrors.WithLabelValues("Fetch", errorName(p.errorCode)).Inc()
-			}
-			bytes += p.records.Size
-		}
-		if bytes > 0 {
-			m.bytesOut.WithLabelValues(t.name).Add(float64(bytes))
-		}
+	m.bytesOut.WithLabelValues(topic).Add(float64(bytes))
+}
+
+// PartitionError records a partition that api answered with code
+// (dataapi.Metrics).
+func (m *brokerMetrics) PartitionError(api string, code int16) {
+	if m.off {
+		return
 	}
-	return r
+	m.partErrors.WithLabelValues(api, errorName(code)).Inc()
 }
 
 // HandlerStarted records a request's queue time: from its frame read
@@ -323,9 +321,9 @@ func (m *brokerMetrics) HandlerStarted(key int16, read time.Time) {
 	}
 }
 
-// throttled records a throttle given to a client over its quota; kind is
-// produce or fetch.
-func (m *brokerMetrics) throttled(kind string, d time.Duration) {
+// Throttled records a throttle given to a client over its quota; kind is
+// produce or fetch (dataapi.Metrics).
+func (m *brokerMetrics) Throttled(kind string, d time.Duration) {
 	if m.off || d <= 0 {
 		return
 	}

@@ -26,12 +26,12 @@ func BenchmarkMetricsHooks(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			m := newBrokerMetrics(&Broker{cfg: Config{DisableMetrics: off}})
-			m.produced("bench", batch, 0) // the topic's series exist, as after its first append
+			m.Produced("bench", batch, 0) // the topic's series exist, as after its first append
 			start := time.Now()
 			b.ReportAllocs()
 			for range b.N {
 				m.HandlerStarted(0, start)
-				m.produced("bench", batch, 0)
+				m.Produced("bench", batch, 0)
 				m.ResponseDone(0, 0, start, true)
 			}
 		})

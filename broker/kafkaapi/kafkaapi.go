@@ -48,9 +48,10 @@ type Conn interface {
 
 // Incoming is a request as the package that accepted it holds it, which
 // gives this package's Request on demand. The root broker's own handlers
-// take its request type as it is (nothing copied on the produce path);
-// handlers elsewhere get Request, made once per request, through the
-// adapters (Now, Async, Start).
+// take its request type as it is; handlers elsewhere get Request through
+// the adapters (Now, Async, Start), which the root fills in its request
+// itself, so that Produce and Fetch (broker/dataapi) allocate nothing for
+// it.
 type Incoming interface {
 	APIRequest() *Request
 }

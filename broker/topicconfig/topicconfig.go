@@ -163,7 +163,7 @@ var defs = map[string]def{
 	"compression.type": {
 		// log.Config.Compression: produce stores batches in it, the
 		// cleaner rebuilds them in it, and Fetch v9 and older is refused
-		// on a zstd topic (fetch.go).
+		// on a zstd topic (broker/dataapi's fetch.go).
 		typ: kmsg.ConfigTypeString,
 		set: func(s *Settings, v string) error {
 			c, err := log.ParseCompression(v)

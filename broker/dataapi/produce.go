@@ -1,4 +1,4 @@
-package broker
+package dataapi
 
 // Produce.
 //
@@ -39,6 +39,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/broker/replication"
@@ -49,8 +51,11 @@ import (
 func init() {
 	// From v0 for librdkafka (see above); v13+ names topics by id only, and
 	// clients fall back to the highest version both sides know.
-	register(0, 0, 12, func(b *Broker, _ *conn, req *request) *pending {
-		return b.produce(req, req.Request.(*kmsg.ProduceRequest))
+	add(0, 0, 12, func(h *Handlers) kafkaapi.Serve {
+		return func(_ kafkaapi.Conn, in kafkaapi.Incoming) *netserver.Pending {
+			req := in.APIRequest()
+			return h.produce(req, req.Request.(*kmsg.ProduceRequest))
+		}
 	})
 }
 
@@ -67,32 +72,33 @@ type appended struct {
 // produceRefusal says why the client of req may not write topic, or "" when
 // it may. With an authorizer the ACLs decide (Write on the topic), internal
 // topics included; without one, the internal topics' client-id rule.
-func (b *Broker) produceRefusal(req *request, topic string) string {
-	if b.authz != nil {
-		return b.topicRefusal(req, kmsg.ACLOperationWrite, "write", topic)
+func (h *Handlers) produceRefusal(req *kafkaapi.Request, topic string) string {
+	if h.authz != nil {
+		return h.authz.TopicRefusal(req.Who, kmsg.ACLOperationWrite, "write", topic)
 	}
-	return b.internalRefusal(req.clientID, topic, "write")
+	return h.internalRefusal(req.ClientID, topic, "write")
 }
 
-func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
+func (h *Handlers) produce(req *kafkaapi.Request, r *kmsg.ProduceRequest) *netserver.Pending {
 	resp := kmsg.NewPtrProduceResponse()
-	resp.ThrottleMillis = b.throttleProduce(req, r) // quota_throttle.go
+	resp.ThrottleMillis = h.throttleProduce(req, r) // throttle.go
 	acks := r.Acks
-	allow := b.decompressAllowance(r) // produce_bombs.go
+	allow := h.decompressAllowance(r) // produce_bombs.go
 	var waits []appended
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
-		// Internal topics are written only by their owners (internal_topics.go).
+		// Internal topics are written only by their owners (the root's
+		// internal_topics.go, Config.InternalRefusal).
 		// The refusal comes before the lookup, as in Kafka, so that a
 		// client may not write tells nothing of whether the topic exists
 		// (UNKNOWN_TOPIC_OR_PARTITION against TOPIC_AUTHORIZATION_FAILED),
 		// nor auto-creates it.
-		refusal := b.produceRefusal(req, rt.Topic)
+		refusal := h.produceRefusal(req, rt.Topic)
 		var t cluster.Topic
 		var tcode int16
 		if refusal == "" {
-			t, tcode = b.lookupTopic(rt.Topic, b.mayCreateTopic(req, rt.Topic))
+			t, tcode = h.topics.Lookup(rt.Topic, h.authz.MayCreateTopic(req.Who, rt.Topic))
 		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
@@ -104,8 +110,8 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 			case r.Version < 3:
 				sp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
 				setMessage(&sp, "Tributary stores record batches v2 only: use Produce v3 or newer")
-			case r.TransactionID != nil && !b.mayTxn(req, kmsg.ACLOperationWrite, *r.TransactionID):
-				sp.ErrorCode = txnRefused
+			case r.TransactionID != nil && !h.authz.MayTxn(req.Who, kmsg.ACLOperationWrite, *r.TransactionID):
+				sp.ErrorCode = acl.TxnRefused
 				setMessage(&sp, "not allowed to write as transactional id "+*r.TransactionID)
 			case refusal != "":
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
@@ -113,7 +119,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 			case tcode != 0:
 				sp.ErrorCode = tcode
 			default:
-				part, code := b.replicas.Lookup(t, rp.Partition)
+				part, code := h.replicas.Lookup(t, rp.Partition)
 				if code == 0 {
 					code = part.Writable(acks)
 				}
@@ -121,14 +127,14 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 					sp.ErrorCode = code
 					break
 				}
-				if code, msg := b.producerIDRefusal(req.principal, rp.Records); code != 0 {
+				if code, msg := h.producers(req.Principal, rp.Records); code != 0 {
 					sp.ErrorCode = code
 					setMessage(&sp, msg)
 					break
 				}
 				last := int64(-1)
-				if code, msg := b.transactionalAppend(r.TransactionID, rt.Topic, rp.Partition, part.Log(), rp.Records, func(guard log.TxnGuard) {
-					last = b.appendBatches(&part, rp.Records, r.Version, &sp, b.produceLimitsFor(t), allow, guard)
+				if code, msg := h.transactionalAppend(r.TransactionID, rt.Topic, rp.Partition, part.Log(), rp.Records, func(guard log.TxnGuard) {
+					last = appendBatches(&part, rp.Records, r.Version, &sp, h.topics.ProduceLimits(t), allow, guard)
 				}); code != 0 {
 					sp.ErrorCode = code
 					setMessage(&sp, msg)
@@ -138,26 +144,26 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 					waits = append(waits, appended{part: part, last: last, ti: len(resp.Topics), pi: len(st.Partitions)})
 				}
 			}
-			b.metrics.produced(rt.Topic, rp.Records, sp.ErrorCode)
+			h.metrics.Produced(rt.Topic, rp.Records, sp.ErrorCode)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	if acks == 0 {
-		return ready(nil)
+		return netserver.Ready(nil)
 	}
 	if len(waits) == 0 {
-		return ready(encode(req, resp))
+		return kafkaapi.Ready(req, resp)
 	}
 	timeout := time.Duration(r.TimeoutMillis) * time.Millisecond
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
 	if !anyReplicated(waits) {
-		return b.answerWhenFlushed(req, resp, waits, timeout)
+		return h.answerWhenFlushed(req, resp, waits, timeout)
 	}
-	return later(func() response {
-		ctx, cancel := b.ctx()
+	return netserver.Later(func() netserver.Response {
+		ctx, cancel := context.WithCancel(h.life)
 		defer cancel()
 		ctx, cancelT := context.WithTimeout(ctx, timeout)
 		defer cancelT()
@@ -178,7 +184,7 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 			wg.Wait()
 		}
 		setWaitErrors(resp, waits)
-		return encode(req, resp)
+		return kafkaapi.Encode(req, resp)
 	})
 }
 
@@ -187,11 +193,11 @@ func (b *Broker) produce(req *request, r *kmsg.ProduceRequest) *pending {
 // encoded now, and the last flush it needs completes it (re-encoding it
 // only if a wait failed), so no goroutine waits per request and a flush
 // hands its requests to their connections' writers itself.
-func (b *Broker) answerWhenFlushed(req *request, resp *kmsg.ProduceResponse, waits []appended, timeout time.Duration) *pending {
-	a := &flushedAnswer{p: netserver.Deferred(), ok: encode(req, resp)}
+func (h *Handlers) answerWhenFlushed(req *kafkaapi.Request, resp *kmsg.ProduceResponse, waits []appended, timeout time.Duration) *netserver.Pending {
+	a := &flushedAnswer{p: netserver.Deferred(), ok: kafkaapi.Encode(req, resp)}
 	a.left.Store(int32(len(waits)))
 	var ctx context.Context
-	ctx, a.cancel = context.WithTimeout(b.life, timeout)
+	ctx, a.cancel = context.WithTimeout(h.life, timeout)
 	for i := range waits {
 		w := &waits[i]
 		w.part.WhenAcked(ctx, w.last, func(code int16, err error) {
@@ -200,12 +206,12 @@ func (b *Broker) answerWhenFlushed(req *request, resp *kmsg.ProduceResponse, wai
 				return
 			}
 			a.cancel()
-			a.p.Complete(func() response {
+			a.p.Complete(func() netserver.Response {
 				if !slices.ContainsFunc(waits, func(w appended) bool { return w.err != nil }) {
 					return a.ok
 				}
 				setWaitErrors(resp, waits)
-				return encode(req, resp)
+				return kafkaapi.Encode(req, resp)
 			})
 		})
 	}
@@ -214,8 +220,8 @@ func (b *Broker) answerWhenFlushed(req *request, resp *kmsg.ProduceResponse, wai
 
 // flushedAnswer is an acks=all answer waiting for its partitions' flushes.
 type flushedAnswer struct {
-	p      *pending
-	ok     encoded // the answer if every wait succeeds
+	p      *netserver.Pending
+	ok     netserver.Encoded // the answer if every wait succeeds
 	left   atomic.Int32
 	cancel context.CancelFunc
 }
@@ -244,7 +250,7 @@ func setWaitErrors(resp *kmsg.ProduceResponse, waits []appended) {
 // validation) before any is written, so a refused request leaves nothing
 // behind for the client's retry to duplicate. It returns the last offset
 // written (or already present, for duplicates), -1 if none.
-func (b *Broker) appendBatches(part *replication.Partition, records []byte, version int16, sp *kmsg.ProduceResponseTopicPartition, lim produceLimits, allow *log.Allowance, guard log.TxnGuard) int64 {
+func appendBatches(part *replication.Partition, records []byte, version int16, sp *kmsg.ProduceResponseTopicPartition, lim Limits, allow *log.Allowance, guard log.TxnGuard) int64 {
 	var small [2][]byte
 	batches := small[:0]
 	for len(records) > 0 {
@@ -254,9 +260,9 @@ func (b *Broker) appendBatches(part *replication.Partition, records []byte, vers
 			return -1
 		}
 		size := recordbatch.FramedSize(records)
-		if size > int64(lim.maxMessageBytes) {
+		if size > int64(lim.MaxMessageBytes) {
 			sp.ErrorCode = kerr.MessageTooLarge.Code
-			setMessage(sp, fmt.Sprintf("record batch of %d bytes is larger than the topic's max.message.bytes=%d", size, lim.maxMessageBytes))
+			setMessage(sp, fmt.Sprintf("record batch of %d bytes is larger than the topic's max.message.bytes=%d", size, lim.MaxMessageBytes))
 			return -1
 		}
 		if size < recordbatch.HeaderSize || size > int64(len(records)) {
@@ -280,7 +286,7 @@ func (b *Broker) appendBatches(part *replication.Partition, records []byte, vers
 				return -1
 			}
 		}
-		if lim.logAppendTime {
+		if lim.LogAppendTime {
 			// A damaged batch is left unstamped for the log's validation
 			// to refuse (a fresh CRC would hide the damage).
 			sp.LogAppendTime = time.Now().UnixMilli()
@@ -295,7 +301,7 @@ func (b *Broker) appendBatches(part *replication.Partition, records []byte, vers
 	}
 	// The topic's compression.type decides the stored codec.
 	res, code, err := part.Append(batches, replication.AppendOptions{
-		Recompress: lim.recompress, Codec: lim.codec, MaxBatchBytes: int64(lim.maxMessageBytes), Allow: allow, Guard: guard,
+		Recompress: lim.Recompress, Codec: lim.Codec, MaxBatchBytes: int64(lim.MaxMessageBytes), Allow: allow, Guard: guard,
 	})
 	if err != nil {
 		sp.ErrorCode = code

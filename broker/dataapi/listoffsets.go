@@ -1,4 +1,4 @@
-package broker
+package dataapi
 
 // ListOffsets.
 //
@@ -21,22 +21,25 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 func init() {
-	register(2, 1, 9, now((*Broker).listOffsets))
+	add(2, 1, 9, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Now(h.listOffsets) })
 }
 
-func (b *Broker) listOffsets(who *request, req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
+func (h *Handlers) listOffsets(who *kafkaapi.Request, req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
 	var refused []kmsg.ListOffsetsResponseTopic
-	req.Topics, refused = filterAuthorized(req.Topics, func(t kmsg.ListOffsetsRequestTopic) bool {
-		return b.mayTopic(who, kmsg.ACLOperationDescribe, t.Topic)
+	req.Topics, refused = acl.Filter(req.Topics, func(t kmsg.ListOffsetsRequestTopic) bool {
+		return h.authz.MayTopic(who.Who, kmsg.ACLOperationDescribe, t.Topic)
 	}, func(it kmsg.ListOffsetsRequestTopic) kmsg.ListOffsetsResponseTopic {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = it.Topic
 		for _, p := range it.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, topicRefused
+			rp.Partition, rp.ErrorCode = p.Partition, acl.TopicRefused
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		return rt
@@ -45,7 +48,7 @@ func (b *Broker) listOffsets(who *request, req *kmsg.ListOffsetsRequest) *kmsg.L
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		t, code := b.lookupTopic(rt.Topic, false)
+		t, code := h.topics.Lookup(rt.Topic, false)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -55,7 +58,7 @@ func (b *Broker) listOffsets(who *request, req *kmsg.ListOffsetsRequest) *kmsg.L
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			part, pcode := b.replicas.Lookup(t, rp.Partition)
+			part, pcode := h.replicas.Lookup(t, rp.Partition)
 			var hw int64
 			if pcode == 0 {
 				// Replicated partitions: what every in-sync replica holds.

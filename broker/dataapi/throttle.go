@@ -1,4 +1,4 @@
-package broker
+package dataapi
 
 // The throttling of Produce and Fetch by client quotas (broker/quota has
 // the model; broker/securityapi serves DescribeClientQuotas and
@@ -11,6 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
+	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/broker/quota"
 )
 
@@ -20,13 +23,13 @@ import (
 // them would slow the registry's writes for every user's traffic. The
 // principal, not the quota user, is compared, so that no SASL user can
 // name itself into the exemption.
-func quotaExempt(req *request) bool { return req.principal == InternalPrincipal }
+func quotaExempt(req *kafkaapi.Request) bool { return req.Principal == acl.InternalPrincipal }
 
 // throttleProduce counts a produce request's record bytes against its
 // client's producer quota and returns the response's throttle_time_ms; a
 // client over its quota has its connection muted for that long. The
 // records are appended regardless, as in Kafka.
-func (b *Broker) throttleProduce(req *request, r *kmsg.ProduceRequest) int32 {
+func (h *Handlers) throttleProduce(req *kafkaapi.Request, r *kmsg.ProduceRequest) int32 {
 	var n int64
 	for _, t := range r.Topics {
 		for _, p := range t.Partitions {
@@ -36,42 +39,42 @@ func (b *Broker) throttleProduce(req *request, r *kmsg.ProduceRequest) int32 {
 	if quotaExempt(req) {
 		return 0
 	}
-	d := b.quotas.Record(quota.User(req.principal), req.clientID, quota.ProducerByteRate, n)
-	req.quota.Mute(d)
-	b.metrics.throttled("produce", d)
+	d := h.quotas.Record(quota.User(req.Principal), req.ClientID, quota.ProducerByteRate, n)
+	req.Quota.Mute(d)
+	h.metrics.Throttled("produce", d)
 	return quota.ThrottleMillis(d)
 }
 
 // throttledFetch answers at once, with no records and the time the client
 // must wait, a fetch by a client that still owes bytes of its consumer
 // quota; nil when it owes nothing.
-func (b *Broker) throttledFetch(req *request) *pending {
+func (h *Handlers) throttledFetch(req *kafkaapi.Request) *netserver.Pending {
 	if quotaExempt(req) {
 		return nil
 	}
-	d := b.quotas.Owing(quota.User(req.principal), req.clientID, quota.ConsumerByteRate)
+	d := h.quotas.Owing(quota.User(req.Principal), req.ClientID, quota.ConsumerByteRate)
 	if d <= 0 {
 		return nil
 	}
-	req.quota.Mute(d)
-	b.metrics.throttled("fetch", d)
+	req.Quota.Mute(d)
+	h.metrics.Throttled("fetch", d)
 	resp := kmsg.NewPtrFetchResponse()
 	resp.ThrottleMillis = quota.ThrottleMillis(d)
-	return ready(encode(req, resp))
+	return kafkaapi.Ready(req, resp)
 }
 
 // countFetch counts a fetch response's bytes against its client's consumer
 // quota. When they put the client over it, the response carries the
 // throttle and the connection is muted for it.
-func (b *Broker) countFetch(req *request, r response) response {
+func (h *Handlers) countFetch(req *kafkaapi.Request, r netserver.Response) netserver.Response {
 	f, ok := r.(*fetchResponse)
 	if !ok || quotaExempt(req) {
 		return r
 	}
-	d := b.quotas.Record(quota.User(req.principal), req.clientID, quota.ConsumerByteRate, f.size)
+	d := h.quotas.Record(quota.User(req.Principal), req.ClientID, quota.ConsumerByteRate, f.size)
 	if d > 0 {
-		req.quota.Mute(d)
-		b.metrics.throttled("fetch", d)
+		req.Quota.Mute(d)
+		h.metrics.Throttled("fetch", d)
 		setFetchThrottle(req, f, d)
 	}
 	return r
@@ -80,7 +83,7 @@ func (b *Broker) countFetch(req *request, r response) response {
 // setFetchThrottle writes throttle_time_ms into an encoded fetch response:
 // the protocol puts it right after the response header (size, correlation
 // id, and from v12 the header's tag byte).
-func setFetchThrottle(req *request, f *fetchResponse, d time.Duration) {
+func setFetchThrottle(req *kafkaapi.Request, f *fetchResponse, d time.Duration) {
 	at := 8
 	if req.GetVersion() >= 12 {
 		at++

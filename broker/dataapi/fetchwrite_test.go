@@ -1,7 +1,9 @@
-package broker
+package dataapi
 
 import (
 	"bytes"
+	"encoding/binary"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -9,7 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/netserver"
 )
 
 // TestFetchEncodingMatchesKmsg writes Fetch responses of every advertised
@@ -45,7 +49,7 @@ func TestFetchEncodingMatchesKmsg(t *testing.T) {
 	}
 	defer server.Close()
 
-	for v := apiVersionsOf(1).Min; v <= apiVersionsOf(1).Max; v++ {
+	for v := fetchVersions().Min; v <= fetchVersions().Max; v++ {
 		topics := []fetchTopic{
 			{name: "pageviews", partitions: []fetchPartition{
 				{partition: 0, highWatermark: 42, logStart: 7, records: log.Slice{File: f, Pos: int64(len(prefix)), Size: int64(len(records))}},
@@ -53,7 +57,7 @@ func TestFetchEncodingMatchesKmsg(t *testing.T) {
 			}},
 			{name: "clicks", partitions: []fetchPartition{{partition: 1, highWatermark: 5, logStart: 0}}},
 		}
-		req := &request{Request: &kmsg.FetchRequest{Version: v}, correlationID: 77}
+		req := &kafkaapi.Request{Request: &kmsg.FetchRequest{Version: v}, CorrelationID: 77}
 		userBefore, sentBefore := FetchCopyStats()
 		resp := newFetchResponse(req, topics)
 		body := writeAndReadBack(t, resp, server, client, 77, v >= 12)
@@ -86,4 +90,43 @@ func TestFetchEncodingMatchesKmsg(t *testing.T) {
 			t.Fatalf("v%d: %d bytes went through user space, want only the %d header bytes", v, user, resp.size+4-int64(len(records)))
 		}
 	}
+}
+
+// fetchVersions are the Fetch versions this package registers.
+func fetchVersions() kafkaapi.Versions {
+	r := kafkaapi.NewRegistry()
+	New(Config{}).Register(r)
+	a, _ := r.Lookup(1)
+	return a.Versions
+}
+
+// writeAndReadBack writes resp on server, reads its frame on client, checks
+// the correlation id and returns the body after the response header
+// (whose tagged fields flexibleHeader says are there).
+func writeAndReadBack(t *testing.T, resp netserver.Response, server, client net.Conn, corr int32, flexibleHeader bool) []byte {
+	t.Helper()
+	written := make(chan error, 1)
+	go func() { written <- resp.Send(server) }()
+	var size [4]byte
+	if _, err := io.ReadFull(client, size[:]); err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(client, body); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-written; err != nil {
+		t.Fatalf("writing the response: %v", err)
+	}
+	if got := int32(binary.BigEndian.Uint32(body)); got != corr {
+		t.Fatalf("correlation id %d, want %d", got, corr)
+	}
+	body = body[4:]
+	if flexibleHeader {
+		var err error
+		if body, err = netserver.SkipTags(body); err != nil {
+			t.Fatalf("response header: %v", err)
+		}
+	}
+	return body
 }

@@ -1,4 +1,4 @@
-package broker
+package dataapi
 
 import (
 	"crypto/tls"
@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 // fetchResponse is a Fetch response laid out for zero-copy writing: every
@@ -41,13 +43,13 @@ func FetchCopyStats() (userBytes, sendfileBytes int64) {
 	return fetchUserBytes.Load(), fetchSendfileBytes.Load()
 }
 
-func newFetchResponse(req *request, topics []fetchTopic) *fetchResponse {
+func newFetchResponse(req *kafkaapi.Request, topics []fetchTopic) *fetchResponse {
 	v := req.GetVersion()
 	flex := v >= 12
 	e := &fetchEncoder{flex: flex}
 	e.buf = make([]byte, 0, 256)
 	e.int32(0) // frame size, filled in below
-	e.int32(req.correlationID)
+	e.int32(req.CorrelationID)
 	if flex {
 		e.buf = append(e.buf, 0) // response header tags
 	}

@@ -1,4 +1,4 @@
-package broker
+package dataapi
 
 // DeleteRecords.
 //
@@ -18,23 +18,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/log"
 )
 
 func init() {
-	register(21, 0, 2, async((*Broker).deleteRecords))
+	add(21, 0, 2, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Async(h.deleteRecords) })
 }
 
-func (b *Broker) deleteRecords(who *request, req *kmsg.DeleteRecordsRequest) *kmsg.DeleteRecordsResponse {
+func (h *Handlers) deleteRecords(who *kafkaapi.Request, req *kmsg.DeleteRecordsRequest) *kmsg.DeleteRecordsResponse {
 	var refused []kmsg.DeleteRecordsResponseTopic
-	req.Topics, refused = filterAuthorized(req.Topics, func(t kmsg.DeleteRecordsRequestTopic) bool {
-		return b.mayTopic(who, kmsg.ACLOperationDelete, t.Topic)
+	req.Topics, refused = acl.Filter(req.Topics, func(t kmsg.DeleteRecordsRequestTopic) bool {
+		return h.authz.MayTopic(who.Who, kmsg.ACLOperationDelete, t.Topic)
 	}, func(it kmsg.DeleteRecordsRequestTopic) kmsg.DeleteRecordsResponseTopic {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = it.Topic
 		for _, p := range it.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
-			rp.Partition, rp.LowWatermark, rp.ErrorCode = p.Partition, -1, topicRefused
+			rp.Partition, rp.LowWatermark, rp.ErrorCode = p.Partition, -1, acl.TopicRefused
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		return rt
@@ -43,7 +45,7 @@ func (b *Broker) deleteRecords(who *request, req *kmsg.DeleteRecordsRequest) *km
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
-		t, code := b.lookupTopic(rt.Topic, false)
+		t, code := h.topics.Lookup(rt.Topic, false)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
@@ -52,7 +54,7 @@ func (b *Broker) deleteRecords(who *request, req *kmsg.DeleteRecordsRequest) *km
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			part, pcode := b.replicas.Lookup(t, rp.Partition)
+			part, pcode := h.replicas.Lookup(t, rp.Partition)
 			if pcode != 0 {
 				sp.ErrorCode = pcode
 				st.Partitions = append(st.Partitions, sp)
@@ -80,14 +82,14 @@ func (b *Broker) deleteRecords(who *request, req *kmsg.DeleteRecordsRequest) *km
 			case errors.Is(err, log.ErrOffsetOutOfRange):
 				sp.ErrorCode = kerr.OffsetOutOfRange.Code
 			case err != nil:
-				b.logger.Error("deleting records", "topic", rt.Topic, "partition", rp.Partition, "err", err)
+				h.logger.Error("deleting records", "topic", rt.Topic, "partition", rp.Partition, "err", err)
 				sp.ErrorCode = kerr.KafkaStorageError.Code
 			default:
 				sp.LowWatermark = start
 				// Kafka Streams repeats its purge whether or not
 				// anything was processed since: only a move is news.
 				if start > before {
-					b.logger.Info("records deleted", "topic", rt.Topic, "partition", rp.Partition, "start_offset", start)
+					h.logger.Info("records deleted", "topic", rt.Topic, "partition", rp.Partition, "start_offset", start)
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)

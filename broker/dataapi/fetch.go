@@ -1,4 +1,4 @@
-package broker
+package dataapi
 
 // Fetch.
 //
@@ -21,15 +21,21 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/netserver"
 )
 
 func init() {
 	// v0-3 carry message sets v0/v1, which the log does not store; v13+ names
 	// topics by id only.
-	register(1, 4, 12, func(b *Broker, _ *conn, req *request) *pending {
-		return b.fetch(req, req.Request.(*kmsg.FetchRequest))
+	add(1, 4, 12, func(h *Handlers) kafkaapi.Serve {
+		return func(_ kafkaapi.Conn, in kafkaapi.Incoming) *netserver.Pending {
+			req := in.APIRequest()
+			return h.fetch(req, req.Request.(*kmsg.FetchRequest))
+		}
 	})
 }
 
@@ -52,16 +58,33 @@ type fetchPartition struct {
 	aborted       []log.AbortedTxn
 }
 
-func (b *Broker) fetch(req *request, r *kmsg.FetchRequest) *pending {
-	if b.authz != nil {
-		if p := b.authorizeFetch(req, r); p != nil {
+func (h *Handlers) fetch(req *kafkaapi.Request, r *kmsg.FetchRequest) *netserver.Pending {
+	if h.authz != nil {
+		if p := h.authorizeFetch(req, r); p != nil {
 			return p
 		}
 	}
-	if p := b.throttledFetch(req); p != nil { // over a consumer quota (quota_throttle.go)
+	if p := h.throttledFetch(req); p != nil { // over a consumer quota (throttle.go)
 		return p
 	}
-	return later(func() response { return b.countFetch(req, b.metrics.fetched(b.serveFetch(req, r))) })
+	return netserver.Later(func() netserver.Response { return h.countFetch(req, h.fetched(h.serveFetch(req, r))) })
+}
+
+// fetched records what a Fetch response carries, and returns it.
+func (h *Handlers) fetched(f *fetchResponse) netserver.Response {
+	for _, t := range f.topics {
+		var bytes int64
+		for _, p := range t.partitions {
+			if p.errorCode != 0 {
+				h.metrics.PartitionError("Fetch", p.errorCode)
+			}
+			bytes += p.records.Size
+		}
+		if bytes > 0 {
+			h.metrics.Fetched(t.name, bytes)
+		}
+	}
+	return f
 }
 
 // authorizeFetch trims the topics its client may not read (Read on the
@@ -70,7 +93,7 @@ func (b *Broker) fetch(req *request, r *kmsg.FetchRequest) *pending {
 // brokers (ClusterAction on the cluster) may send one. A fetch naming both
 // allowed and refused topics is served for the allowed ones only: clients
 // learn of the refusal from Metadata, which they ask first.
-func (b *Broker) authorizeFetch(req *request, r *kmsg.FetchRequest) *pending {
+func (h *Handlers) authorizeFetch(req *kafkaapi.Request, r *kmsg.FetchRequest) *netserver.Pending {
 	refuse := func(code int16) func(kmsg.FetchRequestTopic) fetchTopic {
 		return func(t kmsg.FetchRequestTopic) fetchTopic {
 			ft := fetchTopic{name: t.Topic}
@@ -82,33 +105,33 @@ func (b *Broker) authorizeFetch(req *request, r *kmsg.FetchRequest) *pending {
 		}
 	}
 	if r.ReplicaID >= 0 {
-		if b.mayCluster(req, kmsg.ACLOperationClusterAction) {
+		if h.authz.MayCluster(req.Who, kmsg.ACLOperationClusterAction) {
 			return nil
 		}
-		_, refused := filterAuthorized(r.Topics, func(kmsg.FetchRequestTopic) bool { return false }, refuse(clusterRefused))
-		return ready(newFetchResponse(req, refused))
+		_, refused := acl.Filter(r.Topics, func(kmsg.FetchRequestTopic) bool { return false }, refuse(acl.ClusterRefused))
+		return netserver.Ready(newFetchResponse(req, refused))
 	}
-	kept, refused := filterAuthorized(r.Topics, func(t kmsg.FetchRequestTopic) bool {
-		return b.mayTopic(req, kmsg.ACLOperationRead, t.Topic)
-	}, refuse(topicRefused))
+	kept, refused := acl.Filter(r.Topics, func(t kmsg.FetchRequestTopic) bool {
+		return h.authz.MayTopic(req.Who, kmsg.ACLOperationRead, t.Topic)
+	}, refuse(acl.TopicRefused))
 	if len(kept) == 0 && len(refused) > 0 {
-		return ready(newFetchResponse(req, refused))
+		return netserver.Ready(newFetchResponse(req, refused))
 	}
 	r.Topics = kept
 	return nil
 }
 
-func (b *Broker) serveFetch(req *request, r *kmsg.FetchRequest) response {
+func (h *Handlers) serveFetch(req *kafkaapi.Request, r *kmsg.FetchRequest) *fetchResponse {
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	for {
-		topics, size, anyError, watches := b.readFetch(r)
+		topics, size, anyError, watches := h.readFetch(r)
 		wait := time.Until(deadline)
 		if size >= int64(r.MinBytes) || anyError || wait <= 0 || len(watches) == 0 {
 			return newFetchResponse(req, topics)
 		}
 		releaseFetch(topics)
-		if !b.awaitFlush(watches, wait) {
-			topics, _, _, _ = b.readFetch(r)
+		if !h.awaitFlush(watches, wait) {
+			topics, _, _, _ = h.readFetch(r)
 			return newFetchResponse(req, topics)
 		}
 	}
@@ -116,13 +139,13 @@ func (b *Broker) serveFetch(req *request, r *kmsg.FetchRequest) response {
 
 // awaitFlush blocks until one of the watched partitions has new flushed data
 // (true), or the wait ends or the broker shuts down (false).
-func (b *Broker) awaitFlush(watches []<-chan struct{}, wait time.Duration) bool {
+func (h *Handlers) awaitFlush(watches []<-chan struct{}, wait time.Duration) bool {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	cases := make([]reflect.SelectCase, 0, len(watches)+2)
 	cases = append(cases,
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(b.closing)})
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(h.closing)})
 	for _, w := range watches {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
 	}
@@ -133,14 +156,14 @@ func (b *Broker) awaitFlush(watches []<-chan struct{}, wait time.Duration) bool 
 // readFetch reads what every requested partition has ready. The watch
 // channels are taken before reading, so a flush between the read and the
 // wait is not missed.
-func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int64, anyError bool, watches []<-chan struct{}) {
+func (h *Handlers) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int64, anyError bool, watches []<-chan struct{}) {
 	budget := int64(r.MaxBytes)
 	if r.Version < 3 || budget <= 0 {
 		budget = defaultFetchMaxBytes
 	}
 	for _, rt := range r.Topics {
 		ft := fetchTopic{name: rt.Topic}
-		t, tcode := b.lookupTopic(rt.Topic, false)
+		t, tcode := h.topics.Lookup(rt.Topic, false)
 		for _, rp := range rt.Partitions {
 			fp := fetchPartition{partition: rp.Partition, highWatermark: -1, logStart: -1}
 			if tcode != 0 {
@@ -149,9 +172,9 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) (topics []fetchTopic, size int6
 				ft.partitions = append(ft.partitions, fp)
 				continue
 			}
-			part, code := b.replicas.Lookup(t, rp.Partition)
+			part, code := h.replicas.Lookup(t, rp.Partition)
 			if code == 0 && r.Version < 10 {
-				code = b.fetchCodecCheck(t) // zstd needs Fetch v10+ (topicconfig.go)
+				code = h.topics.FetchCodecCheck(t) // zstd needs Fetch v10+
 			}
 			if code != 0 {
 				fp.errorCode = code

@@ -1,4 +1,4 @@
-package broker
+package dataapi
 
 // OffsetForLeaderEpoch.
 //
@@ -20,27 +20,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/cluster"
 )
 
 func init() {
-	register(23, 0, 4, func(b *Broker, _ *conn, req *request) *pending {
-		return ready(encode(req, b.offsetForLeaderEpoch(req, req.Request.(*kmsg.OffsetForLeaderEpochRequest))))
-	})
+	add(23, 0, 4, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Now(h.offsetForLeaderEpoch) })
 }
 
-func (b *Broker) offsetForLeaderEpoch(req *request, r *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse {
+func (h *Handlers) offsetForLeaderEpoch(req *kafkaapi.Request, r *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse {
 	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	follower := r.Version >= 3 && r.ReplicaID >= 0
-	clusterOK := !follower || b.mayCluster(req, kmsg.ACLOperationClusterAction)
+	clusterOK := !follower || h.authz.MayCluster(req.Who, kmsg.ACLOperationClusterAction)
 	for _, rt := range r.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
-		t, tcode := b.lookupTopic(rt.Topic, false)
+		t, tcode := h.topics.Lookup(rt.Topic, false)
 		switch {
 		case !clusterOK:
 			tcode = kerr.ClusterAuthorizationFailed.Code
-		case !follower && !b.mayTopic(req, kmsg.ACLOperationDescribe, rt.Topic):
+		case !follower && !h.authz.MayTopic(req.Who, kmsg.ACLOperationDescribe, rt.Topic):
 			tcode = kerr.TopicAuthorizationFailed.Code
 		}
 		for _, rp := range rt.Partitions {
@@ -48,7 +47,7 @@ func (b *Broker) offsetForLeaderEpoch(req *request, r *kmsg.OffsetForLeaderEpoch
 			sp.Partition = rp.Partition
 			sp.ErrorCode = tcode
 			if tcode == 0 {
-				sp.ErrorCode, sp.LeaderEpoch, sp.EndOffset = b.epochEnd(t, rp)
+				sp.ErrorCode, sp.LeaderEpoch, sp.EndOffset = h.epochEnd(t, rp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -58,8 +57,8 @@ func (b *Broker) offsetForLeaderEpoch(req *request, r *kmsg.OffsetForLeaderEpoch
 }
 
 // epochEnd answers one partition.
-func (b *Broker) epochEnd(t cluster.Topic, rp kmsg.OffsetForLeaderEpochRequestTopicPartition) (int16, int32, int64) {
-	part, code := b.replicas.Lookup(t, rp.Partition)
+func (h *Handlers) epochEnd(t cluster.Topic, rp kmsg.OffsetForLeaderEpochRequestTopicPartition) (int16, int32, int64) {
+	part, code := h.replicas.Lookup(t, rp.Partition)
 	if code != 0 {
 		return code, -1, -1
 	}

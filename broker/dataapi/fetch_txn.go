@@ -1,4 +1,4 @@
-package broker
+package dataapi
 
 // What Fetch tells of transactions: every partition's last stable offset
 // (LSO), the offset below which every transaction is decided; and, to a

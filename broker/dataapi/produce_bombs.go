@@ -1,4 +1,4 @@
-package broker
+package dataapi
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -20,12 +20,12 @@ const (
 )
 
 // decompressAllowance is the allowance of one Produce request.
-func (b *Broker) decompressAllowance(r *kmsg.ProduceRequest) *log.Allowance {
+func (h *Handlers) decompressAllowance(r *kmsg.ProduceRequest) *log.Allowance {
 	var n int64
 	for _, rt := range r.Topics {
 		for _, rp := range rt.Partitions {
 			n += int64(len(rp.Records))
 		}
 	}
-	return log.NewAllowance(max(decompressRatioBound*n, decompressFloorBatch*b.staticLog.WithDefaults().MaxDecompressedBytes))
+	return log.NewAllowance(max(decompressRatioBound*n, decompressFloorBatch*h.maxDecompressed))
 }

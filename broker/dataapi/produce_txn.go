@@ -1,4 +1,4 @@
-package broker
+package dataapi
 
 // Transactional produce: a batch with the transactional bit is appended
 // only while its producer's transaction is open and holds the partition,
@@ -6,7 +6,8 @@ package broker
 // client). When this broker coordinates the id, the check and the append
 // happen under the transaction's lock, so the transaction cannot end
 // between them; another broker's coordinator is asked with
-// AddPartitionsToTxn v4 (VerifyOnly) first.
+// AddPartitionsToTxn v4 (VerifyOnly) first (Config.Txns: the root's
+// txn_verify.go).
 
 import (
 	"context"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/txn"
@@ -27,7 +27,7 @@ import (
 // returns the refusal otherwise. appendFn gets the guard taken before the
 // coordinator was asked: the log refuses the batch if the transaction
 // ended meanwhile (log/txn_guard.go).
-func (b *Broker) transactionalAppend(txnID *string, topic string, p int32, l *log.Log, records []byte, appendFn func(log.TxnGuard)) (int16, string) {
+func (h *Handlers) transactionalAppend(txnID *string, topic string, p int32, l *log.Log, records []byte, appendFn func(log.TxnGuard)) (int16, string) {
 	pid, epoch, found, mixed := transactionalProducer(records)
 	switch {
 	case !found:
@@ -38,7 +38,7 @@ func (b *Broker) transactionalAppend(txnID *string, topic string, p int32, l *lo
 	case txnID == nil:
 		return kerr.InvalidRecord.Code, "transactional batches need the request's transactional id"
 	}
-	if _, ok := b.meta.Topic(txnStateTopic); !ok {
+	if _, code := h.topics.Lookup(txn.StateTopic, false); code != 0 {
 		// No transaction was ever begun: nothing to vouch for the batch
 		// (and a client does not get to create the state topic this way).
 		return kerr.InvalidProducerIDMapping.Code, fmt.Sprintf("transactional id %q has no producer id: call InitProducerId first", *txnID)
@@ -47,14 +47,14 @@ func (b *Broker) transactionalAppend(txnID *string, topic string, p int32, l *lo
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	guard := l.GuardTxn(pid)
-	if b.txnCoordinatorRefusal(*txnID) == 0 {
-		if err := b.txns.WithVerified(ctx, *txnID, pid, epoch, tp, func() { appendFn(guard) }); err != nil {
+	if h.txns.Refusal(*txnID) == 0 {
+		if err := h.txns.WithVerified(ctx, *txnID, pid, epoch, tp, func() { appendFn(guard) }); err != nil {
 			return err.Code, fmt.Sprintf("transactional id %q: producer %d epoch %d has no open transaction holding %s[%d] (AddPartitionsToTxn first): %s",
 				*txnID, pid, epoch, topic, p, err.Message)
 		}
 		return 0, ""
 	}
-	if code := b.verifyRemote(ctx, *txnID, pid, epoch, tp); code != 0 {
+	if code := h.txns.VerifyRemote(ctx, *txnID, pid, epoch, tp); code != 0 {
 		return code, fmt.Sprintf("transactional id %q: its coordinator does not vouch for producer %d epoch %d writing %s[%d]", *txnID, pid, epoch, topic, p)
 	}
 	appendFn(guard)
@@ -80,43 +80,4 @@ func transactionalProducer(records []byte) (pid int64, epoch int16, found, mixed
 		records = records[size:]
 	}
 	return
-}
-
-// verifyRemote asks id's coordinator, another broker, whether the
-// producer's transaction holds tp.
-func (b *Broker) verifyRemote(ctx context.Context, id string, pid int64, epoch int16, tp txn.TP) int16 {
-	br, ok := b.txnCoordinatorFor(id)
-	if !ok {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.Version = 4
-	t := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = id, pid, epoch, true
-	rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-	rt.Topic, rt.Partitions = tp.Topic, []int32{tp.Partition}
-	t.Topics = append(t.Topics, rt)
-	req.Transactions = append(req.Transactions, t)
-	resp := kmsg.NewPtrAddPartitionsToTxnResponse()
-	timeout := 10 * time.Second
-	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
-	}
-	if err := b.interBrokerRoundTrip(br.ID, req, resp, timeout); err != nil {
-		b.logger.Warn("asking a transaction coordinator to verify a produce", "coordinator", br.ID, "err", err)
-		return kerr.NotEnoughReplicas.Code // retriable: the producer sends again
-	}
-	if resp.ErrorCode != 0 {
-		return resp.ErrorCode
-	}
-	for _, rt := range resp.Transactions {
-		for _, t := range rt.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					return p.ErrorCode
-				}
-			}
-		}
-	}
-	return 0
 }

@@ -25,7 +25,7 @@ func (b *Broker) newDataAPIs() *dataapi.Handlers {
 		Topics:               dataTopics{b},
 		Producers:            b.producerIDRefusal,
 		InternalRefusal:      b.internalRefusal,
-		Txns:                 dataTxns{b},
+		Txns:                 dataapi.Txns{Coordinator: b.txns, Refusal: b.txnCoordinatorRefusal, VerifyRemote: b.verifyRemote},
 		Quotas:               b.quotas,
 		Metrics:              b.metrics,
 		MaxDecompressedBytes: b.staticLog.WithDefaults().MaxDecompressedBytes,
@@ -48,19 +48,6 @@ func (t dataTopics) ProduceLimits(topic cluster.Topic) dataapi.Limits {
 }
 
 func (t dataTopics) FetchCodecCheck(topic cluster.Topic) int16 { return t.b.fetchCodecCheck(topic) }
-
-// dataTxns is dataapi.Txns over b's transaction coordinator.
-type dataTxns struct{ b *Broker }
-
-func (t dataTxns) Refusal(id string) int16 { return t.b.txnCoordinatorRefusal(id) }
-
-func (t dataTxns) WithVerified(ctx context.Context, id string, pid int64, epoch int16, tp txn.TP, appendFn func()) *kerr.Error {
-	return t.b.txns.WithVerified(ctx, id, pid, epoch, tp, appendFn)
-}
-
-func (t dataTxns) VerifyRemote(ctx context.Context, id string, pid int64, epoch int16, tp txn.TP) int16 {
-	return t.b.verifyRemote(ctx, id, pid, epoch, tp)
-}
 
 // verifyRemote asks id's coordinator, another broker, whether the
 // producer's transaction holds tp.

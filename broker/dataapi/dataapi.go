@@ -28,8 +28,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/log"
@@ -87,17 +85,18 @@ type Limits struct {
 }
 
 // Txns is the transaction coordinator as transactional produce asks it
-// (produce_txn.go).
-type Txns interface {
+// (produce_txn.go). The coordinator is the concrete type, not an
+// interface: the append runs inside its WithVerified, and a call through
+// an interface would move the produce loop's variables the append
+// closure holds to the heap, five allocations a request.
+type Txns struct {
+	Coordinator *txn.Coordinator
 	// Refusal is NOT_COORDINATOR when this broker does not coordinate id,
 	// 0 when it does.
-	Refusal(id string) int16
-	// WithVerified runs appendFn under the transaction's lock if the
-	// producer's open transaction holds tp (this broker coordinates id).
-	WithVerified(ctx context.Context, id string, pid int64, epoch int16, tp txn.TP, appendFn func()) *kerr.Error
+	Refusal func(id string) int16
 	// VerifyRemote asks id's coordinator, another broker, whether the
 	// producer's transaction holds tp: 0 if it does.
-	VerifyRemote(ctx context.Context, id string, pid int64, epoch int16, tp txn.TP) int16
+	VerifyRemote func(ctx context.Context, id string, pid int64, epoch int16, tp txn.TP) int16
 }
 
 // Metrics are the broker's event hooks the data APIs call; each is

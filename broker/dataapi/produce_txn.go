@@ -48,7 +48,7 @@ func (h *Handlers) transactionalAppend(txnID *string, topic string, p int32, l *
 	defer cancel()
 	guard := l.GuardTxn(pid)
 	if h.txns.Refusal(*txnID) == 0 {
-		if err := h.txns.WithVerified(ctx, *txnID, pid, epoch, tp, func() { appendFn(guard) }); err != nil {
+		if err := h.txns.Coordinator.WithVerified(ctx, *txnID, pid, epoch, tp, func() { appendFn(guard) }); err != nil {
 			return err.Code, fmt.Sprintf("transactional id %q: producer %d epoch %d has no open transaction holding %s[%d] (AddPartitionsToTxn first): %s",
 				*txnID, pid, epoch, topic, p, err.Message)
 		}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // ManyCluster is the cluster half of the many-partitions run: three
@@ -67,7 +69,7 @@ func ManyCluster(ctx context.Context, cfg ManyConfig, partitions, rounds int) ([
 			"--data-dir", data, "--listen", addrs[i]}, cfg.TributaryArgs...)
 		p, err := startProcess(fmt.Sprintf("tributary broker %d", id),
 			filepath.Join(work, fmt.Sprintf("broker-%d-%d.log", id, time.Now().UnixNano())),
-			[]string{"TRIBUTARY_LOG=info"}, cfg.TributaryBinary, args...)
+			[]string{"TRIBUTARY_LOG=" + cmp.Or(cfg.LogLevel, "info")}, cfg.TributaryBinary, args...)
 		if err != nil {
 			return err
 		}
@@ -101,9 +103,18 @@ func ManyCluster(ctx context.Context, cfg ManyConfig, partitions, rounds int) ([
 	const topic = "many-cluster"
 	start := time.Now()
 	c, cancel := context.WithTimeout(ctx, stepTimeout)
-	resp, err := adm.CreateTopics(c, int32(partitions), 3, nil, topic)
-	if err == nil {
-		err = resp.Error()
+	// The broker answering may not see all three registrations yet, and
+	// refuses RF 3 until it does.
+	for {
+		var resp kadm.CreateTopicResponses
+		resp, err = adm.CreateTopics(c, int32(partitions), 3, nil, topic)
+		if err == nil {
+			err = resp.Error()
+		}
+		if !errors.Is(err, kerr.InvalidReplicationFactor) || c.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if err == nil {
 		err = waitReplicas(c, adm, topic, partitions, -1)
@@ -125,8 +136,9 @@ func ManyCluster(ctx context.Context, cfg ManyConfig, partitions, rounds int) ([
 		brokers[victim].cmd.Process.Signal(syscall.SIGKILL)
 		<-brokers[victim].done
 		c, cancel := context.WithTimeout(ctx, stepTimeout)
-		// ZooKeeper's part: the session expires (timeout 6 s, checked
-		// every tick of 2 s) and the registration goes.
+		// ZooKeeper's part: the session expires (the broker's session
+		// timeout, at ZooKeeper's first tick past it) and the
+		// registration goes.
 		gone := make(chan time.Duration, 1)
 		go func() {
 			_, err := waitUnregistered(c, zkAddr, chroot+"/brokers/ids", int(id))

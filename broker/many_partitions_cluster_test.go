@@ -89,3 +89,37 @@ func TestRestartedFollowerRecoversItsPartitionsTogether(t *testing.T) {
 	}
 	testenv.Eventuallyf(t, 60*time.Second, inSync(3, -1))
 }
+
+// TestFollowerOpensNewPartitionsTogether: a follower of a new topic opens
+// the logs its first fetch round names several at a time. Each new log
+// costs a directory fsync; one after the other, a follower of a new
+// 3,000-partition topic spent seconds in its first round, and fetches
+// waiting on such rounds ran past their 10 s timeout.
+func TestFollowerOpensNewPartitionsTogether(t *testing.T) {
+	testenv.Slow(t, "a broker of a 3-broker cluster creates 40 followed partitions on a disk of 5 ms fsyncs")
+	const n, topic = 60, "open-followed"
+	connect := testenv.StartZooKeeper(t)
+	b1 := testenv.StartClusterBroker(t, connect, 1)
+	testenv.StartClusterBroker(t, connect, 2)
+	disk := &slowDisk{delay: 5 * time.Millisecond}
+	testenv.StartClusterBroker(t, connect, 3, testenv.WithConfig(func(c *broker.Config) { c.Log.FS = disk }))
+	adm := kadm.NewClient(newClient(t, b1.Addr))
+	var last error
+	testenv.Eventually(t, 30*time.Second, "creating the topic at RF 3", func() bool {
+		resp, err := adm.CreateTopic(context.Background(), n, 3, nil, topic)
+		last = errors.Join(err, resp.Err)
+		return last == nil || errors.Is(last, kerr.TopicAlreadyExists)
+	})
+	// Broker 3 follows two thirds of the partitions: each new log's
+	// directory is synced once.
+	testenv.Eventuallyf(t, 60*time.Second, func() (bool, string) {
+		s := disk.syncs.Load()
+		return s >= 2*n/3, fmt.Sprintf("%d fsyncs on broker 3", s)
+	})
+	t.Logf("at most %d fsyncs at once while broker 3 created its logs", disk.most.Load())
+	// One after the other, its two fetchers and the two followers'
+	// fetches it serves as leader make at most 4 at once (3 seen).
+	if disk.most.Load() < 6 {
+		t.Errorf("broker 3 ran at most %d fsyncs at once: it created the logs it follows one after the other", disk.most.Load())
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/brokerconfig"
+	"github.com/tributary-io/tributary/broker/internaltopic"
 	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/topicconfig"
@@ -217,7 +218,7 @@ func (b *Broker) alterResource(typ kmsg.ConfigResourceType, name string, validat
 	if err != nil {
 		return err
 	}
-	if next, err = internalConfigs(name, next); err != nil {
+	if next, err = internaltopic.Configs(name, next); err != nil {
 		return err
 	}
 	if err := topicconfig.Check(next); err != nil {

@@ -34,7 +34,7 @@
 //     throttle_time_ms and its connection is not read for that long, so its
 //     rate converges to the quota; quotas persist in the data directory or
 //     ZooKeeper and apply on every broker of a cluster.
-//   - The internal topics (_schemas, _audit; internal_topics.go) are
+//   - The internal topics (_schemas, _audit; broker/internaltopic) are
 //     written and deleted only by the client ids in Config.InternalClients
 //     (or, with an authorizer, by the principals the ACLs allow), and keep
 //     the shape their owners need.
@@ -79,6 +79,7 @@ import (
 	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/broker/quota"
 	"github.com/tributary-io/tributary/broker/replication"
+	"github.com/tributary-io/tributary/broker/topicapi"
 	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/tributary-io/tributary/cluster"
 )
@@ -118,7 +119,6 @@ type Broker struct {
 	closed   bool
 	stopSync chan struct{}
 
-	autoCreate *autoCreateLimit
 	refusals   refusalLog // refused features, logged once a minute each (refusals.go)
 	startLevel slog.Level // the log level at start, which DELETE of a BROKER_LOGGER returns to
 
@@ -127,6 +127,7 @@ type Broker struct {
 	apis *kafkaapi.Registry // the APIs served (handlers.go, broker/kafkaapi)
 
 	replicas *replication.Manager // replicated partitions led and followed (broker/replication)
+	topics   *topicapi.Handlers   // the topic APIs, and which topics exist (broker/topicapi)
 }
 
 // New opens the data directory (running crash recovery on every local
@@ -157,16 +158,15 @@ func New(cfg Config) (*Broker, error) {
 	}
 	life, endLife := context.WithCancel(context.Background())
 	b := &Broker{
-		tls:        tlsState,
-		cfg:        cfg,
-		meta:       cfg.Metadata,
-		logger:     cfg.Logger,
-		closing:    make(chan struct{}),
-		life:       life,
-		endLife:    endLife,
-		stopSync:   make(chan struct{}),
-		autoCreate: newAutoCreateLimit(cfg.AutoCreateRate),
-		logins:     auth.NewGuard(),
+		tls:      tlsState,
+		cfg:      cfg,
+		meta:     cfg.Metadata,
+		logger:   cfg.Logger,
+		closing:  make(chan struct{}),
+		life:     life,
+		endLife:  endLife,
+		stopSync: make(chan struct{}),
+		logins:   auth.NewGuard(),
 	}
 	var err error
 	if b.meta == nil {
@@ -235,6 +235,7 @@ func New(cfg Config) (*Broker, error) {
 		MinISR:        func(t cluster.Topic) int { return b.topicSettingsOf(t.Configs).MinISR },
 		ThrottleRates: b.throttleRates,
 	})
+	b.topics = b.newTopics()
 	b.dyn.store = brokerconfig.NewFile(filepath.Join(cfg.DataDir, "broker-configs.json"), b.selfID)
 	if zs, ok := b.meta.(zkSessioner); ok {
 		b.dyn.store = brokerconfig.NewZooKeeper(cluster.NewZKBrokerConfigs(zs.Session()), b.selfID)

@@ -145,7 +145,7 @@ type Config struct {
 	// Default 30 s.
 	ResponseWriteTimeout time.Duration
 	// InternalClients are the client ids admitted to write and delete the
-	// internal topics (_schemas, _audit; see internal_topics.go). Nil means
+	// internal topics (_schemas, _audit; see broker/internaltopic). Nil means
 	// DefaultInternalClients; an empty, non-nil list admits none.
 	InternalClients []string
 	// MaxTopics caps the topics of the cluster view this broker creates in
@@ -154,7 +154,7 @@ type Config struct {
 	MaxTopics int
 	// AutoCreateMaxTopics stops auto-creation once the cluster has this
 	// many topics, so CreateTopics keeps room below MaxTopics
-	// (autocreate_limit.go). Default: half of MaxTopics; negative: no cap
+	// (broker/topicapi). Default: half of MaxTopics; negative: no cap
 	// of its own.
 	AutoCreateMaxTopics int
 	// AutoCreateRate bounds auto-creations a second across the broker,

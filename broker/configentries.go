@@ -50,9 +50,8 @@ func (s configSettings) LoggerConfigs(name string) ([]configapi.Entry, error) {
 	return apiEntries(entries), err
 }
 
-// apiEntries are entries as broker/configapi reports them. configEntry
-// stays the root's while CreateTopics (createtopics.go), in the root,
-// reads its fields.
+// apiEntries are entries as broker/configapi reports them (DescribeConfigs,
+// and CreateTopics in broker/topicapi).
 func apiEntries(entries []configEntry) []configapi.Entry {
 	if entries == nil {
 		return nil

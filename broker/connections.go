@@ -17,6 +17,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/netserver"
+	"github.com/tributary-io/tributary/broker/topicapi"
 )
 
 // conn is the broker's session of one client connection.
@@ -123,10 +124,10 @@ func (c *conn) Serve(r netserver.Request) *pending {
 var testHookHandle atomic.Pointer[func(req *request) *pending]
 
 // checkBody refuses, before decoding, a Metadata request naming more
-// topics than allowed (metadata.go).
+// topics than allowed (broker/topicapi).
 func checkBody(key, version int16, body []byte) error {
 	if key == 3 {
-		return checkMetadataTopics(version, body)
+		return topicapi.CheckMetadataTopics(version, body)
 	}
 	return nil
 }

@@ -75,6 +75,7 @@ func (b *Broker) newAPIs() *kafkaapi.Registry {
 		Closing: b.closing,
 	}).Register(r)
 	configapi.New(configapi.Config{Authz: b.authz, Settings: configSettings{b}}).Register(r)
+	b.topics.Register(r)
 	return r
 }
 

@@ -17,12 +17,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/internaltopic"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/tributary-io/tributary/cluster"
@@ -93,8 +95,8 @@ func (b *Broker) txnStatePartition(ctx context.Context, p int32) (cluster.Topic,
 	t, ok := b.meta.Topic(txnStateTopic)
 	if !ok {
 		var err error
-		t, err = b.createReplicated(ctx, txnStateTopic, b.txns.Partitions(), b.cfg.DefaultReplicationFactor,
-			internalTopics[txnStateTopic].configs)
+		t, err = b.topics.CreateReplicated(ctx, txnStateTopic, b.txns.Partitions(), b.cfg.DefaultReplicationFactor,
+			maps.Clone(internaltopic.Required(txnStateTopic)))
 		if errors.Is(err, cluster.ErrTopicExists) {
 			t, ok = b.meta.Topic(txnStateTopic)
 			if !ok {

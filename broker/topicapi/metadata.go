@@ -1,4 +1,4 @@
-package broker
+package topicapi
 
 // Metadata.
 //
@@ -26,12 +26,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/internaltopic"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
+	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/cluster"
 )
 
 func init() {
-	register(3, 0, 12, func(b *Broker, c *conn, req *request) *pending {
-		return ready(encode(req, b.metadata(c.listener.Protocol, req, req.Request.(*kmsg.MetadataRequest))))
+	add(3, 0, 12, func(h *Handlers) kafkaapi.Serve {
+		return kafkaapi.Start(func(c kafkaapi.Conn, req *kafkaapi.Request, r *kmsg.MetadataRequest) *kafkaapi.Pending {
+			return kafkaapi.Ready(req, h.metadata(c.Listener().Protocol, req, r))
+		})
 	})
 }
 
@@ -42,9 +47,9 @@ func init() {
 // With an authorizer, topics the principal may not Describe are left out of
 // a full listing and answered TOPIC_AUTHORIZATION_FAILED when named, and a
 // topic is auto-created only for a principal that may Create it.
-func (b *Broker) metadata(listener SecurityProtocol, who *request, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+func (h *Handlers) metadata(listener netserver.SecurityProtocol, who *kafkaapi.Request, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := kmsg.NewPtrMetadataResponse()
-	for _, br := range b.meta.Brokers() {
+	for _, br := range h.meta.Brokers() {
 		host, port, ok := br.Endpoint(string(listener))
 		if !ok {
 			continue
@@ -56,12 +61,12 @@ func (b *Broker) metadata(listener SecurityProtocol, who *request, req *kmsg.Met
 		}
 		resp.Brokers = append(resp.Brokers, rb)
 	}
-	resp.ClusterID = &b.cfg.ClusterID
-	resp.ControllerID = b.selfID
+	resp.ClusterID = &h.clusterID
+	resp.ControllerID = h.self
 	if len(resp.Brokers) > 0 {
 		resp.ControllerID = resp.Brokers[0].NodeID
 	}
-	if c, ok := b.meta.(controllerReader); ok {
+	if c, ok := h.meta.(ControllerReader); ok {
 		if id, ok := c.Controller(); ok {
 			resp.ControllerID = id
 		}
@@ -69,8 +74,8 @@ func (b *Broker) metadata(listener SecurityProtocol, who *request, req *kmsg.Met
 
 	var topics []cluster.Topic
 	if req.Topics == nil {
-		for _, t := range b.meta.Topics() {
-			if b.mayTopic(who, kmsg.ACLOperationDescribe, t.Name) {
+		for _, t := range h.meta.Topics() {
+			if h.authz.MayTopic(who.Who, kmsg.ACLOperationDescribe, t.Name) {
 				topics = append(topics, t)
 			}
 		}
@@ -80,9 +85,9 @@ func (b *Broker) metadata(listener SecurityProtocol, who *request, req *kmsg.Met
 			if rt.Topic == nil {
 				st := kmsg.NewMetadataResponseTopic()
 				st.TopicID = rt.TopicID
-				t, ok := b.topicByID(rt.TopicID)
+				t, ok := h.topicByID(rt.TopicID)
 				switch {
-				case ok && b.mayTopic(who, kmsg.ACLOperationDescribe, t.Name):
+				case ok && h.authz.MayTopic(who.Who, kmsg.ACLOperationDescribe, t.Name):
 					topics = append(topics, t)
 					continue
 				case ok:
@@ -94,14 +99,14 @@ func (b *Broker) metadata(listener SecurityProtocol, who *request, req *kmsg.Met
 				resp.Topics = append(resp.Topics, st)
 				continue
 			}
-			if !b.mayTopic(who, kmsg.ACLOperationDescribe, *rt.Topic) {
+			if !h.authz.MayTopic(who.Who, kmsg.ACLOperationDescribe, *rt.Topic) {
 				st := kmsg.NewMetadataResponseTopic()
 				st.Topic = rt.Topic
 				st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				resp.Topics = append(resp.Topics, st)
 				continue
 			}
-			t, code := b.lookupTopic(*rt.Topic, autoCreate && b.mayCreateTopic(who, *rt.Topic))
+			t, code := h.Lookup(*rt.Topic, autoCreate && h.authz.MayCreateTopic(who.Who, *rt.Topic))
 			if code != 0 {
 				st := kmsg.NewMetadataResponseTopic()
 				st.Topic = rt.Topic
@@ -180,52 +185,54 @@ func replicatedMetadata(t cluster.Topic, p int32, live map[int32]bool) kmsg.Meta
 	return sp
 }
 
-// lookupTopic finds a topic, creating it when allowed; the error code is
-// what the client should see otherwise.
-func (b *Broker) lookupTopic(name string, autoCreate bool) (cluster.Topic, int16) {
-	if t, ok := b.meta.Topic(name); ok {
+// Lookup finds a topic, creating it when autoCreate allows (the broker's
+// --auto-create-topics, its rate and cap permitting); the error code is
+// what the client should see otherwise. It is the one auto-creation
+// entry point: Metadata and Produce create through it.
+func (h *Handlers) Lookup(name string, autoCreate bool) (cluster.Topic, int16) {
+	if t, ok := h.meta.Topic(name); ok {
 		return t, 0
 	}
 	if err := validTopicName(name); err != nil {
 		return cluster.Topic{}, kerr.InvalidTopicException.Code
 	}
-	if !autoCreate || !b.cfg.AutoCreateTopics {
+	if !autoCreate || !h.limits.AutoCreate {
 		return cluster.Topic{}, kerr.UnknownTopicOrPartition.Code
 	}
-	if code := b.autoCreateRefusal(name); code != 0 {
+	if code := h.autoCreateRefusal(name); code != 0 {
 		return cluster.Topic{}, code
 	}
-	if err := b.checkCapacity(name, b.cfg.DefaultPartitions); err != nil {
-		return b.refuseAutoCreate(name, err)
+	if err := h.checkCapacity(name, h.limits.DefaultPartitions); err != nil {
+		return h.refuseAutoCreate(name, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	n, configs := b.autoCreateShape(name)
-	t, err := b.createReplicated(ctx, name, n, b.cfg.DefaultReplicationFactor, configs)
-	if cerr := b.capacityError(name, err); cerr != err {
-		return b.refuseAutoCreate(name, cerr)
+	n, configs := internaltopic.AutoCreateShape(name, h.limits.DefaultPartitions)
+	t, err := h.CreateReplicated(ctx, name, n, h.limits.DefaultReplicationFactor, configs)
+	if cerr := h.capacityError(name, err); cerr != err {
+		return h.refuseAutoCreate(name, cerr)
 	}
 	if errors.Is(err, cluster.ErrTopicExists) {
-		if t, ok := b.meta.Topic(name); ok {
+		if t, ok := h.meta.Topic(name); ok {
 			return t, 0
 		}
 		return cluster.Topic{}, kerr.LeaderNotAvailable.Code
 	}
 	if err != nil {
-		b.logger.Error("auto-creating topic", "topic", name, "err", err)
+		h.logger.Error("auto-creating topic", "topic", name, "err", err)
 		return cluster.Topic{}, kerr.LeaderNotAvailable.Code
 	}
-	b.logger.Info("topic auto-created", "topic", name, "partitions", t.Partitions())
+	h.logger.Info("topic auto-created", "topic", name, "partitions", t.Partitions())
 	return t, 0
 }
 
 // topicByID finds a topic by its id. Requests by id are rare (admin
 // tools), so a scan of the topic list is enough.
-func (b *Broker) topicByID(id [16]byte) (cluster.Topic, bool) {
+func (h *Handlers) topicByID(id [16]byte) (cluster.Topic, bool) {
 	if id == ([16]byte{}) {
 		return cluster.Topic{}, false
 	}
-	for _, t := range b.meta.Topics() {
+	for _, t := range h.meta.Topics() {
 		if t.ID == id {
 			return t, true
 		}
@@ -236,10 +243,10 @@ func (b *Broker) topicByID(id [16]byte) (cluster.Topic, bool) {
 // maxMetadataTopics bounds the topics one Metadata request may name.
 const maxMetadataTopics = 10000
 
-// checkMetadataTopics refuses a Metadata request body (after the header)
+// CheckMetadataTopics refuses a Metadata request body (after the header)
 // naming more than maxMetadataTopics topics, before it is decoded. Topics
 // is the body's first field: an int32 count, or a uvarint count+1 from v9.
-func checkMetadataTopics(version int16, body []byte) error {
+func CheckMetadataTopics(version int16, body []byte) error {
 	var n int64
 	if version >= 9 {
 		u, w := binary.Uvarint(body)

@@ -1,4 +1,4 @@
-package broker
+package topicapi
 
 // CreatePartitions.
 //
@@ -18,21 +18,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/cluster"
 )
 
 func init() {
-	register(37, 0, 3, async((*Broker).createPartitions))
+	add(37, 0, 3, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Async(h.createPartitions) })
 }
 
-func (b *Broker) createPartitions(who *request, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+func (h *Handlers) createPartitions(who *kafkaapi.Request, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
 	var refused []kmsg.CreatePartitionsResponseTopic
-	req.Topics, refused = filterAuthorized(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) bool {
-		return b.mayTopic(who, kmsg.ACLOperationAlter, t.Topic)
+	req.Topics, refused = acl.Filter(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) bool {
+		return h.authz.MayTopic(who.Who, kmsg.ACLOperationAlter, t.Topic)
 	}, func(it kmsg.CreatePartitionsRequestTopic) kmsg.CreatePartitionsResponseTopic {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
-		rt.Topic, rt.ErrorCode = it.Topic, topicRefused
+		rt.Topic, rt.ErrorCode = it.Topic, acl.TopicRefused
 		return rt
 	})
 	resp := kmsg.NewPtrCreatePartitionsResponse()
@@ -41,7 +43,7 @@ func (b *Broker) createPartitions(who *request, req *kmsg.CreatePartitionsReques
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
-		if err := b.growTopic(ctx, rt, req.ValidateOnly); err != nil {
+		if err := h.growTopic(ctx, rt, req.ValidateOnly); err != nil {
 			st.ErrorCode = kafkaerr.Code(err)
 			msg := err.Error()
 			st.ErrorMessage = &msg
@@ -52,8 +54,8 @@ func (b *Broker) createPartitions(who *request, req *kmsg.CreatePartitionsReques
 	return resp
 }
 
-func (b *Broker) growTopic(ctx context.Context, rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
-	t, ok := b.meta.Topic(rt.Topic)
+func (h *Handlers) growTopic(ctx context.Context, rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
+	t, ok := h.meta.Topic(rt.Topic)
 	switch {
 	case !ok:
 		return kafkaerr.New(kerr.UnknownTopicOrPartition, "topic %q does not exist", rt.Topic)
@@ -66,7 +68,7 @@ func (b *Broker) growTopic(ctx context.Context, rt kmsg.CreatePartitionsRequestT
 	case validateOnly:
 		return nil
 	}
-	t, err := b.meta.AddPartitions(ctx, rt.Topic, rt.Count)
+	t, err := h.meta.AddPartitions(ctx, rt.Topic, rt.Count)
 	switch {
 	case errors.Is(err, cluster.ErrUnknownTopic):
 		return kafkaerr.New(kerr.UnknownTopicOrPartition, "topic %q does not exist", rt.Topic)
@@ -75,9 +77,9 @@ func (b *Broker) growTopic(ctx context.Context, rt kmsg.CreatePartitionsRequestT
 	case errors.Is(err, cluster.ErrNoBrokers):
 		return kafkaerr.New(kerr.BrokerNotAvailable, "%v", err)
 	case err != nil:
-		b.logger.Error("adding partitions", "topic", rt.Topic, "err", err)
+		h.logger.Error("adding partitions", "topic", rt.Topic, "err", err)
 		return kafkaerr.New(kerr.UnknownServerError, "adding partitions to %s: %v", rt.Topic, err)
 	}
-	b.logger.Info("partitions added", "topic", t.Name, "partitions", t.Partitions())
+	h.logger.Info("partitions added", "topic", t.Name, "partitions", t.Partitions())
 	return nil
 }

@@ -1,13 +1,13 @@
-package broker
+package topicapi
 
 // CreateTopics. DeleteTopics is in deletetopics.go.
 //
 // Partitions are spread over the live brokers by the cluster metadata.
 // A replication factor above 1 (or -1 with a default above 1) needs a
 // cluster (broker/replication); a standalone broker stores each partition once. Configs are checked against the settings Tributary implements
-// (topicconfig.go); an unknown or unsupported one fails the topic with
+// (broker/topicconfig); an unknown or unsupported one fails the topic with
 // INVALID_CONFIG and a message naming it. Manual replica assignments are
-// refused. Internal topics (internal_topics.go) are created only in their
+// refused. Internal topics (broker/internaltopic) are created only in their
 // own shape.
 
 import (
@@ -21,26 +21,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/internaltopic"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/kafkaerr"
 	"github.com/tributary-io/tributary/broker/topicconfig"
 	"github.com/tributary-io/tributary/cluster"
 )
 
 func init() {
-	register(19, 0, 7, now((*Broker).createTopics))
+	add(19, 0, 7, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Now(h.createTopics) })
 }
 
 // maxPartitions caps one topic's partition count: each partition is a
 // directory and open files on one broker.
 const maxPartitions = 10000
 
-func (b *Broker) createTopics(who *request, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+func (h *Handlers) createTopics(who *kafkaapi.Request, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
 	var refused []kmsg.CreateTopicsResponseTopic
-	req.Topics, refused = filterAuthorized(req.Topics, func(t kmsg.CreateTopicsRequestTopic) bool {
-		return b.mayCreateTopic(who, t.Topic)
+	req.Topics, refused = acl.Filter(req.Topics, func(t kmsg.CreateTopicsRequestTopic) bool {
+		return h.authz.MayCreateTopic(who.Who, t.Topic)
 	}, func(it kmsg.CreateTopicsRequestTopic) kmsg.CreateTopicsResponseTopic {
 		rt := kmsg.NewCreateTopicsResponseTopic()
-		rt.Topic, rt.ErrorCode = it.Topic, topicRefused
+		rt.Topic, rt.ErrorCode = it.Topic, acl.TopicRefused
 		return rt
 	})
 	resp := kmsg.NewPtrCreateTopicsResponse()
@@ -62,12 +65,12 @@ func (b *Broker) createTopics(who *request, req *kmsg.CreateTopicsRequest) *kmsg
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			b.createOneTopic(ctx, rt, req.ValidateOnly, &resp.Topics[i])
+			h.createOneTopic(ctx, rt, req.ValidateOnly, &resp.Topics[i])
 		})
 	}
 	wg.Wait()
 	for _, i := range again {
-		b.createOneTopic(ctx, req.Topics[i], req.ValidateOnly, &resp.Topics[i])
+		h.createOneTopic(ctx, req.Topics[i], req.ValidateOnly, &resp.Topics[i])
 	}
 	resp.Topics = append(resp.Topics, refused...)
 	return resp
@@ -83,8 +86,8 @@ func (b *Broker) createTopics(who *request, req *kmsg.CreateTopicsRequest) *kmsg
 const createConcurrency = 64
 
 // createOneTopic creates rt and fills its answer st.
-func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool, st *kmsg.CreateTopicsResponseTopic) {
-	t, err := b.createTopic(ctx, rt, validateOnly)
+func (h *Handlers) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool, st *kmsg.CreateTopicsResponseTopic) {
+	t, err := h.createTopic(ctx, rt, validateOnly)
 	if err != nil {
 		st.ErrorCode = kafkaerr.Code(err)
 		msg := err.Error()
@@ -94,28 +97,28 @@ func (b *Broker) createOneTopic(ctx context.Context, rt kmsg.CreateTopicsRequest
 	st.NumPartitions = t.Partitions()
 	st.ReplicationFactor = int16(len(t.ReplicasOf(0)))
 	st.TopicID = t.ID
-	st.Configs = b.createdTopicConfigs(t)
+	st.Configs = h.createdTopicConfigs(t)
 }
 
 // createdTopicConfigs reports a new topic's effective configs (v5+). Java's
 // Admin client reads the list without a null check, so it is always sent,
 // empty at worst.
-func (b *Broker) createdTopicConfigs(t cluster.Topic) []kmsg.CreateTopicsResponseTopicConfig {
-	entries, err := b.topicConfigEntries(t.Configs)
+func (h *Handlers) createdTopicConfigs(t cluster.Topic) []kmsg.CreateTopicsResponseTopicConfig {
+	entries, err := h.configs(t.Configs)
 	if err != nil {
-		b.logger.Error("describing the configs of a created topic", "topic", t.Name, "err", err)
+		h.logger.Error("describing the configs of a created topic", "topic", t.Name, "err", err)
 	}
 	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(entries))
 	for _, e := range entries {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
-		v := e.value
-		c.Name, c.Value, c.Source = e.name, &v, int8(e.source)
+		v := e.Value
+		c.Name, c.Value, c.Source = e.Name, &v, int8(e.Source)
 		out = append(out, c)
 	}
 	return out
 }
 
-func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool) (cluster.Topic, error) {
+func (h *Handlers) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool) (cluster.Topic, error) {
 	if err := validTopicName(rt.Topic); err != nil {
 		return cluster.Topic{}, kafkaerr.New(kerr.InvalidTopicException, "%v", err)
 	}
@@ -124,12 +127,12 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	}
 	n := rt.NumPartitions
 	if n == -1 {
-		n = b.cfg.DefaultPartitions
+		n = h.limits.DefaultPartitions
 	}
 	if n <= 0 || n > maxPartitions {
 		return cluster.Topic{}, kafkaerr.New(kerr.InvalidPartitions, "number of partitions must be between 1 and %d, got %d", maxPartitions, rt.NumPartitions)
 	}
-	rf, err := b.replicationFactor(rt.ReplicationFactor)
+	rf, err := h.replicationFactor(rt.ReplicationFactor)
 	if err != nil {
 		return cluster.Topic{}, err
 	}
@@ -143,20 +146,20 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	if err := topicconfig.Check(configs); err != nil {
 		return cluster.Topic{}, kafkaerr.New(kerr.InvalidConfig, "%v", err)
 	}
-	if err := b.checkTopicConfigBounds(configs, rf); err != nil {
+	if err := h.check(configs, rf); err != nil {
 		return cluster.Topic{}, err
 	}
 	if len(configs) == 0 {
 		configs = nil
 	}
-	configs, err = internalShape(rt.Topic, n, configs)
+	configs, err = internaltopic.Shape(rt.Topic, n, configs)
 	if err != nil {
 		return cluster.Topic{}, err
 	}
-	if _, ok := b.meta.Topic(rt.Topic); ok {
+	if _, ok := h.meta.Topic(rt.Topic); ok {
 		return cluster.Topic{}, kafkaerr.New(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
 	}
-	if err := b.checkCapacity(rt.Topic, n); err != nil {
+	if err := h.checkCapacity(rt.Topic, n); err != nil {
 		return cluster.Topic{}, err
 	}
 	if validateOnly {
@@ -166,19 +169,19 @@ func (b *Broker) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 		}
 		return cluster.Topic{Name: rt.Topic, Leaders: make([]int32, n), Replicas: replicas, Configs: configs}, nil
 	}
-	t, err := b.createReplicated(ctx, rt.Topic, n, rf, configs)
-	if cerr := b.capacityError(rt.Topic, err); cerr != err {
-		b.logger.Warn("topic creation refused", "topic", rt.Topic, "err", cerr)
+	t, err := h.CreateReplicated(ctx, rt.Topic, n, rf, configs)
+	if cerr := h.capacityError(rt.Topic, err); cerr != err {
+		h.logger.Warn("topic creation refused", "topic", rt.Topic, "err", cerr)
 		return t, cerr
 	}
 	switch {
 	case errors.Is(err, cluster.ErrTopicExists):
 		return t, kafkaerr.New(kerr.TopicAlreadyExists, "topic %q already exists", rt.Topic)
 	case err != nil:
-		b.logger.Error("creating topic", "topic", rt.Topic, "err", err)
+		h.logger.Error("creating topic", "topic", rt.Topic, "err", err)
 		return t, kafkaerr.New(kerr.UnknownServerError, "creating topic %q: %v", rt.Topic, err)
 	}
-	b.logger.Info("topic created", "topic", t.Name, "partitions", n, "configs", configs)
+	h.logger.Info("topic created", "topic", t.Name, "partitions", n, "configs", configs)
 	return t, nil
 }
 

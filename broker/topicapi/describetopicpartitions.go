@@ -1,4 +1,4 @@
-package broker
+package topicapi
 
 // DescribeTopicPartitions (key 75, version 0; KIP-966): topics' partitions
 // as Metadata describes them (leader, epoch, replicas, ISR, offline
@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -26,19 +27,17 @@ import (
 const maxDescribePartitions = 2000
 
 func init() {
-	register(75, 0, 0, func(b *Broker, _ *conn, req *request) *pending {
-		return ready(encode(req, b.describeTopicPartitions(req, req.Request.(*kmsg.DescribeTopicPartitionsRequest))))
-	})
+	add(75, 0, 0, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Now(h.describeTopicPartitions) })
 }
 
-func (b *Broker) describeTopicPartitions(who *request, req *kmsg.DescribeTopicPartitionsRequest) *kmsg.DescribeTopicPartitionsResponse {
+func (h *Handlers) describeTopicPartitions(who *kafkaapi.Request, req *kmsg.DescribeTopicPartitionsRequest) *kmsg.DescribeTopicPartitionsResponse {
 	resp := kmsg.NewPtrDescribeTopicPartitionsResponse()
 	live := map[int32]bool{}
-	for _, br := range b.meta.Brokers() {
+	for _, br := range h.meta.Brokers() {
 		live[br.ID] = true
 	}
 	mayDescribe := func(name string) bool {
-		return b.mayTopic(who, kmsg.ACLOperationDescribe, name)
+		return h.authz.MayTopic(who.Who, kmsg.ACLOperationDescribe, name)
 	}
 
 	// The topics to describe, sorted, each known one with its assignment.
@@ -49,7 +48,7 @@ func (b *Broker) describeTopicPartitions(who *request, req *kmsg.DescribeTopicPa
 	}
 	var topics []entry
 	if len(req.Topics) == 0 {
-		for _, t := range b.meta.Topics() {
+		for _, t := range h.meta.Topics() {
 			if mayDescribe(t.Name) {
 				topics = append(topics, entry{name: t.Name, t: t})
 			}
@@ -62,7 +61,7 @@ func (b *Broker) describeTopicPartitions(who *request, req *kmsg.DescribeTopicPa
 			}
 			seen[rt.Topic] = true
 			e := entry{name: rt.Topic}
-			switch t, ok := b.meta.Topic(rt.Topic); {
+			switch t, ok := h.meta.Topic(rt.Topic); {
 			case !mayDescribe(rt.Topic):
 				e.code = kerr.TopicAuthorizationFailed.Code
 			case !ok:

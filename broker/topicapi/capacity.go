@@ -1,4 +1,4 @@
-package broker
+package topicapi
 
 import (
 	"errors"
@@ -23,49 +23,49 @@ import (
 
 // checkCapacity refuses a new topic of n partitions that would pass a cap,
 // for metadata that does not check the caps itself.
-func (b *Broker) checkCapacity(name string, n int32) error {
-	if _, ok := b.meta.(*standaloneMeta); ok {
+func (h *Handlers) checkCapacity(name string, n int32) error {
+	if h.limits.MetadataChecksCaps {
 		return nil
 	}
-	topics := b.meta.Topics()
-	if b.cfg.MaxTopics > 0 && len(topics)+1 > b.cfg.MaxTopics {
-		return kafkaerr.New(kerr.PolicyViolation, "creating topic %q: the cluster has %d topics: raise --max-topics (now %d) or delete unused topics", name, len(topics), b.cfg.MaxTopics)
+	topics := h.meta.Topics()
+	if h.limits.MaxTopics > 0 && len(topics)+1 > h.limits.MaxTopics {
+		return kafkaerr.New(kerr.PolicyViolation, "creating topic %q: the cluster has %d topics: raise --max-topics (now %d) or delete unused topics", name, len(topics), h.limits.MaxTopics)
 	}
-	if b.cfg.MaxPartitions <= 0 {
+	if h.limits.MaxPartitions <= 0 {
 		return nil
 	}
 	hosted := 0
 	for _, t := range topics {
 		for _, leader := range t.Leaders {
-			if leader == b.selfID {
+			if leader == h.self {
 				hosted++
 			}
 		}
 	}
-	leaders, err := cluster.Spread(name, n, b.meta.Brokers())
+	leaders, err := cluster.Spread(name, n, h.meta.Brokers())
 	if err != nil {
 		return nil // the create itself reports it
 	}
 	more := 0
 	for _, leader := range leaders {
-		if leader == b.selfID {
+		if leader == h.self {
 			more++
 		}
 	}
-	if hosted+more > b.cfg.MaxPartitions {
-		return kafkaerr.New(kerr.PolicyViolation, "creating topic %q: this broker hosts %d partitions and %d more would pass the limit: raise --max-partitions (now %d) or delete unused topics", name, hosted, more, b.cfg.MaxPartitions)
+	if hosted+more > h.limits.MaxPartitions {
+		return kafkaerr.New(kerr.PolicyViolation, "creating topic %q: this broker hosts %d partitions and %d more would pass the limit: raise --max-partitions (now %d) or delete unused topics", name, hosted, more, h.limits.MaxPartitions)
 	}
 	return nil
 }
 
 // capacityError turns the standalone metadata's refusals into the same
 // answer checkCapacity gives; other errors are returned unchanged.
-func (b *Broker) capacityError(name string, err error) error {
+func (h *Handlers) capacityError(name string, err error) error {
 	switch {
 	case errors.Is(err, cluster.ErrTooManyTopics):
-		return kafkaerr.New(kerr.PolicyViolation, "creating topic %q: %v: raise --max-topics (now %d) or delete unused topics", name, err, b.cfg.MaxTopics)
+		return kafkaerr.New(kerr.PolicyViolation, "creating topic %q: %v: raise --max-topics (now %d) or delete unused topics", name, err, h.limits.MaxTopics)
 	case errors.Is(err, cluster.ErrTooManyPartitions):
-		return kafkaerr.New(kerr.PolicyViolation, "creating topic %q: %v: raise --max-partitions (now %d) or delete unused topics", name, err, b.cfg.MaxPartitions)
+		return kafkaerr.New(kerr.PolicyViolation, "creating topic %q: %v: raise --max-partitions (now %d) or delete unused topics", name, err, h.limits.MaxPartitions)
 	}
 	return err
 }
@@ -73,7 +73,7 @@ func (b *Broker) capacityError(name string, err error) error {
 // refuseAutoCreate answers an auto-creation beyond a cap. Metadata carries
 // no error message, so the log line is where the operator learns which
 // setting to raise.
-func (b *Broker) refuseAutoCreate(name string, err error) (cluster.Topic, int16) {
-	b.logger.Warn("topic auto-creation refused", "topic", name, "err", err)
+func (h *Handlers) refuseAutoCreate(name string, err error) (cluster.Topic, int16) {
+	h.logger.Warn("topic auto-creation refused", "topic", name, "err", err)
 	return cluster.Topic{}, kerr.PolicyViolation.Code
 }

@@ -1,4 +1,4 @@
-package broker
+package topicapi
 
 // DescribeLogDirs.
 //
@@ -18,27 +18,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/cluster"
 )
 
 func init() {
-	register(35, 0, 4, async((*Broker).describeLogDirs))
+	add(35, 0, 4, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Async(h.describeLogDirs) })
 }
 
-func (b *Broker) describeLogDirs(who *request, req *kmsg.DescribeLogDirsRequest) *kmsg.DescribeLogDirsResponse {
-	if !b.mayCluster(who, kmsg.ACLOperationDescribe) {
+func (h *Handlers) describeLogDirs(who *kafkaapi.Request, req *kmsg.DescribeLogDirsRequest) *kmsg.DescribeLogDirsResponse {
+	if !h.authz.MayCluster(who.Who, kmsg.ACLOperationDescribe) {
 		resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-		resp.ErrorCode = clusterRefused
+		resp.ErrorCode = acl.ClusterRefused
 		return resp
 	}
 	resp := kmsg.NewPtrDescribeLogDirsResponse()
 	dir := kmsg.NewDescribeLogDirsResponseDir()
-	dir.Dir, _ = filepath.Abs(b.cfg.DataDir)
+	dir.Dir, _ = filepath.Abs(h.dataDir)
 	dir.TotalBytes, dir.UsableBytes = -1, -1
 	var st unix.Statfs_t
-	if err := unix.Statfs(b.cfg.DataDir, &st); err == nil {
+	if err := unix.Statfs(h.dataDir, &st); err == nil {
 		dir.TotalBytes = int64(st.Blocks) * st.Bsize
 		dir.UsableBytes = int64(st.Bavail) * st.Bsize
 	}
@@ -49,12 +51,12 @@ func (b *Broker) describeLogDirs(who *request, req *kmsg.DescribeLogDirsRequest)
 	}
 	var ask []wanted
 	if req.Topics == nil {
-		for _, t := range b.meta.Topics() {
-			ask = append(ask, wanted{t: t, parts: b.ownPartitions(t)})
+		for _, t := range h.meta.Topics() {
+			ask = append(ask, wanted{t: t, parts: h.ownPartitions(t)})
 		}
 	} else {
 		for _, rt := range req.Topics {
-			if t, ok := b.meta.Topic(rt.Topic); ok {
+			if t, ok := h.meta.Topic(rt.Topic); ok {
 				ask = append(ask, wanted{t: t, parts: rt.Partitions})
 			}
 		}
@@ -63,10 +65,10 @@ func (b *Broker) describeLogDirs(who *request, req *kmsg.DescribeLogDirsRequest)
 		dt := kmsg.NewDescribeLogDirsResponseDirTopic()
 		dt.Topic = w.t.Name
 		for _, p := range w.parts {
-			if p < 0 || p >= w.t.Partitions() || !slices.Contains(w.t.ReplicasOf(p), b.selfID) {
+			if p < 0 || p >= w.t.Partitions() || !slices.Contains(w.t.ReplicasOf(p), h.self) {
 				continue // not in this broker's directory
 			}
-			l, code := b.storedPartition(w.t, p)
+			l, code := h.storedPartition(w.t, p)
 			if code != 0 {
 				if code == kerr.KafkaStorageError.Code {
 					dir.ErrorCode = code
@@ -87,10 +89,10 @@ func (b *Broker) describeLogDirs(who *request, req *kmsg.DescribeLogDirsRequest)
 
 // ownPartitions lists the partitions of t this broker stores, as leader
 // or follower.
-func (b *Broker) ownPartitions(t cluster.Topic) []int32 {
+func (h *Handlers) ownPartitions(t cluster.Topic) []int32 {
 	var ps []int32
 	for p := range t.Partitions() {
-		if slices.Contains(t.ReplicasOf(p), b.selfID) {
+		if slices.Contains(t.ReplicasOf(p), h.self) {
 			ps = append(ps, p)
 		}
 	}
@@ -100,20 +102,20 @@ func (b *Broker) ownPartitions(t cluster.Topic) []int32 {
 // storedPartition returns the log of a partition this broker stores,
 // leading it or not. A follower that has not written the partition yet (a
 // replica just added) is skipped: describing it must not create it.
-func (b *Broker) storedPartition(t cluster.Topic, p int32) (*log.Log, int16) {
-	if t.Leaders[p] == b.selfID {
-		part, code := b.replicas.Lookup(t, p)
+func (h *Handlers) storedPartition(t cluster.Topic, p int32) (*log.Log, int16) {
+	if t.Leaders[p] == h.self {
+		part, code := h.replicas.Lookup(t, p)
 		return part.Log(), code
 	}
-	if _, err := os.Stat(b.logs.Dir(t.Name, p)); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(h.logs.Dir(t.Name, p)); errors.Is(err, os.ErrNotExist) {
 		return nil, kerr.UnknownTopicOrPartition.Code
 	}
-	l, err := b.logs.Get(t, p)
+	l, err := h.logs.Get(t, p)
 	switch {
 	case errors.Is(err, partition.ErrTopicDeleted):
 		return nil, kerr.UnknownTopicOrPartition.Code
 	case err != nil:
-		b.logger.Error("partition unavailable", "topic", t.Name, "partition", p, "err", err)
+		h.logger.Error("partition unavailable", "topic", t.Name, "partition", p, "err", err)
 		return nil, kerr.KafkaStorageError.Code
 	}
 	return l, 0

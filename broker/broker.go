@@ -77,10 +77,12 @@ import (
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/broker/partition"
+	"github.com/tributary-io/tributary/broker/producerid"
 	"github.com/tributary-io/tributary/broker/quota"
 	"github.com/tributary-io/tributary/broker/replication"
 	"github.com/tributary-io/tributary/broker/topicapi"
 	"github.com/tributary-io/tributary/broker/txn"
+	"github.com/tributary-io/tributary/broker/txnapi"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -90,14 +92,14 @@ type Broker struct {
 	meta   cluster.Metadata
 	logger *slog.Logger
 	logs   *partition.Table // the partition table (broker/partition)
-	pids   *producerIDs
+	pids   *producerid.IDs
 	selfID int32 // this broker's id: fixed for its lifetime, read on every request
 	groups *group.Coordinator
 	txns   *txn.Coordinator // txncoordinator.go
 	// txnMarkers counts the markers written here: abort, commit.
 	txnMarkers [2]atomic.Int64
-	txnPeers   txnPeers      // txn_peers.go
-	txnFwd     forwardedTxns // txn_forwarded.go
+	txnPeers   txnPeers         // txn_peers.go
+	txnAPIs    *txnapi.Handlers // the transaction APIs (txn_helpers.go), which remember forwarded offsets
 
 	// life is cancelled when shutdown starts, with closing: the parent of
 	// the contexts requests wait under (ctx).
@@ -207,7 +209,7 @@ func New(cfg Config) (*Broker, error) {
 	if b.cfg.ClusterID == "" {
 		b.cfg.ClusterID = b.meta.ClusterID()
 	}
-	pids, err := openProducerIDs(cfg.DataDir, b.selfID)
+	pids, err := producerid.Open(cfg.DataDir, b.selfID)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/tributary-io/tributary/broker/groupapi"
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/securityapi"
-	"github.com/tributary-io/tributary/broker/txnapi"
 )
 
 // serveFunc starts serving one decoded request of its API and returns its
@@ -67,13 +66,8 @@ func (b *Broker) newAPIs() *kafkaapi.Registry {
 		Logger:      b.logger,
 	}).Register(r)
 	clusterapi.New(clusterapi.Config{Authz: b.authz, Metadata: b.meta, Logger: b.logger}).Register(r)
-	txnapi.New(txnapi.Config{
-		Txns:    b.txns,
-		Authz:   b.authz,
-		Refusal: b.txnCoordinatorRefusal,
-		Topics:  b.meta,
-		Closing: b.closing,
-	}).Register(r)
+	b.txnAPIs = b.newTxnAPIs()
+	b.txnAPIs.Register(r)
 	configapi.New(configapi.Config{Authz: b.authz, Settings: configSettings{b}}).Register(r)
 	b.topics.Register(r)
 	return r

@@ -188,7 +188,7 @@ func (tb txnBackend) StateEpoch(ctx context.Context, p int32) (int32, error) {
 }
 
 func (tb txnBackend) NewProducerID() (int64, error) {
-	return tb.b.pids.next("")
+	return tb.b.pids.Next("")
 }
 
 func (tb txnBackend) CommitOffsets(_ context.Context, g string, offsets map[txn.TP]txn.Offset) error {
@@ -201,7 +201,7 @@ func (tb txnBackend) CommitOffsets(_ context.Context, g string, offsets map[txn.
 
 // WriteMarkers writes the markers of one transaction, each partition's
 // into its leader's log: this broker's own directly, others' with
-// WriteTxnMarkers (writetxnmarkers.go). It names the partitions that
+// WriteTxnMarkers (broker/txnapi). It names the partitions that
 // failed, so the coordinator retries only those.
 func (tb txnBackend) WriteMarkers(ctx context.Context, pid int64, epoch int16, commit bool, coordEpoch int32, parts []txn.TP) ([]txn.TP, error) {
 	b := tb.b

@@ -1,4 +1,4 @@
-package broker
+package txnapi
 
 // AddPartitionsToTxn.
 //
@@ -15,18 +15,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/txn"
 )
 
 func init() {
-	register(24, 0, 4, async((*Broker).addPartitionsToTxn))
+	add(24, 0, 4, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Async(h.addPartitionsToTxn) })
 }
 
-func (b *Broker) addPartitionsToTxn(req *request, r *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse {
+func (h *Handlers) addPartitionsToTxn(req *kafkaapi.Request, r *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse {
 	resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if r.Version >= 4 {
-		if !b.mayCluster(req, kmsg.ACLOperationClusterAction) {
-			resp.ErrorCode = clusterRefused
+		if !h.authz.MayCluster(req.Who, kmsg.ACLOperationClusterAction) {
+			resp.ErrorCode = acl.ClusterRefused
 			return resp
 		}
 		for _, t := range r.Transactions {
@@ -36,7 +38,7 @@ func (b *Broker) addPartitionsToTxn(req *request, r *kmsg.AddPartitionsToTxnRequ
 			for _, tt := range t.Topics {
 				topics = append(topics, kmsg.AddPartitionsToTxnRequestTopic{Topic: tt.Topic, Partitions: tt.Partitions})
 			}
-			codes := b.addTxnPartitions(req, r.Version, t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly, topics)
+			codes := h.addTxnPartitions(req, r.Version, t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly, topics)
 			for _, tt := range t.Topics {
 				ot := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
 				ot.Topic = tt.Topic
@@ -51,7 +53,7 @@ func (b *Broker) addPartitionsToTxn(req *request, r *kmsg.AddPartitionsToTxnRequ
 		}
 		return resp
 	}
-	codes := b.addTxnPartitions(req, r.Version, r.TransactionalID, r.ProducerID, r.ProducerEpoch, false, r.Topics)
+	codes := h.addTxnPartitions(req, r.Version, r.TransactionalID, r.ProducerID, r.ProducerEpoch, false, r.Topics)
 	for _, t := range r.Topics {
 		ot := kmsg.NewAddPartitionsToTxnResponseTopic()
 		ot.Topic = t.Topic
@@ -67,7 +69,7 @@ func (b *Broker) addPartitionsToTxn(req *request, r *kmsg.AddPartitionsToTxnRequ
 
 // addTxnPartitions adds (or, with verifyOnly, checks) one transaction's
 // partitions and returns each partition's code.
-func (b *Broker) addTxnPartitions(req *request, version int16, id string, pid int64, epoch int16, verifyOnly bool, topics []kmsg.AddPartitionsToTxnRequestTopic) map[txn.TP]int16 {
+func (h *Handlers) addTxnPartitions(req *kafkaapi.Request, version int16, id string, pid int64, epoch int16, verifyOnly bool, topics []kmsg.AddPartitionsToTxnRequestTopic) map[txn.TP]int16 {
 	codes := map[txn.TP]int16{}
 	all := func(code int16) map[txn.TP]int16 {
 		for _, t := range topics {
@@ -77,19 +79,19 @@ func (b *Broker) addTxnPartitions(req *request, version int16, id string, pid in
 		}
 		return codes
 	}
-	if !b.mayTxn(req, kmsg.ACLOperationWrite, id) {
-		return all(txnRefused)
+	if !h.authz.MayTxn(req.Who, kmsg.ACLOperationWrite, id) {
+		return all(acl.TxnRefused)
 	}
-	if code := b.txnCoordinatorRefusal(id); code != 0 {
+	if code := h.refusal(id); code != 0 {
 		return all(code)
 	}
 	var parts []txn.TP
 	failed := false
 	for _, t := range topics {
 		code := int16(0)
-		if !b.mayTopic(req, kmsg.ACLOperationWrite, t.Topic) {
-			code = topicRefused
-		} else if ct, ok := b.meta.Topic(t.Topic); !ok {
+		if !h.authz.MayTopic(req.Who, kmsg.ACLOperationWrite, t.Topic) {
+			code = acl.TopicRefused
+		} else if ct, ok := h.meta.Topic(t.Topic); !ok {
 			code = kerr.UnknownTopicOrPartition.Code
 		} else {
 			for _, p := range t.Partitions {
@@ -113,13 +115,13 @@ func (b *Broker) addTxnPartitions(req *request, version int16, id string, pid in
 		}
 		return codes
 	}
-	ctx, cancel := b.txnCtx()
+	ctx, cancel := h.ctx()
 	defer cancel()
 	if verifyOnly {
 		for _, tp := range parts {
-			codes[tp] = txnCode(b.txns.Verify(ctx, id, pid, epoch, tp), version, 2)
+			codes[tp] = Code(h.txns.Verify(ctx, id, pid, epoch, tp), version, 2)
 		}
 		return codes
 	}
-	return all(txnCode(b.txns.AddPartitions(ctx, id, pid, epoch, parts), version, 2))
+	return all(Code(h.txns.AddPartitions(ctx, id, pid, epoch, parts), version, 2))
 }

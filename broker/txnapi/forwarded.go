@@ -1,4 +1,4 @@
-package broker
+package txnapi
 
 // Offsets this broker, as a group's coordinator, forwarded to another
 // broker's transaction coordinator (txnoffsetcommit.go), remembered so that
@@ -47,8 +47,8 @@ type forwardedTxn struct {
 }
 
 // describeRemoteTxn asks the broker coordinating id for its state.
-func (b *Broker) describeRemoteTxn(ctx context.Context, id string) (kmsg.DescribeTransactionsResponseTransactionState, error) {
-	coord, ok := b.txnCoordinatorFor(id)
+func (h *Handlers) describeRemoteTxn(ctx context.Context, id string) (kmsg.DescribeTransactionsResponseTransactionState, error) {
+	coord, ok := h.txnCoordinator(id)
 	if !ok {
 		return kmsg.DescribeTransactionsResponseTransactionState{}, kerr.CoordinatorNotAvailable
 	}
@@ -59,7 +59,7 @@ func (b *Broker) describeRemoteTxn(ctx context.Context, id string) (kmsg.Describ
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
-	if err := b.interBrokerRoundTrip(coord.ID, req, resp, timeout); err != nil {
+	if err := h.peers(coord.ID, req, resp, timeout); err != nil {
 		return kmsg.DescribeTransactionsResponseTransactionState{}, err
 	}
 	if len(resp.TransactionStates) != 1 {
@@ -80,24 +80,24 @@ func unfinished(st kmsg.DescribeTransactionsResponseTransactionState) bool {
 
 // rememberForwarded notes that the transaction of r now holds the offsets
 // of tps, once its coordinator says which transaction that is.
-func (b *Broker) rememberForwarded(ctx context.Context, r *kmsg.TxnOffsetCommitRequest, tps []txn.TP) {
-	st, err := b.describeRemoteTxn(ctx, r.TransactionalID)
+func (h *Handlers) rememberForwarded(ctx context.Context, r *kmsg.TxnOffsetCommitRequest, tps []txn.TP) {
+	st, err := h.describeRemoteTxn(ctx, r.TransactionalID)
 	if err != nil || st.ProducerID != r.ProducerID || !unfinished(st) {
 		// Finished already (nothing to wait for), or unknown: then the
 		// forget below at least leaves no older entry in its place.
-		b.forgetForwarded(r.Group, tps)
+		h.forgetForwarded(r.Group, tps)
 		if err != nil {
-			b.logger.Warn("describing a transaction whose offsets were forwarded", "transactional_id", r.TransactionalID, "err", err)
+			h.logger.Warn("describing a transaction whose offsets were forwarded", "transactional_id", r.TransactionalID, "err", err)
 		}
 		return
 	}
-	if kept := b.txnFwd.add(r.Group, tps, forwardedTxn{id: r.TransactionalID, pid: r.ProducerID, start: st.StartTimestamp}); !kept {
-		f := &b.txnFwd
+	if kept := h.fwd.add(r.Group, tps, forwardedTxn{id: r.TransactionalID, pid: r.ProducerID, start: st.StartTimestamp}); !kept {
+		f := &h.fwd
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if time.Since(f.skipped) > time.Minute {
 			f.skipped = time.Now()
-			b.logger.Warn("too many forwarded transactional offsets remembered; RequireStable fetches may not wait for this transaction",
+			h.logger.Warn("too many forwarded transactional offsets remembered; RequireStable fetches may not wait for this transaction",
 				"group", r.Group, "transactional_id", r.TransactionalID, "kept", f.n)
 		}
 	}
@@ -133,8 +133,8 @@ func (f *forwardedTxns) add(group string, tps []txn.TP, ft forwardedTxn) bool {
 	return kept
 }
 
-func (b *Broker) forgetForwarded(group string, tps []txn.TP) {
-	f := &b.txnFwd
+func (h *Handlers) forgetForwarded(group string, tps []txn.TP) {
+	f := &h.fwd
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, tp := range tps {
@@ -155,13 +155,13 @@ func (f *forwardedTxns) dropLocked(group string, tp txn.TP) {
 	}
 }
 
-// forwardedPending returns the partitions of group whose forwarded offsets
+// ForwardedPending returns the partitions of group whose forwarded offsets
 // belong to a transaction still unfinished, asking each transaction's
 // coordinator; a coordinator that cannot answer counts as unfinished
 // (clients retry UNSTABLE_OFFSET_COMMIT). Entries of finished
 // transactions are dropped.
-func (b *Broker) forwardedPending(ctx context.Context, group string) map[txn.TP]bool {
-	f := &b.txnFwd
+func (h *Handlers) ForwardedPending(ctx context.Context, group string) map[txn.TP]bool {
+	f := &h.fwd
 	f.mu.Lock()
 	byTxn := map[forwardedTxn][]txn.TP{}
 	for tp, ft := range f.m[group] {
@@ -170,7 +170,7 @@ func (b *Broker) forwardedPending(ctx context.Context, group string) map[txn.TP]
 	f.mu.Unlock()
 	var pending map[txn.TP]bool
 	for ft, tps := range byTxn {
-		st, err := b.describeRemoteTxn(ctx, ft.id)
+		st, err := h.describeRemoteTxn(ctx, ft.id)
 		if err == nil && (st.ProducerID != ft.pid || st.StartTimestamp != ft.start || !unfinished(st)) {
 			f.mu.Lock()
 			for _, tp := range tps {

@@ -1,4 +1,4 @@
-package broker
+package txnapi
 
 // TxnOffsetCommit.
 //
@@ -28,27 +28,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/groupapi"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/txn"
 )
 
 func init() {
-	register(28, 0, 3, async((*Broker).txnOffsetCommit))
+	add(28, 0, 3, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Async(h.txnOffsetCommit) })
 }
 
-func (b *Broker) txnOffsetCommit(req *request, r *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+func (h *Handlers) txnOffsetCommit(req *kafkaapi.Request, r *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	forwarded := b.authz != nil && b.mayCluster(req, kmsg.ACLOperationClusterAction)
-	code := b.txnOffsetCommitCode(req, r, forwarded)
+	forwarded := h.authz != nil && h.authz.MayCluster(req.Who, kmsg.ACLOperationClusterAction)
+	code := h.txnOffsetCommitCode(req, r, forwarded)
 	codes := map[txn.TP]int16{}
 	offsets := map[txn.TP]txn.Offset{}
 	for _, t := range r.Topics {
 		tcode := code
-		if tcode == 0 && !forwarded && !b.mayTopic(req, kmsg.ACLOperationRead, t.Topic) {
-			tcode = topicRefused
+		if tcode == 0 && !forwarded && !h.authz.MayTopic(req.Who, kmsg.ACLOperationRead, t.Topic) {
+			tcode = acl.TopicRefused
 		}
-		ct, known := b.meta.Topic(t.Topic)
+		ct, known := h.meta.Topic(t.Topic)
 		for _, p := range t.Partitions {
 			tp := txn.TP{Topic: t.Topic, Partition: p.Partition}
 			pcode := tcode
@@ -69,13 +71,13 @@ func (b *Broker) txnOffsetCommit(req *request, r *kmsg.TxnOffsetCommitRequest) *
 		}
 	}
 	if len(offsets) > 0 {
-		ctx, cancel := b.txnCtx()
+		ctx, cancel := h.ctx()
 		defer cancel()
-		if b.txnCoordinatorRefusal(r.TransactionalID) != 0 {
-			b.forwardTxnOffsets(ctx, r, offsets, codes)
-		} else if kerr := b.txns.CommitOffsets(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group, offsets); kerr != nil {
+		if h.refusal(r.TransactionalID) != 0 {
+			h.forwardTxnOffsets(ctx, r, offsets, codes)
+		} else if kerr := h.txns.CommitOffsets(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group, offsets); kerr != nil {
 			for tp := range offsets {
-				codes[tp] = txnCode(kerr, r.Version, 3)
+				codes[tp] = Code(kerr, r.Version, 3)
 			}
 		}
 	}
@@ -96,16 +98,16 @@ func (b *Broker) txnOffsetCommit(req *request, r *kmsg.TxnOffsetCommitRequest) *
 // each partition is to be looked at: the ACLs on the id and the group
 // (passed by a forwarding broker's ClusterAction), which broker should be
 // asked, and (v3) the committer's membership in the group.
-func (b *Broker) txnOffsetCommitCode(req *request, r *kmsg.TxnOffsetCommitRequest, forwarded bool) int16 {
+func (h *Handlers) txnOffsetCommitCode(req *kafkaapi.Request, r *kmsg.TxnOffsetCommitRequest, forwarded bool) int16 {
 	switch {
 	case forwarded:
-	case !b.mayTxn(req, kmsg.ACLOperationWrite, r.TransactionalID):
-		return txnRefused
-	case !b.mayGroup(req, kmsg.ACLOperationRead, r.Group):
-		return groupRefused
+	case !h.authz.MayTxn(req.Who, kmsg.ACLOperationWrite, r.TransactionalID):
+		return acl.TxnRefused
+	case !h.authz.MayGroup(req.Who, kmsg.ACLOperationRead, r.Group):
+		return acl.GroupRefused
 	}
 	member := r.Version >= 3 && (r.Generation >= 0 || r.MemberID != "" || r.InstanceID != nil)
-	ownsGroup, ownsTxn := b.ownsGroup(r.Group), b.txnCoordinatorRefusal(r.TransactionalID) == 0
+	ownsGroup, ownsTxn := h.ownsGroup(r.Group), h.refusal(r.TransactionalID) == 0
 	if !ownsGroup && (member || !ownsTxn) {
 		// The group's coordinator checks the member, then forwards.
 		return kerr.NotCoordinator.Code
@@ -113,7 +115,7 @@ func (b *Broker) txnOffsetCommitCode(req *request, r *kmsg.TxnOffsetCommitReques
 	if member {
 		// Admission only: no offsets, so nothing is stored.
 		cr := group.CommitRequest{Group: r.Group, MemberID: r.MemberID, InstanceID: r.InstanceID, Generation: r.Generation}
-		if err := b.groups.Commit(cr); err != nil {
+		if err := h.groups.Commit(cr); err != nil {
 			return err.Code
 		}
 	}
@@ -124,13 +126,13 @@ func (b *Broker) txnOffsetCommitCode(req *request, r *kmsg.TxnOffsetCommitReques
 // coordinating r's transactional id, and sets each partition's answer in
 // codes. A coordinator that cannot be reached is COORDINATOR_NOT_AVAILABLE,
 // which clients retry after looking the group's coordinator up again.
-func (b *Broker) forwardTxnOffsets(ctx context.Context, r *kmsg.TxnOffsetCommitRequest, offsets map[txn.TP]txn.Offset, codes map[txn.TP]int16) {
+func (h *Handlers) forwardTxnOffsets(ctx context.Context, r *kmsg.TxnOffsetCommitRequest, offsets map[txn.TP]txn.Offset, codes map[txn.TP]int16) {
 	fail := func(code int16) {
 		for tp := range offsets {
 			codes[tp] = code
 		}
 	}
-	coord, ok := b.txnCoordinatorFor(r.TransactionalID)
+	coord, ok := h.txnCoordinator(r.TransactionalID)
 	if !ok {
 		fail(kerr.CoordinatorNotAvailable.Code)
 		return
@@ -162,8 +164,8 @@ func (b *Broker) forwardTxnOffsets(ctx context.Context, r *kmsg.TxnOffsetCommitR
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
-	if err := b.interBrokerRoundTrip(coord.ID, fwd, resp, timeout); err != nil {
-		b.logger.Warn("forwarding transactional offsets to the transaction coordinator", "transactional_id", r.TransactionalID,
+	if err := h.peers(coord.ID, fwd, resp, timeout); err != nil {
+		h.logger.Warn("forwarding transactional offsets to the transaction coordinator", "transactional_id", r.TransactionalID,
 			"group", r.Group, "coordinator", coord.ID, "err", err)
 		fail(kerr.CoordinatorNotAvailable.Code)
 		return
@@ -176,7 +178,7 @@ func (b *Broker) forwardTxnOffsets(ctx context.Context, r *kmsg.TxnOffsetCommitR
 			if _, ok := offsets[tp]; ok {
 				codes[tp] = p.ErrorCode
 				if p.ErrorCode == kerr.ProducerFenced.Code {
-					codes[tp] = txnCode(kerr.ProducerFenced, r.Version, 3)
+					codes[tp] = Code(kerr.ProducerFenced, r.Version, 3)
 				}
 				if p.ErrorCode == 0 {
 					held = append(held, tp)
@@ -185,6 +187,6 @@ func (b *Broker) forwardTxnOffsets(ctx context.Context, r *kmsg.TxnOffsetCommitR
 		}
 	}
 	if len(held) > 0 {
-		b.rememberForwarded(ctx, r, held) // txn_forwarded.go
+		h.rememberForwarded(ctx, r, held) // txn_forwarded.go
 	}
 }

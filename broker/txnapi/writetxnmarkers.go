@@ -1,4 +1,4 @@
-package broker
+package txnapi
 
 // WriteTxnMarkers.
 //
@@ -26,39 +26,42 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary-io/tributary/broker/acl"
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 )
 
 func init() {
-	register(27, 0, 1, async((*Broker).writeTxnMarkers))
+	add(27, 0, 1, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Async(h.writeTxnMarkers) })
 }
 
-func (b *Broker) writeTxnMarkers(req *request, r *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse {
+func (h *Handlers) writeTxnMarkers(req *kafkaapi.Request, r *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse {
 	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	coordinator := b.mayCluster(req, kmsg.ACLOperationClusterAction) && (b.authz != nil || b.fromOtherBroker(req.host))
-	ctx, cancel := b.txnCtx()
+	coordinator := h.authz.MayCluster(req.Who, kmsg.ACLOperationClusterAction) && (h.authz != nil || h.fromOtherBroker(req.Host))
+	ctx, cancel := h.ctx()
 	defer cancel()
 	for _, m := range r.Markers {
-		allowed := coordinator || b.authz == nil && !m.Committed
+		allowed := coordinator || h.authz == nil && !m.Committed
 		if allowed && !coordinator {
-			b.logger.Warn("aborting a transaction at a client's request (kafka-transactions abort)",
-				"principal", req.principal, "host", req.host, "producer_id", m.ProducerID, "producer_epoch", m.ProducerEpoch)
+			h.logger.Warn("aborting a transaction at a client's request (kafka-transactions abort)",
+				"principal", req.Principal, "host", req.Host, "producer_id", m.ProducerID, "producer_epoch", m.ProducerEpoch)
 		}
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
 		rm.ProducerID = m.ProducerID
 		for _, t := range m.Topics {
 			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
 			rt.Topic = t.Topic
-			ct, ok := b.meta.Topic(t.Topic)
+			ct, ok := h.meta.Topic(t.Topic)
 			for _, p := range t.Partitions {
 				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				rp.Partition = p
 				switch {
 				case !allowed:
-					rp.ErrorCode = clusterRefused
+					rp.ErrorCode = acl.ClusterRefused
 				case !ok:
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				default:
-					rp.ErrorCode = b.writeMarker(ctx, ct, p, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch)
+					rp.ErrorCode = h.writeMarker(ctx, ct, p, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch)
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
@@ -71,9 +74,9 @@ func (b *Broker) writeTxnMarkers(req *request, r *kmsg.WriteTxnMarkersRequest) *
 
 // fromOtherBroker says whether host (the client's IP) is the address of
 // another live broker of the cluster.
-func (b *Broker) fromOtherBroker(host string) bool {
-	for _, br := range b.meta.Brokers() {
-		if br.ID == b.selfID {
+func (h *Handlers) fromOtherBroker(host string) bool {
+	for _, br := range h.meta.Brokers() {
+		if br.ID == h.self {
 			continue
 		}
 		hosts := []string{br.Host}

@@ -1,4 +1,4 @@
-package broker
+package producerid
 
 // Unguessable producer ids. Ids used to be a counter, so a client could
 // guess the id the next producer would get and write that producer's batch
@@ -27,14 +27,14 @@ import (
 )
 
 const (
-	producerIDKeyFile = "producer-id-key"
-	producerIDBits    = producerIDBrokerShift // the permuted part of an id
-	feistelHalf       = producerIDBits / 2
-	feistelMask       = 1<<feistelHalf - 1
+	keyFile     = "producer-id-key"
+	idBits      = BrokerShift // the permuted part of an id
+	feistelHalf = idBits / 2
+	feistelMask = 1<<feistelHalf - 1
 )
 
-// producerIDKey permutes the counter part of producer ids.
-type producerIDKey struct {
+// key permutes the counter part of producer ids.
+type key struct {
 	key []byte
 	// floor: counters below it were handed out unpermuted by a broker of
 	// an older version, so a permuted id below it is skipped (it could be
@@ -42,14 +42,14 @@ type producerIDKey struct {
 	floor int64
 }
 
-// loadProducerIDKey reads the key, or makes one the first time; used is
+// loadKey reads the key, or makes one the first time; used is
 // the counter the id block file had reached (ids an older version may have
 // handed out as they were).
-func loadProducerIDKey(dir string, used int64) (*producerIDKey, error) {
-	path := filepath.Join(dir, producerIDKeyFile)
+func loadKey(dir string, used int64) (*key, error) {
+	path := filepath.Join(dir, keyFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		k := &producerIDKey{key: make([]byte, 32), floor: used}
+		k := &key{key: make([]byte, 32), floor: used}
 		rand.Read(k.key)
 		if err := atomicfile.Write(path, []byte(k.encode()), atomicfile.Perm(0o600)); err != nil {
 			return nil, fmt.Errorf("writing %s: %w", path, err)
@@ -59,36 +59,36 @@ func loadProducerIDKey(dir string, used int64) (*producerIDKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	k, err := decodeProducerIDKey(string(data))
+	k, err := decodeKey(string(data))
 	if err != nil {
 		return nil, fmt.Errorf("%s is damaged (%v): restore it from a backup; removing it is safe only once no producer of this broker is alive", path, err)
 	}
 	return k, nil
 }
 
-func (k *producerIDKey) encode() string {
+func (k *key) encode() string {
 	return fmt.Sprintf("%s %d\n", hex.EncodeToString(k.key), k.floor)
 }
 
-// decodeProducerIDKey reads "HEXKEY FLOOR\n", refusing anything else.
-func decodeProducerIDKey(s string) (*producerIDKey, error) {
+// decodeKey reads "HEXKEY FLOOR\n", refusing anything else.
+func decodeKey(s string) (*key, error) {
 	fields := strings.Fields(s)
 	if len(fields) != 2 || !strings.HasSuffix(s, "\n") {
 		return nil, errors.New("want one line: a 64-digit hex key and the id floor")
 	}
-	key, err := hex.DecodeString(fields[0])
-	if err != nil || len(key) != 32 {
+	raw, err := hex.DecodeString(fields[0])
+	if err != nil || len(raw) != 32 {
 		return nil, errors.New("the key is not 64 hex digits")
 	}
 	floor, err := strconv.ParseInt(fields[1], 10, 64)
-	if err != nil || floor < 0 || floor >= 1<<producerIDBits {
+	if err != nil || floor < 0 || floor >= 1<<idBits {
 		return nil, fmt.Errorf("the id floor %q is not a counter value", fields[1])
 	}
-	return &producerIDKey{key: key, floor: floor}, nil
+	return &key{key: raw, floor: floor}, nil
 }
 
 // permute maps a counter value below 2^40 to a distinct value below 2^40.
-func (k *producerIDKey) permute(c int64) int64 {
+func (k *key) permute(c int64) int64 {
 	l, r := uint64(c)>>feistelHalf&feistelMask, uint64(c)&feistelMask
 	for round := range 4 {
 		l, r = r, l^k.round(byte(round), r)
@@ -96,7 +96,7 @@ func (k *producerIDKey) permute(c int64) int64 {
 	return int64(l<<feistelHalf | r)
 }
 
-func (k *producerIDKey) round(i byte, half uint64) uint64 {
+func (k *key) round(i byte, half uint64) uint64 {
 	m := hmac.New(sha256.New, k.key)
 	var in [9]byte
 	in[0] = i

@@ -1,4 +1,4 @@
-package broker
+package producerid
 
 import (
 	"os"
@@ -11,14 +11,14 @@ import (
 // skips ids an older broker may have handed out unpermuted.
 func TestProducerIDPermutationIsOneToOne(t *testing.T) {
 	dir := t.TempDir()
-	k, err := loadProducerIDKey(dir, 5000)
+	k, err := loadKey(dir, 5000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[int64]int64{}
 	for c := range int64(200_000) {
 		id := k.permute(c)
-		if id < 0 || id >= 1<<producerIDBits {
+		if id < 0 || id >= 1<<idBits {
 			t.Fatalf("counter %d → %d, outside 40 bits", c, id)
 		}
 		if prev, dup := seen[id]; dup {
@@ -26,20 +26,20 @@ func TestProducerIDPermutationIsOneToOne(t *testing.T) {
 		}
 		seen[id] = c
 	}
-	again, err := loadProducerIDKey(dir, 0)
+	again, err := loadKey(dir, 0)
 	if err != nil || again.permute(7) != k.permute(7) || again.floor != 5000 {
 		t.Fatalf("the key read back differs: %v", err)
 	}
-	p, err := openProducerIDs(dir, 3)
+	p, err := Open(dir, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 1000 {
-		id, err := p.next("User:a")
+		id, err := p.Next("User:a")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if id>>producerIDBrokerShift != 3 || id&(1<<producerIDBits-1) < 5000 {
+		if id>>BrokerShift != 3 || id&(1<<idBits-1) < 5000 {
 			t.Fatalf("id %d: wrong broker bits or below the floor", id)
 		}
 	}
@@ -50,10 +50,10 @@ func TestProducerIDPermutationIsOneToOne(t *testing.T) {
 func TestProducerIDKeyRefusesGarbage(t *testing.T) {
 	for _, content := range []string{"", "zz 0\n", strings.Repeat("ab", 32) + " -1\n", strings.Repeat("ab", 32) + " 0", strings.Repeat("ab", 31) + " 0\n", strings.Repeat("ab", 32) + " 0 1\n"} {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, producerIDKeyFile), []byte(content), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, keyFile), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := loadProducerIDKey(dir, 0); err == nil || !strings.Contains(err.Error(), "restore it") {
+		if _, err := loadKey(dir, 0); err == nil || !strings.Contains(err.Error(), "restore it") {
 			t.Errorf("key file %q: %v, want refused naming what to do", content, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package broker
+package txnapi
 
 // DescribeProducers (key 61, version 0): the idempotent producers each
 // partition tracks (kafka-transactions describe-producers, kafka-python's
@@ -11,27 +11,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/cluster"
 )
 
 func init() {
-	register(61, 0, 0, func(b *Broker, _ *conn, req *request) *pending {
-		r := req.Request.(*kmsg.DescribeProducersRequest)
-		return later(func() response { return encode(req, b.describeProducers(req, r)) })
-	})
+	add(61, 0, 0, func(h *Handlers) kafkaapi.Serve { return kafkaapi.Async(h.describeProducers) })
 }
 
-func (b *Broker) describeProducers(who *request, req *kmsg.DescribeProducersRequest) *kmsg.DescribeProducersResponse {
+func (h *Handlers) describeProducers(who *kafkaapi.Request, req *kmsg.DescribeProducersRequest) *kmsg.DescribeProducersResponse {
 	resp := kmsg.NewPtrDescribeProducersResponse()
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
 		var t cluster.Topic
 		var code int16
-		if !b.mayTopic(who, kmsg.ACLOperationRead, rt.Topic) {
+		if !h.authz.MayTopic(who.Who, kmsg.ACLOperationRead, rt.Topic) {
 			code = kerr.TopicAuthorizationFailed.Code
 		} else {
-			t, code = b.lookupTopic(rt.Topic, false)
+			t, code = h.lookupTopic(rt.Topic)
 		}
 		for _, p := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
@@ -41,7 +39,7 @@ func (b *Broker) describeProducers(who *request, req *kmsg.DescribeProducersRequ
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			part, pcode := b.replicas.Lookup(t, p)
+			part, pcode := h.replicas.Lookup(t, p)
 			if pcode != 0 {
 				sp.ErrorCode = pcode
 				st.Partitions = append(st.Partitions, sp)

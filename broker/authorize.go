@@ -32,11 +32,6 @@ func (b *Broker) mayCreateTopic(req *request, topic string) bool {
 	return b.authz.MayCreateTopic(req.who(), topic)
 }
 
-// mayConfig is acl.Authorizer.MayConfig for the client of req.
-func (b *Broker) mayConfig(req *request, op kmsg.ACLOperation, typ kmsg.ConfigResourceType, name string) (int16, bool) {
-	return b.authz.MayConfig(req.who(), op, typ, name)
-}
-
 // topicRefusal is acl.Authorizer.TopicRefusal for the client of req.
 func (b *Broker) topicRefusal(req *request, op kmsg.ACLOperation, action, topic string) string {
 	return b.authz.TopicRefusal(req.who(), op, action, topic)

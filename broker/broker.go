@@ -71,7 +71,6 @@ import (
 
 	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/auth"
-	"github.com/tributary-io/tributary/broker/brokerconfig"
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/log"
@@ -80,6 +79,7 @@ import (
 	"github.com/tributary-io/tributary/broker/producerid"
 	"github.com/tributary-io/tributary/broker/quota"
 	"github.com/tributary-io/tributary/broker/replication"
+	"github.com/tributary-io/tributary/broker/settings"
 	"github.com/tributary-io/tributary/broker/topicapi"
 	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/tributary-io/tributary/broker/txnapi"
@@ -113,9 +113,9 @@ type Broker struct {
 	logins  *auth.Guard       // failed-login limit and timing (broker/auth)
 	quotas  *quota.Manager    // client quotas (broker/quota)
 	// staticLog is the partitions' configuration as the flags make it,
-	// dyn the dynamic broker configs over it (dynamicconfig.go).
+	// settings the dynamic broker configs over it (settings.go).
 	staticLog log.Config
-	dyn       dynamicConfigs
+	settings  *settings.Broker
 
 	mu       sync.Mutex
 	closed   bool
@@ -237,12 +237,9 @@ func New(cfg Config) (*Broker, error) {
 		MinISR:        func(t cluster.Topic) int { return b.topicSettingsOf(t.Configs).MinISR },
 		ThrottleRates: b.throttleRates,
 	})
+	b.settings = b.newSettings()
 	b.topics = b.newTopics()
-	b.dyn.store = brokerconfig.NewFile(filepath.Join(cfg.DataDir, "broker-configs.json"), b.selfID)
-	if zs, ok := b.meta.(zkSessioner); ok {
-		b.dyn.store = brokerconfig.NewZooKeeper(cluster.NewZKBrokerConfigs(zs.Session()), b.selfID)
-	}
-	if err := b.loadDynamicConfigs(); err != nil {
+	if err := b.settings.Load(); err != nil {
 		b.logs.CloseAll()
 		return nil, err
 	}
@@ -261,7 +258,7 @@ func New(cfg Config) (*Broker, error) {
 	go b.metrics.watchISRs() // metrics_replication.go
 	go b.followMetadata()
 	go b.logs.SweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval, b.stopSync, b.meta.Topics, b.selfID)
-	go brokerconfig.Follow(b.dyn.store, b.stopSync, b.reloadDynamicConfigs)
+	go b.settings.Follow(b.stopSync)
 	go b.quotas.Follow(b.stopSync, func(err error) {
 		b.logger.Error("reading client quotas from ZooKeeper failed; keeping the last ones read", "err", err)
 	})
@@ -291,7 +288,7 @@ func (b *Broker) followMetadata() {
 			return
 		case <-ch:
 		}
-		b.reconfigureAll() // configs changed through another broker (alterconfigs.go)
+		b.settings.ReconfigureAll() // configs changed through another broker (broker/settings)
 		b.replicas.ReconcileFetchers()
 		b.replicas.ReportLogEnds()
 		live := map[string]bool{}

@@ -1,7 +1,7 @@
 package broker
 
 // The broker's own configuration and its defaults. Topic-level settings
-// (retention, cleanup policy, ...) are topicconfig.go's.
+// (retention, cleanup policy, ...) are broker/settings'.
 
 import (
 	"log/slog"
@@ -30,7 +30,7 @@ type Config struct {
 	// metadata's persistent random id (data directory or ZooKeeper).
 	ClusterID string
 	// Log is the default storage configuration of every partition; dynamic
-	// broker configs (log.retention.ms, ...; dynamicconfig.go) override it
+	// broker configs (log.retention.ms, ...; broker/settings) override it
 	// at run time, and topic configs (retention.ms, segment.bytes, ...)
 	// per topic.
 	Log log.Config
@@ -87,7 +87,7 @@ type Config struct {
 	// Logger receives one line per event an operator would want.
 	Logger *slog.Logger
 	// LogLevel, when set, is the level Logger's handler filters by: BROKER_LOGGER
-	// configs change it at run time (brokerlogger.go). Nil: the level is fixed.
+	// configs change it at run time (broker/settings, broker/brokerlogger). Nil: the level is fixed.
 	LogLevel *slog.LevelVar
 	// Groups tunes the consumer group coordinator (session timeout bounds,
 	// initial rebalance delay); zero values are Kafka's defaults.

@@ -6,7 +6,7 @@ package broker
 // answers for, the SASL exchange in progress) and each request the fields
 // its handler reads (request), and New gives the server what it needs
 // from the broker: the API registry (handlers.go, broker/kafkaapi), the dynamic connection
-// caps (dynamicconfig.go) and the metrics.
+// caps (broker/settings) and the metrics.
 
 import (
 	"log/slog"

@@ -68,7 +68,7 @@ func (b *Broker) newAPIs() *kafkaapi.Registry {
 	clusterapi.New(clusterapi.Config{Authz: b.authz, Metadata: b.meta, Logger: b.logger}).Register(r)
 	b.txnAPIs = b.newTxnAPIs()
 	b.txnAPIs.Register(r)
-	configapi.New(configapi.Config{Authz: b.authz, Settings: configSettings{b}}).Register(r)
+	configapi.New(configapi.Config{Authz: b.authz, Settings: b.settings}).Register(r)
 	b.topics.Register(r)
 	return r
 }

@@ -6,7 +6,6 @@ package broker
 // root's, given to it as functions.
 
 import (
-	"github.com/tributary-io/tributary/broker/configapi"
 	"github.com/tributary-io/tributary/broker/topicapi"
 	"github.com/tributary-io/tributary/cluster"
 )
@@ -30,12 +29,9 @@ func (b *Broker) newTopics() *topicapi.Handlers {
 		},
 		Logger: b.logger, InternalClients: b.cfg.InternalClients,
 		DataDir: b.cfg.DataDir, Partitions: b.logs, Replicas: b.replicas,
-		CheckConfigs: b.checkTopicConfigBounds,
-		TopicConfigs: func(configs map[string]string) ([]configapi.Entry, error) {
-			entries, err := b.topicConfigEntries(configs)
-			return apiEntries(entries), err
-		},
-		Deleted: b.topicDeleted,
+		CheckConfigs: b.settings.CheckTopicBounds,
+		TopicConfigs: b.settings.TopicEntries,
+		Deleted:      b.topicDeleted,
 	})
 }
 

@@ -1,4 +1,4 @@
-package broker
+package settings
 
 // Safe ranges of topic configs. A config value that parses is not always
 // one the broker survives: segment.ms=1 rolls a segment per batch until the
@@ -7,7 +7,7 @@ package broker
 // max.message.bytes past the request size promises batches no request can
 // carry. Those values are refused with INVALID_CONFIG naming the bound when
 // a topic or a broker default is set. Values stored before these bounds
-// existed are still read (topicconfig.go), so an upgraded broker opens
+// existed are still read (topic.go), so an upgraded broker opens
 // every topic it had.
 
 import (
@@ -74,17 +74,17 @@ func checkConfigBounds(configs map[string]string, bounds topicBounds, topicName 
 	return nil
 }
 
-// checkTopicConfigBounds checks a topic's own configs, for a topic with
-// the given replication factor.
-func (b *Broker) checkTopicConfigBounds(configs map[string]string, replicas int) error {
-	return checkConfigBounds(configs, topicBounds{maxRequestBytes: b.cfg.MaxRequestBytes, replicas: replicas},
+// CheckTopicBounds checks a topic's own configs, for a topic with the
+// given replication factor; an error is broker/kafkaerr's.
+func (b *Broker) CheckTopicBounds(configs map[string]string, replicas int) error {
+	return checkConfigBounds(configs, topicBounds{maxRequestBytes: b.maxRequestBytes, replicas: replicas},
 		func(key string) (string, int64) { return key, 1 })
 }
 
 // checkBrokerConfigBounds checks the broker defaults of topic configs set
 // in one level of dynamic broker configs.
 func (b *Broker) checkBrokerConfigBounds(configs map[string]string) error {
-	return checkConfigBounds(configs, topicBounds{maxRequestBytes: b.cfg.MaxRequestBytes},
+	return checkConfigBounds(configs, topicBounds{maxRequestBytes: b.maxRequestBytes},
 		func(key string) (string, int64) {
 			d, ok := brokerconfig.Of(key)
 			if !ok {

@@ -1,4 +1,4 @@
-package broker
+package settings
 
 // Dynamic broker configs on this broker: the current state (the model
 // and its stores are broker/brokerconfig), loaded at start and on every
@@ -14,7 +14,6 @@ import (
 
 	"github.com/tributary-io/tributary/broker/brokerconfig"
 	"github.com/tributary-io/tributary/broker/kafkaerr"
-	"github.com/tributary-io/tributary/broker/topicconfig"
 )
 
 // dynamicConfigs holds the current state and where it is stored.
@@ -28,22 +27,11 @@ type dynamicConfigs struct {
 	applyMu sync.Mutex
 }
 
-// staticBrokerSettings are the settings the flags make.
-func (b *Broker) staticBrokerSettings() brokerconfig.Settings {
-	return brokerconfig.Settings{
-		Topic:         topicconfig.Settings{Log: b.staticLog.WithDefaults(), MaxMessageBytes: b.cfg.MaxMessageBytes, MinISR: b.cfg.MinInsyncReplicas, Unclean: b.cfg.UncleanLeaderElection},
-		MaxConns:      b.cfg.MaxConnections,
-		MaxConnsPerIP: b.cfg.MaxConnectionsPerIP,
-		// Set at run time only, as Kafka's reassignment tool does.
-		LeaderThrottleRate: math.MaxInt64, FollowerThrottleRate: math.MaxInt64, AlterLogDirsRate: math.MaxInt64,
-	}
-}
-
-// loadDynamicConfigs reads the stored configs and makes them current,
+// Load reads the stored configs and makes them current,
 // for the partitions opened from now on too. A value that does not apply
 // (written by another version of Tributary) is skipped with a warning
 // rather than keeping the broker from starting.
-func (b *Broker) loadDynamicConfigs() error {
+func (b *Broker) Load() error {
 	// Reads and stores in one order, so the last stored is the last read
 	// even when a watch and an alter reload at once.
 	b.dyn.loadMu.Lock()
@@ -52,7 +40,7 @@ func (b *Broker) loadDynamicConfigs() error {
 	if err != nil {
 		return err
 	}
-	st := &brokerconfig.State{Def: def, Own: own, Static: b.staticBrokerSettings()}
+	st := &brokerconfig.State{Def: def, Own: own, Static: b.static}
 	var errs, more []error
 	st.Eff, errs = brokerconfig.ApplyLevel(st.Static, def)
 	st.Eff, more = brokerconfig.ApplyLevel(st.Eff, own)
@@ -72,41 +60,46 @@ func (b *Broker) loadDynamicConfigs() error {
 // unclean.leader.election.enable, which only it acts on.
 type uncleanElector interface{ SetUncleanLeaderElection(on bool) }
 
-// connLimits are max.connections and max.connections.per.ip as they are
+// ConnLimits are max.connections and max.connections.per.ip as they are
 // now: a change applies to the next connection accepted.
-func (b *Broker) connLimits() (maxConns, perIP int) {
-	maxConns, perIP = b.cfg.MaxConnections, b.cfg.MaxConnectionsPerIP
+func (b *Broker) ConnLimits() (maxConns, perIP int) {
+	maxConns, perIP = b.static.MaxConns, b.static.MaxConnsPerIP
 	if st := b.dyn.state.Load(); st != nil {
 		maxConns, perIP = st.Eff.MaxConns, st.Eff.MaxConnsPerIP
 	}
 	return maxConns, brokerconfig.PerIPLimit(maxConns, perIP)
 }
 
-// dynamicNow is the current state.
-func (b *Broker) dynamicNow() *brokerconfig.State { return b.dyn.state.Load() }
+// Now is the current state of the dynamic broker configs; nil before
+// Load.
+func (b *Broker) Now() *brokerconfig.State { return b.dyn.state.Load() }
 
-// throttleRates are this broker's leader and follower replication rates.
-func (b *Broker) throttleRates() (leader, follower int64) {
-	if st := b.dynamicNow(); st != nil {
+// ThrottleRates are this broker's leader and follower replication rates.
+func (b *Broker) ThrottleRates() (leader, follower int64) {
+	if st := b.Now(); st != nil {
 		return st.Eff.LeaderThrottleRate, st.Eff.FollowerThrottleRate
 	}
 	return math.MaxInt64, math.MaxInt64
 }
 
-// reloadDynamicConfigs rereads the stored configs and applies them to the
-// open partitions: after a change through this broker, or a ZooKeeper
-// watch reporting one through another.
-func (b *Broker) reloadDynamicConfigs() {
-	if err := b.loadDynamicConfigs(); err != nil {
+// Reload rereads the stored configs and applies them to the open
+// partitions: after a change through this broker, or a ZooKeeper watch
+// reporting one through another.
+func (b *Broker) Reload() {
+	if err := b.Load(); err != nil {
 		b.logger.Error("reading dynamic broker configs failed; keeping the last ones read", "err", err)
 		return
 	}
-	b.reconfigureAll()
+	b.ReconfigureAll()
 }
 
-// alterBrokerConfigs changes the configs of the broker resource name ("":
-// the cluster-wide default) to what change makes of them.
-func (b *Broker) alterBrokerConfigs(name string, validateOnly bool, change func(map[string]string) (map[string]string, error)) error {
+// AlterBrokerConfigs changes the configs of the broker resource name
+// (this broker's id, or "": the cluster-wide default) to what change makes
+// of them; an error is broker/kafkaerr's.
+func (b *Broker) AlterBrokerConfigs(name string, validateOnly bool, change func(map[string]string) (map[string]string, error)) error {
+	if err := b.checkBrokerResource(name); err != nil {
+		return err
+	}
 	own := name != ""
 	checked := func(cur map[string]string) (map[string]string, error) {
 		next, err := change(maps.Clone(cur))
@@ -122,7 +115,7 @@ func (b *Broker) alterBrokerConfigs(name string, validateOnly bool, change func(
 		return next, nil
 	}
 	if validateOnly {
-		st := b.dynamicNow()
+		st := b.Now()
 		cur := st.Def
 		if own {
 			cur = st.Own
@@ -138,7 +131,7 @@ func (b *Broker) alterBrokerConfigs(name string, validateOnly bool, change func(
 		b.logger.Error("storing dynamic broker configs", "resource", name, "err", err)
 		return kafkaerr.New(kerr.UnknownServerError, "storing broker configs: %v", err)
 	}
-	b.reloadDynamicConfigs()
+	b.Reload()
 	entity := "the cluster-wide default"
 	if own {
 		entity = "broker " + name

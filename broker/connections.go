@@ -94,7 +94,7 @@ func (b *Broker) newServer(tls *netserver.TLS) *netserver.Server {
 		TLS:                               tls,
 		Supports:                          func(key, version int16) bool { return b.apis.Supports(key, version) },
 		CheckBody:                         checkBody,
-		APIVersionsFallback:               b.apiVersionsUnsupported,
+		APIVersionsFallback:               func(id int32) response { return b.apis.APIVersionsUnsupported(id) },
 		NewHandler:                        func(nc *netserver.Conn) netserver.Handler { return b.newConn(nc) },
 		Observer:                          b.metrics,
 	})

@@ -46,6 +46,7 @@ func register(key, min, max int16, serve serveFunc) {
 // calls it once the group coordinator is started.
 func (b *Broker) newAPIs() *kafkaapi.Registry {
 	r := kafkaapi.NewRegistry()
+	r.RegisterAPIVersions()
 	for _, a := range rootAPIs {
 		serve := a.serve
 		r.Register(a.key, a.min, a.max, func(c kafkaapi.Conn, in kafkaapi.Incoming) *pending {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/netserver"
+	"github.com/tributary-io/tributary/broker/saslapi"
 	"github.com/tributary-io/tributary/broker/topicapi"
 )
 
@@ -27,10 +28,9 @@ type conn struct {
 	listener Listener     // the listener the client came through
 	logger   *slog.Logger // with the client's address
 	ip       string       // the client's address, for ACLs and login limits
-	// auth is the SASL exchange in progress and the session it started.
-	// Only the read goroutine changes it, before it reads the next
-	// request.
-	auth connAuth
+	// auth is the SASL exchange in progress and the session it started
+	// (broker/saslapi, sasl.go).
+	auth saslapi.Session
 }
 
 // request is a decoded request with its header and who sent it.
@@ -108,7 +108,7 @@ func (b *Broker) newConn(nc *netserver.Conn) *conn {
 // Serve starts one request of the connection (netserver.Handler).
 func (c *conn) Serve(r netserver.Request) *pending {
 	req := &request{Request: r.Request, correlationID: r.CorrelationID, clientID: r.ClientID, quota: c.Throttle()}
-	if c.sessionExpired(req) { // reauth.go
+	if c.sessionExpired(req) { // sasl.go
 		return nil
 	}
 	if hook := testHookHandle.Load(); hook != nil {

@@ -47,6 +47,7 @@ func register(key, min, max int16, serve serveFunc) {
 func (b *Broker) newAPIs() *kafkaapi.Registry {
 	r := kafkaapi.NewRegistry()
 	r.RegisterAPIVersions()
+	b.newSASL().Register(r)
 	for _, a := range rootAPIs {
 		serve := a.serve
 		r.Register(a.key, a.min, a.max, func(c kafkaapi.Conn, in kafkaapi.Incoming) *pending {

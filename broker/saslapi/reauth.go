@@ -1,8 +1,8 @@
-package broker
+package saslapi
 
 // Re-authentication (KIP-368, connections.max.reauth.ms).
 //
-// With Config.ConnectionsMaxReauth set, a successful SASL login starts a
+// With Config.MaxReauth set (the broker's Config.ConnectionsMaxReauth), a successful SASL login starts a
 // session of that length, told to the client in SaslAuthenticate v1+
 // (session_lifetime_ms). Before it ends the client logs in again on the
 // same connection: SaslHandshake and SaslAuthenticate with the mechanism
@@ -21,13 +21,14 @@ import "time"
 
 // mayReauthenticate reports whether a SaslHandshake on a connection that
 // already chose a mechanism starts a re-authentication.
-func (b *Broker) mayReauthenticate(c *conn, mechanism string) bool {
-	if b.cfg.ConnectionsMaxReauth <= 0 || !c.Authenticated() || c.auth.reauth {
+func (h *Handlers) mayReauthenticate(c Conn, mechanism string) bool {
+	ss := c.Session()
+	if h.cfg.MaxReauth <= 0 || !c.Authenticated() || ss.reauth {
 		return false
 	}
-	if mechanism != c.auth.mechanism {
-		c.logger.Warn("re-authentication refused: it must use the connection's mechanism",
-			"mechanism", mechanism, "connection_mechanism", c.auth.mechanism)
+	if mechanism != ss.mechanism {
+		c.Logger().Warn("re-authentication refused: it must use the connection's mechanism",
+			"mechanism", mechanism, "connection_mechanism", ss.mechanism)
 		return false
 	}
 	return true
@@ -35,23 +36,20 @@ func (b *Broker) mayReauthenticate(c *conn, mechanism string) bool {
 
 // startSession starts the session of a connection that just logged in and
 // returns its lifetime for SaslAuthenticate (0: unlimited).
-func (b *Broker) startSession(c *conn) int64 {
-	if b.cfg.ConnectionsMaxReauth <= 0 {
-		c.auth.expires = time.Time{}
+func (h *Handlers) startSession(ss *Session) int64 {
+	if h.cfg.MaxReauth <= 0 {
+		ss.expires = time.Time{}
 		return 0
 	}
-	c.auth.expires = time.Now().Add(b.cfg.ConnectionsMaxReauth)
-	return b.cfg.ConnectionsMaxReauth.Milliseconds()
+	ss.expires = time.Now().Add(h.cfg.MaxReauth)
+	return h.cfg.MaxReauth.Milliseconds()
 }
 
-// sessionExpired reports, and logs, a request that must close its
-// connection because the SASL session ended without a new login.
-func (c *conn) sessionExpired(req *request) bool {
-	if c.auth.expires.IsZero() || preAuthAPI(req.Key()) || time.Now().Before(c.auth.expires) {
-		return false
-	}
-	c.logger.Info("closing connection: SASL session expired without re-authentication",
-		"principal", c.Principal(), "expired", c.auth.expires, "setting", "connections.max.reauth.ms",
-		"api", req.Key(), "client_id", req.clientID)
-	return true
+// Expired reports whether the session ended without a new login by now;
+// never for a connection without one (no login, or no limit).
+func (ss *Session) Expired(now time.Time) bool {
+	return !ss.expires.IsZero() && !now.Before(ss.expires)
 }
+
+// Expires is when the session ends; zero: never.
+func (ss *Session) Expires() time.Time { return ss.expires }

@@ -14,25 +14,14 @@ import (
 // The codes of a refusal.
 var (
 	topicRefused   = acl.TopicRefused
-	groupRefused   = acl.GroupRefused
 	clusterRefused = acl.ClusterRefused
 )
 
 // who is the client of req, as the helper asks about it.
 func (req *request) who() acl.Who { return acl.Who{Principal: req.principal, Host: req.host} }
 
-// may reports whether the client of req may do op on the resource; always
-// true without an authorizer.
-func (b *Broker) may(req *request, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
-	return b.authz.May(req.who(), op, typ, name)
-}
-
 func (b *Broker) mayTopic(req *request, op kmsg.ACLOperation, topic string) bool {
 	return b.authz.MayTopic(req.who(), op, topic)
-}
-
-func (b *Broker) mayGroup(req *request, op kmsg.ACLOperation, group string) bool {
-	return b.authz.MayGroup(req.who(), op, group)
 }
 
 func (b *Broker) mayCluster(req *request, op kmsg.ACLOperation) bool {
@@ -41,11 +30,6 @@ func (b *Broker) mayCluster(req *request, op kmsg.ACLOperation) bool {
 
 func (b *Broker) mayCreateTopic(req *request, topic string) bool {
 	return b.authz.MayCreateTopic(req.who(), topic)
-}
-
-// mayConfig is acl.Authorizer.MayConfig for the client of req.
-func (b *Broker) mayConfig(req *request, op kmsg.ACLOperation, typ kmsg.ConfigResourceType, name string) (int16, bool) {
-	return b.authz.MayConfig(req.who(), op, typ, name)
 }
 
 // topicRefusal is acl.Authorizer.TopicRefusal for the client of req.

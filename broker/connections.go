@@ -6,7 +6,7 @@ package broker
 // answers for, the SASL exchange in progress) and each request the fields
 // its handler reads (request), and New gives the server what it needs
 // from the broker: the API registry (handlers.go, broker/kafkaapi), the dynamic connection
-// caps (dynamicconfig.go) and the metrics.
+// caps (broker/settings) and the metrics.
 
 import (
 	"log/slog"
@@ -17,6 +17,8 @@ import (
 
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/netserver"
+	"github.com/tributary-io/tributary/broker/saslapi"
+	"github.com/tributary-io/tributary/broker/topicapi"
 )
 
 // conn is the broker's session of one client connection.
@@ -26,10 +28,9 @@ type conn struct {
 	listener Listener     // the listener the client came through
 	logger   *slog.Logger // with the client's address
 	ip       string       // the client's address, for ACLs and login limits
-	// auth is the SASL exchange in progress and the session it started.
-	// Only the read goroutine changes it, before it reads the next
-	// request.
-	auth connAuth
+	// auth is the SASL exchange in progress and the session it started
+	// (broker/saslapi, sasl.go).
+	auth saslapi.Session
 }
 
 // request is a decoded request with its header and who sent it.
@@ -93,7 +94,7 @@ func (b *Broker) newServer(tls *netserver.TLS) *netserver.Server {
 		TLS:                               tls,
 		Supports:                          func(key, version int16) bool { return b.apis.Supports(key, version) },
 		CheckBody:                         checkBody,
-		APIVersionsFallback:               b.apiVersionsUnsupported,
+		APIVersionsFallback:               func(id int32) response { return b.apis.APIVersionsUnsupported(id) },
 		NewHandler:                        func(nc *netserver.Conn) netserver.Handler { return b.newConn(nc) },
 		Observer:                          b.metrics,
 	})
@@ -107,7 +108,7 @@ func (b *Broker) newConn(nc *netserver.Conn) *conn {
 // Serve starts one request of the connection (netserver.Handler).
 func (c *conn) Serve(r netserver.Request) *pending {
 	req := &request{Request: r.Request, correlationID: r.CorrelationID, clientID: r.ClientID, quota: c.Throttle()}
-	if c.sessionExpired(req) { // reauth.go
+	if c.sessionExpired(req) { // sasl.go
 		return nil
 	}
 	if hook := testHookHandle.Load(); hook != nil {
@@ -123,10 +124,10 @@ func (c *conn) Serve(r netserver.Request) *pending {
 var testHookHandle atomic.Pointer[func(req *request) *pending]
 
 // checkBody refuses, before decoding, a Metadata request naming more
-// topics than allowed (metadata.go).
+// topics than allowed (broker/topicapi).
 func checkBody(key, version int16, body []byte) error {
 	if key == 3 {
-		return checkMetadataTopics(version, body)
+		return topicapi.CheckMetadataTopics(version, body)
 	}
 	return nil
 }

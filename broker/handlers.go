@@ -17,7 +17,6 @@ import (
 	"github.com/tributary-io/tributary/broker/groupapi"
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/securityapi"
-	"github.com/tributary-io/tributary/broker/txnapi"
 )
 
 // serveFunc starts serving one decoded request of its API and returns its
@@ -47,6 +46,8 @@ func register(key, min, max int16, serve serveFunc) {
 // calls it once the group coordinator is started.
 func (b *Broker) newAPIs() *kafkaapi.Registry {
 	r := kafkaapi.NewRegistry()
+	r.RegisterAPIVersions()
+	b.newSASL().Register(r)
 	for _, a := range rootAPIs {
 		serve := a.serve
 		r.Register(a.key, a.min, a.max, func(c kafkaapi.Conn, in kafkaapi.Incoming) *pending {
@@ -67,14 +68,10 @@ func (b *Broker) newAPIs() *kafkaapi.Registry {
 		Logger:      b.logger,
 	}).Register(r)
 	clusterapi.New(clusterapi.Config{Authz: b.authz, Metadata: b.meta, Logger: b.logger}).Register(r)
-	txnapi.New(txnapi.Config{
-		Txns:    b.txns,
-		Authz:   b.authz,
-		Refusal: b.txnCoordinatorRefusal,
-		Topics:  b.meta,
-		Closing: b.closing,
-	}).Register(r)
-	configapi.New(configapi.Config{Authz: b.authz, Settings: configSettings{b}}).Register(r)
+	b.txnAPIs = b.newTxnAPIs()
+	b.txnAPIs.Register(r)
+	configapi.New(configapi.Config{Authz: b.authz, Settings: b.settings}).Register(r)
+	b.topics.Register(r)
 	return r
 }
 

@@ -173,7 +173,7 @@ func TestUnregisteredIsUnsupportedVersion(t *testing.T) {
 func TestApiVersionsListsTheRegistry(t *testing.T) {
 	b := &Broker{}
 	b.apis = b.newAPIs()
-	keys := b.apiVersions(nil, kmsg.NewPtrApiVersionsRequest()).ApiKeys
+	keys := b.apis.APIVersions()
 	want := registeredKeys()
 	if len(keys) != len(want) || len(want) <= len(rootAPIs) {
 		t.Fatalf("advertised %d apis, registered %d, %d of them by the root: the handler packages' are missing", len(keys), len(want), len(rootAPIs))

@@ -25,6 +25,9 @@ type ManyConfig struct {
 	Systems         []string
 	WorkDir         string
 	Logger          *slog.Logger
+	// LogLevel is the cluster brokers' TRIBUTARY_LOG (default info): debug
+	// logs each ISR change with its time, to see where a slow rejoin went.
+	LogLevel string
 }
 
 // ManyResult is one figure of one system: a duration in seconds, a share of

@@ -20,6 +20,8 @@ var (
 	manyRounds     = flag.Int("many.rounds", 5, "BenchmarkManyPartitionsCluster: kill -9 and restart rounds")
 	manyWorkDir    = flag.String("many.workdir", "", "BenchmarkManyPartitions*: keep the brokers' data and logs here (default: a temporary directory, removed)")
 	manyBinary     = flag.String("many.binary", "", "BenchmarkManyPartitions*: the tributary executable (default: built from this tree)")
+	manyArgs       = flag.String("many.args", "", "BenchmarkManyPartitionsCluster: more flags for every `tributary broker`, space-separated (say --zookeeper-session-timeout 6s)")
+	manyLogLevel   = flag.String("many.log", "info", "BenchmarkManyPartitionsCluster: the brokers' TRIBUTARY_LOG level (debug logs every ISR change)")
 	manyZKTick     = flag.Duration("many.zk-tick", 2*time.Second, "BenchmarkManyPartitionsCluster: ZooKeeper's tickTime (a session expires at the first tick after its timeout)")
 )
 
@@ -57,6 +59,7 @@ func BenchmarkManyPartitionsCluster(b *testing.B) {
 	ZooKeeperTick = *manyZKTick
 	rows, err := ManyCluster(context.Background(), ManyConfig{
 		TributaryBinary: manyBinaryFor(b), Logger: testenv.Logger(b, 0), WorkDir: *manyWorkDir,
+		LogLevel: *manyLogLevel, TributaryArgs: strings.Fields(*manyArgs),
 	}, *manyCluster, *manyRounds)
 	fmt.Printf("Three brokers, one topic of %d partitions at RF 3 (ZooKeeper tickTime %v):\n", *manyCluster, ZooKeeperTick)
 	WriteManyTable(os.Stdout, rows)

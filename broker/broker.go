@@ -34,7 +34,7 @@
 //     throttle_time_ms and its connection is not read for that long, so its
 //     rate converges to the quota; quotas persist in the data directory or
 //     ZooKeeper and apply on every broker of a cluster.
-//   - The internal topics (_schemas, _audit; internal_topics.go) are
+//   - The internal topics (_schemas, _audit; broker/internaltopic) are
 //     written and deleted only by the client ids in Config.InternalClients
 //     (or, with an authorizer, by the principals the ACLs allow), and keep
 //     the shape their owners need.
@@ -71,15 +71,18 @@ import (
 
 	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/auth"
-	"github.com/tributary-io/tributary/broker/brokerconfig"
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/broker/partition"
+	"github.com/tributary-io/tributary/broker/producerid"
 	"github.com/tributary-io/tributary/broker/quota"
 	"github.com/tributary-io/tributary/broker/replication"
+	"github.com/tributary-io/tributary/broker/settings"
+	"github.com/tributary-io/tributary/broker/topicapi"
 	"github.com/tributary-io/tributary/broker/txn"
+	"github.com/tributary-io/tributary/broker/txnapi"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -89,14 +92,14 @@ type Broker struct {
 	meta   cluster.Metadata
 	logger *slog.Logger
 	logs   *partition.Table // the partition table (broker/partition)
-	pids   *producerIDs
+	pids   *producerid.IDs
 	selfID int32 // this broker's id: fixed for its lifetime, read on every request
 	groups *group.Coordinator
 	txns   *txn.Coordinator // txncoordinator.go
 	// txnMarkers counts the markers written here: abort, commit.
 	txnMarkers [2]atomic.Int64
-	txnPeers   txnPeers      // txn_peers.go
-	txnFwd     forwardedTxns // txn_forwarded.go
+	txnPeers   txnPeers         // txn_peers.go
+	txnAPIs    *txnapi.Handlers // the transaction APIs (txn_helpers.go), which remember forwarded offsets
 
 	// life is cancelled when shutdown starts, with closing: the parent of
 	// the contexts requests wait under (dataapi's acks=all waits).
@@ -110,15 +113,14 @@ type Broker struct {
 	logins  *auth.Guard       // failed-login limit and timing (broker/auth)
 	quotas  *quota.Manager    // client quotas (broker/quota)
 	// staticLog is the partitions' configuration as the flags make it,
-	// dyn the dynamic broker configs over it (dynamicconfig.go).
+	// settings the dynamic broker configs over it (settings.go).
 	staticLog log.Config
-	dyn       dynamicConfigs
+	settings  *settings.Broker
 
 	mu       sync.Mutex
 	closed   bool
 	stopSync chan struct{}
 
-	autoCreate *autoCreateLimit
 	refusals   refusalLog // refused features, logged once a minute each (refusals.go)
 	startLevel slog.Level // the log level at start, which DELETE of a BROKER_LOGGER returns to
 
@@ -127,6 +129,7 @@ type Broker struct {
 	apis *kafkaapi.Registry // the APIs served (handlers.go, broker/kafkaapi)
 
 	replicas *replication.Manager // replicated partitions led and followed (broker/replication)
+	topics   *topicapi.Handlers   // the topic APIs, and which topics exist (broker/topicapi)
 }
 
 // New opens the data directory (running crash recovery on every local
@@ -157,16 +160,15 @@ func New(cfg Config) (*Broker, error) {
 	}
 	life, endLife := context.WithCancel(context.Background())
 	b := &Broker{
-		tls:        tlsState,
-		cfg:        cfg,
-		meta:       cfg.Metadata,
-		logger:     cfg.Logger,
-		closing:    make(chan struct{}),
-		life:       life,
-		endLife:    endLife,
-		stopSync:   make(chan struct{}),
-		autoCreate: newAutoCreateLimit(cfg.AutoCreateRate),
-		logins:     auth.NewGuard(),
+		tls:      tlsState,
+		cfg:      cfg,
+		meta:     cfg.Metadata,
+		logger:   cfg.Logger,
+		closing:  make(chan struct{}),
+		life:     life,
+		endLife:  endLife,
+		stopSync: make(chan struct{}),
+		logins:   auth.NewGuard(),
 	}
 	var err error
 	if b.meta == nil {
@@ -207,7 +209,7 @@ func New(cfg Config) (*Broker, error) {
 	if b.cfg.ClusterID == "" {
 		b.cfg.ClusterID = b.meta.ClusterID()
 	}
-	pids, err := openProducerIDs(cfg.DataDir, b.selfID)
+	pids, err := producerid.Open(cfg.DataDir, b.selfID)
 	if err != nil {
 		return nil, err
 	}
@@ -235,11 +237,9 @@ func New(cfg Config) (*Broker, error) {
 		MinISR:        func(t cluster.Topic) int { return b.topicSettingsOf(t.Configs).MinISR },
 		ThrottleRates: b.throttleRates,
 	})
-	b.dyn.store = brokerconfig.NewFile(filepath.Join(cfg.DataDir, "broker-configs.json"), b.selfID)
-	if zs, ok := b.meta.(zkSessioner); ok {
-		b.dyn.store = brokerconfig.NewZooKeeper(cluster.NewZKBrokerConfigs(zs.Session()), b.selfID)
-	}
-	if err := b.loadDynamicConfigs(); err != nil {
+	b.settings = b.newSettings()
+	b.topics = b.newTopics()
+	if err := b.settings.Load(); err != nil {
 		b.logs.CloseAll()
 		return nil, err
 	}
@@ -258,7 +258,7 @@ func New(cfg Config) (*Broker, error) {
 	go b.metrics.watchISRs() // metrics_replication.go
 	go b.followMetadata()
 	go b.logs.SweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval, b.stopSync, b.meta.Topics, b.selfID)
-	go brokerconfig.Follow(b.dyn.store, b.stopSync, b.reloadDynamicConfigs)
+	go b.settings.Follow(b.stopSync)
 	go b.quotas.Follow(b.stopSync, func(err error) {
 		b.logger.Error("reading client quotas from ZooKeeper failed; keeping the last ones read", "err", err)
 	})
@@ -288,7 +288,7 @@ func (b *Broker) followMetadata() {
 			return
 		case <-ch:
 		}
-		b.reconfigureAll() // configs changed through another broker (alterconfigs.go)
+		b.settings.ReconfigureAll() // configs changed through another broker (broker/settings)
 		b.replicas.ReconcileFetchers()
 		b.replicas.ReportLogEnds()
 		live := map[string]bool{}

@@ -1,7 +1,7 @@
 package broker
 
 // The broker's own configuration and its defaults. Topic-level settings
-// (retention, cleanup policy, ...) are topicconfig.go's.
+// (retention, cleanup policy, ...) are broker/settings'.
 
 import (
 	"log/slog"
@@ -30,7 +30,7 @@ type Config struct {
 	// metadata's persistent random id (data directory or ZooKeeper).
 	ClusterID string
 	// Log is the default storage configuration of every partition; dynamic
-	// broker configs (log.retention.ms, ...; dynamicconfig.go) override it
+	// broker configs (log.retention.ms, ...; broker/settings) override it
 	// at run time, and topic configs (retention.ms, segment.bytes, ...)
 	// per topic.
 	Log log.Config
@@ -87,7 +87,7 @@ type Config struct {
 	// Logger receives one line per event an operator would want.
 	Logger *slog.Logger
 	// LogLevel, when set, is the level Logger's handler filters by: BROKER_LOGGER
-	// configs change it at run time (brokerlogger.go). Nil: the level is fixed.
+	// configs change it at run time (broker/settings, broker/brokerlogger). Nil: the level is fixed.
 	LogLevel *slog.LevelVar
 	// Groups tunes the consumer group coordinator (session timeout bounds,
 	// initial rebalance delay); zero values are Kafka's defaults.
@@ -145,7 +145,7 @@ type Config struct {
 	// Default 30 s.
 	ResponseWriteTimeout time.Duration
 	// InternalClients are the client ids admitted to write and delete the
-	// internal topics (_schemas, _audit; see internal_topics.go). Nil means
+	// internal topics (_schemas, _audit; see broker/internaltopic). Nil means
 	// DefaultInternalClients; an empty, non-nil list admits none.
 	InternalClients []string
 	// MaxTopics caps the topics of the cluster view this broker creates in
@@ -154,7 +154,7 @@ type Config struct {
 	MaxTopics int
 	// AutoCreateMaxTopics stops auto-creation once the cluster has this
 	// many topics, so CreateTopics keeps room below MaxTopics
-	// (autocreate_limit.go). Default: half of MaxTopics; negative: no cap
+	// (broker/topicapi). Default: half of MaxTopics; negative: no cap
 	// of its own.
 	AutoCreateMaxTopics int
 	// AutoCreateRate bounds auto-creations a second across the broker,

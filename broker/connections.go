@@ -6,17 +6,17 @@ package broker
 // answers for, the SASL exchange in progress) and each request the fields
 // its handler reads (request), and New gives the server what it needs
 // from the broker: the API registry (handlers.go, broker/kafkaapi), the dynamic connection
-// caps (dynamicconfig.go) and the metrics.
+// caps (broker/settings) and the metrics.
 
 import (
 	"log/slog"
 	"net"
 	"sync/atomic"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/netserver"
+	"github.com/tributary-io/tributary/broker/saslapi"
+	"github.com/tributary-io/tributary/broker/topicapi"
 )
 
 // conn is the broker's session of one client connection.
@@ -26,43 +26,19 @@ type conn struct {
 	listener Listener     // the listener the client came through
 	logger   *slog.Logger // with the client's address
 	ip       string       // the client's address, for ACLs and login limits
-	// auth is the SASL exchange in progress and the session it started.
-	// Only the read goroutine changes it, before it reads the next
-	// request.
-	auth connAuth
+	// auth is the SASL exchange in progress and the session it started
+	// (broker/saslapi, sasl.go).
+	auth saslapi.Session
 }
 
-// request is a decoded request with its header and who sent it.
-type request struct {
-	kmsg.Request
-	correlationID int32
-	clientID      string
-	principal     string // User:<name> of the connection, for ACLs
-	host          string // the client's IP, for ACLs
-	// quota is the connection's throttle (broker/dataapi's throttle.go);
-	// nil in fuzz tests.
-	quota *netserver.Throttle
-	// api is req as APIRequest gives it, kept in req so that handing it to
-	// a handler package costs no allocation (Produce and Fetch are served
-	// by broker/dataapi).
-	api kafkaapi.Request
-}
-
-// APIRequest is req as handlers outside the root see it
-// (kafkaapi.Incoming), filled in req itself.
-func (req *request) APIRequest() *kafkaapi.Request {
-	req.api = kafkaapi.Request{
-		Request: req.Request, CorrelationID: req.correlationID, ClientID: req.clientID,
-		Who: req.who(), Quota: req.quota,
-	}
-	return &req.api
-}
+// request is a decoded request with its header and who sent it, as every
+// handler package sees it.
+type request = kafkaapi.Request
 
 // The connection layer's types under the names the handlers use.
 type (
 	pending  = netserver.Pending
 	response = netserver.Response
-	encoded  = netserver.Encoded
 )
 
 // ready wraps a response that is complete at once.
@@ -70,11 +46,6 @@ func ready(r response) *pending { return netserver.Ready(r) }
 
 // later returns a pending response completed by fill in its own goroutine.
 func later(fill func() response) *pending { return netserver.Later(fill) }
-
-// encode frames resp as the answer to req.
-func encode(req *request, resp kmsg.Response) encoded {
-	return netserver.Encode(req.correlationID, req.GetVersion(), resp)
-}
 
 // apiVersionsKey is ApiVersions' key, answered before SASL and at versions
 // not served.
@@ -99,7 +70,7 @@ func (b *Broker) newServer(tls *netserver.TLS) *netserver.Server {
 		TLS:                               tls,
 		Supports:                          func(key, version int16) bool { return b.apis.Supports(key, version) },
 		CheckBody:                         checkBody,
-		APIVersionsFallback:               b.apiVersionsUnsupported,
+		APIVersionsFallback:               func(id int32) response { return b.apis.APIVersionsUnsupported(id) },
 		NewHandler:                        func(nc *netserver.Conn) netserver.Handler { return b.newConn(nc) },
 		Observer:                          b.metrics,
 	})
@@ -112,8 +83,8 @@ func (b *Broker) newConn(nc *netserver.Conn) *conn {
 
 // Serve starts one request of the connection (netserver.Handler).
 func (c *conn) Serve(r netserver.Request) *pending {
-	req := &request{Request: r.Request, correlationID: r.CorrelationID, clientID: r.ClientID, quota: c.Throttle()}
-	if c.sessionExpired(req) { // reauth.go
+	req := &request{Request: r.Request, CorrelationID: r.CorrelationID, ClientID: r.ClientID, Quota: c.Throttle()}
+	if c.sessionExpired(req) { // sasl.go
 		return nil
 	}
 	if hook := testHookHandle.Load(); hook != nil {
@@ -129,10 +100,10 @@ func (c *conn) Serve(r netserver.Request) *pending {
 var testHookHandle atomic.Pointer[func(req *request) *pending]
 
 // checkBody refuses, before decoding, a Metadata request naming more
-// topics than allowed (metadata.go).
+// topics than allowed (broker/topicapi).
 func checkBody(key, version int16, body []byte) error {
 	if key == 3 {
-		return checkMetadataTopics(version, body)
+		return topicapi.CheckMetadataTopics(version, body)
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ import (
 // It returns the function restoring normal handling.
 func PanicFor(clientID string, inLater bool) (restore func()) {
 	hook := func(req *request) *pending {
-		if req.clientID != clientID {
+		if req.ClientID != clientID {
 			return nil
 		}
 		if inLater {
@@ -71,7 +71,7 @@ func decodeRequest(frame []byte) (*request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &request{Request: r.Request, correlationID: r.CorrelationID, clientID: r.ClientID}, nil
+	return &request{Request: r.Request, CorrelationID: r.CorrelationID, ClientID: r.ClientID}, nil
 }
 
 // testConn is a connection of b on a PLAINTEXT listener over nc, for

@@ -2,7 +2,8 @@ package broker
 
 // Starting this broker's group coordinator (package group): which offset
 // store it gets and how it learns which groups are its own. Which broker
-// coordinates a group is FindCoordinator's rule (findcoordinator.go).
+// coordinates a group is the placement rule (placement.go), which
+// FindCoordinator (broker/txnapi) answers.
 
 import (
 	"path/filepath"

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tributary-io/tributary/broker/partition"
+	"github.com/tributary-io/tributary/broker/topicapi"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -31,7 +32,7 @@ var replicaDescs = []*prometheus.Desc{descUnderReplicated, descOffline, descCont
 // isController tells whether this broker is the cluster's controller; a
 // standalone broker is.
 func (b *Broker) isController() bool {
-	c, ok := b.meta.(controllerReader)
+	c, ok := b.meta.(topicapi.ControllerReader)
 	if !ok {
 		return true
 	}

@@ -6,7 +6,7 @@ package broker
 // the offset the commit is about to replace. Transactions this broker
 // coordinates are seen directly (all of them on a standalone broker);
 // those of other brokers through the offsets this broker, the group's
-// coordinator, forwarded to them (txn_forwarded.go).
+// coordinator, forwarded to them (broker/txnapi's forwarded.go).
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func (b *Broker) pendingTxnOffsets(name string) map[group.TopicPartition]bool {
 	for tp := range b.txns.PendingOffsets(ctx, name) {
 		mark(tp.Topic, tp.Partition)
 	}
-	for tp := range b.forwardedPending(ctx, name) {
+	for tp := range b.txnAPIs.ForwardedPending(ctx, name) {
 		mark(tp.Topic, tp.Partition)
 	}
 	return pending

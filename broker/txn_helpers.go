@@ -1,36 +1,33 @@
 package broker
 
-// Helpers the root's transaction APIs share (addpartitionstotxn.go,
-// initproducerid.go, txnoffsetcommit.go, writetxnmarkers.go, ...): the ACL
-// rule on transactional ids (broker/acl's MayTxn) and the mapping of the
-// coordinator's answers to what each API version knows, both written once
-// for them and broker/txnapi.
+// The transaction APIs (broker/txnapi): newTxnAPIs gives txnapi the
+// coordinator's backend as functions (placement, markers, the
+// inter-broker connections).
 
 import (
-	"context"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/txnapi"
+	"github.com/tributary-io/tributary/cluster"
 )
 
-// txnRefused is the answer to a client without rights on a transactional id.
-var txnRefused = acl.TxnRefused
-
-// mayTxn reports whether the client of req may op the transactional id.
-func (b *Broker) mayTxn(req *request, op kmsg.ACLOperation, id string) bool {
-	return b.authz.MayTxn(req.who(), op, id)
-}
-
-// txnCode is txnapi.Code: PRODUCER_FENCED from the version given, and
-// INVALID_PRODUCER_EPOCH before it.
-func txnCode(err *kerr.Error, version, fencedFrom int16) int16 {
-	return txnapi.Code(err, version, fencedFrom)
-}
-
-// txnCtx bounds one transaction request's work (state writes, markers).
-func (b *Broker) txnCtx() (context.Context, context.CancelFunc) {
-	return txnapi.Context(b.closing)
+// newTxnAPIs builds the transaction APIs from what they use of b. New
+// calls it (newAPIs) once the coordinators are started.
+func (b *Broker) newTxnAPIs() *txnapi.Handlers {
+	return txnapi.New(txnapi.Config{
+		Txns:             b.txns,
+		Authz:            b.authz,
+		Refusal:          b.txnCoordinatorRefusal,
+		Topics:           b.meta,
+		Closing:          b.closing,
+		Self:             b.selfID,
+		Logger:           b.logger,
+		TxnCoordinator:   b.txnCoordinatorFor,
+		GroupCoordinator: b.coordinatorFor,
+		Groups:           b.groups,
+		ProducerIDs:      b.pids,
+		Lookup:           func(name string) (cluster.Topic, int16) { return b.lookupTopic(name, false) },
+		Replicas:         b.replicas,
+		WriteMarker:      b.writeMarker,
+		Peers:            b.interBrokerRoundTrip,
+		Refuse:           b.refuse,
+	})
 }

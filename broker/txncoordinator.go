@@ -17,12 +17,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/group"
+	"github.com/tributary-io/tributary/broker/internaltopic"
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/tributary-io/tributary/cluster"
@@ -93,8 +95,8 @@ func (b *Broker) txnStatePartition(ctx context.Context, p int32) (cluster.Topic,
 	t, ok := b.meta.Topic(txnStateTopic)
 	if !ok {
 		var err error
-		t, err = b.createReplicated(ctx, txnStateTopic, b.txns.Partitions(), b.cfg.DefaultReplicationFactor,
-			internalTopics[txnStateTopic].configs)
+		t, err = b.topics.CreateReplicated(ctx, txnStateTopic, b.txns.Partitions(), b.cfg.DefaultReplicationFactor,
+			maps.Clone(internaltopic.Required(txnStateTopic)))
 		if errors.Is(err, cluster.ErrTopicExists) {
 			t, ok = b.meta.Topic(txnStateTopic)
 			if !ok {
@@ -186,7 +188,7 @@ func (tb txnBackend) StateEpoch(ctx context.Context, p int32) (int32, error) {
 }
 
 func (tb txnBackend) NewProducerID() (int64, error) {
-	return tb.b.pids.next("")
+	return tb.b.pids.Next("")
 }
 
 func (tb txnBackend) CommitOffsets(_ context.Context, g string, offsets map[txn.TP]txn.Offset) error {
@@ -199,7 +201,7 @@ func (tb txnBackend) CommitOffsets(_ context.Context, g string, offsets map[txn.
 
 // WriteMarkers writes the markers of one transaction, each partition's
 // into its leader's log: this broker's own directly, others' with
-// WriteTxnMarkers (writetxnmarkers.go). It names the partitions that
+// WriteTxnMarkers (broker/txnapi). It names the partitions that
 // failed, so the coordinator retries only those.
 func (tb txnBackend) WriteMarkers(ctx context.Context, pid int64, epoch int16, commit bool, coordEpoch int32, parts []txn.TP) ([]txn.TP, error) {
 	b := tb.b

@@ -3,7 +3,7 @@ package cluster
 // Eligible leader replicas (as Kafka's KIP-966). With min.insync.replicas
 // m, an acks=all record is acknowledged only while the ISR has at least m
 // members, and the high watermark does not move while it has fewer
-// (broker/replica.go). So a member that the leader takes out of an ISR
+// (broker/replication/leader.go). So a member that the leader takes out of an ISR
 // because it lags, leaving fewer than m, still holds every acknowledged
 // record and everything under the high watermark: it becomes an eligible
 // leader replica, recorded in the state node with its broker epoch.

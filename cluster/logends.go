@@ -10,7 +10,7 @@ package cluster
 //   - it takes the partition offline in a new leader epoch, the ISR kept;
 //   - each broker that finds itself in the ISR of an offline partition
 //     reports the end of its log there, for that leader epoch (an
-//     ephemeral node .../partitions/<p>/log_ends/<id>, broker/replica_logends.go);
+//     ephemeral node .../partitions/<p>/log_ends/<id>, broker/replication/logends.go);
 //   - once every ISR member that is a replica has reported in its current
 //     incarnation, or recoveryWait after the partition went offline with
 //     at least one report, the controller elects the reporter with the

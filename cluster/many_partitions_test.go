@@ -18,7 +18,7 @@ import (
 // when the broker is back, the leaders' ISR changes cost the three views
 // a few ZooKeeper reads each, not a re-read of every partition (at 3,000
 // partitions a refresh took seconds, every ISR change refreshed, and
-// partitions rejoined one every four).
+// partitions rejoined one every four), written many to a multi.
 func TestManyPartitionsFailover(t *testing.T) {
 	connect := testenv.StartZooKeeper(t)
 	members := map[int32]*cluster.ZooKeeper{1: join(t, connect, 1), 2: join(t, connect, 2), 3: join(t, connect, 3)}
@@ -81,27 +81,40 @@ func TestManyPartitionsFailover(t *testing.T) {
 		testenv.Eventually(t, 10*time.Second, "three brokers", func() bool { return len(m.Brokers()) == 3 })
 	}
 	reads := cluster.WatchReads()
+	multis, conflicts := cluster.ISRMultis(), cluster.ISRConflicts()
 	changes := 0
 	for id, m := range members {
 		if id == dead {
 			continue
 		}
 		tp, _ := m.Topic("many")
+		var batch []cluster.ISRChange
 		for p := range int32(n) {
 			st, ok := tp.StateOf(p)
 			if !ok || st.Leader != id {
 				continue
 			}
-			isr := append(slices.Clone(st.ISR), dead)
-			if _, err := m.SetISR(context.Background(), "many", p, st.LeaderEpoch, isr, 2, false); err != nil {
-				t.Fatalf("partition %d: %v", p, err)
-			}
-			changes++
-			now, _ := m.Topic("many")
-			if got, _ := now.StateOf(p); !slices.Contains(got.ISR, dead) {
-				t.Fatalf("partition %d: the leader's view does not show its own ISR change: %+v", p, got)
+			batch = append(batch, cluster.ISRChange{Topic: "many", Partition: p, LeaderEpoch: st.LeaderEpoch,
+				ISR: append(slices.Clone(st.ISR), dead), MinISR: 2})
+		}
+		for i, r := range m.SetISRs(context.Background(), batch) {
+			if r.Err != nil {
+				t.Fatalf("partition %d: %v", batch[i].Partition, r.Err)
 			}
 		}
+		changes += len(batch)
+		now, _ := m.Topic("many")
+		for _, c := range batch {
+			if got, _ := now.StateOf(c.Partition); !slices.Contains(got.ISR, dead) {
+				t.Fatalf("partition %d: the leader's view does not show its own ISR change: %+v", c.Partition, got)
+			}
+		}
+	}
+	// Two leaders, each at most a few hundred changes: 200 to a multi.
+	sent, failed := cluster.ISRMultis()-multis, cluster.ISRConflicts()-conflicts
+	t.Logf("%d ISR changes in %d multis, %d of them failed on a concurrent write", changes, sent, failed)
+	if sent > 4 || failed > 0 {
+		t.Errorf("%d ISR changes took %d multis, %d failed: want at most 4, none failed", changes, sent, failed)
 	}
 	// Each change fires the watch of its node in three views; let them
 	// settle before counting what they read.

@@ -24,7 +24,7 @@ package cluster
 // the controller moves the leadership back if an added replica led.
 // A removed broker then deletes its copy of the partition, once
 // AssignedReplicas, read from ZooKeeper itself, confirms it is no longer
-// a replica (broker/replica_stray.go).
+// a replica (broker/replication/stray.go).
 
 import (
 	"context"

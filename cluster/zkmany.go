@@ -13,9 +13,10 @@ package cluster
 //     controller shares them (ZKWatch.Subscribe): a refresh or a round
 //     reads again only the nodes whose watch fired, so a change costs one
 //     read per broker, not thousands;
-//   - a leader's ISR change puts the state it wrote into the view
-//     (patchState) instead of re-reading everything; the watch brings the
-//     same state, or a newer one, with the next refresh.
+//   - a leader's ISR changes are written many to a multi and put into
+//     the view as written (SetISRs, patchStates: isrbatch.go) instead of
+//     re-reading everything; the watch brings the same states, or newer
+//     ones, with the next refresh.
 
 import (
 	"context"
@@ -70,31 +71,6 @@ func inParallel(n int, fn func(i int) error) error {
 func (z *ZooKeeper) refresh() error {
 	z.watch.ForgetAll()
 	return z.refreshView()
-}
-
-// patchState puts st, just written by this broker to the state node of
-// topic's partition p, into the view, and tells the view's watchers.
-// Taking refreshMu orders it after a refresh in progress (which may have
-// read the node before the write); a refresh after it reads the write.
-func (z *ZooKeeper) patchState(topic string, p int32, st PartitionState) {
-	z.refreshMu.Lock()
-	defer z.refreshMu.Unlock()
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	t, ok := z.topics[topic]
-	if !ok || p < 0 || int(p) >= len(t.States) || int(p) >= len(t.Leaders) {
-		return
-	}
-	// Topics handed out share these slices: the patch copies them.
-	states := make([]PartitionState, len(t.States))
-	copy(states, t.States)
-	leaders := make([]int32, len(t.Leaders))
-	copy(leaders, t.Leaders)
-	states[p], leaders[p] = st, st.Leader
-	t.States, t.Leaders = states, leaders
-	z.topics[topic] = t
-	close(z.changed)
-	z.changed = make(chan struct{})
 }
 
 // multiBytes bounds the estimated size of one multi: ZooKeeper refuses a

@@ -1,7 +1,8 @@
 package cluster
 
-// Replicated topics in ZooKeeper: creating one with its state nodes,
-// reading the state nodes into the view, and the leader's ISR changes.
+// Replicated topics in ZooKeeper: creating one with its state nodes and
+// reading the state nodes into the view (the leader's ISR changes are
+// isrbatch.go).
 
 import (
 	"context"
@@ -124,82 +125,6 @@ func (z *ZooKeeper) deleteStates(name string) {
 		_ = z.s.Conn.Delete(dir+"/"+k, -1)
 	}
 	_ = z.s.Conn.Delete(dir, -1)
-}
-
-// SetISR is the leader's change of its partition's in-sync replicas: a
-// write conditional on the node's version, and only while the node still
-// names this broker as leader in leaderEpoch (else ErrNotLeader), so a
-// leader the controller replaced cannot overwrite its successor's state.
-// The view is refreshed before it returns.
-//
-// minISR is the topic's min.insync.replicas, and lostRecords says that
-// the members taken out lost records they held: together they keep the
-// eligible leader replicas (elr.go).
-func (z *ZooKeeper) SetISR(ctx context.Context, topic string, partition int32, leaderEpoch int32, isr []int32, minISR int, lostRecords bool) (PartitionState, error) {
-	path := z.s.Paths.PartitionState(topic, partition)
-	for {
-		if err := ctx.Err(); err != nil {
-			return PartitionState{}, err
-		}
-		data, stat, err := z.s.Conn.Get(path)
-		if err != nil {
-			return PartitionState{}, fmt.Errorf("reading %s: %w", path, err)
-		}
-		st, err := DecodePartitionStateNode(data)
-		if err != nil {
-			return PartitionState{}, err
-		}
-		if !st.LedBy(z.self.ID, z.BrokerEpoch()) || st.LeaderEpoch != leaderEpoch {
-			return st, fmt.Errorf("%w: %s-%d is led by %d in epoch %d (broker epoch %d; this broker's is %d)",
-				ErrNotLeader, topic, partition, st.Leader, st.LeaderEpoch, st.LeaderBrokerEpoch, z.BrokerEpoch())
-		}
-		if st, err = z.withJoiners(st, isr, minISR, lostRecords); err != nil {
-			return PartitionState{}, err
-		}
-		_, err = z.s.Conn.Set(path, encodeState(st), stat.Version)
-		if errors.Is(err, zk.ErrBadVersion) {
-			continue // the controller wrote meanwhile: read its state again
-		}
-		if err != nil {
-			return PartitionState{}, fmt.Errorf("writing %s: %w", path, err)
-		}
-		// Debug: a restarted broker rejoins thousands of ISRs at once; the
-		// ISR metrics count them, and a member leaving is warned of.
-		z.log.Debug("isr changed", "topic", topic, "partition", partition, "isr", isr, "elr", st.ELR, "leader_epoch", leaderEpoch)
-		z.watch.Forget(path)
-		z.patchState(topic, partition, st) // not a whole refresh per change (zkmany.go)
-		return st, nil
-	}
-}
-
-// withJoiners is st with isr as its ISR: members already in sync keep the
-// broker epoch recorded for them, and a joining one gets the epoch of its
-// registration now, read from ZooKeeper: the incarnation whose fetch just
-// reached the high watermark (an older one's would have been refused by
-// the controller). A joining broker that is not registered is an error.
-// The eligible leader replicas follow the change (withLeaderISR).
-func (z *ZooKeeper) withJoiners(st PartitionState, isr []int32, minISR int, lostRecords bool) (PartitionState, error) {
-	var joining []int32
-	for _, id := range isr {
-		if !slices.Contains(st.ISR, id) {
-			joining = append(joining, id)
-		}
-	}
-	live, err := z.brokerEpochsOf(joining)
-	if err != nil {
-		return PartitionState{}, err
-	}
-	for _, id := range joining {
-		if _, ok := live[id]; !ok {
-			return PartitionState{}, fmt.Errorf("broker %d joins the isr but is not registered", id)
-		}
-	}
-	return st.withLeaderISR(isr, minISR, lostRecords, func(id int32) int64 {
-		if e, ok := live[id]; ok {
-			return e
-		}
-		return st.recordedEpoch(id)
-	}), nil
 }
 
 // firstState is the state of a new partition: its first replica leads,

@@ -2,7 +2,7 @@
 // speaks (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), the SCRAM credentials they
 // are checked against, and the defence against password guessing. It knows
 // nothing of connections or requests; the broker's SASL handlers
-// (broker/sasl.go) drive one exchange per connection through it.
+// (broker/saslapi) drive one exchange per connection through it.
 //
 // What a caller may rely on:
 //   - No password is stored: only the salted, iterated keys of RFC 5802

@@ -1,13 +1,14 @@
-// Package configapi serves the config APIs: DescribeConfigs for now;
-// AlterConfigs and IncrementalAlterConfigs are still the root's.
+// Package configapi serves the config APIs: DescribeConfigs,
+// AlterConfigs and IncrementalAlterConfigs.
 //
 // One file per API holds its versions, its handler and its ACL rule
-// (DescribeConfigs on the topic, or on the cluster for a broker or its
-// loggers). What a setting's value is and where it comes from is the
-// broker's: its flags, its dynamic broker configs and a topic's own
-// configs meet in the root, which gives the handlers a Settings to ask.
-// A handler checks and filters the request, asks Settings, and shapes the
-// answer for the request's version.
+// (DescribeConfigs or AlterConfigs on the topic, or on the cluster for a
+// broker or its loggers). What a setting's value is, where it comes from
+// and what a change must respect is broker/settings': the broker's flags,
+// its dynamic broker configs and a topic's own configs meet there, and the
+// broker gives the handlers it as a Settings. A handler checks and filters
+// the request, asks Settings, and shapes the answer for the request's
+// version.
 //
 // The broker builds Handlers with New from what they use and adds them to
 // its registry with Register; nothing here imports the root broker.
@@ -29,8 +30,9 @@ type Config struct {
 	Settings Settings
 }
 
-// Settings is where the described settings come from: the broker's
-// defaults, flags and dynamic configs, and a topic's own configs.
+// Settings is where the described settings come from and where changes
+// go: the broker's defaults, flags and dynamic configs, and a topic's own
+// configs (broker/settings).
 type Settings interface {
 	// TopicConfigs reports topic name's settings. A code refuses the
 	// lookup (UNKNOWN_TOPIC_OR_PARTITION); an error says why its stored
@@ -43,6 +45,15 @@ type Settings interface {
 	// LoggerConfigs reports the loggers of broker resource name (its id);
 	// an error (broker/kafkaerr) refuses name.
 	LoggerConfigs(name string) ([]Entry, error)
+
+	// AlterTopicConfigs, AlterBrokerConfigs and AlterLoggerConfigs change
+	// a resource's configs to what change makes of the current ones (a
+	// topic's, a broker's or "" for the cluster-wide default, a broker's
+	// loggers), checked, stored and applied unless validateOnly. An error
+	// (broker/kafkaerr) refuses the change.
+	AlterTopicConfigs(name string, validateOnly bool, change func(map[string]string) (map[string]string, error)) error
+	AlterBrokerConfigs(name string, validateOnly bool, change func(map[string]string) (map[string]string, error)) error
+	AlterLoggerConfigs(name string, validateOnly bool, change func(map[string]string) (map[string]string, error)) error
 }
 
 // Entry is one reported setting.

@@ -13,7 +13,7 @@ import (
 func TestRegisterAddsEveryConfigAPI(t *testing.T) {
 	r := kafkaapi.NewRegistry()
 	New(Config{}).Register(r)
-	want := []int16{32} // DescribeConfigs
+	want := []int16{32, 33, 44} // DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
 	if got := r.Keys(); !slices.Equal(got, want) {
 		t.Fatalf("registered keys %v, want %v", got, want)
 	}

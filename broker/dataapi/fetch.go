@@ -32,8 +32,7 @@ func init() {
 	// v0-3 carry message sets v0/v1, which the log does not store; v13+ names
 	// topics by id only.
 	add(1, 4, 12, func(h *Handlers) kafkaapi.Serve {
-		return func(_ kafkaapi.Conn, in kafkaapi.Incoming) *netserver.Pending {
-			req := in.APIRequest()
+		return func(_ kafkaapi.Conn, req *kafkaapi.Request) *netserver.Pending {
 			return h.fetch(req, req.Request.(*kmsg.FetchRequest))
 		}
 	})

@@ -52,8 +52,7 @@ func init() {
 	// From v0 for librdkafka (see above); v13+ names topics by id only, and
 	// clients fall back to the highest version both sides know.
 	add(0, 0, 12, func(h *Handlers) kafkaapi.Serve {
-		return func(_ kafkaapi.Conn, in kafkaapi.Incoming) *netserver.Pending {
-			req := in.APIRequest()
+		return func(_ kafkaapi.Conn, req *kafkaapi.Request) *netserver.Pending {
 			return h.produce(req, req.Request.(*kmsg.ProduceRequest))
 		}
 	})

@@ -263,9 +263,21 @@ func TestConsumerRegexSubscription(t *testing.T) {
 	}
 	topics = []TopicInfo{topics[0], topics[1], {Name: "logs-b", Partitions: 2}, topics[2], topics[3]} // sorted by name, as Metadata lists them
 	h.now = h.now.Add(topicCheckInterval)
-	r2 := h.hb("a", r.MemberEpoch, r.Assignment)
-	if r2.Err != nil || len(r2.Assignment) != 4 || r2.MemberEpoch <= r.MemberEpoch {
-		t.Fatalf("after logs-b was created: %+v; want 4 partitions at a new epoch", r2)
+	// The target is computed again at most every assignDutyCycle times
+	// the last computation's wall time (refreshTarget): on a loaded
+	// machine the first heartbeat may come before it is.
+	epoch, owned := r.MemberEpoch, r.Assignment
+	var r2 ConsumerHeartbeatResult
+	for deadline := time.Now().Add(10 * time.Second); len(owned) != 4 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if r2 = h.hb("a", epoch, owned); r2.Err != nil {
+			t.Fatalf("after logs-b was created: %+v", r2)
+		}
+		if epoch = r2.MemberEpoch; r2.Assignment != nil {
+			owned = r2.Assignment
+		}
+	}
+	if len(owned) != 4 || epoch <= r.MemberEpoch {
+		t.Fatalf("after logs-b was created: %+v, owning %v; want 4 partitions at a new epoch", r2, owned)
 	}
 }
 

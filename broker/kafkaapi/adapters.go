@@ -9,8 +9,7 @@ import (
 // Now adapts a handler that answers at once, on the connection's read
 // goroutine: what must happen in request order happens there.
 func Now[Q kmsg.Request, P kmsg.Response](h func(*Request, Q) P) Serve {
-	return func(_ Conn, in Incoming) *netserver.Pending {
-		req := in.APIRequest()
+	return func(_ Conn, req *Request) *netserver.Pending {
 		return Ready(req, h(req, req.Request.(Q)))
 	}
 }
@@ -19,8 +18,7 @@ func Now[Q kmsg.Request, P kmsg.Response](h func(*Request, Q) P) Serve {
 // runs in its own goroutine, so the connection keeps reading, and its
 // answer still goes out in request order.
 func Async[Q kmsg.Request, P kmsg.Response](h func(*Request, Q) P) Serve {
-	return func(_ Conn, in Incoming) *netserver.Pending {
-		req := in.APIRequest()
+	return func(_ Conn, req *Request) *netserver.Pending {
 		r := req.Request.(Q)
 		return netserver.Later(func() netserver.Response { return Encode(req, h(req, r)) })
 	}
@@ -30,8 +28,7 @@ func Async[Q kmsg.Request, P kmsg.Response](h func(*Request, Q) P) Serve {
 // what later (Ready, Later), and may read its connection (a member's
 // address, the listener it answers for).
 func Start[Q kmsg.Request](h func(Conn, *Request, Q) *Pending) Serve {
-	return func(c Conn, in Incoming) *netserver.Pending {
-		req := in.APIRequest()
+	return func(c Conn, req *Request) *netserver.Pending {
 		return h(c, req, req.Request.(Q))
 	}
 }

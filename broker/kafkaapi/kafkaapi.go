@@ -7,8 +7,8 @@
 // advertises exactly its ranges, the connection layer refuses anything
 // outside them before decoding (Supports), the metrics keep one series per
 // registered API and version, and requests are dispatched through it. The
-// root broker builds one in New, from its own API files and from the
-// handler packages' constructors; it is complete before the broker
+// root broker builds one in New from the handler packages'
+// constructors; it is complete before the broker
 // serves and only read afterwards, so reading it takes no lock.
 //
 // Handlers authorize their requests themselves, through broker/acl's
@@ -46,19 +46,9 @@ type Conn interface {
 	RemoteAddr() net.Addr
 }
 
-// Incoming is a request as the package that accepted it holds it, which
-// gives this package's Request on demand. The root broker's own handlers
-// take its request type as it is; handlers elsewhere get Request through
-// the adapters (Now, Async, Start), which the root fills in its request
-// itself, so that Produce and Fetch (broker/dataapi) allocate nothing for
-// it.
-type Incoming interface {
-	APIRequest() *Request
-}
-
 // Serve starts serving one decoded request of its API and returns its
 // pending response (nil closes the connection).
-type Serve func(c Conn, in Incoming) *netserver.Pending
+type Serve func(c Conn, req *Request) *netserver.Pending
 
 // Versions is a range of versions of one API that the broker really
 // implements.

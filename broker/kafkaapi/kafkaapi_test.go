@@ -1,15 +1,17 @@
 package kafkaapi
 
 import (
+	"encoding/binary"
 	"slices"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/netserver"
 )
 
-func serveNothing(Conn, Incoming) *netserver.Pending { return nil }
+func serveNothing(Conn, *Request) *netserver.Pending { return nil }
 
 // TestRegistryRefusesWhatItCannotServe: a key registered twice (by the
 // root and a handler package alike), an unknown key and a range kmsg
@@ -62,5 +64,31 @@ func TestRegistryAnswersFromOneTable(t *testing.T) {
 	}
 	if !slices.EqualFunc(got, want, same) {
 		t.Errorf("APIVersions %+v, want %+v", got, want)
+	}
+}
+
+// TestAPIVersionsUnsupportedListsTheRegistry: the answer to an
+// ApiVersions probe at a version not served is a v0 frame with the
+// probe's correlation id, UNSUPPORTED_VERSION, and every registered range,
+// ApiVersions' own included.
+func TestAPIVersionsUnsupportedListsTheRegistry(t *testing.T) {
+	r := NewRegistry()
+	r.RegisterAPIVersions()
+	r.Register(3, 0, 12, nil)
+	frame := []byte(r.APIVersionsUnsupported(77).(netserver.Encoded))
+	if n := int(binary.BigEndian.Uint32(frame)); n != len(frame)-4 {
+		t.Fatalf("frame length %d, body %d bytes", n, len(frame)-4)
+	}
+	if id := int32(binary.BigEndian.Uint32(frame[4:])); id != 77 {
+		t.Fatalf("correlation id %d, want 77", id)
+	}
+	resp := kmsg.NewPtrApiVersionsResponse()
+	if err := resp.ReadFrom(frame[8:]); err != nil {
+		t.Fatal(err)
+	}
+	want := []kmsg.ApiVersionsResponseApiKey{{ApiKey: 3, MinVersion: 0, MaxVersion: 12}, {ApiKey: 18, MinVersion: 0, MaxVersion: 4}}
+	if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) != 2 ||
+		resp.ApiKeys[0].ApiKey != want[0].ApiKey || resp.ApiKeys[0].MaxVersion != 12 || resp.ApiKeys[1].ApiKey != 18 || resp.ApiKeys[1].MaxVersion != 4 {
+		t.Fatalf("answer %+v, want UNSUPPORTED_VERSION listing %+v", resp, want)
 	}
 }

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -263,7 +264,14 @@ func (l *Log) load() (RecoveryReport, error) {
 		if err := l.writeCheckpoint(); err != nil {
 			return rep, err
 		}
-		l.logger.Info("recovered partition log after unclean shutdown", "dir", l.dir,
+		// Info only when something was cut: a broker killed with
+		// thousands of partitions recovers them all, and logs their
+		// number once (the broker's recoverUnclean).
+		level := slog.LevelDebug
+		if rep.TruncatedBytes > 0 || len(rep.Lost) > 0 {
+			level = slog.LevelInfo
+		}
+		l.logger.Log(context.Background(), level, "recovered partition log after unclean shutdown", "dir", l.dir,
 			"segments_scanned", rep.SegmentsScanned, "indexes_rebuilt", rep.IndexesRebuilt,
 			"log_end_offset", l.leo, "truncated_bytes", rep.TruncatedBytes, "lost_ranges", len(rep.Lost))
 	}

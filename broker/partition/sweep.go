@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,10 +26,11 @@ const cleanShutdownMarker = ".clean-shutdown"
 // recoveryConcurrency bounds the partitions recovering at once at start.
 const recoveryConcurrency = 8
 
-// RecoverUnclean opens every partition of topics led by self whose directory lacks the
-// clean-shutdown marker, so recovery runs (and is logged) at start; the
-// logs are opened cold and closed again as descriptors are needed. A
-// partition that cleanly shut down waits for its first request.
+// RecoverUnclean opens every partition of topics that self leads or
+// follows whose directory lacks the clean-shutdown marker, so recovery
+// runs (and is logged) at start; the logs are opened cold and closed again
+// as descriptors are needed. A partition that cleanly shut down waits for
+// its first request.
 //
 // Partitions recover recoveryConcurrency at a time: one after the other,
 // a broker killed with 10,000 partitions took 14 s to listen again.
@@ -66,7 +68,12 @@ func (ps *Table) RecoverUnclean(topics []cluster.Topic, self int32) error {
 feed:
 	for _, t := range topics {
 		for p, leader := range t.Leaders {
-			if leader != self {
+			// Followed partitions too: a broker back from a crash leads
+			// none of its replicated partitions (the controller moved
+			// them), and its fetchers opened them one after the other in
+			// their first round, fsyncing each: at 3,000 partitions the
+			// ISR was full 7 s after the restart instead of 2.
+			if leader != self && !slices.Contains(t.ReplicasOf(int32(p)), self) {
 				continue
 			}
 			dir := ps.Dir(t.Name, int32(p))

@@ -86,6 +86,14 @@ type Table struct {
 	faults  storageFaults // partitions failing writes, logged once each (faults.go)
 }
 
+// IsOpen reports whether t's partition p has an open (or opening) log:
+// a follower's fetch round opens the others together first.
+func (ps *Table) IsOpen(topic string, p int32) bool {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	return ps.logs[Key{topic, p}] != nil
+}
+
 // Key names a partition.
 type Key struct {
 	Topic     string

@@ -262,6 +262,7 @@ func (f *fetcher) round(c *PeerConn, parts map[partKey]cluster.Topic) error {
 	slices.SortFunc(keys, func(a, b partKey) int {
 		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.p, b.p))
 	})
+	f.openTogether(parts, keys)
 	logs := make(map[partKey]*log.Log, len(keys))
 	var checks []epochCheck
 	for _, k := range keys {
@@ -355,6 +356,43 @@ func (f *fetcher) round(c *PeerConn, parts map[partKey]cluster.Topic) error {
 		return errNothingServed
 	}
 	return nil
+}
+
+// openConcurrency is how many logs a fetch round opens at once, as many
+// as recovery at start (broker/partition).
+const openConcurrency = 8
+
+// openTogether opens the logs of keys that are not open yet
+// openConcurrency at a time, before the round takes them one by one:
+// opening creates a new partition's log (a directory fsync) or recovers
+// one after a crash, and a follower of a new 3,000-partition topic opened
+// its 2,000 logs one after the other in its first round, which held that
+// round (and the leaders' acks=all) for seconds. Failures are the round's
+// to report.
+func (f *fetcher) openTogether(parts map[partKey]cluster.Topic, keys []partKey) {
+	var closed []partKey
+	for _, k := range keys {
+		if !f.rs.env.logs.IsOpen(k.topic, k.p) {
+			closed = append(closed, k)
+		}
+	}
+	if len(closed) < 2 {
+		return
+	}
+	work := make(chan partKey)
+	var wg sync.WaitGroup
+	for range min(openConcurrency, len(closed)) {
+		wg.Go(func() {
+			for k := range work {
+				f.rs.env.logs.Get(parts[k], k.p)
+			}
+		})
+	}
+	for _, k := range closed {
+		work <- k
+	}
+	close(work)
+	wg.Wait()
 }
 
 // errNothingServed is a round whose every partition the leader refused

@@ -7,28 +7,107 @@ package replication
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"time"
+
+	"github.com/tributary-io/tributary/cluster"
 )
 
-// changeISR records a new ISR for a led partition; minISR and
-// lostRecords (the members taken out lost records they held) keep its
-// eligible leader replicas.
+// isrWrites queues the ISR changes this broker decided as leader for one
+// writer goroutine, which writes all it finds queued in one
+// cluster.SetISRs: when a broker restarts, the thousands of partitions it
+// follows reach the high watermark within moments of each other, and
+// written one goroutine each, their writes queued on the cluster view's
+// lock by the thousand. While one batch is being written the next
+// gathers, so the first change goes at once and no change waits for more
+// than the batch before it.
+type isrWrites struct {
+	once  sync.Once
+	wake  chan struct{}
+	mu    sync.Mutex
+	queue []queuedISR
+}
+
+// queuedISR is one decided change and the leader state whose isrChange it
+// clears once written (or failed).
+type queuedISR struct {
+	ls     *leaderState
+	change cluster.ISRChange
+}
+
+// isrWriter is the cluster metadata that records ISR changes
+// (cluster.ZooKeeper).
+type isrWriter interface {
+	SetISRs(ctx context.Context, changes []cluster.ISRChange) []cluster.ISRResult
+}
+
+// changeISR queues a new ISR for a led partition whose ls.isrChange the
+// caller set; minISR and lostRecords (the members taken out lost records
+// they held) keep its eligible leader replicas.
 func (rs *Manager) changeISR(ls *leaderState, topic string, p int32, isr []int32, minISR int, lostRecords bool) {
-	defer func() {
-		ls.mu.Lock()
-		ls.isrChange = false
-		ls.mu.Unlock()
-	}()
-	w, ok := rs.env.meta.(isrWriter)
-	if !ok {
-		return
-	}
-	ctx, cancel := rs.env.ctx()
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 10*time.Second)
-	defer cancelT()
-	if _, err := w.SetISR(ctx, topic, p, ls.epoch, isr, minISR, lostRecords); err != nil {
-		rs.env.logger.Warn("changing the isr failed", "topic", topic, "partition", p, "isr", isr, "err", errors.Join(errISRChangeFailed, err))
+	q := &rs.isrWrites
+	q.once.Do(func() {
+		q.wake = make(chan struct{}, 1)
+		go rs.writeISRs()
+	})
+	q.mu.Lock()
+	q.queue = append(q.queue, queuedISR{ls: ls, change: cluster.ISRChange{
+		Topic: topic, Partition: p, LeaderEpoch: ls.epoch, ISR: isr, MinISR: minISR, LostRecords: lostRecords}})
+	q.mu.Unlock()
+	signal(q.wake)
+}
+
+// writeISRs writes the queued ISR changes until shutdown, all those queued
+// at once, and logs the failures of a batch in one line.
+func (rs *Manager) writeISRs() {
+	q := &rs.isrWrites
+	for {
+		select {
+		case <-rs.env.stopSync:
+			return
+		case <-q.wake:
+		}
+		q.mu.Lock()
+		batch := q.queue
+		q.queue = nil
+		q.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		var results []cluster.ISRResult
+		if w, ok := rs.env.meta.(isrWriter); ok {
+			changes := make([]cluster.ISRChange, len(batch))
+			for i, c := range batch {
+				changes[i] = c.change
+			}
+			ctx, cancel := rs.env.ctx()
+			ctx, cancelT := context.WithTimeout(ctx, 10*time.Second)
+			results = w.SetISRs(ctx, changes)
+			cancelT()
+			cancel()
+		}
+		var failed []string
+		var first error
+		for i, c := range batch {
+			c.ls.mu.Lock()
+			c.ls.isrChange = false
+			c.ls.mu.Unlock()
+			if i < len(results) && results[i].Err != nil {
+				if first == nil {
+					first = results[i].Err
+				}
+				if len(failed) < 10 {
+					failed = append(failed, fmt.Sprintf("%s-%d", c.change.Topic, c.change.Partition))
+				}
+			}
+		}
+		if first != nil {
+			// One line per batch: a leader that lost thousands of
+			// leaderships at once would otherwise log thousands.
+			rs.env.logger.Warn("changing the isr failed", "partitions", failed, "changes", len(batch),
+				"err", errors.Join(errISRChangeFailed, first))
+		}
 	}
 }
 

@@ -41,7 +41,6 @@ package replication
 // one of them leads.
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -51,12 +50,6 @@ import (
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/cluster"
 )
-
-// isrWriter is the cluster metadata that records ISR changes
-// (cluster.ZooKeeper).
-type isrWriter interface {
-	SetISR(ctx context.Context, topic string, partition int32, leaderEpoch int32, isr []int32, minISR int, lostRecords bool) (cluster.PartitionState, error)
-}
 
 var (
 	errNotLeader       = errors.New("this broker no longer leads the partition")
@@ -109,6 +102,8 @@ type Manager struct {
 	// partition fetches they held back (export_test.go).
 	leaderQuota, followerQuota replicationQuota
 	throttledFetches           atomic.Int64
+
+	isrWrites isrWrites // the leader's ISR changes, written in batches (isr.go)
 }
 
 // partKey names a partition in replication's maps.
@@ -335,11 +330,11 @@ func (rs *Manager) followerFetched(t cluster.Topic, p int32, l *log.Log, replica
 	ls.mu.Unlock()
 	switch {
 	case join:
-		go rs.changeISR(ls, t.Name, p, append(slices.Clone(st.ISR), replica), rs.env.minISR(t), false)
+		rs.changeISR(ls, t.Name, p, append(slices.Clone(st.ISR), replica), rs.env.minISR(t), false)
 	case leave:
 		rs.env.logger.Warn("follower left the isr: it fetches below the high watermark, so it lost records it held",
 			"topic", t.Name, "partition", p, "follower", replica, "fetch_offset", offset, "high_watermark", hw)
-		go rs.changeISR(ls, t.Name, p, slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return id == replica }), rs.env.minISR(t), true)
+		rs.changeISR(ls, t.Name, p, slices.DeleteFunc(slices.Clone(st.ISR), func(id int32) bool { return id == replica }), rs.env.minISR(t), true)
 	}
 	return hw, nil
 }

@@ -3,7 +3,7 @@
 // IncrementalAlterConfigs), what each changes in a topic's Settings, and
 // the value each reports (CreateTopics, DescribeConfigs). It knows nothing
 // of the broker's defaults or of where configs are stored; the broker
-// applies a topic's configs over its own defaults (broker/topicconfig.go).
+// applies a topic's configs over its own defaults (broker/settings).
 //
 // What a caller may rely on:
 //   - A name Tributary does not implement, or a value it cannot honour,
@@ -180,7 +180,7 @@ var defs = map[string]def{
 }
 
 // segmentMsDef is segment.ms. A value below MinSegmentMs is refused when
-// set (topicconfig_bounds.go); one stored before that floor existed reads
+// set (broker/settings/bounds.go); one stored before that floor existed reads
 // as the floor, so a topic that rolled a segment per batch stops doing so.
 var segmentMsDef = func() def {
 	d := durationDef("segment.ms", func(c *log.Config) *time.Duration { return &c.SegmentAge }, false)

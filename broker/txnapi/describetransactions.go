@@ -27,7 +27,7 @@ func (h *Handlers) describeTransactions(req *kafkaapi.Request, r *kmsg.DescribeT
 	for _, id := range r.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, -1, -1, -1
-		// A group's coordinator asks as a broker (the root's txn_forwarded.go).
+		// A group's coordinator asks as a broker (forwarded.go).
 		if !h.authz.MayTxn(req.Who, kmsg.ACLOperationDescribe, id) && !(h.authz != nil && h.authz.MayCluster(req.Who, kmsg.ACLOperationClusterAction)) {
 			st.ErrorCode = acl.TxnRefused
 		} else if st.ErrorCode = h.refusal(id); st.ErrorCode == 0 {

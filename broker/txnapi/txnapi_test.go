@@ -15,8 +15,10 @@ import (
 func TestRegisterAddsEveryTransactionAPI(t *testing.T) {
 	r := kafkaapi.NewRegistry()
 	New(Config{}).Register(r)
-	// AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions.
-	want := []int16{25, 26, 65, 66}
+	// FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
+	// EndTxn, WriteTxnMarkers, TxnOffsetCommit, DescribeProducers,
+	// DescribeTransactions, ListTransactions.
+	want := []int16{10, 22, 24, 25, 26, 27, 28, 61, 65, 66}
 	if got := r.Keys(); !slices.Equal(got, want) {
 		t.Fatalf("registered keys %v, want %v", got, want)
 	}

@@ -32,8 +32,12 @@ func runBroker(ctx context.Context, args []string) error {
 	rack := fs.String("rack", "", "the rack (or zone) this broker runs in: replicas of a partition go to different racks first")
 	rebalance := fs.Bool("auto-leader-rebalance", true, "the controller moves leaderships back to preferred replicas by itself (auto.leader.rebalance.enable)")
 	rebalanceEvery := fs.Duration("leader-rebalance-interval", cluster.DefaultLeaderRebalance, "how often the controller checks for leaderships to move back to preferred replicas")
+	session := fs.Duration("zookeeper-session-timeout", cluster.DefaultBrokerSessionTimeout, "how long after this broker's last contact ZooKeeper declares it dead and the controller moves its leaderships (zookeeper.session.timeout.ms); ZooKeeper ends a session at its first tick past this, and clamps it to 2-20 ticks (4-40 s at its default tickTime of 2 s)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *session <= 0 {
+		return fmt.Errorf("--zookeeper-session-timeout %v: must be positive", *session)
 	}
 	if *id < 0 || *zk == "" {
 		return errors.New("--id and --zookeeper are required: tributary broker --id 1 --zookeeper 127.0.0.1:2181/tributary --listen 127.0.0.1:9093")
@@ -55,7 +59,8 @@ func runBroker(ctx context.Context, args []string) error {
 	}
 	// Until ctx ends (a signal), joining waits for ZooKeeper, logging why
 	// it cannot register yet; its errors name the connect string.
-	meta, err := cluster.JoinZooKeeper(ctx, *zk, self, slog.Default(), cluster.WithLeaderRebalance(*rebalanceEvery))
+	meta, err := cluster.JoinZooKeeper(ctx, *zk, self, slog.Default(), cluster.WithLeaderRebalance(*rebalanceEvery),
+		cluster.WithSessionTimeout(*session))
 	if err != nil {
 		closeAll(lns)
 		return err

@@ -24,8 +24,9 @@ import (
 //
 // The ZooKeeper session timeout dominates the figure: the controller
 // learns that a killed broker is gone only when ZooKeeper expires its
-// session, cluster.DefaultSessionTimeout (6 s, not settable on `tributary
-// broker`) after its last heartbeat. Election, the new leader taking the
+// session, cluster.DefaultBrokerSessionTimeout (4 s; `tributary broker
+// --zookeeper-session-timeout`) after its last heartbeat, at ZooKeeper's
+// first tick past it. Election, the new leader taking the
 // partition and the client refreshing its metadata add the rest.
 func BenchmarkLeaderFailover(b *testing.B) {
 	const topic = "failover"
@@ -113,5 +114,5 @@ func BenchmarkLeaderFailover(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(total.Seconds()/float64(b.N), "failover-s")
-	b.ReportMetric(cluster.DefaultSessionTimeout.Seconds(), "zk-session-s")
+	b.ReportMetric(cluster.DefaultBrokerSessionTimeout.Seconds(), "zk-session-s")
 }

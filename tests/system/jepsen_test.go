@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -86,7 +85,7 @@ func TestJepsenReplicatedCluster(t *testing.T) {
 		victim := int32(rng.IntN(3) + 1)
 		j.brokers[victim].p.Cmd.Process.Signal(syscall.SIGSTOP)
 		t.Logf("round %d: paused broker %d", round, victim)
-		time.Sleep(cluster.DefaultSessionTimeout + 2*time.Second)
+		time.Sleep(jepsenSession + 2*time.Second)
 		j.brokers[victim].p.Cmd.Process.Signal(syscall.SIGCONT)
 		if !j.healed(t, topic, partitions, round, "pause") {
 			break
@@ -119,7 +118,7 @@ func TestJepsenReplicatedCluster(t *testing.T) {
 	j.stopAll(t)
 	compareReplicas(t, j.dataDirs(), topic, partitions)
 	t.Logf("figures: %d records acknowledged, %d failovers, max failover %v (kill -9 to the next acknowledgement on that partition, ZooKeeper session timeout %v included), %d tail-loss restarts (%d bytes cut), %d consumer records",
-		acked, failovers, maxFailover.Round(time.Millisecond), cluster.DefaultSessionTimeout, tailCuts, cut, cons.count())
+		acked, failovers, maxFailover.Round(time.Millisecond), jepsenSession, tailCuts, cut, cons.count())
 	if os.Getenv("SOAK_DURATION") != "" {
 		fmt.Printf("soak: %v of faults: %d records acknowledged, %d failovers, max failover %v, %d tail-loss restarts (%d bytes cut)\n",
 			faults, acked, failovers, maxFailover.Round(time.Millisecond), tailCuts, cut)
@@ -159,9 +158,15 @@ func startJepsen(t *testing.T, n int, extra ...string) *jepsenCluster {
 	return j
 }
 
+// jepsenSession is the ZooKeeper session timeout of the brokers these tests
+// start: their faults pause brokers and restart them "within the session"
+// or "past it", and were written for 6 s (the default before it became 4).
+const jepsenSession = 6 * time.Second
+
 func (j *jepsenCluster) start(t *testing.T, id int32) {
 	b := j.brokers[id]
 	b.p = testenv.StartProcess(t, append([]string{"broker", "--id", strconv.Itoa(int(id)), "--zookeeper", j.zk,
+		"--zookeeper-session-timeout", jepsenSession.String(),
 		"--listen", b.addr, "--data-dir", b.dir, "--min-insync-replicas", "2",
 		"--replica-lag-time-max", "5s", "--leader-rebalance-interval", "10s"}, j.extra...)...)
 	testenv.WaitListening(t, b.p, b.addr, 60*time.Second)

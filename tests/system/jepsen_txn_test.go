@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary-io/tributary/broker/txn"
-	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
 
@@ -94,7 +93,7 @@ func TestJepsenTransactions(t *testing.T) {
 		if c := j.leader(t, stateTopic, coordinatorPartition); c > 0 {
 			j.brokers[c].p.Cmd.Process.Signal(syscall.SIGSTOP)
 			t.Logf("round %d: paused broker %d, coordinator of jt-0", round, c)
-			time.Sleep(cluster.DefaultSessionTimeout + 2*time.Second)
+			time.Sleep(jepsenSession + 2*time.Second)
 			j.brokers[c].p.Cmd.Process.Signal(syscall.SIGCONT)
 		}
 		if !j.healed(t, topic, partitions, round, "coordinator pause") {

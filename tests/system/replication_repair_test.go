@@ -47,7 +47,7 @@ func startRepairCluster(t *testing.T, extra ...string) *jepsenCluster {
 func startRepairBroker(t *testing.T, j *jepsenCluster, id int32, extra ...string) {
 	b := j.brokers[id]
 	args := append([]string{"broker", "--id", strconv.Itoa(int(id)), "--zookeeper", j.zk,
-		"--listen", b.addr, "--data-dir", b.dir, "--min-insync-replicas", "2",
+		"--zookeeper-session-timeout", jepsenSession.String(), "--listen", b.addr, "--data-dir", b.dir, "--min-insync-replicas", "2",
 		"--replica-lag-time-max", "5s"}, extra...)
 	b.p = testenv.StartProcess(t, args...)
 	testenv.WaitListening(t, b.p, b.addr, 60*time.Second)

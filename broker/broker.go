@@ -55,7 +55,11 @@
 // models), broker/kafkaerr (error codes), broker/partition (the partition
 // table: open logs within the descriptor budget), broker/replication
 // (leaders' high watermarks and ISRs, followers' fetchers), broker/log
-// (storage) and broker/group (the group coordinator). None of them
+// (storage), broker/group (the group coordinator), broker/txn and
+// broker/txnbackend (the transaction coordinator and what it stands on:
+// state partitions, markers, placement, inter-broker connections),
+// broker/metrics (the Prometheus collector) and the handler packages
+// (broker/dataapi, broker/groupapi, broker/txnapi, ...). None of them
 // imports this package.
 package broker
 
@@ -67,13 +71,13 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 
 	"github.com/tributary-io/tributary/broker/acl"
 	"github.com/tributary-io/tributary/broker/auth"
 	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/kafkaapi"
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/metrics"
 	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/broker/producerid"
@@ -82,7 +86,7 @@ import (
 	"github.com/tributary-io/tributary/broker/settings"
 	"github.com/tributary-io/tributary/broker/topicapi"
 	"github.com/tributary-io/tributary/broker/txn"
-	"github.com/tributary-io/tributary/broker/txnapi"
+	"github.com/tributary-io/tributary/broker/txnbackend"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -95,11 +99,10 @@ type Broker struct {
 	pids   *producerid.IDs
 	selfID int32 // this broker's id: fixed for its lifetime, read on every request
 	groups *group.Coordinator
-	txns   *txn.Coordinator // txncoordinator.go
-	// txnMarkers counts the markers written here: abort, commit.
-	txnMarkers [2]atomic.Int64
-	txnPeers   txnPeers         // txn_peers.go
-	txnAPIs    *txnapi.Handlers // the transaction APIs (txn_helpers.go), which remember forwarded offsets
+	// The transaction coordinator and what it stands on here
+	// (transactions.go).
+	txns       *txn.Coordinator
+	txnBackend *txnbackend.Backend
 
 	// life is cancelled when shutdown starts, with closing: the parent of
 	// the contexts requests wait under (dataapi's acks=all waits).
@@ -124,7 +127,7 @@ type Broker struct {
 	refusals   refusalLog // refused features, logged once a minute each (refusals.go)
 	startLevel slog.Level // the log level at start, which DELETE of a BROKER_LOGGER returns to
 
-	metrics *brokerMetrics // see metrics.go
+	metrics *metrics.Collector // broker/metrics (metrics.go)
 
 	apis *kafkaapi.Registry // the APIs served (handlers.go, broker/kafkaapi)
 
@@ -143,7 +146,7 @@ func New(cfg Config) (*Broker, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: data directory: %w", err)
 	}
-	if err := validPartitionMetrics(cfg.PartitionMetrics); err != nil {
+	if err := metrics.ValidGranularity(cfg.PartitionMetrics); err != nil {
 		return nil, err
 	}
 	for _, m := range cfg.SASLMechanisms {
@@ -218,10 +221,10 @@ func New(cfg Config) (*Broker, error) {
 	if limit := partition.RaiseOpenFileLimit(b.logger); fileBudget == 0 {
 		fileBudget = partition.FileBudget(limit)
 	}
-	b.metrics = newBrokerMetrics(b)
+	b.metrics = b.newMetrics()
 	b.server = b.newServer(tlsState)
 	b.migrateInternalTopics()
-	b.staticLog = b.metrics.logConfig(cfg.Log)
+	b.staticLog = b.metrics.LogConfig(cfg.Log)
 	// Damaged replicas fetching again: the table's Hooks, so made first.
 	repair := replication.NewRepair(b.selfID, b.meta, b.logger, b.closing)
 	b.logs = partition.New(partition.Config{
@@ -253,9 +256,8 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.startTxns()
 	b.apis = b.newAPIs()
-	b.metrics.observeAPIs(b.apis)
+	b.startMetrics()
 	go b.replicas.ShrinkISRs()
-	go b.metrics.watchISRs() // metrics_replication.go
 	go b.followMetadata()
 	go b.logs.SweepRetention(cfg.Log.WithDefaults().RetentionCheckInterval, b.stopSync, b.meta.Topics, b.selfID)
 	go b.settings.Follow(b.stopSync)

@@ -82,7 +82,7 @@ type Config struct {
 	// PartitionMetrics is how the partition-level series are exported:
 	// "partition" (the default), one series per partition; "topic", one
 	// per topic, summed over its partitions (lags: the largest), for
-	// brokers with thousands of partitions (metrics_partitions.go).
+	// brokers with thousands of partitions (broker/metrics/pertopic.go).
 	PartitionMetrics string
 	// Logger receives one line per event an operator would want.
 	Logger *slog.Logger
@@ -188,7 +188,7 @@ type Config struct {
 	// ConnectionsMaxReauth limits a SASL session (connections.max.reauth.ms,
 	// KIP-368): a client must log in again on its connection within this
 	// long, or the connection is closed at its next request. 0: sessions
-	// never expire, as in Kafka. See reauth.go.
+	// never expire, as in Kafka. See broker/saslapi/reauth.go.
 	ConnectionsMaxReauth time.Duration
 	// Credentials holds the users SASL authenticates. Nil: ZooKeeper's
 	// /config/users when Metadata lends its session, else

@@ -2,18 +2,12 @@ package broker
 
 // What broker/dataapi (Produce, Fetch, ListOffsets, DeleteRecords,
 // OffsetForLeaderEpoch) uses of the root: the topic lookup (with its
-// auto-creation), the topics' settings, and the transaction coordinator's
-// verification of a transactional produce, here or on another broker.
+// auto-creation), the topics' settings, producer ids' owners
+// (broker/producerid) and the transaction coordinator's verification of a
+// transactional produce, here or on another broker (broker/txnbackend).
 
 import (
-	"context"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/tributary-io/tributary/broker/dataapi"
-	"github.com/tributary-io/tributary/broker/txn"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -23,9 +17,9 @@ func (b *Broker) newDataAPIs() *dataapi.Handlers {
 		Replicas:             b.replicas,
 		Authz:                b.authz,
 		Topics:               dataTopics{b},
-		Producers:            b.producerIDRefusal,
+		Producers:            b.pids.Refusal,
 		InternalRefusal:      b.internalRefusal,
-		Txns:                 dataapi.Txns{Coordinator: b.txns, Refusal: b.txnCoordinatorRefusal, VerifyRemote: b.verifyRemote},
+		Txns:                 dataapi.Txns{Coordinator: b.txns, Refusal: b.txnBackend.Refusal, VerifyRemote: b.txnBackend.VerifyRemote},
 		Quotas:               b.quotas,
 		Metrics:              b.metrics,
 		MaxDecompressedBytes: b.staticLog.WithDefaults().MaxDecompressedBytes,
@@ -48,42 +42,3 @@ func (t dataTopics) ProduceLimits(topic cluster.Topic) dataapi.Limits {
 }
 
 func (t dataTopics) FetchCodecCheck(topic cluster.Topic) int16 { return t.b.fetchCodecCheck(topic) }
-
-// verifyRemote asks id's coordinator, another broker, whether the
-// producer's transaction holds tp.
-func (b *Broker) verifyRemote(ctx context.Context, id string, pid int64, epoch int16, tp txn.TP) int16 {
-	br, ok := b.txnCoordinatorFor(id)
-	if !ok {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.Version = 4
-	t := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = id, pid, epoch, true
-	rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-	rt.Topic, rt.Partitions = tp.Topic, []int32{tp.Partition}
-	t.Topics = append(t.Topics, rt)
-	req.Transactions = append(req.Transactions, t)
-	resp := kmsg.NewPtrAddPartitionsToTxnResponse()
-	timeout := 10 * time.Second
-	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
-	}
-	if err := b.interBrokerRoundTrip(br.ID, req, resp, timeout); err != nil {
-		b.logger.Warn("asking a transaction coordinator to verify a produce", "coordinator", br.ID, "err", err)
-		return kerr.NotEnoughReplicas.Code // retriable: the producer sends again
-	}
-	if resp.ErrorCode != 0 {
-		return resp.ErrorCode
-	}
-	for _, rt := range resp.Transactions {
-		for _, t := range rt.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					return p.ErrorCode
-				}
-			}
-		}
-	}
-	return 0
-}

@@ -94,3 +94,12 @@ func splitHostPort(addr string) (string, int32, bool) {
 	}
 	return host, int32(p), true
 }
+
+// interBrokerListener is the listener followers fetch from and
+// transaction peers are reached on.
+func (b *Broker) interBrokerListener() SecurityProtocol {
+	if b.cfg.InterBrokerListener != "" {
+		return b.cfg.InterBrokerListener
+	}
+	return SecurityProtocol(b.cfg.InterBroker.Protocol())
+}

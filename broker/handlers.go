@@ -19,19 +19,21 @@ import (
 	"github.com/tributary-io/tributary/broker/securityapi"
 )
 
-// newAPIs builds b's API registry: the root's APIs and the handler
-// packages', each package's handlers built from what they use of b. New
-// calls it once the group coordinator is started.
+// newAPIs builds b's API registry: ApiVersions and the handler packages'
+// APIs, each package's handlers built from what they use of b. New calls
+// it once the group and transaction coordinators are started.
 func (b *Broker) newAPIs() *kafkaapi.Registry {
 	r := kafkaapi.NewRegistry()
 	r.RegisterAPIVersions()
 	b.newSASL().Register(r)
+	txnAPIs := b.newTxnAPIs() // transactions.go
+	txnAPIs.Register(r)
 	groupapi.New(groupapi.Config{
 		Groups:            b.groups,
 		Authz:             b.authz,
 		Topics:            b.meta,
 		Closing:           b.closing,
-		PendingTxnOffsets: b.pendingTxnOffsets,
+		PendingTxnOffsets: txnAPIs.PendingOffsets,
 	}).Register(r)
 	securityapi.New(securityapi.Config{
 		Authz:       b.authz,
@@ -40,8 +42,6 @@ func (b *Broker) newAPIs() *kafkaapi.Registry {
 		Logger:      b.logger,
 	}).Register(r)
 	clusterapi.New(clusterapi.Config{Authz: b.authz, Metadata: b.meta, Logger: b.logger}).Register(r)
-	b.txnAPIs = b.newTxnAPIs()
-	b.txnAPIs.Register(r)
 	configapi.New(configapi.Config{Authz: b.authz, Settings: b.settings}).Register(r)
 	b.topics.Register(r)
 	b.newDataAPIs().Register(r) // dataapis.go

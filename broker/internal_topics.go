@@ -2,7 +2,7 @@ package broker
 
 // Internal topics: which topics are internal, their shape and the
 // client-id rule are broker/internaltopic's. Here are the client ids the
-// broker admits by default, the rule as the root's Produce asks it, the
+// broker admits by default, the rule as Produce asks it (dataapi.Config.InternalRefusal), the
 // migration of internal topics created with older configs, and
 // AppendInternal, the write path of components in the broker's process.
 

@@ -10,7 +10,7 @@ package broker
 // ZooKeeper offset registry), and when one joins it takes about 1/n of the
 // groups and no other group moves. A standalone broker coordinates every
 // group. A transactional id is coordinated by the leader of its
-// __transaction_state partition (txnCoordinatorFor, txncoordinator.go).
+// __transaction_state partition (broker/txnbackend's CoordinatorFor).
 
 import (
 	"encoding/binary"

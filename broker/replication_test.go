@@ -462,7 +462,7 @@ func TestMinInsyncReplicasTopicConfig(t *testing.T) {
 // On a standalone broker a topic has one replica, so acks=all needs
 // min.insync.replicas 1: a broker default of 2 refuses acks=all, and acks=1
 // still works. (A topic's own value above its replication factor is
-// refused when set: topicconfig_bounds.go.)
+// refused when set: broker/settings/bounds.go.)
 func TestMinInsyncReplicasStandalone(t *testing.T) {
 	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) { c.MinInsyncReplicas = 2 }))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.DefaultProduceTopic("single"),

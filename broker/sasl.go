@@ -15,7 +15,7 @@ import (
 func (b *Broker) newSASL() *saslapi.Handlers {
 	return saslapi.New(saslapi.Config{
 		Mechanisms: b.cfg.SASLMechanisms, Credentials: b.cfg.Credentials, Logins: b.logins,
-		MaxReauth: b.cfg.ConnectionsMaxReauth, Refused: b.metrics.loginRefused,
+		MaxReauth: b.cfg.ConnectionsMaxReauth, Refused: b.metrics.LoginRefused,
 	})
 }
 

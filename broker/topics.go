@@ -36,7 +36,7 @@ func (b *Broker) newTopics() *topicapi.Handlers {
 }
 
 // lookupTopic is topicapi's Lookup: the one auto-creation entry point,
-// which the root's handlers (Produce, Fetch, ...) use.
+// which the handler packages (Produce, Fetch, ...) are given.
 func (b *Broker) lookupTopic(name string, autoCreate bool) (cluster.Topic, int16) {
 	return b.topics.Lookup(name, autoCreate)
 }

@@ -18,7 +18,7 @@
 // partitions opened later; connection limits apply to the next connection
 // accepted (max.connections.per.ip keeps its own value when only
 // max.connections changes), replication throttle rates
-// (broker/replica_throttle.go) to the next replica fetch. Storage
+// (broker/replication/throttle.go) to the next replica fetch. Storage
 // (store.go): the data directory, or ZooKeeper's /config/brokers nodes,
 // which every broker watches.
 package brokerconfig
@@ -49,7 +49,7 @@ type Settings struct {
 	MaxConns      int                  // max.connections
 	MaxConnsPerIP int                  // max.connections.per.ip
 	// leader/follower.replication.throttled.rate, bytes a second
-	// (replica_throttle.go); math.MaxInt64 is unthrottled.
+	// (broker/replication/throttle.go); math.MaxInt64 is unthrottled.
 	LeaderThrottleRate, FollowerThrottleRate int64
 	// replica.alter.log.dirs.io.max.bytes.per.second: kept and described,
 	// and without effect, since a broker has one log directory and so no

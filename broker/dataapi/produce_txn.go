@@ -6,8 +6,8 @@ package dataapi
 // client). When this broker coordinates the id, the check and the append
 // happen under the transaction's lock, so the transaction cannot end
 // between them; another broker's coordinator is asked with
-// AddPartitionsToTxn v4 (VerifyOnly) first (Config.Txns: the root's
-// txn_verify.go).
+// AddPartitionsToTxn v4 (VerifyOnly) first (Config.Txns: broker/txnbackend's
+// verify.go).
 
 import (
 	"context"

@@ -23,7 +23,7 @@
 // actively over or near their quota.
 //
 // Where quotas persist: store.go. The broker owns the connection side: it
-// answers with the throttle and mutes the connection (broker/conn_quota.go).
+// answers with the throttle and mutes the connection (broker/netserver/conn_quota.go).
 package quota
 
 import (

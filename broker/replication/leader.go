@@ -179,7 +179,7 @@ func (rs *Manager) leader(t cluster.Topic, p int32, l *log.Log) (*leaderState, c
 		}
 		rs.leading[key] = ls
 		// Before anything is appended in this epoch: followers truncate
-		// by where each epoch starts (offsetforleaderepoch.go).
+		// by where each epoch starts (broker/dataapi/offsetforleaderepoch.go).
 		if err := l.AssignLeaderEpoch(st.LeaderEpoch); err != nil {
 			rs.env.logger.Error("recording the leader epoch failed", "topic", t.Name, "partition", p, "leader_epoch", st.LeaderEpoch, "err", err)
 		}

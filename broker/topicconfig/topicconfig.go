@@ -41,7 +41,7 @@ type Settings struct {
 	// default; a topic's own value is read from its configs there).
 	Unclean bool
 	// leader/follower.replication.throttled.replicas as set
-	// (replica_throttle.go reads them from the topic's configs).
+	// (broker/replication/throttle.go reads them from the topic's configs).
 	LeaderThrottled, FollowerThrottled string
 }
 
@@ -273,7 +273,8 @@ func DurationMs(d time.Duration) string {
 	return strconv.FormatInt(d.Milliseconds(), 10)
 }
 
-// minISRDef is the topic config min.insync.replicas (topicconfig.go).
+// minISRDef is the topic config min.insync.replicas (its bound by the
+// replication factor is broker/settings/bounds.go's).
 var minISRDef = def{
 	typ: kmsg.ConfigTypeInt,
 	set: func(s *Settings, v string) error {

@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary-io/tributary/broker/group"
 	"github.com/tributary-io/tributary/broker/txn"
 )
 
@@ -153,6 +154,36 @@ func (f *forwardedTxns) dropLocked(group string, tp txn.TP) {
 	if len(g) == 0 {
 		delete(f.m, group)
 	}
+}
+
+// PendingOffsets returns the partitions of the group name whose offsets an
+// unfinished transaction holds (groupapi.Config.PendingTxnOffsets), for
+// OffsetFetch with RequireStable (v7+, KIP-447): such a partition gets
+// UNSTABLE_OFFSET_COMMIT, which clients retry, instead of the offset the
+// commit is about to replace. Transactions this broker coordinates are
+// seen directly (all of them on a standalone broker); those of other
+// brokers through the offsets this broker, the group's coordinator,
+// forwarded to them (ForwardedPending).
+func (h *Handlers) PendingOffsets(name string) map[group.TopicPartition]bool {
+	if _, ok := h.meta.Topic(txn.StateTopic); !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var pending map[group.TopicPartition]bool
+	mark := func(tp txn.TP) {
+		if pending == nil {
+			pending = map[group.TopicPartition]bool{}
+		}
+		pending[group.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}] = true
+	}
+	for tp := range h.txns.PendingOffsets(ctx, name) {
+		mark(tp)
+	}
+	for tp := range h.ForwardedPending(ctx, name) {
+		mark(tp)
+	}
+	return pending
 }
 
 // ForwardedPending returns the partitions of group whose forwarded offsets

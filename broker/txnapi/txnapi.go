@@ -8,12 +8,12 @@
 // One file per API holds its versions, its handler and its ACL rule (Write
 // on the transactional id to change a transaction, Describe to see it,
 // ClusterAction for what only brokers send). Which broker coordinates an
-// id or a group is the root's to say (Config.TxnCoordinator,
+// id or a group is said by the broker (Config.TxnCoordinator,
 // Config.GroupCoordinator, Config.Refusal); a handler answers
 // NOT_COORDINATOR for an id another broker coordinates, so its client asks
 // FindCoordinator again. The coordinator's answers become each version's
 // codes through Code. What is the coordinator's backend rather than an
-// API stays the root's and is given as functions: writing a marker into a
+// API is broker/txnbackend's, given as functions: writing a marker into a
 // partition this broker leads (Config.WriteMarker, also the coordinator's
 // way to end its own partitions), and the inter-broker connections
 // (Config.Peers) TxnOffsetCommit forwards offsets over. The offsets this

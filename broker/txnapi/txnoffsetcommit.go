@@ -187,6 +187,6 @@ func (h *Handlers) forwardTxnOffsets(ctx context.Context, r *kmsg.TxnOffsetCommi
 		}
 	}
 	if len(held) > 0 {
-		h.rememberForwarded(ctx, r, held) // txn_forwarded.go
+		h.rememberForwarded(ctx, r, held) // forwarded.go
 	}
 }

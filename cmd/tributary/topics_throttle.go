@@ -3,7 +3,7 @@ package main
 // topics reassign --throttle and --verify: a reassignment's copying held
 // to a rate, as Kafka's reassignment tool does it, so that moving a
 // partition does not take the disks and the network from producers and
-// consumers (the brokers apply it: broker/replica_throttle.go).
+// consumers (the brokers apply it: broker/replication/throttle.go).
 //
 // --throttle sets leader.replication.throttled.rate and
 // follower.replication.throttled.rate on every broker the move involves

@@ -22,8 +22,8 @@ import (
 
 // Repair from replicas, with three `tributary broker` processes and a real
 // ZooKeeper: a replica that finds a damaged batch in its own log fetches it
-// back from another replica instead of keeping the gap (broker's
-// replica_repair.go).
+// back from another replica instead of keeping the gap (broker/replication's
+// repair.go).
 
 // startRepairCluster is startJepsen's cluster with extra broker flags.
 func startRepairCluster(t *testing.T, extra ...string) *jepsenCluster {

@@ -1,11 +1,11 @@
-package broker
+package metrics
 
 // Partition-level series at scale. A broker with 10,000 partitions
 // exports eight gauges for each (offsets, size, segments, unflushed
 // bytes, producer ids, failure), a lag per group and partition and a lag
 // per follower: well over 100,000 series a scrape, more than many
-// Prometheus setups take from one target. Config.PartitionMetrics =
-// "topic" exports each such family per topic instead: the partition
+// Prometheus setups take from one target. Config.PerTopic (the broker's
+// Config.PartitionMetrics = "topic") exports each such family per topic instead: the partition
 // label empty, the values summed over the topic's partitions here (lags
 // that are about the slowest, a follower's and the last stable offset's,
 // take the largest). Queries that already sum or max by topic give the
@@ -24,18 +24,20 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// The values of Config.PartitionMetrics.
+// The values of the broker's Config.PartitionMetrics.
 const (
-	PartitionMetricsPartition = "partition"
-	PartitionMetricsTopic     = "topic"
+	PerPartition = "partition"
+	PerTopic     = "topic"
 )
 
-func validPartitionMetrics(v string) error {
+// ValidGranularity refuses a Config.PartitionMetrics value that is
+// neither.
+func ValidGranularity(v string) error {
 	switch v {
-	case "", PartitionMetricsPartition, PartitionMetricsTopic:
+	case "", PerPartition, PerTopic:
 		return nil
 	}
-	return fmt.Errorf("broker: partition metrics %q: use %s or %s", v, PartitionMetricsPartition, PartitionMetricsTopic)
+	return fmt.Errorf("broker: partition metrics %q: use %s or %s", v, PerPartition, PerTopic)
 }
 
 // descLabels are the variable label names of the descriptions desc made.

@@ -1,4 +1,4 @@
-package broker
+package metrics
 
 // Replication metrics (Kafka's ReplicaManager and KafkaController
 // families). Everything but the ISR change counters is read at scrape
@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tributary-io/tributary/broker/partition"
-	"github.com/tributary-io/tributary/broker/topicapi"
 	"github.com/tributary-io/tributary/cluster"
 )
 
@@ -26,31 +25,20 @@ var (
 	descFollowerLag     = desc("replica_follower_lag_messages", "On a partition's leader, per follower: the leader's log end offset minus the follower's fetched (fsynced) end. A follower that has not fetched since this broker became leader has no series yet.", "topic", "partition", "replica")
 )
 
-// replicaDescs are the descriptions metrics_replication.go collects.
+// replicaDescs are the descriptions replication.go collects.
 var replicaDescs = []*prometheus.Desc{descUnderReplicated, descOffline, descControllerOn, descFollowerLag}
-
-// isController tells whether this broker is the cluster's controller; a
-// standalone broker is.
-func (b *Broker) isController() bool {
-	c, ok := b.meta.(topicapi.ControllerReader)
-	if !ok {
-		return true
-	}
-	id, ok := c.Controller()
-	return ok && id == b.selfID
-}
 
 // collectReplication reports the replication state; logEnd holds the log
 // end offset of every open partition log.
-func (m *brokerMetrics) collectReplication(ch chan<- prometheus.Metric, logEnd map[partition.Key]int64) {
-	b := m.b
-	controller := b.isController()
+func (m *Collector) collectReplication(ch chan<- prometheus.Metric, logEnd map[partition.Key]int64) {
+	src := &m.src
+	controller := src.IsController == nil || src.IsController()
 	live := map[int32]bool{}
-	for _, br := range b.meta.Brokers() {
+	for _, br := range src.Meta.Brokers() {
 		live[br.ID] = true
 	}
 	var under, offline int
-	for _, t := range b.meta.Topics() {
+	for _, t := range src.Meta.Topics() {
 		for p := range t.Partitions() {
 			if !t.Replicated() {
 				if controller && !live[t.Leaders[p]] {
@@ -65,7 +53,7 @@ func (m *brokerMetrics) collectReplication(ch chan<- prometheus.Metric, logEnd m
 			if controller && (st.Leader < 0 || !live[st.Leader]) {
 				offline++
 			}
-			if st.Leader == b.selfID && len(st.ISR) < len(t.ReplicasOf(p)) {
+			if st.Leader == src.Self && len(st.ISR) < len(t.ReplicasOf(p)) {
 				under++
 			}
 		}
@@ -80,10 +68,10 @@ func (m *brokerMetrics) collectReplication(ch chan<- prometheus.Metric, logEnd m
 		gauge(descOffline, offline)
 	}
 	gauge(descControllerOn, active)
-	if b.replicas == nil {
+	if src.Replicas == nil {
 		return
 	}
-	for _, f := range b.replicas.FollowerLags(logEnd) {
+	for _, f := range src.Replicas.FollowerLags(logEnd) {
 		ch <- prometheus.MustNewConstMetric(descFollowerLag, prometheus.GaugeValue, float64(f.Lag),
 			f.Topic, strconv.Itoa(int(f.Partition)), strconv.Itoa(int(f.Replica)))
 	}
@@ -94,22 +82,22 @@ func (m *brokerMetrics) collectReplication(ch chan<- prometheus.Metric, logEnd m
 // within one leader epoch. Changes are seen as the cluster view reports
 // them, so a shrink and an expansion that both land between two views
 // are not seen; with replica.lag.time.max.ms in seconds that is rare.
-func (m *brokerMetrics) watchISRs() {
-	if m.off {
+func (m *Collector) watchISRs() {
+	src := &m.src
+	if m.off || src.Meta == nil {
 		return
 	}
-	b := m.b
 	prev := map[partition.Key]cluster.PartitionState{}
 	for {
-		changed := b.meta.Changed()
+		changed := src.Meta.Changed()
 		cur := map[partition.Key]cluster.PartitionState{}
-		for _, t := range b.meta.Topics() {
+		for _, t := range src.Meta.Topics() {
 			if !t.Replicated() {
 				continue
 			}
 			for p := range t.Partitions() {
 				st, ok := t.StateOf(p)
-				if !ok || st.Leader != b.selfID {
+				if !ok || st.Leader != src.Self {
 					continue
 				}
 				key := partition.Key{Topic: t.Name, Partition: p}
@@ -128,7 +116,7 @@ func (m *brokerMetrics) watchISRs() {
 		}
 		prev = cur
 		select {
-		case <-b.stopSync:
+		case <-src.Stop:
 			return
 		case <-changed:
 		}

@@ -1,11 +1,12 @@
-package broker
+package txnbackend
 
 // The transaction coordinator's connections to other brokers (markers to
-// partition leaders, produce verification to coordinators): one kept per
-// peer, over the inter-broker listener and logged in as this broker, so a
-// transactional produce does not pay a TCP connection and a SASL login.
-// Requests to one peer go one at a time; a failed one drops its
-// connection and the next request dials again.
+// partition leaders, produce verification to coordinators, offsets
+// forwarded to coordinators): one kept per peer, over the inter-broker
+// listener and logged in as this broker, so a transactional produce does
+// not pay a TCP connection and a SASL login. Requests to one peer go one
+// at a time; a failed one drops its connection and the next request
+// dials again.
 
 import (
 	"fmt"
@@ -20,29 +21,29 @@ import (
 	"github.com/tributary-io/tributary/broker/replication"
 )
 
-type txnPeers struct {
+type peers struct {
 	mu    sync.Mutex
-	conns map[int32]*txnPeer
+	conns map[int32]*peer
 	// renewals counts re-authentications (KIP-368) on these connections.
 	renewals atomic.Int64
 }
 
-type txnPeer struct {
+type peer struct {
 	mu   sync.Mutex
 	conn *replication.PeerConn // nil until dialled, and after a failure
 }
 
-// interBrokerRoundTrip sends one request to broker id's inter-broker
-// listener and reads its answer, within timeout.
-func (b *Broker) interBrokerRoundTrip(id int32, req kmsg.Request, resp kmsg.Response, timeout time.Duration) error {
-	ps := &b.txnPeers
+// RoundTrip sends one request to broker id's inter-broker listener and
+// reads its answer, within timeout.
+func (tb *Backend) RoundTrip(id int32, req kmsg.Request, resp kmsg.Response, timeout time.Duration) error {
+	ps := &tb.peers
 	ps.mu.Lock()
 	if ps.conns == nil {
-		ps.conns = map[int32]*txnPeer{}
+		ps.conns = map[int32]*peer{}
 	}
 	p := ps.conns[id]
 	if p == nil {
-		p = &txnPeer{}
+		p = &peer{}
 		ps.conns[id] = p
 	}
 	ps.mu.Unlock()
@@ -52,7 +53,7 @@ func (b *Broker) interBrokerRoundTrip(id int32, req kmsg.Request, resp kmsg.Resp
 	for attempt := 0; ; attempt++ {
 		kept := p.conn != nil
 		if !kept {
-			c, err := b.dialPeer(id)
+			c, err := tb.dial(id)
 			if err != nil {
 				return err
 			}
@@ -75,19 +76,10 @@ func (b *Broker) interBrokerRoundTrip(id int32, req kmsg.Request, resp kmsg.Resp
 	}
 }
 
-// interBrokerListener is the listener followers fetch from and
-// transaction peers are reached on.
-func (b *Broker) interBrokerListener() SecurityProtocol {
-	if b.cfg.InterBrokerListener != "" {
-		return b.cfg.InterBrokerListener
-	}
-	return SecurityProtocol(b.cfg.InterBroker.Protocol())
-}
-
-// dialPeer connects to broker id's inter-broker listener and logs in.
-func (b *Broker) dialPeer(id int32) (*replication.PeerConn, error) {
-	listener := b.interBrokerListener()
-	for _, br := range b.meta.Brokers() {
+// dial connects to broker id's inter-broker listener and logs in.
+func (tb *Backend) dial(id int32) (*replication.PeerConn, error) {
+	listener := tb.cfg.Listener
+	for _, br := range tb.cfg.Meta.Brokers() {
 		if br.ID != id {
 			continue
 		}
@@ -99,7 +91,7 @@ func (b *Broker) dialPeer(id int32) (*replication.PeerConn, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := replication.OpenPeerConn(nc, host, listener, b.cfg.InterBroker, b.selfID)
+		c, err := replication.OpenPeerConn(nc, host, listener, tb.cfg.InterBroker, tb.cfg.Self)
 		if err != nil {
 			nc.Close()
 			return nil, err
@@ -109,9 +101,8 @@ func (b *Broker) dialPeer(id int32) (*replication.PeerConn, error) {
 	return nil, fmt.Errorf("broker %d is not alive", id)
 }
 
-// closeTxnPeers closes the kept connections (Close).
-func (b *Broker) closeTxnPeers() {
-	ps := &b.txnPeers
+// close closes the kept connections (Backend.Close).
+func (ps *peers) close() {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for _, p := range ps.conns {

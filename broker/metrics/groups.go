@@ -1,4 +1,4 @@
-package broker
+package metrics
 
 // The consumer-group side of the broker metrics: members, generations,
 // committed offsets and lag, read at scrape time.
@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/tributary-io/tributary/broker/log"
 )
 
 // collectLag reports the members of each group this broker coordinates,
@@ -16,19 +15,20 @@ import (
 // the offsets live in ZooKeeper, shared by both kinds of group (broker-side
 // and the paper's), so each partition's lag is reported once, by its
 // broker.
-func (m *brokerMetrics) collectLag(ch chan<- prometheus.Metric, hw map[string]map[int32]int64) {
-	if m.b.groups == nil {
+func (m *Collector) collectLag(ch chan<- prometheus.Metric, hw map[string]map[int32]int64) {
+	groups := m.src.Groups
+	if groups == nil {
 		return
 	}
-	if owned, kerrv := m.b.groups.List(); kerrv == nil {
+	if owned, kerrv := groups.List(); kerrv == nil {
 		for _, g := range owned {
 			members, state := 0, g.State.String()
 			if g.Type == "consumer" { // the consumer protocol: its own states and description
 				state = g.ConsumerState
-				if d, kerrv, _ := m.b.groups.DescribeConsumer(g.Name); kerrv == nil {
+				if d, kerrv, _ := groups.DescribeConsumer(g.Name); kerrv == nil {
 					members = len(d.Members)
 				}
-			} else if d, kerrv := m.b.groups.Describe(g.Name); kerrv == nil {
+			} else if d, kerrv := groups.Describe(g.Name); kerrv == nil {
 				members = len(d.Members)
 			}
 			ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(members), g.Name, state)
@@ -38,7 +38,7 @@ func (m *brokerMetrics) collectLag(ch chan<- prometheus.Metric, hw map[string]ma
 	if len(hw) == 0 {
 		return
 	}
-	store := m.b.groups.Store()
+	store := groups.Store()
 	names, err := store.Groups()
 	if err != nil {
 		return
@@ -58,10 +58,4 @@ func (m *brokerMetrics) collectLag(ch chan<- prometheus.Metric, hw map[string]ma
 			ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(max(h-off.Offset, 0)), name, tp.Topic, part)
 		}
 	}
-}
-
-type openPartition struct {
-	topic     string
-	partition int32
-	log       *log.Log
 }

@@ -1,4 +1,4 @@
-package broker
+package metrics
 
 import (
 	"encoding/binary"
@@ -9,11 +9,11 @@ import (
 // BenchmarkMetricsHooks is the CPU time the event hooks add to one
 // produce request of one partition (queue time, the append's bytes and
 // records, the request's count and latency), with the hooks on and with
-// Config.DisableMetrics, where each hook is a check of one field. It
+// Config.Off, where each hook is a check of one field. It
 // isolates what BenchmarkProduceMetricsCost measures end to end under the
 // machine's noise.
 //
-//	go test -run '^$' -bench BenchmarkMetricsHooks ./broker/
+//	go test -run '^$' -bench BenchmarkMetricsHooks ./broker/metrics
 func BenchmarkMetricsHooks(b *testing.B) {
 	// A record batch header of 50 records: all produced reads of it.
 	batch := make([]byte, 61+50*209)
@@ -25,7 +25,7 @@ func BenchmarkMetricsHooks(b *testing.B) {
 			name = "metrics=off"
 		}
 		b.Run(name, func(b *testing.B) {
-			m := newBrokerMetrics(&Broker{cfg: Config{DisableMetrics: off}})
+			m := New(Config{Off: off})
 			m.Produced("bench", batch, 0) // the topic's series exist, as after its first append
 			start := time.Now()
 			b.ReportAllocs()

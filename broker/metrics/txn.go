@@ -1,4 +1,4 @@
-package broker
+package metrics
 
 // Transaction metrics: open transactions this broker coordinates, markers
 // it wrote, and per partition with an open transaction how far the last
@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/broker/replication"
 )
 
@@ -28,51 +29,32 @@ var (
 	txnDescs          = []*prometheus.Desc{descTxnOpen, descTxnMarkers, descLSOLag, descTxnStateLed, descTxnIDs, descTxnLoads, descTxnLoadSecs, descTxnLoadedRecs}
 )
 
-func (m *brokerMetrics) collectTxns(ch chan<- prometheus.Metric) {
-	b := m.b
-	if b.txns != nil {
-		ch <- prometheus.MustNewConstMetric(descTxnOpen, prometheus.GaugeValue, float64(b.txns.OpenTransactions()))
-		ch <- prometheus.MustNewConstMetric(descTxnStateLed, prometheus.GaugeValue, float64(b.ledStatePartitions()))
-		ch <- prometheus.MustNewConstMetric(descTxnIDs, prometheus.GaugeValue, float64(b.txns.IDs()))
-		loads := b.txns.Loads()
+// collectTxns reports the coordinator's state and, of the open partition
+// logs, those with an open transaction.
+func (m *Collector) collectTxns(ch chan<- prometheus.Metric, open []partition.OpenLog) {
+	txns, backend := m.src.Txns, m.src.TxnBackend
+	if txns != nil {
+		ch <- prometheus.MustNewConstMetric(descTxnOpen, prometheus.GaugeValue, float64(txns.OpenTransactions()))
+		if backend != nil {
+			ch <- prometheus.MustNewConstMetric(descTxnStateLed, prometheus.GaugeValue, float64(backend.LedStatePartitions()))
+		}
+		ch <- prometheus.MustNewConstMetric(descTxnIDs, prometheus.GaugeValue, float64(txns.IDs()))
+		loads := txns.Loads()
 		ch <- prometheus.MustNewConstMetric(descTxnLoads, prometheus.CounterValue, float64(loads.Loads))
 		ch <- prometheus.MustNewConstMetric(descTxnLoadSecs, prometheus.CounterValue, loads.Time.Seconds())
 		ch <- prometheus.MustNewConstMetric(descTxnLoadedRecs, prometheus.CounterValue, float64(loads.Records))
 	}
-	ch <- prometheus.MustNewConstMetric(descTxnMarkers, prometheus.CounterValue, float64(b.txnMarkers[1].Load()), "commit")
-	ch <- prometheus.MustNewConstMetric(descTxnMarkers, prometheus.CounterValue, float64(b.txnMarkers[0].Load()), "abort")
-	for _, p := range b.openPartitions() {
-		if p.log.FirstUnstableOffset() < 0 {
+	if backend != nil {
+		commits, aborts := backend.Markers()
+		ch <- prometheus.MustNewConstMetric(descTxnMarkers, prometheus.CounterValue, float64(commits), "commit")
+		ch <- prometheus.MustNewConstMetric(descTxnMarkers, prometheus.CounterValue, float64(aborts), "abort")
+	}
+	for _, p := range open {
+		if p.Log.FirstUnstableOffset() < 0 {
 			continue
 		}
-		hw := p.log.HighWatermark()
-		ch <- prometheus.MustNewConstMetric(descLSOLag, prometheus.GaugeValue, float64(hw-replication.LastStable(p.log, hw)),
-			p.topic, strconv.Itoa(int(p.partition)))
+		hw := p.Log.HighWatermark()
+		ch <- prometheus.MustNewConstMetric(descLSOLag, prometheus.GaugeValue, float64(hw-replication.LastStable(p.Log, hw)),
+			p.Topic, strconv.Itoa(int(p.Partition)))
 	}
-}
-
-// txnMarkerWritten counts a marker written.
-func (b *Broker) txnMarkerWritten(commit bool) {
-	i := 0
-	if commit {
-		i = 1
-	}
-	b.txnMarkers[i].Add(1)
-}
-
-// ledStatePartitions counts the __transaction_state partitions this broker
-// leads, once the topic exists (it is made at the first transactional
-// request).
-func (b *Broker) ledStatePartitions() int {
-	t, ok := b.meta.Topic(txnStateTopic)
-	if !ok {
-		return 0
-	}
-	n := 0
-	for p := range t.Partitions() {
-		if st, ok := t.StateOf(p); ok && st.Leader == b.selfID {
-			n++
-		}
-	}
-	return n
 }

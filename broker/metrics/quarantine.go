@@ -1,4 +1,4 @@
-package broker
+package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

@@ -2,7 +2,7 @@ package broker
 
 // Starting this broker's group coordinator (package group): which offset
 // store it gets and how it learns which groups are its own. Which broker
-// coordinates a group is the placement rule (placement.go), which
+// coordinates a group is the placement rule (cluster.GroupCoordinator), which
 // FindCoordinator (broker/txnapi) answers.
 
 import (
@@ -57,4 +57,16 @@ func (b *Broker) groupTopics() []group.TopicInfo {
 		out = append(out, group.TopicInfo{Name: t.Name, Partitions: t.Partitions(), Internal: IsInternalTopic(t.Name)})
 	}
 	return out
+}
+
+// coordinatorFor picks a group's coordinator among the live brokers
+// (cluster.GroupCoordinator).
+func (b *Broker) coordinatorFor(group string) (cluster.Broker, bool) {
+	return cluster.GroupCoordinator(group, b.meta.Brokers())
+}
+
+// ownsGroup reports whether this broker is the group's coordinator.
+func (b *Broker) ownsGroup(group string) bool {
+	br, ok := b.coordinatorFor(group)
+	return ok && br.ID == b.selfID
 }

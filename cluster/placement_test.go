@@ -1,16 +1,14 @@
-package broker
+package cluster
 
 import (
 	"fmt"
 	"testing"
-
-	"github.com/tributary-io/tributary/cluster"
 )
 
-func brokersUpTo(n int32) []cluster.Broker {
-	var bs []cluster.Broker
+func brokersUpTo(n int32) []Broker {
+	var bs []Broker
 	for id := int32(1); id <= n; id++ {
-		bs = append(bs, cluster.Broker{ID: id})
+		bs = append(bs, Broker{ID: id})
 	}
 	return bs
 }
@@ -24,8 +22,8 @@ func TestCoordinatorPlacement(t *testing.T) {
 	moved := 0
 	for i := range groups {
 		name := fmt.Sprintf("app-%d", i)
-		a, _ := pickCoordinator(name, three)
-		b, _ := pickCoordinator(name, four)
+		a, _ := GroupCoordinator(name, three)
+		b, _ := GroupCoordinator(name, four)
 		per[a.ID]++
 		if a.ID != b.ID {
 			moved++
@@ -42,7 +40,7 @@ func TestCoordinatorPlacement(t *testing.T) {
 	if moved < groups/4*9/10 || moved > groups/4*11/10 {
 		t.Errorf("%d of %d groups moved to a fourth broker; want about a quarter", moved, groups)
 	}
-	if _, ok := pickCoordinator("g", nil); ok {
+	if _, ok := GroupCoordinator("g", nil); ok {
 		t.Error("a coordinator with no live broker")
 	}
 }

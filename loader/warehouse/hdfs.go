@@ -130,11 +130,25 @@ func openHDFS(u *url.URL, o HDFSOptions, create bool) (*HDFS, error) {
 	return h, nil
 }
 
-// noActiveNameNode tells the client's error when every NameNode it knows
-// is down, standby, or failed within the last few seconds.
-func noActiveNameNode(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "no available namenodes") && !loginRefused(err)
+// notCarriedOut tells the errors of a call no NameNode carried out, which
+// may be sent again whatever the call: the client found every NameNode it
+// knows down, standby, or failed within the last few seconds; or the
+// active NameNode refused the call for now with a RetriableException, as
+// it does while it leaves safe mode after a failover or restart (Hadoop's
+// own client retries those too).
+func notCarriedOut(err error) bool {
+	if err == nil || loginRefused(err) {
+		return false
+	}
+	var remote hdfs.Error
+	if errors.As(err, &remote) && remote.Exception() == retriableException {
+		return true
+	}
+	return strings.Contains(err.Error(), "no available namenodes")
 }
+
+// retriableException is the class of a NameNode's "not now, try again".
+const retriableException = "org.apache.hadoop.ipc.RetriableException"
 
 // loginRefused tells the client's error when the NameNodes refused the
 // Kerberos login: no failover ends that.
@@ -142,14 +156,15 @@ func loginRefused(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "SASL handshake")
 }
 
-// retryFailover calls f until it returns something other than "no active
-// NameNode", for up to wait. Retrying is safe even for calls that are not
-// idempotent (create, rename): the client returns that error only when it
-// found no NameNode to send the call to, and a StandbyException (a call
-// refused by a standby, not carried out) it retries by itself. A call cut
-// off after it was sent fails with another error, not retried.
+// retryFailover calls f until it returns something other than a call not
+// carried out, for up to wait. Retrying is safe even for calls that are not
+// idempotent (create, rename): the client returns "no available namenodes"
+// only when it found no NameNode to send the call to, a NameNode throws a
+// RetriableException before it acts, and a StandbyException (a call
+// refused by a standby) the client retries by itself. A call cut off after
+// it was sent fails with another error, not retried.
 func retryFailover(wait time.Duration, f func() error) error {
-	return retry(wait, noActiveNameNode, f)
+	return retry(wait, notCarriedOut, f)
 }
 
 // retryIdempotent is retryFailover for calls that may also be repeated
@@ -157,7 +172,7 @@ func retryFailover(wait time.Duration, f func() error) error {
 // carried out): reads, and mkdir and delete, whose repetition does nothing
 // more.
 func retryIdempotent(wait time.Duration, f func() error) error {
-	return retry(wait, func(err error) bool { return noActiveNameNode(err) || connectionCut(err) }, f)
+	return retry(wait, func(err error) bool { return notCarriedOut(err) || connectionCut(err) }, f)
 }
 
 // connectionCut tells an error of a connection its NameNode closed or
@@ -269,7 +284,7 @@ func (f hdfsFile) Write(p []byte) (int, error) {
 		// Before its first block the writer sends nothing but the
 		// allocation, so a failed one leaves nothing behind to resend.
 		n, err = f.FileWriter.Write(p)
-		if n > 0 || !noActiveNameNode(err) {
+		if n > 0 || !notCarriedOut(err) {
 			*f.started = true
 		}
 		return err
@@ -280,7 +295,7 @@ func (f hdfsFile) Write(p []byte) (int, error) {
 func (f hdfsFile) Close() error {
 	var err error
 	retryErr := retryFailover(f.wait, func() error { err = f.FileWriter.Close(); return err })
-	if noActiveNameNode(err) {
+	if notCarriedOut(err) {
 		return retryErr
 	}
 	for wait := 10 * time.Millisecond; hdfs.IsErrReplicating(err); wait *= 2 {

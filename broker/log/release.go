@@ -22,7 +22,6 @@ package log
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 )
@@ -201,23 +200,7 @@ func (l *Log) checkpointUnsynced() error {
 	if cp, err := readCheckpoint(l.fs, l.dir); err == nil && cp == l.hw {
 		return nil
 	}
-	path := filepath.Join(l.dir, checkpointFile)
-	tmp := path + ".tmp"
-	f, err := l.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write([]byte(strconv.FormatInt(l.hw, 10) + "\n"))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = l.fs.Rename(tmp, path)
-	}
-	if err != nil {
-		l.fs.Remove(tmp)
-	}
-	return err
+	return writeUnsynced(l.fs, l.dir, checkpointFile, []byte(strconv.FormatInt(l.hw, 10)+"\n")) // closehints.go
 }
 
 // durableToCheckpoint tells whether recovery found nothing to make

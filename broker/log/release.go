@@ -79,7 +79,14 @@ func (l *Log) tryRelease(wait bool) bool {
 		go done()
 		return true
 	}
-	if len(l.dirty) > 0 || len(l.unsealed) > 0 || l.dirDirty || l.leo != l.flushTarget {
+	// A directory fsync still owed alone (a new log's first segment, which
+	// no append has needed yet: flushes sync the directory only with
+	// data) does not keep a log from being released: closing descriptors
+	// changes nothing in the directory, and the flush of the next append
+	// syncs it. Waiting for it parked such a log for ever, and openers
+	// waited on its descriptors (a produce or a fetch round opening many
+	// new partitions together, past the descriptor budget).
+	if len(l.dirty) > 0 || len(l.unsealed) > 0 || l.leo != l.flushTarget {
 		l.mu.Unlock()
 		return false
 	}

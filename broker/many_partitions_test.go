@@ -192,6 +192,57 @@ func TestRestartAfterKillRecoversPartitionsTogether(t *testing.T) {
 	}
 }
 
+// TestProduceCreatesNewPartitionsTogether: one acks=all produce naming
+// many partitions nothing has written yet creates their logs several at a
+// time (each creation fsyncs the data directory) before it appends. One
+// after the other, on the request's goroutine, 3,000 new partitions held
+// their first produce for seconds.
+func TestProduceCreatesNewPartitionsTogether(t *testing.T) {
+	dir := t.TempDir()
+	disk := &slowDisk{delay: 5 * time.Millisecond, root: filepath.Clean(dir)}
+	b := testenv.StartBroker(t, testenv.WithDataDir(dir), testenv.WithConfig(func(c *broker.Config) { c.Log.FS = disk }))
+	const topics, parts = 20, 5
+	names := make([]string, topics)
+	for i := range names {
+		names[i] = fmt.Sprintf("new-%03d", i)
+	}
+	resp, err := kadm.NewClient(newClient(t, b.Addr)).CreateTopics(context.Background(), parts, 1, nil, names...)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := b.OpenPartitions(); n != 0 {
+		t.Fatalf("%d partitions open before the first produce, want 0", n)
+	}
+	cl := newClient(t, b.Addr, kgo.ProducerLinger(5*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var recs []*kgo.Record
+	for _, n := range names {
+		for p := range int32(parts) {
+			recs = append(recs, &kgo.Record{Topic: n, Partition: p, Value: []byte("x")})
+		}
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.OpenPartitions(); n != topics*parts {
+		t.Fatalf("%d partitions open after the produce, want %d", n, topics*parts)
+	}
+	t.Logf("%d new partitions: at most %d created at once", topics*parts, disk.rootMost.Load())
+	if disk.rootMost.Load() < 4 {
+		t.Errorf("the produce created at most %d partitions at once: one after the other", disk.rootMost.Load())
+	}
+	w := dial(t, b.Addr)
+	for _, n := range names {
+		for p := range int32(parts) {
+			if end := listLatest(t, w, n, p); end != 1 {
+				t.Fatalf("%s-%d ends at %d, want 1", n, p, end)
+			}
+		}
+	}
+}
+
 // slowDisk is the operating system's file system with every fsync taking
 // delay longer: a disk slower than this machine's, on which the fsyncs
 // each partition open and close does show.
@@ -201,6 +252,10 @@ type slowDisk struct {
 	syncs atomic.Int64
 	// inFlight and most count the fsyncs under way at once.
 	inFlight, most atomic.Int64
+	// root is the data directory; rootInFlight and rootMost count its own
+	// fsyncs under way at once: one for each new partition's directory.
+	root                   string
+	rootInFlight, rootMost atomic.Int64
 }
 
 // sync is one fsync of the slow disk.
@@ -223,6 +278,12 @@ func (d *slowDisk) OpenFile(name string, flag int, perm os.FileMode) (log.File, 
 }
 
 func (d *slowDisk) SyncDir(dir string) error {
+	if d.root != "" && filepath.Clean(dir) == d.root {
+		n := d.rootInFlight.Add(1)
+		for m := d.rootMost.Load(); n > m && !d.rootMost.CompareAndSwap(m, n); m = d.rootMost.Load() {
+		}
+		defer d.rootInFlight.Add(-1)
+	}
 	return d.sync(func() error { return d.OSFS.SyncDir(dir) })
 }
 

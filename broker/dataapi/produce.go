@@ -44,7 +44,6 @@ import (
 	"github.com/tributary-io/tributary/broker/log"
 	"github.com/tributary-io/tributary/broker/netserver"
 	"github.com/tributary-io/tributary/broker/replication"
-	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/recordbatch"
 )
 
@@ -84,21 +83,16 @@ func (h *Handlers) produce(req *kafkaapi.Request, r *kmsg.ProduceRequest) *netse
 	acks := r.Acks
 	allow := h.decompressAllowance(r) // produce_bombs.go
 	var waits []appended
-	for _, rt := range r.Topics {
+	// Internal topics are written only by their owners (the root's
+	// internal_topics.go, Config.InternalRefusal).
+	var small [1]topicLookup
+	looks := h.lookupTopics(req, r, small[:0]) // produce_open.go
+	txnRefused := r.TransactionID != nil && !h.authz.MayTxn(req.Who, kmsg.ACLOperationWrite, *r.TransactionID)
+	ahead := h.newAheadOpener(r, looks, txnRefused)
+	for ti, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
-		// Internal topics are written only by their owners (the root's
-		// internal_topics.go, Config.InternalRefusal).
-		// The refusal comes before the lookup, as in Kafka, so that a
-		// client may not write tells nothing of whether the topic exists
-		// (UNKNOWN_TOPIC_OR_PARTITION against TOPIC_AUTHORIZATION_FAILED),
-		// nor auto-creates it.
-		refusal := h.produceRefusal(req, rt.Topic)
-		var t cluster.Topic
-		var tcode int16
-		if refusal == "" {
-			t, tcode = h.topics.Lookup(rt.Topic, h.authz.MayCreateTopic(req.Who, rt.Topic))
-		}
+		refusal, t, tcode := looks[ti].refusal, looks[ti].t, looks[ti].code
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -109,7 +103,7 @@ func (h *Handlers) produce(req *kafkaapi.Request, r *kmsg.ProduceRequest) *netse
 			case r.Version < 3:
 				sp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
 				setMessage(&sp, "Tributary stores record batches v2 only: use Produce v3 or newer")
-			case r.TransactionID != nil && !h.authz.MayTxn(req.Who, kmsg.ACLOperationWrite, *r.TransactionID):
+			case txnRefused:
 				sp.ErrorCode = acl.TxnRefused
 				setMessage(&sp, "not allowed to write as transactional id "+*r.TransactionID)
 			case refusal != "":
@@ -118,6 +112,7 @@ func (h *Handlers) produce(req *kafkaapi.Request, r *kmsg.ProduceRequest) *netse
 			case tcode != 0:
 				sp.ErrorCode = tcode
 			default:
+				ahead.before(rt.Topic, rp.Partition)
 				part, code := h.replicas.Lookup(t, rp.Partition)
 				if code == 0 {
 					code = part.Writable(acks)

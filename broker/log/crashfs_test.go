@@ -15,9 +15,9 @@ import (
 //
 // Failure points name the log's sync boundaries: "before-" or "after-"
 // followed by the operation: "segment-sync", "index-sync",
-// "checkpoint-sync", "marker-sync", "gaps-sync", "other-sync" (a file
+// "checkpoint-sync", "gaps-sync", "other-sync" (a file
 // fsync, by file kind; a quarantine file is "other"), "segment-rename",
-// "gaps-rename", "checkpoint-rename", "marker-rename", "other-rename" and
+// "gaps-rename", "checkpoint-rename", "other-rename" and
 // "dir-sync"; for the cleaner, "cleaned-sync" (a NNN.log.cleaned or
 // NNN.gaps.cleaned file), "swap-marker-sync" and "swap-marker-rename" (the
 // commit of a swap). CrashAt(point, n) loses power at the n-th pass.

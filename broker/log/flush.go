@@ -276,10 +276,6 @@ func readCheckpoint(fsys FS, dir string) (int64, error) {
 	return v, nil
 }
 
-func writeCleanMarker(fsys FS, dir string) error {
-	return writeFileAtomic(fsys, dir, cleanMarkerFile, nil)
-}
-
 // writeFileAtomic replaces dir/name so that a crash leaves either the old
 // or the new content (internal/atomicfile).
 func writeFileAtomic(fsys FS, dir, name string, data []byte) error {

@@ -451,7 +451,7 @@ func (l *Log) Close() error {
 	}
 	l.mu.Lock()
 	if err == nil {
-		l.snapshotProducers() // a failure is logged: it only lengthens the next Open's scan
+		l.snapshotProducersWith(writeUnsynced) // a failure is logged: it only lengthens the next Open's scan (closehints.go)
 	}
 	for _, s := range l.segs {
 		err = errors.Join(err, s.close())
@@ -465,7 +465,7 @@ func (l *Log) Close() error {
 		l.logger.Error("closing partition log", "dir", l.dir, "err", err)
 		return err
 	}
-	return writeCleanMarker(l.fs, l.dir)
+	return markCleanShutdown(l.fs, l.dir) // closehints.go
 }
 
 // Delete closes the log and removes its directory (DeleteTopics).

@@ -210,14 +210,18 @@ func listProducerSnapshots(fsys FS, dir string) ([]int64, error) {
 // needed. A failure costs only a longer scan at the next Open, so it is
 // logged and returned for the caller to decide. Call with mu held (or
 // after the log stopped taking appends).
-func (l *Log) snapshotProducers() error {
+func (l *Log) snapshotProducers() error { return l.snapshotProducersWith(writeFileAtomic) }
+
+// snapshotProducersWith is snapshotProducers writing the file with write:
+// Close's snapshot is written without fsyncs (closehints.go).
+func (l *Log) snapshotProducersWith(write func(fsys FS, dir, name string, data []byte) error) error {
 	now := l.cfg.Clock()
 	if n := l.producers.expire(now.Add(-l.cfg.ProducerIDExpiry)); n > 0 {
 		l.logger.Debug("expired idle producer ids", "dir", l.dir, "count", n)
 	}
 	data := encodeProducerSnapshot(&l.producers, &l.txns, l.leo)
 	name := filepath.Base(snapshotPath(l.dir, l.leo))
-	if err := writeFileAtomic(l.fs, l.dir, name, data); err != nil {
+	if err := write(l.fs, l.dir, name, data); err != nil {
 		err = fmt.Errorf("write producer snapshot %s: %w", name, err)
 		l.logger.Warn("could not snapshot producer state: the next start scans more of the log to rebuild it",
 			"dir", l.dir, "err", err)

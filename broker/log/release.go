@@ -22,7 +22,6 @@ package log
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 )
@@ -80,7 +79,14 @@ func (l *Log) tryRelease(wait bool) bool {
 		go done()
 		return true
 	}
-	if len(l.dirty) > 0 || len(l.unsealed) > 0 || l.dirDirty || l.leo != l.flushTarget {
+	// A directory fsync still owed alone (a new log's first segment, which
+	// no append has needed yet: flushes sync the directory only with
+	// data) does not keep a log from being released: closing descriptors
+	// changes nothing in the directory, and the flush of the next append
+	// syncs it. Waiting for it parked such a log for ever, and openers
+	// waited on its descriptors (a produce or a fetch round opening many
+	// new partitions together, past the descriptor budget).
+	if len(l.dirty) > 0 || len(l.unsealed) > 0 || l.leo != l.flushTarget {
 		l.mu.Unlock()
 		return false
 	}
@@ -201,23 +207,7 @@ func (l *Log) checkpointUnsynced() error {
 	if cp, err := readCheckpoint(l.fs, l.dir); err == nil && cp == l.hw {
 		return nil
 	}
-	path := filepath.Join(l.dir, checkpointFile)
-	tmp := path + ".tmp"
-	f, err := l.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write([]byte(strconv.FormatInt(l.hw, 10) + "\n"))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = l.fs.Rename(tmp, path)
-	}
-	if err != nil {
-		l.fs.Remove(tmp)
-	}
-	return err
+	return writeUnsynced(l.fs, l.dir, checkpointFile, []byte(strconv.FormatInt(l.hw, 10)+"\n")) // closehints.go
 }
 
 // durableToCheckpoint tells whether recovery found nothing to make

@@ -93,6 +93,33 @@ func TestReleaseFilesKeepsTheLogOpenWithoutDescriptors(t *testing.T) {
 	}
 }
 
+// A new log is released before anything is written to it: its first
+// segment's directory entry, owed an fsync by the first flush with data,
+// does not hold the release up. It did, for ever (flushes sync the
+// directory only with data), and the partition table's openers waited on
+// the descriptors of new logs parked before their first write.
+func TestReleaseFilesOfANewLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p-0")
+	l, _ := openLog(t, dir, testConfig())
+	release(t, l)
+	if n := descriptorsIn(t, dir); n != 0 {
+		t.Fatalf("a released new log holds %d descriptors, want 0", n)
+	}
+	b := makeBatch(batchOpts{})
+	mustAppend(t, l, b)
+	mustFlush(t, l)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2, rep := openLog(t, dir, testConfig())
+	if !rep.Clean {
+		t.Fatalf("reopened after a clean close: %+v, want clean", rep)
+	}
+	if got := readAll(t, mustRead(t, l2, 0)); !bytes.Equal(got, b) {
+		t.Fatal("the batch written after the release is lost or changed")
+	}
+}
+
 // A log with unflushed data is released by the flush that covers it,
 // which ReleaseFiles asks for.
 func TestReleaseFilesWaitsForTheFlush(t *testing.T) {

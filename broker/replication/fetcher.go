@@ -39,6 +39,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary-io/tributary/broker/log"
+	"github.com/tributary-io/tributary/broker/partition"
 	"github.com/tributary-io/tributary/cluster"
 	"github.com/tributary-io/tributary/internal/recordbatch"
 )
@@ -358,41 +359,21 @@ func (f *fetcher) round(c *PeerConn, parts map[partKey]cluster.Topic) error {
 	return nil
 }
 
-// openConcurrency is how many logs a fetch round opens at once, as many
-// as recovery at start (broker/partition).
-const openConcurrency = 8
-
-// openTogether opens the logs of keys that are not open yet
-// openConcurrency at a time, before the round takes them one by one:
-// opening creates a new partition's log (a directory fsync) or recovers
-// one after a crash, and a follower of a new 3,000-partition topic opened
-// its 2,000 logs one after the other in its first round, which held that
-// round (and the leaders' acks=all) for seconds. Failures are the round's
-// to report.
+// openTogether opens the logs of keys that are not open yet, several at a
+// time (partition.Table.OpenTogether), before the round takes them one by
+// one: opening creates a new partition's log (a directory fsync) or
+// recovers one after a crash, and a follower of a new 3,000-partition topic
+// opened its 2,000 logs one after the other in its first round, which held
+// that round (and the leaders' acks=all) for seconds. Failures are the
+// round's to report.
 func (f *fetcher) openTogether(parts map[partKey]cluster.Topic, keys []partKey) {
-	var closed []partKey
+	var want []partition.Want // usually none: every round after the first finds them open
 	for _, k := range keys {
 		if !f.rs.env.logs.IsOpen(k.topic, k.p) {
-			closed = append(closed, k)
+			want = append(want, partition.Want{Topic: parts[k], Partition: k.p})
 		}
 	}
-	if len(closed) < 2 {
-		return
-	}
-	work := make(chan partKey)
-	var wg sync.WaitGroup
-	for range min(openConcurrency, len(closed)) {
-		wg.Go(func() {
-			for k := range work {
-				f.rs.env.logs.Get(parts[k], k.p)
-			}
-		})
-	}
-	for _, k := range closed {
-		work <- k
-	}
-	close(work)
-	wg.Wait()
+	f.rs.env.logs.OpenTogether(want)
 }
 
 // errNothingServed is a round whose every partition the leader refused

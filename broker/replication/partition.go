@@ -65,6 +65,19 @@ func (rs *Manager) Lookup(t cluster.Topic, p int32) (Partition, int16) {
 	return Partition{rs: rs, t: t, p: p, l: l}, 0
 }
 
+// Unopened reports whether t's partition p is one Lookup would open: this
+// broker leads it and its log is not open yet.
+func (rs *Manager) Unopened(t cluster.Topic, p int32) bool {
+	return p >= 0 && p < t.Partitions() && t.Leaders[p] == rs.env.selfID && !rs.env.logs.IsOpen(t.Name, p)
+}
+
+// OpenTogether opens the logs of want several at a time
+// (partition.Table.OpenTogether), for a request about to Lookup them all:
+// one after the other, the Lookups of a produce naming thousands of
+// partitions nothing had written yet created their logs in turn, an fsync
+// each. Pass only partitions Unopened reported.
+func (rs *Manager) OpenTogether(want []partition.Want) { rs.env.logs.OpenTogether(want) }
+
 // Log is the partition's log in the storage engine, for what is not
 // replication's concern: producer state, transactions, timestamps, its
 // start offset.

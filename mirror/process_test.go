@@ -35,6 +35,9 @@ func fetchStatus(t *testing.T, addr string) (mirror.Status, error) {
 		return st, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("status: %s", resp.Status) // 503 while starting
+	}
 	return st, json.NewDecoder(resp.Body).Decode(&st)
 }
 

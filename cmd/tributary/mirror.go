@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -162,6 +160,14 @@ func runMirror(ctx context.Context, args []string) error {
 	if *auditWAL != "" && !*auditTier {
 		return errors.New("--audit-wal needs --audit")
 	}
+	var st *startingStatus
+	if *status != "" {
+		if st, err = listenStatus(*status); err != nil {
+			return fmt.Errorf("--status: %w", err)
+		}
+		defer st.Close()
+		fmt.Printf("tributary mirror: status on http://%s/\n", st.addr)
+	}
 	if *auditTier {
 		// The last audit counts are published after the copy stops: they
 		// get a share of --shutdown-timeout, and the copy the rest, so
@@ -186,15 +192,8 @@ func runMirror(ctx context.Context, args []string) error {
 	}
 	defer stopMetrics()
 	ms.Registry().MustRegister(m.Metrics())
-	if *status != "" {
-		ln, err := net.Listen("tcp", *status)
-		if err != nil {
-			return fmt.Errorf("--status: %w", err)
-		}
-		srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
-		go srv.Serve(ln)
-		defer srv.Close()
-		fmt.Printf("tributary mirror: status on http://%s/\n", ln.Addr())
+	if st != nil {
+		st.ready(m.Handler())
 	}
 	// The shutdown as a whole (the target's acknowledgements, leaving the
 	// groups, the last audit counts) ends by --shutdown-timeout after the

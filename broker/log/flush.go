@@ -205,7 +205,7 @@ func (l *Log) run() {
 				// arrived during the fsync: the next one starts at once,
 				// unless the log is busy (see busyFlushGap).
 				l.backgroundFlush()
-				l.pause()
+				l.pause(true)
 				continue
 			}
 			if !armed {
@@ -218,7 +218,7 @@ func (l *Log) run() {
 		case <-l.flushReq:
 			l.backgroundFlush()
 			if !l.cfg.IntervalFlush {
-				l.pause()
+				l.pause(false) // a requested flush is followed by no busy gap
 			}
 		case <-retention.C:
 			if _, err := l.ApplyRetention(); err != nil && !errors.Is(err, ErrClosed) {
@@ -228,13 +228,13 @@ func (l *Log) run() {
 	}
 }
 
-// pause holds back the flush after one that just ended: a busy
-// partition's for busyFlushGap, until a request waits for it (flushReq),
-// and either's for the ackLinger rule once requests wait. A request taken
-// from flushReq is put back for run's loop, which flushes next.
-func (l *Log) pause() {
+// pause holds back the flush after one that just ended: with gap, a busy
+// partition's for busyFlushGap, until a request waits for it (flushReq);
+// and for the ackLinger rule once requests wait. A request taken from
+// flushReq is put back for run's loop, which flushes next.
+func (l *Log) pause(gap bool) {
 	l.mu.RLock()
-	busy, target := l.flushIsBusy, l.flushAnswered
+	busy, target := gap && l.flushIsBusy, l.flushAnswered
 	l.mu.RUnlock()
 	linger := target >= ackLingerWaiters
 	if !busy && !linger {

@@ -17,7 +17,8 @@ import (
 // contend with an fsync of the same file: measured on this project's VMs,
 // the appends' pwrite costs three times its CPU. A busy partition's flush
 // is therefore followed by busyFlushGap before the next one (an acks=all
-// request ends the gap at once), so each fsync covers more; at low load,
+// request ends the gap, at once or by the ackLinger rule below), so each
+// fsync covers more; at low load,
 // where latency matters, flushes still follow each other at once.
 //
 // Busy means messages arrive at busyFlushMessages per busyFlushGap
@@ -30,6 +31,27 @@ import (
 const (
 	busyFlushMessages = 2000
 	busyFlushGap      = 20 * time.Millisecond
+)
+
+// Many acks=all requests waiting on one partition are answered by the
+// same flush, and each sends its next request at once: the flush that
+// follows at once covers only those that made it before it started, and
+// the rest wait for the one after. Each fsync costs a fixed amount of CPU
+// whatever it covers (measured on this project's VMs: about 100 µs, mostly
+// the device round trips of a virtual disk: data, inode, cache flush). So
+// when the last flush answered ackLingerWaiters requests or more, the next
+// one waits until as many wait again, or for ackLinger after the first
+// does, whichever comes first: a producer that waits on one request at a
+// time (the flush answered one) is never held back, nor are several whose
+// next requests all come in, and the linger is paid only when requests
+// wait concurrently. It is short because answers on one connection go out
+// in order: a lingering answer holds back the connection's later ones.
+// Measured: BenchmarkAppendWaitFlushedPartitions (16 producers a
+// partition) fsyncs/op 0.147 → 0.090 and CPU a batch 26.9 → 21.1 µs;
+// the broker at 8 connections, acks=all, 35 % fewer fsyncs a batch.
+const (
+	ackLinger        = time.Millisecond
+	ackLingerWaiters = 4
 )
 
 // flushBusy tells whether a flush covering covered messages appended over
@@ -144,6 +166,7 @@ func (l *Log) flushLocked() error {
 		l.broadcast()
 		ws = l.decidedWaiters()
 	}
+	l.flushAnswered = len(ws)
 	// The waiters this flush covers are answered by it, here, before the
 	// sealing below: nothing of theirs waits on that.
 	l.mu.Unlock()
@@ -182,20 +205,7 @@ func (l *Log) run() {
 				// arrived during the fsync: the next one starts at once,
 				// unless the log is busy (see busyFlushGap).
 				l.backgroundFlush()
-				l.mu.RLock()
-				busy := l.flushIsBusy
-				l.mu.RUnlock()
-				if busy {
-					gap := time.NewTimer(busyFlushGap)
-					select {
-					case <-gap.C:
-					case <-l.flushReq:
-						signal(l.flushReq)
-						gap.Stop()
-					case <-l.done:
-						gap.Stop()
-					}
-				}
+				l.pause(true)
 				continue
 			}
 			if !armed {
@@ -207,10 +217,56 @@ func (l *Log) run() {
 			l.backgroundFlush()
 		case <-l.flushReq:
 			l.backgroundFlush()
+			if !l.cfg.IntervalFlush {
+				l.pause(false) // a requested flush is followed by no busy gap
+			}
 		case <-retention.C:
 			if _, err := l.ApplyRetention(); err != nil && !errors.Is(err, ErrClosed) {
 				l.logger.Error("applying retention", "dir", l.dir, "err", err)
 			}
+		}
+	}
+}
+
+// pause holds back the flush after one that just ended: with gap, a busy
+// partition's for busyFlushGap, until a request waits for it (flushReq);
+// and for the ackLinger rule once requests wait. A request taken from
+// flushReq is put back for run's loop, which flushes next.
+func (l *Log) pause(gap bool) {
+	l.mu.RLock()
+	busy, target := gap && l.flushIsBusy, l.flushAnswered
+	l.mu.RUnlock()
+	linger := target >= ackLingerWaiters
+	if !busy && !linger {
+		return
+	}
+	wait := busyFlushGap
+	if !busy {
+		wait = ackLinger
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	asked, lingering := false, false
+	defer func() {
+		if asked {
+			signal(l.flushReq)
+		}
+	}()
+	for {
+		select {
+		case <-timer.C:
+			return
+		case <-l.flushReq:
+			asked = true
+			if !linger || l.waiting() >= target {
+				return
+			}
+			if !lingering {
+				lingering = true
+				timer.Reset(ackLinger)
+			}
+		case <-l.done:
+			return
 		}
 	}
 }

@@ -112,6 +112,13 @@ func (l *Log) addWaiter(ctx context.Context, offset int64, done func(error), wat
 	return w, false, nil
 }
 
+// waiting is how many WhenFlushed and WaitFlushed callers wait.
+func (l *Log) waiting() int {
+	l.waitMu.Lock()
+	defer l.waitMu.Unlock()
+	return len(l.waiters)
+}
+
 // dropWaiter takes w out of the list, reporting whether it was there (and
 // so whether the caller is the one to call it).
 func (l *Log) dropWaiter(w *flushWaiter) bool {

@@ -47,6 +47,7 @@ type Log struct {
 
 	lastFlushStart time.Time // when the last flush started
 	flushIsBusy    bool      // the last flush found the partition busy (flushBusy)
+	flushAnswered  int       // WhenFlushed waiters the last flush answered (ackLinger)
 
 	// waitMu guards waiters, WhenFlushed's callers by offset
 	// (flush_waiters.go); it is taken after mu, never before.

@@ -15,7 +15,9 @@ func (e nameNodeError) Method() string    { return "create" }
 func (e nameNodeError) Desc() string      { return "ERROR_APPLICATION" }
 func (e nameNodeError) Exception() string { return e.exception }
 func (e nameNodeError) Message() string   { return e.exception + ": not now" }
-func (e nameNodeError) Error() string     { return "create call failed with " + e.Desc() + " (" + e.exception + ")" }
+func (e nameNodeError) Error() string {
+	return "create call failed with " + e.Desc() + " (" + e.exception + ")"
+}
 
 // A NameNode that says "try again" (RetriableException, as while it
 // leaves safe mode after a failover) refused the call before acting, so

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // clusterNodes is the three-broker cluster ManyCluster measures: it starts
@@ -180,20 +182,32 @@ func (k *kafkaNodes) restart(ctx context.Context, i int) error {
 	return nil
 }
 
-// waitGone polls a survivor's Metadata: KRaft lists only brokers that are
-// not fenced, and the controller fences a broker whose heartbeats stop for
-// broker.session.timeout.ms.
+// waitGone asks a survivor until the controller has fenced node i, which
+// it does when the node's heartbeats stop for broker.session.timeout.ms.
+// A fenced broker stays in Kafka's Metadata answers: DescribeCluster (v2,
+// Kafka 4.0 and later) is what says it is fenced.
 func (k *kafkaNodes) waitGone(ctx context.Context, i int) error {
-	adm, cl, err := adminFor(k.addrs[(i+1)%len(k.addrs)])
+	_, cl, err := adminFor(k.addrs[(i+1)%len(k.addrs)])
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	id := int32(i + 1)
 	for {
-		m, err := adm.BrokerMetadata(ctx)
-		if err == nil && !slices.Contains(m.Brokers.NodeIDs(), id) {
-			return nil
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.IncludeFencedBrokers = true
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		if err == nil {
+			live := false
+			for _, b := range resp.Brokers {
+				live = live || (b.NodeID == id && !b.IsFenced)
+			}
+			if !live {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():

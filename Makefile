@@ -83,17 +83,22 @@ bench-mirror:
 # each), idle CPU, RSS, descriptors, clean stop, restarts after it and after
 # a kill -9; then a 3-broker cluster of one RF 3 topic of MANY_CLUSTER_PARTITIONS
 # partitions (3,000): leaders after a kill -9 and full ISR after the
-# restart, MANY_ROUNDS (5) times (BenchmarkManyPartitions*, tens of minutes),
+# restart, MANY_ROUNDS (5) times, beside a 3-node Apache Kafka KRaft cluster
+# (BenchmarkManyPartitions*, tens of minutes; MANY_SYSTEMS and
+# MANY_CLUSTER_SYSTEMS choose among tributary and kafka),
 # also in $(BENCH_OUT)/partitions.txt.
 MANY_TOPICS             ?= 2000
 MANY_PARTITIONS         ?= 5
 MANY_CLUSTER_PARTITIONS ?= 3000
 MANY_ROUNDS             ?= 5
+MANY_SYSTEMS            ?= tributary,kafka
+MANY_CLUSTER_SYSTEMS    ?= tributary,kafka
 .PHONY: bench-partitions
 bench-partitions:
 	@mkdir -p $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench '^BenchmarkManyPartitions' -benchtime 1x -timeout 120m ./bench/ \
 		-many.topics $(MANY_TOPICS) -many.partitions $(MANY_PARTITIONS) \
+		-many.systems $(MANY_SYSTEMS) -many.cluster-systems $(MANY_CLUSTER_SYSTEMS) \
 		-many.cluster-partitions $(MANY_CLUSTER_PARTITIONS) -many.rounds $(MANY_ROUNDS) >$(BENCH_OUT)/partitions.txt; \
 	status=$$?; cat $(BENCH_OUT)/partitions.txt; exit $$status
 

@@ -87,8 +87,10 @@ type Config struct {
 	// different --flush-interval, to see what the latency row owes to it).
 	TributaryBinary string
 	TributaryArgs   []string
-	// Scripts is the directory of peer.sh (scripts/bench).
+	// Scripts is the directory of peer.sh (scripts/bench), and PeerEnv
+	// more environment for it (KAFKA_HEAP=768m: each Kafka JVM's heap).
 	Scripts string
+	PeerEnv []string
 	// BaselineBinary is the build of BaselineCommit the capacity test
 	// compares with (scripts/bench/build-baseline.sh prints its path).
 	BaselineBinary string

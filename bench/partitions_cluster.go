@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -19,14 +18,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// ManyCluster is the cluster half of the many-partitions run: three
-// `tributary broker` processes and ZooKeeper, one topic of partitions
-// partitions at replication factor 3. Each of rounds rounds kills one broker
-// with SIGKILL (a different one each round), measures the time until
-// Metadata names a live leader for every partition, restarts the broker
-// and measures the time until every partition's ISR is full again. A step
-// that does not finish within stepTimeout is reported as such.
+// ManyCluster is the cluster half of the many-partitions run, on each of
+// cfg.Systems: "tributary" (three `tributary broker` processes and
+// ZooKeeper) and "kafka" (Apache Kafka, three KRaft nodes each broker and
+// controller), by default both. Each creates one topic of partitions
+// partitions at replication factor 3; each of rounds rounds kills one
+// broker with SIGKILL (a different one each round), measures the time until
+// Metadata names a live leader for every partition, restarts the broker and
+// measures the time until every partition's ISR is full again. A step that
+// does not finish within cfg.StepTimeout is reported as such.
 func ManyCluster(ctx context.Context, cfg ManyConfig, partitions, rounds int) ([]ManyResult, error) {
+	systems := cfg.Systems
+	if len(systems) == 0 {
+		systems = []string{"tributary", "kafka"}
+	}
+	for _, s := range systems {
+		if s != "tributary" && s != "kafka" {
+			return nil, fmt.Errorf("many partitions, cluster: unknown system %q (tributary or kafka)", s)
+		}
+	}
 	work := cfg.WorkDir
 	if work == "" {
 		d, err := os.MkdirTemp("", "tributary-many-cluster-")
@@ -36,9 +46,37 @@ func ManyCluster(ctx context.Context, cfg ManyConfig, partitions, rounds int) ([
 		defer os.RemoveAll(d)
 		work = d
 	}
-	const sys = "tributary-rf3"
+	var (
+		rows []ManyResult
+		errs []error
+	)
+	for _, s := range systems {
+		dir := filepath.Join(work, s)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return rows, err
+		}
+		var nodes clusterNodes = &tributaryNodes{cfg: cfg, dir: dir}
+		if s == "kafka" {
+			var env []string
+			if cfg.KafkaHeap != "" {
+				env = []string{"KAFKA_HEAP=" + cfg.KafkaHeap}
+			}
+			nodes = &kafkaNodes{cfg: Config{Scripts: cfg.Scripts, PeerEnv: env}, dir: dir}
+		}
+		r, err := manyClusterOn(ctx, cfg, s+"-rf3", nodes, partitions, rounds)
+		rows = append(rows, r...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s-rf3: %w", s, err))
+		}
+	}
+	return rows, errors.Join(errs...)
+}
+
+// manyClusterOn runs the cluster measurements on one system, always
+// stopping it.
+func manyClusterOn(ctx context.Context, cfg ManyConfig, sys string, nodes clusterNodes, partitions, rounds int) (rows []ManyResult, err error) {
 	log := cfg.Logger.With("system", sys)
-	var rows []ManyResult
+	timeout := cmp.Or(cfg.StepTimeout, stepTimeout)
 	add := func(measure string, v float64, err error) {
 		r := ManyResult{System: sys, Measure: measure, Unit: "s", Value: v, Status: "ok"}
 		if err != nil {
@@ -47,52 +85,13 @@ func ManyCluster(ctx context.Context, cfg ManyConfig, partitions, rounds int) ([
 		log.Info("many partitions", "measure", measure, "value", v, "status", r.Status)
 		rows = append(rows, r)
 	}
-	base, err := freePortRange(ClusterNodes + 1)
-	if err != nil {
-		return nil, err
-	}
-	const chroot = "/tributary-many"
-	zkProc, err := startZooKeeper(ctx, filepath.Join(work, "zookeeper"), base+ClusterNodes, chroot)
-	if err != nil {
-		return nil, err
-	}
-	connect := fmt.Sprintf("127.0.0.1:%d%s", base+ClusterNodes, chroot)
-	brokers := make([]*process, ClusterNodes)
-	addrs := make([]string, ClusterNodes)
-	startBroker := func(i int) error {
-		id := i + 1
-		addrs[i] = fmt.Sprintf("127.0.0.1:%d", base+i)
-		data := filepath.Join(work, "data", fmt.Sprintf("b%d", id))
-		if err := os.MkdirAll(data, 0o755); err != nil {
-			return err
-		}
-		args := append([]string{"broker", "--id", fmt.Sprint(id), "--zookeeper", connect,
-			"--data-dir", data, "--listen", addrs[i]}, cfg.TributaryArgs...)
-		p, err := startProcess(fmt.Sprintf("tributary broker %d", id),
-			filepath.Join(work, fmt.Sprintf("broker-%d-%d.log", id, time.Now().UnixNano())),
-			[]string{"TRIBUTARY_LOG=" + cmp.Or(cfg.LogLevel, "info")}, cfg.TributaryBinary, args...)
-		if err != nil {
-			return err
-		}
-		brokers[i] = p
-		return waitListening(ctx, addrs[i], p.done, stepTimeout)
-	}
 	defer func() {
-		var live []*process
-		for _, p := range brokers {
-			if p != nil {
-				live = append(live, p)
-			}
+		if serr := nodes.stop(); serr != nil {
+			log.Warn("many partitions: stopping the cluster", "err", serr)
 		}
-		stopAll(live, zkProc)
 	}()
-	for i := range brokers {
-		if err := startBroker(i); err != nil {
-			return rows, err
-		}
-	}
-	zkAddr := fmt.Sprintf("127.0.0.1:%d", base+ClusterNodes)
-	if _, err := waitRegistered(ctx, zkAddr, chroot+"/brokers/ids", ClusterNodes, stepTimeout); err != nil {
+	addrs, err := nodes.start(ctx)
+	if err != nil {
 		return rows, err
 	}
 	all := strings.Join(addrs, ",")
@@ -103,14 +102,18 @@ func ManyCluster(ctx context.Context, cfg ManyConfig, partitions, rounds int) ([
 	defer cl.Close()
 	const topic = "many-cluster"
 	start := time.Now()
-	c, cancel := context.WithTimeout(ctx, stepTimeout)
+	c, cancel := context.WithTimeout(ctx, timeout)
 	// The broker answering may not see all three registrations yet, and
-	// refuses RF 3 until it does.
+	// refuses RF 3 until it does. A creation that outlasts the request's
+	// timeout goes on: its partitions are waited for below.
 	for {
 		var resp kadm.CreateTopicResponses
 		resp, err = adm.CreateTopics(c, int32(partitions), 3, nil, topic)
 		if err == nil {
 			err = resp.Error()
+		}
+		if errors.Is(err, kerr.RequestTimedOut) || errors.Is(err, kerr.TopicAlreadyExists) {
+			err = nil
 		}
 		if !errors.Is(err, kerr.InvalidReplicationFactor) || c.Err() != nil {
 			break
@@ -131,7 +134,7 @@ func ManyCluster(ctx context.Context, cfg ManyConfig, partitions, rounds int) ([
 	// their 3,000 logs (each a directory fsync, in the fetch path), which
 	// held fetches up past their 10 s timeout.
 	start = time.Now()
-	err = produceToEach(ctx, all, topic, partitions)
+	err = produceToEach(ctx, all, topic, partitions, timeout)
 	add(fmt.Sprintf("one record to each of %d partitions, acks=all", partitions), time.Since(start).Seconds(), err)
 	if err != nil {
 		return rows, err
@@ -145,32 +148,42 @@ func ManyCluster(ctx context.Context, cfg ManyConfig, partitions, rounds int) ([
 			return rows, err
 		}
 		start := time.Now()
-		brokers[victim].cmd.Process.Signal(syscall.SIGKILL)
-		<-brokers[victim].done
-		c, cancel := context.WithTimeout(ctx, stepTimeout)
-		// ZooKeeper's part: the session expires (the broker's session
-		// timeout, at ZooKeeper's first tick past it) and the
-		// registration goes.
+		if err := nodes.kill(victim); err != nil {
+			scl.Close()
+			return rows, err
+		}
+		c, cancel := context.WithTimeout(ctx, timeout)
+		// The cluster's part: the broker's session expires (ZooKeeper's,
+		// at its first tick past the timeout; KRaft's, when the
+		// controller fences it) and the cluster drops it.
 		gone := make(chan time.Duration, 1)
 		go func() {
-			_, err := waitUnregistered(c, zkAddr, chroot+"/brokers/ids", int(id))
-			if err == nil {
+			if err := nodes.waitGone(c, victim); err == nil {
 				gone <- time.Since(start)
 			}
 			close(gone)
 		}()
 		err = waitReplicas(c, sadm, topic, partitions, id)
-		cancel()
 		add(fmt.Sprintf("round %d: every leader live after kill -9 of broker %d", round+1, id), time.Since(start).Seconds(), err)
-		if d, ok := <-gone; ok {
-			add(fmt.Sprintf("round %d: of which until its session expired", round+1), d.Seconds(), nil)
+		// Leaders move once the session is gone, so its end is known by
+		// now or soon after; a cluster that still lists the dead broker is
+		// not waited for much longer.
+		session := fmt.Sprintf("round %d: of which until its session expired", round+1)
+		select {
+		case d, ok := <-gone:
+			if ok {
+				add(session, d.Seconds(), nil)
+			}
+		case <-time.After(30 * time.Second):
+			add(session, 0, errors.New("broker still registered 30 s after the leaders moved"))
 		}
+		cancel()
 		start = time.Now()
-		if err := startBroker(victim); err != nil {
+		if err := nodes.restart(ctx, victim); err != nil {
 			scl.Close()
 			return rows, err
 		}
-		c, cancel = context.WithTimeout(ctx, stepTimeout)
+		c, cancel = context.WithTimeout(ctx, timeout)
 		err = waitReplicas(c, sadm, topic, partitions, -1)
 		cancel()
 		scl.Close()
@@ -237,11 +250,11 @@ func waitUnregistered(ctx context.Context, addr, path string, id int) (time.Time
 
 // produceToEach writes one record to every partition of topic with
 // acks=all and waits for every answer.
-func produceToEach(ctx context.Context, addrs, topic string, partitions int) error {
+func produceToEach(ctx context.Context, addrs, topic string, partitions int, timeout time.Duration) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addrs, ",")...),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(partitions+1),
-		kgo.ProduceRequestTimeout(30*time.Second), kgo.RecordDeliveryTimeout(stepTimeout))
+		kgo.ProduceRequestTimeout(30*time.Second), kgo.RecordDeliveryTimeout(timeout))
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,8 @@ type ManyConfig struct {
 	// TributaryBinary, Scripts and Logger as in Config; Systems is a
 	// subset of "tributary", "tributary-nofile-100k" (the same under a
 	// descriptor limit of 100,000, which needs the right to raise it) and
-	// "kafka" (by default "tributary" and "kafka").
+	// "kafka" (by default "tributary" and "kafka"); in the cluster half
+	// (ManyCluster) of "tributary" and "kafka".
 	TributaryBinary string
 	TributaryArgs   []string
 	Scripts         string
@@ -28,6 +29,11 @@ type ManyConfig struct {
 	// LogLevel is the cluster brokers' TRIBUTARY_LOG (default info): debug
 	// logs each ISR change with its time, to see where a slow rejoin went.
 	LogLevel string
+	// KafkaHeap is each Kafka JVM's heap in the cluster half (default
+	// peer.sh's 1G), and StepTimeout bounds each of its steps (default
+	// stepTimeout): a step that runs out is reported as failed.
+	KafkaHeap   string
+	StepTimeout time.Duration
 }
 
 // ManyResult is one figure of one system: a duration in seconds, a share of

@@ -23,6 +23,9 @@ var (
 	manyArgs       = flag.String("many.args", "", "BenchmarkManyPartitionsCluster: more flags for every `tributary broker`, space-separated (say --zookeeper-session-timeout 6s)")
 	manyLogLevel   = flag.String("many.log", "info", "BenchmarkManyPartitionsCluster: the brokers' TRIBUTARY_LOG level (debug logs every ISR change)")
 	manyZKTick     = flag.Duration("many.zk-tick", 2*time.Second, "BenchmarkManyPartitionsCluster: ZooKeeper's tickTime (a session expires at the first tick after its timeout)")
+	manyClusterSys = flag.String("many.cluster-systems", "tributary,kafka", "BenchmarkManyPartitionsCluster: systems, comma-separated (tributary, kafka)")
+	manyKafkaHeap  = flag.String("many.kafka-heap", "768m", "BenchmarkManyPartitionsCluster: each Kafka JVM's heap (-Xmx and -Xms)")
+	manyStep       = flag.Duration("many.step-timeout", stepTimeout, "BenchmarkManyPartitionsCluster: bound of each step (create, a round's leaders, a round's full ISR)")
 )
 
 func manyBinaryFor(b *testing.B) string {
@@ -55,13 +58,17 @@ func BenchmarkManyPartitions(b *testing.B) {
 
 // BenchmarkManyPartitionsCluster is the cluster half (partitions_cluster.go).
 func BenchmarkManyPartitionsCluster(b *testing.B) {
-	testenv.Needs(b, testenv.Tributary, testenv.ZooKeeper)
+	testenv.Needs(b, testenv.Tributary, testenv.ZooKeeper, testenv.JVM)
 	ZooKeeperTick = *manyZKTick
 	rows, err := ManyCluster(context.Background(), ManyConfig{
 		TributaryBinary: manyBinaryFor(b), Logger: testenv.Logger(b, 0), WorkDir: *manyWorkDir,
 		LogLevel: *manyLogLevel, TributaryArgs: strings.Fields(*manyArgs),
+		Systems: strings.Split(*manyClusterSys, ","), Scripts: "../scripts/bench",
+		KafkaHeap: *manyKafkaHeap, StepTimeout: *manyStep,
 	}, *manyCluster, *manyRounds)
-	fmt.Printf("Three brokers, one topic of %d partitions at RF 3 (ZooKeeper tickTime %v):\n", *manyCluster, ZooKeeperTick)
+	fmt.Printf("Three brokers, one topic of %d partitions at RF 3. tributary-rf3: ZooKeeper tickTime %v; "+
+		"kafka-rf3: Apache Kafka %s KRaft, three nodes each broker and controller, %s heap each, "+
+		"its defaults (broker.session.timeout.ms 9 s):\n", *manyCluster, ZooKeeperTick, kafkaVersion(), *manyKafkaHeap)
 	WriteManyTable(os.Stdout, rows)
 	if err != nil {
 		b.Fatal(err)

@@ -139,12 +139,9 @@ func startPeer(name string, nodes int) func(ctx context.Context, cfg Config, dir
 // startPeerOn is startPeer on the given base port (0: a free one).
 func startPeerOn(name string, nodes, port int) func(ctx context.Context, cfg Config, dir string) (*server, error) {
 	return func(ctx context.Context, cfg Config, dir string) (*server, error) {
-		script, err := filepath.Abs(filepath.Join(cfg.Scripts, "peer.sh"))
+		script, err := peerScript(cfg.Scripts)
 		if err != nil {
 			return nil, err
-		}
-		if _, err := os.Stat(script); err != nil {
-			return nil, fmt.Errorf("%s: %w (run from the repository root, or pass the scripts directory)", script, err)
 		}
 		port := port
 		if port == 0 {
@@ -163,7 +160,9 @@ func startPeerOn(name string, nodes, port int) func(ctx context.Context, cfg Con
 		}
 		c, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
-		out, err := exec.CommandContext(c, "bash", script, "start", name, dir, strconv.Itoa(port)).CombinedOutput()
+		cmd := exec.CommandContext(c, "bash", script, "start", name, dir, strconv.Itoa(port))
+		cmd.Env = append(os.Environ(), cfg.PeerEnv...)
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			stop()
 			return nil, fmt.Errorf("%s\n%s", lastLines(out, 4), err)
@@ -192,6 +191,64 @@ func startPeerOn(name string, nodes, port int) func(ctx context.Context, cfg Con
 		}
 		return &server{addr: strings.Join(addrs, ","), pid: pids[0], pids: pids, dataDir: filepath.Join(dir, "data"), stop: stop}, nil
 	}
+}
+
+// peerScript is the absolute path of peer.sh in the scripts directory.
+func peerScript(scripts string) (string, error) {
+	script, err := filepath.Abs(filepath.Join(scripts, "peer.sh"))
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(script); err != nil {
+		return "", fmt.Errorf("%s: %w (run from the repository root, or pass the scripts directory)", script, err)
+	}
+	return script, nil
+}
+
+// restartPeerNode starts node n (1 to 3) of the three-node peer name that
+// startPeerOn started in dir on port again, on its data, and returns its
+// new pid once it takes connections.
+func restartPeerNode(ctx context.Context, cfg Config, name, dir string, port, n int) (int, error) {
+	script, err := peerScript(cfg.Scripts)
+	if err != nil {
+		return 0, err
+	}
+	c, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(c, "bash", script, "start-node", name, dir, strconv.Itoa(port), strconv.Itoa(n))
+	cmd.Env = append(os.Environ(), cfg.PeerEnv...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("peer.sh start-node %s %d: %v\n%s", name, n, err, lastLines(out, 4))
+	}
+	pidText, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		return 0, err
+	}
+	pids := strings.Fields(string(pidText))
+	if len(pids) < n {
+		return 0, fmt.Errorf("%s/pid: %d pids, no node %d", dir, len(pids), n)
+	}
+	pid, err := strconv.Atoi(pids[n-1])
+	if err != nil {
+		return 0, fmt.Errorf("%s/pid: %w", dir, err)
+	}
+	return pid, nil
+}
+
+// pidGone reports whether process pid has exited: it no longer exists, or
+// is a zombie its new parent (a peer's JVM outlives the script that
+// started it) has not reaped yet.
+func pidGone(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name, which is in parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X')
 }
 
 func lastLines(b []byte, n int) string {

@@ -3,6 +3,7 @@
 #
 #   peer.sh start SYSTEM DIR PORT   # returns once PORT accepts connections
 #   peer.sh stop  SYSTEM DIR
+#   peer.sh start-node SYSTEM DIR PORT N   # a three-node Kafka: node N again
 #
 # SYSTEM is kafka (Kafka's defaults), kafka-flush (Kafka fsyncing as
 # Tributary's interval policy does), kafka-rf3 and kafka-rf3-flush (the same
@@ -15,7 +16,10 @@
 # controller on the port after), all on 127.0.0.1.
 #
 # Starting a Kafka instance again on a DIR it ran in keeps its data (its
-# node directories are not formatted again).
+# node directories are not formatted again). start-node starts one node of a
+# running three-node Kafka again on its data (after the bench killed it) and
+# puts its new pid on line N of DIR/pid. KAFKA_HEAP is each Kafka JVM's heap
+# (default 1G, as Kafka's own kafka-server-start.sh).
 #
 # Durability is set to match Tributary's interval flush where the peer
 # allows it (fsync every 10000 messages or 200 ms), except for kafka, which
@@ -26,8 +30,9 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/lib.sh"
 
-[ $# -ge 3 ] || { echo "usage: $0 start|stop SYSTEM DIR [PORT]" >&2; exit 2; }
-action=$1 system=$2 dir=$3 port=${4:-0}
+[ $# -ge 3 ] || { echo "usage: $0 start|stop|start-node SYSTEM DIR [PORT [N]]" >&2; exit 2; }
+action=$1 system=$2 dir=$3 port=${4:-0} node=${5:-0}
+KAFKA_HEAP="${KAFKA_HEAP:-1G}"
 mkdir -p "$dir/data"
 dir="$(cd "$dir" && pwd)"
 log="$dir/$system.log"
@@ -78,6 +83,31 @@ EOF
     format -t "$uuid" -c "$conf/server.properties" >>"$log" 2>&1
 }
 
+# kafka_java N: starts the JVM of node N, configured by kafka_node, in the
+# background (its pid is $!), with the JVM settings of Kafka's own
+# kafka-server-start.sh but the heap KAFKA_HEAP, the same for every node.
+kafka_java() {
+  local n=$1
+  nohup java -Xmx"$KAFKA_HEAP" -Xms"$KAFKA_HEAP" -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+    -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$dir/log4j2.yaml" -cp "$cp" kafka.Kafka "$dir/n$n/server.properties" \
+    >>"$log" 2>&1 </dev/null &
+}
+
+# restart_kafka_node N: starts node N of a cluster that start_kafka set up
+# in DIR again on its data, replaces its line of DIR/pid with the new pid,
+# and returns once the node takes connections.
+restart_kafka_node() {
+  local n=$1 cp pid
+  cp="$(kafka_home)/libs/*"
+  [ -f "$dir/data/n$n/meta.properties" ] && [ -f "$dir/n$n/server.properties" ] ||
+    { echo "node $n was never started in $dir: start the cluster first" >&2; return 1; }
+  kafka_java "$n"
+  pid=$!
+  sed -i "${n}s/.*/$pid/" "$dir/pid"
+  wait_port "$((port + 2 * (n - 1)))" "$pid" 120 "$log"
+}
+
 # start_kafka NODES: starts NODES Kafka JVMs, each a broker and a voter of
 # the KRaft quorum, and returns once every one takes connections.
 start_kafka() {
@@ -103,12 +133,7 @@ EOF
   : >"$dir/pid"
   for ((n = 1; n <= nodes; n++)); do
     kafka_node "$n" "$nodes"
-    # The JVM settings of Kafka's own kafka-server-start.sh (1 GB heap),
-    # the same for every node.
-    nohup java -Xmx1G -Xms1G -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-      -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
-      -Dlog4j2.configurationFile="$dir/log4j2.yaml" -cp "$cp" kafka.Kafka "$dir/n$n/server.properties" \
-      >>"$log" 2>&1 </dev/null &
+    kafka_java "$n"
     # Written before any wait, so that stop finds every node a failed start
     # left behind.
     echo $! >>"$dir/pid"
@@ -229,6 +254,11 @@ case "$action:$system" in
     [ "$port" -gt 0 ] || { echo "start needs a PORT" >&2; exit 2; }
     echo "$port" >"$dir/port"
     case "$system" in kafka-rf3*) start_kafka 3 ;; *) start_kafka 1 ;; esac
+    ;;
+  start-node:kafka-rf3 | start-node:kafka-rf3-flush)
+    [ "$port" -gt 0 ] && [ "$node" -ge 1 ] && [ "$node" -le 3 ] ||
+      { echo "start-node needs the cluster's PORT and a node number N, 1 to 3" >&2; exit 2; }
+    restart_kafka_node "$node"
     ;;
   start:rabbitmq | start:activemq | start:nats)
     [ "$port" -gt 0 ] || { echo "start needs a PORT" >&2; exit 2; }

@@ -66,25 +66,16 @@ func New(cfg Config) *Handlers {
 	return &Handlers{groups: cfg.Groups, authz: cfg.Authz, meta: cfg.Topics, closing: cfg.Closing, pending: cfg.PendingTxnOffsets}
 }
 
-// api is one API of this package, declared in its file's init.
-type api struct {
-	key, min, max int16
-	serve         func(*Handlers) kafkaapi.Serve
-}
-
-var apis []api
+// apis are this package's APIs, each declared in its file's init.
+var apis kafkaapi.APIs[*Handlers]
 
 // add declares, from an API file's init, that h serves key in versions
 // min..max with serve(h).
-func add(key, min, max int16, serve func(*Handlers) kafkaapi.Serve) {
-	apis = append(apis, api{key, min, max, serve})
-}
+func add(key, min, max int16, serve func(*Handlers) kafkaapi.Serve) { apis.Add(key, min, max, serve) }
 
 // Register adds every group API to r.
 func (h *Handlers) Register(r *kafkaapi.Registry) {
-	for _, x := range apis {
-		r.Register(x.key, x.min, x.max, x.serve(h))
-	}
+	apis.Register(r, h)
 }
 
 // codeOf is the wire code of a coordinator error (nil: none).

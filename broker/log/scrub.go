@@ -48,9 +48,13 @@ func (l *Log) scrubLoop() {
 // for ever. It returns the offset ranges lost; each is also logged as an
 // error. The active segment is left to recovery: it is still being written.
 func (l *Log) Scrub() ([]LostRange, error) {
+	// A candidate's size and gaps are read under the lock: a truncation
+	// (a follower's repair cutting back, for one) changes them while the
+	// scrub reads the file.
 	type candidate struct {
-		s     *segment
-		below int64
+		s           *segment
+		below, size int64
+		gaps        map[int64]int64
 	}
 	l.mu.RLock()
 	if l.closed {
@@ -63,7 +67,7 @@ func (l *Log) Scrub() ([]LostRange, error) {
 			break
 		}
 		s.ref()
-		cands = append(cands, candidate{s, l.segs[i+1].base})
+		cands = append(cands, candidate{s, l.segs[i+1].base, s.size, s.gaps})
 	}
 	l.mu.RUnlock()
 
@@ -72,7 +76,7 @@ func (l *Log) Scrub() ([]LostRange, error) {
 	for i, c := range cands {
 		if err == nil {
 			var l2 []LostRange
-			l2, err = l.scrubSegment(c.s, c.below)
+			l2, err = l.scrubSegment(c.s, c.below, c.size, c.gaps)
 			lost = append(lost, l2...)
 		}
 		cands[i].s.unref()
@@ -80,13 +84,13 @@ func (l *Log) Scrub() ([]LostRange, error) {
 	return lost, err
 }
 
-func (l *Log) scrubSegment(s *segment, below int64) ([]LostRange, error) {
-	scratch := &segment{base: s.base, path: s.path, gaps: s.gaps, maxTs: -1}
+func (l *Log) scrubSegment(s *segment, below, size int64, gaps map[int64]int64) ([]LostRange, error) {
+	scratch := &segment{base: s.base, path: s.path, gaps: gaps, maxTs: -1}
 	pace := l.cfg.ScrubPace
 	if pace == nil {
 		pace = NewScrubPace(l.cfg.ScrubRate)
 	}
-	r := newReader(&throttledReader{f: s.f, pace: pace, done: l.done}, s.size, scanWindow)
+	r := newReader(&throttledReader{f: s.f, pace: pace, done: l.done}, size, scanWindow)
 	_, damaged, _ := scratch.scan(r, math.MaxInt64, below, nil)
 	select {
 	case <-l.done:

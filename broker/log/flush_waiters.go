@@ -137,6 +137,8 @@ func (l *Log) dropWaiter(w *flushWaiter) bool {
 // too once the log failed or closed. Call with mu held; call the result's
 // callbacks (runWaiters) without it.
 func (l *Log) decidedWaiters() []*flushWaiter {
+	l.waitMu.Lock() // a waiter whose context ends drops itself under waitMu alone
+	defer l.waitMu.Unlock()
 	covered, _ := slices.BinarySearchFunc(l.waiters, l.hw, func(w *flushWaiter, hw int64) int {
 		if w.offset < hw {
 			return -1

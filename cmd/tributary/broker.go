@@ -36,6 +36,7 @@ func runBroker(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	raiseProcsForBlockingIO() // procs.go
 	if *session <= 0 {
 		return fmt.Errorf("--zookeeper-session-timeout %v: must be positive", *session)
 	}

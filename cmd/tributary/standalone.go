@@ -38,6 +38,7 @@ func runStandalone(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	raiseProcsForBlockingIO() // procs.go
 	if rf.kafkaOpts, err = rsec.Opts(); err != nil {
 		return fmt.Errorf("--registry-kafka-*: %w", err)
 	}

@@ -176,9 +176,21 @@ func TestCeilingMeasures(t *testing.T) {
 	if err != nil || lo <= 0 {
 		t.Errorf("loopback: %v MB/s, %v", lo, err)
 	}
-	disk, err := diskMBPerSec(t.TempDir(), 4<<20)
+	dir := t.TempDir()
+	disk, err := diskMBPerSec(dir, 4<<20, true)
 	if err != nil || disk <= 0 {
 		t.Errorf("disk: %v MB/s, %v", disk, err)
+	}
+	cache, err := diskMBPerSec(dir, 4<<20, false)
+	if err != nil || cache <= 0 {
+		t.Errorf("page cache: %v MB/s, %v", cache, err)
+	}
+	us, err := appendFsyncMicros(dir, 5)
+	if err != nil || us <= 0 {
+		t.Errorf("append + fdatasync: %v µs, %v", us, err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("the measures left %d files behind", len(left))
 	}
 }
 

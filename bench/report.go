@@ -56,7 +56,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	}
 	if c := rep.Ceiling; c != nil {
 		fmt.Fprintf(&b, "Machine ceiling: loopback TCP %.0f MB/s, sequential disk write %.0f MB/s (256 MiB + fdatasync), "+
-			"page-cache write %.0f MB/s (256 MiB, no sync; low on a VM whose memory the host has not backed yet), "+
+			"page-cache write %.0f MB/s (512 MiB, no sync; low on a VM whose memory the host has not backed yet), "+
 			"append of %d bytes + fdatasync %.0f µs (the floor of an acks=all request answered after its own fsync)\n",
 			c.LoopbackMBPerSec, c.DiskMBPerSec, c.PageCacheMBPerSec, appendFsyncBytes, c.AppendFsyncMicros)
 	}

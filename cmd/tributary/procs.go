@@ -13,7 +13,7 @@ import (
 // 10 ms, and hands the P to another thread; meanwhile the read loops and
 // flushes behind it wait with a core idle. With GOMAXPROCS at the number of
 // cores, a two-core broker with eight partitions fsyncing at once is
-// stalled that way most of the time. So a broker runs with more Ps than
+// often stalled that way. So a broker runs with more Ps than
 // cores: the cores stay busy while Ps sit in those calls.
 //
 // Measured (make bench's capacity test, 2 cores, 8 connections × 8
@@ -30,8 +30,9 @@ const extraProcs = 16
 // raiseProcsForBlockingIO doubles GOMAXPROCS (adding at most extraProcs)
 // unless the operator chose it with the GOMAXPROCS environment variable,
 // which is left alone. The default it doubles follows a container's CPU
-// limit as the process starts; setting it stops the runtime following
-// later changes of that limit, which a broker's container does not see.
+// limit as the process starts; once set, the runtime no longer follows
+// later changes of that limit (a container resized while the broker runs
+// keeps the Ps it started with).
 func raiseProcsForBlockingIO() {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return

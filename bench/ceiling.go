@@ -12,43 +12,25 @@ import (
 
 // Ceiling is what the machine itself allows, for reading the other figures:
 // a broker on loopback cannot move data faster than loopback TCP, nor
-// persist it faster than the disk writes sequentially, nor take it into
-// the page cache faster than the kernel copies it there; and an acks=all
+// persist it faster than the disk writes sequentially; and an acks=all
 // request that waits on its own fsync cannot be answered sooner than an
 // append and its fdatasync take.
-//
-// The page-cache figure matters on virtual machines: the first write to a
-// page of guest memory the host has not backed yet (a fresh VM, or memory
-// the host took back once free) costs a fault in the host. Measured on
-// this project's VMs: 350-430 MB/s into such memory against 2.3-5.7 GB/s
-// into memory just freed, and the host takes free memory back within a
-// minute or so; in a run on cold memory the broker's pwrite was 70 % of its
-// CPU at 8 connections, acks=1 (perf), against 33 % on warm memory. Every
-// system in a run pays it per byte, but it narrows the ratios.
 type Ceiling struct {
 	LoopbackMBPerSec  float64 `json:"loopback_mb_per_sec"`
 	DiskMBPerSec      float64 `json:"disk_write_mb_per_sec"`
-	PageCacheMBPerSec float64 `json:"page_cache_write_mb_per_sec"`
 	AppendFsyncMicros float64 `json:"append_fsync_us"`
 }
 
 // MeasureCeiling measures loopback TCP throughput (one connection, 256 KiB
 // writes, ~2 s), sequential write speed of dir's file system (256 MiB in
-// 1 MiB writes, then fdatasync, timed together), the writes alone into the
-// page cache (512 MiB, not synced, measured first), and the mean of 500
+// 1 MiB writes, then fdatasync, timed together), and the mean of 500
 // appends of appendFsyncBytes each followed by fdatasync.
 func MeasureCeiling(ctx context.Context, dir string) (*Ceiling, error) {
 	lo, err := loopbackMBPerSec(ctx, 2*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	// The page cache first: the disk test's file, freed, would hand its
-	// warm pages to it.
-	cache, err := diskMBPerSec(dir, 512<<20, false)
-	if err != nil {
-		return nil, err
-	}
-	disk, err := diskMBPerSec(dir, 256<<20, true)
+	disk, err := diskMBPerSec(dir, 256<<20)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +38,7 @@ func MeasureCeiling(ctx context.Context, dir string) (*Ceiling, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Ceiling{LoopbackMBPerSec: lo, DiskMBPerSec: disk, PageCacheMBPerSec: cache, AppendFsyncMicros: appendSync}, nil
+	return &Ceiling{LoopbackMBPerSec: lo, DiskMBPerSec: disk, AppendFsyncMicros: appendSync}, nil
 }
 
 // appendFsyncBytes is one capacity request's batch: 50 records of 200 bytes.
@@ -94,9 +76,7 @@ func loopbackMBPerSec(ctx context.Context, dur time.Duration) (float64, error) {
 	return float64(n) / time.Since(start).Seconds() / 1e6, nil
 }
 
-// diskMBPerSec writes size bytes into a new file of dir, with the fdatasync
-// that makes them durable when sync is set, and returns the rate.
-func diskMBPerSec(dir string, size int, sync bool) (float64, error) {
+func diskMBPerSec(dir string, size int) (float64, error) {
 	f, err := os.CreateTemp(dir, "ceiling-*")
 	if err != nil {
 		return 0, err
@@ -113,10 +93,8 @@ func diskMBPerSec(dir string, size int, sync bool) (float64, error) {
 			return 0, err
 		}
 	}
-	if sync {
-		if err := f.Sync(); err != nil {
-			return 0, err
-		}
+	if err := f.Sync(); err != nil {
+		return 0, err
 	}
 	return float64(size) / time.Since(start).Seconds() / 1e6, nil
 }

@@ -13,9 +13,8 @@ import (
 
 // JSONRows is the report as one array of rows: every measured row with its
 // system's configuration in "config", then the machine's ceiling as rows
-// of system "machine" (tests "ceiling-loopback", "ceiling-disk" and
-// "ceiling-page-cache" in mb_per_sec; "ceiling-append-fsync" in p50_ms,
-// the mean).
+// of system "machine" (tests "ceiling-loopback" and "ceiling-disk" in
+// mb_per_sec, "ceiling-append-fsync" in p50_ms, the mean).
 func (rep *Report) JSONRows() []JSONRow {
 	var out []JSONRow
 	for _, r := range rep.Rows {
@@ -25,7 +24,6 @@ func (rep *Report) JSONRows() []JSONRow {
 		out = append(out,
 			JSONRow{Row: Row{System: "machine", Test: TestCeiling + "-loopback", MBPerSec: c.LoopbackMBPerSec, Status: "ok"}},
 			JSONRow{Row: Row{System: "machine", Test: TestCeiling + "-disk", MBPerSec: c.DiskMBPerSec, Status: "ok"}},
-			JSONRow{Row: Row{System: "machine", Test: TestCeiling + "-page-cache", MBPerSec: c.PageCacheMBPerSec, Status: "ok"}},
 			JSONRow{Row: Row{System: "machine", Test: TestCeiling + "-append-fsync", P50Ms: c.AppendFsyncMicros / 1000, Status: "ok"}})
 	}
 	return out
@@ -56,9 +54,8 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	}
 	if c := rep.Ceiling; c != nil {
 		fmt.Fprintf(&b, "Machine ceiling: loopback TCP %.0f MB/s, sequential disk write %.0f MB/s (256 MiB + fdatasync), "+
-			"page-cache write %.0f MB/s (512 MiB, no sync; low on a VM whose memory the host has not backed yet), "+
 			"append of %d bytes + fdatasync %.0f µs (the floor of an acks=all request answered after its own fsync)\n",
-			c.LoopbackMBPerSec, c.DiskMBPerSec, c.PageCacheMBPerSec, appendFsyncBytes, c.AppendFsyncMicros)
+			c.LoopbackMBPerSec, c.DiskMBPerSec, appendFsyncBytes, c.AppendFsyncMicros)
 	}
 
 	// A test the run did not select has no rows and no section.

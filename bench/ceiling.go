@@ -76,53 +76,54 @@ func loopbackMBPerSec(ctx context.Context, dur time.Duration) (float64, error) {
 	return float64(n) / time.Since(start).Seconds() / 1e6, nil
 }
 
+// diskMBPerSec writes size bytes into a new file of dir in 1 MiB writes,
+// then fdatasync, and returns the rate.
 func diskMBPerSec(dir string, size int) (float64, error) {
-	f, err := os.CreateTemp(dir, "ceiling-*")
+	const block = 1 << 20
+	took, err := timeWrites(dir, block, size/block, false)
 	if err != nil {
 		return 0, err
 	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	for i := range buf {
-		buf[i] = byte(i * 7)
-	}
-	start := time.Now()
-	for written := 0; written < size; written += len(buf) {
-		if _, err := f.Write(buf); err != nil {
-			return 0, err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return 0, err
-	}
-	return float64(size) / time.Since(start).Seconds() / 1e6, nil
+	return float64(size/block*block) / took.Seconds() / 1e6, nil
 }
 
 // appendFsyncMicros appends n blocks of appendFsyncBytes to a new file of
 // dir, each followed by fdatasync, as a log answering one acks=all request
 // at a time does, and returns the mean time of one, in µs.
 func appendFsyncMicros(dir string, n int) (float64, error) {
+	took, err := timeWrites(dir, appendFsyncBytes, n, true)
+	if err != nil {
+		return 0, err
+	}
+	return float64(took.Microseconds()) / float64(n), nil
+}
+
+// timeWrites times count writes of block bytes into a new file of dir,
+// removed afterwards, with an fdatasync after each write (eachSynced) or
+// after the last.
+func timeWrites(dir string, block, count int, eachSynced bool) (time.Duration, error) {
 	f, err := os.CreateTemp(dir, "ceiling-*")
 	if err != nil {
 		return 0, err
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	buf := make([]byte, appendFsyncBytes)
+	buf := make([]byte, block)
 	for i := range buf {
 		buf[i] = byte(i * 7)
 	}
 	start := time.Now()
-	for range n {
+	for i := range count {
 		if _, err := f.Write(buf); err != nil {
 			return 0, err
 		}
-		if err := unix.Fdatasync(int(f.Fd())); err != nil {
-			return 0, err
+		if eachSynced || i == count-1 {
+			if err := unix.Fdatasync(int(f.Fd())); err != nil {
+				return 0, err
+			}
 		}
 	}
-	return float64(time.Since(start).Microseconds()) / float64(n), nil
+	return time.Since(start), nil
 }
 
 func envOr(name, def string) string {

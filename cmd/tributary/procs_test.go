@@ -5,29 +5,26 @@ import (
 	"testing"
 )
 
-func TestBrokerRunsWithMoreProcsThanCores(t *testing.T) {
+func TestBrokerProcs(t *testing.T) {
+	tests := []struct {
+		name       string
+		env        string // GOMAXPROCS in the environment
+		from, want int
+	}{
+		{name: "doubled", from: 3, want: 6},
+		{name: "at most extraProcs more", from: 40, want: 40 + extraProcs},
+		{name: "the operator's choice left alone", env: "3", from: 3, want: 3},
+	}
 	before := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(before)
-	t.Setenv("GOMAXPROCS", "")
-	runtime.GOMAXPROCS(3)
-	raiseProcsForBlockingIO()
-	if got := runtime.GOMAXPROCS(0); got != 6 {
-		t.Errorf("GOMAXPROCS from 3: got %d, want 6", got)
-	}
-	runtime.GOMAXPROCS(40)
-	raiseProcsForBlockingIO()
-	if got := runtime.GOMAXPROCS(0); got != 40+extraProcs {
-		t.Errorf("GOMAXPROCS from 40: got %d, want %d", got, 40+extraProcs)
-	}
-}
-
-func TestOperatorsGOMAXPROCSIsLeftAlone(t *testing.T) {
-	before := runtime.GOMAXPROCS(0)
-	defer runtime.GOMAXPROCS(before)
-	t.Setenv("GOMAXPROCS", "3")
-	runtime.GOMAXPROCS(3)
-	raiseProcsForBlockingIO()
-	if got := runtime.GOMAXPROCS(0); got != 3 {
-		t.Errorf("GOMAXPROCS=3 in the environment: got %d, want it left at 3", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("GOMAXPROCS", tt.env)
+			runtime.GOMAXPROCS(tt.from)
+			raiseProcsForBlockingIO()
+			if got := runtime.GOMAXPROCS(0); got != tt.want {
+				t.Errorf("GOMAXPROCS from %d (environment %q): got %d, want %d", tt.from, tt.env, got, tt.want)
+			}
+		})
 	}
 }

@@ -42,7 +42,7 @@ func MeasureCeiling(ctx context.Context, dir string) (*Ceiling, error) {
 }
 
 // appendFsyncBytes is one capacity request's batch: 50 records of 200 bytes.
-const appendFsyncBytes = capacityBatch * 200
+const appendFsyncBytes = capacityBatch * MessageSize
 
 func loopbackMBPerSec(ctx context.Context, dur time.Duration) (float64, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

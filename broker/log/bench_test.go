@@ -2,7 +2,6 @@ package log
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -45,12 +44,8 @@ func BenchmarkAppendWaitFlushed(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		batch := makeBatch(batchOpts{records: 1, valueSize: 200})
 		for pb.Next() {
-			res, err := l.Append(batch)
+			_, err := appendAcked(l, batch)
 			if err != nil {
-				b.Error(err)
-				return
-			}
-			if err := l.WaitFlushed(context.Background(), res.LastOffset); err != nil {
 				b.Error(err)
 				return
 			}

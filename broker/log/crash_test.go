@@ -2,7 +2,6 @@ package log
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -67,11 +66,8 @@ func crashCaseWith(t *testing.T, point string, n int, between func(*Log)) (reach
 		for range 5 {
 			i++
 			b := makeBatch(batchOpts{records: 1 + i%3, valueSize: 40 + i})
-			res, err := l.Append(b)
+			res, err := appendAcked(l, b)
 			if err != nil {
-				break
-			}
-			if err := l.WaitFlushed(context.Background(), res.LastOffset); err != nil {
 				break
 			}
 			acked[res.BaseOffset] = bytes.Clone(b)

@@ -1,7 +1,6 @@
 package log
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -20,11 +19,8 @@ func BenchmarkAppendWaitFlushedSerial(b *testing.B) {
 	b.SetBytes(int64(len(batch)))
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := l.Append(batch)
+		_, err := appendAcked(l, batch)
 		if err != nil {
-			b.Fatal(err)
-		}
-		if err := l.WaitFlushed(context.Background(), res.LastOffset); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -57,12 +53,8 @@ func BenchmarkAppendWaitFlushedPartitions(b *testing.B) {
 		wg.Go(func() {
 			batch := makeBatch(batchOpts{records: 50, valueSize: 200})
 			for next.Add(1) <= int64(b.N) {
-				res, err := l.Append(batch)
+				_, err := appendAcked(l, batch)
 				if err != nil {
-					b.Error(err)
-					return
-				}
-				if err := l.WaitFlushed(context.Background(), res.LastOffset); err != nil {
 					b.Error(err)
 					return
 				}

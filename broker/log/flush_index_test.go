@@ -33,11 +33,8 @@ func TestFlushFsyncsActiveDataOnly(t *testing.T) {
 		l.Flush() // the new segment's files and directory entry
 		segs, idxs := cfs.Hits("before-segment-sync"), cfs.Hits("before-index-sync")
 		for range appends {
-			res, err := l.Append(fixtureBatch())
+			_, err := appendAcked(l, fixtureBatch())
 			if err != nil {
-				t.Fatal(err)
-			}
-			if err := l.WaitFlushed(context.Background(), res.LastOffset); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -71,24 +68,21 @@ func TestPowerLossWithUnsyncedActiveIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	acked := map[int64][]byte{}
-	appendAcked := func(n int) {
+	appendMany := func(n int) {
 		for range n {
 			b := fixtureBatch()
-			res, err := l.Append(b)
+			res, err := appendAcked(l, b)
 			if err != nil {
-				t.Fatal(err)
-			}
-			if err := l.WaitFlushed(context.Background(), res.LastOffset); err != nil {
 				t.Fatal(err)
 			}
 			acked[res.BaseOffset] = bytes.Clone(b)
 		}
 	}
-	appendAcked(10) // four segments
+	appendMany(10) // four segments
 	l.flushMu.Lock()
 	l.lastCheckpoint = time.Time{} // the next flush writes the checkpoint
 	l.flushMu.Unlock()
-	appendAcked(2)
+	appendMany(2)
 	cfs.CrashAfter(0) // the power fails now: nothing more reaches the disk
 	l.Close()
 	if err := cfs.PowerLoss(); err != nil {
@@ -142,11 +136,8 @@ func TestFlushFsyncsAbortedIndexOnlyWithNewEntries(t *testing.T) {
 	defer l.Close()
 	acked := func(b []byte) {
 		t.Helper()
-		res, err := l.Append(b)
+		_, err := appendAcked(l, b)
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.WaitFlushed(context.Background(), res.LastOffset); err != nil {
 			t.Fatal(err)
 		}
 	}

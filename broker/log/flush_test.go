@@ -132,12 +132,8 @@ func TestWaitFlushedConcurrentProducers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range perProducer {
-				res, err := l.Append(makeBatch(batchOpts{}))
+				_, err := appendAcked(l, makeBatch(batchOpts{}))
 				if err != nil {
-					t.Error(err)
-					return
-				}
-				if err := l.WaitFlushed(context.Background(), res.LastOffset); err != nil {
 					t.Error(err)
 					return
 				}

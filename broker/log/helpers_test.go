@@ -2,6 +2,7 @@ package log
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -97,6 +98,16 @@ func openLog(t testing.TB, dir string, cfg Config) (*Log, RecoveryReport) {
 	}
 	t.Cleanup(func() { l.Close() })
 	return l, rep
+}
+
+// appendAcked appends b and waits for the flush that covers it, as an
+// acks=all request does.
+func appendAcked(l *Log, b []byte) (AppendResult, error) {
+	res, err := l.Append(b)
+	if err != nil {
+		return res, err
+	}
+	return res, l.WaitFlushed(context.Background(), res.LastOffset)
 }
 
 func mustAppend(t testing.TB, l *Log, b []byte) AppendResult {

@@ -18,8 +18,8 @@ import (
 // the appends' pwrite costs three times its CPU. A busy partition's flush
 // is therefore followed by busyFlushGap before the next one (an acks=all
 // request ends the gap, at once or by the ackLinger rule below), so each
-// fsync covers more; at low load,
-// where latency matters, flushes still follow each other at once.
+// fsync covers more; at low load, where latency matters, flushes still
+// follow each other at once.
 //
 // Busy means messages arrive at busyFlushMessages per busyFlushGap
 // (100,000 a second) or faster, measured over the time since the previous

@@ -79,10 +79,7 @@ func TestEndToEnd(t *testing.T) {
 	mctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- m.Run(mctx) }()
-	for _, topic := range []string{"pageview", audit.DefaultTopic} {
-		want := endOffsets(t, live[0].Addr, topic)
-		testenv.Eventually(t, 3*time.Minute, "the mirror to copy "+topic, func() bool { return endOffsets(t, an.Addr, topic) >= want })
-	}
+	waitCopied(t, m, live[0].Addr, 3*time.Minute, "pageview", audit.DefaultTopic)
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("mirror: %v", err)
@@ -158,6 +155,30 @@ func TestEndToEnd(t *testing.T) {
 }
 
 // endOffsets adds up the high watermarks of a topic's partitions.
+// waitCopied waits until m has every record of topics that the source
+// at addr holds now committed in the target. It watches the mirror's own
+// progress, not the target's end offsets: the mirror copies in
+// transactions, whose commit markers take offsets in the target, so the
+// target reaches the source's end offsets while the last copies are still
+// uncommitted (a test that stopped the mirror there lost them).
+func waitCopied(t *testing.T, m *mirror.Mirror, addr string, within time.Duration, topics ...string) {
+	t.Helper()
+	for _, topic := range topics {
+		want := endOffsets(t, addr, topic)
+		testenv.Eventually(t, within, "the mirror to copy "+topic, func() bool {
+			var copied int64 // below each partition's Safe, all is committed in the target
+			for _, s := range m.Status().Sources {
+				for _, p := range s.Partitions {
+					if p.Topic == topic {
+						copied += p.Safe
+					}
+				}
+			}
+			return copied >= want
+		})
+	}
+}
+
 func endOffsets(t *testing.T, addr, topic string) int64 {
 	t.Helper()
 	// A client of its own, closed here: callers poll this every few

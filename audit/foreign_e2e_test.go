@@ -123,10 +123,7 @@ func TestEndToEndProtobufAndJSON(t *testing.T) {
 	mctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- m.Run(mctx) }()
-	for _, topic := range []string{"orders-pb", "orders-js", audit.DefaultTopic} {
-		want := endOffsets(t, live.Addr, topic)
-		testenv.Eventually(t, 2*time.Minute, "the mirror to copy "+topic, func() bool { return endOffsets(t, an.Addr, topic) >= want })
-	}
+	waitCopied(t, m, live.Addr, 2*time.Minute, "orders-pb", "orders-js", audit.DefaultTopic)
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("mirror: %v", err)

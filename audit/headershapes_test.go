@@ -106,10 +106,7 @@ func TestHeaderShapesReconcileAtEveryTier(t *testing.T) {
 	mctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- m.Run(mctx) }()
-	for _, topic := range []string{"std", "custom", "plain", audit.DefaultTopic} {
-		want := endOffsets(t, live[0].Addr, topic)
-		testenv.Eventually(t, 3*time.Minute, "the mirror to copy "+topic, func() bool { return endOffsets(t, an.Addr, topic) >= want })
-	}
+	waitCopied(t, m, live[0].Addr, 3*time.Minute, "std", "custom", "plain", audit.DefaultTopic)
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("mirror: %v", err)

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -100,8 +101,15 @@ func flipLastByteOfBatch(t *testing.T, dir string, offset int64) string {
 			size := 12 + int(binary.BigEndian.Uint32(data[pos+8:]))
 			last := base + int64(binary.BigEndian.Uint32(data[pos+23:]))
 			if base <= offset && offset <= last {
-				data[pos+size-1] ^= 0xff
-				if err := os.WriteFile(seg, data, 0o644); err != nil {
+				// In place, as rot would: rewriting the whole file would
+				// truncate it first, and a scrub reading it meanwhile
+				// would rightly find every batch after the cut missing.
+				f, err := os.OpenFile(seg, os.O_WRONLY, 0)
+				if err == nil {
+					_, err = f.WriteAt([]byte{data[pos+size-1] ^ 0xff}, int64(pos+size-1))
+					err = errors.Join(err, f.Close())
+				}
+				if err != nil {
 					t.Fatal(err)
 				}
 				return seg

@@ -161,3 +161,100 @@ func TestFlushFsyncsAbortedIndexOnlyWithNewEntries(t *testing.T) {
 		t.Errorf("10 acks=all appends after the abort fsynced the aborted index %d times, want 0", n)
 	}
 }
+
+// Index entries reach the file when it is fsynced (roll, checkpoint,
+// release, seal), not one write per indexed append: that was a second
+// syscall on every produce request past the index interval. Whatever the
+// path, the file matches the in-memory index once the segment is released
+// or closed, so a clean Open trusts it and rebuilds nothing.
+func TestIndexEntriesWrittenWithTheIndexFsync(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p")
+	cfg := fixtureConfig() // an index entry per batch
+	cfg.SegmentBytes = 1 << 30
+	l, _, err := Open(dir, cfg, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexSize := func() int64 {
+		t.Helper()
+		paths, _ := filepath.Glob(filepath.Join(dir, "*.index"))
+		if len(paths) != 1 {
+			t.Fatalf("indexes %v, want one", paths)
+		}
+		fi, err := os.Stat(paths[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	for range 5 {
+		if _, err := appendAcked(l, fixtureBatch()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := indexSize(); n != 0 {
+		t.Errorf("index file after 5 acks=all appends: %d bytes, want 0 (entries wait for the index fsync)", n)
+	}
+	release(t, l)
+	if n := indexSize(); n != 5*indexEntrySize {
+		t.Errorf("index file after a release: %d bytes, want %d", n, 5*indexEntrySize)
+	}
+	for range 3 { // reopens the writers, the file as it is
+		if _, err := appendAcked(l, fixtureBatch()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.mu.RLock()
+	want := encodeIndex(l.active.index)
+	l.mu.RUnlock()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.index"))
+	if got, err := os.ReadFile(paths[0]); err != nil || !bytes.Equal(got, want) || len(want) != 8*indexEntrySize {
+		t.Fatalf("index file after close: %d bytes (%v), want the 8 entries in memory", len(got), err)
+	}
+	l2, rep, err := Open(dir, cfg, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if !rep.Clean || rep.IndexesRebuilt != 0 {
+		t.Errorf("reopen after a clean close: %+v, want clean with no index rebuilt", rep)
+	}
+}
+
+// A log flushed at long intervals writes no checkpoint for a long time:
+// its pending index entries are bounded all the same, the append that
+// fills maxPendingIndex writing them.
+func TestPendingIndexEntriesAreBounded(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p")
+	cfg := fixtureConfig()
+	cfg.SegmentBytes = 1 << 30
+	cfg.IntervalFlush, cfg.FlushInterval, cfg.FlushMessages = true, time.Hour, 1<<40
+	l, _, err := Open(dir, cfg, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const perWrite = maxPendingIndex / indexEntrySize
+	batch := fixtureBatch()
+	for range perWrite + 10 {
+		if _, err := l.Append(bytes.Clone(batch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.index"))
+	fi, err := os.Stat(paths[0])
+	if err != nil || fi.Size() != maxPendingIndex {
+		t.Fatalf("index file after %d indexed appends and no fsync: %v, %v; want the first %d bytes written", perWrite+10, fi.Size(), err, maxPendingIndex)
+	}
+	l.mu.RLock()
+	s := l.active
+	l.mu.RUnlock()
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	if len(s.idxPending) != 10*indexEntrySize {
+		t.Errorf("%d bytes of entries pending, want the last 10 entries'", len(s.idxPending))
+	}
+}

@@ -272,10 +272,12 @@ func (l *Log) write(batch []byte, h *recordbatch.Header, now time.Time, keepBase
 	maxTs := max(s.maxTs, h.MaxTimestamp)
 	e, indexed := s.indexEntryFor(pos, base, maxTs, l.cfg.IndexIntervalBytes)
 	if indexed {
-		if err := s.writeIndexEntry(e); err != nil {
-			return 0, 0, l.undoWrite(s, pos, fmt.Errorf("append to %s: %w", s.indexPath, err))
+		if err := s.addIndexEntry(e); err != nil {
+			// The batch is written and indexed in memory; the entries
+			// are written again with the next index fsync, which
+			// reports the error if it persists.
+			l.logger.Warn("writing index entries", "file", s.indexPath, "err", err)
 		}
-		s.index = append(s.index, e)
 	}
 	if s.size == 0 {
 		s.firstTime = now

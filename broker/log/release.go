@@ -142,6 +142,7 @@ func (s *segment) release() {
 			s.txnW.Close() // fsynced with the data; addAborted reopens it
 		}
 		s.w, s.idx, s.txnW = nil, nil, nil
+		s.dropPendingIndex() // written by syncIndexLocked
 		s.parked = true
 	}
 	s.wmu.Unlock()
@@ -149,7 +150,7 @@ func (s *segment) release() {
 }
 
 // reopenWriters makes a released active segment appendable again. Its
-// index file matches s.index (entries are written as they are added), so
+// index file matches s.index (release wrote its pending entries), so
 // it is reopened as it is rather than rewritten. Call with Log.mu held.
 func (s *segment) reopenWriters() error {
 	if s.indexStale {

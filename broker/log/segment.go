@@ -49,10 +49,16 @@ type segment struct {
 	// it is fsynced when the segment is sealed, rolled, or before a
 	// checkpoint (syncIndex), not on every flush.
 	idxDirty atomic.Bool
-	// idxBuf encodes the entry writeIndexEntry writes (under Log.mu): a
-	// local array would escape through the File interface, one allocation
-	// per indexed append.
-	idxBuf     [indexEntrySize]byte
+	// idxPending holds the encoded entries added since the index file was
+	// last written, and idxLen the file's length in bytes; idxMu guards
+	// both. Entries reach the file when it is fsynced (syncIndexLocked),
+	// not one pwrite per indexed append: with batches past the index
+	// interval that was a second syscall on every produce request, for a
+	// file nothing reads while the segment is active (reads use index, and
+	// Open rebuilds the active segment's entries from its batches).
+	idxMu      sync.Mutex
+	idxPending []byte
+	idxLen     int64
 	indexStale bool // the index file on disk differs from index
 
 	// aborted lists the transactions aborted by markers in this segment
@@ -140,6 +146,9 @@ func (s *segment) openWriters() error {
 	}
 	s.wmu.Lock()
 	s.w, s.idx, s.indexStale, s.parked = w, idx, false, false
+	s.idxMu.Lock()
+	s.idxPending, s.idxLen = s.idxPending[:0], int64(len(s.index))*indexEntrySize
+	s.idxMu.Unlock()
 	s.wmu.Unlock()
 	s.idxDirty.Store(true)  // O_TRUNC and rewritten: durable at the next syncIndex
 	s.f.sealed.Store(false) // the active segment keeps its descriptor
@@ -155,12 +164,45 @@ func (s *segment) indexEntryFor(pos, base, maxTs, interval int64) (indexEntry, b
 	return indexEntry{rel: uint32(base - s.base), pos: uint32(pos), maxTs: maxTs}, true
 }
 
-// writeIndexEntry writes e at the end of the index file; the caller adds it
-// to s.index once the batch it points at is written.
-func (s *segment) writeIndexEntry(e indexEntry) error {
-	_, err := s.idx.WriteAt(e.appendTo(s.idxBuf[:0]), int64(len(s.index))*indexEntrySize)
+// maxPendingIndex bounds the entries kept for the index file between its
+// fsyncs (a checkpoint every few seconds under load, but a log flushed at
+// long intervals could gather them for hours): past it, the append that
+// adds one writes them all.
+const maxPendingIndex = 64 << 10
+
+// addIndexEntry adds e, for a batch just written, to s.index and to the
+// entries the index file is still to get. Call with Log.mu held, on the
+// active segment: its writers stay open while Log.mu is held.
+func (s *segment) addIndexEntry(e indexEntry) error {
+	s.index = append(s.index, e)
 	s.idxDirty.Store(true)
-	return err
+	s.idxMu.Lock()
+	s.idxPending = e.appendTo(s.idxPending)
+	full := len(s.idxPending) >= maxPendingIndex
+	s.idxMu.Unlock()
+	if full {
+		return s.writePendingIndex()
+	}
+	return nil
+}
+
+// writePendingIndex writes the entries added since the last call at the
+// end of the index file. Call with wmu or Log.mu held (seal and release,
+// which close the writers, hold both), on a segment with writers; the
+// entries stay pending if the write fails.
+func (s *segment) writePendingIndex() error {
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	if len(s.idxPending) == 0 {
+		return nil
+	}
+	n, err := s.idx.WriteAt(s.idxPending, s.idxLen)
+	s.idxLen += int64(n)
+	s.idxPending = s.idxPending[:copy(s.idxPending, s.idxPending[n:])]
+	if err != nil {
+		return fmt.Errorf("write %s: %w", s.indexPath, err)
+	}
+	return nil
 }
 
 // sync fsyncs the segment's data writer: what an acknowledgement and the
@@ -204,6 +246,10 @@ func (s *segment) syncIndexLocked() error {
 	if s.idx == nil || !s.idxDirty.Swap(false) {
 		return nil
 	}
+	if err := s.writePendingIndex(); err != nil {
+		s.idxDirty.Store(true)
+		return err
+	}
 	if err := s.idx.Sync(); err != nil {
 		s.idxDirty.Store(true)
 		return fmt.Errorf("fsync %s: %w", s.indexPath, err)
@@ -227,8 +273,17 @@ func (s *segment) seal() error {
 		err = errors.Join(err, s.txnW.Close())
 	}
 	s.w, s.idx, s.txnW = nil, nil, nil
+	s.dropPendingIndex()
 	s.f.markSealed()
 	return err
+}
+
+// dropPendingIndex frees the pending entries' buffer once the index writer
+// is closed: written, or (after a failed write) left for Open to rebuild.
+func (s *segment) dropPendingIndex() {
+	s.idxMu.Lock()
+	s.idxPending = nil
+	s.idxMu.Unlock()
 }
 
 func (s *segment) ref() { s.refs.Add(1) }

@@ -56,11 +56,7 @@ func TestRestartedFollowerRecoversItsPartitionsTogether(t *testing.T) {
 	// A record in each partition, on every replica: each has a log to
 	// recover.
 	cl := newClient(t, brokers[0].Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
-	var recs []*kgo.Record
-	for p := range int32(n) {
-		recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte("x")})
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, onePerPartition([]string{topic}, n, []byte("x"))...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	old := brokers[2]

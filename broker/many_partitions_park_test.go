@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/tributary-io/tributary/broker"
 	"github.com/tributary-io/tributary/internal/testenv"
 )
@@ -34,25 +31,10 @@ func TestRequestNamingMorePartitionsThanDescriptorsClosesNoLog(t *testing.T) {
 		c.Log.FS = disk
 	}))
 	const topics, parts = 60, 5
-	names := make([]string, topics)
-	for i := range names {
-		names[i] = fmt.Sprintf("park-%03d", i)
-	}
-	resp, err := kadm.NewClient(newClient(t, b.Addr)).CreateTopics(context.Background(), parts, 1, nil, names...)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := newClient(t, b.Addr, kgo.ProducerLinger(5*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	names := createNumberedTopics(t, b.Addr, "park", topics, parts)
+	cl := manualPartitionClient(t, b.Addr)
 	for round := 1; round <= 3; round++ {
-		var recs []*kgo.Record
-		for _, n := range names {
-			for p := range int32(parts) {
-				recs = append(recs, &kgo.Record{Topic: n, Partition: p, Value: fmt.Appendf(nil, "round %d", round)})
-			}
-		}
+		recs := onePerPartition(names, parts, fmt.Appendf(nil, "round %d", round))
 		start, fsyncs := time.Now(), disk.syncs.Load()
 		if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 			t.Fatalf("round %d: %v", round, err)

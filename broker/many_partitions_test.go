@@ -36,30 +36,14 @@ func TestProduceNamingMorePartitionsThanStayOpen(t *testing.T) {
 	})
 	b := testenv.StartBroker(t, testenv.WithDataDir(dir), cfg)
 	const topics, parts = 60, 5
-	names := make([]string, topics)
-	for i := range names {
-		names[i] = fmt.Sprintf("many-%03d", i)
-	}
-	resp, err := kadm.NewClient(newClient(t, b.Addr)).CreateTopics(context.Background(), parts, 1, nil, names...)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	names := createNumberedTopics(t, b.Addr, "many", topics, parts)
 	produceToAll := func(addr string, round int) {
 		t.Helper()
 		// A client that gives up on a request after 10 s (half of
 		// franz-go's default) and retries its records until the context
 		// ends. The old code took 13-16 s a round here, this one 4.
-		cl := newClient(t, addr, kgo.ProducerLinger(5*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.ProduceRequestTimeout(5*time.Second), kgo.RequestTimeoutOverhead(5*time.Second), kgo.RecordDeliveryTimeout(0))
-		var recs []*kgo.Record
-		for _, n := range names {
-			for p := range int32(parts) {
-				recs = append(recs, &kgo.Record{Topic: n, Partition: p, Value: fmt.Appendf(nil, "round %d", round)})
-			}
-		}
+		cl := manualPartitionClient(t, addr, kgo.ProduceRequestTimeout(5*time.Second), kgo.RequestTimeoutOverhead(5*time.Second), kgo.RecordDeliveryTimeout(0))
+		recs := onePerPartition(names, parts, fmt.Appendf(nil, "round %d", round))
 		start, fsyncs := time.Now(), disk.syncs.Load()
 		done := make(chan error, 1)
 		go func() { done <- cl.ProduceSync(context.Background(), recs...).FirstErr() }()
@@ -98,25 +82,9 @@ func TestShutdownClosesPartitionsTogether(t *testing.T) {
 	disk := &slowDisk{delay: 5 * time.Millisecond}
 	b := testenv.StartBroker(t, testenv.WithConfig(func(c *broker.Config) { c.Log.FS = disk }))
 	const topics, parts = 40, 5
-	names := make([]string, topics)
-	for i := range names {
-		names[i] = fmt.Sprintf("stop-%03d", i)
-	}
-	resp, err := kadm.NewClient(newClient(t, b.Addr)).CreateTopics(context.Background(), parts, 1, nil, names...)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := newClient(t, b.Addr, kgo.ProducerLinger(5*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	var recs []*kgo.Record
-	for _, n := range names {
-		for p := range int32(parts) {
-			recs = append(recs, &kgo.Record{Topic: n, Partition: p, Value: []byte("x")})
-		}
-	}
-	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+	names := createNumberedTopics(t, b.Addr, "stop", topics, parts)
+	cl := manualPartitionClient(t, b.Addr)
+	if err := cl.ProduceSync(context.Background(), onePerPartition(names, parts, []byte("x"))...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	cl.Close()
@@ -138,28 +106,9 @@ func TestRestartAfterKillRecoversPartitionsTogether(t *testing.T) {
 	dir := t.TempDir()
 	b := testenv.StartBroker(t, testenv.WithDataDir(dir))
 	const topics, parts = 20, 5
-	names := make([]string, topics)
-	for i := range names {
-		names[i] = fmt.Sprintf("kill-%03d", i)
-	}
-	resp, err := kadm.NewClient(newClient(t, b.Addr)).CreateTopics(context.Background(), parts, 1, nil, names...)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.ProducerLinger(5*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []*kgo.Record
-	for _, n := range names {
-		for p := range int32(parts) {
-			recs = append(recs, &kgo.Record{Topic: n, Partition: p, Value: []byte("x")})
-		}
-	}
-	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+	names := createNumberedTopics(t, b.Addr, "kill", topics, parts)
+	cl := manualPartitionClient(t, b.Addr)
+	if err := cl.ProduceSync(context.Background(), onePerPartition(names, parts, []byte("x"))...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	cl.Close()
@@ -202,28 +151,12 @@ func TestProduceCreatesNewPartitionsTogether(t *testing.T) {
 	disk := &slowDisk{delay: 5 * time.Millisecond, root: filepath.Clean(dir)}
 	b := testenv.StartBroker(t, testenv.WithDataDir(dir), testenv.WithConfig(func(c *broker.Config) { c.Log.FS = disk }))
 	const topics, parts = 20, 5
-	names := make([]string, topics)
-	for i := range names {
-		names[i] = fmt.Sprintf("new-%03d", i)
-	}
-	resp, err := kadm.NewClient(newClient(t, b.Addr)).CreateTopics(context.Background(), parts, 1, nil, names...)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	names := createNumberedTopics(t, b.Addr, "new", topics, parts)
 	if n := b.OpenPartitions(); n != 0 {
 		t.Fatalf("%d partitions open before the first produce, want 0", n)
 	}
-	cl := newClient(t, b.Addr, kgo.ProducerLinger(5*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	var recs []*kgo.Record
-	for _, n := range names {
-		for p := range int32(parts) {
-			recs = append(recs, &kgo.Record{Topic: n, Partition: p, Value: []byte("x")})
-		}
-	}
-	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+	cl := manualPartitionClient(t, b.Addr)
+	if err := cl.ProduceSync(context.Background(), onePerPartition(names, parts, []byte("x"))...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	if n := b.OpenPartitions(); n != topics*parts {
@@ -303,28 +236,9 @@ func TestIdleBrokerWithManyOpenPartitions(t *testing.T) {
 	testenv.Slow(t, "opens 1,000 partitions and measures idle CPU over a window")
 	b := testenv.StartBroker(t)
 	const topics, parts = 200, 5
-	names := make([]string, topics)
-	for i := range names {
-		names[i] = fmt.Sprintf("idle-%03d", i)
-	}
-	resp, err := kadm.NewClient(newClient(t, b.Addr)).CreateTopics(context.Background(), parts, 1, nil, names...)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.ProducerLinger(5*time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []*kgo.Record
-	for _, n := range names {
-		for p := range int32(parts) {
-			recs = append(recs, &kgo.Record{Topic: n, Partition: p, Value: []byte("x")})
-		}
-	}
-	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+	names := createNumberedTopics(t, b.Addr, "idle", topics, parts)
+	cl := manualPartitionClient(t, b.Addr)
+	if err := cl.ProduceSync(context.Background(), onePerPartition(names, parts, []byte("x"))...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	cl.Close()

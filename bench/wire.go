@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -166,9 +167,13 @@ func runWire(ctx context.Context, addr string, w *wireFrames, conns, inFlight, t
 		}()
 		go func() {
 			defer wg.Done()
+			// Buffered: the broker may write several answers at once,
+			// and two reads per answer (its size, then the rest) made
+			// the load generator, which shares the machine, the limit.
+			r := bufio.NewReaderSize(conn, 64<<10)
 			buf := make([]byte, 64<<10)
 			for range pending {
-				code, err := readProduceAnswer(conn, buf)
+				code, err := readProduceAnswer(r, buf)
 				if err != nil {
 					fail(fmt.Errorf("read: %w", err))
 					conn.Close()
@@ -197,7 +202,7 @@ func runWire(ctx context.Context, addr string, w *wireFrames, conns, inFlight, t
 
 // readProduceAnswer reads one Produce response frame and returns the first
 // non-zero error code of its partitions (0 if all were accepted).
-func readProduceAnswer(conn net.Conn, buf []byte) (int16, error) {
+func readProduceAnswer(conn io.Reader, buf []byte) (int16, error) {
 	if _, err := io.ReadFull(conn, buf[:4]); err != nil {
 		return 0, err
 	}

@@ -175,11 +175,13 @@ const maxPendingIndex = 64 << 10
 // active segment: its writers stay open while Log.mu is held.
 func (s *segment) addIndexEntry(e indexEntry) error {
 	s.index = append(s.index, e)
-	s.idxDirty.Store(true)
 	s.idxMu.Lock()
 	s.idxPending = e.appendTo(s.idxPending)
 	full := len(s.idxPending) >= maxPendingIndex
 	s.idxMu.Unlock()
+	// Set once the entry is pending: a syncIndex running meanwhile either
+	// writes the entry or finds the flag set again for the next one.
+	s.idxDirty.Store(true)
 	if full {
 		return s.writePendingIndex()
 	}

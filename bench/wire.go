@@ -168,8 +168,9 @@ func runWire(ctx context.Context, addr string, w *wireFrames, conns, inFlight, t
 		go func() {
 			defer wg.Done()
 			// Buffered: the broker may write several answers at once,
-			// and two reads per answer (its size, then the rest) made
-			// the load generator, which shares the machine, the limit.
+			// and two reads per answer (its size, then the rest) cost
+			// the load generator, which shares the machine with the
+			// broker it measures, CPU the broker could have used.
 			r := bufio.NewReaderSize(conn, 64<<10)
 			buf := make([]byte, 64<<10)
 			for range pending {

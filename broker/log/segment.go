@@ -281,7 +281,8 @@ func (s *segment) seal() error {
 }
 
 // dropPendingIndex frees the pending entries' buffer once the index writer
-// is closed: written, or (after a failed write) left for Open to rebuild.
+// is closed: written, or after a failed write left out, and Open extends an
+// index that stops short of its segment by walking the batches after it.
 func (s *segment) dropPendingIndex() {
 	s.idxMu.Lock()
 	s.idxPending = nil

@@ -157,9 +157,9 @@ func TestMirrorCopiesNotUnderTheHighWatermarkAreNotCopiedTwice(t *testing.T) {
 	// coordinator works while broker 2 fetches nothing.
 	b1, link := startLinkedBroker(t, connect, 1)
 	warm := newClient(t, []string{link.Addr()}, kgo.TransactionalID("warm-up"))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	warmCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, _, err := warm.ProducerID(ctx); err != nil {
+	if _, _, err := warm.ProducerID(warmCtx); err != nil {
 		t.Fatalf("creating the transaction coordinator's topic: %v", err)
 	}
 	b2, _ := startLinkedBroker(t, connect, 2)
@@ -168,17 +168,30 @@ func TestMirrorCopiesNotUnderTheHighWatermarkAreNotCopiedTwice(t *testing.T) {
 	// places partitions itself, so topics are made until one is.
 	admin := kadm.NewClient(newClient(t, target, kgo.MetadataMinAge(10*time.Millisecond)))
 	topic := ""
+	// Each call gets its own deadline: one shared with the warm-up above
+	// ran out on a loaded machine, and every later try failed at once.
 	for i := 0; topic == ""; i++ {
 		name := fmt.Sprintf("clicks%d", i)
-		testenv.Eventually(t, time.Minute, "the target creates "+name+" with two replicas in sync", func() bool {
-			if resp, err := admin.CreateTopic(ctx, 1, 2, nil, name); err != nil || resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
-				return false
+		leader := int32(-1)
+		testenv.Eventuallyf(t, time.Minute, func() (bool, string) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			resp, err := admin.CreateTopic(ctx, 1, 2, nil, name)
+			if err = errors.Join(err, resp.Err); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+				return false, "creating " + name + ": " + err.Error()
 			}
 			md, err := admin.Metadata(ctx, name)
-			p := md.Topics[name].Partitions[0]
-			return err == nil && p.Leader > 0 && len(p.ISR) == 2
+			if err != nil {
+				return false, "metadata of " + name + ": " + err.Error()
+			}
+			ps := md.Topics[name].Partitions
+			if len(ps) != 1 || ps[0].Leader <= 0 || len(ps[0].ISR) != 2 {
+				return false, fmt.Sprintf("%s: want a leader and two replicas in sync, have %+v", name, ps)
+			}
+			leader = ps[0].Leader
+			return true, ""
 		})
-		if md, _ := admin.Metadata(ctx, name); md.Topics[name].Partitions[0].Leader == 1 {
+		if leader == 1 {
 			topic = name
 		}
 	}

@@ -154,7 +154,6 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
-// endOffsets adds up the high watermarks of a topic's partitions.
 // waitCopied waits until m has every record of topics that the source
 // at addr holds now committed in the target. It watches the mirror's own
 // progress, not the target's end offsets: the mirror copies in
@@ -179,6 +178,7 @@ func waitCopied(t *testing.T, m *mirror.Mirror, addr string, within time.Duratio
 	}
 }
 
+// endOffsets adds up the high watermarks of a topic's partitions.
 func endOffsets(t *testing.T, addr, topic string) int64 {
 	t.Helper()
 	// A client of its own, closed here: callers poll this every few

@@ -213,8 +213,7 @@ func TestIndexEntriesWrittenWithTheIndexFsync(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	paths, _ := filepath.Glob(filepath.Join(dir, "*.index"))
-	if got, err := os.ReadFile(paths[0]); err != nil || !bytes.Equal(got, want) || len(want) != 8*indexEntrySize {
+	if got, err := os.ReadFile(idxPath(dir, 0)); err != nil || !bytes.Equal(got, want) || len(want) != 8*indexEntrySize {
 		t.Fatalf("index file after close: %d bytes (%v), want the 8 entries in memory", len(got), err)
 	}
 	l2, rep, err := Open(dir, cfg, quietLogger())
@@ -247,10 +246,12 @@ func TestPendingIndexEntriesAreBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	paths, _ := filepath.Glob(filepath.Join(dir, "*.index"))
-	fi, err := os.Stat(paths[0])
-	if err != nil || fi.Size() != maxPendingIndex {
-		t.Fatalf("index file after %d indexed appends and no fsync: %v, %v; want the first %d bytes written", perWrite+10, fi.Size(), err, maxPendingIndex)
+	fi, err := os.Stat(idxPath(dir, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != maxPendingIndex {
+		t.Fatalf("index file after %d indexed appends and no fsync: %d bytes, want the first %d written", perWrite+10, fi.Size(), maxPendingIndex)
 	}
 	l.mu.RLock()
 	s := l.active
